@@ -1,0 +1,12 @@
+// Test runner configuration: unit tests run in parallel; integration tests drive the built CLI.
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: "forks",
+    reporters: ["default"],
+  },
+});
