@@ -1,0 +1,17 @@
+// Deterministic record ids: the same (VmId, EventId, EventStatus) always yields the same id, across restarts.
+import { createHash } from "node:crypto";
+
+/** Formats the first 16 bytes of a SHA-256 digest of `parts` as a name-based (version 8) UUID. */
+export function deterministicUuid(...parts: string[]): string {
+  const digest = createHash("sha256").update(parts.join("\u001f")).digest();
+  const bytes = Buffer.from(digest.subarray(0, 16));
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80; // version 8 (custom, name-based)
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80; // RFC 9562 variant
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** RecordId of a transition, as the contract defines it. */
+export function transitionRecordId(vmId: string, eventId: string, status: string): string {
+  return deterministicUuid("Transition", vmId, eventId.toLowerCase(), status);
+}

@@ -1,0 +1,145 @@
+// The record contract (v1): the one source of truth for the shape every consumer sees.
+// Table schemas, the DCR stream declaration, the ingestion peer's validation and the docs derive from `recordColumns`.
+
+/** Column types, named as in a data collection rule stream declaration. */
+export type ColumnType = "string" | "int" | "long" | "real" | "boolean" | "datetime" | "dynamic";
+
+export interface ColumnSpec {
+  readonly name: string;
+  readonly type: ColumnType;
+  readonly description: string;
+}
+
+/** Every column any record type may carry, in table order. Transition records carry the first block. */
+export const recordColumns: readonly ColumnSpec[] = [
+  { name: "TimeGenerated", type: "datetime", description: "When this agent observed the transition (ISO 8601 UTC)" },
+  { name: "RecordId", type: "string", description: "Deterministic id of (VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
+  { name: "RecordType", type: "string", description: "Transition, Heartbeat, Approval or Hook" },
+  { name: "EventId", type: "string", description: "EventId as IMDS gave it" },
+  { name: "EventStatus", type: "string", description: "Scheduled, Started, Completed or Canceled" },
+  { name: "PreviousStatus", type: "string", description: "Empty on first sighting, else the status before" },
+  { name: "EventType", type: "string", description: "Freeze, Reboot, Redeploy, Preempt, Terminate, or any new value verbatim" },
+  { name: "ResourceType", type: "string", description: "Resource type from IMDS (VirtualMachine)" },
+  { name: "Resources", type: "dynamic", description: "Names of all VMs the event affects (leading _ of old names removed)" },
+  { name: "NotBefore", type: "datetime", description: "Earliest start time (ISO 8601 UTC), null when empty" },
+  { name: "Description", type: "string", description: "Free text from IMDS, empty when the api-version has none" },
+  { name: "EventSource", type: "string", description: "Platform, User, or empty" },
+  { name: "DurationInSeconds", type: "int", description: "Expected impact in seconds, -1 when unknown or absent" },
+  { name: "DocumentIncarnation", type: "long", description: "The document in which the transition was seen" },
+  { name: "AffectsThisVm", type: "boolean", description: "This VM's compute.name is in Resources (case-insensitive)" },
+  { name: "ObservationGap", type: "boolean", description: "The agent was not watching continuously since the previous sighting" },
+  { name: "VmName", type: "string", description: "compute.name from instance metadata" },
+  { name: "VmId", type: "string", description: "compute.vmId from instance metadata" },
+  { name: "VmResourceId", type: "string", description: "compute.resourceId from instance metadata" },
+  { name: "SubscriptionId", type: "string", description: "compute.subscriptionId from instance metadata" },
+  { name: "ResourceGroup", type: "string", description: "compute.resourceGroupName from instance metadata" },
+  { name: "Location", type: "string", description: "compute.location from instance metadata" },
+  { name: "VmScaleSetName", type: "string", description: "compute.vmScaleSetName from instance metadata" },
+  { name: "Zone", type: "string", description: "compute.zone from instance metadata" },
+  { name: "AgentVersion", type: "string", description: "sef package version" },
+  // Columns used only by non-transition record types (absent from Transition records).
+  { name: "Outcome", type: "string", description: "Approval: Approved, Failed, DryRun; Hook: Succeeded, Failed, TimedOut" },
+  { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none)" },
+  { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
+  { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds" },
+  { name: "Detail", type: "string", description: "Free text: error message, hook name, or heartbeat statistics as JSON" },
+];
+
+export const recordTypes = ["Transition", "Heartbeat", "Approval", "Hook"] as const;
+export type RecordType = (typeof recordTypes)[number];
+
+export const eventStatuses = ["Scheduled", "Started", "Completed", "Canceled"] as const;
+export type EventStatus = (typeof eventStatuses)[number];
+/** Statuses IMDS itself reports; Completed and Canceled are inferred by the collector. */
+export type ImdsEventStatus = "Scheduled" | "Started";
+
+/** VM identity from instance metadata; "" when unknown. */
+export interface VmIdentity {
+  VmName: string;
+  VmId: string;
+  VmResourceId: string;
+  SubscriptionId: string;
+  ResourceGroup: string;
+  Location: string;
+  VmScaleSetName: string;
+  Zone: string;
+}
+
+export const unknownVmIdentity: VmIdentity = {
+  VmName: "",
+  VmId: "",
+  VmResourceId: "",
+  SubscriptionId: "",
+  ResourceGroup: "",
+  Location: "",
+  VmScaleSetName: "",
+  Zone: "",
+};
+
+/** The event fields a transition record carries, normalized from any api-version. */
+export interface EventFields {
+  EventId: string;
+  EventType: string;
+  ResourceType: string;
+  Resources: string[];
+  NotBefore: string | null;
+  Description: string;
+  EventSource: string;
+  DurationInSeconds: number;
+}
+
+export interface TransitionRecord extends EventFields, VmIdentity {
+  RecordId: string;
+  RecordType: "Transition";
+  TimeGenerated: string;
+  EventStatus: EventStatus;
+  PreviousStatus: EventStatus | "";
+  DocumentIncarnation: number;
+  AffectsThisVm: boolean;
+  ObservationGap: boolean;
+  AgentVersion: string;
+}
+
+export interface HeartbeatRecord extends VmIdentity {
+  RecordId: string;
+  RecordType: "Heartbeat";
+  TimeGenerated: string;
+  AgentVersion: string;
+  Detail: string;
+}
+
+export interface ApprovalRecord extends VmIdentity {
+  RecordId: string;
+  RecordType: "Approval";
+  TimeGenerated: string;
+  EventId: string;
+  EventType: string;
+  EventStatus: EventStatus;
+  DocumentIncarnation: number;
+  Outcome: "Approved" | "Failed" | "DryRun";
+  HttpStatus: number;
+  Detail: string;
+  AgentVersion: string;
+}
+
+export interface HookRecord extends VmIdentity {
+  RecordId: string;
+  RecordType: "Hook";
+  TimeGenerated: string;
+  EventId: string;
+  EventType: string;
+  EventStatus: EventStatus;
+  Outcome: "Succeeded" | "Failed" | "TimedOut";
+  ExitCode: number;
+  ElapsedMs: number;
+  Detail: string;
+  AgentVersion: string;
+}
+
+/** Any record the agent writes to its outbox. */
+export type SefRecord = TransitionRecord | HeartbeatRecord | ApprovalRecord | HookRecord;
+
+/** Names of the columns Transition records carry (the contract table), in order. */
+export const transitionFieldNames: readonly string[] = recordColumns
+  .slice(0, recordColumns.findIndex((c) => c.name === "Outcome"))
+  .map((c) => c.name);

@@ -1,0 +1,55 @@
+// The sink registry: maps a `--sink SPEC` (type[:argument]) to the factory that builds it.
+// Adding a sink = one module exporting a SinkFactory + one line in `sinkFactories`.
+import type { z } from "zod";
+import type { Sink, SinkContext } from "./sink.js";
+import { stdoutSinkFactory } from "./stdout.js";
+import { jsonlSinkFactory } from "./jsonl.js";
+
+export interface SinkFactoryInput<Settings> {
+  /** Text after the first ':' of the SPEC (`jsonl:/var/log/sef.jsonl` → `/var/log/sef.jsonl`). */
+  readonly argument: string | undefined;
+  /** This sink's validated settings: the config file's section named after the type (e.g. `eventhubs`). */
+  readonly settings: Settings;
+  readonly context: SinkContext;
+}
+
+export interface SinkFactory<Settings = unknown> {
+  /** SPEC prefix, also the config section holding this sink's settings. */
+  readonly type: string;
+  /** One line for `sef run --help`. */
+  readonly summary: string;
+  /** Whether the SPEC must carry an argument (`jsonl:PATH`). */
+  readonly argument: "required" | "none" | "optional";
+  /** Validates the config section; defaults belong here. */
+  readonly settingsSchema: z.ZodType<Settings>;
+  create(input: SinkFactoryInput<Settings>): Sink | Promise<Sink>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
+export const sinkFactories: readonly SinkFactory<any>[] = [stdoutSinkFactory, jsonlSinkFactory];
+
+export interface ParsedSinkSpec {
+  readonly type: string;
+  readonly argument: string | undefined;
+}
+
+/** Splits `type[:argument]`; throws with a message naming the spec when the type is unknown or malformed. */
+export function parseSinkSpec(spec: string): ParsedSinkSpec {
+  const colon = spec.indexOf(":");
+  const type = (colon === -1 ? spec : spec.slice(0, colon)).trim();
+  const argument = colon === -1 ? undefined : spec.slice(colon + 1);
+  const factory = sinkFactories.find((f) => f.type === type);
+  if (!factory) {
+    throw new Error(`unknown sink "${type}" in "${spec}" (known: ${sinkFactories.map((f) => f.type).join(", ")})`);
+  }
+  if (factory.argument === "required" && !argument) throw new Error(`sink "${type}" needs an argument: ${type}:VALUE`);
+  if (factory.argument === "none" && argument !== undefined) throw new Error(`sink "${type}" takes no argument (got "${spec}")`);
+  return { type, argument };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
+export function findSinkFactory(type: string): SinkFactory<any> {
+  const factory = sinkFactories.find((f) => f.type === type);
+  if (!factory) throw new Error(`unknown sink "${type}"`);
+  return factory;
+}

@@ -1,0 +1,57 @@
+// The contract between the drain loop and a sink: a sink sends one batch and classifies the outcome;
+// the shared drain loop (sinks/drainer.ts) owns retries, backoff, dead-lettering and the cursor.
+import type { Logger } from "pino";
+import type { SefRecord } from "../contract/record.js";
+
+/** One record as it sits in the outbox: its position, its id and its body. */
+export interface OutboxEntry {
+  /** Position in the outbox (monotonic, starts at 1). */
+  readonly seq: number;
+  readonly record: SefRecord;
+  /** The record serialized as JSON (what file and HTTP sinks write verbatim). */
+  readonly json: string;
+}
+
+/** A record that the sink's destination will never accept, with the destination's reason. */
+export interface RejectedRecord {
+  readonly seq: number;
+  readonly reason: string;
+}
+
+/**
+ * What one send attempt came to. Results are values, not exceptions:
+ * - `ok`: every record of the batch was accepted, except those in `rejected` (dead-lettered, never retried).
+ * - `retryable`: try again later; the first `acceptedCount` records were accepted and will not be re-sent;
+ *   `retryAfterMs` is the server's hint, which wins over our own backoff.
+ * - `permanent`: the whole batch can never be accepted (e.g. 401/403 is *not* this: see each sink's docs).
+ */
+export type SendResult =
+  | { readonly kind: "ok"; readonly rejected?: readonly RejectedRecord[] }
+  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number; readonly acceptedCount?: number }
+  | { readonly kind: "permanent"; readonly reason: string };
+
+export interface Sink {
+  /** Stable name, unique among the configured sinks; names the sink's cursor in the store and its metrics. */
+  readonly name: string;
+  /** Most records handed to one `send`. */
+  readonly maxBatchRecords: number;
+  /** How long to wait for more records before sending a non-urgent batch (0 = send at once). */
+  readonly lingerMs: number;
+  /** Sends the batch in order. Must not throw for expected failures: classify them instead. */
+  send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendResult>;
+  /** Releases connections; called once at shutdown after the last send. */
+  close(): Promise<void>;
+}
+
+/** What a sink factory gets from the agent. */
+export interface SinkContext {
+  readonly logger: Logger;
+  readonly dataDir: string;
+  readonly agentVersion: string;
+}
+
+/** A record is urgent when waiting for a fuller batch could cost the reader notice time. */
+export function isUrgent(record: SefRecord): boolean {
+  if (record.RecordType !== "Transition") return false;
+  return record.EventStatus === "Started" || record.EventType === "Preempt" || record.EventType === "Terminate";
+}
