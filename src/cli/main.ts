@@ -4,6 +4,8 @@ import { Command } from "commander";
 import { agentVersion } from "../contract/agent-version.js";
 import { registerRunCommand } from "./commands/run.js";
 import { registerSimulateCommand } from "./commands/simulate.js";
+import { registerEmulateCommand } from "./commands/emulate.js";
+import { registerTailCommand } from "./commands/tail.js";
 
 const program = new Command("sef")
   .description("Scheduled Events Forwarder: forwards Azure Scheduled Events transitions to telemetry sinks")
@@ -13,5 +15,7 @@ const program = new Command("sef")
 
 registerRunCommand(program);
 registerSimulateCommand(program);
+registerEmulateCommand(program);
+registerTailCommand(program);
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,10 @@
+// `sef emulate <peer>`: local peers that speak the real Azure protocols, for tests and the demo.
+import type { Command } from "commander";
+import { registerEmulateEventHubsCommand } from "./emulate-eventhubs.js";
+import { registerEmulateLogsIngestionCommand } from "./emulate-logs-ingestion.js";
+
+export function registerEmulateCommand(program: Command): void {
+  const emulate = program.command("emulate").description("run a local peer that speaks an Azure service's protocol");
+  registerEmulateEventHubsCommand(emulate);
+  registerEmulateLogsIngestionCommand(emulate);
+}
