@@ -1,0 +1,195 @@
+// HTTP client for IMDS (undici): Metadata header, api-version, no proxy, no redirects, body-size cap,
+// first-call timeout long enough for the service's documented 2-minute enable delay, and a 5 req/s ceiling.
+import { Agent, request, type Dispatcher } from "undici";
+import pRetry, { AbortError } from "p-retry";
+import type { Clock } from "../util/clock.js";
+import type { VmIdentity } from "../contract/record.js";
+import { SlidingWindowRateLimiter } from "./rate-limiter.js";
+import { ImdsRequestError, classifyStatus, parseRetryAfterMs } from "./errors.js";
+import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
+
+export interface ImdsClientOptions {
+  /** Base URL of IMDS, default `http://169.254.169.254`. */
+  imdsUrl: string;
+  /** Scheduled events api-version, default `2020-07-01`. */
+  apiVersion: string;
+  /** api-version for instance/compute. */
+  computeApiVersion?: string;
+  /** Timeout of a request until the first successful answer (the service may take up to 2 minutes to enable). */
+  firstCallTimeoutMs?: number;
+  /** Timeout of later requests. */
+  requestTimeoutMs?: number;
+  /** Largest body accepted, in bytes. */
+  maxBodyBytes?: number;
+  /** Immediate retries of a transient failure within one call (p-retry). */
+  retries?: number;
+  retryMinDelayMs?: number;
+  retryMaxDelayMs?: number;
+  clock: Clock;
+  /** Extra headers (tests use `X-Sef-Sim-Vm` to pick a simulated VM). */
+  extraHeaders?: Record<string, string>;
+}
+
+export const imdsDefaults = {
+  imdsUrl: "http://169.254.169.254",
+  apiVersion: "2020-07-01",
+  computeApiVersion: "2021-02-01",
+  firstCallTimeoutMs: 130_000,
+  requestTimeoutMs: 10_000,
+  maxBodyBytes: 1024 * 1024,
+  retries: 2,
+  retryMinDelayMs: 200,
+  retryMaxDelayMs: 2_000,
+} as const;
+
+export interface FetchedDocument {
+  document: ScheduledEventsDocument;
+  /** The body as received (kept for diagnostics and change detection). */
+  body: string;
+}
+
+export class ImdsClient {
+  private readonly dispatcher: Agent;
+  private readonly limiter: SlidingWindowRateLimiter;
+  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders">> & { extraHeaders: Record<string, string> };
+  private answeredOnce = false;
+
+  constructor(options: ImdsClientOptions) {
+    this.options = { ...imdsDefaults, extraHeaders: {}, ...stripUndefined(options) } as typeof this.options;
+    // A dedicated Agent: never the global dispatcher, so HTTP(S)_PROXY variables cannot route IMDS traffic.
+    this.dispatcher = new Agent({ connections: 2, pipelining: 0, keepAliveTimeout: 30_000 });
+    this.limiter = new SlidingWindowRateLimiter(options.clock, 5, 1000);
+  }
+
+  /** GET scheduled events; retries transient failures a few times, then throws ImdsRequestError. */
+  async getScheduledEvents(signal?: AbortSignal): Promise<FetchedDocument> {
+    return this.withRetries(async () => {
+      const body = await this.get(`/metadata/scheduledevents?api-version=${encodeURIComponent(this.options.apiVersion)}`, signal);
+      try {
+        return { document: parseScheduledEventsDocument(body), body };
+      } catch (err) {
+        if (err instanceof MalformedDocumentError) throw new ImdsRequestError("malformed", `malformed scheduled events document: ${err.message}`, 200);
+        throw err;
+      }
+    }, signal);
+  }
+
+  /** GET instance/compute → VM identity. */
+  async getCompute(signal?: AbortSignal): Promise<VmIdentity> {
+    return this.withRetries(async () => {
+      const body = await this.get(`/metadata/instance/compute?api-version=${encodeURIComponent(this.options.computeApiVersion)}`, signal);
+      try {
+        return parseCompute(body);
+      } catch (err) {
+        throw new ImdsRequestError("malformed", `malformed compute document: ${(err as Error).message}`, 200);
+      }
+    }, signal);
+  }
+
+  /** POST StartRequests (approval). Returns the status and body; network failures throw ImdsRequestError. */
+  async postStartRequests(eventIds: readonly string[], signal?: AbortSignal): Promise<{ status: number; body: string }> {
+    await this.limiter.acquire(signal);
+    const body = JSON.stringify({ StartRequests: eventIds.map((EventId) => ({ EventId })) });
+    const response = await this.send("POST", `/metadata/scheduledevents?api-version=${encodeURIComponent(this.options.apiVersion)}`, signal, body);
+    return { status: response.statusCode, body: await this.readBody(response) };
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+
+  private async withRetries<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return pRetry(
+      async () => {
+        try {
+          return await fn();
+        } catch (err) {
+          if (err instanceof ImdsRequestError && !err.retryable) throw new AbortError(err);
+          throw err;
+        }
+      },
+      {
+        retries: this.options.retries,
+        minTimeout: this.options.retryMinDelayMs,
+        maxTimeout: this.options.retryMaxDelayMs,
+        factor: 2,
+        randomize: true,
+        signal,
+      },
+    );
+  }
+
+  private async get(path: string, signal?: AbortSignal): Promise<string> {
+    await this.limiter.acquire(signal);
+    const response = await this.send("GET", path, signal);
+    const text = await this.readBody(response);
+    if (response.statusCode !== 200) {
+      const retryAfterMs = parseRetryAfterMs(response.headers["retry-after"], this.options.clock.now());
+      throw new ImdsRequestError(
+        classifyStatus(response.statusCode),
+        `IMDS answered ${response.statusCode} for ${path.split("?")[0]}: ${text.slice(0, 300)}`,
+        response.statusCode,
+        retryAfterMs,
+      );
+    }
+    this.answeredOnce = true;
+    return text;
+  }
+
+  private async send(method: "GET" | "POST", path: string, signal?: AbortSignal, body?: string): Promise<Dispatcher.ResponseData> {
+    const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
+    const url = new URL(path, this.options.imdsUrl);
+    try {
+      return await request(url, {
+        method,
+        dispatcher: this.dispatcher,
+        headers: {
+          ...this.options.extraHeaders,
+          Metadata: "true",
+          ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
+        },
+        body,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        signal,
+      });
+    } catch (err) {
+      if (signal?.aborted) throw new AbortError(err as Error);
+      const code = (err as { code?: string }).code ?? "";
+      if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") {
+        throw new ImdsRequestError("timeout", `IMDS did not answer ${method} ${url.pathname} within ${timeoutMs} ms`);
+      }
+      throw new ImdsRequestError("network_error", `IMDS ${method} ${url.pathname} failed: ${code || (err as Error).message}`);
+    }
+  }
+
+  private async readBody(response: Dispatcher.ResponseData): Promise<string> {
+    const declared = Number(response.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > this.options.maxBodyBytes) {
+      response.body.destroy();
+      throw new ImdsRequestError("too_large", `IMDS body of ${declared} bytes exceeds the ${this.options.maxBodyBytes}-byte cap`, response.statusCode);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of response.body) {
+        size += (chunk as Buffer).length;
+        if (size > this.options.maxBodyBytes) {
+          response.body.destroy();
+          throw new ImdsRequestError("too_large", `IMDS body exceeds the ${this.options.maxBodyBytes}-byte cap`, response.statusCode);
+        }
+        chunks.push(chunk as Buffer);
+      }
+    } catch (err) {
+      if (err instanceof ImdsRequestError) throw err;
+      const code = (err as { code?: string }).code ?? "";
+      if (code === "UND_ERR_BODY_TIMEOUT") throw new ImdsRequestError("timeout", "IMDS body did not arrive in time");
+      throw new ImdsRequestError("network_error", `reading the IMDS body failed: ${code || (err as Error).message}`);
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

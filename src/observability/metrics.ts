@@ -1,0 +1,63 @@
+// Agent metrics (prom-client): one registry per agent, named gauges/counters the poller, store and drain loops update.
+import { Registry, Counter, Gauge, Histogram } from "prom-client";
+
+export type PollOutcome = "ok" | "unchanged" | "http_error" | "bad_request" | "throttled" | "timeout" | "network_error" | "malformed";
+
+export class AgentMetrics {
+  readonly registry = new Registry();
+
+  readonly polls = new Counter({ name: "sef_polls_total", help: "IMDS scheduled-events polls by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
+  readonly pollLatency = new Histogram({
+    name: "sef_poll_duration_seconds",
+    help: "Latency of IMDS scheduled-events polls",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 120],
+    registers: [this.registry],
+  });
+  readonly lastGoodPollTimestamp = new Gauge({ name: "sef_last_good_poll_timestamp_seconds", help: "Unix time of the last successful poll", registers: [this.registry] });
+  readonly lastGoodPollAge = new Gauge({
+    name: "sef_last_good_poll_age_seconds",
+    help: "Seconds since the last successful poll (-1 before the first)",
+    registers: [this.registry],
+  });
+  readonly incarnation = new Gauge({ name: "sef_document_incarnation", help: "DocumentIncarnation of the last processed document", registers: [this.registry] });
+  readonly eventsByStatus = new Gauge({ name: "sef_events", help: "Events currently known, by status", labelNames: ["status"] as const, registers: [this.registry] });
+  readonly recordsWritten = new Counter({ name: "sef_records_total", help: "Records appended to the outbox, by type", labelNames: ["type"] as const, registers: [this.registry] });
+  readonly outboxDepth = new Gauge({ name: "sef_outbox_depth", help: "Records not yet delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly outboxOldestAge = new Gauge({
+    name: "sef_outbox_oldest_age_seconds",
+    help: "Age of the oldest undelivered record, per sink (0 when empty)",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+  readonly sent = new Counter({ name: "sef_sink_sent_total", help: "Records delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly retries = new Counter({ name: "sef_sink_retries_total", help: "Send attempts that will be retried, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly deadLetters = new Counter({ name: "sef_sink_dead_letters_total", help: "Records dead-lettered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly throttledSeconds = new Counter({
+    name: "sef_sink_throttled_seconds_total",
+    help: "Time spent waiting on a server's retry-after hint, per sink",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+  readonly storeErrors = new Counter({ name: "sef_store_errors_total", help: "Failed store writes", registers: [this.registry] });
+  readonly storeDroppedRecords = new Counter({
+    name: "sef_store_dropped_records_total",
+    help: "Records removed from the outbox by the size cap before every sink had them",
+    registers: [this.registry],
+  });
+  readonly approvals = new Counter({ name: "sef_approvals_total", help: "Approval attempts by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
+  readonly hooks = new Counter({ name: "sef_hooks_total", help: "Hook runs by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
+  readonly timeGeneratedAgeWarnings = new Counter({
+    name: "sef_time_generated_age_warnings_total",
+    help: "Times the oldest undelivered record neared the 2-day TimeGenerated limit of Log Analytics",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+
+  async render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

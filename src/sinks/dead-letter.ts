@@ -1,0 +1,36 @@
+// Dead-letter files: records a destination will never accept, one JSON line each with the sink and the reason.
+import { open, mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { OutboxEntry } from "./sink.js";
+import { redactSecrets } from "../observability/logger.js";
+
+export interface DeadLetterLine {
+  deadLetteredAt: string;
+  sink: string;
+  reason: string;
+  record: unknown;
+}
+
+export class DeadLetterFile {
+  constructor(readonly directory: string) {}
+
+  /** Path of a sink's dead-letter file (the sink name made safe for a file name). */
+  pathFor(sink: string): string {
+    return join(this.directory, `${sink.replace(/[^A-Za-z0-9._-]+/g, "_")}.jsonl`);
+  }
+
+  /** Appends and fsyncs; throws when the file cannot be written (the caller must not move the cursor then). */
+  async write(sink: string, items: ReadonlyArray<{ entry: Pick<OutboxEntry, "json">; reason: string }>, nowMs: number): Promise<void> {
+    if (items.length === 0) return;
+    await mkdir(this.directory, { recursive: true });
+    const handle = await open(this.pathFor(sink), "a");
+    try {
+      const at = new Date(nowMs).toISOString();
+      const lines = items.map(({ entry, reason }) => `{"deadLetteredAt":${JSON.stringify(at)},"sink":${JSON.stringify(sink)},"reason":${JSON.stringify(redactSecrets(reason))},"record":${entry.json}}\n`);
+      await handle.appendFile(lines.join(""));
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  }
+}

@@ -1,0 +1,203 @@
+// The drain loop of one sink: reads the outbox after the sink's cursor, sends, and acts on the classified result
+// (advance, retry with the shared policy, or dead-letter). Slow or failing sinks only ever delay themselves.
+import type { Logger } from "pino";
+import type { Clock } from "../util/clock.js";
+import type { Store } from "../store/store.js";
+import type { AgentMetrics } from "../observability/metrics.js";
+import { isUrgent, type OutboxEntry, type SendResult, type Sink } from "./sink.js";
+import { retryDelayMs, type RetryPolicy } from "./retry-policy.js";
+import type { DeadLetterFile } from "./dead-letter.js";
+
+export interface DrainerOptions {
+  sink: Sink;
+  store: Store;
+  clock: Clock;
+  retryPolicy: RetryPolicy;
+  deadLetters: DeadLetterFile;
+  logger: Logger;
+  metrics: AgentMetrics;
+  random?: () => number;
+}
+
+export interface DrainerStatus {
+  name: string;
+  /** Consecutive failed attempts (0 when the last attempt succeeded). */
+  consecutiveFailures: number;
+  /** Since when the sink has been failing without progress (null when healthy). */
+  failingSinceMs: number | null;
+  lastError: string | null;
+}
+
+export class Drainer {
+  private stopRequested = false;
+  private flushDeadlineMs = 0;
+  private wake: ((urgent: boolean) => void) | undefined;
+  private pendingWake = false;
+  private readonly abort = new AbortController();
+  private failures = 0;
+  private failingSinceMs: number | null = null;
+  private lastError: string | null = null;
+  private loop: Promise<void> | undefined;
+  private readonly random: () => number;
+
+  constructor(private readonly options: DrainerOptions) {
+    this.random = options.random ?? Math.random;
+  }
+
+  get name(): string {
+    return this.options.sink.name;
+  }
+
+  start(): void {
+    this.loop ??= this.run().catch((err: unknown) => {
+      this.options.logger.error({ err, sink: this.name }, "drain loop stopped unexpectedly");
+    });
+  }
+
+  /** New records are in the outbox; `urgent` ends a linger early. */
+  notify(urgent = false): void {
+    this.pendingWake = true;
+    this.wake?.(urgent);
+  }
+
+  status(): DrainerStatus {
+    return { name: this.name, consecutiveFailures: this.failures, failingSinceMs: this.failingSinceMs, lastError: this.lastError };
+  }
+
+  /** Stops after sending what the sink takes before `deadlineMs`; an unfinished send is aborted; the rest stays in the outbox. */
+  async stop(deadlineMs: number): Promise<void> {
+    this.stopRequested = true;
+    this.flushDeadlineMs = deadlineMs;
+    this.wake?.(true);
+    const timer = setTimeout(() => this.abort.abort(new Error("shutdown deadline reached")), Math.max(0, deadlineMs - this.options.clock.now()));
+    try {
+      await this.loop;
+    } finally {
+      clearTimeout(timer);
+      await this.options.sink.close().catch((err: unknown) => this.options.logger.warn({ err, sink: this.name }, "sink close failed"));
+    }
+  }
+
+  private get pastDeadline(): boolean {
+    return this.stopRequested && this.options.clock.now() >= this.flushDeadlineMs;
+  }
+
+  private async run(): Promise<void> {
+    const { sink, store } = this.options;
+    while (!this.pastDeadline && !this.abort.signal.aborted) {
+      let batch = store.readAfter(store.cursor(sink.name), sink.maxBatchRecords);
+      if (batch.length === 0) {
+        if (this.stopRequested) return;
+        await this.waitForWake("any");
+        continue;
+      }
+      if (sink.lingerMs > 0 && !this.stopRequested && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
+        await this.waitForWake("urgent", sink.lingerMs);
+        batch = store.readAfter(store.cursor(sink.name), sink.maxBatchRecords);
+      }
+      const result = await this.sendSafely(batch);
+      const retryAfterMs = await this.apply(batch, result);
+      this.updateDepthMetrics();
+      if (retryAfterMs !== undefined) {
+        if (this.stopRequested) return; // shutting down: the rest stays durable in the outbox
+        await this.waitForWake("stop", retryAfterMs);
+      }
+    }
+  }
+
+  private async sendSafely(batch: readonly OutboxEntry[]): Promise<SendResult> {
+    try {
+      return await this.options.sink.send(batch, this.abort.signal);
+    } catch (err) {
+      // A sink should classify instead of throwing; an unexpected throw is treated as retryable, never as success.
+      return { kind: "retryable", reason: `sink threw: ${(err as Error).message}` };
+    }
+  }
+
+  /** Applies a result to the cursor and dead-letter file; returns how long to wait before retrying, if at all. */
+  private async apply(batch: readonly OutboxEntry[], result: SendResult): Promise<number | undefined> {
+    const { sink, store, metrics, logger, clock } = this.options;
+    const last = batch[batch.length - 1]!;
+    switch (result.kind) {
+      case "ok": {
+        const rejected = result.rejected ?? [];
+        if (rejected.length > 0) {
+          const bySeq = new Map(batch.map((e) => [e.seq, e]));
+          await this.deadLetter(rejected.flatMap((r) => (bySeq.has(r.seq) ? [{ entry: bySeq.get(r.seq)!, reason: r.reason }] : [])));
+        }
+        store.advanceCursor(sink.name, last.seq);
+        metrics.sent.inc({ sink: sink.name }, batch.length - rejected.length);
+        this.recovered();
+        return undefined;
+      }
+      case "permanent": {
+        await this.deadLetter(batch.map((entry) => ({ entry, reason: result.reason })));
+        store.advanceCursor(sink.name, last.seq);
+        this.recovered();
+        return undefined;
+      }
+      case "retryable": {
+        const accepted = Math.min(result.acceptedCount ?? 0, batch.length);
+        if (accepted > 0) {
+          store.advanceCursor(sink.name, batch[accepted - 1]!.seq);
+          metrics.sent.inc({ sink: sink.name }, accepted);
+        }
+        this.failures += 1;
+        this.failingSinceMs ??= clock.now();
+        this.lastError = result.reason;
+        metrics.retries.inc({ sink: sink.name });
+        const delayMs = retryDelayMs(this.options.retryPolicy, this.failures, result.retryAfterMs, this.random());
+        if (result.retryAfterMs !== undefined) metrics.throttledSeconds.inc({ sink: sink.name }, delayMs / 1000);
+        const log = this.failures === 1 || this.failures % 10 === 0 ? logger.warn.bind(logger) : logger.debug.bind(logger);
+        log({ sink: sink.name, attempt: this.failures, delayMs, reason: result.reason }, "send failed, will retry");
+        return delayMs;
+      }
+    }
+  }
+
+  private async deadLetter(items: Array<{ entry: OutboxEntry; reason: string }>): Promise<void> {
+    const { sink, metrics, logger, clock, deadLetters } = this.options;
+    if (items.length === 0) return;
+    await deadLetters.write(sink.name, items, clock.now());
+    metrics.deadLetters.inc({ sink: sink.name }, items.length);
+    logger.error({ sink: sink.name, records: items.length, reason: items[0]!.reason, file: deadLetters.pathFor(sink.name) }, "records dead-lettered");
+  }
+
+  private recovered(): void {
+    if (this.failures > 0) this.options.logger.info({ sink: this.name, afterAttempts: this.failures }, "sink recovered");
+    this.failures = 0;
+    this.failingSinceMs = null;
+    this.lastError = null;
+  }
+
+  private updateDepthMetrics(): void {
+    const { sink, store, metrics, clock } = this.options;
+    const depth = store.depth(sink.name);
+    metrics.outboxDepth.set({ sink: sink.name }, depth.records);
+    metrics.outboxOldestAge.set({ sink: sink.name }, depth.oldestCreatedMs === null ? 0 : (clock.now() - depth.oldestCreatedMs) / 1000);
+  }
+
+  /**
+   * Waits until `timeoutMs` passes or stop is requested, and also, by `wakeOn`: any new record ("any"),
+   * only an urgent one ("urgent", a linger), or nothing else ("stop", a retry backoff).
+   */
+  private async waitForWake(wakeOn: "any" | "urgent" | "stop", timeoutMs?: number): Promise<void> {
+    if (wakeOn === "any" && this.pendingWake) {
+      this.pendingWake = false;
+      return;
+    }
+    if (this.stopRequested && wakeOn !== "any") return;
+    const sleeper = new AbortController();
+    const woken = new Promise<void>((resolve) => {
+      this.wake = (urgent) => {
+        if (this.stopRequested || wakeOn === "any" || (wakeOn === "urgent" && urgent)) resolve();
+      };
+    });
+    const waits: Promise<unknown>[] = [woken];
+    if (timeoutMs !== undefined) waits.push(this.options.clock.sleep(timeoutMs, sleeper.signal).catch(() => undefined));
+    await Promise.race(waits);
+    sleeper.abort();
+    this.wake = undefined;
+    if (wakeOn === "any") this.pendingWake = false;
+  }
+}

@@ -1,0 +1,288 @@
+// The collector against the record contract: each rule with plain values, then invariants over random sequences.
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/collector/transitions.js";
+import { emptyCollectorState, type CollectorState } from "../../src/collector/state.js";
+import { parseScheduledEventsDocument, type ImdsEvent, type ScheduledEventsDocument } from "../../src/imds/document.js";
+import type { TransitionRecord, VmIdentity } from "../../src/contract/record.js";
+import { transitionRecordId } from "../../src/contract/record-id.js";
+
+const vm: VmIdentity = {
+  VmName: "WestNO_0",
+  VmId: "11111111-2222-3333-4444-555555555555",
+  VmResourceId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/WestNO_0",
+  SubscriptionId: "s",
+  ResourceGroup: "rg",
+  Location: "westeurope",
+  VmScaleSetName: "",
+  Zone: "1",
+};
+const t0 = Date.parse("2026-11-21T10:00:00Z");
+const ctx = (nowMs: number, over: Partial<CollectContext> = {}): CollectContext => ({
+  nowMs,
+  vm,
+  agentVersion: "test",
+  gapThresholdMs: 10_000,
+  emittedRetentionMs: 7 * 86_400_000,
+  ...over,
+});
+
+function event(id: string, status: "Scheduled" | "Started", over: Partial<ImdsEvent> = {}): ImdsEvent {
+  return {
+    EventId: id,
+    EventStatus: status,
+    EventType: "Freeze",
+    ResourceType: "VirtualMachine",
+    Resources: ["WestNO_0", "WestNO_1"],
+    NotBefore: status === "Scheduled" ? new Date(t0 + 15 * 60_000).toISOString() : null,
+    Description: "Host server is undergoing maintenance.",
+    EventSource: "Platform",
+    DurationInSeconds: 5,
+    ...over,
+  };
+}
+const doc = (incarnation: number, ...events: ImdsEvent[]): ScheduledEventsDocument => ({ DocumentIncarnation: incarnation, Events: events });
+
+/** Feeds documents one second apart; returns all records and the final state. */
+function run(docs: ScheduledEventsDocument[], start: CollectorState = emptyCollectorState(), startMs = t0) {
+  let state = start;
+  const records: TransitionRecord[] = [];
+  docs.forEach((d, i) => {
+    const result = applyDocument(state, d, ctx(startMs + i * 1000));
+    state = result.state;
+    records.push(...result.records);
+  });
+  return { state, records };
+}
+const summary = (records: TransitionRecord[]) => records.map((r) => `${r.EventId}:${r.PreviousStatus || "-"}>${r.EventStatus}${r.ObservationGap ? "!" : ""}`);
+
+describe("applyDocument", () => {
+  it("follows the documented live migration: Scheduled, Started, then Completed when it disappears", () => {
+    const { records } = run([doc(1), doc(2, event("A", "Scheduled")), doc(3, event("A", "Started")), doc(4)]);
+    expect(summary(records)).toEqual(["A:->Scheduled", "A:Scheduled>Started", "A:Started>Completed"]);
+    expect(records.map((r) => r.DocumentIncarnation)).toEqual([2, 3, 4]);
+  });
+
+  it("emits Canceled when a Scheduled event disappears without a gap", () => {
+    expect(summary(run([doc(1, event("A", "Scheduled")), doc(2)]).records)).toEqual(["A:->Scheduled", "A:Scheduled>Canceled"]);
+  });
+
+  it("emits a direct Started for hardware failure, then Completed", () => {
+    expect(summary(run([doc(1), doc(2, event("H", "Started", { EventType: "Reboot" })), doc(3)]).records)).toEqual([
+      "H:->Started",
+      "H:Started>Completed",
+    ]);
+  });
+
+  it("does not diff a document with the same incarnation and content", () => {
+    const first = applyDocument(emptyCollectorState(), doc(5, event("A", "Scheduled")), ctx(t0));
+    const again = applyDocument(first.state, doc(5, event("A", "Scheduled")), ctx(t0 + 1000));
+    expect(again.changed).toBe(false);
+    expect(again.records).toEqual([]);
+    expect(again.state.lastSuccessMs).toBe(t0 + 1000);
+  });
+
+  it("diffs a reused incarnation whose content differs (after the 24-hour disable)", () => {
+    const first = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled")), ctx(t0));
+    const reset = applyDocument(first.state, doc(1, event("A", "Scheduled"), event("B", "Scheduled")), ctx(t0 + 1000));
+    expect(summary(reset.records)).toEqual(["B:->Scheduled"]);
+  });
+
+  it("keeps fields from the event's last sighting on Completed, and the new incarnation", () => {
+    const { records } = run([doc(1, event("A", "Started", { Description: "last words", DurationInSeconds: 7 })), doc(2)]);
+    const completed = records.find((r) => r.EventStatus === "Completed")!;
+    expect(completed.Description).toBe("last words");
+    expect(completed.DurationInSeconds).toBe(7);
+    expect(completed.DocumentIncarnation).toBe(2);
+  });
+
+  it("sets AffectsThisVm from compute.name, case-insensitively", () => {
+    const mine = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled", { Resources: ["westno_0"] })), ctx(t0)).records[0]!;
+    const neighbour = applyDocument(emptyCollectorState(), doc(1, event("B", "Scheduled", { Resources: ["WestNO_7"] })), ctx(t0)).records[0]!;
+    expect(mine.AffectsThisVm).toBe(true);
+    expect(neighbour.AffectsThisVm).toBe(false);
+  });
+
+  it("gives deterministic RecordIds of (VmId, lower-cased EventId, status)", () => {
+    const a = applyDocument(emptyCollectorState(), doc(1, event("AbC", "Scheduled")), ctx(t0)).records[0]!;
+    const b = applyDocument(emptyCollectorState(), doc(9, event("abc", "Scheduled")), ctx(t0 + 99_000)).records[0]!;
+    expect(a.RecordId).toBe(b.RecordId);
+    expect(a.RecordId).toBe(transitionRecordId(vm.VmId, "abc", "Scheduled"));
+    expect(a.RecordId).not.toBe(transitionRecordId(vm.VmId, "abc", "Started"));
+    expect(a.RecordId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it("marks records after failed polls with ObservationGap, and reports an unseen run as Completed", () => {
+    const before = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled", { NotBefore: new Date(t0 + 500).toISOString() })), ctx(t0));
+    const failed = applyPollFailure(before.state);
+    const after = applyDocument(failed, doc(3), ctx(t0 + 2000));
+    expect(summary(after.records)).toEqual(["A:Scheduled>Completed!"]);
+  });
+
+  it("still reports Canceled after a gap when NotBefore has not passed", () => {
+    const before = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled")), ctx(t0));
+    const after = applyDocument(resumeAfterRestart(before.state), doc(2), ctx(t0 + 60_000));
+    expect(summary(after.records)).toEqual(["A:Scheduled>Canceled!"]);
+  });
+
+  it("treats a long pause between polls and an incarnation going backwards as gaps", () => {
+    const before = applyDocument(emptyCollectorState(), doc(7, event("A", "Scheduled")), ctx(t0));
+    expect(applyDocument(before.state, doc(8, event("A", "Started")), ctx(t0 + 60_000)).records[0]!.ObservationGap).toBe(true);
+    expect(applyDocument(before.state, doc(1, event("A", "Started")), ctx(t0 + 1000)).records[0]!.ObservationGap).toBe(true);
+    expect(applyDocument(before.state, doc(8, event("A", "Started")), ctx(t0 + 1000)).records[0]!.ObservationGap).toBe(false);
+  });
+
+  it("emits each (EventId, status) at most once, even if the event comes back", () => {
+    const { records } = run([doc(1, event("A", "Started")), doc(2), doc(3, event("A", "Started")), doc(4)]);
+    expect(summary(records)).toEqual(["A:->Started", "A:Started>Completed"]);
+  });
+
+  it("forgets emitted keys only after the retention has passed since the event ended", () => {
+    const { state } = run([doc(1, event("A", "Started")), doc(2)]);
+    const sixDays = applyDocument(state, doc(3), ctx(t0 + 6 * 86_400_000));
+    expect(sixDays.state.emitted.size).toBe(2);
+    const eightDays = applyDocument(state, doc(3), ctx(t0 + 8 * 86_400_000));
+    expect(eightDays.state.emitted.size).toBe(0);
+  });
+
+  it("never moves an event back from Started to Scheduled", () => {
+    const { records, state } = run([doc(1, event("A", "Started")), doc(2, event("A", "Scheduled"))]);
+    expect(summary(records)).toEqual(["A:->Started"]);
+    expect(state.events.get("a")!.status).toBe("Started");
+  });
+});
+
+describe("document parsing across api-versions", () => {
+  it("normalizes an old document: underscore names, RFC 1123 NotBefore, missing fields", () => {
+    const parsed = parseScheduledEventsDocument(
+      JSON.stringify({
+        DocumentIncarnation: 3,
+        Events: [{ EventId: "X", EventStatus: "Scheduled", EventType: "Reboot", ResourceType: "VirtualMachine", Resources: ["_mysrv"], NotBefore: "Mon, 11 Apr 2022 22:26:58 GMT" }],
+      }),
+    );
+    expect(parsed.Events[0]).toEqual({
+      EventId: "X",
+      EventStatus: "Scheduled",
+      EventType: "Reboot",
+      ResourceType: "VirtualMachine",
+      Resources: ["mysrv"],
+      NotBefore: "2022-04-11T22:26:58.000Z",
+      Description: "",
+      EventSource: "",
+      DurationInSeconds: -1,
+    });
+  });
+
+  it("reads an empty NotBefore of a Started event as null", () => {
+    const parsed = parseScheduledEventsDocument(JSON.stringify({ DocumentIncarnation: 1, Events: [{ EventId: "X", EventStatus: "Started", NotBefore: "" }] }));
+    expect(parsed.Events[0]!.NotBefore).toBeNull();
+  });
+
+  it.each([
+    ["not JSON", "{"],
+    ["no incarnation", '{"Events":[]}'],
+    ["no Events", '{"DocumentIncarnation":1}'],
+    ["unknown status", '{"DocumentIncarnation":1,"Events":[{"EventId":"a","EventStatus":"Done"}]}'],
+    ["bad NotBefore", '{"DocumentIncarnation":1,"Events":[{"EventId":"a","EventStatus":"Scheduled","NotBefore":"soon"}]}'],
+    ["duplicate EventId", '{"DocumentIncarnation":1,"Events":[{"EventId":"a","EventStatus":"Scheduled"},{"EventId":"A","EventStatus":"Started"}]}'],
+  ])("rejects a malformed body (%s) instead of reading it as no events", (_name, body) => {
+    expect(() => parseScheduledEventsDocument(body)).toThrow(/./);
+  });
+});
+
+describe("invariants over random document sequences", () => {
+  type Step = { kind: "doc"; events: Array<{ id: string; status: "Scheduled" | "Started" }> } | { kind: "fail" } | { kind: "restart" };
+  const idArb = fc.constantFrom("e1", "e2", "E3", "e4");
+  const stepArb: fc.Arbitrary<Step> = fc.oneof(
+    { weight: 6, arbitrary: fc.uniqueArray(fc.record({ id: idArb, status: fc.constantFrom("Scheduled" as const, "Started" as const) }), { selector: (e) => e.id.toLowerCase(), maxLength: 3 }).map((events) => ({ kind: "doc" as const, events })) },
+    { weight: 2, arbitrary: fc.constant({ kind: "fail" as const }) },
+    { weight: 1, arbitrary: fc.constant({ kind: "restart" as const }) },
+  );
+
+  function simulate(steps: Step[]) {
+    let state = emptyCollectorState();
+    let incarnation = 0;
+    let nowMs = t0;
+    const records: TransitionRecord[] = [];
+    const perStep: number[] = [];
+    for (const step of steps) {
+      nowMs += 1000;
+      if (step.kind === "fail") {
+        state = applyPollFailure(state);
+        perStep.push(0);
+      } else if (step.kind === "restart") {
+        state = resumeAfterRestart(state);
+        perStep.push(0);
+      } else {
+        incarnation += 1;
+        const result = applyDocument(state, doc(incarnation, ...step.events.map((e) => event(e.id, e.status))), ctx(nowMs));
+        state = result.state;
+        records.push(...result.records);
+        perStep.push(result.records.length);
+      }
+    }
+    return { records, perStep };
+  }
+
+  it("emits at most one record per (EventId, status)", () => {
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 30 }), (steps) => {
+        const keys = simulate(steps).records.map((r) => `${r.EventId.toLowerCase()}|${r.EventStatus}`);
+        expect(new Set(keys).size).toBe(keys.length);
+      }),
+    );
+  });
+
+  it("never emits Completed or Canceled without a prior sighting of the event", () => {
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 30 }), (steps) => {
+        const seen = new Set<string>();
+        for (const r of simulate(steps).records) {
+          const id = r.EventId.toLowerCase();
+          if (r.EventStatus === "Completed" || r.EventStatus === "Canceled") expect(seen.has(id)).toBe(true);
+          else seen.add(id);
+        }
+      }),
+    );
+  });
+
+  it("produces no transition from a failed poll", () => {
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 30 }), (steps) => {
+        const { perStep } = simulate(steps);
+        steps.forEach((s, i) => {
+          if (s.kind !== "doc") expect(perStep[i]).toBe(0);
+        });
+      }),
+    );
+  });
+
+  it("marks the first records after a failure or restart with ObservationGap", () => {
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 30 }), (steps) => {
+        const { records } = simulate(steps);
+        // Replay: any record produced by the first document after a fail/restart (with a success before) has a gap.
+        let state = emptyCollectorState();
+        let incarnation = 0;
+        let nowMs = t0;
+        let interruptedSinceSuccess = false;
+        let i = 0;
+        for (const step of steps) {
+          nowMs += 1000;
+          if (step.kind !== "doc") {
+            state = step.kind === "fail" ? applyPollFailure(state) : resumeAfterRestart(state);
+            if (state.lastSuccessMs !== null) interruptedSinceSuccess = true;
+            continue;
+          }
+          incarnation += 1;
+          const result = applyDocument(state, doc(incarnation, ...step.events.map((e) => event(e.id, e.status))), ctx(nowMs));
+          for (const r of result.records) expect(r.ObservationGap).toBe(interruptedSinceSuccess);
+          i += result.records.length;
+          interruptedSinceSuccess = false;
+          state = result.state;
+        }
+        expect(i).toBe(records.length);
+      }),
+    );
+  });
+});
