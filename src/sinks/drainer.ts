@@ -101,6 +101,7 @@ export class Drainer {
       if (retryAfterMs !== undefined) {
         if (this.stopRequested) return; // shutting down: the rest stays durable in the outbox
         await this.waitForWake("stop", retryAfterMs);
+        if (this.stopRequested) return; // a failing sink is not retried early just because we are stopping
       }
     }
   }

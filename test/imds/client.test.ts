@@ -1,0 +1,146 @@
+// The IMDS client against a real local HTTP server: headers, proxy bypass, redirects, body cap, classification, rate.
+import { describe, expect, it, afterEach } from "vitest";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ImdsClient } from "../../src/imds/client.js";
+import { ImdsRequestError } from "../../src/imds/errors.js";
+import { systemClock } from "../../src/util/clock.js";
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+const servers: Server[] = [];
+const clients: ImdsClient[] = [];
+
+async function serve(handler: Handler): Promise<{ url: string; requests: IncomingMessage[]; starts: number[] }> {
+  const requests: IncomingMessage[] = [];
+  const starts: number[] = [];
+  const server = createServer((req, res) => {
+    requests.push(req);
+    starts.push(Date.now());
+    handler(req, res);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests, starts };
+}
+
+function client(url: string, over: Partial<ConstructorParameters<typeof ImdsClient>[0]> = {}) {
+  const c = new ImdsClient({ imdsUrl: url, apiVersion: "2020-07-01", clock: systemClock, retryMinDelayMs: 10, retryMaxDelayMs: 20, ...over });
+  clients.push(c);
+  return c;
+}
+
+const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+  res.writeHead(status, { "Content-Type": "application/json", ...headers });
+  res.end(typeof body === "string" ? body : JSON.stringify(body));
+};
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+  delete process.env.HTTP_PROXY;
+  delete process.env.http_proxy;
+});
+
+describe("ImdsClient", () => {
+  it("sends Metadata: true and the api-version, and parses the document", async () => {
+    const peer = await serve((_req, res) => json(res, 200, { DocumentIncarnation: 2, Events: [] }));
+    const fetched = await client(peer.url).getScheduledEvents();
+    expect(fetched.document.DocumentIncarnation).toBe(2);
+    expect(peer.requests[0]!.headers.metadata).toBe("true");
+    expect(peer.requests[0]!.url).toBe("/metadata/scheduledevents?api-version=2020-07-01");
+    expect(peer.requests[0]!.headers["x-forwarded-for"]).toBeUndefined();
+  });
+
+  it("ignores proxy environment variables", async () => {
+    const proxy = await serve((_req, res) => json(res, 502, { error: "went through the proxy" }));
+    const peer = await serve((_req, res) => json(res, 200, { DocumentIncarnation: 1, Events: [] }));
+    process.env.HTTP_PROXY = proxy.url;
+    process.env.http_proxy = proxy.url;
+    await client(peer.url).getScheduledEvents();
+    expect(proxy.requests.length).toBe(0);
+    expect(peer.requests.length).toBe(1);
+  });
+
+  it("does not follow redirects", async () => {
+    const elsewhere = await serve((_req, res) => json(res, 200, { DocumentIncarnation: 1, Events: [] }));
+    const peer = await serve((_req, res) => {
+      res.writeHead(302, { Location: `${elsewhere.url}/metadata/scheduledevents` });
+      res.end();
+    });
+    await expect(client(peer.url).getScheduledEvents()).rejects.toMatchObject({ kind: "http_error", status: 302 });
+    expect(elsewhere.requests.length).toBe(0);
+  });
+
+  it("refuses a body over the cap, declared or streamed", async () => {
+    const big = JSON.stringify({ DocumentIncarnation: 1, Events: [], pad: "x".repeat(200_000) });
+    const declared = await serve((_req, res) => json(res, 200, big));
+    await expect(client(declared.url, { maxBodyBytes: 100_000 }).getScheduledEvents()).rejects.toMatchObject({ kind: "too_large" });
+    const chunked = await serve((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      for (let i = 0; i < 20; i++) res.write("x".repeat(10_000));
+      res.end();
+    });
+    await expect(client(chunked.url, { maxBodyBytes: 100_000 }).getScheduledEvents()).rejects.toMatchObject({ kind: "too_large" });
+  });
+
+  it("classifies 400 as bad_request without retrying it", async () => {
+    const peer = await serve((_req, res) => json(res, 400, { error: "Bad request. api-version is invalid" }));
+    const err = (await client(peer.url).getScheduledEvents().catch((e: unknown) => e)) as ImdsRequestError;
+    expect(err).toBeInstanceOf(ImdsRequestError);
+    expect(err.kind).toBe("bad_request");
+    expect(peer.requests.length).toBe(1);
+  });
+
+  it("retries 500/410/429 and succeeds when the service recovers", async () => {
+    const answers = [500, 410, 429];
+    const peer = await serve((_req, res) => {
+      const status = answers.shift();
+      if (status) json(res, status, { error: "transient" });
+      else json(res, 200, { DocumentIncarnation: 3, Events: [] });
+    });
+    const fetched = await client(peer.url, { retries: 3 }).getScheduledEvents();
+    expect(fetched.document.DocumentIncarnation).toBe(3);
+    expect(peer.requests.length).toBe(4);
+  });
+
+  it("reports a throttle with its Retry-After hint once retries are spent", async () => {
+    const peer = await serve((_req, res) => json(res, 429, { error: "Too many requests" }, { "Retry-After": "3" }));
+    await expect(client(peer.url, { retries: 0 }).getScheduledEvents()).rejects.toMatchObject({ kind: "throttled", retryAfterMs: 3000 });
+  });
+
+  it("classifies malformed JSON and a connection reset", async () => {
+    const malformed = await serve((_req, res) => json(res, 200, '{"DocumentIncarnation": 1, "Events": ['));
+    await expect(client(malformed.url).getScheduledEvents()).rejects.toMatchObject({ kind: "malformed" });
+    const reset = await serve((req) => req.socket.destroy());
+    await expect(client(reset.url, { retries: 0 }).getScheduledEvents()).rejects.toMatchObject({ kind: "network_error" });
+  });
+
+  it("times out a request that never answers", async () => {
+    const silent = await serve(() => undefined);
+    await expect(client(silent.url, { retries: 0, firstCallTimeoutMs: 200 }).getScheduledEvents()).rejects.toMatchObject({ kind: "timeout" });
+  });
+
+  it("never starts more than 5 requests in any second", async () => {
+    const peer = await serve((_req, res) => json(res, 200, { DocumentIncarnation: 1, Events: [] }));
+    const c = client(peer.url);
+    await Promise.all(Array.from({ length: 12 }, () => c.getScheduledEvents()));
+    for (let i = 5; i < peer.starts.length; i++) expect(peer.starts[i]! - peer.starts[i - 5]!).toBeGreaterThanOrEqual(990);
+  });
+
+  it("reads compute into the VM identity and posts approvals", async () => {
+    const peer = await serve((req, res) => {
+      if (req.method === "POST") {
+        let body = "";
+        req.on("data", (c) => (body += c));
+        req.on("end", () => json(res, 200, { received: JSON.parse(body) }));
+        return;
+      }
+      json(res, 200, { name: "vm1", vmId: "id1", location: "westeurope", zone: "2", resourceGroupName: "rg" });
+    });
+    const c = client(peer.url);
+    expect(await c.getCompute()).toMatchObject({ VmName: "vm1", VmId: "id1", Location: "westeurope", Zone: "2", ResourceGroup: "rg", VmScaleSetName: "" });
+    const posted = await c.postStartRequests(["E1"]);
+    expect(posted.status).toBe(200);
+    expect(JSON.parse(posted.body)).toEqual({ received: { StartRequests: [{ EventId: "E1" }] } });
+  });
+});

@@ -1,0 +1,209 @@
+// The drain loop with a fake clock and a scripted sink: cursor moves only on success, retries follow the
+// shared policy and server hints, rejected and permanent records are dead-lettered, linger and urgency.
+import { describe, expect, it, beforeEach, afterEach, vi } from "vitest";
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Store } from "../../src/store/store.js";
+import { Drainer } from "../../src/sinks/drainer.js";
+import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
+import { AgentMetrics } from "../../src/observability/metrics.js";
+import { silentLogger } from "../../src/observability/logger.js";
+import type { OutboxEntry, SendResult, Sink } from "../../src/sinks/sink.js";
+import type { TransitionRecord } from "../../src/contract/record.js";
+import { unknownVmIdentity } from "../../src/contract/record.js";
+import { FakeClock, flushAsync } from "../helpers/fake-clock.js";
+
+const transition = (i: number, over: Partial<TransitionRecord> = {}): TransitionRecord => ({
+  RecordId: `r${i}`,
+  RecordType: "Transition",
+  TimeGenerated: new Date(0).toISOString(),
+  EventId: `E${i}`,
+  EventStatus: "Scheduled",
+  PreviousStatus: "",
+  EventType: "Freeze",
+  ResourceType: "VirtualMachine",
+  Resources: [],
+  NotBefore: null,
+  Description: "",
+  EventSource: "",
+  DurationInSeconds: -1,
+  DocumentIncarnation: 1,
+  AffectsThisVm: true,
+  ObservationGap: false,
+  ...unknownVmIdentity,
+  AgentVersion: "t",
+  ...over,
+});
+
+/** A sink that answers from a script and remembers what it was sent. */
+class ScriptedSink implements Sink {
+  readonly name = "scripted";
+  readonly sent: string[][] = [];
+  readonly sendTimes: number[] = [];
+  constructor(
+    private readonly clock: FakeClock,
+    private readonly script: Array<(batch: readonly OutboxEntry[]) => SendResult>,
+    readonly maxBatchRecords = 100,
+    readonly lingerMs = 0,
+  ) {}
+  async send(batch: readonly OutboxEntry[]): Promise<SendResult> {
+    this.sent.push(batch.map((e) => e.record.RecordId));
+    this.sendTimes.push(this.clock.now());
+    const step = this.script.shift();
+    return step ? step(batch) : { kind: "ok" };
+  }
+  async close(): Promise<void> {}
+}
+
+let dir: string;
+let store: Store;
+let clock: FakeClock;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "sef-drain-"));
+  store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+  clock = new FakeClock(1_000_000);
+});
+afterEach(() => store.close());
+
+function drainerFor(sink: Sink, metrics = new AgentMetrics()) {
+  store.registerSinks([sink.name]);
+  const drainer = new Drainer({
+    sink,
+    store,
+    clock,
+    retryPolicy: { initialDelayMs: 1000, maxDelayMs: 30_000, multiplier: 2 },
+    deadLetters: new DeadLetterFile(join(dir, "dead-letter")),
+    logger: silentLogger(),
+    metrics,
+    random: () => 1 - 1e-9,
+  });
+  drainer.start();
+  return drainer;
+}
+
+function add(...records: TransitionRecord[]) {
+  return store.append(records, clock.now());
+}
+
+describe("Drainer", () => {
+  it("sends new records and moves the cursor after success", async () => {
+    const sink = new ScriptedSink(clock, []);
+    const drainer = drainerFor(sink);
+    add(transition(1), transition(2));
+    drainer.notify();
+    await flushAsync();
+    expect(sink.sent).toEqual([["r1", "r2"]]);
+    expect(store.cursor("scripted")).toBe(2);
+    await drainer.stop(clock.now());
+  });
+
+  it("retries with exponential backoff, keeping the cursor until success", async () => {
+    const fail = (): SendResult => ({ kind: "retryable", reason: "down" });
+    const sink = new ScriptedSink(clock, [fail, fail, fail]);
+    const drainer = drainerFor(sink);
+    add(transition(1));
+    drainer.notify();
+    await flushAsync();
+    expect(store.cursor("scripted")).toBe(0);
+    await clock.advance(1000);
+    await clock.advance(2000);
+    await clock.advance(4000);
+    expect(sink.sendTimes.map((t) => t - 1_000_000)).toEqual([0, 1000, 3000, 7000]);
+    expect(store.cursor("scripted")).toBe(1);
+    expect(drainer.status().consecutiveFailures).toBe(0);
+    await drainer.stop(clock.now());
+  });
+
+  it("lets a server's retry-after hint win and counts throttled time", async () => {
+    const metrics = new AgentMetrics();
+    const sink = new ScriptedSink(clock, [() => ({ kind: "retryable", reason: "429", retryAfterMs: 7000 })]);
+    const drainer = drainerFor(sink, metrics);
+    add(transition(1));
+    drainer.notify();
+    await flushAsync();
+    await clock.advance(6999);
+    expect(sink.sent.length).toBe(1);
+    await clock.advance(1);
+    expect(sink.sent.length).toBe(2);
+    expect(await metrics.render()).toMatch(/sef_sink_throttled_seconds_total\{sink="scripted"\} 7/);
+    await drainer.stop(clock.now());
+  });
+
+  it("advances past records accepted before a retryable failure and does not resend them", async () => {
+    const sink = new ScriptedSink(clock, [() => ({ kind: "retryable", reason: "busy", acceptedCount: 2 })]);
+    const drainer = drainerFor(sink);
+    add(transition(1), transition(2), transition(3));
+    drainer.notify();
+    await flushAsync();
+    await clock.advance(1000);
+    expect(sink.sent).toEqual([["r1", "r2", "r3"], ["r3"]]);
+    await drainer.stop(clock.now());
+  });
+
+  it("dead-letters rejected records with the reason and moves on", async () => {
+    const sink = new ScriptedSink(clock, [(batch) => ({ kind: "ok", rejected: [{ seq: batch[1]!.seq, reason: "too large: 2 MB" }] })]);
+    const drainer = drainerFor(sink);
+    add(transition(1), transition(2), transition(3));
+    drainer.notify();
+    await vi.waitFor(() => expect(store.cursor("scripted")).toBe(3));
+    const lines = readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ sink: "scripted", reason: "too large: 2 MB", record: { RecordId: "r2" } });
+    await drainer.stop(clock.now());
+  });
+
+  it("dead-letters a whole batch on a permanent failure", async () => {
+    const sink = new ScriptedSink(clock, [() => ({ kind: "permanent", reason: "403 forbidden" })]);
+    const drainer = drainerFor(sink);
+    add(transition(1), transition(2));
+    drainer.notify();
+    await vi.waitFor(() => expect(store.cursor("scripted")).toBe(2));
+    expect(readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8").trim().split("\n")).toHaveLength(2);
+    await drainer.stop(clock.now());
+  });
+
+  it("treats a sink that throws as retryable, never as delivered", async () => {
+    const sink = new ScriptedSink(clock, [() => { throw new Error("boom"); }]);
+    const drainer = drainerFor(sink);
+    add(transition(1));
+    drainer.notify();
+    await flushAsync();
+    expect(store.cursor("scripted")).toBe(0);
+    expect(drainer.status().lastError).toMatch(/boom/);
+    await clock.advance(1000);
+    expect(store.cursor("scripted")).toBe(1);
+    await drainer.stop(clock.now());
+  });
+
+  it("lingers for a fuller batch, but not for urgent records", async () => {
+    const sink = new ScriptedSink(clock, [], 100, 100);
+    const drainer = drainerFor(sink);
+    add(transition(1));
+    drainer.notify();
+    await flushAsync();
+    expect(sink.sent).toEqual([]);
+    add(transition(2));
+    drainer.notify(false);
+    await clock.advance(100);
+    expect(sink.sent).toEqual([["r1", "r2"]]);
+    add(transition(3, { EventType: "Preempt" }));
+    drainer.notify(true);
+    await flushAsync();
+    expect(sink.sent[1]).toEqual(["r3"]);
+    expect(sink.sendTimes[1]).toBe(sink.sendTimes[0]);
+    await drainer.stop(clock.now());
+  });
+
+  it("stops during a backoff without waiting for it, leaving records in the outbox", async () => {
+    const sink = new ScriptedSink(clock, [() => ({ kind: "retryable", reason: "down" })]);
+    const drainer = drainerFor(sink);
+    add(transition(1));
+    drainer.notify();
+    await flushAsync();
+    await drainer.stop(clock.now() + 5000);
+    expect(sink.sent.length).toBe(1);
+    expect(store.depth("scripted").records).toBe(1);
+    expect(existsSync(join(dir, "dead-letter"))).toBe(false);
+  });
+});
