@@ -67,6 +67,11 @@ export class Agent {
       maxBodyBytes: config.imdsMaxBodyBytes,
       clock,
       extraHeaders: config.imdsExtraHeaders,
+      onRetry: (err, attempt) => {
+        // Even a failure retried within the same poll left the agent blind for a moment: an observation gap.
+        this.state = applyPollFailure(this.state);
+        logger.warn({ kind: err.kind, status: err.status, attempt, err: err.message }, "IMDS request failed; retrying at once");
+      },
     });
     this.drainers = deps.sinks.map(
       (sink) =>
@@ -158,6 +163,9 @@ export class Agent {
       const entries = this.commit(result.state, result.records, nowMs);
       this.state = result.state;
       this.recordPoll(result.changed ? "ok" : "unchanged", startedMs, nowMs);
+      if (nowMs - startedMs > Math.max(2000, 2 * config.pollIntervalMs)) {
+        logger.warn({ latencyMs: nowMs - startedMs }, "IMDS answered slowly (its first call after enabling may take up to 2 minutes)");
+      }
       if (this.stats.consecutiveFailures > 0) logger.info({ afterFailures: this.stats.consecutiveFailures }, "IMDS polls recovered");
       this.stats.consecutiveFailures = 0;
       this.stats.lastError = null;

@@ -77,6 +77,19 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
     records.push(buildRecord(fields, status, previous, doc.DocumentIncarnation, gap, ctx));
   };
 
+  // Endings first, so a reader sees one event finish before the next one in the same document moves.
+  const present = new Set(doc.Events.map((e) => e.EventId.toLowerCase()));
+  for (const [key, tracked] of prev.events) {
+    if (present.has(key)) continue;
+    const ended = endedStatus(tracked, gap, ctx.nowMs);
+    emit(tracked.fields, ended, tracked.status);
+    for (const status of ["Scheduled", "Started", "Completed", "Canceled"]) {
+      const k = emittedKey(tracked.fields.EventId, status);
+      const entry = emitted.get(k);
+      if (entry) emitted.set(k, { ...entry, endedMs: ctx.nowMs });
+    }
+  }
+
   for (const event of doc.Events) {
     const key = event.EventId.toLowerCase();
     const tracked = prev.events.get(key);
@@ -90,17 +103,6 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
       status = "Started"; // IMDS never moves an event back; keep what was already reported
     }
     events.set(key, { fields, status, lastSeenMs: ctx.nowMs });
-  }
-
-  for (const [key, tracked] of prev.events) {
-    if (events.has(key)) continue;
-    const ended = endedStatus(tracked, gap, ctx.nowMs);
-    emit(tracked.fields, ended, tracked.status);
-    for (const status of ["Scheduled", "Started", "Completed", "Canceled"]) {
-      const k = emittedKey(tracked.fields.EventId, status);
-      const entry = emitted.get(k);
-      if (entry) emitted.set(k, { ...entry, endedMs: ctx.nowMs });
-    }
   }
 
   return {

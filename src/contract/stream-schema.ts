@@ -55,7 +55,7 @@ function typeProblem(type: ColumnType, value: unknown): string | undefined {
       if (typeof value !== "string") return `expected an ISO 8601 date-time string, got ${describe(value)}`;
       return isoDateTime.test(value) && !Number.isNaN(Date.parse(value)) ? undefined : `"${value}" is not an ISO 8601 date-time`;
     case "dynamic":
-      return value === undefined || typeof value === "function" || typeof value === "symbol" || typeof value === "bigint"
+      return typeof value === "function" || typeof value === "symbol" || typeof value === "bigint"
         ? `expected a JSON value, got ${describe(value)}`
         : undefined;
   }
@@ -69,12 +69,16 @@ function describe(value: unknown): string {
 
 /**
  * Checks one row against the stream declaration: every property must be a declared column and its JSON value
- * must fit the column's type (null always fits). Returns one message per problem; empty when the row is valid.
+ * must fit the column's type (null always fits; undefined properties are skipped, as JSON.stringify drops them).
+ * Returns one message per problem; empty when the row is valid.
  */
 export function validateRow(row: unknown): string[] {
   if (row === null || typeof row !== "object" || Array.isArray(row)) return [`row must be a JSON object, got ${describe(row)}`];
   const problems: string[] = [];
-  for (const [name, value] of Object.entries(row)) {
+  for (const name in row) {
+    if (!Object.hasOwn(row, name)) continue;
+    const value: unknown = (row as Record<string, unknown>)[name];
+    if (value === undefined) continue; // not serialized: absent from the JSON row
     const type = columnTypeByName.get(name);
     if (type === undefined) {
       problems.push(`column "${name}" is not declared in stream ${streamName}`);

@@ -28,6 +28,8 @@ export interface ImdsClientOptions {
   clock: Clock;
   /** Extra headers (tests use `X-Sef-Sim-Vm` to pick a simulated VM). */
   extraHeaders?: Record<string, string>;
+  /** Told about each failed attempt that will be retried at once (for logs and metrics). */
+  onRetry?: (error: ImdsRequestError, attempt: number) => void;
 }
 
 export const imdsDefaults = {
@@ -51,7 +53,8 @@ export interface FetchedDocument {
 export class ImdsClient {
   private readonly dispatcher: Agent;
   private readonly limiter: SlidingWindowRateLimiter;
-  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders">> & { extraHeaders: Record<string, string> };
+  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "onRetry">> & { extraHeaders: Record<string, string> };
+  private readonly onRetry: ImdsClientOptions["onRetry"];
   private answeredOnce = false;
 
   constructor(options: ImdsClientOptions) {
@@ -59,6 +62,7 @@ export class ImdsClient {
     // A dedicated Agent: never the global dispatcher, so HTTP(S)_PROXY variables cannot route IMDS traffic.
     this.dispatcher = new Agent({ connections: 2, pipelining: 0, keepAliveTimeout: 30_000 });
     this.limiter = new SlidingWindowRateLimiter(options.clock, 5, 1000);
+    this.onRetry = options.onRetry;
   }
 
   /** GET scheduled events; retries transient failures a few times, then throws ImdsRequestError. */
@@ -115,6 +119,9 @@ export class ImdsClient {
         factor: 2,
         randomize: true,
         signal,
+        onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+          if (retriesLeft > 0 && error instanceof ImdsRequestError && error.retryable) this.onRetry?.(error, attemptNumber);
+        },
       },
     );
   }

@@ -4,6 +4,9 @@ import type { z } from "zod";
 import type { Sink, SinkContext } from "./sink.js";
 import { stdoutSinkFactory } from "./stdout.js";
 import { jsonlSinkFactory } from "./jsonl.js";
+import { webhookSinkFactory } from "./webhook.js";
+import { logAnalyticsSinkFactory } from "./loganalytics/index.js";
+import { eventHubsSinkFactory } from "./eventhubs/index.js";
 
 export interface SinkFactoryInput<Settings> {
   /** Text after the first ':' of the SPEC (`jsonl:/var/log/sef.jsonl` → `/var/log/sef.jsonl`). */
@@ -26,7 +29,7 @@ export interface SinkFactory<Settings = unknown> {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
-export const sinkFactories: readonly SinkFactory<any>[] = [stdoutSinkFactory, jsonlSinkFactory];
+export const sinkFactories: readonly SinkFactory<any>[] = [stdoutSinkFactory, jsonlSinkFactory, logAnalyticsSinkFactory, webhookSinkFactory, eventHubsSinkFactory];
 
 export interface ParsedSinkSpec {
   readonly type: string;

@@ -1,8 +1,106 @@
-// `sef simulate`: a local IMDS (placeholder until the simulator lands).
-import type { Command } from "commander";
+// `sef simulate`: a local IMDS (scheduled events GET/POST, instance metadata, managed-identity tokens) playing a scenario.
+import { InvalidArgumentError, type Command } from "commander";
+import { createLogger } from "../../observability/logger.js";
+import { defaultSimulatorHost, listScenarios, loadScenario, ScenarioError, startSimulator } from "../../simulator/index.js";
+
+export const defaultSimulatePort = 8169;
+export const defaultScenarioName = "live-migration";
+
+interface SimulateFlags {
+  scenario: string;
+  port: number;
+  host: string;
+  speed?: number;
+  loop?: boolean;
+  exitAtEnd?: boolean;
+  startOn: "first-request" | "listen";
+  list?: boolean;
+  logLevel: string;
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("expected an integer from 0 to 65535");
+  return port;
+}
+
+function parseSpeed(value: string): number {
+  const speed = Number(value);
+  if (!Number.isFinite(speed) || speed <= 0) throw new InvalidArgumentError("expected a positive number");
+  return speed;
+}
+
+function parseStartOn(value: string): "first-request" | "listen" {
+  if (value !== "first-request" && value !== "listen") throw new InvalidArgumentError("expected first-request or listen");
+  return value;
+}
+
+async function runSimulate(flags: SimulateFlags): Promise<void> {
+  if (flags.list) {
+    for (const scenario of listScenarios()) {
+      process.stdout.write(`${scenario.name.padEnd(24)} ${scenario.description}\n`);
+    }
+    return;
+  }
+  const logger = createLogger({ level: flags.logLevel });
+  let scenario;
+  try {
+    scenario = loadScenario(flags.scenario);
+  } catch (err) {
+    if (err instanceof ScenarioError) {
+      process.stderr.write(`sef simulate: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+  const simulator = await startSimulator({
+    scenario,
+    port: flags.port,
+    host: flags.host,
+    speed: flags.speed,
+    loop: flags.loop ?? false,
+    startOn: flags.startOn,
+    logger,
+  });
+  process.stdout.write(`sef simulate listening on ${simulator.url}\n`);
+
+  let stopping = false;
+  const stop = (reason: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason }, "simulator stopping");
+    void simulator.close().then(() => process.exit(0));
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+  if (flags.exitAtEnd && !(flags.loop ?? false)) {
+    void simulator.waitForEnd().then(() => stop("scenario ended"));
+  }
+}
 
 export function registerSimulateCommand(program: Command): void {
-  program.command("simulate").description("serve a local IMDS playing a scenario").action(() => {
-    throw new Error("not implemented yet");
-  });
+  program
+    .command("simulate")
+    .description("serve a local IMDS (Scheduled Events, instance metadata, managed-identity tokens) that plays a scenario")
+    .option("--scenario <name|file>", "built-in scenario name or path to a scenario JSON file", defaultScenarioName)
+    .option("--port <n>", "TCP port (0 = any free port)", parsePort, defaultSimulatePort)
+    .option("--host <host>", "address to bind", defaultSimulatorHost)
+    .option("--speed <x>", "scenario seconds per wall-clock second (default: the scenario's own speed)", parseSpeed)
+    .option("--loop", "restart the scenario when it ends")
+    .option("--exit-at-end", "exit 0 when the scenario ends instead of serving the final document")
+    .option("--start-on <when>", "start scenario time at the first scheduled-events request (first-request) or at listen", parseStartOn, "first-request")
+    .option("--list", "list the built-in scenarios and exit")
+    .option("--log-level <level>", "log level (logs go to stderr)", "info")
+    .addHelpText(
+      "after",
+      `
+Prints exactly one line to stdout once listening: "sef simulate listening on http://HOST:PORT".
+Endpoints: /metadata/scheduledevents (GET, POST), /metadata/instance[/compute], /metadata/identity/oauth2/token.
+Test-only extensions (not part of IMDS): header X-Sef-Sim-Vm: NAME picks the VM for /metadata/instance*;
+GET /__sim/status, POST /__sim/document {"Events":[...]}, POST /__sim/advance {"seconds":N}.`,
+    )
+    .action(async (flags: SimulateFlags) => {
+      await runSimulate(flags);
+    });
 }

@@ -1,0 +1,118 @@
+// In-memory event store of the local Event Hubs peer: partitions, sequence numbers, offsets, enqueued times.
+// Pure logic (no I/O): the AMQP server appends encoded messages here and streams them to receivers.
+
+/** One event as the peer stored it: the AMQP-encoded message the producer sent, plus the service's system properties. */
+export interface StoredEvent {
+  readonly partitionId: string;
+  readonly sequenceNumber: number;
+  /** Byte position of the event in its partition, as a decimal string (like the service's offsets). */
+  readonly offset: string;
+  readonly enqueuedTimeMs: number;
+  readonly partitionKey: string | undefined;
+  /** The single event's AMQP encoding as the producer sent it (one data section of a batch). */
+  readonly encoded: Buffer;
+}
+
+export interface PartitionInfo {
+  readonly partitionId: string;
+  readonly beginSequenceNumber: number;
+  readonly lastEnqueuedSequenceNumber: number;
+  readonly lastEnqueuedOffset: string;
+  readonly lastEnqueuedTimeMs: number;
+  readonly isEmpty: boolean;
+}
+
+/** A stable string hash (FNV-1a, 32 bit): the same partition key always lands on the same partition. */
+export function hashPartitionKey(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    hash ^= key.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+export class HubStore {
+  readonly partitionIds: readonly string[];
+  private readonly partitions: StoredEvent[][];
+  private readonly nextOffsets: number[];
+  private roundRobin = 0;
+  private readonly listeners = new Set<(partitionId: string) => void>();
+
+  constructor(partitionCount: number, private readonly now: () => number = Date.now) {
+    if (!Number.isInteger(partitionCount) || partitionCount < 1) throw new RangeError(`partitionCount must be a positive integer, got ${partitionCount}`);
+    this.partitionIds = Array.from({ length: partitionCount }, (_, i) => String(i));
+    this.partitions = this.partitionIds.map(() => []);
+    this.nextOffsets = this.partitionIds.map(() => 0);
+  }
+
+  hasPartition(partitionId: string): boolean {
+    return this.partitionIds.includes(partitionId);
+  }
+
+  /** Where a send without an explicit partition goes: by key hash, else round robin (one batch stays together). */
+  assignPartition(partitionKey: string | undefined): string {
+    if (partitionKey !== undefined && partitionKey !== "") return String(hashPartitionKey(partitionKey) % this.partitionIds.length);
+    const id = String(this.roundRobin % this.partitionIds.length);
+    this.roundRobin++;
+    return id;
+  }
+
+  /** Appends the messages of one transfer to one partition, in order; returns what was stored. */
+  append(partitionId: string, partitionKey: string | undefined, encodedMessages: readonly Buffer[]): StoredEvent[] {
+    const index = this.indexOf(partitionId);
+    const list = this.partitions[index]!;
+    const enqueuedTimeMs = this.now();
+    const stored: StoredEvent[] = [];
+    for (const encoded of encodedMessages) {
+      const event: StoredEvent = {
+        partitionId,
+        sequenceNumber: list.length,
+        offset: String(this.nextOffsets[index]!),
+        enqueuedTimeMs,
+        partitionKey,
+        encoded,
+      };
+      this.nextOffsets[index]! += encoded.length;
+      list.push(event);
+      stored.push(event);
+    }
+    if (stored.length > 0) for (const listener of this.listeners) listener(partitionId);
+    return stored;
+  }
+
+  /** Events of one partition (sequence number = index). */
+  events(partitionId: string): readonly StoredEvent[] {
+    return this.partitions[this.indexOf(partitionId)]!;
+  }
+
+  /** Every stored event, partition by partition. */
+  allEvents(): StoredEvent[] {
+    return this.partitions.flat();
+  }
+
+  info(partitionId: string): PartitionInfo {
+    const list = this.events(partitionId);
+    const last = list[list.length - 1];
+    return {
+      partitionId,
+      beginSequenceNumber: list.length > 0 ? 0 : -1,
+      lastEnqueuedSequenceNumber: last ? last.sequenceNumber : -1,
+      lastEnqueuedOffset: last ? last.offset : "-1",
+      lastEnqueuedTimeMs: last ? last.enqueuedTimeMs : 0,
+      isEmpty: list.length === 0,
+    };
+  }
+
+  /** Called after every append with the partition that grew. Returns an unsubscribe function. */
+  onAppend(listener: (partitionId: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private indexOf(partitionId: string): number {
+    const index = this.partitionIds.indexOf(partitionId);
+    if (index === -1) throw new RangeError(`no partition "${partitionId}" (have ${this.partitionIds.join(", ")})`);
+    return index;
+  }
+}

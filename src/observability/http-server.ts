@@ -1,0 +1,144 @@
+// Observability HTTP endpoints (config section `metrics`): GET /metrics (Prometheus text), /healthz (liveness),
+// /readyz (readiness from an injected snapshot, judged by the pure `evaluateReadiness`).
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { z } from "zod";
+import type { Logger } from "pino";
+import type { AgentMetrics } from "./metrics.js";
+
+export const defaultMetricsPort = 9464;
+export const defaultMaxSinkStuckMs = 10 * 60_000;
+const minMaxPollAgeMs = 30_000;
+
+export const metricsServerConfigSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    /** Listen address; keep the loopback default unless a scraper elsewhere needs it. */
+    host: z.string().min(1).default("127.0.0.1"),
+    /** 0 = an ephemeral port (tests). */
+    port: z.number().int().min(0).max(65535).default(defaultMetricsPort),
+  })
+  .strict();
+export type MetricsServerConfig = z.infer<typeof metricsServerConfigSchema>;
+
+/** What the agent reports about itself for /readyz. */
+export interface ReadinessSnapshot {
+  /** Milliseconds since the last successful poll; null before the first. */
+  lastGoodPollAgeMs: number | null;
+  storeWritable: boolean;
+  /** Per sink: how long its oldest undelivered record has been waiting without progress (0 when idle or flowing). */
+  sinks: { name: string; stuckForMs: number }[];
+}
+
+export interface ReadinessLimits {
+  maxPollAgeMs: number;
+  maxSinkStuckMs: number;
+}
+
+/** Default limits: polls may be at most max(10 × poll interval, 30 s) old; a sink may be stuck for 10 min. */
+export function defaultReadinessLimits(pollIntervalMs: number): ReadinessLimits {
+  return { maxPollAgeMs: Math.max(10 * pollIntervalMs, minMaxPollAgeMs), maxSinkStuckMs: defaultMaxSinkStuckMs };
+}
+
+export interface ReadinessVerdict {
+  ready: boolean;
+  /** One line per failed check; empty when ready. */
+  failed: string[];
+}
+
+/** Pure readiness judgement. */
+export function evaluateReadiness(snapshot: ReadinessSnapshot, limits: ReadinessLimits): ReadinessVerdict {
+  const failed: string[] = [];
+  if (snapshot.lastGoodPollAgeMs === null) failed.push("poll: no successful poll yet");
+  else if (snapshot.lastGoodPollAgeMs > limits.maxPollAgeMs) {
+    failed.push(`poll: last successful poll ${snapshot.lastGoodPollAgeMs} ms ago (limit ${limits.maxPollAgeMs} ms)`);
+  }
+  if (!snapshot.storeWritable) failed.push("store: not writable");
+  for (const sink of snapshot.sinks) {
+    if (sink.stuckForMs > limits.maxSinkStuckMs) {
+      failed.push(`sink ${sink.name}: stuck for ${sink.stuckForMs} ms (limit ${limits.maxSinkStuckMs} ms)`);
+    }
+  }
+  return { ready: failed.length === 0, failed };
+}
+
+export interface ObservabilityServerOptions {
+  host?: string;
+  port?: number;
+  metrics: AgentMetrics;
+  readiness: () => ReadinessSnapshot;
+  limits: ReadinessLimits;
+  logger: Logger;
+}
+
+export interface ObservabilityServer {
+  /** e.g. `http://127.0.0.1:9464` */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Starts the server; resolves once it listens (rejects if the address is taken). */
+export async function startObservabilityServer(options: ObservabilityServerOptions): Promise<ObservabilityServer> {
+  const host = options.host ?? "127.0.0.1";
+  const server = createServer((req, res) => {
+    handle(req, res, options).catch((err: unknown) => {
+      options.logger.warn({ err, path: req.url }, "observability request failed");
+      if (!res.headersSent) send(res, 500, "text/plain; charset=utf-8", "internal error\n");
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? defaultMetricsPort, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  options.logger.info({ url }, "observability endpoints listening (/metrics, /healthz, /readyz)");
+  return {
+    url,
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, options: ObservabilityServerOptions): Promise<void> {
+  const path = new URL(req.url ?? "/", "http://localhost").pathname;
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.setHeader("Allow", "GET, HEAD");
+    send(res, 405, "text/plain; charset=utf-8", "method not allowed\n");
+    return;
+  }
+  switch (path) {
+    case "/metrics": {
+      const snapshot = options.readiness();
+      // The age moves on its own between polls: refresh it at scrape time.
+      options.metrics.lastGoodPollAge.set(snapshot.lastGoodPollAgeMs === null ? -1 : snapshot.lastGoodPollAgeMs / 1000);
+      send(res, 200, options.metrics.contentType, await options.metrics.render());
+      return;
+    }
+    case "/healthz":
+      send(res, 200, "text/plain; charset=utf-8", "ok\n");
+      return;
+    case "/readyz": {
+      const verdict = evaluateReadiness(options.readiness(), options.limits);
+      send(res, verdict.ready ? 200 : 503, "application/json", JSON.stringify({ ready: verdict.ready, failed: verdict.failed }) + "\n");
+      return;
+    }
+    default:
+      send(res, 404, "text/plain; charset=utf-8", "not found (try /metrics, /healthz, /readyz)\n");
+  }
+}
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, { "Content-Type": contentType, "Content-Length": Buffer.byteLength(body), "Cache-Control": "no-store" });
+  res.end(res.req.method === "HEAD" ? undefined : body);
+}

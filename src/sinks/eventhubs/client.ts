@@ -1,0 +1,63 @@
+// Builds @azure/event-hubs clients (producer for the sink, consumer for `sef tail`) from resolved credentials:
+// SAS connection string, managed identity or the default Entra ID chain; explicit exponential retry options.
+import { EventHubConsumerClient, EventHubProducerClient, RetryMode, type EventHubClientOptions } from "@azure/event-hubs";
+import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from "@azure/identity";
+import type { EventHubsAuth } from "./settings.js";
+
+export interface EventHubsClientOptions {
+  readonly customEndpointAddress?: string | undefined;
+  readonly maxRetries: number;
+  readonly retryDelayMs: number;
+  readonly maxRetryDelayMs: number;
+  readonly tryTimeoutMs: number;
+  readonly userAgent?: string;
+}
+
+export function sdkClientOptions(options: EventHubsClientOptions): EventHubClientOptions {
+  return {
+    retryOptions: {
+      mode: RetryMode.Exponential,
+      maxRetries: options.maxRetries,
+      retryDelayInMs: options.retryDelayMs,
+      maxRetryDelayInMs: options.maxRetryDelayMs,
+      timeoutInMs: options.tryTimeoutMs,
+    },
+    ...(options.customEndpointAddress ? { customEndpointAddress: options.customEndpointAddress } : {}),
+    ...(options.userAgent ? { userAgent: options.userAgent } : {}),
+  };
+}
+
+export function tokenCredentialFor(auth: Extract<EventHubsAuth, { kind: "tokenCredential" }>): TokenCredential {
+  if (auth.credential === "default") {
+    return new DefaultAzureCredential(auth.managedIdentityClientId ? { managedIdentityClientId: auth.managedIdentityClientId } : {});
+  }
+  return auth.managedIdentityClientId ? new ManagedIdentityCredential({ clientId: auth.managedIdentityClientId }) : new ManagedIdentityCredential();
+}
+
+/** A human-readable description of where the client connects, without secrets. */
+export function describeTarget(auth: EventHubsAuth): string {
+  if (auth.kind === "tokenCredential") return `${auth.fullyQualifiedNamespace}/${auth.eventHubName} (${auth.credential === "default" ? "DefaultAzureCredential" : "managed identity"})`;
+  const endpoint = /Endpoint=([^;]+)/i.exec(auth.connectionString)?.[1] ?? "?";
+  const entity = auth.eventHubName ?? /EntityPath=([^;]+)/i.exec(auth.connectionString)?.[1] ?? "?";
+  return `${endpoint}${endpoint.endsWith("/") ? "" : "/"}${entity} (connection string from ${auth.source})`;
+}
+
+export function createProducerClient(auth: EventHubsAuth, options: EventHubsClientOptions): EventHubProducerClient {
+  const sdkOptions = sdkClientOptions(options);
+  if (auth.kind === "tokenCredential") {
+    return new EventHubProducerClient(auth.fullyQualifiedNamespace, auth.eventHubName, tokenCredentialFor(auth), sdkOptions);
+  }
+  return auth.eventHubName
+    ? new EventHubProducerClient(auth.connectionString, auth.eventHubName, sdkOptions)
+    : new EventHubProducerClient(auth.connectionString, sdkOptions);
+}
+
+export function createConsumerClient(auth: EventHubsAuth, consumerGroup: string, options: EventHubsClientOptions): EventHubConsumerClient {
+  const sdkOptions = sdkClientOptions(options);
+  if (auth.kind === "tokenCredential") {
+    return new EventHubConsumerClient(consumerGroup, auth.fullyQualifiedNamespace, auth.eventHubName, tokenCredentialFor(auth), sdkOptions);
+  }
+  return auth.eventHubName
+    ? new EventHubConsumerClient(consumerGroup, auth.connectionString, auth.eventHubName, sdkOptions)
+    : new EventHubConsumerClient(consumerGroup, auth.connectionString, sdkOptions);
+}

@@ -1,0 +1,72 @@
+// Pure encoding of outbox entries for Event Hubs: record → EventData (JSON body, messageId, filterable properties),
+// partition keys, grouping one send into per-key runs, and the accepted-prefix arithmetic.
+import type { EventData } from "@azure/event-hubs";
+import type { SefRecord } from "../../contract/record.js";
+import type { OutboxEntry } from "../sink.js";
+import type { PartitionKeyField } from "./settings.js";
+
+/** Application properties every event carries, so consumers can filter without parsing the body. */
+export function applicationProperties(record: SefRecord): Record<string, string> {
+  const withEvent = record as Partial<Record<"EventStatus" | "EventType", string>>;
+  return {
+    RecordType: record.RecordType,
+    EventStatus: withEvent.EventStatus ?? "",
+    EventType: withEvent.EventType ?? "",
+    VmId: record.VmId,
+  };
+}
+
+/** The event for one entry: the outbox's JSON verbatim as body, `messageId` = RecordId (downstream dedupe key). */
+export function toEventData(entry: OutboxEntry): EventData {
+  return {
+    body: Buffer.from(entry.json, "utf8"),
+    contentType: "application/json",
+    messageId: entry.record.RecordId,
+    properties: applicationProperties(entry.record),
+  };
+}
+
+/**
+ * Partition key of a record: the configured field; records without it (Heartbeat has no EventId) fall back to VmId;
+ * `none` (or an empty value everywhere) lets the service spread events (undefined).
+ */
+export function partitionKeyOf(record: SefRecord, field: PartitionKeyField): string | undefined {
+  if (field === "none") return undefined;
+  const value = (record as unknown as Record<string, unknown>)[field];
+  if (typeof value === "string" && value !== "") return value;
+  return record.VmId !== "" ? record.VmId : undefined;
+}
+
+/** Entries of one partition key, in outbox order; groups are ordered by their first entry. */
+export interface KeyGroup {
+  readonly partitionKey: string | undefined;
+  /** Indexes into the batch, ascending. */
+  readonly indexes: number[];
+}
+
+export function groupByPartitionKey(batch: readonly OutboxEntry[], field: PartitionKeyField): KeyGroup[] {
+  const groups = new Map<string, KeyGroup>();
+  const ordered: KeyGroup[] = [];
+  batch.forEach((entry, index) => {
+    const partitionKey = partitionKeyOf(entry.record, field);
+    const mapKey = partitionKey === undefined ? "\u0000none" : `k:${partitionKey}`;
+    let group = groups.get(mapKey);
+    if (!group) {
+      group = { partitionKey, indexes: [] };
+      groups.set(mapKey, group);
+      ordered.push(group);
+    }
+    group.indexes.push(index);
+  });
+  return ordered;
+}
+
+/**
+ * How many leading entries of the batch are done (sent, or rejected for good): the drain loop's `acceptedCount`.
+ * Entries after the first not-done one are re-sent on the next try (duplicates carry the same messageId).
+ */
+export function leadingDoneCount(batchSize: number, done: ReadonlySet<number>): number {
+  let count = 0;
+  while (count < batchSize && done.has(count)) count++;
+  return count;
+}

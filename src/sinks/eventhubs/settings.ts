@@ -1,0 +1,89 @@
+// Settings of the Event Hubs sink (config section `eventhubs`): one zod schema with every default, plus the
+// resolution of where the credentials come from. Pure logic (reads only the environment object it is given).
+import { z } from "zod";
+
+export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
+export const partitionKeyFields = ["EventId", "VmId", "RecordId", "none"] as const;
+export type PartitionKeyField = (typeof partitionKeyFields)[number];
+
+export const eventHubsSettingsSchema = z
+  .object({
+    /** A SAS connection string in the config file (prefer `connectionStringEnv`: keeps the secret out of files). */
+    connectionString: z.string().min(1).optional(),
+    /** Environment variable holding the connection string. */
+    connectionStringEnv: z.string().min(1).default(defaultConnectionStringEnv),
+    /** `<namespace>.servicebus.windows.net`: selects Entra ID auth (managed identity or the default chain). */
+    fullyQualifiedNamespace: z.string().min(1).optional(),
+    /** The event hub; required with `fullyQualifiedNamespace`, optional when the connection string has EntityPath. */
+    eventHubName: z.string().min(1).optional(),
+    /** Entra ID credential for `fullyQualifiedNamespace`. */
+    credential: z.enum(["managedIdentity", "default"]).default("managedIdentity"),
+    /** Client id of a user-assigned managed identity (system-assigned when absent). */
+    managedIdentityClientId: z.string().min(1).optional(),
+    /** Where to connect instead of the namespace host (`amqps://host:port`): private endpoints, local peers. */
+    customEndpointAddress: z.string().url().optional(),
+    /** Record field used as partition key, so one event's transitions stay in order on one partition. */
+    partitionKeyField: z.enum(partitionKeyFields).default("EventId"),
+    /** Most records handed to one send. */
+    maxBatchRecords: z.number().int().min(1).max(100_000).default(2000),
+    /** How long the drain loop waits for more records before a non-urgent send, in ms. */
+    lingerMs: z.number().int().min(0).max(60_000).default(100),
+    /** Event batches of one send that may be in flight at once (only batches with different partition keys). */
+    maxConcurrentBatches: z.number().int().min(1).max(256).default(16),
+    /** Retries the SDK makes inside one send (exponential backoff), before the drain loop's own backoff. */
+    maxRetries: z.number().int().min(0).max(20).default(3),
+    /** First SDK retry delay, in ms. */
+    retryDelayMs: z.number().int().min(1).default(800),
+    /** Cap of the SDK retry delay, in ms. */
+    maxRetryDelayMs: z.number().int().min(1).default(10_000),
+    /** Time limit of one SDK attempt (link setup + send + disposition), in ms. */
+    tryTimeoutMs: z.number().int().min(1000).default(30_000),
+  })
+  .strict()
+  .refine((s) => !(s.connectionString && s.fullyQualifiedNamespace), {
+    message: "set either connectionString or fullyQualifiedNamespace, not both",
+  })
+  .refine((s) => !s.fullyQualifiedNamespace || s.eventHubName, {
+    message: "eventHubName is required with fullyQualifiedNamespace",
+    path: ["eventHubName"],
+  });
+
+export type EventHubsSettings = z.infer<typeof eventHubsSettingsSchema>;
+
+/** Where the sink's credentials come from, decided once at start-up. */
+export type EventHubsAuth =
+  | { readonly kind: "connectionString"; readonly connectionString: string; readonly eventHubName: string | undefined; readonly source: string }
+  | {
+      readonly kind: "tokenCredential";
+      readonly fullyQualifiedNamespace: string;
+      readonly eventHubName: string;
+      readonly credential: "managedIdentity" | "default";
+      readonly managedIdentityClientId: string | undefined;
+    };
+
+/**
+ * `fullyQualifiedNamespace` → Entra ID; else the config's `connectionString`; else the environment variable named by
+ * `connectionStringEnv`. Throws (without quoting any secret) when none is available.
+ */
+export function resolveEventHubsAuth(settings: EventHubsSettings, env: NodeJS.ProcessEnv): EventHubsAuth {
+  if (settings.fullyQualifiedNamespace) {
+    return {
+      kind: "tokenCredential",
+      fullyQualifiedNamespace: settings.fullyQualifiedNamespace,
+      eventHubName: settings.eventHubName ?? "",
+      credential: settings.credential,
+      managedIdentityClientId: settings.managedIdentityClientId,
+    };
+  }
+  if (settings.connectionString) {
+    return { kind: "connectionString", connectionString: settings.connectionString, eventHubName: settings.eventHubName, source: "config connectionString" };
+  }
+  const fromEnv = env[settings.connectionStringEnv];
+  if (fromEnv && fromEnv.trim() !== "") {
+    return { kind: "connectionString", connectionString: fromEnv.trim(), eventHubName: settings.eventHubName, source: `environment variable ${settings.connectionStringEnv}` };
+  }
+  throw new Error(
+    `eventhubs sink: no credentials: set the environment variable ${settings.connectionStringEnv} to a connection string, ` +
+      `or eventhubs.fullyQualifiedNamespace and eventhubs.eventHubName for Entra ID (managed identity)`,
+  );
+}

@@ -1,0 +1,106 @@
+// Pure classification of Logs Ingestion answers: which failures reject the request's rows, which are retried,
+// how long the service asked us to wait, and when a record is old enough that Log Analytics will rewrite its time.
+import { redactSecrets } from "../../observability/logger.js";
+
+/** The longest server-requested pause we honour, in milliseconds (a bogus Retry-After must not stall the sink for days). */
+export const maxHonouredRetryAfterMs = 15 * 60_000;
+/** Log Analytics replaces a TimeGenerated older than this with the arrival time. */
+export const timeGeneratedRewriteAgeMs = 48 * 3_600_000;
+/** Default age past which a batch's oldest record is worth a warning. */
+export const defaultStaleWarningMs = 36 * 3_600_000;
+const maxReasonChars = 2000;
+
+/** Statuses after which the request's rows can never be accepted as sent. */
+const rejectingStatuses: ReadonlySet<number> = new Set([400, 401, 403, 404, 413]);
+
+export type UploadFailure =
+  /** The service will never accept these rows: dead-letter them with the reason. */
+  | { readonly kind: "reject"; readonly reason: string; readonly statusCode: number }
+  /** Try again later; `retryAfterMs` is the service's hint (throttling), absent when it gave none. */
+  | { readonly kind: "retry"; readonly reason: string; readonly statusCode?: number; readonly retryAfterMs?: number };
+
+/**
+ * Milliseconds to wait from the headers `retry-after-ms`, `x-ms-retry-after-ms` (milliseconds) and `Retry-After`
+ * (seconds or an HTTP date), in that order; undefined when none holds a usable value. Capped at `maxHonouredRetryAfterMs`.
+ */
+export function parseRetryAfterMs(header: (name: string) => string | undefined, nowMs: number): number | undefined {
+  const cap = (ms: number): number => Math.min(Math.max(0, Math.ceil(ms)), maxHonouredRetryAfterMs);
+  for (const name of ["retry-after-ms", "x-ms-retry-after-ms"]) {
+    const value = header(name)?.trim();
+    if (value && /^\d+(\.\d+)?$/.test(value)) return cap(Number(value));
+  }
+  const retryAfter = header("retry-after")?.trim();
+  if (!retryAfter) return undefined;
+  if (/^\d+(\.\d+)?$/.test(retryAfter)) return cap(Number(retryAfter) * 1000);
+  const dateMs = Date.parse(retryAfter);
+  return Number.isNaN(dateMs) ? undefined : cap(dateMs - nowMs);
+}
+
+interface ErrorLike {
+  name?: unknown;
+  message?: unknown;
+  code?: unknown;
+  statusCode?: unknown;
+  errors?: unknown;
+  cause?: unknown;
+  response?: { headers?: { get?: (name: string) => string | undefined } };
+}
+
+function clip(text: string): string {
+  const clean = redactSecrets(text).replace(/\s+/g, " ").trim();
+  return clean.length > maxReasonChars ? `${clean.slice(0, maxReasonChars)}…` : clean;
+}
+
+/** The error inside the SDK's AggregateLogsUploadError (one chunk per upload call), else the error itself. */
+function innermost(err: unknown): ErrorLike {
+  const e = (err ?? {}) as ErrorLike;
+  if (e.name === "AggregateLogsUploadError" && Array.isArray(e.errors) && e.errors.length > 0) {
+    const first = e.errors[0] as { cause?: unknown };
+    return (first.cause ?? {}) as ErrorLike;
+  }
+  return e;
+}
+
+/** Classifies what `LogsIngestionClient.upload` threw for one request. */
+export function classifyUploadError(err: unknown, nowMs: number): UploadFailure {
+  const e = innermost(err);
+  const name = typeof e.name === "string" ? e.name : "Error";
+  const message = typeof e.message === "string" ? e.message : String(err);
+  const status = typeof e.statusCode === "number" ? e.statusCode : undefined;
+  if (status === undefined) {
+    const code = typeof e.code === "string" ? ` (${e.code})` : "";
+    return { kind: "retry", reason: clip(`${name}${code}: ${message}`) };
+  }
+  const serviceCode = typeof e.code === "string" ? ` ${e.code}` : "";
+  const reason = clip(`HTTP ${status}${serviceCode}: ${message}`);
+  if (rejectingStatuses.has(status)) return { kind: "reject", reason, statusCode: status };
+  if (status === 429 || status === 503) {
+    const get = e.response?.headers?.get;
+    const retryAfterMs = typeof get === "function" ? parseRetryAfterMs((n) => get.call(e.response?.headers, n), nowMs) : undefined;
+    return retryAfterMs === undefined ? { kind: "retry", reason, statusCode: status } : { kind: "retry", reason, statusCode: status, retryAfterMs };
+  }
+  // 408, other 5xx and anything unexpected: retry rather than lose records.
+  return { kind: "retry", reason, statusCode: status };
+}
+
+/**
+ * A warning when the oldest record about to be sent is older than `thresholdMs`: Log Analytics replaces a TimeGenerated
+ * older than 48 h with the arrival time, so KQL over TimeGenerated would misplace it. Undefined when there is nothing to say.
+ */
+export function oldestUndeliveredAgeWarning(
+  nowMs: number,
+  oldestTimeGenerated: string | undefined,
+  thresholdMs: number = defaultStaleWarningMs,
+): { readonly ageMs: number; readonly message: string } | undefined {
+  if (oldestTimeGenerated === undefined) return undefined;
+  const generatedMs = Date.parse(oldestTimeGenerated);
+  if (Number.isNaN(generatedMs)) return undefined;
+  const ageMs = nowMs - generatedMs;
+  if (ageMs <= thresholdMs) return undefined;
+  const hours = (ageMs / 3_600_000).toFixed(1);
+  const message =
+    ageMs > timeGeneratedRewriteAgeMs
+      ? `oldest undelivered record is ${hours} h old: Log Analytics replaces a TimeGenerated older than 48 h with the arrival time`
+      : `oldest undelivered record is ${hours} h old: past 48 h Log Analytics will replace its TimeGenerated with the arrival time`;
+  return { ageMs, message };
+}

@@ -1,0 +1,233 @@
+// Log Analytics sink: posts records to a data collection rule's stream through the Logs Ingestion API
+// (@azure/monitor-ingestion) in size-bounded requests, and classifies each answer for the shared drain loop.
+import { readFileSync } from "node:fs";
+import { Agent as HttpsAgent } from "node:https";
+import { rootCertificates } from "node:tls";
+import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { LogsIngestionClient } from "@azure/monitor-ingestion";
+import type { Logger } from "pino";
+import { validateRow } from "../../contract/stream-schema.js";
+import { systemClock, type Clock } from "../../util/clock.js";
+import type { OutboxEntry, RejectedRecord, SendResult, Sink } from "../sink.js";
+import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./outcome.js";
+import { planRequests, rowFitsRequest } from "./request-plan.js";
+import { processRulePauses, type RulePauses } from "./rule-pauses.js";
+import type { LogAnalyticsSettings } from "./settings.js";
+
+export type TokenCredential = ConstructorParameters<typeof LogsIngestionClient>[1];
+
+export interface LogAnalyticsSinkOptions {
+  readonly settings: LogAnalyticsSettings;
+  readonly logger: Logger;
+  /** Overrides the credential the settings choose (tests with local tokens). */
+  readonly credential?: TokenCredential;
+  readonly clock?: Clock;
+  /** Throttling pauses shared by sinks posting to the same rule; the process-wide book by default. */
+  readonly pauses?: RulePauses;
+}
+
+/** Counters the metrics module can read; they only grow, except the `last…` gauges. */
+export interface LogAnalyticsSinkStats {
+  requests: number;
+  /** Bytes of JSON sent, before compression. */
+  requestBytes: number;
+  recordsAccepted: number;
+  recordsRejected: number;
+  throttledResponses: number;
+  /** Sends whose oldest record was older than the stale-warning threshold. */
+  staleBatches: number;
+  /** Age of the oldest record of the last send, in milliseconds (0 before the first send). */
+  lastOldestRecordAgeMs: number;
+}
+
+type Settlement = { readonly rejected?: string };
+
+interface PendingRow {
+  readonly index: number;
+  readonly row: Record<string, unknown>;
+  readonly bytes: number;
+}
+
+/** Builds the credential the settings name. */
+export function createCredential(settings: LogAnalyticsSettings): TokenCredential {
+  const clientId = settings.managedIdentityClientId;
+  if (settings.credential === "default") {
+    return new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
+  }
+  return clientId ? new ManagedIdentityCredential({ clientId }) : new ManagedIdentityCredential();
+}
+
+export class LogAnalyticsSink implements Sink {
+  readonly name = "loganalytics";
+  readonly maxBatchRecords: number;
+  readonly lingerMs: number;
+  readonly stats: LogAnalyticsSinkStats = {
+    requests: 0,
+    requestBytes: 0,
+    recordsAccepted: 0,
+    recordsRejected: 0,
+    throttledResponses: 0,
+    staleBatches: 0,
+    lastOldestRecordAgeMs: 0,
+  };
+
+  private readonly settings: LogAnalyticsSettings;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly pauses: RulePauses;
+  private readonly client: LogsIngestionClient;
+  private readonly agent: HttpsAgent | undefined;
+  /**
+   * Records settled by an earlier send that ended retryable, beyond the `acceptedCount` it could report
+   * (accepted out of order, or rejected): the drain loop hands them again and they are not sent twice.
+   */
+  private readonly settledAhead = new Map<number, Settlement>();
+
+  constructor(options: LogAnalyticsSinkOptions) {
+    this.settings = options.settings;
+    this.logger = options.logger.child({ sink: "loganalytics" });
+    this.clock = options.clock ?? systemClock;
+    this.pauses = options.pauses ?? processRulePauses;
+    this.maxBatchRecords = this.settings.maxBatchRecords;
+    this.lingerMs = this.settings.lingerMs;
+    if (!this.settings.endpoint.toLowerCase().startsWith("https://")) throw new Error("loganalytics endpoint must be an https:// URL");
+    // An extra CA (private PKI, the local peer) is trusted for this client only, next to the public roots.
+    this.agent = this.settings.caCertFile
+      ? new HttpsAgent({ keepAlive: true, ca: [...rootCertificates, readFileSync(this.settings.caCertFile, "utf8")] })
+      : undefined;
+    this.client = new LogsIngestionClient(this.settings.endpoint, options.credential ?? createCredential(this.settings), {
+      audience: this.settings.audience,
+      // The drain loop owns retries and the rule-wide throttling pause: the SDK's pipeline answers at once.
+      retryOptions: { maxRetries: 0 },
+      ...(this.agent ? { agent: this.agent } : {}),
+    });
+  }
+
+  async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendResult> {
+    const ruleId = this.settings.ruleId;
+    const firstSeq = batch[0]?.seq ?? 0;
+    for (const seq of this.settledAhead.keys()) if (seq < firstSeq) this.settledAhead.delete(seq);
+
+    const pausedMs = this.pauses.remainingMs(ruleId, this.clock.now());
+    if (pausedMs > 0) return { kind: "retryable", reason: `rule ${ruleId} is throttled`, retryAfterMs: pausedMs };
+
+    const settled: (Settlement | undefined)[] = batch.map((e) => this.settledAhead.get(e.seq));
+    const pending: PendingRow[] = [];
+    let oldestTimeGenerated: string | undefined;
+    batch.forEach((entry, index) => {
+      if (settled[index]) return;
+      const problems = validateRow(entry.record);
+      if (problems.length > 0) {
+        settled[index] = { rejected: `record does not match stream ${this.settings.streamName}: ${problems.join("; ")}` };
+        return;
+      }
+      const bytes = Buffer.byteLength(JSON.stringify(entry.record));
+      if (!rowFitsRequest(bytes, this.settings.maxRequestBytes)) {
+        settled[index] = { rejected: `record is ${bytes} bytes of JSON, more than one request may carry (${this.settings.maxRequestBytes})` };
+        return;
+      }
+      const generated = entry.record.TimeGenerated;
+      if (oldestTimeGenerated === undefined || Date.parse(generated) < Date.parse(oldestTimeGenerated)) oldestTimeGenerated = generated;
+      pending.push({ index, row: entry.record as unknown as Record<string, unknown>, bytes });
+    });
+    this.warnIfStale(oldestTimeGenerated);
+
+    const failure = await this.sendRequests(planRequests(pending, this.settings.maxRequestBytes), settled, signal);
+
+    if (!failure) {
+      batch.forEach((e) => this.settledAhead.delete(e.seq));
+      const rejected: RejectedRecord[] = [];
+      batch.forEach((e, i) => {
+        const reason = settled[i]?.rejected;
+        if (reason !== undefined) rejected.push({ seq: e.seq, reason });
+      });
+      this.stats.recordsRejected += rejected.length;
+      this.stats.recordsAccepted += batch.length - rejected.length;
+      return rejected.length > 0 ? { kind: "ok", rejected } : { kind: "ok" };
+    }
+
+    // Report the accepted prefix; remember whatever else is settled so it is not sent again.
+    let acceptedCount = 0;
+    while (acceptedCount < batch.length && settled[acceptedCount] && settled[acceptedCount]?.rejected === undefined) acceptedCount++;
+    this.stats.recordsAccepted += acceptedCount;
+    batch.forEach((e, i) => {
+      const s = settled[i];
+      if (i >= acceptedCount && s) this.settledAhead.set(e.seq, s);
+    });
+    return {
+      kind: "retryable",
+      reason: failure.reason,
+      ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
+      ...(acceptedCount > 0 ? { acceptedCount } : {}),
+    };
+  }
+
+  /** Sends the planned requests (a few at a time); fills `settled`; returns the first retryable failure, if any. */
+  private async sendRequests(
+    requests: PendingRow[][],
+    settled: (Settlement | undefined)[],
+    signal: AbortSignal,
+  ): Promise<Extract<UploadFailure, { kind: "retry" }> | undefined> {
+    let failure: Extract<UploadFailure, { kind: "retry" }> | undefined;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (!failure && next < requests.length) {
+        const request = requests[next++]!;
+        const pausedMs = this.pauses.remainingMs(this.settings.ruleId, this.clock.now());
+        if (pausedMs > 0) {
+          failure ??= { kind: "retry", reason: `rule ${this.settings.ruleId} is throttled`, retryAfterMs: pausedMs };
+          return;
+        }
+        const outcome = await this.upload(request, signal);
+        if (outcome.kind === "retry") {
+          failure ??= outcome;
+          return;
+        }
+        for (const row of request) settled[row.index] = outcome.kind === "reject" ? { rejected: outcome.reason } : {};
+      }
+    };
+    const workers = Math.min(this.settings.maxConcurrentRequests, requests.length);
+    await Promise.all(Array.from({ length: workers }, worker));
+    return failure;
+  }
+
+  /**
+   * One request: its rows were all accepted, all rejected, or it should be retried. The rows' sizes were measured
+   * exactly as the SDK measures them, so its own 1 MB chunking keeps them in this one request.
+   */
+  private async upload(request: PendingRow[], signal: AbortSignal): Promise<{ kind: "accepted" } | UploadFailure> {
+    const rows = request.map((r) => r.row);
+    this.stats.requests += 1;
+    this.stats.requestBytes += request.reduce((sum, r) => sum + r.bytes, request.length + 1);
+    try {
+      await this.client.upload(this.settings.ruleId, this.settings.streamName, rows, {
+        maxConcurrency: 1,
+        abortSignal: AbortSignal.any([signal, AbortSignal.timeout(this.settings.requestTimeoutMs)]),
+      });
+      return { kind: "accepted" };
+    } catch (err) {
+      const failure = classifyUploadError(err, this.clock.now());
+      if (failure.kind === "retry" && (failure.statusCode === 429 || failure.statusCode === 503)) {
+        this.stats.throttledResponses += 1;
+        if (failure.retryAfterMs !== undefined) this.pauses.pauseUntil(this.settings.ruleId, this.clock.now() + failure.retryAfterMs);
+      }
+      const log = failure.kind === "reject" ? this.logger.error.bind(this.logger) : this.logger.warn.bind(this.logger);
+      log({ rows: rows.length, statusCode: failure.statusCode, retryAfterMs: "retryAfterMs" in failure ? failure.retryAfterMs : undefined }, `logs ingestion request failed: ${failure.reason}`);
+      return failure;
+    }
+  }
+
+  private warnIfStale(oldestTimeGenerated: string | undefined): void {
+    const nowMs = this.clock.now();
+    this.stats.lastOldestRecordAgeMs = oldestTimeGenerated === undefined ? 0 : Math.max(0, nowMs - Date.parse(oldestTimeGenerated));
+    const warning = oldestUndeliveredAgeWarning(nowMs, oldestTimeGenerated, this.settings.staleWarningHours * 3_600_000);
+    if (warning) {
+      this.stats.staleBatches += 1;
+      this.logger.warn({ oldestRecordAgeMs: warning.ageMs, oldestTimeGenerated }, warning.message);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.agent?.destroy();
+  }
+}

@@ -1,0 +1,206 @@
+// webhook sink: POSTs records as JSON arrays to an HTTP endpoint (optionally HMAC-signed) and classifies each answer;
+// pure pieces live in sinks/webhook/ (settings, body splitting and signing, answer classification).
+import { Agent, request, type Dispatcher } from "undici";
+import type { Logger } from "pino";
+import type { Sink, OutboxEntry, SendResult, RejectedRecord } from "./sink.js";
+import type { SinkFactory } from "./registry.js";
+import { systemClock, type Clock } from "../util/clock.js";
+import { redactSecrets } from "../observability/logger.js";
+import { webhookSettingsSchema, resolveHeaders, resolveSecret, type WebhookSettings } from "./webhook/settings.js";
+import { planChunks, encodeBody, signBody } from "./webhook/encode.js";
+import { classifyResponse, clipBody } from "./webhook/classify.js";
+
+const maxResponseBytes = 64 * 1024;
+
+export interface WebhookSinkOptions {
+  url: string;
+  /** Resolved header values (secrets: never logged). */
+  headers: Record<string, string>;
+  /** HMAC secret and header name, when bodies are signed. */
+  signature?: { secret: string; header: string };
+  timeoutMs: number;
+  maxBatchRecords: number;
+  maxBatchBytes: number;
+  lingerMs: number;
+  agentVersion: string;
+  logger: Logger;
+  clock?: Clock;
+  /** Default: a private undici Agent (no proxy); undici's `request` never follows redirects. */
+  dispatcher?: Dispatcher;
+}
+
+/** How sending one run of records ended; `at` is the batch index of the first record not accepted. */
+type RangeResult =
+  | { kind: "ok" }
+  | { kind: "retryable"; at: number; reason: string; retryAfterMs?: number }
+  | { kind: "permanent"; at: number; reason: string };
+
+export class WebhookSink implements Sink {
+  readonly name = "webhook";
+  readonly maxBatchRecords: number;
+  readonly lingerMs: number;
+  private readonly clock: Clock;
+  private readonly ownAgent: Agent | undefined;
+  private readonly dispatcher: Dispatcher;
+
+  constructor(private readonly options: WebhookSinkOptions) {
+    this.maxBatchRecords = options.maxBatchRecords;
+    this.lingerMs = options.lingerMs;
+    this.clock = options.clock ?? systemClock;
+    this.ownAgent = options.dispatcher ? undefined : new Agent({ connect: { timeout: options.timeoutMs } });
+    this.dispatcher = options.dispatcher ?? this.ownAgent!;
+  }
+
+  async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendResult> {
+    const rejected: { index: number; reason: string }[] = [];
+    let failure: Exclude<RangeResult, { kind: "ok" }> | undefined;
+    for (const chunk of planChunks(batch, this.options.maxBatchBytes, this.options.maxBatchRecords)) {
+      if (chunk.kind === "oversize") {
+        const reason = `record is ${chunk.bytes} bytes as a JSON array, over maxBatchBytes ${this.options.maxBatchBytes}`;
+        rejected.push({ index: chunk.index, reason });
+        continue;
+      }
+      const result = await this.sendRange(batch, chunk.start, chunk.end, chunk.body, signal, rejected);
+      if (result.kind !== "ok") {
+        failure = result;
+        break;
+      }
+    }
+    const toRejected = (r: { index: number; reason: string }): RejectedRecord => ({ seq: batch[r.index]!.seq, reason: r.reason });
+    if (!failure) {
+      this.options.logger.debug({ sink: this.name, records: batch.length, rejected: rejected.length }, "webhook batch delivered");
+      return rejected.length > 0 ? { kind: "ok", rejected: rejected.map(toRejected) } : { kind: "ok" };
+    }
+    this.options.logger.warn({ sink: this.name, kind: failure.kind, reason: failure.reason }, "webhook send failed");
+    if (failure.kind === "retryable") {
+      // Everything before the first record not accepted (or rejected: rejections only travel with `ok`) is done.
+      const acceptedCount = Math.min(failure.at, ...rejected.map((r) => r.index));
+      return {
+        kind: "retryable",
+        reason: failure.reason,
+        ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
+        ...(acceptedCount > 0 ? { acceptedCount } : {}),
+      };
+    }
+    if (failure.at === 0 && rejected.length === 0) return { kind: "permanent", reason: failure.reason };
+    // Part of the batch was delivered: dead-letter exactly the rest.
+    for (let i = failure.at; i < batch.length; i++) rejected.push({ index: i, reason: failure.reason });
+    return { kind: "ok", rejected: rejected.map(toRejected) };
+  }
+
+  /** Sends batch[start, end) as `body`; on 413 splits in halves, and rejects a record that is alone. */
+  private async sendRange(
+    batch: readonly OutboxEntry[],
+    start: number,
+    end: number,
+    body: Buffer,
+    signal: AbortSignal,
+    rejected: { index: number; reason: string }[],
+  ): Promise<RangeResult> {
+    const answer = await this.post(body, signal);
+    if (answer.kind === "ok") return answer;
+    if (answer.kind === "retryable") return { ...answer, at: start };
+    if (answer.kind === "permanent") return { ...answer, at: start };
+    if (end - start === 1) {
+      rejected.push({ index: start, reason: answer.reason });
+      return { kind: "ok" };
+    }
+    const mid = start + Math.ceil((end - start) / 2);
+    const left = await this.sendRange(batch, start, mid, encodeBody(batch.slice(start, mid)), signal, rejected);
+    if (left.kind !== "ok") return left;
+    return this.sendRange(batch, mid, end, encodeBody(batch.slice(mid, end)), signal, rejected);
+  }
+
+  private async post(body: Buffer, signal: AbortSignal): Promise<ReturnType<typeof classifyResponse>> {
+    const { options } = this;
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      "user-agent": `sef/${options.agentVersion}`,
+      ...options.headers,
+    };
+    if (options.signature) headers[options.signature.header] = signBody(body, options.signature.secret);
+    try {
+      const response = await request(options.url, {
+        method: "POST",
+        dispatcher: this.dispatcher,
+        headers,
+        body,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
+      });
+      const text = await readCapped(response.body);
+      const retryAfter = response.headers["retry-after"];
+      return classifyResponse(response.statusCode, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, text, this.clock.now());
+    } catch (err) {
+      return { kind: "retryable", reason: `request to the webhook failed: ${errorText(err)}` };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.ownAgent?.close();
+  }
+}
+
+async function readCapped(body: Dispatcher.ResponseData["body"]): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    if (size < maxResponseBytes) parts.push(buf.subarray(0, maxResponseBytes - size));
+    size += buf.length;
+  }
+  return Buffer.concat(parts).toString("utf8");
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return clipBody(redactSecrets(`${err.name}${typeof code === "string" ? ` (${code})` : ""}: ${err.message}`));
+  }
+  return clipBody(String(err));
+}
+
+export interface CreateWebhookSinkInput {
+  /** `--sink webhook:URL` argument; overrides `settings.url`. */
+  argument: string | undefined;
+  settings: WebhookSettings;
+  logger: Logger;
+  agentVersion: string;
+  /** Environment for `fromEnv` headers and the signing secret (default: process.env). */
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+}
+
+/** Builds the sink from validated settings; throws (naming variables, never values) when the URL or an env variable is missing. */
+export function createWebhookSink(input: CreateWebhookSinkInput): WebhookSink {
+  const { settings } = input;
+  const env = input.env ?? process.env;
+  const url = input.argument || settings.url;
+  if (!url) throw new Error("webhook sink needs a URL: --sink webhook:URL or webhook.url in the config file");
+  const parsed = new URL(url);
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`webhook URL must be http or https (got ${parsed.protocol})`);
+  return new WebhookSink({
+    url,
+    headers: resolveHeaders(settings.headers, env),
+    ...(settings.signature
+      ? { signature: { secret: resolveSecret(settings.signature.secretEnv, env), header: settings.signature.header } }
+      : {}),
+    timeoutMs: settings.timeoutMs,
+    maxBatchRecords: settings.maxBatchRecords,
+    maxBatchBytes: settings.maxBatchBytes,
+    lingerMs: settings.lingerMs,
+    agentVersion: input.agentVersion,
+    logger: input.logger,
+    ...(input.clock ? { clock: input.clock } : {}),
+  });
+}
+
+export const webhookSinkFactory: SinkFactory<WebhookSettings> = {
+  type: "webhook",
+  summary: "webhook[:URL] — POST JSON arrays of records to URL (settings: webhook.url, headers, signature, timeoutMs, …)",
+  argument: "optional",
+  settingsSchema: webhookSettingsSchema,
+  create: ({ argument, settings, context }) =>
+    createWebhookSink({ argument, settings, logger: context.logger, agentVersion: context.agentVersion }),
+};

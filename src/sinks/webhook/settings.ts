@@ -1,0 +1,59 @@
+// Webhook sink settings (config section `webhook`) and resolution of header values and the signing secret from the environment.
+import { z } from "zod";
+
+export const defaultWebhookTimeoutMs = 10_000;
+export const defaultWebhookMaxBatchRecords = 500;
+export const defaultWebhookMaxBatchBytes = 1024 * 1024;
+export const defaultSignatureHeader = "X-Sef-Signature";
+
+/** A header value: a literal string, or `{ "fromEnv": "VAR" }` read from the environment at start-up. */
+const headerValueSchema = z.union([z.string(), z.object({ fromEnv: z.string().min(1) }).strict()]);
+export type HeaderValue = z.infer<typeof headerValueSchema>;
+
+export const webhookSettingsSchema = z
+  .object({
+    /** Endpoint receiving POSTs of JSON arrays of records; `--sink webhook:URL` overrides it. */
+    url: z.url({ protocol: /^https?$/ }).optional(),
+    headers: z.record(z.string().min(1), headerValueSchema).default({}),
+    /** HMAC-SHA256 over the exact body bytes, sent as `sha256=<hex>`. */
+    signature: z
+      .object({
+        secretEnv: z.string().min(1),
+        header: z.string().min(1).default(defaultSignatureHeader),
+      })
+      .strict()
+      .optional(),
+    timeoutMs: z.number().int().positive().default(defaultWebhookTimeoutMs),
+    maxBatchRecords: z.number().int().positive().default(defaultWebhookMaxBatchRecords),
+    maxBatchBytes: z.number().int().min(1024).default(defaultWebhookMaxBatchBytes),
+    /** Wait this long for more records before sending a non-urgent batch. */
+    lingerMs: z.number().int().nonnegative().default(0),
+  })
+  .strict();
+export type WebhookSettings = z.infer<typeof webhookSettingsSchema>;
+
+/**
+ * Resolves header values against `env`. Throws naming the header and the variable (never a value) when a variable is unset.
+ */
+export function resolveHeaders(headers: Record<string, HeaderValue>, env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value === "string") {
+      out[name] = value;
+      continue;
+    }
+    const resolved = env[value.fromEnv];
+    if (resolved === undefined || resolved === "") {
+      throw new Error(`webhook header "${name}": environment variable ${value.fromEnv} is not set`);
+    }
+    out[name] = resolved;
+  }
+  return out;
+}
+
+/** Reads the signing secret; throws naming the variable when it is unset. */
+export function resolveSecret(secretEnv: string, env: NodeJS.ProcessEnv): string {
+  const secret = env[secretEnv];
+  if (secret === undefined || secret === "") throw new Error(`webhook signature: environment variable ${secretEnv} is not set`);
+  return secret;
+}

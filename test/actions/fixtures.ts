@@ -1,0 +1,47 @@
+// Test fixtures for actions: a VM identity, a Scheduled event and the Transition record the collector would emit for it.
+import type { TransitionRecord, VmIdentity, EventFields, EventStatus } from "../../src/contract/record.js";
+import { transitionRecordId } from "../../src/contract/record-id.js";
+
+export const vm: VmIdentity = {
+  VmName: "WestNO_0",
+  VmId: "11111111-2222-3333-4444-555555555555",
+  VmResourceId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/WestNO_0",
+  SubscriptionId: "s",
+  ResourceGroup: "rg",
+  Location: "norwayeast",
+  VmScaleSetName: "",
+  Zone: "",
+};
+
+export function event(overrides: Partial<EventFields> & { EventStatus?: EventStatus } = {}): EventFields & { EventStatus: EventStatus } {
+  return {
+    EventId: "C7061BAC-AFDC-4513-B24B-AA5F13A16123",
+    EventStatus: "Scheduled",
+    EventType: "Freeze",
+    ResourceType: "VirtualMachine",
+    Resources: ["WestNO_0", "WestNO_1"],
+    NotBefore: "2022-04-11T22:26:58.000Z",
+    Description: "Virtual machine is being paused because of a memory-preserving Live Migration operation.",
+    EventSource: "Platform",
+    DurationInSeconds: 5,
+    ...overrides,
+  };
+}
+
+export function transition(overrides: Partial<TransitionRecord> = {}): TransitionRecord {
+  const e = event();
+  const record: TransitionRecord = {
+    ...vm,
+    ...e,
+    RecordId: "",
+    RecordType: "Transition",
+    TimeGenerated: "2022-04-11T22:10:00.000Z",
+    PreviousStatus: "",
+    DocumentIncarnation: 2,
+    AffectsThisVm: true,
+    ObservationGap: false,
+    AgentVersion: "0.1.0",
+    ...overrides,
+  };
+  return { ...record, RecordId: record.RecordId || transitionRecordId(record.VmId, record.EventId, record.EventStatus) };
+}

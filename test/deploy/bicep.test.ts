@@ -1,0 +1,176 @@
+// The Bicep templates parse (tree-sitter-bicep), use only checked resource types and API versions, load every KQL
+// query from a .kql file, take their columns from the generated schema file, and output what the agent config needs.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Parser } from "web-tree-sitter";
+import { beforeAll, describe, expect, it } from "vitest";
+import {
+  bicepRoot,
+  bicepparamAsBicep,
+  callsOf,
+  filesUnder,
+  loadBicepParser,
+  loadedPath,
+  moduleSources,
+  outputNames,
+  parameterDeclarations,
+  parseBicep,
+  propertiesNamed,
+  resourceDeclarations,
+  stringLiteral,
+  syntaxProblems,
+  type BicepFile,
+} from "./support/bicep.js";
+import { kqlSources } from "./support/kql-sources.js";
+
+const allowedTypes: string[] = (
+  JSON.parse(readFileSync(new URL("./resource-types.json", import.meta.url), "utf8")) as { allowed: string[] }
+).allowed;
+
+let parser: Parser;
+let files: BicepFile[];
+const byName = (name: string): BicepFile => {
+  const file = files.find((f) => f.name === `bicep/${name}`);
+  if (file === undefined) throw new Error(`bicep/${name} not found`);
+  return file;
+};
+
+beforeAll(async () => {
+  parser = await loadBicepParser();
+  files = filesUnder(bicepRoot, ".bicep").map((path) => parseBicep(parser, path));
+});
+
+describe("Bicep syntax", () => {
+  it("finds the templates", () => {
+    expect(files.map((f) => f.name)).toEqual(
+      expect.arrayContaining([
+        "bicep/main.bicep",
+        "bicep/modules/alerts.bicep",
+        "bicep/modules/eventhubs.bicep",
+        "bicep/modules/ingestion.bicep",
+        "bicep/modules/query-pack.bicep",
+        "bicep/modules/workspace-table.bicep",
+      ]),
+    );
+  });
+
+  it("every .bicep file parses without ERROR or MISSING nodes", () => {
+    expect(files.flatMap(syntaxProblems)).toEqual([]);
+  });
+
+  it("the syntax check catches a broken template", () => {
+    const broken = parseBicep(parser, join(bicepRoot, "broken.bicep"), "resource x 'A/b@2020-01-01' = {\n  name: 'x'\n");
+    expect(syntaxProblems(broken)).not.toEqual([]);
+    const garbage = parseBicep(parser, join(bicepRoot, "garbage.bicep"), "param location string = = 'x'\n");
+    expect(syntaxProblems(garbage)).not.toEqual([]);
+  });
+
+  it("main.bicepparam parses, uses main.bicep, sets only declared params and every required one", () => {
+    const path = join(bicepRoot, "main.bicepparam");
+    const { text, params } = bicepparamAsBicep(readFileSync(path, "utf8"));
+    const file = parseBicep(parser, path, text);
+    expect(syntaxProblems(file)).toEqual([]);
+    expect(text).toMatch(/^using 'main\.bicep'$/m);
+    const declared = parameterDeclarations(byName("main.bicep"));
+    expect(params.length).toBeGreaterThan(0);
+    for (const name of params) expect(declared.map((d) => d.name), `param ${name}`).toContain(name);
+    for (const d of declared.filter((p) => !p.hasDefault)) expect(params, `required param ${d.name}`).toContain(d.name);
+  });
+});
+
+describe("Bicep references", () => {
+  it("every resource type and API version is in test/deploy/resource-types.json, and every entry is used", () => {
+    const used = files.flatMap((f) => resourceDeclarations(f).map((r) => ({ file: f.name, type: r.typeAndVersion })));
+    const unknown = used.filter((u) => !allowedTypes.includes(u.type));
+    expect(unknown, "add a checked type@version to test/deploy/resource-types.json").toEqual([]);
+    expect(allowedTypes.filter((t) => !used.some((u) => u.type === t))).toEqual([]);
+  });
+
+  it("every module and load*Content path exists", () => {
+    for (const file of files) {
+      for (const source of moduleSources(file)) expect(existsSync(source), `${file.name}: module ${source}`).toBe(true);
+      for (const fn of ["loadTextContent", "loadJsonContent"]) {
+        for (const call of callsOf(file, fn)) {
+          const path = loadedPath(file, call);
+          expect(path, `${file.name}: ${fn} needs a literal path`).toBeDefined();
+          expect(existsSync(path ?? ""), `${file.name}: ${fn}(${path})`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it("every query, body and transformKql property is a .kql file loaded with loadTextContent", () => {
+    const sources = kqlSources(files);
+    expect(sources.problems).toEqual([]);
+    expect(sources.queries.filter((q) => q.property === "transformKql")).toHaveLength(1);
+    expect(sources.queries.filter((q) => q.property === "query").length).toBeGreaterThanOrEqual(4);
+    expect(sources.queries.filter((q) => q.property === "body").length).toBeGreaterThanOrEqual(9);
+  });
+
+  it("every .kql file under bicep/ is loaded by some template (no orphaned queries)", () => {
+    const loaded = new Set(kqlSources(files).queries.map((q) => q.path));
+    expect(filesUnder(bicepRoot, ".kql").filter((p) => !loaded.has(p))).toEqual([]);
+  });
+
+  it("the kql source check rejects an inline query string", () => {
+    const inline = parseBicep(parser, join(bicepRoot, "inline.bicep"), "var q = {\n  query: 'ScheduledEvents_CL | take 1'\n}\n");
+    expect(kqlSources([inline]).problems).toHaveLength(1);
+  });
+});
+
+describe("Bicep contents", () => {
+  it("the table and the stream declaration take their columns from the generated schema file", () => {
+    for (const name of ["modules/workspace-table.bicep", "modules/ingestion.bicep"]) {
+      const file = byName(name);
+      const json = callsOf(file, "loadJsonContent").map((c) => stringLiteral(c.args[0]));
+      expect(json, name).toEqual(["../schema/columns.json"]);
+    }
+    const table = propertiesNamed(byName("modules/workspace-table.bicep"), "columns").map((p) => p.value.text);
+    expect(table).toEqual(["schema.tableColumns"]);
+    const ingestion = byName("modules/ingestion.bicep");
+    expect(propertiesNamed(ingestion, "columns").map((p) => p.value.text)).toEqual(["schema.streamColumns"]);
+    expect(propertiesNamed(ingestion, "outputStream").map((p) => p.value.text)).toEqual(["'Custom-${schema.tableName}'"]);
+    expect(propertiesNamed(ingestion, "streams").map((p) => p.value.text.replace(/\s+/g, " "))).toEqual(["[ schema.streamName ]"]);
+  });
+
+  it("Event Hubs is Standard with local (SAS) auth disabled", () => {
+    const file = byName("modules/eventhubs.bicep");
+    expect(propertiesNamed(file, "disableLocalAuth").map((p) => p.value.text)).toEqual(["true"]);
+    expect(propertiesNamed(file, "name").some((p) => stringLiteral(p.value) === "Standard")).toBe(true);
+    expect(propertiesNamed(file, "minimumTlsVersion").map((p) => stringLiteral(p.value))).toEqual(["1.2"]);
+  });
+
+  it("the agents' identity gets exactly the two data-plane roles", () => {
+    const roleIds = files.flatMap((f) => f.text.match(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g) ?? []);
+    expect(new Set(roleIds)).toEqual(new Set(["'3913510d-42f4-4e42-8a64-420c390055eb'", "'2b629674-e913-4c01-ae53-ef4638d8f975'"]));
+    const scopes = files.flatMap((f) =>
+      resourceDeclarations(f)
+        .filter((r) => r.typeAndVersion.startsWith("Microsoft.Authorization/roleAssignments@"))
+        .map((r) => `${f.name}:${r.node.text.match(/\n\s*scope: (\w+)/)?.[1] ?? "(resource group)"}`),
+    );
+    expect(scopes.sort()).toEqual(["bicep/modules/eventhubs.bicep:hub", "bicep/modules/ingestion.bicep:rule"]);
+  });
+
+  it("the alert rules cover impactful scheduled, started, stuck-started and silent agents", () => {
+    const alerts = byName("modules/alerts.bicep");
+    const keys = propertiesNamed(alerts, "key").map((p) => stringLiteral(p.value));
+    expect(keys).toEqual(["impactful-event-scheduled", "event-started", "event-started-too-long", "silent-agent"]);
+    expect(propertiesNamed(alerts, "kind").map((p) => stringLiteral(p.value))).toEqual(["LogAlert"]);
+    expect(propertiesNamed(alerts, "emailReceivers")).toHaveLength(1);
+  });
+
+  it("main.bicep outputs every value the agent config needs", () => {
+    expect(outputNames(byName("main.bicep"))).toEqual(
+      expect.arrayContaining([
+        "logsIngestionEndpoint",
+        "dcrImmutableId",
+        "streamName",
+        "eventHubsFullyQualifiedNamespace",
+        "eventHubName",
+        "identityClientId",
+        "identityResourceId",
+        "agentConfig",
+      ]),
+    );
+  });
+});

@@ -1,0 +1,13 @@
+// Regenerates the derived deployment files: `npx tsx test/deploy/generate.ts`
+// (bicep/schema/columns.json from src/contract/, infra/linux/cloud-init.yaml from infra/).
+import { writeFileSync } from "node:fs";
+import { cloudInitPath, renderCloudInit } from "./support/cloud-init.js";
+import { renderSchemaFile, schemaFilePath } from "./support/schema-file.js";
+
+for (const [path, text] of [
+  [schemaFilePath, renderSchemaFile()],
+  [cloudInitPath, renderCloudInit()],
+] as const) {
+  writeFileSync(path, text);
+  console.log(`wrote ${path}`);
+}

@@ -1,0 +1,230 @@
+// The VM install artifacts: the hardened systemd unit (and `systemd-analyze verify` where the tool exists), the
+// install script's interface, the cloud-init user data, the Windows installer and the example agent configs.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { streamName } from "../../src/contract/stream-schema.js";
+import { repoRoot } from "./support/bicep.js";
+import { cloudInitPath, installerDir, renderCloudInit } from "./support/cloud-init.js";
+
+const read = (path: string): string => readFileSync(join(repoRoot, path), "utf8");
+const scratch = mkdtempSync(join(tmpdir(), "sef-deploy-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const hasTool = (tool: string): boolean => spawnSync(tool, ["--version"], { stdio: "ignore" }).status === 0;
+
+/** `[Section]` → key → values (a key may repeat). */
+function parseUnit(text: string): Map<string, Map<string, string[]>> {
+  const sections = new Map<string, Map<string, string[]>>();
+  let current: Map<string, string[]> | undefined;
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue;
+    const header = /^\[(\w+)\]$/.exec(line);
+    if (header) {
+      current = new Map();
+      sections.set(header[1] ?? "", current);
+      continue;
+    }
+    const eq = line.indexOf("=");
+    if (current === undefined || eq < 0) throw new Error(`unexpected unit line: ${line}`);
+    const key = line.slice(0, eq);
+    current.set(key, [...(current.get(key) ?? []), line.slice(eq + 1)]);
+  }
+  return sections;
+}
+
+describe("infra/linux/sef.service", () => {
+  const text = read("infra/linux/sef.service");
+  const unit = parseUnit(text);
+  const service = unit.get("Service") ?? new Map<string, string[]>();
+  const one = (key: string): string | undefined => service.get(key)?.at(-1);
+
+  it("runs the packed agent with its config, as a dedicated user with its own state directory", () => {
+    expect(one("ExecStart")).toBe("/usr/bin/node /opt/sef/dist/cli/main.js run --config /etc/sef/config.json");
+    expect(one("User")).toBe("sef");
+    expect(one("StateDirectory")).toBe("sef");
+    expect(one("LogsDirectory")).toBe("sef");
+    expect(unit.get("Install")?.get("WantedBy")).toEqual(["multi-user.target"]);
+  });
+
+  it("restarts forever and stops with SIGTERM, leaving time to flush", () => {
+    expect(one("Restart")).toBe("always");
+    expect(one("RestartSec")).toMatch(/^[1-9]\d*s$/);
+    expect(unit.get("Unit")?.get("StartLimitIntervalSec")).toEqual(["0"]);
+    expect(one("KillSignal")).toBe("SIGTERM");
+    // The agent's shutdownFlushMs defaults to 5 s; the stop timeout must stay well above it.
+    expect(Number.parseInt(one("TimeoutStopSec") ?? "0", 10)).toBeGreaterThanOrEqual(30);
+  });
+
+  it("is sandboxed, without MemoryDenyWriteExecute (Node's JIT needs W+X pages)", () => {
+    expect(Object.fromEntries([...service].map(([k, v]) => [k, v.join(" | ")]))).toMatchObject({
+      ProtectSystem: "strict",
+      ProtectHome: "yes",
+      PrivateTmp: "yes",
+      NoNewPrivileges: "yes",
+      CapabilityBoundingSet: "",
+      RestrictAddressFamilies: "AF_INET AF_INET6 AF_UNIX",
+      ProtectKernelTunables: "yes",
+      ProtectKernelModules: "yes",
+      ProtectControlGroups: "yes",
+      RestrictSUIDSGID: "yes",
+      LockPersonality: "yes",
+    });
+    expect(service.get("SystemCallFilter")?.[0]).toBe("@system-service");
+    expect(service.has("MemoryDenyWriteExecute")).toBe(false);
+    expect(text).not.toMatch(/^\s*MemoryDenyWriteExecute/m);
+  });
+
+  it("passes `systemd-analyze verify` where systemd-analyze exists", () => {
+    if (!hasTool("systemd-analyze")) {
+      // No systemd tools here (e.g. CI containers): the settings above are still asserted.
+      expect(existsSync("/usr/bin/systemd-analyze")).toBe(false);
+      return;
+    }
+    // verify checks that ExecStart's binary exists: point it at this Node when /usr/bin/node is absent.
+    const unitText = existsSync("/usr/bin/node") ? text : text.replace("ExecStart=/usr/bin/node", `ExecStart=${process.execPath}`);
+    const path = join(scratch, "sef.service");
+    writeFileSync(path, unitText);
+    const result = spawnSync("systemd-analyze", ["verify", path], { encoding: "utf8" });
+    expect(`${result.stdout}${result.stderr}`.trim()).toBe("");
+    expect(result.status).toBe(0);
+  });
+
+  it("verify catches a broken unit (so the check above can fail)", () => {
+    if (!hasTool("systemd-analyze")) return expect(hasTool("systemd-analyze")).toBe(false);
+    const path = join(scratch, "broken.service");
+    writeFileSync(path, "[Service]\nExecStart=relative/path/to/node\nRestart=sometimes\n");
+    const result = spawnSync("systemd-analyze", ["verify", path], { encoding: "utf8" });
+    expect(`${result.stdout}${result.stderr}`).not.toBe("");
+  });
+});
+
+describe("infra/linux/install.sh", () => {
+  const script = join(repoRoot, "infra/linux/install.sh");
+  const run = (...args: string[]) => spawnSync("bash", [script, ...args], { encoding: "utf8" });
+
+  it("is strict bash that parses", () => {
+    const text = read("infra/linux/install.sh");
+    expect(text.startsWith("#!/usr/bin/env bash\n")).toBe(true);
+    expect(text).toMatch(/^set -euo pipefail$/m);
+    expect(spawnSync("bash", ["-n", script]).status).toBe(0);
+  });
+
+  it("is shellcheck-clean where shellcheck exists", () => {
+    if (!hasTool("shellcheck")) return expect(hasTool("shellcheck")).toBe(false);
+    const result = spawnSync("shellcheck", ["-s", "bash", script], { encoding: "utf8" });
+    expect(result.stdout).toBe("");
+    expect(result.status).toBe(0);
+  });
+
+  it("--help prints usage and exits 0", () => {
+    const result = run("--help");
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: install\.sh --tarball FILE/);
+    expect(result.stdout).toContain("--config FILE");
+  });
+
+  it("rejects unknown arguments and missing inputs before touching the system", () => {
+    const unknown = run("--frobnicate");
+    expect(unknown.status).not.toBe(0);
+    expect(unknown.stderr).toContain("unknown argument: --frobnicate");
+    const noTarball = run();
+    expect(noTarball.status).not.toBe(0);
+    expect(noTarball.stderr).toContain("--tarball is required");
+    const missing = run("--tarball", join(scratch, "nope.tgz"));
+    expect(missing.stderr).toContain("no such tarball");
+    const tgz = join(scratch, "sef.tgz");
+    writeFileSync(tgz, "");
+    const noUnit = run("--tarball", tgz, "--unit", join(scratch, "nope.service"));
+    expect(noUnit.status).not.toBe(0);
+    expect(noUnit.stderr).toContain("no such unit file");
+  });
+});
+
+describe("infra/linux/cloud-init.yaml", () => {
+  const text = readFileSync(cloudInitPath, "utf8");
+
+  it("is up to date with the files it carries (regenerate with: npx tsx test/deploy/generate.ts)", () => {
+    expect(text, "run: npx tsx test/deploy/generate.ts").toBe(renderCloudInit());
+  });
+
+  it("is #cloud-config YAML that installs nodejs and npm and runs the install script", () => {
+    expect(text.split("\n")[0]).toBe("#cloud-config");
+    const data = parse(text) as { packages: string[]; write_files: { path: string; content: string }[]; runcmd: string[][] };
+    expect(data.packages).toEqual(expect.arrayContaining(["nodejs", "npm"]));
+    const byPath = new Map(data.write_files.map((f) => [f.path, f.content]));
+    expect(byPath.get(`${installerDir}/install.sh`)).toBe(read("infra/linux/install.sh"));
+    expect(byPath.get(`${installerDir}/sef.service`)).toBe(read("infra/linux/sef.service"));
+    expect(JSON.parse(byPath.get(`${installerDir}/config.json`) ?? "")).toEqual(JSON.parse(read("infra/config/both.json")));
+    expect(data.runcmd.flat().join(" ")).toContain("./install.sh --tarball sef.tgz --config config.json");
+  });
+});
+
+describe("infra/windows/install.ps1", () => {
+  const text = read("infra/windows/install.ps1");
+
+  it("runs the agent at boot as SYSTEM from a scheduled task with a restart loop, data under ProgramData", () => {
+    expect(text).toContain("New-ScheduledTaskTrigger -AtStartup");
+    expect(text).toContain('New-ScheduledTaskPrincipal -UserId "SYSTEM"');
+    expect(text).toContain("-ExecutionTimeLimit ([TimeSpan]::Zero)");
+    expect(text).toMatch(/-RestartCount \d+/);
+    expect(text).toContain('$DataRoot = Join-Path $env:ProgramData "sef"');
+    expect(text).toContain("while (`$true)");
+    expect(text).toContain('"install", "--omit=dev"');
+    expect(text).toMatch(/^\$ErrorActionPreference = "Stop"$/m);
+  });
+
+  it("parses with PowerShell where pwsh exists", () => {
+    if (!hasTool("pwsh")) return expect(hasTool("pwsh")).toBe(false);
+    const check =
+      "$e = $null; [System.Management.Automation.Language.Parser]::ParseFile($args[0], [ref]$null, [ref]$e) | Out-Null; " +
+      "if ($e.Count) { $e | ForEach-Object { $_.Message }; exit 1 }";
+    const result = spawnSync("pwsh", ["-NoProfile", "-Command", check, join(repoRoot, "infra/windows/install.ps1")], { encoding: "utf8" });
+    expect(result.stdout).toBe("");
+    expect(result.status).toBe(0);
+  });
+});
+
+describe("infra/config examples", () => {
+  const topKeys = ["imdsUrl", "apiVersion", "pollIntervalMs", "dataDir", "sinks", "logLevel", "heartbeatIntervalMs", "eventhubs", "loganalytics"];
+  const sectionKeys: Record<string, string[]> = {
+    eventhubs: ["fullyQualifiedNamespace", "eventHubName", "credential", "managedIdentityClientId"],
+    loganalytics: ["endpoint", "ruleId", "streamName", "credential", "managedIdentityClientId"],
+  };
+  const examples: Record<string, string[]> = {
+    "eventhubs.json": ["eventhubs"],
+    "loganalytics.json": ["loganalytics"],
+    "both.json": ["eventhubs", "loganalytics", "jsonl:/var/log/sef/records.jsonl"],
+    "stdout.json": ["stdout"],
+    "jsonl.json": ["jsonl:/var/log/sef/records.jsonl"],
+  };
+
+  for (const [name, sinks] of Object.entries(examples)) {
+    it(`${name} uses only the documented keys and managed identity`, () => {
+      const config = JSON.parse(read(`infra/config/${name}`)) as Record<string, unknown>;
+      expect(config.sinks).toEqual(sinks);
+      for (const key of Object.keys(config)) expect(topKeys, `${name}: ${key}`).toContain(key);
+      expect(config).toMatchObject({ imdsUrl: "http://169.254.169.254", apiVersion: "2020-07-01", dataDir: "/var/lib/sef" });
+      for (const [section, keys] of Object.entries(sectionKeys)) {
+        const value = config[section] as Record<string, unknown> | undefined;
+        expect(value !== undefined, `${name}: section ${section} iff sink ${section}`).toBe(sinks.includes(section));
+        if (value === undefined) continue;
+        expect(Object.keys(value).sort()).toEqual([...keys].sort());
+        expect(value.credential).toBe("managedIdentity");
+        expect(value.managedIdentityClientId).toMatch(/^[0-9a-f-]{36}$/);
+      }
+      const la = config.loganalytics as Record<string, string> | undefined;
+      if (la) {
+        expect(la.streamName).toBe(streamName);
+        expect(la.ruleId).toMatch(/^dcr-[0-9a-f]{32}$/);
+        expect(la.endpoint).toMatch(/^https:\/\/[^/]+\.ingest\.monitor\.azure\.com$/);
+      }
+      const eh = config.eventhubs as Record<string, string> | undefined;
+      if (eh) expect(eh.fullyQualifiedNamespace).toMatch(/^[a-z][a-z0-9-]+\.servicebus\.windows\.net$/i);
+    });
+  }
+});

@@ -1,0 +1,105 @@
+// Test fixtures for the Event Hubs sink: outbox entries of transition and heartbeat records, a sink factory for a peer,
+// and a drain-like retry loop.
+import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
+import type { EventStatus, HeartbeatRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
+import { silentLogger } from "../../src/observability/logger.js";
+import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/sinks/eventhubs/index.js";
+import type { OutboxEntry, RejectedRecord, SendResult } from "../../src/sinks/sink.js";
+
+export const vmId = "6c5d0d4a-1111-2222-3333-444455556666";
+const statuses: readonly EventStatus[] = ["Scheduled", "Started", "Completed"];
+
+export function transition(eventId: string, status: EventStatus, index: number, padding = ""): TransitionRecord {
+  return {
+    RecordId: transitionRecordId(vmId, eventId, status),
+    RecordType: "Transition",
+    TimeGenerated: new Date(1_700_000_000_000 + index).toISOString(),
+    EventId: eventId,
+    EventStatus: status,
+    PreviousStatus: "",
+    EventType: "Reboot",
+    ResourceType: "VirtualMachine",
+    Resources: ["web-vmss_3"],
+    NotBefore: null,
+    Description: padding,
+    EventSource: "Platform",
+    DurationInSeconds: -1,
+    DocumentIncarnation: index + 1,
+    AffectsThisVm: true,
+    ObservationGap: false,
+    VmName: "web-vmss_3",
+    VmId: vmId,
+    VmResourceId: "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/web-vmss_3",
+    SubscriptionId: "00000000-0000-0000-0000-000000000000",
+    ResourceGroup: "rg",
+    Location: "westeurope",
+    VmScaleSetName: "web-vmss",
+    Zone: "2",
+    AgentVersion: "0.1.0",
+  };
+}
+
+export function heartbeat(index: number): HeartbeatRecord {
+  return {
+    RecordId: deterministicUuid("Heartbeat", vmId, String(index)),
+    RecordType: "Heartbeat",
+    TimeGenerated: new Date(1_700_000_000_000 + index).toISOString(),
+    AgentVersion: "0.1.0",
+    Detail: "{}",
+    VmName: "web-vmss_3",
+    VmId: vmId,
+    VmResourceId: "",
+    SubscriptionId: "",
+    ResourceGroup: "",
+    Location: "",
+    VmScaleSetName: "",
+    Zone: "",
+  };
+}
+
+export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {
+  return records.map((record, i) => ({ seq: firstSeq + i, record, json: JSON.stringify(record) }));
+}
+
+/** `events` events × Scheduled/Started/Completed, interleaved the way a busy VM scale set would see them. */
+export function interleavedTransitions(events: number, padding = ""): TransitionRecord[] {
+  const out: TransitionRecord[] = [];
+  for (const status of statuses) {
+    for (let e = 0; e < events; e++) out.push(transition(`EV-${String(e).padStart(5, "0")}`, status, out.length, padding));
+  }
+  return out;
+}
+
+export function sinkFor(connectionString: string, overrides: Record<string, unknown> = {}): EventHubsSink {
+  const settings = eventHubsSettingsSchema.parse({ connectionString, maxRetries: 0, retryDelayMs: 50, tryTimeoutMs: 5000, ...overrides });
+  return createEventHubsSink(settings, { logger: silentLogger() }, {});
+}
+
+/**
+ * What the drain loop does, minus the waiting: send from the cursor; `ok` moves past everything, `retryable` moves past
+ * `acceptedCount`. Returns the rejections and every result seen.
+ */
+export async function drainUntilDone(
+  sink: EventHubsSink,
+  all: readonly OutboxEntry[],
+  maxAttempts = 50,
+): Promise<{ rejected: RejectedRecord[]; results: SendResult[] }> {
+  let cursor = 0;
+  const rejected: RejectedRecord[] = [];
+  const results: SendResult[] = [];
+  for (let attempt = 0; attempt < maxAttempts && cursor < all.length; attempt++) {
+    const batch = all.slice(cursor, cursor + sink.maxBatchRecords);
+    const result = await sink.send(batch, new AbortController().signal);
+    results.push(result);
+    if (result.kind === "ok") {
+      rejected.push(...(result.rejected ?? []));
+      cursor += batch.length;
+    } else if (result.kind === "retryable") {
+      cursor += result.acceptedCount ?? 0;
+    } else {
+      throw new Error(`permanent failure: ${result.reason}`);
+    }
+  }
+  if (cursor < all.length) throw new Error(`not drained after ${maxAttempts} attempts (cursor ${cursor}/${all.length})`);
+  return { rejected, results };
+}

@@ -1,0 +1,133 @@
+// The Event Hubs sink against the local AMQP peer, read back with the real EventHubConsumerClient.
+import { afterEach, describe, expect, it } from "vitest";
+import { EventHubConsumerClient, earliestEventPosition, type ReceivedEventData } from "@azure/event-hubs";
+import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
+import type { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
+import { drainUntilDone, entries, heartbeat, interleavedTransitions, sinkFor, transition } from "./fixtures.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function peer(options: { maxMessageSize?: number; partitionCount?: number } = {}): Promise<EventHubsEmulator> {
+  const emulator = await startEventHubsEmulator({ hubName: "sef-records", ...options });
+  cleanups.push(() => emulator.close());
+  return emulator;
+}
+
+function sink(emulator: EventHubsEmulator, overrides: Record<string, unknown> = {}): EventHubsSink {
+  const s = sinkFor(emulator.connectionString, overrides);
+  cleanups.push(() => s.close());
+  return s;
+}
+
+/** Reads `count` events from every partition from the start, with the real consumer client. */
+async function readBack(emulator: EventHubsEmulator, count: number): Promise<Array<ReceivedEventData & { partitionId: string }>> {
+  const consumer = new EventHubConsumerClient("$Default", emulator.connectionString);
+  const received: Array<ReceivedEventData & { partitionId: string }> = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`read ${received.length}/${count} events`)), 15_000);
+      const subscription = consumer.subscribe(
+        {
+          processEvents: async (events, context) => {
+            for (const event of events) received.push({ ...event, partitionId: context.partitionId });
+            if (received.length >= count) {
+              clearTimeout(timer);
+              await subscription.close();
+              resolve();
+            }
+          },
+          processError: async () => undefined,
+        },
+        { startPosition: earliestEventPosition, maxBatchSize: 500, maxWaitTimeInSeconds: 0.2 },
+      );
+    });
+  } finally {
+    await consumer.close();
+  }
+  return received;
+}
+
+describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
+  it("round-trips body, messageId and application properties, keeping each event's transitions in order", async () => {
+    const emulator = await peer({ partitionCount: 4 });
+    const records = [...interleavedTransitions(20), heartbeat(1)];
+    const outbox = entries(records);
+    const s = sink(emulator);
+    const result = await s.send(outbox, new AbortController().signal);
+    expect(result).toEqual({ kind: "ok" });
+
+    const received = await readBack(emulator, records.length);
+    expect(received).toHaveLength(records.length);
+    const byId = new Map(received.map((e) => [e.messageId, e]));
+    for (const record of records) {
+      const event = byId.get(record.RecordId);
+      expect(event, record.RecordId).toBeDefined();
+      expect(event!.body).toEqual(record);
+      expect(event!.contentType).toBe("application/json");
+      expect(event!.properties).toEqual({
+        RecordType: record.RecordType,
+        EventStatus: record.RecordType === "Transition" ? record.EventStatus : "",
+        EventType: record.RecordType === "Transition" ? record.EventType : "",
+        VmId: record.VmId,
+      });
+      expect(event!.partitionKey).toBe(record.RecordType === "Transition" ? record.EventId : record.VmId);
+    }
+    // Per EventId: one partition, and the statuses in the order they were emitted.
+    const perEvent = new Map<string, { partitions: Set<string>; statuses: string[] }>();
+    for (const event of [...received].sort((a, b) => a.sequenceNumber - b.sequenceNumber)) {
+      const body = event.body as { EventId?: string; EventStatus?: string; RecordType: string };
+      if (body.RecordType !== "Transition") continue;
+      const entry = perEvent.get(body.EventId!) ?? { partitions: new Set(), statuses: [] };
+      entry.partitions.add(event.partitionId);
+      entry.statuses.push(body.EventStatus!);
+      perEvent.set(body.EventId!, entry);
+    }
+    expect(perEvent.size).toBe(20);
+    for (const [, entry] of perEvent) {
+      expect(entry.partitions.size).toBe(1);
+      expect(entry.statuses).toEqual(["Scheduled", "Started", "Completed"]);
+    }
+    // Events spread over more than one partition.
+    expect(new Set(received.map((e) => e.partitionId)).size).toBeGreaterThan(1);
+  });
+
+  it("splits a send into batches at the advertised max message size (256 KiB Basic tier)", async () => {
+    const emulator = await peer({ maxMessageSize: 256 * 1024, partitionCount: 1 });
+    // One event, 40 transitions of ~20 KiB each (same key): ~800 KiB cannot fit one 256 KiB batch.
+    const padding = "x".repeat(20_000);
+    const records = Array.from({ length: 40 }, (_, i) => transition("EV-BIG", i % 2 === 0 ? "Scheduled" : "Started", i, padding)).map((r, i) => ({
+      ...r,
+      RecordId: `${r.RecordId}-${i}`,
+    }));
+    const s = sink(emulator);
+    expect(await s.send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect(emulator.stats.sendsAccepted).toBeGreaterThanOrEqual(4);
+    const stored = emulator.events();
+    expect(stored.map((e) => e.messageId)).toEqual(records.map((r) => r.RecordId));
+  });
+
+  it("dead-letters a single record bigger than the max message size and still sends the others", async () => {
+    const emulator = await peer({ maxMessageSize: 256 * 1024 });
+    const records = interleavedTransitions(3);
+    const huge = transition("EV-HUGE", "Scheduled", 99, "y".repeat(300 * 1024));
+    const outbox = entries([records[0]!, huge, ...records.slice(1)]);
+    const result = await sink(emulator).send(outbox, new AbortController().signal);
+    expect(result.kind).toBe("ok");
+    expect(result.kind === "ok" && result.rejected).toEqual([{ seq: 2, reason: expect.stringMatching(/does not fit in one event \(max message size \d+ bytes\)/) }]);
+    expect(emulator.events().map((e) => e.messageId).sort()).toEqual(records.map((r) => r.RecordId).sort());
+  });
+
+  it("honours partitionKeyField VmId and none", async () => {
+    const emulator = await peer({ partitionCount: 4 });
+    const records = interleavedTransitions(4);
+    await drainUntilDone(sink(emulator, { partitionKeyField: "VmId" }), entries(records));
+    expect(new Set(emulator.events().map((e) => e.partitionKey))).toEqual(new Set([records[0]!.VmId]));
+    const other = await peer({ partitionCount: 4 });
+    await drainUntilDone(sink(other, { partitionKeyField: "none" }), entries(records));
+    expect(other.events().every((e) => e.partitionKey === undefined)).toBe(true);
+    expect(other.events()).toHaveLength(records.length);
+  });
+});

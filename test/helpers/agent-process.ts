@@ -1,0 +1,80 @@
+// Runs the built `sef` CLI as a child process, the way operators and systemd do, and collects its output.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+
+export interface RunningProcess {
+  readonly child: ChildProcess;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  /** Resolves with the exit code (or the signal name) when the process ends. */
+  readonly exited: Promise<number | string>;
+  /** Resolves with the first stdout line matching `pattern`. */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): RunningProcess {
+  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run npm run build first`);
+  const child = spawn(process.execPath, [cliPath, ...args], {
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  const listeners = new Set<() => void>();
+  child.stdout!.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+    for (const l of listeners) l();
+  });
+  child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitForLine(pattern, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          const line = out.split("\n").find((l) => pattern.test(l));
+          if (line !== undefined) {
+            listeners.delete(check);
+            clearTimeout(timer);
+            resolve(line);
+          }
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms; stdout:\n${out}\nstderr:\n${err.slice(-3000)}`));
+        }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Reads a JSONL file of records (missing file = none). */
+export function readJsonl<T = Record<string, unknown>>(path: string): T[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as T);
+}
+
+/** Polls `predicate` until it holds or `timeoutMs` passes (for conditions on files and other processes). */
+export async function waitUntil(predicate: () => boolean, timeoutMs = 15_000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

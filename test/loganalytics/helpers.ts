@@ -1,0 +1,156 @@
+// Test fixtures for the Log Analytics sink: full records of every type, outbox entries, a local-token
+// credential, a fake clock, and a small retry-until-done loop standing in for the shared drain loop.
+import type { ApprovalRecord, HeartbeatRecord, HookRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
+import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
+import { mintLocalToken } from "../../src/emulators/local-tokens.js";
+import type { OutboxEntry, RejectedRecord, Sink } from "../../src/sinks/sink.js";
+import type { TokenCredential } from "../../src/sinks/loganalytics/sink.js";
+import type { Clock } from "../../src/util/clock.js";
+
+const vm = {
+  VmName: "vm-1",
+  VmId: "6c5d0d4a-1111-2222-3333-444455556666",
+  VmResourceId: "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm-1",
+  SubscriptionId: "sub",
+  ResourceGroup: "rg",
+  Location: "westeurope",
+  VmScaleSetName: "",
+  Zone: "1",
+};
+
+export function transitionRecord(n: number, overrides: Partial<TransitionRecord> = {}): TransitionRecord {
+  const EventId = `EVT-${n}`;
+  return {
+    RecordId: transitionRecordId(vm.VmId, EventId, "Scheduled"),
+    RecordType: "Transition",
+    TimeGenerated: new Date(Date.now()).toISOString(),
+    EventId,
+    EventStatus: "Scheduled",
+    PreviousStatus: "",
+    EventType: "Reboot",
+    ResourceType: "VirtualMachine",
+    Resources: ["vm-1", "vm-2"],
+    NotBefore: "2024-05-01T12:00:00.000Z",
+    Description: "Host maintenance",
+    EventSource: "Platform",
+    DurationInSeconds: -1,
+    DocumentIncarnation: n,
+    AffectsThisVm: true,
+    ObservationGap: false,
+    ...vm,
+    AgentVersion: "0.1.0",
+    ...overrides,
+  };
+}
+
+/** One fully populated record of every record type. */
+export function oneRecordOfEachType(): SefRecord[] {
+  const heartbeat: HeartbeatRecord = {
+    RecordId: deterministicUuid("Heartbeat", vm.VmId, "1"),
+    RecordType: "Heartbeat",
+    TimeGenerated: "2024-05-01T12:00:00.000Z",
+    AgentVersion: "0.1.0",
+    Detail: JSON.stringify({ polls: 10 }),
+    ...vm,
+  };
+  const approval: ApprovalRecord = {
+    RecordId: deterministicUuid("Approval", vm.VmId, "EVT-1"),
+    RecordType: "Approval",
+    TimeGenerated: "2024-05-01T12:00:00.000Z",
+    EventId: "EVT-1",
+    EventType: "Reboot",
+    EventStatus: "Scheduled",
+    DocumentIncarnation: 3,
+    Outcome: "Approved",
+    HttpStatus: 200,
+    Detail: "",
+    AgentVersion: "0.1.0",
+    ...vm,
+  };
+  const hook: HookRecord = {
+    RecordId: deterministicUuid("Hook", vm.VmId, "EVT-1"),
+    RecordType: "Hook",
+    TimeGenerated: "2024-05-01T12:00:00.000Z",
+    EventId: "EVT-1",
+    EventType: "Reboot",
+    EventStatus: "Scheduled",
+    Outcome: "Succeeded",
+    ExitCode: 0,
+    ElapsedMs: 1234,
+    Detail: "drain.sh",
+    AgentVersion: "0.1.0",
+    ...vm,
+  };
+  return [transitionRecord(1, { NotBefore: null }), transitionRecord(2), heartbeat, approval, hook];
+}
+
+export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {
+  return records.map((record, i) => ({ seq: firstSeq + i, record, json: JSON.stringify(record) }));
+}
+
+/** A credential handing out local tokens (what `sef simulate` serves), for `audience` or the scope's resource. */
+export function localTokenCredential(audience?: string): TokenCredential & { calls: number } {
+  const credential = {
+    calls: 0,
+    getToken: async (scopes: string | string[]) => {
+      credential.calls += 1;
+      const scope = Array.isArray(scopes) ? scopes[0]! : scopes;
+      const { token, claims } = mintLocalToken(audience ?? scope.replace(/\/\.default$/, ""));
+      return { token, expiresOnTimestamp: claims.exp * 1000, tokenType: "Bearer" as const };
+    },
+  };
+  return credential;
+}
+
+/** A clock that only moves when told to; `sleep` moves it. */
+export function fakeClock(startMs = Date.parse("2024-05-01T12:00:00.000Z")): Clock & { advance(ms: number): void } {
+  let nowMs = startMs;
+  return {
+    now: () => nowMs,
+    sleep: async (ms) => {
+      nowMs += ms;
+    },
+    advance: (ms) => {
+      nowMs += ms;
+    },
+  };
+}
+
+export interface DrainOutcome {
+  readonly rejected: RejectedRecord[];
+  readonly attempts: number;
+  readonly waitsMs: (number | undefined)[];
+}
+
+/**
+ * Hands `all` to the sink in batches until every record is accepted or rejected, like the drain loop:
+ * honours `acceptedCount` and waits `retryAfterMs` (or `fallbackWaitMs`) on `wait` between attempts.
+ */
+export async function drainUntilDone(
+  sink: Sink,
+  all: readonly OutboxEntry[],
+  options: { wait?: (ms: number) => Promise<void>; fallbackWaitMs?: number; maxAttempts?: number } = {},
+): Promise<DrainOutcome> {
+  const wait = options.wait ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const rejected: RejectedRecord[] = [];
+  const waitsMs: (number | undefined)[] = [];
+  let queue = all;
+  let attempts = 0;
+  while (queue.length > 0) {
+    if (++attempts > (options.maxAttempts ?? 50)) throw new Error(`not drained after ${attempts - 1} attempts`);
+    const batch = queue.slice(0, sink.maxBatchRecords);
+    const result = await sink.send(batch, new AbortController().signal);
+    if (result.kind === "ok") {
+      rejected.push(...(result.rejected ?? []));
+      queue = queue.slice(batch.length);
+    } else if (result.kind === "permanent") {
+      rejected.push(...batch.map((e) => ({ seq: e.seq, reason: result.reason })));
+      queue = queue.slice(batch.length);
+    } else {
+      queue = queue.slice(result.acceptedCount ?? 0);
+      waitsMs.push(result.retryAfterMs);
+      await wait(result.retryAfterMs ?? options.fallbackWaitMs ?? 10);
+    }
+  }
+  return { rejected, attempts, waitsMs };
+}

@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import { heartbeatRecord, startHeartbeats } from "../../src/observability/heartbeat.js";
+import type { HeartbeatRecord } from "../../src/contract/record.js";
+import { deterministicUuid } from "../../src/contract/record-id.js";
+import { FakeClock } from "../helpers/fake-clock.js";
+import { vm } from "../actions/fixtures.js";
+
+const t0 = Date.UTC(2024, 0, 1, 0, 0, 0);
+
+describe("heartbeatRecord", () => {
+  it("builds a Heartbeat record with stats as JSON Detail and a deterministic id", () => {
+    const record = heartbeatRecord({ ...vm, extra: "x" } as typeof vm, t0, { polls: 10, outboxDepth: 2 }, "1.2.3");
+    expect(record).toEqual({
+      ...vm,
+      RecordId: deterministicUuid(vm.VmId, "Heartbeat", "2024-01-01T00:00:00.000Z"),
+      RecordType: "Heartbeat",
+      TimeGenerated: "2024-01-01T00:00:00.000Z",
+      AgentVersion: "1.2.3",
+      Detail: '{"polls":10,"outboxDepth":2}',
+    });
+    expect(heartbeatRecord(vm, t0, {}, "1").RecordId).toBe(record.RecordId);
+    expect(heartbeatRecord(vm, t0 + 1, {}, "1").RecordId).not.toBe(record.RecordId);
+  });
+});
+
+describe("startHeartbeats", () => {
+  function collect(clock: FakeClock, intervalMs: number, emit?: (r: HeartbeatRecord) => void | Promise<void>) {
+    const times: string[] = [];
+    let n = 0;
+    const handle = startHeartbeats({
+      intervalMs,
+      clock,
+      vm,
+      agentVersion: "1",
+      stats: () => ({ n: ++n }),
+      emit: async (r) => {
+        times.push(r.TimeGenerated);
+        await emit?.(r);
+      },
+    });
+    return { times, handle };
+  }
+
+  it("emits one at start and then one every interval", async () => {
+    const clock = new FakeClock(t0);
+    const { times, handle } = collect(clock, 900_000);
+    await clock.advance(0);
+    expect(times).toEqual(["2024-01-01T00:00:00.000Z"]);
+    await clock.advance(899_999);
+    expect(times).toHaveLength(1);
+    await clock.advance(1);
+    expect(times).toEqual(["2024-01-01T00:00:00.000Z", "2024-01-01T00:15:00.000Z"]);
+    await clock.advance(3 * 900_000);
+    expect(times.slice(2)).toEqual(["2024-01-01T00:30:00.000Z", "2024-01-01T00:45:00.000Z", "2024-01-01T01:00:00.000Z"]);
+    await handle.stop();
+    await clock.advance(10 * 900_000);
+    expect(times).toHaveLength(5);
+    expect(clock.pendingSleeps).toBe(0);
+  });
+
+  it("does not drift when emitting takes time", async () => {
+    const clock = new FakeClock(t0);
+    const { times, handle } = collect(clock, 60_000, () => clock.sleep(5_000));
+    await clock.advance(3 * 60_000);
+    expect(times).toEqual(["2024-01-01T00:00:00.000Z", "2024-01-01T00:01:00.000Z", "2024-01-01T00:02:00.000Z", "2024-01-01T00:03:00.000Z"]);
+    const stopping = handle.stop(); // waits for the emit in progress
+    await clock.advance(5_000);
+    await stopping;
+    await clock.advance(60_000);
+    expect(times).toHaveLength(4);
+  });
+
+  it("after a suspension, beats once and returns to the grid (no burst)", async () => {
+    const clock = new FakeClock(t0);
+    const { times, handle } = collect(clock, 60_000);
+    await clock.advance(0);
+    clock.jump(5 * 60_000 + 10_000);
+    await clock.advance(0);
+    expect(times).toEqual(["2024-01-01T00:00:00.000Z", "2024-01-01T00:05:10.000Z"]);
+    await clock.advance(50_000);
+    expect(times[2]).toBe("2024-01-01T00:06:00.000Z");
+    await handle.stop();
+  });
+
+  it("keeps beating after an emit fails", async () => {
+    const clock = new FakeClock(t0);
+    let calls = 0;
+    const handle = startHeartbeats({
+      intervalMs: 1000,
+      clock,
+      vm,
+      agentVersion: "1",
+      stats: () => ({}),
+      emit: () => {
+        calls++;
+        if (calls === 1) throw new Error("outbox full");
+      },
+    });
+    await clock.advance(2000);
+    expect(calls).toBe(3);
+    await handle.stop();
+  });
+
+  it("intervalMs 0 turns heartbeats off", async () => {
+    const clock = new FakeClock(t0);
+    const { times, handle } = collect(clock, 0);
+    await clock.advance(10_000_000);
+    expect(times).toEqual([]);
+    await handle.stop();
+  });
+});
