@@ -3,7 +3,8 @@
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
 import type { Clock } from "../util/clock.js";
-import type { SefRecord, VmIdentity } from "../contract/record.js";
+import type { SefRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
+import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "../contract/record.js";
 import { isUrgent, type OutboxEntry, type Sink } from "../sinks/sink.js";
 import { ImdsClient } from "../imds/client.js";
@@ -24,8 +25,6 @@ export interface AgentDependencies {
   clock: Clock;
   agentVersion: string;
   metrics?: AgentMetrics;
-  /** Called with every batch of records right after it is durable (actions: hooks, approvals). */
-  onRecords?: (entries: readonly OutboxEntry[], agent: Agent) => void;
 }
 
 export interface PollStats {
@@ -48,6 +47,10 @@ export class Agent {
   private readonly stats: PollStats = { ok: 0, failed: 0, consecutiveFailures: 0, lastGoodPollMs: null, lastError: null };
   private lastComputeMs = 0;
   private readonly deadLetters: DeadLetterFile;
+  private readonly transitionListeners: Array<(records: TransitionRecord[]) => void> = [];
+  private readonly stopHooks: Array<() => Promise<void>> = [];
+  /** Events this VM approved (lower-cased EventId), persisted so a restart never approves twice. */
+  readonly approvedEvents: { has(eventKey: string): boolean; add(eventKey: string): void };
 
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
@@ -59,6 +62,10 @@ export class Agent {
     const hadState = loaded.lastSuccessMs !== null;
     this.state = hadState ? resumeAfterRestart(loaded) : loaded;
     this.vm = this.store.loadVmIdentity() ?? unknownVmIdentity;
+    this.approvedEvents = {
+      has: (key) => this.store.isApproved(key),
+      add: (key) => this.store.markApproved(key, clock.now()),
+    };
     this.imds = new ImdsClient({
       imdsUrl: config.imdsUrl,
       apiVersion: config.apiVersion,
@@ -99,6 +106,45 @@ export class Agent {
     return this.stats;
   }
 
+  get agentVersion(): string {
+    return this.deps.agentVersion;
+  }
+
+  /** Called with the transition records of each document once they are durable (hooks, approvals). */
+  onTransitions(listener: (records: TransitionRecord[]) => void): void {
+    this.transitionListeners.push(listener);
+  }
+
+  /** Runs after polling stopped and before the sinks flush and the store closes (heartbeats, hooks). */
+  beforeStop(hook: () => Promise<void>): void {
+    this.stopHooks.push(hook);
+  }
+
+  /** What /readyz judges: a fresh poll, a writable store, no sink stuck. */
+  readiness(): ReadinessSnapshot {
+    const nowMs = this.deps.clock.now();
+    return {
+      lastGoodPollAgeMs: this.stats.lastGoodPollMs === null ? null : nowMs - this.stats.lastGoodPollMs,
+      storeWritable: this.store.isWritable(),
+      sinks: this.drainers.map((d) => {
+        const since = d.status().failingSinceMs;
+        return { name: d.name, stuckForMs: since === null ? 0 : nowMs - since };
+      }),
+    };
+  }
+
+  /** Statistics carried in heartbeat records. */
+  heartbeatStats(): Record<string, unknown> {
+    return {
+      polls: this.stats.ok,
+      failedPolls: this.stats.failed,
+      lastError: this.stats.lastError,
+      knownEvents: this.state.events.size,
+      incarnation: this.state.lastIncarnation,
+      undelivered: Object.fromEntries(this.drainers.map((d) => [d.name, this.store.depth(d.name).records])),
+    };
+  }
+
   get stopSignal(): AbortSignal {
     return this.stopController.signal;
   }
@@ -124,6 +170,7 @@ export class Agent {
     if (this.stopController.signal.aborted) return;
     this.stopController.abort(new Error("agent stopping"));
     await this.pollLoop?.catch(() => undefined);
+    for (const hook of this.stopHooks) await hook().catch((err: unknown) => logger.warn({ err }, "stopping a service failed"));
     const deadlineMs = clock.now() + config.shutdownFlushMs;
     await Promise.all(this.drainers.map((d) => d.stop(deadlineMs)));
     const left = this.drainers.map((d) => ({ sink: d.name, undelivered: this.store.depth(d.name).records }));
@@ -198,7 +245,8 @@ export class Agent {
     if (entries.length > 0) {
       const urgent = entries.some((e) => isUrgent(e.record));
       for (const drainer of this.drainers) drainer.notify(urgent);
-      this.deps.onRecords?.(entries, this);
+      const transitions = entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record] : []));
+      if (transitions.length > 0) for (const listener of this.transitionListeners) listener(transitions);
     }
     this.store.prune();
     const evicted = this.store.evictOverCap();

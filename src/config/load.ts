@@ -23,6 +23,7 @@ export const environmentVariables: Record<string, { field: string; kind: "string
   SEF_LOG_LEVEL: { field: "logLevel", kind: "string" },
   SEF_HEARTBEAT_INTERVAL_MS: { field: "heartbeatIntervalMs", kind: "number" },
   SEF_SHUTDOWN_FLUSH_MS: { field: "shutdownFlushMs", kind: "number" },
+  SEF_METRICS_PORT: { field: "metricsPort", kind: "number" },
 };
 
 export interface ConfigSources {

@@ -45,6 +45,8 @@ export const agentConfigSchema = z
       })
       .strict()
       .default(defaultRetryPolicy),
+    /** Overrides `metrics.port` (0 = any free port). */
+    metricsPort: z.number().int().min(0).max(65535).optional(),
     /** Test-only: extra headers for IMDS requests (the simulator picks a VM by `X-Sef-Sim-Vm`). */
     imdsExtraHeaders: z.record(z.string(), z.string()).default({}),
   })

@@ -212,6 +212,14 @@ export class Store {
     return this.outboxBytes;
   }
 
+  isApproved(eventKey: string): boolean {
+    return this.statements.getMeta.get(`approved:${eventKey}`) !== undefined;
+  }
+
+  markApproved(eventKey: string, nowMs: number): void {
+    this.statements.setMeta.run(`approved:${eventKey}`, String(nowMs));
+  }
+
   saveVmIdentity(vm: VmIdentity): void {
     this.setMetaJson("vm", vm);
   }

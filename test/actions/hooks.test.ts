@@ -119,14 +119,21 @@ describe("runHook", () => {
     expect(Date.now() - stoppedAt).toBeLessThan(5000);
   });
 
-  it.runIf(process.platform !== "win32")("on timeout also stops the processes the hook started", async () => {
+  it.runIf(process.platform !== "win32")("when stopped, also stops the processes the hook started", async () => {
     const pidFile = join(dir, "grandchild.pid");
     const script = `
       const { spawn } = require("node:child_process");
       const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
       require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(child.pid));
       setInterval(() => {}, 1000);`;
-    const result = await runHook(hook({ command: [node, "-e", script], timeoutMs: 500, killGraceMs: 1000 }), transition(), { logger: silentLogger() });
+    const controller = new AbortController();
+    const running = runHook(hook({ command: [node, "-e", script], timeoutMs: 60_000, killGraceMs: 1000 }), transition(), {
+      logger: silentLogger(),
+      signal: controller.signal,
+    });
+    for (let i = 0; i < 200 && !existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 25));
+    controller.abort();
+    const result = await running;
     expect(result.Outcome).toBe("TimedOut");
     const pid = Number(readFileSync(pidFile, "utf8"));
     const alive = (): boolean => {

@@ -17,8 +17,9 @@ async function peer(partitionCount = 2): Promise<EventHubsEmulator> {
   return emulator;
 }
 
+/** A detached link or dropped connection leaves the in-flight send to the SDK's per-try timeout: keep it short here. */
 function sink(emulator: EventHubsEmulator, overrides: Record<string, unknown> = {}): EventHubsSink {
-  const s = sinkFor(emulator.connectionString, overrides);
+  const s = sinkFor(emulator.connectionString, { tryTimeoutMs: 1000, ...overrides });
   cleanups.push(() => s.close());
   return s;
 }

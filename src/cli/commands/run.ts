@@ -60,6 +60,7 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
         logLevel: opts.logLevel,
         heartbeatIntervalMs: opts.heartbeatIntervalMs,
         shutdownFlushMs: opts.shutdownFlushMs,
+        metricsPort: opts.metricsPort,
       },
     });
   } catch (err) {
@@ -97,6 +98,7 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   let services: Awaited<ReturnType<typeof startAgentServices>>;
   try {
     services = await startAgentServices(agent, config, logger);
+    if (services.metricsUrl) process.stderr.write(`sef: metrics on ${services.metricsUrl}/metrics\n`);
   } catch (err) {
     await agent.stop();
     if (err instanceof ConfigError) {
@@ -117,7 +119,7 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
   });
-  await services.stop();
   await agent.stop();
+  await services.stop();
   return exitCodes.ok;
 }

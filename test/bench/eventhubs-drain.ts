@@ -1,0 +1,84 @@
+// Benchmark: drains a backlog of transition records to the local Event Hubs peer through the Event Hubs sink
+// (real EventHubProducerClient, AMQP, partition key = EventId), batch by batch as the drain loop would.
+import { pathToFileURL } from "node:url";
+import { transitionRecordId } from "../../src/contract/record-id.js";
+import type { EventStatus, TransitionRecord } from "../../src/contract/record.js";
+import { startEventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
+import { silentLogger } from "../../src/observability/logger.js";
+import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
+import type { OutboxEntry } from "../../src/sinks/sink.js";
+
+const statuses: readonly EventStatus[] = ["Scheduled", "Started", "Completed"];
+
+/** A backlog as a scale set's outage would leave it: events of many VMs, each with its transitions in order. */
+function backlog(records: number): OutboxEntry[] {
+  const startMs = Date.now() - 3_600_000;
+  return Array.from({ length: records }, (_, i) => {
+    const eventIndex = Math.floor(i / statuses.length);
+    const vm = eventIndex % 500;
+    const vmId = `6c5d0d4a-1111-2222-3333-${String(vm).padStart(12, "0")}`;
+    const EventId = `A5C1E7F3-${String(eventIndex).padStart(8, "0")}-4B1D-9C1B`;
+    const EventStatus = statuses[i % statuses.length]!;
+    const record: TransitionRecord = {
+      RecordId: transitionRecordId(vmId, EventId, EventStatus),
+      RecordType: "Transition",
+      TimeGenerated: new Date(startMs + i).toISOString(),
+      EventId,
+      EventStatus,
+      PreviousStatus: EventStatus === "Scheduled" ? "" : EventStatus === "Started" ? "Scheduled" : "Started",
+      EventType: "Reboot",
+      ResourceType: "VirtualMachine",
+      Resources: [`web-vmss_${vm}`],
+      NotBefore: new Date(startMs + 900_000).toISOString(),
+      Description: "Virtual machine is going to be restarted as requested by authorized user.",
+      EventSource: "User",
+      DurationInSeconds: -1,
+      DocumentIncarnation: eventIndex + 1,
+      AffectsThisVm: true,
+      ObservationGap: false,
+      VmName: `web-vmss_${vm}`,
+      VmId: vmId,
+      VmResourceId: `/subscriptions/0000/resourceGroups/rg-web/providers/Microsoft.Compute/virtualMachineScaleSets/web-vmss/virtualMachines/${vm}`,
+      SubscriptionId: "00000000-0000-0000-0000-000000000000",
+      ResourceGroup: "rg-web",
+      Location: "westeurope",
+      VmScaleSetName: "web-vmss",
+      Zone: "2",
+      AgentVersion: "0.1.0",
+    };
+    return { seq: i + 1, record, json: JSON.stringify(record) };
+  });
+}
+
+/** Drains `records` records to an in-process peer; the figures cover the drain only (not building the backlog). */
+export async function benchEventHubsDrain(records = 100_000): Promise<{ recordsPerSecond: number; megabytesPerSecond: number; records: number; seconds: number }> {
+  const outbox = backlog(records);
+  const bytes = outbox.reduce((sum, e) => sum + Buffer.byteLength(e.json), 0);
+  const emulator = await startEventHubsEmulator({ hubName: "sef-bench", partitionCount: 4 });
+  const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString: emulator.connectionString }), { logger: silentLogger() }, {});
+  try {
+    const signal = new AbortController().signal;
+    // Open the link first (connection + $cbs), as a running agent would have.
+    await sink.send(outbox.slice(0, 1), signal);
+    const startedMs = performance.now();
+    let cursor = 1;
+    while (cursor < outbox.length) {
+      const batch = outbox.slice(cursor, cursor + sink.maxBatchRecords);
+      const result = await sink.send(batch, signal);
+      if (result.kind === "ok") cursor += batch.length;
+      else if (result.kind === "retryable") cursor += result.acceptedCount ?? 0;
+      else throw new Error(result.reason);
+    }
+    const seconds = (performance.now() - startedMs) / 1000;
+    const stored = emulator.events().length;
+    if (stored < records) throw new Error(`peer stored ${stored} of ${records} records`);
+    return { recordsPerSecond: Math.round((records - 1) / seconds), megabytesPerSecond: Number((bytes / 1e6 / seconds).toFixed(2)), records, seconds: Number(seconds.toFixed(3)) };
+  } finally {
+    await sink.close();
+    await emulator.close();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  console.log(JSON.stringify(await benchEventHubsDrain(Number(process.argv[2] ?? 100_000))));
+}

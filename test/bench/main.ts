@@ -1,0 +1,36 @@
+// `npm run bench`: detection latency, idle footprint and sink drain rates; prints a table and writes bench-results.json.
+import { writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { benchDetectionLatency } from "./agent-latency.js";
+import { benchIdleFootprint } from "./idle-footprint.js";
+import { benchEventHubsDrain } from "./eventhubs-drain.js";
+import { benchLogAnalyticsDrain } from "./loganalytics-drain.js";
+
+const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
+const samples = Number(process.env.SEF_BENCH_LATENCY_SAMPLES ?? 40);
+const drainRecords = Number(process.env.SEF_BENCH_DRAIN_RECORDS ?? 100_000);
+
+const results: Record<string, unknown> = {
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+  at: new Date().toISOString(),
+};
+
+function report(name: string, value: unknown, verdict?: boolean): void {
+  results[name] = value;
+  console.log(`${name}${verdict === undefined ? "" : verdict ? " [meets target]" : " [MISSES target]"}: ${JSON.stringify(value)}`);
+}
+
+for (const interval of [1000, 200]) {
+  const r = await benchDetectionLatency(interval, samples);
+  report(`detectionLatency${interval}ms`, r, r.storeP99Ms <= r.targetP99Ms && r.jsonlP99Ms <= r.targetP99Ms);
+}
+const idle = await benchIdleFootprint(idleSeconds);
+report("idleFootprint1Hz", idle, idle.cpuPercentOfOneCore < 0.5 && idle.peakRssMb < 80);
+const eh = await benchEventHubsDrain(drainRecords);
+report("eventHubsDrain", eh, eh.recordsPerSecond >= 20_000);
+const la = await benchLogAnalyticsDrain(drainRecords);
+report("logAnalyticsDrain", la, la.recordsPerSecond >= 20_000);
+
+writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
+console.log("written to bench-results.json");
+process.exit(0);
