@@ -160,6 +160,7 @@ export class Agent {
   /** Appends records that are not transitions (heartbeats, approvals, hooks) and wakes the sinks. */
   appendRecords(records: readonly SefRecord[]): OutboxEntry[] {
     const entries = this.store.append(records, this.deps.clock.now());
+    for (const e of entries) this.metrics.recordsWritten.inc({ type: e.record.RecordType });
     this.afterCommit(entries);
     return entries;
   }
