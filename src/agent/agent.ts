@@ -149,6 +149,11 @@ export class Agent {
     return this.stopController.signal;
   }
 
+  /** Reads the VM identity before anything emits records (bounded: never holds start-up more than a few seconds). */
+  async prepare(): Promise<void> {
+    await this.refreshIdentity(true);
+  }
+
   start(): void {
     for (const drainer of this.drainers) drainer.start();
     this.pollLoop = this.runPollLoop().catch((err: unknown) => {
@@ -183,7 +188,6 @@ export class Agent {
   private async runPollLoop(): Promise<void> {
     const { config, clock } = this.deps;
     const signal = this.stopController.signal;
-    await this.refreshIdentity(true);
     while (!signal.aborted) {
       const startedMs = clock.now();
       if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? 30_000 : config.computeRefreshMs)) void this.refreshIdentity(false);

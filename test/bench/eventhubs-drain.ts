@@ -55,7 +55,7 @@ export async function benchEventHubsDrain(records = 100_000): Promise<{ recordsP
   const outbox = backlog(records);
   const bytes = outbox.reduce((sum, e) => sum + Buffer.byteLength(e.json), 0);
   const emulator = await startEventHubsEmulator({ hubName: "sef-bench", partitionCount: 4 });
-  const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString: emulator.connectionString }), { logger: silentLogger() }, {});
+  const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString: emulator.connectionString, maxConcurrentBatches: Number(process.env.BENCH_CONC ?? 16) }), { logger: silentLogger() }, {});
   try {
     const signal = new AbortController().signal;
     // Open the link first (connection + $cbs), as a running agent would have.

@@ -97,6 +97,7 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
 
   let services: Awaited<ReturnType<typeof startAgentServices>>;
   try {
+    await agent.prepare();
     services = await startAgentServices(agent, config, logger);
     if (services.metricsUrl) process.stderr.write(`sef: metrics on ${services.metricsUrl}/metrics\n`);
   } catch (err) {
