@@ -1,6 +1,6 @@
 // Detection latency: from the simulator changing the document to the record being durable in the store
 // (the agent's commit log line) and in the jsonl sink (the line appearing in the file), using the built agent.
-import { mkdtempSync, statSync, readFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/simulator/server.js";
@@ -35,7 +35,7 @@ export async function benchDetectionLatency(pollIntervalMs: number, samples: num
     // Wait until the agent polls steadily.
     while (!agent.stderr().includes("VM identity")) await sleep(20);
     await sleep(pollIntervalMs * 2);
-    let size = existsSync(out) ? statSync(out).size : 0;
+    const lines = (): number => (existsSync(out) ? readFileSync(out, "utf8").split("\n").length - 1 : 0);
     const present: Array<{ EventId: string; EventType: string; Resources: string[]; notBeforeInSeconds: number }> = [];
     for (let i = 0; i < samples; i++) {
       await sleep(Math.random() * pollIntervalMs); // land anywhere in the poll cycle
@@ -46,13 +46,11 @@ export async function benchDetectionLatency(pollIntervalMs: number, samples: num
       const { changedAtMs } = sim.setEvents(present);
       // Watch the file for the new line.
       for (;;) {
-        const now = existsSync(out) ? statSync(out).size : 0;
-        if (now > size) {
+        if (lines() > i) {
           jsonlMs.push(Date.now() - changedAtMs);
-          size = now;
           break;
         }
-        if (Date.now() - changedAtMs > 10_000) throw new Error("no record within 10 s");
+        if (Date.now() - changedAtMs > 10_000) throw new Error(`no record within 10 s (sample ${i}); agent log:\n${agent.stderr().slice(-1500)}`);
         await new Promise((r) => setImmediate(r));
       }
       const line = agent.stderr().slice(logBefore).split("\n").find((l) => l.includes("transitions recorded"));
@@ -63,7 +61,7 @@ export async function benchDetectionLatency(pollIntervalMs: number, samples: num
     await sim.close();
   }
   const last = readFileSync(out, "utf8").trim().split("\n").length;
-  if (last < samples) throw new Error(`expected ${samples} records, found ${last}`);
+  if (last < samples) throw new Error(`expected ${samples} records, found ${last}:\n${readFileSync(out, "utf8")}\n${agent.stderr().slice(-3000)}`);
   return {
     pollIntervalMs,
     samples,
