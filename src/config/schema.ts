@@ -20,7 +20,7 @@ export const agentConfigSchema = z
     sinks: z.array(z.string().min(1)).min(1, "at least one sink is needed").default(["stdout"]),
     logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     /** How long SIGTERM/SIGINT may spend flushing sinks before exiting, in milliseconds. */
-    shutdownFlushMs: z.number().int().min(0).max(120_000).default(5000),
+    shutdownFlushMs: z.number().int().min(0).max(60_000).default(5000),
     /** IMDS request timeout until the first answer (the service may take up to 2 minutes to enable). */
     imdsFirstCallTimeoutMs: positiveMs.default(imdsDefaults.firstCallTimeoutMs),
     /** IMDS request timeout after the first answer. */
