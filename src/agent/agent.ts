@@ -193,8 +193,10 @@ export class Agent {
       if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? 30_000 : config.computeRefreshMs)) void this.refreshIdentity(false);
       const waitMs = await this.pollOnce();
       if (signal.aborted) break;
-      const elapsed = clock.now() - startedMs;
-      await clock.sleep(Math.max(0, waitMs - elapsed), signal).catch(() => undefined);
+      // Count the period from when the request really went out: after a rate-limit wait the schedule moves with it
+      // instead of bunching the next poll up against the limit again (which would delay one poll every second).
+      const anchorMs = Math.max(startedMs, this.imds.lastRequestStartedMs ?? startedMs);
+      await clock.sleep(Math.max(0, anchorMs + waitMs - clock.now()), signal).catch(() => undefined);
     }
   }
 
@@ -212,7 +214,8 @@ export class Agent {
         gapThresholdMs: config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000),
         emittedRetentionMs: config.emittedRetentionMs,
       });
-      const entries = this.commit(result.state, result.records, nowMs);
+      // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
+      const entries = result.changed ? this.commit(result.state, result.records, nowMs) : [];
       this.state = result.state;
       this.recordPoll(result.changed ? "ok" : "unchanged", startedMs, nowMs);
       if (nowMs - startedMs > Math.max(2000, 2 * config.pollIntervalMs)) {

@@ -56,11 +56,12 @@ export class ImdsClient {
   private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "onRetry">> & { extraHeaders: Record<string, string> };
   private readonly onRetry: ImdsClientOptions["onRetry"];
   private answeredOnce = false;
+  private lastStartMs: number | undefined;
 
   constructor(options: ImdsClientOptions) {
     this.options = { ...imdsDefaults, extraHeaders: {}, ...stripUndefined(options) } as typeof this.options;
     // A dedicated Agent: never the global dispatcher, so HTTP(S)_PROXY variables cannot route IMDS traffic.
-    this.dispatcher = new Agent({ connections: 2, pipelining: 0, keepAliveTimeout: 30_000 });
+    this.dispatcher = new Agent({ connections: 2, pipelining: 1, keepAliveTimeout: 30_000 });
     this.limiter = new SlidingWindowRateLimiter(options.clock, 5, 1000);
     this.onRetry = options.onRetry;
   }
@@ -98,6 +99,11 @@ export class ImdsClient {
     return { status: response.statusCode, body: await this.readBody(response) };
   }
 
+  /** When the last scheduled-events request actually went out (after any rate-limit wait). */
+  get lastRequestStartedMs(): number | undefined {
+    return this.lastStartMs;
+  }
+
   async close(): Promise<void> {
     await this.dispatcher.close();
   }
@@ -128,6 +134,7 @@ export class ImdsClient {
 
   private async get(path: string, signal?: AbortSignal): Promise<string> {
     await this.limiter.acquire(signal);
+    if (path.startsWith("/metadata/scheduledevents")) this.lastStartMs = this.options.clock.now();
     const response = await this.send("GET", path, signal);
     const text = await this.readBody(response);
     if (response.statusCode !== 200) {
