@@ -5,7 +5,8 @@ import pRetry, { AbortError } from "p-retry";
 import type { Clock } from "../util/clock.js";
 import type { VmIdentity } from "../contract/record.js";
 import { SlidingWindowRateLimiter } from "./rate-limiter.js";
-import { ImdsRequestError, classifyStatus, parseRetryAfterMs } from "./errors.js";
+import { ImdsRequestError, classifyStatus } from "./errors.js";
+import { parseRetryAfterMs } from "../util/retry-after.js";
 import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
 
 export interface ImdsClientOptions {

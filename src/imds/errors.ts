@@ -26,17 +26,6 @@ export class ImdsRequestError extends Error {
   }
 }
 
-/** Parses `Retry-After` (seconds or HTTP date) into milliseconds from `nowMs`. */
-export function parseRetryAfterMs(value: string | string[] | undefined, nowMs: number): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (!text) return undefined;
-  const seconds = Number(text);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
-  const date = Date.parse(text);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - nowMs);
-}
-
 export function classifyStatus(status: number): ImdsFailureKind {
   if (status === 400) return "bad_request";
   if (status === 429) return "throttled";

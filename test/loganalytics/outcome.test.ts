@@ -1,14 +1,13 @@
 // Pure pieces of the Log Analytics sink: Retry-After parsing, answer classification, request planning,
 // rule pauses, the stale-record warning and the peer's fault specs.
+import { retryAfterFromHeaders, maxHonouredRetryAfterMs } from "../../src/util/retry-after.js";
 import { RestError, createHttpHeaders } from "@azure/core-rest-pipeline";
 import { AggregateLogsUploadError } from "@azure/monitor-ingestion";
 import { describe, expect, it } from "vitest";
 import { parseFaultSpec } from "../../src/emulators/logs-ingestion/faults.js";
 import {
   classifyUploadError,
-  maxHonouredRetryAfterMs,
   oldestUndeliveredAgeWarning,
-  parseRetryAfterMs,
 } from "../../src/sinks/loganalytics/outcome.js";
 import { jsonArrayBytes, planRequests, rowFitsRequest } from "../../src/sinks/loganalytics/request-plan.js";
 import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
@@ -25,20 +24,20 @@ function restError(status: number, h: Record<string, string> = {}, code?: string
   });
 }
 
-describe("parseRetryAfterMs", () => {
+describe("retryAfterFromHeaders", () => {
   it("reads milliseconds headers first, then Retry-After seconds or HTTP date", () => {
-    expect(parseRetryAfterMs(headers({ "retry-after-ms": "250", "retry-after": "9" }), nowMs)).toBe(250);
-    expect(parseRetryAfterMs(headers({ "x-ms-retry-after-ms": "1500" }), nowMs)).toBe(1500);
-    expect(parseRetryAfterMs(headers({ "retry-after": "3" }), nowMs)).toBe(3000);
-    expect(parseRetryAfterMs(headers({ "retry-after": "0.5" }), nowMs)).toBe(500);
-    expect(parseRetryAfterMs(headers({ "retry-after": new Date(nowMs + 7000).toUTCString() }), nowMs)).toBe(7000);
-    expect(parseRetryAfterMs(headers({ "retry-after": new Date(nowMs - 7000).toUTCString() }), nowMs)).toBe(0);
+    expect(retryAfterFromHeaders(headers({ "retry-after-ms": "250", "retry-after": "9" }), nowMs)).toBe(250);
+    expect(retryAfterFromHeaders(headers({ "x-ms-retry-after-ms": "1500" }), nowMs)).toBe(1500);
+    expect(retryAfterFromHeaders(headers({ "retry-after": "3" }), nowMs)).toBe(3000);
+    expect(retryAfterFromHeaders(headers({ "retry-after": "0.5" }), nowMs)).toBe(500);
+    expect(retryAfterFromHeaders(headers({ "retry-after": new Date(nowMs + 7000).toUTCString() }), nowMs)).toBe(7000);
+    expect(retryAfterFromHeaders(headers({ "retry-after": new Date(nowMs - 7000).toUTCString() }), nowMs)).toBe(0);
   });
   it("ignores garbage and caps absurd values", () => {
-    expect(parseRetryAfterMs(headers({}), nowMs)).toBeUndefined();
-    expect(parseRetryAfterMs(headers({ "retry-after": "soon" }), nowMs)).toBeUndefined();
-    expect(parseRetryAfterMs(headers({ "retry-after-ms": "-5" }), nowMs)).toBeUndefined();
-    expect(parseRetryAfterMs(headers({ "retry-after": "864000" }), nowMs)).toBe(maxHonouredRetryAfterMs);
+    expect(retryAfterFromHeaders(headers({}), nowMs)).toBeUndefined();
+    expect(retryAfterFromHeaders(headers({ "retry-after": "soon" }), nowMs)).toBeUndefined();
+    expect(retryAfterFromHeaders(headers({ "retry-after-ms": "-5" }), nowMs)).toBeUndefined();
+    expect(retryAfterFromHeaders(headers({ "retry-after": "864000" }), nowMs)).toBe(maxHonouredRetryAfterMs);
   });
 });
 

@@ -5,7 +5,7 @@ import { logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "./setting
 
 export { LogAnalyticsSink, createCredential, type LogAnalyticsSinkOptions, type LogAnalyticsSinkStats } from "./sink.js";
 export { logAnalyticsSettingsSchema, serviceMaxRequestBytes, type LogAnalyticsSettings } from "./settings.js";
-export { oldestUndeliveredAgeWarning, parseRetryAfterMs, classifyUploadError } from "./outcome.js";
+export { oldestUndeliveredAgeWarning, classifyUploadError } from "./outcome.js";
 export { RulePauses, processRulePauses } from "./rule-pauses.js";
 
 export const logAnalyticsSinkFactory: SinkFactory<LogAnalyticsSettings> = {

@@ -1,9 +1,8 @@
 // Pure classification of Logs Ingestion answers: which failures reject the request's rows, which are retried,
 // how long the service asked us to wait, and when a record is old enough that Log Analytics will rewrite its time.
 import { redactSecrets } from "../../observability/logger.js";
+import { retryAfterFromHeaders } from "../../util/retry-after.js";
 
-/** The longest server-requested pause we honour, in milliseconds (a bogus Retry-After must not stall the sink for days). */
-export const maxHonouredRetryAfterMs = 15 * 60_000;
 /** Log Analytics replaces a TimeGenerated older than this with the arrival time. */
 export const timeGeneratedRewriteAgeMs = 48 * 3_600_000;
 /** Default age past which a batch's oldest record is worth a warning. */
@@ -18,23 +17,6 @@ export type UploadFailure =
   | { readonly kind: "reject"; readonly reason: string; readonly statusCode: number }
   /** Try again later; `retryAfterMs` is the service's hint (throttling), absent when it gave none. */
   | { readonly kind: "retry"; readonly reason: string; readonly statusCode?: number; readonly retryAfterMs?: number };
-
-/**
- * Milliseconds to wait from the headers `retry-after-ms`, `x-ms-retry-after-ms` (milliseconds) and `Retry-After`
- * (seconds or an HTTP date), in that order; undefined when none holds a usable value. Capped at `maxHonouredRetryAfterMs`.
- */
-export function parseRetryAfterMs(header: (name: string) => string | undefined, nowMs: number): number | undefined {
-  const cap = (ms: number): number => Math.min(Math.max(0, Math.ceil(ms)), maxHonouredRetryAfterMs);
-  for (const name of ["retry-after-ms", "x-ms-retry-after-ms"]) {
-    const value = header(name)?.trim();
-    if (value && /^\d+(\.\d+)?$/.test(value)) return cap(Number(value));
-  }
-  const retryAfter = header("retry-after")?.trim();
-  if (!retryAfter) return undefined;
-  if (/^\d+(\.\d+)?$/.test(retryAfter)) return cap(Number(retryAfter) * 1000);
-  const dateMs = Date.parse(retryAfter);
-  return Number.isNaN(dateMs) ? undefined : cap(dateMs - nowMs);
-}
 
 interface ErrorLike {
   name?: unknown;
@@ -76,7 +58,7 @@ export function classifyUploadError(err: unknown, nowMs: number): UploadFailure 
   if (rejectingStatuses.has(status)) return { kind: "reject", reason, statusCode: status };
   if (status === 429 || status === 503) {
     const get = e.response?.headers?.get;
-    const retryAfterMs = typeof get === "function" ? parseRetryAfterMs((n) => get.call(e.response?.headers, n), nowMs) : undefined;
+    const retryAfterMs = typeof get === "function" ? retryAfterFromHeaders((n) => get.call(e.response?.headers, n), nowMs) : undefined;
     return retryAfterMs === undefined ? { kind: "retry", reason, statusCode: status } : { kind: "retry", reason, statusCode: status, retryAfterMs };
   }
   // 408, other 5xx and anything unexpected: retry rather than lose records.

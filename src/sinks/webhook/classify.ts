@@ -1,9 +1,8 @@
 // Pure classification of webhook answers: 2xx ok; 408/429/5xx and auth failures retried (with Retry-After);
 // 413 splits or rejects; other answers dead-letter the batch.
 import { redactSecrets } from "../../observability/logger.js";
+import { parseRetryAfterMs } from "../../util/retry-after.js";
 
-/** The longest server-requested pause honoured (a bogus Retry-After must not stall the sink for days). */
-export const maxRetryAfterMs = 15 * 60_000;
 const maxBodyChars = 300;
 
 export type WebhookAnswer =
@@ -12,20 +11,6 @@ export type WebhookAnswer =
   /** 413: the body was too large; split it, or reject the record when it was alone. */
   | { readonly kind: "too-large"; readonly reason: string }
   | { readonly kind: "permanent"; readonly reason: string };
-
-/** `Retry-After` in seconds or as an HTTP date, as milliseconds from `nowMs` (capped); undefined when absent or invalid. */
-export function parseRetryAfterMs(value: string | undefined, nowMs: number): number | undefined {
-  const text = value?.trim();
-  if (!text) return undefined;
-  let ms: number;
-  if (/^\d+(\.\d+)?$/.test(text)) ms = Number(text) * 1000;
-  else {
-    const dateMs = Date.parse(text);
-    if (Number.isNaN(dateMs)) return undefined;
-    ms = dateMs - nowMs;
-  }
-  return Math.min(Math.max(0, Math.ceil(ms)), maxRetryAfterMs);
-}
 
 /** One line of the response body for reasons, secrets redacted, truncated. */
 export function clipBody(body: string): string {
