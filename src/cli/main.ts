@@ -1,11 +1,9 @@
 #!/usr/bin/env node
-// The `sef` command line: one subcommand per module in cli/commands/.
+// The `sef` command line: one subcommand per module in cli/commands/. `sef run` (the agent, resident on every VM)
+// loads only its own module; the other commands pull in simulators, emulators and consumers it never needs.
 import { Command } from "commander";
 import { agentVersion } from "../contract/agent-version.js";
 import { registerRunCommand } from "./commands/run.js";
-import { registerSimulateCommand } from "./commands/simulate.js";
-import { registerEmulateCommand } from "./commands/emulate.js";
-import { registerTailCommand } from "./commands/tail.js";
 
 const program = new Command("sef")
   .description("Scheduled Events Forwarder: forwards Azure Scheduled Events transitions to telemetry sinks")
@@ -14,8 +12,15 @@ const program = new Command("sef")
   .enablePositionalOptions();
 
 registerRunCommand(program);
-registerSimulateCommand(program);
-registerEmulateCommand(program);
-registerTailCommand(program);
+if (process.argv[2] !== "run") {
+  const [{ registerSimulateCommand }, { registerEmulateCommand }, { registerTailCommand }] = await Promise.all([
+    import("./commands/simulate.js"),
+    import("./commands/emulate.js"),
+    import("./commands/tail.js"),
+  ]);
+  registerSimulateCommand(program);
+  registerEmulateCommand(program);
+  registerTailCommand(program);
+}
 
 await program.parseAsync(process.argv);

@@ -5,7 +5,7 @@ import type { Sink, SinkContext } from "./sink.js";
 import { stdoutSinkFactory } from "./stdout.js";
 import { jsonlSinkFactory } from "./jsonl.js";
 import { webhookSinkFactory } from "./webhook.js";
-import { logAnalyticsSinkFactory } from "./loganalytics/index.js";
+import { logAnalyticsSinkFactory } from "./loganalytics/factory.js";
 import { eventHubsSinkFactory } from "./eventhubs/index.js";
 
 export interface SinkFactoryInput<Settings> {

@@ -32,9 +32,9 @@ export async function benchDetectionLatency(pollIntervalMs: number, samples: num
   const storeMs: number[] = [];
   const jsonlMs: number[] = [];
   try {
-    // Wait until the agent polls steadily.
+    // Wait until the agent polls steadily (start-up requests and the first schedule alignment are not steady state).
     while (!agent.stderr().includes("VM identity")) await sleep(20);
-    await sleep(pollIntervalMs * 2);
+    await sleep(Math.max(2000, pollIntervalMs * 3));
     const lines = (): number => (existsSync(out) ? readFileSync(out, "utf8").split("\n").length - 1 : 0);
     const present: Array<{ EventId: string; EventType: string; Resources: string[]; notBeforeInSeconds: number }> = [];
     for (let i = 0; i < samples; i++) {

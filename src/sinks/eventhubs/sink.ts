@@ -78,10 +78,11 @@ export class EventHubsSink implements Sink {
     const { producer } = this.options;
     const units: SendUnit[] = [];
     const groups = groupByPartitionKey(batch, this.options.partitionKeyField);
+    // One empty batch per key up front, concurrently (createBatch is async but only reads the open link's size).
+    const firstBatches = await Promise.all(groups.map((group) => producer.createBatch(this.batchOptions(group.partitionKey, signal))));
     for (const [groupIndex, group] of groups.entries()) {
       const keyId = String(groupIndex);
-      const batchOptions = { abortSignal: signal, ...(group.partitionKey !== undefined ? { partitionKey: group.partitionKey } : {}) };
-      let current: SendUnit = { keyId, batch: await producer.createBatch(batchOptions), indexes: [] };
+      let current: SendUnit = { keyId, batch: firstBatches[groupIndex]!, indexes: [] };
       for (const index of group.indexes) {
         const entry = batch[index]!;
         const event = toEventData(entry);
@@ -91,7 +92,7 @@ export class EventHubsSink implements Sink {
         }
         if (current.indexes.length > 0) {
           units.push(current);
-          current = { keyId, batch: await producer.createBatch(batchOptions), indexes: [] };
+          current = { keyId, batch: await producer.createBatch(this.batchOptions(group.partitionKey, signal)), indexes: [] };
           if (current.batch.tryAdd(event)) {
             current.indexes.push(index);
             continue;
@@ -105,6 +106,10 @@ export class EventHubsSink implements Sink {
       if (current.indexes.length > 0) units.push(current);
     }
     return units;
+  }
+
+  private batchOptions(partitionKey: string | undefined, signal: AbortSignal): { abortSignal: AbortSignal; partitionKey?: string } {
+    return partitionKey !== undefined ? { abortSignal: signal, partitionKey } : { abortSignal: signal };
   }
 
   /**
