@@ -96,7 +96,13 @@ export class Drainer {
         batch = store.readAfter(store.cursor(sink.name), sink.maxBatchRecords);
       }
       const result = await this.sendSafely(batch);
-      const retryAfterMs = await this.apply(batch, result);
+      let retryAfterMs: number | undefined;
+      try {
+        retryAfterMs = await this.apply(batch, result);
+      } catch (err) {
+        // The dead-letter file or the store could not be written (disk full?): keep the cursor, try the batch again later.
+        retryAfterMs = this.failed(`could not record the outcome of a send: ${(err as Error).message}`, undefined);
+      }
       this.updateDepthMetrics();
       if (retryAfterMs !== undefined) {
         if (this.stopRequested) return; // shutting down: the rest stays durable in the outbox
@@ -117,7 +123,7 @@ export class Drainer {
 
   /** Applies a result to the cursor and dead-letter file; returns how long to wait before retrying, if at all. */
   private async apply(batch: readonly OutboxEntry[], result: SendResult): Promise<number | undefined> {
-    const { sink, store, metrics, logger, clock } = this.options;
+    const { sink, store, metrics } = this.options;
     const last = batch[batch.length - 1]!;
     switch (result.kind) {
       case "ok": {
@@ -143,17 +149,23 @@ export class Drainer {
           store.advanceCursor(sink.name, batch[accepted - 1]!.seq);
           metrics.sent.inc({ sink: sink.name }, accepted);
         }
-        this.failures += 1;
-        this.failingSinceMs ??= clock.now();
-        this.lastError = result.reason;
-        metrics.retries.inc({ sink: sink.name });
-        const delayMs = retryDelayMs(this.options.retryPolicy, this.failures, result.retryAfterMs, this.random());
-        if (result.retryAfterMs !== undefined) metrics.throttledSeconds.inc({ sink: sink.name }, delayMs / 1000);
-        const log = this.failures === 1 || this.failures % 10 === 0 ? logger.warn.bind(logger) : logger.debug.bind(logger);
-        log({ sink: sink.name, attempt: this.failures, delayMs, reason: result.reason }, "send failed, will retry");
-        return delayMs;
+        return this.failed(result.reason, result.retryAfterMs);
       }
     }
+  }
+
+  /** Counts a failed attempt and returns the backoff before the next one. */
+  private failed(reason: string, retryAfterMs: number | undefined): number {
+    const { sink, metrics, logger, clock } = this.options;
+    this.failures += 1;
+    this.failingSinceMs ??= clock.now();
+    this.lastError = reason;
+    metrics.retries.inc({ sink: sink.name });
+    const delayMs = retryDelayMs(this.options.retryPolicy, this.failures, retryAfterMs, this.random());
+    if (retryAfterMs !== undefined) metrics.throttledSeconds.inc({ sink: sink.name }, delayMs / 1000);
+    const log = this.failures === 1 || this.failures % 10 === 0 ? logger.warn.bind(logger) : logger.debug.bind(logger);
+    log({ sink: sink.name, attempt: this.failures, delayMs, reason }, "send failed, will retry");
+    return delayMs;
   }
 
   private async deadLetter(items: Array<{ entry: OutboxEntry; reason: string }>): Promise<void> {

@@ -2,6 +2,7 @@
 // the shared drain loop (sinks/drainer.ts) owns retries, backoff, dead-lettering and the cursor.
 import type { Logger } from "pino";
 import type { SefRecord } from "../contract/record.js";
+import type { AgentMetrics } from "../observability/metrics.js";
 
 /** One record as it sits in the outbox: its position, its id and its body. */
 export interface OutboxEntry {
@@ -48,6 +49,8 @@ export interface SinkContext {
   readonly logger: Logger;
   readonly dataDir: string;
   readonly agentVersion: string;
+  /** The agent's metrics, for sink-specific counters (absent in tools that run a sink alone). */
+  readonly metrics?: AgentMetrics;
 }
 
 /** A record is urgent when waiting for a fuller batch could cost the reader notice time. */

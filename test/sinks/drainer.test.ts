@@ -1,7 +1,7 @@
 // The drain loop with a fake clock and a scripted sink: cursor moves only on success, retries follow the
 // shared policy and server hints, rejected and permanent records are dead-lettered, linger and urgency.
 import { describe, expect, it, beforeEach, afterEach, vi } from "vitest";
-import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Store } from "../../src/store/store.js";
@@ -160,6 +160,21 @@ describe("Drainer", () => {
     drainer.notify();
     await vi.waitFor(() => expect(store.cursor("scripted")).toBe(2));
     expect(readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8").trim().split("\n")).toHaveLength(2);
+    await drainer.stop(clock.now());
+  });
+
+  it("keeps the cursor and retries when the dead-letter file cannot be written", async () => {
+    writeFileSync(join(dir, "dead-letter"), "a file where the directory should be");
+    const sink = new ScriptedSink(clock, [() => ({ kind: "permanent", reason: "400" }), () => ({ kind: "permanent", reason: "400" })]);
+    const drainer = drainerFor(sink);
+    add(transition(1));
+    drainer.notify();
+    await vi.waitFor(() => expect(drainer.status().lastError).toMatch(/could not record the outcome/));
+    expect(store.cursor("scripted")).toBe(0);
+    rmSync(join(dir, "dead-letter"));
+    await clock.advance(1000);
+    await vi.waitFor(() => expect(store.cursor("scripted")).toBe(1));
+    expect(readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8")).toContain('"reason":"400"');
     await drainer.stop(clock.now());
   });
 

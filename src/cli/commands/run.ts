@@ -9,6 +9,7 @@ import { systemClock } from "../../util/clock.js";
 import { agentVersion } from "../../contract/agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import { startAgentServices } from "../../agent/services.js";
+import { AgentMetrics } from "../../observability/metrics.js";
 
 /** Exit codes: 0 clean stop, 2 bad configuration, 78 store unusable (a supervisor should not restart in a loop). */
 export const exitCodes = { ok: 0, config: 2, store: 78, fatal: 1 } as const;
@@ -72,14 +73,15 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   }
   const { config, sinkSettings } = loaded;
   const logger = createLogger({ level: config.logLevel });
+  const metrics = new AgentMetrics();
   const sinks: Sink[] = [];
   let agent: Agent;
   try {
     for (const spec of config.sinks) {
       const { type, argument } = parseSinkSpec(spec);
-      sinks.push(await findSinkFactory(type).create({ argument, settings: sinkSettings[type], context: { logger, dataDir: config.dataDir, agentVersion } }));
+      sinks.push(await findSinkFactory(type).create({ argument, settings: sinkSettings[type], context: { logger, dataDir: config.dataDir, agentVersion, metrics } }));
     }
-    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion });
+    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics });
   } catch (err) {
     await Promise.all(sinks.map((s) => s.close().catch(() => undefined)));
     if (err instanceof StoreError) {

@@ -9,6 +9,6 @@ export const logAnalyticsSinkFactory: SinkFactory<LogAnalyticsSettings> = {
   settingsSchema: logAnalyticsSettingsSchema,
   create: async ({ settings, context }) => {
     const { LogAnalyticsSink } = await import("./sink.js");
-    return new LogAnalyticsSink({ settings, logger: context.logger });
+    return new LogAnalyticsSink({ settings, logger: context.logger, metrics: context.metrics });
   },
 };

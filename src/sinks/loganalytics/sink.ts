@@ -6,6 +6,7 @@ import { rootCertificates } from "node:tls";
 import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
 import { LogsIngestionClient } from "@azure/monitor-ingestion";
 import type { Logger } from "pino";
+import type { AgentMetrics } from "../../observability/metrics.js";
 import { validateRow } from "../../contract/stream-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import type { OutboxEntry, RejectedRecord, SendResult, Sink } from "../sink.js";
@@ -24,6 +25,8 @@ export interface LogAnalyticsSinkOptions {
   readonly clock?: Clock;
   /** Throttling pauses shared by sinks posting to the same rule; the process-wide book by default. */
   readonly pauses?: RulePauses;
+  /** Counts stale-record warnings (`sef_time_generated_age_warnings_total`). */
+  readonly metrics?: AgentMetrics;
 }
 
 /** Counters the metrics module can read; they only grow, except the `last…` gauges. */
@@ -59,6 +62,7 @@ export function createCredential(settings: LogAnalyticsSettings): TokenCredentia
 
 export class LogAnalyticsSink implements Sink {
   readonly name = "loganalytics";
+  private readonly metrics: AgentMetrics | undefined;
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
   readonly stats: LogAnalyticsSinkStats = {
@@ -88,6 +92,7 @@ export class LogAnalyticsSink implements Sink {
     this.logger = options.logger.child({ sink: "loganalytics" });
     this.clock = options.clock ?? systemClock;
     this.pauses = options.pauses ?? processRulePauses;
+    this.metrics = options.metrics;
     this.maxBatchRecords = this.settings.maxBatchRecords;
     this.lingerMs = this.settings.lingerMs;
     if (!this.settings.endpoint.toLowerCase().startsWith("https://")) throw new Error("loganalytics endpoint must be an https:// URL");
@@ -223,6 +228,7 @@ export class LogAnalyticsSink implements Sink {
     const warning = oldestUndeliveredAgeWarning(nowMs, oldestTimeGenerated, this.settings.staleWarningHours * 3_600_000);
     if (warning) {
       this.stats.staleBatches += 1;
+      this.metrics?.timeGeneratedAgeWarnings.inc({ sink: this.name });
       this.logger.warn({ oldestRecordAgeMs: warning.ageMs, oldestTimeGenerated }, warning.message);
     }
   }
