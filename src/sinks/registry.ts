@@ -6,7 +6,7 @@ import { stdoutSinkFactory } from "./stdout.js";
 import { jsonlSinkFactory } from "./jsonl.js";
 import { webhookSinkFactory } from "./webhook.js";
 import { logAnalyticsSinkFactory } from "./loganalytics/factory.js";
-import { eventHubsSinkFactory } from "./eventhubs/index.js";
+import { eventHubsSinkFactory } from "./eventhubs/factory.js";
 
 export interface SinkFactoryInput<Settings> {
   /** Text after the first ':' of the SPEC (`jsonl:/var/log/sef.jsonl` → `/var/log/sef.jsonl`). */
