@@ -3,7 +3,7 @@ import { open, mkdir, type FileHandle } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import type { Sink, OutboxEntry, SendResult } from "./sink.js";
-import type { SinkFactory } from "./registry.js";
+import type { SinkFactory } from "./sink.js";
 
 export class JsonlSink implements Sink {
   readonly name: string;

@@ -1,32 +1,11 @@
 // The sink registry: maps a `--sink SPEC` (type[:argument]) to the factory that builds it.
-// Adding a sink = one module exporting a SinkFactory + one line in `sinkFactories`.
-import type { z } from "zod";
-import type { Sink, SinkContext } from "./sink.js";
+// Adding a sink = one module exporting a SinkFactory (see sink.ts) + one line in `sinkFactories`.
+import type { SinkFactory } from "./sink.js";
 import { stdoutSinkFactory } from "./stdout.js";
 import { jsonlSinkFactory } from "./jsonl.js";
 import { webhookSinkFactory } from "./webhook.js";
 import { logAnalyticsSinkFactory } from "./loganalytics/factory.js";
 import { eventHubsSinkFactory } from "./eventhubs/factory.js";
-
-export interface SinkFactoryInput<Settings> {
-  /** Text after the first ':' of the SPEC (`jsonl:/var/log/sef.jsonl` → `/var/log/sef.jsonl`). */
-  readonly argument: string | undefined;
-  /** This sink's validated settings: the config file's section named after the type (e.g. `eventhubs`). */
-  readonly settings: Settings;
-  readonly context: SinkContext;
-}
-
-export interface SinkFactory<Settings = unknown> {
-  /** SPEC prefix, also the config section holding this sink's settings. */
-  readonly type: string;
-  /** One line for `sef run --help`. */
-  readonly summary: string;
-  /** Whether the SPEC must carry an argument (`jsonl:PATH`). */
-  readonly argument: "required" | "none" | "optional";
-  /** Validates the config section; defaults belong here. */
-  readonly settingsSchema: z.ZodType<Settings>;
-  create(input: SinkFactoryInput<Settings>): Sink | Promise<Sink>;
-}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
 export const sinkFactories: readonly SinkFactory<any>[] = [stdoutSinkFactory, jsonlSinkFactory, logAnalyticsSinkFactory, webhookSinkFactory, eventHubsSinkFactory];

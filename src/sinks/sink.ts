@@ -1,6 +1,7 @@
 // The contract between the drain loop and a sink: a sink sends one batch and classifies the outcome;
 // the shared drain loop (sinks/drainer.ts) owns retries, backoff, dead-lettering and the cursor.
 import type { Logger } from "pino";
+import type { z } from "zod";
 import type { SefRecord } from "../contract/record.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 
@@ -57,4 +58,24 @@ export interface SinkContext {
 export function isUrgent(record: SefRecord): boolean {
   if (record.RecordType !== "Transition") return false;
   return record.EventStatus === "Started" || record.EventType === "Preempt" || record.EventType === "Terminate";
+}
+
+export interface SinkFactoryInput<Settings> {
+  /** Text after the first ':' of the SPEC (`jsonl:/var/log/sef.jsonl` → `/var/log/sef.jsonl`). */
+  readonly argument: string | undefined;
+  /** This sink's validated settings: the config file's section named after the type (e.g. `eventhubs`). */
+  readonly settings: Settings;
+  readonly context: SinkContext;
+}
+
+export interface SinkFactory<Settings = unknown> {
+  /** SPEC prefix, also the config section holding this sink's settings. */
+  readonly type: string;
+  /** One line for `sef run --help`. */
+  readonly summary: string;
+  /** Whether the SPEC must carry an argument (`jsonl:PATH`). */
+  readonly argument: "required" | "none" | "optional";
+  /** Validates the config section; defaults belong here. */
+  readonly settingsSchema: z.ZodType<Settings>;
+  create(input: SinkFactoryInput<Settings>): Sink | Promise<Sink>;
 }

@@ -1,7 +1,7 @@
 // stdout sink: one JSON record per line on standard output (logs go to stderr, so the two never mix).
 import { z } from "zod";
 import type { Sink, OutboxEntry, SendResult } from "./sink.js";
-import type { SinkFactory } from "./registry.js";
+import type { SinkFactory } from "./sink.js";
 
 export class StdoutSink implements Sink {
   readonly name = "stdout";

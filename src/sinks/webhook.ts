@@ -3,7 +3,7 @@
 import { Agent, request, type Dispatcher } from "undici";
 import type { Logger } from "pino";
 import type { Sink, OutboxEntry, SendResult, RejectedRecord } from "./sink.js";
-import type { SinkFactory } from "./registry.js";
+import type { SinkFactory } from "./sink.js";
 import { systemClock, type Clock } from "../util/clock.js";
 import { redactSecrets } from "../observability/logger.js";
 import { webhookSettingsSchema, resolveHeaders, resolveSecret, type WebhookSettings } from "./webhook/settings.js";

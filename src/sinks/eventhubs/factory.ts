@@ -1,5 +1,5 @@
 // The `--sink eventhubs` factory. Light on purpose: the Azure SDK behind the sink loads only when the sink is configured.
-import type { SinkFactory } from "../registry.js";
+import type { SinkFactory } from "../sink.js";
 import { eventHubsSettingsSchema, type EventHubsSettings } from "./settings.js";
 
 export const eventHubsSinkFactory: SinkFactory<EventHubsSettings> = {

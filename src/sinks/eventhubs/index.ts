@@ -1,7 +1,7 @@
 // The Event Hubs sink's public surface: the factory registered as `--sink eventhubs` (settings: config section `eventhubs`).
 import type { Logger } from "pino";
 import { redactSecrets } from "../../observability/logger.js";
-import type { SinkFactory } from "../registry.js";
+import type { SinkFactory } from "../sink.js";
 import { createProducerClient, describeTarget } from "./client.js";
 import { eventHubsSettingsSchema, resolveEventHubsAuth, type EventHubsSettings } from "./settings.js";
 import { EventHubsSink } from "./sink.js";
