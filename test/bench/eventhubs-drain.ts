@@ -1,9 +1,12 @@
 // Benchmark: drains a backlog of transition records to the local Event Hubs peer through the Event Hubs sink
 // (real EventHubProducerClient, AMQP, partition key = EventId), batch by batch as the drain loop would.
+// The peer runs as its own process (`sef emulate eventhubs`), like the service; delivery is checked with the real consumer.
 import { pathToFileURL } from "node:url";
 import { transitionRecordId } from "../../src/contract/record-id.js";
 import type { EventStatus, TransitionRecord } from "../../src/contract/record.js";
-import { startEventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
+import { spawn } from "node:child_process";
+import { EventHubConsumerClient } from "@azure/event-hubs";
+import { cliPath } from "../helpers/agent-process.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
@@ -50,12 +53,54 @@ function backlog(records: number): OutboxEntry[] {
   });
 }
 
-/** Drains `records` records to an in-process peer; the figures cover the drain only (not building the backlog). */
+/** Starts the peer as its own process (`sef emulate eventhubs`), as the real service is: the sink gets a core of its own. */
+async function startPeerProcess(): Promise<{ connectionString: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [cliPath, "emulate", "eventhubs", "--port", "0", "--hub", "sef-bench", "--partitions", "4", "--log-level", "warn"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  const connectionString = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`peer did not start: ${err}`)), 15_000);
+    child.stderr.on("data", (chunk: Buffer) => {
+      err += chunk.toString();
+      const found = /connection string: (\S+)/.exec(err);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1]!);
+      }
+    });
+  });
+  return {
+    connectionString,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.on("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** Events stored by the hub, read through the real consumer client's partition properties. */
+async function storedEvents(connectionString: string): Promise<number> {
+  const consumer = new EventHubConsumerClient("$Default", connectionString);
+  try {
+    let total = 0;
+    for (const id of await consumer.getPartitionIds()) {
+      const p = await consumer.getPartitionProperties(id);
+      if (!p.isEmpty) total += p.lastEnqueuedSequenceNumber - p.beginningSequenceNumber + 1;
+    }
+    return total;
+  } finally {
+    await consumer.close();
+  }
+}
+
+/** Drains `records` records to the peer process; the figures cover the drain only (not building the backlog). */
 export async function benchEventHubsDrain(records = 100_000): Promise<{ recordsPerSecond: number; megabytesPerSecond: number; records: number; seconds: number }> {
   const outbox = backlog(records);
   const bytes = outbox.reduce((sum, e) => sum + Buffer.byteLength(e.json), 0);
-  const emulator = await startEventHubsEmulator({ hubName: "sef-bench", partitionCount: 4 });
-  const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString: emulator.connectionString, maxConcurrentBatches: Number(process.env.BENCH_CONC ?? 16) }), { logger: silentLogger() }, {});
+  const peer = await startPeerProcess();
+  const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString: peer.connectionString }), { logger: silentLogger() }, {});
   try {
     const signal = new AbortController().signal;
     // Open the link first (connection + $cbs), as a running agent would have.
@@ -70,12 +115,12 @@ export async function benchEventHubsDrain(records = 100_000): Promise<{ recordsP
       else throw new Error(result.reason);
     }
     const seconds = (performance.now() - startedMs) / 1000;
-    const stored = emulator.events().length;
+    const stored = await storedEvents(peer.connectionString);
     if (stored < records) throw new Error(`peer stored ${stored} of ${records} records`);
     return { recordsPerSecond: Math.round((records - 1) / seconds), megabytesPerSecond: Number((bytes / 1e6 / seconds).toFixed(2)), records, seconds: Number(seconds.toFixed(3)) };
   } finally {
     await sink.close();
-    await emulator.close();
+    await peer.stop();
   }
 }
 

@@ -1,6 +1,81 @@
-// `sef emulate eventhubs`: placeholder until the AMQP peer lands.
-import type { Command } from "commander";
+// `sef emulate eventhubs`: the local AMQP 1.0 Event Hubs peer (see emulators/eventhubs), with fault-injection flags.
+import { InvalidArgumentError, type Command } from "commander";
+import { createLogger } from "../../observability/logger.js";
+import { startEventHubsEmulator } from "../../emulators/eventhubs/server.js";
+import { sendFaults, type SendFault } from "../../emulators/eventhubs/faults.js";
+
+export const defaultEmulateEventHubsPort = 5672;
+
+interface EmulateEventHubsFlags {
+  port: number;
+  host: string;
+  tls?: boolean;
+  hub: string;
+  partitions: number;
+  maxMessageSize: number;
+  caCertOut?: string;
+  failNextSends: number;
+  failWith: SendFault;
+  acceptDelayMs: number;
+  logLevel: string;
+}
+
+function integer(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected an integer from ${min} to ${max}`);
+    return n;
+  };
+}
+
+function parseFault(value: string): SendFault {
+  if (!(sendFaults as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${sendFaults.join(", ")}`);
+  return value as SendFault;
+}
+
+async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> {
+  const logger = createLogger({ level: flags.logLevel });
+  const emulator = await startEventHubsEmulator({
+    port: flags.port,
+    host: flags.host,
+    tls: flags.tls ?? false,
+    hubName: flags.hub,
+    partitionCount: flags.partitions,
+    maxMessageSize: flags.maxMessageSize,
+    ...(flags.caCertOut ? { caCertPath: flags.caCertOut } : {}),
+    logger,
+  });
+  if (flags.failNextSends > 0) emulator.faults.failNextSends(flags.failNextSends, flags.failWith);
+  if (flags.acceptDelayMs > 0) emulator.faults.setAcceptDelayMs(flags.acceptDelayMs);
+  process.stdout.write(`sef emulate eventhubs listening on ${emulator.url}\n`);
+  // The connection string of a local emulator carries only its well-known development key.
+  process.stderr.write(`connection string: ${emulator.connectionString}\n`);
+  if (emulator.caCertPath) process.stderr.write(`CA certificate (NODE_EXTRA_CA_CERTS): ${emulator.caCertPath}\n`);
+  logger.info({ hub: flags.hub, partitions: flags.partitions, maxMessageSize: flags.maxMessageSize, url: emulator.url }, "eventhubs peer ready");
+  await new Promise<void>((resolve) => {
+    const stop = (): void => resolve();
+    process.once("SIGTERM", stop);
+    process.once("SIGINT", stop);
+  });
+  await emulator.close();
+  logger.info({ stored: emulator.events().length }, "eventhubs peer stopped");
+  process.exitCode = 0;
+}
 
 export function registerEmulateEventHubsCommand(emulate: Command): void {
-  emulate.command("eventhubs").description("local AMQP 1.0 Event Hubs peer (not implemented yet)");
+  emulate
+    .command("eventhubs")
+    .description("local AMQP 1.0 Event Hubs peer the real @azure/event-hubs clients talk to")
+    .option("--port <n>", "TCP port (0 = any free port)", integer(0, 65535), defaultEmulateEventHubsPort)
+    .option("--host <addr>", "interface to listen on", "127.0.0.1")
+    .option("--tls", "serve AMQPS with a self-signed certificate (for token credentials)")
+    .option("--hub <name>", "event hub name", "sef")
+    .option("--partitions <n>", "partition count", integer(1, 32), 2)
+    .option("--max-message-size <bytes>", "advertised max message size (262144 = Basic tier)", integer(1024, 16 * 1024 * 1024), 1024 * 1024)
+    .option("--ca-cert-out <file>", "where to write the certificate PEM (with --tls)")
+    .option("--fail-next-sends <n>", "make the next N sends fail (see --fail-with)", integer(0, 1_000_000), 0)
+    .option("--fail-with <fault>", `fault for --fail-next-sends: ${sendFaults.join(", ")}`, parseFault, "server-busy" as SendFault)
+    .option("--accept-delay-ms <ms>", "delay every accept by this many ms (a slow service)", integer(0, 600_000), 0)
+    .option("--log-level <level>", "log level (logs go to stderr)", "info")
+    .action(async (flags: EmulateEventHubsFlags) => runEmulateEventHubs(flags));
 }

@@ -438,6 +438,8 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     sender_options: { ...linkOptions, autosettle: true },
   } as Parameters<typeof container.listen>[0]) as unknown as Server;
   server.on("connection", (socket: Socket) => {
+    // Like the service, answer small frames (dispositions) at once: Nagle + delayed ACKs would stall a client ~40 ms.
+    socket.setNoDelay(true);
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });

@@ -62,8 +62,9 @@ export function groupByPartitionKey(batch: readonly OutboxEntry[], field: Partit
 }
 
 /**
- * How many leading entries of the batch are done (sent, or rejected for good): the drain loop's `acceptedCount`.
- * Entries after the first not-done one are re-sent on the next try (duplicates carry the same messageId).
+ * How many leading entries of the batch are in `done` (the ones sent): the drain loop's `acceptedCount`. Entries after
+ * the first not-done one are re-sent on the next try (duplicates carry the same messageId); a record rejected in a send
+ * that then fails retryably is not "done", so the next try dead-letters it through an `ok` result.
  */
 export function leadingDoneCount(batchSize: number, done: ReadonlySet<number>): number {
   let count = 0;

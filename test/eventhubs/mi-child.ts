@@ -1,0 +1,24 @@
+// Child process of managed-identity.test.ts: NODE_EXTRA_CA_CERTS must be set before Node starts, so the
+// sink's managed-identity path runs here. Sends the records given on stdin (JSON) and prints the SendResult.
+import { silentLogger } from "../../src/observability/logger.js";
+import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
+import type { OutboxEntry } from "../../src/sinks/sink.js";
+
+const chunks: Buffer[] = [];
+for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+const batch = JSON.parse(Buffer.concat(chunks).toString("utf8")) as OutboxEntry[];
+const sink = createEventHubsSink(
+  eventHubsSettingsSchema.parse({
+    fullyQualifiedNamespace: "localhost",
+    eventHubName: process.env["SEF_TEST_HUB"],
+    customEndpointAddress: process.env["SEF_TEST_ENDPOINT"],
+    credential: "managedIdentity",
+    maxRetries: 0,
+    tryTimeoutMs: 5000,
+  }),
+  { logger: silentLogger() },
+  {},
+);
+const result = await sink.send(batch, new AbortController().signal);
+await sink.close();
+process.stdout.write(JSON.stringify(result) + "\n");
