@@ -55,7 +55,7 @@ function backlog(records: number): OutboxEntry[] {
 
 /** Starts the peer as its own process (`sef emulate eventhubs`), as the real service is: the sink gets a core of its own. */
 async function startPeerProcess(): Promise<{ connectionString: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [cliPath, "emulate", "eventhubs", "--port", "0", "--hub", "sef-bench", "--partitions", "4", "--log-level", "warn"], {
+  const child = spawn(process.execPath, [...(process.env.SEF_BENCH_PEER_PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof2"] : []), cliPath, "emulate", "eventhubs", "--port", "0", "--hub", "sef-bench", "--partitions", "4", "--log-level", "warn"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
@@ -96,11 +96,11 @@ async function storedEvents(connectionString: string): Promise<number> {
 }
 
 /** Drains `records` records to the peer process; the figures cover the drain only (not building the backlog). */
-export async function benchEventHubsDrain(records = 100_000): Promise<{ recordsPerSecond: number; megabytesPerSecond: number; records: number; seconds: number }> {
+export async function benchEventHubsDrain(records = 100_000, partitionRouting: "key" | "hash" = "key"): Promise<{ recordsPerSecond: number; megabytesPerSecond: number; records: number; seconds: number }> {
   const outbox = backlog(records);
   const bytes = outbox.reduce((sum, e) => sum + Buffer.byteLength(e.json), 0);
   const peer = await startPeerProcess();
-  const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString: peer.connectionString }), { logger: silentLogger() }, {});
+  const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString: peer.connectionString, partitionRouting }), { logger: silentLogger() }, {});
   try {
     const signal = new AbortController().signal;
     // Open the link first (connection + $cbs), as a running agent would have.
@@ -125,5 +125,5 @@ export async function benchEventHubsDrain(records = 100_000): Promise<{ recordsP
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  console.log(JSON.stringify(await benchEventHubsDrain(Number(process.argv[2] ?? 100_000))));
+  console.log(JSON.stringify(await benchEventHubsDrain(Number(process.argv[2] ?? 100_000), process.argv[3] === "hash" ? "hash" : "key")));
 }

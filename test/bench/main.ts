@@ -27,8 +27,10 @@ for (const interval of [1000, 200]) {
 }
 const idle = await benchIdleFootprint(idleSeconds);
 report("idleFootprint1Hz", idle, idle.cpuPercentOfOneCore < 0.5 && idle.peakRssMb < 80);
-const eh = await benchEventHubsDrain(drainRecords);
-report("eventHubsDrain", eh, eh.recordsPerSecond >= 20_000);
+const eh = await benchEventHubsDrain(drainRecords, "key");
+report("eventHubsDrainKeyRouting", eh, eh.recordsPerSecond >= 20_000);
+const ehHash = await benchEventHubsDrain(drainRecords, "hash");
+report("eventHubsDrainHashRouting", ehHash, ehHash.recordsPerSecond >= 20_000);
 const la = await benchLogAnalyticsDrain(drainRecords);
 report("logAnalyticsDrain", la, la.recordsPerSecond >= 20_000);
 

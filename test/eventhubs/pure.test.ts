@@ -6,10 +6,10 @@ import { parseSelector, startIndex } from "../../src/emulators/eventhubs/selecto
 import { HubStore } from "../../src/emulators/eventhubs/store.js";
 import { checkPutToken } from "../../src/emulators/eventhubs/cbs-auth.js";
 import { mintLocalToken } from "../../src/emulators/local-tokens.js";
-import { groupByPartitionKey, leadingDoneCount, partitionKeyOf, toEventData } from "../../src/sinks/eventhubs/encode.js";
+import { groupByPartitionKey, leadingDoneCount, partitionForKey, partitionKeyOf, stableHash, toEventData } from "../../src/sinks/eventhubs/encode.js";
 import { classifySendError } from "../../src/sinks/eventhubs/classify.js";
 import { eventHubsSettingsSchema, resolveEventHubsAuth } from "../../src/sinks/eventhubs/settings.js";
-import { entries, heartbeat, transition } from "./fixtures.js";
+import { entries, heartbeat, interleavedTransitions, transition } from "./fixtures.js";
 
 function messagingError(code: string, message = "boom"): MessagingError {
   const err = new MessagingError(message);
@@ -130,6 +130,7 @@ describe("sink: settings", () => {
       connectionStringEnv: "SEF_EVENTHUBS_CONNECTION_STRING",
       credential: "managedIdentity",
       partitionKeyField: "EventId",
+      partitionRouting: "key",
       maxBatchRecords: 2000,
       lingerMs: 100,
       maxConcurrentBatches: 16,
@@ -148,5 +149,26 @@ describe("sink: settings", () => {
     expect(() => resolveEventHubsAuth(eventHubsSettingsSchema.parse({}), {})).toThrow(/SEF_EVENTHUBS_CONNECTION_STRING/);
     expect(() => eventHubsSettingsSchema.parse({ fullyQualifiedNamespace: "x" })).toThrow(/eventHubName/);
     expect(() => eventHubsSettingsSchema.parse({ fullyQualifiedNamespace: "x", eventHubName: "h", connectionString: "c" })).toThrow(/either/);
+  });
+});
+
+describe("hash routing", () => {
+  it("hashes keys stably (FNV-1a) and spreads them over the partitions", () => {
+    expect(stableHash("")).toBe(0x811c9dc5);
+    expect(stableHash("a")).toBe(0xe40c292c);
+    const ids = ["0", "1", "2", "3"];
+    const used = new Set(Array.from({ length: 200 }, (_, i) => partitionForKey(`EV-${i}`, ids)));
+    expect(used).toEqual(new Set(ids));
+    expect(partitionForKey("EV-7", ids)).toBe(partitionForKey("EV-7", ids));
+  });
+
+  it("groups a send per partition, keeping outbox order inside each group", () => {
+    const records = interleavedTransitions(6);
+    const ids = ["0", "1"];
+    const groups = groupByPartitionKey(entries(records), "EventId", ids);
+    expect(groups.every((g) => g.partitionKey === undefined && ids.includes(g.partitionId!))).toBe(true);
+    expect(groups.flatMap((g) => g.indexes).sort((a, b) => a - b)).toEqual(records.map((_, i) => i));
+    for (const g of groups) expect(g.indexes).toEqual([...g.indexes].sort((a, b) => a - b));
+    for (const g of groups) for (const i of g.indexes) expect(partitionForKey(records[i]!.EventId, ids)).toBe(g.partitionId);
   });
 });

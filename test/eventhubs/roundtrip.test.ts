@@ -1,5 +1,6 @@
 // The Event Hubs sink against the local AMQP peer, read back with the real EventHubConsumerClient.
 import { afterEach, describe, expect, it } from "vitest";
+import { partitionForKey } from "../../src/sinks/eventhubs/encode.js";
 import { EventHubConsumerClient, earliestEventPosition, type ReceivedEventData } from "@azure/event-hubs";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
 import type { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
@@ -129,5 +130,21 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     await drainUntilDone(sink(other, { partitionKeyField: "none" }), entries(records));
     expect(other.events().every((e) => e.partitionKey === undefined)).toBe(true);
     expect(other.events()).toHaveLength(records.length);
+  });
+
+  it("with hash routing sends whole-partition batches and keeps every event's transitions in order on one partition", async () => {
+    const emulator = await peer({ partitionCount: 4 });
+    const records = interleavedTransitions(40);
+    const s = sink(emulator, { partitionRouting: "hash" });
+    expect(await s.send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
+    // 120 records of 40 events in at most one batch per partition, not one per event.
+    expect(emulator.stats.sendsAccepted).toBeLessThanOrEqual(4);
+    const ids = ["0", "1", "2", "3"];
+    for (const eventId of new Set(records.map((r) => r.EventId))) {
+      const stored = emulator.events().filter((e) => JSON.parse(String(e.body)).EventId === eventId);
+      expect(new Set(stored.map((e) => e.partitionId))).toEqual(new Set([partitionForKey(eventId, ids)]));
+      expect(stored.map((e) => JSON.parse(String(e.body)).EventStatus)).toEqual(records.filter((r) => r.EventId === eventId).map((r) => r.EventStatus));
+    }
+    expect(new Set(emulator.events().map((e) => e.partitionId)).size).toBeGreaterThan(1);
   });
 });

@@ -37,22 +37,44 @@ export function partitionKeyOf(record: SefRecord, field: PartitionKeyField): str
   return record.VmId !== "" ? record.VmId : undefined;
 }
 
-/** Entries of one partition key, in outbox order; groups are ordered by their first entry. */
+/** Entries sent together, in outbox order: one partition key, or (hash routing) one partition. */
 export interface KeyGroup {
   readonly partitionKey: string | undefined;
+  /** Set with hash routing: the partition every entry of the group goes to. */
+  readonly partitionId?: string;
   /** Indexes into the batch, ascending. */
   readonly indexes: number[];
 }
 
-export function groupByPartitionKey(batch: readonly OutboxEntry[], field: PartitionKeyField): KeyGroup[] {
+/** 32-bit FNV-1a of the key's UTF-8 bytes: stable across processes and versions. */
+export function stableHash(key: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(key, "utf8")) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+/** The partition a key is routed to with hash routing. */
+export function partitionForKey(key: string, partitionIds: readonly string[]): string {
+  return partitionIds[stableHash(key) % partitionIds.length]!;
+}
+
+/**
+ * Groups a send's entries: per partition key, or, when `partitionIds` is given (hash routing), per partition chosen
+ * from the key. Groups are ordered by their first entry; entries without a key go in one unkeyed group.
+ */
+export function groupByPartitionKey(batch: readonly OutboxEntry[], field: PartitionKeyField, partitionIds?: readonly string[]): KeyGroup[] {
   const groups = new Map<string, KeyGroup>();
   const ordered: KeyGroup[] = [];
   batch.forEach((entry, index) => {
     const partitionKey = partitionKeyOf(entry.record, field);
-    const mapKey = partitionKey === undefined ? "\u0000none" : `k:${partitionKey}`;
+    const partitionId = partitionKey !== undefined && partitionIds && partitionIds.length > 0 ? partitionForKey(partitionKey, partitionIds) : undefined;
+    const mapKey = partitionId !== undefined ? `p:${partitionId}` : partitionKey === undefined ? "\u0000none" : `k:${partitionKey}`;
     let group = groups.get(mapKey);
     if (!group) {
-      group = { partitionKey, indexes: [] };
+      group = partitionId !== undefined ? { partitionKey: undefined, partitionId, indexes: [] } : { partitionKey, indexes: [] };
       groups.set(mapKey, group);
       ordered.push(group);
     }

@@ -31,11 +31,12 @@ export function createEventHubsSink(
     // The SDK quotes the connection string in some validation errors.
     throw new Error(`eventhubs sink: invalid settings: ${redactSecrets((err as Error).message)}`);
   }
-  context.logger.info({ sink: "eventhubs", target: describeTarget(auth), partitionKeyField: settings.partitionKeyField }, "eventhubs sink ready");
+  context.logger.info({ sink: "eventhubs", target: describeTarget(auth), partitionKeyField: settings.partitionKeyField, partitionRouting: settings.partitionRouting }, "eventhubs sink ready");
   return new EventHubsSink({
     producer,
     logger: context.logger,
     partitionKeyField: settings.partitionKeyField,
+    partitionRouting: settings.partitionRouting,
     maxBatchRecords: settings.maxBatchRecords,
     lingerMs: settings.lingerMs,
     maxConcurrentBatches: settings.maxConcurrentBatches,

@@ -5,6 +5,8 @@ import { z } from "zod";
 export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
 export const partitionKeyFields = ["EventId", "VmId", "RecordId", "none"] as const;
 export type PartitionKeyField = (typeof partitionKeyFields)[number];
+export const partitionRoutings = ["key", "hash"] as const;
+export type PartitionRouting = (typeof partitionRoutings)[number];
 
 export const eventHubsSettingsSchema = z
   .object({
@@ -24,6 +26,12 @@ export const eventHubsSettingsSchema = z
     customEndpointAddress: z.string().url().optional(),
     /** Record field used as partition key, so one event's transitions stay in order on one partition. */
     partitionKeyField: z.enum(partitionKeyFields).default("EventId"),
+    /**
+     * `key`: every batch carries the partition key and the service picks the partition (consumers see `partitionKey`).
+     * `hash`: the sink picks the partition from a stable hash of the same key and sends whole-partition batches: the same
+     * per-key order with far fewer round trips when a backlog holds many keys; events carry no `partitionKey`.
+     */
+    partitionRouting: z.enum(partitionRoutings).default("key"),
     /** Most records handed to one send. */
     maxBatchRecords: z.number().int().min(1).max(100_000).default(2000),
     /** How long the drain loop waits for more records before a non-urgent send, in ms. */

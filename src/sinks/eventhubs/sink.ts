@@ -5,13 +5,15 @@ import type { EventDataBatch, EventHubProducerClient } from "@azure/event-hubs";
 import type { Logger } from "pino";
 import type { OutboxEntry, RejectedRecord, SendResult, Sink } from "../sink.js";
 import { classifySendError } from "./classify.js";
-import { groupByPartitionKey, leadingDoneCount, toEventData } from "./encode.js";
-import type { PartitionKeyField } from "./settings.js";
+import { groupByPartitionKey, leadingDoneCount, toEventData, type KeyGroup } from "./encode.js";
+import type { PartitionKeyField, PartitionRouting } from "./settings.js";
 
 export interface EventHubsSinkOptions {
   readonly producer: EventHubProducerClient;
   readonly logger: Logger;
   readonly partitionKeyField: PartitionKeyField;
+  /** `hash`: route by a stable hash of the key to a partition and send whole-partition batches (default `key`). */
+  readonly partitionRouting?: PartitionRouting;
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
   /** Event batches of one send in flight at once; batches of the same partition key never overlap. */
@@ -31,6 +33,7 @@ export class EventHubsSink implements Sink {
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
   private closed = false;
+  private cachedPartitionIds: readonly string[] | undefined;
 
   constructor(private readonly options: EventHubsSinkOptions) {
     this.name = options.name ?? "eventhubs";
@@ -77,9 +80,10 @@ export class EventHubsSink implements Sink {
   private async pack(batch: readonly OutboxEntry[], rejected: RejectedRecord[], signal: AbortSignal): Promise<SendUnit[]> {
     const { producer } = this.options;
     const units: SendUnit[] = [];
-    const groups = groupByPartitionKey(batch, this.options.partitionKeyField);
-    // One empty batch per key up front, concurrently (createBatch is async but only reads the open link's size).
-    const firstBatches = await Promise.all(groups.map((group) => producer.createBatch(this.batchOptions(group.partitionKey, signal))));
+    const partitionIds = this.options.partitionRouting === "hash" ? await this.partitionIds(signal) : undefined;
+    const groups = groupByPartitionKey(batch, this.options.partitionKeyField, partitionIds);
+    // One empty batch per group up front, concurrently (createBatch is async but only reads the open link's size).
+    const firstBatches = await Promise.all(groups.map((group) => producer.createBatch(this.batchOptions(group, signal))));
     for (const [groupIndex, group] of groups.entries()) {
       const keyId = String(groupIndex);
       let current: SendUnit = { keyId, batch: firstBatches[groupIndex]!, indexes: [] };
@@ -92,7 +96,7 @@ export class EventHubsSink implements Sink {
         }
         if (current.indexes.length > 0) {
           units.push(current);
-          current = { keyId, batch: await producer.createBatch(this.batchOptions(group.partitionKey, signal)), indexes: [] };
+          current = { keyId, batch: await producer.createBatch(this.batchOptions(group, signal)), indexes: [] };
           if (current.batch.tryAdd(event)) {
             current.indexes.push(index);
             continue;
@@ -108,13 +112,22 @@ export class EventHubsSink implements Sink {
     return units;
   }
 
-  private batchOptions(partitionKey: string | undefined, signal: AbortSignal): { abortSignal: AbortSignal; partitionKey?: string } {
-    return partitionKey !== undefined ? { abortSignal: signal, partitionKey } : { abortSignal: signal };
+  private batchOptions(group: KeyGroup, signal: AbortSignal): { abortSignal: AbortSignal; partitionKey?: string; partitionId?: string } {
+    if (group.partitionId !== undefined) return { abortSignal: signal, partitionId: group.partitionId };
+    return group.partitionKey !== undefined ? { abortSignal: signal, partitionKey: group.partitionKey } : { abortSignal: signal };
+  }
+
+  /** The hub's partition ids, read once (hash routing). */
+  private async partitionIds(signal: AbortSignal): Promise<readonly string[]> {
+    this.cachedPartitionIds ??= await this.options.producer.getPartitionIds({ abortSignal: signal });
+    return this.cachedPartitionIds;
   }
 
   /**
-   * Sends the units in waves of up to `maxConcurrentBatches`, never two of one key in the same wave (so one key's
-   * events keep their order). Stops at the first wave with a retryable failure and returns it.
+   * Sends the units with up to `maxConcurrentBatches` in flight, one chain per partition key: a key's next unit starts
+   * only after its previous one was accepted (so one key's events keep their order), and a new send starts as soon
+   * as any finishes. After the first retryable failure no new send starts; the failure is returned once the sends in
+   * flight have settled.
    */
   private async sendUnits(
     batch: readonly OutboxEntry[],
@@ -123,35 +136,48 @@ export class EventHubsSink implements Sink {
     rejected: RejectedRecord[],
     signal: AbortSignal,
   ): Promise<{ kind: "retryable"; reason: string; retryAfterMs?: number } | undefined> {
-    const { producer } = this.options;
-    let next = 0;
-    while (next < units.length) {
-      const wave: SendUnit[] = [];
-      const keys = new Set<string>();
-      while (next < units.length && wave.length < this.options.maxConcurrentBatches && !keys.has(units[next]!.keyId)) {
-        keys.add(units[next]!.keyId);
-        wave.push(units[next]!);
-        next++;
-      }
-      const outcomes = await Promise.allSettled(wave.map((unit) => producer.sendBatch(unit.batch, { abortSignal: signal })));
-      let failure: { kind: "retryable"; reason: string; retryAfterMs?: number } | undefined;
-      for (const [i, outcome] of outcomes.entries()) {
-        const unit = wave[i]!;
-        if (outcome.status === "fulfilled") {
-          for (const index of unit.indexes) sent.add(index);
-          continue;
-        }
-        const c = classifySendError(outcome.reason);
-        if (c.kind === "reject-record") {
-          const retry = await this.sendOneByOne(batch, unit, sent, rejected, signal, c.reason);
-          failure ??= retry;
-        } else {
-          failure ??= c;
-        }
-      }
-      if (failure) return failure;
+    const chains = new Map<string, SendUnit[]>();
+    for (const unit of units) {
+      const chain = chains.get(unit.keyId);
+      if (chain) chain.push(unit);
+      else chains.set(unit.keyId, [unit]);
     }
-    return undefined;
+    const queue = [...chains.values()];
+    let failure: { kind: "retryable"; reason: string; retryAfterMs?: number } | undefined;
+    const runChain = async (chain: readonly SendUnit[]): Promise<void> => {
+      for (const unit of chain) {
+        if (failure) return;
+        const outcome = await this.sendUnit(batch, unit, sent, rejected, signal);
+        if (outcome) {
+          failure ??= outcome;
+          return;
+        }
+      }
+    };
+    const worker = async (): Promise<void> => {
+      for (let chain = queue.shift(); chain && !failure; chain = queue.shift()) await runChain(chain);
+    };
+    await Promise.all(Array.from({ length: Math.min(this.options.maxConcurrentBatches, queue.length) }, worker));
+    return failure;
+  }
+
+  /** Sends one unit; returns a retryable failure, or undefined when it was accepted (or its records were rejected). */
+  private async sendUnit(
+    batch: readonly OutboxEntry[],
+    unit: SendUnit,
+    sent: Set<number>,
+    rejected: RejectedRecord[],
+    signal: AbortSignal,
+  ): Promise<{ kind: "retryable"; reason: string; retryAfterMs?: number } | undefined> {
+    try {
+      await this.options.producer.sendBatch(unit.batch, { abortSignal: signal });
+      for (const index of unit.indexes) sent.add(index);
+      return undefined;
+    } catch (err) {
+      const c = classifySendError(err);
+      if (c.kind === "reject-record") return this.sendOneByOne(batch, unit, sent, rejected, signal, c.reason);
+      return c;
+    }
   }
 
   /** A unit the service refused as a whole (too large, quota): find out which records it refuses, one by one. */
@@ -167,11 +193,12 @@ export class EventHubsSink implements Sink {
       rejected.push({ seq: batch[unit.indexes[0]!]!.seq, reason: unitReason });
       return undefined;
     }
-    const partitionKey = unit.batch.partitionKey;
+    const { partitionKey, partitionId } = unit.batch;
+    const target = partitionId !== undefined ? { partitionId } : partitionKey !== undefined ? { partitionKey } : {};
     for (const index of unit.indexes) {
       const entry = batch[index]!;
       try {
-        await this.options.producer.sendBatch([toEventData(entry)], { abortSignal: signal, ...(partitionKey !== undefined ? { partitionKey } : {}) });
+        await this.options.producer.sendBatch([toEventData(entry)], { abortSignal: signal, ...target });
         sent.add(index);
       } catch (err) {
         const c = classifySendError(err);
