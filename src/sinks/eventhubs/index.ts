@@ -1,7 +1,6 @@
-// The Event Hubs sink's public surface: the factory registered as `--sink eventhubs` (settings: config section `eventhubs`).
+// The Event Hubs sink's public surface: building the sink from settings, and its parts (the registry uses the light factory.ts).
 import type { Logger } from "pino";
 import { redactSecrets } from "../../observability/logger.js";
-import type { SinkFactory } from "../sink.js";
 import { createProducerClient, describeTarget } from "./client.js";
 import { eventHubsSettingsSchema, resolveEventHubsAuth, type EventHubsSettings } from "./settings.js";
 import { EventHubsSink } from "./sink.js";
@@ -42,11 +41,3 @@ export function createEventHubsSink(
     maxConcurrentBatches: settings.maxConcurrentBatches,
   });
 }
-
-export const eventHubsSinkFactory: SinkFactory<EventHubsSettings> = {
-  type: "eventhubs",
-  summary: "eventhubs — Azure Event Hubs (AMQP): connection string from $SEF_EVENTHUBS_CONNECTION_STRING or managed identity (config section eventhubs)",
-  argument: "none",
-  settingsSchema: eventHubsSettingsSchema,
-  create: ({ settings, context }) => createEventHubsSink(settings, context),
-};
