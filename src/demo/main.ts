@@ -27,6 +27,19 @@ function describe(record: SefRecord): string {
   return `${time}  ${color(90, record.RecordType)}`;
 }
 
+/** Runs `sef tail eventhubs --from-start` and counts the records it prints. */
+function tailEventHubs(connectionString: string, expected: number): Promise<number> {
+  return new Promise((resolve) => {
+    const tail = spawn(process.execPath, [cliPath, "tail", "eventhubs", "--from-start", "--max", String(Math.max(1, expected)), "--timeout-ms", "10000"], {
+      env: { ...process.env, SEF_EVENTHUBS_CONNECTION_STRING: connectionString },
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    let out = "";
+    tail.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    tail.on("exit", () => resolve(out.split("\n").filter((l) => l.trim().startsWith("{")).length));
+  });
+}
+
 async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "sef-demo-"));
   const sim = await startSimulator({ scenario: scenarioName });
@@ -89,12 +102,16 @@ async function main(): Promise<number> {
   agent.kill("SIGTERM");
   const code = await exited;
 
+  // Read the hub back the way a person checking a pipeline would: `sef tail eventhubs` (async: the peer lives in this process).
+  const readBack = await tailEventHubs(hub.connectionString, expected);
+
   const jsonl = existsSync(jsonlPath) ? readFileSync(jsonlPath, "utf8").trim().split("\n").filter(Boolean).length : 0;
   const counts: Array<[string, number]> = [
     ["stdout", stdoutRecords.length],
     [`jsonl (${jsonlPath})`, jsonl],
     ["Event Hubs peer", new Set(hub.events().map((e) => String(e.messageId))).size],
     ["Log Analytics peer", logs.rows().length],
+    ["read back with sef tail eventhubs", readBack],
   ];
   console.log(color(1, `\nsummary: the scenario expects ${expected} transition records`));
   for (const [sink, n] of counts) console.log(`  ${sink.padEnd(40)} ${n} record(s) ${n === expected ? color(32, "ok") : color(31, "MISSING")}`);
