@@ -59,6 +59,7 @@ async function startPeerProcess(): Promise<{ connectionString: string; stop(): P
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
+  child.stdout.resume(); // the ready line is not needed; an unread pipe must not hold the peer open
   const connectionString = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`peer did not start: ${err}`)), 15_000);
     child.stderr.on("data", (chunk: Buffer) => {

@@ -230,8 +230,8 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   };
 
   const destroyConnection = (connection: Connection): void => {
-    const socket = (connection as unknown as { socket?: { destroy(): void } }).socket;
-    socket?.destroy();
+    const socket = (connection as unknown as { socket?: { destroy(error?: Error): void } }).socket;
+    socket?.destroy(connectionDropped());
   };
 
   const settleLater = (action: () => void): void => {
@@ -475,7 +475,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
       }
     },
     dropConnections: () => {
-      for (const socket of sockets) socket.destroy();
+      for (const socket of sockets) socket.destroy(connectionDropped());
     },
     clear: () => plan.clear(),
     get pendingSendFaults() {
@@ -502,10 +502,18 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       const done = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
+      for (const socket of sockets) socket.destroy(connectionDropped());
       await done;
     },
   };
+}
+
+/**
+ * The error to destroy a socket with. rhea handles a socket's `end` and `error` but not `close`: a plain destroy()
+ * would leave the connection's idle-timeout timers (minutes) running and keep the process alive.
+ */
+function connectionDropped(): Error {
+  return Object.assign(new Error("connection dropped by the local Event Hubs peer"), { code: "ECONNRESET" });
 }
 
 function messagePartitionKey(message: Message): string | undefined {
