@@ -146,5 +146,10 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
       expect(stored.map((e) => JSON.parse(String(e.body)).EventStatus)).toEqual(records.filter((r) => r.EventId === eventId).map((r) => r.EventStatus));
     }
     expect(new Set(emulator.events().map((e) => e.partitionId)).size).toBeGreaterThan(1);
+    // Key routing (the service assigns the partition from the key) places every event exactly where hash routing did.
+    const keyed = await peer({ partitionCount: 4 });
+    expect(await sink(keyed).send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
+    const placement = (events: ReturnType<typeof emulator.events>) => new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
+    expect(placement(keyed.events())).toEqual(placement(emulator.events()));
   });
 });

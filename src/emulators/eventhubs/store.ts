@@ -1,5 +1,6 @@
 // In-memory event store of the local Event Hubs peer: partitions, sequence numbers, offsets, enqueued times.
 // Pure logic (no I/O): the AMQP server appends encoded messages here and streams them to receivers.
+import { partitionIndexForKey } from "../../sinks/eventhubs/partition-hash.js";
 
 /** One event as the peer stored it: the AMQP-encoded message the producer sent, plus the service's system properties. */
 export interface StoredEvent {
@@ -22,16 +23,6 @@ export interface PartitionInfo {
   readonly isEmpty: boolean;
 }
 
-/** A stable string hash (FNV-1a, 32 bit): the same partition key always lands on the same partition. */
-export function hashPartitionKey(key: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) {
-    hash ^= key.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash;
-}
-
 export class HubStore {
   readonly partitionIds: readonly string[];
   private readonly partitions: StoredEvent[][];
@@ -52,7 +43,8 @@ export class HubStore {
 
   /** Where a send without an explicit partition goes: by key hash, else round robin (one batch stays together). */
   assignPartition(partitionKey: string | undefined): string {
-    if (partitionKey !== undefined && partitionKey !== "") return String(hashPartitionKey(partitionKey) % this.partitionIds.length);
+    // The service's own key → partition mapping, so keyed events land where they would in Azure.
+    if (partitionKey !== undefined && partitionKey !== "") return this.partitionIds[partitionIndexForKey(partitionKey, this.partitionIds.length)]!;
     const id = String(this.roundRobin % this.partitionIds.length);
     this.roundRobin++;
     return id;

@@ -4,6 +4,7 @@ import type { EventData } from "@azure/event-hubs";
 import type { SefRecord } from "../../contract/record.js";
 import type { OutboxEntry } from "../sink.js";
 import type { PartitionKeyField } from "./settings.js";
+import { partitionIndexForKey } from "./partition-hash.js";
 
 /** Application properties every event carries, so consumers can filter without parsing the body. */
 export function applicationProperties(record: SefRecord): Record<string, string> {
@@ -46,19 +47,9 @@ export interface KeyGroup {
   readonly indexes: number[];
 }
 
-/** 32-bit FNV-1a of the key's UTF-8 bytes: stable across processes and versions. */
-export function stableHash(key: string): number {
-  let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(key, "utf8")) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash;
-}
-
-/** The partition a key is routed to with hash routing. */
+/** The partition a key is routed to with hash routing: the one Event Hubs itself assigns to that partition key. */
 export function partitionForKey(key: string, partitionIds: readonly string[]): string {
-  return partitionIds[stableHash(key) % partitionIds.length]!;
+  return partitionIds[partitionIndexForKey(key, partitionIds.length)]!;
 }
 
 /**

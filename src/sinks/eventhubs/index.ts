@@ -2,7 +2,7 @@
 import type { Logger } from "pino";
 import { redactSecrets } from "../../observability/logger.js";
 import { createProducerClient, describeTarget } from "./client.js";
-import { eventHubsSettingsSchema, resolveEventHubsAuth, type EventHubsSettings } from "./settings.js";
+import { resolveEventHubsAuth, type EventHubsSettings } from "./settings.js";
 import { EventHubsSink } from "./sink.js";
 
 export { EventHubsSink, type EventHubsSinkOptions } from "./sink.js";

@@ -28,8 +28,9 @@ export const eventHubsSettingsSchema = z
     partitionKeyField: z.enum(partitionKeyFields).default("EventId"),
     /**
      * `key`: every batch carries the partition key and the service picks the partition (consumers see `partitionKey`).
-     * `hash`: the sink picks the partition from a stable hash of the same key and sends whole-partition batches: the same
-     * per-key order with far fewer round trips when a backlog holds many keys; events carry no `partitionKey`.
+     * `hash`: the sink maps the same key to the partition the service would choose and sends whole-partition batches:
+     * identical placement and per-key order, far fewer round trips when a backlog holds many keys; events carry no
+     * `partitionKey` annotation.
      */
     partitionRouting: z.enum(partitionRoutings).default("key"),
     /** Most records handed to one send. */
