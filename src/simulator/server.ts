@@ -221,7 +221,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   };
 
   const advance = (seconds: number): SimStatus => {
-    logChanges(timeline.skip(seconds, clock.now()));
+    logChanges(timeline.fastForward(seconds, clock.now()));
     return status();
   };
 

@@ -197,7 +197,7 @@ export class Timeline {
   }
 
   /** Jumps scenario time forward by `seconds` (everything pending comes that much sooner). */
-  skip(seconds: number, nowMs: number): DocumentChange[] {
+  fastForward(seconds: number, nowMs: number): DocumentChange[] {
     if (this.loopStartMs === null) this.loopStartMs = nowMs;
     const ms = this.wallMs(seconds);
     this.loopStartMs -= ms;

@@ -174,7 +174,7 @@ describe("Timeline", () => {
     const tl = new Timeline(scenario({ speed: 10, steps: [{ at: 0, events: [freeze] }, { at: 500, events: [] }] }));
     tl.start(t0);
     expect(tl.snapshot().events[0]?.notBeforeMs).toBe(t0 + 10_000);
-    tl.skip(100, t0);
+    tl.fastForward(100, t0);
     expect(tl.snapshot().events[0]?.EventStatus).toBe("Started");
     expect(tl.scenarioSeconds(t0)).toBe(100);
   });
