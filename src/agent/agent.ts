@@ -249,13 +249,13 @@ export class Agent {
     return entries;
   }
 
+  /** After an append: wake the sinks, tell the listeners, and keep the outbox within its cap (nothing to do otherwise). */
   private afterCommit(entries: readonly OutboxEntry[]): void {
-    if (entries.length > 0) {
-      const urgent = entries.some((e) => isUrgent(e.record));
-      for (const drainer of this.drainers) drainer.notify(urgent);
-      const transitions = entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record] : []));
-      if (transitions.length > 0) for (const listener of this.transitionListeners) listener(transitions);
-    }
+    if (entries.length === 0) return;
+    const urgent = entries.some((e) => isUrgent(e.record));
+    for (const drainer of this.drainers) drainer.notify(urgent);
+    const transitions = entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record] : []));
+    if (transitions.length > 0) for (const listener of this.transitionListeners) listener(transitions);
     this.store.prune();
     const evicted = this.store.evictOverCap();
     if (evicted.length > 0) {
