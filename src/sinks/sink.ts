@@ -4,15 +4,9 @@ import type { Logger } from "pino";
 import type { z } from "zod";
 import type { SefRecord } from "../contract/record.js";
 import type { AgentMetrics } from "../observability/metrics.js";
+import type { OutboxEntry } from "../store/outbox-entry.js";
 
-/** One record as it sits in the outbox: its position, its id and its body. */
-export interface OutboxEntry {
-  /** Position in the outbox (monotonic, starts at 1). */
-  readonly seq: number;
-  readonly record: SefRecord;
-  /** The record serialized as JSON (what file and HTTP sinks write verbatim). */
-  readonly json: string;
-}
+export type { OutboxEntry } from "../store/outbox-entry.js";
 
 /** A record that the sink's destination will never accept, with the destination's reason. */
 export interface RejectedRecord {

@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { mkdirSync, accessSync, constants } from "node:fs";
 import { join } from "node:path";
 import type { SefRecord, VmIdentity } from "../contract/record.js";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "./outbox-entry.js";
 import type { CollectorState, TrackedEvent, EmittedKey } from "../collector/state.js";
 import { emptyCollectorState } from "../collector/state.js";
 import { StoreError } from "./errors.js";
