@@ -1,6 +1,5 @@
 // Approver (I/O): POSTs StartRequests to IMDS for events the policy approved and reports each attempt as an ApprovalRecord.
-// The HTTP call is injectable (`PostStartRequest`); `createStartRequestPoster` is the default undici implementation.
-import { Agent, request, type Dispatcher } from "undici";
+// The HTTP call is injected (`PostStartRequest`); the agent passes its IMDS client's rate-limited `postStartRequests`.
 import type { Logger } from "pino";
 import type { ApprovalRecord, EventStatus, VmIdentity } from "../contract/record.js";
 import { deterministicUuid } from "../contract/record-id.js";
@@ -16,55 +15,7 @@ export interface StartRequestResponse {
 /** Sends `{"StartRequests":[{"EventId":…},…]}` to IMDS; resolves with the HTTP answer, rejects on network failure or timeout. */
 export type PostStartRequest = (eventIds: readonly string[], signal?: AbortSignal) => Promise<StartRequestResponse>;
 
-export const defaultStartRequestTimeoutMs = 5_000;
 const maxResponseBodyChars = 500;
-
-export interface StartRequestPosterOptions {
-  /** IMDS base URL, e.g. `http://169.254.169.254` (no path). */
-  imdsUrl: string;
-  /** e.g. `2020-07-01`. */
-  apiVersion: string;
-  /** Whole-request timeout (default 5000 ms). */
-  timeoutMs?: number;
-  /** Connection pool to use; default: a private undici Agent (never a proxy). Redirects are never followed. */
-  dispatcher?: Dispatcher;
-}
-
-/** The scheduled-events URL for `imdsUrl` and `apiVersion`. */
-export function scheduledEventsUrl(imdsUrl: string, apiVersion: string): string {
-  return `${imdsUrl.replace(/\/+$/, "")}/metadata/scheduledevents?api-version=${encodeURIComponent(apiVersion)}`;
-}
-
-/** The exact JSON body IMDS expects for approvals. */
-export function startRequestBody(eventIds: readonly string[]): string {
-  return JSON.stringify({ StartRequests: eventIds.map((EventId) => ({ EventId })) });
-}
-
-/**
- * Default `PostStartRequest` on undici: `Metadata: true`, JSON body, no proxy (own Agent unless one is given),
- * no redirects (undici's `request` never follows them), bounded by `timeoutMs`. `close()` releases the private Agent.
- */
-export function createStartRequestPoster(options: StartRequestPosterOptions): PostStartRequest & { close(): Promise<void> } {
-  const timeoutMs = options.timeoutMs ?? defaultStartRequestTimeoutMs;
-  const ownAgent = options.dispatcher ? undefined : new Agent({ connect: { timeout: timeoutMs } });
-  const dispatcher = options.dispatcher ?? ownAgent!;
-  const url = scheduledEventsUrl(options.imdsUrl, options.apiVersion);
-  const post = async (eventIds: readonly string[], signal?: AbortSignal): Promise<StartRequestResponse> => {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const response = await request(url, {
-      method: "POST",
-      dispatcher,
-      headers: { Metadata: "true", "Content-Type": "application/json" },
-      body: startRequestBody(eventIds),
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-    });
-    const body = await response.body.text();
-    return { status: response.statusCode, body };
-  };
-  return Object.assign(post, { close: async () => ownAgent?.close() });
-}
 
 /** What the approver needs to know about one event it approves. */
 export interface ApprovalTarget {

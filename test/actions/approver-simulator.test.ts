@@ -1,6 +1,7 @@
 // The approver against the real IMDS simulator (`sef simulate`): an approved Scheduled event moves to Started.
 import { afterEach, describe, expect, it } from "vitest";
-import { approveEvents, createStartRequestPoster } from "../../src/actions/approver.js";
+import { approveEvents } from "../../src/actions/approver.js";
+import { startRequestPoster } from "./fixtures.js";
 import { decideApproval, sampleApprovalPolicy } from "../../src/actions/approval-policy.js";
 import { parseScenario, startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
@@ -53,7 +54,7 @@ describe("approval against the IMDS simulator", () => {
     );
     expect(decision.approve).toBe(true);
 
-    const post = createStartRequestPoster({ imdsUrl: sim.url, apiVersion: "2020-07-01" });
+    const post = startRequestPoster(sim.url);
     const [record] = await approveEvents(
       [{ EventId: ev.EventId, EventType: ev.EventType, EventStatus: "Scheduled", DocumentIncarnation: sim.status().incarnation, reason: decision.reason }],
       { vm, mode: "on", postStartRequest: post, agentVersion: "0.1.0", logger: silentLogger() },

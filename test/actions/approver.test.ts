@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { approveEvents, approvalRecordId, createStartRequestPoster, type ApprovalTarget } from "../../src/actions/approver.js";
+import { approveEvents, approvalRecordId, type ApprovalTarget } from "../../src/actions/approver.js";
+import { startRequestPoster } from "./fixtures.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { FakeClock } from "../helpers/fake-clock.js";
@@ -67,7 +68,7 @@ const target = (EventId: string): ApprovalTarget => ({
 describe("approveEvents against a local IMDS", () => {
   it("POSTs StartRequests with Metadata: true and records Approved", async () => {
     const imds = await startImds();
-    const post = createStartRequestPoster({ imdsUrl: imds.url + "/", apiVersion: "2020-07-01" });
+    const post = startRequestPoster(imds.url + "/");
     const metrics = new AgentMetrics();
     const clock = new FakeClock(Date.UTC(2022, 3, 11, 22, 11));
     const records = await approveEvents([target("EVT-A"), target("evt-b")], {
@@ -118,7 +119,7 @@ describe("approveEvents against a local IMDS", () => {
   it("dry-run sends nothing and records DryRun with HttpStatus 0", async () => {
     const imds = await startImds();
     const metrics = new AgentMetrics();
-    const post = createStartRequestPoster({ imdsUrl: imds.url, apiVersion: "2020-07-01" });
+    const post = startRequestPoster(imds.url);
     const records = await approveEvents([target("EVT-A")], {
       vm,
       mode: "dry-run",
@@ -135,7 +136,7 @@ describe("approveEvents against a local IMDS", () => {
 
   it("records Failed with the status and the body when IMDS refuses", async () => {
     const imds = await startImds(() => ({ status: 400, body: '{"error":"Bad request. StartRequests is invalid"}' }));
-    const post = createStartRequestPoster({ imdsUrl: imds.url, apiVersion: "2020-07-01" });
+    const post = startRequestPoster(imds.url);
     const metrics = new AgentMetrics();
     const [record] = await approveEvents([target("EVT-A")], { vm, mode: "on", postStartRequest: post, agentVersion: "0.1.0", logger: silentLogger(), metrics });
     await post.close();
@@ -147,7 +148,7 @@ describe("approveEvents against a local IMDS", () => {
 
   it("records Failed with HttpStatus 0 on a connection reset, and on a timeout", async () => {
     const reset = await startImds(() => "reset");
-    const post = createStartRequestPoster({ imdsUrl: reset.url, apiVersion: "2020-07-01" });
+    const post = startRequestPoster(reset.url);
     const [r1] = await approveEvents([target("EVT-A")], { vm, mode: "on", postStartRequest: post, agentVersion: "0.1.0", logger: silentLogger() });
     await post.close();
     expect(r1).toMatchObject({ Outcome: "Failed", HttpStatus: 0 });
@@ -156,11 +157,7 @@ describe("approveEvents against a local IMDS", () => {
     const silent = createServer(() => undefined); // never answers
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     servers.push(silent);
-    const slowPost = createStartRequestPoster({
-      imdsUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
-      apiVersion: "2020-07-01",
-      timeoutMs: 200,
-    });
+    const slowPost = startRequestPoster(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, { firstCallTimeoutMs: 200 });
     const started = Date.now();
     const [r2] = await approveEvents([target("EVT-A")], { vm, mode: "on", postStartRequest: slowPost, agentVersion: "0.1.0", logger: silentLogger() });
     silent.closeAllConnections();
@@ -177,7 +174,7 @@ describe("approveEvents against a local IMDS", () => {
     });
     await new Promise<void>((resolve) => redirecting.listen(0, "127.0.0.1", resolve));
     servers.push(redirecting);
-    const post = createStartRequestPoster({ imdsUrl: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`, apiVersion: "2020-07-01" });
+    const post = startRequestPoster(`http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`);
     const [record] = await approveEvents([target("EVT-A")], { vm, mode: "on", postStartRequest: post, agentVersion: "0.1.0", logger: silentLogger() });
     await post.close();
     expect(paths).toEqual(["/metadata/scheduledevents?api-version=2020-07-01"]);

@@ -1,6 +1,9 @@
 // Test fixtures for actions: a VM identity, a Scheduled event and the Transition record the collector would emit for it.
 import type { TransitionRecord, VmIdentity, EventFields, EventStatus } from "../../src/contract/record.js";
 import { transitionRecordId } from "../../src/contract/record-id.js";
+import type { PostStartRequest } from "../../src/actions/approver.js";
+import { ImdsClient } from "../../src/imds/client.js";
+import { systemClock } from "../../src/util/clock.js";
 
 export const vm: VmIdentity = {
   VmName: "WestNO_0",
@@ -44,4 +47,14 @@ export function transition(overrides: Partial<TransitionRecord> = {}): Transitio
     ...overrides,
   };
   return { ...record, RecordId: record.RecordId || transitionRecordId(record.VmId, record.EventId, record.EventStatus) };
+}
+
+/** The agent's approval transport: its IMDS client's POST (rate-limited, Metadata header, no proxy, no redirects). */
+export function startRequestPoster(
+  imdsUrl: string,
+  options: { firstCallTimeoutMs?: number } = {},
+): PostStartRequest & { close(): Promise<void> } {
+  const client = new ImdsClient({ imdsUrl, apiVersion: "2020-07-01", clock: systemClock, ...options });
+  const post: PostStartRequest = (eventIds, signal) => client.postStartRequests(eventIds, signal);
+  return Object.assign(post, { close: () => client.close() });
 }
