@@ -3,6 +3,7 @@ import { z } from "zod";
 import { imdsDefaults } from "../imds/client.js";
 import { defaultRetryPolicy } from "../sinks/retry-policy.js";
 import { storeDefaults } from "../store/store.js";
+import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 
 const positiveMs = z.number().int().positive();
 
@@ -36,7 +37,7 @@ export const agentConfigSchema = z
     /** Outbox size cap in bytes of JSON; past it the oldest records are dead-lettered as "store-overflow". */
     maxOutboxBytes: z.number().int().min(1024 * 1024).default(storeDefaults.maxOutboxBytes),
     /** Heartbeat record period in milliseconds; 0 turns heartbeats off. */
-    heartbeatIntervalMs: z.number().int().min(0).default(15 * 60 * 1000),
+    heartbeatIntervalMs: z.number().int().min(0).default(defaultHeartbeatIntervalMs),
     retry: z
       .object({
         initialDelayMs: positiveMs.default(defaultRetryPolicy.initialDelayMs),

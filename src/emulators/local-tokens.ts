@@ -67,3 +67,22 @@ export function verifyLocalToken(token: string, expectedAudience: string, nowMs:
   }
   return { ok: true, claims };
 }
+
+/** The JSON body IMDS answers `/metadata/identity/oauth2/token` with, carrying a local token for `resource`. */
+export function localTokenResponse(
+  resource: string,
+  options: { clientId?: string; nowMs?: number; lifetimeSeconds?: number } = {},
+): Record<string, string> {
+  const { token, claims } = mintLocalToken(resource, options);
+  const lifetime = String(claims.exp - claims.iat);
+  return {
+    access_token: token,
+    client_id: claims.appid,
+    expires_in: lifetime,
+    expires_on: String(claims.exp),
+    ext_expires_in: lifetime,
+    not_before: String(claims.iat),
+    resource,
+    token_type: "Bearer",
+  };
+}

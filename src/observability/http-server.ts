@@ -1,9 +1,9 @@
 // Observability HTTP endpoints (config section `metrics`): GET /metrics (Prometheus text), /healthz (liveness),
 // /readyz (readiness from an injected snapshot, judged by the pure `evaluateReadiness`).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import type { Logger } from "pino";
+import { listen } from "../util/listen.js";
 import type { AgentMetrics } from "./metrics.js";
 
 export const defaultMetricsPort = 9464;
@@ -89,14 +89,7 @@ export async function startObservabilityServer(options: ObservabilityServerOptio
     });
   });
   server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? defaultMetricsPort, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port ?? defaultMetricsPort, host);
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   options.logger.info({ url }, "observability endpoints listening (/metrics, /healthz, /readyz)");
   return {

@@ -1,9 +1,9 @@
 // The HTTP layer of `sef simulate`: a local IMDS (scheduled events, instance metadata, managed-identity tokens)
 // playing a scenario timeline, plus a small test-only control API under /__sim/.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { z } from "zod";
-import { mintLocalToken } from "../emulators/local-tokens.js";
+import { listen } from "../util/listen.js";
+import { localTokenResponse } from "../emulators/local-tokens.js";
 import { silentLogger, type Logger } from "../observability/logger.js";
 import { systemClock, type Clock } from "../util/clock.js";
 import { latestScheduledEventsApiVersion, type ScheduledEventsApiVersion } from "./api-versions.js";
@@ -332,17 +332,9 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
           return "400";
         }
         const clientId = checked.query.get("client_id") ?? checked.query.get("object_id") ?? checked.query.get("msi_res_id") ?? undefined;
-        const { token, claims } = mintLocalToken(resource, { clientId, nowMs, lifetimeSeconds: tokenLifetimeSeconds });
-        sendJson(res, 200, {
-          access_token: token,
-          client_id: clientId ?? computeFor(scenario.vm).vmId,
-          expires_in: String(claims.exp - claims.iat),
-          expires_on: String(claims.exp),
-          ext_expires_in: String(claims.exp - claims.iat),
-          not_before: String(claims.iat),
-          resource,
-          token_type: "Bearer",
-        });
+        // Without a client id the system-assigned identity answers; the body names it by the VM's id.
+        const body = localTokenResponse(resource, { clientId, nowMs, lifetimeSeconds: tokenLifetimeSeconds });
+        sendJson(res, 200, { ...body, client_id: clientId ?? computeFor(scenario.vm).vmId });
         return "200";
       }
     }
@@ -368,14 +360,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   server.keepAliveTimeout = 5000;
 
   const host = options.host ?? defaultSimulatorHost;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listen(server, options.port ?? 0, host);
   if (options.startOn === "listen") startTimeline(clock.now());
   const tick = setInterval(() => sync(clock.now()), tickIntervalMs);
   tick.unref();

@@ -41,18 +41,8 @@ interface ActiveFault {
   remaining: number | null;
 }
 
-interface EventDefinition {
-  EventType: string;
-  EventStatus: "Scheduled" | "Started";
-  ResourceType: string;
-  Resources: string[];
-  Description: string;
-  EventSource: string;
-  DurationInSeconds: number;
-  notBeforeMs: number | null;
-  startedForMs: number;
-  autoStart: boolean;
-}
+/** What a scenario defines about an event; the timeline adds its id and when it started. */
+type EventDefinition = Omit<LiveEvent, "EventId" | "startedAtMs">;
 
 const defaultNotBeforeSeconds = 900;
 

@@ -55,7 +55,7 @@ function backlog(records: number): OutboxEntry[] {
 
 /** Starts the peer as its own process (`sef emulate eventhubs`), as the real service is: the sink gets a core of its own. */
 async function startPeerProcess(): Promise<{ connectionString: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...(process.env.SEF_BENCH_PEER_PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof2"] : []), cliPath, "emulate", "eventhubs", "--port", "0", "--hub", "sef-bench", "--partitions", "4", "--log-level", "warn"], {
+  const child = spawn(process.execPath, [cliPath, "emulate", "eventhubs", "--port", "0", "--hub", "sef-bench", "--partitions", "4", "--log-level", "warn"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import { spawn } from "node:child_process";
-import { mintLocalToken } from "../../src/emulators/local-tokens.js";
+import { localTokenResponse } from "../../src/emulators/local-tokens.js";
 import { startEventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
 import { entries, interleavedTransitions } from "./fixtures.js";
 
@@ -19,9 +19,9 @@ async function tokenServer(audienceOverride?: string): Promise<{ url: string; re
     const url = new URL(req.url ?? "/", "http://localhost");
     requests.push(url.pathname);
     const resource = audienceOverride ?? url.searchParams.get("resource") ?? "";
-    const { token, claims } = mintLocalToken(resource, { clientId: url.searchParams.get("client_id") ?? undefined });
+    const clientId = url.searchParams.get("client_id");
     res.setHeader("content-type", "application/json");
-    res.end(JSON.stringify({ access_token: token, expires_in: "3600", expires_on: String(claims.exp), resource, token_type: "Bearer" }));
+    res.end(JSON.stringify(localTokenResponse(resource, clientId ? { clientId } : {})));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));

@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintLocalToken } from "../../src/emulators/local-tokens.js";
+import { localTokenResponse } from "../../src/emulators/local-tokens.js";
 import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/emulators/logs-ingestion/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
@@ -38,20 +38,8 @@ function startTokenServer(): Promise<{ server: Server; url: string; requests: To
       return;
     }
     requests.push({ resource, clientId, metadataHeader: req.headers.metadata });
-    const { token, claims } = mintLocalToken(resource ?? "", clientId ? { clientId } : {});
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(
-      JSON.stringify({
-        access_token: token,
-        client_id: clientId ?? "system",
-        expires_in: String(claims.exp - claims.iat),
-        expires_on: String(claims.exp),
-        ext_expires_in: String(claims.exp - claims.iat),
-        not_before: String(claims.iat),
-        resource,
-        token_type: "Bearer",
-      }),
-    );
+    res.end(JSON.stringify(localTokenResponse(resource ?? "", clientId ? { clientId } : {})));
   });
   return new Promise((resolve) => {
     server.listen(0, "127.0.0.1", () => {

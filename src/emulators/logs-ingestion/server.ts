@@ -4,12 +4,12 @@ import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gunzip as gunzipCallback } from "node:zlib";
 import type { Logger } from "pino";
+import { listen } from "../../util/listen.js";
 import { streamName as contractStreamName, validateRow } from "../../contract/stream-schema.js";
 import { silentLogger } from "../../observability/logger.js";
 import { verifyLocalToken } from "../local-tokens.js";
@@ -244,14 +244,7 @@ export async function startLogsIngestionEmulator(options: LogsIngestionEmulatorO
       else res.destroy();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listen(server, options.port ?? 0, host);
   const endpointHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
 
   return {

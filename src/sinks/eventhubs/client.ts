@@ -1,7 +1,8 @@
 // Builds @azure/event-hubs clients (producer for the sink, consumer for `sef tail`) from resolved credentials:
 // SAS connection string, managed identity or the default Entra ID chain; explicit exponential retry options.
 import { EventHubConsumerClient, EventHubProducerClient, RetryMode, type EventHubClientOptions } from "@azure/event-hubs";
-import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from "@azure/identity";
+import type { TokenCredential } from "@azure/identity";
+import { createAzureCredential } from "../azure-credential.js";
 import type { EventHubsAuth } from "./settings.js";
 
 export interface EventHubsClientOptions {
@@ -28,10 +29,7 @@ export function sdkClientOptions(options: EventHubsClientOptions): EventHubClien
 }
 
 export function tokenCredentialFor(auth: Extract<EventHubsAuth, { kind: "tokenCredential" }>): TokenCredential {
-  if (auth.credential === "default") {
-    return new DefaultAzureCredential(auth.managedIdentityClientId ? { managedIdentityClientId: auth.managedIdentityClientId } : {});
-  }
-  return auth.managedIdentityClientId ? new ManagedIdentityCredential({ clientId: auth.managedIdentityClientId }) : new ManagedIdentityCredential();
+  return createAzureCredential(auth.credential, auth.managedIdentityClientId);
 }
 
 /** A human-readable description of where the client connects, without secrets. */

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { Agent as HttpsAgent } from "node:https";
 import { rootCertificates } from "node:tls";
-import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { createAzureCredential } from "../azure-credential.js";
 import { LogsIngestionClient } from "@azure/monitor-ingestion";
 import type { Logger } from "pino";
 import type { AgentMetrics } from "../../observability/metrics.js";
@@ -53,11 +53,7 @@ interface PendingRow {
 
 /** Builds the credential the settings name. */
 export function createCredential(settings: LogAnalyticsSettings): TokenCredential {
-  const clientId = settings.managedIdentityClientId;
-  if (settings.credential === "default") {
-    return new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
-  }
-  return clientId ? new ManagedIdentityCredential({ clientId }) : new ManagedIdentityCredential();
+  return createAzureCredential(settings.credential, settings.managedIdentityClientId);
 }
 
 export class LogAnalyticsSink implements Sink {
