@@ -1,14 +1,16 @@
 // Benchmark: drains a backlog of transition records to the local Event Hubs peer through the Event Hubs sink
-// (real EventHubProducerClient, AMQP, partition key = EventId), batch by batch as the drain loop would.
+// (real EventHubProducerClient, AMQP, partition key = EventId), batch by batch as the drain loop would; and, as the
+// reference, the bare SDK sending the same backlog as one keyed EventDataBatch per EventId with nothing of sef around it.
 // The peer runs as its own process (`sef emulate eventhubs`), like the service; delivery is checked with the real consumer.
 import { pathToFileURL } from "node:url";
 import { transitionRecordId } from "../../src/contract/record-id.js";
 import type { EventStatus, TransitionRecord } from "../../src/contract/record.js";
 import { spawn } from "node:child_process";
-import { EventHubConsumerClient } from "@azure/event-hubs";
+import { EventHubConsumerClient, EventHubProducerClient } from "@azure/event-hubs";
 import { cliPath } from "../helpers/agent-process.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
+import { toEventData } from "../../src/sinks/eventhubs/encode.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
 
 const statuses: readonly EventStatus[] = ["Scheduled", "Started", "Completed"];
@@ -96,35 +98,108 @@ async function storedEvents(connectionString: string): Promise<number> {
   }
 }
 
-/** Drains `records` records to the peer process; the figures cover the drain only (not building the backlog). */
-export async function benchEventHubsDrain(records = 100_000, partitionRouting: "key" | "hash" = "key"): Promise<{ recordsPerSecond: number; megabytesPerSecond: number; records: number; seconds: number }> {
+export interface DrainFigures {
+  readonly recordsPerSecond: number;
+  readonly megabytesPerSecond: number;
+  readonly records: number;
+  readonly seconds: number;
+  /** CPU time of this process (user + system) per record during the drain, in microseconds. */
+  readonly cpuMicrosecondsPerRecord: number;
+}
+
+/** Runs `drain` over the backlog after `warmUp` (opening the link), timing only the drain, then checks the hub stored every record. */
+async function measureDrain(
+  records: number,
+  start: (connectionString: string) => { warmUp(outbox: readonly OutboxEntry[]): Promise<void>; drain(outbox: readonly OutboxEntry[]): Promise<void>; close(): Promise<void> },
+): Promise<DrainFigures> {
   const outbox = backlog(records);
   const bytes = outbox.reduce((sum, e) => sum + Buffer.byteLength(e.json), 0);
   const peer = await startPeerProcess();
-  const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString: peer.connectionString, partitionRouting }), { logger: silentLogger() }, {});
+  const client = start(peer.connectionString);
   try {
-    const signal = new AbortController().signal;
-    // Open the link first (connection + $cbs), as a running agent would have.
-    await sink.send(outbox.slice(0, 1), signal);
+    await client.warmUp(outbox);
     const startedMs = performance.now();
-    let cursor = 1;
-    while (cursor < outbox.length) {
-      const batch = outbox.slice(cursor, cursor + sink.maxBatchRecords);
-      const result = await sink.send(batch, signal);
-      if (result.kind === "ok") cursor += batch.length;
-      else if (result.kind === "retryable") cursor += result.acceptedCount ?? 0;
-      else throw new Error(result.reason);
-    }
+    const cpuBefore = process.cpuUsage();
+    await client.drain(outbox);
+    const cpu = process.cpuUsage(cpuBefore);
     const seconds = (performance.now() - startedMs) / 1000;
     const stored = await storedEvents(peer.connectionString);
     if (stored < records) throw new Error(`peer stored ${stored} of ${records} records`);
-    return { recordsPerSecond: Math.round((records - 1) / seconds), megabytesPerSecond: Number((bytes / 1e6 / seconds).toFixed(2)), records, seconds: Number(seconds.toFixed(3)) };
+    return {
+      recordsPerSecond: Math.round((records - 1) / seconds),
+      megabytesPerSecond: Number((bytes / 1e6 / seconds).toFixed(2)),
+      records,
+      seconds: Number(seconds.toFixed(3)),
+      cpuMicrosecondsPerRecord: Math.round((cpu.user + cpu.system) / (records - 1)),
+    };
   } finally {
-    await sink.close();
+    await client.close();
     await peer.stop();
   }
 }
 
+/** Drains `records` records to the peer process through the sink; the figures cover the drain only (not building the backlog). */
+export async function benchEventHubsDrain(records = 100_000, partitionRouting: "key" | "hash" = "key"): Promise<DrainFigures> {
+  return measureDrain(records, (connectionString) => {
+    const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString, partitionRouting }), { logger: silentLogger() }, {});
+    const signal = new AbortController().signal;
+    return {
+      // Open the link first (connection + $cbs), as a running agent would have.
+      warmUp: async (outbox) => void (await sink.send(outbox.slice(0, 1), signal)),
+      drain: async (outbox) => {
+        let cursor = 1;
+        while (cursor < outbox.length) {
+          const batch = outbox.slice(cursor, cursor + sink.maxBatchRecords);
+          const result = await sink.send(batch, signal);
+          if (result.kind === "ok") cursor += batch.length;
+          else if (result.kind === "retryable") cursor += result.acceptedCount ?? 0;
+          else throw new Error(result.reason);
+        }
+      },
+      close: () => sink.close(),
+    };
+  });
+}
+
+/**
+ * The reference for key routing: the bare SDK sends the backlog as one `EventDataBatch` per EventId (partition key =
+ * EventId), `concurrency` sends in flight, no store, sink or drain loop. Whatever sef adds is the gap to this figure.
+ */
+export async function benchEventHubsBareSdkKeyed(records = 100_000, concurrency = 128): Promise<DrainFigures> {
+  return measureDrain(records, (connectionString) => {
+    const producer = new EventHubProducerClient(connectionString);
+    const sendKeyed = async (key: string, entries: readonly OutboxEntry[]): Promise<void> => {
+      const batch = await producer.createBatch({ partitionKey: key });
+      for (const entry of entries) if (!batch.tryAdd(toEventData(entry))) throw new Error("a bench record does not fit in a batch");
+      await producer.sendBatch(batch);
+    };
+    return {
+      warmUp: (outbox) => sendKeyed("warm-up", outbox.slice(0, 1)),
+      drain: async (outbox) => {
+        const byEventId = new Map<string, OutboxEntry[]>();
+        for (const entry of outbox.slice(1)) {
+          const key = (entry.record as TransitionRecord).EventId;
+          const group = byEventId.get(key);
+          if (group) group.push(entry);
+          else byEventId.set(key, [entry]);
+        }
+        const groups = [...byEventId];
+        let next = 0;
+        const worker = async (): Promise<void> => {
+          while (next < groups.length) {
+            const [key, entries] = groups[next++]!;
+            await sendKeyed(key, entries);
+          }
+        };
+        await Promise.all(Array.from({ length: concurrency }, worker));
+      },
+      close: () => producer.close(),
+    };
+  });
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  console.log(JSON.stringify(await benchEventHubsDrain(Number(process.argv[2] ?? 100_000), process.argv[3] === "hash" ? "hash" : "key")));
+  const records = Number(process.argv[2] ?? 100_000);
+  const mode = process.argv[3] ?? "key";
+  console.log(JSON.stringify(mode === "bare" ? await benchEventHubsBareSdkKeyed(records) : await benchEventHubsDrain(records, mode === "hash" ? "hash" : "key")));
 }

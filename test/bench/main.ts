@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { benchDetectionLatency } from "./agent-latency.js";
 import { benchIdleFootprint } from "./idle-footprint.js";
-import { benchEventHubsDrain } from "./eventhubs-drain.js";
+import { benchEventHubsBareSdkKeyed, benchEventHubsDrain } from "./eventhubs-drain.js";
 import { benchLogAnalyticsDrain } from "./loganalytics-drain.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
@@ -29,6 +29,8 @@ const idle = await benchIdleFootprint(idleSeconds);
 report("idleFootprint1Hz", idle, idle.cpuPercentOfOneCore < 0.5 && idle.peakRssMb < 80);
 const eh = await benchEventHubsDrain(drainRecords, "key");
 report("eventHubsDrainKeyRouting", eh, eh.recordsPerSecond >= 20_000);
+// The reference for key routing: the bare SDK, one keyed batch per EventId, nothing of sef around it (no target).
+report("eventHubsBareSdkKeyedBatches", await benchEventHubsBareSdkKeyed(drainRecords));
 const ehHash = await benchEventHubsDrain(drainRecords, "hash");
 report("eventHubsDrainHashRouting", ehHash, ehHash.recordsPerSecond >= 20_000);
 const la = await benchLogAnalyticsDrain(drainRecords);

@@ -133,7 +133,7 @@ describe("sink: settings", () => {
       partitionRouting: "key",
       maxBatchRecords: 2000,
       lingerMs: 100,
-      maxConcurrentBatches: 16,
+      maxConcurrentBatches: 128,
       maxRetries: 3,
       retryDelayMs: 800,
       maxRetryDelayMs: 10_000,

@@ -1,9 +1,10 @@
 // The Event Hubs sink against the local AMQP peer, read back with the real EventHubConsumerClient.
 import { afterEach, describe, expect, it } from "vitest";
 import { partitionForKey } from "../../src/sinks/eventhubs/encode.js";
-import { EventHubConsumerClient, earliestEventPosition, type ReceivedEventData } from "@azure/event-hubs";
+import { EventHubConsumerClient, EventHubProducerClient, earliestEventPosition, type ReceivedEventData } from "@azure/event-hubs";
+import { silentLogger } from "../../src/observability/logger.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
-import type { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
+import { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
 import { drainUntilDone, entries, heartbeat, interleavedTransitions, sinkFor, transition } from "./fixtures.js";
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -151,5 +152,38 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     expect(await sink(keyed).send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
     const placement = (events: ReturnType<typeof emulator.events>) => new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
     expect(placement(keyed.events())).toEqual(placement(emulator.events()));
+  });
+
+  it("with hash routing follows a partition count raised on the hub, once the ids it read are 10 s old", async () => {
+    const emulator = await peer({ partitionCount: 2 });
+    let nowMs = 1_700_000_000_000;
+    const s = new EventHubsSink({
+      producer: new EventHubProducerClient(emulator.connectionString),
+      logger: silentLogger(),
+      partitionKeyField: "EventId",
+      partitionRouting: "hash",
+      maxBatchRecords: 2000,
+      lingerMs: 0,
+      maxConcurrentBatches: 16,
+      now: () => nowMs,
+    });
+    cleanups.push(() => s.close());
+    const signal = new AbortController().signal;
+    expect(await s.send(entries(interleavedTransitions(10)), signal)).toEqual({ kind: "ok" });
+    expect(new Set(emulator.events().map((e) => e.partitionId))).toEqual(new Set(["0", "1"]));
+
+    emulator.scalePartitions(8);
+    nowMs += 10_000;
+    const later = Array.from({ length: 24 }, (_, i) => transition(`LATER-${i}`, "Scheduled", i));
+    expect(await s.send(entries(later, 100), signal)).toEqual({ kind: "ok" });
+    const ids = ["0", "1", "2", "3", "4", "5", "6", "7"];
+    const landed = emulator.events().filter((e) => JSON.parse(String(e.body)).EventId.startsWith("LATER-"));
+    expect(landed.map((e) => e.partitionId)).toEqual(landed.map((e) => partitionForKey(JSON.parse(String(e.body)).EventId, ids)));
+    // Some keys now map to the new partitions, as the service itself routes them with key routing.
+    expect(landed.some((e) => Number(e.partitionId) >= 2)).toBe(true);
+    const keyed = await peer({ partitionCount: 8 });
+    expect(await sink(keyed).send(entries(later, 100), signal)).toEqual({ kind: "ok" });
+    const placement = (events: ReturnType<typeof emulator.events>) => new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
+    expect(placement(landed)).toEqual(placement(keyed.events()));
   });
 });

@@ -83,6 +83,8 @@ export interface EventHubsEmulator {
   readonly caCertPath: string | undefined;
   /** What was stored: one partition, or all partitions in partition order. */
   events(partitionId?: string): EmulatedEvent[];
+  /** Raises the hub's partition count, as a Premium or Dedicated namespace allows (never lowers it). */
+  scalePartitions(partitionCount: number): void;
   /** Counters: sends accepted/rejected, connections opened. */
   readonly stats: { sendsAccepted: number; sendsRejected: number; connectionsOpened: number };
   readonly faults: EventHubsFaults;
@@ -493,6 +495,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     connectionString,
     caCertPath: tlsIdentity?.caCertPath,
     events: (partitionId) => (partitionId === undefined ? store.allEvents() : [...store.events(partitionId)]).map(decodeStored),
+    scalePartitions: (partitionCount) => store.scalePartitions(partitionCount),
     stats,
     faults,
     close: async () => {

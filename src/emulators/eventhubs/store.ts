@@ -24,7 +24,7 @@ export interface PartitionInfo {
 }
 
 export class HubStore {
-  readonly partitionIds: readonly string[];
+  private readonly ids: string[];
   private readonly partitions: StoredEvent[][];
   private readonly nextOffsets: number[];
   private roundRobin = 0;
@@ -32,13 +32,33 @@ export class HubStore {
 
   constructor(partitionCount: number, private readonly now: () => number = Date.now) {
     if (!Number.isInteger(partitionCount) || partitionCount < 1) throw new RangeError(`partitionCount must be a positive integer, got ${partitionCount}`);
-    this.partitionIds = Array.from({ length: partitionCount }, (_, i) => String(i));
-    this.partitions = this.partitionIds.map(() => []);
-    this.nextOffsets = this.partitionIds.map(() => 0);
+    this.ids = Array.from({ length: partitionCount }, (_, i) => String(i));
+    this.partitions = this.ids.map(() => []);
+    this.nextOffsets = this.ids.map(() => 0);
+  }
+
+  /** The hub's partition ids, "0" to "N-1". */
+  get partitionIds(): readonly string[] {
+    return this.ids;
+  }
+
+  /**
+   * Raises the partition count (Premium and Dedicated namespaces allow it; it can never go down). Existing partitions
+   * keep their events; from now on partition keys hash over the new count.
+   */
+  scalePartitions(partitionCount: number): void {
+    if (!Number.isInteger(partitionCount) || partitionCount < this.ids.length) {
+      throw new RangeError(`partition count can only grow: have ${this.ids.length}, asked for ${partitionCount}`);
+    }
+    while (this.ids.length < partitionCount) {
+      this.ids.push(String(this.ids.length));
+      this.partitions.push([]);
+      this.nextOffsets.push(0);
+    }
   }
 
   hasPartition(partitionId: string): boolean {
-    return this.partitionIds.includes(partitionId);
+    return this.ids.includes(partitionId);
   }
 
   /** Where a send without an explicit partition goes: by key hash, else round robin (one batch stays together). */

@@ -38,7 +38,7 @@ export const eventHubsSettingsSchema = z
     /** How long the drain loop waits for more records before a non-urgent send, in ms. */
     lingerMs: z.number().int().min(0).max(60_000).default(100),
     /** Event batches of one send that may be in flight at once (only batches with different partition keys). */
-    maxConcurrentBatches: z.number().int().min(1).max(256).default(16),
+    maxConcurrentBatches: z.number().int().min(1).max(256).default(128),
     /** Retries the SDK makes inside one send (exponential backoff), before the drain loop's own backoff. */
     maxRetries: z.number().int().min(0).max(20).default(3),
     /** First SDK retry delay, in ms. */

@@ -18,8 +18,17 @@ export interface EventHubsSinkOptions {
   readonly lingerMs: number;
   /** Event batches of one send in flight at once; batches of the same partition key never overlap. */
   readonly maxConcurrentBatches: number;
+  /**
+   * Hash routing re-reads the hub's partition ids when they are older than this (default 10 s, as the SDK's buffered
+   * producer does), so a partition count raised on a Premium or Dedicated namespace is followed, as the service would.
+   */
+  readonly partitionIdsMaxAgeMs?: number;
+  /** Milliseconds since the epoch (tests pass a fake clock's). */
+  readonly now?: () => number;
   readonly name?: string;
 }
+
+export const defaultPartitionIdsMaxAgeMs = 10_000;
 
 /** One EventDataBatch to send: its partition key and the batch indexes of the entries it carries, in order. */
 interface SendUnit {
@@ -33,7 +42,7 @@ export class EventHubsSink implements Sink {
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
   private closed = false;
-  private cachedPartitionIds: readonly string[] | undefined;
+  private partitionIdsRead: { readonly ids: readonly string[]; readonly atMs: number } | undefined;
 
   constructor(private readonly options: EventHubsSinkOptions) {
     this.name = options.name ?? "eventhubs";
@@ -117,10 +126,27 @@ export class EventHubsSink implements Sink {
     return group.partitionKey !== undefined ? { abortSignal: signal, partitionKey: group.partitionKey } : { abortSignal: signal };
   }
 
-  /** The hub's partition ids, read once (hash routing). */
+  /**
+   * The hub's partition ids (hash routing), re-read once they are `partitionIdsMaxAgeMs` old. When a re-read fails the
+   * ids read before are used (the send that follows fails the same way if the hub is unreachable).
+   */
   private async partitionIds(signal: AbortSignal): Promise<readonly string[]> {
-    this.cachedPartitionIds ??= await this.options.producer.getPartitionIds({ abortSignal: signal });
-    return this.cachedPartitionIds;
+    const nowMs = (this.options.now ?? Date.now)();
+    const previous = this.partitionIdsRead;
+    if (previous && nowMs - previous.atMs < (this.options.partitionIdsMaxAgeMs ?? defaultPartitionIdsMaxAgeMs)) return previous.ids;
+    let ids: readonly string[];
+    try {
+      ids = await this.options.producer.getPartitionIds({ abortSignal: signal });
+    } catch (err) {
+      if (!previous) throw err;
+      this.options.logger.debug({ sink: this.name, reason: classifySendError(err).reason }, "could not re-read the partition ids; using the last ones");
+      return previous.ids;
+    }
+    if (previous && ids.length !== previous.ids.length) {
+      this.options.logger.info({ sink: this.name, from: previous.ids.length, to: ids.length }, "event hub partition count changed; hash routing follows it");
+    }
+    this.partitionIdsRead = { ids, atMs: nowMs };
+    return ids;
   }
 
   /**
