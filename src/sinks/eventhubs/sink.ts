@@ -42,6 +42,12 @@ export class EventHubsSink implements Sink {
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
   private closed = false;
+  /**
+   * Seqs of entries the hub accepted in a send that then failed, past the accepted prefix reported to the drain loop.
+   * The loop hands them over again from its cursor; the sink counts them as sent instead of sending them twice. Only
+   * the last send's are kept: the loop resumes at that send's first unaccepted entry.
+   */
+  private acceptedPastPrefix: ReadonlySet<number> = new Set();
   private partitionIdsRead: { readonly ids: readonly string[]; readonly atMs: number } | undefined;
 
   constructor(private readonly options: EventHubsSinkOptions) {
@@ -67,17 +73,26 @@ export class EventHubsSink implements Sink {
   }
 
   private async sendWith(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendResult> {
+    // Indexes of the entries the hub has accepted: those of the failed send before this one count from the start.
     const sent = new Set<number>();
+    batch.forEach((entry, index) => {
+      if (this.acceptedPastPrefix.has(entry.seq)) sent.add(index);
+    });
     const rejected: RejectedRecord[] = [];
+    let failure: { kind: "retryable"; reason: string; retryAfterMs?: number } | undefined;
     try {
-      const units = await this.pack(batch, rejected, signal);
-      const failure = await this.sendUnits(batch, units, sent, rejected, signal);
-      if (failure) return { ...failure, acceptedCount: leadingDoneCount(batch.length, sent) };
+      const units = await this.pack(batch, sent, rejected, signal);
+      failure = await this.sendUnits(batch, units, sent, rejected, signal);
     } catch (err) {
       // Packing (createBatch opens the link) or anything unexpected: classify; never throw to the drain loop.
-      const c = classifySendError(err);
-      return { kind: "retryable", reason: c.reason, acceptedCount: leadingDoneCount(batch.length, sent) };
+      failure = { kind: "retryable", reason: classifySendError(err).reason };
     }
+    if (failure) {
+      const acceptedCount = leadingDoneCount(batch.length, sent);
+      this.acceptedPastPrefix = new Set([...sent].filter((index) => index >= acceptedCount).map((index) => batch[index]!.seq));
+      return { ...failure, acceptedCount };
+    }
+    this.acceptedPastPrefix = new Set();
     if (rejected.length > 0) {
       this.options.logger.warn({ sink: this.name, rejected: rejected.length }, "records rejected by Event Hubs (dead-lettered)");
       return { kind: "ok", rejected: rejected.sort((a, b) => a.seq - b.seq) };
@@ -85,12 +100,17 @@ export class EventHubsSink implements Sink {
     return { kind: "ok" };
   }
 
-  /** Packs the entries into EventDataBatches, per partition key, in order; records too large for any batch are rejected. */
-  private async pack(batch: readonly OutboxEntry[], rejected: RejectedRecord[], signal: AbortSignal): Promise<SendUnit[]> {
+  /**
+   * Packs the entries not yet `sent` into EventDataBatches, per partition key, in order; records too large for any
+   * batch are rejected.
+   */
+  private async pack(batch: readonly OutboxEntry[], sent: ReadonlySet<number>, rejected: RejectedRecord[], signal: AbortSignal): Promise<SendUnit[]> {
     const { producer } = this.options;
     const units: SendUnit[] = [];
     const partitionIds = this.options.partitionRouting === "hash" ? await this.partitionIds(signal) : undefined;
-    const groups = groupByPartitionKey(batch, this.options.partitionKeyField, partitionIds);
+    const groups = groupByPartitionKey(batch, this.options.partitionKeyField, partitionIds)
+      .map((group) => (sent.size === 0 ? group : { ...group, indexes: group.indexes.filter((index) => !sent.has(index)) }))
+      .filter((group) => group.indexes.length > 0);
     // One empty batch per group up front, concurrently (createBatch is async but only reads the open link's size).
     const firstBatches = await Promise.all(groups.map((group) => producer.createBatch(this.batchOptions(group, signal))));
     for (const [groupIndex, group] of groups.entries()) {
