@@ -88,6 +88,18 @@ describe("eventhubs sink under injected faults", () => {
     expectAllDelivered(emulator, records, true);
   });
 
+  it("remembers what the hub accepted past a retry batch that is shorter than the failed one", async () => {
+    const emulator = await peer();
+    const records = interleavedTransitions(6);
+    const all = entries(records);
+    const s = sink(emulator);
+    emulator.faults.planSends(["ok", "ok", "ok", "server-busy"]);
+    expect(await s.send(all, new AbortController().signal)).toMatchObject({ kind: "retryable", acceptedCount: 3 });
+    expect(await s.send(all.slice(3, 6), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect(await s.send(all.slice(6), new AbortController().signal)).toEqual({ kind: "ok" });
+    expectAllDelivered(emulator, records, true);
+  });
+
   it.each(["detach", "drop-connection"] as const)("%s before the accept: retryable, then exactly once", async (fault) => {
     const emulator = await peer();
     const records = groupedTransitions(3);

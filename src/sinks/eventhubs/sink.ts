@@ -44,8 +44,8 @@ export class EventHubsSink implements Sink {
   private closed = false;
   /**
    * Seqs of entries the hub accepted in a send that then failed, past the accepted prefix reported to the drain loop.
-   * The loop hands them over again from its cursor; the sink counts them as sent instead of sending them twice. Only
-   * the last send's are kept: the loop resumes at that send's first unaccepted entry.
+   * The loop hands them over again from its cursor; the sink counts them as sent instead of sending them twice. A seq
+   * is forgotten once a send covering it has been reported (it is then behind the cursor).
    */
   private acceptedPastPrefix: ReadonlySet<number> = new Set();
   private partitionIdsRead: { readonly ids: readonly string[]; readonly atMs: number } | undefined;
@@ -87,17 +87,22 @@ export class EventHubsSink implements Sink {
       // Packing (createBatch opens the link) or anything unexpected: classify; never throw to the drain loop.
       failure = { kind: "retryable", reason: classifySendError(err).reason };
     }
-    if (failure) {
-      const acceptedCount = leadingDoneCount(batch.length, sent);
-      this.acceptedPastPrefix = new Set([...sent].filter((index) => index >= acceptedCount).map((index) => batch[index]!.seq));
-      return { ...failure, acceptedCount };
-    }
-    this.acceptedPastPrefix = new Set();
+    const acceptedCount = failure ? leadingDoneCount(batch.length, sent) : batch.length;
+    this.rememberAcceptedPastPrefix(batch, sent, acceptedCount);
+    if (failure) return { ...failure, acceptedCount };
     if (rejected.length > 0) {
       this.options.logger.warn({ sink: this.name, rejected: rejected.length }, "records rejected by Event Hubs (dead-lettered)");
       return { kind: "ok", rejected: rejected.sort((a, b) => a.seq - b.seq) };
     }
     return { kind: "ok" };
+  }
+
+  /** Keeps the seqs the hub accepted past `acceptedCount`, and any from before that lie beyond this batch. */
+  private rememberAcceptedPastPrefix(batch: readonly OutboxEntry[], sent: ReadonlySet<number>, acceptedCount: number): void {
+    const lastSeq = batch[batch.length - 1]!.seq;
+    const kept = [...this.acceptedPastPrefix].filter((seq) => seq > lastSeq);
+    for (const index of sent) if (index >= acceptedCount) kept.push(batch[index]!.seq);
+    this.acceptedPastPrefix = new Set(kept);
   }
 
   /**
