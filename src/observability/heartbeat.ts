@@ -7,7 +7,6 @@ import type { Clock } from "../util/clock.js";
 
 export const defaultHeartbeatIntervalMs = 15 * 60_000;
 
-
 /** A Heartbeat record at `nowMs`; RecordId is deterministic from (VmId, "Heartbeat", TimeGenerated); `stats` go into Detail as JSON. */
 export function heartbeatRecord(vm: VmIdentity, nowMs: number, stats: object, agentVersion: string): HeartbeatRecord {
   const timeGenerated = new Date(nowMs).toISOString();

@@ -1,50 +1,13 @@
 // Benchmark: drains a backlog of transition records to the local Logs Ingestion peer through the Log Analytics sink
 // (real LogsIngestionClient, HTTPS, gzip, local bearer tokens), batch by batch as the drain loop would.
 import { pathToFileURL } from "node:url";
-import { transitionRecordId } from "../../src/contract/record-id.js";
-import type { TransitionRecord } from "../../src/contract/record.js";
 import { startLogsIngestionEmulator } from "../../src/emulators/logs-ingestion/index.js";
 import { mintLocalToken } from "../../src/emulators/local-tokens.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
-
-function backlog(records: number): OutboxEntry[] {
-  const vmId = "6c5d0d4a-1111-2222-3333-444455556666";
-  const startMs = Date.now() - 3_600_000;
-  return Array.from({ length: records }, (_, i) => {
-    const EventId = `A5C1E7F3-${String(i).padStart(4, "0")}-4B1D-9C1B-${String(i).padStart(12, "0")}`;
-    const record: TransitionRecord = {
-      RecordId: transitionRecordId(vmId, EventId, "Scheduled"),
-      RecordType: "Transition",
-      TimeGenerated: new Date(startMs + i).toISOString(),
-      EventId,
-      EventStatus: "Scheduled",
-      PreviousStatus: "",
-      EventType: "Reboot",
-      ResourceType: "VirtualMachine",
-      Resources: ["web-vmss_3", "web-vmss_7"],
-      NotBefore: new Date(startMs + 900_000).toISOString(),
-      Description: "Virtual machine is going to be restarted as requested by authorized user.",
-      EventSource: "User",
-      DurationInSeconds: -1,
-      DocumentIncarnation: i + 1,
-      AffectsThisVm: true,
-      ObservationGap: false,
-      VmName: "web-vmss_3",
-      VmId: vmId,
-      VmResourceId: "/subscriptions/0000/resourceGroups/rg-web/providers/Microsoft.Compute/virtualMachineScaleSets/web-vmss/virtualMachines/3",
-      SubscriptionId: "00000000-0000-0000-0000-000000000000",
-      ResourceGroup: "rg-web",
-      Location: "westeurope",
-      VmScaleSetName: "web-vmss",
-      Zone: "2",
-      AgentVersion: "0.1.0",
-    };
-    return { seq: i + 1, record, json: JSON.stringify(record) };
-  });
-}
+import { transitionBacklog } from "./backlog.js";
 
 /** Drains `records` records to an in-process peer; the figures cover the drain only (not building the backlog). */
 export async function benchLogAnalyticsDrain(
@@ -61,7 +24,7 @@ export async function benchLogAnalyticsDrain(
       },
     },
   });
-  const all = backlog(records);
+  const all = transitionBacklog(records);
   const bytes = all.reduce((n, e) => n + Buffer.byteLength(e.json), 0);
   try {
     const startedMs = performance.now();

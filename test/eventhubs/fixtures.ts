@@ -1,7 +1,8 @@
 // Test fixtures for the Event Hubs sink: outbox entries of transition and heartbeat records, a sink factory for a peer,
 // and a drain-like retry loop.
-import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
-import type { EventStatus, HeartbeatRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
+import { transitionRecordId } from "../../src/contract/record-id.js";
+import { unknownVmIdentity, type EventStatus, type HeartbeatRecord, type SefRecord, type TransitionRecord } from "../../src/contract/record.js";
+import { heartbeatRecord } from "../../src/observability/heartbeat.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/sinks/eventhubs/index.js";
 import type { OutboxEntry, RejectedRecord, SendResult } from "../../src/sinks/sink.js";
@@ -39,22 +40,9 @@ export function transition(eventId: string, status: EventStatus, index: number, 
   };
 }
 
+/** A Heartbeat record as the agent builds it (no EventId: its partition key falls back to the VmId). */
 export function heartbeat(index: number): HeartbeatRecord {
-  return {
-    RecordId: deterministicUuid("Heartbeat", vmId, String(index)),
-    RecordType: "Heartbeat",
-    TimeGenerated: new Date(1_700_000_000_000 + index).toISOString(),
-    AgentVersion: "0.1.0",
-    Detail: "{}",
-    VmName: "web-vmss_3",
-    VmId: vmId,
-    VmResourceId: "",
-    SubscriptionId: "",
-    ResourceGroup: "",
-    Location: "",
-    VmScaleSetName: "",
-    Zone: "",
-  };
+  return heartbeatRecord({ ...unknownVmIdentity, VmName: "web-vmss_3", VmId: vmId }, 1_700_000_000_000 + index, {}, "0.1.0");
 }
 
 export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {

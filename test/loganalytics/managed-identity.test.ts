@@ -62,19 +62,18 @@ afterAll(async () => {
   await new Promise((resolve) => tokenServer.server.close(resolve));
 });
 
+/** A sink for the peer that authenticates with the SDK's managed-identity credential (settings `extra` on top). */
+function sinkWith(extra: Record<string, unknown>): LogAnalyticsSink {
+  return new LogAnalyticsSink({
+    settings: logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath, ...extra }),
+    logger: silentLogger(),
+    pauses: new RulePauses(),
+  });
+}
+
 describe("managed identity", () => {
   it("a user-assigned identity's token for https://monitor.azure.com is fetched and accepted", async () => {
-    const sink = new LogAnalyticsSink({
-      settings: logAnalyticsSettingsSchema.parse({
-        endpoint: peer.endpoint,
-        ruleId: peer.ruleId,
-        caCertFile: peer.caCertPath,
-        credential: "managedIdentity",
-        managedIdentityClientId: "11111111-2222-3333-4444-555555555555",
-      }),
-      logger: silentLogger(),
-      pauses: new RulePauses(),
-    });
+    const sink = sinkWith({ credential: "managedIdentity", managedIdentityClientId: "11111111-2222-3333-4444-555555555555" });
     const records = [transitionRecord(1, { RecordId: "mi-1" }), transitionRecord(2, { RecordId: "mi-2" })];
     try {
       expect(await sink.send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
@@ -90,11 +89,7 @@ describe("managed identity", () => {
   });
 
   it("the system-assigned identity works too (and the token is cached between sends)", async () => {
-    const sink = new LogAnalyticsSink({
-      settings: logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath }),
-      logger: silentLogger(),
-      pauses: new RulePauses(),
-    });
+    const sink = sinkWith({});
     try {
       const before = tokenServer.requests.filter((r) => r.clientId === null).length;
       expect(await sink.send(entries([transitionRecord(3, { RecordId: "mi-3" })]), new AbortController().signal)).toEqual({ kind: "ok" });
@@ -107,16 +102,7 @@ describe("managed identity", () => {
   });
 
   it("an identity the token endpoint refuses makes the send retryable, never dead-lettered", async () => {
-    const sink = new LogAnalyticsSink({
-      settings: logAnalyticsSettingsSchema.parse({
-        endpoint: peer.endpoint,
-        ruleId: peer.ruleId,
-        caCertFile: peer.caCertPath,
-        managedIdentityClientId: unknownClientId,
-      }),
-      logger: silentLogger(),
-      pauses: new RulePauses(),
-    });
+    const sink = sinkWith({ managedIdentityClientId: unknownClientId });
     try {
       const result = await sink.send(entries([transitionRecord(5, { RecordId: "mi-5" })]), new AbortController().signal);
       expect(result).toMatchObject({ kind: "retryable", reason: expect.stringMatching(/^CredentialUnavailableError: .*Identity not found/) });
