@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `sef` command line: one subcommand per module in cli/commands/. `sef run` (the agent, resident on every VM)
-// loads only its own module; the other commands pull in simulators, emulators and consumers it never needs.
+// loads only its own module; `sef tail` pulls in the Event Hubs consumer it never needs.
 import { Command } from "commander";
 import { agentVersion } from "../contract/agent-version.js";
 import { registerRunCommand } from "./commands/run.js";
@@ -13,13 +13,7 @@ const program = new Command("sef")
 
 registerRunCommand(program);
 if (process.argv[2] !== "run") {
-  const [{ registerSimulateCommand }, { registerEmulateCommand }, { registerTailCommand }] = await Promise.all([
-    import("./commands/simulate.js"),
-    import("./commands/emulate.js"),
-    import("./commands/tail.js"),
-  ]);
-  registerSimulateCommand(program);
-  registerEmulateCommand(program);
+  const { registerTailCommand } = await import("./commands/tail.js");
   registerTailCommand(program);
 }
 

@@ -1,6 +1,6 @@
 // The durable store (SQLite, WAL, synchronous=FULL) in the data directory: collector state, emitted keys,
 // the outbox of records and one cursor per sink. A document's state change and its records commit in one transaction.
-import Database from "better-sqlite3";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { mkdirSync, accessSync, constants } from "node:fs";
 import { join } from "node:path";
 import type { SefRecord, VmIdentity } from "../contract/record.js";
@@ -26,34 +26,34 @@ const schemaVersion = 1;
 
 export class Store {
   readonly path: string;
-  private readonly db: Database.Database;
+  private readonly db: DatabaseSync;
   private outboxBytes: number;
   private readonly statements;
 
-  private constructor(path: string, db: Database.Database, private readonly options: StoreOptions) {
+  private constructor(path: string, db: DatabaseSync, private readonly options: StoreOptions) {
     this.path = path;
     this.db = db;
     this.statements = {
-      getMeta: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
-      setMeta: db.prepare<[string, string]>("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
-      allEvents: db.prepare<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>("SELECT * FROM events"),
-      deleteEvents: db.prepare("DELETE FROM events"),
-      insertEvent: db.prepare<[string, string, string, number]>("INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, ?)"),
-      allEmitted: db.prepare<[], { key: string; emitted_ms: number; ended_ms: number | null }>("SELECT * FROM emitted"),
-      deleteEmitted: db.prepare("DELETE FROM emitted"),
-      insertEmitted: db.prepare<[string, number, number | null]>("INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)"),
-      append: db.prepare<[string, string, string, number]>("INSERT INTO outbox(record_id, record_type, json, created_ms) VALUES (?, ?, ?, ?)"),
-      readAfter: db.prepare<[number, number], { seq: number; json: string }>("SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?"),
-      getCursor: db.prepare<[string], { seq: number }>("SELECT seq FROM cursors WHERE sink = ?"),
-      setCursor: db.prepare<[string, number]>("INSERT INTO cursors(sink, seq) VALUES (?, ?) ON CONFLICT(sink) DO UPDATE SET seq = MAX(seq, excluded.seq)"),
-      cursors: db.prepare<[], { sink: string; seq: number }>("SELECT sink, seq FROM cursors"),
-      deleteCursor: db.prepare<[string]>("DELETE FROM cursors WHERE sink = ?"),
-      depthAfter: db.prepare<[number], { n: number; oldest: number | null }>("SELECT COUNT(*) AS n, MIN(created_ms) AS oldest FROM outbox WHERE seq > ?"),
-      headSeq: db.prepare<[], { seq: number | null }>("SELECT MAX(seq) AS seq FROM outbox"),
-      prune: db.prepare<[number]>("DELETE FROM outbox WHERE seq <= ?"),
-      bytes: db.prepare<[], { bytes: number | null }>("SELECT SUM(LENGTH(CAST(json AS BLOB))) AS bytes FROM outbox"),
-      bytesUpTo: db.prepare<[number], { bytes: number | null }>("SELECT SUM(LENGTH(CAST(json AS BLOB))) AS bytes FROM outbox WHERE seq <= ?"),
-      oldest: db.prepare<[number], { seq: number; json: string }>("SELECT seq, json FROM outbox ORDER BY seq LIMIT ?"),
+      getMeta: query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?"),
+      setMeta: command<[string, string]>(db, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+      allEvents: query<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>(db, "SELECT * FROM events"),
+      deleteEvents: command<[]>(db, "DELETE FROM events"),
+      insertEvent: command<[string, string, string, number]>(db, "INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, ?)"),
+      allEmitted: query<[], { key: string; emitted_ms: number; ended_ms: number | null }>(db, "SELECT * FROM emitted"),
+      deleteEmitted: command<[]>(db, "DELETE FROM emitted"),
+      insertEmitted: command<[string, number, number | null]>(db, "INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)"),
+      append: command<[string, string, string, number]>(db, "INSERT INTO outbox(record_id, record_type, json, created_ms) VALUES (?, ?, ?, ?)"),
+      readAfter: query<[number, number], { seq: number; json: string }>(db, "SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?"),
+      getCursor: query<[string], { seq: number }>(db, "SELECT seq FROM cursors WHERE sink = ?"),
+      setCursor: command<[string, number]>(db, "INSERT INTO cursors(sink, seq) VALUES (?, ?) ON CONFLICT(sink) DO UPDATE SET seq = MAX(seq, excluded.seq)"),
+      cursors: query<[], { sink: string; seq: number }>(db, "SELECT sink, seq FROM cursors"),
+      deleteCursor: command<[string]>(db, "DELETE FROM cursors WHERE sink = ?"),
+      depthAfter: query<[number], { n: number; oldest: number | null }>(db, "SELECT COUNT(*) AS n, MIN(created_ms) AS oldest FROM outbox WHERE seq > ?"),
+      headSeq: query<[], { seq: number | null }>(db, "SELECT MAX(seq) AS seq FROM outbox"),
+      prune: command<[number]>(db, "DELETE FROM outbox WHERE seq <= ?"),
+      bytes: query<[], { bytes: number | null }>(db, "SELECT SUM(LENGTH(CAST(json AS BLOB))) AS bytes FROM outbox"),
+      bytesUpTo: query<[number], { bytes: number | null }>(db, "SELECT SUM(LENGTH(CAST(json AS BLOB))) AS bytes FROM outbox WHERE seq <= ?"),
+      oldest: query<[number], { seq: number; json: string }>(db, "SELECT seq, json FROM outbox ORDER BY seq LIMIT ?"),
     };
     this.outboxBytes = this.statements.bytes.get()?.bytes ?? 0;
   }
@@ -67,20 +67,18 @@ export class Store {
     } catch (err) {
       throw new StoreError(`data directory ${options.dataDir} is not writable: ${(err as Error).message}`, options.dataDir, "unwritable");
     }
-    let db: Database.Database | undefined;
+    let db: DatabaseSync | undefined;
     try {
-      db = new Database(path, { timeout: 2000 });
-      db.pragma("journal_mode = WAL");
-      db.pragma("synchronous = FULL");
-      db.pragma("foreign_keys = ON");
-      const check = db.pragma("quick_check", { simple: true });
+      db = new DatabaseSync(path, { timeout: 2000 });
+      db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;");
+      const check = Object.values(db.prepare("PRAGMA quick_check").get() ?? {})[0];
       if (check !== "ok") throw new StoreError(`store ${path} is corrupt (${String(check)})`, path, "corrupt");
       migrate(db);
       return new Store(path, db, options);
     } catch (err) {
-      db?.close();
+      if (db?.isOpen) db.close();
       if (err instanceof StoreError) throw withAdvice(err);
-      const code = (err as { code?: string }).code ?? "";
+      const code = sqliteCode(err);
       if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
         throw withAdvice(new StoreError(`store ${path} is corrupt: ${(err as Error).message}`, path, "corrupt"));
       }
@@ -116,19 +114,19 @@ export class Store {
    * Returns the appended entries (with their outbox positions).
    */
   commitDocument(state: CollectorState, records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    return this.db.transaction(() => {
+    return transaction(this.db, () => {
       this.setMetaJson("collector", { lastIncarnation: state.lastIncarnation, lastDocumentHash: state.lastDocumentHash, lastSuccessMs: state.lastSuccessMs });
       this.statements.deleteEvents.run();
       for (const [key, e] of state.events) this.statements.insertEvent.run(key, e.status, JSON.stringify(e.fields), e.lastSeenMs);
       this.statements.deleteEmitted.run();
       for (const [key, e] of state.emitted as Map<string, EmittedKey>) this.statements.insertEmitted.run(key, e.emittedMs, e.endedMs);
       return this.appendRecords(records, nowMs);
-    })();
+    });
   }
 
   /** Appends records that do not change the collector state (heartbeats, approvals, hooks). */
   append(records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    return this.db.transaction(() => this.appendRecords(records, nowMs))();
+    return transaction(this.db, () => this.appendRecords(records, nowMs));
   }
 
   private appendRecords(records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
@@ -158,10 +156,10 @@ export class Store {
 
   /** Registers the configured sinks: new ones start at the oldest retained record; cursors of removed sinks are dropped. */
   registerSinks(names: readonly string[]): void {
-    this.db.transaction(() => {
+    transaction(this.db, () => {
       for (const row of this.statements.cursors.all()) if (!names.includes(row.sink)) this.statements.deleteCursor.run(row.sink);
       for (const name of names) if (!this.statements.getCursor.get(name)) this.statements.setCursor.run(name, 0);
-    })();
+    });
   }
 
   /** Deletes records every registered sink has taken. */
@@ -172,7 +170,7 @@ export class Store {
     const bytes = this.statements.bytesUpTo.get(minSeq)?.bytes ?? 0;
     const info = this.statements.prune.run(minSeq);
     this.outboxBytes = Math.max(0, this.outboxBytes - bytes);
-    return info.changes;
+    return Number(info.changes);
   }
 
   /**
@@ -183,7 +181,7 @@ export class Store {
     if (this.outboxBytes <= this.options.maxOutboxBytes) return [];
     const target = Math.floor(this.options.maxOutboxBytes * 0.9);
     const evicted: EvictedRecord[] = [];
-    this.db.transaction(() => {
+    transaction(this.db, () => {
       while (this.outboxBytes > target) {
         const batch = this.statements.oldest.all(500);
         if (batch.length === 0) break;
@@ -194,7 +192,7 @@ export class Store {
         }
         this.statements.prune.run(evicted[evicted.length - 1]!.seq);
       }
-    })();
+    });
     return evicted;
   }
 
@@ -248,7 +246,7 @@ export class Store {
   }
 }
 
-function migrate(db: Database.Database): void {
+function migrate(db: DatabaseSync): void {
   db.exec(`
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS events (event_key TEXT PRIMARY KEY, status TEXT NOT NULL, fields TEXT NOT NULL, last_seen_ms INTEGER NOT NULL);
@@ -256,9 +254,9 @@ function migrate(db: Database.Database): void {
     CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, record_id TEXT NOT NULL, record_type TEXT NOT NULL, json TEXT NOT NULL, created_ms INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS cursors (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
   `);
-  const row = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema_version'").get();
+  const row = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
   if (!row) {
-    db.prepare("INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run(String(schemaVersion));
+    command<[string]>(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run(String(schemaVersion));
   } else if (Number(row.value) > schemaVersion) {
     throw new StoreError(`store schema version ${row.value} is newer than this agent understands (${schemaVersion})`, "", "schema");
   }
@@ -273,3 +271,50 @@ function withAdvice(err: StoreError): StoreError {
     "corrupt",
   );
 }
+
+/** A prepared statement that returns rows of type R for parameters P. */
+interface Query<P extends unknown[], R> {
+  get(...params: P): R | undefined;
+  all(...params: P): R[];
+  run(...params: P): { changes: number | bigint; lastInsertRowid: number | bigint };
+}
+
+function query<P extends unknown[], R>(db: DatabaseSync, sql: string): Query<P, R> {
+  return db.prepare(sql) as unknown as Query<P, R>;
+}
+
+function command<P extends unknown[]>(db: DatabaseSync, sql: string): Query<P, never> {
+  return db.prepare(sql) as StatementSync as unknown as Query<P, never>;
+}
+
+/** Runs `body` in one IMMEDIATE transaction: committed if it returns, rolled back if it throws. */
+function transaction<T>(db: DatabaseSync, body: () => T): T {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const result = body();
+    db.exec("COMMIT");
+    return result;
+  } catch (err) {
+    if (db.isTransaction) db.exec("ROLLBACK");
+    throw err;
+  }
+}
+
+/** The SQLite result-code name of a node:sqlite error (e.g. `SQLITE_BUSY`), or "". */
+function sqliteCode(err: unknown): string {
+  const e = err as { code?: string; errcode?: number; errstr?: string };
+  if (e.code && e.code !== "ERR_SQLITE_ERROR") return e.code;
+  const primary = (e.errcode ?? 0) & 0xff;
+  return sqlitePrimaryCodes[primary] ?? "";
+}
+
+const sqlitePrimaryCodes: Record<number, string> = {
+  3: "SQLITE_PERM",
+  5: "SQLITE_BUSY",
+  6: "SQLITE_LOCKED",
+  8: "SQLITE_READONLY",
+  10: "SQLITE_IOERR",
+  11: "SQLITE_CORRUPT",
+  14: "SQLITE_CANTOPEN",
+  26: "SQLITE_NOTADB",
+};

@@ -1,9 +1,9 @@
-// The approver against the real IMDS simulator (`sef simulate`): an approved Scheduled event moves to Started.
+// The approver against the real IMDS simulator (`sef-testbed simulate`): an approved Scheduled event moves to Started.
 import { afterEach, describe, expect, it } from "vitest";
 import { approveEvents } from "../../src/actions/approver.js";
 import { startRequestPoster } from "./fixtures.js";
 import { decideApproval, sampleApprovalPolicy } from "../../src/actions/approval-policy.js";
-import { parseScenario, startSimulator, type Simulator } from "../../src/simulator/index.js";
+import { parseScenario, startSimulator, type Simulator } from "../../src/testbed/simulator/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { vm } from "./fixtures.js";
 

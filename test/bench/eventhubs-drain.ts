@@ -1,21 +1,21 @@
 // Benchmark: drains a backlog of transition records to the local Event Hubs peer through the Event Hubs sink
 // (real EventHubProducerClient, AMQP, partition key = EventId), batch by batch as the drain loop would; and, as the
 // reference, the bare SDK sending the same backlog as one keyed EventDataBatch per EventId with nothing of sef around it.
-// The peer runs as its own process (`sef emulate eventhubs`), like the service; delivery is checked with the real consumer.
+// The peer runs as its own process (`sef-testbed emulate eventhubs`), like the service; delivery is checked with the real consumer.
 import { pathToFileURL } from "node:url";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { transitionBacklog } from "./backlog.js";
 import { spawn } from "node:child_process";
 import { EventHubConsumerClient, EventHubProducerClient } from "@azure/event-hubs";
-import { cliPath } from "../helpers/agent-process.js";
+import { testbedCliPath } from "../helpers/agent-process.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
 import { toEventData } from "../../src/sinks/eventhubs/encode.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
 
-/** Starts the peer as its own process (`sef emulate eventhubs`), as the real service is: the sink gets a core of its own. */
+/** Starts the peer as its own process (`sef-testbed emulate eventhubs`), as the real service is: the sink gets a core of its own. */
 async function startPeerProcess(): Promise<{ connectionString: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [cliPath, "emulate", "eventhubs", "--port", "0", "--hub", "sef-bench", "--partitions", "4", "--log-level", "warn"], {
+  const child = spawn(process.execPath, [testbedCliPath, "emulate", "eventhubs", "--port", "0", "--hub", "sef-bench", "--partitions", "4", "--log-level", "warn"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";

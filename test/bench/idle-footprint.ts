@@ -2,7 +2,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSimulator } from "../../src/simulator/server.js";
+import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { runCli } from "../helpers/agent-process.js";
 
 export interface FootprintResult {

@@ -1,8 +1,8 @@
 // Benchmark: drains a backlog of transition records to the local Logs Ingestion peer through the Log Analytics sink
 // (real LogsIngestionClient, HTTPS, gzip, local bearer tokens), batch by batch as the drain loop would.
 import { pathToFileURL } from "node:url";
-import { startLogsIngestionEmulator } from "../../src/emulators/logs-ingestion/index.js";
-import { mintLocalToken } from "../../src/emulators/local-tokens.js";
+import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
+import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";

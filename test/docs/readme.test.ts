@@ -5,7 +5,7 @@ import { recordColumns } from "../../src/contract/record.js";
 import { agentConfigSchema } from "../../src/config/schema.js";
 import { environmentVariables } from "../../src/config/load.js";
 import { sinkFactories } from "../../src/sinks/registry.js";
-import { listScenarioNames } from "../../src/simulator/scenarios.js";
+import { listScenarioNames } from "../../src/testbed/simulator/scenarios.js";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 

@@ -1,4 +1,4 @@
-// `sef emulate eventhubs` and `sef tail eventhubs` as processes: ready line, records tailed, SIGTERM → exit 0.
+// `sef-testbed emulate eventhubs` and `sef tail eventhubs` as processes: ready line, records tailed, SIGTERM → exit 0.
 import { describe, expect, it } from "vitest";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { once } from "node:events";
@@ -6,6 +6,10 @@ import { entries, interleavedTransitions, sinkFor } from "./fixtures.js";
 
 function sef(args: string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { env: { ...process.env, ...env } });
+}
+
+function testbed(args: string[]): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ["--import", "tsx", "src/testbed/cli.ts", ...args], { env: process.env });
 }
 
 function firstLine(child: ChildProcessWithoutNullStreams): Promise<string> {
@@ -20,13 +24,13 @@ function firstLine(child: ChildProcessWithoutNullStreams): Promise<string> {
   });
 }
 
-describe("sef emulate eventhubs / sef tail eventhubs", () => {
+describe("sef-testbed emulate eventhubs / sef tail eventhubs", () => {
   it("prints the ready line, tails what the sink sends, and exits 0 on SIGTERM", async () => {
-    const peer = sef(["emulate", "eventhubs", "--port", "0", "--hub", "cli-hub", "--partitions", "2"]);
+    const peer = testbed(["emulate", "eventhubs", "--port", "0", "--hub", "cli-hub", "--partitions", "2"]);
     let stderr = "";
     peer.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const line = await firstLine(peer);
-    const match = /^sef emulate eventhubs listening on amqp:\/\/127\.0\.0\.1:(\d+)$/.exec(line);
+    const match = /^sef-testbed emulate eventhubs listening on amqp:\/\/127\.0\.0\.1:(\d+)$/.exec(line);
     expect(match, line).not.toBeNull();
     const port = match![1];
     const connectionString = `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;EntityPath=cli-hub;UseDevelopmentEmulator=true`;

@@ -2,7 +2,7 @@
 // honest, what the hub accepted is not sent again, duplicates (in-doubt sends) carry the same messageId, and
 // too-large/quota records are dead-lettered.
 import { afterEach, describe, expect, it } from "vitest";
-import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
+import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import type { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { drainUntilDone, entries, interleavedTransitions, sinkFor, transition } from "./fixtures.js";

@@ -3,8 +3,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import { spawn } from "node:child_process";
-import { localTokenResponse } from "../../src/emulators/local-tokens.js";
-import { startEventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
+import { localTokenResponse } from "../../src/testbed/peers/local-tokens.js";
+import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { entries, interleavedTransitions } from "./fixtures.js";
 
 const cleanups: Array<() => Promise<void>> = [];

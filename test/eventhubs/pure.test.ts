@@ -2,10 +2,10 @@
 import { describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";
 import { MessagingError } from "@azure/event-hubs";
-import { parseSelector, startIndex } from "../../src/emulators/eventhubs/selector.js";
-import { HubStore } from "../../src/emulators/eventhubs/store.js";
-import { checkPutToken } from "../../src/emulators/eventhubs/cbs-auth.js";
-import { mintLocalToken } from "../../src/emulators/local-tokens.js";
+import { parseSelector, startIndex } from "../../src/testbed/peers/eventhubs/selector.js";
+import { HubStore } from "../../src/testbed/peers/eventhubs/store.js";
+import { checkPutToken } from "../../src/testbed/peers/eventhubs/cbs-auth.js";
+import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { groupByPartitionKey, leadingDoneCount, partitionForKey, partitionKeyOf, toEventData } from "../../src/sinks/eventhubs/encode.js";
 import { classifySendError } from "../../src/sinks/eventhubs/classify.js";
 import { eventHubsSettingsSchema, resolveEventHubsAuth } from "../../src/sinks/eventhubs/settings.js";

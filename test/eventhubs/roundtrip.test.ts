@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { partitionForKey } from "../../src/sinks/eventhubs/encode.js";
 import { EventHubConsumerClient, EventHubProducerClient, earliestEventPosition, type ReceivedEventData } from "@azure/event-hubs";
 import { silentLogger } from "../../src/observability/logger.js";
-import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
+import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
 import { drainUntilDone, entries, heartbeat, interleavedTransitions, sinkFor, transition } from "./fixtures.js";
 

@@ -4,6 +4,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 export const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+/** The built testbed CLI (`sef-testbed simulate|emulate`). */
+export const testbedCliPath = fileURLToPath(new URL("../../dist/testbed/cli.js", import.meta.url));
 
 export interface RunningProcess {
   readonly child: ChildProcess;

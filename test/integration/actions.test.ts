@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSimulator, type Simulator } from "../../src/simulator/server.js";
+import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import { sampleApprovalPolicy } from "../../src/actions/approval-policy.js";
 import type { SefRecord } from "../../src/contract/record.js";

@@ -5,8 +5,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
-import { startSimulator } from "../../src/simulator/server.js";
-import { parseScenario } from "../../src/simulator/scenario-schema.js";
+import { startSimulator } from "../../src/testbed/simulator/server.js";
+import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 

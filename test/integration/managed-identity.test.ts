@@ -1,11 +1,11 @@
 // Managed identity end to end through the built agent: the real ManagedIdentityCredential gets its token from
-// `sef simulate` (AZURE_POD_IDENTITY_AUTHORITY_HOST), and the TLS Event Hubs peer checks the token's audience.
+// `sef-testbed simulate` (AZURE_POD_IDENTITY_AUTHORITY_HOST), and the TLS Event Hubs peer checks the token's audience.
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSimulator } from "../../src/simulator/server.js";
-import { startEventHubsEmulator } from "../../src/emulators/eventhubs/server.js";
+import { startSimulator } from "../../src/testbed/simulator/server.js";
+import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { runCli, waitUntil } from "../helpers/agent-process.js";
 
 describe("managed identity through the agent", () => {

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSimulator } from "../../src/simulator/server.js";
-import { listScenarioNames, loadScenario } from "../../src/simulator/scenarios.js";
+import { startSimulator } from "../../src/testbed/simulator/server.js";
+import { listScenarioNames, loadScenario } from "../../src/testbed/simulator/scenarios.js";
 import { runCli, readJsonl } from "../helpers/agent-process.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 

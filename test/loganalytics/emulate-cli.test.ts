@@ -1,4 +1,4 @@
-// `sef emulate logs-ingestion` as a process: one ready line on stdout, faults from flags, rows readable over
+// `sef-testbed emulate logs-ingestion` as a process: one ready line on stdout, faults from flags, rows readable over
 // GET /__peer/rows, and exit 0 on SIGTERM.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -27,12 +27,12 @@ function getJson(url: string, caFile: string): Promise<unknown> {
   });
 }
 
-describe("sef emulate logs-ingestion", () => {
+describe("sef-testbed emulate logs-ingestion", () => {
   it("serves until SIGTERM and exits 0", async () => {
     const caFile = join(dir, "ca.pem");
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", "src/cli/main.ts", "emulate", "logs-ingestion", "--port", "0", "--rule-id", "dcr-cli", "--ca-cert-out", caFile, "--fault", "1*503:retry-after-ms=5"],
+      ["--import", "tsx", "src/testbed/cli.ts", "emulate", "logs-ingestion", "--port", "0", "--rule-id", "dcr-cli", "--ca-cert-out", caFile, "--fault", "1*503:retry-after-ms=5"],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     let stdout = "";
@@ -44,7 +44,7 @@ describe("sef emulate logs-ingestion", () => {
       });
       child.on("exit", (code) => reject(new Error(`emulator exited early with ${code}`)));
     });
-    const match = /^sef emulate logs-ingestion listening on (https:\/\/127\.0\.0\.1:\d+)\n$/.exec(stdout);
+    const match = /^sef-testbed emulate logs-ingestion listening on (https:\/\/127\.0\.0\.1:\d+)\n$/.exec(stdout);
     expect(match, stdout).not.toBeNull();
     const endpoint = match![1]!;
 

@@ -2,7 +2,7 @@
 // credential, a fake clock, and a small retry-until-done loop standing in for the shared drain loop.
 import type { ApprovalRecord, HeartbeatRecord, HookRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
-import { mintLocalToken } from "../../src/emulators/local-tokens.js";
+import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import type { OutboxEntry, RejectedRecord, Sink } from "../../src/sinks/sink.js";
 import type { TokenCredential } from "../../src/sinks/loganalytics/sink.js";
 import type { Clock } from "../../src/util/clock.js";
@@ -88,7 +88,7 @@ export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntr
   return records.map((record, i) => ({ seq: firstSeq + i, record, json: JSON.stringify(record) }));
 }
 
-/** A credential handing out local tokens (what `sef simulate` serves), for `audience` or the scope's resource. */
+/** A credential handing out local tokens (what `sef-testbed simulate` serves), for `audience` or the scope's resource. */
 export function localTokenCredential(audience?: string): TokenCredential & { calls: number } {
   const credential = {
     calls: 0,

@@ -1,9 +1,9 @@
-// End to end with `sef simulate`'s IMDS: ManagedIdentityCredential (host from AZURE_POD_IDENTITY_AUTHORITY_HOST)
+// End to end with `sef-testbed simulate`'s IMDS: ManagedIdentityCredential (host from AZURE_POD_IDENTITY_AUTHORITY_HOST)
 // gets a local token from the simulator and the Logs Ingestion peer accepts it.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/emulators/logs-ingestion/index.js";
+import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
-import { startSimulator, type Simulator } from "../../src/simulator/index.js";
+import { startSimulator, type Simulator } from "../../src/testbed/simulator/index.js";
 import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
 import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";

@@ -3,8 +3,8 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localTokenResponse } from "../../src/emulators/local-tokens.js";
-import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/emulators/logs-ingestion/index.js";
+import { localTokenResponse } from "../../src/testbed/peers/local-tokens.js";
+import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
@@ -19,7 +19,7 @@ interface TokenRequest {
   readonly metadataHeader: string | undefined;
 }
 
-/** The IMDS managed-identity token endpoint as `sef simulate` serves it (GET /metadata/identity/oauth2/token). */
+/** The IMDS managed-identity token endpoint as `sef-testbed simulate` serves it (GET /metadata/identity/oauth2/token). */
 function startTokenServer(): Promise<{ server: Server; url: string; requests: TokenRequest[] }> {
   const requests: TokenRequest[] = [];
   const server = createServer((req: IncomingMessage, res) => {

@@ -4,7 +4,7 @@ import { retryAfterFromHeaders, maxHonouredRetryAfterMs } from "../../src/util/r
 import { RestError, createHttpHeaders } from "@azure/core-rest-pipeline";
 import { AggregateLogsUploadError } from "@azure/monitor-ingestion";
 import { describe, expect, it } from "vitest";
-import { parseFaultSpec } from "../../src/emulators/logs-ingestion/faults.js";
+import { parseFaultSpec } from "../../src/testbed/peers/logs-ingestion/faults.js";
 import {
   classifyUploadError,
   oldestUndeliveredAgeWarning,

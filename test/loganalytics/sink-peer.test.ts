@@ -2,7 +2,7 @@
 // normal delivery, every fault ending delivered or dead-lettered, size bounds, schema drift, throttling pauses.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startLogsIngestionEmulator, type Fault, type LogsIngestionEmulator } from "../../src/emulators/logs-ingestion/index.js";
+import { startLogsIngestionEmulator, type Fault, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { LogAnalyticsSink, type LogAnalyticsSinkOptions } from "../../src/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "../../src/sinks/loganalytics/settings.js";
@@ -173,7 +173,7 @@ describe("schema drift", () => {
     // Bypass the sink's own check with a raw HTTPS request carrying a drifted row.
     const { request } = await import("node:https");
     const { readFileSync } = await import("node:fs");
-    const { mintLocalToken } = await import("../../src/emulators/local-tokens.js");
+    const { mintLocalToken } = await import("../../src/testbed/peers/local-tokens.js");
     const body = JSON.stringify([transitionRecord(1), { ...transitionRecord(2), Undeclared: "x" }]);
     const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = request(

@@ -1,4 +1,4 @@
-// `sef simulate` as a child process of the built CLI: the listening line, logs on stderr, exit codes, SIGTERM/SIGINT.
+// `sef-testbed simulate` as a child process of the built CLI: the listening line, logs on stderr, exit codes, SIGTERM/SIGINT.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,10 +16,10 @@ beforeAll(() => {
   buildDir = mkdtempSync(join(repo, "node_modules", ".cache", "sef-simulate-cli-"));
   const dist = join(buildDir, "dist");
   spawnSync(process.execPath, [join(repo, "node_modules", "typescript", "bin", "tsc"), "-p", join(repo, "tsconfig.build.json"), "--outDir", dist], { cwd: repo, encoding: "utf8" });
-  cpSync(join(repo, "src", "simulator", "scenarios"), join(dist, "simulator", "scenarios"), { recursive: true });
+  cpSync(join(repo, "src", "testbed", "simulator", "scenarios"), join(dist, "testbed", "simulator", "scenarios"), { recursive: true });
   cpSync(join(repo, "package.json"), join(buildDir, "package.json")); // dist/contract/agent-version.js reads ../../package.json
-  mainJs = join(dist, "cli", "main.js");
-  if (!existsSync(mainJs)) throw new Error("the build did not produce cli/main.js");
+  mainJs = join(dist, "testbed", "cli.js");
+  if (!existsSync(mainJs)) throw new Error("the build did not produce testbed/cli.js");
 }, 120_000);
 
 afterAll(() => {
@@ -52,9 +52,9 @@ function run(args: string[]): Running {
   return { child, firstLine, stdout, stderr: () => stderr, exit };
 }
 
-const listening = /^sef simulate listening on http:\/\/127\.0\.0\.1:(\d+)$/;
+const listening = /^sef-testbed simulate listening on http:\/\/127\.0\.0\.1:(\d+)$/;
 
-describe("sef simulate (built CLI)", () => {
+describe("sef-testbed simulate (built CLI)", () => {
   it.each(["SIGTERM", "SIGINT"] as const)("prints the listening line, serves the scenario, logs JSON on stderr and exits 0 on %s", async (signal) => {
     const sim = run(["simulate", "--scenario", "live-migration", "--port", "0", "--speed", "6000"]);
     const line = await sim.firstLine;

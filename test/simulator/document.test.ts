@@ -1,7 +1,7 @@
 // Document rendering per api-version, RFC 1123 NotBefore, and the broken bodies served by faults.
 import { describe, expect, it } from "vitest";
-import { formatRfc1123, hugeBody, malformedBody, malformedVariants, renderDocument } from "../../src/simulator/document.js";
-import type { LiveEvent } from "../../src/simulator/timeline.js";
+import { formatRfc1123, hugeBody, malformedBody, malformedVariants, renderDocument } from "../../src/testbed/simulator/document.js";
+import type { LiveEvent } from "../../src/testbed/simulator/timeline.js";
 
 const notBeforeMs = Date.UTC(2022, 3, 11, 22, 26, 58, 700);
 const scheduled: LiveEvent = {

@@ -2,9 +2,9 @@
 // `expect` list (checks the wall-clock pacing, faults and NotBefore values as an agent sees them).
 import { request } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ImdsDocument } from "../../src/simulator/document.js";
-import { loadScenario } from "../../src/simulator/scenarios.js";
-import { startSimulator, type Simulator } from "../../src/simulator/server.js";
+import type { ImdsDocument } from "../../src/testbed/simulator/document.js";
+import { loadScenario } from "../../src/testbed/simulator/scenarios.js";
+import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { ReferenceAgent, sortRecords } from "./reference-poller.js";
 
 const open: Simulator[] = [];

@@ -1,7 +1,7 @@
 // Test helper: a reference agent that applies the record contract's transition rules to a stream of polls, so each
 // scenario's `expect` list can be checked against the contract, both on the pure timeline and over real HTTP.
-import type { ExpectedRecord, Scenario } from "../../src/simulator/scenario-schema.js";
-import { Timeline } from "../../src/simulator/timeline.js";
+import type { ExpectedRecord, Scenario } from "../../src/testbed/simulator/scenario-schema.js";
+import { Timeline } from "../../src/testbed/simulator/timeline.js";
 
 interface Known {
   status: "Scheduled" | "Started";

@@ -3,9 +3,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { listScenarioNames, listScenarios, loadScenario } from "../../src/simulator/scenarios.js";
-import { parseScenario, ScenarioError, type Scenario } from "../../src/simulator/scenario-schema.js";
-import { Timeline } from "../../src/simulator/timeline.js";
+import { listScenarioNames, listScenarios, loadScenario } from "../../src/testbed/simulator/scenarios.js";
+import { parseScenario, ScenarioError, type Scenario } from "../../src/testbed/simulator/scenario-schema.js";
+import { Timeline } from "../../src/testbed/simulator/timeline.js";
 import { referenceRecords, sortRecords } from "./reference-poller.js";
 
 const required = [

@@ -1,8 +1,8 @@
 // The simulated IMDS over real sockets: request rules, api-version shapes, approvals, compute, faults and the control API.
 import { request } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseScenario, type ScenarioInput } from "../../src/simulator/scenario-schema.js";
-import { startSimulator, type Simulator } from "../../src/simulator/server.js";
+import { parseScenario, type ScenarioInput } from "../../src/testbed/simulator/scenario-schema.js";
+import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import type { Clock } from "../../src/util/clock.js";
 
 const open: Simulator[] = [];

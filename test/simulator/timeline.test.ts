@@ -1,7 +1,7 @@
 // Pure timeline logic with plain values and fake wall-clock times: steps, auto-start, approvals, resets, faults, loops.
 import { describe, expect, it } from "vitest";
-import { parseScenario, type ScenarioInput } from "../../src/simulator/scenario-schema.js";
-import { Timeline } from "../../src/simulator/timeline.js";
+import { parseScenario, type ScenarioInput } from "../../src/testbed/simulator/scenario-schema.js";
+import { Timeline } from "../../src/testbed/simulator/timeline.js";
 
 const t0 = 1_700_000_000_000;
 

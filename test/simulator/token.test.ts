@@ -3,8 +3,8 @@
 import { ManagedIdentityCredential } from "@azure/identity";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { verifyLocalToken } from "../../src/emulators/local-tokens.js";
-import { startSimulator, type Simulator } from "../../src/simulator/server.js";
+import { verifyLocalToken } from "../../src/testbed/peers/local-tokens.js";
+import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 
 const managedIdentityVariables = ["AZURE_POD_IDENTITY_AUTHORITY_HOST", "IDENTITY_ENDPOINT", "IDENTITY_HEADER", "IDENTITY_SERVER_THUMBPRINT", "IMDS_ENDPOINT", "MSI_ENDPOINT", "MSI_SECRET"];
 const savedEnv = new Map<string, string | undefined>();

@@ -1,4 +1,4 @@
-// Public surface of the IMDS simulator (`sef simulate`): start a simulated IMDS, load and list scenarios.
+// Public surface of the IMDS simulator (`sef-testbed simulate`): start a simulated IMDS, load and list scenarios.
 export { startSimulator, simVmHeader, defaultSimulatorHost, type Simulator, type SimulatorOptions, type SimStatus, type ApprovalEntry } from "./server.js";
 export { loadScenario, listScenarios, listScenarioNames, builtInScenarioDir } from "./scenarios.js";
 export { parseScenario, ScenarioError, type Scenario, type ScenarioInput, type ScenarioEvent, type ScenarioStep, type Fault, type ExpectedRecord } from "./scenario-schema.js";

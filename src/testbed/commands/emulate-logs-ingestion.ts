@@ -1,7 +1,7 @@
-// `sef emulate logs-ingestion`: runs the local HTTPS Logs Ingestion peer until SIGTERM/SIGINT.
+// `sef-testbed emulate logs-ingestion`: runs the local HTTPS Logs Ingestion peer until SIGTERM/SIGINT.
 import type { Command } from "commander";
-import { createLogger } from "../../observability/logger.js";
-import { defaultLocalRuleId, parseFaultSpec, startLogsIngestionEmulator, type Fault } from "../../emulators/logs-ingestion/index.js";
+import { createLogger } from "../support/logger.js";
+import { defaultLocalRuleId, parseFaultSpec, startLogsIngestionEmulator, type Fault } from "../peers/logs-ingestion/index.js";
 import { streamName as contractStreamName } from "../../contract/stream-schema.js";
 
 interface EmulateLogsIngestionFlags {
@@ -47,7 +47,7 @@ export function registerEmulateLogsIngestionCommand(emulate: Command): void {
       });
       for (const { count, fault } of faults) peer.faults.failNext(count, fault);
       logger.info({ ruleId: peer.ruleId, streamName: peer.streamName, caCertPath: peer.caCertPath }, "logs ingestion peer ready");
-      process.stdout.write(`sef emulate logs-ingestion listening on ${peer.endpoint}\n`);
+      process.stdout.write(`sef-testbed emulate logs-ingestion listening on ${peer.endpoint}\n`);
       await new Promise<void>((resolve) => {
         process.once("SIGTERM", resolve);
         process.once("SIGINT", resolve);

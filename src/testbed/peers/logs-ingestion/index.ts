@@ -1,4 +1,4 @@
-// The local Logs Ingestion peer's public surface (tests, the demo and `sef emulate logs-ingestion`).
+// The local Logs Ingestion peer's public surface (tests, the demo and `sef-testbed emulate logs-ingestion`).
 export {
   startLogsIngestionEmulator,
   defaultLocalRuleId,

@@ -1,4 +1,4 @@
-// `sef emulate <peer>`: local peers that speak the real Azure protocols, for tests and the demo.
+// `sef-testbed emulate <peer>`: local peers that speak the real Azure protocols, for tests and the demo.
 import type { Command } from "commander";
 import { registerEmulateEventHubsCommand } from "./emulate-eventhubs.js";
 import { registerEmulateLogsIngestionCommand } from "./emulate-logs-ingestion.js";

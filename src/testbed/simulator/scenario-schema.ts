@@ -1,4 +1,4 @@
-// The scenario file format (a JSON timeline for `sef simulate`), validated with zod: a bad file names the bad field.
+// The scenario file format (a JSON timeline for `sef-testbed simulate`), validated with zod: a bad file names the bad field.
 import { z } from "zod";
 
 /** One event as a scenario step lists it. Later steps may repeat only `EventId` (and what changes). */

@@ -1,8 +1,8 @@
-// `sef emulate eventhubs`: the local AMQP 1.0 Event Hubs peer (see emulators/eventhubs), with fault-injection flags.
+// `sef-testbed emulate eventhubs`: the local AMQP 1.0 Event Hubs peer (see emulators/eventhubs), with fault-injection flags.
 import { InvalidArgumentError, type Command } from "commander";
-import { createLogger } from "../../observability/logger.js";
-import { startEventHubsEmulator } from "../../emulators/eventhubs/server.js";
-import { sendFaults, type SendFault } from "../../emulators/eventhubs/faults.js";
+import { createLogger } from "../support/logger.js";
+import { startEventHubsEmulator } from "../peers/eventhubs/server.js";
+import { sendFaults, type SendFault } from "../peers/eventhubs/faults.js";
 
 export const defaultEmulateEventHubsPort = 5672;
 
@@ -47,7 +47,7 @@ async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> 
   });
   if (flags.failNextSends > 0) emulator.faults.failNextSends(flags.failNextSends, flags.failWith);
   if (flags.acceptDelayMs > 0) emulator.faults.setAcceptDelayMs(flags.acceptDelayMs);
-  process.stdout.write(`sef emulate eventhubs listening on ${emulator.url}\n`);
+  process.stdout.write(`sef-testbed emulate eventhubs listening on ${emulator.url}\n`);
   // The connection string of a local emulator carries only its well-known development key.
   process.stderr.write(`connection string: ${emulator.connectionString}\n`);
   if (emulator.caCertPath) process.stderr.write(`CA certificate (NODE_EXTRA_CA_CERTS): ${emulator.caCertPath}\n`);

@@ -7,12 +7,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startSimulator } from "../simulator/server.js";
-import { startEventHubsEmulator } from "../emulators/eventhubs/server.js";
-import { startLogsIngestionEmulator } from "../emulators/logs-ingestion/index.js";
-import type { SefRecord } from "../contract/record.js";
+import { startEventHubsEmulator } from "../peers/eventhubs/server.js";
+import { startLogsIngestionEmulator } from "../peers/logs-ingestion/index.js";
+import type { SefRecord } from "../../contract/record.js";
 
 const scenarioName = process.argv[2] ?? process.env.SEF_DEMO_SCENARIO ?? "live-migration";
-const cliPath = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+const cliPath = fileURLToPath(new URL("../../cli/main.js", import.meta.url));
 const color = process.stdout.isTTY ? (code: number, text: string) => `\u001b[${code}m${text}\u001b[0m` : (_: number, text: string) => text;
 
 function describe(record: SefRecord): string {

@@ -1,4 +1,4 @@
-// Local managed-identity tokens: `sef simulate` mints them, the local Azure peers verify them.
+// Local managed-identity tokens: `sef-testbed simulate` mints them, the local Azure peers verify them.
 // JWTs signed with HS256 and a fixed development key: this is a test fixture, never a real credential.
 import { createHmac, timingSafeEqual } from "node:crypto";
 

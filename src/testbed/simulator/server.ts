@@ -1,11 +1,11 @@
-// The HTTP layer of `sef simulate`: a local IMDS (scheduled events, instance metadata, managed-identity tokens)
+// The HTTP layer of `sef-testbed simulate`: a local IMDS (scheduled events, instance metadata, managed-identity tokens)
 // playing a scenario timeline, plus a small test-only control API under /__sim/.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { z } from "zod";
-import { listen } from "../util/listen.js";
-import { localTokenResponse } from "../emulators/local-tokens.js";
-import { silentLogger, type Logger } from "../observability/logger.js";
-import { systemClock, type Clock } from "../util/clock.js";
+import { listen } from "../support/listen.js";
+import { localTokenResponse } from "../peers/local-tokens.js";
+import { silentLogger, type Logger } from "../support/logger.js";
+import { systemClock, type Clock } from "../support/clock.js";
 import { latestScheduledEventsApiVersion, type ScheduledEventsApiVersion } from "./api-versions.js";
 import { computeFor } from "./compute.js";
 import { hugeBody, malformedBody, malformedVariants, renderDocument, type ImdsDocument } from "./document.js";

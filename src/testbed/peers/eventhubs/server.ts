@@ -4,7 +4,7 @@ import type { Server, Socket } from "node:net";
 import rhea from "rhea";
 import type { Connection, Delivery, EventContext, Message, Receiver, Sender } from "rhea";
 import type { Logger } from "pino";
-import { silentLogger } from "../../observability/logger.js";
+import { silentLogger } from "../../support/logger.js";
 import { HubStore, type StoredEvent } from "./store.js";
 import { parseSelector, startIndex, type StartPosition } from "./selector.js";
 import { checkPutToken, pathCovers } from "./cbs-auth.js";

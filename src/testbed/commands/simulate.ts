@@ -1,7 +1,7 @@
-// `sef simulate`: a local IMDS (scheduled events GET/POST, instance metadata, managed-identity tokens) playing a scenario.
+// `sef-testbed simulate`: a local IMDS (scheduled events GET/POST, instance metadata, managed-identity tokens) playing a scenario.
 import { InvalidArgumentError, type Command } from "commander";
-import { createLogger } from "../../observability/logger.js";
-import { defaultSimulatorHost, listScenarios, loadScenario, ScenarioError, startSimulator } from "../../simulator/index.js";
+import { createLogger } from "../support/logger.js";
+import { defaultSimulatorHost, listScenarios, loadScenario, ScenarioError, startSimulator } from "../simulator/index.js";
 
 export const defaultSimulatePort = 8169;
 export const defaultScenarioName = "live-migration";
@@ -48,7 +48,7 @@ async function runSimulate(flags: SimulateFlags): Promise<void> {
     scenario = loadScenario(flags.scenario);
   } catch (err) {
     if (err instanceof ScenarioError) {
-      process.stderr.write(`sef simulate: ${err.message}\n`);
+      process.stderr.write(`sef-testbed simulate: ${err.message}\n`);
       process.exitCode = 2;
       return;
     }
@@ -63,7 +63,7 @@ async function runSimulate(flags: SimulateFlags): Promise<void> {
     startOn: flags.startOn,
     logger,
   });
-  process.stdout.write(`sef simulate listening on ${simulator.url}\n`);
+  process.stdout.write(`sef-testbed simulate listening on ${simulator.url}\n`);
 
   let stopping = false;
   const stop = (reason: string): void => {
@@ -95,7 +95,7 @@ export function registerSimulateCommand(program: Command): void {
     .addHelpText(
       "after",
       `
-Prints exactly one line to stdout once listening: "sef simulate listening on http://HOST:PORT".
+Prints exactly one line to stdout once listening: "sef-testbed simulate listening on http://HOST:PORT".
 Endpoints: /metadata/scheduledevents (GET, POST), /metadata/instance[/compute], /metadata/identity/oauth2/token.
 Test-only extensions (not part of IMDS): header X-Sef-Sim-Vm: NAME picks the VM for /metadata/instance*;
 GET /__sim/status, POST /__sim/document {"Events":[...]}, POST /__sim/advance {"seconds":N}.`,
