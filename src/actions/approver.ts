@@ -47,21 +47,43 @@ export function approvalRecordId(vmId: string, eventId: string, outcome: Approva
   return deterministicUuid(vmId, eventId.toLowerCase(), "Approval", outcome);
 }
 
-const metricOutcome: Record<ApprovalRecord["Outcome"], string> = { Approved: "approved", Failed: "failed", DryRun: "dry_run" };
+const metricOutcome: Record<ApprovalRecord["Outcome"], string> = { Approved: "approved", Failed: "failed", DryRun: "dry_run", Interrupted: "interrupted" };
+
+/**
+ * What became of the POST: `approved` (2xx); `refused` (IMDS answered otherwise: it did not start the event, a new
+ * POST may follow); `not-sent` (the connection was never made); `unknown` (timeout, reset, abort: it may have been
+ * taken, so it must not be sent again); `dry-run`.
+ */
+export type ApprovalDelivery = "approved" | "refused" | "not-sent" | "unknown" | "dry-run";
+
+export interface ApprovalAttempt {
+  records: ApprovalRecord[];
+  delivery: ApprovalDelivery;
+}
+
+/** Network failures that prove the request never reached IMDS (nothing was sent). */
+const notSentPattern = /\b(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN)\b/;
 
 /**
  * Approves `targets` with one POST (IMDS accepts several EventIds) and returns one ApprovalRecord per target.
  * Never throws for HTTP or network failures: they become `Failed` records (HttpStatus 0 for network errors).
  */
 export async function approveEvents(targets: readonly ApprovalTarget[], deps: ApproverDeps): Promise<ApprovalRecord[]> {
-  if (targets.length === 0) return [];
+  return (await attemptApproval(targets, deps)).records;
+}
+
+/** `approveEvents`, also saying whether the POST certainly did or did not reach IMDS (see `ApprovalDelivery`). */
+export async function attemptApproval(targets: readonly ApprovalTarget[], deps: ApproverDeps): Promise<ApprovalAttempt> {
+  if (targets.length === 0) return { records: [], delivery: deps.mode === "dry-run" ? "dry-run" : "not-sent" };
   const clock = deps.clock ?? systemClock;
   const eventIds = targets.map((t) => t.EventId);
   let outcome: ApprovalRecord["Outcome"];
+  let delivery: ApprovalDelivery;
   let httpStatus = 0;
   let detail: string;
   if (deps.mode === "dry-run") {
     outcome = "DryRun";
+    delivery = "dry-run";
     detail = "dry-run: would approve";
   } else {
     try {
@@ -69,14 +91,18 @@ export async function approveEvents(targets: readonly ApprovalTarget[], deps: Ap
       httpStatus = response.status;
       if (response.status >= 200 && response.status < 300) {
         outcome = "Approved";
+        delivery = "approved";
         detail = "approved";
       } else {
         outcome = "Failed";
+        delivery = "refused";
         detail = `IMDS answered HTTP ${response.status}: ${truncate(response.body, maxResponseBodyChars)}`;
       }
     } catch (err) {
       outcome = "Failed";
-      detail = `approval request failed: ${errorText(err)}`;
+      const text = errorText(err);
+      delivery = notSentPattern.test(text) ? "not-sent" : "unknown";
+      detail = `approval request failed: ${text}${delivery === "unknown" ? "; IMDS may have taken it, so it is not sent again" : ""}`;
     }
   }
   const timeGenerated = new Date(clock.now()).toISOString();
@@ -100,7 +126,28 @@ export async function approveEvents(targets: readonly ApprovalTarget[], deps: Ap
   const log = { eventIds, outcome, httpStatus };
   if (outcome === "Failed") deps.logger.warn({ ...log, detail }, "approval failed");
   else deps.logger.info(log, outcome === "DryRun" ? "approval dry run: would approve" : "approved events");
-  return records;
+  return { records, delivery };
+}
+
+/**
+ * The report for an approval whose POST was in flight when the agent died or stopped: Outcome Interrupted, HttpStatus 0.
+ * Its outcome is unknown, so it is never sent again (see README, "acting on events").
+ */
+export function interruptedApprovalRecord(target: Omit<ApprovalTarget, "reason">, vm: VmIdentity, detail: string, nowMs: number, agentVersion: string): ApprovalRecord {
+  return {
+    ...vm,
+    RecordId: approvalRecordId(vm.VmId, target.EventId, "Interrupted"),
+    RecordType: "Approval",
+    TimeGenerated: new Date(nowMs).toISOString(),
+    EventId: target.EventId,
+    EventType: target.EventType,
+    EventStatus: target.EventStatus,
+    DocumentIncarnation: target.DocumentIncarnation,
+    Outcome: "Interrupted",
+    HttpStatus: 0,
+    Detail: detail,
+    AgentVersion: agentVersion,
+  };
 }
 
 function truncate(text: string, maxChars: number): string {

@@ -1,5 +1,5 @@
 // Hooks: operator commands run on event transitions (argv arrays, never a shell), with the record on stdin and as
-// SEF_* variables; each run becomes a HookRecord (Succeeded, Failed or TimedOut). Config section `hooks`.
+// SEF_* variables; each run becomes a HookRecord (Succeeded, Failed, TimedOut or Interrupted). Config section `hooks`.
 import { spawn } from "node:child_process";
 import { z } from "zod";
 import type { Logger } from "pino";
@@ -17,6 +17,8 @@ const stderrTailLines = 5;
 const maxDetailChars = 1000;
 const exitToCloseGraceMs = 1000;
 
+export const hookInterruptedPolicies = ["skip", "rerun"] as const;
+
 export const hookSchema = z
   .object({
     /** Unique name: appears in records, logs and the RecordId. */
@@ -32,6 +34,8 @@ export const hookSchema = z
     eventTypes: z.array(z.string().min(1)).min(1).optional(),
     /** Only events whose Resources include this VM (default true). */
     affectsThisVmOnly: z.boolean().default(true),
+    /** A run cut off by a crash or shutdown: "skip" (default) reports it Interrupted and leaves it; "rerun" also runs it again. */
+    onInterrupted: z.enum(hookInterruptedPolicies).default("skip"),
   })
   .strict();
 export type HookConfig = z.infer<typeof hookSchema>;
@@ -55,6 +59,11 @@ export function selectHooks(hooks: readonly HookConfig[], record: TransitionReco
 /** RecordId of a hook run: deterministic from (VmId, lower-cased EventId, EventStatus, "Hook", hook name). */
 export function hookRecordId(vmId: string, eventId: string, eventStatus: string, hookName: string): string {
   return deterministicUuid(vmId, eventId.toLowerCase(), eventStatus, "Hook", hookName);
+}
+
+/** RecordId of the report that run number `attempt` of a hook was interrupted (one per interruption). */
+export function interruptedHookRecordId(vmId: string, eventId: string, eventStatus: string, hookName: string, attempt: number): string {
+  return deterministicUuid(vmId, eventId.toLowerCase(), eventStatus, "Hook", hookName, "Interrupted", String(attempt));
 }
 
 /** The SEF_* variables a hook gets (values are plain strings; never interpreted by a shell). */
@@ -176,10 +185,13 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
   let why: string;
   if (end.spawnError) {
     outcome = "Failed";
-    why = `cannot start ${executable}: ${(end.spawnError as NodeJS.ErrnoException).code ?? end.spawnError.message}`;
-  } else if (killedBy) {
+    why = `cannot start ${executable}: ${spawnFailureText(end.spawnError)}`;
+  } else if (killedBy === "timeout") {
     outcome = "TimedOut";
-    why = killedBy === "timeout" ? `timed out after ${hook.timeoutMs} ms` : "stopped at shutdown";
+    why = `timed out after ${hook.timeoutMs} ms`;
+  } else if (killedBy === "abort") {
+    outcome = "Interrupted";
+    why = "interrupted: the agent stopped while it ran";
   } else if (end.exitCode === 0) {
     outcome = "Succeeded";
     why = "exit 0";
@@ -191,11 +203,56 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
   const stderrText = redactSecrets(lastLines(stderrTail.toString("utf8"), stderrTailLines));
   const detail = truncate(`${hook.name}: ${why}${stderrText ? `; stderr: ${stderrText}` : ""}`, maxDetailChars);
 
-  options.metrics?.hooks.inc({ outcome: outcome === "TimedOut" ? "timed_out" : outcome.toLowerCase() });
+  options.metrics?.hooks.inc({ outcome: metricOutcome[outcome] });
   const log = { hook: hook.name, eventId: record.EventId, eventStatus: record.EventStatus, outcome, exitCode, elapsedMs };
   if (outcome === "Succeeded") options.logger.info(log, "hook finished");
   else options.logger.warn({ ...log, detail }, "hook did not succeed");
 
+  return hookRecord(record, {
+    recordId: hookRecordId(record.VmId, record.EventId, record.EventStatus, hook.name),
+    timeGenerated: new Date(clock.now()).toISOString(),
+    outcome,
+    exitCode,
+    elapsedMs,
+    detail,
+    agentVersion: options.agentVersion ?? packageVersion,
+  });
+}
+
+/**
+ * The report that a hook run was cut off (the agent died or stopped while it ran): Outcome Interrupted, ExitCode -1.
+ * `attempt` numbers the run, so each interruption is one record.
+ */
+export function interruptedHookRecord(
+  hookName: string,
+  record: TransitionRecord,
+  attempt: number,
+  detail: string,
+  nowMs: number,
+  agentVersion: string = packageVersion,
+): HookRecord {
+  return hookRecord(record, {
+    recordId: interruptedHookRecordId(record.VmId, record.EventId, record.EventStatus, hookName, attempt),
+    timeGenerated: new Date(nowMs).toISOString(),
+    outcome: "Interrupted",
+    exitCode: -1,
+    elapsedMs: 0,
+    detail: truncate(`${hookName}: ${detail}`, maxDetailChars),
+    agentVersion,
+  });
+}
+
+interface HookResult {
+  recordId: string;
+  timeGenerated: string;
+  outcome: HookRecord["Outcome"];
+  exitCode: number;
+  elapsedMs: number;
+  detail: string;
+  agentVersion: string;
+}
+
+function hookRecord(record: TransitionRecord, result: HookResult): HookRecord {
   return {
     VmName: record.VmName,
     VmId: record.VmId,
@@ -205,18 +262,35 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
     Location: record.Location,
     VmScaleSetName: record.VmScaleSetName,
     Zone: record.Zone,
-    RecordId: hookRecordId(record.VmId, record.EventId, record.EventStatus, hook.name),
+    RecordId: result.recordId,
     RecordType: "Hook",
-    TimeGenerated: new Date(clock.now()).toISOString(),
+    TimeGenerated: result.timeGenerated,
     EventId: record.EventId,
     EventType: record.EventType,
     EventStatus: record.EventStatus,
-    Outcome: outcome,
-    ExitCode: exitCode,
-    ElapsedMs: elapsedMs,
-    Detail: detail,
-    AgentVersion: options.agentVersion ?? packageVersion,
+    Outcome: result.outcome,
+    ExitCode: result.exitCode,
+    ElapsedMs: result.elapsedMs,
+    Detail: result.detail,
+    AgentVersion: result.agentVersion,
   };
+}
+
+const metricOutcome: Record<HookRecord["Outcome"], string> = { Succeeded: "succeeded", Failed: "failed", TimedOut: "timed_out", Interrupted: "interrupted" };
+
+const spawnFailureReasons: Record<string, string> = {
+  ENOENT: "no such file or directory",
+  EACCES: "permission denied (not executable?)",
+  ENOEXEC: "not an executable format",
+  E2BIG: "argument list too long",
+};
+
+/** Why a command could not start, e.g. `ENOENT (no such file or directory)`. */
+function spawnFailureText(err: Error): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === undefined) return redactSecrets(err.message);
+  const reason = spawnFailureReasons[code];
+  return reason ? `${code} (${reason})` : code;
 }
 
 function lastLines(text: string, count: number): string {

@@ -37,14 +37,21 @@ export async function startAgentServices(agent: Agent, config: AgentConfig, logg
     logger.info({ url: server.url }, "metrics and health endpoints listening");
   }
 
+  const ledger = agent.store.actions;
   if (ActionRunner.isNeeded(hooks, approval)) {
     const runner = new ActionRunner({
       hooks,
       approval,
       postStartRequest: (ids, signal) => agent.imds.postStartRequests(ids, signal),
       vm: () => agent.vmIdentity,
-      append: (records) => agent.appendRecords(records),
-      approved: agent.approvedEvents,
+      ledger,
+      append: (records) => {
+        agent.appendRecords(records);
+      },
+      readAfter: (seq, limit) => agent.store.readAfter(seq, limit),
+      headSeq: () => agent.store.headSeq(),
+      hasPolled: () => agent.pollStats.lastGoodPollMs !== null,
+      legacyApproved: agent.approvedEvents,
       clock,
       logger,
       metrics: agent.metrics,
@@ -52,6 +59,11 @@ export async function startAgentServices(agent: Agent, config: AgentConfig, logg
     });
     agent.onTransitions((records: TransitionRecord[]) => runner.enqueue(records));
     agent.beforeStop(() => runner.stop());
+    runner.start();
+  } else {
+    // No actions configured: keep the planned position at the head, so actions configured later start from then.
+    ledger.setPlannedThroughSeq(agent.store.headSeq());
+    agent.onTransitions(() => ledger.setPlannedThroughSeq(agent.store.headSeq()));
   }
 
   const heartbeats = startHeartbeats({

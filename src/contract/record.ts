@@ -38,7 +38,7 @@ export const recordColumns: readonly ColumnSpec[] = [
   { name: "Zone", type: "string", description: "compute.zone from instance metadata" },
   { name: "AgentVersion", type: "string", description: "sef package version" },
   // Columns used only by non-transition record types (absent from Transition records).
-  { name: "Outcome", type: "string", description: "Approval: Approved, Failed, DryRun; Hook: Succeeded, Failed, TimedOut" },
+  { name: "Outcome", type: "string", description: "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted" },
   { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none)" },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
   { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds" },
@@ -116,7 +116,7 @@ export interface ApprovalRecord extends VmIdentity {
   EventType: string;
   EventStatus: EventStatus;
   DocumentIncarnation: number;
-  Outcome: "Approved" | "Failed" | "DryRun";
+  Outcome: "Approved" | "Failed" | "DryRun" | "Interrupted";
   HttpStatus: number;
   Detail: string;
   AgentVersion: string;
@@ -129,7 +129,7 @@ export interface HookRecord extends VmIdentity {
   EventId: string;
   EventType: string;
   EventStatus: EventStatus;
-  Outcome: "Succeeded" | "Failed" | "TimedOut";
+  Outcome: "Succeeded" | "Failed" | "TimedOut" | "Interrupted";
   ExitCode: number;
   ElapsedMs: number;
   Detail: string;

@@ -8,6 +8,7 @@ import type { OutboxEntry } from "./outbox-entry.js";
 import type { CollectorState, TrackedEvent, EmittedKey } from "../collector/state.js";
 import { emptyCollectorState } from "../collector/state.js";
 import { StoreError } from "./errors.js";
+import { ActionLedger, migrateActionLedger } from "./action-ledger.js";
 
 export interface StoreOptions {
   dataDir: string;
@@ -29,6 +30,8 @@ export class Store {
   private readonly db: DatabaseSync;
   private outboxBytes: number;
   private readonly statements;
+  /** Persisted state of hooks and approvals (see src/actions/action-runner.ts). */
+  readonly actions: ActionLedger;
 
   private constructor(path: string, db: DatabaseSync, private readonly options: StoreOptions) {
     this.path = path;
@@ -56,6 +59,7 @@ export class Store {
       oldest: query<[number], { seq: number; json: string }>(db, "SELECT seq, json FROM outbox ORDER BY seq LIMIT ?"),
     };
     this.outboxBytes = this.statements.bytes.get()?.bytes ?? 0;
+    this.actions = new ActionLedger(db);
   }
 
   /** Opens (or creates) the store; a corrupt, locked or unwritable store is a StoreError naming the path and the way out. */
@@ -254,6 +258,7 @@ function migrate(db: DatabaseSync): void {
     CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, record_id TEXT NOT NULL, record_type TEXT NOT NULL, json TEXT NOT NULL, created_ms INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS cursors (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
   `);
+  migrateActionLedger(db);
   const row = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
   if (!row) {
     command<[string]>(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run(String(schemaVersion));
@@ -287,8 +292,9 @@ function command<P extends unknown[]>(db: DatabaseSync, sql: string): Query<P, n
   return db.prepare(sql) as StatementSync as unknown as Query<P, never>;
 }
 
-/** Runs `body` in one IMMEDIATE transaction: committed if it returns, rolled back if it throws. */
+/** Runs `body` in one IMMEDIATE transaction: committed if it returns, rolled back if it throws. Inside an open transaction (the action ledger's), it joins it. */
 function transaction<T>(db: DatabaseSync, body: () => T): T {
+  if (db.isTransaction) return body();
   db.exec("BEGIN IMMEDIATE");
   try {
     const result = body();

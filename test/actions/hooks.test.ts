@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -113,7 +113,7 @@ describe("runHook", () => {
     const stoppedAt = Date.now();
     controller.abort();
     const result = await running;
-    expect(result.Outcome).toBe("TimedOut");
+    expect(result.Outcome).toBe("Interrupted");
     expect(result.ExitCode).toBe(-1);
     expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(250); // survived SIGTERM, ended by SIGKILL after the grace
     expect(Date.now() - stoppedAt).toBeLessThan(5000);
@@ -134,7 +134,7 @@ describe("runHook", () => {
     for (let i = 0; i < 200 && !existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 25));
     controller.abort();
     const result = await running;
-    expect(result.Outcome).toBe("TimedOut");
+    expect(result.Outcome).toBe("Interrupted");
     const pid = Number(readFileSync(pidFile, "utf8"));
     const alive = (): boolean => {
       try {
@@ -155,14 +155,22 @@ describe("runHook", () => {
       logger: silentLogger(),
       signal: controller.signal,
     });
-    expect(result.Outcome).toBe("TimedOut");
-    expect(result.Detail).toBe("drain: stopped at shutdown");
+    expect(result.Outcome).toBe("Interrupted");
+    expect(result.Detail).toBe("drain: interrupted: the agent stopped while it ran");
   });
 
-  it("records a command that cannot start as Failed with ExitCode -1", async () => {
+  it("records a command that cannot start as Failed with ExitCode -1 and the reason", async () => {
     const result = await runHook(hook({ command: [join(dir, "no-such-hook")] }), transition(), { logger: silentLogger() });
     expect(result).toMatchObject({ Outcome: "Failed", ExitCode: -1 });
-    expect(result.Detail).toContain("ENOENT");
+    expect(result.Detail).toBe(`drain: cannot start ${join(dir, "no-such-hook")}: ENOENT (no such file or directory)`);
+  });
+
+  it.runIf(process.platform !== "win32")("records a command that is not executable as Failed with EACCES", async () => {
+    const script = join(dir, "not-executable.sh");
+    writeFileSync(script, "#!/bin/sh\nexit 0\n", { mode: 0o644 });
+    const result = await runHook(hook({ command: [script] }), transition(), { logger: silentLogger() });
+    expect(result).toMatchObject({ Outcome: "Failed", ExitCode: -1 });
+    expect(result.Detail).toContain("EACCES (permission denied");
   });
 
   it("passes shell metacharacters through verbatim and never runs them", async () => {
@@ -207,7 +215,7 @@ describe("hooks config", () => {
   it("applies defaults", () => {
     expect(hooksConfigSchema.parse(undefined)).toEqual([]);
     expect(hooksConfigSchema.parse([{ name: "a", on: ["Started"], command: ["x"] }])).toEqual([
-      { name: "a", on: ["Started"], command: ["x"], timeoutMs: 60_000, killGraceMs: 5_000, affectsThisVmOnly: true },
+      { name: "a", on: ["Started"], command: ["x"], timeoutMs: 60_000, killGraceMs: 5_000, affectsThisVmOnly: true, onInterrupted: "skip" },
     ]);
   });
 
