@@ -38,6 +38,12 @@ export interface SimulatorOptions {
   startOn?: "first-request" | "listen";
   clock?: Clock;
   logger?: Logger;
+  /**
+   * Test-only: hold each StartRequests POST this long before applying and answering it (the agent can be killed
+   * while its approval is in flight). The POST counts in `approvalsHeld` on arrival and is applied after the delay
+   * even if the client has gone, like a request IMDS already took. Default 0.
+   */
+  approvalDelayMs?: number;
 }
 
 export interface ApprovalEntry {
@@ -64,6 +70,8 @@ export interface SimStatus {
   /** The document at the newest api-version. */
   document: ImdsDocument;
   approvals: ApprovalEntry[];
+  /** StartRequests POSTs received and still held by `approvalDelayMs` (not yet in `approvals`). */
+  approvalsHeld: number;
   /** Requests by path, then by HTTP status (`reset` for connections dropped on purpose). Excludes /__sim/. */
   requests: Record<string, Record<string, number>>;
   /** Faults served, by kind (`status:500`, `malformed-json`, ...). */
@@ -155,6 +163,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   const approvals: ApprovalEntry[] = [];
   const approvalCounts = new Map<string, number>();
   const lifetime = new AbortController();
+  let approvalsHeld = 0;
   let malformedRotation = 0;
   let hugeCache: { key: string; body: string } | null = null;
   let endResolve: (() => void) | null = null;
@@ -206,6 +215,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
       incarnation: timeline.incarnation,
       document: currentDocument(latestScheduledEventsApiVersion),
       approvals: approvals.map((a) => ({ ...a })),
+      approvalsHeld,
       requests: structuredClone(requestCounts),
       faultsServed: { ...faultsServed },
     };
@@ -267,6 +277,22 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     }
   }
 
+  /** Waits `approvalDelayMs` (test-only); says whether it held the request, or that the simulator closed meanwhile. */
+  async function holdApproval(ids: readonly string[]): Promise<"not-held" | "held" | "closed"> {
+    const delayMs = options.approvalDelayMs ?? 0;
+    if (delayMs <= 0) return "not-held";
+    approvalsHeld += 1;
+    logger.info({ eventIds: ids, delayMs }, "approval received; holding it (approvalDelayMs)");
+    try {
+      await clock.sleep(delayMs, lifetime.signal);
+      return "held";
+    } catch {
+      return "closed";
+    } finally {
+      approvalsHeld -= 1;
+    }
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<string> {
     const nowMs = clock.now();
     const checked = checkRequest(req.method ?? "GET", req.url ?? "/", req.headers);
@@ -297,15 +323,21 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
         if (req.method === "POST") {
           const body = await readJsonBody(req, startRequestsSchema, "StartRequests body");
           const ids = body.StartRequests.map((r) => r.EventId);
-          const outcomes = timeline.approve(ids, nowMs);
+          const held = await holdApproval(ids);
+          if (held === "closed") {
+            req.socket.destroy();
+            return "reset";
+          }
+          const appliedMs = held === "held" ? clock.now() : nowMs;
+          const outcomes = timeline.approve(ids, appliedMs);
           ids.forEach((id, index) => {
             const count = (approvalCounts.get(id) ?? 0) + 1;
             approvalCounts.set(id, count);
             const outcome = outcomes[index] ?? "unknown";
-            approvals.push({ EventId: id, at: new Date(nowMs).toISOString(), atMs: nowMs, outcome, count });
+            approvals.push({ EventId: id, at: new Date(appliedMs).toISOString(), atMs: appliedMs, outcome, count });
             logger.info({ eventId: id, outcome, count }, "approval received");
           });
-          logChanges(timeline.changes().filter((c) => c.atMs === nowMs && c.cause === "approval").slice(-1));
+          logChanges(timeline.changes().filter((c) => c.atMs === appliedMs && c.cause === "approval").slice(-1));
           const unknown = ids.filter((_id, index) => outcomes[index] === "unknown");
           if (unknown.length > 0) throw new HttpError(400, { error: `Bad request. Unknown EventId: ${unknown.join(", ")}` });
           res.writeHead(200, { "Content-Length": 0 });
