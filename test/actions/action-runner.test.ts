@@ -1,0 +1,197 @@
+// The action runner as a ledger consumer, on a real store, real hook processes and the IMDS simulator:
+// planning that survives a crash, approvals never sent twice, interrupted hooks re-run or left per their setting.
+import { afterAll, describe, expect, it } from "vitest";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ActionRunner, type ActionRunnerOptions } from "../../src/actions/action-runner.js";
+import { approvalPolicySchema } from "../../src/actions/approval-policy.js";
+import { hookSchema } from "../../src/actions/hooks.js";
+import { Store } from "../../src/store/store.js";
+import { emptyCollectorState } from "../../src/collector/state.js";
+import type { ApprovalRecord, HookRecord, TransitionRecord } from "../../src/contract/record.js";
+import { AgentMetrics } from "../../src/observability/metrics.js";
+import { silentLogger } from "../../src/observability/logger.js";
+import { systemClock } from "../../src/util/clock.js";
+import { startSimulator } from "../../src/testbed/simulator/server.js";
+import { waitUntil } from "../helpers/agent-process.js";
+import { startRequestPoster, transition, vm } from "./fixtures.js";
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), "sef-runner-"));
+  dirs.push(dir);
+  return dir;
+};
+
+const reboot = (id: string): TransitionRecord => transition({ EventId: id, EventType: "Reboot", Resources: ["WestNO_0"], RecordId: "" });
+
+type Status = "Scheduled" | "Started";
+
+/** Commits the record as the collector would: the events' statuses in the state (this one and `others`), the record in the outbox. */
+function commit(store: Store, record: TransitionRecord, status: Status = "Scheduled", others: Array<[TransitionRecord, Status]> = []): void {
+  const state = emptyCollectorState();
+  for (const [r, st] of [[record, status] as [TransitionRecord, Status], ...others]) {
+    state.events.set(r.EventId.toLowerCase(), { status: st, fields: r, lastSeenMs: Date.now() });
+  }
+  store.commitDocument(state, [record], Date.now());
+}
+
+function runnerOn(store: Store, over: Partial<ActionRunnerOptions>): ActionRunner {
+  return new ActionRunner({
+    hooks: [],
+    approval: approvalPolicySchema.parse({}),
+    postStartRequest: () => Promise.reject(new Error("no IMDS in this test")),
+    vm: () => vm,
+    ledger: store.actions,
+    append: (records) => {
+      store.append(records, Date.now());
+    },
+    readAfter: (seq, limit) => store.readAfter(seq, limit),
+    headSeq: () => store.headSeq(),
+    hasPolled: () => true,
+    clock: systemClock,
+    logger: silentLogger(),
+    metrics: new AgentMetrics(),
+    agentVersion: "9.9.9",
+    approvalRetryDelayMs: 20,
+    ...over,
+  });
+}
+
+const outbox = (store: Store) => store.readAfter(0, 10_000).map((e) => e.record);
+const hookRecords = (store: Store) => outbox(store).filter((r): r is HookRecord => r.RecordType === "Hook");
+const approvalRecords = (store: Store) => outbox(store).filter((r): r is ApprovalRecord => r.RecordType === "Approval");
+const countLines = (path: string): number => (existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((l) => l !== "").length : 0);
+
+describe("ActionRunner", () => {
+  it("plans a transition committed just before a crash (past the planned position) at the next start, and runs its hook once", async () => {
+    const dir = tempDir();
+    const runs = join(dir, "runs.log");
+    const hooks = [hookSchema.parse({ name: "note", on: ["Scheduled"], command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},"x\\n")`] })];
+    const store = Store.open({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
+    try {
+      store.actions.setPlannedThroughSeq(store.headSeq()); // an earlier run had planned everything so far
+      commit(store, reboot("11110000-0000-4000-8000-000000000001")); // ...then died before planning this one
+      const first = runnerOn(store, { hooks });
+      first.start();
+      await waitUntil(() => hookRecords(store).length === 1, 10_000, "the hook record");
+      await first.stop();
+      const second = runnerOn(store, { hooks });
+      second.start();
+      await new Promise((r) => setTimeout(r, 300));
+      await second.stop();
+      expect(countLines(runs)).toBe(1);
+      expect(hookRecords(store)).toMatchObject([{ Outcome: "Succeeded", EventId: "11110000-0000-4000-8000-000000000001" }]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("acts only on what happens from its first start on a data dir, not on transitions already in the outbox", async () => {
+    const dir = tempDir();
+    const runs = join(dir, "runs.log");
+    const hooks = [hookSchema.parse({ name: "note", on: ["Scheduled"], command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},"x\\n")`] })];
+    const store = Store.open({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
+    try {
+      commit(store, reboot("22220000-0000-4000-8000-000000000001"));
+      const runner = runnerOn(store, { hooks });
+      runner.start();
+      const fresh = reboot("22220000-0000-4000-8000-000000000002");
+      commit(store, fresh);
+      runner.enqueue([fresh]);
+      await waitUntil(() => hookRecords(store).length === 1, 10_000, "the hook record");
+      await new Promise((r) => setTimeout(r, 200));
+      await runner.stop();
+      expect(countLines(runs)).toBe(1);
+      expect(hookRecords(store).map((r) => r.EventId)).toEqual([fresh.EventId]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a hook stopped at shutdown is reported Interrupted and, with onInterrupted rerun, runs again at the next start", async () => {
+    const dir = tempDir();
+    const runs = join(dir, "runs.log");
+    const script = `const fs=require("fs");const f=${JSON.stringify(runs)};const n=fs.existsSync(f)?1:0;fs.appendFileSync(f,"x\\n");if(n===0)setTimeout(()=>{},60000);`;
+    const hooks = [hookSchema.parse({ name: "drain", on: ["Scheduled"], command: [process.execPath, "-e", script], killGraceMs: 200, onInterrupted: "rerun" })];
+    const store = Store.open({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
+    try {
+      const first = runnerOn(store, { hooks });
+      first.start();
+      const record = reboot("33330000-0000-4000-8000-000000000001");
+      commit(store, record);
+      first.enqueue([record]);
+      await waitUntil(() => countLines(runs) === 1, 10_000, "the hook to start");
+      await first.stop();
+      expect(hookRecords(store)).toMatchObject([{ Outcome: "Interrupted", ExitCode: -1 }]);
+      expect(store.actions.get(`hook:${record.EventId.toLowerCase()}:Scheduled:drain`)).toMatchObject({ status: "pending", attempts: 1 });
+      const second = runnerOn(store, { hooks });
+      second.start();
+      await waitUntil(() => hookRecords(store).length === 2, 10_000, "the re-run's record");
+      await second.stop();
+      expect(hookRecords(store).map((r) => r.Outcome)).toEqual(["Interrupted", "Succeeded"]);
+      expect(new Set(hookRecords(store).map((r) => r.RecordId)).size).toBe(2);
+      expect(countLines(runs)).toBe(2);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("an approval POST whose outcome is unknown (timeout) is recorded Failed and never sent again", async () => {
+    const sim = await startSimulator({ scenario: "idle", approvalDelayMs: 3000 });
+    const post = startRequestPoster(sim.url, { firstCallTimeoutMs: 300 });
+    const store = Store.open({ dataDir: join(tempDir(), "data"), maxOutboxBytes: 1 << 30 });
+    try {
+      const approval = approvalPolicySchema.parse({ mode: "on", rules: [{ eventType: ["Reboot"] }] });
+      const runner = runnerOn(store, { approval, postStartRequest: post, approvalAttempts: 3 });
+      runner.start();
+      const record = reboot("44440000-0000-4000-8000-000000000001");
+      commit(store, record);
+      runner.enqueue([record]);
+      await waitUntil(() => store.actions.get(`approval:${record.EventId.toLowerCase()}`)?.status === "failed", 10_000, "the approval to fail");
+      await new Promise((r) => setTimeout(r, 300)); // time in which a wrong retry would be sent
+      expect(sim.status().approvalsHeld).toBe(1);
+      await runner.stop();
+      expect(approvalRecords(store)).toMatchObject([{ Outcome: "Failed", HttpStatus: 0 }]);
+      expect(approvalRecords(store)[0]!.Detail).toContain("not sent again");
+    } finally {
+      store.close();
+      await post.close();
+      await sim.close();
+    }
+    expect(sim.status().approvalsHeld).toBe(0);
+  });
+
+  it("a refused approval is retried up to approvalAttempts; one whose event is no longer Scheduled is skipped without a POST", async () => {
+    const sim = await startSimulator({ scenario: "idle" }); // knows no event: every StartRequests POST is refused (400)
+    const post = startRequestPoster(sim.url);
+    const store = Store.open({ dataDir: join(tempDir(), "data"), maxOutboxBytes: 1 << 30 });
+    let polled = false;
+    try {
+      const approval = approvalPolicySchema.parse({ mode: "on", rules: [{ eventType: ["Reboot"] }] });
+      const runner = runnerOn(store, { approval, postStartRequest: post, approvalAttempts: 2, hasPolled: () => polled });
+      runner.start();
+      const refused = reboot("55550000-0000-4000-8000-000000000001");
+      const started = reboot("55550000-0000-4000-8000-000000000002");
+      commit(store, started);
+      runner.enqueue([started]);
+      commit(store, refused, "Scheduled", [[started, "Started"]]); // `started` started before the runner got to it
+      runner.enqueue([refused]);
+      polled = true;
+      await waitUntil(() => store.actions.get(`approval:${refused.EventId.toLowerCase()}`)?.status === "failed", 10_000, "the approval to fail");
+      await runner.stop();
+      expect(store.actions.get(`approval:${started.EventId.toLowerCase()}`)).toMatchObject({ status: "skipped", reason: "the event is Started now" });
+      expect(sim.status().approvals.map((a) => [a.EventId, a.count])).toEqual([
+        [refused.EventId, 1],
+        [refused.EventId, 2],
+      ]);
+      expect(approvalRecords(store).every((r) => r.EventId === refused.EventId && r.Outcome === "Failed" && r.HttpStatus === 400)).toBe(true);
+    } finally {
+      store.close();
+      await post.close();
+      await sim.close();
+    }
+  });
+});
