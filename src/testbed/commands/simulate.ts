@@ -15,6 +15,7 @@ interface SimulateFlags {
   exitAtEnd?: boolean;
   startOn: "first-request" | "listen";
   list?: boolean;
+  approvalDelayMs: number;
   logLevel: string;
 }
 
@@ -22,6 +23,12 @@ function parsePort(value: string): number {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("expected an integer from 0 to 65535");
   return port;
+}
+
+function parseDelayMs(value: string): number {
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 0) throw new InvalidArgumentError("expected a whole number of milliseconds, 0 or more");
+  return ms;
 }
 
 function parseSpeed(value: string): number {
@@ -61,6 +68,7 @@ async function runSimulate(flags: SimulateFlags): Promise<void> {
     speed: flags.speed,
     loop: flags.loop ?? false,
     startOn: flags.startOn,
+    approvalDelayMs: flags.approvalDelayMs,
     logger,
   });
   process.stdout.write(`sef-testbed simulate listening on ${simulator.url}\n`);
@@ -90,6 +98,7 @@ export function registerSimulateCommand(program: Command): void {
     .option("--loop", "restart the scenario when it ends")
     .option("--exit-at-end", "exit 0 when the scenario ends instead of serving the final document")
     .option("--start-on <when>", "start scenario time at the first scheduled-events request (first-request) or at listen", parseStartOn, "first-request")
+    .option("--approval-delay-ms <ms>", "test-only: hold each StartRequests POST this long before applying and answering it", parseDelayMs, 0)
     .option("--list", "list the built-in scenarios and exit")
     .option("--log-level <level>", "log level (logs go to stderr)", "info")
     .addHelpText(
