@@ -1,6 +1,7 @@
 // kill -9 of the built agent while a hook runs and while an approval POST is in flight, then a restart: the
 // documented behaviour (one POST per event, interrupted hooks reported once, finished hooks not run again).
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -67,7 +68,7 @@ describe.concurrent("actions across kill -9", () => {
     expect(approvals).toHaveLength(1);
     expect(approvals[0]).toMatchObject({ EventId: id, Outcome: "Interrupted", HttpStatus: 0 });
     expect(approvals[0]!.Detail).toContain("not sent again");
-  });
+  }, 60_000);
 
   for (const onInterrupted of ["skip", "rerun"] as const) {
     it(`a hook running at kill -9 is reported Interrupted once and ${onInterrupted === "skip" ? "not run again" : "run again"} (onInterrupted: ${onInterrupted}); a finished hook is not run again`, async () => {
@@ -116,6 +117,62 @@ describe.concurrent("actions across kill -9", () => {
       expect(finished("slow")).toHaveLength(onInterrupted === "rerun" ? 1 : 0);
       expect(hookRecords.find((r) => r.Detail.startsWith("missing:"))).toMatchObject({ Outcome: "Failed", ExitCode: -1 });
       expect(hookRecords.find((r) => r.Detail.startsWith("missing:"))!.Detail).toContain("ENOENT (no such file or directory)");
-    });
+    }, 60_000);
   }
+
+  it("kill -9 at random moments while events arrive: one POST per event at most, every approval and hook settled exactly once", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 1200 }), { minLength: 4, maxLength: 4 }), async (killAfterMs) => {
+        const sim = await startSimulator({ scenario: "idle", approvalDelayMs: 300 });
+        const dir = mkdtempSync(join(tmpdir(), "sef-kill-anywhere-"));
+        const runs = join(dir, "runs.log");
+        const hooks = [{ name: "note", on: ["Scheduled"], command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},process.env.SEF_EVENT_ID+"\\n")`] }];
+        const setup = agentSetup(sim, { hooks, approval: { mode: "on", rules: [{ eventType: ["Reboot"] }] } });
+        const ids = killAfterMs.map((_, i) => `ABCD0000-0000-4000-8000-00000000000${i + 1}`);
+        const agents: RunningProcess[] = [];
+        try {
+          // One new event per round; each round's agent is killed after its random delay.
+          for (const [round, delayMs] of killAfterMs.entries()) {
+            const agent = setup.start();
+            agents.push(agent);
+            sim.setEvents(ids.slice(0, round + 1).map(rebootEvent));
+            await new Promise((r) => setTimeout(r, 300 + delayMs));
+            await agent.stop("SIGKILL");
+          }
+          const last = setup.start();
+          agents.push(last);
+          const settled = (): boolean => {
+            const records = setup.records();
+            return ids.every(
+              (id) =>
+                approvalsOf(records).some((r) => r.EventId === id && (r.Outcome === "Approved" || r.Outcome === "Interrupted")) &&
+                hooksOf(records).some((r) => r.EventId === id),
+            );
+          };
+          await waitUntil(settled, 20_000, "every approval and hook to settle");
+          expect(await last.stop("SIGTERM")).toBe(0);
+          expect(sim.status().approvalsHeld).toBe(0);
+        } finally {
+          for (const agent of agents) await agent.stop("SIGKILL");
+          await sim.close();
+        }
+        const records = setup.records();
+        for (const id of ids) {
+          const posts = sim.status().approvals.filter((a) => a.EventId === id);
+          const approvals = uniqueIds(approvalsOf(records).filter((r) => r.EventId === id));
+          expect(posts.length, `POSTs for ${id}`).toBeLessThanOrEqual(1);
+          expect(approvals, `approval records for ${id}`).toHaveLength(1);
+          const approved = approvalsOf(records).find((r) => r.EventId === id)!;
+          if (approved.Outcome === "Approved") expect(posts).toHaveLength(1);
+          const hookIds = uniqueIds(hooksOf(records).filter((r) => r.EventId === id));
+          const interrupted = hooksOf(records).filter((r) => r.EventId === id && r.Outcome === "Interrupted");
+          expect(hookIds.length, `hook records for ${id}`).toBe(1); // onInterrupted skip: finished or interrupted, once
+          const started = readFileSync(runs, "utf8").split("\n").filter((l) => l === id).length;
+          expect(started, `runs of the hook for ${id}`).toBeLessThanOrEqual(1);
+          if (interrupted.length === 0) expect(started).toBe(1);
+        }
+      }),
+      { numRuns: 2 },
+    );
+  }, 120_000);
 });
