@@ -14,6 +14,8 @@ import { interruptedHookRecord, runHook, selectHooks, type HookConfig } from "./
 export const finishedActionRetentionMs = 30 * 24 * 3600_000;
 /** A hook with `onInterrupted: "rerun"` is started at most this many times in all. */
 export const maxHookRuns = 3;
+/** At a clean stop, an approval POST already in flight gets this long to be answered before it is cut off. */
+export const approvalStopGraceMs = 3000;
 const idleWaitMs = 60_000;
 const waitForPollMs = 100;
 const catchUpBatch = 500;
@@ -45,6 +47,8 @@ export interface ActionRunnerOptions {
 
 export class ActionRunner {
   private readonly stopping = new AbortController();
+  /** Aborted `approvalStopGraceMs` after `stopping`: cuts off an approval POST still unanswered. */
+  private readonly cutOff = new AbortController();
   private wakeUp = new AbortController();
   private loop: Promise<void> | undefined;
 
@@ -81,10 +85,19 @@ export class ActionRunner {
     this.wakeUp.abort();
   }
 
-  /** Stops running hooks (SIGTERM, then SIGKILL; reported Interrupted) and waits for the runner to settle. */
+  /**
+   * Stops running hooks (SIGTERM, then SIGKILL; reported Interrupted), lets an approval POST in flight be answered
+   * for up to `approvalStopGraceMs` (so its outcome is known), and waits for the runner to settle.
+   */
   async stop(): Promise<void> {
     this.stopping.abort(new Error("agent stopping"));
+    const graceOver = new AbortController();
+    void this.options.clock.sleep(approvalStopGraceMs, graceOver.signal).then(
+      () => this.cutOff.abort(new Error("agent stopping")),
+      () => undefined,
+    );
     await this.loop;
+    graceOver.abort();
   }
 
   private planFor(record: TransitionRecord): PlannedAction[] {
@@ -246,7 +259,7 @@ export class ActionRunner {
         logger,
         metrics: this.options.metrics,
         clock,
-        signal: this.stopping.signal,
+        signal: this.cutOff.signal,
       });
       const nowMs = clock.now();
       const settle = (records: ApprovalRecord[], status: ActionRow["status"], reason: string): void =>
@@ -260,7 +273,7 @@ export class ActionRunner {
         case "dry-run":
           return settle(result.records, "succeeded", "dry-run: would approve");
         case "unknown":
-          if (this.stopping.signal.aborted) {
+          if (this.cutOff.signal.aborted) {
             const why = "outcome unknown: the agent stopped while the StartRequests POST was in flight; not sent again";
             return settle([interruptedApprovalRecord(record, vm, why, nowMs, this.options.agentVersion)], "interrupted", why);
           }

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ActionRunner, type ActionRunnerOptions } from "../../src/actions/action-runner.js";
+import { ActionRunner, approvalStopGraceMs, type ActionRunnerOptions } from "../../src/actions/action-runner.js";
 import { approvalPolicySchema } from "../../src/actions/approval-policy.js";
 import { hookSchema } from "../../src/actions/hooks.js";
 import { Store } from "../../src/store/store.js";
@@ -193,5 +193,43 @@ describe("ActionRunner", () => {
       await post.close();
       await sim.close();
     }
+  });
+
+  it("at a clean stop, an approval POST in flight is waited for (up to approvalStopGraceMs), then cut off and reported Interrupted", async () => {
+    const approval = approvalPolicySchema.parse({ mode: "on", rules: [{ eventType: ["Reboot"] }] });
+    const outcomeAtStop = async (approvalDelayMs: number, id: string) => {
+      const sim = await startSimulator({ scenario: "idle", approvalDelayMs });
+      const post = startRequestPoster(sim.url);
+      const store = Store.open({ dataDir: join(tempDir(), "data"), maxOutboxBytes: 1 << 30 });
+      try {
+        sim.setEvents([{ EventId: id, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false }]);
+        const runner = runnerOn(store, { approval, postStartRequest: post });
+        runner.start();
+        const record = reboot(id);
+        commit(store, record);
+        runner.enqueue([record]);
+        await waitUntil(() => sim.status().approvalsHeld === 1, 10_000, "the POST to be in flight");
+        const stoppedAtMs = Date.now();
+        await runner.stop();
+        const stopMs = Date.now() - stoppedAtMs;
+        const restarted = runnerOn(store, { approval, postStartRequest: post });
+        restarted.start();
+        await new Promise((r) => setTimeout(r, 200));
+        await restarted.stop();
+        return { stopMs, status: store.actions.get(`approval:${id.toLowerCase()}`)?.status, records: approvalRecords(store), posts: sim.status().approvals.length + sim.status().approvalsHeld };
+      } finally {
+        store.close();
+        await post.close();
+        await sim.close();
+      }
+    };
+    const [answered, cutOff] = await Promise.all([
+      outcomeAtStop(500, "66660000-0000-4000-8000-000000000001"),
+      outcomeAtStop(60_000, "66660000-0000-4000-8000-000000000002"),
+    ]);
+    expect(answered).toMatchObject({ status: "approved", records: [{ Outcome: "Approved", HttpStatus: 200 }], posts: 1 });
+    expect(cutOff).toMatchObject({ status: "interrupted", records: [{ Outcome: "Interrupted", HttpStatus: 0 }], posts: 1 });
+    expect(cutOff.stopMs).toBeGreaterThanOrEqual(approvalStopGraceMs - 100);
+    expect(cutOff.stopMs).toBeLessThan(approvalStopGraceMs + 3000);
   });
 });
