@@ -1,0 +1,94 @@
+// The action ledger's SQL on a real store: idempotent planning, plan order, attempts, a monotonic planned position,
+// persistence across reopen, and one transaction for an action's new state and its outbox record.
+import { afterAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Store } from "../../src/store/store.js";
+import type { PlannedAction } from "../../src/store/action-ledger.js";
+import { transition } from "../actions/fixtures.js";
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const openStore = (dataDir?: string): Store => {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), "sef-ledger-"));
+  dirs.push(dir);
+  return Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+};
+
+const action = (key: string, kind: PlannedAction["kind"] = "hook"): PlannedAction => ({
+  actionKey: key,
+  kind,
+  eventKey: "e1",
+  eventStatus: "Scheduled",
+  name: kind === "hook" ? key : "approval",
+  recordJson: "{}",
+});
+
+describe("ActionLedger", () => {
+  it("plans each key once, hands out pending actions in plan order, counts attempts and keeps reasons", () => {
+    const store = openStore();
+    const ledger = store.actions;
+    expect(ledger.plan([action("b"), action("a"), action("approval:e1", "approval")], 1)).toBe(3);
+    expect(ledger.plan([action("a")], 2)).toBe(0);
+    expect(ledger.nextPending()?.actionKey).toBe("b");
+    ledger.setStatus("b", "running", "", 3, true);
+    expect(ledger.nextPending()?.actionKey).toBe("a");
+    ledger.setStatus("b", "failed", "exit 3", 4);
+    expect(ledger.get("b")).toMatchObject({ status: "failed", reason: "exit 3", attempts: 1, updatedMs: 4, createdMs: 1 });
+    expect(ledger.forEvent("e1", "Scheduled", "hook").map((r) => r.actionKey)).toEqual(["b", "a"]);
+    expect(ledger.withStatus("failed").map((r) => r.actionKey)).toEqual(["b"]);
+    store.close();
+  });
+
+  it("keeps the planned position monotonic and everything across a reopen; forgets only old finished actions", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sef-ledger-"));
+    const store = openStore(dir);
+    expect(store.actions.plannedThroughSeq()).toBeUndefined();
+    store.actions.setPlannedThroughSeq(7);
+    store.actions.setPlannedThroughSeq(5);
+    store.actions.plan([action("old"), action("running"), action("new")], 1);
+    store.actions.setStatus("old", "succeeded", "", 10);
+    store.actions.setStatus("running", "running", "", 10, true);
+    store.actions.setStatus("new", "succeeded", "", 1000);
+    store.close();
+    const reopened = openStore(dir);
+    expect(reopened.actions.plannedThroughSeq()).toBe(7);
+    expect(reopened.actions.forgetFinished(500)).toBe(1);
+    expect(["old", "running", "new"].map((k) => reopened.actions.get(k)?.status)).toEqual([undefined, "running", "succeeded"]);
+    reopened.close();
+  });
+
+  it("commits an action's new state and its outbox record in one transaction, or neither", () => {
+    const store = openStore();
+    const ledger = store.actions;
+    ledger.plan([action("h")], 1);
+    const head = store.headSeq();
+    expect(() =>
+      ledger.transaction(() => {
+        ledger.setStatus("h", "succeeded", "", 2);
+        store.append([transition()], 2);
+        throw new Error("crash before commit");
+      }),
+    ).toThrow("crash before commit");
+    expect(ledger.get("h")?.status).toBe("pending");
+    expect(store.headSeq()).toBe(head);
+    ledger.transaction(() => {
+      ledger.setStatus("h", "succeeded", "", 3);
+      store.append([transition()], 3);
+    });
+    expect(ledger.get("h")?.status).toBe("succeeded");
+    expect(store.readAfter(head, 10)).toHaveLength(1);
+    store.close();
+  });
+
+  it("reads the collector's committed status of an event", () => {
+    const store = openStore();
+    expect(store.actions.committedEventStatus("e1")).toBeUndefined();
+    const state = { lastIncarnation: 1, lastDocumentHash: "h", lastSuccessMs: 1, interrupted: false, events: new Map(), emitted: new Map() };
+    state.events.set("e1", { status: "Scheduled", fields: transition(), lastSeenMs: 1 });
+    store.commitDocument(state, [], 1);
+    expect(store.actions.committedEventStatus("e1")).toBe("Scheduled");
+    store.close();
+  });
+});
