@@ -1,6 +1,6 @@
 // The action ledger (SQL only): one row per planned hook run or approval with its persisted state, so that
 // actions survive restarts and kill -9. Shares the store's database; the state machine lives in src/actions/.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 
 /**
  * pending: planned, not started (or due again) · running: started; if found at start-up the process died mid-action ·
@@ -63,7 +63,7 @@ export function migrateActionLedger(db: DatabaseSync): void {
 }
 
 export class ActionLedger {
-  private readonly statements: Record<string, StatementSync>;
+  private readonly statements;
 
   constructor(private readonly db: DatabaseSync) {
     this.statements = {
@@ -86,55 +86,55 @@ export class ActionLedger {
   plan(actions: readonly PlannedAction[], nowMs: number): number {
     let added = 0;
     for (const a of actions) {
-      const info = this.statements.insert!.run(a.actionKey, a.kind, a.eventKey, a.eventStatus, a.name, a.recordJson, nowMs, nowMs);
+      const info = this.statements.insert.run(a.actionKey, a.kind, a.eventKey, a.eventStatus, a.name, a.recordJson, nowMs, nowMs);
       added += Number(info.changes);
     }
     return added;
   }
 
   get(actionKey: string): ActionRow | undefined {
-    const row = this.statements.get!.get(actionKey) as Row | undefined;
+    const row = this.statements.get.get(actionKey) as Row | undefined;
     return row ? toAction(row) : undefined;
   }
 
   /** The oldest pending action (actions run in the order they were planned). */
   nextPending(): ActionRow | undefined {
-    const row = this.statements.nextPending!.get() as Row | undefined;
+    const row = this.statements.nextPending.get() as Row | undefined;
     return row ? toAction(row) : undefined;
   }
 
   withStatus(status: ActionStatus): ActionRow[] {
-    return (this.statements.withStatus!.all(status) as unknown as Row[]).map(toAction);
+    return (this.statements.withStatus.all(status) as unknown as Row[]).map(toAction);
   }
 
   /** Actions of one kind planned for one (event, status), in plan order. */
   forEvent(eventKey: string, eventStatus: string, kind: ActionKind): ActionRow[] {
-    return (this.statements.forEvent!.all(eventKey, eventStatus, kind) as unknown as Row[]).map(toAction);
+    return (this.statements.forEvent.all(eventKey, eventStatus, kind) as unknown as Row[]).map(toAction);
   }
 
   /** Moves an action to `status`; `countAttempt` adds one to its attempts (when a run or POST starts). */
   setStatus(actionKey: string, status: ActionStatus, reason: string, nowMs: number, countAttempt = false): void {
-    this.statements.setStatus!.run(status, reason, countAttempt ? 1 : 0, nowMs, actionKey);
+    this.statements.setStatus.run(status, reason, countAttempt ? 1 : 0, nowMs, actionKey);
   }
 
   /** Outbox position up to which every Transition record has been planned (undefined before the first start). */
   plannedThroughSeq(): number | undefined {
-    const row = this.statements.getProgress!.get("planned_through_seq") as { value: number } | undefined;
+    const row = this.statements.getProgress.get("planned_through_seq") as { value: number } | undefined;
     return row?.value;
   }
 
   setPlannedThroughSeq(seq: number): void {
-    this.statements.setProgress!.run("planned_through_seq", seq);
+    this.statements.setProgress.run("planned_through_seq", seq);
   }
 
   /** The collector's last committed status of an event (absent once the event ended). */
   committedEventStatus(eventKey: string): string | undefined {
-    return (this.statements.eventStatus!.get(eventKey) as { status: string } | undefined)?.status;
+    return (this.statements.eventStatus.get(eventKey) as { status: string } | undefined)?.status;
   }
 
   /** Deletes finished actions last updated before `beforeMs`; returns how many. */
   forgetFinished(beforeMs: number): number {
-    return Number(this.statements.forget!.run(beforeMs).changes);
+    return Number(this.statements.forget.run(beforeMs).changes);
   }
 
   /** Runs `body` in one transaction, or inside the caller's if one is open (so state and outbox records commit together). */
