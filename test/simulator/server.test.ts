@@ -143,6 +143,26 @@ describe("approvals", () => {
     expect(Date.parse(approvals[0]!.at)).toBeGreaterThan(Date.now() - 10_000);
   });
 
+  it("approvalDelayMs holds a StartRequests POST (counted in approvalsHeld) and applies it after the delay, even when the client left", async () => {
+    const scenario = parseScenario(
+      { name: "held", description: "test", durationSeconds: 100_000, steps: [{ at: 0, events: [{ EventId: "E1", EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 3600 }] }] },
+      "test",
+    );
+    const sim = await startSimulator({ scenario, approvalDelayMs: 400 });
+    open.push(sim);
+    await get(sim, se);
+    const client = new AbortController();
+    const sent = request(`${sim.url}${se}`, { method: "POST", headers: { ...md, "Content-Type": "application/json" }, body: JSON.stringify({ StartRequests: [{ EventId: "E1" }] }), signal: client.signal });
+    for (let i = 0; i < 100 && sim.status().approvalsHeld === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(sim.status()).toMatchObject({ approvalsHeld: 1, approvals: [] });
+    client.abort();
+    await sent.catch(() => undefined);
+    expect(((await get(sim, se)).json as { Events: { EventStatus: string }[] }).Events[0]?.EventStatus).toBe("Scheduled");
+    for (let i = 0; i < 200 && sim.status().approvalsHeld === 1; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(sim.status()).toMatchObject({ approvalsHeld: 0, approvals: [{ EventId: "E1", outcome: "started", count: 1 }] });
+    expect(((await get(sim, se)).json as { Events: { EventStatus: string }[] }).Events[0]?.EventStatus).toBe("Started");
+  });
+
   it("an approved event is removed after its Started duration (fake clock)", async () => {
     let nowMs = 1_700_000_000_000;
     const clock: Clock = { now: () => nowMs, sleep: async () => undefined };
