@@ -17,6 +17,8 @@ export const maxHookRuns = 3;
 /** At a clean stop, an approval POST already in flight gets this long to be answered before it is cut off. */
 export const approvalStopGraceMs = 3000;
 const idleWaitMs = 60_000;
+const errorPauseMs = 5000;
+const maxErrorsPerAction = 3;
 const waitForPollMs = 100;
 const catchUpBatch = 500;
 
@@ -50,6 +52,7 @@ export class ActionRunner {
   /** Aborted `approvalStopGraceMs` after `stopping`: cuts off an approval POST still unanswered. */
   private readonly cutOff = new AbortController();
   private wakeUp = new AbortController();
+  private readonly errorsByKey = new Map<string, number>();
   private loop: Promise<void> | undefined;
 
   constructor(private readonly options: ActionRunnerOptions) {}
@@ -70,17 +73,17 @@ export class ActionRunner {
     this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "action runner failed"));
   }
 
-  /** Plans the actions for freshly committed transition records (synchronously, so nothing is held only in memory). */
-  enqueue(records: readonly TransitionRecord[]): void {
-    const { ledger, clock, logger } = this.options;
+  /**
+   * Called right after transition records committed: plans their actions synchronously, so nothing is held only in
+   * memory. The records are read back from the outbox past the planned position, so a plan that failed earlier
+   * (store error) is made up here too.
+   */
+  enqueue(_records: readonly TransitionRecord[]): void {
     try {
-      ledger.transaction(() => {
-        ledger.plan(records.flatMap((r) => this.planFor(r)), clock.now());
-        ledger.setPlannedThroughSeq(this.options.headSeq());
-      });
+      this.catchUp();
     } catch (err) {
-      // Not lost: the records are in the outbox past the planned position; the next start plans them.
-      logger.error({ err }, "could not record planned actions; they are planned at the next start");
+      // Not lost: the records stay in the outbox past the planned position; the next commit or start plans them.
+      this.options.logger.error({ err }, "could not record planned actions; trying again at the next transition or start");
     }
     this.wakeUp.abort();
   }
@@ -179,7 +182,7 @@ export class ActionRunner {
       });
       seq = lastSeq;
     }
-    if (planned > 0) logger.info({ planned }, "planned actions for transitions committed just before the last stop");
+    if (planned > 0) logger.debug({ planned }, "planned actions");
   }
 
   private async run(): Promise<void> {
@@ -196,9 +199,21 @@ export class ActionRunner {
       try {
         if (row.kind === "hook") await this.runHookAction(row);
         else await this.runApprovalAction(row);
+        this.errorsByKey.delete(row.actionKey);
       } catch (err) {
-        logger.error({ err, action: row.actionKey }, "action failed");
-        if (ledger.get(row.actionKey)?.status === "pending") ledger.setStatus(row.actionKey, "failed", `internal error: ${(err as Error).message}`, clock.now());
+        // A store error (or a bad row): pause and try again; after a few tries in a row give the action up as failed.
+        const errors = (this.errorsByKey.get(row.actionKey) ?? 0) + 1;
+        this.errorsByKey.set(row.actionKey, errors);
+        logger.error({ err, action: row.actionKey, errors }, "action could not be carried out");
+        if (errors >= maxErrorsPerAction) {
+          try {
+            if (ledger.get(row.actionKey)?.status === "pending") ledger.setStatus(row.actionKey, "failed", `internal error: ${(err as Error).message}`, clock.now());
+            this.errorsByKey.delete(row.actionKey);
+          } catch {
+            // the store is still failing: the action stays pending
+          }
+        }
+        await clock.sleep(errorPauseMs, stop).catch(() => undefined);
       }
     }
   }
