@@ -21,7 +21,8 @@ export const activeDhcpSettingsSchema = z
     messageType: z.enum(["discover", "inform"]).default("discover"),
     serverAddress: ipv4.default("255.255.255.255"),
     serverPort: port.default(67),
-    clientPort: port.default(68),
+    /** 0 = any free port (tests: the responder answers the port the request came from). */
+    clientPort: z.number().int().min(0).max(65535).default(68),
     bindAddress: ipv4.default("0.0.0.0"),
     /** How long to wait for a usable reply, in milliseconds. */
     timeoutMs: z.number().int().min(100).max(60_000).default(3000),
