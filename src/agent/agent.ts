@@ -329,6 +329,7 @@ function outcomeOf(err: ImdsRequestError): PollOutcome {
     case "timeout":
       return "timeout";
     case "network_error":
+    case "no_endpoint":
       return "network_error";
     case "malformed":
     case "too_large":

@@ -167,7 +167,7 @@ export class ImdsClient {
   private async send(method: "GET" | "POST", path: string, signal?: AbortSignal, body?: string): Promise<Dispatcher.ResponseData> {
     const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
     const base = this.endpoint?.current() ?? { url: this.options.imdsUrl };
-    if ("error" in base) throw new ImdsRequestError("network_error", `IMDS endpoint unknown: ${base.error}`);
+    if ("error" in base) throw new ImdsRequestError("no_endpoint", `IMDS endpoint unknown: ${base.error}`);
     const url = new URL(path, base.url);
     try {
       const response = await request(url, {

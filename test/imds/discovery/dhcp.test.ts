@@ -1,6 +1,8 @@
 // The active DHCP query: packet building and reply checks as pure functions, then the real UDP client against the
 // testbed's DHCP responder on loopback answering with option 245 among other options, and with faulty replies.
 import { afterEach, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { testbedCliPath } from "../../helpers/agent-process.js";
 import { buildDhcpRequest, parseDhcpReply, dhcpMagicCookie } from "../../../src/imds/discovery/dhcp-packet.js";
 import { queryOption245 } from "../../../src/imds/discovery/dhcp-client.js";
 import { activeDhcpSettingsSchema } from "../../../src/imds/discovery/settings.js";
@@ -106,5 +108,33 @@ describe("the DHCP client against the testbed responder (UDP on loopback)", () =
     const silent = await query([["silent"]], 300);
     expect(silent.reason).toBe("timeout");
     expect(silent.elapsedMs).toBeGreaterThanOrEqual(290);
+  });
+});
+
+describe("sef-testbed emulate dhcp", () => {
+  it("runs the responder from the command line with a reply script", async () => {
+    const child = spawn(process.execPath, [testbedCliPath, "emulate", "dhcp", "--option-245", "127.0.0.7", "--reply", "wrong-mac,ok"], { stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = "";
+        const timer = setTimeout(() => reject(new Error(`no listening line; stdout: ${out}`)), 10_000);
+        child.stdout!.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          const match = /listening on udp:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+          if (match) {
+            clearTimeout(timer);
+            resolve(Number(match[1]));
+          }
+        });
+      });
+      const skipped: string[] = [];
+      const settings = activeDhcpSettingsSchema.parse({ enabled: true, interface: "lo", serverAddress: "127.0.0.1", serverPort: port, clientPort: 0, bindAddress: "127.0.0.1", timeoutMs: 2000 });
+      const result = await queryOption245(settings, (err) => skipped.push(err.reason));
+      expect(result.address).toBe("127.0.0.7");
+      expect(skipped).toEqual(["wrong-mac"]);
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    }
   });
 });
