@@ -65,7 +65,7 @@ export async function startAgentServices(
     clock,
     vm: () => agent.vmIdentity,
     agentVersion: agent.agentVersion,
-    stats: () => agent.heartbeatStats(),
+    stats: () => ({ ...agent.heartbeatStats(), imdsEndpointSource: imdsEndpoint?.snapshot()?.source ?? null }),
     emit: (record) => {
       agent.appendRecords([record]);
     },

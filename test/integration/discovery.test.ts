@@ -24,7 +24,7 @@ function setUp(sim: Simulator, discovery: Record<string, unknown> = {}) {
       pollIntervalMs: 200,
       dataDir: join(dir, "data"),
       sinks: [`jsonl:${out}`],
-      heartbeatIntervalMs: 0,
+      heartbeatIntervalMs: 3_600_000, // one Heartbeat at start
       metricsPort: 0,
       imdsDiscovery: {
         linkLocalAddress: "127.0.0.3", // nothing listens there: the probe fails fast, as 169.254.169.254 does off Azure
@@ -65,6 +65,8 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
       expect(agent.stderr()).toMatch(/"source":"dhclient".*IMDS endpoint chosen/);
       sim.setEvents([reboot("DDDD0000-0000-4000-8000-000000000001")]);
       await waitUntil(() => records().some((r) => r.RecordType === "Transition"), 15_000, "a record in the jsonl sink");
+      const heartbeat = records().find((r) => r.RecordType === "Heartbeat");
+      expect(JSON.parse((heartbeat as { Detail: string }).Detail)).toMatchObject({ imdsEndpointSource: "dhclient" });
       expect(await agent.stop("SIGTERM")).toBe(0);
 
       // Restart without the lease file: the endpoint remembered in the store still answers, so it is reused.
