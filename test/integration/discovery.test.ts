@@ -129,4 +129,27 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
       await sim.close();
     }
   });
+
+  it("discovers again after repeated connection failures and follows IMDS to its new address", async () => {
+    const first = await startSimulator({ scenario: "idle", host: "127.0.0.2" });
+    const second = await startSimulator({ scenario: "idle", host: "127.0.0.4", port: first.port });
+    const { dir, start, records } = setUp(first, { rediscoverAfterFailures: 3 });
+    writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), leaseFor127002);
+    const agent = start();
+    try {
+      await waitUntil(() => agent.stderr().includes("IMDS endpoint chosen"), 15_000, "the first endpoint");
+      first.setEvents([reboot("ABAB0000-0000-4000-8000-000000000001")]);
+      await waitUntil(() => records().some((r) => r.RecordType === "Transition"), 15_000, "a record from the first address");
+      writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), leaseFor127002.replace("7f:0:0:2", "7f:0:0:4"));
+      await first.close();
+      await waitUntil(() => /"endpoint":"http:\/\/127\.0\.0\.4:\d+","source":"dhclient".*"why":"rediscover"/.test(agent.stderr()), 20_000, "rediscovery");
+      second.setEvents([reboot("ABAB0000-0000-4000-8000-000000000002")]);
+      await waitUntil(() => records().some((r) => r.RecordType === "Transition" && r.EventId.endsWith("2")), 15_000, "a record from the new address");
+      expect(await agent.stop("SIGTERM")).toBe(0);
+    } finally {
+      await agent.stop("SIGKILL");
+      await first.close().catch(() => undefined);
+      await second.close();
+    }
+  });
 });
