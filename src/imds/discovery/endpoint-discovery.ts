@@ -105,6 +105,16 @@ export class EndpointDiscovery implements ImdsEndpointSource {
   }
 
   private async resolveOnce(why: "start" | "retry" | "rediscover"): Promise<void> {
+    try {
+      await this.resolveAndApply(why);
+    } catch (err) {
+      // A bug, not an input problem: say so, and let the retry loop (or the next rediscovery) try again.
+      this.options.logger.error({ err, why }, "IMDS endpoint discovery failed unexpectedly");
+      if (!this.endpoint) this.error = `IMDS endpoint discovery failed unexpectedly: ${(err as Error).message}`;
+    }
+  }
+
+  private async resolveAndApply(why: "start" | "retry" | "rediscover"): Promise<void> {
     const { settings, logger, clock } = this.options;
     const failures: DiscoveryFailure[] = [];
     const remembered = this.endpoint ? { url: this.endpoint.url, source: this.endpoint.source } : this.loadMemory();
@@ -163,13 +173,25 @@ export class EndpointDiscovery implements ImdsEndpointSource {
     });
   }
 
+  /** The remembered endpoint, if it is well-formed and on the configured port (a changed config wins). */
   private loadMemory(): RememberedEndpoint | undefined {
+    let remembered: RememberedEndpoint | undefined;
     try {
-      return this.memory?.load();
+      remembered = this.memory?.load();
     } catch (err) {
       this.options.logger.warn({ err }, "could not read the remembered IMDS endpoint");
       return undefined;
     }
+    if (remembered === undefined) return undefined;
+    try {
+      const url = new URL(remembered.url);
+      const port = url.port === "" ? 80 : Number(url.port);
+      if (url.protocol === "http:" && port === this.options.settings.port && typeof remembered.source === "string") return remembered;
+    } catch {
+      // fall through: not a URL
+    }
+    this.options.logger.info({ remembered }, "ignoring the remembered IMDS endpoint (malformed, or another port than configured)");
+    return undefined;
   }
 
   private saveMemory(endpoint: RememberedEndpoint): void {

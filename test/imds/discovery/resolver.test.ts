@@ -142,6 +142,19 @@ describe("EndpointDiscovery", () => {
     await discovery.stop();
   });
 
+  it("ignores a remembered endpoint that is malformed or on another port than configured", async () => {
+    const port = await listenOn("127.0.0.2");
+    const other = await listenOn("127.0.0.2");
+    const { dir, settings } = sandbox(port);
+    writeFileSync(join(dir, "networkd", "2"), "ADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
+    for (const url of [`http://127.0.0.2:${other}`, "not a url"]) {
+      const discovery = new EndpointDiscovery({ settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+      await discovery.start({ load: () => ({ url, source: "dhcp" }), save: () => undefined });
+      expect(discovery.snapshot(), url).toEqual({ url: `http://127.0.0.2:${port}`, source: "networkd", reused: false, error: null });
+      await discovery.stop();
+    }
+  });
+
   it("discovers again after N consecutive connection failures and switches to the new address", async () => {
     const port = await listenOn("127.0.0.2");
     const { dir, settings } = sandbox(port);
