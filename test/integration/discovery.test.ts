@@ -27,7 +27,7 @@ function setUp(sim: Simulator, discovery: Record<string, unknown> = {}) {
       heartbeatIntervalMs: 3_600_000, // one Heartbeat at start
       metricsPort: 0,
       imdsDiscovery: {
-        linkLocalAddress: "127.0.0.3", // nothing listens there: the probe fails fast, as 169.254.169.254 does off Azure
+        linkLocalAddress: "127.0.0.13", // nothing listens there: the probe fails fast, as 169.254.169.254 does off Azure
         port: sim.port,
         probeTimeoutMs: 500,
         retryInitialDelayMs: 200,
