@@ -12,7 +12,7 @@ interface LeaseBlock {
 /** Returns the option 245 address of the last unexpired lease; throws DiscoveryParseError otherwise. */
 export function parseDhclientLeases(text: string, nowMs: number): string {
   const blocks = splitLeaseBlocks(text);
-  if (blocks.length === 0) throw new DiscoveryParseError("malformed", "no lease { … } block");
+  if (blocks.length === 0) throw new DiscoveryParseError("no-option-245", "no IPv4 lease { … } block");
   const leases = blocks.map(parseLeaseBlock);
   const withOption = leases.filter((l) => l.option245 !== undefined);
   const current = withOption.filter((l) => l.expiresMs === null || l.expiresMs > nowMs);
@@ -23,15 +23,23 @@ export function parseDhclientLeases(text: string, nowMs: number): string {
   throw new DiscoveryParseError("no-option-245", `none of ${leases.length} lease(s) carries option 245`);
 }
 
+/** The statements of each IPv4 `lease { … }` block; other blocks (dhclient6's nested `lease6 { … }`) are skipped. */
 function splitLeaseBlocks(text: string): string[][] {
   const blocks: string[][] = [];
   let current: string[] | undefined;
+  let skippedDepth = 0;
   text.split(/\r?\n/).forEach((rawLine, index) => {
     const line = rawLine.replace(/#.*$/, "").trim();
     if (line === "") return;
     const where = `line ${index + 1}`;
+    if (skippedDepth > 0) {
+      skippedDepth += (line.match(/\{/g)?.length ?? 0) - (line.match(/\}/g)?.length ?? 0);
+      if (skippedDepth < 0) throw new DiscoveryParseError("malformed", `${where}: unbalanced "}"`);
+      return;
+    }
     if (current === undefined) {
       if (/^lease\s*\{$/.test(line)) current = [];
+      else if (/^[a-z0-9-]+(\s+\S+)*\s*\{$/i.test(line)) skippedDepth = 1;
       else if (!line.endsWith(";")) throw new DiscoveryParseError("malformed", `${where}: expected "lease {" or a statement ending in ";"`);
       return;
     }
@@ -46,7 +54,7 @@ function splitLeaseBlocks(text: string): string[][] {
       current.push(line.slice(0, -1).trim());
     }
   });
-  if (current !== undefined) throw new DiscoveryParseError("malformed", "the last lease block is not closed");
+  if (current !== undefined || skippedDepth > 0) throw new DiscoveryParseError("malformed", "the last block is not closed");
   return blocks;
 }
 

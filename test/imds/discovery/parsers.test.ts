@@ -53,12 +53,18 @@ describe("dhclient leases", () => {
     expect(parseDhclientLeases('lease {\n  option unknown-245 "ABC\\001";\n  expire never;\n}\n', nowMs)).toBe("65.66.67.1");
   });
 
+  it("skips dhclient6's nested lease6 blocks: an IPv6-only file has no option 245, and is not malformed", () => {
+    expect(reasonOf(() => parseDhclientLeases(fixture("dhclient6.leases"), nowMs))).toBe("no-option-245");
+    expect(parseDhclientLeases(fixture("dhclient6.leases") + fixture("dhclient-dotted.leases"), nowMs)).toBe("168.63.129.16");
+  });
+
   it("reports expired, missing, wrong-length and malformed leases by reason", () => {
     expect(reasonOf(() => parseDhclientLeases(fixture("dhclient-expired.leases"), nowMs))).toBe("expired");
     expect(reasonOf(() => parseDhclientLeases(fixture("dhclient-no-option.leases"), nowMs))).toBe("no-option-245");
     expect(reasonOf(() => parseDhclientLeases(fixture("dhclient-wrong-length.leases"), nowMs))).toBe("wrong-length");
     expect(reasonOf(() => parseDhclientLeases(fixture("dhclient-malformed.leases"), nowMs))).toBe("malformed");
-    expect(reasonOf(() => parseDhclientLeases("", nowMs))).toBe("malformed");
+    expect(reasonOf(() => parseDhclientLeases("lease {\n  option unknown-245 a8:3f:81:10;\n", nowMs))).toBe("malformed");
+    expect(reasonOf(() => parseDhclientLeases("lease6 {\n  ia-na 1 {\n}\n", nowMs))).toBe("malformed");
     expect(reasonOf(() => parseDhclientLeases("lease {\n  expire someday;\n}\n", nowMs))).toBe("malformed");
   });
 });
