@@ -73,15 +73,15 @@ async function readOneFile(source: DiscoverySource, path: string, parse: (text: 
   try {
     text = await readFile(path, "utf8");
   } catch (err) {
-    // A file that is not there is not an error: this kind of VM simply does not have it.
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { candidates: [], failures: [] };
+    // A file that is not there is not an error: this kind of VM simply does not have it. Nor is a directory a pattern matched.
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "EISDIR") return { candidates: [], failures: [] };
     return { candidates: [], failures: [toFailure(source, err, path)] };
   }
   if (text.trim() === "") return { candidates: [], failures: [{ source, reason: "malformed", detail: "file is empty", file: path }] };
   return fromText(source, text, path, parse);
 }
 
-/** Files matching `dir/pattern` where `*` in the file name matches anything; newest first. */
+/** Files matching `dir/pattern` where `*` in the file name matches anything, in name order. A missing directory is no match. */
 export async function expandPattern(pattern: string): Promise<string[]> {
   const dir = dirname(pattern);
   const name = basename(pattern);
@@ -89,15 +89,23 @@ export async function expandPattern(pattern: string): Promise<string[]> {
   const matcher = new RegExp(`^${name.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
   try {
     return (await readdir(dir)).filter((f) => matcher.test(f)).sort().map((f) => join(dir, f));
-  } catch {
-    return [];
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") return [];
+    throw err;
   }
 }
 
 async function readLeaseFiles(source: DiscoverySource, patterns: readonly string[], parse: (text: string) => string): Promise<SourceResult> {
   const result: SourceResult = { candidates: [], failures: [] };
   for (const pattern of patterns) {
-    for (const file of await expandPattern(pattern)) {
+    let files: string[];
+    try {
+      files = await expandPattern(pattern);
+    } catch (err) {
+      result.failures.push(toFailure(source, err, dirname(pattern)));
+      continue;
+    }
+    for (const file of files) {
       const one = await readOneFile(source, file, parse);
       result.candidates.push(...one.candidates);
       result.failures.push(...one.failures);

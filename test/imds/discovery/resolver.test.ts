@@ -94,12 +94,14 @@ describe("resolveImdsEndpoint", () => {
   });
 
   it("reports every source when nothing is found", async () => {
-    const { dir, settings } = sandbox(9);
+    const { dir, settings } = sandbox(9, { wireServerEndpointFile: `/tmp/${"x".repeat(300)}` }); // ENAMETOOLONG: unreadable even for root
     copyFileSync(fixture("networkd-no-option.lease"), join(dir, "networkd", "2"));
     copyFileSync(fixture("nm-malformed"), join(dir, "nm", "2"));
+    mkdirSync(join(dir, "nm", "3")); // a directory matching the pattern is skipped, not an error
     const outcome = await resolveImdsEndpoint(request(settings));
     expect(outcome.endpoint).toBeUndefined();
-    expect(outcome.failures.map((f) => `${f.source}:${f.reason}`)).toEqual(["link-local:not-answering", "networkd:no-option-245", "networkmanager:malformed"]);
+    expect(outcome.failures.map((f) => `${f.source}:${f.reason}`)).toEqual(["link-local:not-answering", "waagent:unreadable", "networkd:no-option-245", "networkmanager:malformed"]);
+    expect(outcome.failures[1]!.detail).toBe("ENAMETOOLONG");
   });
 });
 
