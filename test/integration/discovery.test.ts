@@ -39,7 +39,7 @@ function setUp(sim: Simulator, discovery: Record<string, unknown> = {}) {
     }),
   );
   const start = () => runCli(["run", "--config", configPath], { env: { CLOUDCONTROLIP: "" } });
-  return { dir, out, start, records: () => readJsonl<SefRecord>(out) };
+  return { dir, out, configPath, start, records: () => readJsonl<SefRecord>(out) };
 }
 
 async function metricsUrl(agent: RunningProcess): Promise<string> {
@@ -150,6 +150,25 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
       await agent.stop("SIGKILL");
       await first.close().catch(() => undefined);
       await second.close();
+    }
+  });
+
+  it("`sef discover` prints each source's failure and the endpoint found, exit 0; or exit 1 when none is", async () => {
+    const sim = await startSimulator({ scenario: "idle", host: "127.0.0.2" });
+    const { dir, configPath } = setUp(sim);
+    try {
+      writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), "lease {\n  option unknown-245 7f:0:0:2:1;\n  expire never;\n}\n");
+      const none = runCli(["discover", "--config", configPath], { env: { CLOUDCONTROLIP: "" } });
+      expect(await none.exited).toBe(1);
+      expect(none.stdout()).toMatch(/^link-local +not-answering +127\.0\.0\.13:\d+: ECONNREFUSED$/m);
+      expect(none.stdout()).toMatch(/^dhclient +wrong-length +\S+dhclient\.eth0\.leases: option 245 has 5 bytes, expected 4$/m);
+      expect(none.stdout()).toContain("no IMDS endpoint found");
+      writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), leaseFor127002);
+      const found = runCli(["discover", "--config", configPath], { env: { CLOUDCONTROLIP: "" } });
+      expect(await found.exited).toBe(0);
+      expect(found.stdout()).toContain(`endpoint http://127.0.0.2:${sim.port} (source: dhclient)`);
+    } finally {
+      await sim.close();
     }
   });
 });
