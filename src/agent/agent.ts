@@ -7,7 +7,7 @@ import type { SefRecord, TransitionRecord, VmIdentity } from "../contract/record
 import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "../contract/record.js";
 import { isUrgent, type OutboxEntry, type Sink } from "../sinks/sink.js";
-import { ImdsClient } from "../imds/client.js";
+import { ImdsClient, imdsDefaults, type ImdsEndpointSource } from "../imds/client.js";
 import { ImdsRequestError } from "../imds/errors.js";
 import { Store } from "../store/store.js";
 import { applyDocument, applyPollFailure, resumeAfterRestart } from "../collector/transitions.js";
@@ -25,6 +25,8 @@ export interface AgentDependencies {
   clock: Clock;
   agentVersion: string;
   metrics?: AgentMetrics;
+  /** The discovered IMDS endpoint (imds/discovery); without it the client uses `imdsUrl` or the link-local default. */
+  imdsEndpoint?: ImdsEndpointSource;
 }
 
 export interface PollStats {
@@ -67,7 +69,8 @@ export class Agent {
       add: (key) => this.store.markApproved(key, clock.now()),
     };
     this.imds = new ImdsClient({
-      imdsUrl: config.imdsUrl,
+      imdsUrl: config.imdsUrl ?? imdsDefaults.imdsUrl,
+      endpoint: deps.imdsEndpoint,
       apiVersion: config.apiVersion,
       firstCallTimeoutMs: config.imdsFirstCallTimeoutMs,
       requestTimeoutMs: config.imdsRequestTimeoutMs,
@@ -326,6 +329,7 @@ function outcomeOf(err: ImdsRequestError): PollOutcome {
     case "timeout":
       return "timeout";
     case "network_error":
+    case "no_endpoint":
       return "network_error";
     case "malformed":
     case "too_large":

@@ -5,7 +5,7 @@ import type { Agent } from "./agent.js";
 import type { AgentConfig } from "../config/schema.js";
 import type { TransitionRecord } from "../contract/record.js";
 import { parseSection } from "../config/load.js";
-import { metricsServerConfigSchema, startObservabilityServer, defaultReadinessLimits } from "../observability/http-server.js";
+import { metricsServerConfigSchema, startObservabilityServer, defaultReadinessLimits, type ReadinessSnapshot } from "../observability/http-server.js";
 import { startHeartbeats } from "../observability/heartbeat.js";
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
@@ -19,7 +19,13 @@ export interface AgentServices {
 }
 
 /** Validates the service sections (throws ConfigError naming bad fields) and starts what they ask for. */
-export async function startAgentServices(agent: Agent, config: AgentConfig, logger: Logger, clock: Clock = systemClock): Promise<AgentServices> {
+export async function startAgentServices(
+  agent: Agent,
+  config: AgentConfig,
+  logger: Logger,
+  clock: Clock = systemClock,
+  imdsEndpoint?: { snapshot(): ReadinessSnapshot["imdsEndpoint"] },
+): Promise<AgentServices> {
   const metricsConfig = parseSection(config, "metrics", metricsServerConfigSchema.default(metricsServerConfigSchema.parse({})));
   const approval = parseSection(config, "approval", approvalPolicySchema.default(approvalPolicySchema.parse({})));
   const hooks = parseSection(config, "hooks", hooksConfigSchema);
@@ -30,7 +36,7 @@ export async function startAgentServices(agent: Agent, config: AgentConfig, logg
       host: metricsConfig.host,
       port: config.metricsPort ?? metricsConfig.port,
       metrics: agent.metrics,
-      readiness: () => agent.readiness(),
+      readiness: () => ({ ...agent.readiness(), imdsEndpoint: imdsEndpoint?.snapshot() }),
       limits: defaultReadinessLimits(config.pollIntervalMs),
       logger,
     });
@@ -71,7 +77,7 @@ export async function startAgentServices(agent: Agent, config: AgentConfig, logg
     clock,
     vm: () => agent.vmIdentity,
     agentVersion: agent.agentVersion,
-    stats: () => agent.heartbeatStats(),
+    stats: () => ({ ...agent.heartbeatStats(), imdsEndpointSource: imdsEndpoint?.snapshot()?.source ?? null }),
     emit: (record) => {
       agent.appendRecords([record]);
     },

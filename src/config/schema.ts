@@ -4,13 +4,16 @@ import { imdsDefaults } from "../imds/client.js";
 import { defaultRetryPolicy } from "../sinks/retry-policy.js";
 import { storeDefaults } from "../store/store.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
+import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";
 
 const positiveMs = z.number().int().positive();
 
 export const agentConfigSchema = z
   .object({
-    /** Base URL of IMDS. */
-    imdsUrl: z.url({ protocol: /^https?$/ }).default(imdsDefaults.imdsUrl),
+    /** Base URL of IMDS; when unset the endpoint is discovered (169.254.169.254, then DHCP option 245 sources). */
+    imdsUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /** How the IMDS endpoint is found when `imdsUrl` is unset. */
+    imdsDiscovery: imdsDiscoverySettingsSchema.default(defaultImdsDiscoverySettings),
     /** Scheduled events api-version. */
     apiVersion: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "must look like 2020-07-01").default(imdsDefaults.apiVersion),
     /** Poll period in milliseconds (IMDS allows 5 requests a second, so at least 200). */

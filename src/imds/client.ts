@@ -31,7 +31,18 @@ export interface ImdsClientOptions {
   extraHeaders?: Record<string, string>;
   /** Told about each failed attempt that will be retried at once (for logs and metrics). */
   onRetry?: (error: ImdsRequestError, attempt: number) => void;
+  /** A discovered endpoint that replaces `imdsUrl` and hears about connection failures (see imds/discovery). */
+  endpoint?: ImdsEndpointSource;
 }
+
+/** Supplies the base URL per request and learns whether connections succeed. */
+export interface ImdsEndpointSource {
+  current(): { url: string } | { error: string };
+  connectionFailed(): void;
+  answered(): void;
+}
+
+const connectionFailureCodes = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EHOSTDOWN", "ECONNRESET", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET"]);
 
 export const imdsDefaults = {
   imdsUrl: "http://169.254.169.254",
@@ -54,8 +65,9 @@ export interface FetchedDocument {
 export class ImdsClient {
   private readonly dispatcher: Agent;
   private readonly limiter: SlidingWindowRateLimiter;
-  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "onRetry">> & { extraHeaders: Record<string, string> };
+  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "onRetry" | "endpoint">> & { extraHeaders: Record<string, string> };
   private readonly onRetry: ImdsClientOptions["onRetry"];
+  private readonly endpoint: ImdsEndpointSource | undefined;
   private answeredOnce = false;
   private lastStartMs: number | undefined;
 
@@ -65,6 +77,7 @@ export class ImdsClient {
     this.dispatcher = new Agent({ connections: 2, pipelining: 1, keepAliveTimeout: 30_000 });
     this.limiter = new SlidingWindowRateLimiter(options.clock, 5, 1000);
     this.onRetry = options.onRetry;
+    this.endpoint = options.endpoint;
   }
 
   /** GET scheduled events; retries transient failures a few times, then throws ImdsRequestError. */
@@ -153,9 +166,11 @@ export class ImdsClient {
 
   private async send(method: "GET" | "POST", path: string, signal?: AbortSignal, body?: string): Promise<Dispatcher.ResponseData> {
     const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
-    const url = new URL(path, this.options.imdsUrl);
+    const base = this.endpoint?.current() ?? { url: this.options.imdsUrl };
+    if ("error" in base) throw new ImdsRequestError("no_endpoint", `IMDS endpoint unknown: ${base.error}`);
+    const url = new URL(path, base.url);
     try {
-      return await request(url, {
+      const response = await request(url, {
         method,
         dispatcher: this.dispatcher,
         headers: {
@@ -168,9 +183,12 @@ export class ImdsClient {
         bodyTimeout: timeoutMs,
         signal,
       });
+      this.endpoint?.answered();
+      return response;
     } catch (err) {
       if (signal?.aborted) throw new AbortError(err as Error);
       const code = (err as { code?: string }).code ?? "";
+      if (connectionFailureCodes.has(code)) this.endpoint?.connectionFailed();
       if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") {
         throw new ImdsRequestError("timeout", `IMDS did not answer ${method} ${url.pathname} within ${timeoutMs} ms`);
       }

@@ -6,6 +6,7 @@ export type ImdsFailureKind =
   | "http_error" // 404/410/5xx and other unexpected statuses
   | "timeout"
   | "network_error" // reset, refused, DNS
+  | "no_endpoint" // discovery has not found the IMDS endpoint yet (no request was sent)
   | "malformed" // body is not a valid document
   | "too_large"; // body over the cap
 

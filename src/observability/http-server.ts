@@ -28,6 +28,8 @@ export interface ReadinessSnapshot {
   storeWritable: boolean;
   /** Per sink: how long its oldest undelivered record has been waiting without progress (0 when idle or flowing). */
   sinks: { name: string; stuckForMs: number }[];
+  /** The IMDS endpoint in use and the discovery source that found it, or why there is none. */
+  imdsEndpoint?: { url: string | null; source: string | null; error: string | null };
 }
 
 export interface ReadinessLimits {
@@ -54,6 +56,7 @@ export function evaluateReadiness(snapshot: ReadinessSnapshot, limits: Readiness
     failed.push(`poll: last successful poll ${snapshot.lastGoodPollAgeMs} ms ago (limit ${limits.maxPollAgeMs} ms)`);
   }
   if (!snapshot.storeWritable) failed.push("store: not writable");
+  if (snapshot.imdsEndpoint?.error) failed.push(`imds endpoint: ${snapshot.imdsEndpoint.error}`);
   for (const sink of snapshot.sinks) {
     if (sink.stuckForMs > limits.maxSinkStuckMs) {
       failed.push(`sink ${sink.name}: stuck for ${sink.stuckForMs} ms (limit ${limits.maxSinkStuckMs} ms)`);
@@ -122,8 +125,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: Observ
       send(res, 200, "text/plain; charset=utf-8", "ok\n");
       return;
     case "/readyz": {
-      const verdict = evaluateReadiness(options.readiness(), options.limits);
-      send(res, verdict.ready ? 200 : 503, "application/json", JSON.stringify({ ready: verdict.ready, failed: verdict.failed }) + "\n");
+      const snapshot = options.readiness();
+      const verdict = evaluateReadiness(snapshot, options.limits);
+      const imdsEndpoint = snapshot.imdsEndpoint ? { url: snapshot.imdsEndpoint.url, source: snapshot.imdsEndpoint.source } : undefined;
+      send(res, verdict.ready ? 200 : 503, "application/json", JSON.stringify({ ready: verdict.ready, failed: verdict.failed, imdsEndpoint }) + "\n");
       return;
     }
     default:

@@ -230,6 +230,15 @@ export class Store {
     return this.getMetaJson<VmIdentity>("vm");
   }
 
+  /** The IMDS endpoint that last answered and where it was found, reused after a restart while it answers. */
+  saveImdsEndpoint(endpoint: { url: string; source: string }): void {
+    this.setMetaJson("imds-endpoint", endpoint);
+  }
+
+  loadImdsEndpoint(): { url: string; source: string } | undefined {
+    return this.getMetaJson<{ url: string; source: string }>("imds-endpoint");
+  }
+
   /** Proves the store can still commit (readiness). */
   isWritable(): boolean {
     try {

@@ -24,7 +24,10 @@ function problems(fn: () => unknown): string[] {
 describe("loadConfig", () => {
   it("applies defaults", () => {
     const { config } = loadConfig({ env: {} });
-    expect(config).toMatchObject({ imdsUrl: "http://169.254.169.254", apiVersion: "2020-07-01", pollIntervalMs: 1000, sinks: ["stdout"] });
+    expect(config).toMatchObject({ apiVersion: "2020-07-01", pollIntervalMs: 1000, sinks: ["stdout"] });
+    // No imdsUrl by default: the endpoint is discovered (169.254.169.254 first).
+    expect(config.imdsUrl).toBeUndefined();
+    expect(config.imdsDiscovery).toMatchObject({ linkLocalAddress: "169.254.169.254", port: 80, activeDhcp: { enabled: false } });
   });
 
   it("layers file < environment < flags", () => {

@@ -11,6 +11,7 @@ import { agentVersion } from "../../contract/agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
+import { EndpointDiscovery, type RememberedEndpoint } from "../../imds/discovery/index.js";
 
 /** Exit codes: 0 clean stop, 2 bad configuration, 78 store unusable (a supervisor should not restart in a loop). */
 export const exitCodes = { ok: 0, config: 2, store: 78, fatal: 1 } as const;
@@ -28,7 +29,7 @@ export function registerRunCommand(program: Command): void {
     .command("run")
     .description("run the agent: poll IMDS scheduled events and forward transitions to the sinks")
     .option("-c, --config <file>", "JSON config file (also SEF_CONFIG)")
-    .option("--imds-url <url>", "IMDS base URL (default http://169.254.169.254)")
+    .option("--imds-url <url>", "IMDS base URL (default: discovered: 169.254.169.254, else DHCP option 245 sources)")
     .option("--api-version <version>", "scheduled events api-version (default 2020-07-01)")
     .option("--poll-interval-ms <n>", "poll period in ms (default 1000, min 200)", integer("--poll-interval-ms"))
     .option("--data-dir <dir>", "durable state and outbox directory (default /var/lib/sef)")
@@ -80,12 +81,14 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   const metrics = new AgentMetrics();
   const sinks: Sink[] = [];
   let agent: Agent;
+  let imdsEndpoint: EndpointDiscovery;
   try {
     for (const spec of config.sinks) {
       const { type, argument } = parseSinkSpec(spec);
       sinks.push(await findSinkFactory(type).create({ argument, settings: sinkSettings[type], context: { logger, dataDir: config.dataDir, agentVersion, metrics } }));
     }
-    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics });
+    imdsEndpoint = new EndpointDiscovery({ explicitUrl: config.imdsUrl, settings: config.imdsDiscovery, clock: systemClock, logger, registry: metrics.registry });
+    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics, imdsEndpoint });
   } catch (err) {
     await Promise.all(sinks.map((s) => s.close().catch(() => undefined)));
     if (err instanceof StoreError) {
@@ -103,8 +106,11 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
 
   let services: Awaited<ReturnType<typeof startAgentServices>>;
   try {
+    const store = agent.store;
+    await imdsEndpoint.start({ load: () => store.loadImdsEndpoint() as RememberedEndpoint | undefined, save: (e) => store.saveImdsEndpoint(e) });
+    agent.beforeStop(() => imdsEndpoint.stop());
     await agent.prepare();
-    services = await startAgentServices(agent, config, logger);
+    services = await startAgentServices(agent, config, logger, systemClock, imdsEndpoint);
     if (services.metricsUrl) process.stderr.write(`sef: metrics on ${services.metricsUrl}/metrics\n`);
   } catch (err) {
     await agent.stop();

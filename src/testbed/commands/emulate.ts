@@ -2,9 +2,11 @@
 import type { Command } from "commander";
 import { registerEmulateEventHubsCommand } from "./emulate-eventhubs.js";
 import { registerEmulateLogsIngestionCommand } from "./emulate-logs-ingestion.js";
+import { registerEmulateDhcpCommand } from "./emulate-dhcp.js";
 
 export function registerEmulateCommand(program: Command): void {
   const emulate = program.command("emulate").description("run a local peer that speaks an Azure service's protocol");
   registerEmulateEventHubsCommand(emulate);
   registerEmulateLogsIngestionCommand(emulate);
+  registerEmulateDhcpCommand(emulate);
 }

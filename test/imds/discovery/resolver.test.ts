@@ -1,0 +1,192 @@
+// The resolver and EndpointDiscovery over real loopback TCP listeners and real files: precedence, each bad input
+// named and counted while discovery goes on, retries with backoff while nothing is found, rediscovery after
+// repeated connection failures, and reuse of the remembered endpoint.
+import { afterEach, describe, expect, it } from "vitest";
+import { createServer, type Server } from "node:net";
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { Registry } from "prom-client";
+import { resolveImdsEndpoint, type ResolveRequest } from "../../../src/imds/discovery/resolver.js";
+import { EndpointDiscovery, type RememberedEndpoint } from "../../../src/imds/discovery/endpoint-discovery.js";
+import { imdsDiscoverySettingsSchema, type ImdsDiscoverySettings } from "../../../src/imds/discovery/settings.js";
+import { tcpProbe } from "../../../src/imds/discovery/probe.js";
+import { systemClock } from "../../../src/util/clock.js";
+import { FakeClock, flushAsync } from "../../helpers/fake-clock.js";
+import { waitUntil } from "../../helpers/agent-process.js";
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+async function listenOn(host: string, port = 0): Promise<number> {
+  const server = createServer((socket) => socket.destroy());
+  servers.push(server);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  return (server.address() as { port: number }).port;
+}
+
+const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url).pathname;
+const silentLogger = pino({ level: "silent" });
+
+/** A sandbox: nothing at the "link-local" 127.0.0.3, lease directories under a temp dir, no real system file read. */
+function sandbox(port: number, over: Record<string, unknown> = {}): { dir: string; settings: ImdsDiscoverySettings } {
+  const dir = mkdtempSync(join(tmpdir(), "sef-discovery-"));
+  for (const sub of ["dhclient", "networkd", "nm"]) mkdirSync(join(dir, sub));
+  const settings = imdsDiscoverySettingsSchema.parse({
+    linkLocalAddress: "127.0.0.3",
+    port,
+    probeTimeoutMs: 300,
+    wireServerEndpointFile: join(dir, "WireServerEndpoint"),
+    leaseFiles: { dhclient: [join(dir, "dhclient", "dhclient*.leases")], networkd: [join(dir, "networkd", "*")], networkManager: [join(dir, "nm", "*")] },
+    retryInitialDelayMs: 1000,
+    retryMaxDelayMs: 4000,
+    rediscoverAfterFailures: 3,
+    ...over,
+  });
+  return { dir, settings };
+}
+
+function request(settings: ImdsDiscoverySettings, over: Partial<ResolveRequest> = {}, env: NodeJS.ProcessEnv = {}): ResolveRequest {
+  return { settings, probe: tcpProbe, context: { env, platform: "linux", nowMs: Date.UTC(2026, 10, 23) }, ...over };
+}
+
+describe("resolveImdsEndpoint", () => {
+  it("takes an explicit URL without probing anything", async () => {
+    const { settings } = sandbox(1);
+    const outcome = await resolveImdsEndpoint(request(settings, { explicitUrl: "http://127.0.0.9:1" }));
+    expect(outcome).toEqual({ endpoint: { url: "http://127.0.0.9:1", source: "explicit", reused: false }, failures: [] });
+  });
+
+  it("uses the link-local address when it answers", async () => {
+    const port = await listenOn("127.0.0.3");
+    const { settings } = sandbox(port);
+    const outcome = await resolveImdsEndpoint(request(settings, {}, { CLOUDCONTROLIP: "127.0.0.2" }));
+    expect(outcome.endpoint).toEqual({ url: `http://127.0.0.3:${port}`, source: "link-local", reused: false });
+  });
+
+  it("goes through the sources in order, naming each bad input, until a candidate answers", async () => {
+    const port = await listenOn("127.0.0.2");
+    const { dir, settings } = sandbox(port);
+    writeFileSync(join(dir, "WireServerEndpoint"), "127.0.0.5\n"); // nothing listens there
+    copyFileSync(fixture("dhclient-malformed.leases"), join(dir, "dhclient", "dhclient.eth0.leases"));
+    copyFileSync(fixture("dhclient-wrong-length.leases"), join(dir, "dhclient", "dhclient.eth1.leases"));
+    writeFileSync(join(dir, "networkd", "2"), "# This is private data. Do not parse.\nADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
+    copyFileSync(fixture("nm-device-state"), join(dir, "nm", "2")); // never read: networkd answered first
+    const outcome = await resolveImdsEndpoint(
+      request(settings, { context: { env: { CLOUDCONTROLIP: "banana" }, platform: "linux", nowMs: Date.UTC(2026, 10, 23), runRegQuery: async () => "\r\nHKEY_LOCAL_MACHINE\\Software\\CloudControl\r\n" } }),
+    );
+    expect(outcome.endpoint).toEqual({ url: `http://127.0.0.2:${port}`, source: "networkd", reused: false });
+    expect(outcome.failures.map((f) => `${f.source}:${f.reason}`)).toEqual([
+      "link-local:not-answering",
+      "env:malformed",
+      "registry:no-option-245",
+      "waagent:not-answering",
+      "dhclient:malformed",
+      "dhclient:wrong-length",
+    ]);
+    expect(outcome.failures.find((f) => f.source === "dhclient")?.file).toBe(join(dir, "dhclient", "dhclient.eth0.leases"));
+  });
+
+  it("reports every source when nothing is found", async () => {
+    const { dir, settings } = sandbox(9, { wireServerEndpointFile: `/tmp/${"x".repeat(300)}` }); // ENAMETOOLONG: unreadable even for root
+    copyFileSync(fixture("networkd-no-option.lease"), join(dir, "networkd", "2"));
+    copyFileSync(fixture("nm-malformed"), join(dir, "nm", "2"));
+    mkdirSync(join(dir, "nm", "3")); // a directory matching the pattern is skipped, not an error
+    const outcome = await resolveImdsEndpoint(request(settings));
+    expect(outcome.endpoint).toBeUndefined();
+    expect(outcome.failures.map((f) => `${f.source}:${f.reason}`)).toEqual(["link-local:not-answering", "waagent:unreadable", "networkd:no-option-245", "networkmanager:malformed"]);
+    expect(outcome.failures[1]!.detail).toBe("ENAMETOOLONG");
+  });
+});
+
+describe("EndpointDiscovery", () => {
+  it("keeps retrying with backoff while nothing is found, says why, and counts each failure", async () => {
+    const port = await listenOn("127.0.0.2");
+    const { dir, settings } = sandbox(port);
+    const clock = new FakeClock();
+    const registry = new Registry();
+    const discovery = new EndpointDiscovery({ settings, clock, logger: silentLogger, registry, env: {}, platform: "linux" });
+    await discovery.start();
+    expect(discovery.current()).toEqual({ error: expect.stringContaining("link-local: not-answering") });
+    expect(discovery.snapshot()).toMatchObject({ url: null, error: expect.stringContaining("no IMDS endpoint found") });
+    copyFileSync(fixture("dhclient-wrong-length.leases"), join(dir, "dhclient", "dhclient.eth0.leases"));
+    await clock.advance(1000);
+    await waitUntil(() => /wrong-length/.test(discovery.snapshot().error ?? ""), 5000, "the second round");
+    writeFileSync(join(dir, "dhclient", "dhclient.eth0.leases"), "lease {\n  option unknown-245 7f:0:0:2;\n  expire never;\n}\n");
+    await clock.advance(1999); // the next round waits 2000 ms
+    await flushAsync();
+    expect(discovery.snapshot().url).toBeNull();
+    await clock.advance(1);
+    await waitUntil(() => discovery.snapshot().url !== null, 5000, "the third round");
+    expect(discovery.snapshot()).toEqual({ url: `http://127.0.0.2:${port}`, source: "dhclient", reused: false, error: null });
+    const text = await registry.metrics();
+    expect(text).toContain(`sef_imds_endpoint_info{source="dhclient",endpoint="http://127.0.0.2:${port}"} 1`);
+    expect(text).toContain('sef_imds_discovery_errors_total{source="link-local",reason="not-answering"} 3');
+    expect(text).toContain('sef_imds_discovery_errors_total{source="dhclient",reason="wrong-length"} 1');
+    await discovery.stop();
+  });
+
+  it("reuses the remembered endpoint while it answers, and remembers what it found", async () => {
+    const port = await listenOn("127.0.0.2");
+    const { settings } = sandbox(port);
+    const saved: RememberedEndpoint[] = [];
+    const memory = { load: () => ({ url: `http://127.0.0.2:${port}`, source: "dhcp" as const }), save: (e: RememberedEndpoint) => saved.push(e) };
+    const discovery = new EndpointDiscovery({ settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+    await discovery.start(memory);
+    expect(discovery.snapshot()).toEqual({ url: `http://127.0.0.2:${port}`, source: "dhcp", reused: true, error: null });
+    expect(saved).toEqual([{ url: `http://127.0.0.2:${port}`, source: "dhcp" }]);
+    await discovery.stop();
+  });
+
+  it("ignores a remembered endpoint that is malformed or on another port than configured", async () => {
+    const port = await listenOn("127.0.0.2");
+    const other = await listenOn("127.0.0.2");
+    const { dir, settings } = sandbox(port);
+    writeFileSync(join(dir, "networkd", "2"), "ADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
+    for (const url of [`http://127.0.0.2:${other}`, "not a url"]) {
+      const discovery = new EndpointDiscovery({ settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+      await discovery.start({ load: () => ({ url, source: "dhcp" }), save: () => undefined });
+      expect(discovery.snapshot(), url).toEqual({ url: `http://127.0.0.2:${port}`, source: "networkd", reused: false, error: null });
+      await discovery.stop();
+    }
+  });
+
+  it("discovers again after N consecutive connection failures and switches to the new address", async () => {
+    const port = await listenOn("127.0.0.2");
+    const { dir, settings } = sandbox(port);
+    writeFileSync(join(dir, "networkd", "2"), "ADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
+    const discovery = new EndpointDiscovery({ settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+    await discovery.start();
+    expect(discovery.snapshot().url).toBe(`http://127.0.0.2:${port}`);
+    await new Promise((r) => servers.shift()!.close(r)); // the old address stops answering
+    await listenOn("127.0.0.6", port);
+    writeFileSync(join(dir, "networkd", "2"), "ADDRESS=10.0.0.4\nOPTION_245=7F000006\n");
+    discovery.connectionFailed();
+    discovery.connectionFailed();
+    discovery.answered(); // a success in between starts the count over
+    discovery.connectionFailed();
+    discovery.connectionFailed();
+    await flushAsync();
+    expect(discovery.snapshot().url).toBe(`http://127.0.0.2:${port}`);
+    discovery.connectionFailed();
+    await waitUntil(() => discovery.snapshot().url === `http://127.0.0.6:${port}`, 5000, "rediscovery");
+    expect(discovery.snapshot()).toMatchObject({ source: "networkd", reused: false });
+    await discovery.stop();
+  });
+
+  it("never rediscovers an explicit URL", async () => {
+    const { settings } = sandbox(9);
+    const discovery = new EndpointDiscovery({ explicitUrl: "http://127.0.0.9:9", settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+    await discovery.start();
+    for (let i = 0; i < 10; i++) discovery.connectionFailed();
+    await flushAsync();
+    expect(discovery.snapshot()).toEqual({ url: "http://127.0.0.9:9", source: "explicit", reused: false, error: null });
+    await discovery.stop();
+  });
+});
