@@ -5,6 +5,7 @@ import type { EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server
 import { partitionIndexForKey } from "../../src/testbed/peers/eventhubs/partition-hash.js";
 import { startPeerOnAmqpsPort } from "./amqps-address.js";
 import { runPythonJson } from "./python.js";
+import { startSimulator } from "../../src/testbed/simulator/index.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -71,6 +72,20 @@ describe("azure-eventhub (Python, pure-Python AMQP transport) → local Event Hu
     expect(result.from_offset_exclusive.map((e) => e.sequence_number)).toEqual(earliest0.slice(1).map((e) => e.sequence_number));
     expect(result.latest.map((e) => e.body)).toEqual(["latest"]);
   }, 150_000);
+});
+
+describe("azure-eventhub (Python) with ManagedIdentityCredential → IMDS simulator + local Event Hubs peer", () => {
+  it("puts the simulator's token on $cbs as a JWT, reads the partition ids and sends a keyed batch", async () => {
+    const emulator = await peer();
+    const simulator = await startSimulator({ scenario: "idle" });
+    cleanups.push(() => simulator.close());
+    const result = await runPythonJson<{ partition_ids: string[]; sent: number }>("eventhubs_token_client.py", [emulator.host, emulator.hubName, emulator.caCertPath!], {
+      timeoutMs: 90_000,
+      env: { AZURE_POD_IDENTITY_AUTHORITY_HOST: simulator.url },
+    });
+    expect(result).toEqual({ partition_ids: ["0", "1"], sent: 1 });
+    expect(emulator.events().map((e) => [e.partitionKey, e.body?.toString("utf8")])).toEqual([["token-key", "sent with a managed-identity token"]]);
+  }, 120_000);
 });
 
 interface UamqpResult {

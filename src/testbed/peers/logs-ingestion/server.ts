@@ -21,8 +21,10 @@ import { keepDeclaredColumns, type DeclaredColumn } from "./stream-declaration.j
 
 const gunzip = promisify(gunzipCallback);
 
-/** The only api-version the service (and this peer) accepts. */
+/** The api-version of the released API (what the agent's sink sends). */
 export const logsIngestionApiVersion = "2023-01-01";
+/** Every api-version the peer accepts: the released one, and the preview that azure-monitor-ingestion 1.0.0b2 sends. */
+export const logsIngestionApiVersions: readonly string[] = [logsIngestionApiVersion, "2021-11-01-preview"];
 /** Token audience of the Logs Ingestion API. */
 export const logsIngestionAudience = "https://monitor.azure.com";
 /** Largest request body accepted, as received and after gunzip, in bytes (the service's 1 MB). */
@@ -191,8 +193,8 @@ async function handleIngest(state: PeerState, req: IncomingMessage, res: ServerR
     return answer(403, "OperationFailed", `The authentication token provided does not have access to ingest data for the data collection rule with immutable Id '${ruleId}'.`);
   }
   if (stream !== state.streamName) return answer(404, "InvalidStream", `Stream '${stream}' is not declared in data collection rule '${ruleId}'.`);
-  if (url.searchParams.get("api-version") !== logsIngestionApiVersion) {
-    return answer(400, "UnsupportedApiVersion", `api-version must be ${logsIngestionApiVersion}`);
+  if (!logsIngestionApiVersions.includes(url.searchParams.get("api-version") ?? "")) {
+    return answer(400, "UnsupportedApiVersion", `api-version must be one of ${logsIngestionApiVersions.join(", ")}`);
   }
   const admission = state.ruleWindow.admit(state.monotonicNowMs());
   if (!admission.admitted) {
