@@ -5,7 +5,7 @@ import { request } from "node:https";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import { azureRuleLimits, RuleWindow, startLogsIngestionEmulator, type LogsIngestionEmulator, type LogsIngestionEmulatorOptions } from "../../src/testbed/peers/logs-ingestion/index.js";
+import { azureRuleLimits, keepDeclaredColumns, RuleWindow, startLogsIngestionEmulator, type LogsIngestionEmulator, type LogsIngestionEmulatorOptions } from "../../src/testbed/peers/logs-ingestion/index.js";
 import { transitionRecord } from "./helpers.js";
 
 const peers: LogsIngestionEmulator[] = [];
@@ -112,6 +112,27 @@ describe("logs ingestion peer: token, rule and stream errors", () => {
         .end();
     });
     expect(stats).toMatchObject({ rowsKept: 1, dropped: { undeclaredColumns: { Extra: 1 }, mistypedColumns: {}, nonObjectRows: 1, total: 2 } });
+  });
+});
+
+describe("logs ingestion peer: what a stream declaration keeps of a row", () => {
+  it("keeps declared columns whose values fit their types, and names what it drops", () => {
+    const columns = [
+      { name: "TimeGenerated", type: "datetime" },
+      { name: "Count", type: "int" },
+      { name: "Big", type: "long" },
+      { name: "Ratio", type: "real" },
+      { name: "Flag", type: "boolean" },
+      { name: "Payload", type: "dynamic" },
+      { name: "Name", type: "string" },
+    ];
+    const row = { TimeGenerated: "2026-01-01T00:00:00Z", Count: 2 ** 31, Big: 2 ** 40, Ratio: 0.5, Flag: "yes", Payload: { a: [1] }, Name: null, Extra: 1 };
+    expect(keepDeclaredColumns(row, columns)).toEqual({
+      row: { TimeGenerated: "2026-01-01T00:00:00Z", Big: 2 ** 40, Ratio: 0.5, Payload: { a: [1] }, Name: null },
+      undeclaredColumns: ["Extra"],
+      mistypedColumns: ["Count", "Flag"],
+    });
+    expect(keepDeclaredColumns({ TimeGenerated: "yesterday" }, columns).mistypedColumns).toEqual(["TimeGenerated"]);
   });
 });
 
