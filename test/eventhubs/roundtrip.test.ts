@@ -8,12 +8,17 @@ import { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
 import { drainUntilDone, entries, heartbeat, interleavedTransitions, sinkFor, transition } from "./fixtures.js";
 
 const cleanups: Array<() => Promise<void>> = [];
+const emulators: EventHubsEmulator[] = [];
 afterEach(async () => {
+  const rejectedSends = emulators.splice(0).map((emulator) => emulator.stats.sendsRejected);
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  // What Azure would refuse: no send of the sink may have been rejected (over the size limit, or to an unknown entity).
+  expect(rejectedSends.filter((n) => n > 0)).toEqual([]);
 });
 
 async function peer(options: { maxMessageSize?: number; partitionCount?: number } = {}): Promise<EventHubsEmulator> {
   const emulator = await startEventHubsEmulator({ hubName: "sef-records", ...options });
+  emulators.push(emulator);
   cleanups.push(() => emulator.close());
   return emulator;
 }

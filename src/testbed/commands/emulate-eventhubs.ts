@@ -1,7 +1,7 @@
 // `sef-testbed emulate eventhubs`: the local AMQP 1.0 Event Hubs peer (see emulators/eventhubs), with fault-injection flags.
 import { InvalidArgumentError, type Command } from "commander";
 import { createLogger } from "../support/logger.js";
-import { startEventHubsEmulator } from "../peers/eventhubs/server.js";
+import { defaultConsumerGroup, eventHubsTiers, startEventHubsEmulator, type EventHubsTier } from "../peers/eventhubs/server.js";
 import { sendFaults, type SendFault } from "../peers/eventhubs/faults.js";
 
 export const defaultEmulateEventHubsPort = 5672;
@@ -12,7 +12,9 @@ interface EmulateEventHubsFlags {
   tls?: boolean;
   hub: string;
   partitions: number;
-  maxMessageSize: number;
+  tier: EventHubsTier;
+  maxMessageSize?: number;
+  consumerGroup: string[];
   caCertOut?: string;
   failNextSends: number;
   failWith: SendFault;
@@ -28,6 +30,15 @@ function integer(min: number, max: number): (value: string) => number {
   };
 }
 
+function parseTier(value: string): EventHubsTier {
+  if (!(eventHubsTiers as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${eventHubsTiers.join(", ")}`);
+  return value as EventHubsTier;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 function parseFault(value: string): SendFault {
   if (!(sendFaults as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${sendFaults.join(", ")}`);
   return value as SendFault;
@@ -41,7 +52,9 @@ async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> 
     tls: flags.tls ?? false,
     hubName: flags.hub,
     partitionCount: flags.partitions,
-    maxMessageSize: flags.maxMessageSize,
+    tier: flags.tier,
+    ...(flags.maxMessageSize !== undefined ? { maxMessageSize: flags.maxMessageSize } : {}),
+    consumerGroups: flags.consumerGroup.length > 0 ? flags.consumerGroup : [defaultConsumerGroup],
     ...(flags.caCertOut ? { caCertPath: flags.caCertOut } : {}),
     logger,
   });
@@ -51,7 +64,10 @@ async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> 
   // The connection string of a local emulator carries only its well-known development key.
   process.stderr.write(`connection string: ${emulator.connectionString}\n`);
   if (emulator.caCertPath) process.stderr.write(`CA certificate (NODE_EXTRA_CA_CERTS): ${emulator.caCertPath}\n`);
-  logger.info({ hub: flags.hub, partitions: flags.partitions, maxMessageSize: flags.maxMessageSize, url: emulator.url }, "eventhubs peer ready");
+  logger.info(
+    { hub: flags.hub, partitions: flags.partitions, tier: flags.tier, maxMessageSize: emulator.maxMessageSize, consumerGroups: flags.consumerGroup, url: emulator.url },
+    "eventhubs peer ready",
+  );
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();
     process.once("SIGTERM", stop);
@@ -71,7 +87,9 @@ export function registerEmulateEventHubsCommand(emulate: Command): void {
     .option("--tls", "serve AMQPS with a self-signed certificate (for token credentials)")
     .option("--hub <name>", "event hub name", "sef")
     .option("--partitions <n>", "partition count", integer(1, 32), 2)
-    .option("--max-message-size <bytes>", "advertised max message size (262144 = Basic tier)", integer(1024, 16 * 1024 * 1024), 1024 * 1024)
+    .option("--tier <tier>", `namespace tier, sets the message/batch size limit: ${eventHubsTiers.join(", ")}`, parseTier, "standard" as EventHubsTier)
+    .option("--max-message-size <bytes>", "message/batch size limit in bytes, overriding the tier's (262144 = Basic)", integer(1024, 16 * 1024 * 1024))
+    .option("--consumer-group <name>", `a consumer group that exists (repeat for more; default ${defaultConsumerGroup})`, collect, [] as string[])
     .option("--ca-cert-out <file>", "where to write the certificate PEM (with --tls)")
     .option("--fail-next-sends <n>", "make the next N sends fail (see --fail-with)", integer(0, 1_000_000), 0)
     .option("--fail-with <fault>", `fault for --fail-next-sends: ${sendFaults.join(", ")}`, parseFault, "server-busy" as SendFault)

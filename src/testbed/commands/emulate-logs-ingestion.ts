@@ -1,7 +1,7 @@
 // `sef-testbed emulate logs-ingestion`: runs the local HTTPS Logs Ingestion peer until SIGTERM/SIGINT.
 import type { Command } from "commander";
 import { createLogger } from "../support/logger.js";
-import { defaultLocalRuleId, parseFaultSpec, startLogsIngestionEmulator, type Fault } from "../peers/logs-ingestion/index.js";
+import { azureRuleLimits, defaultLocalRuleId, parseFaultSpec, startLogsIngestionEmulator, type Fault } from "../peers/logs-ingestion/index.js";
 import { streamName as contractStreamName } from "../../contract/stream-schema.js";
 
 interface EmulateLogsIngestionFlags {
@@ -11,6 +11,15 @@ interface EmulateLogsIngestionFlags {
   stream: string;
   caCertOut?: string;
   fault: string[];
+  requestsPerMinute: string;
+  bytesPerMinute: string;
+  authorizedClientId: string[];
+}
+
+function positiveInteger(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${flag} must be a positive integer (got "${value}")`);
+  return n;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -26,6 +35,9 @@ export function registerEmulateLogsIngestionCommand(emulate: Command): void {
     .option("--rule-id <id>", "immutable id of the data collection rule served", defaultLocalRuleId)
     .option("--stream <name>", "stream declared by the rule", contractStreamName)
     .option("--ca-cert-out <file>", "write the certificate clients must trust to FILE (default: a temporary file)")
+    .option("--requests-per-minute <n>", "requests per minute the rule accepts before 429 + Retry-After", String(azureRuleLimits.requestsPerMinute))
+    .option("--bytes-per-minute <n>", "bytes per minute (after gunzip) the rule accepts before 429 + Retry-After", String(azureRuleLimits.bytesPerMinute))
+    .option("--authorized-client-id <id>", "only this identity (token appid; \"system\" = system-assigned) may ingest, others get 403 (repeatable)", collect, [])
     .option(
       "--fault <spec>",
       "fail the next requests: N*KIND[:OPTIONS], KIND = HTTP status | reset | slow; e.g. 2*429:retry-after=1, 1*503, 1*reset, 3*slow:2000 (repeatable)",
@@ -42,6 +54,11 @@ export function registerEmulateLogsIngestionCommand(emulate: Command): void {
         host: flags.host,
         ruleId: flags.ruleId,
         streamName: flags.stream,
+        limits: {
+          requestsPerMinute: positiveInteger("--requests-per-minute", flags.requestsPerMinute),
+          bytesPerMinute: positiveInteger("--bytes-per-minute", flags.bytesPerMinute),
+        },
+        ...(flags.authorizedClientId.length > 0 ? { authorizedClientIds: flags.authorizedClientId } : {}),
         logger,
         ...(flags.caCertOut ? { caCertPath: flags.caCertOut } : {}),
       });

@@ -93,13 +93,14 @@ export function checkPutToken(request: PutTokenRequest, options: CbsAuthOptions)
   if (!pathCovers(hub, namePath)) return { ok: false, reason: `put-token audience does not name hub "${options.hubName}"` };
   const token = Buffer.isBuffer(request.token) ? request.token.toString("utf8") : request.token;
   if (typeof token !== "string" || token === "") return { ok: false, reason: "put-token carries no token" };
-  if (request.type === jwtTokenType) {
-    const check = verifyLocalToken(token, eventHubsTokenAudience, options.nowMs);
-    return check.ok ? { ok: true, entityPath: namePath } : { ok: false, reason: check.reason };
-  }
-  if (request.type === sasTokenType) {
+  const type = Buffer.isBuffer(request.type) ? request.type.toString("utf8") : request.type;
+  if (type !== jwtTokenType && type !== sasTokenType) return { ok: false, reason: `unsupported token type "${String(type)}"` };
+  // The service reads the token by its shape, not by `type`: Microsoft's pure-Python AMQP client (azure-eventhub 5.11)
+  // puts SAS tokens with type "jwt", and the service accepts them.
+  if (token.startsWith("SharedAccessSignature ")) {
     const problem = checkSas(token, namePath, options);
     return problem === undefined ? { ok: true, entityPath: namePath } : { ok: false, reason: problem };
   }
-  return { ok: false, reason: `unsupported token type "${String(request.type)}"` };
+  const check = verifyLocalToken(token, eventHubsTokenAudience, options.nowMs);
+  return check.ok ? { ok: true, entityPath: namePath } : { ok: false, reason: check.reason };
 }

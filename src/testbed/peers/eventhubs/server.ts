@@ -11,10 +11,22 @@ import { checkPutToken, pathCovers } from "./cbs-auth.js";
 import { answerManagementRequest } from "./management.js";
 import { FaultPlan, type SendFault } from "./faults.js";
 import { createLocalTlsIdentity } from "./tls.js";
+import { parseNodeAddress, type NodeAddress } from "./addresses.js";
+import { installFullLengthPerformatives } from "./full-performatives.js";
 
 /** Message format of an Event Hubs batch: the body is a list of data sections, each one encoded message. */
 export const batchMessageFormat = 0x80013700;
 export const defaultMaxMessageSizeBytes = 1024 * 1024;
+export const defaultConsumerGroup = "$Default";
+export const eventHubsTiers = ["basic", "standard", "premium", "dedicated"] as const;
+export type EventHubsTier = (typeof eventHubsTiers)[number];
+/** Largest event or batch each tier accepts, in bytes (Azure Event Hubs quotas). */
+export const maxMessageSizeByTier: Readonly<Record<EventHubsTier, number>> = {
+  basic: 256 * 1024,
+  standard: 1024 * 1024,
+  premium: 1024 * 1024,
+  dedicated: 1024 * 1024,
+};
 export const defaultSharedAccessKeyName = "RootManageSharedAccessKey";
 /** The well-known key of the local emulator connection string (like Microsoft's emulator): not a secret. */
 export const defaultSharedAccessKey = "SAS_KEY_VALUE";
@@ -31,7 +43,11 @@ export interface EventHubsEmulatorOptions {
   hubName: string;
   /** Default 2. */
   partitionCount?: number;
-  /** Advertised `max_message_size` of the links, in bytes (default 1 MiB; the Basic tier has 256 KiB). */
+  /** Consumer groups that exist (default `$Default` only); receivers on any other get `amqp:not-found`, as in Azure. */
+  consumerGroups?: readonly string[];
+  /** Namespace tier: sets the message/batch size limit as Azure does (Basic 256 KiB; Standard, Premium, Dedicated 1 MiB). */
+  tier?: EventHubsTier;
+  /** Advertised and enforced `max_message_size` of the links, in bytes (default: the tier's, 1 MiB for Standard). */
   maxMessageSize?: number;
   /** SAS key name and key of the returned connection string; SAS signatures are verified with this key. */
   sharedAccessKeyName?: string;
@@ -135,10 +151,11 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   const logger = options.logger ?? silentLogger();
   const hubName = options.hubName;
   const host = options.host ?? "127.0.0.1";
-  const maxMessageSize = options.maxMessageSize ?? defaultMaxMessageSizeBytes;
+  const maxMessageSize = options.maxMessageSize ?? (options.tier ? maxMessageSizeByTier[options.tier] : defaultMaxMessageSizeBytes);
   const keyName = options.sharedAccessKeyName ?? defaultSharedAccessKeyName;
   const key = options.sharedAccessKey ?? defaultSharedAccessKey;
   const store = new HubStore(options.partitionCount ?? 2);
+  const consumerGroups = new Set((options.consumerGroups ?? [defaultConsumerGroup]).map((name) => name.toLowerCase()));
   const createdAt = new Date();
   const plan = new FaultPlan();
   const stats = { sendsAccepted: 0, sendsRejected: 0, connectionsOpened: 0 };
@@ -146,8 +163,9 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   const sockets = new Set<Socket>();
   const streams = new Map<Sender, ReceiverStream>();
   const timers = new Set<NodeJS.Timeout>();
-  const tlsIdentity = options.tls ? await createLocalTlsIdentity(options.caCertPath) : undefined;
+  const tlsIdentity = options.tls ? await createLocalTlsIdentity(options.caCertPath, host) : undefined;
 
+  installFullLengthPerformatives();
   const container = rhea.create_container({ id: `sef-eventhubs-${hubName}` });
   container.sasl_server_mechanisms.enable_anonymous();
   container.sasl_server_mechanisms.enable_plain(() => true);
@@ -168,36 +186,40 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     return false;
   };
 
-  /** Parses a sender-side address: `hub` or `hub/Partitions/N` (undefined when not this hub). */
-  const parseSendAddress = (address: string): { partitionId: string | undefined } | undefined => {
-    const parts = address.split("/");
-    if (parts[0]?.toLowerCase() !== hubName.toLowerCase()) return undefined;
-    if (parts.length === 1) return { partitionId: undefined };
-    if (parts.length === 3 && parts[1]?.toLowerCase() === "partitions") return { partitionId: parts[2] };
-    return undefined;
-  };
+  const nodeOf = (address: unknown): NodeAddress => parseNodeAddress(String(address ?? ""), hubName);
+  const knowsConsumerGroup = (name: string): boolean => consumerGroups.has(name.toLowerCase());
 
-  /** Parses a receiver-side address: `hub/ConsumerGroups/CG/Partitions/N`. */
-  const parseReceiveAddress = (address: string): { partitionId: string } | undefined => {
-    const parts = address.split("/");
-    if (parts.length !== 5 || parts[0]?.toLowerCase() !== hubName.toLowerCase()) return undefined;
-    if (parts[1]?.toLowerCase() !== "consumergroups" || parts[3]?.toLowerCase() !== "partitions") return undefined;
-    return { partitionId: parts[4]! };
-  };
-
+  /**
+   * Answers a `$cbs`/`$management` request like the service: on the link named by reply-to when there is one, else on
+   * the client's receiver link attached to the same node (Microsoft's Python clients send no reply-to).
+   */
   const reply = (context: EventContext, request: Message, response: Message): void => {
     const to = request.reply_to;
-    const sender = context.connection.find_sender((s: Sender) => s.name === to || s.target?.address === to);
+    const node = nodeOf(context.receiver?.target?.address).kind;
+    const connection = context.connection;
+    const sameNode = (s: Sender): boolean => nodeOf(s.source?.address).kind === node && s.is_open();
+    const sender =
+      (to !== undefined ? connection.find_sender((s: Sender) => s.name === to || s.source?.address === to || s.target?.address === to) : undefined) ??
+      connection.find_sender((s: Sender) => sameNode(s) && s.session === context.session) ??
+      connection.find_sender(sameNode);
     if (!sender) {
-      logger.warn({ replyTo: to }, "no reply link for request");
+      logger.warn({ replyTo: to, node }, "no reply link for request");
       return;
     }
-    sender.send({ ...response, to, correlation_id: request.message_id });
+    // The service types status-code as an AMQP int; uamqp refuses any other integer type.
+    const properties = { ...response.application_properties };
+    if (typeof properties["status-code"] === "number") properties["status-code"] = rhea.types.wrap_int(properties["status-code"]);
+    const answer = { ...response, application_properties: properties, ...(to !== undefined ? { to } : {}), correlation_id: request.message_id };
+    // After the request's accept disposition has gone out (rhea writes a tick's transfers before its dispositions):
+    // uamqp drops a response that arrives before the disposition of its request.
+    setImmediate(() => {
+      if (sender.is_open() && !context.connection.is_closed()) sender.send(answer);
+    });
   };
 
   const handleCbs = (context: EventContext, message: Message): void => {
     context.delivery?.accept();
-    const properties = message.application_properties ?? {};
+    const properties = textProperties(message.application_properties);
     if (properties["operation"] !== "put-token") {
       reply(context, message, { body: undefined, application_properties: { "status-code": 400, "status-description": "unsupported $cbs operation" } });
       return;
@@ -207,7 +229,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
       stateOf(context.connection).grantedPaths.add(check.entityPath);
       reply(context, message, { body: undefined, application_properties: { "status-code": 202, "status-description": "Accepted" } });
     } else {
-      logger.info({ reason: check.reason }, "put-token refused");
+      logger.info({ reason: check.reason, type: properties["type"], name: properties["name"] }, "put-token refused");
       reply(context, message, {
         body: undefined,
         application_properties: { "status-code": 401, "status-description": `Unauthorized: ${check.reason}`, "error-condition": "amqp:unauthorized-access" },
@@ -224,7 +246,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   const handleManagement = (context: EventContext, message: Message): void => {
     context.delivery?.accept();
     const answer = holdsHubToken(context.connection)
-      ? answerManagementRequest(message.application_properties, { hubName, createdAt, store })
+      ? answerManagementRequest(textProperties(message.application_properties), { hubName, createdAt, store })
       : { statusCode: 401, statusDescription: "Unauthorized: no valid token for this hub", errorCondition: "amqp:unauthorized-access", body: undefined };
     const properties: Record<string, unknown> = { "status-code": answer.statusCode, "status-description": answer.statusDescription };
     if (answer.errorCondition) properties["error-condition"] = answer.errorCondition;
@@ -256,15 +278,18 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
       stats.sendsRejected++;
       delivery.reject({ condition, description });
     };
+    const tooLarge = (sizeBytes: number): boolean => {
+      if (sizeBytes <= maxMessageSize) return false;
+      reject("amqp:link:message-size-exceeded", `The received message (size:${sizeBytes} bytes) exceeds the limit (${maxMessageSize} bytes) currently allowed on the link.`);
+      return true;
+    };
     if (!Buffer.isBuffer(payload)) {
       // A plain (format 0) message: rhea decoded it already; store its re-encoding.
       const single = rhea.message.encode(payload as Message);
+      if (tooLarge(single.length)) return;
       return storeAndAccept(context, delivery, partitionId, { partitionKey: messagePartitionKey(payload as Message), encoded: [single] }, single.length);
     }
-    if (payload.length > maxMessageSize) {
-      reject("amqp:link:message-size-exceeded", `The received message (size:${payload.length} bytes) exceeds the limit (${maxMessageSize} bytes) currently allowed on the link.`);
-      return;
-    }
+    if (tooLarge(payload.length)) return;
     let split: { partitionKey: string | undefined; encoded: Buffer[] };
     try {
       split = splitTransfer(payload);
@@ -350,7 +375,12 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   container.on("connection_close", forget);
   container.on("disconnected", forget);
   container.on("connection_error", () => undefined);
-  container.on("protocol_error", (context: EventContext) => logger.warn({ err: context.error }, "AMQP protocol error"));
+  container.on("protocol_error", (error: unknown) => {
+    // azure-eventhub 5.11's pure-Python client ends a $management session before detaching its links; rhea then
+    // closes that connection, which the client is closing anyway. Not worth a warning.
+    const afterEnd = /received on invalid channel/.test(String((error as Error | undefined)?.message));
+    logger[afterEnd ? "debug" : "warn"]({ err: error }, "AMQP protocol error");
+  });
   container.on("error", (err: unknown) => logger.debug({ err }, "AMQP error"));
 
   // A client sender attached: we receive on it.
@@ -359,17 +389,17 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     receiver.set_source(receiver.source);
     receiver.set_target(receiver.target);
     const address = String(receiver.target?.address ?? "");
-    if (address === "$cbs" || address === "$management") return;
-    const parsed = parseSendAddress(address);
-    if (!parsed) {
+    const node = nodeOf(address);
+    if (node.kind === "cbs" || node.kind === "management") return;
+    if (node.kind !== "hub") {
       receiver.close({ condition: "amqp:not-found", description: `The messaging entity '${address}' could not be found.` });
       return;
     }
-    if (parsed.partitionId !== undefined && !store.hasPartition(parsed.partitionId)) {
-      receiver.close({ condition: "com.microsoft:argument-out-of-range", description: `The specified partition '${parsed.partitionId}' is invalid.` });
+    if (node.partitionId !== undefined && !store.hasPartition(node.partitionId)) {
+      receiver.close({ condition: "com.microsoft:argument-out-of-range", description: `The specified partition '${node.partitionId}' is invalid.` });
       return;
     }
-    if (!isAuthorized(context.connection, address)) {
+    if (!isAuthorized(context.connection, node.entityPath)) {
       receiver.close({ condition: "amqp:unauthorized-access", description: `Unauthorized access to '${address}': put a valid token first.` });
     }
   });
@@ -380,13 +410,17 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     sender.set_source(sender.source);
     sender.set_target(sender.target);
     const address = String(sender.source?.address ?? "");
-    if (address === "$cbs" || address === "$management") return;
-    const parsed = parseReceiveAddress(address);
-    if (!parsed || !store.hasPartition(parsed.partitionId)) {
+    const node = nodeOf(address);
+    if (node.kind === "cbs" || node.kind === "management") return;
+    if (node.kind !== "consumer" || !knowsConsumerGroup(node.consumerGroup)) {
       sender.close({ condition: "amqp:not-found", description: `The messaging entity '${address}' could not be found.` });
       return;
     }
-    if (!isAuthorized(context.connection, address)) {
+    if (!store.hasPartition(node.partitionId)) {
+      sender.close({ condition: "com.microsoft:argument-out-of-range", description: `The specified partition '${node.partitionId}' is invalid.` });
+      return;
+    }
+    if (!isAuthorized(context.connection, node.entityPath)) {
       sender.close({ condition: "amqp:unauthorized-access", description: `Unauthorized access to '${address}': put a valid token first.` });
       return;
     }
@@ -400,7 +434,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
       sender.close({ condition: "amqp:invalid-field", description: (err as Error).message });
       return;
     }
-    const stream: ReceiverStream = { sender, partitionId: parsed.partitionId, nextIndex: startIndex(position, store.events(parsed.partitionId)) };
+    const stream: ReceiverStream = { sender, partitionId: node.partitionId, nextIndex: startIndex(position, store.events(node.partitionId)) };
     streams.set(sender, stream);
     pump(stream);
   });
@@ -417,14 +451,14 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     const receiver = context.receiver;
     if (!receiver) return;
     const address = String(receiver.target?.address ?? "");
-    if (address === "$cbs") return handleCbs(context, context.message as Message);
-    if (address === "$management") return handleManagement(context, context.message as Message);
-    const parsed = parseSendAddress(address);
-    if (!parsed) {
+    const node = nodeOf(address);
+    if (node.kind === "cbs") return handleCbs(context, context.message as Message);
+    if (node.kind === "management") return handleManagement(context, context.message as Message);
+    if (node.kind !== "hub") {
       (context.delivery as Delivery).reject({ condition: "amqp:not-found", description: `unknown entity '${address}'` });
       return;
     }
-    handleSend(context, parsed.partitionId);
+    handleSend(context, node.partitionId);
   });
 
   const linkOptions = { max_message_size: maxMessageSize };
@@ -522,4 +556,11 @@ function connectionDropped(): Error {
 function messagePartitionKey(message: Message): string | undefined {
   const key = message.message_annotations?.["x-opt-partition-key"];
   return typeof key === "string" ? key : undefined;
+}
+
+/** Application properties with binary values read as UTF-8 text (newer clients send the put-token `type` and `name` as binary). */
+function textProperties(properties: Record<string, unknown> | undefined): Record<string, unknown> {
+  const text: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(properties ?? {})) text[name] = Buffer.isBuffer(value) ? value.toString("utf8") : value;
+  return text;
 }

@@ -2,6 +2,7 @@
 // written to a PEM file that clients trust through NODE_EXTRA_CA_CERTS.
 import { mkdtemp, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { isIP } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { generate } from "selfsigned";
 
@@ -12,8 +13,17 @@ export interface LocalTlsIdentity {
   readonly caCertPath: string;
 }
 
-/** Generates the certificate (SAN: DNS localhost, IP 127.0.0.1 and ::1) and writes it to `caCertPath` or a temp file. */
-export async function createLocalTlsIdentity(caCertPath?: string): Promise<LocalTlsIdentity> {
+/**
+ * Generates the certificate (SAN: DNS localhost, IP 127.0.0.1, ::1 and `listenHost` when it is another address, e.g.
+ * 127.0.0.2 for a peer on the AMQPS port 5671) and writes it to `caCertPath` or a temp file.
+ */
+export async function createLocalTlsIdentity(caCertPath?: string, listenHost?: string): Promise<LocalTlsIdentity> {
+  const extraAltNames: Array<{ type: 7; ip: string } | { type: 2; value: string }> =
+    listenHost && isIP(listenHost) !== 0 && !["127.0.0.1", "::1", "0.0.0.0", "::"].includes(listenHost)
+      ? [{ type: 7 as const, ip: listenHost }]
+      : listenHost && isIP(listenHost) === 0 && listenHost !== "localhost"
+        ? [{ type: 2 as const, value: listenHost }]
+        : [];
   const now = Date.now();
   const pems = await generate([{ name: "commonName", value: "localhost" }], {
     keyType: "ec",
@@ -31,6 +41,7 @@ export async function createLocalTlsIdentity(caCertPath?: string): Promise<Local
           { type: 2, value: "localhost" },
           { type: 7, ip: "127.0.0.1" },
           { type: 7, ip: "::1" },
+          ...extraAltNames,
         ],
       },
     ],

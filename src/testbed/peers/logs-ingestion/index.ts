@@ -8,5 +8,8 @@ export {
   type LogsIngestionEmulator,
   type LogsIngestionEmulatorOptions,
   type LogsIngestionRequestStats,
+  type LogsIngestionDrops,
 } from "./server.js";
+export { azureRuleLimits, RuleWindow, type RuleLimits } from "./rule-limits.js";
+export { keepDeclaredColumns, fitsColumnType, type DeclaredColumn } from "./stream-declaration.js";
 export { FaultQueue, parseFaultSpec, type Fault } from "./faults.js";

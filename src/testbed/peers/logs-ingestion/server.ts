@@ -1,5 +1,6 @@
-// The local Logs Ingestion peer: an HTTPS server speaking the Logs Ingestion API (POST rows to a DCR stream)
-// that checks tokens, size and the stream's columns like the service, keeps what it accepts, and injects faults.
+// The local Logs Ingestion peer: an HTTPS server speaking the Logs Ingestion API (POST rows to a DCR stream) that
+// behaves like the service: token, rule and stream checks, 1 MB before and after gzip (413), per-rule request and byte
+// limits (429 + Retry-After), silent drop of undeclared or mistyped columns (counted for tests), injected faults.
 import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -10,26 +11,28 @@ import { promisify } from "node:util";
 import { gunzip as gunzipCallback } from "node:zlib";
 import type { Logger } from "pino";
 import { listen } from "../../support/listen.js";
-import { streamName as contractStreamName, validateRow } from "../../../contract/stream-schema.js";
+import { streamColumns, streamName as contractStreamName } from "../../../contract/stream-schema.js";
 import { silentLogger } from "../../support/logger.js";
 import { verifyLocalToken } from "../local-tokens.js";
 import { generateLocalTlsIdentity } from "./certificate.js";
 import { FaultQueue, parseFaultSpec, type Fault } from "./faults.js";
+import { azureRuleLimits, RuleWindow, type RuleLimits } from "./rule-limits.js";
+import { keepDeclaredColumns, type DeclaredColumn } from "./stream-declaration.js";
 
 const gunzip = promisify(gunzipCallback);
 
-/** The only api-version the service (and this peer) accepts. */
+/** The api-version of the released API (what the agent's sink sends). */
 export const logsIngestionApiVersion = "2023-01-01";
+/** Every api-version the peer accepts: the released one, and the preview that azure-monitor-ingestion 1.0.0b2 sends. */
+export const logsIngestionApiVersions: readonly string[] = [logsIngestionApiVersion, "2021-11-01-preview"];
 /** Token audience of the Logs Ingestion API. */
 export const logsIngestionAudience = "https://monitor.azure.com";
-/** Largest request body accepted, as received (compressed), in bytes. */
+/** Largest request body accepted, as received and after gunzip, in bytes (the service's 1 MB). */
 export const maxRequestBodyBytes = 1024 * 1024;
 /** A DCR immutable id shaped like the real ones, used when none is given. */
 export const defaultLocalRuleId = "dcr-00000000000000000000000000000000";
 /** Bodies larger than this are not even drained: the connection is dropped. */
 const maxDrainBytes = 64 * 1024 * 1024;
-/** Bad rows named in a 400 message. */
-const maxRowsNamed = 10;
 
 export interface LogsIngestionEmulatorOptions {
   /** TCP port; 0 (default) picks a free one. */
@@ -40,9 +43,29 @@ export interface LogsIngestionEmulatorOptions {
   readonly ruleId?: string;
   /** The one stream the DCR declares (default `Custom-ScheduledEvents`). */
   readonly streamName?: string;
+  /** Columns the stream declares (default: the record contract's, as the Bicep templates deploy them). */
+  readonly columns?: readonly DeclaredColumn[];
+  /** Per-rule limits (default Azure's: 12,000 requests and 2 GB per minute); lower them in tests. */
+  readonly limits?: Partial<RuleLimits>;
+  /** Client ids (token `appid`, "system" for a system-assigned identity) allowed to ingest; default: any. */
+  readonly authorizedClientIds?: readonly string[];
+  /** Monotonic milliseconds for the per-minute limits (default `performance.now`). */
+  readonly monotonicNowMs?: () => number;
   /** Where to write the certificate clients must trust (default: a temporary file removed on close). */
   readonly caCertPath?: string;
   readonly logger?: Logger;
+}
+
+/** What the peer dropped silently, as the service does: tests assert these stay empty. */
+export interface LogsIngestionDrops {
+  /** Per undeclared column name, how many rows carried it. */
+  readonly undeclaredColumns: Readonly<Record<string, number>>;
+  /** Per declared column name, how many rows carried a value of the wrong type for it. */
+  readonly mistypedColumns: Readonly<Record<string, number>>;
+  /** Rows that were not JSON objects (nothing of them is kept). */
+  readonly nonObjectRows: number;
+  /** Every drop above, summed. */
+  readonly total: number;
 }
 
 export interface LogsIngestionRequestStats {
@@ -64,9 +87,11 @@ export interface LogsIngestionEmulator {
   readonly streamName: string;
   /** PEM file of the peer's self-signed certificate (trust it as a CA). */
   readonly caCertPath: string;
-  /** Every row accepted so far, in arrival order. */
+  /** Every row accepted so far, in arrival order, as stored (undeclared and mistyped columns dropped). */
   rows(): readonly Record<string, unknown>[];
   requests(): LogsIngestionRequestStats;
+  /** Columns and rows dropped silently so far (also `GET /__peer/stats`). */
+  droppedColumns(): LogsIngestionDrops;
   readonly faults: {
     /** The next `count` ingestion requests meet `fault`. */
     failNext(count: number, fault: Fault): void;
@@ -80,6 +105,13 @@ export interface LogsIngestionEmulator {
 interface PeerState {
   readonly ruleId: string;
   readonly streamName: string;
+  readonly columns: readonly DeclaredColumn[];
+  readonly ruleWindow: RuleWindow;
+  readonly authorizedClientIds: ReadonlySet<string> | undefined;
+  readonly monotonicNowMs: () => number;
+  readonly undeclaredColumns: Record<string, number>;
+  readonly mistypedColumns: Record<string, number>;
+  nonObjectRows: number;
   readonly rows: Record<string, unknown>[];
   readonly sizes: number[];
   readonly uncompressedSizes: number[];
@@ -147,27 +179,56 @@ async function handleIngest(state: PeerState, req: IncomingMessage, res: ServerR
   };
   const authorization = req.headers.authorization ?? "";
   const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
-  if (!token) return answer(401, "InvalidAuthenticationToken", "a bearer token is required");
+  if (!token) return answer(401, "InvalidAuthenticationToken", "Authentication failed. The 'Authorization' header is missing or is not a bearer token.");
   const check = verifyLocalToken(token, logsIngestionAudience);
-  if (!check.ok) return answer(401, "InvalidAuthenticationToken", check.reason);
+  if (!check.ok) {
+    if (check.reason.startsWith("token audience")) return answer(401, "InvalidAuthenticationTokenAudience", `The access token has the wrong audience: ${check.reason}.`);
+    return answer(401, "InvalidAuthenticationToken", `The access token is invalid: ${check.reason}.`);
+  }
 
   const ruleId = decodeURIComponent(match[1]!);
   const stream = decodeURIComponent(match[2]!);
-  if (ruleId !== state.ruleId) return answer(404, "NotFound", `data collection rule ${ruleId} was not found`);
-  if (stream !== state.streamName) return answer(404, "InvalidStream", `stream ${stream} is not declared in data collection rule ${ruleId}`);
-  if (url.searchParams.get("api-version") !== logsIngestionApiVersion) {
-    return answer(400, "UnsupportedApiVersion", `api-version must be ${logsIngestionApiVersion}`);
+  if (ruleId !== state.ruleId) return answer(404, "NotFound", `Data collection rule with immutable Id '${ruleId}' not found.`);
+  if (state.authorizedClientIds && !state.authorizedClientIds.has(check.claims.appid)) {
+    return answer(403, "OperationFailed", `The authentication token provided does not have access to ingest data for the data collection rule with immutable Id '${ruleId}'.`);
   }
-  if (tooLarge) return answer(413, "ContentLengthLimitExceeded", `request body of ${receivedBytes} bytes exceeds ${maxRequestBodyBytes} bytes`);
+  if (stream !== state.streamName) return answer(404, "InvalidStream", `Stream '${stream}' is not declared in data collection rule '${ruleId}'.`);
+  if (!logsIngestionApiVersions.includes(url.searchParams.get("api-version") ?? "")) {
+    return answer(400, "UnsupportedApiVersion", `api-version must be one of ${logsIngestionApiVersions.join(", ")}`);
+  }
+  const admission = state.ruleWindow.admit(state.monotonicNowMs());
+  if (!admission.admitted) {
+    count(state, 429);
+    sendError(res, 429, "TooManyRequests", `Data collection rule '${ruleId}' received ${admission.reason}; retry after ${admission.retryAfterSeconds} s.`, {
+      "Retry-After": String(admission.retryAfterSeconds),
+    });
+    return;
+  }
+  admission.entry?.addBytes(receivedBytes);
+  const tooLargeMessage = (what: string, bytes: number): string =>
+    `Maximum allowed content length: ${maxRequestBodyBytes} bytes (1 MB). Provided content length: ${bytes} bytes${what}.`;
+  if (tooLarge) return answer(413, "ContentLengthLimitExceeded", tooLargeMessage("", receivedBytes));
 
   let text: string;
-  try {
-    const encoding = (req.headers["content-encoding"] ?? "").toLowerCase();
-    const raw = encoding === "gzip" ? await gunzip(body) : body;
+  const encoding = (req.headers["content-encoding"] ?? "").toLowerCase();
+  if (encoding === "gzip") {
+    let raw: Buffer;
+    try {
+      raw = await gunzip(body, { maxOutputLength: maxRequestBodyBytes + 1 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
+        state.uncompressedSizes.push(maxRequestBodyBytes + 1);
+        return answer(413, "ContentLengthLimitExceeded", tooLargeMessage(" once decompressed (more than the limit)", receivedBytes));
+      }
+      return answer(400, "InvalidContentEncoding", `body is not valid gzip: ${(err as Error).message}`);
+    }
     state.uncompressedSizes.push(raw.length);
+    admission.entry?.addBytes(raw.length - receivedBytes);
+    if (raw.length > maxRequestBodyBytes) return answer(413, "ContentLengthLimitExceeded", tooLargeMessage(` once decompressed (${raw.length} bytes)`, receivedBytes));
     text = raw.toString("utf8");
-  } catch (err) {
-    return answer(400, "InvalidContentEncoding", `body is not valid gzip: ${(err as Error).message}`);
+  } else {
+    state.uncompressedSizes.push(body.length);
+    text = body.toString("utf8");
   }
   let rows: unknown;
   try {
@@ -177,22 +238,33 @@ async function handleIngest(state: PeerState, req: IncomingMessage, res: ServerR
   }
   if (!Array.isArray(rows)) return answer(400, "InvalidPayload", "body must be a JSON array of rows");
 
-  const bad: string[] = [];
-  let badCount = 0;
-  rows.forEach((row, index) => {
-    const problems = validateRow(row);
-    if (problems.length === 0) return;
-    badCount += 1;
-    if (bad.length < maxRowsNamed) bad.push(`row ${index}: ${problems.join("; ")}`);
-  });
-  if (badCount > 0) {
-    const more = badCount > bad.length ? ` (and ${badCount - bad.length} more rows)` : "";
-    return answer(400, "InvalidStream", `${badCount} of ${rows.length} rows do not match stream ${state.streamName}: ${bad.join(" | ")}${more}`);
+  // Like the service: what does not fit the stream declaration is dropped silently, the request still succeeds.
+  for (const posted of rows as unknown[]) {
+    if (posted === null || typeof posted !== "object" || Array.isArray(posted)) {
+      state.nonObjectRows += 1;
+      continue;
+    }
+    const kept = keepDeclaredColumns(posted, state.columns);
+    for (const name of kept.undeclaredColumns) state.undeclaredColumns[name] = (state.undeclaredColumns[name] ?? 0) + 1;
+    for (const name of kept.mistypedColumns) state.mistypedColumns[name] = (state.mistypedColumns[name] ?? 0) + 1;
+    if (kept.undeclaredColumns.length + kept.mistypedColumns.length > 0) {
+      state.logger.warn({ undeclared: kept.undeclaredColumns, mistyped: kept.mistypedColumns }, "dropped columns silently, as the service does");
+    }
+    state.rows.push(kept.row);
   }
-  for (const row of rows as Record<string, unknown>[]) state.rows.push(row);
   count(state, 204);
   res.writeHead(204);
   res.end();
+}
+
+function drops(state: PeerState): LogsIngestionDrops {
+  const sum = (counts: Record<string, number>): number => Object.values(counts).reduce((a, b) => a + b, 0);
+  return {
+    undeclaredColumns: { ...state.undeclaredColumns },
+    mistypedColumns: { ...state.mistypedColumns },
+    nonObjectRows: state.nonObjectRows,
+    total: sum(state.undeclaredColumns) + sum(state.mistypedColumns) + state.nonObjectRows,
+  };
 }
 
 async function handle(state: PeerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -200,6 +272,14 @@ async function handle(state: PeerState, req: IncomingMessage, res: ServerRespons
   const ingest = /^\/dataCollectionRules\/([^/]+)\/streams\/([^/]+)$/.exec(url.pathname);
   if (ingest && req.method === "POST") return handleIngest(state, req, res, url, ingest);
   if (req.method === "GET" && url.pathname === "/__peer/rows") return sendJson(res, 200, state.rows);
+  if (req.method === "GET" && url.pathname === "/__peer/stats") {
+    return sendJson(res, 200, {
+      requests: { count: state.sizes.length, statuses: state.statuses },
+      rowsKept: state.rows.length,
+      dropped: drops(state),
+      requestsInLastMinute: state.ruleWindow.requestsInWindow(state.monotonicNowMs()),
+    });
+  }
   if (req.method === "GET" && url.pathname === "/__peer/requests") {
     return sendJson(res, 200, { count: state.sizes.length, sizes: state.sizes, uncompressedSizes: state.uncompressedSizes, statuses: state.statuses });
   }
@@ -230,6 +310,13 @@ export async function startLogsIngestionEmulator(options: LogsIngestionEmulatorO
   const state: PeerState = {
     ruleId: options.ruleId ?? defaultLocalRuleId,
     streamName: options.streamName ?? contractStreamName,
+    columns: options.columns ?? streamColumns(),
+    ruleWindow: new RuleWindow({ ...azureRuleLimits, ...options.limits }),
+    authorizedClientIds: options.authorizedClientIds ? new Set(options.authorizedClientIds) : undefined,
+    monotonicNowMs: options.monotonicNowMs ?? (() => performance.now()),
+    undeclaredColumns: {},
+    mistypedColumns: {},
+    nonObjectRows: 0,
     rows: [],
     sizes: [],
     uncompressedSizes: [],
@@ -254,6 +341,7 @@ export async function startLogsIngestionEmulator(options: LogsIngestionEmulatorO
     streamName: state.streamName,
     caCertPath,
     rows: () => state.rows,
+    droppedColumns: () => drops(state),
     requests: () => ({ count: state.sizes.length, sizes: [...state.sizes], uncompressedSizes: [...state.uncompressedSizes], statuses: { ...state.statuses } }),
     faults: {
       failNext: (n, fault) => state.faults.failNext(n, fault),
