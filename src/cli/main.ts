@@ -13,8 +13,9 @@ const program = new Command("sef")
 
 registerRunCommand(program);
 if (process.argv[2] !== "run") {
-  const { registerTailCommand } = await import("./commands/tail.js");
+  const [{ registerTailCommand }, { registerFleetCommand }] = await Promise.all([import("./commands/tail.js"), import("./commands/fleet.js")]);
   registerTailCommand(program);
+  registerFleetCommand(program);
 }
 
 await program.parseAsync(process.argv);
