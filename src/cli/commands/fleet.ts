@@ -5,7 +5,8 @@ import type { Command } from "commander";
 import { createLogger } from "../../observability/logger.js";
 
 interface FleetFlags {
-  config: string;
+  config?: string;
+  configEnv?: string;
   logLevel?: string;
 }
 
@@ -13,10 +14,14 @@ async function runFleet(flags: FleetFlags): Promise<void> {
   const { fleetSettingsSchema } = await import("../../fleet/settings.js");
   const { startFleetService, FleetConfigError } = await import("../../fleet/fleet-service.js");
   let raw: unknown;
+  const source = flags.config ?? `environment variable ${flags.configEnv}`;
   try {
-    raw = JSON.parse(readFileSync(flags.config, "utf8").replace(/^\uFEFF/, ""));
+    if (!flags.config && !flags.configEnv) throw new Error("give --config FILE or --config-env NAME");
+    const text = flags.config ? readFileSync(flags.config, "utf8") : (process.env[flags.configEnv!] ?? "");
+    if (!text) throw new Error("it is empty");
+    raw = JSON.parse(text.replace(/^\uFEFF/, ""));
   } catch (err) {
-    process.stderr.write(`sef fleet: cannot read ${flags.config}: ${(err as Error).message}\n`);
+    process.stderr.write(`sef fleet: cannot read the configuration from ${source}: ${(err as Error).message}\n`);
     process.exit(2);
   }
   const parsed = fleetSettingsSchema.safeParse(raw);
@@ -52,7 +57,8 @@ export function registerFleetCommand(program: Command): void {
   program
     .command("fleet")
     .description("consume the agents' records from Event Hubs and send one notification per maintenance event")
-    .requiredOption("--config <file>", "fleet configuration (JSON)")
+    .option("--config <file>", "fleet configuration (JSON)")
+    .option("--config-env <name>", "environment variable holding the fleet configuration as JSON (containers)")
     .option("--log-level <level>", "overrides logLevel")
     .action(runFleet);
 }
