@@ -138,3 +138,25 @@ describe("payloads", () => {
     expect(req.headers["x-sef-signature-256"]).toBe(webhookSignature(req.body, "s3cret"));
   });
 });
+
+describe("the example config", () => {
+  it("is valid and is the one the README shows", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
+    const text = readFileSync(new URL("../../infra/fleet/fleet.json", import.meta.url), "utf8");
+    expect(fleetSettingsSchema.safeParse(JSON.parse(text)).success).toBe(true);
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const block = /An example config is `infra\/fleet\/fleet.json`[^\n]*\n\n```json\n([\s\S]*?)\n```/.exec(readme)?.[1];
+    expect(JSON.parse(block ?? "null")).toEqual(JSON.parse(text));
+  });
+  it("refuses a rule naming a target that does not exist, naming the field", async () => {
+    const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
+    const parsed = fleetSettingsSchema.safeParse({
+      eventHubs: { connection: { connectionString: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b;EntityPath=h" } },
+      targets: [{ name: "a", type: "slack", urlEnv: "A" }],
+      rules: [{ name: "r", targets: ["b"] }],
+    });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toContain('rules.0.targets.0: no target named "b"');
+  });
+});
