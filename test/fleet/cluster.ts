@@ -10,7 +10,7 @@ import type { TransitionRecord } from "../../src/contract/record.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify/server.js";
 import { cliPath } from "../helpers/agent-process.js";
-import { startAzurite, type Azurite } from "./azurite.js";
+import { startAzurite } from "./azurite.js";
 import { fleetTransition, vm, type VmFixture } from "./records.js";
 
 export interface ClusterOptions {
