@@ -64,6 +64,27 @@ param silentAfterMinutes int = 45
 @description('Deploy the query pack with the saved KQL library.')
 param deployQueryPack bool = true
 
+@description('Deploy sef fleet (the Event Hubs consumer that sends one notification per maintenance event) on Azure Container Apps; needs deployEventHubs.')
+param deployFleet bool = false
+
+@description('Container image of sef for sef fleet, e.g. myregistry.azurecr.io/sef:0.2.0 (required with deployFleet).')
+param fleetImage string = ''
+
+@minValue(1)
+@maxValue(32)
+@description('Replicas of sef fleet; the hub\'s partitions are spread over them.')
+param fleetReplicas int = 2
+
+@description('sef fleet notification targets (see README: sef fleet).')
+param fleetTargets array = []
+
+@description('sef fleet rules routing fleet events to targets.')
+param fleetRules array = []
+
+@secure()
+@description('Secrets named by the targets (urlEnv, routingKeyEnv, hmacSecretEnv) as NAME: value.')
+param fleetTargetSecrets object = {}
+
 @description('Tags applied to every resource.')
 param tags object = {}
 
@@ -169,7 +190,28 @@ module queryPack 'modules/query-pack.bicep' = if (deployQueryPack) {
   }
 }
 
+module fleet 'modules/fleet.bicep' = if (deployFleet && deployEventHubs) {
+  name: '${deployment().name}-fleet'
+  params: {
+    location: location
+    namePrefix: namePrefix
+    nameSuffix: nameSuffix
+    tags: tags
+    eventHubsNamespaceName: eventHubs.outputs.namespaceName
+    eventHubName: eventHubs.outputs.eventHubName
+    image: fleetImage
+    replicas: fleetReplicas
+    targets: fleetTargets
+    rules: fleetRules
+    targetSecrets: fleetTargetSecrets
+    workspaceResourceId: workspaceResourceId
+  }
+}
+
 var eventHubsNamespace = deployEventHubs ? eventHubs.outputs.fullyQualifiedNamespace : ''
+
+@description('Container app running sef fleet (empty when not deployed).')
+output fleetAppName string = deployFleet && deployEventHubs ? fleet.outputs.appName : ''
 
 @description('Log Analytics workspace resource id.')
 output workspaceResourceId string = workspaceResourceId

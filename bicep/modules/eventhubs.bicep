@@ -77,3 +77,6 @@ output fullyQualifiedNamespace string = split(split(namespace.properties.service
 output eventHubName string = hub.name
 output consumerGroupName string = readers.name
 output namespaceResourceId string = namespace.id
+
+@description('Name of the Event Hubs namespace.')
+output namespaceName string = namespace.name

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `sef` command line: one subcommand per module in cli/commands/. `sef run` (the agent, resident on every VM)
-// loads only its own module; `sef tail` pulls in the Event Hubs consumer it never needs.
+// loads only its own module; `sef tail`, `sef fleet` and `sef discover` pull in what it never needs.
 import { Command } from "commander";
 import { agentVersion } from "../contract/agent-version.js";
 import { registerRunCommand } from "./commands/run.js";
@@ -13,9 +13,13 @@ const program = new Command("sef")
 
 registerRunCommand(program);
 if (process.argv[2] !== "run") {
-  const { registerTailCommand } = await import("./commands/tail.js");
+  const [{ registerTailCommand }, { registerFleetCommand }, { registerDiscoverCommand }] = await Promise.all([
+    import("./commands/tail.js"),
+    import("./commands/fleet.js"),
+    import("./commands/discover.js"),
+  ]);
   registerTailCommand(program);
-  const { registerDiscoverCommand } = await import("./commands/discover.js");
+  registerFleetCommand(program);
   registerDiscoverCommand(program);
 }
 

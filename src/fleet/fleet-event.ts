@@ -1,0 +1,118 @@
+// Folds the transition records of many VMs into one fleet event per maintenance EventId (pure). All records of one
+// EventId meet in one Event Hubs partition (the partition key is the EventId), so one partition owner folds them.
+import type { EventStatus } from "../contract/record.js";
+import type { FleetTransition } from "./record-input.js";
+
+/** What one reporting VM last said about the event. */
+export interface VmStatus {
+  readonly vmName: string;
+  readonly vmId: string;
+  readonly zone: string;
+  readonly vmScaleSetName: string;
+  readonly resourceGroup: string;
+  readonly affectsThisVm: boolean;
+  readonly status: EventStatus;
+  readonly lastSeen: string;
+}
+
+export type OverallStatus = "Scheduled" | "Started" | "Completed" | "Canceled";
+
+export interface FleetEvent {
+  /** Lower-cased EventId: the key. */
+  readonly key: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly eventSource: string;
+  readonly description: string;
+  readonly durationInSeconds: number;
+  readonly notBefore: string | null;
+  /** Names of every VM the event affects, as IMDS listed them (union over the reports). */
+  readonly resources: readonly string[];
+  /** Status per reporting VM, keyed by VmId (or VmName when the id is unknown). */
+  readonly vms: Readonly<Record<string, VmStatus>>;
+  readonly firstSeen: string;
+  readonly lastSeen: string;
+  readonly status: OverallStatus;
+}
+
+const statusRank: Record<EventStatus, number> = { Scheduled: 0, Started: 1, Completed: 2, Canceled: 2 };
+
+export function eventKeyOf(eventId: string): string {
+  return eventId.toLowerCase();
+}
+
+/**
+ * Adds one record to the fleet event it belongs to: returns `previous` updated in place (the caller owns the copy it
+ * folds into), or a new event. Older or repeated reports never move a VM back. Cost grows with the number
+ * of names in Resources, not with the number of VMs that reported.
+ */
+export function foldRecord(previous: FleetEvent | undefined, record: FleetTransition): FleetEvent {
+  const event: Mutable<FleetEvent> =
+    previous ??
+    ({
+      key: eventKeyOf(record.EventId),
+      eventId: record.EventId,
+      eventType: "",
+      eventSource: "",
+      description: "",
+      durationInSeconds: -1,
+      notBefore: null,
+      resources: [],
+      vms: {},
+      firstSeen: record.TimeGenerated,
+      lastSeen: record.TimeGenerated,
+      status: "Scheduled",
+    } satisfies FleetEvent);
+  const reporter = record.VmId || record.VmName || record.RecordId;
+  const vms = event.vms as Record<string, VmStatus>;
+  const before = vms[reporter];
+  const previousStatus = before?.status;
+  if (before === undefined || statusRank[before.status] <= statusRank[record.EventStatus]) {
+    vms[reporter] = {
+      vmName: record.VmName,
+      vmId: record.VmId,
+      zone: record.Zone,
+      vmScaleSetName: record.VmScaleSetName,
+      resourceGroup: record.ResourceGroup,
+      affectsThisVm: record.AffectsThisVm,
+      status: record.EventStatus,
+      lastSeen: record.TimeGenerated,
+    };
+  }
+  const resources = event.resources as string[];
+  const known = new Set(resources);
+  const added = record.Resources.filter((name) => !known.has(name));
+  if (added.length > 0) {
+    resources.push(...new Set(added));
+    resources.sort();
+  }
+  if (record.TimeGenerated < event.firstSeen) event.firstSeen = record.TimeGenerated;
+  if (record.TimeGenerated > event.lastSeen) event.lastSeen = record.TimeGenerated;
+  event.eventType = record.EventType || event.eventType;
+  event.eventSource = record.EventSource || event.eventSource;
+  event.description = record.Description || event.description;
+  event.durationInSeconds = record.DurationInSeconds;
+  event.notBefore = record.NotBefore ?? event.notBefore;
+  if (previous === undefined || previousStatus !== vms[reporter]!.status) event.status = overallStatus(Object.values(vms));
+  return event;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Started while any VM is Started; ended only when every reporting VM ended; Completed wins over Canceled. */
+export function overallStatus(vms: readonly VmStatus[]): OverallStatus {
+  if (vms.some((v) => v.status === "Started")) return "Started";
+  if (vms.some((v) => v.status === "Scheduled")) return "Scheduled";
+  return vms.some((v) => v.status === "Completed") ? "Completed" : "Canceled";
+}
+
+export function isEnded(event: FleetEvent): boolean {
+  return event.status === "Completed" || event.status === "Canceled";
+}
+
+/** VMs the event touches that reported it about themselves (AffectsThisVm), sorted by name. */
+export function affectedVms(event: FleetEvent): VmStatus[] {
+  return Object.values(event.vms)
+    .filter((v) => v.affectsThisVm)
+    .sort((a, b) => a.vmName.localeCompare(b.vmName));
+}

@@ -1,0 +1,37 @@
+// `sef fleet` metrics (prom-client, one registry): records read, notifications by target/action/outcome, owned
+// partitions and lag per partition. Every series a dashboard needs exists from start.
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+
+export class FleetMetrics {
+  readonly registry = new Registry();
+  readonly records = new Counter({
+    name: "sef_fleet_records_total",
+    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly notifications = new Counter({
+    name: "sef_fleet_notifications_total",
+    help: "Notification attempts by target, action (trigger, update, resolve) and outcome (sent, retried, dead_lettered)",
+    labelNames: ["target", "action", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly ownedPartitions = new Gauge({ name: "sef_fleet_owned_partitions", help: "Partitions this instance owns", registers: [this.registry] });
+  readonly partitionLag = new Gauge({
+    name: "sef_fleet_partition_lag_events",
+    help: "Events enqueued in a partition that this instance has not processed yet",
+    labelNames: ["partition"] as const,
+    registers: [this.registry],
+  });
+  readonly activeEvents = new Gauge({ name: "sef_fleet_active_events", help: "Fleet events not yet ended, over owned partitions", registers: [this.registry] });
+
+  constructor(targets: readonly string[] = []) {
+    for (const outcome of ["folded", "other", "malformed-json", "unknown-version", "contract", "not-a-record"]) this.records.inc({ outcome }, 0);
+    for (const target of targets)
+      for (const action of ["trigger", "update", "resolve"])
+        for (const outcome of ["sent", "retried", "dead_lettered"]) this.notifications.inc({ target, action, outcome }, 0);
+    this.ownedPartitions.set(0);
+    this.activeEvents.set(0);
+    collectDefaultMetrics({ register: this.registry, prefix: "sef_fleet_" });
+  }
+}

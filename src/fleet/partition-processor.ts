@@ -1,0 +1,249 @@
+// One owned partition: folds its records into fleet events, claims the notifications due (saved before any request
+// leaves, so a second holder of the partition cannot send them too), sends them with bounded retries (then
+// dead-letters with the reason), saves the outcome, and only then lets the checkpoint move.
+import type { Logger } from "pino";
+import { eventKeyOf, foldRecord, isEnded, type FleetEvent } from "./fleet-event.js";
+import { afterDelivery, emptyNotificationState, planNotifications, type NotificationAction, type NotificationState } from "./notification-plan.js";
+import { OwnershipLostError, type PartitionState, type PartitionStateStore } from "./partition-state.js";
+import { readRecord } from "./record-input.js";
+import { selectTargets, type Rule } from "./rules.js";
+import type { DeliveryOutcome } from "./targets/deliver.js";
+import type { FleetMetrics } from "./metrics.js";
+
+/** One received event, as much of it as the processor needs. */
+export interface ReceivedEvent {
+  readonly body: unknown;
+  readonly sequenceNumber: number;
+  readonly offset: string;
+}
+
+/** Sends one notification once; the processor owns retries. */
+export type SendNotification = (target: string, action: NotificationAction, event: FleetEvent, signal: AbortSignal) => Promise<DeliveryOutcome>;
+
+export interface ProcessorClock {
+  /** Wall clock, for stamps and NotBefore arithmetic. */
+  nowMs(): number;
+  /** Monotonic clock, for backoff and give-up deadlines. */
+  monotonicMs(): number;
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+export interface ProcessorOptions {
+  readonly partitionId: string;
+  readonly rules: readonly Rule[];
+  readonly updateIntervalMs: number;
+  /** A claim older than this was left by a dead instance and is sent again (use the ownership expiry). */
+  readonly staleClaimMs: number;
+  readonly retry: { readonly minDelayMs: number; readonly maxDelayMs: number; readonly giveUpAfterMs: number };
+  readonly retainEndedMs: number;
+  readonly store: PartitionStateStore;
+  readonly send: SendNotification;
+  readonly onDeadLetter?: (target: string, action: NotificationAction, event: FleetEvent, reason: string) => Promise<void>;
+  readonly clock: ProcessorClock;
+  readonly logger: Logger;
+  readonly metrics: FleetMetrics;
+  /** Aborted when the partition is closed (ownership lost or shutdown). */
+  readonly signal: AbortSignal;
+}
+
+/** Backoff before retry `attempt` (1-based): exponential from min, a server hint wins, always within [min, max]. */
+export function notificationRetryDelayMs(retry: ProcessorOptions["retry"], attempt: number, hintMs: number | undefined, random: number): number {
+  const base = hintMs ?? Math.round(retry.minDelayMs * 2 ** Math.max(0, attempt - 1) * (0.5 + random / 2));
+  return Math.min(retry.maxDelayMs, Math.max(retry.minDelayMs, base));
+}
+
+interface Claim {
+  readonly key: string;
+  readonly target: string;
+  readonly action: NotificationAction;
+}
+
+type ClaimResult = { readonly claim: Claim; readonly outcome: "delivered" | "aborted" } | { readonly claim: Claim; readonly outcome: "dead"; readonly reason: string };
+
+/** How many times a save is retried after finding another instance's write (reload, redo, save again). */
+const maxSaveConflicts = 5;
+
+function clone(state: PartitionState): PartitionState {
+  return structuredClone(state);
+}
+
+export class PartitionProcessor {
+  private chain: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly options: ProcessorOptions,
+    private state: PartitionState,
+  ) {}
+
+  static async open(options: ProcessorOptions): Promise<PartitionProcessor> {
+    return new PartitionProcessor(options, await options.store.load(options.partitionId));
+  }
+
+  get lastSequenceNumber(): number {
+    return this.state.sequenceNumber;
+  }
+
+  get activeEvents(): number {
+    return Object.values(this.state.events).filter((e) => !isEnded(e)).length;
+  }
+
+  /** Folds a batch, notifies, saves. Resolves once the state is durable: the caller may then checkpoint. */
+  processBatch(events: readonly ReceivedEvent[]): Promise<void> {
+    return this.serialized(() => this.run(events));
+  }
+
+  /** Re-plans every remembered event (notice windows reached, quiet hours over, stale claims); prunes ended ones. */
+  tick(): Promise<void> {
+    return this.serialized(() => this.run([]));
+  }
+
+  private serialized(task: () => Promise<void>): Promise<void> {
+    const next = this.chain.then(task);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async run(events: readonly ReceivedEvent[]): Promise<void> {
+    const claims = await this.saveWithRetry((working) => {
+      const { changed, folded } = this.fold(working, events);
+      const pruned = events.length === 0 && this.prune(working);
+      const keys = events.length === 0 ? Object.keys(working.events) : [...changed];
+      const claimed = this.claim(working, keys);
+      return { result: claimed, dirty: folded || pruned || claimed.length > 0 };
+    });
+    if (claims.length === 0) return;
+    const results = await Promise.all(claims.map((claim) => this.sendWithRetry(claim)));
+    await this.saveWithRetry((working) => {
+      for (const r of results) this.applyResult(working, r);
+      return { result: undefined, dirty: true };
+    });
+  }
+
+  /**
+   * Applies `change` to a copy of the state and saves it; on a conflicting write by another instance, reloads the
+   * partition's state and applies the change again. Returns what the successful application returned.
+   */
+  private async saveWithRetry<T>(change: (working: PartitionState) => { result: T; dirty: boolean }): Promise<T> {
+    for (let conflict = 0; ; conflict++) {
+      const working = clone(this.state);
+      const { result, dirty } = change(working);
+      if (!dirty) return result;
+      try {
+        await this.options.store.save(this.options.partitionId, working);
+        this.state = working;
+        return result;
+      } catch (err) {
+        if (!(err instanceof OwnershipLostError) || conflict >= maxSaveConflicts) throw err;
+        this.options.logger.warn({ partitionId: this.options.partitionId }, "fleet state was written by another instance; reloading");
+        this.state = await this.options.store.load(this.options.partitionId);
+      }
+    }
+  }
+
+  private fold(working: PartitionState, events: readonly ReceivedEvent[]): { changed: Set<string>; folded: boolean } {
+    const changed = new Set<string>();
+    let folded = false;
+    for (const received of events) {
+      if (received.sequenceNumber <= working.sequenceNumber) continue;
+      working.sequenceNumber = received.sequenceNumber;
+      folded = true;
+      const input = readRecord(received.body);
+      if (input.kind === "rejected") {
+        this.options.metrics.records.inc({ outcome: input.reason });
+        this.options.logger.warn(
+          { partitionId: this.options.partitionId, offset: received.offset, sequenceNumber: received.sequenceNumber, reason: input.reason, detail: input.detail },
+          "skipped an event that is not a valid record",
+        );
+        continue;
+      }
+      if (input.kind === "other") {
+        this.options.metrics.records.inc({ outcome: "other" });
+        continue;
+      }
+      this.options.metrics.records.inc({ outcome: "folded" });
+      const key = eventKeyOf(input.record.EventId);
+      working.events[key] = foldRecord(working.events[key], input.record);
+      changed.add(key);
+    }
+    return { changed, folded };
+  }
+
+  private prune(working: PartitionState): boolean {
+    const cutoff = this.options.clock.nowMs() - this.options.retainEndedMs;
+    let pruned = false;
+    for (const [key, event] of Object.entries(working.events)) {
+      const pending = Object.values(working.notifications[key] ?? {}).some((n) => n.pending !== null);
+      if (isEnded(event) && !pending && Date.parse(event.lastSeen) < cutoff) {
+        delete working.events[key];
+        delete working.notifications[key];
+        pruned = true;
+      }
+    }
+    return pruned;
+  }
+
+  /** Marks the notifications due now as claimed in `working` and returns them. */
+  private claim(working: PartitionState, keys: readonly string[]): Claim[] {
+    const nowMs = this.options.clock.nowMs();
+    const claims: Claim[] = [];
+    for (const key of keys) {
+      const event = working.events[key];
+      if (!event) continue;
+      const states = working.notifications[key] ?? {};
+      const planned = planNotifications(event, selectTargets(this.options.rules, event, nowMs), states, nowMs, {
+        updateIntervalMs: this.options.updateIntervalMs,
+        staleClaimMs: this.options.staleClaimMs,
+      });
+      for (const { target, action } of planned) {
+        const previous = states[target] ?? emptyNotificationState;
+        working.notifications[key] = { ...(working.notifications[key] ?? {}), [target]: { ...previous, pending: { action, claimedAtMs: nowMs } } };
+        claims.push({ key, target, action });
+      }
+    }
+    return claims;
+  }
+
+  private applyResult(working: PartitionState, r: ClaimResult): void {
+    const { key, target, action } = r.claim;
+    const event = working.events[key];
+    const previous: NotificationState = working.notifications[key]?.[target] ?? emptyNotificationState;
+    if (!event || previous.pending?.action !== action) return;
+    let next: NotificationState;
+    if (r.outcome === "delivered") next = afterDelivery(previous, action, event, new Date(this.options.clock.nowMs()).toISOString());
+    else if (r.outcome === "dead") next = { ...previous, pending: null, deadLettered: r.reason };
+    else return; // aborted: the claim stays; a later owner sends it once it is stale
+    working.notifications[key] = { ...(working.notifications[key] ?? {}), [target]: next };
+  }
+
+  private async sendWithRetry(claim: Claim): Promise<ClaimResult> {
+    const { clock, retry, metrics, logger, signal } = this.options;
+    const { target, action } = claim;
+    const event = this.state.events[claim.key]!;
+    const started = clock.monotonicMs();
+    for (let attempt = 1; ; attempt++) {
+      if (signal.aborted) return { claim, outcome: "aborted" };
+      const outcome = await this.options.send(target, action, event, signal);
+      if (outcome.kind === "delivered") {
+        metrics.notifications.inc({ target, action, outcome: "sent" });
+        logger.info({ target, action, eventId: event.eventId, status: event.status, attempt }, "notification sent");
+        return { claim, outcome: "delivered" };
+      }
+      const elapsed = clock.monotonicMs() - started;
+      if (outcome.kind === "rejected" || elapsed >= retry.giveUpAfterMs) {
+        const reason = outcome.kind === "rejected" ? outcome.reason : `gave up after ${attempt} attempts in ${Math.round(elapsed / 1000)} s: ${outcome.reason}`;
+        metrics.notifications.inc({ target, action, outcome: "dead_lettered" });
+        logger.error({ target, action, eventId: event.eventId, reason }, "notification dead-lettered");
+        await this.options.onDeadLetter?.(target, action, event, reason).catch((err: Error) => logger.error({ err }, "could not write the dead-letter entry"));
+        return { claim, outcome: "dead", reason };
+      }
+      metrics.notifications.inc({ target, action, outcome: "retried" });
+      const delayMs = notificationRetryDelayMs(retry, attempt, outcome.retryAfterMs, Math.random());
+      logger.warn({ target, action, eventId: event.eventId, reason: outcome.reason, attempt, delayMs }, "notification failed; retrying");
+      try {
+        await clock.sleep(delayMs, signal);
+      } catch {
+        return { claim, outcome: "aborted" };
+      }
+    }
+  }
+}

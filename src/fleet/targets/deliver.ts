@@ -1,0 +1,43 @@
+// Sends one notification to one target over HTTPS (undici) with a total deadline, and classifies the answer as a
+// value: delivered; retry (429, 5xx, 408, network, timeout; with the server's Retry-After); or rejected (other 4xx).
+import { request } from "undici";
+import { retryAfterFromHeaders } from "../../util/retry-after.js";
+import type { TargetRequest } from "./payloads.js";
+
+export type DeliveryOutcome =
+  | { readonly kind: "delivered"; readonly status: number }
+  | { readonly kind: "retry"; readonly reason: string; readonly retryAfterMs?: number }
+  | { readonly kind: "rejected"; readonly reason: string };
+
+export interface DeliverOptions {
+  /** Deadline for the whole request, connect to last byte, in milliseconds. */
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Largest part of an error body quoted in a reason. */
+const maxQuotedBodyChars = 200;
+
+export async function deliver(url: string, req: TargetRequest, options: DeliverOptions): Promise<DeliveryOutcome> {
+  const deadline = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
+  try {
+    const res = await request(url, { method: "POST", body: req.body, headers: req.headers, signal, maxRedirections: 0 } as Parameters<typeof request>[1]);
+    const text = (await res.body.text()).slice(0, maxQuotedBodyChars);
+    if (res.statusCode >= 200 && res.statusCode < 300) return { kind: "delivered", status: res.statusCode };
+    const header = (name: string): string | undefined => {
+      const v = res.headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const reason = `HTTP ${res.statusCode}${text ? `: ${text}` : ""}`;
+    if (res.statusCode === 429 || res.statusCode === 408 || res.statusCode >= 500) {
+      return { kind: "retry", reason, retryAfterMs: retryAfterFromHeaders(header, Date.now()) };
+    }
+    return { kind: "rejected", reason };
+  } catch (err) {
+    if (options.signal?.aborted) return { kind: "retry", reason: "shutting down" };
+    const e = err as Error & { code?: string };
+    if (deadline.aborted) return { kind: "retry", reason: `timed out after ${options.timeoutMs} ms` };
+    return { kind: "retry", reason: `network: ${e.code ?? e.name}` };
+  }
+}

@@ -1,0 +1,153 @@
+// `sef fleet` end to end in one process: the real EventHubConsumerClient and BlobCheckpointStore against the local
+// Event Hubs peer and Azurite, two instances sharing the partitions, notifications to the local target peers.
+import { EventHubProducerClient } from "@azure/event-hubs";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SefRecord } from "../../src/contract/record.js";
+import { startFleetService, type FleetService } from "../../src/fleet/fleet-service.js";
+import { fleetSettingsSchema } from "../../src/fleet/settings.js";
+import { silentLogger } from "../../src/observability/logger.js";
+import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
+import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify/server.js";
+import { startAzurite, type Azurite } from "./azurite.js";
+import { fleetTransition, vm } from "./records.js";
+
+let hub: EventHubsEmulator;
+let azurite: Azurite;
+let peer: NotifyPeer;
+const services: FleetService[] = [];
+let producer: EventHubProducerClient;
+const routingKey = "R0UT1NGKEY0000000000000000000001";
+
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function settingsFor() {
+  return fleetSettingsSchema.parse({
+    eventHubs: { consumerGroup: "$Default", connection: { connectionString: hub.connectionString, maxRetries: 1, retryDelayMs: 100, tryTimeoutMs: 5000 } },
+    checkpoints: { connectionStringEnv: "TEST_STORAGE", containerName: "fleet-test" },
+    targets: [
+      { name: "oncall", type: "pagerduty", url: `${peer.url}/v2/enqueue`, routingKeyEnv: "TEST_PD_KEY" },
+      { name: "chat", type: "slack", urlEnv: "TEST_SLACK_URL" },
+      { name: "channel", type: "teams", urlEnv: "TEST_TEAMS_URL" },
+      { name: "hook", type: "webhook", urlEnv: "TEST_HOOK_URL", hmacSecretEnv: "TEST_HOOK_SECRET" },
+      { name: "broken", type: "pagerduty", url: `${peer.url}/v2/enqueue`, routingKeyEnv: "TEST_BAD_KEY" },
+    ],
+    rules: [
+      { name: "impactful", eventTypes: ["Reboot", "Redeploy", "Preempt", "Terminate"], targets: ["oncall", "chat", "channel", "hook"] },
+      { name: "freezes", eventTypes: ["Freeze"], targets: ["chat"] },
+      { name: "misconfigured", vmNamePatterns: ["db-*"], targets: ["broken"] },
+    ],
+    updateIntervalMs: 0,
+    tickMs: 200,
+    retry: { minDelayMs: 50, maxDelayMs: 400, giveUpAfterMs: 5000 },
+    loadBalancing: { updateIntervalMs: 500, ownershipExpirationMs: 3000 },
+    metrics: { host: "127.0.0.1", port: 0 },
+  });
+}
+
+async function send(records: SefRecord[]): Promise<void> {
+  const byKey = new Map<string, SefRecord[]>();
+  for (const r of records) byKey.set(r.RecordType === "Transition" ? r.EventId : r.VmId, [...(byKey.get(r.RecordType === "Transition" ? r.EventId : r.VmId) ?? []), r]);
+  for (const [partitionKey, group] of byKey) await producer.sendBatch(group.map((r) => ({ body: r, contentType: "application/json" })), { partitionKey });
+}
+
+beforeAll(async () => {
+  [hub, azurite, peer] = await Promise.all([
+    startEventHubsEmulator({ hubName: "fleet", partitionCount: 4 }),
+    startAzurite(),
+    startNotifyPeer({ webhookSecret: "hook-secret" }),
+  ]);
+  const env = {
+    TEST_STORAGE: azurite.connectionString,
+    TEST_PD_KEY: routingKey,
+    TEST_BAD_KEY: "too-short",
+    TEST_SLACK_URL: `${peer.url}/slack/services/T000/B000/XXXX`,
+    TEST_TEAMS_URL: `${peer.url}/teams/workflows/abc`,
+    TEST_HOOK_URL: `${peer.url}/hook/sef`,
+    TEST_HOOK_SECRET: "hook-secret",
+  };
+  for (let i = 0; i < 2; i++) services.push(await startFleetService({ settings: settingsFor(), env, logger: silentLogger() }));
+  producer = new EventHubProducerClient(hub.connectionString);
+}, 60_000);
+
+afterAll(async () => {
+  await producer?.close();
+  await Promise.all(services.map((s) => s.stop(5000)));
+  await Promise.all([hub?.close(), azurite?.stop(), peer?.close()]);
+}, 30_000);
+
+describe("sef fleet", () => {
+  it("shares the partitions between instances through the Blob checkpoint store", async () => {
+    let owned: string[][] = [];
+    await until("all 4 partitions owned, split between the two instances", () => {
+      owned = services.map((s) => s.ownedPartitions());
+      return owned.flat().length === 4 && new Set(owned.flat()).size === 4 && owned.every((o) => o.length === 2);
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}: ${JSON.stringify(owned)}`);
+    });
+  });
+
+  it("pages once per maintenance event and target, updates as VMs join, resolves when every VM is done", async () => {
+    const web = [0, 1, 2, 3, 4].map((i) => vm(i));
+    const id = "A1B2C3D4-0000-4000-8000-00000000000A";
+    peer.injectFault({ kind: "slack", status: 429, retryAfter: "0", count: 2 });
+    await send(web.slice(0, 3).map((v) => fleetTransition(id, "Scheduled", v, web)));
+    await until("a PagerDuty trigger", () => peer.requests("pagerduty").some((r) => r.status === 202));
+    await until("trigger on every target", () => ["slack", "teams", "webhook"].every((k) => peer.requests(k as "slack").some((r) => r.status >= 200 && r.status < 300)));
+    await send(web.slice(3).map((v) => fleetTransition(id, "Scheduled", v, web)));
+    await send(web.map((v) => fleetTransition(id, "Started", v, web)));
+    await send(web.map((v) => fleetTransition(id, "Completed", v, web)));
+    await until("PagerDuty resolve", () => peer.incidents().find((i) => i.dedupKey === id && i.status === "resolved"));
+
+    const ok = (kind: "slack" | "teams" | "webhook" | "pagerduty") => peer.requests(kind).filter((r) => r.status >= 200 && r.status < 300);
+    await until("resolves on the chat targets", () => ["slack", "teams", "webhook"].every((k) => ok(k as "slack").some((r) => JSON.stringify(r.body).includes("Resolved"))));
+    // One incident for the event, however many VMs reported it.
+    expect(peer.incidents().filter((i) => i.dedupKey === id)).toHaveLength(1);
+    for (const kind of ["slack", "teams", "webhook"] as const) {
+      const bodies = ok(kind).map((r) => JSON.stringify(r.body));
+      expect(bodies.filter((b) => !b.includes("Update: ") && !b.includes("Resolved"))).toHaveLength(1); // one trigger
+      expect(bodies.filter((b) => b.includes("Resolved"))).toHaveLength(1); // one resolve
+    }
+    // Slack's 429 with Retry-After: 0 was retried, not hammered and not dead-lettered.
+    const slack = peer.requests("slack");
+    expect(slack.filter((r) => r.status === 429)).toHaveLength(2);
+    expect(slack[2]!.receivedAtMs - slack[0]!.receivedAtMs).toBeGreaterThanOrEqual(90);
+    // The generic webhook is signed.
+    expect(peer.requests("webhook").every((r) => r.status === 200)).toBe(true);
+  });
+
+  it("counts and skips what is not a valid record, and dead-letters what a target refuses, with the reason", async () => {
+    await producer.sendBatch([{ body: Buffer.from("{not json") }, { body: { RecordType: "Transition", ContractVersion: 9 } }], { partitionKey: "junk" });
+    const db = [vm(0, "db-vmss")];
+    const id = "DEADBEEF-0000-4000-8000-00000000000B";
+    await send([fleetTransition(id, "Scheduled", db[0]!, db, { eventType: "Freeze" })]);
+    const text = async () => (await Promise.all(services.map((s) => s.metrics.registry.metrics()))).join("\n");
+    let metrics = "";
+    const deadline = performance.now() + 20_000;
+    while (performance.now() < deadline) {
+      metrics = await text();
+      if (/sef_fleet_records_total\{outcome="malformed-json"\} 1/.test(metrics) && /outcome="unknown-version"\} 1/.test(metrics) && /target="broken",action="trigger",outcome="dead_lettered"\} 1/.test(metrics)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(metrics).toMatch(/sef_fleet_records_total\{outcome="malformed-json"\} 1/);
+    expect(metrics).toMatch(/sef_fleet_records_total\{outcome="unknown-version"\} 1/);
+    expect(metrics).toMatch(/target="broken",action="trigger",outcome="dead_lettered"\} 1/);
+    // The Freeze went to the chat only (its rule), and the refused page is in the dead-letter container with the reason.
+    await until("freeze on slack", () => peer.requests("slack").some((r) => JSON.stringify(r.body).includes("Freeze")));
+    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("fleet-test");
+    const names: string[] = [];
+    for await (const blob of container.listBlobsFlat({ prefix: "dead-letter/broken/" })) names.push(blob.name);
+    expect(names).toEqual([`dead-letter/broken/${id.toLowerCase()}-trigger.json`]);
+    const entry = JSON.parse((await container.getBlockBlobClient(names[0]!).downloadToBuffer()).toString());
+    expect(entry.reason).toMatch(/HTTP 400.*routing_key/);
+    expect(JSON.stringify(entry)).not.toContain("too-short");
+  });
+});

@@ -1,0 +1,162 @@
+// The fleet consumer's pure logic: reading records, folding many VMs' reports into one fleet event, rules (patterns,
+// notice window, quiet hours), the notification plan (one trigger, updates, one resolve, claims), and each target's
+// payload checked by the testbed peer's validators.
+import { describe, expect, it } from "vitest";
+import { foldRecord, type FleetEvent } from "../../src/fleet/fleet-event.js";
+import { afterDelivery, emptyNotificationState, planNotifications, type NotificationState } from "../../src/fleet/notification-plan.js";
+import { notificationRetryDelayMs } from "../../src/fleet/partition-processor.js";
+import { readRecord, type FleetTransition } from "../../src/fleet/record-input.js";
+import { inQuietHours, selectTargets, type Rule } from "../../src/fleet/rules.js";
+import { buildTargetRequest, webhookSignature } from "../../src/fleet/targets/payloads.js";
+import { pagerDutyProblems, slackProblems, teamsProblems } from "../../src/testbed/peers/notify/server.js";
+import { fleetTransition, vm } from "./records.js";
+
+const t0 = Date.parse("2026-11-23T10:00:00Z");
+const vms = [vm(0), vm(1), vm(2)];
+
+function fold(records: FleetTransition[]): FleetEvent {
+  let event: FleetEvent | undefined;
+  for (const r of records) event = foldRecord(event, r);
+  return event!;
+}
+
+function read(record: object): FleetTransition {
+  const input = readRecord(Buffer.from(JSON.stringify(record)));
+  if (input.kind !== "transition") throw new Error(`not a transition: ${JSON.stringify(input)}`);
+  return input.record;
+}
+
+describe("readRecord", () => {
+  it("names malformed JSON, unknown versions, contract failures; other record types are not errors", () => {
+    expect(readRecord(Buffer.from("{not json"))).toMatchObject({ kind: "rejected", reason: "malformed-json" });
+    expect(readRecord(Buffer.from("[1]"))).toMatchObject({ kind: "rejected", reason: "not-a-record" });
+    const good = fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 });
+    expect(readRecord({ ...good, ContractVersion: 2 })).toMatchObject({ kind: "rejected", reason: "unknown-version" });
+    expect(readRecord({ ...good, Resources: "web-vmss_0" })).toMatchObject({ kind: "rejected", reason: "contract", detail: expect.stringContaining("Resources") });
+    expect(readRecord({ ...good, RecordType: "Heartbeat" })).toEqual({ kind: "other", recordType: "Heartbeat" });
+    expect(readRecord(JSON.stringify(good))).toMatchObject({ kind: "transition" });
+  });
+});
+
+describe("foldRecord", () => {
+  it("folds many VMs' copies of one EventId into one event whose status ends only when every VM ended", () => {
+    const scheduled = vms.map((v) => read(fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0 })));
+    let event = fold(scheduled);
+    expect(event.status).toBe("Scheduled");
+    expect(Object.keys(event.vms)).toHaveLength(3);
+    expect(event.resources).toEqual(vms.map((v) => v.name).sort());
+    event = foldRecord(event, read(fleetTransition("E1", "Started", vms[0]!, vms, { timeMs: t0 + 1000 })));
+    expect(event.status).toBe("Started");
+    for (const v of vms) event = foldRecord(event, read(fleetTransition("E1", "Completed", v, vms, { timeMs: t0 + 2000 })));
+    expect(event.status).toBe("Completed");
+    // A late, repeated Scheduled report never moves a VM back.
+    event = foldRecord(event, read(fleetTransition("E1", "Scheduled", vms[1]!, vms, { timeMs: t0 + 3000 })));
+    expect(event.status).toBe("Completed");
+    expect(event.firstSeen).toBe(new Date(t0).toISOString());
+  });
+});
+
+describe("rules", () => {
+  const event = fold(vms.map((v) => read(fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }))));
+  it("match on type, source, VM and scale-set patterns and resource group", () => {
+    const rules: Rule[] = [
+      { name: "reboots", targets: ["pd"], eventTypes: ["Reboot"] },
+      { name: "freezes", targets: ["slack"], eventTypes: ["Freeze"] },
+      { name: "web", targets: ["teams"], vmNamePatterns: ["WEB-VMSS_*"], resourceGroups: ["RG-WEB"] },
+      { name: "db", targets: ["hook"], scaleSetPatterns: ["db-*"] },
+    ];
+    expect(selectTargets(rules, event, t0).map((s) => s.target).sort()).toEqual(["pd", "teams"]);
+  });
+  it("hold a notification until the notice window is reached, and during quiet hours", () => {
+    const rule: Rule = { name: "late", targets: ["pd"], noticeWithinSeconds: 600 };
+    expect(selectTargets([rule], event, t0)).toEqual([{ target: "pd", canNotifyNow: false }]);
+    expect(selectTargets([rule], event, t0 + 21 * 60_000)).toEqual([{ target: "pd", canNotifyNow: true }]);
+    const quiet = { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" };
+    expect(inQuietHours(quiet, Date.parse("2026-11-23T21:30:00Z"))).toBe(true); // 22:30 in Berlin
+    expect(inQuietHours(quiet, Date.parse("2026-11-23T06:30:00Z"))).toBe(false); // 07:30
+    expect(selectTargets([{ name: "q", targets: ["pd"], quietHours: quiet }], event, Date.parse("2026-11-23T23:00:00Z"))[0]!.canNotifyNow).toBe(false);
+  });
+});
+
+describe("planNotifications", () => {
+  const options = { updateIntervalMs: 30_000, staleClaimMs: 60_000 };
+  const sel = [{ target: "pd", canNotifyNow: true }];
+  // foldRecord updates the event in place: each fixture folds its own copy.
+  const one = fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+  const two = fold([0, 1].map((i) => read(fleetTransition("E1", "Scheduled", vms[i]!, vms, { timeMs: t0 }))));
+
+  it("triggers once, updates when more VMs join (not sooner than the interval), resolves once", () => {
+    expect(planNotifications(one, sel, {}, t0, options)).toEqual([{ target: "pd", action: "trigger" }]);
+    const told: NotificationState = afterDelivery(emptyNotificationState, "trigger", one, new Date(t0).toISOString());
+    expect(planNotifications(one, sel, { pd: told }, t0 + 60_000, options)).toEqual([]);
+    expect(planNotifications(two, sel, { pd: told }, t0 + 10_000, options)).toEqual([]);
+    expect(planNotifications(two, sel, { pd: told }, t0 + 30_000, options)).toEqual([{ target: "pd", action: "update" }]);
+    let ended = fold([0, 1].map((i) => read(fleetTransition("E1", "Scheduled", vms[i]!, vms, { timeMs: t0 }))));
+    for (const v of [vms[0]!, vms[1]!]) ended = foldRecord(ended, read(fleetTransition("E1", "Canceled", v, vms, { timeMs: t0 })));
+    expect(planNotifications(ended, sel, { pd: told }, t0, options)).toEqual([{ target: "pd", action: "resolve" }]);
+    const resolved = afterDelivery(told, "resolve", ended, new Date(t0).toISOString());
+    expect(planNotifications(ended, sel, { pd: resolved }, t0, options)).toEqual([]);
+    // An event that ended before anyone was told is not paged after the fact.
+    expect(planNotifications(ended, sel, {}, t0, options)).toEqual([]);
+  });
+
+  it("leaves another instance's fresh claim alone and takes over a stale one", () => {
+    const claimed: NotificationState = { ...emptyNotificationState, pending: { action: "trigger", claimedAtMs: t0 } };
+    expect(planNotifications(one, sel, { pd: claimed }, t0 + 59_000, options)).toEqual([]);
+    expect(planNotifications(one, sel, { pd: claimed }, t0 + 60_000, options)).toEqual([{ target: "pd", action: "trigger" }]);
+  });
+});
+
+describe("retry delays", () => {
+  it("clamp a server's Retry-After into [min, max] (0 is not a licence to hammer)", () => {
+    const retry = { minDelayMs: 500, maxDelayMs: 60_000, giveUpAfterMs: 1 };
+    expect(notificationRetryDelayMs(retry, 1, 0, 0.5)).toBe(500);
+    expect(notificationRetryDelayMs(retry, 1, 3_600_000, 0.5)).toBe(60_000);
+    expect(notificationRetryDelayMs(retry, 20, undefined, 1)).toBe(60_000);
+  });
+});
+
+describe("payloads", () => {
+  const event = fold(vms.map((v) => read(fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0 }))));
+  it("are what each target's API accepts, for every action", () => {
+    for (const action of ["trigger", "update", "resolve"] as const) {
+      expect(teamsProblems(JSON.parse(buildTargetRequest("teams", event, action, t0, {}).body))).toEqual([]);
+      expect(slackProblems(JSON.parse(buildTargetRequest("slack", event, action, t0, {}).body))).toEqual([]);
+      const pd = JSON.parse(buildTargetRequest("pagerduty", event, action, t0, { routingKey: "R".repeat(32) }).body);
+      expect(pagerDutyProblems(pd)).toEqual([]);
+      expect(pd.dedup_key).toBe("E1");
+      expect(pd.event_action).toBe(action === "resolve" ? "resolve" : "trigger");
+    }
+  });
+  it("stay within Slack's and Teams' limits with hundreds of VMs, and sign the generic webhook", () => {
+    const many = Array.from({ length: 500 }, (_, i) => vm(i));
+    let big: FleetEvent | undefined;
+    for (const v of many) big = foldRecord(big, read(fleetTransition("E2", "Scheduled", v, many, { timeMs: t0 })));
+    expect(slackProblems(JSON.parse(buildTargetRequest("slack", big!, "trigger", t0, {}).body))).toEqual([]);
+    expect(Buffer.byteLength(buildTargetRequest("teams", big!, "trigger", t0, {}).body)).toBeLessThan(28 * 1024);
+    const req = buildTargetRequest("webhook", event, "trigger", t0, { hmacSecret: "s3cret" });
+    expect(req.headers["x-sef-signature-256"]).toBe(webhookSignature(req.body, "s3cret"));
+  });
+});
+
+describe("the example config", () => {
+  it("is valid and is the one the README shows", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
+    const text = readFileSync(new URL("../../infra/fleet/fleet.json", import.meta.url), "utf8");
+    expect(fleetSettingsSchema.safeParse(JSON.parse(text)).success).toBe(true);
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const block = /An example config is `infra\/fleet\/fleet.json`[^\n]*\n\n```json\n([\s\S]*?)\n```/.exec(readme)?.[1];
+    expect(JSON.parse(block ?? "null")).toEqual(JSON.parse(text));
+  });
+  it("refuses a rule naming a target that does not exist, naming the field", async () => {
+    const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
+    const parsed = fleetSettingsSchema.safeParse({
+      eventHubs: { connection: { connectionString: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b;EntityPath=h" } },
+      targets: [{ name: "a", type: "slack", urlEnv: "A" }],
+      rules: [{ name: "r", targets: ["b"] }],
+    });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toContain('rules.0.targets.0: no target named "b"');
+  });
+});
