@@ -86,6 +86,7 @@ export async function approveEvents(targets: readonly ApprovalTarget[], deps: Ap
       RecordId: approvalRecordId(deps.vm.VmId, t.EventId, outcome),
       RecordType: "Approval",
       TimeGenerated: timeGenerated,
+      ObservedAt: timeGenerated,
       EventId: t.EventId,
       EventType: t.EventType,
       EventStatus: t.EventStatus,

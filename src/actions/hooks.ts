@@ -196,6 +196,7 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
   if (outcome === "Succeeded") options.logger.info(log, "hook finished");
   else options.logger.warn({ ...log, detail }, "hook did not succeed");
 
+  const observedAt = new Date(clock.now()).toISOString();
   return {
     VmName: record.VmName,
     VmId: record.VmId,
@@ -207,7 +208,8 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
     Zone: record.Zone,
     RecordId: hookRecordId(record.VmId, record.EventId, record.EventStatus, hook.name),
     RecordType: "Hook",
-    TimeGenerated: new Date(clock.now()).toISOString(),
+    TimeGenerated: observedAt,
+    ObservedAt: observedAt,
     EventId: record.EventId,
     EventType: record.EventType,
     EventStatus: record.EventStatus,

@@ -13,6 +13,11 @@ export interface ColumnSpec {
 /** Every column any record type may carry, in table order. Transition records carry the first block. */
 export const recordColumns: readonly ColumnSpec[] = [
   { name: "TimeGenerated", type: "datetime", description: "When this agent observed the transition (ISO 8601 UTC)" },
+  {
+    name: "ObservedAt",
+    type: "datetime",
+    description: "Same as TimeGenerated when written; kept as is when Log Analytics replaces a TimeGenerated older than 2 days with the ingestion time",
+  },
   { name: "RecordId", type: "string", description: "Deterministic id of (VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
   { name: "RecordType", type: "string", description: "Transition, Heartbeat, Approval or Hook" },
   { name: "EventId", type: "string", description: "EventId as IMDS gave it" },
@@ -92,6 +97,8 @@ export interface TransitionRecord extends EventFields, VmIdentity {
   RecordId: string;
   RecordType: "Transition";
   TimeGenerated: string;
+  /** The observation time again: Log Analytics never rewrites it (TimeGenerated older than 2 days it does). */
+  ObservedAt: string;
   EventStatus: EventStatus;
   PreviousStatus: EventStatus | "";
   DocumentIncarnation: number;
@@ -104,6 +111,7 @@ export interface HeartbeatRecord extends VmIdentity {
   RecordId: string;
   RecordType: "Heartbeat";
   TimeGenerated: string;
+  ObservedAt: string;
   AgentVersion: string;
   Detail: string;
 }
@@ -112,6 +120,7 @@ export interface ApprovalRecord extends VmIdentity {
   RecordId: string;
   RecordType: "Approval";
   TimeGenerated: string;
+  ObservedAt: string;
   EventId: string;
   EventType: string;
   EventStatus: EventStatus;
@@ -126,6 +135,7 @@ export interface HookRecord extends VmIdentity {
   RecordId: string;
   RecordType: "Hook";
   TimeGenerated: string;
+  ObservedAt: string;
   EventId: string;
   EventType: string;
   EventStatus: EventStatus;

@@ -15,6 +15,7 @@ export function heartbeatRecord(vm: VmIdentity, nowMs: number, stats: object, ag
     RecordId: deterministicUuid(vm.VmId, "Heartbeat", timeGenerated),
     RecordType: "Heartbeat",
     TimeGenerated: timeGenerated,
+    ObservedAt: timeGenerated,
     AgentVersion: agentVersion,
     Detail: JSON.stringify(stats),
   };
