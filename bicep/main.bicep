@@ -50,8 +50,52 @@ param deployAlerts bool = true
 @description('Whether the deployed alert rules are enabled.')
 param alertsEnabled bool = true
 
-@description('Email address the action group notifies; empty for no receiver (add receivers later).')
-param alertEmail string = ''
+// Alerts must reach someone: with deployAlerts, set an existing action group or at least one receiver (the deployment
+// fails with a message naming these parameters otherwise). No placeholder defaults.
+@description('Resource id of an existing action group the alert rules notify; empty to create one with the receivers below.')
+param existingActionGroupResourceId string = ''
+
+@description('Email addresses the new action group notifies.')
+param alertEmailAddresses array = []
+
+@description('SMS receivers of the new action group: objects { countryCode: \'1\', phoneNumber: \'5555550100\' }.')
+param alertSmsReceivers array = []
+
+@description('HTTPS webhook URLs the new action group posts the common alert schema to (e.g. a Teams workflow).')
+param alertWebhookUrls array = []
+
+@description('Logic App receivers of the new action group (e.g. one posting to Teams): objects { name, resourceId, callbackUrl }.')
+param alertLogicAppReceivers array = []
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Freeze events (0 critical, 1 error, 2 warning, 3 informational, 4 verbose; -1: no rule). A Freeze pauses the VM for seconds.')
+param freezeAlertSeverity int = 3
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Reboot events (-1: no rule).')
+param rebootAlertSeverity int = 2
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Redeploy events (-1: no rule).')
+param redeployAlertSeverity int = 2
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Preempt (Spot eviction) events (-1: no rule).')
+param preemptAlertSeverity int = 2
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Terminate events (-1: no rule).')
+param terminateAlertSeverity int = 2
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for EventTypes Azure adds after this release (-1: no rule).')
+param otherEventTypeAlertSeverity int = 2
 
 @minValue(5)
 @description('Minutes an event may stay Started without Completed before the stuck-event alert fires.')
@@ -150,7 +194,17 @@ module alerts 'modules/alerts.bicep' = if (deployAlerts) {
     namePrefix: namePrefix
     tags: tags
     workspaceResourceId: workspaceResourceId
-    alertEmail: alertEmail
+    existingActionGroupResourceId: existingActionGroupResourceId
+    emailAddresses: alertEmailAddresses
+    smsReceivers: alertSmsReceivers
+    webhookUrls: alertWebhookUrls
+    logicAppReceivers: alertLogicAppReceivers
+    freezeSeverity: freezeAlertSeverity
+    rebootSeverity: rebootAlertSeverity
+    redeploySeverity: redeployAlertSeverity
+    preemptSeverity: preemptAlertSeverity
+    terminateSeverity: terminateAlertSeverity
+    otherEventTypeSeverity: otherEventTypeAlertSeverity
     startedThresholdMinutes: startedThresholdMinutes
     silentAfterMinutes: silentAfterMinutes
     enabled: alertsEnabled
