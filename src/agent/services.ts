@@ -6,7 +6,7 @@ import type { AgentConfig } from "../config/schema.js";
 import type { TransitionRecord } from "../contract/record.js";
 import { parseSection } from "../config/load.js";
 import { metricsServerConfigSchema, startObservabilityServer, defaultReadinessLimits } from "../observability/http-server.js";
-import { startHeartbeats } from "../observability/heartbeat.js";
+import { departureSignal, startHeartbeats } from "../observability/heartbeat.js";
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
 import { ActionRunner } from "../actions/action-runner.js";
@@ -65,7 +65,13 @@ export async function startAgentServices(agent: Agent, config: AgentConfig, logg
     },
     logger,
   });
-  agent.beforeStop(() => heartbeats.stop());
+  // The goodbye (a Stopping heartbeat): on a clean shutdown, and when this VM's own Terminate/Preempt is announced.
+  agent.onTransitions((records: TransitionRecord[]) => {
+    const signal = departureSignal(records);
+    if (signal?.kind === "goodbye") void heartbeats.goodbye(signal.reason);
+    else if (signal?.kind === "resume") void heartbeats.resume();
+  });
+  agent.beforeStop(() => heartbeats.stop("shutdown"));
 
   return {
     metricsUrl: server?.url,

@@ -43,7 +43,11 @@ export const recordColumns: readonly ColumnSpec[] = [
   { name: "Zone", type: "string", description: "compute.zone from instance metadata" },
   { name: "AgentVersion", type: "string", description: "sef package version" },
   // Columns used only by non-transition record types (absent from Transition records).
-  { name: "Outcome", type: "string", description: "Approval: Approved, Failed, DryRun; Hook: Succeeded, Failed, TimedOut" },
+  {
+    name: "Outcome",
+    type: "string",
+    description: "Approval: Approved, Failed, DryRun; Hook: Succeeded, Failed, TimedOut; Heartbeat: Stopping on the agent's goodbye, else absent",
+  },
   { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none)" },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
   { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds" },
@@ -113,6 +117,8 @@ export interface HeartbeatRecord extends VmIdentity {
   TimeGenerated: string;
   ObservedAt: string;
   AgentVersion: string;
+  /** Only on the goodbye: the agent stops (clean shutdown) or this VM is about to go (its Terminate or Preempt). */
+  Outcome?: "Stopping";
   Detail: string;
 }
 

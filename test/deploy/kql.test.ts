@@ -57,6 +57,13 @@ describe("KQL compiles against the contract's table", () => {
     expect(text).toContain('RecordType == "Heartbeat"');
     expect(text).toContain("let silentAfter = 45m;");
   });
+
+  it("the silent-agent query leaves out VMs whose last record is their goodbye (a Stopping Heartbeat)", () => {
+    const text = readFileSync(`${bicepRoot}/queries/silent-agents.kql`, "utf8");
+    expect(text).toMatch(/arg_max\(ObservedAt, RecordType, Outcome,/);
+    expect(text).toContain('| where not(RecordType == "Heartbeat" and Outcome == "Stopping")');
+    expect(text).toMatch(/arg\(""\)\.Resources/);
+  });
 });
 
 describe("the KQL check can fail", () => {
