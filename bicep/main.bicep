@@ -1,5 +1,5 @@
 // sef (Scheduled Events Forwarder) in Azure: Log Analytics table + DCE/DCR, Event Hubs, the agents' managed identity
-// with least-privilege roles, alert rules, and the KQL query pack. Outputs are every value the agent config needs.
+// with least-privilege roles, alert rules, the KQL query pack and the fleet workbook. Outputs are every value the agent config needs.
 
 targetScope = 'resourceGroup'
 
@@ -107,6 +107,9 @@ param silentAfterMinutes int = 45
 
 @description('Deploy the query pack with the saved KQL library.')
 param deployQueryPack bool = true
+
+@description('Deploy the fleet workbook (Azure Monitor Workbook over ScheduledEvents_CL).')
+param deployWorkbook bool = true
 
 @description('Tags applied to every resource.')
 param tags object = {}
@@ -223,6 +226,19 @@ module queryPack 'modules/query-pack.bicep' = if (deployQueryPack) {
   }
 }
 
+module workbook 'modules/workbook.bicep' = if (deployWorkbook) {
+  name: '${deployment().name}-workbook'
+  params: {
+    location: location
+    namePrefix: namePrefix
+    tags: tags
+    workspaceResourceId: workspaceResourceId
+  }
+  dependsOn: [
+    table
+  ]
+}
+
 var eventHubsNamespace = deployEventHubs ? eventHubs.outputs.fullyQualifiedNamespace : ''
 
 @description('Log Analytics workspace resource id.')
@@ -266,6 +282,9 @@ output identityResourceId string = agentIdentity.id
 
 @description('Action group notified by the alert rules; empty without alerts.')
 output actionGroupResourceId string = deployAlerts ? alerts.outputs.actionGroupResourceId : ''
+
+@description('The fleet workbook (open it under Azure Monitor → Workbooks); empty without it.')
+output workbookResourceId string = deployWorkbook ? workbook.outputs.workbookResourceId : ''
 
 var loganalyticsConfig = {
   endpoint: ingestion.outputs.logsIngestionEndpoint

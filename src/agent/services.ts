@@ -1,6 +1,7 @@
 // Services around the poll loop: the metrics/health server, heartbeats, and actions (hooks, approvals).
 // Each is configured from its own section and started/stopped with the agent.
 import type { Logger } from "pino";
+import type { Counter } from "prom-client";
 import type { Agent } from "./agent.js";
 import type { AgentConfig } from "../config/schema.js";
 import type { TransitionRecord } from "../contract/record.js";
@@ -59,7 +60,8 @@ export async function startAgentServices(agent: Agent, config: AgentConfig, logg
     clock,
     vm: () => agent.vmIdentity,
     agentVersion: agent.agentVersion,
-    stats: () => agent.heartbeatStats(),
+    // deadLettered: records dead-lettered per sink since the agent started (the fleet workbook's health view).
+    stats: async () => ({ ...agent.heartbeatStats(), deadLettered: await countsBySink(agent.metrics.deadLetters) }),
     emit: (record) => {
       agent.appendRecords([record]);
     },
@@ -79,4 +81,10 @@ export async function startAgentServices(agent: Agent, config: AgentConfig, logg
       await server?.close();
     },
   };
+}
+
+/** A per-sink counter's values as `{ sink: count }`. */
+async function countsBySink(counter: Counter<"sink">): Promise<Record<string, number>> {
+  const { values } = await counter.get();
+  return Object.fromEntries(values.map((v) => [String(v.labels.sink), v.value]));
 }

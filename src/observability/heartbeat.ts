@@ -65,7 +65,7 @@ export interface HeartbeatOptions {
   vm: VmIdentity | (() => VmIdentity);
   agentVersion: string;
   /** Statistics for Detail, read at each beat (e.g. polls, records, outbox depth). */
-  stats: () => object;
+  stats: () => object | Promise<object>;
   /** Writes the record (typically appends it to the outbox). A failure is logged; the next beat still comes. */
   emit: (record: HeartbeatRecord) => void | Promise<void>;
   logger?: Logger;
@@ -87,17 +87,17 @@ export function startHeartbeats(options: HeartbeatOptions): HeartbeatHandle {
   const stopped = new AbortController();
   let paused = false;
   const vmNow = (): VmIdentity => (typeof options.vm === "function" ? options.vm() : options.vm);
-  const write = async (build: () => HeartbeatRecord): Promise<void> => {
+  const write = async (build: (stats: object) => HeartbeatRecord): Promise<void> => {
     try {
-      await options.emit(build());
+      await options.emit(build(await options.stats()));
     } catch (err) {
       options.logger?.warn({ err }, "heartbeat could not be written");
     }
   };
-  const beat = (): Promise<void> => write(() => heartbeatRecord(vmNow(), clock.now(), options.stats(), options.agentVersion));
+  const beat = (): Promise<void> => write((stats) => heartbeatRecord(vmNow(), clock.now(), stats, options.agentVersion));
   const sayGoodbye = (reason: string): Promise<void> => {
     options.logger?.info({ reason }, "writing the goodbye heartbeat");
-    return write(() => goodbyeHeartbeatRecord(vmNow(), clock.now(), reason, options.stats(), options.agentVersion));
+    return write((stats) => goodbyeHeartbeatRecord(vmNow(), clock.now(), reason, stats, options.agentVersion));
   };
   const loop = (async () => {
     let next = clock.now();

@@ -24,6 +24,7 @@ import {
   type BicepFile,
 } from "./support/bicep.js";
 import { kqlSources } from "./support/kql-sources.js";
+import { stepQueryPath, workbookSteps } from "./support/workbook.js";
 
 const allowedTypes: string[] = (
   JSON.parse(readFileSync(new URL("./resource-types.json", import.meta.url), "utf8")) as { allowed: string[] }
@@ -51,6 +52,7 @@ describe("Bicep syntax", () => {
         "bicep/modules/eventhubs.bicep",
         "bicep/modules/ingestion.bicep",
         "bicep/modules/query-pack.bicep",
+        "bicep/modules/workbook.bicep",
         "bicep/modules/workspace-table.bicep",
       ]),
     );
@@ -109,8 +111,8 @@ describe("Bicep references", () => {
     expect(sources.queries.filter((q) => q.property === "body").length).toBeGreaterThanOrEqual(9);
   });
 
-  it("every .kql file under bicep/ is loaded by some template (no orphaned queries)", () => {
-    const loaded = new Set(kqlSources(files).queries.map((q) => q.path));
+  it("every .kql file under bicep/ is loaded by some template or the workbook (no orphaned queries)", () => {
+    const loaded = new Set([...kqlSources(files).queries.map((q) => q.path), ...workbookSteps.map(stepQueryPath)]);
     expect(filesUnder(bicepRoot, ".kql").filter((p) => !loaded.has(p))).toEqual([]);
   });
 

@@ -39,5 +39,7 @@ describe("goodbye heartbeat", () => {
     expect(goodbyeAt, detail).toBeGreaterThan(scheduledAt);
     expect(summary.at(-1), detail).toBe("Heartbeat:shutdown");
     expect(records.at(-1)).toMatchObject({ RecordType: "Heartbeat", Outcome: "Stopping", VmName: "WestNO_0" });
+    // The statistics the fleet workbook reads: backlog and dead-letters per sink.
+    expect(JSON.parse((records.at(-1) as { Detail: string }).Detail)).toMatchObject({ state: "Stopping", undelivered: { [`jsonl:${out}`]: 0 }, deadLettered: {} });
   });
 });
