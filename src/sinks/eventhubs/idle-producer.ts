@@ -30,7 +30,6 @@ export interface IdleClosingProducerOptions {
   readonly monotonicNowMs?: () => number;
 }
 
-export const defaultIdleCloseMs = 90_000;
 export const defaultCloseTimeoutMs = 10_000;
 
 export class IdleClosingProducer implements ProducerOperations {
