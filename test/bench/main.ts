@@ -7,6 +7,7 @@ import { benchIdleFootprint } from "./idle-footprint.js";
 import { benchEventHubsBareSdkKeyed, benchEventHubsDrain } from "./eventhubs-drain.js";
 import { benchLogAnalyticsDrain } from "./loganalytics-drain.js";
 import { benchEventHubsFleet, fleetOptionsFromEnv } from "./eventhubs-fleet.js";
+import { benchLogAnalyticsWave, waveOptionsFromEnv } from "./loganalytics-wave.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
 /** Changes per poll interval: p99 needs enough of them to be more than the maximum. */
@@ -39,6 +40,12 @@ const la = await benchLogAnalyticsDrain(drainRecords);
 report("logAnalyticsDrain", la, la.recordsPerSecond >= 20_000);
 const fleet = await benchEventHubsFleet(fleetOptionsFromEnv());
 report("eventHubsFleetConnections", fleet, fleet.peakPercentOfInstances <= 5 && fleet.lost === 0 && fleet.addedLatencyP99Ms <= 2000);
+const wave = await benchLogAnalyticsWave(waveOptionsFromEnv());
+report(
+  "logAnalyticsMaintenanceWave",
+  wave,
+  wave.limitEnforced && wave.lost === 0 && wave.answers413 === 0 && wave.deadLettered === 0 && wave.ratioToBound <= 1.2 && wave.peakAcceptedPerMinute <= wave.requestsPerMinuteLimit,
+);
 
 writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
 console.log("written to bench-results.json");
