@@ -2,7 +2,7 @@
 import type { Logger } from "pino";
 import { redactSecrets } from "../../observability/logger.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
-import { createProducerClient, describeTarget } from "./client.js";
+import { createProducerClient, describeTarget, tokenCredentialFor } from "./client.js";
 import { connectionMetrics } from "./connection-metrics.js";
 import { IdleClosingProducer } from "./idle-producer.js";
 import { resolveEventHubsAuth, type EventHubsSettings } from "./settings.js";
@@ -28,15 +28,17 @@ export function createEventHubsSink(
     tryTimeoutMs: settings.tryTimeoutMs,
     ...(context.agentVersion ? { userAgent: `sef/${context.agentVersion}` } : {}),
   };
+  // One credential for every client the sink opens, so a reconnect reuses its cached token.
+  const credential = auth.kind === "tokenCredential" ? tokenCredentialFor(auth) : undefined;
   try {
     // Built once here so broken settings fail at start-up, not at the first record; the SDK connects lazily.
-    void createProducerClient(auth, clientOptions).close().catch(() => undefined);
+    void createProducerClient(auth, clientOptions, credential).close().catch(() => undefined);
   } catch (err) {
     // The SDK quotes the connection string in some validation errors.
     throw new Error(`eventhubs sink: invalid settings: ${redactSecrets((err as Error).message)}`);
   }
   const producer = new IdleClosingProducer({
-    createClient: () => createProducerClient(auth, clientOptions),
+    createClient: () => createProducerClient(auth, clientOptions, credential),
     idleCloseMs: settings.idleCloseMs,
     logger: context.logger.child({ sink: "eventhubs" }),
     ...(context.metrics ? { observer: connectionMetrics(context.metrics.registry, "eventhubs") } : {}),
