@@ -1,5 +1,5 @@
 // sef (Scheduled Events Forwarder) in Azure: Log Analytics table + DCE/DCR, Event Hubs, the agents' managed identity
-// with least-privilege roles, alert rules, and the KQL query pack. Outputs are every value the agent config needs.
+// with least-privilege roles, alert rules, the KQL query pack and the fleet workbook. Outputs are every value the agent config needs.
 
 targetScope = 'resourceGroup'
 
@@ -50,8 +50,52 @@ param deployAlerts bool = true
 @description('Whether the deployed alert rules are enabled.')
 param alertsEnabled bool = true
 
-@description('Email address the action group notifies; empty for no receiver (add receivers later).')
-param alertEmail string = ''
+// Alerts must reach someone: with deployAlerts, set an existing action group or at least one receiver (the deployment
+// fails with a message naming these parameters otherwise). No placeholder defaults.
+@description('Resource id of an existing action group the alert rules notify; empty to create one with the receivers below.')
+param existingActionGroupResourceId string = ''
+
+@description('Email addresses the new action group notifies.')
+param alertEmailAddresses array = []
+
+@description('SMS receivers of the new action group: objects { countryCode: \'1\', phoneNumber: \'5555550100\' }.')
+param alertSmsReceivers array = []
+
+@description('HTTPS webhook URLs the new action group posts the common alert schema to (e.g. a Teams workflow).')
+param alertWebhookUrls array = []
+
+@description('Logic App receivers of the new action group (e.g. one posting to Teams): objects { name, resourceId, callbackUrl }.')
+param alertLogicAppReceivers array = []
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Freeze events (0 critical, 1 error, 2 warning, 3 informational, 4 verbose; -1: no rule). A Freeze pauses the VM for seconds.')
+param freezeAlertSeverity int = 3
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Reboot events (-1: no rule).')
+param rebootAlertSeverity int = 2
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Redeploy events (-1: no rule).')
+param redeployAlertSeverity int = 2
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Preempt (Spot eviction) events (-1: no rule).')
+param preemptAlertSeverity int = 2
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for Terminate events (-1: no rule).')
+param terminateAlertSeverity int = 2
+
+@minValue(-1)
+@maxValue(4)
+@description('Alert severity for EventTypes Azure adds after this release (-1: no rule).')
+param otherEventTypeAlertSeverity int = 2
 
 @minValue(5)
 @description('Minutes an event may stay Started without Completed before the stuck-event alert fires.')
@@ -84,6 +128,9 @@ param fleetRules array = []
 @secure()
 @description('Secrets named by the targets (urlEnv, routingKeyEnv, hmacSecretEnv) as NAME: value.')
 param fleetTargetSecrets object = {}
+
+@description('Deploy the fleet workbook (Azure Monitor Workbook over ScheduledEvents_CL).')
+param deployWorkbook bool = true
 
 @description('Tags applied to every resource.')
 param tags object = {}
@@ -171,7 +218,17 @@ module alerts 'modules/alerts.bicep' = if (deployAlerts) {
     namePrefix: namePrefix
     tags: tags
     workspaceResourceId: workspaceResourceId
-    alertEmail: alertEmail
+    existingActionGroupResourceId: existingActionGroupResourceId
+    emailAddresses: alertEmailAddresses
+    smsReceivers: alertSmsReceivers
+    webhookUrls: alertWebhookUrls
+    logicAppReceivers: alertLogicAppReceivers
+    freezeSeverity: freezeAlertSeverity
+    rebootSeverity: rebootAlertSeverity
+    redeploySeverity: redeployAlertSeverity
+    preemptSeverity: preemptAlertSeverity
+    terminateSeverity: terminateAlertSeverity
+    otherEventTypeSeverity: otherEventTypeAlertSeverity
     startedThresholdMinutes: startedThresholdMinutes
     silentAfterMinutes: silentAfterMinutes
     enabled: alertsEnabled
@@ -206,6 +263,19 @@ module fleet 'modules/fleet.bicep' = if (deployFleet && deployEventHubs) {
     targetSecrets: fleetTargetSecrets
     workspaceResourceId: workspaceResourceId
   }
+}
+
+module workbook 'modules/workbook.bicep' = if (deployWorkbook) {
+  name: '${deployment().name}-workbook'
+  params: {
+    location: location
+    namePrefix: namePrefix
+    tags: tags
+    workspaceResourceId: workspaceResourceId
+  }
+  dependsOn: [
+    table
+  ]
 }
 
 var eventHubsNamespace = deployEventHubs ? eventHubs.outputs.fullyQualifiedNamespace : ''
@@ -254,6 +324,9 @@ output identityResourceId string = agentIdentity.id
 
 @description('Action group notified by the alert rules; empty without alerts.')
 output actionGroupResourceId string = deployAlerts ? alerts.outputs.actionGroupResourceId : ''
+
+@description('The fleet workbook (open it under Azure Monitor → Workbooks); empty without it.')
+output workbookResourceId string = deployWorkbook ? workbook.outputs.workbookResourceId : ''
 
 var loganalyticsConfig = {
   endpoint: ingestion.outputs.logsIngestionEndpoint

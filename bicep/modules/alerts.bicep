@@ -8,8 +8,50 @@ param tags object
 @description('Resource id of the Log Analytics workspace holding ScheduledEvents_CL.')
 param workspaceResourceId string
 
-@description('Email address notified by the action group; empty for an action group without receivers.')
-param alertEmail string
+@description('Resource id of an existing action group the rules notify; empty to create one with the receivers below.')
+param existingActionGroupResourceId string
+
+@description('Email addresses the new action group notifies (common alert schema).')
+param emailAddresses array
+
+@description('SMS receivers of the new action group: objects { countryCode: \'1\', phoneNumber: \'5555550100\' }.')
+param smsReceivers array
+
+@description('HTTPS webhooks the new action group posts the common alert schema to (e.g. a Teams workflow or an HTTP-triggered function).')
+param webhookUrls array
+
+@description('Logic App receivers of the new action group (e.g. one posting to Teams): objects { name, resourceId, callbackUrl }.')
+param logicAppReceivers array
+
+@minValue(-1)
+@maxValue(4)
+@description('Severity of the alert for Freeze events (0 critical … 4 verbose; -1: no rule).')
+param freezeSeverity int
+
+@minValue(-1)
+@maxValue(4)
+@description('Severity of the alert for Reboot events (-1: no rule).')
+param rebootSeverity int
+
+@minValue(-1)
+@maxValue(4)
+@description('Severity of the alert for Redeploy events (-1: no rule).')
+param redeploySeverity int
+
+@minValue(-1)
+@maxValue(4)
+@description('Severity of the alert for Preempt (Spot eviction) events (-1: no rule).')
+param preemptSeverity int
+
+@minValue(-1)
+@maxValue(4)
+@description('Severity of the alert for Terminate events (-1: no rule).')
+param terminateSeverity int
+
+@minValue(-1)
+@maxValue(4)
+@description('Severity of the alert for EventTypes Azure adds later (-1: no rule).')
+param otherEventTypeSeverity int
 
 @minValue(5)
 @description('Minutes an event may stay Started (no Completed) before the stuck-event alert fires.')
@@ -22,54 +64,121 @@ param silentAfterMinutes int
 @description('Whether the rules are enabled.')
 param enabled bool
 
-resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = {
-  name: '${namePrefix}-alerts'
+var receiverCount = length(emailAddresses) + length(smsReceivers) + length(webhookUrls) + length(logicAppReceivers)
+var createActionGroup = empty(existingActionGroupResourceId)
+var actionGroupName = '${namePrefix}-alerts'
+
+resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = if (createActionGroup) {
+  name: actionGroupName
   location: 'Global'
   tags: tags
   properties: {
     groupShortName: 'sef'
     enabled: true
-    emailReceivers: empty(alertEmail) ? [] : [
-      {
-        name: 'sre-email'
-        emailAddress: alertEmail
+    emailReceivers: [
+      for (address, i) in emailAddresses: {
+        name: 'email-${i}'
+        emailAddress: address
+        useCommonAlertSchema: true
+      }
+    ]
+    smsReceivers: [
+      for (receiver, i) in smsReceivers: {
+        name: 'sms-${i}'
+        countryCode: receiver.countryCode
+        phoneNumber: receiver.phoneNumber
+      }
+    ]
+    webhookReceivers: [
+      for (url, i) in webhookUrls: {
+        name: 'webhook-${i}'
+        serviceUri: url
+        useCommonAlertSchema: true
+      }
+    ]
+    logicAppReceivers: [
+      for (receiver, i) in logicAppReceivers: {
+        name: receiver.?name ?? 'logicapp-${i}'
+        resourceId: receiver.resourceId
+        callbackUrl: receiver.callbackUrl
         useCommonAlertSchema: true
       }
     ]
   }
 }
 
-// One entry per rule; `query` is always a loadTextContent of a .kql file (possibly with a `let` line replaced).
-var rules = [
+// An action group without receivers notifies nobody: the deployment fails here, naming the parameters to set.
+var actionGroupId = !createActionGroup
+  ? existingActionGroupResourceId
+  : receiverCount > 0
+      ? resourceId('Microsoft.Insights/actionGroups', actionGroupName)
+      : fail('sef alerts need someone to notify: set existingActionGroupResourceId, or at least one of alertEmailAddresses, alertSmsReceivers, alertWebhookUrls, alertLogicAppReceivers (or deployAlerts=false).')
+
+// One rule per EventType, each with its own severity: a Freeze (seconds of pause) need not page like a Reboot.
+var eventTypeRules = [
   {
-    key: 'impactful-event-scheduled'
-    displayName: 'sef: impactful maintenance scheduled for a VM'
-    description: 'A Reboot, Redeploy, Preempt or Terminate event was scheduled for a VM (reported by that VM).'
-    severity: 2
-    evaluationFrequency: 'PT5M'
-    windowSize: 'PT5M'
-    overrideQueryTimeRange: ''
-    autoMitigate: false
-    dimensions: [
-      'VmName'
-      'EventType'
-    ]
-    query: loadTextContent('../queries/alerts/impactful-event-scheduled.kql')
+    eventType: 'Freeze'
+    severity: freezeSeverity
   }
   {
-    key: 'event-started'
-    displayName: 'sef: maintenance event started on a VM'
-    description: 'A scheduled event entered the Started state on the VM it affects.'
-    severity: 2
+    eventType: 'Reboot'
+    severity: rebootSeverity
+  }
+  {
+    eventType: 'Redeploy'
+    severity: redeploySeverity
+  }
+  {
+    eventType: 'Preempt'
+    severity: preemptSeverity
+  }
+  {
+    eventType: 'Terminate'
+    severity: terminateSeverity
+  }
+]
+
+// One entry per rule; `query` is always a loadTextContent of a .kql file (possibly with a `let` line replaced).
+// The event rules' windows are on ingestion_time() in the query (5 minutes, as evaluationFrequency and windowSize);
+// overrideQueryTimeRange P2D lets them see records observed up to 2 days before they arrived.
+var eventRules = [
+  for rule in eventTypeRules: {
+    key: 'event-${toLower(rule.eventType)}'
+    displayName: 'sef: ${rule.eventType} event scheduled or started on a VM'
+    description: 'A ${rule.eventType} event was Scheduled (Freeze: only Started) or Started on the VM it affects, reported by that VM; ObservedAtUtc is when the VM saw it.'
+    severity: rule.severity
     evaluationFrequency: 'PT5M'
     windowSize: 'PT5M'
-    overrideQueryTimeRange: ''
+    overrideQueryTimeRange: 'P2D'
+    autoMitigate: false
+    dimensions: [
+      'VmName'
+      'EventStatus'
+      'EventId'
+      'ObservedAtUtc'
+    ]
+    query: replace(loadTextContent('../queries/alerts/event-of-type.kql'), 'let eventType = "Reboot";', 'let eventType = "${rule.eventType}";')
+  }
+]
+
+var remainingRules = [
+  {
+    key: 'event-other-type'
+    displayName: 'sef: event of a new EventType scheduled or started on a VM'
+    description: 'An event of an EventType without a rule of its own was Scheduled or Started on the VM it affects; ObservedAtUtc is when the VM saw it.'
+    severity: otherEventTypeSeverity
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT5M'
+    overrideQueryTimeRange: 'P2D'
     autoMitigate: false
     dimensions: [
       'VmName'
       'EventType'
+      'EventStatus'
+      'EventId'
+      'ObservedAtUtc'
     ]
-    query: loadTextContent('../queries/alerts/event-started.kql')
+    query: loadTextContent('../queries/alerts/event-of-other-type.kql')
   }
   {
     key: 'event-started-too-long'
@@ -101,6 +210,8 @@ var rules = [
     query: replace(loadTextContent('../queries/silent-agents.kql'), 'let silentAfter = 45m;', 'let silentAfter = ${silentAfterMinutes}m;')
   }
 ]
+
+var rules = filter(concat(eventRules, remainingRules), rule => rule.severity >= 0)
 
 resource alertRules 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
   for rule in rules: {
@@ -145,15 +256,18 @@ resource alertRules 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
       }
       actions: {
         actionGroups: [
-          actionGroup.id
+          actionGroupId
         ]
         customProperties: {
           source: 'sef'
         }
       }
     }
+    dependsOn: [
+      actionGroup
+    ]
   }
 ]
 
-output actionGroupResourceId string = actionGroup.id
+output actionGroupResourceId string = actionGroupId
 output alertRuleNames array = [for (rule, i) in rules: alertRules[i].name]

@@ -265,6 +265,7 @@ function hookRecord(record: TransitionRecord, result: HookResult): HookRecord {
     RecordId: result.recordId,
     RecordType: "Hook",
     TimeGenerated: result.timeGenerated,
+    ObservedAt: result.timeGenerated,
     EventId: record.EventId,
     EventType: record.EventType,
     EventStatus: record.EventStatus,

@@ -1,12 +1,13 @@
 // Services around the poll loop: the metrics/health server, heartbeats, and actions (hooks, approvals).
 // Each is configured from its own section and started/stopped with the agent.
 import type { Logger } from "pino";
+import type { Counter } from "prom-client";
 import type { Agent } from "./agent.js";
 import type { AgentConfig } from "../config/schema.js";
 import type { TransitionRecord } from "../contract/record.js";
 import { parseSection } from "../config/load.js";
 import { metricsServerConfigSchema, startObservabilityServer, defaultReadinessLimits, type ReadinessSnapshot } from "../observability/http-server.js";
-import { startHeartbeats } from "../observability/heartbeat.js";
+import { departureSignal, startHeartbeats } from "../observability/heartbeat.js";
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
 import { ActionRunner } from "../actions/action-runner.js";
@@ -77,13 +78,24 @@ export async function startAgentServices(
     clock,
     vm: () => agent.vmIdentity,
     agentVersion: agent.agentVersion,
-    stats: () => ({ ...agent.heartbeatStats(), imdsEndpointSource: imdsEndpoint?.snapshot()?.source ?? null }),
+    // deadLettered: records dead-lettered per sink since the agent started (the fleet workbook's health view).
+    stats: async () => ({
+      ...agent.heartbeatStats(),
+      imdsEndpointSource: imdsEndpoint?.snapshot()?.source ?? null,
+      deadLettered: await countsBySink(agent.metrics.deadLetters),
+    }),
     emit: (record) => {
       agent.appendRecords([record]);
     },
     logger,
   });
-  agent.beforeStop(() => heartbeats.stop());
+  // The goodbye (a Stopping heartbeat): on a clean shutdown, and when this VM's own Terminate/Preempt is announced.
+  agent.onTransitions((records: TransitionRecord[]) => {
+    const signal = departureSignal(records);
+    if (signal?.kind === "goodbye") void heartbeats.goodbye(signal.reason);
+    else if (signal?.kind === "resume") void heartbeats.resume();
+  });
+  agent.beforeStop(() => heartbeats.stop("shutdown"));
 
   return {
     metricsUrl: server?.url,
@@ -91,4 +103,10 @@ export async function startAgentServices(
       await server?.close();
     },
   };
+}
+
+/** A per-sink counter's values as `{ sink: count }`. */
+async function countsBySink(counter: Counter<"sink">): Promise<Record<string, number>> {
+  const { values } = await counter.get();
+  return Object.fromEntries(values.map((v) => [String(v.labels.sink), v.value]));
 }

@@ -146,10 +146,12 @@ function buildRecord(
   gap: boolean,
   ctx: CollectContext,
 ): TransitionRecord {
+  const observedAt = new Date(ctx.nowMs).toISOString();
   return {
     RecordId: transitionRecordId(ctx.vm.VmId, fields.EventId, status),
     RecordType: "Transition",
-    TimeGenerated: new Date(ctx.nowMs).toISOString(),
+    TimeGenerated: observedAt,
+    ObservedAt: observedAt,
     EventId: fields.EventId,
     EventStatus: status,
     PreviousStatus: previous,

@@ -13,6 +13,11 @@ export interface ColumnSpec {
 /** Every column any record type may carry, in table order. Transition records carry the first block. */
 export const recordColumns: readonly ColumnSpec[] = [
   { name: "TimeGenerated", type: "datetime", description: "When this agent observed the transition (ISO 8601 UTC)" },
+  {
+    name: "ObservedAt",
+    type: "datetime",
+    description: "Same as TimeGenerated when written; kept as is when Log Analytics replaces a TimeGenerated older than 2 days with the ingestion time",
+  },
   { name: "RecordId", type: "string", description: "Deterministic id of (VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
   { name: "RecordType", type: "string", description: "Transition, Heartbeat, Approval or Hook" },
   { name: "EventId", type: "string", description: "EventId as IMDS gave it" },
@@ -38,7 +43,12 @@ export const recordColumns: readonly ColumnSpec[] = [
   { name: "Zone", type: "string", description: "compute.zone from instance metadata" },
   { name: "AgentVersion", type: "string", description: "sef package version" },
   // Columns used only by non-transition record types (absent from Transition records).
-  { name: "Outcome", type: "string", description: "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted" },
+  {
+    name: "Outcome",
+    type: "string",
+    description:
+      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Heartbeat: Stopping on the agent's goodbye, else absent",
+  },
   { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none)" },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
   { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds" },
@@ -92,6 +102,8 @@ export interface TransitionRecord extends EventFields, VmIdentity {
   RecordId: string;
   RecordType: "Transition";
   TimeGenerated: string;
+  /** The observation time again: Log Analytics never rewrites it (TimeGenerated older than 2 days it does). */
+  ObservedAt: string;
   EventStatus: EventStatus;
   PreviousStatus: EventStatus | "";
   DocumentIncarnation: number;
@@ -104,7 +116,10 @@ export interface HeartbeatRecord extends VmIdentity {
   RecordId: string;
   RecordType: "Heartbeat";
   TimeGenerated: string;
+  ObservedAt: string;
   AgentVersion: string;
+  /** Only on the goodbye: the agent stops (clean shutdown) or this VM is about to go (its Terminate or Preempt). */
+  Outcome?: "Stopping";
   Detail: string;
 }
 
@@ -112,6 +127,7 @@ export interface ApprovalRecord extends VmIdentity {
   RecordId: string;
   RecordType: "Approval";
   TimeGenerated: string;
+  ObservedAt: string;
   EventId: string;
   EventType: string;
   EventStatus: EventStatus;
@@ -126,6 +142,7 @@ export interface HookRecord extends VmIdentity {
   RecordId: string;
   RecordType: "Hook";
   TimeGenerated: string;
+  ObservedAt: string;
   EventId: string;
   EventType: string;
   EventStatus: EventStatus;

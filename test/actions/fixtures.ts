@@ -39,6 +39,7 @@ export function transition(overrides: Partial<TransitionRecord> = {}): Transitio
     RecordId: "",
     RecordType: "Transition",
     TimeGenerated: "2022-04-11T22:10:00.000Z",
+    ObservedAt: "2022-04-11T22:10:00.000Z",
     PreviousStatus: "",
     DocumentIncarnation: 2,
     AffectsThisVm: true,

@@ -18,6 +18,7 @@ export function transitionBacklog(records: number): OutboxEntry[] {
       RecordId: transitionRecordId(vmId, EventId, EventStatus),
       RecordType: "Transition",
       TimeGenerated: new Date(startMs + i).toISOString(),
+      ObservedAt: new Date(startMs + i).toISOString(),
       EventId,
       EventStatus,
       PreviousStatus: EventStatus === "Scheduled" ? "" : EventStatus === "Started" ? "Scheduled" : "Started",

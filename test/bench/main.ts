@@ -1,10 +1,13 @@
-// `npm run bench`: detection latency, idle footprint and sink drain rates; prints a table and writes bench-results.json.
+// `npm run bench`: detection latency, idle footprint, sink drain rates and the Event Hubs connection budget of a fleet;
+// prints a table and writes bench-results.json.
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { benchDetectionLatency } from "./agent-latency.js";
 import { benchIdleFootprint } from "./idle-footprint.js";
 import { benchEventHubsBareSdkKeyed, benchEventHubsDrain } from "./eventhubs-drain.js";
 import { benchLogAnalyticsDrain } from "./loganalytics-drain.js";
+import { benchEventHubsFleet, fleetOptionsFromEnv } from "./eventhubs-fleet.js";
+import { benchLogAnalyticsWave, waveOptionsFromEnv } from "./loganalytics-wave.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
 /** Changes per poll interval: p99 needs enough of them to be more than the maximum. */
@@ -35,6 +38,14 @@ const ehHash = await benchEventHubsDrain(drainRecords, "hash");
 report("eventHubsDrainHashRouting", ehHash, ehHash.recordsPerSecond >= 20_000);
 const la = await benchLogAnalyticsDrain(drainRecords);
 report("logAnalyticsDrain", la, la.recordsPerSecond >= 20_000);
+const fleet = await benchEventHubsFleet(fleetOptionsFromEnv());
+report("eventHubsFleetConnections", fleet, fleet.peakPercentOfInstances <= 5 && fleet.lost === 0 && fleet.addedLatencyP99Ms <= 2000);
+const wave = await benchLogAnalyticsWave(waveOptionsFromEnv());
+report(
+  "logAnalyticsMaintenanceWave",
+  wave,
+  wave.limitEnforced && wave.lost === 0 && wave.answers413 === 0 && wave.deadLettered === 0 && wave.ratioToBound <= 1.2 && wave.peakAcceptedPerMinute <= wave.requestsPerMinuteLimit,
+);
 
 writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
 console.log("written to bench-results.json");

@@ -63,6 +63,11 @@ describe("applyDocument", () => {
     expect(records.map((r) => r.DocumentIncarnation)).toEqual([2, 3, 4]);
   });
 
+  it("stamps ObservedAt with the observation time, equal to TimeGenerated", () => {
+    const first = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled")), ctx(t0));
+    expect(first.records.map((r) => [r.TimeGenerated, r.ObservedAt])).toEqual([[new Date(t0).toISOString(), new Date(t0).toISOString()]]);
+  });
+
   it("emits Canceled when a Scheduled event disappears without a gap", () => {
     expect(summary(run([doc(1, event("A", "Scheduled")), doc(2)]).records)).toEqual(["A:->Scheduled", "A:Scheduled>Canceled"]);
   });

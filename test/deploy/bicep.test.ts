@@ -14,14 +14,17 @@ import {
   moduleSources,
   outputNames,
   parameterDeclarations,
+  parameterDetails,
   parseBicep,
   propertiesNamed,
   resourceDeclarations,
   stringLiteral,
   syntaxProblems,
+  variables,
   type BicepFile,
 } from "./support/bicep.js";
 import { kqlSources } from "./support/kql-sources.js";
+import { stepQueryPath, workbookSteps } from "./support/workbook.js";
 
 const allowedTypes: string[] = (
   JSON.parse(readFileSync(new URL("./resource-types.json", import.meta.url), "utf8")) as { allowed: string[] }
@@ -49,6 +52,7 @@ describe("Bicep syntax", () => {
         "bicep/modules/eventhubs.bicep",
         "bicep/modules/ingestion.bicep",
         "bicep/modules/query-pack.bicep",
+        "bicep/modules/workbook.bicep",
         "bicep/modules/workspace-table.bicep",
       ]),
     );
@@ -107,8 +111,8 @@ describe("Bicep references", () => {
     expect(sources.queries.filter((q) => q.property === "body").length).toBeGreaterThanOrEqual(9);
   });
 
-  it("every .kql file under bicep/ is loaded by some template (no orphaned queries)", () => {
-    const loaded = new Set(kqlSources(files).queries.map((q) => q.path));
+  it("every .kql file under bicep/ is loaded by some template or the workbook (no orphaned queries)", () => {
+    const loaded = new Set([...kqlSources(files).queries.map((q) => q.path), ...workbookSteps.map(stepQueryPath)]);
     expect(filesUnder(bicepRoot, ".kql").filter((p) => !loaded.has(p))).toEqual([]);
   });
 
@@ -154,10 +158,12 @@ describe("Bicep contents", () => {
     expect(scopes.sort()).toEqual(["bicep/modules/eventhubs.bicep:hub", "bicep/modules/fleet.bicep:hub", "bicep/modules/fleet.bicep:storage", "bicep/modules/ingestion.bicep:rule"]);
   });
 
-  it("the alert rules cover impactful scheduled, started, stuck-started and silent agents", () => {
+  it("the alert rules cover each EventType, new EventTypes, stuck-started and silent agents", () => {
     const alerts = byName("modules/alerts.bicep");
-    const keys = propertiesNamed(alerts, "key").map((p) => stringLiteral(p.value));
-    expect(keys).toEqual(["impactful-event-scheduled", "event-started", "event-started-too-long", "silent-agent"]);
+    const keys = propertiesNamed(alerts, "key").map((p) => stringLiteral(p.value) ?? p.value.text);
+    expect(keys).toEqual(["'event-${toLower(rule.eventType)}'", "event-other-type", "event-started-too-long", "silent-agent"]);
+    const eventTypes = propertiesNamed(alerts, "eventType").map((p) => stringLiteral(p.value));
+    expect(eventTypes).toEqual(["Freeze", "Reboot", "Redeploy", "Preempt", "Terminate"]);
     expect(propertiesNamed(alerts, "kind").map((p) => stringLiteral(p.value))).toEqual(["LogAlert"]);
     expect(propertiesNamed(alerts, "emailReceivers")).toHaveLength(1);
   });
@@ -177,3 +183,85 @@ describe("Bicep contents", () => {
     );
   });
 });
+
+describe("alerts reach someone and mean something", () => {
+  it("an action group without receivers fails the deployment, naming the parameters; no placeholder receiver", () => {
+    const alerts = byName("modules/alerts.bicep");
+    const actionGroupId = variables(alerts).get("actionGroupId");
+    expect(actionGroupId?.type).toBe("ternary_expression");
+    const fails = callsOf(alerts, "fail");
+    expect(fails).toHaveLength(1);
+    expect(actionGroupId?.text).toContain(fails[0]!.node.text);
+    const message = stringLiteral(fails[0]!.args[0]) ?? "";
+    for (const name of ["existingActionGroupResourceId", "alertEmailAddresses", "alertSmsReceivers", "alertWebhookUrls", "alertLogicAppReceivers"]) {
+      expect(message).toContain(name);
+    }
+    // Every rule notifies that id (the fail() is evaluated whenever a rule is deployed).
+    expect(propertiesNamed(alerts, "actionGroups").map((p) => p.value.text.replace(/\s+/g, " "))).toEqual(["[ actionGroupId ]"]);
+    const receiverCount = variables(alerts).get("receiverCount")?.text ?? "";
+    for (const param of ["emailAddresses", "smsReceivers", "webhookUrls", "logicAppReceivers"]) expect(receiverCount).toContain(`length(${param})`);
+
+    const main = parameterDetails(byName("main.bicep"));
+    const defaults = Object.fromEntries(main.map((p) => [p.name, p.defaultText]));
+    expect(defaults).toMatchObject({
+      existingActionGroupResourceId: "''",
+      alertEmailAddresses: "[]",
+      alertSmsReceivers: "[]",
+      alertWebhookUrls: "[]",
+      alertLogicAppReceivers: "[]",
+    });
+    expect(main.map((p) => p.name)).not.toContain("alertEmail");
+    const params = readFileSync(join(bicepRoot, "main.bicepparam"), "utf8");
+    const code = params.replace(/\/\/.*$/gm, "");
+    expect(code).not.toMatch(/@[a-z0-9.-]+\.[a-z]+'/i);
+    expect(code).toMatch(/^param existingActionGroupResourceId = readEnvironmentVariable\('SEF_ACTION_GROUP_ID', ''\)$/m);
+    expect(code).toMatch(/^param alertEmailAddresses = .*readEnvironmentVariable\('SEF_ALERT_EMAIL', ''\)/m);
+  });
+
+  it("severities per EventType are parameters: Freeze informational, the impactful types warning or higher", () => {
+    const main = parameterDetails(byName("main.bicep"));
+    const severity = (name: string): { value: number; decorators: string[] } => {
+      const p = main.find((d) => d.name === name);
+      if (p === undefined) throw new Error(`param ${name} missing`);
+      return { value: Number(p.defaultText), decorators: p.decorators };
+    };
+    expect(severity("freezeAlertSeverity").value).toBe(3);
+    for (const name of ["rebootAlertSeverity", "redeployAlertSeverity", "preemptAlertSeverity", "terminateAlertSeverity", "otherEventTypeAlertSeverity"]) {
+      expect(severity(name).value, name).toBeGreaterThanOrEqual(0);
+      expect(severity(name).value, name).toBeLessThanOrEqual(2);
+    }
+    for (const name of main.filter((p) => p.name.endsWith("AlertSeverity")).map((p) => p.name)) {
+      expect(severity(name).decorators, name).toEqual(expect.arrayContaining(["@minValue(-1)", "@maxValue(4)"]));
+    }
+    const alerts = byName("modules/alerts.bicep");
+    const severities = propertiesNamed(alerts, "severity").map((p) => p.value.text);
+    expect(severities).toEqual(["freezeSeverity", "rebootSeverity", "redeploySeverity", "preemptSeverity", "terminateSeverity", "rule.severity", "otherEventTypeSeverity", "1", "2", "rule.severity"]);
+    expect(variables(alerts).get("rules")?.text).toBe("filter(concat(eventRules, remainingRules), rule => rule.severity >= 0)");
+  });
+
+  it("event alerts window on ingestion_time() like the rule's window, over a 2-day range, and report ObservedAtUtc", () => {
+    const alerts = byName("modules/alerts.bicep");
+    const rules = descendantsWithProperty(alerts, "query").filter((rule) => /event-of-(other-)?type\.kql/.test(rule.text));
+    expect(rules).toHaveLength(2);
+    for (const rule of rules) {
+      const props = (key: string): string[] => rule.namedChildren.filter((c) => c?.type === "object_property" && c.namedChildren[0]?.text === key).map((c) => c!.namedChildren.at(-1)!.text);
+      expect(props("evaluationFrequency")).toEqual(["'PT5M'"]);
+      expect(props("windowSize")).toEqual(["'PT5M'"]);
+      expect(props("overrideQueryTimeRange")).toEqual(["'P2D'"]);
+      expect(props("dimensions")[0]).toContain("'ObservedAtUtc'");
+    }
+    for (const name of ["event-of-type.kql", "event-of-other-type.kql"]) {
+      const kql = readFileSync(join(bicepRoot, "queries/alerts", name), "utf8").replace(/\/\/.*$/gm, "");
+      expect(kql, name).toContain("| where ingestion_time() > ago(5m)");
+      expect(kql, name).not.toMatch(/where TimeGenerated/);
+      expect(kql, name).toMatch(/project ObservedAtUtc = tostring\(ObservedAt\)/);
+    }
+  });
+});
+
+/** Object nodes that have a property named `key` (e.g. the rule entries of a var). */
+function descendantsWithProperty(file: BicepFile, key: string): import("web-tree-sitter").Node[] {
+  return propertiesNamed(file, key)
+    .map((p) => p.value.parent?.parent)
+    .filter((n): n is import("web-tree-sitter").Node => n !== null && n !== undefined);
+}

@@ -1,12 +1,14 @@
 // Regenerates the derived deployment files: `npx tsx test/deploy/generate.ts`
-// (bicep/schema/columns.json from src/contract/, infra/linux/cloud-init.yaml from infra/).
+// (bicep/schema/columns.json from src/contract/, infra/linux/cloud-init.yaml from infra/, the fleet workbook from its .kql files).
 import { writeFileSync } from "node:fs";
 import { cloudInitPath, renderCloudInit } from "./support/cloud-init.js";
 import { renderSchemaFile, schemaFilePath } from "./support/schema-file.js";
+import { renderWorkbook, workbookPath } from "./support/workbook.js";
 
 for (const [path, text] of [
   [schemaFilePath, renderSchemaFile()],
   [cloudInitPath, renderCloudInit()],
+  [workbookPath, renderWorkbook()],
 ] as const) {
   writeFileSync(path, text);
   console.log(`wrote ${path}`);

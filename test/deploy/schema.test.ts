@@ -41,6 +41,7 @@ describe("kusto-schema", () => {
     const types = Object.fromEntries(kustoColumns().map((c) => [c.name, c.type]));
     expect(types).toMatchObject({
       TimeGenerated: "datetime",
+      ObservedAt: "datetime",
       Resources: "dynamic",
       DurationInSeconds: "int",
       DocumentIncarnation: "long",
@@ -53,7 +54,7 @@ describe("kusto-schema", () => {
   });
 
   it("renders the schema and an ADX create command", () => {
-    expect(kustoTableSchema()).toMatch(/^\(TimeGenerated:datetime, RecordId:string, .*Detail:string\)$/);
+    expect(kustoTableSchema()).toMatch(/^\(TimeGenerated:datetime, ObservedAt:datetime, RecordId:string, .*Detail:string\)$/);
     expect(kustoCreateTableCommand()).toBe(`.create-merge table ScheduledEvents_CL ${kustoTableSchema()}`);
   });
 });

@@ -59,6 +59,25 @@ describe("eventhubs sink with a managed identity over TLS", () => {
     expect(emulator.events().map((e) => e.messageId).sort()).toEqual(records.map((r) => r.RecordId).sort());
   });
 
+  it("reopens after an idle close with the token the credential already holds (one token request, two connections)", async () => {
+    const emulator = await startEventHubsEmulator({ hubName: "sef-mi", tls: true });
+    cleanups.push(() => emulator.close());
+    const tokens = await tokenServer();
+    const records = interleavedTransitions(2);
+    const env = {
+      NODE_EXTRA_CA_CERTS: emulator.caCertPath!,
+      AZURE_POD_IDENTITY_AUTHORITY_HOST: tokens.url,
+      SEF_TEST_HUB: "sef-mi",
+      SEF_TEST_ENDPOINT: `amqps://localhost:${emulator.port}`,
+      SEF_TEST_IDLE_CLOSE_MS: "200",
+    };
+    const twice = await runChild(env, JSON.stringify(entries(records)));
+    expect(twice.stdout.trim(), twice.stderr).toBe(JSON.stringify({ kind: "ok" }));
+    expect(emulator.stats.connectionsOpened).toBe(2);
+    expect(emulator.events()).toHaveLength(2 * records.length);
+    expect(tokens.requests).toHaveLength(1);
+  });
+
   it("a token for another audience is refused: retryable, nothing stored", async () => {
     const emulator = await startEventHubsEmulator({ hubName: "sef-mi", tls: true });
     cleanups.push(() => emulator.close());

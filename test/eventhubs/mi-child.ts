@@ -1,5 +1,6 @@
 // Child process of managed-identity.test.ts: NODE_EXTRA_CA_CERTS must be set before Node starts, so the
-// sink's managed-identity path runs here. Sends the records given on stdin (JSON) and prints the SendResult.
+// sink's managed-identity path runs here. Sends the records given on stdin (JSON) and prints the SendResult; with
+// SEF_TEST_IDLE_CLOSE_MS, waits for the idle close and sends them again (printing the second result).
 import { silentLogger } from "../../src/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
@@ -15,10 +16,15 @@ const sink = createEventHubsSink(
     credential: "managedIdentity",
     maxRetries: 0,
     tryTimeoutMs: 5000,
+    ...(process.env["SEF_TEST_IDLE_CLOSE_MS"] ? { idleCloseMs: Number(process.env["SEF_TEST_IDLE_CLOSE_MS"]) } : {}),
   }),
   { logger: silentLogger() },
   {},
 );
-const result = await sink.send(batch, new AbortController().signal);
+let result = await sink.send(batch, new AbortController().signal);
+if (process.env["SEF_TEST_IDLE_CLOSE_MS"] && result.kind === "ok") {
+  await new Promise((resolve) => setTimeout(resolve, Number(process.env["SEF_TEST_IDLE_CLOSE_MS"]) + 300));
+  result = await sink.send(batch, new AbortController().signal);
+}
 await sink.close();
 process.stdout.write(JSON.stringify(result) + "\n");

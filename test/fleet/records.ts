@@ -25,6 +25,7 @@ export function fleetTransition(
     RecordId: transitionRecordId(vmId, eventId, status),
     RecordType: "Transition",
     TimeGenerated: new Date(options.timeMs ?? Date.now()).toISOString(),
+    ObservedAt: new Date(options.timeMs ?? Date.now()).toISOString(),
     EventId: eventId,
     EventStatus: status,
     PreviousStatus: "",

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { heartbeatRecord, startHeartbeats } from "../../src/observability/heartbeat.js";
+import { departureSignal, goodbyeHeartbeatRecord, heartbeatRecord, startHeartbeats } from "../../src/observability/heartbeat.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { deterministicUuid } from "../../src/contract/record-id.js";
 import { FakeClock } from "../helpers/fake-clock.js";
-import { vm } from "../actions/fixtures.js";
+import { transition, vm } from "../actions/fixtures.js";
 
 const t0 = Date.UTC(2024, 0, 1, 0, 0, 0);
 
@@ -15,6 +15,7 @@ describe("heartbeatRecord", () => {
       RecordId: deterministicUuid(vm.VmId, "Heartbeat", "2024-01-01T00:00:00.000Z"),
       RecordType: "Heartbeat",
       TimeGenerated: "2024-01-01T00:00:00.000Z",
+      ObservedAt: "2024-01-01T00:00:00.000Z",
       AgentVersion: "1.2.3",
       Detail: '{"polls":10,"outboxDepth":2}',
     });
@@ -107,5 +108,46 @@ describe("startHeartbeats", () => {
     await clock.advance(10_000_000);
     expect(times).toEqual([]);
     await handle.stop();
+  });
+});
+
+describe("the goodbye heartbeat", () => {
+  it("is a Heartbeat with Outcome Stopping, the reason and stats in Detail, and its own deterministic id", () => {
+    const record = goodbyeHeartbeatRecord(vm, t0, "shutdown", { polls: 3 }, "1.2.3");
+    expect(record).toMatchObject({ RecordType: "Heartbeat", Outcome: "Stopping", TimeGenerated: "2024-01-01T00:00:00.000Z", ObservedAt: "2024-01-01T00:00:00.000Z" });
+    expect(JSON.parse(record.Detail)).toEqual({ state: "Stopping", reason: "shutdown", polls: 3 });
+    expect(record.RecordId).toBe(deterministicUuid(vm.VmId, "HeartbeatStopping", "2024-01-01T00:00:00.000Z"));
+    expect(record.RecordId).not.toBe(heartbeatRecord(vm, t0, {}, "1.2.3").RecordId);
+    expect(heartbeatRecord(vm, t0, {}, "1").Outcome).toBeUndefined();
+  });
+
+  it("is triggered by this VM's own Terminate or Preempt (Scheduled or Started) and undone by its Canceled", () => {
+    const mine = (EventType: string, EventStatus: "Scheduled" | "Started" | "Completed" | "Canceled") => transition({ EventType, EventStatus, EventId: "E1", AffectsThisVm: true });
+    expect(departureSignal([mine("Terminate", "Scheduled")])).toEqual({ kind: "goodbye", reason: "Terminate Scheduled E1" });
+    expect(departureSignal([mine("Preempt", "Started")])).toEqual({ kind: "goodbye", reason: "Preempt Started E1" });
+    expect(departureSignal([mine("Terminate", "Canceled")])).toEqual({ kind: "resume", reason: "Terminate Canceled E1" });
+    expect(departureSignal([mine("Reboot", "Scheduled"), mine("Freeze", "Started"), mine("Terminate", "Completed")])).toBeUndefined();
+    expect(departureSignal([transition({ EventType: "Terminate", EventStatus: "Scheduled", AffectsThisVm: false })])).toBeUndefined();
+  });
+
+  it("pauses the beats after a goodbye, resumes at once on resume, and stop(reason) writes the goodbye last", async () => {
+    const clock = new FakeClock(t0);
+    const written: HeartbeatRecord[] = [];
+    const handle = startHeartbeats({ intervalMs: 60_000, clock, vm, agentVersion: "1", stats: () => ({}), emit: (r) => void written.push(r) });
+    await clock.advance(0);
+    expect(written.map((r) => r.Outcome ?? "beat")).toEqual(["beat"]);
+    await handle.goodbye("Terminate Scheduled E1");
+    await clock.advance(3 * 60_000);
+    expect(written.map((r) => r.Outcome ?? "beat")).toEqual(["beat", "Stopping"]);
+    await handle.resume();
+    expect(written.map((r) => r.Outcome ?? "beat")).toEqual(["beat", "Stopping", "beat"]);
+    await clock.advance(60_000);
+    expect(written).toHaveLength(4);
+    await handle.stop("shutdown");
+    expect(written.at(-1)).toMatchObject({ Outcome: "Stopping" });
+    expect(JSON.parse(written.at(-1)!.Detail)).toMatchObject({ reason: "shutdown" });
+    await clock.advance(10 * 60_000);
+    expect(written).toHaveLength(5);
+    expect(clock.pendingSleeps).toBe(0);
   });
 });

@@ -18,6 +18,7 @@ const transition = (i: number, over: Partial<TransitionRecord> = {}): Transition
   RecordId: `r${i}`,
   RecordType: "Transition",
   TimeGenerated: new Date(0).toISOString(),
+  ObservedAt: new Date(0).toISOString(),
   EventId: `E${i}`,
   EventStatus: "Scheduled",
   PreviousStatus: "",

@@ -13,6 +13,7 @@ const record = (i: number, pad = 0): HeartbeatRecord => ({
   RecordId: `r${i}`,
   RecordType: "Heartbeat",
   TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
+  ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
   ...unknownVmIdentity,
   AgentVersion: "t",
   Detail: "x".repeat(pad),

@@ -40,10 +40,14 @@ export function describeTarget(auth: EventHubsAuth): string {
   return `${endpoint}${endpoint.endsWith("/") ? "" : "/"}${entity} (connection string from ${auth.source})`;
 }
 
-export function createProducerClient(auth: EventHubsAuth, options: EventHubsClientOptions): EventHubProducerClient {
+/**
+ * A producer client; `credential` (Entra ID auth) lets clients opened one after another share one credential and so
+ * its token cache (the sink reopens its client after each idle close).
+ */
+export function createProducerClient(auth: EventHubsAuth, options: EventHubsClientOptions, credential?: TokenCredential): EventHubProducerClient {
   const sdkOptions = sdkClientOptions(options);
   if (auth.kind === "tokenCredential") {
-    return new EventHubProducerClient(auth.fullyQualifiedNamespace, auth.eventHubName, tokenCredentialFor(auth), sdkOptions);
+    return new EventHubProducerClient(auth.fullyQualifiedNamespace, auth.eventHubName, credential ?? tokenCredentialFor(auth), sdkOptions);
   }
   return auth.eventHubName
     ? new EventHubProducerClient(auth.connectionString, auth.eventHubName, sdkOptions)

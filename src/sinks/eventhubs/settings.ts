@@ -45,6 +45,12 @@ export const eventHubsSettingsSchema = z
     retryDelayMs: z.number().int().min(1).default(800),
     /** Cap of the SDK retry delay, in ms. */
     maxRetryDelayMs: z.number().int().min(1).default(10_000),
+    /**
+     * Close the AMQP connection after this many ms without a send, and reopen it for the next record (heartbeats
+     * included): a namespace allows 5,000 connections (Standard), so a fleet must not hold one per VM forever.
+     * 0 keeps the connection open until shutdown.
+     */
+    idleCloseMs: z.number().int().min(0).max(3_600_000).default(60_000),
     /** Time limit of one SDK attempt (link setup + send + disposition), in ms. */
     tryTimeoutMs: z.number().int().min(1000).default(30_000),
   })

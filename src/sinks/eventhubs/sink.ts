@@ -1,15 +1,17 @@
 // The Event Hubs sink: one `send` = the batch grouped by partition key, packed into EventDataBatches up to the link's
 // max message size, sent in order (batches of different keys concurrently), results classified for the drain loop.
 import { setMaxListeners } from "node:events";
-import type { EventDataBatch, EventHubProducerClient } from "@azure/event-hubs";
+import type { EventDataBatch } from "@azure/event-hubs";
 import type { Logger } from "pino";
 import type { OutboxEntry, RejectedRecord, SendResult, Sink } from "../sink.js";
 import { classifySendError } from "./classify.js";
 import { groupByPartitionKey, leadingDoneCount, toEventData, type KeyGroup } from "./encode.js";
+import type { ProducerOperations } from "./idle-producer.js";
 import type { PartitionKeyField, PartitionRouting } from "./settings.js";
 
 export interface EventHubsSinkOptions {
-  readonly producer: EventHubProducerClient;
+  /** An EventHubProducerClient, or the IdleClosingProducer that holds one only while sending. */
+  readonly producer: ProducerOperations;
   readonly logger: Logger;
   readonly partitionKeyField: PartitionKeyField;
   /** `hash`: route by a stable hash of the key to a partition and send whole-partition batches (default `key`). */

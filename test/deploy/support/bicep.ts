@@ -191,3 +191,23 @@ export function bicepparamAsBicep(text: string): { text: string; params: string[
   });
   return { text: rewritten, params };
 }
+
+export interface ParameterDetail {
+  readonly name: string;
+  /** Text of the default value, or undefined. */
+  readonly defaultText: string | undefined;
+  /** Decorators as written, e.g. `@minValue(-1)`. */
+  readonly decorators: string[];
+}
+
+/** Top-level `param` declarations with their default value text and decorators. */
+export function parameterDetails(file: BicepFile): ParameterDetail[] {
+  return parts(file.root)
+    .filter((n) => n.type === "parameter_declaration")
+    .map((n) => {
+      const p = parts(n);
+      const previous = n.previousNamedSibling;
+      const decorators = previous?.type === "decorators" ? parts(previous).map((d) => d.text) : [];
+      return { name: p[0]?.text ?? "", defaultText: p.length >= 3 ? p[2]?.text : undefined, decorators };
+    });
+}

@@ -101,8 +101,11 @@ export interface EventHubsEmulator {
   events(partitionId?: string): EmulatedEvent[];
   /** Raises the hub's partition count, as a Premium or Dedicated namespace allows (never lowers it). */
   scalePartitions(partitionCount: number): void;
-  /** Counters: sends accepted/rejected, connections opened. */
-  readonly stats: { sendsAccepted: number; sendsRejected: number; connectionsOpened: number };
+  /**
+   * Counters: sends accepted/rejected, AMQP connections opened; client (TCP) connections open now and at most at once
+   * since start (a namespace's connection quota counts these).
+   */
+  readonly stats: { sendsAccepted: number; sendsRejected: number; connectionsOpened: number; connectionsCurrent: number; connectionsPeak: number };
   readonly faults: EventHubsFaults;
   close(): Promise<void>;
 }
@@ -158,7 +161,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   const consumerGroups = new Set((options.consumerGroups ?? [defaultConsumerGroup]).map((name) => name.toLowerCase()));
   const createdAt = new Date();
   const plan = new FaultPlan();
-  const stats = { sendsAccepted: 0, sendsRejected: 0, connectionsOpened: 0 };
+  const stats = { sendsAccepted: 0, sendsRejected: 0, connectionsOpened: 0, connectionsCurrent: 0, connectionsPeak: 0 };
   const connections = new Map<Connection, ConnectionState>();
   const sockets = new Set<Socket>();
   const streams = new Map<Sender, ReceiverStream>();
@@ -477,7 +480,12 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     // Like the service, answer small frames (dispositions) at once: Nagle + delayed ACKs would stall a client ~40 ms.
     socket.setNoDelay(true);
     sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
+    stats.connectionsCurrent = sockets.size;
+    stats.connectionsPeak = Math.max(stats.connectionsPeak, sockets.size);
+    socket.on("close", () => {
+      sockets.delete(socket);
+      stats.connectionsCurrent = sockets.size;
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
