@@ -139,6 +139,7 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
           retry: settings.retry,
           retainEndedMs: settings.retainEndedMs,
           staleClaimMs: settings.loadBalancing.ownershipExpirationMs,
+          lateNoticeMs: settings.lateNoticeMs,
           store: stateStore,
           send,
           onDeadLetter,

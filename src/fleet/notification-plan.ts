@@ -43,6 +43,11 @@ export interface PlanOptions {
   readonly updateIntervalMs: number;
   /** Age after which another instance's unfinished claim is taken over, in milliseconds. */
   readonly staleClaimMs: number;
+  /**
+   * An event that ended before any notification went out (all its records arrived together, e.g. after a partition
+   * moved) is still reported — trigger, then resolve — if it ended at most this long ago; older history is not.
+   */
+  readonly lateNoticeMs: number;
 }
 
 /** The notifications due now for one event, given what each selected target was already told. */
@@ -64,6 +69,7 @@ export function planNotifications(
     }
     if (isEnded(event)) {
       if (state.triggeredAt !== null) planned.push({ target, action: "resolve" });
+      else if (canNotifyNow && nowMs - Date.parse(event.lastSeen) <= options.lateNoticeMs) planned.push({ target, action: "trigger" });
       continue;
     }
     if (!canNotifyNow) continue;

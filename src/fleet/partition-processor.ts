@@ -34,6 +34,8 @@ export interface ProcessorOptions {
   readonly updateIntervalMs: number;
   /** A claim older than this was left by a dead instance and is sent again (use the ownership expiry). */
   readonly staleClaimMs: number;
+  /** Events that ended before anyone was told are still reported if they ended at most this long ago. */
+  readonly lateNoticeMs: number;
   readonly retry: { readonly minDelayMs: number; readonly maxDelayMs: number; readonly giveUpAfterMs: number };
   readonly retainEndedMs: number;
   readonly store: PartitionStateStore;
@@ -193,6 +195,7 @@ export class PartitionProcessor {
       const planned = planNotifications(event, selectTargets(this.options.rules, event, nowMs), states, nowMs, {
         updateIntervalMs: this.options.updateIntervalMs,
         staleClaimMs: this.options.staleClaimMs,
+        lateNoticeMs: this.options.lateNoticeMs,
       });
       for (const { target, action } of planned) {
         const previous = states[target] ?? emptyNotificationState;

@@ -77,6 +77,8 @@ export const fleetSettingsSchema = z
       .object({ minDelayMs: z.number().int().min(1).default(500), maxDelayMs: z.number().int().min(1).default(60_000), giveUpAfterMs: z.number().int().min(1).default(15 * 60_000) })
       .strict()
       .default({ minDelayMs: 500, maxDelayMs: 60_000, giveUpAfterMs: 15 * 60_000 }),
+    /** An event that ended before any notification went out is still reported (trigger, then resolve) within this time. */
+    lateNoticeMs: z.number().int().min(0).default(3600_000),
     /** Ended fleet events are remembered this long (late records then neither re-page nor reopen them). */
     retainEndedMs: z.number().int().min(60_000).default(7 * 24 * 3600_000),
     metrics: z

@@ -79,7 +79,7 @@ describe("rules", () => {
 });
 
 describe("planNotifications", () => {
-  const options = { updateIntervalMs: 30_000, staleClaimMs: 60_000 };
+  const options = { updateIntervalMs: 30_000, staleClaimMs: 60_000, lateNoticeMs: 3_600_000 };
   const sel = [{ target: "pd", canNotifyNow: true }];
   // foldRecord updates the event in place: each fixture folds its own copy.
   const one = fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
@@ -96,8 +96,11 @@ describe("planNotifications", () => {
     expect(planNotifications(ended, sel, { pd: told }, t0, options)).toEqual([{ target: "pd", action: "resolve" }]);
     const resolved = afterDelivery(told, "resolve", ended, new Date(t0).toISOString());
     expect(planNotifications(ended, sel, { pd: resolved }, t0, options)).toEqual([]);
-    // An event that ended before anyone was told is not paged after the fact.
-    expect(planNotifications(ended, sel, {}, t0, options)).toEqual([]);
+    // An event that ended before anyone was told is still reported (trigger, then resolve), unless it is old history.
+    expect(planNotifications(ended, sel, {}, t0, options)).toEqual([{ target: "pd", action: "trigger" }]);
+    const toldLate = afterDelivery(emptyNotificationState, "trigger", ended, new Date(t0).toISOString());
+    expect(planNotifications(ended, sel, { pd: toldLate }, t0, options)).toEqual([{ target: "pd", action: "resolve" }]);
+    expect(planNotifications(ended, sel, {}, t0 + 3_600_001, options)).toEqual([]);
   });
 
   it("leaves another instance's fresh claim alone and takes over a stale one", () => {
