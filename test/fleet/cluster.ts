@@ -21,6 +21,7 @@ export interface ClusterOptions {
 
 export interface FleetInstance {
   readonly child: ChildProcess;
+  stdout(): string;
   stderr(): string;
 }
 
@@ -73,15 +74,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const child = spawn(process.execPath, [cliPath, "fleet", "--config", configPath], { env, stdio: ["ignore", "pipe", "pipe"] });
     let err = "";
     child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
     await new Promise<void>((resolve, reject) => {
-      let out = "";
-      child.stdout!.on("data", (d: Buffer) => {
-        out += d.toString();
+      child.stdout!.on("data", () => {
         if (out.includes("sef fleet ready")) resolve();
       });
       child.once("exit", (code) => reject(new Error(`sef fleet exited ${code}: ${err}`)));
     });
-    instances.push({ child, stderr: () => err });
+    instances.push({ child, stdout: () => out, stderr: () => err });
   }
   const producer = new EventHubProducerClient(hub.connectionString);
   return {
