@@ -1,4 +1,5 @@
-// `npm run bench`: detection latency, idle footprint, sink drain rates and the Event Hubs connection budget of a fleet;
+// `npm run bench`: detection latency, idle footprint, sink drain rates, the Event Hubs connection budget of a fleet and
+// `sef fleet` (notification latency end to end; three instances with one killed);
 // prints a table and writes bench-results.json.
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
@@ -8,6 +9,7 @@ import { benchEventHubsBareSdkKeyed, benchEventHubsDrain } from "./eventhubs-dra
 import { benchLogAnalyticsDrain } from "./loganalytics-drain.js";
 import { benchEventHubsFleet, fleetOptionsFromEnv } from "./eventhubs-fleet.js";
 import { benchLogAnalyticsWave, waveOptionsFromEnv } from "./loganalytics-wave.js";
+import { benchFleetEndToEnd, benchFleetScale } from "./fleet.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
 /** Changes per poll interval: p99 needs enough of them to be more than the maximum. */
@@ -45,6 +47,19 @@ report(
   "logAnalyticsMaintenanceWave",
   wave,
   wave.limitEnforced && wave.lost === 0 && wave.answers413 === 0 && wave.deadLettered === 0 && wave.ratioToBound <= 1.2 && wave.peakAcceptedPerMinute <= wave.requestsPerMinuteLimit,
+);
+const fleetLatency = await benchFleetEndToEnd(Number(process.env.SEF_BENCH_FLEET_EVENTS ?? 100), 3);
+report("fleetNotificationLatency", fleetLatency, fleetLatency.p99Ms <= fleetLatency.targetP99Ms);
+const fleetScale = await benchFleetScale(Number(process.env.SEF_BENCH_FLEET_VMS ?? 2000), 10);
+report(
+  "fleetKill9Scale",
+  fleetScale,
+  fleetScale.pagerDutyIncidents === fleetScale.fleetEvents &&
+    fleetScale.pagerDutyResolved === fleetScale.fleetEvents &&
+    fleetScale.pagerDutyRepeatTriggers === 0 &&
+    fleetScale.slackTriggersMissing === 0 &&
+    fleetScale.slackTriggerDuplicates === 0 &&
+    fleetScale.slackResolves === fleetScale.fleetEvents,
 );
 
 writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
