@@ -11,9 +11,14 @@ import { agentVersion } from "../../contract/agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
+import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
+import { join } from "node:path";
 
-/** Exit codes: 0 clean stop, 2 bad configuration, 78 store unusable (a supervisor should not restart in a loop). */
-export const exitCodes = { ok: 0, config: 2, store: 78, fatal: 1 } as const;
+/**
+ * Exit codes: 0 clean stop, 2 bad configuration, 75 data directory in use by another sef (EX_TEMPFAIL: it may free up),
+ * 78 store unusable (a supervisor should not restart in a loop).
+ */
+export const exitCodes = { ok: 0, config: 2, dataDirInUse: 75, store: 78, fatal: 1 } as const;
 
 function integer(name: string) {
   return (value: string): number => {
@@ -41,7 +46,7 @@ export function registerRunCommand(program: Command): void {
       "after",
       `\nEnvironment variables:\n${Object.entries(environmentVariables)
         .map(([k, v]) => `  ${k.padEnd(28)} ${v.field}`)
-        .join("\n")}\n\nExit codes: 0 stopped cleanly, 2 invalid configuration, 78 store unusable, 1 unexpected failure.`,
+        .join("\n")}\n\nExit codes: 0 stopped cleanly, 2 invalid configuration, 75 data directory in use by another sef, 78 store unusable, 1 unexpected failure.`,
     )
     .action(async (opts: Record<string, unknown>) => {
       process.exitCode = await runAgent(opts);
@@ -77,6 +82,35 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   }
   const { config, sinkSettings } = loaded;
   const logger = createLogger({ level: config.logLevel });
+  const lock = lockDataDir(config.dataDir, logger);
+  if (typeof lock === "number") return lock;
+  try {
+    return await runLocked(config, sinkSettings, logger);
+  } finally {
+    lock.release();
+  }
+}
+
+/** Takes the data directory for this process, or says why not and returns the exit code. */
+function lockDataDir(dataDir: string, logger: ReturnType<typeof createLogger>): DataDirLock | number {
+  try {
+    return acquireDataDir(dataDir);
+  } catch (err) {
+    const message =
+      err instanceof DataDirLockedError
+        ? err.message
+        : `lock file ${join(dataDir, lockFileName)} cannot be written: ${(err as Error).message} (check the owner and mode of ${dataDir} and the files in it: the service user must be able to write them)`;
+    logger.fatal({ dataDir, holderPid: err instanceof DataDirLockedError ? err.holderPid : undefined }, message);
+    process.stderr.write(`sef: ${message}\n`);
+    return err instanceof DataDirLockedError ? exitCodes.dataDirInUse : exitCodes.store;
+  }
+}
+
+async function runLocked(
+  config: ReturnType<typeof loadConfig>["config"],
+  sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
+  logger: ReturnType<typeof createLogger>,
+): Promise<number> {
   const metrics = new AgentMetrics();
   const sinks: Sink[] = [];
   let agent: Agent;
