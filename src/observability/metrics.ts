@@ -53,6 +53,13 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  readonly clockSteps = new Counter({
+    name: "sef_clock_steps_total",
+    help: "Wall-clock steps detected between polls (wall and monotonic time disagreed), by direction",
+    labelNames: ["direction"] as const,
+    registers: [this.registry],
+  });
+
   async render(): Promise<string> {
     return this.registry.metrics();
   }

@@ -23,7 +23,7 @@ export interface DrainerStatus {
   name: string;
   /** Consecutive failed attempts (0 when the last attempt succeeded). */
   consecutiveFailures: number;
-  /** Since when the sink has been failing without progress (null when healthy). */
+  /** Since when (monotonic ms) the sink has been failing without progress (null when healthy). */
   failingSinceMs: number | null;
   lastError: string | null;
 }
@@ -64,12 +64,12 @@ export class Drainer {
     return { name: this.name, consecutiveFailures: this.failures, failingSinceMs: this.failingSinceMs, lastError: this.lastError };
   }
 
-  /** Stops after sending what the sink takes before `deadlineMs`; an unfinished send is aborted; the rest stays in the outbox. */
+  /** Stops after sending what the sink takes before `deadlineMs` (monotonic); an unfinished send is aborted; the rest stays in the outbox. */
   async stop(deadlineMs: number): Promise<void> {
     this.stopRequested = true;
     this.flushDeadlineMs = deadlineMs;
     this.wake?.(true);
-    const timer = setTimeout(() => this.abort.abort(new Error("shutdown deadline reached")), Math.max(0, deadlineMs - this.options.clock.now()));
+    const timer = setTimeout(() => this.abort.abort(new Error("shutdown deadline reached")), Math.max(0, deadlineMs - this.options.clock.monotonicMs()));
     try {
       await this.loop;
     } finally {
@@ -79,7 +79,7 @@ export class Drainer {
   }
 
   private get pastDeadline(): boolean {
-    return this.stopRequested && this.options.clock.now() >= this.flushDeadlineMs;
+    return this.stopRequested && this.options.clock.monotonicMs() >= this.flushDeadlineMs;
   }
 
   private async run(): Promise<void> {
@@ -158,7 +158,7 @@ export class Drainer {
   private failed(reason: string, retryAfterMs: number | undefined): number {
     const { sink, metrics, logger, clock } = this.options;
     this.failures += 1;
-    this.failingSinceMs ??= clock.now();
+    this.failingSinceMs ??= clock.monotonicMs();
     this.lastError = reason;
     metrics.retries.inc({ sink: sink.name });
     const delayMs = retryDelayMs(this.options.retryPolicy, this.failures, retryAfterMs, this.random());
