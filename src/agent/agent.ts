@@ -17,9 +17,14 @@ import { DeadLetterFile } from "../sinks/dead-letter.js";
 import { AgentMetrics, type PollOutcome } from "../observability/metrics.js";
 import { pollBackoffMs } from "./poll-backoff.js";
 import { join } from "node:path";
+import { settlesWithin } from "../util/deadline.js";
 
 /** Wall and monotonic time disagreeing by more than this between two polls is reported as a clock step. */
 export const clockStepThresholdMs = 2000;
+/** How long closing the IMDS client may wait for a request in flight at shutdown. */
+const imdsCloseTimeoutMs = 500;
+/** How long each service (hooks, approvals, heartbeats) may take to stop. */
+const stopHookTimeoutMs = 1000;
 
 export interface AgentDependencies {
   config: AgentConfig;
@@ -181,11 +186,14 @@ export class Agent {
     if (this.stopController.signal.aborted) return;
     this.stopController.abort(new Error("agent stopping"));
     await this.pollLoop?.catch(() => undefined);
-    for (const hook of this.stopHooks) await hook().catch((err: unknown) => logger.warn({ err }, "stopping a service failed"));
+    for (const hook of this.stopHooks) {
+      const stopped = hook().catch((err: unknown) => logger.warn({ err }, "stopping a service failed"));
+      if (!(await settlesWithin(stopped, stopHookTimeoutMs))) logger.warn({ timeoutMs: stopHookTimeoutMs }, "a service did not stop in time; leaving it");
+    }
     const deadlineMs = clock.monotonicMs() + config.shutdownFlushMs;
     await Promise.all(this.drainers.map((d) => d.stop(deadlineMs)));
     const left = this.drainers.map((d) => ({ sink: d.name, undelivered: this.store.depth(d.name).records }));
-    await this.imds.close().catch(() => undefined);
+    await this.imds.close(imdsCloseTimeoutMs).catch(() => undefined);
     this.store.close();
     logger.info({ left }, "agent stopped");
   }

@@ -7,6 +7,7 @@ import type { VmIdentity } from "../contract/record.js";
 import { SlidingWindowRateLimiter } from "./rate-limiter.js";
 import { ImdsRequestError, classifyStatus } from "./errors.js";
 import { parseRetryAfterMs } from "../util/retry-after.js";
+import { settlesWithin } from "../util/deadline.js";
 import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
 
 export interface ImdsClientOptions {
@@ -106,8 +107,9 @@ export class ImdsClient {
     return this.lastStartMs;
   }
 
-  async close(): Promise<void> {
-    await this.dispatcher.close();
+  /** Closes the connections; a request still in flight after `timeoutMs` is cut off. */
+  async close(timeoutMs = 1000): Promise<void> {
+    if (!(await settlesWithin(this.dispatcher.close(), timeoutMs))) await this.dispatcher.destroy();
   }
 
   private async withRetries<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {

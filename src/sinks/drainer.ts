@@ -7,6 +7,10 @@ import type { AgentMetrics } from "../observability/metrics.js";
 import { isUrgent, type OutboxEntry, type SendResult, type Sink } from "./sink.js";
 import { retryDelayMs, type RetryPolicy } from "./retry-policy.js";
 import type { DeadLetterFile } from "./dead-letter.js";
+import { settlesWithin } from "../util/deadline.js";
+
+/** How long a sink may take to close at shutdown (and to notice the flush deadline's abort). */
+export const sinkCloseTimeoutMs = 1000;
 
 export interface DrainerOptions {
   sink: Sink;
@@ -69,12 +73,17 @@ export class Drainer {
     this.stopRequested = true;
     this.flushDeadlineMs = deadlineMs;
     this.wake?.(true);
-    const timer = setTimeout(() => this.abort.abort(new Error("shutdown deadline reached")), Math.max(0, deadlineMs - this.options.clock.monotonicMs()));
+    const untilDeadlineMs = Math.max(0, deadlineMs - this.options.clock.monotonicMs());
+    const timer = setTimeout(() => this.abort.abort(new Error("shutdown deadline reached")), untilDeadlineMs);
     try {
-      await this.loop;
+      // A sink that ignores the abort must not hold shutdown: give it a moment past the deadline, then move on.
+      if (this.loop && !(await settlesWithin(this.loop, untilDeadlineMs + sinkCloseTimeoutMs))) {
+        this.options.logger.warn({ sink: this.name }, "sink did not stop sending by the shutdown deadline; leaving it");
+      }
     } finally {
       clearTimeout(timer);
-      await this.options.sink.close().catch((err: unknown) => this.options.logger.warn({ err, sink: this.name }, "sink close failed"));
+      const close = this.options.sink.close().catch((err: unknown) => this.options.logger.warn({ err, sink: this.name }, "sink close failed"));
+      if (!(await settlesWithin(close, sinkCloseTimeoutMs))) this.options.logger.warn({ sink: this.name, timeoutMs: sinkCloseTimeoutMs }, "sink did not close in time; leaving it");
     }
   }
 

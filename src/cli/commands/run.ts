@@ -13,6 +13,8 @@ import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
 import { join } from "node:path";
+import { settlesWithin } from "../../util/deadline.js";
+import { listenForStop, shutdownMarginMs, type StopSignal } from "../stop-signal.js";
 
 /**
  * Exit codes: 0 clean stop, 2 bad configuration, 75 data directory in use by another sef (EX_TEMPFAIL: it may free up),
@@ -49,7 +51,10 @@ export function registerRunCommand(program: Command): void {
         .join("\n")}\n\nExit codes: 0 stopped cleanly, 2 invalid configuration, 75 data directory in use by another sef, 78 store unusable, 1 unexpected failure.`,
     )
     .action(async (opts: Record<string, unknown>) => {
-      process.exitCode = await runAgent(opts);
+      const code = await runAgent(opts);
+      process.exitCode = code;
+      // A connection to a peer that stopped answering may keep the event loop alive: exit anyway, shortly.
+      setTimeout(() => process.exit(code), shutdownMarginMs).unref();
     });
 }
 
@@ -111,6 +116,21 @@ async function runLocked(
   sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
   logger: ReturnType<typeof createLogger>,
 ): Promise<number> {
+  // Listening from the start: a SIGTERM during start-up is a clean stop (exit 0), not a death by signal.
+  const stop = listenForStop(logger, config.shutdownFlushMs, exitCodes.ok);
+  try {
+    return await runUntilStopped(config, sinkSettings, logger, stop);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function runUntilStopped(
+  config: ReturnType<typeof loadConfig>["config"],
+  sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
+  logger: ReturnType<typeof createLogger>,
+  stop: StopSignal,
+): Promise<number> {
   const metrics = new AgentMetrics();
   const sinks: Sink[] = [];
   let agent: Agent;
@@ -137,7 +157,11 @@ async function runLocked(
 
   let services: Awaited<ReturnType<typeof startAgentServices>>;
   try {
-    await agent.prepare();
+    await Promise.race([agent.prepare(), stop.arrived]);
+    if (stop.requested) {
+      await agent.stop();
+      return exitCodes.ok;
+    }
     services = await startAgentServices(agent, config, logger);
     if (services.metricsUrl) process.stderr.write(`sef: metrics on ${services.metricsUrl}/metrics\n`);
   } catch (err) {
@@ -149,18 +173,11 @@ async function runLocked(
     logger.fatal({ err }, "agent services could not start");
     return exitCodes.fatal;
   }
-  agent.start();
-  await new Promise<void>((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      logger.info({ signal }, "stopping");
-      process.off("SIGTERM", onSignal);
-      process.off("SIGINT", onSignal);
-      resolve();
-    };
-    process.on("SIGTERM", onSignal);
-    process.on("SIGINT", onSignal);
-  });
+  if (!stop.requested) {
+    agent.start();
+    await stop.arrived;
+  }
   await agent.stop();
-  await services.stop();
+  if (!(await settlesWithin(services.stop(), 1000))) logger.warn("metrics server did not close in time; leaving it");
   return exitCodes.ok;
 }
