@@ -137,8 +137,14 @@ export class Agent {
       lastGoodPollAgeMs: this.stats.lastGoodPollMs === null ? null : nowMs - this.stats.lastGoodPollMs,
       storeWritable: this.store.isWritable(),
       sinks: this.drainers.map((d) => {
-        const since = d.status().failingSinceMs;
-        return { name: d.name, stuckForMs: since === null ? 0 : nowMs - since };
+        const status = d.status();
+        const waiting = this.store.depth(d.name).records > 0;
+        return {
+          name: d.name,
+          stuckForMs: waiting ? Math.max(0, nowMs - status.lastProgressMs) : 0,
+          deadLetteredSinceDelivery: status.deadLetteredSinceDelivery,
+          needsOperator: status.needsOperator,
+        };
       }),
     };
   }

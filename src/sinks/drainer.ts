@@ -30,6 +30,12 @@ export interface DrainerStatus {
   /** Since when (monotonic ms) the sink has been failing without progress (null when healthy). */
   failingSinceMs: number | null;
   lastError: string | null;
+  /** Monotonic time of the last delivery, or of the last moment nothing was waiting for this sink. */
+  lastProgressMs: number;
+  /** Records dead-lettered since the last record this sink delivered. */
+  deadLetteredSinceDelivery: number;
+  /** The last failure's reason when the sink said it needs an operator (auth, a missing destination); else null. */
+  needsOperator: string | null;
 }
 
 export class Drainer {
@@ -41,11 +47,15 @@ export class Drainer {
   private failures = 0;
   private failingSinceMs: number | null = null;
   private lastError: string | null = null;
+  private lastProgressMs: number;
+  private deadLetteredSinceDelivery = 0;
+  private needsOperator: string | null = null;
   private loop: Promise<void> | undefined;
   private readonly random: () => number;
 
   constructor(private readonly options: DrainerOptions) {
     this.random = options.random ?? Math.random;
+    this.lastProgressMs = options.clock.monotonicMs();
   }
 
   get name(): string {
@@ -65,7 +75,15 @@ export class Drainer {
   }
 
   status(): DrainerStatus {
-    return { name: this.name, consecutiveFailures: this.failures, failingSinceMs: this.failingSinceMs, lastError: this.lastError };
+    return {
+      name: this.name,
+      consecutiveFailures: this.failures,
+      failingSinceMs: this.failingSinceMs,
+      lastError: this.lastError,
+      lastProgressMs: this.lastProgressMs,
+      deadLetteredSinceDelivery: this.deadLetteredSinceDelivery,
+      needsOperator: this.needsOperator,
+    };
   }
 
   /** Stops after sending what the sink takes before `deadlineMs` (monotonic); an unfinished send is aborted; the rest stays in the outbox. */
@@ -97,7 +115,9 @@ export class Drainer {
       let batch = store.readAfter(store.cursor(sink.name), sink.maxBatchRecords);
       if (batch.length === 0) {
         if (this.stopRequested) return;
+        this.lastProgressMs = this.options.clock.monotonicMs(); // nothing waits: an idle sink is not a stalled one
         await this.waitForWake("any");
+        this.lastProgressMs = this.options.clock.monotonicMs();
         continue;
       }
       if (sink.lingerMs > 0 && !this.stopRequested && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
@@ -143,12 +163,14 @@ export class Drainer {
         }
         store.advanceCursor(sink.name, last.seq);
         metrics.sent.inc({ sink: sink.name }, batch.length - rejected.length);
+        this.delivered(batch.length - rejected.length, rejected.length);
         this.recovered();
         return undefined;
       }
       case "permanent": {
         await this.deadLetter(batch.map((entry) => ({ entry, reason: result.reason })));
         store.advanceCursor(sink.name, last.seq);
+        this.delivered(0, batch.length);
         this.recovered();
         return undefined;
       }
@@ -157,7 +179,9 @@ export class Drainer {
         if (accepted > 0) {
           store.advanceCursor(sink.name, batch[accepted - 1]!.seq);
           metrics.sent.inc({ sink: sink.name }, accepted);
+          this.delivered(accepted, 0);
         }
+        this.needsOperator = result.needsOperator ? result.reason : null;
         return this.failed(result.reason, result.retryAfterMs);
       }
     }
@@ -168,6 +192,7 @@ export class Drainer {
     const { sink, metrics, logger, clock } = this.options;
     this.failures += 1;
     this.failingSinceMs ??= clock.monotonicMs();
+    metrics.sinkFailing.set({ sink: sink.name }, 1);
     this.lastError = reason;
     metrics.retries.inc({ sink: sink.name });
     const delayMs = retryDelayMs(this.options.retryPolicy, this.failures, retryAfterMs, this.random());
@@ -190,6 +215,17 @@ export class Drainer {
     this.failures = 0;
     this.failingSinceMs = null;
     this.lastError = null;
+    this.needsOperator = null;
+    this.options.metrics.sinkFailing.set({ sink: this.name }, 0);
+  }
+
+  /** Bookkeeping for readiness: deliveries are progress; dead-letters with no delivery in between add up. */
+  private delivered(deliveredCount: number, deadLetteredCount: number): void {
+    if (deliveredCount > 0) {
+      this.lastProgressMs = this.options.clock.monotonicMs();
+      this.deadLetteredSinceDelivery = 0;
+    }
+    this.deadLetteredSinceDelivery += deadLetteredCount;
   }
 
   private updateDepthMetrics(): void {

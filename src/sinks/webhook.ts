@@ -32,7 +32,7 @@ export interface WebhookSinkOptions {
 /** How sending one run of records ended; `at` is the batch index of the first record not accepted. */
 type RangeResult =
   | { kind: "ok" }
-  | { kind: "retryable"; at: number; reason: string; retryAfterMs?: number }
+  | { kind: "retryable"; at: number; reason: string; retryAfterMs?: number; needsOperator?: boolean }
   | { kind: "permanent"; at: number; reason: string };
 
 export class WebhookSink implements Sink {
@@ -80,6 +80,7 @@ export class WebhookSink implements Sink {
         reason: failure.reason,
         ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
         ...(acceptedCount > 0 ? { acceptedCount } : {}),
+        ...(failure.needsOperator ? { needsOperator: true } : {}),
       };
     }
     if (failure.at === 0 && rejected.length === 0) return { kind: "permanent", reason: failure.reason };

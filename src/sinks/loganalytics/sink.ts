@@ -160,6 +160,7 @@ export class LogAnalyticsSink implements Sink {
       reason: failure.reason,
       ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
       ...(acceptedCount > 0 ? { acceptedCount } : {}),
+      ...(failure.needsOperator ? { needsOperator: true } : {}),
     };
   }
 

@@ -7,7 +7,7 @@ const maxBodyChars = 300;
 
 export type WebhookAnswer =
   | { readonly kind: "ok" }
-  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number }
+  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number; readonly needsOperator?: boolean }
   /** 413: the body was too large; split it, or reject the record when it was alone. */
   | { readonly kind: "too-large"; readonly reason: string }
   | { readonly kind: "permanent"; readonly reason: string };
@@ -26,11 +26,15 @@ export function classifyResponse(status: number, retryAfter: string | undefined,
     return retryAfterMs === undefined ? { kind: "retryable", reason } : { kind: "retryable", reason, retryAfterMs };
   }
   // Credentials can be fixed without losing records: keep them in the outbox.
-  if (status === 401 || status === 403) return { kind: "retryable", reason: `${reason} (check the webhook headers/credentials)` };
+  if (status === 401 || status === 403) return { kind: "retryable", reason: `${reason} (check the webhook headers/credentials)`, needsOperator: true };
   if (status === 413) return { kind: "too-large", reason };
   // A redirect the sink did not follow is a configuration to fix, never a reason to lose records.
   if (status >= 300 && status < 400) {
-    return { kind: "retryable", reason: `${reason} (redirect not followed: only 307/308 to the same origin are; fix webhook.url — records stay in the outbox)` };
+    return {
+      kind: "retryable",
+      reason: `${reason} (redirect not followed: only 307/308 to the same origin are; fix webhook.url — records stay in the outbox)`,
+      needsOperator: true,
+    };
   }
   return { kind: "permanent", reason };
 }
