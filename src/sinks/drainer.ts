@@ -56,6 +56,7 @@ export class Drainer {
   constructor(private readonly options: DrainerOptions) {
     this.random = options.random ?? Math.random;
     this.lastProgressMs = options.clock.monotonicMs();
+    options.metrics.sinkFailing.set({ sink: options.sink.name }, 0);
   }
 
   get name(): string {
