@@ -14,7 +14,10 @@ import { AgentMetrics } from "../../observability/metrics.js";
 import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
 import { join } from "node:path";
 import { settlesWithin } from "../../util/deadline.js";
-import { listenForStop, shutdownMarginMs, type StopSignal } from "../stop-signal.js";
+import { listenForStop, type StopSignal } from "../stop-signal.js";
+
+/** How long the process may linger after the agent stopped (open sockets to a peer that stopped answering). */
+const exitGraceMs = 500;
 
 /**
  * Exit codes: 0 clean stop, 2 bad configuration, 75 data directory in use by another sef (EX_TEMPFAIL: it may free up),
@@ -53,8 +56,9 @@ export function registerRunCommand(program: Command): void {
     .action(async (opts: Record<string, unknown>) => {
       const code = await runAgent(opts);
       process.exitCode = code;
-      // A connection to a peer that stopped answering may keep the event loop alive: exit anyway, shortly.
-      setTimeout(() => process.exit(code), shutdownMarginMs).unref();
+      // Everything durable is done. A connection to a peer that stopped answering may keep the event loop alive:
+      // exit anyway, after a moment for output still being written.
+      setTimeout(() => process.exit(code), exitGraceMs).unref();
     });
 }
 
