@@ -17,7 +17,7 @@ const maxRequestsPerSecond = 20;
 function agentConfig(dir: string, imdsUrl: string, extra: Record<string, unknown>): string {
   const path = join(dir, "config.json");
   // A heartbeat at start is the one record every sink gets to send (and be throttled on).
-  writeFileSync(path, JSON.stringify({ imdsUrl, pollIntervalMs: 500, dataDir: join(dir, "data"), heartbeatIntervalMs: 3_600_000, metricsPort: 0, ...extra }));
+  writeFileSync(path, JSON.stringify({ imdsUrl, pollIntervalMs: 500, dataDir: join(dir, "data"), heartbeatIntervalMs: 3_600_000, metricsPort: 0, shutdownFlushMs: 500, ...extra }));
   return path;
 }
 
