@@ -115,7 +115,7 @@ interface ChildEnd {
  */
 export async function runHook(hook: HookConfig, record: TransitionRecord, options: RunHookOptions): Promise<HookRecord> {
   const clock = options.clock ?? systemClock;
-  const startedMs = clock.now();
+  const startedMs = clock.monotonicMs();
   const [executable, ...args] = hook.command as [string, ...string[]];
   const useGroup = process.platform !== "win32";
   const child = spawn(executable, args, {
@@ -179,7 +179,7 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
   const end = await ended;
   childEnded.abort();
   await watchdog;
-  const elapsedMs = Math.max(0, clock.now() - startedMs);
+  const elapsedMs = Math.max(0, clock.monotonicMs() - startedMs);
 
   let outcome: HookRecord["Outcome"];
   let why: string;

@@ -17,6 +17,14 @@ import { DeadLetterFile } from "../sinks/dead-letter.js";
 import { AgentMetrics, type PollOutcome } from "../observability/metrics.js";
 import { pollBackoffMs } from "./poll-backoff.js";
 import { join } from "node:path";
+import { settlesWithin } from "../util/deadline.js";
+
+/** Wall and monotonic time disagreeing by more than this between two polls is reported as a clock step. */
+export const clockStepThresholdMs = 2000;
+/** How long closing the IMDS client may wait for a request in flight at shutdown. */
+const imdsCloseTimeoutMs = 500;
+/** How long each service (hooks, approvals, heartbeats) may take to stop. */
+const stopHookTimeoutMs = 1000;
 
 export interface AgentDependencies {
   config: AgentConfig;
@@ -33,6 +41,7 @@ export interface PollStats {
   ok: number;
   failed: number;
   consecutiveFailures: number;
+  /** Monotonic time of the last good poll. */
   lastGoodPollMs: number | null;
   lastError: string | null;
 }
@@ -47,7 +56,8 @@ export class Agent {
   private readonly stopController = new AbortController();
   private pollLoop: Promise<void> | undefined;
   private readonly stats: PollStats = { ok: 0, failed: 0, consecutiveFailures: 0, lastGoodPollMs: null, lastError: null };
-  private lastComputeMs = 0;
+  private lastComputeMs = Number.NEGATIVE_INFINITY;
+  private lastClockReading: { wallMs: number; monotonicMs: number } | undefined;
   private readonly deadLetters: DeadLetterFile;
   private readonly transitionListeners: Array<(records: TransitionRecord[]) => void> = [];
   private readonly stopHooks: Array<() => Promise<void>> = [];
@@ -123,15 +133,21 @@ export class Agent {
     this.stopHooks.push(hook);
   }
 
-  /** What /readyz judges: a fresh poll, a writable store, no sink stuck. */
+  /** What /readyz judges: a fresh poll, a writable store, no sink stuck (ages on the monotonic clock). */
   readiness(): ReadinessSnapshot {
-    const nowMs = this.deps.clock.now();
+    const nowMs = this.deps.clock.monotonicMs();
     return {
       lastGoodPollAgeMs: this.stats.lastGoodPollMs === null ? null : nowMs - this.stats.lastGoodPollMs,
       storeWritable: this.store.isWritable(),
       sinks: this.drainers.map((d) => {
-        const since = d.status().failingSinceMs;
-        return { name: d.name, stuckForMs: since === null ? 0 : nowMs - since };
+        const status = d.status();
+        const waiting = this.store.depth(d.name).records > 0;
+        return {
+          name: d.name,
+          stuckForMs: waiting ? Math.max(0, nowMs - status.lastProgressMs) : 0,
+          deadLetteredSinceDelivery: status.deadLetteredSinceDelivery,
+          needsOperator: status.needsOperator,
+        };
       }),
     };
   }
@@ -179,11 +195,14 @@ export class Agent {
     if (this.stopController.signal.aborted) return;
     this.stopController.abort(new Error("agent stopping"));
     await this.pollLoop?.catch(() => undefined);
-    for (const hook of this.stopHooks) await hook().catch((err: unknown) => logger.warn({ err }, "stopping a service failed"));
-    const deadlineMs = clock.now() + config.shutdownFlushMs;
+    for (const hook of this.stopHooks) {
+      const stopped = hook().catch((err: unknown) => logger.warn({ err }, "stopping a service failed"));
+      if (!(await settlesWithin(stopped, stopHookTimeoutMs))) logger.warn({ timeoutMs: stopHookTimeoutMs }, "a service did not stop in time; leaving it");
+    }
+    const deadlineMs = clock.monotonicMs() + config.shutdownFlushMs;
     await Promise.all(this.drainers.map((d) => d.stop(deadlineMs)));
     const left = this.drainers.map((d) => ({ sink: d.name, undelivered: this.store.depth(d.name).records }));
-    await this.imds.close().catch(() => undefined);
+    await this.imds.close(imdsCloseTimeoutMs).catch(() => undefined);
     this.store.close();
     logger.info({ left }, "agent stopped");
   }
@@ -192,37 +211,43 @@ export class Agent {
     const { config, clock } = this.deps;
     const signal = this.stopController.signal;
     while (!signal.aborted) {
-      const startedMs = clock.now();
+      const startedMs = clock.monotonicMs();
       if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? 30_000 : config.computeRefreshMs)) void this.refreshIdentity(false);
       const waitMs = await this.pollOnce();
       if (signal.aborted) break;
       // Count the period from when the request really went out: after a rate-limit wait the schedule moves with it
       // instead of bunching the next poll up against the limit again (which would delay one poll every second).
       const anchorMs = Math.max(startedMs, this.imds.lastRequestStartedMs ?? startedMs);
-      await clock.sleep(Math.max(0, anchorMs + waitMs - clock.now()), signal).catch(() => undefined);
+      await clock.sleep(Math.max(0, anchorMs + waitMs - clock.monotonicMs()), signal).catch(() => undefined);
     }
   }
 
   /** One poll; returns how long after its start the next poll should begin. */
   async pollOnce(): Promise<number> {
     const { config, clock, logger, agentVersion } = this.deps;
-    const startedMs = clock.now();
+    const startedMs = clock.monotonicMs();
     try {
       const fetched = await this.imds.getScheduledEvents(this.stopController.signal);
+      // Wall time stamps the records; the monotonic time measures the poll.
       const nowMs = clock.now();
+      const endedMs = clock.monotonicMs();
+      const stepMs = this.noticeClockStep(nowMs, endedMs);
+      const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
       const result = applyDocument(this.state, fetched.document, {
         nowMs,
         vm: this.vm,
         agentVersion,
-        gapThresholdMs: config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000),
+        // The collector measures gaps on wall time: after a step back, shorten the threshold by the step so a real
+        // gap is still seen. A step forward is left as it is: it may be a VM pause catching up, worth flagging.
+        gapThresholdMs: gapThresholdMs + Math.min(0, stepMs),
         emittedRetentionMs: config.emittedRetentionMs,
       });
       // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
       const entries = result.changed ? this.commit(result.state, result.records, nowMs) : [];
       this.state = result.state;
-      this.recordPoll(result.changed ? "ok" : "unchanged", startedMs, nowMs);
-      if (nowMs - startedMs > Math.max(2000, 2 * config.pollIntervalMs)) {
-        logger.warn({ latencyMs: nowMs - startedMs }, "IMDS answered slowly (its first call after enabling may take up to 2 minutes)");
+      this.recordPoll(result.changed ? "ok" : "unchanged", startedMs, endedMs);
+      if (endedMs - startedMs > Math.max(2000, 2 * config.pollIntervalMs)) {
+        logger.warn({ latencyMs: Math.round(endedMs - startedMs) }, "IMDS answered slowly (its first call after enabling may take up to 2 minutes)");
       }
       if (this.stats.consecutiveFailures > 0) logger.info({ afterFailures: this.stats.consecutiveFailures }, "IMDS polls recovered");
       this.stats.consecutiveFailures = 0;
@@ -279,7 +304,7 @@ export class Agent {
     this.stats.failed += 1;
     this.stats.consecutiveFailures += 1;
     this.stats.lastError = err.message;
-    this.recordPoll(outcomeOf(err), startedMs, clock.now());
+    this.recordPoll(outcomeOf(err), startedMs, clock.monotonicMs());
     const waitMs = pollBackoffMs(err.kind, this.stats.consecutiveFailures, config.pollIntervalMs, err.retryAfterMs);
     const fields = { kind: err.kind, status: err.status, consecutiveFailures: this.stats.consecutiveFailures, retryInMs: waitMs, err: err.message };
     if (err.kind === "bad_request") {
@@ -296,13 +321,33 @@ export class Agent {
     if (outcome === "ok" || outcome === "unchanged") {
       this.stats.ok += 1;
       this.stats.lastGoodPollMs = endedMs;
-      this.metrics.lastGoodPollTimestamp.set(endedMs / 1000);
+      this.metrics.lastGoodPollTimestamp.set(this.deps.clock.now() / 1000);
     }
+  }
+
+  /**
+   * Compares how far the wall clock and the monotonic clock moved since the last good poll: a disagreement beyond
+   * `clockStepThresholdMs` is a wall-clock step (NTP, an operator, a restored VM), logged and counted. Nothing is
+   * scheduled on the wall clock, so a step changes only the timestamps of later records.
+   */
+  private noticeClockStep(wallMs: number, monotonicMs: number): number {
+    const last = this.lastClockReading;
+    this.lastClockReading = { wallMs, monotonicMs };
+    if (!last) return 0;
+    const stepMs = wallMs - last.wallMs - (monotonicMs - last.monotonicMs);
+    if (Math.abs(stepMs) < clockStepThresholdMs) return 0;
+    const direction = stepMs > 0 ? "forward" : "back";
+    this.metrics.clockSteps.inc({ direction });
+    this.deps.logger.warn(
+      { stepMs: Math.round(stepMs), direction, wallTime: new Date(wallMs).toISOString() },
+      `wall clock stepped ${direction} by ${Math.round(Math.abs(stepMs) / 1000)} s; polling, backoff and deadlines use the monotonic clock and are unaffected`,
+    );
+    return stepMs;
   }
 
   private async refreshIdentity(atStart: boolean): Promise<void> {
     const { clock, logger } = this.deps;
-    this.lastComputeMs = clock.now();
+    this.lastComputeMs = clock.monotonicMs();
     const fetch = this.imds.getCompute(this.stopController.signal).then(
       (vm) => {
         if (JSON.stringify(vm) !== JSON.stringify(this.vm)) {

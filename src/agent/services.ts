@@ -6,7 +6,7 @@ import type { Agent } from "./agent.js";
 import type { AgentConfig } from "../config/schema.js";
 import type { TransitionRecord } from "../contract/record.js";
 import { parseSection } from "../config/load.js";
-import { metricsServerConfigSchema, startObservabilityServer, defaultReadinessLimits, type ReadinessSnapshot } from "../observability/http-server.js";
+import { metricsServerConfigSchema, readinessConfigSchema, startObservabilityServer, defaultReadinessLimits, type ReadinessSnapshot } from "../observability/http-server.js";
 import { departureSignal, startHeartbeats } from "../observability/heartbeat.js";
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
@@ -30,6 +30,7 @@ export async function startAgentServices(
   const metricsConfig = parseSection(config, "metrics", metricsServerConfigSchema.default(metricsServerConfigSchema.parse({})));
   const approval = parseSection(config, "approval", approvalPolicySchema.default(approvalPolicySchema.parse({})));
   const hooks = parseSection(config, "hooks", hooksConfigSchema);
+  const readiness = parseSection(config, "readiness", readinessConfigSchema.default(readinessConfigSchema.parse({})));
 
   let server: Awaited<ReturnType<typeof startObservabilityServer>> | undefined;
   if (metricsConfig.enabled) {
@@ -38,7 +39,7 @@ export async function startAgentServices(
       port: config.metricsPort ?? metricsConfig.port,
       metrics: agent.metrics,
       readiness: () => ({ ...agent.readiness(), imdsEndpoint: imdsEndpoint?.snapshot() }),
-      limits: defaultReadinessLimits(config.pollIntervalMs),
+      limits: defaultReadinessLimits(config.pollIntervalMs, readiness.sinkStallMs),
       logger,
     });
     logger.info({ url: server.url }, "metrics and health endpoints listening");

@@ -96,7 +96,7 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
 }
 
 /** Config sections owned by other modules (validated where they are used). */
-const extraSections = new Set<string>(["approval", "hooks", "metrics"]);
+const extraSections = new Set<string>(["approval", "hooks", "metrics", "readiness"]);
 
 /** Registers a config section validated by another module (approval, hooks, metrics). */
 export function parseSection<T>(config: AgentConfig, section: string, schema: z.ZodType<T>): T {

@@ -7,6 +7,7 @@ import type { VmIdentity } from "../contract/record.js";
 import { SlidingWindowRateLimiter } from "./rate-limiter.js";
 import { ImdsRequestError, classifyStatus } from "./errors.js";
 import { parseRetryAfterMs } from "../util/retry-after.js";
+import { settlesWithin } from "../util/deadline.js";
 import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
 
 export interface ImdsClientOptions {
@@ -109,8 +110,9 @@ export class ImdsClient {
   async postStartRequests(eventIds: readonly string[], signal?: AbortSignal): Promise<{ status: number; body: string }> {
     await this.limiter.acquire(signal);
     const body = JSON.stringify({ StartRequests: eventIds.map((EventId) => ({ EventId })) });
-    const response = await this.send("POST", `/metadata/scheduledevents?api-version=${encodeURIComponent(this.options.apiVersion)}`, signal, body);
-    return { status: response.statusCode, body: await this.readBody(response) };
+    const deadline = this.requestDeadline();
+    const response = await this.send("POST", `/metadata/scheduledevents?api-version=${encodeURIComponent(this.options.apiVersion)}`, signal, body, deadline);
+    return { status: response.statusCode, body: await this.readBody(response, deadline) };
   }
 
   /** When the last scheduled-events request actually went out (after any rate-limit wait). */
@@ -118,8 +120,9 @@ export class ImdsClient {
     return this.lastStartMs;
   }
 
-  async close(): Promise<void> {
-    await this.dispatcher.close();
+  /** Closes the connections; a request still in flight after `timeoutMs` is cut off. */
+  async close(timeoutMs = 1000): Promise<void> {
+    if (!(await settlesWithin(this.dispatcher.close(), timeoutMs))) await this.dispatcher.destroy();
   }
 
   private async withRetries<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
@@ -148,9 +151,10 @@ export class ImdsClient {
 
   private async get(path: string, signal?: AbortSignal): Promise<string> {
     await this.limiter.acquire(signal);
-    if (path.startsWith("/metadata/scheduledevents")) this.lastStartMs = this.options.clock.now();
-    const response = await this.send("GET", path, signal);
-    const text = await this.readBody(response);
+    if (path.startsWith("/metadata/scheduledevents")) this.lastStartMs = this.options.clock.monotonicMs();
+    const deadline = this.requestDeadline();
+    const response = await this.send("GET", path, signal, undefined, deadline);
+    const text = await this.readBody(response, deadline);
     if (response.statusCode !== 200) {
       const retryAfterMs = parseRetryAfterMs(response.headers["retry-after"], this.options.clock.now());
       throw new ImdsRequestError(
@@ -164,8 +168,23 @@ export class ImdsClient {
     return text;
   }
 
-  private async send(method: "GET" | "POST", path: string, signal?: AbortSignal, body?: string): Promise<Dispatcher.ResponseData> {
+  /**
+   * One total deadline per request, from connect to the body's last byte (undici's own timeouts restart on every
+   * byte, so a server trickling its body would hold a poll forever). Timers are monotonic.
+   */
+  private requestDeadline(): { readonly timeoutMs: number; readonly signal: AbortSignal } {
     const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
+    return { timeoutMs, signal: AbortSignal.timeout(timeoutMs) };
+  }
+
+  private async send(
+    method: "GET" | "POST",
+    path: string,
+    signal: AbortSignal | undefined,
+    body: string | undefined,
+    deadline: { readonly timeoutMs: number; readonly signal: AbortSignal },
+  ): Promise<Dispatcher.ResponseData> {
+    const timeoutMs = deadline.timeoutMs;
     const base = this.endpoint?.current() ?? { url: this.options.imdsUrl };
     if ("error" in base) throw new ImdsRequestError("no_endpoint", `IMDS endpoint unknown: ${base.error}`);
     const url = new URL(path, base.url);
@@ -181,7 +200,7 @@ export class ImdsClient {
         body,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
-        signal,
+        signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
       });
       this.endpoint?.answered();
       return response;
@@ -189,14 +208,14 @@ export class ImdsClient {
       if (signal?.aborted) throw new AbortError(err as Error);
       const code = (err as { code?: string }).code ?? "";
       if (connectionFailureCodes.has(code)) this.endpoint?.connectionFailed();
-      if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") {
+      if (deadline.signal.aborted || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") {
         throw new ImdsRequestError("timeout", `IMDS did not answer ${method} ${url.pathname} within ${timeoutMs} ms`);
       }
       throw new ImdsRequestError("network_error", `IMDS ${method} ${url.pathname} failed: ${code || (err as Error).message}`);
     }
   }
 
-  private async readBody(response: Dispatcher.ResponseData): Promise<string> {
+  private async readBody(response: Dispatcher.ResponseData, deadline: { readonly timeoutMs: number; readonly signal: AbortSignal }): Promise<string> {
     const declared = Number(response.headers["content-length"]);
     if (Number.isFinite(declared) && declared > this.options.maxBodyBytes) {
       response.body.destroy();
@@ -216,6 +235,7 @@ export class ImdsClient {
     } catch (err) {
       if (err instanceof ImdsRequestError) throw err;
       const code = (err as { code?: string }).code ?? "";
+      if (deadline.signal.aborted) throw new ImdsRequestError("timeout", `IMDS answer did not complete within ${deadline.timeoutMs} ms`);
       if (code === "UND_ERR_BODY_TIMEOUT") throw new ImdsRequestError("timeout", "IMDS body did not arrive in time");
       throw new ImdsRequestError("network_error", `reading the IMDS body failed: ${code || (err as Error).message}`);
     }

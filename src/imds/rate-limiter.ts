@@ -1,4 +1,5 @@
-// Keeps IMDS requests under its limit (5 per second per VM): at most `maxRequests` starts in any `windowMs`.
+// Keeps IMDS requests under its limit (5 per second per VM): at most `maxRequests` starts in any `windowMs`
+// (measured on the monotonic clock: a wall-clock step never stalls polling).
 import type { Clock } from "../util/clock.js";
 
 export class SlidingWindowRateLimiter {
@@ -22,11 +23,11 @@ export class SlidingWindowRateLimiter {
   acquire(signal?: AbortSignal): Promise<void> {
     const turn = this.queue.then(async () => {
       for (;;) {
-        const delayMs = this.delayBeforeNext(this.clock.now());
+        const delayMs = this.delayBeforeNext(this.clock.monotonicMs());
         if (delayMs <= 0) break;
         await this.clock.sleep(delayMs, signal);
       }
-      this.starts.push(this.clock.now());
+      this.starts.push(this.clock.monotonicMs());
     });
     this.queue = turn.catch(() => undefined);
     return turn;

@@ -100,11 +100,12 @@ export function startHeartbeats(options: HeartbeatOptions): HeartbeatHandle {
     return write((stats) => goodbyeHeartbeatRecord(vmNow(), clock.now(), reason, stats, options.agentVersion));
   };
   const loop = (async () => {
-    let next = clock.now();
+    // The grid is on the monotonic clock (a wall step neither bursts nor stalls beats); TimeGenerated is wall time.
+    let next = clock.monotonicMs();
     while (!stopped.signal.aborted) {
       if (!paused) await beat();
       next += intervalMs;
-      const now = clock.now();
+      const now = clock.monotonicMs();
       // Late (slow emit, suspended VM): the late beat just happened; skip the missed ones (no burst), stay on the grid.
       if (next < now) next += Math.ceil((now - next) / intervalMs) * intervalMs;
       try {

@@ -26,8 +26,11 @@ export interface ReadinessSnapshot {
   /** Milliseconds since the last successful poll; null before the first. */
   lastGoodPollAgeMs: number | null;
   storeWritable: boolean;
-  /** Per sink: how long its oldest undelivered record has been waiting without progress (0 when idle or flowing). */
-  sinks: { name: string; stuckForMs: number }[];
+  /**
+   * Per sink: how long it has delivered nothing while records wait for it (0 when idle or flowing); how many records
+   * it dead-lettered since it last delivered one; the reason of a failure that needs an operator (auth, not found).
+   */
+  sinks: { name: string; stuckForMs: number; deadLetteredSinceDelivery?: number; needsOperator?: string | null }[];
   /** The IMDS endpoint in use and the discovery source that found it, or why there is none. */
   imdsEndpoint?: { url: string | null; source: string | null; error: string | null };
 }
@@ -37,9 +40,19 @@ export interface ReadinessLimits {
   maxSinkStuckMs: number;
 }
 
+/** Dead-lettered records in a row (none delivered in between) after which a sink counts as rejecting everything. */
+export const deadLetterStreakLimit = 3;
+
+/** Config section `readiness`: how long a sink may deliver nothing while records wait before /readyz fails. */
+export const readinessConfigSchema = z
+  .object({
+    sinkStallMs: z.number().int().min(1000).default(defaultMaxSinkStuckMs),
+  })
+  .strict();
+
 /** Default limits: polls may be at most max(10 × poll interval, 30 s) old; a sink may be stuck for 10 min. */
-export function defaultReadinessLimits(pollIntervalMs: number): ReadinessLimits {
-  return { maxPollAgeMs: Math.max(10 * pollIntervalMs, minMaxPollAgeMs), maxSinkStuckMs: defaultMaxSinkStuckMs };
+export function defaultReadinessLimits(pollIntervalMs: number, sinkStallMs: number = defaultMaxSinkStuckMs): ReadinessLimits {
+  return { maxPollAgeMs: Math.max(10 * pollIntervalMs, minMaxPollAgeMs), maxSinkStuckMs: sinkStallMs };
 }
 
 export interface ReadinessVerdict {
@@ -58,8 +71,12 @@ export function evaluateReadiness(snapshot: ReadinessSnapshot, limits: Readiness
   if (!snapshot.storeWritable) failed.push("store: not writable");
   if (snapshot.imdsEndpoint?.error) failed.push(`imds endpoint: ${snapshot.imdsEndpoint.error}`);
   for (const sink of snapshot.sinks) {
+    if (sink.needsOperator) failed.push(`sink ${sink.name}: failing: ${sink.needsOperator}`);
     if (sink.stuckForMs > limits.maxSinkStuckMs) {
-      failed.push(`sink ${sink.name}: stuck for ${sink.stuckForMs} ms (limit ${limits.maxSinkStuckMs} ms)`);
+      failed.push(`sink ${sink.name}: delivered nothing for ${Math.round(sink.stuckForMs)} ms while records wait (limit ${limits.maxSinkStuckMs} ms)`);
+    }
+    if ((sink.deadLetteredSinceDelivery ?? 0) >= deadLetterStreakLimit) {
+      failed.push(`sink ${sink.name}: dead-lettered the last ${sink.deadLetteredSinceDelivery} records it was given, none delivered since`);
     }
   }
   return { ready: failed.length === 0, failed };

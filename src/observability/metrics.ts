@@ -53,6 +53,19 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  readonly sinkFailing = new Gauge({
+    name: "sef_sink_failing",
+    help: "1 while a sink's sends fail (it is retrying), else 0",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+  readonly clockSteps = new Counter({
+    name: "sef_clock_steps_total",
+    help: "Wall-clock steps detected between polls (wall and monotonic time disagreed), by direction",
+    labelNames: ["direction"] as const,
+    registers: [this.registry],
+  });
+
   async render(): Promise<string> {
     return this.registry.metrics();
   }

@@ -7,6 +7,10 @@ import type { AgentMetrics } from "../observability/metrics.js";
 import { isUrgent, type OutboxEntry, type SendResult, type Sink } from "./sink.js";
 import { retryDelayMs, type RetryPolicy } from "./retry-policy.js";
 import type { DeadLetterFile } from "./dead-letter.js";
+import { settlesWithin } from "../util/deadline.js";
+
+/** How long a sink may take to close at shutdown (and to notice the flush deadline's abort). */
+export const sinkCloseTimeoutMs = 1000;
 
 export interface DrainerOptions {
   sink: Sink;
@@ -23,9 +27,15 @@ export interface DrainerStatus {
   name: string;
   /** Consecutive failed attempts (0 when the last attempt succeeded). */
   consecutiveFailures: number;
-  /** Since when the sink has been failing without progress (null when healthy). */
+  /** Since when (monotonic ms) the sink has been failing without progress (null when healthy). */
   failingSinceMs: number | null;
   lastError: string | null;
+  /** Monotonic time of the last delivery, or of the last moment nothing was waiting for this sink. */
+  lastProgressMs: number;
+  /** Records dead-lettered since the last record this sink delivered. */
+  deadLetteredSinceDelivery: number;
+  /** The last failure's reason when the sink said it needs an operator (auth, a missing destination); else null. */
+  needsOperator: string | null;
 }
 
 export class Drainer {
@@ -37,11 +47,16 @@ export class Drainer {
   private failures = 0;
   private failingSinceMs: number | null = null;
   private lastError: string | null = null;
+  private lastProgressMs: number;
+  private deadLetteredSinceDelivery = 0;
+  private needsOperator: string | null = null;
   private loop: Promise<void> | undefined;
   private readonly random: () => number;
 
   constructor(private readonly options: DrainerOptions) {
     this.random = options.random ?? Math.random;
+    this.lastProgressMs = options.clock.monotonicMs();
+    options.metrics.sinkFailing.set({ sink: options.sink.name }, 0);
   }
 
   get name(): string {
@@ -61,25 +76,38 @@ export class Drainer {
   }
 
   status(): DrainerStatus {
-    return { name: this.name, consecutiveFailures: this.failures, failingSinceMs: this.failingSinceMs, lastError: this.lastError };
+    return {
+      name: this.name,
+      consecutiveFailures: this.failures,
+      failingSinceMs: this.failingSinceMs,
+      lastError: this.lastError,
+      lastProgressMs: this.lastProgressMs,
+      deadLetteredSinceDelivery: this.deadLetteredSinceDelivery,
+      needsOperator: this.needsOperator,
+    };
   }
 
-  /** Stops after sending what the sink takes before `deadlineMs`; an unfinished send is aborted; the rest stays in the outbox. */
+  /** Stops after sending what the sink takes before `deadlineMs` (monotonic); an unfinished send is aborted; the rest stays in the outbox. */
   async stop(deadlineMs: number): Promise<void> {
     this.stopRequested = true;
     this.flushDeadlineMs = deadlineMs;
     this.wake?.(true);
-    const timer = setTimeout(() => this.abort.abort(new Error("shutdown deadline reached")), Math.max(0, deadlineMs - this.options.clock.now()));
+    const untilDeadlineMs = Math.max(0, deadlineMs - this.options.clock.monotonicMs());
+    const timer = setTimeout(() => this.abort.abort(new Error("shutdown deadline reached")), untilDeadlineMs);
     try {
-      await this.loop;
+      // A sink that ignores the abort must not hold shutdown: give it a moment past the deadline, then move on.
+      if (this.loop && !(await settlesWithin(this.loop, untilDeadlineMs + sinkCloseTimeoutMs))) {
+        this.options.logger.warn({ sink: this.name }, "sink did not stop sending by the shutdown deadline; leaving it");
+      }
     } finally {
       clearTimeout(timer);
-      await this.options.sink.close().catch((err: unknown) => this.options.logger.warn({ err, sink: this.name }, "sink close failed"));
+      const close = this.options.sink.close().catch((err: unknown) => this.options.logger.warn({ err, sink: this.name }, "sink close failed"));
+      if (!(await settlesWithin(close, sinkCloseTimeoutMs))) this.options.logger.warn({ sink: this.name, timeoutMs: sinkCloseTimeoutMs }, "sink did not close in time; leaving it");
     }
   }
 
   private get pastDeadline(): boolean {
-    return this.stopRequested && this.options.clock.now() >= this.flushDeadlineMs;
+    return this.stopRequested && this.options.clock.monotonicMs() >= this.flushDeadlineMs;
   }
 
   private async run(): Promise<void> {
@@ -88,7 +116,9 @@ export class Drainer {
       let batch = store.readAfter(store.cursor(sink.name), sink.maxBatchRecords);
       if (batch.length === 0) {
         if (this.stopRequested) return;
+        this.lastProgressMs = this.options.clock.monotonicMs(); // nothing waits: an idle sink is not a stalled one
         await this.waitForWake("any");
+        this.lastProgressMs = this.options.clock.monotonicMs();
         continue;
       }
       if (sink.lingerMs > 0 && !this.stopRequested && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
@@ -134,12 +164,14 @@ export class Drainer {
         }
         store.advanceCursor(sink.name, last.seq);
         metrics.sent.inc({ sink: sink.name }, batch.length - rejected.length);
+        this.delivered(batch.length - rejected.length, rejected.length);
         this.recovered();
         return undefined;
       }
       case "permanent": {
         await this.deadLetter(batch.map((entry) => ({ entry, reason: result.reason })));
         store.advanceCursor(sink.name, last.seq);
+        this.delivered(0, batch.length);
         this.recovered();
         return undefined;
       }
@@ -148,7 +180,9 @@ export class Drainer {
         if (accepted > 0) {
           store.advanceCursor(sink.name, batch[accepted - 1]!.seq);
           metrics.sent.inc({ sink: sink.name }, accepted);
+          this.delivered(accepted, 0);
         }
+        this.needsOperator = result.needsOperator ? result.reason : null;
         return this.failed(result.reason, result.retryAfterMs);
       }
     }
@@ -158,7 +192,8 @@ export class Drainer {
   private failed(reason: string, retryAfterMs: number | undefined): number {
     const { sink, metrics, logger, clock } = this.options;
     this.failures += 1;
-    this.failingSinceMs ??= clock.now();
+    this.failingSinceMs ??= clock.monotonicMs();
+    metrics.sinkFailing.set({ sink: sink.name }, 1);
     this.lastError = reason;
     metrics.retries.inc({ sink: sink.name });
     const delayMs = retryDelayMs(this.options.retryPolicy, this.failures, retryAfterMs, this.random());
@@ -181,6 +216,17 @@ export class Drainer {
     this.failures = 0;
     this.failingSinceMs = null;
     this.lastError = null;
+    this.needsOperator = null;
+    this.options.metrics.sinkFailing.set({ sink: this.name }, 0);
+  }
+
+  /** Bookkeeping for readiness: deliveries are progress; dead-letters with no delivery in between add up. */
+  private delivered(deliveredCount: number, deadLetteredCount: number): void {
+    if (deliveredCount > 0) {
+      this.lastProgressMs = this.options.clock.monotonicMs();
+      this.deadLetteredSinceDelivery = 0;
+    }
+    this.deadLetteredSinceDelivery += deadLetteredCount;
   }
 
   private updateDepthMetrics(): void {

@@ -1,9 +1,14 @@
-// jsonl sink: appends one JSON record per line to a file and fsyncs before reporting success.
+// jsonl sink: appends one JSON record per line to a file and fsyncs before reporting success. The file only ever
+// holds complete lines: a torn tail (kill -9 mid-write) is cut back on open, a failed append is truncated away.
 import { open, mkdir, type FileHandle } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
+import type { Logger } from "pino";
 import { z } from "zod";
 import type { Sink, OutboxEntry, SendResult } from "./sink.js";
 import type { SinkFactory } from "./sink.js";
+
+/** How far back from the end a torn tail is looked for at a time. */
+const tailScanBytes = 64 * 1024;
 
 export class JsonlSink implements Sink {
   readonly name: string;
@@ -11,21 +16,29 @@ export class JsonlSink implements Sink {
   readonly lingerMs = 0;
   private handle: FileHandle | undefined;
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    private readonly logger?: Logger,
+  ) {
     this.name = `jsonl:${path}`;
   }
 
   async send(batch: readonly OutboxEntry[]): Promise<SendResult> {
+    let sizeBefore: number | undefined;
     try {
-      if (!this.handle) {
-        await mkdir(dirname(this.path), { recursive: true });
-        this.handle = await open(this.path, "a");
-      }
+      this.handle ??= await this.openFile();
+      // Measured before each append (not remembered): a rotation by copytruncate must not make us extend the file.
+      sizeBefore = (await this.handle.stat()).size;
       await this.handle.appendFile(batch.map((e) => e.json + "\n").join(""));
       await this.handle.datasync();
       return { kind: "ok" };
     } catch (err) {
-      // A failed append may have written part of the batch; close so the next try reopens the file.
+      // A failed append (ENOSPC, EIO) may have written part of the batch: cut the file back to where it was.
+      if (this.handle && sizeBefore !== undefined) {
+        await this.handle.truncate(sizeBefore).catch((truncErr: unknown) =>
+          this.logger?.error({ err: truncErr, path: this.path }, "could not cut a failed append back; the file will be repaired when it is reopened"),
+        );
+      }
       await this.handle?.close().catch(() => undefined);
       this.handle = undefined;
       return { kind: "retryable", reason: `cannot append to ${this.path}: ${(err as Error).message}` };
@@ -36,6 +49,39 @@ export class JsonlSink implements Sink {
     await this.handle?.close();
     this.handle = undefined;
   }
+
+  /** Opens for appending and cuts a partial last line (no trailing newline) back to the last complete one. */
+  private async openFile(): Promise<FileHandle> {
+    await mkdir(dirname(this.path), { recursive: true });
+    const handle = await open(this.path, "a+");
+    try {
+      const size = (await handle.stat()).size;
+      const keep = await completeLinesLength(handle, size);
+      if (keep < size) {
+        await handle.truncate(keep);
+        await handle.datasync();
+        this.logger?.warn({ path: this.path, removedBytes: size - keep }, "jsonl file ended in a partial line (an interrupted write); cut back to the last complete line");
+      }
+      return handle;
+    } catch (err) {
+      await handle.close().catch(() => undefined);
+      throw err;
+    }
+  }
+}
+
+/** Length of the file up to and including its last newline (`size` when it ends in one, 0 when it has none). */
+async function completeLinesLength(handle: FileHandle, size: number): Promise<number> {
+  let end = size;
+  const buffer = Buffer.alloc(tailScanBytes);
+  while (end > 0) {
+    const start = Math.max(0, end - tailScanBytes);
+    const { bytesRead } = await handle.read(buffer, 0, end - start, start);
+    const at = buffer.subarray(0, bytesRead).lastIndexOf(0x0a);
+    if (at !== -1) return start + at + 1;
+    end = start;
+  }
+  return 0;
 }
 
 export const jsonlSinkFactory: SinkFactory<Record<string, never>> = {
@@ -43,5 +89,5 @@ export const jsonlSinkFactory: SinkFactory<Record<string, never>> = {
   summary: "jsonl:PATH — append one JSON record per line to PATH (fsync after each batch)",
   argument: "required",
   settingsSchema: z.object({}).strict(),
-  create: ({ argument }) => new JsonlSink(resolve(argument ?? "")),
+  create: ({ argument, context }) => new JsonlSink(resolve(argument ?? ""), context.logger),
 };

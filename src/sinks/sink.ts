@@ -18,12 +18,13 @@ export interface RejectedRecord {
  * What one send attempt came to. Results are values, not exceptions:
  * - `ok`: every record of the batch was accepted, except those in `rejected` (dead-lettered, never retried).
  * - `retryable`: try again later; the first `acceptedCount` records were accepted and will not be re-sent;
- *   `retryAfterMs` is the server's hint, which wins over our own backoff.
+ *   `retryAfterMs` is the server's hint, which wins over our own backoff; `needsOperator` marks a failure that will not
+ *   clear by itself soon (credentials, a missing destination): /readyz reports the sink at once.
  * - `permanent`: the whole batch can never be accepted (e.g. 401/403 is *not* this: see each sink's docs).
  */
 export type SendResult =
   | { readonly kind: "ok"; readonly rejected?: readonly RejectedRecord[] }
-  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number; readonly acceptedCount?: number }
+  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number; readonly acceptedCount?: number; readonly needsOperator?: boolean }
   | { readonly kind: "permanent"; readonly reason: string };
 
 export interface Sink {

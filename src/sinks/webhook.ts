@@ -8,7 +8,7 @@ import { systemClock, type Clock } from "../util/clock.js";
 import { redactSecrets } from "../observability/logger.js";
 import { webhookSettingsSchema, resolveHeaders, resolveSecret, type WebhookSettings } from "./webhook/settings.js";
 import { planChunks, encodeBody, signBody } from "./webhook/encode.js";
-import { classifyResponse, clipBody } from "./webhook/classify.js";
+import { classifyResponse, clipBody, maxRedirectHops, redirectTarget } from "./webhook/classify.js";
 
 const maxResponseBytes = 64 * 1024;
 
@@ -32,7 +32,7 @@ export interface WebhookSinkOptions {
 /** How sending one run of records ended; `at` is the batch index of the first record not accepted. */
 type RangeResult =
   | { kind: "ok" }
-  | { kind: "retryable"; at: number; reason: string; retryAfterMs?: number }
+  | { kind: "retryable"; at: number; reason: string; retryAfterMs?: number; needsOperator?: boolean }
   | { kind: "permanent"; at: number; reason: string };
 
 export class WebhookSink implements Sink {
@@ -80,6 +80,7 @@ export class WebhookSink implements Sink {
         reason: failure.reason,
         ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
         ...(acceptedCount > 0 ? { acceptedCount } : {}),
+        ...(failure.needsOperator ? { needsOperator: true } : {}),
       };
     }
     if (failure.at === 0 && rejected.length === 0) return { kind: "permanent", reason: failure.reason };
@@ -120,18 +121,31 @@ export class WebhookSink implements Sink {
     };
     if (options.signature) headers[options.signature.header] = signBody(body, options.signature.secret);
     try {
-      const response = await request(options.url, {
-        method: "POST",
-        dispatcher: this.dispatcher,
-        headers,
-        body,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-        signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
-      });
-      const text = await readCapped(response.body);
-      const retryAfter = response.headers["retry-after"];
-      return classifyResponse(response.statusCode, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, text, this.clock.now());
+      let url = options.url;
+      for (let hop = 0; ; hop++) {
+        const response = await request(url, {
+          method: "POST",
+          dispatcher: this.dispatcher,
+          headers,
+          body,
+          headersTimeout: options.timeoutMs,
+          bodyTimeout: options.timeoutMs,
+          signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
+        });
+        const text = await readCapped(response.body);
+        const location = firstHeader(response.headers["location"]);
+        const next = hop < maxRedirectHops ? redirectTarget(response.statusCode, location, url) : undefined;
+        if (next) {
+          this.options.logger.debug({ sink: this.name, status: response.statusCode, to: next.origin + next.pathname }, "webhook redirect followed");
+          url = next.toString();
+          continue;
+        }
+        if (response.statusCode >= 300 && response.statusCode < 400) {
+          const to = location ? safeLocation(location, url) : "(no Location)";
+          this.options.logger.warn({ sink: this.name, status: response.statusCode, location: to, hops: hop }, "webhook answered a redirect that is not followed (only 307/308 within the same origin, at most 3 hops); will retry");
+        }
+        return classifyResponse(response.statusCode, firstHeader(response.headers["retry-after"]), text, this.clock.now());
+      }
     } catch (err) {
       return { kind: "retryable", reason: `request to the webhook failed: ${errorText(err)}` };
     }
@@ -139,6 +153,20 @@ export class WebhookSink implements Sink {
 
   async close(): Promise<void> {
     await this.ownAgent?.close();
+  }
+}
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A redirect target for logs: origin and path only (a query may carry a token). */
+function safeLocation(location: string, base: string): string {
+  try {
+    const url = new URL(location, base);
+    return url.origin + url.pathname;
+  } catch {
+    return "(unreadable Location)";
   }
 }
 

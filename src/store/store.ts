@@ -78,6 +78,7 @@ export class Store {
       const check = Object.values(db.prepare("PRAGMA quick_check").get() ?? {})[0];
       if (check !== "ok") throw new StoreError(`store ${path} is corrupt (${String(check)})`, path, "corrupt");
       migrate(db);
+      probeWritable(db);
       return new Store(path, db, options);
     } catch (err) {
       if (db?.isOpen) db.close();
@@ -90,7 +91,11 @@ export class Store {
         throw new StoreError(`store ${path} is locked by another process (is another sef running with this data directory?)`, path, "locked");
       }
       if (code === "SQLITE_READONLY" || code === "SQLITE_CANTOPEN" || code === "SQLITE_PERM" || code === "SQLITE_IOERR") {
-        throw new StoreError(`store ${path} cannot be written: ${(err as Error).message}`, path, "unwritable");
+        throw new StoreError(
+          `store ${path} cannot be written: ${(err as Error).message} (check the owner and mode of ${options.dataDir} and the files in it: the service user must be able to write them)`,
+          path,
+          "unwritable",
+        );
       }
       throw err;
     }
@@ -274,6 +279,11 @@ function migrate(db: DatabaseSync): void {
   } else if (Number(row.value) > schemaVersion) {
     throw new StoreError(`store schema version ${row.value} is newer than this agent understands (${schemaVersion})`, "", "schema");
   }
+}
+
+/** A database file the process may open but not write (e.g. owned by root after a run as root) fails here, at start. */
+function probeWritable(db: DatabaseSync): void {
+  db.exec("UPDATE meta SET value = value WHERE key = 'schema_version'");
 }
 
 function withAdvice(err: StoreError): StoreError {

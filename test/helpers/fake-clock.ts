@@ -22,8 +22,20 @@ export class FakeClock implements Clock {
     this.nowMs = startMs;
   }
 
+  private wallOffsetMs = 0;
+
+  /** Wall time: the monotonic time plus any `stepWall` offsets. */
   now(): number {
+    return this.nowMs + this.wallOffsetMs;
+  }
+
+  monotonicMs(): number {
     return this.nowMs;
+  }
+
+  /** Steps the wall clock only (NTP, an operator): the monotonic clock and the sleepers do not move. */
+  stepWall(ms: number): void {
+    this.wallOffsetMs += ms;
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {

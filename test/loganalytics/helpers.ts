@@ -111,6 +111,7 @@ export function fakeClock(startMs = Date.parse("2024-05-01T12:00:00.000Z")): Clo
   let nowMs = startMs;
   return {
     now: () => nowMs,
+    monotonicMs: () => nowMs,
     sleep: async (ms) => {
       nowMs += ms;
     },

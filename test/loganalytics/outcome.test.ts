@@ -42,10 +42,17 @@ describe("retryAfterFromHeaders", () => {
 });
 
 describe("classifyUploadError", () => {
-  it("rejects the request's rows on 400/401/403/404/413 with the service's message", () => {
-    for (const status of [400, 401, 403, 404, 413]) {
+  it("rejects the request's rows on 400/413 with the service's message", () => {
+    for (const status of [400, 413]) {
       const failure = classifyUploadError(restError(status, {}, "InvalidStream", "row 3 is bad"), nowMs);
       expect(failure).toEqual({ kind: "reject", statusCode: status, reason: `HTTP ${status} InvalidStream: row 3 is bad` });
+    }
+  });
+  it("retries 401/403/404 (Azure-side changes clear them) and marks them as needing an operator", () => {
+    for (const status of [401, 403, 404]) {
+      const failure = classifyUploadError(restError(status, {}, "Forbidden", "no role"), nowMs);
+      expect(failure).toMatchObject({ kind: "retry", statusCode: status, needsOperator: true });
+      expect(failure.reason).toMatch(new RegExp(`^HTTP ${status} Forbidden: no role \\(.+; records stay in the outbox\\)$`));
     }
   });
   it("retries 429/503 with the server's hint, and without one when absent", () => {
@@ -61,7 +68,7 @@ describe("classifyUploadError", () => {
     const reset = Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
     expect(classifyUploadError(reset, nowMs)).toMatchObject({ kind: "retry", reason: "Error (ECONNRESET): socket hang up" });
     const aggregate = new AggregateLogsUploadError([{ failedLogs: [], cause: restError(403, {}, "Forbidden", "no role") }]);
-    expect(classifyUploadError(aggregate, nowMs)).toMatchObject({ kind: "reject", statusCode: 403 });
+    expect(classifyUploadError(aggregate, nowMs)).toMatchObject({ kind: "retry", statusCode: 403 });
   });
   it("never puts a bearer token in a reason", () => {
     const failure = classifyUploadError(new Error("failed with Authorization: Bearer eyJabc.def.ghi"), nowMs);

@@ -116,7 +116,7 @@ describe("observability server", () => {
     expect(body.failed).toEqual([
       "poll: last successful poll 45000 ms ago (limit 30000 ms)",
       "store: not writable",
-      "sink webhook: stuck for 660000 ms (limit 600000 ms)",
+      "sink webhook: delivered nothing for 660000 ms while records wait (limit 600000 ms)",
     ]);
   });
 

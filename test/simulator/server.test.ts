@@ -3,7 +3,7 @@ import { request } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseScenario, type ScenarioInput } from "../../src/testbed/simulator/scenario-schema.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
-import type { Clock } from "../../src/util/clock.js";
+import type { Clock } from "../../src/testbed/support/clock.js";
 
 const open: Simulator[] = [];
 afterEach(async () => {

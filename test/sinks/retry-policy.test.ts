@@ -12,9 +12,10 @@ describe("retryDelayMs", () => {
   it("caps at the maximum", () => {
     expect(retryDelayMs(policy, 30, undefined, 1)).toBe(5000);
   });
-  it("lets a server hint win, within the maximum", () => {
+  it("lets a server hint win, clamped to [minimum backoff, maximum]", () => {
     expect(retryDelayMs(policy, 1, 2500, 0)).toBe(2500);
-    expect(retryDelayMs(policy, 1, 0, 0.5)).toBe(0);
+    expect(retryDelayMs(policy, 1, 0, 0.5)).toBe(100);
+    expect(retryDelayMs(policy, 7, 1, 0.5)).toBe(100);
     expect(retryDelayMs(policy, 1, 999_999, 0)).toBe(5000);
   });
   it("has sane defaults", () => {

@@ -12,9 +12,19 @@ import { StoreError } from "../../store/errors.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 import { EndpointDiscovery, type RememberedEndpoint } from "../../imds/discovery/index.js";
+import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
+import { join } from "node:path";
+import { settlesWithin } from "../../util/deadline.js";
+import { listenForStop, type StopSignal } from "../stop-signal.js";
 
-/** Exit codes: 0 clean stop, 2 bad configuration, 78 store unusable (a supervisor should not restart in a loop). */
-export const exitCodes = { ok: 0, config: 2, store: 78, fatal: 1 } as const;
+/** How long the process may linger after the agent stopped (open sockets to a peer that stopped answering). */
+const exitGraceMs = 500;
+
+/**
+ * Exit codes: 0 clean stop, 2 bad configuration, 75 data directory in use by another sef (EX_TEMPFAIL: it may free up),
+ * 78 store unusable (a supervisor should not restart in a loop).
+ */
+export const exitCodes = { ok: 0, config: 2, dataDirInUse: 75, store: 78, fatal: 1 } as const;
 
 function integer(name: string) {
   return (value: string): number => {
@@ -42,10 +52,14 @@ export function registerRunCommand(program: Command): void {
       "after",
       `\nEnvironment variables:\n${Object.entries(environmentVariables)
         .map(([k, v]) => `  ${k.padEnd(28)} ${v.field}`)
-        .join("\n")}\n\nExit codes: 0 stopped cleanly, 2 invalid configuration, 78 store unusable, 1 unexpected failure.`,
+        .join("\n")}\n\nExit codes: 0 stopped cleanly, 2 invalid configuration, 75 data directory in use by another sef, 78 store unusable, 1 unexpected failure.`,
     )
     .action(async (opts: Record<string, unknown>) => {
-      process.exitCode = await runAgent(opts);
+      const code = await runAgent(opts);
+      process.exitCode = code;
+      // Everything durable is done. A connection to a peer that stopped answering may keep the event loop alive:
+      // exit anyway, after a moment for output still being written.
+      setTimeout(() => process.exit(code), exitGraceMs).unref();
     });
 }
 
@@ -78,6 +92,50 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   }
   const { config, sinkSettings } = loaded;
   const logger = createLogger({ level: config.logLevel });
+  const lock = lockDataDir(config.dataDir, logger);
+  if (typeof lock === "number") return lock;
+  try {
+    return await runLocked(config, sinkSettings, logger);
+  } finally {
+    lock.release();
+  }
+}
+
+/** Takes the data directory for this process, or says why not and returns the exit code. */
+function lockDataDir(dataDir: string, logger: ReturnType<typeof createLogger>): DataDirLock | number {
+  try {
+    return acquireDataDir(dataDir);
+  } catch (err) {
+    const message =
+      err instanceof DataDirLockedError
+        ? err.message
+        : `lock file ${join(dataDir, lockFileName)} cannot be written: ${(err as Error).message} (check the owner and mode of ${dataDir} and the files in it: the service user must be able to write them)`;
+    logger.fatal({ dataDir, holderPid: err instanceof DataDirLockedError ? err.holderPid : undefined }, message);
+    process.stderr.write(`sef: ${message}\n`);
+    return err instanceof DataDirLockedError ? exitCodes.dataDirInUse : exitCodes.store;
+  }
+}
+
+async function runLocked(
+  config: ReturnType<typeof loadConfig>["config"],
+  sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
+  logger: ReturnType<typeof createLogger>,
+): Promise<number> {
+  // Listening from the start: a SIGTERM during start-up is a clean stop (exit 0), not a death by signal.
+  const stop = listenForStop(logger, config.shutdownFlushMs, exitCodes.ok);
+  try {
+    return await runUntilStopped(config, sinkSettings, logger, stop);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function runUntilStopped(
+  config: ReturnType<typeof loadConfig>["config"],
+  sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
+  logger: ReturnType<typeof createLogger>,
+  stop: StopSignal,
+): Promise<number> {
   const metrics = new AgentMetrics();
   const sinks: Sink[] = [];
   let agent: Agent;
@@ -107,9 +165,13 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   let services: Awaited<ReturnType<typeof startAgentServices>>;
   try {
     const store = agent.store;
-    await imdsEndpoint.start({ load: () => store.loadImdsEndpoint() as RememberedEndpoint | undefined, save: (e) => store.saveImdsEndpoint(e) });
+    await Promise.race([imdsEndpoint.start({ load: () => store.loadImdsEndpoint() as RememberedEndpoint | undefined, save: (e) => store.saveImdsEndpoint(e) }), stop.arrived]);
     agent.beforeStop(() => imdsEndpoint.stop());
-    await agent.prepare();
+    if (!stop.requested) await Promise.race([agent.prepare(), stop.arrived]);
+    if (stop.requested) {
+      await agent.stop();
+      return exitCodes.ok;
+    }
     services = await startAgentServices(agent, config, logger, systemClock, imdsEndpoint);
     if (services.metricsUrl) process.stderr.write(`sef: metrics on ${services.metricsUrl}/metrics\n`);
   } catch (err) {
@@ -121,18 +183,11 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     logger.fatal({ err }, "agent services could not start");
     return exitCodes.fatal;
   }
-  agent.start();
-  await new Promise<void>((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      logger.info({ signal }, "stopping");
-      process.off("SIGTERM", onSignal);
-      process.off("SIGINT", onSignal);
-      resolve();
-    };
-    process.on("SIGTERM", onSignal);
-    process.on("SIGINT", onSignal);
-  });
+  if (!stop.requested) {
+    agent.start();
+    await stop.arrived;
+  }
   await agent.stop();
-  await services.stop();
+  if (!(await settlesWithin(services.stop(), 1000))) logger.warn("metrics server did not close in time; leaving it");
   return exitCodes.ok;
 }

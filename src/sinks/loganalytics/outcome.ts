@@ -10,13 +10,22 @@ export const defaultStaleWarningMs = 36 * 3_600_000;
 const maxReasonChars = 2000;
 
 /** Statuses after which the request's rows can never be accepted as sent. */
-const rejectingStatuses: ReadonlySet<number> = new Set([400, 401, 403, 404, 413]);
+const rejectingStatuses: ReadonlySet<number> = new Set([400, 413]);
+/**
+ * Statuses that an Azure-side change clears (a role assignment propagating, a DCR deployed after the agent):
+ * retried with the capped backoff, never dead-lettered, and reported by /readyz at once.
+ */
+const awaitingAzureStatuses: ReadonlyMap<number, string> = new Map([
+  [401, "not authenticated: check the identity and the token audience"],
+  [403, "not authorized: the identity needs Monitoring Metrics Publisher on the DCR (a new role assignment can take minutes)"],
+  [404, "not found: check the DCE endpoint, the DCR immutable id and the stream (a DCR deployed after the agent is picked up)"],
+]);
 
 export type UploadFailure =
   /** The service will never accept these rows: dead-letter them with the reason. */
   | { readonly kind: "reject"; readonly reason: string; readonly statusCode: number }
   /** Try again later; `retryAfterMs` is the service's hint (throttling), absent when it gave none. */
-  | { readonly kind: "retry"; readonly reason: string; readonly statusCode?: number; readonly retryAfterMs?: number };
+  | { readonly kind: "retry"; readonly reason: string; readonly statusCode?: number; readonly retryAfterMs?: number; readonly needsOperator?: boolean };
 
 interface ErrorLike {
   name?: unknown;
@@ -56,6 +65,8 @@ export function classifyUploadError(err: unknown, nowMs: number): UploadFailure 
   const serviceCode = typeof e.code === "string" ? ` ${e.code}` : "";
   const reason = clip(`HTTP ${status}${serviceCode}: ${message}`);
   if (rejectingStatuses.has(status)) return { kind: "reject", reason, statusCode: status };
+  const hint = awaitingAzureStatuses.get(status);
+  if (hint !== undefined) return { kind: "retry", reason: clip(`${reason} (${hint}; records stay in the outbox)`), statusCode: status, needsOperator: true };
   if (status === 429 || status === 503) {
     const get = e.response?.headers?.get;
     const retryAfterMs = typeof get === "function" ? retryAfterFromHeaders((n) => get.call(e.response?.headers, n), nowMs) : undefined;

@@ -4,7 +4,7 @@
 export class RulePauses {
   private readonly untilMsByRule = new Map<string, number>();
 
-  /** Pauses `ruleId` until `untilMs` (epoch milliseconds); an earlier end never shortens a longer pause. */
+  /** Pauses `ruleId` until `untilMs` (monotonic milliseconds, `Clock.monotonicMs`); an earlier end never shortens a longer pause. */
   pauseUntil(ruleId: string, untilMs: number): void {
     const current = this.untilMsByRule.get(ruleId) ?? 0;
     if (untilMs > current) this.untilMsByRule.set(ruleId, untilMs);

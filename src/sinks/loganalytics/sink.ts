@@ -109,7 +109,7 @@ export class LogAnalyticsSink implements Sink {
     const firstSeq = batch[0]?.seq ?? 0;
     for (const seq of this.settledAhead.keys()) if (seq < firstSeq) this.settledAhead.delete(seq);
 
-    const pausedMs = this.pauses.remainingMs(ruleId, this.clock.now());
+    const pausedMs = this.pauses.remainingMs(ruleId, this.clock.monotonicMs());
     if (pausedMs > 0) return { kind: "retryable", reason: `rule ${ruleId} is throttled`, retryAfterMs: pausedMs };
 
     const settled: (Settlement | undefined)[] = batch.map((e) => this.settledAhead.get(e.seq));
@@ -160,6 +160,7 @@ export class LogAnalyticsSink implements Sink {
       reason: failure.reason,
       ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
       ...(acceptedCount > 0 ? { acceptedCount } : {}),
+      ...(failure.needsOperator ? { needsOperator: true } : {}),
     };
   }
 
@@ -174,7 +175,7 @@ export class LogAnalyticsSink implements Sink {
     const worker = async (): Promise<void> => {
       while (!failure && next < requests.length) {
         const request = requests[next++]!;
-        const pausedMs = this.pauses.remainingMs(this.settings.ruleId, this.clock.now());
+        const pausedMs = this.pauses.remainingMs(this.settings.ruleId, this.clock.monotonicMs());
         if (pausedMs > 0) {
           failure ??= { kind: "retry", reason: `rule ${this.settings.ruleId} is throttled`, retryAfterMs: pausedMs };
           return;
@@ -210,7 +211,7 @@ export class LogAnalyticsSink implements Sink {
       const failure = classifyUploadError(err, this.clock.now());
       if (failure.kind === "retry" && (failure.statusCode === 429 || failure.statusCode === 503)) {
         this.stats.throttledResponses += 1;
-        if (failure.retryAfterMs !== undefined) this.pauses.pauseUntil(this.settings.ruleId, this.clock.now() + failure.retryAfterMs);
+        if (failure.retryAfterMs !== undefined) this.pauses.pauseUntil(this.settings.ruleId, this.clock.monotonicMs() + failure.retryAfterMs);
       }
       const log = failure.kind === "reject" ? this.logger.error.bind(this.logger) : this.logger.warn.bind(this.logger);
       log({ rows: rows.length, statusCode: failure.statusCode, retryAfterMs: "retryAfterMs" in failure ? failure.retryAfterMs : undefined }, `logs ingestion request failed: ${failure.reason}`);

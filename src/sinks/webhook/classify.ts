@@ -1,5 +1,5 @@
-// Pure classification of webhook answers: 2xx ok; 408/429/5xx and auth failures retried (with Retry-After);
-// 413 splits or rejects; other answers dead-letter the batch.
+// Pure classification of webhook answers: 2xx ok; 408/429/5xx, auth failures and redirects retried (with Retry-After);
+// 413 splits or rejects; other answers dead-letter the batch. Which redirects are followed is decided here too.
 import { redactSecrets } from "../../observability/logger.js";
 import { parseRetryAfterMs } from "../../util/retry-after.js";
 
@@ -7,7 +7,7 @@ const maxBodyChars = 300;
 
 export type WebhookAnswer =
   | { readonly kind: "ok" }
-  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number }
+  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number; readonly needsOperator?: boolean }
   /** 413: the body was too large; split it, or reject the record when it was alone. */
   | { readonly kind: "too-large"; readonly reason: string }
   | { readonly kind: "permanent"; readonly reason: string };
@@ -26,8 +26,33 @@ export function classifyResponse(status: number, retryAfter: string | undefined,
     return retryAfterMs === undefined ? { kind: "retryable", reason } : { kind: "retryable", reason, retryAfterMs };
   }
   // Credentials can be fixed without losing records: keep them in the outbox.
-  if (status === 401 || status === 403) return { kind: "retryable", reason: `${reason} (check the webhook headers/credentials)` };
+  if (status === 401 || status === 403) return { kind: "retryable", reason: `${reason} (check the webhook headers/credentials)`, needsOperator: true };
   if (status === 413) return { kind: "too-large", reason };
-  if (status >= 300 && status < 400) return { kind: "permanent", reason: `${reason} (redirects are not followed)` };
+  // A redirect the sink did not follow is a configuration to fix, never a reason to lose records.
+  if (status >= 300 && status < 400) {
+    return {
+      kind: "retryable",
+      reason: `${reason} (redirect not followed: only 307/308 to the same origin are; fix webhook.url — records stay in the outbox)`,
+      needsOperator: true,
+    };
+  }
   return { kind: "permanent", reason };
+}
+
+/** Most redirects followed for one POST. */
+export const maxRedirectHops = 3;
+
+/**
+ * Where to re-send a POST answered with `status`: a 307/308 to the same origin (scheme, host and port), method and
+ * body kept; undefined for any other answer or target (the answer is then classified as it is).
+ */
+export function redirectTarget(status: number, location: string | undefined, currentUrl: string): URL | undefined {
+  if ((status !== 307 && status !== 308) || !location) return undefined;
+  let target: URL;
+  try {
+    target = new URL(location, currentUrl);
+  } catch {
+    return undefined;
+  }
+  return target.origin === new URL(currentUrl).origin ? target : undefined;
 }
