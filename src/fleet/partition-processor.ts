@@ -114,11 +114,23 @@ export class PartitionProcessor {
       return { result: claimed, dirty: folded || pruned || claimed.length > 0 };
     });
     if (claims.length === 0) return;
-    const results = await Promise.all(claims.map((claim) => this.sendWithRetry(claim)));
-    await this.saveWithRetry((working) => {
-      for (const r of results) this.applyResult(working, r);
-      return { result: undefined, dirty: true };
+    // Each outcome is saved as soon as its answer is in (saves one after another), so the window in which a dead
+    // instance's delivered-but-unsaved notification is sent again by the next owner is one blob write, not a batch.
+    let saving: Promise<void> = Promise.resolve();
+    const saved = claims.map(async (claim) => {
+      const result = await this.sendWithRetry(claim);
+      if (result.outcome === "aborted") return;
+      const save = saving.then(() =>
+        this.saveWithRetry((working) => {
+          this.applyResult(working, result);
+          return { result: undefined, dirty: true };
+        }),
+      );
+      saving = save.catch(() => undefined);
+      await save;
     });
+    const failures = (await Promise.allSettled(saved)).filter((r) => r.status === "rejected");
+    if (failures.length > 0) throw (failures[0] as PromiseRejectedResult).reason;
   }
 
   /**
