@@ -256,17 +256,27 @@ export class Agent {
     for (const drainer of this.drainers) drainer.notify(urgent);
     const transitions = entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record] : []));
     if (transitions.length > 0) for (const listener of this.transitionListeners) listener(transitions);
-    this.store.prune();
-    const evicted = this.store.evictOverCap();
-    if (evicted.length > 0) {
-      this.metrics.storeDroppedRecords.inc(evicted.length);
-      this.deps.logger.error(
-        { records: evicted.length, capBytes: this.deps.config.maxOutboxBytes, file: this.deadLetters.pathFor("store-overflow") },
-        "outbox over its size cap: oldest records moved to the dead-letter file",
-      );
-      void this.deadLetters
-        .write("store-overflow", evicted.map((e) => ({ entry: e, reason: "outbox over its size cap before every sink took it" })), this.deps.clock.now())
-        .catch((err: unknown) => this.deps.logger.error({ err }, "could not write evicted records to the dead-letter file"));
+    this.evictOverCap();
+  }
+
+  /** Keeps the outbox within its cap: dead-letter lines on disk first, then the records leave (see Store.evictOverCap). */
+  private evictOverCap(): void {
+    const { logger, clock, config } = this.deps;
+    try {
+      const counts = this.store.evictOverCap((items) => this.deadLetters.writeSync(items, clock.now()));
+      let total = 0;
+      for (const [sink, c] of counts) {
+        if (c.pending > 0) this.metrics.outboxEvicted.inc({ sink, reason: "over_cap" }, c.pending);
+        if (c.deadLettered > 0) this.metrics.outboxEvicted.inc({ sink, reason: "over_cap_dead_lettered" }, c.deadLettered);
+        total += c.pending;
+      }
+      if (total > 0) {
+        this.metrics.storeDroppedRecords.inc(total);
+        logger.error({ deliveries: total, capBytes: config.maxOutboxBytes, directory: this.deadLetters.directory }, "outbox over its size cap: oldest records moved to the dead-letter files");
+      }
+    } catch (err) {
+      this.metrics.storeErrors.inc();
+      logger.error({ err }, "outbox over its size cap but the dead-letter file cannot be written: nothing evicted; not ready");
     }
   }
 
