@@ -15,6 +15,8 @@ registerRunCommand(program);
 if (process.argv[2] !== "run") {
   const { registerTailCommand } = await import("./commands/tail.js");
   registerTailCommand(program);
+  const { registerLedgerCommands } = await import("./commands/ledger.js");
+  registerLedgerCommands(program);
 }
 
 await program.parseAsync(process.argv);

@@ -53,6 +53,7 @@ export class Store {
     this.db = db;
     this.statements = {
       getMeta: query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?"),
+      deleteMeta: query<[string], never>(db, "DELETE FROM meta WHERE key = ?"),
       setMeta: query<[string, string], never>(db, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
       allEvents: query<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>(db, "SELECT * FROM events"),
       deleteEvents: query<[], never>(db, "DELETE FROM events"),
@@ -244,6 +245,15 @@ export class Store {
 
   markApproved(eventKey: string, nowMs: number): void {
     this.write(() => this.statements.setMeta.run(`approved:${eventKey}`, String(nowMs)));
+  }
+
+  /** Records which process runs the agent on this store (see agent-presence.ts); cleared by `markAgentStopped`. */
+  markAgentRunning(pid: number, nowMs: number): void {
+    this.write(() => this.setMetaJson("agent", { pid, startedMs: nowMs }));
+  }
+
+  markAgentStopped(): void {
+    this.write(() => this.statements.deleteMeta.run("agent"));
   }
 
   saveVmIdentity(vm: VmIdentity): void {

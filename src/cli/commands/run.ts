@@ -9,6 +9,7 @@ import { Agent } from "../../agent/agent.js";
 import { systemClock } from "../../util/clock.js";
 import { agentVersion } from "../../contract/agent-version.js";
 import { StoreError } from "../../store/errors.js";
+import type { ReplayFrom } from "../../store/store.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 
@@ -37,6 +38,7 @@ export function registerRunCommand(program: Command): void {
     .option("--heartbeat-interval-ms <n>", "heartbeat record period in ms, 0 = off (default 900000)", integer("--heartbeat-interval-ms"))
     .option("--shutdown-flush-ms <n>", "how long SIGTERM may spend flushing sinks (default 5000)", integer("--shutdown-flush-ms"))
     .option("--metrics-port <n>", "port of the /metrics, /healthz, /readyz server on 127.0.0.1 (default 9464, 0 = any)", integer("--metrics-port"))
+    .option("--replay-from <time|seq>", "send the records still held in the outbox from this ISO time or outbox sequence number on to every sink again (backfills a new sink)")
     .addHelpText(
       "after",
       `\nEnvironment variables:\n${Object.entries(environmentVariables)
@@ -76,6 +78,14 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     throw err;
   }
   const { config, sinkSettings } = loaded;
+  let replayFrom: ReplayFrom | undefined;
+  if (opts.replayFrom !== undefined) {
+    replayFrom = parseReplayFrom(String(opts.replayFrom));
+    if (!replayFrom) {
+      process.stderr.write(`sef: --replay-from must be an ISO time (2024-05-01T12:00:00Z) or an outbox sequence number, got "${String(opts.replayFrom)}"\n`);
+      return exitCodes.config;
+    }
+  }
   const logger = createLogger({ level: config.logLevel });
   const metrics = new AgentMetrics();
   const sinks: Sink[] = [];
@@ -85,7 +95,7 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
       const { type, argument } = parseSinkSpec(spec);
       sinks.push(await findSinkFactory(type).create({ argument, settings: sinkSettings[type], context: { logger, dataDir: config.dataDir, agentVersion, metrics } }));
     }
-    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics });
+    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics, ...(replayFrom ? { replayFrom } : {}) });
   } catch (err) {
     await Promise.all(sinks.map((s) => s.close().catch(() => undefined)));
     if (err instanceof StoreError) {
@@ -129,4 +139,11 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   await agent.stop();
   await services.stop();
   return exitCodes.ok;
+}
+
+/** `--replay-from`: a non-negative integer is an outbox sequence number, anything else must parse as a time. */
+export function parseReplayFrom(text: string): ReplayFrom | undefined {
+  if (/^\d+$/.test(text.trim())) return { seq: Number(text.trim()) };
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : { sinceMs: ms };
 }
