@@ -109,6 +109,8 @@ export class Drainer {
         retryAfterMs = this.failed(`could not record the outcome of a send: ${(err as Error).message}`, undefined);
       }
       this.updateDepthMetrics();
+      // One turn of the event loop per batch: a sink that answers without I/O cannot starve timers or other loops.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       if (retryAfterMs !== undefined) {
         if (this.stopRequested) return; // shutting down: the rest stays durable in the outbox
         await this.waitForWake("stop", retryAfterMs);

@@ -25,12 +25,14 @@ export interface LedgerDrainResult {
   readonly sentSeqs: number[][];
 }
 
-/** A clock that moves only when something sleeps on it (at once). */
+/** A clock that moves only when something sleeps on it (at once, after yielding to the event loop). */
 export function instantClock(startMs = Date.parse("2024-05-01T12:00:00.000Z")): Clock & { advance(ms: number): void } {
   let nowMs = startMs;
   return {
     now: () => nowMs,
     sleep: async (ms) => {
+      // Yield to I/O and timers, so a loop that only ever sleeps on this clock cannot starve the test driving it.
+      await new Promise((resolve) => setImmediate(resolve));
       nowMs += Math.max(0, ms);
     },
     advance: (ms) => {

@@ -263,11 +263,13 @@ describe("partial progress", () => {
   it("delivers the requests that went through before a failure, and retries only the rest", async () => {
     const all = records(9);
     const rowBytes = JSON.stringify(all[0]).length;
-    const sink = makeSink({ maxRequestBytes: rowBytes * 3 + 4, maxConcurrentRequests: 1 });
+    const clock = fakeClock(Date.now());
+    const sink = makeSink({ maxRequestBytes: rowBytes * 3 + 4, maxConcurrentRequests: 1 }, { clock });
     peer.faults.failNext(1, {});
     peer.faults.failNext(1, { status: 503, headers: { "retry-after-ms": "5" } });
-    const outcome = await drainUntilDone(sink, entries(all));
+    const outcome = await drainUntilDone(sink, entries(all), { clock });
     expect(outcome).toMatchObject({ rejected: [], attempts: 2, waitsMs: [5] });
+    expect(outcome.sentSeqs[1]).toEqual([4, 5, 6, 7, 8, 9]);
     expectExactlyOnce(all);
   });
 });
