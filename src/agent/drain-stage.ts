@@ -1,23 +1,11 @@
 // Drain stage: one Drainer per sink over the shared ledger. Woken by new entries (urgent ones end a linger), it reports
 // each sink's health for /readyz and what is still undelivered, and flushes within a deadline at shutdown.
-import type { Logger } from "pino";
-import type { Store } from "../store/store.js";
 import type { OutboxEntry } from "../store/outbox-entry.js";
 import { isUrgent, type Sink } from "../sinks/sink.js";
-import { Drainer } from "../sinks/drainer.js";
-import type { DeadLetterFile } from "../sinks/dead-letter.js";
-import type { RetryPolicy } from "../sinks/retry-policy.js";
-import type { AgentMetrics } from "../observability/metrics.js";
-import type { Clock } from "../util/clock.js";
+import { Drainer, type DrainerOptions } from "../sinks/drainer.js";
 
-export interface DrainStageOptions {
+export interface DrainStageOptions extends Omit<DrainerOptions, "sink" | "random"> {
   sinks: readonly Sink[];
-  store: Store;
-  clock: Clock;
-  retryPolicy: RetryPolicy;
-  deadLetters: DeadLetterFile;
-  logger: Logger;
-  metrics: AgentMetrics;
 }
 
 export class DrainStage {

@@ -13,6 +13,7 @@ import { startSimulator, type Simulator } from "../../src/testbed/simulator/serv
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { allOutcomes, delivered, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../../src/sinks/sink.js";
 import type { ReplayFrom } from "../../src/store/store.js";
+import { unknownVmIdentity, type HeartbeatRecord } from "../../src/contract/record.js";
 import { waitUntil } from "../helpers/agent-process.js";
 
 /** A toy sink: keeps what it is sent in memory. */
@@ -104,20 +105,6 @@ describe("agent composed of its stages", () => {
   });
 });
 
-function heartbeatLike() {
-  return {
-    RecordId: "",
-    RecordType: "Heartbeat" as const,
-    TimeGenerated: new Date().toISOString(),
-    VmName: "",
-    VmId: "",
-    VmResourceId: "",
-    SubscriptionId: "",
-    ResourceGroup: "",
-    Location: "",
-    VmScaleSetName: "",
-    Zone: "",
-    AgentVersion: "test",
-    Detail: "",
-  };
+function heartbeatLike(): HeartbeatRecord {
+  return { RecordId: "", RecordType: "Heartbeat", TimeGenerated: new Date().toISOString(), ...unknownVmIdentity, AgentVersion: "test", Detail: "" };
 }
