@@ -70,8 +70,15 @@ export class DeliveryLedger {
         "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' AND d.next_attempt_ms <= ? ORDER BY d.seq LIMIT ?",
       ),
       nextAttempt: query<[string], { at: number | null }>(db, "SELECT MIN(next_attempt_ms) AS at FROM deliveries WHERE sink = ? AND state = 'pending'"),
-      deliver: query<[number, string], never>(db, "DELETE FROM deliveries WHERE seq = ? AND sink = ? AND state = 'pending'"),
-      dropIfUnneeded: query<[number, number], { bytes: number }>(db, "DELETE FROM outbox WHERE seq = ? AND NOT EXISTS (SELECT 1 FROM deliveries WHERE seq = ?) RETURNING bytes"),
+      // Delivered seqs travel as one JSON array: one statement per batch instead of one per record.
+      deliver: query<[string, string], { seq: number }>(
+        db,
+        "DELETE FROM deliveries WHERE sink = ? AND state = 'pending' AND seq IN (SELECT value FROM json_each(?)) RETURNING seq",
+      ),
+      dropIfUnneeded: query<[string], { bytes: number }>(
+        db,
+        "DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
+      ),
       retry: query<[number, string, number, string], never>(
         db,
         "UPDATE deliveries SET attempts = attempts + 1, next_attempt_ms = ?, reason = ? WHERE seq = ? AND sink = ? AND state = 'pending'",
@@ -167,18 +174,21 @@ export class DeliveryLedger {
     let delivered = 0;
     let retried = 0;
     let rejected = 0;
+    const deliveredSeqs: number[] = [];
     for (const outcome of outcomes) {
       if (outcome.kind === "delivered") {
-        if (Number(this.s.deliver.run(outcome.seq, sink).changes) === 0) continue;
-        delivered += 1;
-        const dropped = this.s.dropIfUnneeded.get(outcome.seq, outcome.seq);
-        if (dropped) this.bytes -= dropped.bytes;
+        deliveredSeqs.push(outcome.seq);
       } else if (outcome.kind === "retry") {
         retried += Number(this.s.retry.run(outcome.nextAttemptMs, outcome.reason, outcome.seq, sink).changes);
       } else {
         if (outcome.reason.trim() === "") throw new Error("a dead-letter needs a reason");
         rejected += Number(this.s.reject.run(outcome.reason, nowMs, outcome.seq, sink).changes);
       }
+    }
+    if (deliveredSeqs.length > 0) {
+      const removed = this.s.deliver.all(sink, JSON.stringify(deliveredSeqs));
+      delivered = removed.length;
+      if (delivered > 0) for (const row of this.s.dropIfUnneeded.all(JSON.stringify(removed.map((r) => r.seq)))) this.bytes -= row.bytes;
     }
     if (delivered + rejected > 0) {
       this.s.settle.run(delivered + rejected, delivered, rejected, delivered > 0 ? nowMs : null, sink);
