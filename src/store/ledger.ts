@@ -52,7 +52,7 @@ export const ledgerSchemaSql = `
     attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL DEFAULT 0, reason TEXT, settled_ms INTEGER,
     PRIMARY KEY (seq, sink), CHECK (state = 'pending' OR (reason IS NOT NULL AND reason <> ''))
   ) WITHOUT ROWID;
-  CREATE INDEX IF NOT EXISTS deliveries_by_sink ON deliveries(sink, state, seq);
+  CREATE INDEX IF NOT EXISTS deliveries_by_sink ON deliveries(sink, state, seq, next_attempt_ms);
 `;
 
 export class DeliveryLedger {
