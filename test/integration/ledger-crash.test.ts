@@ -56,6 +56,10 @@ describe("ledger across kill -9", () => {
         20_000,
         "every record in the jsonl file accepted by the webhook",
       );
+      // Stop it only once it runs (its signal handlers are in place right after the metrics server is up).
+      const final = agent;
+      await waitUntil(() => final.stderr().includes("metrics on"), 15_000, "the final agent running");
+      await new Promise((r) => setTimeout(r, 300));
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent?.stop("SIGKILL");
