@@ -1,7 +1,7 @@
 // Property test of the delivery ledger (fast-check): random interleavings of sends, per-record outcomes, partial
 // accepts, failed sends and sends whose outcome is lost (the agent stops mid-send and restarts on the same store),
-// against a toy sink defined here and the real jsonl and webhook sinks (over a loopback HTTP server), through the real
-// drainer and store. Every run shows: no record lost, none handed to a sink again after it acknowledged it (only a send
+// against a toy sink defined here and the real jsonl, webhook (loopback HTTP server), Event Hubs (local AMQP peer) and
+// Log Analytics (local Logs Ingestion peer) sinks, through the real drainer and store. Every run shows: no record lost, none handed to a sink again after it acknowledged it (only a send
 // whose outcome was lost may repeat), dead-letters only with a reason.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
@@ -22,10 +22,17 @@ import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type RecordO
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { instantClock } from "../helpers/ledger-drain.js";
+import { randomBytes } from "node:crypto";
+import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
+import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
+import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
+import type { Fault } from "../../src/testbed/peers/logs-ingestion/faults.js";
+import { LogAnalyticsSink, RulePauses, logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/index.js";
+import { localTokenCredential } from "../loganalytics/helpers.js";
 
 /** Records of about 600 bytes of JSON, so that a webhook request of 2 KiB carries three of them. */
-const record = (i: number): HeartbeatRecord => ({
-  RecordId: `rec-${i}`,
+const record = (i: number, tag = "rec"): HeartbeatRecord => ({
+  RecordId: `${tag}-${i}`,
   RecordType: "Heartbeat",
   TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
   ...unknownVmIdentity,
@@ -83,9 +90,8 @@ class ChaosSink implements Sink {
 }
 
 /** Appends `count` records, drains them through the real drainer, restarting on the same store after each lost send. */
-async function drainWithRestarts(sink: ChaosSink, count: number): Promise<{ deadLetters: Map<string, string> }> {
+async function drainWithRestarts(sink: ChaosSink, count: number, tag = "rec", clock = instantClock()): Promise<{ deadLetters: Map<string, string> }> {
   const dir = mkdtempSync(join(tmpdir(), "sef-ledger-prop-"));
-  const clock = instantClock();
   const open = (): Store => Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
   const start = (store: Store): Drainer => {
     const drainer = new Drainer({
@@ -105,7 +111,7 @@ async function drainWithRestarts(sink: ChaosSink, count: number): Promise<{ dead
   let store = open();
   store.registerSinks([sink.name]);
   // Records arrive in a few commits, as documents would.
-  for (let i = 0; i < count; i += 4) store.append(Array.from({ length: Math.min(4, count - i) }, (_, k) => record(i + k)), clock.now());
+  for (let i = 0; i < count; i += 4) store.append(Array.from({ length: Math.min(4, count - i) }, (_, k) => record(i + k, tag)), clock.now());
   let drainer = start(store);
   const deadline = Date.now() + 10_000;
   while (store.depth(sink.name).records > 0 && sink.violations.length === 0) {
@@ -126,10 +132,10 @@ async function drainWithRestarts(sink: ChaosSink, count: number): Promise<{ dead
 }
 
 /** The three properties, given how many times each record reached the destination as accepted. */
-function expectLedgerProperties(sink: ChaosSink, count: number, acceptedAtDestination: Map<string, number>, deadLetters: Map<string, string>): void {
+function expectLedgerProperties(sink: ChaosSink, count: number, acceptedAtDestination: Map<string, number>, deadLetters: Map<string, string>, tag = "rec"): void {
   expect(sink.violations).toEqual([]);
   for (let i = 0; i < count; i++) {
-    const id = `rec-${i}`;
+    const id = `${tag}-${i}`;
     const accepted = acceptedAtDestination.get(id) ?? 0;
     const reason = deadLetters.get(id);
     // No record lost: delivered, or dead-lettered with a reason.
@@ -239,5 +245,71 @@ describe("delivery ledger properties", () => {
       }),
       runs,
     );
+  });
+
+  it("Event Hubs sink against the local AMQP peer refusing sends at random (server busy), with failed and lost sends", async () => {
+    const fault = fc.constantFrom<"ok" | "server-busy">("ok", "ok", "server-busy");
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 14 }), steps, fc.array(fault, { maxLength: 10 }), async (count, plan, faults) => {
+        const emulator = await startEventHubsEmulator({ hubName: "sef-ledger-prop", partitionCount: 2 });
+        const eventHubs = createEventHubsSink(
+          eventHubsSettingsSchema.parse({ connectionString: emulator.connectionString, maxRetries: 0, tryTimeoutMs: 5000, lingerMs: 0 }),
+          { logger: silentLogger() },
+          {},
+        );
+        try {
+          emulator.faults.planSends(faults);
+          const sink = new ChaosSink(eventHubs, plan);
+          const { deadLetters } = await drainWithRestarts(sink, count);
+          const destination = new Map<string, number>();
+          for (const e of emulator.events()) destination.set(e.messageId!, (destination.get(e.messageId!) ?? 0) + 1);
+          expectLedgerProperties(sink, count, destination, deadLetters);
+          expect(deadLetters.size).toBe(0);
+        } finally {
+          await eventHubs.close();
+          await emulator.close();
+        }
+      }),
+      { numRuns: 3 },
+    );
+  });
+
+  it("Log Analytics sink against the local Logs Ingestion peer answering 500/503/400 at random, with failed and lost sends", async () => {
+    const peer = await startLogsIngestionEmulator();
+    const answer = fc.constantFrom<Fault | undefined>(undefined, undefined, { status: 500 }, { status: 503 }, { status: 400 });
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 14 }), steps, fc.array(answer, { maxLength: 10 }), async (count, plan, answers) => {
+          peer.faults.clear();
+          for (const a of answers) peer.faults.failNext(1, a ?? {});
+          const tag = `la-${randomBytes(4).toString("hex")}`;
+          const clock = instantClock();
+          const logAnalytics = new LogAnalyticsSink({
+            // Requests of three rows: a batch goes out as several requests, so partial accepts happen.
+            settings: logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath, maxRequestBytes: 3 * JSON.stringify(record(0, tag)).length + 4, maxConcurrentRequests: 1, lingerMs: 0 }),
+            logger: silentLogger(),
+            credential: localTokenCredential(),
+            pauses: new RulePauses(),
+            clock,
+          });
+          try {
+            const sink = new ChaosSink(logAnalytics, plan);
+            const { deadLetters } = await drainWithRestarts(sink, count, tag, clock);
+            const destination = new Map<string, number>();
+            for (const row of peer.rows()) {
+              const id = String(row.RecordId);
+              if (id.startsWith(`${tag}-`)) destination.set(id, (destination.get(id) ?? 0) + 1);
+            }
+            expectLedgerProperties(sink, count, destination, deadLetters, tag);
+            for (const id of deadLetters.keys()) if (!sink.inLostSends.has(id)) expect(destination.get(id) ?? 0, id).toBe(0);
+          } finally {
+            await logAnalytics.close();
+          }
+        }),
+        { numRuns: 4 },
+      );
+    } finally {
+      await peer.close();
+    }
   });
 });
