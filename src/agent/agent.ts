@@ -11,7 +11,7 @@ import { unknownVmIdentity } from "../contract/record.js";
 import type { OutboxEntry, Sink } from "../sinks/sink.js";
 import type { ImdsClient } from "../imds/client.js";
 import type { ScheduledEventsDocument } from "../imds/document.js";
-import { Store, type ReplayFrom } from "../store/store.js";
+import { Store, type ReplayFrom, type StoreOptions } from "../store/store.js";
 import { DeadLetterFile } from "../sinks/dead-letter.js";
 import type { Drainer } from "../sinks/drainer.js";
 import { AgentMetrics } from "../observability/metrics.js";
@@ -31,6 +31,8 @@ export interface AgentDependencies {
   metrics?: AgentMetrics;
   /** `--replay-from`: make the records still held from this point on pending again for every configured sink. */
   replayFrom?: ReplayFrom;
+  /** Schema steps of modules keeping their own tables in the store's database (see StoreOptions.migrations). */
+  storeMigrations?: StoreOptions["migrations"];
 }
 
 export class Agent {
@@ -49,7 +51,7 @@ export class Agent {
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
     this.metrics = deps.metrics ?? new AgentMetrics();
-    this.store = Store.open({ dataDir: config.dataDir, maxOutboxBytes: config.maxOutboxBytes });
+    this.store = Store.open({ dataDir: config.dataDir, maxOutboxBytes: config.maxOutboxBytes, ...(deps.storeMigrations ? { migrations: deps.storeMigrations } : {}) });
     const sinkNames = deps.sinks.map((s) => s.name);
     const added = this.store.registerSinks(sinkNames, clock.now());
     if (added.length > 0 && this.store.headSeq() > 0) {
