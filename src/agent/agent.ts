@@ -1,30 +1,30 @@
-// The agent: polls IMDS, turns documents into records through the collector, commits them to the store,
-// and wakes one drain loop per sink. Owns start-up and the bounded, clean shutdown.
+// The agent is the data path, one stage per module: poll (poll-stage) → collect (collect-stage) → commit
+// (commit-stage, the only writer of records) → drain (drain-stage) and act (transition listeners: hooks, approvals).
+// This module only wires them together and owns start-up and the bounded, clean shutdown.
 import type { Logger } from "pino";
+import { join } from "node:path";
 import type { AgentConfig } from "../config/schema.js";
 import type { Clock } from "../util/clock.js";
 import type { SefRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
 import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "../contract/record.js";
-import { isUrgent, type OutboxEntry, type Sink } from "../sinks/sink.js";
-import { ImdsClient, imdsDefaults, type ImdsEndpointSource } from "../imds/client.js";
-import { ImdsRequestError } from "../imds/errors.js";
-import { Store } from "../store/store.js";
-import { applyDocument, applyPollFailure, resumeAfterRestart } from "../collector/transitions.js";
-import type { CollectorState } from "../collector/state.js";
-import { Drainer } from "../sinks/drainer.js";
+import type { OutboxEntry, Sink } from "../sinks/sink.js";
+import type { ImdsClient, ImdsEndpointSource } from "../imds/client.js";
+import type { ScheduledEventsDocument } from "../imds/document.js";
+import { Store, type ReplayFrom, type StoreOptions } from "../store/store.js";
 import { DeadLetterFile } from "../sinks/dead-letter.js";
-import { AgentMetrics, type PollOutcome } from "../observability/metrics.js";
-import { pollBackoffMs } from "./poll-backoff.js";
-import { join } from "node:path";
+import type { Drainer } from "../sinks/drainer.js";
+import { AgentMetrics } from "../observability/metrics.js";
+import { PollStage, type PollStats } from "./poll-stage.js";
+import { CollectStage } from "./collect-stage.js";
+import { CommitStage } from "./commit-stage.js";
+import { DrainStage } from "./drain-stage.js";
 import { settlesWithin } from "../util/deadline.js";
 
-/** Wall and monotonic time disagreeing by more than this between two polls is reported as a clock step. */
-export const clockStepThresholdMs = 2000;
-/** How long closing the IMDS client may wait for a request in flight at shutdown. */
-const imdsCloseTimeoutMs = 500;
 /** How long each service (hooks, approvals, heartbeats) may take to stop. */
 const stopHookTimeoutMs = 1000;
+
+export type { PollStats } from "./poll-stage.js";
 
 export interface AgentDependencies {
   config: AgentConfig;
@@ -33,32 +33,22 @@ export interface AgentDependencies {
   clock: Clock;
   agentVersion: string;
   metrics?: AgentMetrics;
+  /** `--replay-from`: make the records still held from this point on pending again for every configured sink. */
+  replayFrom?: ReplayFrom;
+  /** Schema steps of modules keeping their own tables in the store's database (see StoreOptions.migrations). */
+  storeMigrations?: StoreOptions["migrations"];
   /** The discovered IMDS endpoint (imds/discovery); without it the client uses `imdsUrl` or the link-local default. */
   imdsEndpoint?: ImdsEndpointSource;
-}
-
-export interface PollStats {
-  ok: number;
-  failed: number;
-  consecutiveFailures: number;
-  /** Monotonic time of the last good poll. */
-  lastGoodPollMs: number | null;
-  lastError: string | null;
 }
 
 export class Agent {
   readonly metrics: AgentMetrics;
   readonly store: Store;
-  readonly imds: ImdsClient;
-  readonly drainers: Drainer[];
-  private state: CollectorState;
-  private vm: VmIdentity;
+  private readonly poll: PollStage;
+  private readonly collect: CollectStage;
+  private readonly commit: CommitStage;
+  private readonly drain: DrainStage;
   private readonly stopController = new AbortController();
-  private pollLoop: Promise<void> | undefined;
-  private readonly stats: PollStats = { ok: 0, failed: 0, consecutiveFailures: 0, lastGoodPollMs: null, lastError: null };
-  private lastComputeMs = Number.NEGATIVE_INFINITY;
-  private lastClockReading: { wallMs: number; monotonicMs: number } | undefined;
-  private readonly deadLetters: DeadLetterFile;
   private readonly transitionListeners: Array<(records: TransitionRecord[]) => void> = [];
   private readonly stopHooks: Array<() => Promise<void>> = [];
   /** Events this VM approved (lower-cased EventId), persisted so a restart never approves twice. */
@@ -67,56 +57,64 @@ export class Agent {
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
     this.metrics = deps.metrics ?? new AgentMetrics();
-    this.store = Store.open({ dataDir: config.dataDir, maxOutboxBytes: config.maxOutboxBytes });
-    this.store.registerSinks(deps.sinks.map((s) => s.name));
-    this.deadLetters = new DeadLetterFile(join(config.dataDir, "dead-letter"));
-    const loaded = this.store.loadCollectorState();
-    const hadState = loaded.lastSuccessMs !== null;
-    this.state = hadState ? resumeAfterRestart(loaded) : loaded;
-    this.vm = this.store.loadVmIdentity() ?? unknownVmIdentity;
+    this.store = Store.open({ dataDir: config.dataDir, maxOutboxBytes: config.maxOutboxBytes, ...(deps.storeMigrations ? { migrations: deps.storeMigrations } : {}) });
+    const sinkNames = deps.sinks.map((s) => s.name);
+    const added = this.store.registerSinks(sinkNames, clock.now());
+    if (added.length > 0 && this.store.headSeq() > 0) {
+      logger.info({ sinks: added }, "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)");
+    }
+    if (deps.replayFrom) {
+      for (const sink of sinkNames) {
+        const replayed = this.store.backfill(sink, deps.replayFrom);
+        logger.info({ sink, replayed, from: deps.replayFrom }, "replaying records still held in the outbox (--replay-from)");
+      }
+    }
+    this.store.markAgentRunning(process.pid, clock.now());
+    const deadLetters = new DeadLetterFile(join(config.dataDir, "dead-letter"));
     this.approvedEvents = {
       has: (key) => this.store.isApproved(key),
       add: (key) => this.store.markApproved(key, clock.now()),
     };
-    this.imds = new ImdsClient({
-      imdsUrl: config.imdsUrl ?? imdsDefaults.imdsUrl,
-      endpoint: deps.imdsEndpoint,
-      apiVersion: config.apiVersion,
-      firstCallTimeoutMs: config.imdsFirstCallTimeoutMs,
-      requestTimeoutMs: config.imdsRequestTimeoutMs,
-      maxBodyBytes: config.imdsMaxBodyBytes,
-      clock,
-      extraHeaders: config.imdsExtraHeaders,
-      onRetry: (err, attempt) => {
-        // Even a failure retried within the same poll left the agent blind for a moment: an observation gap.
-        this.state = applyPollFailure(this.state);
-        logger.warn({ kind: err.kind, status: err.status, attempt, err: err.message }, "IMDS request failed; retrying at once");
+
+    this.collect = new CollectStage(this.store.loadCollectorState());
+    this.commit = new CommitStage({ store: this.store, deadLetters, metrics: this.metrics, logger, clock, maxOutboxBytes: config.maxOutboxBytes });
+    this.drain = new DrainStage({ sinks: deps.sinks, store: this.store, clock, retryPolicy: config.retry, deadLetters, logger, metrics: this.metrics });
+    this.poll = new PollStage(
+      {
+        config,
+        clock,
+        logger,
+        metrics: this.metrics,
+        ...(deps.imdsEndpoint ? { imdsEndpoint: deps.imdsEndpoint } : {}),
+        initialVm: this.store.loadVmIdentity() ?? unknownVmIdentity,
+        onIdentity: (vm) => this.store.saveVmIdentity(vm),
+        onBlind: () => this.collect.observationGap(),
+        onDocument: (document, nowMs, clockStepMs) => this.onDocument(document, nowMs, clockStepMs),
       },
-    });
-    this.drainers = deps.sinks.map(
-      (sink) =>
-        new Drainer({
-          sink,
-          store: this.store,
-          clock,
-          retryPolicy: config.retry,
-          deadLetters: this.deadLetters,
-          logger,
-          metrics: this.metrics,
-        }),
+      this.stopController.signal,
     );
+    this.commit.onCommitted((entries) => this.drain.wake(entries));
+    this.commit.onCommitted((entries) => this.act(entries));
     logger.info(
-      { dataDir: config.dataDir, sinks: deps.sinks.map((s) => s.name), resumed: hadState, knownEvents: this.state.events.size, outbox: this.store.headSeq() },
+      { dataDir: config.dataDir, sinks: sinkNames, resumed: this.collect.resumed, knownEvents: this.collect.state.events.size, outbox: this.store.headSeq() },
       "agent starting",
     );
   }
 
+  get imds(): ImdsClient {
+    return this.poll.imds;
+  }
+
+  get drainers(): readonly Drainer[] {
+    return this.drain.drainers;
+  }
+
   get vmIdentity(): VmIdentity {
-    return this.vm;
+    return this.poll.vmIdentity;
   }
 
   get pollStats(): Readonly<PollStats> {
-    return this.stats;
+    return this.poll.stats;
   }
 
   get agentVersion(): string {
@@ -133,34 +131,27 @@ export class Agent {
     this.stopHooks.push(hook);
   }
 
-  /** What /readyz judges: a fresh poll, a writable store, no sink stuck (ages on the monotonic clock). */
+  /** What /readyz judges: a fresh poll, a store whose last write went through, no sink stuck. Never writes; ages are monotonic. */
   readiness(): ReadinessSnapshot {
     const nowMs = this.deps.clock.monotonicMs();
+    const { lastGoodPollMs } = this.poll.stats;
     return {
-      lastGoodPollAgeMs: this.stats.lastGoodPollMs === null ? null : nowMs - this.stats.lastGoodPollMs,
+      lastGoodPollAgeMs: lastGoodPollMs === null ? null : nowMs - lastGoodPollMs,
       storeWritable: this.store.isWritable(),
-      sinks: this.drainers.map((d) => {
-        const status = d.status();
-        const waiting = this.store.depth(d.name).records > 0;
-        return {
-          name: d.name,
-          stuckForMs: waiting ? Math.max(0, nowMs - status.lastProgressMs) : 0,
-          deadLetteredSinceDelivery: status.deadLetteredSinceDelivery,
-          needsOperator: status.needsOperator,
-        };
-      }),
+      sinks: this.drain.sinkHealth(nowMs),
     };
   }
 
   /** Statistics carried in heartbeat records. */
   heartbeatStats(): Record<string, unknown> {
+    const stats = this.poll.stats;
     return {
-      polls: this.stats.ok,
-      failedPolls: this.stats.failed,
-      lastError: this.stats.lastError,
-      knownEvents: this.state.events.size,
-      incarnation: this.state.lastIncarnation,
-      undelivered: Object.fromEntries(this.drainers.map((d) => [d.name, this.store.depth(d.name).records])),
+      polls: stats.ok,
+      failedPolls: stats.failed,
+      lastError: stats.lastError,
+      knownEvents: this.collect.state.events.size,
+      incarnation: this.collect.state.lastIncarnation,
+      undelivered: this.drain.undelivered(),
     };
   }
 
@@ -170,23 +161,22 @@ export class Agent {
 
   /** Reads the VM identity before anything emits records (bounded: never holds start-up more than a few seconds). */
   async prepare(): Promise<void> {
-    await this.refreshIdentity(true);
+    await this.poll.prepare();
   }
 
   start(): void {
-    for (const drainer of this.drainers) drainer.start();
-    this.pollLoop = this.runPollLoop().catch((err: unknown) => {
-      this.deps.logger.fatal({ err }, "poll loop failed");
-      throw err;
-    });
+    this.drain.start();
+    this.poll.start();
+  }
+
+  /** One poll (tests and tools); returns how long after its start the next poll should begin. */
+  pollOnce(): Promise<number> {
+    return this.poll.pollOnce();
   }
 
   /** Appends records that are not transitions (heartbeats, approvals, hooks) and wakes the sinks. */
   appendRecords(records: readonly SefRecord[]): OutboxEntry[] {
-    const entries = this.store.append(records, this.deps.clock.now());
-    for (const e of entries) this.metrics.recordsWritten.inc({ type: e.record.RecordType });
-    this.afterCommit(entries);
-    return entries;
+    return this.commit.append(records);
   }
 
   /** Stops polling, lets each sink flush until the deadline, keeps the rest durably, closes everything. */
@@ -194,192 +184,49 @@ export class Agent {
     const { config, clock, logger } = this.deps;
     if (this.stopController.signal.aborted) return;
     this.stopController.abort(new Error("agent stopping"));
-    await this.pollLoop?.catch(() => undefined);
+    await this.poll.stopped();
     for (const hook of this.stopHooks) {
       const stopped = hook().catch((err: unknown) => logger.warn({ err }, "stopping a service failed"));
       if (!(await settlesWithin(stopped, stopHookTimeoutMs))) logger.warn({ timeoutMs: stopHookTimeoutMs }, "a service did not stop in time; leaving it");
     }
-    const deadlineMs = clock.monotonicMs() + config.shutdownFlushMs;
-    await Promise.all(this.drainers.map((d) => d.stop(deadlineMs)));
-    const left = this.drainers.map((d) => ({ sink: d.name, undelivered: this.store.depth(d.name).records }));
-    await this.imds.close(imdsCloseTimeoutMs).catch(() => undefined);
+    await this.drain.stop(clock.monotonicMs() + config.shutdownFlushMs);
+    const left = this.drain.undelivered();
+    await this.poll.close();
+    try {
+      this.store.markAgentStopped();
+    } catch (err) {
+      logger.warn({ err }, "could not record the agent's stop in the store");
+    }
     this.store.close();
     logger.info({ left }, "agent stopped");
   }
 
-  private async runPollLoop(): Promise<void> {
-    const { config, clock } = this.deps;
-    const signal = this.stopController.signal;
-    while (!signal.aborted) {
-      const startedMs = clock.monotonicMs();
-      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? 30_000 : config.computeRefreshMs)) void this.refreshIdentity(false);
-      const waitMs = await this.pollOnce();
-      if (signal.aborted) break;
-      // Count the period from when the request really went out: after a rate-limit wait the schedule moves with it
-      // instead of bunching the next poll up against the limit again (which would delay one poll every second).
-      const anchorMs = Math.max(startedMs, this.imds.lastRequestStartedMs ?? startedMs);
-      await clock.sleep(Math.max(0, anchorMs + waitMs - clock.monotonicMs()), signal).catch(() => undefined);
+  /** Collect → commit for one fetched document; returns whether it changed anything. */
+  private onDocument(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
+    const { config, logger, agentVersion } = this.deps;
+    const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
+    const result = this.collect.collect(document, {
+      nowMs,
+      vm: this.poll.vmIdentity,
+      agentVersion,
+      // The collector measures gaps on wall time: after a step back, shorten the threshold by the step so a real
+      // gap is still seen. A step forward is left as it is: it may be a VM pause catching up, worth flagging.
+      gapThresholdMs: gapThresholdMs + Math.min(0, clockStepMs),
+      emittedRetentionMs: config.emittedRetentionMs,
+    });
+    // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
+    const entries = result.changed ? this.commit.commitDocument(result.state, result.records, nowMs) : [];
+    this.collect.adopt(result.state);
+    for (const status of ["Scheduled", "Started"] as const) this.metrics.eventsByStatus.set({ status }, this.collect.eventsWithStatus(status));
+    if (entries.length > 0) {
+      logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
     }
+    return result.changed;
   }
 
-  /** One poll; returns how long after its start the next poll should begin. */
-  async pollOnce(): Promise<number> {
-    const { config, clock, logger, agentVersion } = this.deps;
-    const startedMs = clock.monotonicMs();
-    try {
-      const fetched = await this.imds.getScheduledEvents(this.stopController.signal);
-      // Wall time stamps the records; the monotonic time measures the poll.
-      const nowMs = clock.now();
-      const endedMs = clock.monotonicMs();
-      const stepMs = this.noticeClockStep(nowMs, endedMs);
-      const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
-      const result = applyDocument(this.state, fetched.document, {
-        nowMs,
-        vm: this.vm,
-        agentVersion,
-        // The collector measures gaps on wall time: after a step back, shorten the threshold by the step so a real
-        // gap is still seen. A step forward is left as it is: it may be a VM pause catching up, worth flagging.
-        gapThresholdMs: gapThresholdMs + Math.min(0, stepMs),
-        emittedRetentionMs: config.emittedRetentionMs,
-      });
-      // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
-      const entries = result.changed ? this.commit(result.state, result.records, nowMs) : [];
-      this.state = result.state;
-      this.recordPoll(result.changed ? "ok" : "unchanged", startedMs, endedMs);
-      if (endedMs - startedMs > Math.max(2000, 2 * config.pollIntervalMs)) {
-        logger.warn({ latencyMs: Math.round(endedMs - startedMs) }, "IMDS answered slowly (its first call after enabling may take up to 2 minutes)");
-      }
-      if (this.stats.consecutiveFailures > 0) logger.info({ afterFailures: this.stats.consecutiveFailures }, "IMDS polls recovered");
-      this.stats.consecutiveFailures = 0;
-      this.stats.lastError = null;
-      this.metrics.incarnation.set(fetched.document.DocumentIncarnation);
-      for (const status of ["Scheduled", "Started"] as const) {
-        this.metrics.eventsByStatus.set({ status }, [...this.state.events.values()].filter((e) => e.status === status).length);
-      }
-      if (entries.length > 0) logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
-      this.afterCommit(entries);
-      return config.pollIntervalMs;
-    } catch (err) {
-      if (this.stopController.signal.aborted) return 0;
-      if (!(err instanceof ImdsRequestError)) {
-        // A store failure: nothing was committed, state stays as it was; the next poll tries again.
-        this.metrics.storeErrors.inc();
-        logger.error({ err }, "could not commit a document to the store; will retry");
-        return config.pollIntervalMs;
-      }
-      return this.onPollFailure(err, startedMs);
-    }
-  }
-
-  private commit(state: CollectorState, records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    const entries = this.store.commitDocument(state, records, nowMs);
-    for (const e of entries) this.metrics.recordsWritten.inc({ type: e.record.RecordType });
-    return entries;
-  }
-
-  /** After an append: wake the sinks, tell the listeners, and keep the outbox within its cap (nothing to do otherwise). */
-  private afterCommit(entries: readonly OutboxEntry[]): void {
-    if (entries.length === 0) return;
-    const urgent = entries.some((e) => isUrgent(e.record));
-    for (const drainer of this.drainers) drainer.notify(urgent);
+  /** Act stage: hand durable transition records to the listeners (hooks, approvals). */
+  private act(entries: readonly OutboxEntry[]): void {
     const transitions = entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record] : []));
     if (transitions.length > 0) for (const listener of this.transitionListeners) listener(transitions);
-    this.store.prune();
-    const evicted = this.store.evictOverCap();
-    if (evicted.length > 0) {
-      this.metrics.storeDroppedRecords.inc(evicted.length);
-      this.deps.logger.error(
-        { records: evicted.length, capBytes: this.deps.config.maxOutboxBytes, file: this.deadLetters.pathFor("store-overflow") },
-        "outbox over its size cap: oldest records moved to the dead-letter file",
-      );
-      void this.deadLetters
-        .write("store-overflow", evicted.map((e) => ({ entry: e, reason: "outbox over its size cap before every sink took it" })), this.deps.clock.now())
-        .catch((err: unknown) => this.deps.logger.error({ err }, "could not write evicted records to the dead-letter file"));
-    }
-  }
-
-  private onPollFailure(err: ImdsRequestError, startedMs: number): number {
-    const { config, clock, logger } = this.deps;
-    this.state = applyPollFailure(this.state);
-    this.stats.failed += 1;
-    this.stats.consecutiveFailures += 1;
-    this.stats.lastError = err.message;
-    this.recordPoll(outcomeOf(err), startedMs, clock.monotonicMs());
-    const waitMs = pollBackoffMs(err.kind, this.stats.consecutiveFailures, config.pollIntervalMs, err.retryAfterMs);
-    const fields = { kind: err.kind, status: err.status, consecutiveFailures: this.stats.consecutiveFailures, retryInMs: waitMs, err: err.message };
-    if (err.kind === "bad_request") {
-      logger.error(fields, "IMDS rejected the request as malformed (400): check imdsUrl and apiVersion; retrying slowly");
-    } else if (this.stats.consecutiveFailures === 1 || this.stats.consecutiveFailures % 10 === 0) {
-      logger.warn(fields, "IMDS poll failed; no transitions inferred from a failed poll");
-    }
-    return waitMs;
-  }
-
-  private recordPoll(outcome: PollOutcome, startedMs: number, endedMs: number): void {
-    this.metrics.polls.inc({ outcome });
-    this.metrics.pollLatency.observe((endedMs - startedMs) / 1000);
-    if (outcome === "ok" || outcome === "unchanged") {
-      this.stats.ok += 1;
-      this.stats.lastGoodPollMs = endedMs;
-      this.metrics.lastGoodPollTimestamp.set(this.deps.clock.now() / 1000);
-    }
-  }
-
-  /**
-   * Compares how far the wall clock and the monotonic clock moved since the last good poll: a disagreement beyond
-   * `clockStepThresholdMs` is a wall-clock step (NTP, an operator, a restored VM), logged and counted. Nothing is
-   * scheduled on the wall clock, so a step changes only the timestamps of later records.
-   */
-  private noticeClockStep(wallMs: number, monotonicMs: number): number {
-    const last = this.lastClockReading;
-    this.lastClockReading = { wallMs, monotonicMs };
-    if (!last) return 0;
-    const stepMs = wallMs - last.wallMs - (monotonicMs - last.monotonicMs);
-    if (Math.abs(stepMs) < clockStepThresholdMs) return 0;
-    const direction = stepMs > 0 ? "forward" : "back";
-    this.metrics.clockSteps.inc({ direction });
-    this.deps.logger.warn(
-      { stepMs: Math.round(stepMs), direction, wallTime: new Date(wallMs).toISOString() },
-      `wall clock stepped ${direction} by ${Math.round(Math.abs(stepMs) / 1000)} s; polling, backoff and deadlines use the monotonic clock and are unaffected`,
-    );
-    return stepMs;
-  }
-
-  private async refreshIdentity(atStart: boolean): Promise<void> {
-    const { clock, logger } = this.deps;
-    this.lastComputeMs = clock.monotonicMs();
-    const fetch = this.imds.getCompute(this.stopController.signal).then(
-      (vm) => {
-        if (JSON.stringify(vm) !== JSON.stringify(this.vm)) {
-          logger.info({ vmName: vm.VmName, vmId: vm.VmId }, "VM identity from instance metadata");
-          this.vm = vm;
-          this.store.saveVmIdentity(vm);
-        }
-      },
-      (err: unknown) => {
-        if (!this.stopController.signal.aborted) logger.warn({ err }, "instance metadata unavailable; records keep the last known VM identity");
-      },
-    );
-    // At start, give compute a few seconds so the first records carry the identity, but never hold polling longer.
-    if (atStart) await Promise.race([fetch, clock.sleep(5000, this.stopController.signal).catch(() => undefined)]);
-  }
-}
-
-function outcomeOf(err: ImdsRequestError): PollOutcome {
-  switch (err.kind) {
-    case "bad_request":
-      return "bad_request";
-    case "throttled":
-      return "throttled";
-    case "timeout":
-      return "timeout";
-    case "network_error":
-    case "no_endpoint":
-      return "network_error";
-    case "malformed":
-    case "too_large":
-      return "malformed";
-    default:
-      return "http_error";
   }
 }

@@ -21,6 +21,8 @@ if (process.argv[2] !== "run") {
   registerTailCommand(program);
   registerFleetCommand(program);
   registerDiscoverCommand(program);
+  const { registerLedgerCommands } = await import("./commands/ledger.js");
+  registerLedgerCommands(program);
 }
 
 await program.parseAsync(process.argv);

@@ -39,6 +39,12 @@ export class AgentMetrics {
     registers: [this.registry],
   });
   readonly storeErrors = new Counter({ name: "sef_store_errors_total", help: "Failed store writes", registers: [this.registry] });
+  readonly outboxEvicted = new Counter({
+    name: "sef_outbox_evicted_records_total",
+    help: "Records evicted from the outbox over maxOutboxBytes, by sink and reason (over_cap: pending for the sink; over_cap_dead_lettered: already dead-lettered)",
+    labelNames: ["sink", "reason"] as const,
+    registers: [this.registry],
+  });
   readonly storeDroppedRecords = new Counter({
     name: "sef_store_dropped_records_total",
     help: "Records removed from the outbox by the size cap before every sink had them",

@@ -1,5 +1,6 @@
 // Dead-letter files: records a destination will never accept, one JSON line each with the sink and the reason.
 import { open, mkdir } from "node:fs/promises";
+import { closeSync, fdatasyncSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { OutboxEntry } from "./sink.js";
 import { redactSecrets } from "../observability/logger.js";
@@ -31,6 +32,32 @@ export class DeadLetterFile {
       await handle.datasync();
     } finally {
       await handle.close();
+    }
+  }
+
+  /**
+   * Appends lines for records of several sinks (eviction) and fsyncs each file before returning; synchronous, so a
+   * caller inside a store transaction deletes nothing before the lines are on disk. Throws when a file cannot be written.
+   */
+  writeSync(items: ReadonlyArray<{ sink: string; json: string; reason: string }>, nowMs: number): void {
+    if (items.length === 0) return;
+    mkdirSync(this.directory, { recursive: true });
+    const at = new Date(nowMs).toISOString();
+    const bySink = new Map<string, string[]>();
+    for (const { sink, json, reason } of items) {
+      const line = `{"deadLetteredAt":${JSON.stringify(at)},"sink":${JSON.stringify(sink)},"reason":${JSON.stringify(redactSecrets(reason))},"record":${json}}\n`;
+      const lines = bySink.get(sink);
+      if (lines) lines.push(line);
+      else bySink.set(sink, [line]);
+    }
+    for (const [sink, lines] of bySink) {
+      const fd = openSync(this.pathFor(sink), "a");
+      try {
+        writeSync(fd, lines.join(""));
+        fdatasyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
     }
   }
 }

@@ -1,10 +1,12 @@
-// The drain loop of one sink: reads the outbox after the sink's cursor, sends, and acts on the classified result
-// (advance, retry with the shared policy, or dead-letter). Slow or failing sinks only ever delay themselves.
+// The one drainer every sink shares (one loop per sink): reads the sink's due pending records from the ledger, sends,
+// and applies the per-record outcomes in one transaction; it alone owns retry timing, backoff and dead-lettering.
+// Slow or failing sinks only ever delay themselves.
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
 import type { Store } from "../store/store.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import { isUrgent, type OutboxEntry, type SendResult, type Sink } from "./sink.js";
+import { allOutcomes, isUrgent, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "./sink.js";
+import type { LedgerOutcome } from "../store/ledger.js";
 import { retryDelayMs, type RetryPolicy } from "./retry-policy.js";
 import type { DeadLetterFile } from "./dead-letter.js";
 import { settlesWithin } from "../util/deadline.js";
@@ -111,29 +113,34 @@ export class Drainer {
   }
 
   private async run(): Promise<void> {
-    const { sink, store } = this.options;
+    const { sink, store, clock } = this.options;
     while (!this.pastDeadline && !this.abort.signal.aborted) {
-      let batch = store.readAfter(store.cursor(sink.name), sink.maxBatchRecords);
+      let batch = store.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
       if (batch.length === 0) {
         if (this.stopRequested) return;
-        this.lastProgressMs = this.options.clock.monotonicMs(); // nothing waits: an idle sink is not a stalled one
-        await this.waitForWake("any");
-        this.lastProgressMs = this.options.clock.monotonicMs();
+        // Nothing due: wait for new records, or for the earliest pending record's next attempt.
+        const nextMs = store.nextAttemptMs(sink.name);
+        if (nextMs === null) this.lastProgressMs = clock.monotonicMs(); // nothing waits: an idle sink is not a stalled one
+        await this.waitForWake("any", nextMs === null ? undefined : Math.max(1, nextMs - clock.monotonicMs()));
+        if (store.nextAttemptMs(sink.name) === null) this.lastProgressMs = clock.monotonicMs();
         continue;
       }
       if (sink.lingerMs > 0 && !this.stopRequested && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
         await this.waitForWake("urgent", sink.lingerMs);
-        batch = store.readAfter(store.cursor(sink.name), sink.maxBatchRecords);
+        batch = store.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
+        if (batch.length === 0) continue;
       }
-      const result = await this.sendSafely(batch);
+      const outcomes = await this.sendSafely(batch);
       let retryAfterMs: number | undefined;
       try {
-        retryAfterMs = await this.apply(batch, result);
+        retryAfterMs = await this.apply(batch, outcomes);
       } catch (err) {
-        // The dead-letter file or the store could not be written (disk full?): keep the cursor, try the batch again later.
+        // The store could not be written (disk full?): the records stay pending; try again after a backoff.
         retryAfterMs = this.failed(`could not record the outcome of a send: ${(err as Error).message}`, undefined);
       }
       this.updateDepthMetrics();
+      // One turn of the event loop per batch: a sink that answers without I/O cannot starve timers or other loops.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       if (retryAfterMs !== undefined) {
         if (this.stopRequested) return; // shutting down: the rest stays durable in the outbox
         await this.waitForWake("stop", retryAfterMs);
@@ -142,50 +149,66 @@ export class Drainer {
     }
   }
 
-  private async sendSafely(batch: readonly OutboxEntry[]): Promise<SendResult> {
+  /** The sink's outcomes, one per record; a throw or a wrong count becomes `retry` (never `delivered`). */
+  private async sendSafely(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {
+    let outcomes: SendOutcomes;
     try {
-      return await this.options.sink.send(batch, this.abort.signal);
+      outcomes = await this.options.sink.send(batch, this.abort.signal);
     } catch (err) {
-      // A sink should classify instead of throwing; an unexpected throw is treated as retryable, never as success.
-      return { kind: "retryable", reason: `sink threw: ${(err as Error).message}` };
+      return allOutcomes(batch, retry(`sink threw: ${(err as Error).message}`));
     }
+    if (outcomes.length !== batch.length) {
+      return allOutcomes(batch, retry(`sink returned ${outcomes.length} outcomes for ${batch.length} records`));
+    }
+    return outcomes;
   }
 
-  /** Applies a result to the cursor and dead-letter file; returns how long to wait before retrying, if at all. */
-  private async apply(batch: readonly OutboxEntry[], result: SendResult): Promise<number | undefined> {
-    const { sink, store, metrics } = this.options;
-    const last = batch[batch.length - 1]!;
-    switch (result.kind) {
-      case "ok": {
-        const rejected = result.rejected ?? [];
-        if (rejected.length > 0) {
-          const bySeq = new Map(batch.map((e) => [e.seq, e]));
-          await this.deadLetter(rejected.flatMap((r) => (bySeq.has(r.seq) ? [{ entry: bySeq.get(r.seq)!, reason: r.reason }] : [])));
-        }
-        store.advanceCursor(sink.name, last.seq);
-        metrics.sent.inc({ sink: sink.name }, batch.length - rejected.length);
-        this.delivered(batch.length - rejected.length, rejected.length);
-        this.recovered();
-        return undefined;
-      }
-      case "permanent": {
-        await this.deadLetter(batch.map((entry) => ({ entry, reason: result.reason })));
-        store.advanceCursor(sink.name, last.seq);
-        this.delivered(0, batch.length);
-        this.recovered();
-        return undefined;
-      }
-      case "retryable": {
-        const accepted = Math.min(result.acceptedCount ?? 0, batch.length);
-        if (accepted > 0) {
-          store.advanceCursor(sink.name, batch[accepted - 1]!.seq);
-          metrics.sent.inc({ sink: sink.name }, accepted);
-          this.delivered(accepted, 0);
-        }
-        this.needsOperator = result.needsOperator ? result.reason : null;
-        return this.failed(result.reason, result.retryAfterMs);
+  /**
+   * Applies a send's outcomes to the ledger in one transaction, after the dead-letter lines of the rejected records
+   * are on disk (if that file cannot be written they stay pending and are retried). Returns how long to wait before
+   * the next send, when a record is to be retried.
+   */
+  private async apply(batch: readonly OutboxEntry[], outcomes: SendOutcomes): Promise<number | undefined> {
+    const { sink, store, metrics, clock, deadLetters, logger } = this.options;
+    // Next-attempt times are monotonic (a wall-clock step never delays a retry); the store resets them at open.
+    const nowMs = clock.monotonicMs();
+    const rejectedItems: Array<{ entry: OutboxEntry; reason: string }> = [];
+    batch.forEach((entry, i) => {
+      const o = outcomes[i]!;
+      if (o.kind === "rejected") rejectedItems.push({ entry, reason: o.reason.trim() === "" ? "rejected without a reason" : o.reason });
+    });
+    let deadLetterError: string | undefined;
+    if (rejectedItems.length > 0) {
+      try {
+        await deadLetters.write(sink.name, rejectedItems, nowMs);
+      } catch (err) {
+        deadLetterError = `could not write the dead-letter file ${deadLetters.pathFor(sink.name)}: ${(err as Error).message}`;
       }
     }
+    const retries = outcomes.filter((o): o is Extract<RecordOutcome, { kind: "retry" }> => o.kind === "retry");
+    const hintMs = retries.reduce<number | undefined>((max, o) => (o.afterMs === undefined ? max : Math.max(max ?? 0, o.afterMs)), undefined);
+    const anyRetry = retries.length > 0 || deadLetterError !== undefined;
+    this.needsOperator = retries.find((o) => o.needsOperator)?.reason ?? null;
+    const delayMs = anyRetry ? this.failed(retries[0]?.reason ?? deadLetterError!, hintMs) : undefined;
+    const ledgerOutcomes: LedgerOutcome[] = batch.map((entry, i) => {
+      const o = outcomes[i]!;
+      if (o.kind === "delivered") return { seq: entry.seq, kind: "delivered" };
+      if (o.kind === "rejected") {
+        if (deadLetterError !== undefined) return { seq: entry.seq, kind: "retry", reason: deadLetterError, nextAttemptMs: nowMs + delayMs! };
+        return { seq: entry.seq, kind: "rejected", reason: o.reason.trim() === "" ? "rejected without a reason" : o.reason };
+      }
+      const recordDelayMs = o.afterMs === undefined ? delayMs! : retryDelayMs(this.options.retryPolicy, this.failures, o.afterMs, this.random());
+      return { seq: entry.seq, kind: "retry", reason: o.reason, nextAttemptMs: nowMs + recordDelayMs };
+    });
+    const applied = store.applyOutcomes(sink.name, ledgerOutcomes, clock.now());
+    this.delivered(applied.delivered, applied.rejected);
+    if (applied.delivered > 0) metrics.sent.inc({ sink: sink.name }, applied.delivered);
+    if (applied.rejected > 0) {
+      metrics.deadLetters.inc({ sink: sink.name }, applied.rejected);
+      logger.error({ sink: sink.name, records: applied.rejected, reason: rejectedItems[0]!.reason, file: deadLetters.pathFor(sink.name) }, "records dead-lettered");
+    }
+    if (!anyRetry) this.recovered();
+    return delayMs;
   }
 
   /** Counts a failed attempt and returns the backoff before the next one. */
@@ -201,14 +224,6 @@ export class Drainer {
     const log = this.failures === 1 || this.failures % 10 === 0 ? logger.warn.bind(logger) : logger.debug.bind(logger);
     log({ sink: sink.name, attempt: this.failures, delayMs, reason }, "send failed, will retry");
     return delayMs;
-  }
-
-  private async deadLetter(items: Array<{ entry: OutboxEntry; reason: string }>): Promise<void> {
-    const { sink, metrics, logger, clock, deadLetters } = this.options;
-    if (items.length === 0) return;
-    await deadLetters.write(sink.name, items, clock.now());
-    metrics.deadLetters.inc({ sink: sink.name }, items.length);
-    logger.error({ sink: sink.name, records: items.length, reason: items[0]!.reason, file: deadLetters.pathFor(sink.name) }, "records dead-lettered");
   }
 
   private recovered(): void {

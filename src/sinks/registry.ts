@@ -1,9 +1,9 @@
 // The sink registry: maps a `--sink SPEC` (type[:argument]) to the factory that builds it.
-// Adding a sink = one module exporting a SinkFactory (see sink.ts) + one line in `sinkFactories`.
+// Adding a sink = one folder (settings, encode, sink, factory; see README "Adding a sink") + one line in `sinkFactories`.
 import type { SinkFactory } from "./sink.js";
-import { stdoutSinkFactory } from "./stdout.js";
-import { jsonlSinkFactory } from "./jsonl.js";
-import { webhookSinkFactory } from "./webhook.js";
+import { stdoutSinkFactory } from "./stdout/factory.js";
+import { jsonlSinkFactory } from "./jsonl/factory.js";
+import { webhookSinkFactory } from "./webhook/factory.js";
 import { logAnalyticsSinkFactory } from "./loganalytics/factory.js";
 import { eventHubsSinkFactory } from "./eventhubs/factory.js";
 

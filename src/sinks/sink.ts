@@ -1,5 +1,5 @@
-// The contract between the drain loop and a sink: a sink sends one batch and classifies the outcome;
-// the shared drain loop (sinks/drainer.ts) owns retries, backoff, dead-lettering and the cursor.
+// The contract between the drainer and a sink: a sink sends one batch and says, per record, what became of it;
+// it keeps no delivery state. The shared drainer (sinks/drainer.ts) owns the ledger, retries, backoff and dead-letters.
 import type { Logger } from "pino";
 import type { z } from "zod";
 import type { SefRecord } from "../contract/record.js";
@@ -8,34 +8,50 @@ import type { OutboxEntry } from "../store/outbox-entry.js";
 
 export type { OutboxEntry } from "../store/outbox-entry.js";
 
-/** A record that the sink's destination will never accept, with the destination's reason. */
-export interface RejectedRecord {
-  readonly seq: number;
-  readonly reason: string;
+/**
+ * What became of one record of a send. Outcomes are values, not exceptions:
+ * - `delivered`: the destination acknowledged it; it is never sent to this sink again;
+ * - `retry`: send it again later; `afterMs` is the destination's hint (Retry-After), which the drainer honours
+ *   (clamped by the retry policy) instead of its own backoff; `needsOperator` marks a failure that will not clear by
+ *   itself soon (credentials, a missing destination): /readyz reports the sink at once;
+ * - `rejected`: the destination will never accept it: dead-lettered with the reason, never retried.
+ */
+export type RecordOutcome =
+  | { readonly kind: "delivered" }
+  | { readonly kind: "retry"; readonly reason: string; readonly afterMs?: number; readonly needsOperator?: boolean }
+  | { readonly kind: "rejected"; readonly reason: string };
+
+/** One outcome per record of the batch, in batch order. */
+export type SendOutcomes = readonly RecordOutcome[];
+
+export const delivered: RecordOutcome = { kind: "delivered" };
+
+export function retry(reason: string, afterMs?: number, needsOperator = false): RecordOutcome {
+  return { kind: "retry", reason, ...(afterMs === undefined ? {} : { afterMs }), ...(needsOperator ? { needsOperator } : {}) };
 }
 
-/**
- * What one send attempt came to. Results are values, not exceptions:
- * - `ok`: every record of the batch was accepted, except those in `rejected` (dead-lettered, never retried).
- * - `retryable`: try again later; the first `acceptedCount` records were accepted and will not be re-sent;
- *   `retryAfterMs` is the server's hint, which wins over our own backoff; `needsOperator` marks a failure that will not
- *   clear by itself soon (credentials, a missing destination): /readyz reports the sink at once.
- * - `permanent`: the whole batch can never be accepted (e.g. 401/403 is *not* this: see each sink's docs).
- */
-export type SendResult =
-  | { readonly kind: "ok"; readonly rejected?: readonly RejectedRecord[] }
-  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number; readonly acceptedCount?: number; readonly needsOperator?: boolean }
-  | { readonly kind: "permanent"; readonly reason: string };
+export function rejected(reason: string): RecordOutcome {
+  return { kind: "rejected", reason };
+}
+
+/** The same outcome for every record of the batch. */
+export function allOutcomes(batch: readonly unknown[], outcome: RecordOutcome): RecordOutcome[] {
+  return batch.map(() => outcome);
+}
 
 export interface Sink {
-  /** Stable name, unique among the configured sinks; names the sink's cursor in the store and its metrics. */
+  /** Stable name, unique among the configured sinks; names the sink's rows in the delivery ledger and its metrics. */
   readonly name: string;
   /** Most records handed to one `send`. */
   readonly maxBatchRecords: number;
   /** How long to wait for more records before sending a non-urgent batch (0 = send at once). */
   readonly lingerMs: number;
-  /** Sends the batch in order. Must not throw for expected failures: classify them instead. */
-  send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendResult>;
+  /**
+   * Sends the batch (oldest first) and returns one outcome per record, in batch order. Must not throw for expected
+   * failures: classify them instead (a throw counts as `retry` for the whole batch). Keeps no delivery state: a record
+   * it is handed again is one the ledger still holds pending.
+   */
+  send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes>;
   /** Releases connections; called once at shutdown after the last send. */
   close(): Promise<void>;
 }

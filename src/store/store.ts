@@ -1,7 +1,7 @@
-// The durable store (SQLite, WAL, synchronous=FULL) in the data directory: collector state, emitted keys,
-// the outbox of records and one cursor per sink. A document's state change and its records commit in one transaction.
-import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { mkdirSync, accessSync, constants } from "node:fs";
+// The durable store (SQLite, WAL, synchronous=FULL) in the data directory: collector state, emitted keys, the outbox
+// and its delivery ledger (ledger.ts). A document's state change and its records commit in one transaction.
+import { DatabaseSync } from "node:sqlite";
+import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { SefRecord, VmIdentity } from "../contract/record.js";
 import type { OutboxEntry } from "./outbox-entry.js";
@@ -9,56 +9,64 @@ import type { CollectorState, TrackedEvent, EmittedKey } from "../collector/stat
 import { emptyCollectorState } from "../collector/state.js";
 import { StoreError } from "./errors.js";
 import { ActionLedger, migrateActionLedger } from "./action-ledger.js";
+import { query, transaction } from "./sql.js";
+import {
+  DeliveryLedger,
+  ledgerSchemaSql,
+  type DeadLetterEntry,
+  type EvictedDelivery,
+  type EvictionCounts,
+  type LedgerOutcome,
+  type ReplayFrom,
+  type SinkLedgerStatus,
+} from "./ledger.js";
+
+export type { DeadLetterEntry, EvictedDelivery, EvictionCounts, LedgerOutcome, ReplayFrom, SinkLedgerStatus } from "./ledger.js";
 
 export interface StoreOptions {
   dataDir: string;
   /** Cap on the JSON bytes held in the outbox; past it the oldest records are evicted (see `evictOverCap`). */
   maxOutboxBytes: number;
+  /**
+   * Extra schema steps of modules that keep their own tables in the same database (run after the store's own,
+   * at every open; they must be idempotent, e.g. CREATE TABLE IF NOT EXISTS).
+   */
+  migrations?: ReadonlyArray<(db: DatabaseSync) => void>;
 }
 
 export const storeDefaults = { maxOutboxBytes: 256 * 1024 * 1024 } as const;
 
-export interface EvictedRecord {
-  seq: number;
-  json: string;
-}
+/** Why records left the outbox unsent: the only eviction reason today. */
+export const overCapReason = "evicted: the outbox was over maxOutboxBytes before this sink took the record";
 
-const schemaVersion = 1;
+const schemaVersion = 2;
 
 export class Store {
   readonly path: string;
   private readonly db: DatabaseSync;
-  private outboxBytes: number;
   private readonly statements;
   /** Persisted state of hooks and approvals (see src/actions/action-runner.ts). */
   readonly actions: ActionLedger;
+  private readonly ledger: DeliveryLedger;
+  private lastWriteFailed = false;
+  private evictionBlocked = false;
 
   private constructor(path: string, db: DatabaseSync, private readonly options: StoreOptions) {
     this.path = path;
     this.db = db;
     this.statements = {
       getMeta: query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?"),
-      setMeta: command<[string, string]>(db, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+      deleteMeta: query<[string], never>(db, "DELETE FROM meta WHERE key = ?"),
+      setMeta: query<[string, string], never>(db, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
       allEvents: query<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>(db, "SELECT * FROM events"),
-      deleteEvents: command<[]>(db, "DELETE FROM events"),
-      insertEvent: command<[string, string, string, number]>(db, "INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, ?)"),
+      deleteEvents: query<[], never>(db, "DELETE FROM events"),
+      insertEvent: query<[string, string, string, number], never>(db, "INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, ?)"),
       allEmitted: query<[], { key: string; emitted_ms: number; ended_ms: number | null }>(db, "SELECT * FROM emitted"),
-      deleteEmitted: command<[]>(db, "DELETE FROM emitted"),
-      insertEmitted: command<[string, number, number | null]>(db, "INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)"),
-      append: command<[string, string, string, number]>(db, "INSERT INTO outbox(record_id, record_type, json, created_ms) VALUES (?, ?, ?, ?)"),
+      deleteEmitted: query<[], never>(db, "DELETE FROM emitted"),
+      insertEmitted: query<[string, number, number | null], never>(db, "INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)"),
       readAfter: query<[number, number], { seq: number; json: string }>(db, "SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?"),
-      getCursor: query<[string], { seq: number }>(db, "SELECT seq FROM cursors WHERE sink = ?"),
-      setCursor: command<[string, number]>(db, "INSERT INTO cursors(sink, seq) VALUES (?, ?) ON CONFLICT(sink) DO UPDATE SET seq = MAX(seq, excluded.seq)"),
-      cursors: query<[], { sink: string; seq: number }>(db, "SELECT sink, seq FROM cursors"),
-      deleteCursor: command<[string]>(db, "DELETE FROM cursors WHERE sink = ?"),
-      depthAfter: query<[number], { n: number; oldest: number | null }>(db, "SELECT COUNT(*) AS n, MIN(created_ms) AS oldest FROM outbox WHERE seq > ?"),
-      headSeq: query<[], { seq: number | null }>(db, "SELECT MAX(seq) AS seq FROM outbox"),
-      prune: command<[number]>(db, "DELETE FROM outbox WHERE seq <= ?"),
-      bytes: query<[], { bytes: number | null }>(db, "SELECT SUM(LENGTH(CAST(json AS BLOB))) AS bytes FROM outbox"),
-      bytesUpTo: query<[number], { bytes: number | null }>(db, "SELECT SUM(LENGTH(CAST(json AS BLOB))) AS bytes FROM outbox WHERE seq <= ?"),
-      oldest: query<[number], { seq: number; json: string }>(db, "SELECT seq, json FROM outbox ORDER BY seq LIMIT ?"),
     };
-    this.outboxBytes = this.statements.bytes.get()?.bytes ?? 0;
+    this.ledger = new DeliveryLedger(db);
     this.actions = new ActionLedger(db);
   }
 
@@ -77,28 +85,45 @@ export class Store {
       db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;");
       const check = Object.values(db.prepare("PRAGMA quick_check").get() ?? {})[0];
       if (check !== "ok") throw new StoreError(`store ${path} is corrupt (${String(check)})`, path, "corrupt");
-      migrate(db);
+      const opened = db;
+      transaction(opened, () => {
+        migrate(opened);
+        for (const step of options.migrations ?? []) step(opened);
+        // Next-attempt times are monotonic, meaningful only within one process: every pending record is due at start.
+        opened.exec("UPDATE deliveries SET next_attempt_ms = 0 WHERE state = 'pending' AND next_attempt_ms <> 0");
+      });
       probeWritable(db);
       return new Store(path, db, options);
     } catch (err) {
       if (db?.isOpen) db.close();
-      if (err instanceof StoreError) throw withAdvice(err);
-      const code = sqliteCode(err);
-      if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
-        throw withAdvice(new StoreError(`store ${path} is corrupt: ${(err as Error).message}`, path, "corrupt"));
-      }
-      if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
-        throw new StoreError(`store ${path} is locked by another process (is another sef running with this data directory?)`, path, "locked");
-      }
-      if (code === "SQLITE_READONLY" || code === "SQLITE_CANTOPEN" || code === "SQLITE_PERM" || code === "SQLITE_IOERR") {
-        throw new StoreError(
-          `store ${path} cannot be written: ${(err as Error).message} (check the owner and mode of ${options.dataDir} and the files in it: the service user must be able to write them)`,
-          path,
-          "unwritable",
-        );
-      }
-      throw err;
+      throw translateOpenError(err, path);
     }
+  }
+
+  /**
+   * Opens an existing store for reading only (status and listing commands beside a running agent). Never creates,
+   * migrates or writes anything.
+   */
+  static openReadOnly(dataDir: string): Store {
+    const path = join(dataDir, "sef.db");
+    if (!existsSync(path)) throw new StoreError(`no store at ${path} (has the agent run with --data-dir ${dataDir}?)`, path, "unwritable");
+    let db: DatabaseSync | undefined;
+    try {
+      db = new DatabaseSync(path, { readOnly: true, timeout: 2000 });
+      const version = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
+      if (Number(version?.value ?? 0) !== schemaVersion) {
+        throw new StoreError(`store ${path} has schema version ${version?.value ?? "none"}; start the agent once to upgrade it to ${schemaVersion}`, path, "schema");
+      }
+      return new Store(path, db, { dataDir, maxOutboxBytes: Number.MAX_SAFE_INTEGER });
+    } catch (err) {
+      if (db?.isOpen) db.close();
+      throw translateOpenError(err, path);
+    }
+  }
+
+  /** The open database, for modules that keep their own tables beside the store's (see `StoreOptions.migrations`). */
+  get database(): DatabaseSync {
+    return this.db;
   }
 
   close(): void {
@@ -119,104 +144,106 @@ export class Store {
   }
 
   /**
-   * Saves the collector state and appends the records in one transaction: either both are durable or neither is.
-   * Returns the appended entries (with their outbox positions).
+   * Saves the collector state and appends the records (pending for every registered sink) in one transaction:
+   * either both are durable or neither is. Returns the appended entries (with their outbox positions).
    */
   commitDocument(state: CollectorState, records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    return transaction(this.db, () => {
+    return this.write(() => {
       this.setMetaJson("collector", { lastIncarnation: state.lastIncarnation, lastDocumentHash: state.lastDocumentHash, lastSuccessMs: state.lastSuccessMs });
       this.statements.deleteEvents.run();
       for (const [key, e] of state.events) this.statements.insertEvent.run(key, e.status, JSON.stringify(e.fields), e.lastSeenMs);
       this.statements.deleteEmitted.run();
       for (const [key, e] of state.emitted as Map<string, EmittedKey>) this.statements.insertEmitted.run(key, e.emittedMs, e.endedMs);
-      return this.appendRecords(records, nowMs);
+      return this.ledger.appendRecords(records, nowMs);
     });
   }
 
   /** Appends records that do not change the collector state (heartbeats, approvals, hooks). */
   append(records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    return transaction(this.db, () => this.appendRecords(records, nowMs));
+    return this.write(() => this.ledger.appendRecords(records, nowMs));
   }
 
-  private appendRecords(records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    const entries: OutboxEntry[] = [];
-    for (const record of records) {
-      const json = JSON.stringify(record);
-      const info = this.statements.append.run(record.RecordId, record.RecordType, json, nowMs);
-      this.outboxBytes += Buffer.byteLength(json);
-      entries.push({ seq: Number(info.lastInsertRowid), record, json });
-    }
-    return entries;
-  }
-
-  /** Records after `seq`, oldest first. */
+  /** Records held in the outbox after `seq`, oldest first (whatever their delivery state). */
   readAfter(seq: number, limit: number): OutboxEntry[] {
     return this.statements.readAfter.all(seq, limit).map((row) => ({ seq: row.seq, json: row.json, record: JSON.parse(row.json) as SefRecord }));
   }
 
-  cursor(sink: string): number {
-    return this.statements.getCursor.get(sink)?.seq ?? 0;
+  /**
+   * Registers the configured sinks: a new one starts at the head (it gets records appended from now on; see
+   * `backfill`); a sink no longer configured loses its pending and dead-lettered rows. Returns the new names.
+   */
+  registerSinks(names: readonly string[], nowMs: number = Date.now()): string[] {
+    return this.write(() => this.ledger.register(names, nowMs));
   }
 
-  /** Moves a sink's cursor forward (never backward), then prunes what every sink has. */
-  advanceCursor(sink: string, seq: number): void {
-    this.statements.setCursor.run(sink, seq);
+  /** Makes every record still held from `from` on pending for `sink` again (`--replay-from`). Returns how many. */
+  backfill(sink: string, from: ReplayFrom): number {
+    return this.write(() => this.ledger.backfill(sink, from));
   }
 
-  /** Registers the configured sinks: new ones start at the oldest retained record; cursors of removed sinks are dropped. */
-  registerSinks(names: readonly string[]): void {
-    transaction(this.db, () => {
-      for (const row of this.statements.cursors.all()) if (!names.includes(row.sink)) this.statements.deleteCursor.run(row.sink);
-      for (const name of names) if (!this.statements.getCursor.get(name)) this.statements.setCursor.run(name, 0);
-    });
+  /** Pending records of `sink` whose next attempt is due, oldest first. */
+  due(sink: string, limit: number, nowMs: number): OutboxEntry[] {
+    return this.ledger.due(sink, limit, nowMs);
   }
 
-  /** Deletes records every registered sink has taken. */
-  prune(): number {
-    const cursors = this.statements.cursors.all();
-    if (cursors.length === 0) return 0;
-    const minSeq = Math.min(...cursors.map((c) => c.seq));
-    const bytes = this.statements.bytesUpTo.get(minSeq)?.bytes ?? 0;
-    const info = this.statements.prune.run(minSeq);
-    this.outboxBytes = Math.max(0, this.outboxBytes - bytes);
-    return Number(info.changes);
+  /** Earliest next attempt among the sink's pending records, or null when nothing is pending. */
+  nextAttemptMs(sink: string): number | null {
+    return this.ledger.nextAttemptMs(sink);
+  }
+
+  /** Applies one send's per-record outcomes in one transaction. */
+  applyOutcomes(sink: string, outcomes: readonly LedgerOutcome[], nowMs: number): { delivered: number; retried: number; rejected: number } {
+    return this.write(() => this.ledger.apply(sink, outcomes, nowMs));
+  }
+
+  /** Undelivered records of a sink and the creation time of the oldest (O(1): counters and an index lookup). */
+  depth(sink: string): { records: number; oldestCreatedMs: number | null } {
+    const s = this.ledger.status(sink);
+    return { records: s.pending, oldestCreatedMs: s.oldestPendingCreatedMs };
+  }
+
+  /** Per registered sink: pending, dead-lettered, delivered, oldest pending, last delivery. */
+  status(): SinkLedgerStatus[] {
+    return this.ledger.registeredSinks.map((sink) => this.ledger.status(sink));
+  }
+
+  deadLetters(sink?: string): DeadLetterEntry[] {
+    return this.ledger.deadLetters(sink);
+  }
+
+  /** Makes dead-lettered deliveries pending again; the records keep their RecordId. Returns counts by sink. */
+  replayDeadLetters(filter: { sink?: string; reasonContains?: string }): Map<string, number> {
+    return this.write(() => this.ledger.replay(filter));
   }
 
   /**
-   * Size cap policy: when the outbox holds more than `maxOutboxBytes` of JSON, the oldest records are removed
-   * (down to 90 % of the cap) and returned, so the caller can dead-letter them with a reason and count them.
+   * Size cap policy: when the outbox holds more than `maxOutboxBytes`, the oldest records are removed (down to 90 %
+   * of the cap). The dead-letter lines of the deliveries still pending go to `writeDeadLetters`, which must make them
+   * durable (fsync) before it returns; if it throws, nothing is deleted, the store reports not writable (readiness)
+   * and the error is rethrown. Returns the evicted counts by sink.
    */
-  evictOverCap(): EvictedRecord[] {
-    if (this.outboxBytes <= this.options.maxOutboxBytes) return [];
+  evictOverCap(writeDeadLetters: (items: readonly EvictedDelivery[]) => void): EvictionCounts {
+    if (this.ledger.outboxBytes <= this.options.maxOutboxBytes) {
+      this.evictionBlocked = false;
+      return new Map();
+    }
     const target = Math.floor(this.options.maxOutboxBytes * 0.9);
-    const evicted: EvictedRecord[] = [];
-    transaction(this.db, () => {
-      while (this.outboxBytes > target) {
-        const batch = this.statements.oldest.all(500);
-        if (batch.length === 0) break;
-        for (const row of batch) {
-          if (this.outboxBytes <= target) break;
-          evicted.push(row);
-          this.outboxBytes -= Buffer.byteLength(row.json);
-        }
-        this.statements.prune.run(evicted[evicted.length - 1]!.seq);
-      }
-    });
-    return evicted;
-  }
-
-  /** Undelivered records of a sink and the creation time of the oldest. */
-  depth(sink: string): { records: number; oldestCreatedMs: number | null } {
-    const row = this.statements.depthAfter.get(this.cursor(sink));
-    return { records: row?.n ?? 0, oldestCreatedMs: row?.oldest ?? null };
+    try {
+      const counts = this.write(() => this.ledger.evictDownTo(target, overCapReason, writeDeadLetters));
+      this.evictionBlocked = false;
+      return counts;
+    } catch (err) {
+      this.evictionBlocked = true;
+      throw err;
+    }
   }
 
   headSeq(): number {
-    return this.statements.headSeq.get()?.seq ?? 0;
+    return this.ledger.headSeq();
   }
 
   get bytesInOutbox(): number {
-    return this.outboxBytes;
+    return this.ledger.outboxBytes;
   }
 
   isApproved(eventKey: string): boolean {
@@ -224,11 +251,20 @@ export class Store {
   }
 
   markApproved(eventKey: string, nowMs: number): void {
-    this.statements.setMeta.run(`approved:${eventKey}`, String(nowMs));
+    this.write(() => this.statements.setMeta.run(`approved:${eventKey}`, String(nowMs)));
+  }
+
+  /** Records which process runs the agent on this store; cleared by `markAgentStopped`. */
+  markAgentRunning(pid: number, nowMs: number): void {
+    this.write(() => this.setMetaJson("agent", { pid, startedMs: nowMs }));
+  }
+
+  markAgentStopped(): void {
+    this.write(() => this.statements.deleteMeta.run("agent"));
   }
 
   saveVmIdentity(vm: VmIdentity): void {
-    this.setMetaJson("vm", vm);
+    this.write(() => this.setMetaJson("vm", vm));
   }
 
   loadVmIdentity(): VmIdentity | undefined {
@@ -244,13 +280,24 @@ export class Store {
     return this.getMetaJson<{ url: string; source: string }>("imds-endpoint");
   }
 
-  /** Proves the store can still commit (readiness). */
+  /**
+   * Readiness: the last write committed and no eviction is blocked on its dead-letter file. Never writes (a probe
+   * must not cost a transaction); the next real write tells.
+   */
   isWritable(): boolean {
+    return !this.lastWriteFailed && !this.evictionBlocked;
+  }
+
+  /** Runs `body` in one transaction, remembering whether writes succeed (readiness) and re-reading cached totals on rollback. */
+  private write<T>(body: () => T): T {
     try {
-      this.statements.setMeta.run("probe", String(Date.now()));
-      return true;
-    } catch {
-      return false;
+      const result = transaction(this.db, body);
+      this.lastWriteFailed = false;
+      return result;
+    } catch (err) {
+      this.lastWriteFailed = true;
+      if (this.db.isOpen) this.ledger.reload();
+      throw err;
     }
   }
 
@@ -269,16 +316,49 @@ function migrate(db: DatabaseSync): void {
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS events (event_key TEXT PRIMARY KEY, status TEXT NOT NULL, fields TEXT NOT NULL, last_seen_ms INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS emitted (key TEXT PRIMARY KEY, emitted_ms INTEGER NOT NULL, ended_ms INTEGER);
-    CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, record_id TEXT NOT NULL, record_type TEXT NOT NULL, json TEXT NOT NULL, created_ms INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS cursors (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
   `);
   migrateActionLedger(db);
   const row = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
-  if (!row) {
-    command<[string]>(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run(String(schemaVersion));
-  } else if (Number(row.value) > schemaVersion) {
-    throw new StoreError(`store schema version ${row.value} is newer than this agent understands (${schemaVersion})`, "", "schema");
+  const found = row ? Number(row.value) : 0;
+  if (found > schemaVersion) {
+    throw new StoreError(`store schema version ${found} is newer than this agent understands (${schemaVersion})`, "", "schema");
   }
+  if (found === 1) migrateCursorsToLedger(db);
+  db.exec(ledgerSchemaSql);
+  query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(schemaVersion));
+}
+
+/** Version 1 kept one cursor per sink: every record after a sink's cursor becomes a pending delivery for it. */
+function migrateCursorsToLedger(db: DatabaseSync): void {
+  db.exec("ALTER TABLE outbox ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0; UPDATE outbox SET bytes = LENGTH(CAST(json AS BLOB));");
+  db.exec(ledgerSchemaSql);
+  const nowMs = Date.now();
+  for (const c of query<[], { sink: string; seq: number }>(db, "SELECT sink, seq FROM cursors").all()) {
+    const info = query<[string, number], never>(db, "INSERT INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq > ?").run(c.sink, c.seq);
+    query<[string, number, number], never>(db, "INSERT INTO sinks(sink, pending, registered_ms) VALUES (?, ?, ?)").run(c.sink, Number(info.changes), nowMs);
+  }
+  db.exec("DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq); DROP TABLE cursors;");
+  const bytes = query<[], { n: number | null }>(db, "SELECT SUM(bytes) AS n FROM outbox").get()?.n ?? 0;
+  query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(bytes));
+}
+
+function translateOpenError(err: unknown, path: string): unknown {
+  if (err instanceof StoreError) return withAdvice(err);
+  const code = sqliteCode(err);
+  if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
+    return withAdvice(new StoreError(`store ${path} is corrupt: ${(err as Error).message}`, path, "corrupt"));
+  }
+  if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
+    return new StoreError(`store ${path} is locked by another process (is another sef running with this data directory?)`, path, "locked");
+  }
+  if (code === "SQLITE_READONLY" || code === "SQLITE_CANTOPEN" || code === "SQLITE_PERM" || code === "SQLITE_IOERR") {
+    return new StoreError(
+      `store ${path} cannot be written: ${(err as Error).message} (check the owner and mode of the data directory and the files in it: the service user must be able to write them)`,
+      path,
+      "unwritable",
+    );
+  }
+  return err;
 }
 
 /** A database file the process may open but not write (e.g. owned by root after a run as root) fails here, at start. */
@@ -294,35 +374,6 @@ function withAdvice(err: StoreError): StoreError {
     err.path,
     "corrupt",
   );
-}
-
-/** A prepared statement that returns rows of type R for parameters P. */
-interface Query<P extends unknown[], R> {
-  get(...params: P): R | undefined;
-  all(...params: P): R[];
-  run(...params: P): { changes: number | bigint; lastInsertRowid: number | bigint };
-}
-
-function query<P extends unknown[], R>(db: DatabaseSync, sql: string): Query<P, R> {
-  return db.prepare(sql) as unknown as Query<P, R>;
-}
-
-function command<P extends unknown[]>(db: DatabaseSync, sql: string): Query<P, never> {
-  return db.prepare(sql) as StatementSync as unknown as Query<P, never>;
-}
-
-/** Runs `body` in one IMMEDIATE transaction: committed if it returns, rolled back if it throws. Inside an open transaction (the action ledger's), it joins it. */
-function transaction<T>(db: DatabaseSync, body: () => T): T {
-  if (db.isTransaction) return body();
-  db.exec("BEGIN IMMEDIATE");
-  try {
-    const result = body();
-    db.exec("COMMIT");
-    return result;
-  } catch (err) {
-    if (db.isTransaction) db.exec("ROLLBACK");
-    throw err;
-  }
 }
 
 /** The SQLite result-code name of a node:sqlite error (e.g. `SQLITE_BUSY`), or "". */

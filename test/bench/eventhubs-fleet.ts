@@ -152,8 +152,8 @@ export async function benchEventHubsFleet(options: FleetOptions): Promise<FleetF
       const wasOpen = producer.isOpen;
       const t0 = performance.now();
       for (let attempt = 0; attempt < 20; attempt++) {
-        const result = await sink.send([entry], new AbortController().signal);
-        if (result.kind === "ok") {
+        const result = (await sink.send([entry], new AbortController().signal))[0]!;
+        if (result.kind === "delivered") {
           acked++;
           break;
         }

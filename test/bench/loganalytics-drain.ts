@@ -1,13 +1,13 @@
 // Benchmark: drains a backlog of transition records to the local Logs Ingestion peer through the Log Analytics sink
-// (real LogsIngestionClient, HTTPS, gzip, local bearer tokens), batch by batch as the drain loop would.
+// (real LogsIngestionClient, HTTPS, gzip, local bearer tokens) with the real store and drainer (ledger-drain.ts).
 import { pathToFileURL } from "node:url";
 import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
 import { transitionBacklog } from "./backlog.js";
+import { drainBacklogThroughLedger } from "./ledger-drain.js";
 
 /** Drains `records` records to an in-process peer; the figures cover the drain only (not building the backlog). */
 export async function benchLogAnalyticsDrain(
@@ -27,15 +27,7 @@ export async function benchLogAnalyticsDrain(
   const all = transitionBacklog(records);
   const bytes = all.reduce((n, e) => n + Buffer.byteLength(e.json), 0);
   try {
-    const startedMs = performance.now();
-    let queue: readonly OutboxEntry[] = all;
-    while (queue.length > 0) {
-      const batch = queue.slice(0, sink.maxBatchRecords);
-      const result = await sink.send(batch, new AbortController().signal);
-      if (result.kind !== "ok" || result.rejected) throw new Error(`bench send failed: ${JSON.stringify(result)}`);
-      queue = queue.slice(batch.length);
-    }
-    const seconds = (performance.now() - startedMs) / 1000;
+    const { seconds } = await drainBacklogThroughLedger(sink, all);
     if (peer.rows().length !== records) throw new Error(`peer holds ${peer.rows().length} rows, expected ${records}`);
     return { recordsPerSecond: Math.round(records / seconds), megabytesPerSecond: bytes / 1e6 / seconds, records, seconds };
   } finally {

@@ -140,15 +140,14 @@ export async function benchLogAnalyticsWave(options: WaveOptions): Promise<WaveF
         const one: OutboxEntry = { seq: k + 1, record: entry.record as TransitionRecord, json: entry.json };
         let delivered = false;
         for (let attempt = 1; attempt <= 30 && !delivered; attempt++) {
-          const result = await sink.send([one], new AbortController().signal);
-          if (result.kind === "ok") {
-            deadLettered += result.rejected?.length ?? 0;
+          const result = (await sink.send([one], new AbortController().signal))[0]!;
+          if (result.kind === "delivered") {
             delivered = true;
-          } else if (result.kind === "permanent") {
+          } else if (result.kind === "rejected") {
             deadLettered++;
             delivered = true;
           } else {
-            await new Promise((r) => setTimeout(r, retryDelayMs(defaultRetryPolicy, attempt, result.retryAfterMs, Math.random())));
+            await new Promise((r) => setTimeout(r, retryDelayMs(defaultRetryPolicy, attempt, result.afterMs, Math.random())));
           }
         }
         if (!delivered) lost++;

@@ -10,6 +10,7 @@ import { benchLogAnalyticsDrain } from "./loganalytics-drain.js";
 import { benchEventHubsFleet, fleetOptionsFromEnv } from "./eventhubs-fleet.js";
 import { benchLogAnalyticsWave, waveOptionsFromEnv } from "./loganalytics-wave.js";
 import { benchFleetEndToEnd, benchFleetScale } from "./fleet.js";
+import { benchStoreLookups } from "./store-lookups.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
 /** Changes per poll interval: p99 needs enough of them to be more than the maximum. */
@@ -61,6 +62,10 @@ report(
     fleetScale.slackTriggerDuplicates === 0 &&
     fleetScale.slackResolves === fleetScale.fleetEvents,
 );
+
+const lookups = await benchStoreLookups();
+// Flat: the lookup at 1M records costs no more than a few times the one at 1k (timer noise dominates at this scale).
+report("storeLookups", lookups, lookups.at(-1)!.depthMicroseconds <= 5 * Math.max(lookups[0]!.depthMicroseconds, 5));
 
 writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
 console.log("written to bench-results.json");

@@ -1,11 +1,12 @@
-// Failure handling of the Event Hubs sink against the local peer's injected faults: nothing is lost, acceptedCount is
-// honest, what the hub accepted is not sent again, duplicates (in-doubt sends) carry the same messageId, and
-// too-large/quota records are dead-lettered.
+// Failure handling of the Event Hubs sink against the local peer's injected faults, drained through the real ledger and
+// drainer: nothing is lost, per-record outcomes are honest, what the hub accepted is not sent again, duplicates
+// (in-doubt sends) carry the same messageId, and too-large/quota records are dead-lettered.
 import { afterEach, describe, expect, it } from "vitest";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import type { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
-import { drainUntilDone, entries, interleavedTransitions, sinkFor, transition } from "./fixtures.js";
+import { entries, interleavedTransitions, sinkFor, tally, transition } from "./fixtures.js";
+import { drainThroughLedger as drainUntilDone } from "../helpers/ledger-drain.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -53,21 +54,21 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator, { maxConcurrentBatches: 1 });
     emulator.faults.failNextSends(1, "server-busy");
     const { results } = await drainUntilDone(s, entries(records));
-    expect(results[0]).toMatchObject({ kind: "retryable", reason: expect.stringContaining("ServerBusyError"), retryAfterMs: 4000 });
-    expect(results.at(-1)).toEqual({ kind: "ok" });
+    expect(results[0]![0]).toMatchObject({ kind: "retry", reason: expect.stringContaining("ServerBusyError"), afterMs: 4000 });
+    expect(tally(results.at(-1)!)).toMatchObject({ retry: 0, rejected: 0 });
     expectAllDelivered(emulator, records, true);
   });
 
-  it("reports the leading entries already sent as acceptedCount when a later batch fails", async () => {
+  it("reports the entries already sent as delivered when a later batch fails", async () => {
     const emulator = await peer();
     const records = groupedTransitions(4);
     const s = sink(emulator, { maxConcurrentBatches: 1 });
     emulator.faults.planSends(["ok", "server-busy"]);
     const first = await s.send(entries(records), new AbortController().signal);
-    expect(first).toMatchObject({ kind: "retryable", acceptedCount: 2 });
+    expect(first.map((o) => o.kind)).toEqual(["delivered", "delivered", ...Array.from({ length: 6 }, () => "retry")]);
     expect(emulator.events().map((e) => e.messageId)).toEqual([records[0]!.RecordId, records[1]!.RecordId]);
     const rest = await s.send(entries(records.slice(2), 3), new AbortController().signal);
-    expect(rest).toEqual({ kind: "ok" });
+    expect(tally(rest)).toEqual({ delivered: 6, retry: 0, rejected: 0 });
     expectAllDelivered(emulator, records, true);
   });
 
@@ -82,21 +83,11 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator, { maxConcurrentBatches });
     emulator.faults.planSends(["ok", "ok", "ok", fault]);
     const { results } = await drainUntilDone(s, entries(records));
-    // EV-0..EV-2 were accepted whole, but only their Scheduled records lead the outbox: the rest is past the prefix.
-    expect(results[0]).toMatchObject({ kind: "retryable", acceptedCount: 3 });
-    expect(results.at(-1)).toEqual({ kind: "ok" });
-    expectAllDelivered(emulator, records, true);
-  });
-
-  it("remembers what the hub accepted past a retry batch that is shorter than the failed one", async () => {
-    const emulator = await peer();
-    const records = interleavedTransitions(6);
-    const all = entries(records);
-    const s = sink(emulator);
-    emulator.faults.planSends(["ok", "ok", "ok", "server-busy"]);
-    expect(await s.send(all, new AbortController().signal)).toMatchObject({ kind: "retryable", acceptedCount: 3 });
-    expect(await s.send(all.slice(3, 6), new AbortController().signal)).toEqual({ kind: "ok" });
-    expect(await s.send(all.slice(6), new AbortController().signal)).toEqual({ kind: "ok" });
+    // Whole key groups were accepted (their records are spread over the batch); the retry carries only the rest.
+    const first = tally(results[0]!);
+    expect(first.retry).toBeGreaterThan(0);
+    expect(first.delivered).toBeGreaterThanOrEqual(9);
+    expect(results.slice(1).reduce((n, r) => n + r.length, 0)).toBe(first.retry);
     expectAllDelivered(emulator, records, true);
   });
 
@@ -106,7 +97,7 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator, { maxConcurrentBatches: 1 });
     emulator.faults.failNextSends(1, fault);
     const { results } = await drainUntilDone(s, entries(records));
-    expect(results[0]!.kind).toBe("retryable");
+    expect(tally(results[0]!).retry).toBeGreaterThan(0);
     expectAllDelivered(emulator, records, true);
   });
 
@@ -115,7 +106,7 @@ describe("eventhubs sink under injected faults", () => {
     const records = groupedTransitions(2);
     const s = sink(emulator, { maxRetries: 2, retryDelayMs: 20 });
     emulator.faults.failNextSends(1, "detach");
-    expect(await s.send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect(tally(await s.send(entries(records), new AbortController().signal))).toEqual({ delivered: 4, retry: 0, rejected: 0 });
     expectAllDelivered(emulator, records, true);
   });
 
@@ -125,7 +116,7 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator, { maxConcurrentBatches: 1 });
     emulator.faults.planSends(["ok", "store-then-drop"]);
     const { results } = await drainUntilDone(s, entries(records));
-    expect(results[0]).toMatchObject({ kind: "retryable", acceptedCount: 2 });
+    expect(tally(results[0]!)).toEqual({ delivered: 2, retry: 4, rejected: 0 });
     expectAllDelivered(emulator, records, false);
     expect(emulator.events().length).toBe(records.length + 2);
   });
@@ -135,7 +126,7 @@ describe("eventhubs sink under injected faults", () => {
     const records = groupedTransitions(6);
     const s = sink(emulator, { maxBatchRecords: 4, maxConcurrentBatches: 1 });
     const all = entries(records);
-    expect(await s.send(all.slice(0, 4), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect(tally(await s.send(all.slice(0, 4), new AbortController().signal)).delivered).toBe(4);
     emulator.faults.detachLinks();
     const second = await drainUntilDone(s, all.slice(4, 8));
     expect(second.rejected).toEqual([]);
@@ -150,7 +141,7 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator);
     emulator.faults.setAcceptDelayMs(150);
     const startedMs = Date.now();
-    expect(await s.send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect(tally(await s.send(entries(records), new AbortController().signal)).delivered).toBe(4);
     expect(Date.now() - startedMs).toBeGreaterThanOrEqual(140);
     expectAllDelivered(emulator, records, true);
   });
@@ -161,7 +152,7 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator);
     emulator.faults.planSends(["quota-exceeded", "ok", "quota-exceeded", "ok"]);
     const result = await s.send(entries(records), new AbortController().signal);
-    expect(result).toEqual({ kind: "ok", rejected: [{ seq: 2, reason: expect.stringContaining("QuotaExceededError") }] });
+    expect(result).toEqual([{ kind: "delivered" }, { kind: "rejected", reason: expect.stringContaining("QuotaExceededError") }, { kind: "delivered" }]);
     expect(emulator.events().map((e) => e.messageId)).toEqual([records[0]!.RecordId, records[2]!.RecordId]);
   });
 
@@ -171,7 +162,7 @@ describe("eventhubs sink under injected faults", () => {
     const s = sinkFor(wrong, {});
     cleanups.push(() => s.close());
     const result = await s.send(entries(groupedTransitions(1)), new AbortController().signal);
-    expect(result).toMatchObject({ kind: "retryable", acceptedCount: 0, reason: expect.stringContaining("not authorized") });
+    expect(result).toMatchObject([{ kind: "retry", reason: expect.stringContaining("not authorized") }, { kind: "retry" }]);
     expect(JSON.stringify(result)).not.toContain("s3cr3t");
     expect(emulator.events()).toEqual([]);
   });
@@ -181,8 +172,8 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator);
     const aborted = new AbortController();
     aborted.abort(new Error("shutting down"));
-    expect(await s.send(entries(groupedTransitions(1)), aborted.signal)).toMatchObject({ kind: "retryable", acceptedCount: 0 });
+    expect(tally(await s.send(entries(groupedTransitions(1)), aborted.signal))).toEqual({ delivered: 0, retry: 2, rejected: 0 });
     await s.close();
-    expect(await s.send(entries(groupedTransitions(1)), new AbortController().signal)).toMatchObject({ kind: "retryable", reason: "eventhubs sink is closed" });
+    expect(await s.send(entries(groupedTransitions(1)), new AbortController().signal)).toMatchObject([{ kind: "retry", reason: "eventhubs sink is closed" }, { kind: "retry" }]);
   });
 });

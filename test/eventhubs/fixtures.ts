@@ -1,11 +1,11 @@
 // Test fixtures for the Event Hubs sink: outbox entries of transition and heartbeat records, a sink factory for a peer,
-// and a drain-like retry loop.
+// and a tally of per-record outcomes (drains go through the real drainer: test/helpers/ledger-drain.ts).
 import { transitionRecordId } from "../../src/contract/record-id.js";
 import { unknownVmIdentity, type EventStatus, type HeartbeatRecord, type SefRecord, type TransitionRecord } from "../../src/contract/record.js";
 import { heartbeatRecord } from "../../src/observability/heartbeat.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/sinks/eventhubs/index.js";
-import type { OutboxEntry, RejectedRecord, SendResult } from "../../src/sinks/sink.js";
+import type { OutboxEntry, SendOutcomes } from "../../src/sinks/sink.js";
 
 export const vmId = "6c5d0d4a-1111-2222-3333-444455556666";
 const statuses: readonly EventStatus[] = ["Scheduled", "Started", "Completed"];
@@ -64,31 +64,9 @@ export function sinkFor(connectionString: string, overrides: Record<string, unkn
   return createEventHubsSink(settings, { logger: silentLogger() }, {});
 }
 
-/**
- * What the drain loop does, minus the waiting: send from the cursor; `ok` moves past everything, `retryable` moves past
- * `acceptedCount`. Returns the rejections and every result seen.
- */
-export async function drainUntilDone(
-  sink: EventHubsSink,
-  all: readonly OutboxEntry[],
-  maxAttempts = 50,
-): Promise<{ rejected: RejectedRecord[]; results: SendResult[] }> {
-  let cursor = 0;
-  const rejected: RejectedRecord[] = [];
-  const results: SendResult[] = [];
-  for (let attempt = 0; attempt < maxAttempts && cursor < all.length; attempt++) {
-    const batch = all.slice(cursor, cursor + sink.maxBatchRecords);
-    const result = await sink.send(batch, new AbortController().signal);
-    results.push(result);
-    if (result.kind === "ok") {
-      rejected.push(...(result.rejected ?? []));
-      cursor += batch.length;
-    } else if (result.kind === "retryable") {
-      cursor += result.acceptedCount ?? 0;
-    } else {
-      throw new Error(`permanent failure: ${result.reason}`);
-    }
-  }
-  if (cursor < all.length) throw new Error(`not drained after ${maxAttempts} attempts (cursor ${cursor}/${all.length})`);
-  return { rejected, results };
+/** How many outcomes of each kind. */
+export function tally(outcomes: SendOutcomes): { delivered: number; retry: number; rejected: number } {
+  const t = { delivered: 0, retry: 0, rejected: 0 };
+  for (const o of outcomes) t[o.kind] += 1;
+  return t;
 }

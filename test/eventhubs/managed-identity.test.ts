@@ -54,7 +54,7 @@ describe("eventhubs sink with a managed identity over TLS", () => {
       SEF_TEST_ENDPOINT: `amqps://localhost:${emulator.port}`,
     };
     const ok = await runChild(env, JSON.stringify(entries(records)));
-    expect(ok.stdout.trim(), ok.stderr).toBe(JSON.stringify({ kind: "ok" }));
+    expect(ok.stdout.trim(), ok.stderr).toBe(JSON.stringify(records.map(() => ({ kind: "delivered" }))));
     expect(tokens.requests.length).toBeGreaterThan(0);
     expect(emulator.events().map((e) => e.messageId).sort()).toEqual(records.map((r) => r.RecordId).sort());
   });
@@ -89,9 +89,9 @@ describe("eventhubs sink with a managed identity over TLS", () => {
       SEF_TEST_ENDPOINT: `amqps://localhost:${emulator.port}`,
     };
     const refused = await runChild(env, JSON.stringify(entries(interleavedTransitions(3))));
-    const result = JSON.parse(refused.stdout.trim() || "{}") as { kind?: string; reason?: string };
-    expect(result.kind, refused.stderr).toBe("retryable");
-    expect(result.reason).toContain("not authorized");
+    const [result] = JSON.parse(refused.stdout.trim() || "[{}]") as Array<{ kind?: string; reason?: string }>;
+    expect(result?.kind, refused.stderr).toBe("retry");
+    expect(result?.reason).toContain("not authorized");
     expect(emulator.events()).toEqual([]);
   });
 });

@@ -22,7 +22,7 @@ const sink = createEventHubsSink(
   {},
 );
 let result = await sink.send(batch, new AbortController().signal);
-if (process.env["SEF_TEST_IDLE_CLOSE_MS"] && result.kind === "ok") {
+if (process.env["SEF_TEST_IDLE_CLOSE_MS"] && result.every((o) => o.kind === "delivered")) {
   await new Promise((resolve) => setTimeout(resolve, Number(process.env["SEF_TEST_IDLE_CLOSE_MS"]) + 300));
   result = await sink.send(batch, new AbortController().signal);
 }

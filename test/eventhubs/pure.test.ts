@@ -6,7 +6,7 @@ import { parseSelector, startIndex } from "../../src/testbed/peers/eventhubs/sel
 import { HubStore } from "../../src/testbed/peers/eventhubs/store.js";
 import { checkPutToken } from "../../src/testbed/peers/eventhubs/cbs-auth.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import { groupByPartitionKey, leadingDoneCount, partitionForKey, partitionKeyOf, toEventData } from "../../src/sinks/eventhubs/encode.js";
+import { groupByPartitionKey, partitionForKey, partitionKeyOf, toEventData } from "../../src/sinks/eventhubs/encode.js";
 import { classifySendError } from "../../src/sinks/eventhubs/classify.js";
 import { eventHubsSettingsSchema, resolveEventHubsAuth } from "../../src/sinks/eventhubs/settings.js";
 import { entries, heartbeat, interleavedTransitions, transition } from "./fixtures.js";
@@ -94,12 +94,9 @@ describe("sink: encoding", () => {
     expect(partitionKeyOf(transition("EV-1", "Scheduled", 0), "none")).toBeUndefined();
   });
 
-  it("groups by key in order of first appearance and counts the done prefix", () => {
+  it("groups by key in order of first appearance", () => {
     const batch = entries([transition("A", "Scheduled", 0), transition("B", "Scheduled", 1), transition("A", "Started", 2)]);
     expect(groupByPartitionKey(batch, "EventId").map((g) => [g.partitionKey, g.indexes])).toEqual([["A", [0, 2]], ["B", [1]]]);
-    expect(leadingDoneCount(3, new Set([0, 2]))).toBe(1);
-    expect(leadingDoneCount(3, new Set([0, 1, 2]))).toBe(3);
-    expect(leadingDoneCount(3, new Set([1]))).toBe(0);
   });
 });
 

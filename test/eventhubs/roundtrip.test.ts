@@ -5,7 +5,8 @@ import { EventHubConsumerClient, EventHubProducerClient, earliestEventPosition, 
 import { silentLogger } from "../../src/observability/logger.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
-import { drainUntilDone, entries, heartbeat, interleavedTransitions, sinkFor, transition } from "./fixtures.js";
+import { entries, heartbeat, interleavedTransitions, sinkFor, tally, transition } from "./fixtures.js";
+import { drainThroughLedger as drainUntilDone } from "../helpers/ledger-drain.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 const emulators: EventHubsEmulator[] = [];
@@ -64,7 +65,7 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     const outbox = entries(records);
     const s = sink(emulator);
     const result = await s.send(outbox, new AbortController().signal);
-    expect(result).toEqual({ kind: "ok" });
+    expect(tally(result)).toEqual({ delivered: records.length, retry: 0, rejected: 0 });
 
     const received = await readBack(emulator, records.length);
     expect(received).toHaveLength(records.length);
@@ -110,7 +111,7 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
       RecordId: `${r.RecordId}-${i}`,
     }));
     const s = sink(emulator);
-    expect(await s.send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect(tally(await s.send(entries(records), new AbortController().signal))).toMatchObject({ retry: 0, rejected: 0 });
     expect(emulator.stats.sendsAccepted).toBeGreaterThanOrEqual(4);
     const stored = emulator.events();
     expect(stored.map((e) => e.messageId)).toEqual(records.map((r) => r.RecordId));
@@ -122,8 +123,8 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     const huge = transition("EV-HUGE", "Scheduled", 99, "y".repeat(300 * 1024));
     const outbox = entries([records[0]!, huge, ...records.slice(1)]);
     const result = await sink(emulator).send(outbox, new AbortController().signal);
-    expect(result.kind).toBe("ok");
-    expect(result.kind === "ok" && result.rejected).toEqual([{ seq: 2, reason: expect.stringMatching(/does not fit in one event \(max message size \d+ bytes\)/) }]);
+    expect(result[1]).toEqual({ kind: "rejected", reason: expect.stringMatching(/does not fit in one event \(max message size \d+ bytes\)/) });
+    expect(tally(result)).toEqual({ delivered: outbox.length - 1, retry: 0, rejected: 1 });
     expect(emulator.events().map((e) => e.messageId).sort()).toEqual(records.map((r) => r.RecordId).sort());
   });
 
@@ -142,7 +143,7 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     const emulator = await peer({ partitionCount: 4 });
     const records = interleavedTransitions(40);
     const s = sink(emulator, { partitionRouting: "hash" });
-    expect(await s.send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect(tally(await s.send(entries(records), new AbortController().signal))).toMatchObject({ retry: 0, rejected: 0 });
     // 120 records of 40 events in at most one batch per partition, not one per event.
     expect(emulator.stats.sendsAccepted).toBeLessThanOrEqual(4);
     const ids = ["0", "1", "2", "3"];
@@ -154,7 +155,7 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     expect(new Set(emulator.events().map((e) => e.partitionId)).size).toBeGreaterThan(1);
     // Key routing (the service assigns the partition from the key) places every event exactly where hash routing did.
     const keyed = await peer({ partitionCount: 4 });
-    expect(await sink(keyed).send(entries(records), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect(tally(await sink(keyed).send(entries(records), new AbortController().signal))).toMatchObject({ retry: 0, rejected: 0 });
     const placement = (events: ReturnType<typeof emulator.events>) => new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
     expect(placement(keyed.events())).toEqual(placement(emulator.events()));
   });
@@ -174,20 +175,20 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     });
     cleanups.push(() => s.close());
     const signal = new AbortController().signal;
-    expect(await s.send(entries(interleavedTransitions(10)), signal)).toEqual({ kind: "ok" });
+    expect(tally(await s.send(entries(interleavedTransitions(10)), signal))).toMatchObject({ retry: 0, rejected: 0 });
     expect(new Set(emulator.events().map((e) => e.partitionId))).toEqual(new Set(["0", "1"]));
 
     emulator.scalePartitions(8);
     nowMs += 10_000;
     const later = Array.from({ length: 24 }, (_, i) => transition(`LATER-${i}`, "Scheduled", i));
-    expect(await s.send(entries(later, 100), signal)).toEqual({ kind: "ok" });
+    expect(tally(await s.send(entries(later, 100), signal))).toMatchObject({ retry: 0, rejected: 0 });
     const ids = ["0", "1", "2", "3", "4", "5", "6", "7"];
     const landed = emulator.events().filter((e) => JSON.parse(String(e.body)).EventId.startsWith("LATER-"));
     expect(landed.map((e) => e.partitionId)).toEqual(landed.map((e) => partitionForKey(JSON.parse(String(e.body)).EventId, ids)));
     // Some keys now map to the new partitions, as the service itself routes them with key routing.
     expect(landed.some((e) => Number(e.partitionId) >= 2)).toBe(true);
     const keyed = await peer({ partitionCount: 8 });
-    expect(await sink(keyed).send(entries(later, 100), signal)).toEqual({ kind: "ok" });
+    expect(tally(await sink(keyed).send(entries(later, 100), signal))).toMatchObject({ retry: 0, rejected: 0 });
     const placement = (events: ReturnType<typeof emulator.events>) => new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
     expect(placement(landed)).toEqual(placement(keyed.events()));
   });

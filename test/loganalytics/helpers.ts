@@ -1,9 +1,9 @@
 // Test fixtures for the Log Analytics sink: full records of every type, outbox entries, a local-token
-// credential, a fake clock, and a small retry-until-done loop standing in for the shared drain loop.
+// credential and a fake clock (drains go through the real drainer: test/helpers/ledger-drain.ts).
 import type { ApprovalRecord, HeartbeatRecord, HookRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import type { OutboxEntry, RejectedRecord, Sink } from "../../src/sinks/sink.js";
+import type { OutboxEntry } from "../../src/sinks/sink.js";
 import type { TokenCredential } from "../../src/sinks/loganalytics/sink.js";
 import type { Clock } from "../../src/util/clock.js";
 
@@ -119,43 +119,4 @@ export function fakeClock(startMs = Date.parse("2024-05-01T12:00:00.000Z")): Clo
       nowMs += ms;
     },
   };
-}
-
-export interface DrainOutcome {
-  readonly rejected: RejectedRecord[];
-  readonly attempts: number;
-  readonly waitsMs: (number | undefined)[];
-}
-
-/**
- * Hands `all` to the sink in batches until every record is accepted or rejected, like the drain loop:
- * honours `acceptedCount` and waits `retryAfterMs` (or `fallbackWaitMs`) on `wait` between attempts.
- */
-export async function drainUntilDone(
-  sink: Sink,
-  all: readonly OutboxEntry[],
-  options: { wait?: (ms: number) => Promise<void>; fallbackWaitMs?: number; maxAttempts?: number } = {},
-): Promise<DrainOutcome> {
-  const wait = options.wait ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const rejected: RejectedRecord[] = [];
-  const waitsMs: (number | undefined)[] = [];
-  let queue = all;
-  let attempts = 0;
-  while (queue.length > 0) {
-    if (++attempts > (options.maxAttempts ?? 50)) throw new Error(`not drained after ${attempts - 1} attempts`);
-    const batch = queue.slice(0, sink.maxBatchRecords);
-    const result = await sink.send(batch, new AbortController().signal);
-    if (result.kind === "ok") {
-      rejected.push(...(result.rejected ?? []));
-      queue = queue.slice(batch.length);
-    } else if (result.kind === "permanent") {
-      rejected.push(...batch.map((e) => ({ seq: e.seq, reason: result.reason })));
-      queue = queue.slice(batch.length);
-    } else {
-      queue = queue.slice(result.acceptedCount ?? 0);
-      waitsMs.push(result.retryAfterMs);
-      await wait(result.retryAfterMs ?? options.fallbackWaitMs ?? 10);
-    }
-  }
-  return { rejected, attempts, waitsMs };
 }

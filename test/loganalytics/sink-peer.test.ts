@@ -8,7 +8,8 @@ import { LogAnalyticsSink, type LogAnalyticsSinkOptions } from "../../src/sinks/
 import { logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "../../src/sinks/loganalytics/settings.js";
 import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
 import type { SefRecord } from "../../src/contract/record.js";
-import { drainUntilDone, entries, fakeClock, localTokenCredential, oneRecordOfEachType, transitionRecord } from "./helpers.js";
+import { entries, fakeClock, localTokenCredential, oneRecordOfEachType, transitionRecord } from "./helpers.js";
+import { drainThroughLedger as drainUntilDone } from "../helpers/ledger-drain.js";
 
 let peer: LogsIngestionEmulator;
 const sinks: LogAnalyticsSink[] = [];
@@ -73,7 +74,7 @@ describe("normal delivery", () => {
     const all = [...records(250), ...oneRecordOfEachType().map((r) => ({ ...r, RecordId: `${r.RecordId}-${randomBytes(3).toString("hex")}` }))];
     const sink = makeSink();
     const result = await sink.send(entries(all), new AbortController().signal);
-    expect(result).toEqual({ kind: "ok" });
+    expect(result.every((o) => o.kind === "delivered")).toBe(true);
     expectExactlyOnce(all);
     expect(sink.stats.recordsAccepted).toBe(all.length);
     const stored = peer.rows().find((r) => r.RecordId === all[0]!.RecordId);
@@ -87,8 +88,8 @@ describe("normal delivery", () => {
   it("does not trust the peer's certificate without the CA setting", async () => {
     const sink = makeSink({ caCertFile: undefined });
     const result = await sink.send(entries(records(1)), new AbortController().signal);
-    expect(result.kind).toBe("retryable");
-    expect(result.kind === "retryable" && result.reason).toMatch(/certificate/i);
+    expect(result[0]!.kind).toBe("retry");
+    expect(result[0]!.kind === "retry" && result[0]!.reason).toMatch(/certificate/i);
   });
 });
 
@@ -113,7 +114,7 @@ describe("faults end with every record delivered or dead-lettered", () => {
       peer.faults.failNext(2, withDate);
       const all = records(30);
       const sink = makeSink({}, { clock });
-      const outcome = await drainUntilDone(sink, entries(all), { wait: clock.sleep });
+      const outcome = await drainUntilDone(sink, entries(all), { clock });
       expect(outcome.rejected).toEqual([]);
       expect(outcome.attempts).toBe(3);
       if (waitMs !== undefined) expect(outcome.waitsMs).toEqual([waitMs, waitMs]);
@@ -121,7 +122,7 @@ describe("faults end with every record delivered or dead-lettered", () => {
         // The same date both times: the fake clock has waited past it after the first pause.
         expect(outcome.waitsMs[0]).toBeGreaterThan(50_000);
         expect(outcome.waitsMs[1]).toBeLessThanOrEqual(1000);
-      } else expect(outcome.waitsMs).toEqual([undefined, undefined]);
+      } else expect(outcome.waitsMs).toEqual([5, 10]); // no hint: the drainer's own backoff (random 0: half the ceiling)
       expectExactlyOnce(all);
     });
   }
@@ -164,9 +165,9 @@ describe("faults end with every record delivered or dead-lettered", () => {
       peer.faults.failNext(2, { status });
       const all = records(5);
       const sink = makeSink();
-      const first = await sink.send(entries(all), new AbortController().signal);
-      expect(first).toMatchObject({ kind: "retryable", needsOperator: true });
-      expect(first.kind === "retryable" && first.reason).toMatch(new RegExp(`^HTTP ${status} ServiceError: injected fault: HTTP ${status} \\(.*records stay in the outbox\\)$`));
+      const first = (await sink.send(entries(all), new AbortController().signal))[0]!;
+      expect(first).toMatchObject({ kind: "retry", needsOperator: true });
+      expect(first.kind === "retry" && first.reason).toMatch(new RegExp(`^HTTP ${status} ServiceError: injected fault: HTTP ${status} \\(.*records stay in the outbox\\)$`));
       const outcome = await drainUntilDone(sink, entries(all));
       expect(outcome.rejected).toEqual([]);
       expect(outcome.attempts).toBe(2);
@@ -176,15 +177,15 @@ describe("faults end with every record delivered or dead-lettered", () => {
 
   it("a token for another audience: 401, retried with the peer's reason", async () => {
     const sink = makeSink({}, { credential: localTokenCredential("https://eventhubs.azure.net") });
-    const result = await sink.send(entries(records(3)), new AbortController().signal);
-    expect(result).toMatchObject({ kind: "retryable", needsOperator: true });
-    expect(result.kind === "retryable" && result.reason).toMatch(/^HTTP 401 InvalidAuthenticationTokenAudience: The access token has the wrong audience/);
+    const result = (await sink.send(entries(records(3)), new AbortController().signal))[0]!;
+    expect(result).toMatchObject({ kind: "retry", needsOperator: true });
+    expect(result.kind === "retry" && result.reason).toMatch(/^HTTP 401 InvalidAuthenticationTokenAudience: The access token has the wrong audience/);
   });
 
   it("an unknown rule: 404, retried (never dead-lettered)", async () => {
-    const result = await makeSink({ ruleId: "dcr-ffffffffffffffffffffffffffffffff" }).send(entries(records(2)), new AbortController().signal);
-    expect(result).toMatchObject({ kind: "retryable", needsOperator: true });
-    expect(result.kind === "retryable" && result.reason).toMatch(/^HTTP 404 NotFound: Data collection rule with immutable Id 'dcr-ffffffffffffffffffffffffffffffff' not found/);
+    const result = (await makeSink({ ruleId: "dcr-ffffffffffffffffffffffffffffffff" }).send(entries(records(2)), new AbortController().signal))[0]!;
+    expect(result).toMatchObject({ kind: "retry", needsOperator: true });
+    expect(result.kind === "retry" && result.reason).toMatch(/^HTTP 404 NotFound: Data collection rule with immutable Id 'dcr-ffffffffffffffffffffffffffffffff' not found/);
   });
 });
 
@@ -270,7 +271,7 @@ describe("size bounds", () => {
 });
 
 describe("partial progress", () => {
-  it("reports the accepted prefix, and does not resend records settled beyond it", async () => {
+  it("reports each record's outcome, and the drainer does not resend records already settled", async () => {
     // Three requests per batch (small request limit); the second request fails with 500; a record up front is rejected.
     const all = records(9);
     const drifted = { ...all[0]!, Undeclared: 1 } as unknown as SefRecord;
@@ -279,22 +280,24 @@ describe("partial progress", () => {
     peer.faults.failNext(1, {}); // first request goes through
     peer.faults.failNext(1, { status: 500 });
     const batch = entries([drifted, ...all.slice(1)]);
-    const first = await sink.send(batch, new AbortController().signal);
-    expect(first).toMatchObject({ kind: "retryable", reason: expect.stringContaining("HTTP 500") });
-    expect(first.kind === "retryable" && first.acceptedCount).toBeFalsy(); // the rejected record at seq 1 holds the prefix
-    const second = await sink.send(batch, new AbortController().signal);
-    expect(second).toEqual({ kind: "ok", rejected: [{ seq: 1, reason: expect.stringContaining("Undeclared") }] });
+    const outcome = await drainUntilDone(sink, batch);
+    expect(outcome.results[0]!.map((o) => o.kind)).toEqual(["rejected", "delivered", "delivered", "delivered", "retry", "retry", "retry", "retry", "retry"]);
+    expect(outcome.results[0]![4]).toMatchObject({ reason: expect.stringContaining("HTTP 500") });
+    expect(outcome.sentSeqs).toEqual([[1, 2, 3, 4, 5, 6, 7, 8, 9], [5, 6, 7, 8, 9]]);
+    expect(outcome.rejected).toEqual([{ seq: 1, reason: expect.stringContaining("Undeclared") }]);
     expectExactlyOnce(all.slice(1));
   });
 
-  it("reports acceptedCount for the requests that went through before a failure", async () => {
+  it("delivers the requests that went through before a failure, and retries only the rest", async () => {
     const all = records(9);
     const rowBytes = JSON.stringify(all[0]).length;
-    const sink = makeSink({ maxRequestBytes: rowBytes * 3 + 4, maxConcurrentRequests: 1 });
+    const clock = fakeClock(Date.now());
+    const sink = makeSink({ maxRequestBytes: rowBytes * 3 + 4, maxConcurrentRequests: 1 }, { clock });
     peer.faults.failNext(1, {});
     peer.faults.failNext(1, { status: 503, headers: { "retry-after-ms": "5" } });
-    const outcome = await drainUntilDone(sink, entries(all));
+    const outcome = await drainUntilDone(sink, entries(all), { clock });
     expect(outcome).toMatchObject({ rejected: [], attempts: 2, waitsMs: [5] });
+    expect(outcome.sentSeqs[1]).toEqual([4, 5, 6, 7, 8, 9]);
     expectExactlyOnce(all);
   });
 });
@@ -308,16 +311,17 @@ describe("throttling pauses the whole rule", () => {
     const other = makeSink({ ruleId: "dcr-ffffffffffffffffffffffffffffffff" }, { clock, pauses });
     peer.faults.failNext(1, { status: 429, headers: { "Retry-After": "30" } });
     const all = records(4);
-    expect(await a.send(entries(all), new AbortController().signal)).toMatchObject({ kind: "retryable", retryAfterMs: 30_000 });
+    expect((await a.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 30_000 });
     const count = peer.requests().count;
     clock.advance(10_000);
-    expect(await a.send(entries(all), new AbortController().signal)).toMatchObject({ kind: "retryable", retryAfterMs: 20_000 });
-    expect(await b.send(entries(all), new AbortController().signal)).toMatchObject({ kind: "retryable", retryAfterMs: 20_000 });
+    expect((await a.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 20_000 });
+    expect((await b.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 20_000 });
     expect(peer.requests().count).toBe(count); // nothing reached the service during the pause
     expect(pauses.remainingMs("dcr-ffffffffffffffffffffffffffffffff", clock.now())).toBe(0);
-    expect(await other.send(entries(records(1)), new AbortController().signal)).toMatchObject({ kind: "retryable", needsOperator: true }); // 404: sent, not paused
+    const outcome = (await other.send(entries(records(1)), new AbortController().signal))[0]!;
+    expect(outcome).toMatchObject({ kind: "retry", needsOperator: true }); // 404: sent, not paused, retried
     clock.advance(20_000);
-    expect(await b.send(entries(all), new AbortController().signal)).toEqual({ kind: "ok" });
+    expect((await b.send(entries(all), new AbortController().signal)).every((o) => o.kind === "delivered")).toBe(true);
     expectExactlyOnce(all);
     expect(a.stats.throttledResponses).toBe(1);
   });
@@ -331,11 +335,11 @@ describe("stale records", () => {
     const logger = pino({ level: "warn" }, { write: (line: string) => lines.push(line) });
     const sink = makeSink({ staleWarningHours: 36 }, { clock, logger });
     const old = records(2).map((r, i) => ({ ...r, TimeGenerated: new Date(clock.now() - (40 - i) * 3_600_000).toISOString() }));
-    expect((await sink.send(entries(old), new AbortController().signal)).kind).toBe("ok");
+    expect((await sink.send(entries(old), new AbortController().signal))[0]!.kind).toBe("delivered");
     expect(sink.stats.staleBatches).toBe(1);
     expect(sink.stats.lastOldestRecordAgeMs).toBe(40 * 3_600_000);
     expect(lines.join("")).toContain("oldest undelivered record is 40.0 h old");
-    expect((await sink.send(entries(records(1)), new AbortController().signal)).kind).toBe("ok");
+    expect((await sink.send(entries(records(1)), new AbortController().signal))[0]!.kind).toBe("delivered");
     expect(sink.stats.staleBatches).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
-// The drain loop with a fake clock and a scripted sink: cursor moves only on success, retries follow the
-// shared policy and server hints, rejected and permanent records are dead-lettered, linger and urgency.
+// The shared drainer with a fake clock and a scripted sink: per-record outcomes land in the ledger, retries follow the
+// shared policy and server hints, rejected records are dead-lettered with their reason, linger and urgency.
 import { describe, expect, it, beforeEach, afterEach, vi } from "vitest";
 import { mkdtempSync, readFileSync, existsSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,10 +9,12 @@ import { Drainer } from "../../src/sinks/drainer.js";
 import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
-import type { OutboxEntry, SendResult, Sink } from "../../src/sinks/sink.js";
+import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../../src/sinks/sink.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { FakeClock, flushAsync } from "../helpers/fake-clock.js";
+
+const pending = (sink = "scripted") => store.depth(sink).records;
 
 const transition = (i: number, over: Partial<TransitionRecord> = {}): TransitionRecord => ({
   RecordId: `r${i}`,
@@ -44,15 +46,15 @@ class ScriptedSink implements Sink {
   readonly sendTimes: number[] = [];
   constructor(
     private readonly clock: FakeClock,
-    private readonly script: Array<(batch: readonly OutboxEntry[]) => SendResult>,
+    private readonly script: Array<(batch: readonly OutboxEntry[]) => SendOutcomes>,
     readonly maxBatchRecords = 100,
     readonly lingerMs = 0,
   ) {}
-  async send(batch: readonly OutboxEntry[]): Promise<SendResult> {
+  async send(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {
     this.sent.push(batch.map((e) => e.record.RecordId));
     this.sendTimes.push(this.clock.now());
     const step = this.script.shift();
-    return step ? step(batch) : { kind: "ok" };
+    return step ? step(batch) : allOutcomes(batch, delivered);
   }
   async close(): Promise<void> {}
 }
@@ -88,37 +90,39 @@ function add(...records: TransitionRecord[]) {
 }
 
 describe("Drainer", () => {
-  it("sends new records and moves the cursor after success", async () => {
+  it("sends new records and settles them in the ledger", async () => {
     const sink = new ScriptedSink(clock, []);
     const drainer = drainerFor(sink);
     add(transition(1), transition(2));
     drainer.notify();
     await flushAsync();
     expect(sink.sent).toEqual([["r1", "r2"]]);
-    expect(store.cursor("scripted")).toBe(2);
+    expect(pending()).toBe(0);
+    expect(store.status()[0]).toMatchObject({ sink: "scripted", pending: 0, delivered: 2, deadLettered: 0, lastDeliveryMs: 1_000_000 });
+    expect(store.readAfter(0, 10)).toEqual([]); // no sink needs them any more
     await drainer.stop(clock.now());
   });
 
-  it("retries with exponential backoff, keeping the cursor until success", async () => {
-    const fail = (): SendResult => ({ kind: "retryable", reason: "down" });
+  it("retries with exponential backoff, keeping the records pending until delivered", async () => {
+    const fail = (batch: readonly OutboxEntry[]) => allOutcomes(batch, retry("down"));
     const sink = new ScriptedSink(clock, [fail, fail, fail]);
     const drainer = drainerFor(sink);
     add(transition(1));
     drainer.notify();
     await flushAsync();
-    expect(store.cursor("scripted")).toBe(0);
+    expect(pending()).toBe(1);
     await clock.advance(1000);
     await clock.advance(2000);
     await clock.advance(4000);
     expect(sink.sendTimes.map((t) => t - 1_000_000)).toEqual([0, 1000, 3000, 7000]);
-    expect(store.cursor("scripted")).toBe(1);
+    expect(pending()).toBe(0);
     expect(drainer.status().consecutiveFailures).toBe(0);
     await drainer.stop(clock.now());
   });
 
   it("lets a server's retry-after hint win and counts throttled time", async () => {
     const metrics = new AgentMetrics();
-    const sink = new ScriptedSink(clock, [() => ({ kind: "retryable", reason: "429", retryAfterMs: 7000 })]);
+    const sink = new ScriptedSink(clock, [(batch) => allOutcomes(batch, retry("429", 7000))]);
     const drainer = drainerFor(sink, metrics);
     add(transition(1));
     drainer.notify();
@@ -131,64 +135,78 @@ describe("Drainer", () => {
     await drainer.stop(clock.now());
   });
 
-  it("advances past records accepted before a retryable failure and does not resend them", async () => {
-    const sink = new ScriptedSink(clock, [() => ({ kind: "retryable", reason: "busy", acceptedCount: 2 })]);
+  it("never sends a delivered record again: only the records to retry go out next time, whatever their place", async () => {
+    const sink = new ScriptedSink(clock, [() => [delivered, retry("busy"), delivered, retry("busy")]]);
     const drainer = drainerFor(sink);
-    add(transition(1), transition(2), transition(3));
+    add(transition(1), transition(2), transition(3), transition(4));
     drainer.notify();
     await flushAsync();
     await clock.advance(1000);
-    expect(sink.sent).toEqual([["r1", "r2", "r3"], ["r3"]]);
+    expect(sink.sent).toEqual([["r1", "r2", "r3", "r4"], ["r2", "r4"]]);
+    expect(pending()).toBe(0);
     await drainer.stop(clock.now());
   });
 
-  it("dead-letters rejected records with the reason and moves on", async () => {
-    const sink = new ScriptedSink(clock, [(batch) => ({ kind: "ok", rejected: [{ seq: batch[1]!.seq, reason: "too large: 2 MB" }] })]);
-    const drainer = drainerFor(sink);
-    add(transition(1), transition(2), transition(3));
-    drainer.notify();
-    await vi.waitFor(() => expect(store.cursor("scripted")).toBe(3));
-    const lines = readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ sink: "scripted", reason: "too large: 2 MB", record: { RecordId: "r2" } });
-    await drainer.stop(clock.now());
-  });
-
-  it("dead-letters a whole batch on a permanent failure", async () => {
-    const sink = new ScriptedSink(clock, [() => ({ kind: "permanent", reason: "403 forbidden" })]);
+  it("keeps a record acknowledged once out of every later send, across a reopen of the store", async () => {
+    const sink = new ScriptedSink(clock, [() => [retry("busy"), delivered]]);
     const drainer = drainerFor(sink);
     add(transition(1), transition(2));
     drainer.notify();
-    await vi.waitFor(() => expect(store.cursor("scripted")).toBe(2));
-    expect(readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8").trim().split("\n")).toHaveLength(2);
+    await flushAsync();
+    await drainer.stop(clock.now());
+    store.close();
+    store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const again = new ScriptedSink(clock, []);
+    const second = drainerFor(again);
+    await clock.advance(1000);
+    second.notify();
+    await flushAsync();
+    expect(again.sent).toEqual([["r1"]]);
+    await second.stop(clock.now());
+  });
+
+  it("dead-letters rejected records with the reason and moves on", async () => {
+    const sink = new ScriptedSink(clock, [() => [delivered, rejected("too large: 2 MB"), delivered]]);
+    const drainer = drainerFor(sink);
+    add(transition(1), transition(2), transition(3));
+    drainer.notify();
+    await vi.waitFor(() => expect(pending()).toBe(0));
+    const lines = readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ sink: "scripted", reason: "too large: 2 MB", record: { RecordId: "r2" } });
+    expect(store.deadLetters("scripted")).toMatchObject([{ seq: 2, recordId: "r2", reason: "too large: 2 MB" }]);
+    expect(store.status()[0]).toMatchObject({ pending: 0, deadLettered: 1, delivered: 2 });
     await drainer.stop(clock.now());
   });
 
-  it("keeps the cursor and retries when the dead-letter file cannot be written", async () => {
+  it("keeps rejected records pending and retries when the dead-letter file cannot be written", async () => {
     writeFileSync(join(dir, "dead-letter"), "a file where the directory should be");
-    const sink = new ScriptedSink(clock, [() => ({ kind: "permanent", reason: "400" }), () => ({ kind: "permanent", reason: "400" })]);
+    const sink = new ScriptedSink(clock, [(b) => allOutcomes(b, rejected("400")), (b) => allOutcomes(b, rejected("400"))]);
     const drainer = drainerFor(sink);
     add(transition(1));
     drainer.notify();
-    await vi.waitFor(() => expect(drainer.status().lastError).toMatch(/could not record the outcome/));
-    expect(store.cursor("scripted")).toBe(0);
+    await vi.waitFor(() => expect(drainer.status().lastError).toMatch(/could not write the dead-letter file/));
+    expect(pending()).toBe(1);
     rmSync(join(dir, "dead-letter"));
     await clock.advance(1000);
-    await vi.waitFor(() => expect(store.cursor("scripted")).toBe(1));
+    await vi.waitFor(() => expect(pending()).toBe(0));
     expect(readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8")).toContain('"reason":"400"');
     await drainer.stop(clock.now());
   });
 
-  it("treats a sink that throws as retryable, never as delivered", async () => {
-    const sink = new ScriptedSink(clock, [() => { throw new Error("boom"); }]);
+  it("treats a sink that throws, or answers with the wrong number of outcomes, as retry, never as delivered", async () => {
+    const sink = new ScriptedSink(clock, [() => { throw new Error("boom"); }, () => [delivered]]);
     const drainer = drainerFor(sink);
-    add(transition(1));
+    add(transition(1), transition(2));
     drainer.notify();
     await flushAsync();
-    expect(store.cursor("scripted")).toBe(0);
+    expect(pending()).toBe(2);
     expect(drainer.status().lastError).toMatch(/boom/);
     await clock.advance(1000);
-    expect(store.cursor("scripted")).toBe(1);
+    expect(pending()).toBe(2);
+    expect(drainer.status().lastError).toMatch(/1 outcomes for 2 records/);
+    await clock.advance(2000);
+    expect(pending()).toBe(0);
     await drainer.stop(clock.now());
   });
 
@@ -212,7 +230,7 @@ describe("Drainer", () => {
   });
 
   it("stops during a backoff without waiting for it, leaving records in the outbox", async () => {
-    const sink = new ScriptedSink(clock, [() => ({ kind: "retryable", reason: "down" })]);
+    const sink = new ScriptedSink(clock, [(b) => allOutcomes(b, retry("down"))]);
     const drainer = drainerFor(sink);
     add(transition(1));
     drainer.notify();

@@ -5,7 +5,7 @@ import { spawn, execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { JsonlSink } from "../../src/sinks/jsonl.js";
+import { JsonlSink } from "../../src/sinks/jsonl/sink.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
 import type { SefRecord } from "../../src/contract/record.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
@@ -65,20 +65,20 @@ describe("jsonl sink: torn lines", () => {
     try {
       const file = join(mountPoint, "out", "records.jsonl");
       const sink = new JsonlSink(file);
-      expect(await sink.send(entries(10, 1000, 1))).toEqual({ kind: "ok" });
+      expect(new Set((await sink.send(entries(10, 1000, 1))).map((o) => o.kind))).toEqual(new Set(["delivered"]));
       const sizeBefore = statSync(file).size;
       mkdirSync(join(mountPoint, "filler"));
       const filler = join(mountPoint, "filler", "blob");
       writeFileSync(filler, Buffer.alloc(128 * 1024 - sizeBefore - 40 * 1024)); // about 20-40 KiB left
 
-      const result = await sink.send(entries(60, 1000, 11));
-      expect(result.kind).toBe("retryable");
-      expect(result.kind === "retryable" && result.reason).toMatch(/ENOSPC/);
+      const result = (await sink.send(entries(60, 1000, 11)))[0]!;
+      expect(result.kind).toBe("retry");
+      expect(result.kind === "retry" && result.reason).toMatch(/ENOSPC/);
       expect(statSync(file).size).toBe(sizeBefore);
       expect(linesOf(file)).toHaveLength(10);
 
       rmSync(filler);
-      expect(await sink.send(entries(60, 1000, 11))).toEqual({ kind: "ok" });
+      expect(new Set((await sink.send(entries(60, 1000, 11))).map((o) => o.kind))).toEqual(new Set(["delivered"]));
       await sink.close();
       expect((linesOf(file) as Array<{ RecordId: string }>).map((r) => r.RecordId)).toEqual(Array.from({ length: 70 }, (_, i) => `r-${i + 1}`));
     } finally {

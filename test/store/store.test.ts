@@ -1,8 +1,10 @@
-// The SQLite store on a real file: atomic commits, cursors, pruning, the size cap, and clear errors.
+// The SQLite store on a real file: atomic commits, the delivery ledger, dead-letters and replay, the size cap, upgrades,
+// read-only opening, and clear errors.
 import { describe, expect, it, beforeEach } from "vitest";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { Store } from "../../src/store/store.js";
 import { StoreError } from "../../src/store/errors.js";
 import { emptyCollectorState } from "../../src/collector/state.js";
@@ -56,32 +58,109 @@ describe("Store", () => {
     store.close();
   });
 
-  it("keeps one cursor per sink and prunes only what every sink has", () => {
+  it("keeps one delivery row per sink and record; a record leaves the outbox once no sink needs it", () => {
     const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["a", "b"]);
     store.append([record(1), record(2), record(3)], 1);
-    store.advanceCursor("a", 3);
-    store.advanceCursor("b", 1);
-    store.advanceCursor("b", 0); // never moves back
-    expect(store.cursor("b")).toBe(1);
-    expect(store.prune()).toBe(1);
+    store.applyOutcomes("a", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), 10);
+    store.applyOutcomes("b", [{ seq: 1, kind: "delivered" }, { seq: 2, kind: "retry", reason: "busy", nextAttemptMs: 500 }], 10);
     expect(store.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3]);
     expect(store.depth("b")).toEqual({ records: 2, oldestCreatedMs: 1 });
     expect(store.depth("a").records).toBe(0);
-    store.registerSinks(["a"]); // b removed: its cursor no longer holds records back
-    expect(store.prune()).toBe(2);
+    expect(store.due("b", 10, 499).map((e) => e.seq)).toEqual([3]);
+    expect(store.due("b", 10, 500).map((e) => e.seq)).toEqual([2, 3]);
+    expect(store.nextAttemptMs("b")).toBe(0);
+    // An outcome for a record already settled changes nothing (applying twice is harmless).
+    store.applyOutcomes("a", [{ seq: 2, kind: "rejected", reason: "late" }], 11);
+    expect(store.status().find((s) => s.sink === "a")).toMatchObject({ pending: 0, deadLettered: 0, delivered: 3 });
+    store.registerSinks(["a"]); // b removed: its rows no longer hold records back
+    expect(store.readAfter(0, 10)).toEqual([]);
+    expect(store.bytesInOutbox).toBe(0);
     store.close();
   });
 
-  it("evicts the oldest records past the size cap and returns them for dead-lettering", () => {
+  it("starts a new sink at the head; backfill replays what is still held, on purpose", () => {
+    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    store.registerSinks(["old"]);
+    store.append([record(1), record(2)], 100);
+    expect(store.registerSinks(["old", "new"])).toEqual(["new"]);
+    expect(store.depth("new").records).toBe(0);
+    store.append([record(3)], 200);
+    expect(store.due("new", 10, 0).map((e) => e.seq)).toEqual([3]);
+    expect(store.backfill("new", { sinceMs: 150 })).toBe(0); // seq 3 already pending
+    expect(store.backfill("new", { seq: 1 })).toBe(2);
+    expect(store.due("new", 10, 0).map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(store.depth("new").records).toBe(3);
+    store.close();
+  });
+
+  it("keeps dead-letters with their reason and replays them idempotently, keeping the RecordId", () => {
+    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    store.registerSinks(["a", "b"]);
+    store.append([record(1), record(2)], 1);
+    store.applyOutcomes("a", [{ seq: 1, kind: "rejected", reason: "HTTP 400: bad column" }, { seq: 2, kind: "delivered" }], 5);
+    store.applyOutcomes("b", [{ seq: 1, kind: "rejected", reason: "HTTP 413" }, { seq: 2, kind: "delivered" }], 5);
+    expect(() => store.applyOutcomes("b", [{ seq: 1, kind: "rejected", reason: " " }], 5)).toThrow(/reason/);
+    expect(store.deadLetters().map((d) => [d.sink, d.recordId, d.reason])).toEqual([
+      ["a", "r1", "HTTP 400: bad column"],
+      ["b", "r1", "HTTP 413"],
+    ]);
+    expect(store.replayDeadLetters({ reasonContains: "400" })).toEqual(new Map([["a", 1]]));
+    expect(store.replayDeadLetters({ reasonContains: "400" })).toEqual(new Map());
+    expect(store.due("a", 10, 0).map((e) => e.record.RecordId)).toEqual(["r1"]);
+    expect(store.status().map((s) => [s.sink, s.pending, s.deadLettered])).toEqual([["a", 1, 0], ["b", 0, 1]]);
+    expect(store.readAfter(0, 10)).toHaveLength(1); // the same outbox row: no copy
+    store.close();
+  });
+
+  it("evicts the oldest records past the size cap only after their dead-letter lines are written", () => {
     const store = Store.open({ dataDir: dir, maxOutboxBytes: 1024 * 1024 });
-    store.registerSinks(["slow"]);
+    store.registerSinks(["slow", "fast"]);
     for (let i = 0; i < 30; i++) store.append([record(i, 50_000)], i);
-    const evicted = store.evictOverCap();
-    expect(evicted.length).toBeGreaterThan(0);
-    expect(evicted[0]!.seq).toBe(1);
+    store.applyOutcomes("fast", [{ seq: 1, kind: "rejected", reason: "nope" }], 40);
+    expect(() => store.evictOverCap(() => { throw new Error("disk full"); })).toThrow(/disk full/);
+    expect(store.isWritable()).toBe(false);
+    expect(store.readAfter(0, 100)).toHaveLength(30);
+    const written: string[] = [];
+    const counts = store.evictOverCap((items) => written.push(...items.map((i) => `${i.sink}:${i.seq}`)));
+    expect(store.isWritable()).toBe(true);
+    expect(written[0]).toBe("slow:1");
+    expect(written).not.toContain("fast:1");
+    expect(counts.get("fast")!.deadLettered).toBe(1);
+    expect(counts.get("slow")!.pending).toBe(written.filter((w) => w.startsWith("slow:")).length);
     expect(store.bytesInOutbox).toBeLessThanOrEqual(1024 * 1024 * 0.9);
-    expect(store.readAfter(0, 100)[0]!.seq).toBe(evicted[evicted.length - 1]!.seq + 1);
+    expect(store.readAfter(0, 100)[0]!.seq).toBe(counts.get("slow")!.pending + 1);
+    expect(store.depth("slow").records).toBe(30 - counts.get("slow")!.pending);
+    store.close();
+  });
+
+  it("opens read-only beside a writer and never writes", () => {
+    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    store.registerSinks(["a"]);
+    store.append([record(1)], 1);
+    const reader = Store.openReadOnly(dir);
+    expect(reader.status()).toMatchObject([{ sink: "a", pending: 1 }]);
+    expect(() => reader.append([record(2)], 2)).toThrow();
+    reader.close();
+    store.close();
+  });
+
+  it("upgrades a version 1 store: records after each sink's cursor become pending for it", () => {
+    const db = new DatabaseSync(join(dir, "sef.db"));
+    db.exec(`
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO meta VALUES ('schema_version', '1');
+      CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, record_id TEXT NOT NULL, record_type TEXT NOT NULL, json TEXT NOT NULL, created_ms INTEGER NOT NULL);
+      CREATE TABLE cursors (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+      INSERT INTO cursors VALUES ('a', 1), ('b', 2);
+    `);
+    for (let i = 1; i <= 3; i++) db.prepare("INSERT INTO outbox(record_id, record_type, json, created_ms) VALUES (?, 'Heartbeat', ?, ?)").run(`r${i}`, JSON.stringify(record(i)), i);
+    db.close();
+    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    expect(store.due("a", 10, 0).map((e) => e.seq)).toEqual([2, 3]);
+    expect(store.due("b", 10, 0).map((e) => e.seq)).toEqual([3]);
+    expect(store.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3]);
+    expect(store.bytesInOutbox).toBe(Buffer.byteLength(JSON.stringify(record(2))) + Buffer.byteLength(JSON.stringify(record(3))));
     store.close();
   });
 

@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { createWebhookSink, type WebhookSink } from "../../src/sinks/webhook.js";
+import { createWebhookSink, type WebhookSink } from "../../src/sinks/webhook/sink.js";
 import { webhookSettingsSchema } from "../../src/sinks/webhook/settings.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
 import { createLogger } from "../../src/observability/logger.js";
@@ -62,7 +62,7 @@ describe("webhook redirects", () => {
   it("follows 307 and 308 within the same origin, keeping the method and body", async () => {
     const t = await target({ "/old": [307, "/moved"], "/moved": [308, "/final"] });
     const { sink } = sinkFor(`${t.base}/old`);
-    expect(await sink.send(entries(2), signal)).toEqual({ kind: "ok" });
+    expect((await sink.send(entries(2), signal)).map((o) => o.kind)).toEqual(["delivered", "delivered"]);
     expect(t.hits.map((h) => h.path)).toEqual(["/old", "/moved", "/final"]);
     expect(new Set(t.hits.map((h) => h.method))).toEqual(new Set(["POST"]));
     expect(new Set(t.hits.map((h) => h.body)).size).toBe(1);
@@ -75,9 +75,9 @@ describe("webhook redirects", () => {
     for (const [path, requests] of [["/found", 1], ["/away", 1], ["/loop", 4]] as const) {
       t.hits.length = 0;
       const { sink, logs } = sinkFor(`${t.base}${path}`);
-      const result = await sink.send(entries(1), signal);
-      expect(result.kind, path).toBe("retryable");
-      expect(result.kind === "retryable" && result.reason).toMatch(/redirect not followed/);
+      const result = (await sink.send(entries(1), signal))[0]!;
+      expect(result.kind, path).toBe("retry");
+      expect(result.kind === "retry" && result.reason).toMatch(/redirect not followed/);
       expect(t.hits, path).toHaveLength(requests);
       expect(logs()).toContain("webhook answered a redirect that is not followed");
     }

@@ -3,10 +3,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { createWebhookSink, type WebhookSink } from "../../src/sinks/webhook.js";
+import { createWebhookSink, type WebhookSink } from "../../src/sinks/webhook/sink.js";
 import { webhookSettingsSchema } from "../../src/sinks/webhook/settings.js";
 import { findSinkFactory, parseSinkSpec } from "../../src/sinks/registry.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
+import type { OutboxEntry, SendOutcomes } from "../../src/sinks/sink.js";
+import { drainThroughLedger } from "../helpers/ledger-drain.js";
 import { createLogger, silentLogger } from "../../src/observability/logger.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { transition } from "../actions/fixtures.js";
@@ -73,6 +74,12 @@ function sink(url: string, settings: Record<string, unknown> = {}, env: NodeJS.P
 
 const signal = new AbortController().signal;
 
+/** Outcomes in short: "delivered", "retry:REASON[@MS]", "rejected:REASON". */
+function brief(outcomes: SendOutcomes): string[] {
+  return outcomes.map((o) => (o.kind === "delivered" ? "delivered" : o.kind === "retry" ? `retry:${o.reason}${o.afterMs !== undefined ? `@${o.afterMs}` : ""}` : `rejected:${o.reason}`));
+}
+const times = (n: number, text: string): string[] => Array.from({ length: n }, () => text);
+
 describe("webhook sink", () => {
   it("POSTs a JSON array with env and literal headers and a verifiable HMAC signature", async () => {
     const receiver = await startReceiver(ok);
@@ -83,7 +90,7 @@ describe("webhook sink", () => {
       env,
     );
     const batch = entries(3);
-    expect(await s.send(batch, signal)).toEqual({ kind: "ok" });
+    expect(brief(await s.send(batch, signal))).toEqual(times(batch.length, "delivered"));
     expect(receiver.received).toHaveLength(1);
     const req = receiver.received[0]!;
     expect(req.headers["content-type"]).toBe("application/json");
@@ -107,8 +114,8 @@ describe("webhook sink", () => {
     const receiver = await startReceiver(status(500, {}, "boom"), ok);
     const s = sink(receiver.url);
     const first = await s.send(entries(2), signal);
-    expect(first).toEqual({ kind: "retryable", reason: "HTTP 500: boom" });
-    expect(await s.send(entries(2), signal)).toEqual({ kind: "ok" });
+    expect(brief(first)).toEqual(times(2, "retry:HTTP 500: boom"));
+    expect(brief(await s.send(entries(2), signal))).toEqual(times(2, "delivered"));
     expect(receiver.received).toHaveLength(2);
   });
 
@@ -120,18 +127,18 @@ describe("webhook sink", () => {
       status(408),
     );
     const s = sink(receiver.url, {}, {}, clock);
-    expect(await s.send(entries(1), signal)).toMatchObject({ kind: "retryable", retryAfterMs: 7000, reason: "HTTP 429" });
-    expect(await s.send(entries(1), signal)).toMatchObject({ kind: "retryable", retryAfterMs: 30_000 });
+    expect(await s.send(entries(1), signal)).toEqual([{ kind: "retry", afterMs: 7000, reason: "HTTP 429" }]);
+    expect(await s.send(entries(1), signal)).toMatchObject([{ kind: "retry", afterMs: 30_000 }]);
     const third = await s.send(entries(1), signal);
-    expect(third.kind).toBe("retryable");
-    expect(third).not.toHaveProperty("retryAfterMs");
+    expect(third[0]!.kind).toBe("retry");
+    expect(third[0]).not.toHaveProperty("afterMs");
   });
 
   it("dead-letters the batch on 400 with the status and a truncated body", async () => {
     const receiver = await startReceiver(status(400, {}, `{"error":"bad field ${"y".repeat(1000)}"}`));
     const result = await sink(receiver.url).send(entries(2), signal);
-    expect(result.kind).toBe("permanent");
-    const reason = (result as { reason: string }).reason;
+    expect(result.map((o) => o.kind)).toEqual(["rejected", "rejected"]);
+    const reason = (result[0] as { reason: string }).reason;
     expect(reason.startsWith('HTTP 400: {"error":"bad field yyy')).toBe(true);
     expect(reason.length).toBeLessThan(400);
   });
@@ -139,20 +146,20 @@ describe("webhook sink", () => {
   it("keeps records on 401/403 (credentials can be fixed)", async () => {
     const receiver = await startReceiver(status(401), status(403));
     const s = sink(receiver.url);
-    expect((await s.send(entries(1), signal)).kind).toBe("retryable");
-    expect((await s.send(entries(1), signal)).kind).toBe("retryable");
+    expect((await s.send(entries(1), signal))[0]!.kind).toBe("retry");
+    expect((await s.send(entries(1), signal))[0]!.kind).toBe("retry");
   });
 
   it("treats a connection reset and a timeout as retryable", async () => {
     const receiver = await startReceiver(reset);
     const r1 = await sink(receiver.url).send(entries(1), signal);
-    expect(r1.kind).toBe("retryable");
-    expect((r1 as { reason: string }).reason).toContain("request to the webhook failed");
+    expect(r1[0]!.kind).toBe("retry");
+    expect((r1[0] as { reason: string }).reason).toContain("request to the webhook failed");
 
     const hanging = await startReceiver(() => undefined);
     const started = Date.now();
     const r2 = await sink(hanging.url, { timeoutMs: 200 }).send(entries(1), signal);
-    expect(r2.kind).toBe("retryable");
+    expect(r2[0]!.kind).toBe("retry");
     expect(Date.now() - started).toBeLessThan(5000);
     for (const s of servers) s.closeAllConnections();
   });
@@ -163,7 +170,7 @@ describe("webhook sink", () => {
     const recordBytes = Buffer.byteLength(batch[0]!.json);
     const maxBatchBytes = Math.max(1024, recordBytes * 3 + 10);
     const s = sink(receiver.url, { maxBatchBytes, maxBatchRecords: 500 });
-    expect(await s.send(batch, signal)).toEqual({ kind: "ok" });
+    expect(brief(await s.send(batch, signal))).toEqual(times(batch.length, "delivered"));
     expect(receiver.received.length).toBeGreaterThan(1);
     for (const r of receiver.received) expect(r.raw.length).toBeLessThanOrEqual(maxBatchBytes);
     expect(receiver.received.flatMap((r) => r.records.map((x) => x.RecordId))).toEqual(batch.map((e) => e.record.RecordId));
@@ -175,19 +182,28 @@ describe("webhook sink", () => {
     expect(byCount.received.map((r) => r.records.length)).toEqual([4, 4, 2]);
   });
 
-  it("reports the records delivered before a failure as acceptedCount", async () => {
+  it("reports the records delivered before a failure as delivered, the rest as retry", async () => {
     const receiver = await startReceiver(ok, status(503));
     const s = sink(receiver.url, { maxBatchRecords: 4 });
-    expect(await s.send(entries(10), signal)).toEqual({ kind: "retryable", reason: "HTTP 503", acceptedCount: 4 });
+    expect(brief(await s.send(entries(10), signal))).toEqual([...times(4, "delivered"), ...times(6, "retry:HTTP 503")]);
+  });
+
+  it("through the real drainer: after a 503 part-way, the records the endpoint took are never POSTed again", async () => {
+    let calls = 0;
+    const receiver = await startReceiver((_r, res) => (++calls === 2 ? res.writeHead(503).end() : res.writeHead(200).end()));
+    const all = entries(10);
+    const outcome = await drainThroughLedger(sink(receiver.url, { maxBatchRecords: 4 }), all);
+    expect(outcome.rejected).toEqual([]);
+    const posted = receiver.received.flatMap((r) => r.records.map((x) => (x as { EventId?: string }).EventId));
+    expect(posted.filter((id) => id === "evt-1")).toHaveLength(1);
+    expect(new Set(posted).size).toBe(10);
+    expect(posted).toHaveLength(14); // the 4 refused with the 503 went twice, nothing else
   });
 
   it("on a 400 after part of the batch was delivered, dead-letters exactly the rest", async () => {
     const receiver = await startReceiver(ok, status(400, {}, "nope"));
     const result = await sink(receiver.url, { maxBatchRecords: 4 }).send(entries(10), signal);
-    expect(result.kind).toBe("ok");
-    const rejected = result.kind === "ok" ? (result.rejected ?? []) : [];
-    expect(rejected.map((r) => r.seq)).toEqual([5, 6, 7, 8, 9, 10]);
-    expect(rejected[0]!.reason).toBe("HTTP 400: nope");
+    expect(brief(result)).toEqual([...times(4, "delivered"), ...times(6, "rejected:HTTP 400: nope")]);
   });
 
   it("on 413 splits the body, and rejects a record the server refuses alone", async () => {
@@ -197,7 +213,7 @@ describe("webhook sink", () => {
     const limit = 3000;
     const receiver = await startReceiver((r, res) => (r.raw.length > limit ? res.writeHead(413).end("too large") : res.writeHead(200).end()));
     const result = await sink(receiver.url).send(batch, signal);
-    expect(result).toEqual({ kind: "ok", rejected: [{ seq: 3, reason: "HTTP 413: too large" }] });
+    expect(brief(result)).toEqual(["delivered", "delivered", "rejected:HTTP 413: too large", "delivered"]);
     const delivered = receiver.received.filter((r) => r.raw.length <= limit).flatMap((r) => r.records.map((x) => x.RecordId));
     expect(delivered).toEqual([batch[0], batch[1], batch[3]].map((e) => e!.record.RecordId));
   });
@@ -208,18 +224,17 @@ describe("webhook sink", () => {
     const big = transition({ EventId: "big", Description: "d".repeat(3000) });
     batch[1] = { seq: 2, record: big, json: JSON.stringify(big) };
     const result = await sink(receiver.url, { maxBatchBytes: 2048 }).send(batch, signal);
-    expect(result.kind).toBe("ok");
-    expect(result.kind === "ok" ? result.rejected?.map((r) => r.seq) : undefined).toEqual([2]);
+    expect(brief(result)).toEqual(["delivered", expect.stringMatching(/^rejected:record is \d+ bytes/), "delivered"]);
     expect(receiver.received.flatMap((r) => r.records.map((x) => x.RecordId))).toEqual([batch[0]!.record.RecordId, batch[2]!.record.RecordId]);
   });
 
-  it("does not count a rejected record as accepted when a later send fails", async () => {
+  it("keeps a rejected record rejected when a later send fails", async () => {
     const receiver = await startReceiver(ok, status(500));
     const batch = entries(3);
     const big = transition({ EventId: "big", Description: "d".repeat(3000) });
     batch[1] = { seq: 2, record: big, json: JSON.stringify(big) };
     const result = await sink(receiver.url, { maxBatchBytes: 2048 }).send(batch, signal);
-    expect(result).toEqual({ kind: "retryable", reason: "HTTP 500", acceptedCount: 1 });
+    expect(brief(result)).toEqual(["delivered", expect.stringMatching(/^rejected:/), "retry:HTTP 500"]);
   });
 
   it("never logs header values or the secret", async () => {
@@ -267,7 +282,7 @@ describe("webhook sink", () => {
     const created = (await factory.create({ argument: receiver.url, settings, context: { logger: silentLogger(), dataDir: "/tmp", agentVersion: "0" } })) as WebhookSink;
     sinks.push(created);
     expect(created.name).toBe("webhook");
-    expect(await created.send(entries(1), signal)).toEqual({ kind: "ok" });
+    expect(await created.send(entries(1), signal)).toEqual([{ kind: "delivered" }]);
     expect(receiver.received).toHaveLength(1);
   });
 });

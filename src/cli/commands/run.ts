@@ -9,6 +9,7 @@ import { Agent } from "../../agent/agent.js";
 import { systemClock } from "../../util/clock.js";
 import { agentVersion } from "../../contract/agent-version.js";
 import { StoreError } from "../../store/errors.js";
+import type { ReplayFrom } from "../../store/store.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 import { EndpointDiscovery, type RememberedEndpoint } from "../../imds/discovery/index.js";
@@ -48,6 +49,7 @@ export function registerRunCommand(program: Command): void {
     .option("--heartbeat-interval-ms <n>", "heartbeat record period in ms, 0 = off (default 900000)", integer("--heartbeat-interval-ms"))
     .option("--shutdown-flush-ms <n>", "how long SIGTERM may spend flushing sinks (default 5000)", integer("--shutdown-flush-ms"))
     .option("--metrics-port <n>", "port of the /metrics, /healthz, /readyz server on 127.0.0.1 (default 9464, 0 = any)", integer("--metrics-port"))
+    .option("--replay-from <time|seq>", "send the records still held in the outbox from this ISO time or outbox sequence number on to every sink again (backfills a new sink)")
     .addHelpText(
       "after",
       `\nEnvironment variables:\n${Object.entries(environmentVariables)
@@ -91,11 +93,19 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     throw err;
   }
   const { config, sinkSettings } = loaded;
+  let replayFrom: ReplayFrom | undefined;
+  if (opts.replayFrom !== undefined) {
+    replayFrom = parseReplayFrom(String(opts.replayFrom));
+    if (!replayFrom) {
+      process.stderr.write(`sef: --replay-from must be an ISO time (2024-05-01T12:00:00Z) or an outbox sequence number, got "${String(opts.replayFrom)}"\n`);
+      return exitCodes.config;
+    }
+  }
   const logger = createLogger({ level: config.logLevel });
   const lock = lockDataDir(config.dataDir, logger);
   if (typeof lock === "number") return lock;
   try {
-    return await runLocked(config, sinkSettings, logger);
+    return await runLocked(config, sinkSettings, logger, replayFrom);
   } finally {
     lock.release();
   }
@@ -120,11 +130,12 @@ async function runLocked(
   config: ReturnType<typeof loadConfig>["config"],
   sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
   logger: ReturnType<typeof createLogger>,
+  replayFrom: ReplayFrom | undefined,
 ): Promise<number> {
   // Listening from the start: a SIGTERM during start-up is a clean stop (exit 0), not a death by signal.
   const stop = listenForStop(logger, config.shutdownFlushMs, exitCodes.ok);
   try {
-    return await runUntilStopped(config, sinkSettings, logger, stop);
+    return await runUntilStopped(config, sinkSettings, logger, stop, replayFrom);
   } finally {
     stop.dispose();
   }
@@ -135,6 +146,7 @@ async function runUntilStopped(
   sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
   logger: ReturnType<typeof createLogger>,
   stop: StopSignal,
+  replayFrom: ReplayFrom | undefined,
 ): Promise<number> {
   const metrics = new AgentMetrics();
   const sinks: Sink[] = [];
@@ -146,7 +158,7 @@ async function runUntilStopped(
       sinks.push(await findSinkFactory(type).create({ argument, settings: sinkSettings[type], context: { logger, dataDir: config.dataDir, agentVersion, metrics } }));
     }
     imdsEndpoint = new EndpointDiscovery({ explicitUrl: config.imdsUrl, settings: config.imdsDiscovery, clock: systemClock, logger, registry: metrics.registry });
-    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics, imdsEndpoint });
+    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics, imdsEndpoint, ...(replayFrom ? { replayFrom } : {}) });
   } catch (err) {
     await Promise.all(sinks.map((s) => s.close().catch(() => undefined)));
     if (err instanceof StoreError) {
@@ -190,4 +202,11 @@ async function runUntilStopped(
   await agent.stop();
   if (!(await settlesWithin(services.stop(), 1000))) logger.warn("metrics server did not close in time; leaving it");
   return exitCodes.ok;
+}
+
+/** `--replay-from`: a non-negative integer is an outbox sequence number, anything else must parse as a time. */
+export function parseReplayFrom(text: string): ReplayFrom | undefined {
+  if (/^\d+$/.test(text.trim())) return { seq: Number(text.trim()) };
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : { sinceMs: ms };
 }

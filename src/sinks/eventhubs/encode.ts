@@ -73,14 +73,3 @@ export function groupByPartitionKey(batch: readonly OutboxEntry[], field: Partit
   });
   return ordered;
 }
-
-/**
- * How many leading entries of the batch are in `done` (the ones sent): the drain loop's `acceptedCount`. Entries after
- * the first not-done one are re-sent on the next try (duplicates carry the same messageId); a record rejected in a send
- * that then fails retryably is not "done", so the next try dead-letters it through an `ok` result.
- */
-export function leadingDoneCount(batchSize: number, done: ReadonlySet<number>): number {
-  let count = 0;
-  while (count < batchSize && done.has(count)) count++;
-  return count;
-}

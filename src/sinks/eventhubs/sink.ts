@@ -1,11 +1,11 @@
 // The Event Hubs sink: one `send` = the batch grouped by partition key, packed into EventDataBatches up to the link's
-// max message size, sent in order (batches of different keys concurrently), results classified for the drain loop.
+// max message size, sent in order (batches of different keys concurrently); returns one outcome per record.
 import { setMaxListeners } from "node:events";
 import type { EventDataBatch } from "@azure/event-hubs";
 import type { Logger } from "pino";
-import type { OutboxEntry, RejectedRecord, SendResult, Sink } from "../sink.js";
+import { allOutcomes, delivered, rejected as rejectedOutcome, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
 import { classifySendError } from "./classify.js";
-import { groupByPartitionKey, leadingDoneCount, toEventData, type KeyGroup } from "./encode.js";
+import { groupByPartitionKey, toEventData, type KeyGroup } from "./encode.js";
 import type { ProducerOperations } from "./idle-producer.js";
 import type { PartitionKeyField, PartitionRouting } from "./settings.js";
 
@@ -32,6 +32,12 @@ export interface EventHubsSinkOptions {
 
 export const defaultPartitionIdsMaxAgeMs = 10_000;
 
+/** A record the hub will never accept, with its reason. */
+interface RejectedRecord {
+  readonly seq: number;
+  readonly reason: string;
+}
+
 /** One EventDataBatch to send: its partition key and the batch indexes of the entries it carries, in order. */
 interface SendUnit {
   readonly keyId: string;
@@ -44,12 +50,6 @@ export class EventHubsSink implements Sink {
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
   private closed = false;
-  /**
-   * Seqs of entries the hub accepted in a send that then failed, past the accepted prefix reported to the drain loop.
-   * The loop hands them over again from its cursor; the sink counts them as sent instead of sending them twice. A seq
-   * is forgotten once a send covering it has been reported (it is then behind the cursor).
-   */
-  private acceptedPastPrefix: ReadonlySet<number> = new Set();
   private partitionIdsRead: { readonly ids: readonly string[]; readonly atMs: number } | undefined;
 
   constructor(private readonly options: EventHubsSinkOptions) {
@@ -58,9 +58,9 @@ export class EventHubsSink implements Sink {
     this.lingerMs = options.lingerMs;
   }
 
-  async send(batch: readonly OutboxEntry[], outerSignal: AbortSignal): Promise<SendResult> {
-    if (batch.length === 0) return { kind: "ok" };
-    if (this.closed) return { kind: "retryable", reason: "eventhubs sink is closed", acceptedCount: 0 };
+  async send(batch: readonly OutboxEntry[], outerSignal: AbortSignal): Promise<SendOutcomes> {
+    if (batch.length === 0) return [];
+    if (this.closed) return allOutcomes(batch, retry("eventhubs sink is closed"));
     // The SDK adds an abort listener per call; give it a signal of our own so the caller's does not collect them.
     const controller = new AbortController();
     setMaxListeners(0, controller.signal);
@@ -74,50 +74,37 @@ export class EventHubsSink implements Sink {
     }
   }
 
-  private async sendWith(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendResult> {
-    // Indexes of the entries the hub has accepted: those of the failed send before this one count from the start.
+  private async sendWith(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes> {
+    // Indexes of the entries the hub has accepted in this send.
     const sent = new Set<number>();
-    batch.forEach((entry, index) => {
-      if (this.acceptedPastPrefix.has(entry.seq)) sent.add(index);
-    });
     const rejected: RejectedRecord[] = [];
     let failure: { kind: "retryable"; reason: string; retryAfterMs?: number } | undefined;
     try {
-      const units = await this.pack(batch, sent, rejected, signal);
+      const units = await this.pack(batch, rejected, signal);
       failure = await this.sendUnits(batch, units, sent, rejected, signal);
     } catch (err) {
-      // Packing (createBatch opens the link) or anything unexpected: classify; never throw to the drain loop.
+      // Packing (createBatch opens the link) or anything unexpected: classify; never throw to the drainer.
       failure = { kind: "retryable", reason: classifySendError(err).reason };
     }
-    const acceptedCount = failure ? leadingDoneCount(batch.length, sent) : batch.length;
-    this.rememberAcceptedPastPrefix(batch, sent, acceptedCount);
-    if (failure) return { ...failure, acceptedCount };
-    if (rejected.length > 0) {
-      this.options.logger.warn({ sink: this.name, rejected: rejected.length }, "records rejected by Event Hubs (dead-lettered)");
-      return { kind: "ok", rejected: rejected.sort((a, b) => a.seq - b.seq) };
-    }
-    return { kind: "ok" };
-  }
-
-  /** Keeps the seqs the hub accepted past `acceptedCount`, and any from before that lie beyond this batch. */
-  private rememberAcceptedPastPrefix(batch: readonly OutboxEntry[], sent: ReadonlySet<number>, acceptedCount: number): void {
-    const lastSeq = batch[batch.length - 1]!.seq;
-    const kept = [...this.acceptedPastPrefix].filter((seq) => seq > lastSeq);
-    for (const index of sent) if (index >= acceptedCount) kept.push(batch[index]!.seq);
-    this.acceptedPastPrefix = new Set(kept);
+    if (rejected.length > 0) this.options.logger.warn({ sink: this.name, rejected: rejected.length }, "records rejected by Event Hubs (dead-lettered)");
+    const rejectedBySeq = new Map(rejected.map((r) => [r.seq, r.reason]));
+    const notSent = failure ? retry(failure.reason, failure.retryAfterMs) : retry("not sent (internal: no outcome)");
+    return batch.map((entry, index) => {
+      if (sent.has(index)) return delivered;
+      const reason = rejectedBySeq.get(entry.seq);
+      return reason !== undefined ? rejectedOutcome(reason) : notSent;
+    });
   }
 
   /**
-   * Packs the entries not yet `sent` into EventDataBatches, per partition key, in order; records too large for any
+   * Packs the entries into EventDataBatches, per partition key, in order; records too large for any
    * batch are rejected.
    */
-  private async pack(batch: readonly OutboxEntry[], sent: ReadonlySet<number>, rejected: RejectedRecord[], signal: AbortSignal): Promise<SendUnit[]> {
+  private async pack(batch: readonly OutboxEntry[], rejected: RejectedRecord[], signal: AbortSignal): Promise<SendUnit[]> {
     const { producer } = this.options;
     const units: SendUnit[] = [];
     const partitionIds = this.options.partitionRouting === "hash" ? await this.partitionIds(signal) : undefined;
-    const groups = groupByPartitionKey(batch, this.options.partitionKeyField, partitionIds)
-      .map((group) => (sent.size === 0 ? group : { ...group, indexes: group.indexes.filter((index) => !sent.has(index)) }))
-      .filter((group) => group.indexes.length > 0);
+    const groups = groupByPartitionKey(batch, this.options.partitionKeyField, partitionIds).filter((group) => group.indexes.length > 0);
     // One empty batch per group up front, concurrently (createBatch is async but only reads the open link's size).
     const firstBatches = await Promise.all(groups.map((group) => producer.createBatch(this.batchOptions(group, signal))));
     for (const [groupIndex, group] of groups.entries()) {

@@ -1,5 +1,5 @@
 // Log Analytics sink: posts records to a data collection rule's stream through the Logs Ingestion API
-// (@azure/monitor-ingestion) in size-bounded requests, and classifies each answer for the shared drain loop.
+// (@azure/monitor-ingestion) in size-bounded requests, and turns each answer into per-record outcomes for the drainer.
 import { readFileSync } from "node:fs";
 import { Agent as HttpsAgent } from "node:https";
 import { rootCertificates } from "node:tls";
@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { validateRow } from "../../contract/stream-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
-import type { OutboxEntry, RejectedRecord, SendResult, Sink } from "../sink.js";
+import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
 import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./outcome.js";
 import { planRequests, rowFitsRequest } from "./request-plan.js";
 import { processRulePauses, type RulePauses } from "./rule-pauses.js";
@@ -77,11 +77,6 @@ export class LogAnalyticsSink implements Sink {
   private readonly pauses: RulePauses;
   private readonly client: LogsIngestionClient;
   private readonly agent: HttpsAgent | undefined;
-  /**
-   * Records settled by an earlier send that ended retryable, beyond the `acceptedCount` it could report
-   * (accepted out of order, or rejected): the drain loop hands them again and they are not sent twice.
-   */
-  private readonly settledAhead = new Map<number, Settlement>();
 
   constructor(options: LogAnalyticsSinkOptions) {
     this.settings = options.settings;
@@ -104,19 +99,15 @@ export class LogAnalyticsSink implements Sink {
     });
   }
 
-  async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendResult> {
+  async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes> {
     const ruleId = this.settings.ruleId;
-    const firstSeq = batch[0]?.seq ?? 0;
-    for (const seq of this.settledAhead.keys()) if (seq < firstSeq) this.settledAhead.delete(seq);
-
     const pausedMs = this.pauses.remainingMs(ruleId, this.clock.monotonicMs());
-    if (pausedMs > 0) return { kind: "retryable", reason: `rule ${ruleId} is throttled`, retryAfterMs: pausedMs };
+    if (pausedMs > 0) return allOutcomes(batch, retry(`rule ${ruleId} is throttled`, pausedMs));
 
-    const settled: (Settlement | undefined)[] = batch.map((e) => this.settledAhead.get(e.seq));
+    const settled: (Settlement | undefined)[] = batch.map(() => undefined);
     const pending: PendingRow[] = [];
     let oldestTimeGenerated: string | undefined;
     batch.forEach((entry, index) => {
-      if (settled[index]) return;
       const problems = validateRow(entry.record);
       if (problems.length > 0) {
         settled[index] = { rejected: `record does not match stream ${this.settings.streamName}: ${problems.join("; ")}` };
@@ -134,34 +125,13 @@ export class LogAnalyticsSink implements Sink {
     this.warnIfStale(oldestTimeGenerated);
 
     const failure = await this.sendRequests(planRequests(pending, this.settings.maxRequestBytes), settled, signal);
-
-    if (!failure) {
-      batch.forEach((e) => this.settledAhead.delete(e.seq));
-      const rejected: RejectedRecord[] = [];
-      batch.forEach((e, i) => {
-        const reason = settled[i]?.rejected;
-        if (reason !== undefined) rejected.push({ seq: e.seq, reason });
-      });
-      this.stats.recordsRejected += rejected.length;
-      this.stats.recordsAccepted += batch.length - rejected.length;
-      return rejected.length > 0 ? { kind: "ok", rejected } : { kind: "ok" };
+    const notSent = failure ? retry(failure.reason, failure.retryAfterMs, failure.needsOperator ?? false) : retry("not sent (internal: no outcome)");
+    const outcomes = settled.map((s) => (s === undefined ? notSent : s.rejected !== undefined ? rejected(s.rejected) : delivered));
+    for (const o of outcomes) {
+      if (o.kind === "delivered") this.stats.recordsAccepted += 1;
+      else if (o.kind === "rejected") this.stats.recordsRejected += 1;
     }
-
-    // Report the accepted prefix; remember whatever else is settled so it is not sent again.
-    let acceptedCount = 0;
-    while (acceptedCount < batch.length && settled[acceptedCount] && settled[acceptedCount]?.rejected === undefined) acceptedCount++;
-    this.stats.recordsAccepted += acceptedCount;
-    batch.forEach((e, i) => {
-      const s = settled[i];
-      if (i >= acceptedCount && s) this.settledAhead.set(e.seq, s);
-    });
-    return {
-      kind: "retryable",
-      reason: failure.reason,
-      ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
-      ...(acceptedCount > 0 ? { acceptedCount } : {}),
-      ...(failure.needsOperator ? { needsOperator: true } : {}),
-    };
+    return outcomes;
   }
 
   /** Sends the planned requests (a few at a time); fills `settled`; returns the first retryable failure, if any. */

@@ -1,11 +1,10 @@
 // jsonl sink: appends one JSON record per line to a file and fsyncs before reporting success. The file only ever
 // holds complete lines: a torn tail (kill -9 mid-write) is cut back on open, a failed append is truncated away.
 import { open, mkdir, type FileHandle } from "node:fs/promises";
-import { dirname, resolve } from "node:path";
+import { dirname } from "node:path";
 import type { Logger } from "pino";
-import { z } from "zod";
-import type { Sink, OutboxEntry, SendResult } from "./sink.js";
-import type { SinkFactory } from "./sink.js";
+import { allOutcomes, delivered, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { jsonLines } from "./encode.js";
 
 /** How far back from the end a torn tail is looked for at a time. */
 const tailScanBytes = 64 * 1024;
@@ -23,15 +22,15 @@ export class JsonlSink implements Sink {
     this.name = `jsonl:${path}`;
   }
 
-  async send(batch: readonly OutboxEntry[]): Promise<SendResult> {
+  async send(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {
     let sizeBefore: number | undefined;
     try {
       this.handle ??= await this.openFile();
       // Measured before each append (not remembered): a rotation by copytruncate must not make us extend the file.
       sizeBefore = (await this.handle.stat()).size;
-      await this.handle.appendFile(batch.map((e) => e.json + "\n").join(""));
+      await this.handle.appendFile(jsonLines(batch));
       await this.handle.datasync();
-      return { kind: "ok" };
+      return allOutcomes(batch, delivered);
     } catch (err) {
       // A failed append (ENOSPC, EIO) may have written part of the batch: cut the file back to where it was.
       if (this.handle && sizeBefore !== undefined) {
@@ -41,7 +40,7 @@ export class JsonlSink implements Sink {
       }
       await this.handle?.close().catch(() => undefined);
       this.handle = undefined;
-      return { kind: "retryable", reason: `cannot append to ${this.path}: ${(err as Error).message}` };
+      return allOutcomes(batch, retry(`cannot append to ${this.path}: ${(err as Error).message}`));
     }
   }
 
@@ -83,11 +82,3 @@ async function completeLinesLength(handle: FileHandle, size: number): Promise<nu
   }
   return 0;
 }
-
-export const jsonlSinkFactory: SinkFactory<Record<string, never>> = {
-  type: "jsonl",
-  summary: "jsonl:PATH — append one JSON record per line to PATH (fsync after each batch)",
-  argument: "required",
-  settingsSchema: z.object({}).strict(),
-  create: ({ argument, context }) => new JsonlSink(resolve(argument ?? ""), context.logger),
-};

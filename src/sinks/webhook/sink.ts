@@ -1,14 +1,13 @@
-// webhook sink: POSTs records as JSON arrays to an HTTP endpoint (optionally HMAC-signed) and classifies each answer;
-// pure pieces live in sinks/webhook/ (settings, body splitting and signing, answer classification).
+// webhook sink: POSTs records as JSON arrays to an HTTP endpoint (optionally HMAC-signed) and turns each answer into
+// per-record outcomes; the pure pieces are its neighbours (settings, body splitting and signing, answer classification).
 import { Agent, request, type Dispatcher } from "undici";
 import type { Logger } from "pino";
-import type { Sink, OutboxEntry, SendResult, RejectedRecord } from "./sink.js";
-import type { SinkFactory } from "./sink.js";
-import { systemClock, type Clock } from "../util/clock.js";
-import { redactSecrets } from "../observability/logger.js";
-import { webhookSettingsSchema, resolveHeaders, resolveSecret, type WebhookSettings } from "./webhook/settings.js";
-import { planChunks, encodeBody, signBody } from "./webhook/encode.js";
-import { classifyResponse, clipBody, maxRedirectHops, redirectTarget } from "./webhook/classify.js";
+import { delivered, rejected, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../sink.js";
+import { systemClock, type Clock } from "../../util/clock.js";
+import { redactSecrets } from "../../observability/logger.js";
+import { resolveHeaders, resolveSecret, type WebhookSettings } from "./settings.js";
+import { planChunks, encodeBody, signBody } from "./encode.js";
+import { classifyResponse, clipBody, maxRedirectHops, redirectTarget } from "./classify.js";
 
 const maxResponseBytes = 64 * 1024;
 
@@ -29,11 +28,11 @@ export interface WebhookSinkOptions {
   dispatcher?: Dispatcher;
 }
 
-/** How sending one run of records ended; `at` is the batch index of the first record not accepted. */
+/** How sending one run of records ended (records it settled are marked in the outcomes array). */
 type RangeResult =
   | { kind: "ok" }
-  | { kind: "retryable"; at: number; reason: string; retryAfterMs?: number; needsOperator?: boolean }
-  | { kind: "permanent"; at: number; reason: string };
+  | { kind: "retryable"; reason: string; retryAfterMs?: number; needsOperator?: boolean }
+  | { kind: "permanent"; reason: string };
 
 export class WebhookSink implements Sink {
   readonly name = "webhook";
@@ -51,42 +50,28 @@ export class WebhookSink implements Sink {
     this.dispatcher = options.dispatcher ?? this.ownAgent!;
   }
 
-  async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendResult> {
-    const rejected: { index: number; reason: string }[] = [];
+  async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes> {
+    const outcomes: (RecordOutcome | undefined)[] = batch.map(() => undefined);
     let failure: Exclude<RangeResult, { kind: "ok" }> | undefined;
     for (const chunk of planChunks(batch, this.options.maxBatchBytes, this.options.maxBatchRecords)) {
       if (chunk.kind === "oversize") {
-        const reason = `record is ${chunk.bytes} bytes as a JSON array, over maxBatchBytes ${this.options.maxBatchBytes}`;
-        rejected.push({ index: chunk.index, reason });
+        outcomes[chunk.index] = rejected(`record is ${chunk.bytes} bytes as a JSON array, over maxBatchBytes ${this.options.maxBatchBytes}`);
         continue;
       }
-      const result = await this.sendRange(batch, chunk.start, chunk.end, chunk.body, signal, rejected);
+      const result = await this.sendRange(batch, chunk.start, chunk.end, chunk.body, signal, outcomes);
       if (result.kind !== "ok") {
         failure = result;
         break;
       }
     }
-    const toRejected = (r: { index: number; reason: string }): RejectedRecord => ({ seq: batch[r.index]!.seq, reason: r.reason });
     if (!failure) {
-      this.options.logger.debug({ sink: this.name, records: batch.length, rejected: rejected.length }, "webhook batch delivered");
-      return rejected.length > 0 ? { kind: "ok", rejected: rejected.map(toRejected) } : { kind: "ok" };
+      this.options.logger.debug({ sink: this.name, records: batch.length }, "webhook batch delivered");
+      return outcomes.map((o) => o ?? delivered);
     }
     this.options.logger.warn({ sink: this.name, kind: failure.kind, reason: failure.reason }, "webhook send failed");
-    if (failure.kind === "retryable") {
-      // Everything before the first record not accepted (or rejected: rejections only travel with `ok`) is done.
-      const acceptedCount = Math.min(failure.at, ...rejected.map((r) => r.index));
-      return {
-        kind: "retryable",
-        reason: failure.reason,
-        ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
-        ...(acceptedCount > 0 ? { acceptedCount } : {}),
-        ...(failure.needsOperator ? { needsOperator: true } : {}),
-      };
-    }
-    if (failure.at === 0 && rejected.length === 0) return { kind: "permanent", reason: failure.reason };
-    // Part of the batch was delivered: dead-letter exactly the rest.
-    for (let i = failure.at; i < batch.length; i++) rejected.push({ index: i, reason: failure.reason });
-    return { kind: "ok", rejected: rejected.map(toRejected) };
+    // Records the endpoint settled keep their outcome; the rest are retried (or rejected, on a permanent answer).
+    const rest = failure.kind === "retryable" ? retry(failure.reason, failure.retryAfterMs, failure.needsOperator ?? false) : rejected(failure.reason);
+    return outcomes.map((o) => o ?? rest);
   }
 
   /** Sends batch[start, end) as `body`; on 413 splits in halves, and rejects a record that is alone. */
@@ -96,20 +81,22 @@ export class WebhookSink implements Sink {
     end: number,
     body: Buffer,
     signal: AbortSignal,
-    rejected: { index: number; reason: string }[],
+    outcomes: (RecordOutcome | undefined)[],
   ): Promise<RangeResult> {
     const answer = await this.post(body, signal);
-    if (answer.kind === "ok") return answer;
-    if (answer.kind === "retryable") return { ...answer, at: start };
-    if (answer.kind === "permanent") return { ...answer, at: start };
+    if (answer.kind === "ok") {
+      for (let i = start; i < end; i++) outcomes[i] = delivered;
+      return answer;
+    }
+    if (answer.kind === "retryable" || answer.kind === "permanent") return answer;
     if (end - start === 1) {
-      rejected.push({ index: start, reason: answer.reason });
+      outcomes[start] = rejected(answer.reason);
       return { kind: "ok" };
     }
     const mid = start + Math.ceil((end - start) / 2);
-    const left = await this.sendRange(batch, start, mid, encodeBody(batch.slice(start, mid)), signal, rejected);
+    const left = await this.sendRange(batch, start, mid, encodeBody(batch.slice(start, mid)), signal, outcomes);
     if (left.kind !== "ok") return left;
-    return this.sendRange(batch, mid, end, encodeBody(batch.slice(mid, end)), signal, rejected);
+    return this.sendRange(batch, mid, end, encodeBody(batch.slice(mid, end)), signal, outcomes);
   }
 
   private async post(body: Buffer, signal: AbortSignal): Promise<ReturnType<typeof classifyResponse>> {
@@ -223,12 +210,3 @@ export function createWebhookSink(input: CreateWebhookSinkInput): WebhookSink {
     ...(input.clock ? { clock: input.clock } : {}),
   });
 }
-
-export const webhookSinkFactory: SinkFactory<WebhookSettings> = {
-  type: "webhook",
-  summary: "webhook[:URL] — POST JSON arrays of records to URL (settings: webhook.url, headers, signature, timeoutMs, …)",
-  argument: "optional",
-  settingsSchema: webhookSettingsSchema,
-  create: ({ argument, settings, context }) =>
-    createWebhookSink({ argument, settings, logger: context.logger, agentVersion: context.agentVersion }),
-};

@@ -1,0 +1,65 @@
+// Drain stage: one Drainer per sink over the shared ledger. Woken by new entries (urgent ones end a linger), it reports
+// each sink's health for /readyz and what is still undelivered, and flushes within a deadline at shutdown.
+import type { OutboxEntry } from "../store/outbox-entry.js";
+import { isUrgent, type Sink } from "../sinks/sink.js";
+import { Drainer, type DrainerOptions } from "../sinks/drainer.js";
+
+export interface DrainStageOptions extends Omit<DrainerOptions, "sink" | "random"> {
+  sinks: readonly Sink[];
+}
+
+export class DrainStage {
+  readonly drainers: Drainer[];
+
+  constructor(private readonly options: DrainStageOptions) {
+    this.drainers = options.sinks.map(
+      (sink) =>
+        new Drainer({
+          sink,
+          store: options.store,
+          clock: options.clock,
+          retryPolicy: options.retryPolicy,
+          deadLetters: options.deadLetters,
+          logger: options.logger,
+          metrics: options.metrics,
+        }),
+    );
+  }
+
+  start(): void {
+    for (const drainer of this.drainers) drainer.start();
+  }
+
+  /** New entries are durable: wake every sink (an urgent record ends a linger). */
+  wake(entries: readonly OutboxEntry[]): void {
+    const urgent = entries.some((e) => isUrgent(e.record));
+    for (const drainer of this.drainers) drainer.notify(urgent);
+  }
+
+  /**
+   * Per sink, for /readyz (`nowMs` monotonic): how long it has delivered nothing while records wait for it, how many
+   * records it dead-lettered since it last delivered one, and the reason of a failure that needs an operator.
+   */
+  sinkHealth(nowMs: number): Array<{ name: string; stuckForMs: number; deadLetteredSinceDelivery: number; needsOperator: string | null }> {
+    return this.drainers.map((d) => {
+      const status = d.status();
+      const waiting = this.options.store.depth(d.name).records > 0;
+      return {
+        name: d.name,
+        stuckForMs: waiting ? Math.max(0, nowMs - status.lastProgressMs) : 0,
+        deadLetteredSinceDelivery: status.deadLetteredSinceDelivery,
+        needsOperator: status.needsOperator,
+      };
+    });
+  }
+
+  /** Pending records per sink (O(1) counters). */
+  undelivered(): Record<string, number> {
+    return Object.fromEntries(this.drainers.map((d) => [d.name, this.options.store.depth(d.name).records]));
+  }
+
+  /** Lets each sink flush until `deadlineMs`, then closes them; what is left stays pending in the ledger. */
+  async stop(deadlineMs: number): Promise<void> {
+    await Promise.all(this.drainers.map((d) => d.stop(deadlineMs)));
+  }
+}

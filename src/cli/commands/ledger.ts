@@ -1,0 +1,122 @@
+// `sef outbox status`, `sef dead-letter list` and `sef dead-letter replay`: look at and act on the delivery ledger.
+// Reading commands open the store read-only and may run beside the agent; replay writes and refuses while an agent runs.
+import type { Command } from "commander";
+import { Store } from "../../store/store.js";
+import { StoreError } from "../../store/errors.js";
+import { acquire as acquireDataDir, DataDirLockedError, type DataDirLock } from "../../store/data-dir-lock.js";
+
+const defaultDataDir = (): string => process.env["SEF_DATA_DIR"] ?? "/var/lib/sef";
+const exitCodes = { ok: 0, usage: 2, refused: 75, store: 78 } as const;
+
+interface DataDirFlags {
+  dataDir: string;
+  json?: boolean;
+}
+
+export function registerLedgerCommands(program: Command): void {
+  const outbox = program.command("outbox").description("look at the outbox and its delivery ledger");
+  outbox
+    .command("status")
+    .description("per sink: pending records, oldest pending age, dead-lettered, delivered, last delivery (read-only)")
+    .option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR or /var/lib/sef)", defaultDataDir())
+    .option("--json", "one JSON object instead of a table")
+    .action((flags: DataDirFlags) => {
+      process.exitCode = withReadOnlyStore(flags.dataDir, (store) => {
+        const nowMs = Date.now();
+        const sinks = store.status().map((s) => ({
+          sink: s.sink,
+          pending: s.pending,
+          oldestPendingAgeSeconds: s.oldestPendingCreatedMs === null ? null : Math.max(0, Math.round((nowMs - s.oldestPendingCreatedMs) / 1000)),
+          deadLettered: s.deadLettered,
+          delivered: s.delivered,
+          lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
+        }));
+        if (flags.json) {
+          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: store.bytesInOutbox, sinks }) + "\n");
+          return;
+        }
+        process.stdout.write(`outbox: ${store.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
+        const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
+        const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
+        process.stdout.write(table([header, ...rows]));
+      });
+    });
+
+  const deadLetter = program.command("dead-letter").description("list or replay dead-lettered deliveries");
+  deadLetter
+    .command("list")
+    .description("dead-lettered deliveries still held in the store, one JSON line each (read-only)")
+    .option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR or /var/lib/sef)", defaultDataDir())
+    .option("--sink <name>", "only this sink (as `sef outbox status` names it)")
+    .action((flags: DataDirFlags & { sink?: string }) => {
+      process.exitCode = withReadOnlyStore(flags.dataDir, (store) => {
+        for (const d of store.deadLetters(flags.sink)) {
+          process.stdout.write(
+            `{"sink":${JSON.stringify(d.sink)},"seq":${d.seq},"recordId":${JSON.stringify(d.recordId)},"reason":${JSON.stringify(d.reason)},` +
+              `"deadLetteredAt":${JSON.stringify(new Date(d.deadLetteredMs).toISOString())},"attempts":${d.attempts},"record":${d.json}}\n`,
+          );
+        }
+      });
+    });
+  deadLetter
+    .command("replay")
+    .description("make dead-lettered deliveries pending again (same records, same RecordId); the agent must be stopped")
+    .option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR or /var/lib/sef)", defaultDataDir())
+    .option("--sink <name>", "only this sink")
+    .option("--reason <text>", "only deliveries whose reason contains this text")
+    .action((flags: DataDirFlags & { sink?: string; reason?: string }) => {
+      // Hold the agent's own data-directory lock while replaying: an agent cannot start meanwhile, and a running one refuses us.
+      let lock: DataDirLock;
+      try {
+        lock = acquireDataDir(flags.dataDir);
+      } catch (err) {
+        if (!(err instanceof DataDirLockedError)) throw err;
+        process.stderr.write(`sef: refusing to replay while an agent holds ${flags.dataDir}: ${err.message}. Stop the agent, replay, start it again.\n`);
+        process.exitCode = exitCodes.refused;
+        return;
+      }
+      let store: Store;
+      try {
+        store = Store.open({ dataDir: flags.dataDir, maxOutboxBytes: Number.MAX_SAFE_INTEGER });
+      } catch (err) {
+        lock.release();
+        process.exitCode = storeFailure(err);
+        return;
+      }
+      try {
+        const replayed = store.replayDeadLetters({ ...(flags.sink ? { sink: flags.sink } : {}), ...(flags.reason ? { reasonContains: flags.reason } : {}) });
+        const total = [...replayed.values()].reduce((a, b) => a + b, 0);
+        process.stdout.write(JSON.stringify({ replayed: total, bySink: Object.fromEntries(replayed) }) + "\n");
+        process.exitCode = exitCodes.ok;
+      } finally {
+        store.close();
+        lock.release();
+      }
+    });
+}
+
+function withReadOnlyStore(dataDir: string, body: (store: Store) => void): number {
+  let store: Store;
+  try {
+    store = Store.openReadOnly(dataDir);
+  } catch (err) {
+    return storeFailure(err);
+  }
+  try {
+    body(store);
+    return exitCodes.ok;
+  } finally {
+    store.close();
+  }
+}
+
+function storeFailure(err: unknown): number {
+  if (!(err instanceof StoreError)) throw err;
+  process.stderr.write(`sef: ${err.message}\n`);
+  return exitCodes.store;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join("  ").trimEnd() + "\n").join("");
+}

@@ -1,0 +1,12 @@
+// The `--sink stdout` factory (the registry's entry for this folder).
+import type { SinkFactory } from "../sink.js";
+import { stdoutSettingsSchema, type StdoutSettings } from "./settings.js";
+import { StdoutSink } from "./sink.js";
+
+export const stdoutSinkFactory: SinkFactory<StdoutSettings> = {
+  type: "stdout",
+  summary: "stdout — one JSON record per line on standard output",
+  argument: "none",
+  settingsSchema: stdoutSettingsSchema,
+  create: () => new StdoutSink(),
+};

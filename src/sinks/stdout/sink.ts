@@ -1,0 +1,24 @@
+// stdout sink: one JSON record per line on standard output (logs go to stderr, so the two never mix).
+import { allOutcomes, delivered, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { jsonLines } from "./encode.js";
+
+export class StdoutSink implements Sink {
+  readonly name = "stdout";
+  readonly maxBatchRecords = 500;
+  readonly lingerMs = 0;
+
+  constructor(private readonly out: NodeJS.WritableStream = process.stdout) {}
+
+  async send(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.out.write(jsonLines(batch), (err) => (err ? reject(err) : resolve()));
+      });
+      return allOutcomes(batch, delivered);
+    } catch (err) {
+      return allOutcomes(batch, retry(`stdout write failed: ${(err as Error).message}`));
+    }
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,78 @@
+// `sef outbox status`, `sef dead-letter list` and `sef dead-letter replay` as child processes of the built CLI, on a
+// store prepared here: read-only commands beside a running agent, replay refused while one holds the data directory.
+import { describe, expect, it } from "vitest";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Store } from "../../src/store/store.js";
+import type { HeartbeatRecord } from "../../src/contract/record.js";
+import { unknownVmIdentity } from "../../src/contract/record.js";
+import { runCli } from "../helpers/agent-process.js";
+
+const record = (i: number): HeartbeatRecord => ({
+  RecordId: `rid-${i}`,
+  RecordType: "Heartbeat",
+  TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
+  ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
+  ...unknownVmIdentity,
+  AgentVersion: "t",
+  Detail: "",
+});
+
+async function sef(...args: string[]): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  const p = runCli(args);
+  const code = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+describe("ledger commands", () => {
+  it("show status and dead-letters read-only, and replay them once no agent holds the data directory", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "sef-ledger-cli-"));
+    const store = Store.open({ dataDir, maxOutboxBytes: 1 << 30 });
+    store.registerSinks(["webhook", "stdout"]);
+    store.append([record(1), record(2), record(3)], Date.now() - 60_000);
+    store.applyOutcomes("stdout", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), Date.now());
+    store.applyOutcomes("webhook", [{ seq: 1, kind: "rejected", reason: "HTTP 400: bad" }, { seq: 2, kind: "delivered" }], Date.now());
+    store.markAgentRunning(process.pid, Date.now()); // this test process plays the running agent
+
+    const status = await sef("outbox", "status", "--data-dir", dataDir, "--json");
+    expect(status.code, status.stderr).toBe(0);
+    const parsed = JSON.parse(status.stdout) as { sinks: Array<Record<string, unknown>> };
+    expect(parsed.sinks).toEqual([
+      { sink: "stdout", pending: 0, oldestPendingAgeSeconds: null, deadLettered: 0, delivered: 3, lastDelivery: expect.any(String) },
+      { sink: "webhook", pending: 1, oldestPendingAgeSeconds: expect.any(Number), deadLettered: 1, delivered: 1, lastDelivery: expect.any(String) },
+    ]);
+    expect(parsed.sinks[1]!["oldestPendingAgeSeconds"]).toBeGreaterThanOrEqual(59);
+    const table = await sef("outbox", "status", "--data-dir", dataDir);
+    expect(table.stdout).toMatch(/^SINK\s+PENDING\s+OLDEST_AGE_S\s+DEAD_LETTERED/m);
+
+    const list = await sef("dead-letter", "list", "--data-dir", dataDir, "--sink", "webhook");
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout.trim().split("\n").map((l) => JSON.parse(l))).toEqual([
+      expect.objectContaining({ sink: "webhook", seq: 1, recordId: "rid-1", reason: "HTTP 400: bad", record: expect.objectContaining({ RecordId: "rid-1" }) }),
+    ]);
+
+    const refused = await sef("dead-letter", "replay", "--data-dir", dataDir);
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).toMatch(/refusing to replay while an agent holds .*: agent process \d+ is running/);
+    expect(store.deadLetters()).toHaveLength(1);
+
+    store.markAgentStopped();
+    store.close();
+    const replayed = await sef("dead-letter", "replay", "--data-dir", dataDir, "--reason", "400");
+    expect(replayed.code, replayed.stderr).toBe(0);
+    expect(JSON.parse(replayed.stdout)).toEqual({ replayed: 1, bySink: { webhook: 1 } });
+    const twice = await sef("dead-letter", "replay", "--data-dir", dataDir);
+    expect(JSON.parse(twice.stdout)).toEqual({ replayed: 0, bySink: {} });
+
+    const after = Store.openReadOnly(dataDir);
+    expect(after.due("webhook", 10, Date.now()).map((e) => e.record.RecordId)).toEqual(["rid-1", "rid-3"]);
+    after.close();
+  });
+
+  it("says clearly when there is no store", async () => {
+    const missing = await sef("outbox", "status", "--data-dir", join(tmpdir(), "sef-no-such-dir-xyz"));
+    expect(missing.code).toBe(78);
+    expect(missing.stderr).toMatch(/no store at .*sef\.db/);
+  });
+});
