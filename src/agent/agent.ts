@@ -215,7 +215,11 @@ export class Agent {
         emittedRetentionMs: config.emittedRetentionMs,
       });
       // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
-      const entries = result.changed ? this.commit(result.state, result.records, nowMs) : [];
+      const entries = result.changed ? this.commit(result.state, [...result.records, ...result.malformed], nowMs) : [];
+      for (const m of result.malformed) {
+        this.metrics.malformedEvents.inc({ reason: m.Outcome });
+        logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");
+      }
       this.state = result.state;
       this.recordPoll(result.changed ? "ok" : "unchanged", startedMs, nowMs);
       if (nowMs - startedMs > Math.max(2000, 2 * config.pollIntervalMs)) {

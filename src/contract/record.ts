@@ -14,7 +14,7 @@ export interface ColumnSpec {
 export const recordColumns: readonly ColumnSpec[] = [
   { name: "TimeGenerated", type: "datetime", description: "When this agent observed the transition (ISO 8601 UTC)" },
   { name: "RecordId", type: "string", description: "Deterministic id of (VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
-  { name: "RecordType", type: "string", description: "Transition, Heartbeat, Approval or Hook" },
+  { name: "RecordType", type: "string", description: "Transition, MalformedEvent, Heartbeat, Approval or Hook" },
   { name: "EventId", type: "string", description: "EventId as IMDS gave it" },
   { name: "EventStatus", type: "string", description: "Scheduled, Started, Completed or Canceled" },
   { name: "PreviousStatus", type: "string", description: "Empty on first sighting, else the status before" },
@@ -38,14 +38,14 @@ export const recordColumns: readonly ColumnSpec[] = [
   { name: "Zone", type: "string", description: "compute.zone from instance metadata" },
   { name: "AgentVersion", type: "string", description: "sef package version" },
   // Columns used only by non-transition record types (absent from Transition records).
-  { name: "Outcome", type: "string", description: "Approval: Approved, Failed, DryRun; Hook: Succeeded, Failed, TimedOut" },
+  { name: "Outcome", type: "string", description: "Approval: Approved, Failed, DryRun; Hook: Succeeded, Failed, TimedOut; MalformedEvent: the reason code" },
   { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none)" },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
   { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds" },
-  { name: "Detail", type: "string", description: "Free text: error message, hook name, or heartbeat statistics as JSON" },
+  { name: "Detail", type: "string", description: "Free text: error message, hook name, heartbeat statistics as JSON, or a malformed event as JSON {problem, event}" },
 ];
 
-export const recordTypes = ["Transition", "Heartbeat", "Approval", "Hook"] as const;
+export const recordTypes = ["Transition", "MalformedEvent", "Heartbeat", "Approval", "Hook"] as const;
 export type RecordType = (typeof recordTypes)[number];
 
 export const eventStatuses = ["Scheduled", "Started", "Completed", "Canceled"] as const;
@@ -100,6 +100,33 @@ export interface TransitionRecord extends EventFields, VmIdentity {
   AgentVersion: string;
 }
 
+/**
+ * An event IMDS listed that the agent cannot read (e.g. `Resources` as a string): forwarded, not dropped, so consumers
+ * and alerts see it. Fields are copied when they have the right type, else left empty; `Detail` keeps the raw event.
+ */
+export interface MalformedEventRecord extends VmIdentity {
+  RecordId: string;
+  RecordType: "MalformedEvent";
+  TimeGenerated: string;
+  /** The raw EventId when it is a string, else "". */
+  EventId: string;
+  /** The raw EventStatus when it is a string (it may be a value IMDS never documented), else "". */
+  EventStatus: string;
+  EventType: string;
+  ResourceType: string;
+  /** The raw Resources when it is an array of strings, else []. */
+  Resources: string[];
+  Description: string;
+  EventSource: string;
+  DocumentIncarnation: number;
+  AffectsThisVm: boolean;
+  /** The reason code (`resources`, `not_before`, `event_status`, ...), as in `sef_imds_events_malformed_total{reason}`. */
+  Outcome: string;
+  /** JSON: `{"problem": "Events[0]: Resources is not an array of strings: ...", "event": <the raw event>}`. */
+  Detail: string;
+  AgentVersion: string;
+}
+
 export interface HeartbeatRecord extends VmIdentity {
   RecordId: string;
   RecordType: "Heartbeat";
@@ -137,7 +164,7 @@ export interface HookRecord extends VmIdentity {
 }
 
 /** Any record the agent writes to its outbox. */
-export type SefRecord = TransitionRecord | HeartbeatRecord | ApprovalRecord | HookRecord;
+export type SefRecord = TransitionRecord | MalformedEventRecord | HeartbeatRecord | ApprovalRecord | HookRecord;
 
 /** Names of the columns Transition records carry (the contract table), in order. */
 export const transitionFieldNames: readonly string[] = recordColumns

@@ -19,6 +19,12 @@ export class AgentMetrics {
     help: "Seconds since the last successful poll (-1 before the first)",
     registers: [this.registry],
   });
+  readonly malformedEvents = new Counter({
+    name: "sef_imds_events_malformed_total",
+    help: "Events IMDS listed that could not be read (each distinct one counted once), by reason",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
   readonly incarnation = new Gauge({ name: "sef_document_incarnation", help: "DocumentIncarnation of the last processed document", registers: [this.registry] });
   readonly eventsByStatus = new Gauge({ name: "sef_events", help: "Events currently known, by status", labelNames: ["status"] as const, registers: [this.registry] });
   readonly recordsWritten = new Counter({ name: "sef_records_total", help: "Records appended to the outbox, by type", labelNames: ["type"] as const, registers: [this.registry] });
