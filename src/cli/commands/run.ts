@@ -1,9 +1,9 @@
 // `sef run`: the agent. Flags override SEF_* variables, which override the config file, which overrides defaults.
 import { setFlagsFromString } from "node:v8";
-import { Command, Option } from "commander";
-import { loadConfig, ConfigError, environmentVariables } from "../../config/load.js";
+import type { Command } from "commander";
+import { ConfigError } from "../../config/load.js";
 import { createLogger } from "../../observability/logger.js";
-import { sinkFactories, parseSinkSpec, findSinkFactory } from "../../sinks/registry.js";
+import { parseSinkSpec, findSinkFactory } from "../../sinks/registry.js";
 import type { Sink } from "../../sinks/sink.js";
 import { Agent } from "../../agent/agent.js";
 import { systemClock } from "../../util/clock.js";
@@ -11,41 +11,16 @@ import { agentVersion } from "../../contract/agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
+import { addConfigOptions, exitCodes, loadFromOptions, reportConfigError } from "../config-options.js";
 
-/** Exit codes: 0 clean stop, 2 bad configuration, 78 store unusable (a supervisor should not restart in a loop). */
-export const exitCodes = { ok: 0, config: 2, store: 78, fatal: 1 } as const;
-
-function integer(name: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got "${value}"`);
-    return n;
-  };
-}
+export { exitCodes } from "../config-options.js";
 
 export function registerRunCommand(program: Command): void {
-  program
-    .command("run")
-    .description("run the agent: poll IMDS scheduled events and forward transitions to the sinks")
-    .option("-c, --config <file>", "JSON config file (also SEF_CONFIG)")
-    .option("--imds-url <url>", "IMDS base URL (default http://169.254.169.254)")
-    .option("--api-version <version>", "scheduled events api-version (default 2020-07-01)")
-    .option("--poll-interval-ms <n>", "poll period in ms (default 1000, min 200)", integer("--poll-interval-ms"))
-    .option("--data-dir <dir>", "durable state and outbox directory (default /var/lib/sef)")
-    .option("--sink <spec>", `sink, repeatable: ${sinkFactories.map((f) => f.summary).join("; ")}`, (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
-    .addOption(new Option("--log-level <level>", "log level (default info)").choices(["fatal", "error", "warn", "info", "debug", "trace", "silent"]))
-    .option("--heartbeat-interval-ms <n>", "heartbeat record period in ms, 0 = off (default 900000)", integer("--heartbeat-interval-ms"))
-    .option("--shutdown-flush-ms <n>", "how long SIGTERM may spend flushing sinks (default 5000)", integer("--shutdown-flush-ms"))
-    .option("--metrics-port <n>", "port of the /metrics, /healthz, /readyz server on 127.0.0.1 (default 9464, 0 = any)", integer("--metrics-port"))
-    .addHelpText(
-      "after",
-      `\nEnvironment variables:\n${Object.entries(environmentVariables)
-        .map(([k, v]) => `  ${k.padEnd(28)} ${v.field}`)
-        .join("\n")}\n\nExit codes: 0 stopped cleanly, 2 invalid configuration, 78 store unusable, 1 unexpected failure.`,
-    )
-    .action(async (opts: Record<string, unknown>) => {
+  addConfigOptions(program.command("run").description("run the agent: poll IMDS scheduled events and forward transitions to the sinks")).action(
+    async (opts: Record<string, unknown>) => {
       process.exitCode = await runAgent(opts);
-    });
+    },
+  );
 }
 
 async function runAgent(opts: Record<string, unknown>): Promise<number> {
@@ -54,25 +29,9 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   setFlagsFromString("--liftoff-only");
   let loaded;
   try {
-    loaded = loadConfig({
-      file: opts.config as string | undefined,
-      flags: {
-        imdsUrl: opts.imdsUrl,
-        apiVersion: opts.apiVersion,
-        pollIntervalMs: opts.pollIntervalMs,
-        dataDir: opts.dataDir,
-        sinks: opts.sink,
-        logLevel: opts.logLevel,
-        heartbeatIntervalMs: opts.heartbeatIntervalMs,
-        shutdownFlushMs: opts.shutdownFlushMs,
-        metricsPort: opts.metricsPort,
-      },
-    });
+    loaded = loadFromOptions(opts);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`sef: ${err.message}\n`);
-      return exitCodes.config;
-    }
+    if (err instanceof ConfigError) return reportConfigError(err);
     throw err;
   }
   const { config, sinkSettings } = loaded;
@@ -93,10 +52,7 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
       process.stderr.write(`sef: ${err.message}\n`);
       return exitCodes.store;
     }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`sef: ${err.message}\n`);
-      return exitCodes.config;
-    }
+    if (err instanceof ConfigError) return reportConfigError(err);
     logger.fatal({ err }, "agent could not start");
     return exitCodes.fatal;
   }
@@ -108,10 +64,7 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     if (services.metricsUrl) process.stderr.write(`sef: metrics on ${services.metricsUrl}/metrics\n`);
   } catch (err) {
     await agent.stop();
-    if (err instanceof ConfigError) {
-      process.stderr.write(`sef: ${err.message}\n`);
-      return exitCodes.config;
-    }
+    if (err instanceof ConfigError) return reportConfigError(err);
     logger.fatal({ err }, "agent services could not start");
     return exitCodes.fatal;
   }
