@@ -2,6 +2,7 @@
 import { setFlagsFromString } from "node:v8";
 import type { Command } from "commander";
 import { ConfigError } from "../../config/load.js";
+import type { AgentConfig } from "../../config/schema.js";
 import { createLogger } from "../../observability/logger.js";
 import { parseSinkSpec, findSinkFactory } from "../../sinks/registry.js";
 import type { Sink } from "../../sinks/sink.js";
@@ -65,6 +66,11 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   } catch (err) {
     await agent.stop();
     if (err instanceof ConfigError) return reportConfigError(err);
+    const bindProblem = metricsBindProblem(err, config);
+    if (bindProblem !== undefined) {
+      logger.fatal({ err }, bindProblem);
+      return reportConfigError(new ConfigError([bindProblem]));
+    }
     logger.fatal({ err }, "agent services could not start");
     return exitCodes.fatal;
   }
@@ -82,4 +88,16 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   await agent.stop();
   await services.stop();
   return exitCodes.ok;
+}
+
+/** A metrics/health port that cannot be bound is a configuration problem (exit 2): the message names the address. */
+function metricsBindProblem(err: unknown, config: AgentConfig): string | undefined {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== "EADDRINUSE" && code !== "EACCES" && code !== "EADDRNOTAVAIL") return undefined;
+  const port = config.metricsPort ?? config.metrics.port;
+  const why = code === "EADDRINUSE" ? "is already in use" : code === "EACCES" ? "may not be bound by this user" : "is not an address of this machine";
+  return (
+    `metrics.port: ${config.metrics.host}:${port} ${why} (${code}); ` +
+    `set metrics.port, --metrics-port or SEF_METRICS_PORT to a free port, or metrics.enabled to false`
+  );
 }
