@@ -1,7 +1,7 @@
 // Acts on durable transition records, one at a time and off the poll loop: runs the matching hooks, then
 // asks the approval policy whether to start a Scheduled event early. Hook and approval records go to the outbox.
 import type { Logger } from "pino";
-import type { ApprovalRecord, HookRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
+import type { ApprovalRecord, HookRecord, RecordIdentity, TransitionRecord } from "../contract/record.js";
 import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { decideApproval, type ApprovalPolicy } from "./approval-policy.js";
@@ -12,7 +12,7 @@ export interface ActionRunnerOptions {
   hooks: HookConfig[];
   approval: ApprovalPolicy;
   postStartRequest: PostStartRequest;
-  vm: () => VmIdentity;
+  vm: () => RecordIdentity;
   /** Appends records to the outbox (durably) and wakes the sinks. */
   append: (records: Array<HookRecord | ApprovalRecord>) => void;
   /** Events already approved (lower-cased EventId), persisted so a restart never approves twice. */

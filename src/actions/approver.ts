@@ -1,8 +1,8 @@
 // Approver (I/O): POSTs StartRequests to IMDS for events the policy approved and reports each attempt as an ApprovalRecord.
 // The HTTP call is injected (`PostStartRequest`); the agent passes its IMDS client's rate-limited `postStartRequests`.
 import type { Logger } from "pino";
-import type { ApprovalRecord, EventStatus, VmIdentity } from "../contract/record.js";
-import { deterministicUuid } from "../contract/record-id.js";
+import type { ApprovalRecord, EventStatus, RecordIdentity } from "../contract/record.js";
+import { deterministicUuid, recordSource } from "../contract/record-id.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { redactSecrets } from "../observability/logger.js";
 import { systemClock, type Clock } from "../util/clock.js";
@@ -28,7 +28,7 @@ export interface ApprovalTarget {
 }
 
 export interface ApproverDeps {
-  vm: VmIdentity;
+  vm: RecordIdentity;
   /** "dry-run" sends nothing and yields DryRun records; "on" POSTs. */
   mode: "dry-run" | "on";
   postStartRequest: PostStartRequest;
@@ -83,7 +83,7 @@ export async function approveEvents(targets: readonly ApprovalTarget[], deps: Ap
   const records = targets.map(
     (t): ApprovalRecord => ({
       ...deps.vm,
-      RecordId: approvalRecordId(deps.vm.VmId, t.EventId, outcome),
+      RecordId: approvalRecordId(recordSource(deps.vm), t.EventId, outcome),
       RecordType: "Approval",
       TimeGenerated: timeGenerated,
       EventId: t.EventId,

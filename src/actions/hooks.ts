@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { z } from "zod";
 import type { Logger } from "pino";
 import type { HookRecord, TransitionRecord } from "../contract/record.js";
-import { deterministicUuid } from "../contract/record-id.js";
+import { deterministicUuid, recordSource } from "../contract/record-id.js";
 import { agentVersion as packageVersion } from "../contract/agent-version.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { redactSecrets } from "../observability/logger.js";
@@ -205,7 +205,8 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
     Location: record.Location,
     VmScaleSetName: record.VmScaleSetName,
     Zone: record.Zone,
-    RecordId: hookRecordId(record.VmId, record.EventId, record.EventStatus, hook.name),
+    AgentId: record.AgentId,
+    RecordId: hookRecordId(recordSource(record), record.EventId, record.EventStatus, hook.name),
     RecordType: "Hook",
     TimeGenerated: new Date(clock.now()).toISOString(),
     EventId: record.EventId,

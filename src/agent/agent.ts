@@ -3,7 +3,7 @@
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
 import type { Clock } from "../util/clock.js";
-import type { SefRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
+import type { RecordIdentity, SefRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
 import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "../contract/record.js";
 import { isUrgent, type OutboxEntry, type Sink } from "../sinks/sink.js";
@@ -16,6 +16,7 @@ import { Drainer } from "../sinks/drainer.js";
 import { DeadLetterFile } from "../sinks/dead-letter.js";
 import { AgentMetrics, type PollOutcome } from "../observability/metrics.js";
 import { pollBackoffMs } from "./poll-backoff.js";
+import { loadOrCreateAgentId } from "./agent-id.js";
 import { join } from "node:path";
 
 export interface AgentDependencies {
@@ -42,10 +43,15 @@ export class Agent {
   readonly drainers: Drainer[];
   private state: CollectorState;
   private vm: VmIdentity;
+  /** This installation's persisted id (agent-id.ts): in every record and RecordId. */
+  readonly agentId: string;
   private readonly stopController = new AbortController();
   private pollLoop: Promise<void> | undefined;
   private readonly stats: PollStats = { ok: 0, failed: 0, consecutiveFailures: 0, lastGoodPollMs: null, lastError: null };
   private lastComputeMs = 0;
+  /** Failed instance-metadata reads in a row: while the identity is unknown they are retried after 1, 2, 4 … 30 s. */
+  private computeFailures = 0;
+  private computeInFlight = false;
   private readonly deadLetters: DeadLetterFile;
   private readonly transitionListeners: Array<(records: TransitionRecord[]) => void> = [];
   private readonly stopHooks: Array<() => Promise<void>> = [];
@@ -62,6 +68,10 @@ export class Agent {
     const hadState = loaded.lastSuccessMs !== null;
     this.state = hadState ? resumeAfterRestart(loaded) : loaded;
     this.vm = this.store.loadVmIdentity() ?? unknownVmIdentity;
+    const id = loadOrCreateAgentId(config.dataDir);
+    this.agentId = id.agentId;
+    if (id.replaced !== undefined) logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
+    else if (id.created) logger.info({ agentId: id.agentId }, "created the agent id of this installation");
     this.approvedEvents = {
       has: (key) => this.store.isApproved(key),
       add: (key) => this.store.markApproved(key, clock.now()),
@@ -93,13 +103,14 @@ export class Agent {
         }),
     );
     logger.info(
-      { dataDir: config.dataDir, sinks: deps.sinks.map((s) => s.name), resumed: hadState, knownEvents: this.state.events.size, outbox: this.store.headSeq() },
+      { dataDir: config.dataDir, agentId: this.agentId, sinks: deps.sinks.map((s) => s.name), resumed: hadState, knownEvents: this.state.events.size, outbox: this.store.headSeq() },
       "agent starting",
     );
   }
 
-  get vmIdentity(): VmIdentity {
-    return this.vm;
+  /** The VM identity (last known from instance metadata) and this installation's AgentId, as records carry them. */
+  get vmIdentity(): RecordIdentity {
+    return { ...this.vm, AgentId: this.agentId };
   }
 
   get pollStats(): Readonly<PollStats> {
@@ -190,7 +201,8 @@ export class Agent {
     const signal = this.stopController.signal;
     while (!signal.aborted) {
       const startedMs = clock.now();
-      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? 30_000 : config.computeRefreshMs)) void this.refreshIdentity(false);
+      const unknownRetryMs = Math.min(30_000, 1000 * 2 ** Math.min(this.computeFailures, 5));
+      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? unknownRetryMs : config.computeRefreshMs)) void this.refreshIdentity(false);
       const waitMs = await this.pollOnce();
       if (signal.aborted) break;
       // Count the period from when the request really went out: after a rate-limit wait the schedule moves with it
@@ -209,7 +221,7 @@ export class Agent {
       const nowMs = clock.now();
       const result = applyDocument(this.state, fetched.document, {
         nowMs,
-        vm: this.vm,
+        vm: this.vmIdentity,
         agentVersion,
         gapThresholdMs: config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000),
         emittedRetentionMs: config.emittedRetentionMs,
@@ -303,9 +315,13 @@ export class Agent {
 
   private async refreshIdentity(atStart: boolean): Promise<void> {
     const { clock, logger } = this.deps;
+    if (this.computeInFlight) return;
+    this.computeInFlight = true;
     this.lastComputeMs = clock.now();
     const fetch = this.imds.getCompute(this.stopController.signal).then(
       (vm) => {
+        this.computeInFlight = false;
+        this.computeFailures = 0;
         if (JSON.stringify(vm) !== JSON.stringify(this.vm)) {
           logger.info({ vmName: vm.VmName, vmId: vm.VmId }, "VM identity from instance metadata");
           this.vm = vm;
@@ -313,7 +329,11 @@ export class Agent {
         }
       },
       (err: unknown) => {
-        if (!this.stopController.signal.aborted) logger.warn({ err }, "instance metadata unavailable; records keep the last known VM identity");
+        this.computeInFlight = false;
+        this.computeFailures += 1;
+        if (!this.stopController.signal.aborted && (this.computeFailures === 1 || this.computeFailures % 10 === 0)) {
+          logger.warn({ err, failures: this.computeFailures }, "instance metadata unavailable; records keep the last known VM identity; retrying");
+        }
       },
     );
     // At start, give compute a few seconds so the first records carry the identity, but never hold polling longer.

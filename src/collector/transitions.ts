@@ -1,14 +1,15 @@
 // The heart of sef: compares a fetched document with the last known state and yields transition records.
 // Pure: no I/O, no clock; time, identity and the previous state come in as arguments.
 import { createHash } from "node:crypto";
-import type { EventFields, EventStatus, MalformedEventRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
-import { deterministicUuid, transitionRecordId } from "../contract/record-id.js";
+import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, TransitionRecord } from "../contract/record.js";
+import { deterministicUuid, recordSource, transitionRecordId } from "../contract/record-id.js";
 import { normalizeResourceName, type ScheduledEventsDocument, type ImdsEvent, type MalformedImdsEvent } from "../imds/document.js";
 import { emittedKey, type CollectorState, type TrackedEvent } from "./state.js";
 
 export interface CollectContext {
   nowMs: number;
-  vm: VmIdentity;
+  /** The VM and this installation (AgentId): every record carries them, and RecordIds are made from them. */
+  vm: RecordIdentity;
   agentVersion: string;
   /** A pause between successful polls longer than this counts as an observation gap. */
   gapThresholdMs: number;
@@ -174,7 +175,7 @@ function buildRecord(
   ctx: CollectContext,
 ): TransitionRecord {
   return {
-    RecordId: transitionRecordId(ctx.vm.VmId, fields.EventId, status),
+    RecordId: transitionRecordId(recordSource(ctx.vm), fields.EventId, status),
     RecordType: "Transition",
     TimeGenerated: new Date(ctx.nowMs).toISOString(),
     EventId: fields.EventId,
@@ -200,7 +201,7 @@ function buildMalformedRecord(m: MalformedImdsEvent, key: string, incarnation: n
   const text = (field: string): string => (typeof raw[field] === "string" ? (raw[field] as string) : "");
   const resources = Array.isArray(raw.Resources) && raw.Resources.every((r) => typeof r === "string") ? (raw.Resources as string[]).map(normalizeResourceName) : [];
   return {
-    RecordId: deterministicUuid("MalformedEvent", ctx.vm.VmId, key),
+    RecordId: deterministicUuid("MalformedEvent", recordSource(ctx.vm), key),
     RecordType: "MalformedEvent",
     TimeGenerated: new Date(ctx.nowMs).toISOString(),
     EventId: m.eventId ?? "",

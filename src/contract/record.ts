@@ -13,7 +13,7 @@ export interface ColumnSpec {
 /** Every column any record type may carry, in table order. Transition records carry the first block. */
 export const recordColumns: readonly ColumnSpec[] = [
   { name: "TimeGenerated", type: "datetime", description: "When this agent observed the transition (ISO 8601 UTC)" },
-  { name: "RecordId", type: "string", description: "Deterministic id of (VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
+  { name: "RecordId", type: "string", description: "Deterministic id of (AgentId, VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
   { name: "RecordType", type: "string", description: "Transition, MalformedEvent, Heartbeat, Approval or Hook" },
   { name: "EventId", type: "string", description: "EventId as IMDS gave it" },
   { name: "EventStatus", type: "string", description: "Scheduled, Started, Completed or Canceled" },
@@ -36,6 +36,7 @@ export const recordColumns: readonly ColumnSpec[] = [
   { name: "Location", type: "string", description: "compute.location from instance metadata" },
   { name: "VmScaleSetName", type: "string", description: "compute.vmScaleSetName from instance metadata" },
   { name: "Zone", type: "string", description: "compute.zone from instance metadata" },
+  { name: "AgentId", type: "string", description: "Random id of this sef installation, kept in the data directory (agent-id); unique fleet-wide" },
   { name: "AgentVersion", type: "string", description: "sef package version" },
   // Columns used only by non-transition record types (absent from Transition records).
   { name: "Outcome", type: "string", description: "Approval: Approved, Failed, DryRun; Hook: Succeeded, Failed, TimedOut; MalformedEvent: the reason code" },
@@ -65,6 +66,12 @@ export interface VmIdentity {
   Zone: string;
 }
 
+/** What every record carries about where it comes from: the VM (instance metadata) and this installation of sef. */
+export interface RecordIdentity extends VmIdentity {
+  /** Random UUID created at the first start and kept in the data directory; never "" in records. */
+  AgentId: string;
+}
+
 export const unknownVmIdentity: VmIdentity = {
   VmName: "",
   VmId: "",
@@ -88,7 +95,7 @@ export interface EventFields {
   DurationInSeconds: number;
 }
 
-export interface TransitionRecord extends EventFields, VmIdentity {
+export interface TransitionRecord extends EventFields, RecordIdentity {
   RecordId: string;
   RecordType: "Transition";
   TimeGenerated: string;
@@ -104,7 +111,7 @@ export interface TransitionRecord extends EventFields, VmIdentity {
  * An event IMDS listed that the agent cannot read (e.g. `Resources` as a string): forwarded, not dropped, so consumers
  * and alerts see it. Fields are copied when they have the right type, else left empty; `Detail` keeps the raw event.
  */
-export interface MalformedEventRecord extends VmIdentity {
+export interface MalformedEventRecord extends RecordIdentity {
   RecordId: string;
   RecordType: "MalformedEvent";
   TimeGenerated: string;
@@ -127,7 +134,7 @@ export interface MalformedEventRecord extends VmIdentity {
   AgentVersion: string;
 }
 
-export interface HeartbeatRecord extends VmIdentity {
+export interface HeartbeatRecord extends RecordIdentity {
   RecordId: string;
   RecordType: "Heartbeat";
   TimeGenerated: string;
@@ -135,7 +142,7 @@ export interface HeartbeatRecord extends VmIdentity {
   Detail: string;
 }
 
-export interface ApprovalRecord extends VmIdentity {
+export interface ApprovalRecord extends RecordIdentity {
   RecordId: string;
   RecordType: "Approval";
   TimeGenerated: string;
@@ -149,7 +156,7 @@ export interface ApprovalRecord extends VmIdentity {
   AgentVersion: string;
 }
 
-export interface HookRecord extends VmIdentity {
+export interface HookRecord extends RecordIdentity {
   RecordId: string;
   RecordType: "Hook";
   TimeGenerated: string;

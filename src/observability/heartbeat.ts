@@ -1,18 +1,18 @@
 // Heartbeats: a periodic Heartbeat record proving the agent is alive and watching, with its statistics in Detail.
 // `heartbeatRecord` is pure; `startHeartbeats` is a small drift-free scheduler on an injected clock.
 import type { Logger } from "pino";
-import type { HeartbeatRecord, VmIdentity } from "../contract/record.js";
-import { deterministicUuid } from "../contract/record-id.js";
+import type { HeartbeatRecord, RecordIdentity } from "../contract/record.js";
+import { deterministicUuid, recordSource } from "../contract/record-id.js";
 import type { Clock } from "../util/clock.js";
 
 export const defaultHeartbeatIntervalMs = 15 * 60_000;
 
-/** A Heartbeat record at `nowMs`; RecordId is deterministic from (VmId, "Heartbeat", TimeGenerated); `stats` go into Detail as JSON. */
-export function heartbeatRecord(vm: VmIdentity, nowMs: number, stats: object, agentVersion: string): HeartbeatRecord {
+/** A Heartbeat record at `nowMs`; RecordId is deterministic from (AgentId, VmId, "Heartbeat", TimeGenerated); `stats` go into Detail as JSON. */
+export function heartbeatRecord(vm: RecordIdentity, nowMs: number, stats: object, agentVersion: string): HeartbeatRecord {
   const timeGenerated = new Date(nowMs).toISOString();
   return {
     ...pickVm(vm),
-    RecordId: deterministicUuid(vm.VmId, "Heartbeat", timeGenerated),
+    RecordId: deterministicUuid(recordSource(vm), "Heartbeat", timeGenerated),
     RecordType: "Heartbeat",
     TimeGenerated: timeGenerated,
     AgentVersion: agentVersion,
@@ -20,16 +20,16 @@ export function heartbeatRecord(vm: VmIdentity, nowMs: number, stats: object, ag
   };
 }
 
-function pickVm(vm: VmIdentity): VmIdentity {
-  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone } = vm;
-  return { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone };
+function pickVm(vm: RecordIdentity): RecordIdentity {
+  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, AgentId } = vm;
+  return { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, AgentId };
 }
 
 export interface HeartbeatOptions {
   /** 0 = no heartbeats. */
   intervalMs: number;
   clock: Clock;
-  vm: VmIdentity | (() => VmIdentity);
+  vm: RecordIdentity | (() => RecordIdentity);
   agentVersion: string;
   /** Statistics for Detail, read at each beat (e.g. polls, records, outbox depth). */
   stats: () => object;

@@ -4,10 +4,10 @@ import fc from "fast-check";
 import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/collector/transitions.js";
 import { emptyCollectorState, type CollectorState } from "../../src/collector/state.js";
 import { parseScheduledEventsDocument, type ImdsEvent, type ScheduledEventsDocument } from "../../src/imds/document.js";
-import type { TransitionRecord, VmIdentity } from "../../src/contract/record.js";
-import { transitionRecordId } from "../../src/contract/record-id.js";
+import type { RecordIdentity, TransitionRecord } from "../../src/contract/record.js";
+import { recordSource, transitionRecordId } from "../../src/contract/record-id.js";
 
-const vm: VmIdentity = {
+const vm: RecordIdentity = {
   VmName: "WestNO_0",
   VmId: "11111111-2222-3333-4444-555555555555",
   VmResourceId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/WestNO_0",
@@ -16,6 +16,7 @@ const vm: VmIdentity = {
   Location: "westeurope",
   VmScaleSetName: "",
   Zone: "1",
+  AgentId: "00000000-0000-4000-8000-000000000001",
 };
 const t0 = Date.parse("2026-11-21T10:00:00Z");
 const ctx = (nowMs: number, over: Partial<CollectContext> = {}): CollectContext => ({
@@ -107,8 +108,8 @@ describe("applyDocument", () => {
     const a = applyDocument(emptyCollectorState(), doc(1, event("AbC", "Scheduled")), ctx(t0)).records[0]!;
     const b = applyDocument(emptyCollectorState(), doc(9, event("abc", "Scheduled")), ctx(t0 + 99_000)).records[0]!;
     expect(a.RecordId).toBe(b.RecordId);
-    expect(a.RecordId).toBe(transitionRecordId(vm.VmId, "abc", "Scheduled"));
-    expect(a.RecordId).not.toBe(transitionRecordId(vm.VmId, "abc", "Started"));
+    expect(a.RecordId).toBe(transitionRecordId(recordSource(vm), "abc", "Scheduled"));
+    expect(a.RecordId).not.toBe(transitionRecordId(recordSource(vm), "abc", "Started"));
     expect(a.RecordId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 

@@ -14,6 +14,7 @@ const record = (i: number, pad = 0): HeartbeatRecord => ({
   RecordType: "Heartbeat",
   TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
   ...unknownVmIdentity,
+  AgentId: "00000000-0000-4000-8000-000000000001",
   AgentVersion: "t",
   Detail: "x".repeat(pad),
 });
