@@ -12,6 +12,8 @@ import { agentVersion } from "../../contract/agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
+import { routeDebugOutput } from "../../observability/debug-output.js";
+import { secretFileWarning } from "../../config/secret-file.js";
 import { addConfigOptions, exitCodes, loadFromOptions, reportConfigError } from "../config-options.js";
 
 export { exitCodes } from "../config-options.js";
@@ -37,7 +39,12 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   }
   const { config, sinkSettings } = loaded;
   const logger = createLogger({ level: config.logLevel });
-  const metrics = new AgentMetrics();
+  await routeDebugOutput(logger);
+  const exposed = secretFileWarning(loaded.file, config);
+  if (exposed !== undefined) {
+    logger.warn(exposed, `config file holds a secret and other users may read it: chmod o-r ${exposed.file} (or move the secret to an environment variable)`);
+  }
+  const metrics = new AgentMetrics({ processMetrics: true });
   const sinks: Sink[] = [];
   let agent: Agent;
   try {
@@ -45,6 +52,7 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
       const { type, argument } = parseSinkSpec(spec);
       sinks.push(await findSinkFactory(type).create({ argument, settings: sinkSettings[type], context: { logger, dataDir: config.dataDir, agentVersion, metrics } }));
     }
+    metrics.initSinks(sinks.map((s) => s.name));
     agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics });
   } catch (err) {
     await Promise.all(sinks.map((s) => s.close().catch(() => undefined)));
@@ -62,7 +70,6 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   try {
     await agent.prepare();
     services = await startAgentServices(agent, config, logger);
-    if (services.metricsUrl) process.stderr.write(`sef: metrics on ${services.metricsUrl}/metrics\n`);
   } catch (err) {
     await agent.stop();
     if (err instanceof ConfigError) return reportConfigError(err);
