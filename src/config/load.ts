@@ -108,6 +108,7 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   const parsed = agentConfigSchema.safeParse(merged);
   if (!parsed.success) {
     problems.push(...formatIssues(parsed.error, agentConfigSchema, origin));
+    problems.push(...crossFieldProblemsOfTheRest(merged, parsed.error, env));
     throw new ConfigError(problems);
   }
   const config = parsed.data;
@@ -121,6 +122,20 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
     if (!(type in sinkSettings)) sinkSettings[type] = (config as Record<string, unknown>)[type] ?? findSinkFactory(type).settingsSchema.parse({});
   }
   return { config, sinkSettings, file };
+}
+
+/**
+ * When some settings are invalid, the cross-field rules still judge the others (so every problem shows at once): the
+ * bad top-level settings are set aside, and problems about them (or about the sinks, if those were bad) are left out.
+ */
+function crossFieldProblemsOfTheRest(merged: Record<string, unknown>, error: z.ZodError, env: NodeJS.ProcessEnv): string[] {
+  const bad = new Set(error.issues.flatMap((issue) => (issue.code === "unrecognized_keys" && issue.path.length === 0 ? [] : [String(issue.path[0] ?? "")])));
+  if (bad.has("") || bad.has("sinks")) return [];
+  const rest = Object.fromEntries(Object.entries(merged).filter(([key]) => !bad.has(key)));
+  const reparsed = agentConfigSchema.safeParse(Object.fromEntries(Object.entries(rest).filter(([key]) => key in agentConfigSchema.shape)));
+  if (!reparsed.success) return [];
+  const about = (problem: string): string => (problem.startsWith("environment variable") ? "eventhubs" : (/^[a-z]+/i.exec(problem)?.[0] ?? ""));
+  return crossFieldProblems(reparsed.data, env).filter((problem) => !bad.has(about(problem)));
 }
 
 function convert(raw: string, kind: "string" | "integer" | "list", name: string, problems: string[]): unknown {

@@ -102,6 +102,13 @@ describe("loadConfig", () => {
     expect(found.map((p) => p.split(":")[0]).sort()).toEqual(["approval.mode", "hooks.0.on", "metrics.port"]);
   });
 
+  it("reports cross-field problems together with the per-field ones", () => {
+    const found = problems(() =>
+      loadConfig({ file: file({ pollIntervalMs: 5, sinks: ["webhook", "loganalytics"], loganalytics: { endpoint: "https://x.example", ruleId: "dcr-1", typo: 1 } }), env: {} }),
+    );
+    expect(found.map((p) => p.split(":")[0]).sort()).toEqual(["loganalytics.typo", "pollIntervalMs", "webhook.url"]);
+  });
+
   describe("cross-field rules", () => {
     const check = (config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) => problems(() => loadConfig({ file: file(config), env }));
     const valid = (config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) => loadConfig({ file: file(config), env });
