@@ -3,6 +3,7 @@
 import { Option, type Command } from "commander";
 import { loadConfig, ConfigError, environmentVariables, type LoadedConfig } from "../config/load.js";
 import { sinkFactories } from "../sinks/registry.js";
+import { journalPriorities, stderrIsJournal } from "../observability/logger.js";
 
 /** Exit codes: 0 clean stop, 2 bad configuration (also a taken metrics port), 78 store unusable, 1 unexpected failure. */
 export const exitCodes = { ok: 0, config: 2, store: 78, fatal: 1 } as const;
@@ -51,8 +52,9 @@ export function loadFromOptions(opts: Record<string, unknown>, env: NodeJS.Proce
   });
 }
 
-/** Writes one `sef: config: …` line per problem on stderr and returns exit code 2. */
+/** Writes one `sef: config: …` line per problem on stderr (at error priority under journald) and returns exit code 2. */
 export function reportConfigError(err: ConfigError): number {
-  process.stderr.write(err.problems.map((p) => `sef: config: ${p.replace(/\s*\n\s*/g, " ")}\n`).join(""));
+  const prefix = stderrIsJournal() ? `<${journalPriorities.error}>` : "";
+  process.stderr.write(err.problems.map((p) => `${prefix}sef: config: ${p.replace(/\s*\n\s*/g, " ")}\n`).join(""));
   return exitCodes.config;
 }
