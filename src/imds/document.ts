@@ -92,6 +92,8 @@ export function parseEvent(raw: unknown): ImdsEvent {
   if (!Array.isArray(resources) || resources.some((r) => typeof r !== "string")) {
     throw new MalformedEventError("resources", `Resources is not an array of strings: ${JSON.stringify(event.Resources)}`);
   }
+  // IMDS always sends NotBefore (empty once Started); a Scheduled event without it has no start time to act on.
+  if (status === "Scheduled" && !("NotBefore" in event)) throw new MalformedEventError("not_before", "NotBefore is missing");
   const duration = event.DurationInSeconds;
   let durationInSeconds = -1;
   if (duration !== undefined && duration !== null) {
