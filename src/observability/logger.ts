@@ -1,6 +1,6 @@
 // Structured JSON logs (pino) on stderr with level names and secrets redacted before they are written. Under systemd
 // (stderr is the journal stream named by JOURNAL_STREAM) each line gets an sd-daemon(3) `<N>` priority prefix.
-import { fstatSync, writeSync } from "node:fs";
+import { fstatSync } from "node:fs";
 import { pino, type Logger, type DestinationStream } from "pino";
 
 export type { Logger } from "pino";
@@ -52,12 +52,13 @@ export function stderrIsJournal(env: NodeJS.ProcessEnv = process.env, fd = 2): b
   }
 }
 
-/** A synchronous stderr destination that prefixes each JSON line with its journald priority. */
+/** A synchronous stderr destination (pino's, which retries EAGAIN) that prefixes each JSON line with its journald priority. */
 export function journalDestination(fd = 2): DestinationStream {
+  const stream = pino.destination({ dest: fd, sync: true });
   return {
     write(line: string): void {
       const level = /^\{"level":"(\w+)"/.exec(line)?.[1] ?? "info";
-      writeSync(fd, `<${journalPriorities[level] ?? 6}>${line}`);
+      stream.write(`<${journalPriorities[level] ?? 6}>${line}`);
     },
   };
 }
