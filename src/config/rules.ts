@@ -106,7 +106,8 @@ function checkConnectionString(text: string, source: string, eventHubName: strin
 
 /** Names of environment variables the configuration itself refers to (credentials, header values), so they are not "unknown". */
 export function referencedVariables(config: Partial<AgentConfig>): string[] {
-  const names = [config.eventhubs?.connectionStringEnv ?? defaultConnectionStringEnv];
+  const names = [defaultConnectionStringEnv];
+  if (config.eventhubs?.connectionStringEnv !== undefined) names.push(config.eventhubs.connectionStringEnv);
   for (const value of Object.values(config.webhook?.headers ?? {})) if (typeof value !== "string") names.push(value.fromEnv);
   if (config.webhook?.signature) names.push(config.webhook.signature.secretEnv);
   return names;

@@ -77,7 +77,14 @@ describe("loadConfig", () => {
     const found = problems(() =>
       loadConfig({
         file: file({ retry: { maxDelay: 5 }, metrics: { prot: 1 }, eventhubs: { lingerMS: 1 }, hooks: [{ name: "h", on: ["Started"], command: ["true"], timeout: 5 }] }),
-        env: { SEF_POLL_INTERVL_MS: "5", SEF_SINK: "stdout", SEF_EVENT_ID: "from a hook", SEF_TEST_CS: "x", SEF_ZZZZZZZZZZZZZZZZZZ: "1" },
+        env: {
+          SEF_POLL_INTERVL_MS: "5",
+          SEF_SINK: "stdout",
+          SEF_EVENT_ID: "from a hook",
+          SEF_TEST_CS: "x",
+          SEF_ZZZZZZZZZZZZZZZZZZ: "1",
+          SEF_EVENTHUBS_CONNECTION_STRING: "documented default name, allowed",
+        },
       }),
     );
     expect(found.sort()).toEqual(
