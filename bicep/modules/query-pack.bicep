@@ -60,6 +60,12 @@ var savedQueries = [
     description: 'VMs seen in the last day that have written no record (not even a Heartbeat) for 45 minutes.'
     body: loadTextContent('../queries/silent-agents.kql')
   }
+  {
+    key: 'malformed-events'
+    displayName: 'Scheduled Events: malformed events'
+    description: 'Events IMDS listed that an agent could not read (MalformedEvent records): reason, problem and the raw event.'
+    body: loadTextContent('../queries/malformed-events.kql')
+  }
 ]
 
 resource pack 'Microsoft.OperationalInsights/queryPacks@2019-09-01' = {

@@ -2,7 +2,7 @@
 // the moment a transition commits, runs them one at a time off the poll loop, and persists each step, so a restart
 // (even after kill -9) neither forgets an action nor repeats a finished one. Hook and approval records go to the outbox.
 import type { Logger } from "pino";
-import type { ApprovalRecord, HookRecord, SefRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
+import type { ApprovalRecord, HookRecord, RecordIdentity, SefRecord, TransitionRecord } from "../contract/record.js";
 import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { ActionLedger, ActionRow, PlannedAction } from "../store/action-ledger.js";
@@ -26,7 +26,7 @@ export interface ActionRunnerOptions {
   hooks: HookConfig[];
   approval: ApprovalPolicy;
   postStartRequest: PostStartRequest;
-  vm: () => VmIdentity;
+  vm: () => RecordIdentity;
   /** The persisted action state (the store's action ledger). */
   ledger: ActionLedger;
   /** Appends records to the outbox durably and wakes the sinks; called inside the ledger's transaction. */

@@ -1,8 +1,8 @@
 // Approver (I/O): POSTs StartRequests to IMDS for events the policy approved and reports each attempt as an ApprovalRecord.
 // The HTTP call is injected (`PostStartRequest`); the agent passes its IMDS client's rate-limited `postStartRequests`.
 import type { Logger } from "pino";
-import type { ApprovalRecord, EventStatus, VmIdentity } from "../contract/record.js";
-import { deterministicUuid } from "../contract/record-id.js";
+import type { ApprovalRecord, EventStatus, RecordIdentity } from "../contract/record.js";
+import { deterministicUuid, recordSource } from "../contract/record-id.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { redactSecrets } from "../observability/logger.js";
 import { systemClock, type Clock } from "../util/clock.js";
@@ -28,7 +28,7 @@ export interface ApprovalTarget {
 }
 
 export interface ApproverDeps {
-  vm: VmIdentity;
+  vm: RecordIdentity;
   /** "dry-run" sends nothing and yields DryRun records; "on" POSTs. */
   mode: "dry-run" | "on";
   postStartRequest: PostStartRequest;
@@ -109,7 +109,7 @@ export async function attemptApproval(targets: readonly ApprovalTarget[], deps: 
   const records = targets.map(
     (t): ApprovalRecord => ({
       ...deps.vm,
-      RecordId: approvalRecordId(deps.vm.VmId, t.EventId, outcome),
+      RecordId: approvalRecordId(recordSource(deps.vm), t.EventId, outcome),
       RecordType: "Approval",
       TimeGenerated: timeGenerated,
       ObservedAt: timeGenerated,
@@ -134,10 +134,10 @@ export async function attemptApproval(targets: readonly ApprovalTarget[], deps: 
  * The report for an approval whose POST was in flight when the agent died or stopped: Outcome Interrupted, HttpStatus 0.
  * Its outcome is unknown, so it is never sent again (see README, "acting on events").
  */
-export function interruptedApprovalRecord(target: Omit<ApprovalTarget, "reason">, vm: VmIdentity, detail: string, nowMs: number, agentVersion: string): ApprovalRecord {
+export function interruptedApprovalRecord(target: Omit<ApprovalTarget, "reason">, vm: RecordIdentity, detail: string, nowMs: number, agentVersion: string): ApprovalRecord {
   return {
     ...vm,
-    RecordId: approvalRecordId(vm.VmId, target.EventId, "Interrupted"),
+    RecordId: approvalRecordId(recordSource(vm), target.EventId, "Interrupted"),
     RecordType: "Approval",
     TimeGenerated: new Date(nowMs).toISOString(),
     ObservedAt: new Date(nowMs).toISOString(),

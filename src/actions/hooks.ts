@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { z } from "zod";
 import type { Logger } from "pino";
 import type { HookRecord, TransitionRecord } from "../contract/record.js";
-import { deterministicUuid } from "../contract/record-id.js";
+import { deterministicUuid, recordSource } from "../contract/record-id.js";
 import { agentVersion as packageVersion } from "../contract/agent-version.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { redactSecrets } from "../observability/logger.js";
@@ -56,7 +56,7 @@ export function selectHooks(hooks: readonly HookConfig[], record: TransitionReco
   );
 }
 
-/** RecordId of a hook run: deterministic from (VmId, lower-cased EventId, EventStatus, "Hook", hook name). */
+/** RecordId of a hook run: deterministic from (`recordSource`: AgentId and VmId, lower-cased EventId, EventStatus, "Hook", hook name). */
 export function hookRecordId(vmId: string, eventId: string, eventStatus: string, hookName: string): string {
   return deterministicUuid(vmId, eventId.toLowerCase(), eventStatus, "Hook", hookName);
 }
@@ -209,7 +209,7 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
   else options.logger.warn({ ...log, detail }, "hook did not succeed");
 
   return hookRecord(record, {
-    recordId: hookRecordId(record.VmId, record.EventId, record.EventStatus, hook.name),
+    recordId: hookRecordId(recordSource(record), record.EventId, record.EventStatus, hook.name),
     timeGenerated: new Date(clock.now()).toISOString(),
     outcome,
     exitCode,
@@ -232,7 +232,7 @@ export function interruptedHookRecord(
   agentVersion: string = packageVersion,
 ): HookRecord {
   return hookRecord(record, {
-    recordId: interruptedHookRecordId(record.VmId, record.EventId, record.EventStatus, hookName, attempt),
+    recordId: interruptedHookRecordId(recordSource(record), record.EventId, record.EventStatus, hookName, attempt),
     timeGenerated: new Date(nowMs).toISOString(),
     outcome: "Interrupted",
     exitCode: -1,
@@ -262,6 +262,7 @@ function hookRecord(record: TransitionRecord, result: HookResult): HookRecord {
     Location: record.Location,
     VmScaleSetName: record.VmScaleSetName,
     Zone: record.Zone,
+    AgentId: record.AgentId,
     RecordId: result.recordId,
     RecordType: "Hook",
     TimeGenerated: result.timeGenerated,

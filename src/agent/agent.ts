@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { join } from "node:path";
 import type { AgentConfig } from "../config/schema.js";
 import type { Clock } from "../util/clock.js";
-import type { SefRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
+import type { RecordIdentity, SefRecord, TransitionRecord } from "../contract/record.js";
 import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "../contract/record.js";
 import type { OutboxEntry, Sink } from "../sinks/sink.js";
@@ -19,6 +19,7 @@ import { PollStage, type PollStats } from "./poll-stage.js";
 import { CollectStage } from "./collect-stage.js";
 import { CommitStage } from "./commit-stage.js";
 import { DrainStage } from "./drain-stage.js";
+import { loadOrCreateAgentId } from "./agent-id.js";
 import { settlesWithin } from "../util/deadline.js";
 
 /** How long each service (hooks, approvals, heartbeats) may take to stop. */
@@ -48,6 +49,8 @@ export class Agent {
   private readonly collect: CollectStage;
   private readonly commit: CommitStage;
   private readonly drain: DrainStage;
+  /** This installation's persisted id (agent-id.ts): in every record and RecordId. */
+  readonly agentId: string;
   private readonly stopController = new AbortController();
   private readonly transitionListeners: Array<(records: TransitionRecord[]) => void> = [];
   private readonly stopHooks: Array<() => Promise<void>> = [];
@@ -70,6 +73,10 @@ export class Agent {
       }
     }
     this.store.markAgentRunning(process.pid, clock.now());
+    const id = loadOrCreateAgentId(config.dataDir);
+    this.agentId = id.agentId;
+    if (id.replaced !== undefined) logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
+    else if (id.created) logger.info({ agentId: id.agentId }, "created the agent id of this installation");
     const deadLetters = new DeadLetterFile(join(config.dataDir, "dead-letter"));
     this.approvedEvents = {
       has: (key) => this.store.isApproved(key),
@@ -96,7 +103,7 @@ export class Agent {
     this.commit.onCommitted((entries) => this.drain.wake(entries));
     this.commit.onCommitted((entries) => this.act(entries));
     logger.info(
-      { dataDir: config.dataDir, sinks: sinkNames, resumed: this.collect.resumed, knownEvents: this.collect.state.events.size, outbox: this.store.headSeq() },
+      { dataDir: config.dataDir, agentId: this.agentId, sinks: sinkNames, resumed: this.collect.resumed, knownEvents: this.collect.state.events.size, outbox: this.store.headSeq() },
       "agent starting",
     );
   }
@@ -109,8 +116,9 @@ export class Agent {
     return this.drain.drainers;
   }
 
-  get vmIdentity(): VmIdentity {
-    return this.poll.vmIdentity;
+  /** The VM identity (last known from instance metadata) and this installation's AgentId, as records carry them. */
+  get vmIdentity(): RecordIdentity {
+    return { ...this.poll.vmIdentity, AgentId: this.agentId };
   }
 
   get pollStats(): Readonly<PollStats> {
@@ -207,7 +215,7 @@ export class Agent {
     const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
     const result = this.collect.collect(document, {
       nowMs,
-      vm: this.poll.vmIdentity,
+      vm: this.vmIdentity,
       agentVersion,
       // The collector measures gaps on wall time: after a step back, shorten the threshold by the step so a real
       // gap is still seen. A step forward is left as it is: it may be a VM pause catching up, worth flagging.
@@ -215,7 +223,11 @@ export class Agent {
       emittedRetentionMs: config.emittedRetentionMs,
     });
     // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
-    const entries = result.changed ? this.commit.commitDocument(result.state, result.records, nowMs) : [];
+    const entries = result.changed ? this.commit.commitDocument(result.state, [...result.records, ...result.malformed], nowMs) : [];
+    for (const m of result.malformed) {
+      this.metrics.malformedEvents.inc({ reason: m.Outcome });
+      logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");
+    }
     this.collect.adopt(result.state);
     for (const status of ["Scheduled", "Started"] as const) this.metrics.eventsByStatus.set({ status }, this.collect.eventsWithStatus(status));
     if (entries.length > 0) {

@@ -51,6 +51,9 @@ export class PollStage {
   private vm: VmIdentity;
   private lastComputeMs = Number.NEGATIVE_INFINITY;
   private lastClockReading: { wallMs: number; monotonicMs: number } | undefined;
+  /** Failed instance-metadata reads in a row: while the identity is unknown they are retried after 1, 2, 4 … 30 s. */
+  private computeFailures = 0;
+  private computeInFlight = false;
   private loop: Promise<void> | undefined;
 
   constructor(
@@ -105,7 +108,8 @@ export class PollStage {
     const { config, clock } = this.options;
     while (!this.signal.aborted) {
       const startedMs = clock.monotonicMs();
-      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? 30_000 : config.computeRefreshMs)) void this.refreshIdentity(false);
+      const unknownRetryMs = Math.min(30_000, 1000 * 2 ** Math.min(this.computeFailures, 5));
+      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? unknownRetryMs : config.computeRefreshMs)) void this.refreshIdentity(false);
       const waitMs = await this.pollOnce();
       if (this.signal.aborted) break;
       // Count the period from when the request really went out: after a rate-limit wait the schedule moves with it
@@ -197,9 +201,13 @@ export class PollStage {
 
   private async refreshIdentity(atStart: boolean): Promise<void> {
     const { clock, logger } = this.options;
+    if (this.computeInFlight) return;
+    this.computeInFlight = true;
     this.lastComputeMs = clock.monotonicMs();
     const fetch = this.imds.getCompute(this.signal).then(
       (vm) => {
+        this.computeInFlight = false;
+        this.computeFailures = 0;
         if (JSON.stringify(vm) !== JSON.stringify(this.vm)) {
           logger.info({ vmName: vm.VmName, vmId: vm.VmId }, "VM identity from instance metadata");
           this.vm = vm;
@@ -207,7 +215,11 @@ export class PollStage {
         }
       },
       (err: unknown) => {
-        if (!this.signal.aborted) logger.warn({ err }, "instance metadata unavailable; records keep the last known VM identity");
+        this.computeInFlight = false;
+        this.computeFailures += 1;
+        if (!this.signal.aborted && (this.computeFailures === 1 || this.computeFailures % 10 === 0)) {
+          logger.warn({ err, failures: this.computeFailures }, "instance metadata unavailable; records keep the last known VM identity; retrying");
+        }
       },
     );
     // At start, give compute a few seconds so the first records carry the identity, but never hold polling longer.

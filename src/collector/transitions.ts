@@ -1,14 +1,15 @@
 // The heart of sef: compares a fetched document with the last known state and yields transition records.
 // Pure: no I/O, no clock; time, identity and the previous state come in as arguments.
 import { createHash } from "node:crypto";
-import type { EventFields, EventStatus, TransitionRecord, VmIdentity } from "../contract/record.js";
-import { transitionRecordId } from "../contract/record-id.js";
-import type { ScheduledEventsDocument, ImdsEvent } from "../imds/document.js";
+import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, TransitionRecord } from "../contract/record.js";
+import { deterministicUuid, recordSource, transitionRecordId } from "../contract/record-id.js";
+import { normalizeResourceName, type ScheduledEventsDocument, type ImdsEvent, type MalformedImdsEvent } from "../imds/document.js";
 import { emittedKey, type CollectorState, type TrackedEvent } from "./state.js";
 
 export interface CollectContext {
   nowMs: number;
-  vm: VmIdentity;
+  /** The VM and this installation (AgentId): every record carries them, and RecordIds are made from them. */
+  vm: RecordIdentity;
   agentVersion: string;
   /** A pause between successful polls longer than this counts as an observation gap. */
   gapThresholdMs: number;
@@ -21,6 +22,8 @@ export const sevenDaysMs = 7 * 24 * 60 * 60 * 1000;
 export interface CollectResult {
   state: CollectorState;
   records: TransitionRecord[];
+  /** One record per malformed event not forwarded before (same EventId and same raw content are forwarded once). */
+  malformed: MalformedEventRecord[];
   /** False when the document equalled the last one processed (same incarnation and content). */
   changed: boolean;
 }
@@ -28,7 +31,18 @@ export interface CollectResult {
 /** Hash of a document's normalized events, so a reused incarnation (after a 24 h disable) is still diffed. */
 export function documentHash(doc: ScheduledEventsDocument): string {
   const events = [...doc.Events].sort((a, b) => a.EventId.toLowerCase().localeCompare(b.EventId.toLowerCase()));
-  return createHash("sha256").update(JSON.stringify(events)).digest("hex").slice(0, 32);
+  const malformed = (doc.Malformed ?? []).map((m) => rawHash(m.raw)).sort();
+  const text = malformed.length === 0 ? JSON.stringify(events) : JSON.stringify([events, malformed]);
+  return createHash("sha256").update(text).digest("hex").slice(0, 32);
+}
+
+function rawHash(raw: unknown): string {
+  return createHash("sha256").update(JSON.stringify(raw) ?? "undefined").digest("hex").slice(0, 16);
+}
+
+/** Emitted-key of a malformed event: one record per (EventId, raw content); without an EventId, per raw content. */
+export function malformedKey(m: MalformedImdsEvent): string {
+  return emittedKey(m.eventId ?? "", `Malformed:${rawHash(m.raw)}`);
 }
 
 function affectsVm(resources: readonly string[], vmName: string): boolean {
@@ -65,7 +79,7 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
   const emitted = pruneEmitted(prev.emitted, ctx.nowMs, ctx.emittedRetentionMs);
 
   if (prev.lastIncarnation === doc.DocumentIncarnation && prev.lastDocumentHash === hash) {
-    return { state: { ...prev, emitted, lastSuccessMs: ctx.nowMs, interrupted: false }, records: [], changed: false };
+    return { state: { ...prev, emitted, lastSuccessMs: ctx.nowMs, interrupted: false }, records: [], malformed: [], changed: false };
   }
 
   const records: TransitionRecord[] = [];
@@ -78,7 +92,9 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
   };
 
   // Endings first, so a reader sees one event finish before the next one in the same document moves.
-  const present = new Set(doc.Events.map((e) => e.EventId.toLowerCase()));
+  // An event that became unreadable is still present: it has not ended, and what was known of it is kept.
+  const malformedEvents = doc.Malformed ?? [];
+  const present = new Set([...doc.Events.map((e) => e.EventId), ...malformedEvents.flatMap((m) => (m.eventId === null ? [] : [m.eventId]))].map((id) => id.toLowerCase()));
   for (const [key, tracked] of prev.events) {
     if (present.has(key)) continue;
     const ended = endedStatus(tracked, gap, ctx.nowMs);
@@ -105,9 +121,21 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
     events.set(key, { fields, status, lastSeenMs: ctx.nowMs });
   }
 
+  const malformed: MalformedEventRecord[] = [];
+  for (const m of malformedEvents) {
+    const tracked = m.eventId === null ? undefined : prev.events.get(m.eventId.toLowerCase());
+    if (tracked && !events.has(m.eventId!.toLowerCase())) events.set(m.eventId!.toLowerCase(), { ...tracked, lastSeenMs: ctx.nowMs });
+    const key = malformedKey(m);
+    if (emitted.has(key)) continue;
+    // Nothing ends a malformed sighting: its key ages out after the retention period like an ended event's.
+    emitted.set(key, { emittedMs: ctx.nowMs, endedMs: ctx.nowMs });
+    malformed.push(buildMalformedRecord(m, key, doc.DocumentIncarnation, ctx));
+  }
+
   return {
     state: { lastIncarnation: doc.DocumentIncarnation, lastDocumentHash: hash, lastSuccessMs: ctx.nowMs, interrupted: false, events, emitted },
     records,
+    malformed,
     changed: true,
   };
 }
@@ -148,7 +176,7 @@ function buildRecord(
 ): TransitionRecord {
   const observedAt = new Date(ctx.nowMs).toISOString();
   return {
-    RecordId: transitionRecordId(ctx.vm.VmId, fields.EventId, status),
+    RecordId: transitionRecordId(recordSource(ctx.vm), fields.EventId, status),
     RecordType: "Transition",
     TimeGenerated: observedAt,
     ObservedAt: observedAt,
@@ -166,6 +194,30 @@ function buildRecord(
     AffectsThisVm: affectsVm(fields.Resources, ctx.vm.VmName),
     ObservationGap: gap,
     ...ctx.vm,
+    AgentVersion: ctx.agentVersion,
+  };
+}
+
+function buildMalformedRecord(m: MalformedImdsEvent, key: string, incarnation: number, ctx: CollectContext): MalformedEventRecord {
+  const raw = typeof m.raw === "object" && m.raw !== null && !Array.isArray(m.raw) ? (m.raw as Record<string, unknown>) : {};
+  const text = (field: string): string => (typeof raw[field] === "string" ? (raw[field] as string) : "");
+  const resources = Array.isArray(raw.Resources) && raw.Resources.every((r) => typeof r === "string") ? (raw.Resources as string[]).map(normalizeResourceName) : [];
+  return {
+    RecordId: deterministicUuid("MalformedEvent", recordSource(ctx.vm), key),
+    RecordType: "MalformedEvent",
+    TimeGenerated: new Date(ctx.nowMs).toISOString(),
+    EventId: m.eventId ?? "",
+    EventStatus: text("EventStatus"),
+    EventType: text("EventType"),
+    ResourceType: text("ResourceType"),
+    Resources: resources,
+    Description: text("Description"),
+    EventSource: text("EventSource"),
+    DocumentIncarnation: incarnation,
+    AffectsThisVm: affectsVm(resources, ctx.vm.VmName),
+    ...ctx.vm,
+    Outcome: m.reason,
+    Detail: JSON.stringify({ problem: m.problem, event: m.raw }),
     AgentVersion: ctx.agentVersion,
   };
 }

@@ -1,5 +1,12 @@
-// The agent's configuration: one zod schema, parsed once at start-up. Defaults and units live here.
+// The agent's configuration: one zod schema covering every section (core settings, sinks, metrics, approval, hooks),
+// parsed once at start-up. Unknown keys are errors. Defaults and units live here; cross-field rules in rules.ts.
 import { z } from "zod";
+import { eventHubsSettingsSchema } from "../sinks/eventhubs/settings.js";
+import { logAnalyticsSettingsSchema } from "../sinks/loganalytics/settings.js";
+import { webhookSettingsSchema } from "../sinks/webhook/settings.js";
+import { metricsServerConfigSchema, readinessConfigSchema } from "../observability/http-server.js";
+import { approvalPolicySchema } from "../actions/approval-policy.js";
+import { hooksConfigSchema } from "../actions/hooks.js";
 import { imdsDefaults } from "../imds/client.js";
 import { defaultRetryPolicy } from "../sinks/retry-policy.js";
 import { storeDefaults } from "../store/store.js";
@@ -53,7 +60,17 @@ export const agentConfigSchema = z
     metricsPort: z.number().int().min(0).max(65535).optional(),
     /** Test-only: extra headers for IMDS requests (the simulator picks a VM by `X-Sef-Sim-Vm`). */
     imdsExtraHeaders: z.record(z.string(), z.string()).default({}),
+    /** Sink sections: validated whenever present; required fields are checked for the sinks in use (rules.ts). */
+    eventhubs: eventHubsSettingsSchema.optional(),
+    loganalytics: logAnalyticsSettingsSchema.optional(),
+    webhook: webhookSettingsSchema.optional(),
+    /** The /metrics, /healthz, /readyz server. */
+    metrics: metricsServerConfigSchema.default(metricsServerConfigSchema.parse({})),
+    approval: approvalPolicySchema.default(approvalPolicySchema.parse({})),
+    hooks: hooksConfigSchema,
+    /** When /readyz reports a sink that delivers nothing while records wait. */
+    readiness: readinessConfigSchema.default(readinessConfigSchema.parse({})),
   })
-  .catchall(z.unknown());
+  .strict();
 
 export type AgentConfig = z.infer<typeof agentConfigSchema>;

@@ -1,4 +1,5 @@
-// Deterministic record ids: the same (VmId, EventId, EventStatus) always yields the same id, across restarts.
+// Deterministic record ids: the same (AgentId, VmId, EventId, EventStatus) always yields the same id, across restarts;
+// the persisted AgentId keeps ids unique across VMs even when instance metadata was unavailable (VmId "").
 import { createHash } from "node:crypto";
 
 /** Formats the first 16 bytes of a SHA-256 digest of `parts` as a name-based (version 8) UUID. */
@@ -11,7 +12,12 @@ export function deterministicUuid(...parts: string[]): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** RecordId of a transition, as the contract defines it. */
-export function transitionRecordId(vmId: string, eventId: string, status: string): string {
-  return deterministicUuid("Transition", vmId, eventId.toLowerCase(), status);
+/** The part of every RecordId that names where a record comes from: this installation and this VM. */
+export function recordSource(identity: { AgentId: string; VmId: string }): string {
+  return `${identity.AgentId}\u001f${identity.VmId}`;
+}
+
+/** RecordId of a transition, as the contract defines it; `source` is `recordSource(identity)`. */
+export function transitionRecordId(source: string, eventId: string, status: string): string {
+  return deterministicUuid("Transition", source, eventId.toLowerCase(), status);
 }

@@ -18,8 +18,8 @@ export const recordColumns: readonly ColumnSpec[] = [
     type: "datetime",
     description: "Same as TimeGenerated when written; kept as is when Log Analytics replaces a TimeGenerated older than 2 days with the ingestion time",
   },
-  { name: "RecordId", type: "string", description: "Deterministic id of (VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
-  { name: "RecordType", type: "string", description: "Transition, Heartbeat, Approval or Hook" },
+  { name: "RecordId", type: "string", description: "Deterministic id of (AgentId, VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
+  { name: "RecordType", type: "string", description: "Transition, MalformedEvent, Heartbeat, Approval or Hook" },
   { name: "EventId", type: "string", description: "EventId as IMDS gave it" },
   { name: "EventStatus", type: "string", description: "Scheduled, Started, Completed or Canceled" },
   { name: "PreviousStatus", type: "string", description: "Empty on first sighting, else the status before" },
@@ -41,21 +41,22 @@ export const recordColumns: readonly ColumnSpec[] = [
   { name: "Location", type: "string", description: "compute.location from instance metadata" },
   { name: "VmScaleSetName", type: "string", description: "compute.vmScaleSetName from instance metadata" },
   { name: "Zone", type: "string", description: "compute.zone from instance metadata" },
+  { name: "AgentId", type: "string", description: "Random id of this sef installation, kept in the data directory (agent-id); unique fleet-wide" },
   { name: "AgentVersion", type: "string", description: "sef package version" },
   // Columns used only by non-transition record types (absent from Transition records).
   {
     name: "Outcome",
     type: "string",
     description:
-      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Heartbeat: Stopping on the agent's goodbye, else absent",
+      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Heartbeat: Stopping on the agent's goodbye, else absent; MalformedEvent: the reason code",
   },
   { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none)" },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
   { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds" },
-  { name: "Detail", type: "string", description: "Free text: error message, hook name, or heartbeat statistics as JSON" },
+  { name: "Detail", type: "string", description: "Free text: error message, hook name, heartbeat statistics as JSON, or a malformed event as JSON {problem, event}" },
 ];
 
-export const recordTypes = ["Transition", "Heartbeat", "Approval", "Hook"] as const;
+export const recordTypes = ["Transition", "MalformedEvent", "Heartbeat", "Approval", "Hook"] as const;
 export type RecordType = (typeof recordTypes)[number];
 
 export const eventStatuses = ["Scheduled", "Started", "Completed", "Canceled"] as const;
@@ -73,6 +74,12 @@ export interface VmIdentity {
   Location: string;
   VmScaleSetName: string;
   Zone: string;
+}
+
+/** What every record carries about where it comes from: the VM (instance metadata) and this installation of sef. */
+export interface RecordIdentity extends VmIdentity {
+  /** Random UUID created at the first start and kept in the data directory; never "" in records. */
+  AgentId: string;
 }
 
 export const unknownVmIdentity: VmIdentity = {
@@ -98,7 +105,7 @@ export interface EventFields {
   DurationInSeconds: number;
 }
 
-export interface TransitionRecord extends EventFields, VmIdentity {
+export interface TransitionRecord extends EventFields, RecordIdentity {
   RecordId: string;
   RecordType: "Transition";
   TimeGenerated: string;
@@ -112,7 +119,34 @@ export interface TransitionRecord extends EventFields, VmIdentity {
   AgentVersion: string;
 }
 
-export interface HeartbeatRecord extends VmIdentity {
+/**
+ * An event IMDS listed that the agent cannot read (e.g. `Resources` as a string): forwarded, not dropped, so consumers
+ * and alerts see it. Fields are copied when they have the right type, else left empty; `Detail` keeps the raw event.
+ */
+export interface MalformedEventRecord extends RecordIdentity {
+  RecordId: string;
+  RecordType: "MalformedEvent";
+  TimeGenerated: string;
+  /** The raw EventId when it is a string, else "". */
+  EventId: string;
+  /** The raw EventStatus when it is a string (it may be a value IMDS never documented), else "". */
+  EventStatus: string;
+  EventType: string;
+  ResourceType: string;
+  /** The raw Resources when it is an array of strings, else []. */
+  Resources: string[];
+  Description: string;
+  EventSource: string;
+  DocumentIncarnation: number;
+  AffectsThisVm: boolean;
+  /** The reason code (`resources`, `not_before`, `event_status`, ...), as in `sef_imds_events_malformed_total{reason}`. */
+  Outcome: string;
+  /** JSON: `{"problem": "Events[0]: Resources is not an array of strings: ...", "event": <the raw event>}`. */
+  Detail: string;
+  AgentVersion: string;
+}
+
+export interface HeartbeatRecord extends RecordIdentity {
   RecordId: string;
   RecordType: "Heartbeat";
   TimeGenerated: string;
@@ -123,7 +157,7 @@ export interface HeartbeatRecord extends VmIdentity {
   Detail: string;
 }
 
-export interface ApprovalRecord extends VmIdentity {
+export interface ApprovalRecord extends RecordIdentity {
   RecordId: string;
   RecordType: "Approval";
   TimeGenerated: string;
@@ -138,7 +172,7 @@ export interface ApprovalRecord extends VmIdentity {
   AgentVersion: string;
 }
 
-export interface HookRecord extends VmIdentity {
+export interface HookRecord extends RecordIdentity {
   RecordId: string;
   RecordType: "Hook";
   TimeGenerated: string;
@@ -154,7 +188,7 @@ export interface HookRecord extends VmIdentity {
 }
 
 /** Any record the agent writes to its outbox. */
-export type SefRecord = TransitionRecord | HeartbeatRecord | ApprovalRecord | HookRecord;
+export type SefRecord = TransitionRecord | MalformedEventRecord | HeartbeatRecord | ApprovalRecord | HookRecord;
 
 /** Names of the columns Transition records carry (the contract table), in order. */
 export const transitionFieldNames: readonly string[] = recordColumns

@@ -28,7 +28,7 @@ export interface FleetEvent {
   readonly notBefore: string | null;
   /** Names of every VM the event affects, as IMDS listed them (union over the reports). */
   readonly resources: readonly string[];
-  /** Status per reporting VM, keyed by VmId (or VmName when the id is unknown). */
+  /** Status per reporting VM, keyed by its AgentId (else VmId, else VmName). */
   readonly vms: Readonly<Record<string, VmStatus>>;
   readonly firstSeen: string;
   readonly lastSeen: string;
@@ -63,7 +63,7 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
       lastSeen: record.TimeGenerated,
       status: "Scheduled",
     } satisfies FleetEvent);
-  const reporter = record.VmId || record.VmName || record.RecordId;
+  const reporter = record.AgentId || record.VmId || record.VmName || record.RecordId;
   const vms = event.vms as Record<string, VmStatus>;
   const before = vms[reporter];
   const previousStatus = before?.status;

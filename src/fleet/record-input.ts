@@ -21,6 +21,8 @@ const transitionSchema = z.object({
   AffectsThisVm: z.boolean(),
   VmName: z.string(),
   VmId: z.string(),
+  /** The reporting installation (contract: AgentId); older agents did not send it. */
+  AgentId: z.string().optional(),
   ResourceGroup: z.string(),
   SubscriptionId: z.string(),
   Location: z.string(),

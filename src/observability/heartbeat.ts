@@ -2,18 +2,18 @@
 // goodbye (Outcome "Stopping") when it stops cleanly or its VM is about to go. Records and triggers are pure;
 // `startHeartbeats` is a small drift-free scheduler on an injected clock.
 import type { Logger } from "pino";
-import type { HeartbeatRecord, TransitionRecord, VmIdentity } from "../contract/record.js";
-import { deterministicUuid } from "../contract/record-id.js";
+import type { HeartbeatRecord, RecordIdentity, TransitionRecord } from "../contract/record.js";
+import { deterministicUuid, recordSource } from "../contract/record-id.js";
 import type { Clock } from "../util/clock.js";
 
 export const defaultHeartbeatIntervalMs = 15 * 60_000;
 
-/** A Heartbeat record at `nowMs`; RecordId is deterministic from (VmId, "Heartbeat", TimeGenerated); `stats` go into Detail as JSON. */
-export function heartbeatRecord(vm: VmIdentity, nowMs: number, stats: object, agentVersion: string): HeartbeatRecord {
+/** A Heartbeat record at `nowMs`; RecordId is deterministic from (AgentId, VmId, "Heartbeat", TimeGenerated); `stats` go into Detail as JSON. */
+export function heartbeatRecord(vm: RecordIdentity, nowMs: number, stats: object, agentVersion: string): HeartbeatRecord {
   const timeGenerated = new Date(nowMs).toISOString();
   return {
     ...pickVm(vm),
-    RecordId: deterministicUuid(vm.VmId, "Heartbeat", timeGenerated),
+    RecordId: deterministicUuid(recordSource(vm), "Heartbeat", timeGenerated),
     RecordType: "Heartbeat",
     TimeGenerated: timeGenerated,
     ObservedAt: timeGenerated,
@@ -26,11 +26,11 @@ export function heartbeatRecord(vm: VmIdentity, nowMs: number, stats: object, ag
  * The goodbye: a Heartbeat with Outcome "Stopping" and `{ state: "Stopping", reason, ...stats }` in Detail, so the
  * silent-agent query leaves the VM out. RecordId is deterministic from (VmId, "HeartbeatStopping", TimeGenerated).
  */
-export function goodbyeHeartbeatRecord(vm: VmIdentity, nowMs: number, reason: string, stats: object, agentVersion: string): HeartbeatRecord {
+export function goodbyeHeartbeatRecord(vm: RecordIdentity, nowMs: number, reason: string, stats: object, agentVersion: string): HeartbeatRecord {
   const timeGenerated = new Date(nowMs).toISOString();
   return {
     ...heartbeatRecord(vm, nowMs, { state: "Stopping", reason, ...stats }, agentVersion),
-    RecordId: deterministicUuid(vm.VmId, "HeartbeatStopping", timeGenerated),
+    RecordId: deterministicUuid(recordSource(vm), "HeartbeatStopping", timeGenerated),
     Outcome: "Stopping",
   };
 }
@@ -53,16 +53,16 @@ export function departureSignal(records: readonly TransitionRecord[]): { kind: "
   return signal;
 }
 
-function pickVm(vm: VmIdentity): VmIdentity {
-  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone } = vm;
-  return { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone };
+function pickVm(vm: RecordIdentity): RecordIdentity {
+  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, AgentId } = vm;
+  return { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, AgentId };
 }
 
 export interface HeartbeatOptions {
   /** 0 = no heartbeats (and no goodbye). */
   intervalMs: number;
   clock: Clock;
-  vm: VmIdentity | (() => VmIdentity);
+  vm: RecordIdentity | (() => RecordIdentity);
   agentVersion: string;
   /** Statistics for Detail, read at each beat (e.g. polls, records, outbox depth). */
   stats: () => object | Promise<object>;
@@ -86,7 +86,7 @@ export function startHeartbeats(options: HeartbeatOptions): HeartbeatHandle {
   const { clock, intervalMs } = options;
   const stopped = new AbortController();
   let paused = false;
-  const vmNow = (): VmIdentity => (typeof options.vm === "function" ? options.vm() : options.vm);
+  const vmNow = (): RecordIdentity => (typeof options.vm === "function" ? options.vm() : options.vm);
   const write = async (build: (stats: object) => HeartbeatRecord): Promise<void> => {
     try {
       await options.emit(build(await options.stats()));

@@ -1,4 +1,6 @@
-// Structured JSON logs (pino) with secrets redacted before they are written.
+// Structured JSON logs (pino) on stderr with level names and secrets redacted before they are written. Under systemd
+// (stderr is the journal stream named by JOURNAL_STREAM) each line gets an sd-daemon(3) `<N>` priority prefix.
+import { fstatSync } from "node:fs";
 import { pino, type Logger, type DestinationStream } from "pino";
 
 export type { Logger } from "pino";
@@ -29,7 +31,37 @@ const secretPatterns: readonly RegExp[] = [
   /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*/gi,
   /("?access_token"?\s*[:=]\s*"?)[^",\s}]+/gi,
   /(sig=)[^&"\s]+/gi,
+  /(SharedAccessSignature\s+)[^"\s,}]+/gi,
 ];
+
+/** syslog priorities of pino levels, as journald reads them from a `<N>` line prefix (sd-daemon(3)). */
+export const journalPriorities: Readonly<Record<string, number>> = { fatal: 2, error: 3, warn: 4, info: 6, debug: 7, trace: 7 };
+
+/**
+ * Whether stderr is the journal stream systemd connected: JOURNAL_STREAM holds `device:inode` of that stream
+ * (systemd.exec(5)); it is compared with stderr itself, so a child whose stderr was redirected does not prefix.
+ */
+export function stderrIsJournal(env: NodeJS.ProcessEnv = process.env, fd = 2): boolean {
+  const expected = env.JOURNAL_STREAM;
+  if (!expected) return false;
+  try {
+    const stat = fstatSync(fd, { bigint: true });
+    return `${stat.dev}:${stat.ino}` === expected.trim();
+  } catch {
+    return false;
+  }
+}
+
+/** A synchronous stderr destination (pino's, which retries EAGAIN) that prefixes each JSON line with its journald priority. */
+export function journalDestination(fd = 2): DestinationStream {
+  const stream = pino.destination({ dest: fd, sync: true });
+  return {
+    write(line: string): void {
+      const level = /^\{"level":"(\w+)"/.exec(line)?.[1] ?? "info";
+      stream.write(`<${journalPriorities[level] ?? 6}>${line}`);
+    },
+  };
+}
 
 /** Removes secrets from free text (error messages may quote a connection string or a token). */
 export function redactSecrets(text: string): string {
@@ -40,9 +72,11 @@ export function redactSecrets(text: string): string {
 
 export interface LoggerOptions {
   level?: string;
+  /** Default: stderr (with journald priority prefixes when stderr is the journal). */
   destination?: DestinationStream;
 }
 
+/** Levels are written as names (`"level":"warn"`), always the first key of the line. */
 export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     {
@@ -50,6 +84,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       base: { app: "sef" },
       redact: { paths: [...redactedPaths], censor: "[REDACTED]" },
       formatters: {
+        level: (label) => ({ level: label }),
         log: (object) => {
           const err = (object as { err?: unknown }).err;
           if (err instanceof Error) {
@@ -65,7 +100,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
         },
       },
     },
-    options.destination ?? pino.destination({ dest: 2, sync: true }),
+    options.destination ?? (stderrIsJournal() ? journalDestination(2) : pino.destination({ dest: 2, sync: true })),
   );
 }
 

@@ -1,10 +1,48 @@
 // Agent metrics (prom-client): one registry per agent, named gauges/counters the poller, store and drain loops update.
-import { Registry, Counter, Gauge, Histogram } from "prom-client";
+// Every documented series exists (at 0) from the start, so a rate() or an alert never waits for a first occurrence.
+import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from "prom-client";
+import { recordTypes } from "../contract/record.js";
+import { malformedEventReasons } from "../imds/document.js";
 
-export type PollOutcome = "ok" | "unchanged" | "http_error" | "bad_request" | "throttled" | "timeout" | "network_error" | "malformed";
+export const pollOutcomes = ["ok", "unchanged", "http_error", "bad_request", "throttled", "timeout", "network_error", "malformed"] as const;
+export type PollOutcome = (typeof pollOutcomes)[number];
+/** Label values of sef_approvals_total and sef_hooks_total, as the actions module writes them. */
+export const approvalOutcomes = ["approved", "failed", "dry_run"] as const;
+export const hookOutcomes = ["succeeded", "failed", "timed_out"] as const;
+
+export interface AgentMetricsOptions {
+  /** Also expose the process's own metrics (prom-client defaults: CPU, RSS, heap, event-loop lag, open fds). */
+  processMetrics?: boolean;
+}
 
 export class AgentMetrics {
   readonly registry = new Registry();
+
+  constructor(options: AgentMetricsOptions = {}) {
+    for (const outcome of pollOutcomes) this.polls.inc({ outcome }, 0);
+    for (const type of recordTypes) this.recordsWritten.inc({ type }, 0);
+    for (const reason of malformedEventReasons) this.malformedEvents.inc({ reason }, 0);
+    for (const status of ["Scheduled", "Started"]) this.eventsByStatus.set({ status }, 0);
+    for (const outcome of approvalOutcomes) this.approvals.inc({ outcome }, 0);
+    for (const outcome of hookOutcomes) this.hooks.inc({ outcome }, 0);
+    this.lastGoodPollAge.set(-1);
+    this.incarnation.set(0);
+    // The event-loop monitor is a libuv timer: 100 ms keeps an idle agent from waking 50-100 times a second for it.
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
+  }
+
+  /** Creates the per-sink series at 0 (call once the sinks are known). */
+  initSinks(names: readonly string[]): void {
+    for (const sink of names) {
+      this.outboxDepth.set({ sink }, 0);
+      this.outboxOldestAge.set({ sink }, 0);
+      this.sent.inc({ sink }, 0);
+      this.retries.inc({ sink }, 0);
+      this.deadLetters.inc({ sink }, 0);
+      this.throttledSeconds.inc({ sink }, 0);
+      this.timeGeneratedAgeWarnings.inc({ sink }, 0);
+    }
+  }
 
   readonly polls = new Counter({ name: "sef_polls_total", help: "IMDS scheduled-events polls by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
   readonly pollLatency = new Histogram({
@@ -17,6 +55,12 @@ export class AgentMetrics {
   readonly lastGoodPollAge = new Gauge({
     name: "sef_last_good_poll_age_seconds",
     help: "Seconds since the last successful poll (-1 before the first)",
+    registers: [this.registry],
+  });
+  readonly malformedEvents = new Counter({
+    name: "sef_imds_events_malformed_total",
+    help: "Events IMDS listed that could not be read (each distinct one counted once), by reason",
+    labelNames: ["reason"] as const,
     registers: [this.registry],
   });
   readonly incarnation = new Gauge({ name: "sef_document_incarnation", help: "DocumentIncarnation of the last processed document", registers: [this.registry] });

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import { recordSource } from "../../src/contract/record-id.js";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { approveEvents, approvalRecordId, type ApprovalTarget } from "../../src/actions/approver.js";
@@ -105,7 +106,7 @@ describe("approveEvents against a local IMDS", () => {
       AgentVersion: "0.1.0",
     });
     expect(records[0]!.Detail).toContain("rule 2 matches");
-    expect(records[0]!.RecordId).toBe(approvalRecordId(vm.VmId, "evt-a", "Approved"));
+    expect(records[0]!.RecordId).toBe(approvalRecordId(recordSource(vm), "evt-a", "Approved"));
     expect(await metrics.render()).toMatch(/sef_approvals_total\{outcome="approved"\} 2/);
   });
 
@@ -142,7 +143,7 @@ describe("approveEvents against a local IMDS", () => {
     await post.close();
     expect(record).toMatchObject({ Outcome: "Failed", HttpStatus: 400 });
     expect(record!.Detail).toContain("StartRequests is invalid");
-    expect(record!.RecordId).not.toBe(approvalRecordId(vm.VmId, "EVT-A", "Approved"));
+    expect(record!.RecordId).not.toBe(approvalRecordId(recordSource(vm), "EVT-A", "Approved"));
     expect(await metrics.render()).toMatch(/sef_approvals_total\{outcome="failed"\} 1/);
   });
 

@@ -1,11 +1,11 @@
 // Test fixtures for actions: a VM identity, a Scheduled event and the Transition record the collector would emit for it.
-import type { TransitionRecord, VmIdentity, EventFields, EventStatus } from "../../src/contract/record.js";
+import type { TransitionRecord, RecordIdentity, EventFields, EventStatus } from "../../src/contract/record.js";
 import { transitionRecordId } from "../../src/contract/record-id.js";
 import type { PostStartRequest } from "../../src/actions/approver.js";
 import { ImdsClient } from "../../src/imds/client.js";
 import { systemClock } from "../../src/util/clock.js";
 
-export const vm: VmIdentity = {
+export const vm: RecordIdentity = {
   VmName: "WestNO_0",
   VmId: "11111111-2222-3333-4444-555555555555",
   VmResourceId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/WestNO_0",
@@ -14,6 +14,7 @@ export const vm: VmIdentity = {
   Location: "norwayeast",
   VmScaleSetName: "",
   Zone: "",
+  AgentId: "00000000-0000-4000-8000-000000000001",
 };
 
 export function event(overrides: Partial<EventFields> & { EventStatus?: EventStatus } = {}): EventFields & { EventStatus: EventStatus } {

@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { recordSource } from "../../src/contract/record-id.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -49,7 +50,7 @@ describe("runHook", () => {
     });
     expect(result.Detail).toBe("drain: exit 0");
     expect(result.ElapsedMs).toBeGreaterThanOrEqual(0);
-    expect(result.RecordId).toBe(hookRecordId(record.VmId, record.EventId.toLowerCase(), "Scheduled", "drain"));
+    expect(result.RecordId).toBe(hookRecordId(recordSource(record), record.EventId.toLowerCase(), "Scheduled", "drain"));
 
     const seen = JSON.parse(readFileSync(out, "utf8")) as { env: Record<string, string>; stdin: string };
     expect(JSON.parse(seen.stdin)).toEqual(record);

@@ -62,7 +62,7 @@ afterEach(async () => {
 function agentWith(dataDir: string, sinks: Sink[], replayFrom?: ReplayFrom): Agent {
   const { config } = loadConfig({
     env: {},
-    flags: { imdsUrl: sim!.url, dataDir, pollIntervalMs: 200, sinks: ["stdout"], heartbeatIntervalMs: 0, metricsPort: 0, shutdownFlushMs: 1000 },
+    flags: { imdsUrl: sim!.url, dataDir, pollIntervalMs: "200", sinks: ["stdout"], heartbeatIntervalMs: "0", metricsPort: "0", shutdownFlushMs: "1000" },
   });
   const agent = new Agent({ config, sinks, logger: silentLogger(), clock: systemClock, agentVersion: "test", ...(replayFrom ? { replayFrom } : {}) });
   agents.push(agent);
@@ -107,5 +107,5 @@ describe("agent composed of its stages", () => {
 
 function heartbeatLike(): HeartbeatRecord {
   const at = new Date().toISOString();
-  return { RecordId: "", RecordType: "Heartbeat", TimeGenerated: at, ObservedAt: at, ...unknownVmIdentity, AgentVersion: "test", Detail: "" };
+  return { RecordId: "", RecordType: "Heartbeat", TimeGenerated: at, ObservedAt: at, ...unknownVmIdentity, AgentId: "test-agent", AgentVersion: "test", Detail: "" };
 }

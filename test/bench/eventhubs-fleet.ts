@@ -142,7 +142,7 @@ export async function benchEventHubsFleet(options: FleetOptions): Promise<FleetF
   peer.resetMean();
   const runInstance = async (index: number, { producer, sink }: { producer: IdleClosingProducer; sink: EventHubsSink }): Promise<void> => {
     const offsetMs = Math.random() * intervalMs;
-    const vm = { ...unknownVmIdentity, VmName: `vm-${index}`, VmId: `00000000-0000-4000-8000-${String(index).padStart(12, "0")}` };
+    const vm = { ...unknownVmIdentity, AgentId: `agent-${index}`, VmName: `vm-${index}`, VmId: `00000000-0000-4000-8000-${String(index).padStart(12, "0")}` };
     for (let k = 0; k < sendsPerInstance; k++) {
       const dueMs = start + offsetMs + k * intervalMs;
       await new Promise((r) => setTimeout(r, Math.max(0, dueMs - performance.now())));

@@ -20,7 +20,7 @@ export interface LookupFigures {
 
 function record(i: number): HeartbeatRecord {
   const at = new Date(1_700_000_000_000 + i).toISOString();
-  return { RecordId: `r${i}`, RecordType: "Heartbeat", TimeGenerated: at, ObservedAt: at, ...unknownVmIdentity, AgentVersion: "b", Detail: "" };
+  return { RecordId: `r${i}`, RecordType: "Heartbeat", TimeGenerated: at, ObservedAt: at, ...unknownVmIdentity, AgentId: "bench", AgentVersion: "b", Detail: "" };
 }
 
 function meanMicroseconds(calls: number, body: () => unknown): number {

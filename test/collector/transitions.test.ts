@@ -4,10 +4,10 @@ import fc from "fast-check";
 import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/collector/transitions.js";
 import { emptyCollectorState, type CollectorState } from "../../src/collector/state.js";
 import { parseScheduledEventsDocument, type ImdsEvent, type ScheduledEventsDocument } from "../../src/imds/document.js";
-import type { TransitionRecord, VmIdentity } from "../../src/contract/record.js";
-import { transitionRecordId } from "../../src/contract/record-id.js";
+import type { RecordIdentity, TransitionRecord } from "../../src/contract/record.js";
+import { recordSource, transitionRecordId } from "../../src/contract/record-id.js";
 
-const vm: VmIdentity = {
+const vm: RecordIdentity = {
   VmName: "WestNO_0",
   VmId: "11111111-2222-3333-4444-555555555555",
   VmResourceId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/WestNO_0",
@@ -16,6 +16,7 @@ const vm: VmIdentity = {
   Location: "westeurope",
   VmScaleSetName: "",
   Zone: "1",
+  AgentId: "00000000-0000-4000-8000-000000000001",
 };
 const t0 = Date.parse("2026-11-21T10:00:00Z");
 const ctx = (nowMs: number, over: Partial<CollectContext> = {}): CollectContext => ({
@@ -112,8 +113,8 @@ describe("applyDocument", () => {
     const a = applyDocument(emptyCollectorState(), doc(1, event("AbC", "Scheduled")), ctx(t0)).records[0]!;
     const b = applyDocument(emptyCollectorState(), doc(9, event("abc", "Scheduled")), ctx(t0 + 99_000)).records[0]!;
     expect(a.RecordId).toBe(b.RecordId);
-    expect(a.RecordId).toBe(transitionRecordId(vm.VmId, "abc", "Scheduled"));
-    expect(a.RecordId).not.toBe(transitionRecordId(vm.VmId, "abc", "Started"));
+    expect(a.RecordId).toBe(transitionRecordId(recordSource(vm), "abc", "Scheduled"));
+    expect(a.RecordId).not.toBe(transitionRecordId(recordSource(vm), "abc", "Started"));
     expect(a.RecordId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
@@ -187,11 +188,79 @@ describe("document parsing across api-versions", () => {
     ["not JSON", "{"],
     ["no incarnation", '{"Events":[]}'],
     ["no Events", '{"DocumentIncarnation":1}'],
-    ["unknown status", '{"DocumentIncarnation":1,"Events":[{"EventId":"a","EventStatus":"Done"}]}'],
-    ["bad NotBefore", '{"DocumentIncarnation":1,"Events":[{"EventId":"a","EventStatus":"Scheduled","NotBefore":"soon"}]}'],
-    ["duplicate EventId", '{"DocumentIncarnation":1,"Events":[{"EventId":"a","EventStatus":"Scheduled"},{"EventId":"A","EventStatus":"Started"}]}'],
+    ["Events not an array", '{"DocumentIncarnation":1,"Events":"none"}'],
   ])("rejects a malformed body (%s) instead of reading it as no events", (_name, body) => {
     expect(() => parseScheduledEventsDocument(body)).toThrow(/./);
+  });
+
+  const good = { EventId: "ok", EventStatus: "Scheduled", EventType: "Reboot", Resources: ["vm"], NotBefore: "" };
+  it.each([
+    ["unknown status", { EventId: "a", EventStatus: "Done" }, "event_status", "a"],
+    ["bad NotBefore", { EventId: "a", EventStatus: "Scheduled", NotBefore: "soon" }, "not_before", "a"],
+    ["NotBefore as a number", { EventId: "a", EventStatus: "Scheduled", NotBefore: 5 }, "not_before", "a"],
+    ["no NotBefore on a Scheduled event", { EventId: "a", EventStatus: "Scheduled", Resources: ["vm"] }, "not_before", "a"],
+    ["Resources as a string", { EventId: "a", EventStatus: "Scheduled", Resources: "vm" }, "resources", "a"],
+    ["EventType as a number", { EventId: "a", EventStatus: "Scheduled", NotBefore: "", EventType: 7 }, "field_type", "a"],
+    ["DurationInSeconds as text", { EventId: "a", EventStatus: "Started", DurationInSeconds: "long" }, "duration", "a"],
+    ["no EventId", { EventStatus: "Scheduled" }, "event_id", null],
+    ["not an object", "Reboot", "not_an_object", null],
+    ["duplicate EventId", { EventId: "OK", EventStatus: "Started" }, "duplicate_event_id", "OK"],
+  ])("sets one unreadable event apart (%s) and keeps the valid one", (_name, bad, reason, eventId) => {
+    const parsed = parseScheduledEventsDocument(JSON.stringify({ DocumentIncarnation: 1, Events: [good, bad] }));
+    expect(parsed.Events.map((e) => e.EventId)).toEqual(["ok"]);
+    expect(parsed.Malformed).toEqual([{ index: 1, eventId, reason, problem: expect.stringMatching(/^Events\[1\]: /) as string, raw: bad }]);
+  });
+
+  it("keeps unknown but well-formed values as they are (a new EventType or EventSource)", () => {
+    const parsed = parseScheduledEventsDocument(
+      JSON.stringify({ DocumentIncarnation: 1, Events: [{ ...good, EventType: "Hibernate", EventSource: "Guest", ResourceType: "Container" }] }),
+    );
+    expect(parsed.Malformed).toBeUndefined();
+    expect(parsed.Events[0]).toMatchObject({ EventType: "Hibernate", EventSource: "Guest", ResourceType: "Container" });
+  });
+});
+
+describe("malformed events in the collector", () => {
+  const bad = (id: string | null, raw: Record<string, unknown> = {}) => ({
+    index: 9,
+    eventId: id,
+    reason: "resources" as const,
+    problem: "Events[9]: Resources is not an array of strings",
+    raw: { ...(id === null ? {} : { EventId: id }), EventType: "Reboot", EventStatus: "Scheduled", Resources: "WestNO_0", ...raw },
+  });
+  const withBad = (d: ScheduledEventsDocument, ...m: ReturnType<typeof bad>[]): ScheduledEventsDocument => ({ ...d, Malformed: m });
+
+  it("forwards a malformed event once, with its raw fields, and records the valid events as usual", () => {
+    const first = applyDocument(emptyCollectorState(), withBad(doc(1, event("A", "Scheduled")), bad("B")), ctx(t0));
+    expect(summary(first.records)).toEqual(["A:->Scheduled"]);
+    expect(first.malformed).toHaveLength(1);
+    const record = first.malformed[0]!;
+    expect(record).toMatchObject({ RecordType: "MalformedEvent", EventId: "B", EventStatus: "Scheduled", EventType: "Reboot", Resources: [], Outcome: "resources", VmId: vm.VmId });
+    expect(JSON.parse(record.Detail)).toEqual({ problem: "Events[9]: Resources is not an array of strings", event: bad("B").raw });
+    // Same bad event on the next polls (even in a new incarnation): not forwarded again.
+    const again = applyDocument(first.state, withBad(doc(2, event("A", "Started")), bad("B")), ctx(t0 + 1000));
+    expect(summary(again.records)).toEqual(["A:Scheduled>Started"]);
+    expect(again.malformed).toEqual([]);
+    // The same EventId with different raw content is a new malformed record, with another RecordId.
+    const changed = applyDocument(again.state, withBad(doc(3, event("A", "Started")), bad("B", { EventStatus: "Started" })), ctx(t0 + 2000));
+    expect(changed.malformed).toHaveLength(1);
+    expect(changed.malformed[0]!.RecordId).not.toBe(record.RecordId);
+  });
+
+  it("does not end a tracked event that became unreadable, nor hide other events' endings", () => {
+    const { state } = run([doc(1, event("A", "Started"), event("C", "Scheduled"))]);
+    const next = applyDocument(state, withBad(doc(2), bad("A")), ctx(t0 + 1000));
+    expect(summary(next.records)).toEqual(["C:Scheduled>Canceled"]);
+    expect(next.state.events.get("a")!.status).toBe("Started");
+    const healed = applyDocument(next.state, doc(3), ctx(t0 + 2000));
+    expect(summary(healed.records)).toEqual(["A:Started>Completed"]);
+  });
+
+  it("counts a document whose only change is a malformed event as changed", () => {
+    const first = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled")), ctx(t0));
+    const next = applyDocument(first.state, withBad(doc(1, event("A", "Scheduled")), bad(null)), ctx(t0 + 1000));
+    expect(next.changed).toBe(true);
+    expect(next.malformed.map((m) => m.EventId)).toEqual([""]);
   });
 });
 

@@ -51,9 +51,10 @@ describe("loadConfig", () => {
 
   it("rejects unknown settings, unknown sinks and missing sink arguments", () => {
     const found = problems(() => loadConfig({ file: file({ pollIntervalMS: 1000, sinks: ["kafka", "jsonl"] }), env: {} }));
-    expect(found).toContain("pollIntervalMS: unknown setting");
-    expect(found.some((p) => p.startsWith("sinks[0]:") && p.includes("unknown sink"))).toBe(true);
-    expect(found.some((p) => p.startsWith("sinks[1]:") && p.includes("needs an argument"))).toBe(true);
+    expect(found).toContain("pollIntervalMS: unknown setting (did you mean pollIntervalMs?)");
+    const sinks = problems(() => loadConfig({ file: file({ sinks: ["kafka", "jsonl"] }), env: {} }));
+    expect(sinks.some((p) => p.startsWith("sinks[0]:") && p.includes("unknown sink"))).toBe(true);
+    expect(sinks.some((p) => p.startsWith("sinks[1]:") && p.includes("needs an argument"))).toBe(true);
   });
 
   it("explains an unreadable or invalid file", () => {
@@ -62,6 +63,110 @@ describe("loadConfig", () => {
   });
 
   it("rejects a non-numeric number variable by name", () => {
-    expect(problems(() => loadConfig({ env: { SEF_POLL_INTERVAL_MS: "fast" } }))).toContain('SEF_POLL_INTERVAL_MS: expected a number, got "fast"');
+    expect(problems(() => loadConfig({ env: { SEF_POLL_INTERVAL_MS: "fast" } }))).toContain('SEF_POLL_INTERVAL_MS: expected a whole number, got "fast"');
+  });
+
+  it.each(["1s", "1e3", "0x10", "12.5", " ", "1_000", "Infinity"])("parses numbers from flags and variables strictly (%j refused)", (text) => {
+    expect(problems(() => loadConfig({ env: {}, flags: { pollIntervalMs: text } }))).toEqual([`--poll-interval-ms: expected a whole number, got "${text}"`]);
+    expect(problems(() => loadConfig({ env: { SEF_METRICS_PORT: text } }))).toEqual([`SEF_METRICS_PORT: expected a whole number, got "${text}"`]);
+  });
+
+  it("names the source of a bad value from a flag or a variable", () => {
+    expect(problems(() => loadConfig({ env: { SEF_POLL_INTERVAL_MS: "50" } }))[0]).toMatch(/^pollIntervalMs \(SEF_POLL_INTERVAL_MS\): /);
+    expect(problems(() => loadConfig({ env: {}, flags: { metricsPort: "70000" } }))[0]).toMatch(/^metricsPort \(--metrics-port\): /);
+  });
+
+  it("reports unknown keys in every section and unknown SEF_* variables with the closest valid name", () => {
+    const found = problems(() =>
+      loadConfig({
+        file: file({ retry: { maxDelay: 5 }, metrics: { prot: 1 }, eventhubs: { lingerMS: 1 }, hooks: [{ name: "h", on: ["Started"], command: ["true"], timeout: 5 }] }),
+        env: {
+          SEF_POLL_INTERVL_MS: "5",
+          SEF_SINK: "stdout",
+          SEF_EVENT_ID: "from a hook",
+          SEF_TEST_CS: "x",
+          SEF_ZZZZZZZZZZZZZZZZZZ: "1",
+          SEF_EVENTHUBS_CONNECTION_STRING: "documented default name, allowed",
+        },
+      }),
+    );
+    expect(found.sort()).toEqual(
+      [
+        "SEF_POLL_INTERVL_MS: unknown environment variable (did you mean SEF_POLL_INTERVAL_MS?)",
+        "SEF_SINK: unknown environment variable (did you mean SEF_SINKS?)",
+        "SEF_ZZZZZZZZZZZZZZZZZZ: unknown environment variable",
+        "retry.maxDelay: unknown setting (did you mean maxDelayMs?)",
+        "metrics.prot: unknown setting (did you mean port?)",
+        "eventhubs.lingerMS: unknown setting (did you mean lingerMs?)",
+        "hooks.0.timeout: unknown setting (did you mean timeoutMs?)",
+      ].sort(),
+    );
+  });
+
+  it("accepts a file saved with a UTF-8 byte order mark", () => {
+    expect(loadConfig({ file: file("\uFEFF" + JSON.stringify({ pollIntervalMs: 700 })), env: {} }).config.pollIntervalMs).toBe(700);
+  });
+
+  it("validates the service sections (metrics, approval, hooks) with the rest", () => {
+    const found = problems(() => loadConfig({ file: file({ metrics: { port: 70000 }, approval: { mode: "always" }, hooks: [{ name: "h", on: [], command: ["x"] }] }), env: {} }));
+    expect(found.map((p) => p.split(":")[0]).sort()).toEqual(["approval.mode", "hooks.0.on", "metrics.port"]);
+  });
+
+  it("reports cross-field problems together with the per-field ones", () => {
+    const found = problems(() =>
+      loadConfig({ file: file({ pollIntervalMs: 5, sinks: ["webhook", "loganalytics"], loganalytics: { endpoint: "https://x.example", ruleId: "dcr-1", typo: 1 } }), env: {} }),
+    );
+    expect(found.map((p) => p.split(":")[0]).sort()).toEqual(["loganalytics.typo", "pollIntervalMs", "webhook.url"]);
+  });
+
+  describe("cross-field rules", () => {
+    const check = (config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) => problems(() => loadConfig({ file: file(config), env }));
+    const valid = (config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) => loadConfig({ file: file(config), env });
+
+    it("Event Hubs needs a namespace or a connection string that parses", () => {
+      expect(check({ sinks: ["eventhubs"] })[0]).toMatch(/^eventhubs: the eventhubs sink needs a namespace or a connection string.*SEF_EVENTHUBS_CONNECTION_STRING/);
+      const secret = "c2VjcmV0LWtleQ==";
+      const bad = check({ sinks: ["eventhubs"] }, { SEF_EVENTHUBS_CONNECTION_STRING: `Endpoint=https://x;Key=${secret}` });
+      expect(bad).toEqual([expect.stringMatching(/^environment variable SEF_EVENTHUBS_CONNECTION_STRING: not a valid Event Hubs connection string/)]);
+      expect(bad.join("")).not.toContain(secret);
+      expect(check({ sinks: ["eventhubs"], eventhubs: { connectionString: "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=s" } })).toEqual([
+        "eventhubs.eventHubName: required when the connection string (eventhubs.connectionString) has no EntityPath",
+      ]);
+      valid({ sinks: ["eventhubs"] }, { SEF_EVENTHUBS_CONNECTION_STRING: "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=s;EntityPath=h" });
+    });
+
+    it("a namespace is a fully qualified host name", () => {
+      for (const ns of ["sb://ns.servicebus.windows.net/", "ns.servicebus.windows.net:5671", "ns", "ns..windows.net"]) {
+        expect(check({ sinks: ["eventhubs"], eventhubs: { fullyQualifiedNamespace: ns, eventHubName: "h" } }), ns).toEqual([
+          expect.stringMatching(/^eventhubs.fullyQualifiedNamespace: must be a fully qualified host name/),
+        ]);
+      }
+      valid({ sinks: ["eventhubs"], eventhubs: { fullyQualifiedNamespace: "ns.servicebus.windows.net", eventHubName: "h" } });
+      valid({ sinks: ["eventhubs"], eventhubs: { fullyQualifiedNamespace: "localhost", eventHubName: "h", customEndpointAddress: "amqps://localhost:5671" } });
+    });
+
+    it("Log Analytics: ruleId is dcr- plus 32 hex digits, the stream starts with Custom-, and both are required", () => {
+      const endpoint = "https://dce.westeurope-1.ingest.monitor.azure.com";
+      expect(check({ sinks: ["loganalytics"], loganalytics: { endpoint, ruleId: "dcr-1", streamName: "ScheduledEvents" } }).map((p) => p.split(":")[0])).toEqual([
+        "loganalytics.ruleId",
+        "loganalytics.streamName",
+      ]);
+      expect(check({ sinks: ["loganalytics"] })).toEqual([
+        "loganalytics.endpoint: required, but not set (the loganalytics sink is in use)",
+        "loganalytics.ruleId: required, but not set (the loganalytics sink is in use)",
+      ]);
+      valid({ sinks: ["loganalytics"], loganalytics: { endpoint, ruleId: `dcr-${"0a".repeat(16)}` } });
+    });
+
+    it("a webhook needs a URL, and the variables its headers and signature name", () => {
+      expect(check({ sinks: ["webhook"] })).toEqual(["webhook.url: the webhook sink needs a URL: set webhook.url or use --sink webhook:URL"]);
+      expect(check({ sinks: ["webhook:ftp://x"] })[0]).toMatch(/webhook:URL needs an http/);
+      expect(check({ sinks: ["webhook:https://example.test/hook"], webhook: { headers: { Authorization: { fromEnv: "HOOK_TOKEN" } }, signature: { secretEnv: "SEF_WEBHOOK_SECRET" } } })).toEqual([
+        "webhook.headers.Authorization: environment variable HOOK_TOKEN is not set",
+        "webhook.signature.secretEnv: environment variable SEF_WEBHOOK_SECRET is not set",
+      ]);
+      const ok = valid({ sinks: ["webhook:https://example.test/hook"], webhook: { signature: { secretEnv: "SEF_WEBHOOK_SECRET" } } }, { SEF_WEBHOOK_SECRET: "s" });
+      expect(ok.sinkSettings.webhook).toMatchObject({ timeoutMs: 10_000 });
+    });
   });
 });

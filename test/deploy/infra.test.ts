@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { streamName } from "../../src/contract/stream-schema.js";
+import { exitCodes } from "../../src/cli/config-options.js";
 import { repoRoot } from "./support/bicep.js";
 import { cloudInitPath, installerDir, renderCloudInit } from "./support/cloud-init.js";
 
@@ -49,6 +50,11 @@ describe("infra/linux/sef.service", () => {
     expect(one("StateDirectory")).toBe("sef");
     expect(one("LogsDirectory")).toBe("sef");
     expect(unit.get("Install")?.get("WantedBy")).toEqual(["multi-user.target"]);
+  });
+
+  it("does not restart in a loop on configuration-class exit codes (bad config or taken port, unusable store)", () => {
+    const prevented = (service.get("RestartPreventExitStatus") ?? []).join(" ").split(/\s+/);
+    expect(prevented).toEqual(expect.arrayContaining([String(exitCodes.config), String(exitCodes.store)]));
   });
 
   it("restarts forever and stops with SIGTERM, leaving time to flush", () => {

@@ -37,13 +37,14 @@ export function transition(eventId: string, status: EventStatus, index: number, 
     Location: "westeurope",
     VmScaleSetName: "web-vmss",
     Zone: "2",
+    AgentId: "00000000-0000-4000-8000-000000000001",
     AgentVersion: "0.1.0",
   };
 }
 
 /** A Heartbeat record as the agent builds it (no EventId: its partition key falls back to the VmId). */
 export function heartbeat(index: number): HeartbeatRecord {
-  return heartbeatRecord({ ...unknownVmIdentity, VmName: "web-vmss_3", VmId: vmId }, 1_700_000_000_000 + index, {}, "0.1.0");
+  return heartbeatRecord({ ...unknownVmIdentity, VmName: "web-vmss_3", VmId: vmId, AgentId: "00000000-0000-4000-8000-000000000001" }, 1_700_000_000_000 + index, {}, "0.1.0");
 }
 
 export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {

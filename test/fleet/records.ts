@@ -47,6 +47,7 @@ export function fleetTransition(
     Location: "westeurope",
     VmScaleSetName: reporter.scaleSet,
     Zone: reporter.zone,
+    AgentId: `agent-${reporter.name}`,
     AgentVersion: "0.1.0",
   };
 }

@@ -63,6 +63,33 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}
   };
 }
 
+/** JSON log lines of a child's stderr (other lines skipped). */
+export function logLines(stderr: string): Record<string, unknown>[] {
+  return stderr.split("\n").flatMap((line) => {
+    const start = line.indexOf("{");
+    if (start < 0) return [];
+    try {
+      return [JSON.parse(line.slice(start)) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** Waits for the agent's "endpoints listening" log line and returns the metrics server's base URL. */
+export async function waitForMetricsUrl(proc: RunningProcess, timeoutMs = 15_000): Promise<string> {
+  let url: string | undefined;
+  await waitUntil(
+    () => {
+      url = logLines(proc.stderr()).find((l) => typeof l.url === "string" && /endpoints listening/.test(String(l.msg)))?.url as string | undefined;
+      return url !== undefined;
+    },
+    timeoutMs,
+    "the metrics URL in the agent's log",
+  );
+  return url!;
+}
+
 /** Reads a JSONL file of records (missing file = none). */
 export function readJsonl<T = Record<string, unknown>>(path: string): T[] {
   if (!existsSync(path)) return [];

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
-import { runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { runCli, readJsonl, waitUntil, type RunningProcess, waitForMetricsUrl } from "../helpers/agent-process.js";
 import { sampleApprovalPolicy } from "../../src/actions/approval-policy.js";
 import type { SefRecord } from "../../src/contract/record.js";
 
@@ -123,17 +123,7 @@ describe.concurrent("actions end to end", () => {
     let metrics = "";
     let ready = 0;
     try {
-      const line = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no metrics line: ${agent.stderr().slice(-2000)}`)), 15_000);
-        const poll = setInterval(() => {
-          const found = /sef: metrics on (http:\/\/[^\s]+)\/metrics/.exec(agent.stderr());
-          if (found) {
-            clearInterval(poll);
-            clearTimeout(timer);
-            resolve(found[1]!);
-          }
-        }, 20);
-      });
+      const line = await waitForMetricsUrl(agent);
       await waitUntil(() => records().filter((r) => r.RecordType === "Heartbeat").length >= 2, 15_000, "two heartbeats");
       metrics = await (await fetch(`${line}/metrics`)).text();
       ready = (await fetch(`${line}/readyz`)).status;

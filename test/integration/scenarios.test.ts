@@ -50,7 +50,7 @@ describe.concurrent("scenarios end to end", () => {
       const expected = (scenario.expect ?? []).map((e) => ({ ...e }));
       expect(got, `stderr:\n${agent.stderr().slice(-4000)}`).toEqual(expected);
       const logs = agent.stderr();
-      if (name.startsWith("fault-")) expect(logs).toMatch(/IMDS poll failed|IMDS rejected|IMDS request failed|IMDS answered slowly/);
+      if (name.startsWith("fault-")) expect(logs).toMatch(/IMDS poll failed|IMDS rejected|IMDS request failed|IMDS answered slowly|event that cannot be read/);
     });
   }
 });

@@ -1,6 +1,6 @@
 // Test fixtures for the Log Analytics sink: full records of every type, outbox entries, a local-token
 // credential and a fake clock (drains go through the real drainer: test/helpers/ledger-drain.ts).
-import type { ApprovalRecord, HeartbeatRecord, HookRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
+import type { ApprovalRecord, HeartbeatRecord, HookRecord, MalformedEventRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
@@ -16,6 +16,7 @@ const vm = {
   Location: "westeurope",
   VmScaleSetName: "",
   Zone: "1",
+  AgentId: "00000000-0000-4000-8000-000000000001",
 };
 
 export function transitionRecord(n: number, overrides: Partial<TransitionRecord> = {}): TransitionRecord {
@@ -85,7 +86,26 @@ export function oneRecordOfEachType(): SefRecord[] {
     AgentVersion: "0.1.0",
     ...vm,
   };
-  return [transitionRecord(1, { NotBefore: null }), transitionRecord(2), heartbeat, approval, hook];
+  const rawEvent = { EventId: "EVT-BAD", EventType: "Reboot", EventStatus: "Scheduled", Resources: "vm-1", NotBefore: "" };
+  const malformed: MalformedEventRecord = {
+    RecordId: deterministicUuid("MalformedEvent", vm.VmId, "EVT-BAD"),
+    RecordType: "MalformedEvent",
+    TimeGenerated: "2024-05-01T12:00:00.000Z",
+    EventId: "EVT-BAD",
+    EventStatus: "Scheduled",
+    EventType: "Reboot",
+    ResourceType: "",
+    Resources: [],
+    Description: "",
+    EventSource: "",
+    DocumentIncarnation: 4,
+    AffectsThisVm: false,
+    Outcome: "resources",
+    Detail: JSON.stringify({ problem: 'Events[0]: Resources is not an array of strings: "vm-1"', event: rawEvent }),
+    AgentVersion: "0.1.0",
+    ...vm,
+  };
+  return [transitionRecord(1, { NotBefore: null }), transitionRecord(2), malformed, heartbeat, approval, hook];
 }
 
 export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {

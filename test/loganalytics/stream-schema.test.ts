@@ -1,6 +1,6 @@
 // The DCR stream and table schemas derive from recordColumns, and every record type fits them (schema drift fails here).
 import { describe, expect, it } from "vitest";
-import { recordColumns } from "../../src/contract/record.js";
+import { recordColumns, recordTypes } from "../../src/contract/record.js";
 import { streamColumns, streamName, tableColumns, tableName, validateRow } from "../../src/contract/stream-schema.js";
 import { oneRecordOfEachType, transitionRecord } from "./helpers.js";
 
@@ -21,7 +21,7 @@ describe("stream schema", () => {
 
   it("accepts a fully populated record of every record type", () => {
     const records = oneRecordOfEachType();
-    expect(new Set(records.map((r) => r.RecordType))).toEqual(new Set(["Transition", "Heartbeat", "Approval", "Hook"]));
+    expect(new Set(records.map((r) => r.RecordType))).toEqual(new Set(recordTypes));
     for (const record of records) expect(validateRow(record), record.RecordType).toEqual([]);
   });
 

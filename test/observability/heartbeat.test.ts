@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { departureSignal, goodbyeHeartbeatRecord, heartbeatRecord, startHeartbeats } from "../../src/observability/heartbeat.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
-import { deterministicUuid } from "../../src/contract/record-id.js";
+import { deterministicUuid, recordSource } from "../../src/contract/record-id.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { transition, vm } from "../actions/fixtures.js";
 
@@ -12,7 +12,7 @@ describe("heartbeatRecord", () => {
     const record = heartbeatRecord({ ...vm, extra: "x" } as typeof vm, t0, { polls: 10, outboxDepth: 2 }, "1.2.3");
     expect(record).toEqual({
       ...vm,
-      RecordId: deterministicUuid(vm.VmId, "Heartbeat", "2024-01-01T00:00:00.000Z"),
+      RecordId: deterministicUuid(recordSource(vm), "Heartbeat", "2024-01-01T00:00:00.000Z"),
       RecordType: "Heartbeat",
       TimeGenerated: "2024-01-01T00:00:00.000Z",
       ObservedAt: "2024-01-01T00:00:00.000Z",

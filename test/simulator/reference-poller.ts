@@ -67,7 +67,8 @@ export function referenceRecords(scenario: Scenario, options: { pollIntervalMs: 
   timeline.start(startMs);
   const endMs = startMs + timeline.wallMs(scenario.durationSeconds) + 2 * options.pollIntervalMs;
   for (let nowMs = startMs; nowMs <= endMs; nowMs += options.pollIntervalMs) {
-    if (timeline.takeFault(nowMs)) {
+    const fault = timeline.takeFault(nowMs);
+    if (fault && fault.kind !== "malformed-event") {
       agent.failedPoll();
       continue;
     }

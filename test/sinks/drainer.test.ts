@@ -35,6 +35,7 @@ const transition = (i: number, over: Partial<TransitionRecord> = {}): Transition
   AffectsThisVm: true,
   ObservationGap: false,
   ...unknownVmIdentity,
+  AgentId: "00000000-0000-4000-8000-000000000001",
   AgentVersion: "t",
   ...over,
 });

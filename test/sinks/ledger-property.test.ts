@@ -36,6 +36,7 @@ const record = (i: number, tag = "rec"): HeartbeatRecord => ({
   RecordType: "Heartbeat",
   TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
   ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
+  AgentId: "test-agent",
   ...unknownVmIdentity,
   AgentVersion: "t",
   Detail: "d".repeat(400),

@@ -14,6 +14,7 @@ const record = (i: number): HeartbeatRecord => ({
   RecordType: "Heartbeat",
   TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
   ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
+  AgentId: "test-agent",
   ...unknownVmIdentity,
   AgentVersion: "t",
   Detail: "",

@@ -17,6 +17,7 @@ const record = (i: number, pad = 0): HeartbeatRecord => ({
   TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
   ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
   ...unknownVmIdentity,
+  AgentId: "00000000-0000-4000-8000-000000000001",
   AgentVersion: "t",
   Detail: "x".repeat(pad),
 });

@@ -1,9 +1,11 @@
 // `sef run`: the agent. Flags override SEF_* variables, which override the config file, which overrides defaults.
 import { setFlagsFromString } from "node:v8";
-import { Command, Option } from "commander";
-import { loadConfig, ConfigError, environmentVariables } from "../../config/load.js";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { ConfigError } from "../../config/load.js";
+import type { AgentConfig } from "../../config/schema.js";
 import { createLogger } from "../../observability/logger.js";
-import { sinkFactories, parseSinkSpec, findSinkFactory } from "../../sinks/registry.js";
+import { parseSinkSpec, findSinkFactory } from "../../sinks/registry.js";
 import type { Sink } from "../../sinks/sink.js";
 import { Agent } from "../../agent/agent.js";
 import { systemClock } from "../../util/clock.js";
@@ -12,50 +14,25 @@ import { StoreError } from "../../store/errors.js";
 import type { ReplayFrom } from "../../store/store.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
+import { routeDebugOutput } from "../../observability/debug-output.js";
+import { secretFileWarning } from "../../config/secret-file.js";
 import { EndpointDiscovery, type RememberedEndpoint } from "../../imds/discovery/index.js";
 import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
-import { join } from "node:path";
 import { settlesWithin } from "../../util/deadline.js";
 import { listenForStop, type StopSignal } from "../stop-signal.js";
+import { addConfigOptions, exitCodes, loadFromOptions, reportConfigError } from "../config-options.js";
+
+export { exitCodes } from "../config-options.js";
 
 /** How long the process may linger after the agent stopped (open sockets to a peer that stopped answering). */
 const exitGraceMs = 500;
 
-/**
- * Exit codes: 0 clean stop, 2 bad configuration, 75 data directory in use by another sef (EX_TEMPFAIL: it may free up),
- * 78 store unusable (a supervisor should not restart in a loop).
- */
-export const exitCodes = { ok: 0, config: 2, dataDirInUse: 75, store: 78, fatal: 1 } as const;
-
-function integer(name: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got "${value}"`);
-    return n;
-  };
-}
+type Logger = ReturnType<typeof createLogger>;
+type SinkSettings = ReturnType<typeof loadFromOptions>["sinkSettings"];
 
 export function registerRunCommand(program: Command): void {
-  program
-    .command("run")
-    .description("run the agent: poll IMDS scheduled events and forward transitions to the sinks")
-    .option("-c, --config <file>", "JSON config file (also SEF_CONFIG)")
-    .option("--imds-url <url>", "IMDS base URL (default: discovered: 169.254.169.254, else DHCP option 245 sources)")
-    .option("--api-version <version>", "scheduled events api-version (default 2020-07-01)")
-    .option("--poll-interval-ms <n>", "poll period in ms (default 1000, min 200)", integer("--poll-interval-ms"))
-    .option("--data-dir <dir>", "durable state and outbox directory (default /var/lib/sef)")
-    .option("--sink <spec>", `sink, repeatable: ${sinkFactories.map((f) => f.summary).join("; ")}`, (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
-    .addOption(new Option("--log-level <level>", "log level (default info)").choices(["fatal", "error", "warn", "info", "debug", "trace", "silent"]))
-    .option("--heartbeat-interval-ms <n>", "heartbeat record period in ms, 0 = off (default 900000)", integer("--heartbeat-interval-ms"))
-    .option("--shutdown-flush-ms <n>", "how long SIGTERM may spend flushing sinks (default 5000)", integer("--shutdown-flush-ms"))
-    .option("--metrics-port <n>", "port of the /metrics, /healthz, /readyz server on 127.0.0.1 (default 9464, 0 = any)", integer("--metrics-port"))
+  addConfigOptions(program.command("run").description("run the agent: poll IMDS scheduled events and forward transitions to the sinks"))
     .option("--replay-from <time|seq>", "send the records still held in the outbox from this ISO time or outbox sequence number on to every sink again (backfills a new sink)")
-    .addHelpText(
-      "after",
-      `\nEnvironment variables:\n${Object.entries(environmentVariables)
-        .map(([k, v]) => `  ${k.padEnd(28)} ${v.field}`)
-        .join("\n")}\n\nExit codes: 0 stopped cleanly, 2 invalid configuration, 75 data directory in use by another sef, 78 store unusable, 1 unexpected failure.`,
-    )
     .action(async (opts: Record<string, unknown>) => {
       const code = await runAgent(opts);
       process.exitCode = code;
@@ -71,48 +48,40 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
   setFlagsFromString("--liftoff-only");
   let loaded;
   try {
-    loaded = loadConfig({
-      file: opts.config as string | undefined,
-      flags: {
-        imdsUrl: opts.imdsUrl,
-        apiVersion: opts.apiVersion,
-        pollIntervalMs: opts.pollIntervalMs,
-        dataDir: opts.dataDir,
-        sinks: opts.sink,
-        logLevel: opts.logLevel,
-        heartbeatIntervalMs: opts.heartbeatIntervalMs,
-        shutdownFlushMs: opts.shutdownFlushMs,
-        metricsPort: opts.metricsPort,
-      },
-    });
+    loaded = loadFromOptions(opts);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`sef: ${err.message}\n`);
-      return exitCodes.config;
-    }
+    if (err instanceof ConfigError) return reportConfigError(err);
     throw err;
   }
   const { config, sinkSettings } = loaded;
   let replayFrom: ReplayFrom | undefined;
   if (opts.replayFrom !== undefined) {
     replayFrom = parseReplayFrom(String(opts.replayFrom));
-    if (!replayFrom) {
-      process.stderr.write(`sef: --replay-from must be an ISO time (2024-05-01T12:00:00Z) or an outbox sequence number, got "${String(opts.replayFrom)}"\n`);
-      return exitCodes.config;
-    }
+    if (!replayFrom) return reportConfigError(new ConfigError([`--replay-from: must be an ISO time (2024-05-01T12:00:00Z) or an outbox sequence number, got "${String(opts.replayFrom)}"`]));
   }
   const logger = createLogger({ level: config.logLevel });
+  await routeDebugOutput(logger);
+  const exposed = secretFileWarning(loaded.file, config);
+  if (exposed !== undefined) {
+    logger.warn(exposed, `config file holds a secret and other users may read it: chmod o-r ${exposed.file} (or move the secret to an environment variable)`);
+  }
   const lock = lockDataDir(config.dataDir, logger);
   if (typeof lock === "number") return lock;
   try {
-    return await runLocked(config, sinkSettings, logger, replayFrom);
+    // Listening from the start: a SIGTERM during start-up is a clean stop (exit 0), not a death by signal.
+    const stop = listenForStop(logger, config.shutdownFlushMs, exitCodes.ok);
+    try {
+      return await runUntilStopped(config, sinkSettings, logger, stop, replayFrom);
+    } finally {
+      stop.dispose();
+    }
   } finally {
     lock.release();
   }
 }
 
 /** Takes the data directory for this process, or says why not and returns the exit code. */
-function lockDataDir(dataDir: string, logger: ReturnType<typeof createLogger>): DataDirLock | number {
+function lockDataDir(dataDir: string, logger: Logger): DataDirLock | number {
   try {
     return acquireDataDir(dataDir);
   } catch (err) {
@@ -126,29 +95,8 @@ function lockDataDir(dataDir: string, logger: ReturnType<typeof createLogger>): 
   }
 }
 
-async function runLocked(
-  config: ReturnType<typeof loadConfig>["config"],
-  sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
-  logger: ReturnType<typeof createLogger>,
-  replayFrom: ReplayFrom | undefined,
-): Promise<number> {
-  // Listening from the start: a SIGTERM during start-up is a clean stop (exit 0), not a death by signal.
-  const stop = listenForStop(logger, config.shutdownFlushMs, exitCodes.ok);
-  try {
-    return await runUntilStopped(config, sinkSettings, logger, stop, replayFrom);
-  } finally {
-    stop.dispose();
-  }
-}
-
-async function runUntilStopped(
-  config: ReturnType<typeof loadConfig>["config"],
-  sinkSettings: ReturnType<typeof loadConfig>["sinkSettings"],
-  logger: ReturnType<typeof createLogger>,
-  stop: StopSignal,
-  replayFrom: ReplayFrom | undefined,
-): Promise<number> {
-  const metrics = new AgentMetrics();
+async function runUntilStopped(config: AgentConfig, sinkSettings: SinkSettings, logger: Logger, stop: StopSignal, replayFrom: ReplayFrom | undefined): Promise<number> {
+  const metrics = new AgentMetrics({ processMetrics: true });
   const sinks: Sink[] = [];
   let agent: Agent;
   let imdsEndpoint: EndpointDiscovery;
@@ -157,6 +105,7 @@ async function runUntilStopped(
       const { type, argument } = parseSinkSpec(spec);
       sinks.push(await findSinkFactory(type).create({ argument, settings: sinkSettings[type], context: { logger, dataDir: config.dataDir, agentVersion, metrics } }));
     }
+    metrics.initSinks(sinks.map((s) => s.name));
     imdsEndpoint = new EndpointDiscovery({ explicitUrl: config.imdsUrl, settings: config.imdsDiscovery, clock: systemClock, logger, registry: metrics.registry });
     agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics, imdsEndpoint, ...(replayFrom ? { replayFrom } : {}) });
   } catch (err) {
@@ -166,10 +115,7 @@ async function runUntilStopped(
       process.stderr.write(`sef: ${err.message}\n`);
       return exitCodes.store;
     }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`sef: ${err.message}\n`);
-      return exitCodes.config;
-    }
+    if (err instanceof ConfigError) return reportConfigError(err);
     logger.fatal({ err }, "agent could not start");
     return exitCodes.fatal;
   }
@@ -185,12 +131,13 @@ async function runUntilStopped(
       return exitCodes.ok;
     }
     services = await startAgentServices(agent, config, logger, systemClock, imdsEndpoint);
-    if (services.metricsUrl) process.stderr.write(`sef: metrics on ${services.metricsUrl}/metrics\n`);
   } catch (err) {
     await agent.stop();
-    if (err instanceof ConfigError) {
-      process.stderr.write(`sef: ${err.message}\n`);
-      return exitCodes.config;
+    if (err instanceof ConfigError) return reportConfigError(err);
+    const bindProblem = metricsBindProblem(err, config);
+    if (bindProblem !== undefined) {
+      logger.fatal({ err }, bindProblem);
+      return reportConfigError(new ConfigError([bindProblem]));
     }
     logger.fatal({ err }, "agent services could not start");
     return exitCodes.fatal;
@@ -209,4 +156,16 @@ export function parseReplayFrom(text: string): ReplayFrom | undefined {
   if (/^\d+$/.test(text.trim())) return { seq: Number(text.trim()) };
   const ms = Date.parse(text);
   return Number.isNaN(ms) ? undefined : { sinceMs: ms };
+}
+
+/** A metrics/health port that cannot be bound is a configuration problem (exit 2): the message names the address. */
+function metricsBindProblem(err: unknown, config: AgentConfig): string | undefined {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== "EADDRINUSE" && code !== "EACCES" && code !== "EADDRNOTAVAIL") return undefined;
+  const port = config.metricsPort ?? config.metrics.port;
+  const why = code === "EADDRINUSE" ? "is already in use" : code === "EACCES" ? "may not be bound by this user" : "is not an address of this machine";
+  return (
+    `metrics.port: ${config.metrics.host}:${port} ${why} (${code}); ` +
+    `set metrics.port, --metrics-port or SEF_METRICS_PORT to a free port, or metrics.enabled to false`
+  );
 }

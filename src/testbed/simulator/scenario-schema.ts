@@ -61,6 +61,12 @@ export const faultSchema = z.discriminatedUnion("kind", [
     ...faultWindow,
   }),
   z.strictObject({
+    kind: z.literal("malformed-event"),
+    /** Served verbatim after the document's real events (e.g. `Resources` as a string): one unreadable event in a valid document. */
+    event: z.json(),
+    ...faultWindow,
+  }),
+  z.strictObject({
     kind: z.literal("reset"),
     ...faultWindow,
   }),

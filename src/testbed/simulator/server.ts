@@ -251,6 +251,11 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
         sendText(res, 200, malformedBody(currentDocument(apiVersion), variant));
         return "200";
       }
+      case "malformed-event": {
+        const document = currentDocument(apiVersion);
+        sendJson(res, 200, { ...document, Events: [...document.Events, fault.event] });
+        return "200";
+      }
       case "huge-body": {
         const size = fault.sizeBytes ?? defaultHugeBodyBytes;
         const document = currentDocument(apiVersion);
