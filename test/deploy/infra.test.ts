@@ -43,8 +43,9 @@ describe("infra/linux/sef.service", () => {
   const service = unit.get("Service") ?? new Map<string, string[]>();
   const one = (key: string): string | undefined => service.get(key)?.at(-1);
 
-  it("runs the packed agent with its config, as a dedicated user with its own state directory", () => {
-    expect(one("ExecStart")).toBe("/usr/bin/node /opt/sef/dist/cli/main.js run --config /etc/sef/config.json");
+  it("runs the packaged agent with its config and secrets file, as a dedicated user with its own state directory", () => {
+    expect(one("ExecStart")).toBe("/usr/bin/sef run --config /etc/sef/config.json");
+    expect(one("EnvironmentFile")).toBe("-/etc/sef/sef.env");
     expect(one("User")).toBe("sef");
     expect(one("StateDirectory")).toBe("sef");
     expect(one("LogsDirectory")).toBe("sef");
@@ -85,8 +86,8 @@ describe("infra/linux/sef.service", () => {
       expect(existsSync("/usr/bin/systemd-analyze")).toBe(false);
       return;
     }
-    // verify checks that ExecStart's binary exists: point it at this Node when /usr/bin/node is absent.
-    const unitText = existsSync("/usr/bin/node") ? text : text.replace("ExecStart=/usr/bin/node", `ExecStart=${process.execPath}`);
+    // verify checks that ExecStart's binary exists: point it at this Node when the package is not installed here.
+    const unitText = existsSync("/usr/bin/sef") ? text : text.replace("ExecStart=/usr/bin/sef", `ExecStart=${process.execPath}`);
     const path = join(scratch, "sef.service");
     writeFileSync(path, unitText);
     const result = spawnSync("systemd-analyze", ["verify", path], { encoding: "utf8" });
