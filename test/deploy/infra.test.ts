@@ -115,8 +115,7 @@ describe("infra/linux/install.sh", () => {
     expect(spawnSync("bash", ["-n", script]).status).toBe(0);
   });
 
-  it("is shellcheck-clean where shellcheck exists", () => {
-    if (!hasTool("shellcheck")) return expect(hasTool("shellcheck")).toBe(false);
+  it("is shellcheck-clean (.ci/run installs shellcheck)", () => {
     const result = spawnSync("shellcheck", ["-s", "bash", script], { encoding: "utf8" });
     expect(result.stdout).toBe("");
     expect(result.status).toBe(0);
@@ -125,24 +124,26 @@ describe("infra/linux/install.sh", () => {
   it("--help prints usage and exits 0", () => {
     const result = run("--help");
     expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/^Usage: install\.sh --tarball FILE/);
+    expect(result.stdout).toMatch(/^Usage: install\.sh --package FILE/);
     expect(result.stdout).toContain("--config FILE");
+    expect(result.stdout).toContain("--env-file FILE");
   });
 
   it("rejects unknown arguments and missing inputs before touching the system", () => {
     const unknown = run("--frobnicate");
     expect(unknown.status).not.toBe(0);
     expect(unknown.stderr).toContain("unknown argument: --frobnicate");
-    const noTarball = run();
-    expect(noTarball.status).not.toBe(0);
-    expect(noTarball.stderr).toContain("--tarball is required");
-    const missing = run("--tarball", join(scratch, "nope.tgz"));
-    expect(missing.stderr).toContain("no such tarball");
-    const tgz = join(scratch, "sef.tgz");
-    writeFileSync(tgz, "");
-    const noUnit = run("--tarball", tgz, "--unit", join(scratch, "nope.service"));
-    expect(noUnit.status).not.toBe(0);
-    expect(noUnit.stderr).toContain("no such unit file");
+    const noPackage = run();
+    expect(noPackage.status).not.toBe(0);
+    expect(noPackage.stderr).toContain("--package is required");
+    const missing = run("--package", join(scratch, "nope.deb"));
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toContain("no such package");
+    const deb = join(scratch, "sef.deb");
+    writeFileSync(deb, "");
+    const noConfig = run("--package", deb, "--config", join(scratch, "nope.json"));
+    expect(noConfig.status).not.toBe(0);
+    expect(noConfig.stderr).toContain("no such config file");
   });
 });
 
@@ -153,15 +154,27 @@ describe("infra/linux/cloud-init.yaml", () => {
     expect(text, "run: npx tsx test/deploy/generate.ts").toBe(renderCloudInit());
   });
 
-  it("is #cloud-config YAML that installs nodejs and npm and runs the install script", () => {
+  it("is #cloud-config YAML that downloads the package and runs the install script (no nodejs, no npm)", () => {
     expect(text.split("\n")[0]).toBe("#cloud-config");
     const data = parse(text) as { packages: string[]; write_files: { path: string; content: string }[]; runcmd: string[][] };
-    expect(data.packages).toEqual(expect.arrayContaining(["nodejs", "npm"]));
+    expect(data.packages).not.toEqual(expect.arrayContaining(["nodejs"]));
+    expect(data.packages).not.toEqual(expect.arrayContaining(["npm"]));
+    expect(text).not.toMatch(/npm (install|ci)/);
     const byPath = new Map(data.write_files.map((f) => [f.path, f.content]));
     expect(byPath.get(`${installerDir}/install.sh`)).toBe(read("infra/linux/install.sh"));
-    expect(byPath.get(`${installerDir}/sef.service`)).toBe(read("infra/linux/sef.service"));
+    expect(byPath.get(`${installerDir}/package-url`)).toMatch(/\.deb\n$/);
     expect(JSON.parse(byPath.get(`${installerDir}/config.json`) ?? "")).toEqual(JSON.parse(read("infra/config/both.json")));
-    expect(data.runcmd.flat().join(" ")).toContain("./install.sh --tarball sef.tgz --config config.json");
+    expect(data.runcmd.flat().join(" ")).toContain('./install.sh --package "${file}" --config config.json');
+  });
+
+  it("its runcmd is shellcheck-clean bash", () => {
+    const data = parse(text) as { runcmd: string[][] };
+    for (const command of data.runcmd) {
+      expect(command.slice(0, 2)).toEqual(["bash", "-c"]);
+      const result = spawnSync("shellcheck", ["-s", "bash", "-"], { input: `#!/usr/bin/env bash\n${command[2]}\n`, encoding: "utf8" });
+      expect(result.stdout).toBe("");
+      expect(result.status).toBe(0);
+    }
   });
 });
 
