@@ -9,6 +9,7 @@ import { parse } from "yaml";
 import { streamName } from "../../src/contract/stream-schema.js";
 import { repoRoot } from "./support/bicep.js";
 import { cloudInitPath, installerDir, renderCloudInit } from "./support/cloud-init.js";
+import { powershellSyntaxErrors } from "./support/powershell.js";
 
 const read = (path: string): string => readFileSync(join(repoRoot, path), "utf8");
 const scratch = mkdtempSync(join(tmpdir(), "sef-deploy-"));
@@ -181,25 +182,33 @@ describe("infra/linux/cloud-init.yaml", () => {
 describe("infra/windows/install.ps1", () => {
   const text = read("infra/windows/install.ps1");
 
-  it("runs the agent at boot as SYSTEM from a scheduled task with a restart loop, data under ProgramData", () => {
-    expect(text).toContain("New-ScheduledTaskTrigger -AtStartup");
-    expect(text).toContain('New-ScheduledTaskPrincipal -UserId "SYSTEM"');
-    expect(text).toContain("-ExecutionTimeLimit ([TimeSpan]::Zero)");
-    expect(text).toMatch(/-RestartCount \d+/);
-    expect(text).toContain('$DataRoot = Join-Path $env:ProgramData "sef"');
-    expect(text).toContain("while (`$true)");
-    expect(text).toContain('"install", "--omit=dev"');
+  it("is a thin wrapper around the zip's WinSW service, config written as UTF-8 without BOM, no npm", () => {
+    expect(text).toContain('Invoke-Checked $Wrapper @("install")');
+    expect(text).toContain("Start-Service -Name $ServiceName");
+    expect(text).toContain("$Utf8NoBom = New-Object Text.UTF8Encoding $false");
+    expect(text).toContain("[IO.File]::WriteAllText($ConfigFile, ($config | ConvertTo-Json -Depth 20), $Utf8NoBom)");
+    expect(text).not.toMatch(/Set-Content|Out-File|ScheduledTask|npm/);
+    expect(text).toContain('"*S-1-5-18:(OI)(CI)F", "*S-1-5-32-544:(OI)(CI)F"');
+    expect(text).toContain("/readyz");
     expect(text).toMatch(/^\$ErrorActionPreference = "Stop"$/m);
   });
 
-  it("parses with PowerShell where pwsh exists", () => {
-    if (!hasTool("pwsh")) return expect(hasTool("pwsh")).toBe(false);
-    const check =
-      "$e = $null; [System.Management.Automation.Language.Parser]::ParseFile($args[0], [ref]$null, [ref]$e) | Out-Null; " +
-      "if ($e.Count) { $e | ForEach-Object { $_.Message }; exit 1 }";
-    const result = spawnSync("pwsh", ["-NoProfile", "-Command", check, join(repoRoot, "infra/windows/install.ps1")], { encoding: "utf8" });
-    expect(result.stdout).toBe("");
-    expect(result.status).toBe(0);
+  it("parses as PowerShell (tree-sitter-powershell; Microsoft's parser needs pwsh, which no registry here ships)", async () => {
+    const errors = await powershellSyntaxErrors(text);
+    expect(errors).toEqual([]);
+    expect(await powershellSyntaxErrors('function f( { $x = "\n')).not.toEqual([]);
+  });
+});
+
+describe("infra/windows/sef-service.xml (WinSW)", () => {
+  const xml = read("infra/windows/sef-service.xml");
+
+  it("runs node.exe on the launcher, stops with Ctrl+C and a timeout, restarts on failure, rolls its logs", () => {
+    expect(xml).toContain("<executable>%BASE%\\node.exe</executable>");
+    expect(xml).toContain('"%BASE%\\sef-service.mjs" run --config "%ProgramData%\\sef\\config.json"');
+    expect(xml).toContain("<stopparentprocessfirst>true</stopparentprocessfirst>");
+    expect(xml).toMatch(/<onfailure action="restart" delay="10 sec"\/>/);
+    expect(xml).toMatch(/<log mode="roll-by-size">/);
   });
 });
 
