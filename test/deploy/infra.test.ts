@@ -1,7 +1,7 @@
 // The VM install artifacts: the hardened systemd unit (and `systemd-analyze verify` where the tool exists), the
 // install script's interface, the cloud-init user data, the Windows installer and the example agent configs.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -250,4 +250,93 @@ describe("infra/config examples", () => {
       if (eh) expect(eh.fullyQualifiedNamespace).toMatch(/^[a-z][a-z0-9-]+\.servicebus\.windows\.net$/i);
     });
   }
+});
+
+describe("infra/linux/sef-privileged-hooks.conf (drop-in for drain-then-approve hooks)", () => {
+  /** `systemd-analyze security --offline` over a root holding the unit (and the drop-in when asked): systemd's own reading. */
+  function security(withDropIn: boolean): { exposure: number; failing: Set<string> } {
+    const root = mkdtempSync(join(scratch, "unit-root-"));
+    const unitDir = join(root, "usr/lib/systemd/system");
+    mkdirSync(unitDir, { recursive: true });
+    writeFileSync(join(unitDir, "sef.service"), read("infra/linux/sef.service"));
+    if (withDropIn) {
+      mkdirSync(join(root, "etc/systemd/system/sef.service.d"), { recursive: true });
+      writeFileSync(join(root, "etc/systemd/system/sef.service.d/privileged-hooks.conf"), read("infra/linux/sef-privileged-hooks.conf"));
+    }
+    const args = ["security", "--offline=true", `--root=${root}`, "--no-pager", "sef.service"];
+    const text = spawnSync("systemd-analyze", args, { encoding: "utf8" });
+    const json = spawnSync("systemd-analyze", [...args, "--json=short"], { encoding: "utf8" });
+    const exposure = Number(/Overall exposure level for sef\.service: ([\d.]+)/.exec(text.stdout)?.[1] ?? NaN);
+    const checks = JSON.parse(json.stdout) as { json_field: string; set: boolean | null }[];
+    return { exposure, failing: new Set(checks.filter((c) => c.set === false).map((c) => c.json_field)) };
+  }
+
+  it("the base unit is sandboxed (systemd rates it OK) and the drop-in lifts exactly what a drain needs", () => {
+    const base = security(false);
+    const relaxed = security(true);
+    expect(base.exposure).toBeLessThanOrEqual(2);
+    expect(base.failing.has("UserOrDynamicUser")).toBe(false);
+    expect(base.failing.has("NoNewPrivileges")).toBe(false);
+    // root (kubectl's config, systemctl), new privileges (sudo), all capabilities, no syscall filter, writable /.
+    for (const field of ["UserOrDynamicUser", "NoNewPrivileges", "CapabilityBoundingSet_CAP_SYS_BOOT", "CapabilityBoundingSet_CAP_KILL", "SystemCallFilter_privileged", "RestrictSUIDSGID", "ProtectSystem", "ProtectHome"]) {
+      expect(relaxed.failing.has(field), field).toBe(true);
+      expect(base.failing.has(field), field).toBe(false);
+    }
+    expect(relaxed.exposure).toBeGreaterThan(base.exposure);
+  });
+
+  it("documents how to install it, as the README does", () => {
+    const dropIn = read("infra/linux/sef-privileged-hooks.conf");
+    expect(dropIn).toContain("/etc/systemd/system/sef.service.d/privileged-hooks.conf");
+    expect(dropIn).toMatch(/^\[Service\]$/m);
+    expect(read("README.md")).toContain("sef-privileged-hooks.conf");
+  });
+});
+
+describe("infra/container/Dockerfile and infra/helm/sef", () => {
+  it("the image is a pinned digest, runs as non-root, and starts the bundle on the shipped runtime", () => {
+    const dockerfile = read("infra/container/Dockerfile");
+    expect(dockerfile).toMatch(/^FROM [^\s@]+@sha256:[0-9a-f]{64}$/m);
+    expect(dockerfile).toMatch(/^USER 65532:65532$/m);
+    expect(dockerfile).toContain('ENTRYPOINT ["/opt/sef/node", "/opt/sef/sef.mjs"]');
+  });
+
+  const chartDir = join(repoRoot, "infra/helm/sef");
+  const values = parse(read("infra/helm/sef/values.yaml")) as Record<string, unknown>;
+
+  it("Chart.yaml is a v2 chart at the package's version", () => {
+    const chart = parse(read("infra/helm/sef/Chart.yaml")) as Record<string, string>;
+    const version = (JSON.parse(read("package.json")) as { version: string }).version;
+    expect(chart).toMatchObject({ apiVersion: "v2", name: "sef", appVersion: version, version });
+  });
+
+  it("every .Values path the templates use exists in values.yaml (no helm here to render: checked statically)", () => {
+    const lookup = (path: string[]): unknown => path.reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], values);
+    const missing: string[] = [];
+    for (const name of readdirSync(join(chartDir, "templates"))) {
+      const text = readFileSync(join(chartDir, "templates", name), "utf8");
+      for (const match of text.matchAll(/\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)/g)) {
+        if (lookup(match[1]!.slice(1).split(".")) === undefined) missing.push(`${name}: .Values${match[1]}`);
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(lookup(["nope"])).toBeUndefined();
+  });
+
+  it("the DaemonSet runs on the host network (IMDS), keeps its data on a hostPath, non-root, with workload identity or a secret", () => {
+    const ds = read("infra/helm/sef/templates/daemonset.yaml");
+    expect(ds).toMatch(/^kind: DaemonSet$/m);
+    expect(ds).toContain("hostNetwork: true");
+    expect(ds).toMatch(/hostPath:\n\s+path: \{\{ \.Values\.dataHostPath \}\}/);
+    expect(ds).toContain("runAsNonRoot: true");
+    expect(ds).toContain("readOnlyRootFilesystem: true");
+    expect(ds).toContain('azure.workload.identity/use: "true"');
+    expect(ds).toContain("secretRef:");
+    expect(read("infra/helm/sef/templates/serviceaccount.yaml")).toContain("azure.workload.identity/client-id");
+    // The manifests are YAML once the template actions are gone (a structural check, not a render).
+    for (const name of readdirSync(join(chartDir, "templates")).filter((n) => n.endsWith(".yaml"))) {
+      const stripped = readFileSync(join(chartDir, "templates", name), "utf8").replace(/^\s*\{\{-?[^}]*\}\}\s*$/gm, "").replace(/\{\{[^}]*\}\}/g, "x");
+      expect(() => parse(stripped), name).not.toThrow();
+    }
+  });
 });

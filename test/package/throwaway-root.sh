@@ -3,7 +3,7 @@
 # test/package/deb-install.test.ts. Run inside `unshare --mount`: the root is an overlay over this machine's own
 # Debian (so dpkg, useradd and the libraries are real) whose writes land in a scratch directory; nothing on the
 # machine itself changes. Prints one "ok: ..." line per check; exits non-zero at the first failure.
-# Usage: throwaway-root.sh SCRATCH_DIR DEB IMDS_URL
+# Usage: throwaway-root.sh SCRATCH_DIR DEB IMDS_URL|--install-only
 set -euo pipefail
 
 scratch="$1"
@@ -33,6 +33,7 @@ in_root getent passwd sef >/dev/null || fail "no system user sef"
 [[ "$(in_root stat -c '%a %U %G' /etc/sef)" == "750 root sef" ]] || fail "/etc/sef is $(in_root stat -c '%a %U %G' /etc/sef)"
 echo "ok: user sef, /etc/sef 0750 and its files 0640 root:sef"
 echo "ok: version $(in_root /usr/bin/sef --version)"
+[[ "${imds_url}" != "--install-only" ]] || exit 0
 
 # The agent as the service runs it (user sef, config from /etc/sef, state in /var/lib/sef as StateDirectory= makes it).
 in_root install -d -o sef -g sef -m 0750 /var/lib/sef
