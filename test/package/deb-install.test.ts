@@ -2,11 +2,13 @@
 // user and permissions, the agent runs from it as user sef against the IMDS simulator and writes a record, upgrade
 // keeps config and data, remove keeps them, purge deletes them. Also the .tar.gz runs from wherever it is unpacked.
 import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
+import { buildArtifacts } from "../../infra/package/main.js";
 import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "sef-deb-install-"));
@@ -70,4 +72,13 @@ describe("the .tar.gz", () => {
     expect(readFileSync(join(top, "share", "sef", "sef.service"), "utf8")).toBe(readFileSync(join(repoRoot, "infra/linux/sef.service"), "utf8"));
     expect(statSync(join(top, "install.sh")).mode & 0o111).not.toBe(0);
   });
+});
+
+describe("reproducible builds", () => {
+  const sha256 = (file: string): string => createHash("sha256").update(readFileSync(file)).digest("hex");
+
+  it("building the .tar.gz again from the same inputs gives the same bytes", async () => {
+    const [again] = await buildArtifacts({ repoRoot, targets: ["tar-x64"], outDir: join(scratch, "again") });
+    expect(sha256(again!)).toBe(sha256(artifacts["tar-x64"]!));
+  }, 300_000);
 });
