@@ -125,7 +125,7 @@ export function buildRpm(inputs: LinuxInputs, root: string): string {
   const specFile = join(top, "SPECS", "sef.spec");
   writeFileSync(specFile, spec);
   execFileSync("rpmbuild", [
-    "-bb", "--target", `${rpmArch[inputs.arch]}-linux`, specFile,
+    "-bb", "--quiet", "--target", `${rpmArch[inputs.arch]}-linux`, specFile,
     "--define", `_topdir ${top}`,
     "--define", "_buildhost sef-build",
     "--define", "use_source_date_epoch_as_buildtime 1",
