@@ -1,6 +1,6 @@
 // The artifacts the package tests inspect: the ones `.ci/run` built (SEF_PACKAGE_DIR), else built here once per
 // test file with `npm run package`'s own code into a scratch directory.
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { buildArtifacts, type Target } from "../../infra/package/main.js";
@@ -13,12 +13,21 @@ export const artifactNames: Readonly<Record<"deb-x64" | "tar-x64", string>> = {
   "tar-x64": `sef-${packageVersion}-linux-x64.tar.gz`,
 };
 
+/** Artifacts built here for this process, deleted at exit (SEF_PACKAGE_DIR's are left alone). */
+const builtHere: string[] = [];
+process.once("exit", () => {
+  for (const dir of builtHere) rmSync(dir, { recursive: true, force: true });
+});
+
 /** Paths of the requested artifacts, built now unless SEF_PACKAGE_DIR already holds them. */
 export async function linuxArtifacts(targets: readonly ("deb-x64" | "tar-x64")[]): Promise<Record<string, string>> {
   const prebuilt = process.env.SEF_PACKAGE_DIR;
   const dir = prebuilt !== undefined && targets.every((t) => existsSync(join(prebuilt, artifactNames[t])))
     ? prebuilt
     : mkdtempSync(join(tmpdir(), "sef-artifacts-"));
-  if (dir !== prebuilt) await buildArtifacts({ repoRoot, targets: targets as Target[], outDir: dir });
+  if (dir !== prebuilt) {
+    builtHere.push(dir);
+    await buildArtifacts({ repoRoot, targets: targets as Target[], outDir: dir });
+  }
   return Object.fromEntries(targets.map((t) => [t, join(dir, artifactNames[t])]));
 }
