@@ -81,6 +81,17 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
     expect(agentSources.flatMap(importSpecifiers).filter((s) => s === "rhea" || s.startsWith("rhea/"))).toEqual([]);
   });
 
+  it("is the same bytes when built again from the same inputs", async () => {
+    const again = mkdtempSync(join(tmpdir(), "sef-bundle-again-"));
+    try {
+      const second = await bundleAgent(repoRoot, again, "9.8.7-test");
+      expect(second.files).toEqual(bundle.files);
+      for (const file of bundle.files) expect(readFileSync(join(again, file)).equals(readFileSync(join(outDir, file))), file).toBe(true);
+    } finally {
+      rmSync(again, { recursive: true, force: true });
+    }
+  });
+
   it("stamps the version given at build time and keeps the Azure SDKs in lazily loaded chunks", () => {
     const entry = readFileSync(join(outDir, "sef.mjs"), "utf8");
     expect(entry).toContain('"9.8.7-test"');
