@@ -46,7 +46,8 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
     if (wanted("tar")) written.push(buildTarball(inputs));
   }
   if (targets.includes("zip-win-x64")) {
-    written.push(buildWindowsZip({ repoRoot, version, bundleDir, runtime: fetchRuntime("win-x64", cacheDir), cacheDir, epochS, outDir }));
+    const nodeLicense = fetchRuntime("linux-x64", cacheDir).license;
+    written.push(buildWindowsZip({ repoRoot, version, bundleDir, runtime: fetchRuntime("win-x64", cacheDir), nodeLicense, cacheDir, epochS, outDir }));
   }
   rmSync(workDir, { recursive: true, force: true });
   return written;

