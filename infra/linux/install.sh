@@ -66,6 +66,9 @@ done
 command -v systemctl >/dev/null || die "systemctl not found: sef runs as a systemd service"
 package="$(readlink -f -- "${package}")"
 
+# systemd is PID 1 (not so in an image build or a chroot: the unit is then enabled for the next boot only).
+systemd_running() { [[ -d /run/systemd/system ]]; }
+
 install_tarball() {
   local stage
   stage="$(mktemp -d "${TAR_PREFIX}.stage.XXXXXX")"
@@ -88,7 +91,7 @@ install_tarball() {
   [[ -f "${CONFIG_FILE}" ]] || install -o root -g sef -m 0640 "${TAR_PREFIX}/share/sef/config.json" "${CONFIG_FILE}"
   [[ -f "${ENV_FILE}" ]] || install -o root -g sef -m 0640 "${TAR_PREFIX}/share/sef/sef.env" "${ENV_FILE}"
   install -o root -g root -m 0644 "${TAR_PREFIX}/share/sef/sef.service" "/etc/systemd/system/${SERVICE}"
-  systemctl daemon-reload
+  if systemd_running; then systemctl daemon-reload; fi
   systemctl enable "${SERVICE}"
 }
 
@@ -112,19 +115,20 @@ case "${package}" in
 esac
 [[ -x /usr/bin/sef ]] || die "/usr/bin/sef is missing after installing ${package}"
 
-# 2. Config and secrets: readable by root and the service's group only.
-if [[ -n "${config}" ]]; then install -o root -g sef -m 0640 "${config}" "${CONFIG_FILE}"; fi
-if [[ -n "${env_file}" ]]; then install -o root -g sef -m 0640 "${env_file}" "${ENV_FILE}"; fi
-
-# 3. The config must be accepted before the service is (re)started on it.
-if /usr/bin/sef check-config --help >/dev/null 2>&1; then
-  /usr/bin/sef check-config --config "${CONFIG_FILE}" || die "${CONFIG_FILE} is not a valid sef config (see above)"
+# 2. The config must be accepted before it replaces the installed one and the service is (re)started on it.
+candidate="${config:-${CONFIG_FILE}}"
+if /usr/bin/sef --help 2>/dev/null | grep -Eq '^ +check-config( |$)'; then
+  /usr/bin/sef check-config --config "${candidate}" || die "${candidate} is not a valid sef config (see above)"
 else
   /usr/bin/sef run --help >/dev/null || die "/usr/bin/sef does not run"
   node="$(dirname -- "$(readlink -f /usr/bin/sef)")/../lib/sef/node"
-  "${node}" -e 'JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"))' "${CONFIG_FILE}" ||
-    die "${CONFIG_FILE} is not valid JSON"
+  "${node}" -e 'JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"))' "${candidate}" ||
+    die "${candidate} is not valid JSON"
 fi
+
+# 3. Config and secrets: readable by root and the service's group only.
+if [[ -n "${config}" ]]; then install -o root -g sef -m 0640 "${config}" "${CONFIG_FILE}"; fi
+if [[ -n "${env_file}" ]]; then install -o root -g sef -m 0640 "${env_file}" "${ENV_FILE}"; fi
 
 if [[ "${start}" -eq 0 ]]; then
   echo "sef installed, not started: $(/usr/bin/sef --version) (config ${CONFIG_FILE})"
@@ -132,6 +136,7 @@ if [[ "${start}" -eq 0 ]]; then
 fi
 
 # 4. (Re)start and check: active, and /readyz answers 200 within the timeout.
+systemd_running || die "systemd is not running here: install with --no-start, the service starts at the next boot"
 systemctl restart "${SERVICE}" || service_failed "systemctl restart ${SERVICE}"
 node="$(dirname -- "$(readlink -f /usr/bin/sef)")/../lib/sef/node"
 # shellcheck disable=SC2016 # a JavaScript template literal, not a shell expansion

@@ -1,6 +1,7 @@
 // The .deb on a throwaway root (an overlay over this machine's Debian, see throwaway-root.sh): installs with its
 // user and permissions, the agent runs from it as user sef against the IMDS simulator and writes a record, upgrade
-// keeps config and data, remove keeps them, purge deletes them. Also the .tar.gz runs from wherever it is unpacked.
+// keeps config and data, remove keeps them, purge deletes them; install.sh installs the .tar.gz and refuses a broken
+// config. Also the .tar.gz runs from wherever it is unpacked and is rebuilt byte for byte.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -44,7 +45,7 @@ describe("the .deb", () => {
   it("installs on a throwaway root; the agent runs from it as user sef and a record arrives; upgrade, remove, purge", async () => {
     const sim = await startSimulator({ scenario: "live-migration", speed: 100 });
     try {
-      const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url], 120_000);
+      const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url, artifacts["tar-x64"]!, join(repoRoot, "infra/linux/install.sh")], 150_000);
       const log = `${result.stdout}\n${result.stderr}`;
       expect(result.code, log).toBe(0);
       expect(result.stdout).toMatch(/^ok: installed in \d+ ms$/m);
@@ -55,10 +56,12 @@ describe("the .deb", () => {
       for (const line of ["ok: upgrade keeps config and data", "ok: remove keeps config and data", "ok: purge deletes config and data"]) {
         expect(result.stdout).toContain(line);
       }
+      expect(result.stdout).toContain(`ok: install.sh installed the tarball: ${packageVersion}`);
+      expect(result.stdout).toMatch(/^ok: install\.sh fails loudly on a broken config: install\.sh: FAILED: /m);
     } finally {
       await sim.close();
     }
-  }, 150_000);
+  }, 180_000);
 });
 
 describe("the .tar.gz", () => {

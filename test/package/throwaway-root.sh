@@ -3,12 +3,14 @@
 # test/package/deb-install.test.ts. Run inside `unshare --mount`: the root is an overlay over this machine's own
 # Debian (so dpkg, useradd and the libraries are real) whose writes land in a scratch directory; nothing on the
 # machine itself changes. Prints one "ok: ..." line per check; exits non-zero at the first failure.
-# Usage: throwaway-root.sh SCRATCH_DIR DEB IMDS_URL|--install-only
+# Usage: throwaway-root.sh SCRATCH_DIR DEB IMDS_URL|--install-only [TARBALL INSTALL_SH]
 set -euo pipefail
 
 scratch="$1"
 deb="$2"
 imds_url="$3"
+tarball="${4:-}"
+install_sh="${5:-}"
 root="${scratch}/root"
 mkdir -p "${scratch}/upper" "${scratch}/work" "${root}"
 mount -t overlay overlay -o "lowerdir=/,upperdir=${scratch}/upper,workdir=${scratch}/work" "${root}"
@@ -64,3 +66,24 @@ echo "ok: remove keeps config and data"
 in_root dpkg -P sef >>"${scratch}/dpkg-install.log" 2>&1 || fail "dpkg -P"
 [[ ! -e "${root}/etc/sef" && ! -e "${root}/var/lib/sef" ]] || fail "purge left /etc/sef or /var/lib/sef"
 echo "ok: purge deletes config and data"
+
+# The tarball through install.sh (no systemd here: systemctl ignores daemon-reload in a chroot, --no-start skips the
+# start and readiness check): /opt/sef, /usr/bin/sef, user, config 0640 root:sef, the unit; a bad config fails loudly.
+[[ -n "${tarball}" ]] || exit 0
+cp "${tarball}" "${root}/run/sef-test/sef.tar.gz"
+cp "${install_sh}" "${root}/run/sef-test/install.sh"
+printf '{"sinks":["stdout"]}\n' >"${root}/run/sef-test/config.json"
+in_root bash /run/sef-test/install.sh --package /run/sef-test/sef.tar.gz --config /run/sef-test/config.json --no-start \
+  >"${scratch}/install-sh.log" 2>&1 || { cat "${scratch}/install-sh.log" >&2; fail "install.sh --package sef.tar.gz"; }
+[[ "$(in_root readlink -f /usr/bin/sef)" == /opt/sef/bin/sef ]] || fail "/usr/bin/sef is not linked to /opt/sef"
+[[ "$(in_root stat -c '%a %U %G' /etc/sef/config.json)" == "640 root sef" ]] || fail "install.sh left config.json $(in_root stat -c '%a %U %G' /etc/sef/config.json)"
+[[ -f "${root}/etc/systemd/system/sef.service" ]] || fail "install.sh did not install the unit"
+echo "ok: install.sh installed the tarball: $(in_root /usr/bin/sef --version)"
+printf '{"sinks":' >"${root}/run/sef-test/broken.json"
+if in_root bash /run/sef-test/install.sh --package /run/sef-test/sef.tar.gz --config /run/sef-test/broken.json --no-start \
+  >"${scratch}/install-sh-broken.log" 2>&1; then
+  fail "install.sh accepted a broken config"
+fi
+grep -q "FAILED" "${scratch}/install-sh-broken.log" || fail "install.sh failed without saying so"
+cmp -s "${root}/etc/sef/config.json" "${root}/run/sef-test/config.json" || fail "install.sh replaced the config with a broken one"
+echo "ok: install.sh fails loudly on a broken config: $(grep -m1 FAILED "${scratch}/install-sh-broken.log")"
