@@ -4,7 +4,7 @@
 // config. Also the .tar.gz runs from wherever it is unpacked and is rebuilt byte for byte.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -74,6 +74,10 @@ describe("the .tar.gz", () => {
     expect(version.stdout.trim()).toBe(packageVersion);
     expect(readFileSync(join(top, "share", "sef", "sef.service"), "utf8")).toBe(readFileSync(join(repoRoot, "infra/linux/sef.service"), "utf8"));
     expect(statSync(join(top, "install.sh")).mode & 0o111).not.toBe(0);
+    // infra/container/Dockerfile copies from the unpacked tarball (as ./sef): every COPY source is there.
+    const sources = [...readFileSync(join(repoRoot, "infra/container/Dockerfile"), "utf8").matchAll(/^COPY (?:--\S+ )*sef\/(\S+) /gm)].map((m) => m[1]!);
+    expect(sources.length).toBeGreaterThan(0);
+    for (const source of sources) expect(existsSync(join(top, source)), source).toBe(true);
   });
 });
 
