@@ -19,6 +19,8 @@ export interface PackageOptions {
   readonly outDir?: string;
   /** Runtime download cache (default `<repo>/.package-cache`, gitignored). */
   readonly cacheDir?: string;
+  /** The mtime stamped on every file (default: SOURCE_DATE_EPOCH, else the last commit's time). */
+  readonly epochS?: number;
 }
 
 export async function buildArtifacts(options: PackageOptions): Promise<string[]> {
@@ -27,7 +29,7 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
   const cacheDir = options.cacheDir ?? join(repoRoot, ".package-cache");
   const workDir = join(outDir, ".work");
   const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
-  const epochS = sourceDateEpoch(repoRoot);
+  const epochS = options.epochS ?? sourceDateEpoch(repoRoot);
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
   const bundleDir = join(workDir, "bundle");
