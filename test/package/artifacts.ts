@@ -8,8 +8,11 @@ import { buildArtifacts, type Target } from "../../infra/package/main.js";
 export const repoRoot = resolve(import.meta.dirname, "../..");
 export const packageVersion = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
 
-export const artifactNames: Readonly<Record<"deb-x64" | "tar-x64", string>> = {
+export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64";
+
+export const artifactNames: Readonly<Record<LinuxTarget, string>> = {
   "deb-x64": `sef_${packageVersion}_amd64.deb`,
+  "rpm-x64": `sef-${packageVersion}-1.x86_64.rpm`,
   "tar-x64": `sef-${packageVersion}-linux-x64.tar.gz`,
 };
 
@@ -20,7 +23,7 @@ process.once("exit", () => {
 });
 
 /** Paths of the requested artifacts, built now unless SEF_PACKAGE_DIR already holds them. */
-export async function linuxArtifacts(targets: readonly ("deb-x64" | "tar-x64")[]): Promise<Record<string, string>> {
+export async function linuxArtifacts(targets: readonly LinuxTarget[]): Promise<Record<string, string>> {
   const prebuilt = process.env.SEF_PACKAGE_DIR;
   const dir = prebuilt !== undefined && targets.every((t) => existsSync(join(prebuilt, artifactNames[t])))
     ? prebuilt

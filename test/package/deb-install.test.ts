@@ -1,4 +1,4 @@
-// The .deb on a throwaway root (an overlay over this machine's Debian, see throwaway-root.sh): installs with its
+// The .deb (and the .rpm) on a throwaway root (an overlay over this machine's Debian, see throwaway-root.sh): installs with its
 // user and permissions, the agent runs from it as user sef against the IMDS simulator and writes a record, upgrade
 // keeps config and data, remove keeps them, purge deletes them; install.sh installs the .tar.gz and refuses a broken
 // config. Also the .tar.gz runs from wherever it is unpacked and is rebuilt byte for byte.
@@ -15,7 +15,7 @@ import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
 const scratch = mkdtempSync(join(tmpdir(), "sef-deb-install-"));
 let artifacts: Record<string, string>;
 beforeAll(async () => {
-  artifacts = await linuxArtifacts(["deb-x64", "tar-x64"]);
+  artifacts = await linuxArtifacts(["deb-x64", "rpm-x64", "tar-x64"]);
 }, 600_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -62,6 +62,19 @@ describe("the .deb", () => {
       await sim.close();
     }
   }, 180_000);
+});
+
+describe("the .rpm", () => {
+  it("installs on a throwaway root with its scriptlets (user, permissions); upgrade keeps config and data; erase keeps data", async () => {
+    const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root-rpm.sh"), join(scratch, "rpm"), artifacts["rpm-x64"]!], 120_000);
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+    expect(result.stdout).toContain(`ok: rpm -i: user sef, /etc/sef 0750, config and sef.env 0640 root:sef, version ${packageVersion}`);
+    expect(result.stdout).toContain("ok: rpm -U keeps config and data");
+    expect(result.stdout).toContain("ok: rpm -e keeps data and the edited config (.rpmsave)");
+    const info = spawnSync("rpm", ["-qp", "--queryformat", "%{ARCH} %{VERSION}", artifacts["rpm-x64"]!], { encoding: "utf8" });
+    expect(info.stdout).toBe(`x86_64 ${packageVersion}`);
+    expect(statSync(artifacts["rpm-x64"]!).size).toBeLessThanOrEqual(35 * 1024 * 1024);
+  }, 150_000);
 });
 
 describe("the .tar.gz", () => {
