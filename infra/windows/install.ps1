@@ -1,52 +1,46 @@
 <#
 .SYNOPSIS
-  Installs (or upgrades) the sef agent (Scheduled Events Forwarder) on a Windows VM and runs it at boot.
+  Installs (or upgrades) the sef agent (Scheduled Events Forwarder) as a Windows service, from the unpacked zip.
 
 .DESCRIPTION
-  Node.js is not a native Windows service, so sef runs from a Scheduled Task:
-    - trigger: at system startup; principal: SYSTEM (no stored password, no interactive logon);
-    - action: PowerShell runs run-sef.ps1, a supervisor loop that starts node and restarts it 5 seconds after any
-      exit, so a crash never leaves the VM unwatched (the task's own restart-on-failure is a second layer);
-    - settings: no execution time limit, start when available, run on batteries, one instance only.
-  Files: the agent in C:\Program Files\sef, config and data under C:\ProgramData\sef (SYSTEM and Administrators only),
-  the supervisor's log in C:\ProgramData\sef\logs\supervisor.log, the agent's stderr log next to it.
-  Stopping the task (Stop-ScheduledTask sef) ends node without a console signal: records not yet sent stay in the
-  durable outbox under C:\ProgramData\sef\data and are sent after the next start. Idempotent: run it again to upgrade.
-
-.PARAMETER Tarball
-  The agent package made by `npm pack` (sef-VERSION.tgz).
+  A thin wrapper around the zip's service wrapper (sef-service.exe, WinSW, with sef-service.xml):
+    - copies the zip's files (node.exe, the agent bundle, the wrapper) to C:\Program Files\sef;
+    - writes the config to C:\ProgramData\sef\config.json as UTF-8 without BOM; config, data and logs are readable
+      by Administrators and the service account (LocalSystem) only;
+    - registers the service "sef" (automatic start; restart on failure after 10/30/60 s; exit codes 2 and 78 stop it
+      without restart; logs in C:\ProgramData\sef\logs, rolled at 10 MiB) and starts it;
+    - checks the result: the service is Running and /readyz answers 200 within 30 s, else it throws with the log tail.
+  Stop-Service sef sends Ctrl+C: the agent flushes what the sinks take within shutdownFlushMs and exits; undelivered
+  records stay in C:\ProgramData\sef\data. Run it again to upgrade; install the previous zip the same way to roll back.
+  Needs Windows PowerShell 5.1 or later and .NET Framework 4 (present on every supported Windows Server).
 
 .PARAMETER ConfigPath
   Agent config (JSON) to install as C:\ProgramData\sef\config.json. Optional on upgrades. A dataDir of /var/lib/sef
-  (the Linux default in the example configs) is rewritten to C:\ProgramData\sef\data.
-
-.PARAMETER NodePath
-  node.exe to run (default: the one on PATH). Needs Node.js >= 20.19.
+  (the Linux default in the example configs) or none is set to C:\ProgramData\sef\data.
 
 .PARAMETER NoStart
-  Register the task without starting it now.
+  Register the service without starting it.
 
 .EXAMPLE
-  .\install.ps1 -Tarball .\sef-0.1.0.tgz -ConfigPath .\loganalytics.json
+  Expand-Archive sef-0.1.0-win-x64.zip C:\Temp; C:\Temp\sef-0.1.0-win-x64\install.ps1 -ConfigPath .\loganalytics.json
 #>
 [CmdletBinding()]
 param(
-  [Parameter(Mandatory = $true)][string] $Tarball,
   [string] $ConfigPath = "",
-  [string] $NodePath = "",
   [switch] $NoStart
 )
 
 Set-StrictMode -Version Latest
 $ErrorActionPreference = "Stop"
 
-$TaskName = "sef"
+$ServiceName = "sef"
 $InstallDir = Join-Path $env:ProgramFiles "sef"
 $DataRoot = Join-Path $env:ProgramData "sef"
 $DataDir = Join-Path $DataRoot "data"
 $LogDir = Join-Path $DataRoot "logs"
 $ConfigFile = Join-Path $DataRoot "config.json"
-$Supervisor = Join-Path $InstallDir "run-sef.ps1"
+$Wrapper = Join-Path $InstallDir "sef-service.exe"
+$Utf8NoBom = New-Object Text.UTF8Encoding $false
 
 function Assert-Admin {
   $principal = New-Object Security.Principal.WindowsPrincipal([Security.Principal.WindowsIdentity]::GetCurrent())
@@ -55,85 +49,79 @@ function Assert-Admin {
   }
 }
 
-function Resolve-Node {
-  if ($NodePath -ne "") { $node = $NodePath } else { $node = (Get-Command node.exe -ErrorAction Stop).Source }
-  $version = (& $node -p "process.versions.node").Trim()
-  $parts = $version.Split(".") | ForEach-Object { [int]$_ }
-  if ($parts[0] -lt 20 -or ($parts[0] -eq 20 -and $parts[1] -lt 19)) { throw "Node.js $version is too old: sef needs >= 20.19" }
-  return $node
-}
-
 function Invoke-Checked([string] $File, [string[]] $Arguments) {
   & $File @Arguments
   if ($LASTEXITCODE -ne 0) { throw "$File $($Arguments -join ' ') failed with exit code $LASTEXITCODE" }
 }
 
+function Show-LogTail {
+  Get-ChildItem -LiteralPath $LogDir -Filter "*.log" -ErrorAction SilentlyContinue |
+    Sort-Object LastWriteTime | Select-Object -Last 2 |
+    ForEach-Object { Write-Warning "--- $($_.FullName)"; Get-Content -LiteralPath $_.FullName -Tail 30 | ForEach-Object { Write-Warning $_ } }
+}
+
 Assert-Admin
-if (-not (Test-Path -LiteralPath $Tarball -PathType Leaf)) { throw "no such tarball: $Tarball" }
+$source = $PSScriptRoot
+foreach ($file in @("node.exe", "sef.mjs", "sef-service.exe", "sef-service.xml", "sef-service.mjs")) {
+  if (-not (Test-Path -LiteralPath (Join-Path $source $file) -PathType Leaf)) { throw "$source has no ${file}: run install.ps1 from the unpacked sef zip" }
+}
 if ($ConfigPath -ne "" -and -not (Test-Path -LiteralPath $ConfigPath -PathType Leaf)) { throw "no such config file: $ConfigPath" }
 if ($ConfigPath -eq "" -and -not (Test-Path -LiteralPath $ConfigFile)) { throw "$ConfigFile does not exist: pass -ConfigPath" }
-$node = Resolve-Node
-$npm = Join-Path (Split-Path -Parent $node) "npm.cmd"
-if (-not (Test-Path -LiteralPath $npm)) { $npm = (Get-Command npm.cmd -ErrorAction Stop).Source }
 
-# 1. Directories: config and data readable by SYSTEM and Administrators only.
+# 1. Config, data and logs: Administrators and LocalSystem (the service account) only, nothing inherited.
 foreach ($dir in @($DataRoot, $DataDir, $LogDir)) { New-Item -ItemType Directory -Force -Path $dir | Out-Null }
 Invoke-Checked "icacls.exe" @($DataRoot, "/inheritance:r", "/grant:r", "*S-1-5-18:(OI)(CI)F", "*S-1-5-32-544:(OI)(CI)F", "/T", "/Q")
 
-# 2. The package, staged next to the install directory and swapped in (the task is stopped first).
-$stage = "$InstallDir.stage"
-if (Test-Path -LiteralPath $stage) { Remove-Item -Recurse -Force -LiteralPath $stage }
-New-Item -ItemType Directory -Force -Path $stage | Out-Null
-Invoke-Checked "tar.exe" @("-xzf", (Resolve-Path -LiteralPath $Tarball).Path, "-C", $stage, "--strip-components=1")
-if (-not (Test-Path -LiteralPath (Join-Path $stage "dist\cli\main.js"))) { throw "$Tarball has no dist/cli/main.js: build before npm pack" }
-Push-Location $stage
-try {
-  # The tarball ships a built dist\: drop the build-on-install hook (its tools are dev dependencies).
-  Invoke-Checked $npm @("pkg", "delete", "scripts.prepare")
-  Invoke-Checked $npm @("install", "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier")
-} finally { Pop-Location }
-
-$existing = Get-ScheduledTask -TaskName $TaskName -ErrorAction SilentlyContinue
-if ($null -ne $existing) { Stop-ScheduledTask -TaskName $TaskName; Start-Sleep -Seconds 2 }
-Get-CimInstance Win32_Process -Filter "Name = 'node.exe'" |
-  Where-Object { $_.CommandLine -like "*$InstallDir\dist\cli\main.js*" } |
-  ForEach-Object { Stop-Process -Id $_.ProcessId -Force }
-if (Test-Path -LiteralPath $InstallDir) { Remove-Item -Recurse -Force -LiteralPath $InstallDir }
-Move-Item -LiteralPath $stage -Destination $InstallDir
-
-# 3. The config (dataDir pointed at C:\ProgramData\sef\data when it carries the Linux default).
+# 2. The config, read whatever its encoding (a BOM is dropped) and written as UTF-8 without BOM.
 if ($ConfigPath -ne "") {
-  $config = Get-Content -Raw -LiteralPath $ConfigPath | ConvertFrom-Json
+  $config = [IO.File]::ReadAllText((Resolve-Path -LiteralPath $ConfigPath).Path) | ConvertFrom-Json
   if (-not ($config.PSObject.Properties.Name -contains "dataDir") -or $config.dataDir -eq "/var/lib/sef") {
     $config | Add-Member -NotePropertyName dataDir -NotePropertyValue $DataDir -Force
   }
-  $config | ConvertTo-Json -Depth 10 | Set-Content -Encoding utf8 -LiteralPath $ConfigFile
+  [IO.File]::WriteAllText($ConfigFile, ($config | ConvertTo-Json -Depth 20), $Utf8NoBom)
 }
 
-# 4. The supervisor loop the task runs: restart node 5 s after any exit; log starts and exits.
-$supervisorScript = @"
-# Generated by install.ps1: keeps the sef agent running (restarts node 5 seconds after any exit).
-`$ErrorActionPreference = "Continue"
-`$log = "$LogDir\supervisor.log"
-while (`$true) {
-  Add-Content -LiteralPath `$log -Value "`$(Get-Date -Format o) starting sef"
-  & "$node" "$InstallDir\dist\cli\main.js" run --config "$ConfigFile" 2>> "$LogDir\sef.stderr.log"
-  Add-Content -LiteralPath `$log -Value "`$(Get-Date -Format o) sef exited with code `$LASTEXITCODE; restarting in 5 s"
-  Start-Sleep -Seconds 5
+# 3. The files: stop the service, swap the install directory.
+$existing = Get-Service -Name $ServiceName -ErrorAction SilentlyContinue
+if ($null -ne $existing -and $existing.Status -ne "Stopped") {
+  Stop-Service -Name $ServiceName
+  $existing.WaitForStatus("Stopped", (New-TimeSpan -Seconds 60))
 }
-"@
-Set-Content -Encoding utf8 -LiteralPath $Supervisor -Value $supervisorScript
+if ((Resolve-Path -LiteralPath $source).Path -ne $InstallDir) {
+  $stage = "$InstallDir.stage"
+  if (Test-Path -LiteralPath $stage) { Remove-Item -Recurse -Force -LiteralPath $stage }
+  Copy-Item -Recurse -LiteralPath $source -Destination $stage
+  if (Test-Path -LiteralPath $InstallDir) { Remove-Item -Recurse -Force -LiteralPath $InstallDir }
+  Move-Item -LiteralPath $stage -Destination $InstallDir
+}
+Invoke-Checked (Join-Path $InstallDir "node.exe") @((Join-Path $InstallDir "sef.mjs"), "run", "--help") | Out-Null
 
-# 5. The Scheduled Task: at startup, as SYSTEM, no time limit, restart on failure.
-$action = New-ScheduledTaskAction -Execute "powershell.exe" `
-  -Argument "-NoProfile -NonInteractive -ExecutionPolicy Bypass -File `"$Supervisor`"" -WorkingDirectory $DataRoot
-$trigger = New-ScheduledTaskTrigger -AtStartup
-$principal = New-ScheduledTaskPrincipal -UserId "SYSTEM" -LogonType ServiceAccount -RunLevel Highest
-$settings = New-ScheduledTaskSettingsSet -ExecutionTimeLimit ([TimeSpan]::Zero) -RestartCount 999 `
-  -RestartInterval (New-TimeSpan -Minutes 1) -StartWhenAvailable -AllowStartIfOnBatteries -DontStopIfGoingOnBatteries `
-  -MultipleInstances IgnoreNew
-Register-ScheduledTask -TaskName $TaskName -Description "sef: Azure Scheduled Events forwarder" -Action $action `
-  -Trigger $trigger -Principal $principal -Settings $settings -Force | Out-Null
+# 4. The service (WinSW registers it with the recovery actions from sef-service.xml).
+if ($null -eq $existing) { Invoke-Checked $Wrapper @("install") }
+if ($NoStart) { Write-Host "sef installed, not started: $InstallDir (config $ConfigFile)"; exit 0 }
 
-if (-not $NoStart) { Start-ScheduledTask -TaskName $TaskName }
-Write-Host "sef installed: $InstallDir (config $ConfigFile, data $DataDir, task '$TaskName')"
+# 5. Start and check: Running, and /readyz answers 200 within 30 s.
+Start-Service -Name $ServiceName
+$config = [IO.File]::ReadAllText($ConfigFile) | ConvertFrom-Json
+$metrics = if ($config.PSObject.Properties.Name -contains "metrics") { $config.metrics } else { $null }
+$enabled = -not ($null -ne $metrics -and $metrics.PSObject.Properties.Name -contains "enabled" -and $metrics.enabled -eq $false)
+$port = 9464
+if ($config.PSObject.Properties.Name -contains "metricsPort") { $port = $config.metricsPort }
+elseif ($null -ne $metrics -and $metrics.PSObject.Properties.Name -contains "port") { $port = $metrics.port }
+$metricsHost = if ($null -ne $metrics -and $metrics.PSObject.Properties.Name -contains "host") { $metrics.host } else { "127.0.0.1" }
+$url = "http://${metricsHost}:$port/readyz"
+$deadline = (Get-Date).AddSeconds(30)
+$ready = $false
+while ((Get-Date) -lt $deadline) {
+  if ((Get-Service -Name $ServiceName).Status -ne "Running") { Start-Sleep -Seconds 1; continue }
+  if (-not $enabled) { $ready = $true; break }
+  try {
+    $response = Invoke-WebRequest -Uri $url -UseBasicParsing -TimeoutSec 2
+    if ($response.StatusCode -eq 200) { $ready = $true; break }
+  } catch { Start-Sleep -Seconds 1 }
+}
+if (-not $ready) {
+  Show-LogTail
+  throw "sef did not become ready within 30 s (service $((Get-Service -Name $ServiceName).Status), $url): see $LogDir"
+}
+Write-Host "sef installed and ready: $InstallDir (config $ConfigFile, logs $LogDir, $url)"

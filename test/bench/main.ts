@@ -11,6 +11,7 @@ import { benchEventHubsFleet, fleetOptionsFromEnv } from "./eventhubs-fleet.js";
 import { benchLogAnalyticsWave, waveOptionsFromEnv } from "./loganalytics-wave.js";
 import { benchFleetEndToEnd, benchFleetScale } from "./fleet.js";
 import { benchStoreLookups } from "./store-lookups.js";
+import { benchArtifact } from "./artifact.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
 /** Changes per poll interval: p99 needs enough of them to be more than the maximum. */
@@ -25,6 +26,18 @@ const results: Record<string, unknown> = {
 function report(name: string, value: unknown, verdict?: boolean): void {
   results[name] = value;
   console.log(`${name}${verdict === undefined ? "" : verdict ? " [meets target]" : " [MISSES target]"}: ${JSON.stringify(value)}`);
+}
+
+// The packaged agent (`npm run package`'s .deb and .tar.gz). SEF_BENCH_ONLY=artifact runs just this part.
+const artifact = await benchArtifact(Number(process.env.SEF_BENCH_ARTIFACT_IDLE_SECONDS ?? 30));
+report("artifactSizeMb", { deb: artifact.debMb, tarGz: artifact.tarGzMb }, artifact.debMb <= 35);
+report("debInstallNoNetworkMs", artifact.installNoNetworkMs, artifact.installNoNetworkMs <= 10_000);
+report("coldStartToFirstPollMs", artifact.coldStartToFirstPollMs, Math.max(...artifact.coldStartToFirstPollMs) <= 300);
+report("idleRssVsBareNode", artifact.idleRssMb, artifact.idleRssMb.ratio <= 1.5);
+if (process.env.SEF_BENCH_ONLY === "artifact") {
+  writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
+  console.log("written to bench-results.json");
+  process.exit(0);
 }
 
 for (const interval of [1000, 200]) {

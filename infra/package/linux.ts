@@ -1,0 +1,155 @@
+// Linux artifacts: one staged tree per architecture (runtime, bundle, /usr/bin/sef, unit, config) archived as a
+// .deb (dpkg-deb), an .rpm (rpmbuild) and a relocatable .tar.gz, all from the same files and the same mtimes.
+import { execFileSync } from "node:child_process";
+import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { normalizeTree, writeTarGz } from "./reproducible.js";
+import type { Runtime } from "./runtime.js";
+
+export type LinuxArch = "x64" | "arm64";
+
+export const debArch: Readonly<Record<LinuxArch, string>> = { x64: "amd64", arm64: "arm64" };
+export const rpmArch: Readonly<Record<LinuxArch, string>> = { x64: "x86_64", arm64: "aarch64" };
+
+export interface LinuxInputs {
+  readonly repoRoot: string;
+  readonly version: string;
+  readonly bundleDir: string;
+  readonly runtime: Runtime;
+  readonly arch: LinuxArch;
+  readonly epochS: number;
+  readonly workDir: string;
+  readonly outDir: string;
+}
+
+const linuxDir = (repoRoot: string): string => join(repoRoot, "infra", "linux");
+
+/** Copies the agent (bundle + runtime) and the wrapper into `<root>/<prefix>/{bin,lib/sef}`. */
+function stageAgent(inputs: LinuxInputs, prefixDir: string): void {
+  const lib = join(prefixDir, "lib", "sef");
+  mkdirSync(join(prefixDir, "bin"), { recursive: true });
+  mkdirSync(lib, { recursive: true });
+  cpSync(inputs.bundleDir, lib, { recursive: true });
+  copyFileSync(inputs.runtime.binary, join(lib, "node"));
+  copyFileSync(inputs.runtime.license, join(lib, "LICENSE.node"));
+  copyFileSync(join(linuxDir(inputs.repoRoot), "sef"), join(prefixDir, "bin", "sef"));
+  const share = join(prefixDir, "share", "sef");
+  mkdirSync(share, { recursive: true });
+  for (const file of ["sef.env", "sef-privileged-hooks.conf", "sef.service", "config.json"]) {
+    copyFileSync(join(linuxDir(inputs.repoRoot), file), join(share, file));
+  }
+}
+
+/** The package tree: /usr/{bin,lib/sef,share/sef}, the unit under /usr/lib/systemd/system, the config in /etc/sef. */
+export function stagePackageRoot(inputs: LinuxInputs): string {
+  const root = join(inputs.workDir, `root-${inputs.arch}`);
+  rmSync(root, { recursive: true, force: true });
+  stageAgent(inputs, join(root, "usr"));
+  mkdirSync(join(root, "usr", "lib", "systemd", "system"), { recursive: true });
+  copyFileSync(join(linuxDir(inputs.repoRoot), "sef.service"), join(root, "usr", "lib", "systemd", "system", "sef.service"));
+  mkdirSync(join(root, "etc", "sef"), { recursive: true });
+  copyFileSync(join(linuxDir(inputs.repoRoot), "config.json"), join(root, "etc", "sef", "config.json"));
+  normalizeTree(root, inputs.epochS, { "etc/sef": 0o750, "etc/sef/config.json": 0o640 });
+  return root;
+}
+
+export function buildDeb(inputs: LinuxInputs, root: string): string {
+  const pkgDir = join(inputs.workDir, `deb-${inputs.arch}`);
+  rmSync(pkgDir, { recursive: true, force: true });
+  cpSync(root, pkgDir, { recursive: true, preserveTimestamps: true });
+  const control = join(pkgDir, "DEBIAN");
+  mkdirSync(control);
+  const installedKb = Math.ceil(Number(execFileSync("du", ["-sk", "--apparent-size", root], { encoding: "utf8" }).split("\t")[0]));
+  writeFileSync(join(control, "control"), [
+    "Package: sef",
+    `Version: ${inputs.version}`,
+    `Architecture: ${debArch[inputs.arch]}`,
+    "Maintainer: sef maintainers <sef@localhost>",
+    `Installed-Size: ${installedKb}`,
+    "Depends: libc6 (>= 2.28), libstdc++6 (>= 10), libgcc-s1 | libgcc1, adduser | passwd",
+    "Section: admin",
+    "Priority: optional",
+    "Description: Scheduled Events Forwarder (Azure IMDS) agent",
+    " Polls the Azure Instance Metadata Service's Scheduled Events and forwards each event's state",
+    " transitions to Event Hubs, Log Analytics, a webhook, a JSONL file or stdout. Ships its own Node.js runtime.",
+    "",
+  ].join("\n"));
+  writeFileSync(join(control, "conffiles"), "/etc/sef/config.json\n");
+  for (const script of ["postinst", "prerm", "postrm"]) copyFileSync(join(linuxDir(inputs.repoRoot), "deb", script), join(control, script));
+  normalizeTree(pkgDir, inputs.epochS, { "etc/sef": 0o750, "etc/sef/config.json": 0o640, "DEBIAN/postinst": 0o755, "DEBIAN/prerm": 0o755, "DEBIAN/postrm": 0o755 });
+  const out = join(inputs.outDir, `sef_${inputs.version}_${debArch[inputs.arch]}.deb`);
+  execFileSync("dpkg-deb", ["--root-owner-group", "-Zxz", "-z6", "--threads-max=1", "--build", pkgDir, out], {
+    env: { ...process.env, SOURCE_DATE_EPOCH: String(inputs.epochS) },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  return out;
+}
+
+function scriptlet(repoRoot: string, name: string): string {
+  return readFileSync(join(linuxDir(repoRoot), "rpm", `${name}.sh`), "utf8").trimEnd();
+}
+
+export function buildRpm(inputs: LinuxInputs, root: string): string {
+  const top = join(inputs.workDir, `rpm-${inputs.arch}`);
+  rmSync(top, { recursive: true, force: true });
+  mkdirSync(join(top, "SPECS"), { recursive: true });
+  const spec = [
+    "Name: sef",
+    `Version: ${inputs.version}`,
+    "Release: 1",
+    "Summary: Scheduled Events Forwarder (Azure IMDS) agent",
+    "License: MIT",
+    "AutoReqProv: no",
+    "Requires: glibc >= 2.28, libstdc++, shadow-utils",
+    "%global debug_package %{nil}",
+    "%global __os_install_post %{nil}",
+    "%global _build_id_links none",
+    "%description",
+    "Polls the Azure Instance Metadata Service's Scheduled Events and forwards each event's state transitions",
+    "to Event Hubs, Log Analytics, a webhook, a JSONL file or stdout. Ships its own Node.js runtime.",
+    "%install",
+    `cp -a ${root}/. %{buildroot}/`,
+    "%pre", scriptlet(inputs.repoRoot, "pre"),
+    "%post", scriptlet(inputs.repoRoot, "post"),
+    "%preun", scriptlet(inputs.repoRoot, "preun"),
+    "%postun", scriptlet(inputs.repoRoot, "postun"),
+    "%files",
+    "%attr(0755,root,root) /usr/bin/sef",
+    "/usr/lib/sef",
+    "/usr/share/sef",
+    "%attr(0644,root,root) /usr/lib/systemd/system/sef.service",
+    "%dir %attr(0750,root,sef) /etc/sef",
+    "%config(noreplace) %attr(0640,root,sef) /etc/sef/config.json",
+    "",
+  ].join("\n");
+  const specFile = join(top, "SPECS", "sef.spec");
+  writeFileSync(specFile, spec);
+  execFileSync("rpmbuild", [
+    "-bb", "--quiet", "--target", `${rpmArch[inputs.arch]}-linux`, specFile,
+    "--define", `_topdir ${top}`,
+    "--define", "_buildhost sef-build",
+    "--define", "use_source_date_epoch_as_buildtime 1",
+    "--define", "clamp_mtime_to_source_date_epoch 1",
+    "--define", "_binary_payload w6.xzdio",
+    "--define", "_source_payload w6.xzdio",
+    "--define", "_buildrootdir %{_topdir}/BUILDROOT",
+  ], { env: { ...process.env, SOURCE_DATE_EPOCH: String(inputs.epochS) }, stdio: ["ignore", "ignore", "inherit"] });
+  const built = join(top, "RPMS", rpmArch[inputs.arch], `sef-${inputs.version}-1.${rpmArch[inputs.arch]}.rpm`);
+  const out = join(inputs.outDir, `sef-${inputs.version}-1.${rpmArch[inputs.arch]}.rpm`);
+  copyFileSync(built, out);
+  return out;
+}
+
+/** `sef-VERSION-linux-ARCH/{bin/sef, lib/sef/…, share/sef/…, install.sh}`: runs from wherever it is unpacked. */
+export function buildTarball(inputs: LinuxInputs): string {
+  const name = `sef-${inputs.version}-linux-${inputs.arch}`;
+  const parent = join(inputs.workDir, `tar-${inputs.arch}`);
+  rmSync(parent, { recursive: true, force: true });
+  const dir = join(parent, name);
+  stageAgent(inputs, dir);
+  copyFileSync(join(linuxDir(inputs.repoRoot), "install.sh"), join(dir, "install.sh"));
+  normalizeTree(dir, inputs.epochS, { "install.sh": 0o755 });
+  const out = join(inputs.outDir, `${name}.tar.gz`);
+  writeTarGz(parent, name, out, inputs.epochS);
+  return out;
+}

