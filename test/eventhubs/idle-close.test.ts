@@ -53,7 +53,7 @@ describe("eventhubs sink closes an idle connection", () => {
     const metrics = new AgentMetrics();
     const s = sink(emulator, 300, metrics);
 
-    expect(await s.send(entries([transition("EV-1", "Scheduled", 0)], 1), signal())).toEqual({ kind: "ok" });
+    expect(await s.send(entries([transition("EV-1", "Scheduled", 0)], 1), signal())).toEqual([{ kind: "delivered" }]);
     expect(emulator.stats.connectionsCurrent).toBe(1);
     expect(await metricValues(metrics)).toMatchObject({ sef_eventhubs_connection_opens_total: 1, sef_eventhubs_connection_open: 1 });
 
@@ -64,7 +64,7 @@ describe("eventhubs sink closes an idle connection", () => {
       sef_eventhubs_connection_open: 0,
     });
 
-    expect(await s.send(entries([heartbeat(1)], 2), signal())).toEqual({ kind: "ok" });
+    expect(await s.send(entries([heartbeat(1)], 2), signal())).toEqual([{ kind: "delivered" }]);
     expect(emulator.stats.connectionsCurrent).toBe(1);
     expect(emulator.stats.connectionsOpened).toBe(2);
     expect(emulator.stats.connectionsPeak).toBe(1);
@@ -84,13 +84,13 @@ describe("eventhubs sink closes an idle connection", () => {
     const emulator = await peer();
     emulator.faults.setAcceptDelayMs(400);
     const slow = sink(emulator, 150);
-    expect(await slow.send(entries([transition("EV-2", "Scheduled", 0)], 1), signal())).toEqual({ kind: "ok" });
+    expect(await slow.send(entries([transition("EV-2", "Scheduled", 0)], 1), signal())).toEqual([{ kind: "delivered" }]);
     expect(emulator.stats.connectionsOpened).toBe(1);
     emulator.faults.setAcceptDelayMs(0);
     await until(() => emulator.stats.connectionsCurrent === 0, "the idle connection to close");
 
     const forever = sink(emulator, 0);
-    expect(await forever.send(entries([transition("EV-3", "Scheduled", 0)], 1), signal())).toEqual({ kind: "ok" });
+    expect(await forever.send(entries([transition("EV-3", "Scheduled", 0)], 1), signal())).toEqual([{ kind: "delivered" }]);
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(emulator.stats.connectionsCurrent).toBe(1);
   });
@@ -103,7 +103,7 @@ describe("eventhubs sink closes an idle connection", () => {
       // Gaps straddling the idle period: some sends reuse the connection, some race its close, some reopen it.
       await new Promise((resolve) => setTimeout(resolve, 25 + ((i * 7) % 35)));
       const result = await s.send(entries([transition(`EV-${i}`, "Scheduled", i)], i + 1), signal());
-      expect(result, `send ${i}`).toEqual({ kind: "ok" });
+      expect(result, `send ${i}`).toEqual([{ kind: "delivered" }]);
     }
     expect(emulator.events()).toHaveLength(sendCount);
     expect(emulator.stats.connectionsOpened).toBeGreaterThan(1);

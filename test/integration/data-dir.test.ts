@@ -6,7 +6,7 @@ import { chmodSync, chownSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { cliPath, readJsonl, runCli, waitUntil } from "../helpers/agent-process.js";
+import { waitForMetricsUrl, cliPath, readJsonl, runCli, waitUntil } from "../helpers/agent-process.js";
 import { isHeld } from "../../src/store/data-dir-lock.js";
 
 function args(imdsUrl: string, dir: string): string[] {
@@ -20,7 +20,7 @@ describe("one agent per data directory", () => {
     const first = runCli(args(sim.url, dir));
     let third: ReturnType<typeof runCli> | undefined;
     try {
-      await waitUntil(() => first.stderr().includes("metrics on"), 15_000, "the first agent to start");
+      await waitForMetricsUrl(first);
       expect(isHeld(join(dir, "data"))).toBe(true);
 
       const startedMs = performance.now();
@@ -37,7 +37,7 @@ describe("one agent per data directory", () => {
       // kill -9: the OS drops the lock with the process.
       await first.stop("SIGKILL");
       third = runCli(args(sim.url, dir));
-      await waitUntil(() => third!.stderr().includes("metrics on"), 15_000, "the next agent to start after a crash");
+      await waitForMetricsUrl(third!);
       expect(await third.stop("SIGTERM")).toBe(0);
       expect(isHeld(join(dir, "data"))).toBe(false);
       // Exactly one Scheduled record for the event, though three agents saw the directory.
@@ -58,7 +58,7 @@ describe("a store the service user cannot write", () => {
     try {
       // A run as root leaves sef.db owned by root; the directory then goes to the service user (nobody).
       const asRoot = runCli(args(sim.url, dir));
-      await waitUntil(() => asRoot.stderr().includes("metrics on"), 15_000, "the root run to start");
+      await waitForMetricsUrl(asRoot);
       expect(await asRoot.stop("SIGTERM")).toBe(0);
       chownSync(join(dir, "data"), 65534, 65534);
       const asNobody = () =>

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { startDhcpResponder } from "../../src/testbed/dhcp/index.js";
-import { runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { waitForMetricsUrl, runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import type { SefRecord } from "../../src/contract/record.js";
 
 const leaseFor127002 = "lease {\n  interface \"eth0\";\n  fixed-address 10.0.0.4;\n  option unknown-245 7f:0:0:2;\n  expire never;\n}\n";
@@ -43,8 +43,7 @@ function setUp(sim: Simulator, discovery: Record<string, unknown> = {}) {
 }
 
 async function metricsUrl(agent: RunningProcess): Promise<string> {
-  await waitUntil(() => /metrics on (http:\/\/\S+)\/metrics/.test(agent.stderr()), 15_000, "the metrics server");
-  return /metrics on (http:\/\/\S+)\/metrics/.exec(agent.stderr())![1]!;
+  return waitForMetricsUrl(agent);
 }
 
 const reboot = (id: string) => ({ EventId: id, EventType: "Reboot", EventSource: "Platform", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false });

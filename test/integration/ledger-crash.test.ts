@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { waitForMetricsUrl, runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 
 describe("ledger across kill -9", () => {
   it("loses nothing and repeats a record at the endpoint only after a crash", async () => {
@@ -58,7 +58,7 @@ describe("ledger across kill -9", () => {
       );
       // Stop it only once it runs (its signal handlers are in place right after the metrics server is up).
       const final = agent;
-      await waitUntil(() => final.stderr().includes("metrics on"), 15_000, "the final agent running");
+      await waitForMetricsUrl(final);
       await new Promise((r) => setTimeout(r, 300));
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/server.js";
-import { runCli, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { waitForMetricsUrl, runCli, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 
 function startAgent(dir: string, imdsUrl: string, extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): RunningProcess {
   const path = join(dir, "config.json");
@@ -18,8 +18,7 @@ function startAgent(dir: string, imdsUrl: string, extra: Record<string, unknown>
 }
 
 async function baseUrl(agent: RunningProcess): Promise<string> {
-  await waitUntil(() => /metrics on (\S+)\/metrics/.test(agent.stderr()), 15_000, "the metrics server");
-  return /metrics on (\S+)\/metrics/.exec(agent.stderr())![1]!;
+  return waitForMetricsUrl(agent);
 }
 
 async function readyz(base: string): Promise<{ status: number; failed: string[] }> {
