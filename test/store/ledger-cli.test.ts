@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { Store } from "../../src/store/store.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
+import { acquire as acquireDataDir } from "../../src/store/data-dir-lock.js";
 import { runCli } from "../helpers/agent-process.js";
 
 const record = (i: number): HeartbeatRecord => ({
@@ -34,7 +35,7 @@ describe("ledger commands", () => {
     store.append([record(1), record(2), record(3)], Date.now() - 60_000);
     store.applyOutcomes("stdout", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), Date.now());
     store.applyOutcomes("webhook", [{ seq: 1, kind: "rejected", reason: "HTTP 400: bad" }, { seq: 2, kind: "delivered" }], Date.now());
-    store.markAgentRunning(process.pid, Date.now()); // this test process plays the running agent
+    const agentLock = acquireDataDir(dataDir); // this test process plays the running agent: it holds the data directory
 
     const status = await sef("outbox", "status", "--data-dir", dataDir, "--json");
     expect(status.code, status.stderr).toBe(0);
@@ -55,10 +56,10 @@ describe("ledger commands", () => {
 
     const refused = await sef("dead-letter", "replay", "--data-dir", dataDir);
     expect(refused.code).toBe(75);
-    expect(refused.stderr).toMatch(/refusing to replay while an agent holds .*: agent process \d+ is running/);
+    expect(refused.stderr).toMatch(new RegExp(`refusing to replay while an agent holds .*in use by another sef \\(pid ${process.pid}\\)`));
     expect(store.deadLetters()).toHaveLength(1);
 
-    store.markAgentStopped();
+    agentLock.release();
     store.close();
     const replayed = await sef("dead-letter", "replay", "--data-dir", dataDir, "--reason", "400");
     expect(replayed.code, replayed.stderr).toBe(0);
