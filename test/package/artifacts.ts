@@ -1,4 +1,4 @@
-// The artifacts the package tests inspect: the ones `.ci/run` built (SEF_PACKAGE_DIR), else built here once per
+// The artifacts the package tests inspect: the ones `.ci/run` built (SEF_TEST_PACKAGE_DIR), else built here once per
 // test file with `npm run package`'s own code into a scratch directory.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,15 +16,15 @@ export const artifactNames: Readonly<Record<LinuxTarget, string>> = {
   "tar-x64": `sef-${packageVersion}-linux-x64.tar.gz`,
 };
 
-/** Artifacts built here for this process, deleted at exit (SEF_PACKAGE_DIR's are left alone). */
+/** Artifacts built here for this process, deleted at exit (SEF_TEST_PACKAGE_DIR's are left alone). */
 const builtHere: string[] = [];
 process.once("exit", () => {
   for (const dir of builtHere) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Paths of the requested artifacts, built now unless SEF_PACKAGE_DIR already holds them. */
+/** Paths of the requested artifacts, built now unless SEF_TEST_PACKAGE_DIR already holds them. */
 export async function linuxArtifacts(targets: readonly LinuxTarget[]): Promise<Record<string, string>> {
-  const prebuilt = process.env.SEF_PACKAGE_DIR;
+  const prebuilt = process.env.SEF_TEST_PACKAGE_DIR;
   const dir = prebuilt !== undefined && targets.every((t) => existsSync(join(prebuilt, artifactNames[t])))
     ? prebuilt
     : mkdtempSync(join(tmpdir(), "sef-artifacts-"));
