@@ -7,8 +7,8 @@ import { malformedEventReasons } from "../imds/document.js";
 export const pollOutcomes = ["ok", "unchanged", "http_error", "bad_request", "throttled", "timeout", "network_error", "malformed"] as const;
 export type PollOutcome = (typeof pollOutcomes)[number];
 /** Label values of sef_approvals_total and sef_hooks_total, as the actions module writes them. */
-export const approvalOutcomes = ["approved", "failed", "dry_run"] as const;
-export const hookOutcomes = ["succeeded", "failed", "timed_out"] as const;
+export const approvalOutcomes = ["approved", "failed", "dry_run", "interrupted"] as const;
+export const hookOutcomes = ["succeeded", "failed", "timed_out", "interrupted"] as const;
 
 export interface AgentMetricsOptions {
   /** Also expose the process's own metrics (prom-client defaults: CPU, RSS, heap, event-loop lag, open fds). */
@@ -25,6 +25,7 @@ export class AgentMetrics {
     for (const status of ["Scheduled", "Started"]) this.eventsByStatus.set({ status }, 0);
     for (const outcome of approvalOutcomes) this.approvals.inc({ outcome }, 0);
     for (const outcome of hookOutcomes) this.hooks.inc({ outcome }, 0);
+    for (const direction of ["back", "forward"]) this.clockSteps.inc({ direction }, 0);
     this.lastGoodPollAge.set(-1);
     this.incarnation.set(0);
     // The event-loop monitor is a libuv timer: 100 ms keeps an idle agent from waking 50-100 times a second for it.
@@ -41,6 +42,8 @@ export class AgentMetrics {
       this.deadLetters.inc({ sink }, 0);
       this.throttledSeconds.inc({ sink }, 0);
       this.timeGeneratedAgeWarnings.inc({ sink }, 0);
+      this.sinkFailing.set({ sink }, 0);
+      for (const reason of ["over_cap", "over_cap_dead_lettered"]) this.outboxEvicted.inc({ sink, reason }, 0);
     }
   }
 

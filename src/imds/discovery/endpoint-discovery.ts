@@ -5,7 +5,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import type { Clock } from "../../util/clock.js";
 import type { ImdsEndpointSource } from "../client.js";
 import type { ImdsDiscoverySettings } from "./settings.js";
-import type { DiscoveryFailure, DiscoverySource } from "./failure.js";
+import { discoveredSources, discoveryFailureReasons, type DiscoveryFailure, type DiscoverySource } from "./failure.js";
 import { tcpProbe, type Probe } from "./probe.js";
 import { resolveImdsEndpoint, type ResolvedEndpoint } from "./resolver.js";
 import type { DiscoverySourceReader, SourceContext } from "./sources.js";
@@ -60,6 +60,7 @@ export class EndpointDiscovery implements ImdsEndpointSource {
     if (options.registry) {
       this.info = new Gauge({ name: "sef_imds_endpoint_info", help: "The IMDS endpoint in use (value 1) and the discovery source that found it", labelNames: ["source", "endpoint"] as const, registers: [options.registry] });
       this.errors = new Counter({ name: "sef_imds_discovery_errors_total", help: "IMDS endpoint discovery failures, by source and reason", labelNames: ["source", "reason"] as const, registers: [options.registry] });
+      for (const source of discoveredSources) for (const reason of discoveryFailureReasons) this.errors.inc({ source, reason }, 0);
     }
   }
 

@@ -13,6 +13,24 @@ export type DiscoverySource =
   | "networkmanager" // NetworkManager's own lease and device-state files
   | "dhcp"; // an active DHCPDISCOVER/DHCPINFORM (opt-in, needs privileges)
 
+/** Every source a discovery error can name (the explicit and remembered endpoints are not discovered). */
+export const discoveredSources: readonly DiscoverySource[] = ["link-local", "env", "registry", "waagent", "dhclient", "networkd", "networkmanager", "dhcp"];
+
+/** Every failure reason, for metrics that exist at 0 from start. */
+export const discoveryFailureReasons: readonly DiscoveryFailureReason[] = [
+  "unreadable",
+  "malformed",
+  "no-option-245",
+  "wrong-length",
+  "expired",
+  "not-answering",
+  "truncated",
+  "bad-cookie",
+  "wrong-xid",
+  "wrong-mac",
+  "timeout",
+];
+
 export type DiscoveryFailureReason =
   | "unreadable" // the file or command could not be read or run
   | "malformed" // the input does not have the expected shape
