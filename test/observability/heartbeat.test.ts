@@ -116,7 +116,7 @@ describe("the goodbye heartbeat", () => {
     const record = goodbyeHeartbeatRecord(vm, t0, "shutdown", { polls: 3 }, "1.2.3");
     expect(record).toMatchObject({ RecordType: "Heartbeat", Outcome: "Stopping", TimeGenerated: "2024-01-01T00:00:00.000Z", ObservedAt: "2024-01-01T00:00:00.000Z" });
     expect(JSON.parse(record.Detail)).toEqual({ state: "Stopping", reason: "shutdown", polls: 3 });
-    expect(record.RecordId).toBe(deterministicUuid(vm.VmId, "HeartbeatStopping", "2024-01-01T00:00:00.000Z"));
+    expect(record.RecordId).toBe(deterministicUuid(recordSource(vm), "HeartbeatStopping", "2024-01-01T00:00:00.000Z"));
     expect(record.RecordId).not.toBe(heartbeatRecord(vm, t0, {}, "1.2.3").RecordId);
     expect(heartbeatRecord(vm, t0, {}, "1").Outcome).toBeUndefined();
   });

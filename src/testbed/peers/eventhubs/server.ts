@@ -118,7 +118,18 @@ interface ConnectionState {
 interface ReceiverStream {
   readonly sender: Sender;
   readonly partitionId: string;
+  readonly consumerGroup: string;
+  /** The receiver's owner level (`com.microsoft:epoch`), if it asked for exclusive ownership. */
+  readonly epoch: number | undefined;
   nextIndex: number;
+}
+
+/** The owner level a receiver attached with (the service's `com.microsoft:epoch` link property). */
+function epochOf(sender: Sender): number | undefined {
+  const properties = (sender as unknown as { remote?: { attach?: { properties?: Record<string, unknown> } } }).remote?.attach?.properties;
+  const value = properties?.["com.microsoft:epoch"];
+  const n = typeof value === "object" && value !== null && "value" in value ? Number((value as { value: unknown }).value) : Number(value);
+  return value === undefined || value === null || Number.isNaN(n) ? undefined : n;
 }
 
 function decodeStored(event: StoredEvent): EmulatedEvent {
@@ -437,7 +448,30 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
       sender.close({ condition: "amqp:invalid-field", description: (err as Error).message });
       return;
     }
-    const stream: ReceiverStream = { sender, partitionId: node.partitionId, nextIndex: startIndex(position, store.events(node.partitionId)) };
+    // Owner level, as the service enforces it: a receiver with an epoch takes the partition (in this consumer group)
+    // from receivers with a lower or equal one and from those without; a receiver without one cannot join an owner.
+    const epoch = epochOf(sender);
+    const rivals = [...streams.values()].filter((s) => s.partitionId === node.partitionId && s.consumerGroup === node.consumerGroup);
+    if (epoch === undefined && rivals.some((s) => s.epoch !== undefined)) {
+      sender.close({ condition: "amqp:link:stolen", description: `A receiver with an epoch already owns partition '${node.partitionId}' of consumer group '${node.consumerGroup}'.` });
+      return;
+    }
+    if (epoch !== undefined) {
+      for (const rival of rivals) {
+        if (rival.epoch !== undefined && rival.epoch > epoch) {
+          sender.close({ condition: "amqp:link:stolen", description: `A receiver with a higher epoch '${rival.epoch}' already exists; this one ('${epoch}') cannot be created.` });
+          return;
+        }
+      }
+      for (const rival of rivals) {
+        streams.delete(rival.sender);
+        rival.sender.close({
+          condition: "amqp:link:stolen",
+          description: `New receiver with higher epoch of '${epoch}' is created hence current receiver with epoch '${rival.epoch ?? "none"}' is getting disconnected.`,
+        });
+      }
+    }
+    const stream: ReceiverStream = { sender, partitionId: node.partitionId, consumerGroup: node.consumerGroup, epoch, nextIndex: startIndex(position, store.events(node.partitionId)) };
     streams.set(sender, stream);
     pump(stream);
   });
