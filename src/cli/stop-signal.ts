@@ -1,6 +1,7 @@
 // SIGTERM/SIGINT for `sef run`, from the first moment (start-up included): the first signal asks the agent to stop
 // and arms a hard deadline, so the process ends within shutdownFlushMs + a fixed margin whatever a sink does.
 import type { Logger } from "pino";
+import { takeEarlyStop } from "./early-stop.js";
 
 /** Time allowed after the flush deadline for the closes (sinks, IMDS client, store, metrics server). */
 export const shutdownMarginMs = 3000;
@@ -35,6 +36,8 @@ export function listenForStop(logger: Logger, flushMs: number, exitCode: number)
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  // A signal that arrived while the modules were still loading counts as the first one.
+  if (takeEarlyStop()) onSignal("SIGTERM");
   return {
     get requested() {
       return requested;

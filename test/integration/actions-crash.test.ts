@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
-import { runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { runCli, readJsonl, waitForMetricsUrl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import type { HookRecord, ApprovalRecord, SefRecord } from "../../src/contract/record.js";
 
 interface AgentSetup {
@@ -141,6 +141,7 @@ describe.concurrent("actions across kill -9", () => {
           }
           const last = setup.start();
           agents.push(last);
+          await waitForMetricsUrl(last); // running: what it settles below is its own doing, and SIGTERM meets a running agent
           const settled = (): boolean => {
             const records = setup.records();
             return ids.every(

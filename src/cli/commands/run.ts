@@ -60,23 +60,24 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     if (!replayFrom) return reportConfigError(new ConfigError([`--replay-from: must be an ISO time (2024-05-01T12:00:00Z) or an outbox sequence number, got "${String(opts.replayFrom)}"`]));
   }
   const logger = createLogger({ level: config.logLevel });
-  await routeDebugOutput(logger);
-  const exposed = secretFileWarning(loaded.file, config);
-  if (exposed !== undefined) {
-    logger.warn(exposed, `config file holds a secret and other users may read it: chmod o-r ${exposed.file} (or move the secret to an environment variable)`);
-  }
-  const lock = lockDataDir(config.dataDir, logger);
-  if (typeof lock === "number") return lock;
+  // Listening from the first moment the agent can log: a SIGTERM during start-up is a clean stop (exit 0).
+  const stop = listenForStop(logger, config.shutdownFlushMs, exitCodes.ok);
   try {
-    // Listening from the start: a SIGTERM during start-up is a clean stop (exit 0), not a death by signal.
-    const stop = listenForStop(logger, config.shutdownFlushMs, exitCodes.ok);
+    await routeDebugOutput(logger);
+    const exposed = secretFileWarning(loaded.file, config);
+    if (exposed !== undefined) {
+      logger.warn(exposed, `config file holds a secret and other users may read it: chmod o-r ${exposed.file} (or move the secret to an environment variable)`);
+    }
+    if (stop.requested) return exitCodes.ok;
+    const lock = lockDataDir(config.dataDir, logger);
+    if (typeof lock === "number") return lock;
     try {
       return await runUntilStopped(config, sinkSettings, logger, stop, replayFrom);
     } finally {
-      stop.dispose();
+      lock.release();
     }
   } finally {
-    lock.release();
+    stop.dispose();
   }
 }
 
