@@ -15,7 +15,7 @@ export interface Azurite {
 }
 
 export async function startAzurite(timeoutMs = 20_000): Promise<Azurite> {
-  const child = spawn(process.execPath, [azuriteBlob, "--blobHost", "127.0.0.1", "--blobPort", "0", "--inMemoryPersistence", "--extentMemoryLimit", "256", "--disableTelemetry", "--skipApiVersionCheck", "--loose"], {
+  const child = spawn(process.execPath, [azuriteBlob, "--blobHost", "127.0.0.1", "--blobPort", "0", "--inMemoryPersistence", "--extentMemoryLimit", "4096", "--disableTelemetry", "--skipApiVersionCheck", "--loose"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
