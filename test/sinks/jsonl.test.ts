@@ -32,11 +32,13 @@ describe("jsonl sink: torn lines", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-jsonl-kill-"));
     const file = join(dir, "records.jsonl");
     writeFileSync(file, `${JSON.stringify({ RecordId: "before-1" })}\n${JSON.stringify({ RecordId: "before-2" })}\n`);
-    // A writer appending one 64 MiB record in 512 KiB pieces, killed once a few pieces are on disk.
+    // A writer appending one large record in 512 KiB pieces, killed while the record is half written: after 8 pieces it
+    // blocks (so a fast disk cannot finish the line before the kill arrives).
     const writer = spawn(process.execPath, [
       "-e",
       `const fs=require("node:fs");const fd=fs.openSync(${JSON.stringify(file)},"a");fs.writeSync(fd,'{"RecordId":"torn","Pad":"');` +
-        `const piece=Buffer.alloc(512*1024,120);for(let i=0;i<128;i++){fs.writeSync(fd,piece);}fs.writeSync(fd,'"}\\n');`,
+        `const piece=Buffer.alloc(512*1024,120);for(let i=0;i<8;i++){fs.writeSync(fd,piece);}` +
+        `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0);fs.writeSync(fd,'"}\\n');`,
     ]);
     await waitUntil(() => statSync(file).size > 2 * 1024 * 1024, 10_000, "the large write to start");
     writer.kill("SIGKILL");
