@@ -54,8 +54,8 @@ export class Agent {
   private readonly stopController = new AbortController();
   private readonly transitionListeners: Array<(records: TransitionRecord[]) => void> = [];
   private readonly stopHooks: Array<() => Promise<void>> = [];
-  /** Events this VM approved (lower-cased EventId), persisted so a restart never approves twice. */
-  readonly approvedEvents: { has(eventKey: string): boolean; add(eventKey: string): void };
+  /** Events approved by an agent of the previous layout (lower-cased EventId); the action ledger holds new ones. */
+  readonly approvedEvents: { has(eventKey: string): boolean };
 
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
@@ -80,7 +80,6 @@ export class Agent {
     const deadLetters = new DeadLetterFile(join(config.dataDir, "dead-letter"));
     this.approvedEvents = {
       has: (key) => this.store.isApproved(key),
-      add: (key) => this.store.markApproved(key, clock.now()),
     };
 
     this.collect = new CollectStage(this.store.loadCollectorState());

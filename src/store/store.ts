@@ -246,12 +246,9 @@ export class Store {
     return this.ledger.outboxBytes;
   }
 
+  /** Approvals recorded by agents before the action ledger (read-only: new ones live in the `actions` table). */
   isApproved(eventKey: string): boolean {
     return this.statements.getMeta.get(`approved:${eventKey}`) !== undefined;
-  }
-
-  markApproved(eventKey: string, nowMs: number): void {
-    this.write(() => this.statements.setMeta.run(`approved:${eventKey}`, String(nowMs)));
   }
 
   /** Records which process runs the agent on this store; cleared by `markAgentStopped`. */
