@@ -1,4 +1,6 @@
-// Test runner configuration: unit tests run in parallel; integration tests drive the built CLI.
+// Test runner configuration: test files run in parallel, three at a time even on two cores — most of the suite waits
+// on child processes, sockets and timers rather than computing, and vitest's default (cores − 1) would run a 2-core
+// CI machine's suite one file at a time. Integration tests drive the built CLI (dist/).
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -7,6 +9,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    maxWorkers: 3,
     reporters: ["default"],
   },
 });

@@ -1,4 +1,5 @@
-// The one retry policy every sink shares (pure): exponential backoff with full jitter, capped; a server's hint wins.
+// The one retry policy every sink shares (pure): exponential backoff with equal jitter, capped; a server's hint wins,
+// spread by a jitter of its own so that a fleet throttled at one moment does not come back at one moment.
 
 export interface RetryPolicy {
   /** First backoff, in milliseconds. */
@@ -11,13 +12,21 @@ export interface RetryPolicy {
 
 export const defaultRetryPolicy: RetryPolicy = { initialDelayMs: 500, maxDelayMs: 60_000, multiplier: 2 };
 
+/** A server hint is honoured as a lower bound and spread over up to this fraction more (0.5: a 10 s hint → 10–15 s). */
+export const hintJitterFraction = 0.5;
+
 /**
  * Delay before retry number `attempt` (1 = first retry). `random` in [0, 1) picks the jitter
  * (injected so tests are exact). A server hint (Retry-After) is clamped to [`initialDelayMs`, `maxDelayMs`]:
- * a hint of 0 (or a date in the past) never turns the drain loop into a busy loop.
+ * a hint of 0 (or a date in the past) never turns the drain loop into a busy loop. The hint is never cut short, but
+ * is lengthened by up to `hintJitterFraction` of itself (still at most `maxDelayMs`): thousands of agents answered
+ * "Retry-After: 5" in the same second would otherwise all retry in the same second, and be throttled again together.
  */
 export function retryDelayMs(policy: RetryPolicy, attempt: number, retryAfterMs: number | undefined, random: number): number {
-  if (retryAfterMs !== undefined && retryAfterMs >= 0) return Math.min(Math.max(retryAfterMs, policy.initialDelayMs), policy.maxDelayMs);
+  if (retryAfterMs !== undefined && retryAfterMs >= 0) {
+    const hinted = Math.min(Math.max(retryAfterMs, policy.initialDelayMs), policy.maxDelayMs);
+    return Math.min(Math.round(hinted + hinted * hintJitterFraction * random), policy.maxDelayMs);
+  }
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.multiplier ** Math.max(0, attempt - 1));
   // "Equal jitter": half fixed, half random, so retries never collapse to zero delay.
   return Math.round(ceiling / 2 + (ceiling / 2) * random);

@@ -198,14 +198,14 @@ export async function benchEventHubsFleet(options: FleetOptions): Promise<FleetF
   };
 }
 
-/** Defaults of `npm run bench` (env overrides): 1,000 instances, 1 record/min for 5 min, idle 2 s, time ÷ 10. */
+/** Defaults of `npm run bench` (env overrides): 1,000 instances, 1 record/min for 5 min, idle 1 s, time ÷ 2. */
 export function fleetOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): FleetOptions {
   return {
     instances: Number(env.SEF_BENCH_FLEET_INSTANCES ?? 1000),
     sendIntervalMs: 60_000,
     durationMs: 5 * 60_000,
-    idleCloseMs: Number(env.SEF_BENCH_FLEET_IDLE_MS ?? 2000),
-    timeScale: Number(env.SEF_BENCH_FLEET_TIME_SCALE ?? 10),
+    idleCloseMs: Number(env.SEF_BENCH_FLEET_IDLE_MS ?? 1000),
+    timeScale: Number(env.SEF_BENCH_FLEET_TIME_SCALE ?? 2),
   };
 }
 

@@ -39,8 +39,10 @@ export interface WaveFigures {
   /** max(window, 60 s × requests / limit): the wave's own length, or the time the limit needs at its sustained rate. */
   readonly boundSeconds: number;
   readonly ratioToBound: number;
-  /** Most requests the peer accepted within any 60 s (sampled every second). */
+  /** Most requests the peer accepted within any 60 s (sampled every 100 ms; spans of at most 60 s). */
   readonly peakAcceptedPerMinute: number;
+  /** Most requests that reached the peer (accepted or refused) within any 60 s: what the retries cost the service. */
+  readonly peakArrivalsPerMinute: number;
   /** Whether the peer refused anything with 429 (false: it enforces no limit, see the header). */
   readonly limitEnforced: boolean;
 }
@@ -50,9 +52,10 @@ const distPeer = pathToFileURL(fileURLToPath(new URL("../../dist/testbed/peers/l
 interface PeerSample {
   readonly atMs: number;
   readonly accepted: number;
+  readonly arrived: number;
 }
 
-/** The peer in a worker thread, sampling its accepted-request count every second. */
+/** The peer in a worker thread, sampling its accepted and arrived request counts every 100 ms. */
 async function startPeerWorker(requestsPerMinute: number): Promise<{
   endpoint: string;
   ruleId: string;
@@ -65,11 +68,12 @@ async function startPeerWorker(requestsPerMinute: number): Promise<{
       const peer = await startLogsIngestionEmulator({ limits: { requestsPerMinute: workerData.requestsPerMinute } });
       const accepted = () => Object.entries(peer.requests().statuses).filter(([s]) => /^2/.test(s)).reduce((n, [, c]) => n + c, 0);
       const samples = [];
-      const sampler = setInterval(() => samples.push({ atMs: performance.now(), accepted: accepted() }), 1000);
+      const sample = () => samples.push({ atMs: performance.now(), accepted: accepted(), arrived: peer.requests().count });
+      const sampler = setInterval(sample, 100);
       parentPort.on("message", async (message) => {
         if (message !== "finish") return;
         clearInterval(sampler);
-        samples.push({ atMs: performance.now(), accepted: accepted() });
+        sample();
         const result = { rows: peer.rows().length, statuses: { ...peer.requests().statuses }, samples };
         await peer.close();
         parentPort.postMessage({ kind: "finished", result });
@@ -103,13 +107,19 @@ async function startPeerWorker(requestsPerMinute: number): Promise<{
   };
 }
 
-/** Most accepted requests within any 60 s span of the samples. */
-function peakPerMinute(samples: readonly PeerSample[]): number {
+/**
+ * Most requests counted by `count` within any span of at most 60 s between two samples (the counts before the first
+ * sample are 0). Spans never exceed a minute: a span from the sample just outside the minute would count up to one
+ * sampling interval too much and report a correct limiter as over its limit.
+ */
+function peakPerMinute(samples: readonly PeerSample[], count: (sample: PeerSample) => number): number {
   let peak = 0;
-  let from = 0;
+  let from = -1;
+  const atMs = (index: number): number => (index < 0 ? samples[0]!.atMs - 100 : samples[index]!.atMs);
+  const value = (index: number): number => (index < 0 ? 0 : count(samples[index]!));
   for (let to = 0; to < samples.length; to++) {
-    while (samples[to]!.atMs - samples[from]!.atMs > 60_000) from++;
-    peak = Math.max(peak, samples[to]!.accepted - (from > 0 ? samples[from - 1]!.accepted : 0));
+    while (atMs(to) - atMs(from) > 60_000) from++;
+    peak = Math.max(peak, value(to) - value(from));
   }
   return peak;
 }
@@ -175,7 +185,8 @@ export async function benchLogAnalyticsWave(options: WaveOptions): Promise<WaveF
     totalSeconds: Math.round(totalSeconds * 10) / 10,
     boundSeconds: Math.round(boundSeconds * 10) / 10,
     ratioToBound: Math.round((totalSeconds / boundSeconds) * 100) / 100,
-    peakAcceptedPerMinute: peakPerMinute(peerResult.samples),
+    peakAcceptedPerMinute: peakPerMinute(peerResult.samples, (sample) => sample.accepted),
+    peakArrivalsPerMinute: peakPerMinute(peerResult.samples, (sample) => sample.arrived),
     limitEnforced: (peerResult.statuses["429"] ?? 0) > 0,
   };
 }

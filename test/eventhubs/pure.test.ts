@@ -135,7 +135,7 @@ describe("sink: settings", () => {
       retryDelayMs: 800,
       maxRetryDelayMs: 10_000,
       tryTimeoutMs: 30_000,
-      idleCloseMs: 60_000,
+      idleCloseMs: 30_000,
     });
   });
 

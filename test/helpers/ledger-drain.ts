@@ -107,7 +107,7 @@ export async function drainThroughLedger(
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
   } finally {
-    await drainer.stop(baseClock.now());
+    await drainer.stop(baseClock.monotonicMs());
   }
   const rejected = store.deadLetters(sink.name).map((d) => ({ seq: testSeq.get(d.seq) ?? d.seq, reason: d.reason }));
   store.close();

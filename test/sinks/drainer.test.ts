@@ -70,7 +70,7 @@ beforeEach(() => {
 });
 afterEach(() => store.close());
 
-function drainerFor(sink: Sink, metrics = new AgentMetrics()) {
+function drainerFor(sink: Sink, metrics = new AgentMetrics(), random = () => 1 - 1e-9) {
   store.registerSinks([sink.name]);
   const drainer = new Drainer({
     sink,
@@ -80,7 +80,7 @@ function drainerFor(sink: Sink, metrics = new AgentMetrics()) {
     deadLetters: new DeadLetterFile(join(dir, "dead-letter")),
     logger: silentLogger(),
     metrics,
-    random: () => 1 - 1e-9,
+    random,
   });
   drainer.start();
   return drainer;
@@ -124,7 +124,7 @@ describe("Drainer", () => {
   it("lets a server's retry-after hint win and counts throttled time", async () => {
     const metrics = new AgentMetrics();
     const sink = new ScriptedSink(clock, [(batch) => allOutcomes(batch, retry("429", 7000))]);
-    const drainer = drainerFor(sink, metrics);
+    const drainer = drainerFor(sink, metrics, () => 0);
     add(transition(1));
     drainer.notify();
     await flushAsync();
@@ -133,6 +133,19 @@ describe("Drainer", () => {
     await clock.advance(1);
     expect(sink.sent.length).toBe(2);
     expect(await metrics.render()).toMatch(/sef_sink_throttled_seconds_total\{sink="scripted"\} 7/);
+    await drainer.stop(clock.now());
+  });
+
+  it("spreads a retry-after hint by up to half again, never retrying before it", async () => {
+    const sink = new ScriptedSink(clock, [(batch) => allOutcomes(batch, retry("429", 7000))]);
+    const drainer = drainerFor(sink, new AgentMetrics(), () => 1 - 1e-9);
+    add(transition(1));
+    drainer.notify();
+    await flushAsync();
+    await clock.advance(10_499);
+    expect(sink.sent.length).toBe(1);
+    await clock.advance(1);
+    expect(sink.sent.length).toBe(2);
     await drainer.stop(clock.now());
   });
 

@@ -50,7 +50,7 @@ export const eventHubsSettingsSchema = z
      * included): a namespace allows 5,000 connections (Standard), so a fleet must not hold one per VM forever.
      * 0 keeps the connection open until shutdown.
      */
-    idleCloseMs: z.number().int().min(0).max(3_600_000).default(60_000),
+    idleCloseMs: z.number().int().min(0).max(3_600_000).default(30_000),
     /** Time limit of one SDK attempt (link setup + send + disposition), in ms. */
     tryTimeoutMs: z.number().int().min(1000).default(30_000),
   })
