@@ -42,7 +42,7 @@ export async function drainBacklogThroughLedger(sink: Sink, backlog: readonly Ou
     if (dead > 0) throw new Error(`${dead} records dead-lettered during the bench`);
     return { seconds, cpuMicroseconds: cpu.user + cpu.system };
   } finally {
-    await drainer.stop(Date.now());
+    await drainer.stop(systemClock.monotonicMs()); // the deadline is monotonic: stop now
     store.close();
     rmSync(dir, { recursive: true, force: true });
   }
