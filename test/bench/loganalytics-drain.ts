@@ -16,18 +16,22 @@ export interface LogAnalyticsDrainFigures {
   readonly megabytesPerSecond: number;
   readonly records: number;
   readonly seconds: number;
+  /** CPU time of this process (user + system, the in-process peer included) per record during the drain. */
+  readonly cpuMicrosecondsPerRecord: number;
 }
 
 /** The sink alone: batch after batch of the backlog straight from memory, as the drain was measured before the ledger. */
-async function drainSinkAlone(sink: LogAnalyticsSink, backlog: readonly OutboxEntry[]): Promise<{ seconds: number }> {
+async function drainSinkAlone(sink: LogAnalyticsSink, backlog: readonly OutboxEntry[]): Promise<{ seconds: number; cpuMicroseconds: number }> {
   const startedMs = performance.now();
+  const cpuBefore = process.cpuUsage();
   for (let i = 0; i < backlog.length; i += sink.maxBatchRecords) {
     const batch = backlog.slice(i, i + sink.maxBatchRecords);
     const outcomes = await sink.send(batch, new AbortController().signal);
     const notDelivered = outcomes.find((o) => o.kind !== "delivered");
     if (notDelivered) throw new Error(`bench send failed: ${JSON.stringify(notDelivered)}`);
   }
-  return { seconds: (performance.now() - startedMs) / 1000 };
+  const cpu = process.cpuUsage(cpuBefore);
+  return { seconds: (performance.now() - startedMs) / 1000, cpuMicroseconds: cpu.user + cpu.system };
 }
 
 /**
@@ -37,7 +41,13 @@ async function drainSinkAlone(sink: LogAnalyticsSink, backlog: readonly OutboxEn
 export async function benchLogAnalyticsDrain(records = 100_000, through: "ledger" | "sinkAlone" = "ledger"): Promise<LogAnalyticsDrainFigures> {
   const peer = await startLogsIngestionEmulator();
   const sink = new LogAnalyticsSink({
-    settings: logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath }),
+    // SEF_BENCH_LOGANALYTICS_SETTINGS: extra sink settings as JSON, e.g. {"maxConcurrentSends":1}.
+    settings: logAnalyticsSettingsSchema.parse({
+      endpoint: peer.endpoint,
+      ruleId: peer.ruleId,
+      caCertFile: peer.caCertPath,
+      ...(JSON.parse(process.env.SEF_BENCH_LOGANALYTICS_SETTINGS ?? "{}") as object),
+    }),
     logger: silentLogger(),
     credential: {
       getToken: async () => {
@@ -49,9 +59,15 @@ export async function benchLogAnalyticsDrain(records = 100_000, through: "ledger
   const all = transitionBacklog(records);
   const bytes = all.reduce((n, e) => n + Buffer.byteLength(e.json), 0);
   try {
-    const { seconds } = through === "ledger" ? await drainBacklogThroughLedger(sink, all) : await drainSinkAlone(sink, all);
+    const { seconds, cpuMicroseconds } = through === "ledger" ? await drainBacklogThroughLedger(sink, all) : await drainSinkAlone(sink, all);
     if (peer.rows().length !== records) throw new Error(`peer holds ${peer.rows().length} rows, expected ${records}`);
-    return { recordsPerSecond: Math.round(records / seconds), megabytesPerSecond: bytes / 1e6 / seconds, records, seconds };
+    return {
+      recordsPerSecond: Math.round(records / seconds),
+      megabytesPerSecond: bytes / 1e6 / seconds,
+      records,
+      seconds,
+      cpuMicrosecondsPerRecord: Math.round(cpuMicroseconds / records),
+    };
   } finally {
     await sink.close();
     await peer.close();

@@ -63,6 +63,7 @@ export class LogAnalyticsSink implements Sink {
   private readonly metrics: AgentMetrics | undefined;
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
+  readonly maxConcurrentSends: number;
   readonly stats: LogAnalyticsSinkStats = {
     requests: 0,
     requestBytes: 0,
@@ -89,6 +90,8 @@ export class LogAnalyticsSink implements Sink {
     this.metrics = options.metrics;
     this.maxBatchRecords = this.settings.maxBatchRecords;
     this.lingerMs = this.settings.lingerMs;
+    // Log Analytics keeps no order between requests (TimeGenerated orders the rows), so full batches may overlap.
+    this.maxConcurrentSends = this.settings.maxConcurrentSends;
     if (!this.settings.endpoint.toLowerCase().startsWith("https://")) throw new Error("loganalytics endpoint must be an https:// URL");
     // An extra CA (private PKI, the local peer) is trusted for this client only, next to the public roots.
     this.agent = this.settings.caCertFile
