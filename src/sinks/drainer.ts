@@ -53,6 +53,12 @@ export class Drainer {
   private deadLetteredSinceDelivery = 0;
   private needsOperator: string | null = null;
   private loop: Promise<void> | undefined;
+  /** Sends of full batches still in flight (pipelining, when the sink allows more than one send at a time). */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** The last record handed to a send still in flight; the next batch is read after it. */
+  private lastSeqInFlight = 0;
+  /** The longest wait a pipelined send asked for before the next send (undefined: none asked). */
+  private pipelinedRetryMs: number | undefined;
   private readonly random: () => number;
 
   constructor(private readonly options: DrainerOptions) {
@@ -113,9 +119,36 @@ export class Drainer {
   }
 
   private async run(): Promise<void> {
+    try {
+      await this.drain();
+    } finally {
+      // Stopping (or a deadline): sends still in flight finish or see the abort, and their outcomes are applied.
+      await Promise.all(this.inFlight);
+    }
+  }
+
+  private async drain(): Promise<void> {
     const { sink, store, clock } = this.options;
+    const pipelineDepth = Math.max(1, Math.floor(sink.maxConcurrentSends ?? 1));
     while (!this.pastDeadline && !this.abort.signal.aborted) {
-      let batch = store.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
+      if (this.pipelinedRetryMs !== undefined) {
+        // A pipelined send asked for a retry: let the pipeline empty, then back off as after any failed send.
+        await Promise.all(this.inFlight);
+        const retryAfterMs = this.pipelinedRetryMs;
+        this.pipelinedRetryMs = undefined;
+        if (this.stopRequested) return;
+        await this.waitForWake("stop", retryAfterMs);
+        if (this.stopRequested) return;
+        continue;
+      }
+      // While full batches are in flight, the next one is read past the last record they took (they are still pending).
+      const afterSeq = this.inFlight.size > 0 ? this.lastSeqInFlight : 0;
+      let batch = store.due(sink.name, sink.maxBatchRecords, clock.monotonicMs(), afterSeq);
+      if (this.inFlight.size > 0 && (batch.length < sink.maxBatchRecords || this.stopRequested)) {
+        // The backlog's tail (or a stop): let the pipeline empty, then carry on one send at a time.
+        await Promise.all(this.inFlight);
+        continue;
+      }
       if (batch.length === 0) {
         if (this.stopRequested) return;
         // Nothing due: wait for new records, or for the earliest pending record's next attempt.
@@ -125,20 +158,24 @@ export class Drainer {
         if (store.nextAttemptMs(sink.name) === null) this.lastProgressMs = clock.monotonicMs();
         continue;
       }
+      if (pipelineDepth > 1 && batch.length === sink.maxBatchRecords && !this.stopRequested) {
+        // A backlog: full batches go out without waiting for the previous one's answer, up to the sink's depth.
+        this.lastSeqInFlight = batch[batch.length - 1]!.seq;
+        const sending: Promise<void> = this.sendAndApply(batch).then((retryAfterMs) => {
+          this.inFlight.delete(sending);
+          if (retryAfterMs !== undefined) this.pipelinedRetryMs = Math.max(this.pipelinedRetryMs ?? 0, retryAfterMs);
+        });
+        this.inFlight.add(sending);
+        if (this.inFlight.size >= pipelineDepth) await Promise.race(this.inFlight);
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        continue;
+      }
       if (sink.lingerMs > 0 && !this.stopRequested && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
         await this.waitForWake("urgent", sink.lingerMs);
         batch = store.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
         if (batch.length === 0) continue;
       }
-      const outcomes = await this.sendSafely(batch);
-      let retryAfterMs: number | undefined;
-      try {
-        retryAfterMs = await this.apply(batch, outcomes);
-      } catch (err) {
-        // The store could not be written (disk full?): the records stay pending; try again after a backoff.
-        retryAfterMs = this.failed(`could not record the outcome of a send: ${(err as Error).message}`, undefined);
-      }
-      this.updateDepthMetrics();
+      const retryAfterMs = await this.sendAndApply(batch);
       // One turn of the event loop per batch: a sink that answers without I/O cannot starve timers or other loops.
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (retryAfterMs !== undefined) {
@@ -147,6 +184,24 @@ export class Drainer {
         if (this.stopRequested) return; // a failing sink is not retried early just because we are stopping
       }
     }
+  }
+
+  /** Sends one batch and applies its outcomes; never throws. Returns the wait before the next send when a record is to be retried. */
+  private async sendAndApply(batch: readonly OutboxEntry[]): Promise<number | undefined> {
+    const outcomes = await this.sendSafely(batch);
+    let retryAfterMs: number | undefined;
+    try {
+      retryAfterMs = await this.apply(batch, outcomes);
+    } catch (err) {
+      // The store could not be written (disk full?): the records stay pending; try again after a backoff.
+      retryAfterMs = this.failed(`could not record the outcome of a send: ${(err as Error).message}`, undefined);
+    }
+    try {
+      this.updateDepthMetrics();
+    } catch (err) {
+      this.options.logger.warn({ err, sink: this.name }, "could not read the outbox depth");
+    }
+    return retryAfterMs;
   }
 
   /** The sink's outcomes, one per record; a throw or a wrong count becomes `retry` (never `delivered`). */

@@ -47,6 +47,12 @@ export interface Sink {
   /** How long to wait for more records before sending a non-urgent batch (0 = send at once). */
   readonly lingerMs: number;
   /**
+   * Sends the drainer may have in flight at once while a backlog fills whole batches (default 1: the next send starts
+   * after the previous one's outcomes are applied). Above 1 the next full batch is read and sent while earlier ones
+   * are in flight: only for a destination where the order between batches does not matter.
+   */
+  readonly maxConcurrentSends?: number;
+  /**
    * Sends the batch (oldest first) and returns one outcome per record, in batch order. Must not throw for expected
    * failures: classify them instead (a throw counts as `retry` for the whole batch). Keeps no delivery state: a record
    * it is handed again is one the ledger still holds pending.

@@ -65,9 +65,9 @@ export class DeliveryLedger {
       insertRecord: query<[string, string, string, number, number], never>(db, "INSERT INTO outbox(record_id, record_type, json, created_ms, bytes) VALUES (?, ?, ?, ?, ?)"),
       insertPending: query<[number, string], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) VALUES (?, ?, 'pending')"),
       addPending: query<[number, string], never>(db, "UPDATE sinks SET pending = pending + ? WHERE sink = ?"),
-      due: query<[string, number, number], { seq: number; json: string }>(
+      due: query<[string, number, number, number], { seq: number; json: string }>(
         db,
-        "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' AND d.next_attempt_ms <= ? ORDER BY d.seq LIMIT ?",
+        "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' AND d.seq > ? AND d.next_attempt_ms <= ? ORDER BY d.seq LIMIT ?",
       ),
       nextAttempt: query<[string], { at: number | null }>(db, "SELECT MIN(next_attempt_ms) AS at FROM deliveries WHERE sink = ? AND state = 'pending'"),
       // Delivered seqs travel as one JSON array: one statement per batch instead of one per record.
@@ -155,9 +155,9 @@ export class DeliveryLedger {
     return entries;
   }
 
-  /** Pending records of `sink` whose next attempt is due at `nowMs`, oldest first. */
-  due(sink: string, limit: number, nowMs: number): OutboxEntry[] {
-    return this.s.due.all(sink, nowMs, limit).map((row) => ({ seq: row.seq, json: row.json, record: JSON.parse(row.json) as SefRecord }));
+  /** Pending records of `sink` after `afterSeq` whose next attempt is due at `nowMs`, oldest first. */
+  due(sink: string, limit: number, nowMs: number, afterSeq = 0): OutboxEntry[] {
+    return this.s.due.all(sink, afterSeq, nowMs, limit).map((row) => ({ seq: row.seq, json: row.json, record: JSON.parse(row.json) as SefRecord }));
   }
 
   /** Earliest next attempt among the sink's pending records (null when none is pending). */

@@ -181,9 +181,9 @@ export class Store {
     return this.write(() => this.ledger.backfill(sink, from));
   }
 
-  /** Pending records of `sink` whose next attempt is due, oldest first. */
-  due(sink: string, limit: number, nowMs: number): OutboxEntry[] {
-    return this.ledger.due(sink, limit, nowMs);
+  /** Pending records of `sink` whose next attempt is due, oldest first (only those after `afterSeq`, when given). */
+  due(sink: string, limit: number, nowMs: number, afterSeq = 0): OutboxEntry[] {
+    return this.ledger.due(sink, limit, nowMs, afterSeq);
   }
 
   /** Earliest next attempt among the sink's pending records, or null when nothing is pending. */

@@ -19,7 +19,7 @@ export async function drainBacklogThroughLedger(sink: Sink, backlog: readonly Ou
   store.registerSinks([sink.name]);
   for (let i = 0; i < backlog.length; i += 10_000) store.append(backlog.slice(i, i + 10_000).map((e) => e.record), Date.now());
   const drainer = new Drainer({
-    sink: { name: sink.name, maxBatchRecords: sink.maxBatchRecords, lingerMs: 0, send: (b, s) => sink.send(b, s), close: async () => {} },
+    sink: { name: sink.name, maxBatchRecords: sink.maxBatchRecords, lingerMs: 0, ...(sink.maxConcurrentSends === undefined ? {} : { maxConcurrentSends: sink.maxConcurrentSends }), send: (b, s) => sink.send(b, s), close: async () => {} },
     store,
     clock: systemClock,
     retryPolicy: defaultRetryPolicy,
@@ -42,7 +42,7 @@ export async function drainBacklogThroughLedger(sink: Sink, backlog: readonly Ou
     if (dead > 0) throw new Error(`${dead} records dead-lettered during the bench`);
     return { seconds, cpuMicroseconds: cpu.user + cpu.system };
   } finally {
-    await drainer.stop(systemClock.monotonicMs());
+    await drainer.stop(systemClock.monotonicMs()); // the deadline is monotonic: stop now
     store.close();
     rmSync(dir, { recursive: true, force: true });
   }

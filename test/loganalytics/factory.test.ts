@@ -20,6 +20,7 @@ describe("loganalytics sink factory", () => {
       maxBatchRecords: 10_000,
       lingerMs: 1000,
       maxConcurrentRequests: 2,
+      maxConcurrentSends: 2,
       requestTimeoutMs: 30_000,
       staleWarningHours: 36,
     });

@@ -9,7 +9,8 @@ import {
   classifyUploadError,
   oldestUndeliveredAgeWarning,
 } from "../../src/sinks/loganalytics/outcome.js";
-import { jsonArrayBytes, planRequests, rowFitsRequest } from "../../src/sinks/loganalytics/request-plan.js";
+import { jsonArrayBytes, jsonArrayOf, planRequests, rowFitsRequest } from "../../src/sinks/loganalytics/request-plan.js";
+import { PreEncodedBodies } from "../../src/sinks/loganalytics/pre-encoded-body.js";
 import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
 
 const nowMs = Date.parse("2024-05-01T12:00:00.000Z");
@@ -129,5 +130,31 @@ describe("parseFaultSpec", () => {
     expect(() => parseFaultSpec("429")).toThrow(/N\*KIND/);
     expect(() => parseFaultSpec("1*teapot")).toThrow(/unknown fault kind/);
     expect(() => parseFaultSpec("1*429:colour=red")).toThrow(/unknown fault option/);
+  });
+});
+
+describe("PreEncodedBodies (encoding once)", () => {
+  it("the policy swaps the SDK's serialized placeholder row for the prepared body", async () => {
+    const bodies = new PreEncodedBodies();
+    let sent: unknown;
+    await bodies.upload('[{"a":1},{"b":"é"}]', async (placeholder) => {
+      const request = { body: JSON.stringify([placeholder]) } as Parameters<typeof bodies.policy.sendRequest>[0];
+      await bodies.policy.sendRequest(request, async (r) => {
+        sent = r.body;
+        return {} as Awaited<ReturnType<typeof bodies.policy.sendRequest>>;
+      });
+    });
+    expect(sent).toBe('[{"a":1},{"b":"é"}]');
+  });
+
+  it("a request that never met the policy is an error, so its records are not counted as delivered", async () => {
+    const bodies = new PreEncodedBodies();
+    await expect(bodies.upload("[]", async () => {})).rejects.toThrow(/without its prepared body/);
+  });
+
+  it("jsonArrayOf is JSON.stringify of the parsed rows", () => {
+    const rows = [{ a: 1, b: [1, "x"] }, { c: "ü\n" }];
+    expect(jsonArrayOf(rows.map((r) => JSON.stringify(r)))).toBe(JSON.stringify(rows));
+    expect(jsonArrayBytes(rows.map((r) => Buffer.byteLength(JSON.stringify(r))))).toBe(Buffer.byteLength(JSON.stringify(rows)));
   });
 });

@@ -243,6 +243,61 @@ describe("Drainer", () => {
     await drainer.stop(clock.now());
   });
 
+  it("pipelines full batches when the sink allows concurrent sends: never one record in two sends at once, a retry empties the pipeline", async () => {
+    /** Answers only when released, so several sends can be in flight. */
+    class GatedSink implements Sink {
+      readonly name = "gated";
+      readonly maxBatchRecords = 2;
+      readonly lingerMs = 0;
+      readonly maxConcurrentSends = 2;
+      readonly inFlight: string[][] = [];
+      readonly sent: string[][] = [];
+      private readonly gates: Array<(o: SendOutcomes) => void> = [];
+      async send(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {
+        const ids = batch.map((e) => e.record.RecordId);
+        for (const other of this.inFlight) expect(other.filter((id) => ids.includes(id))).toEqual([]);
+        this.inFlight.push(ids);
+        this.sent.push(ids);
+        const outcomes = await new Promise<SendOutcomes>((resolve) => this.gates.push(resolve));
+        this.inFlight.splice(this.inFlight.indexOf(ids), 1);
+        return outcomes;
+      }
+      release(outcome: (n: number) => SendOutcomes): void {
+        this.gates.shift()!(outcome(2));
+      }
+      async close(): Promise<void> {}
+    }
+    const sink = new GatedSink();
+    const drainer = drainerFor(sink);
+    add(...[1, 2, 3, 4, 5, 6, 7].map((i) => transition(i)));
+    drainer.notify();
+    await flushAsync();
+    expect(sink.sent).toEqual([["r1", "r2"], ["r3", "r4"]]); // two full batches in flight, the third waits
+    sink.release((n) => Array.from({ length: n }, () => delivered));
+    await flushAsync();
+    expect(sink.sent).toEqual([["r1", "r2"], ["r3", "r4"], ["r5", "r6"]]);
+    sink.release((n) => Array.from({ length: n }, () => retry("busy", 5000)));
+    await flushAsync();
+    // A retry: nothing new starts until the pipeline is empty and the backoff is over.
+    expect(sink.sent).toHaveLength(3);
+    sink.release((n) => Array.from({ length: n }, () => delivered));
+    await flushAsync();
+    expect(sink.sent).toHaveLength(3);
+    expect(store.due("gated", 10, clock.monotonicMs() + 1e9).map((e) => e.record.RecordId)).toEqual(["r3", "r4", "r7"]);
+    await clock.advance(5000);
+    await flushAsync();
+    expect(sink.sent.slice(3)).toEqual([["r3", "r4"]]);
+    sink.release((n) => Array.from({ length: n }, () => delivered));
+    await flushAsync();
+    expect(sink.sent.slice(4)).toEqual([["r7"]]); // the tail goes out one send at a time
+    sink.release(() => [delivered]);
+    await flushAsync();
+    expect(store.status()[0]).toMatchObject({ sink: "gated", pending: 0, delivered: 7 });
+    const stopping = drainer.stop(clock.now());
+    await flushAsync();
+    await stopping;
+  });
+
   it("stops during a backoff without waiting for it, leaving records in the outbox", async () => {
     const sink = new ScriptedSink(clock, [(b) => allOutcomes(b, retry("down"))]);
     const drainer = drainerFor(sink);

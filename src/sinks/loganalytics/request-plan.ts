@@ -7,6 +7,11 @@ export function jsonArrayBytes(rowBytes: readonly number[]): number {
   return rowBytes.reduce((sum, b) => sum + b, 0) + rowBytes.length + 1;
 }
 
+/** The JSON array of rows already encoded as JSON (exactly `JSON.stringify` of the parsed rows, without re-encoding them). */
+export function jsonArrayOf(rowsJson: readonly string[]): string {
+  return `[${rowsJson.join(",")}]`;
+}
+
 /** Whether a row of `rowBytes` fits a request on its own. */
 export function rowFitsRequest(rowBytes: number, maxRequestBytes: number): boolean {
   return rowBytes + 2 <= maxRequestBytes;

@@ -32,6 +32,8 @@ export const logAnalyticsSettingsSchema = z
     lingerMs: z.number().int().min(0).default(1000),
     /** Requests of one send in flight at once. */
     maxConcurrentRequests: z.number().int().min(1).max(16).default(2),
+    /** Sends (full batches of a backlog) in flight at once; the next is read while earlier ones are answered. 1 = one at a time. */
+    maxConcurrentSends: z.number().int().min(1).max(8).default(2),
     /** Time limit of one request (token acquisition included), in milliseconds. */
     requestTimeoutMs: z.number().int().min(100).default(30_000),
     /** Warn when a batch holds a record whose TimeGenerated is older than this (Log Analytics replaces it after 48 h). */

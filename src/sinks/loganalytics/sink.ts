@@ -11,7 +11,8 @@ import { validateRow } from "../../contract/stream-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
 import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./outcome.js";
-import { planRequests, rowFitsRequest } from "./request-plan.js";
+import { PreEncodedBodies } from "./pre-encoded-body.js";
+import { jsonArrayOf, planRequests, rowFitsRequest } from "./request-plan.js";
 import { processRulePauses, type RulePauses } from "./rule-pauses.js";
 import type { LogAnalyticsSettings } from "./settings.js";
 
@@ -47,7 +48,8 @@ type Settlement = { readonly rejected?: string };
 
 interface PendingRow {
   readonly index: number;
-  readonly row: Record<string, unknown>;
+  /** The record's JSON as stored in the outbox: the request body is built from it, never re-encoded. */
+  readonly json: string;
   readonly bytes: number;
 }
 
@@ -61,6 +63,7 @@ export class LogAnalyticsSink implements Sink {
   private readonly metrics: AgentMetrics | undefined;
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
+  readonly maxConcurrentSends: number;
   readonly stats: LogAnalyticsSinkStats = {
     requests: 0,
     requestBytes: 0,
@@ -77,6 +80,7 @@ export class LogAnalyticsSink implements Sink {
   private readonly pauses: RulePauses;
   private readonly client: LogsIngestionClient;
   private readonly agent: HttpsAgent | undefined;
+  private readonly bodies = new PreEncodedBodies();
 
   constructor(options: LogAnalyticsSinkOptions) {
     this.settings = options.settings;
@@ -86,6 +90,8 @@ export class LogAnalyticsSink implements Sink {
     this.metrics = options.metrics;
     this.maxBatchRecords = this.settings.maxBatchRecords;
     this.lingerMs = this.settings.lingerMs;
+    // Log Analytics keeps no order between requests (TimeGenerated orders the rows), so full batches may overlap.
+    this.maxConcurrentSends = this.settings.maxConcurrentSends;
     if (!this.settings.endpoint.toLowerCase().startsWith("https://")) throw new Error("loganalytics endpoint must be an https:// URL");
     // An extra CA (private PKI, the local peer) is trusted for this client only, next to the public roots.
     this.agent = this.settings.caCertFile
@@ -97,6 +103,7 @@ export class LogAnalyticsSink implements Sink {
       retryOptions: { maxRetries: 0 },
       ...(this.agent ? { agent: this.agent } : {}),
     });
+    this.client.pipeline.addPolicy(this.bodies.policy, { phase: "Serialize" });
   }
 
   async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes> {
@@ -113,14 +120,14 @@ export class LogAnalyticsSink implements Sink {
         settled[index] = { rejected: `record does not match stream ${this.settings.streamName}: ${problems.join("; ")}` };
         return;
       }
-      const bytes = Buffer.byteLength(JSON.stringify(entry.record));
+      const bytes = Buffer.byteLength(entry.json);
       if (!rowFitsRequest(bytes, this.settings.maxRequestBytes)) {
         settled[index] = { rejected: `record is ${bytes} bytes of JSON, more than one request may carry (${this.settings.maxRequestBytes})` };
         return;
       }
       const generated = entry.record.TimeGenerated;
       if (oldestTimeGenerated === undefined || Date.parse(generated) < Date.parse(oldestTimeGenerated)) oldestTimeGenerated = generated;
-      pending.push({ index, row: entry.record as unknown as Record<string, unknown>, bytes });
+      pending.push({ index, json: entry.json, bytes });
     });
     this.warnIfStale(oldestTimeGenerated);
 
@@ -164,18 +171,22 @@ export class LogAnalyticsSink implements Sink {
   }
 
   /**
-   * One request: its rows were all accepted, all rejected, or it should be retried. The rows' sizes were measured
-   * exactly as the SDK measures them, so its own 1 MB chunking keeps them in this one request.
+   * One request: its rows were all accepted, all rejected, or it should be retried. The body is the rows' stored JSON
+   * joined into an array (encoded once, when the record entered the outbox): the SDK gets one placeholder row, which
+   * the pre-encoded-body policy swaps for that body before the SDK gzips and sends it (see pre-encoded-body.ts).
    */
   private async upload(request: PendingRow[], signal: AbortSignal): Promise<{ kind: "accepted" } | UploadFailure> {
-    const rows = request.map((r) => r.row);
+    const rows = request.length;
+    const body = jsonArrayOf(request.map((r) => r.json));
     this.stats.requests += 1;
     this.stats.requestBytes += request.reduce((sum, r) => sum + r.bytes, request.length + 1);
     try {
-      await this.client.upload(this.settings.ruleId, this.settings.streamName, rows, {
-        maxConcurrency: 1,
-        abortSignal: AbortSignal.any([signal, AbortSignal.timeout(this.settings.requestTimeoutMs)]),
-      });
+      await this.bodies.upload(body, (placeholder) =>
+        this.client.upload(this.settings.ruleId, this.settings.streamName, [placeholder], {
+          maxConcurrency: 1,
+          abortSignal: AbortSignal.any([signal, AbortSignal.timeout(this.settings.requestTimeoutMs)]),
+        }),
+      );
       return { kind: "accepted" };
     } catch (err) {
       const failure = classifyUploadError(err, this.clock.now());
@@ -184,7 +195,7 @@ export class LogAnalyticsSink implements Sink {
         if (failure.retryAfterMs !== undefined) this.pauses.pauseUntil(this.settings.ruleId, this.clock.monotonicMs() + failure.retryAfterMs);
       }
       const log = failure.kind === "reject" ? this.logger.error.bind(this.logger) : this.logger.warn.bind(this.logger);
-      log({ rows: rows.length, statusCode: failure.statusCode, retryAfterMs: "retryAfterMs" in failure ? failure.retryAfterMs : undefined }, `logs ingestion request failed: ${failure.reason}`);
+      log({ rows, statusCode: failure.statusCode, retryAfterMs: "retryAfterMs" in failure ? failure.retryAfterMs : undefined }, `logs ingestion request failed: ${failure.reason}`);
       return failure;
     }
   }
