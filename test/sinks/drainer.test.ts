@@ -101,7 +101,7 @@ describe("Drainer", () => {
     expect(pending()).toBe(0);
     expect(store.status()[0]).toMatchObject({ sink: "scripted", pending: 0, delivered: 2, deadLettered: 0, lastDeliveryMs: 1_000_000 });
     expect(store.readAfter(0, 10)).toEqual([]); // no sink needs them any more
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("retries with exponential backoff, keeping the records pending until delivered", async () => {
@@ -118,7 +118,7 @@ describe("Drainer", () => {
     expect(sink.sendTimes.map((t) => t - 1_000_000)).toEqual([0, 1000, 3000, 7000]);
     expect(pending()).toBe(0);
     expect(drainer.status().consecutiveFailures).toBe(0);
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("lets a server's retry-after hint win and counts throttled time", async () => {
@@ -133,7 +133,7 @@ describe("Drainer", () => {
     await clock.advance(1);
     expect(sink.sent.length).toBe(2);
     expect(await metrics.render()).toMatch(/sef_sink_throttled_seconds_total\{sink="scripted"\} 7/);
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("spreads a retry-after hint by up to half again, never retrying before it", async () => {
@@ -146,7 +146,7 @@ describe("Drainer", () => {
     expect(sink.sent.length).toBe(1);
     await clock.advance(1);
     expect(sink.sent.length).toBe(2);
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("never sends a delivered record again: only the records to retry go out next time, whatever their place", async () => {
@@ -158,7 +158,7 @@ describe("Drainer", () => {
     await clock.advance(1000);
     expect(sink.sent).toEqual([["r1", "r2", "r3", "r4"], ["r2", "r4"]]);
     expect(pending()).toBe(0);
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("keeps a record acknowledged once out of every later send, across a reopen of the store", async () => {
@@ -167,7 +167,7 @@ describe("Drainer", () => {
     add(transition(1), transition(2));
     drainer.notify();
     await flushAsync();
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
     store.close();
     store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     const again = new ScriptedSink(clock, []);
@@ -176,7 +176,7 @@ describe("Drainer", () => {
     second.notify();
     await flushAsync();
     expect(again.sent).toEqual([["r1"]]);
-    await second.stop(clock.now());
+    await second.stop(clock.monotonicMs());
   });
 
   it("dead-letters rejected records with the reason and moves on", async () => {
@@ -190,7 +190,7 @@ describe("Drainer", () => {
     expect(lines[0]).toMatchObject({ sink: "scripted", reason: "too large: 2 MB", record: { RecordId: "r2" } });
     expect(store.deadLetters("scripted")).toMatchObject([{ seq: 2, recordId: "r2", reason: "too large: 2 MB" }]);
     expect(store.status()[0]).toMatchObject({ pending: 0, deadLettered: 1, delivered: 2 });
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("keeps rejected records pending and retries when the dead-letter file cannot be written", async () => {
@@ -205,7 +205,7 @@ describe("Drainer", () => {
     await clock.advance(1000);
     await vi.waitFor(() => expect(pending()).toBe(0));
     expect(readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8")).toContain('"reason":"400"');
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("treats a sink that throws, or answers with the wrong number of outcomes, as retry, never as delivered", async () => {
@@ -221,7 +221,7 @@ describe("Drainer", () => {
     expect(drainer.status().lastError).toMatch(/1 outcomes for 2 records/);
     await clock.advance(2000);
     expect(pending()).toBe(0);
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("lingers for a fuller batch, but not for urgent records", async () => {
@@ -240,7 +240,7 @@ describe("Drainer", () => {
     await flushAsync();
     expect(sink.sent[1]).toEqual(["r3"]);
     expect(sink.sendTimes[1]).toBe(sink.sendTimes[0]);
-    await drainer.stop(clock.now());
+    await drainer.stop(clock.monotonicMs());
   });
 
   it("pipelines full batches when the sink allows concurrent sends: never one record in two sends at once, a retry empties the pipeline", async () => {
@@ -284,7 +284,10 @@ describe("Drainer", () => {
     await flushAsync();
     expect(sink.sent).toHaveLength(3);
     expect(store.due("gated", 10, clock.monotonicMs() + 1e9).map((e) => e.record.RecordId)).toEqual(["r3", "r4", "r7"]);
-    await clock.advance(5000);
+    await clock.advance(7499); // the 5 s hint, spread by the jitter (random ≈ 1 here: 1.5 × the hint)
+    await flushAsync();
+    expect(sink.sent).toHaveLength(3);
+    await clock.advance(1);
     await flushAsync();
     expect(sink.sent.slice(3)).toEqual([["r3", "r4"]]);
     sink.release((n) => Array.from({ length: n }, () => delivered));
@@ -293,7 +296,7 @@ describe("Drainer", () => {
     sink.release(() => [delivered]);
     await flushAsync();
     expect(store.status()[0]).toMatchObject({ sink: "gated", pending: 0, delivered: 7 });
-    const stopping = drainer.stop(clock.now());
+    const stopping = drainer.stop(clock.monotonicMs());
     await flushAsync();
     await stopping;
   });

@@ -120,14 +120,14 @@ async function drainWithRestarts(sink: ChaosSink, count: number, tag = "rec", cl
     if (Date.now() > deadline || sink.sends > 200) throw new Error(`not drained: ${store.depth(sink.name).records} pending after ${sink.sends} sends`);
     if (sink.restartRequested) {
       sink.restartRequested = false;
-      await drainer.stop(clock.now());
+      await drainer.stop(clock.monotonicMs());
       store.close();
       store = open();
       drainer = start(store);
     }
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
-  await drainer.stop(clock.now());
+  await drainer.stop(clock.monotonicMs());
   const deadLetters = new Map(store.deadLetters(sink.name).map((d) => [JSON.parse(d.json).RecordId as string, d.reason]));
   store.close();
   return { deadLetters };
