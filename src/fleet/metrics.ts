@@ -16,6 +16,18 @@ export class FleetMetrics {
     labelNames: ["target", "action", "outcome"] as const,
     registers: [this.registry],
   });
+  readonly inDoubt = new Counter({
+    name: "sef_fleet_notifications_in_doubt_total",
+    help: "Notifications re-sent from a claim left by an instance that stopped mid-send (the target may have had them already), by target and action",
+    labelNames: ["target", "action"] as const,
+    registers: [this.registry],
+  });
+  readonly outcomeSaves = new Counter({
+    name: "sef_fleet_outcome_saves_total",
+    help: "Blob writes that saved notification outcomes (each saves every outcome answered since the previous one)",
+    registers: [this.registry],
+  });
+  readonly outcomesSaved = new Counter({ name: "sef_fleet_outcomes_saved_total", help: "Notification outcomes saved", registers: [this.registry] });
   readonly ownedPartitions = new Gauge({ name: "sef_fleet_owned_partitions", help: "Partitions this instance owns", registers: [this.registry] });
   readonly partitionLag = new Gauge({
     name: "sef_fleet_partition_lag_events",
@@ -30,6 +42,7 @@ export class FleetMetrics {
     for (const target of targets)
       for (const action of ["trigger", "update", "resolve"])
         for (const outcome of ["sent", "retried", "dead_lettered"]) this.notifications.inc({ target, action, outcome }, 0);
+    for (const target of targets) for (const action of ["trigger", "update", "resolve"]) this.inDoubt.inc({ target, action }, 0);
     this.ownedPartitions.set(0);
     this.activeEvents.set(0);
     collectDefaultMetrics({ register: this.registry, prefix: "sef_fleet_" });

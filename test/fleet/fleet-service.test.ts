@@ -120,8 +120,13 @@ describe("sef fleet", () => {
     const slack = peer.requests("slack");
     expect(slack.filter((r) => r.status === 429)).toHaveLength(2);
     expect(slack[2]!.receivedAtMs - slack[0]!.receivedAtMs).toBeGreaterThanOrEqual(90);
-    // The generic webhook is signed.
-    expect(peer.requests("webhook").every((r) => r.status === 200)).toBe(true);
+    // The generic webhook is signed, and each notification carries its own Idempotency-Key (also in the body).
+    const hooks = peer.requests("webhook");
+    expect(hooks.every((r) => r.status === 200)).toBe(true);
+    const keys = hooks.map((r) => String(r.headers["idempotency-key"]));
+    expect(keys.every((k) => /^"[0-9a-f-]{36}"$/.test(k))).toBe(true);
+    expect(new Set(keys).size).toBe(hooks.length);
+    expect(hooks.map((r) => `"${(r.body as { notificationId: string }).notificationId}"`)).toEqual(keys);
   });
 
   it("counts and skips what is not a valid record, and dead-letters what a target refuses, with the reason", async () => {

@@ -3,7 +3,15 @@
 // payload checked by the testbed peer's validators.
 import { describe, expect, it } from "vitest";
 import { foldRecord, type FleetEvent } from "../../src/fleet/fleet-event.js";
-import { afterDelivery, emptyNotificationState, planNotifications, type NotificationState } from "../../src/fleet/notification-plan.js";
+import {
+  afterDelivery,
+  emptyNotificationState,
+  nextSequence,
+  notificationIdempotencyKey,
+  planNotifications,
+  type NotificationAction,
+  type NotificationState,
+} from "../../src/fleet/notification-plan.js";
 import { notificationRetryDelayMs } from "../../src/fleet/partition-processor.js";
 import { readRecord, type FleetTransition } from "../../src/fleet/record-input.js";
 import { inQuietHours, selectTargets, type Rule } from "../../src/fleet/rules.js";
@@ -19,6 +27,8 @@ function fold(records: FleetTransition[]): FleetEvent {
   for (const r of records) event = foldRecord(event, r);
   return event!;
 }
+
+const ref = (action: NotificationAction) => ({ action, idempotencyKey: notificationIdempotencyKey("e1", "t", action, 1) });
 
 function read(record: object): FleetTransition {
   const input = readRecord(Buffer.from(JSON.stringify(record)));
@@ -123,9 +133,9 @@ describe("payloads", () => {
   const event = fold(vms.map((v) => read(fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0 }))));
   it("are what each target's API accepts, for every action", () => {
     for (const action of ["trigger", "update", "resolve"] as const) {
-      expect(teamsProblems(JSON.parse(buildTargetRequest("teams", event, action, t0, {}).body))).toEqual([]);
-      expect(slackProblems(JSON.parse(buildTargetRequest("slack", event, action, t0, {}).body))).toEqual([]);
-      const pd = JSON.parse(buildTargetRequest("pagerduty", event, action, t0, { routingKey: "R".repeat(32) }).body);
+      expect(teamsProblems(JSON.parse(buildTargetRequest("teams", event, ref(action), t0, {}).body))).toEqual([]);
+      expect(slackProblems(JSON.parse(buildTargetRequest("slack", event, ref(action), t0, {}).body))).toEqual([]);
+      const pd = JSON.parse(buildTargetRequest("pagerduty", event, ref(action), t0, { routingKey: "R".repeat(32) }).body);
       expect(pagerDutyProblems(pd)).toEqual([]);
       expect(pd.dedup_key).toBe("E1");
       expect(pd.event_action).toBe(action === "resolve" ? "resolve" : "trigger");
@@ -135,10 +145,29 @@ describe("payloads", () => {
     const many = Array.from({ length: 500 }, (_, i) => vm(i));
     let big: FleetEvent | undefined;
     for (const v of many) big = foldRecord(big, read(fleetTransition("E2", "Scheduled", v, many, { timeMs: t0 })));
-    expect(slackProblems(JSON.parse(buildTargetRequest("slack", big!, "trigger", t0, {}).body))).toEqual([]);
-    expect(Buffer.byteLength(buildTargetRequest("teams", big!, "trigger", t0, {}).body)).toBeLessThan(28 * 1024);
-    const req = buildTargetRequest("webhook", event, "trigger", t0, { hmacSecret: "s3cret" });
+    expect(slackProblems(JSON.parse(buildTargetRequest("slack", big!, ref("trigger"), t0, {}).body))).toEqual([]);
+    expect(Buffer.byteLength(buildTargetRequest("teams", big!, ref("trigger"), t0, {}).body)).toBeLessThan(28 * 1024);
+    const req = buildTargetRequest("webhook", event, ref("trigger"), t0, { hmacSecret: "s3cret" });
     expect(req.headers["x-sef-signature-256"]).toBe(webhookSignature(req.body, "s3cret"));
+  });
+  it("give the generic webhook one Idempotency-Key per event, target, action and sequence, the same on every re-send", () => {
+    const key = notificationIdempotencyKey("e1", "hook", "update", nextSequence({ ...emptyNotificationState, sent: 1 }));
+    expect(key).toBe(notificationIdempotencyKey("e1", "hook", "update", 2));
+    expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const others = [
+      notificationIdempotencyKey("e1", "hook", "update", 3),
+      notificationIdempotencyKey("e1", "hook", "trigger", 2),
+      notificationIdempotencyKey("e1", "other", "update", 2),
+      notificationIdempotencyKey("e2", "hook", "update", 2),
+    ];
+    expect(new Set([key, ...others]).size).toBe(5);
+    const first = buildTargetRequest("webhook", event, { action: "update", idempotencyKey: key }, t0, {});
+    const again = buildTargetRequest("webhook", event, { action: "update", idempotencyKey: key }, t0 + 20_000, {});
+    expect(first.headers["idempotency-key"]).toBe(`"${key}"`); // a structured-field string, as the IETF draft defines it
+    expect(again.headers["idempotency-key"]).toBe(first.headers["idempotency-key"]);
+    expect(JSON.parse(first.body)).toMatchObject({ notificationId: key, action: "update" });
+    // Targets without idempotency get no such header.
+    expect(buildTargetRequest("slack", event, { action: "update", idempotencyKey: key }, t0, {}).headers["idempotency-key"]).toBeUndefined();
   });
 });
 
@@ -161,5 +190,24 @@ describe("the example config", () => {
     });
     expect(parsed.success).toBe(false);
     expect(parsed.error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toContain('rules.0.targets.0: no target named "b"');
+  });
+});
+
+describe("the PagerDuty peer", () => {
+  it("deduplicates as PagerDuty documents: a trigger for an open incident is merged, a resolve with none open is dropped, a trigger after the resolve pages again", async () => {
+    const { startNotifyPeer } = await import("../../src/testbed/peers/notify/server.js");
+    const peer = await startNotifyPeer();
+    try {
+      const post = (body: object) => fetch(`${peer.url}/v2/enqueue`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const trigger = { routing_key: "R".repeat(32), event_action: "trigger", dedup_key: "E1", payload: { summary: "reboot", source: "vm", severity: "warning" } };
+      for (const body of [trigger, trigger, { ...trigger, event_action: "resolve" }, { ...trigger, event_action: "resolve" }]) expect((await post(body)).status).toBe(202);
+      expect(peer.incidents()).toEqual([{ dedupKey: "E1", status: "resolved", triggers: 2, resolves: 1 }]);
+      expect(peer.pagerDutyResolvesDropped()).toBe(1);
+      await post(trigger);
+      expect(peer.incidents().map((i) => i.status)).toEqual(["resolved", "triggered"]);
+      expect(peer.requests("pagerduty")).toHaveLength(5);
+    } finally {
+      await peer.close();
+    }
   });
 });
