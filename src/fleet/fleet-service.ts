@@ -184,7 +184,6 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
         const entry = processors.get(context.partitionId);
         entry?.controller.abort();
         processors.delete(context.partitionId);
-        stateStore.release(context.partitionId);
         metrics.partitionLag.remove({ partition: context.partitionId });
         refreshGauges();
         logger.info({ partitionId: context.partitionId, reason }, "partition released");

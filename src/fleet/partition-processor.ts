@@ -98,10 +98,13 @@ export class PartitionProcessor {
   private constructor(
     private readonly options: ProcessorOptions,
     private state: PartitionState,
+    /** The version of the state blob `state` was read or written as: saves must match it. */
+    private etag: string | undefined,
   ) {}
 
   static async open(options: ProcessorOptions): Promise<PartitionProcessor> {
-    return new PartitionProcessor(options, await options.store.load(options.partitionId));
+    const { state, etag } = await options.store.load(options.partitionId);
+    return new PartitionProcessor(options, state, etag);
   }
 
   get lastSequenceNumber(): number {
@@ -194,13 +197,13 @@ export class PartitionProcessor {
       const { result, dirty } = change(working);
       if (!dirty) return result;
       try {
-        await this.options.store.save(this.options.partitionId, working);
+        this.etag = await this.options.store.save(this.options.partitionId, working, this.etag);
         this.state = working;
         return result;
       } catch (err) {
         if (!(err instanceof OwnershipLostError) || conflict >= maxSaveConflicts) throw err;
         this.options.logger.warn({ partitionId: this.options.partitionId }, "fleet state was written by another instance; reloading");
-        this.state = await this.options.store.load(this.options.partitionId);
+        ({ state: this.state, etag: this.etag } = await this.options.store.load(this.options.partitionId));
       }
     }
   }

@@ -107,6 +107,8 @@ export interface FleetScaleResult {
   /** Blob writes that saved outcomes on the survivors, and outcomes per write (the coalescing). */
   survivorOutcomeSaves: number;
   survivorOutcomesSaved: number;
+  /** State writes that found another holder's newer write (reloaded and redone), over all instances' logs. */
+  stateConflicts: number;
   /** From SIGKILL until the killed instance's partitions were owned again by the others. */
   rebalanceMs: number;
   ownershipExpirationMs: number;
@@ -209,6 +211,7 @@ export async function benchFleetScale(vms: number, vmsPerEvent: number, ownershi
       slack: targetResult(t.slack, cluster, "chat"),
       survivorOutcomeSaves: survivors.reduce((n, text) => n + metricSum(text, "sef_fleet_outcome_saves_total"), 0),
       survivorOutcomesSaved: survivors.reduce((n, text) => n + metricSum(text, "sef_fleet_outcomes_saved_total"), 0),
+      stateConflicts: cluster.instances.reduce((n, i) => n + i.stderr().split("fleet state was written by another instance").length - 1, 0),
       rebalanceMs,
       ownershipExpirationMs,
       totalMs: Math.round(performance.now() - started),

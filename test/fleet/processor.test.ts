@@ -8,29 +8,32 @@ import type { FleetEvent } from "../../src/fleet/fleet-event.js";
 import { FleetMetrics } from "../../src/fleet/metrics.js";
 import { emptyNotificationState, notificationIdempotencyKey } from "../../src/fleet/notification-plan.js";
 import { PartitionProcessor, type NotificationIdentity, type ProcessorOptions, type ReceivedEvent } from "../../src/fleet/partition-processor.js";
-import { emptyPartitionState, type PartitionState, type PartitionStateStore } from "../../src/fleet/partition-state.js";
+import { emptyPartitionState, OwnershipLostError, type LoadedPartitionState, type PartitionState, type PartitionStateStore } from "../../src/fleet/partition-state.js";
 import type { DeliveryOutcome } from "../../src/fleet/targets/deliver.js";
 import { fleetTransition, vm } from "./records.js";
 
 const t0 = Date.parse("2026-11-23T10:00:00Z");
 
-/** Keeps the state as JSON; each save can be held open (to model a slow blob write) or made to fail. */
+/** Keeps the state as JSON with a version (ETag); each save can be held open (a slow blob write) or made to fail. */
 class MemoryStore implements PartitionStateStore {
   saved: string = JSON.stringify(emptyPartitionState());
+  version = 0;
   saves = 0;
   hold: Promise<void> | null = null;
   /** Save calls (1-based) that fail. */
   readonly failing = new Set<number>();
   private calls = 0;
-  async load(): Promise<PartitionState> {
-    return JSON.parse(this.saved) as PartitionState;
+  async load(): Promise<LoadedPartitionState> {
+    return { state: JSON.parse(this.saved) as PartitionState, etag: this.version === 0 ? undefined : String(this.version) };
   }
-  async save(_partitionId: string, state: PartitionState): Promise<void> {
+  async save(_partitionId: string, state: PartitionState, etag: string | undefined): Promise<string> {
     const body = JSON.stringify(state);
     if (this.hold) await this.hold;
     if (this.failing.has(++this.calls)) throw new Error("blob storage is unavailable");
+    if (etag !== (this.version === 0 ? undefined : String(this.version))) throw new OwnershipLostError("written by another holder");
     this.saves++;
     this.saved = body;
+    return String(++this.version);
   }
 }
 
@@ -100,7 +103,7 @@ describe("PartitionProcessor", () => {
     // One write for the claims, one for the first outcome, one for the 99 answered meanwhile (not 100 one by one).
     expect(store.saves).toBe(3);
     expect(await metrics.registry.getSingleMetricAsString("sef_fleet_outcome_saves_total")).toMatch(/ 2$/m);
-    const state = await store.load();
+    const { state } = await store.load();
     const states = Object.values(state.notifications).flatMap((byTarget) => Object.values(byTarget));
     expect(states).toHaveLength(100);
     expect(states.every((s) => s.pending === null && s.triggeredAt !== null && s.sent === 1)).toBe(true);
@@ -147,12 +150,39 @@ describe("PartitionProcessor", () => {
     now = t0 + 60_000; // long after the claims went stale
     await processor.tick();
     expect(sent).toHaveLength(2);
-    const state = await store.load();
+    const { state } = await store.load();
     const states = Object.values(state.notifications["00000000-0000-4000-8000-000000000000"]!);
     expect(states.map((s) => ({ pending: s.pending, sent: s.sent }))).toEqual([
       { pending: null, sent: 1 },
       { pending: null, sent: 1 },
     ]);
     expect(emptyNotificationState.sent).toBe(0);
+  });
+
+  it("never lets a holder with a stale copy overwrite a newer state, even two holders of one partition in one process", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    // The old holder claims and sends; its answers are slow.
+    const answers: Array<() => void> = [];
+    const old = setup(store, () => new Promise((resolve) => answers.push(() => resolve(delivered))), () => now);
+    const oldHolder = await PartitionProcessor.open(old.options);
+    const oldRun = oldHolder.processBatch(wave(1));
+    while (old.sent.length < 2) await new Promise((r) => setImmediate(r));
+    // The partition moves: the new holder reads the state (the old holder's claims) and folds a new event.
+    const next = setup(store, async () => delivered, () => now);
+    const newHolder = await PartitionProcessor.open(next.options);
+    await newHolder.processBatch(wave(2).slice(1).map((e) => ({ ...e, sequenceNumber: 1 })));
+    expect(next.sent.map((s) => s.eventId)).toEqual(["00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000001"]);
+    // The old holder's answers arrive: its write conflicts, it reads the new state and records its outcomes there.
+    for (const answer of answers) answer();
+    await oldRun;
+    const { state } = await store.load();
+    const told = (key: string) => Object.values(state.notifications[key]!).map((s) => ({ pending: s.pending, sent: s.sent }));
+    expect(told("00000000-0000-4000-8000-000000000000")).toEqual([{ pending: null, sent: 1 }, { pending: null, sent: 1 }]);
+    expect(told("00000000-0000-4000-8000-000000000001")).toEqual([{ pending: null, sent: 1 }, { pending: null, sent: 1 }]);
+    now = t0 + 60_000;
+    await newHolder.tick();
+    await oldHolder.tick();
+    expect(old.sent.length + next.sent.length).toBe(4); // nothing sent twice
   });
 });
