@@ -14,7 +14,7 @@ import {
 } from "../../src/fleet/notification-plan.js";
 import { notificationRetryDelayMs } from "../../src/fleet/partition-processor.js";
 import { readRecord, type FleetTransition } from "../../src/fleet/record-input.js";
-import { inQuietHours, selectTargets, type Rule } from "../../src/fleet/rules.js";
+import { inQuietHours, selectTargets, tagsMatch, type Rule } from "../../src/fleet/rules.js";
 import { buildTargetRequest, webhookSignature } from "../../src/fleet/targets/payloads.js";
 import { pagerDutyProblems, slackProblems, teamsProblems } from "../../src/testbed/peers/notify/server.js";
 import { fleetTransition, vm } from "./records.js";
@@ -46,6 +46,14 @@ describe("readRecord", () => {
     expect(readRecord({ ...good, RecordType: "Heartbeat" })).toEqual({ kind: "other", recordType: "Heartbeat" });
     expect(readRecord(JSON.stringify(good))).toMatchObject({ kind: "transition" });
   });
+  it("reads the VM's tags when the record has them; records of older agents (no Tags) and unreadable Tags are still folded", () => {
+    const tagged = fleetTransition("E1", "Scheduled", { ...vms[0]!, tags: { env: "prod" } }, vms, { timeMs: t0 });
+    expect(read(tagged).Tags).toEqual({ env: "prod" });
+    const { Tags: _omitted, ...older } = tagged;
+    expect(read(older).Tags).toBeUndefined();
+    expect(read({ ...tagged, Tags: "env:prod" }).Tags).toBeUndefined();
+    expect(fold([read(older)]).vms[older.AgentId]!.tags).toEqual({});
+  });
 });
 
 describe("foldRecord", () => {
@@ -76,6 +84,24 @@ describe("rules", () => {
       { name: "db", targets: ["hook"], scaleSetPatterns: ["db-*"] },
     ];
     expect(selectTargets(rules, event, t0).map((s) => s.target).sort()).toEqual(["pd", "teams"]);
+  });
+  it("match on resource tags from the records: every listed tag on one reporting VM, names case-insensitive, values as globs", () => {
+    const prod = { ...vm(0), tags: { Env: "prod-eu", Team: "web" } };
+    const dev = { ...vm(1), tags: { env: "dev" } };
+    const affected = [prod, dev];
+    const tagged = fold(affected.map((v) => read(fleetTransition("E2", "Scheduled", v, affected, { timeMs: t0 }))));
+    const targetsOf = (tags: Record<string, string>) => selectTargets([{ name: "t", targets: ["pd"], tags }], tagged, t0).map((s) => s.target);
+    expect(targetsOf({ env: "prod*" })).toEqual(["pd"]);
+    expect(targetsOf({ env: "PROD-??" })).toEqual(["pd"]);
+    expect(targetsOf({ env: "prod*", team: "web" })).toEqual(["pd"]);
+    expect(targetsOf({ env: "dev", team: "web" })).toEqual([]); // not on one VM together
+    expect(targetsOf({ env: "staging" })).toEqual([]);
+    expect(targetsOf({ owner: "*" })).toEqual([]); // a tag no VM carries
+    expect(targetsOf({})).toEqual(["pd"]);
+    // Events folded from records without tags match no tag rule, and every rule without one.
+    expect(selectTargets([{ name: "t", targets: ["pd"], tags: { env: "*" } }], event, t0)).toEqual([]);
+    expect(tagsMatch({ env: "prod" }, undefined)).toBe(false);
+    expect(tagsMatch(undefined, undefined)).toBe(true);
   });
   it("hold a notification until the notice window is reached, and during quiet hours", () => {
     const rule: Rule = { name: "late", targets: ["pd"], noticeWithinSeconds: 600 };
@@ -180,6 +206,16 @@ describe("the example config", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
     const block = /An example config is `infra\/fleet\/fleet.json`[^\n]*\n\n```json\n([\s\S]*?)\n```/.exec(readme)?.[1];
     expect(JSON.parse(block ?? "null")).toEqual(JSON.parse(text));
+  });
+  it("takes rules on tags as {name: glob}", async () => {
+    const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
+    const base = {
+      eventHubs: { connection: { connectionString: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b;EntityPath=h" } },
+      targets: [{ name: "a", type: "slack", urlEnv: "A" }],
+    };
+    const parsed = fleetSettingsSchema.parse({ ...base, rules: [{ name: "prod", targets: ["a"], tags: { env: "prod*" } }] });
+    expect(parsed.rules[0]!.tags).toEqual({ env: "prod*" });
+    expect(fleetSettingsSchema.safeParse({ ...base, rules: [{ name: "bad", targets: ["a"], tags: { env: 1 } }] }).success).toBe(false);
   });
   it("refuses a rule naming a target that does not exist, naming the field", async () => {
     const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
