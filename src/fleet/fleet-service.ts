@@ -131,6 +131,8 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const subscription: Subscription = client.subscribe(
     {
       processInitialize: async (context: PartitionContext) => {
+        // Claimed again without a close in between: the earlier processor stops sending (its state is its own).
+        processors.get(context.partitionId)?.controller.abort();
         const controller = new AbortController();
         const processor = await PartitionProcessor.open({
           partitionId: context.partitionId,

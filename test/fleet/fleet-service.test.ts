@@ -5,6 +5,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SefRecord } from "../../src/contract/record.js";
 import { startFleetService, type FleetService } from "../../src/fleet/fleet-service.js";
+import { BlobPartitionStateStore, emptyPartitionState, OwnershipLostError } from "../../src/fleet/partition-state.js";
 import { fleetSettingsSchema } from "../../src/fleet/settings.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
@@ -83,6 +84,23 @@ afterAll(async () => {
   await Promise.all(services.map((s) => s.stop(5000)));
   await Promise.all([hub?.close(), azurite?.stop(), peer?.close()]);
 }, 30_000);
+
+describe("the partition state blob", () => {
+  it("is saved against the version its holder read: a second holder of the partition, even in the same process, cannot overwrite a newer write", async () => {
+    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("state-test");
+    await container.createIfNotExists();
+    const store = new BlobPartitionStateStore(container, "fleet-state/test", 5000);
+    expect(await store.load("7")).toEqual({ state: emptyPartitionState(), etag: undefined });
+    const first = await store.save("7", { ...emptyPartitionState(), sequenceNumber: 1 }, undefined);
+    await expect(store.save("7", emptyPartitionState(), undefined)).rejects.toBeInstanceOf(OwnershipLostError);
+    const a = await store.load("7");
+    const b = await store.load("7");
+    expect(a).toEqual({ state: { ...emptyPartitionState(), sequenceNumber: 1 }, etag: first });
+    const newer = await store.save("7", { ...b.state, sequenceNumber: 2 }, b.etag);
+    await expect(store.save("7", { ...a.state, sequenceNumber: 3 }, a.etag)).rejects.toBeInstanceOf(OwnershipLostError);
+    expect(await store.load("7")).toEqual({ state: { ...emptyPartitionState(), sequenceNumber: 2 }, etag: newer });
+  });
+});
 
 describe("sef fleet", () => {
   it("shares the partitions between instances through the Blob checkpoint store", async () => {
