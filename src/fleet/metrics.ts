@@ -18,8 +18,8 @@ export class FleetMetrics {
   });
   readonly inDoubt = new Counter({
     name: "sef_fleet_notifications_in_doubt_total",
-    help: "Notifications re-sent from a claim left by an instance that stopped mid-send (the target may have had them already), by target and action",
-    labelNames: ["target", "action"] as const,
+    help: "Notifications sent again while the target may already have them, by target, action and cause: claim_taken_over (a claim left by an instance that stopped mid-send), attempt_unanswered (a timeout or a connection lost after the request was sent)",
+    labelNames: ["target", "action", "cause"] as const,
     registers: [this.registry],
   });
   readonly outcomeSaves = new Counter({
@@ -42,7 +42,9 @@ export class FleetMetrics {
     for (const target of targets)
       for (const action of ["trigger", "update", "resolve"])
         for (const outcome of ["sent", "retried", "dead_lettered"]) this.notifications.inc({ target, action, outcome }, 0);
-    for (const target of targets) for (const action of ["trigger", "update", "resolve"]) this.inDoubt.inc({ target, action }, 0);
+    for (const target of targets)
+      for (const action of ["trigger", "update", "resolve"])
+        for (const cause of ["claim_taken_over", "attempt_unanswered"]) this.inDoubt.inc({ target, action, cause }, 0);
     this.ownedPartitions.set(0);
     this.activeEvents.set(0);
     collectDefaultMetrics({ register: this.registry, prefix: "sef_fleet_" });

@@ -146,7 +146,7 @@ export class PartitionProcessor {
     if (claims.length === 0) return;
     for (const claim of claims) {
       if (claim.takenOver === undefined) continue;
-      this.options.metrics.inDoubt.inc({ target: claim.target, action: claim.action });
+      this.options.metrics.inDoubt.inc({ target: claim.target, action: claim.action, cause: "claim_taken_over" });
       this.options.logger.warn(
         { target: claim.target, action: claim.action, eventId: this.state.events[claim.key]?.eventId, claimAgeMs: claim.takenOver.claimAgeMs, idempotencyKey: claim.idempotencyKey },
         "re-sending a claim left by an instance that stopped mid-send (in doubt: the target may already have it)",
@@ -310,6 +310,14 @@ export class PartitionProcessor {
       metrics.notifications.inc({ target, action, outcome: "retried" });
       const delayMs = notificationRetryDelayMs(retry, attempt, outcome.retryAfterMs, Math.random());
       logger.warn({ target, action, eventId: event.eventId, reason: outcome.reason, attempt, delayMs }, "notification failed; retrying");
+      if (outcome.inDoubt === true && !signal.aborted) {
+        // The next attempt may repeat it: the target may have taken this one (a timeout, a connection lost mid-request).
+        metrics.inDoubt.inc({ target, action, cause: "attempt_unanswered" });
+        logger.warn(
+          { target, action, eventId: event.eventId, reason: outcome.reason, attempt, idempotencyKey: claim.idempotencyKey },
+          "re-sending a notification whose unanswered attempt may have reached the target (in doubt)",
+        );
+      }
       try {
         await clock.sleep(delayMs, signal);
       } catch {

@@ -230,17 +230,22 @@ export interface InDoubtResend {
   readonly target: string;
   readonly action: string;
   readonly eventId: string;
+  readonly cause: "claim_taken_over" | "attempt_unanswered";
 }
 
-/** The in-doubt re-sends the instances logged ("re-sending a claim left by an instance that stopped mid-send"). */
+/**
+ * The in-doubt re-sends the instances logged: claims taken over ("re-sending a claim left by an instance that stopped
+ * mid-send") and attempts after one left unanswered ("... whose unanswered attempt may have reached the target").
+ */
 export function inDoubtResends(cluster: Cluster): InDoubtResend[] {
   const found: InDoubtResend[] = [];
   for (const instance of cluster.instances) {
     for (const line of instance.stderr().split("\n")) {
-      if (!line.includes("re-sending a claim left by an instance")) continue;
+      if (!line.includes("re-sending a claim left by an instance") && !line.includes("unanswered attempt may have reached the target")) continue;
       try {
         const entry = JSON.parse(line) as { target: string; action: string; eventId: string };
-        found.push({ target: entry.target, action: entry.action, eventId: entry.eventId });
+        const cause = line.includes("re-sending a claim left by an instance") ? "claim_taken_over" : "attempt_unanswered";
+        found.push({ target: entry.target, action: entry.action, eventId: entry.eventId, cause });
       } catch {
         // not a JSON log line
       }

@@ -247,3 +247,22 @@ describe("the PagerDuty peer", () => {
     }
   });
 });
+
+describe("deliver", () => {
+  it("marks a timed-out request as in doubt (the target may have it) and a refused connection as not", async () => {
+    const { createServer } = await import("node:http");
+    const { deliver } = await import("../../src/fleet/targets/deliver.js");
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", () => r()));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const req = { body: "{}", headers: { "content-type": "application/json" } };
+      expect(await deliver(`http://127.0.0.1:${port}/`, req, { timeoutMs: 200 })).toMatchObject({ kind: "retry", inDoubt: true });
+      silent.closeAllConnections();
+      await new Promise<void>((r) => silent.close(() => r()));
+      expect(await deliver(`http://127.0.0.1:${port}/`, req, { timeoutMs: 2000 })).toMatchObject({ kind: "retry", reason: "network: ECONNREFUSED", inDoubt: false });
+    } finally {
+      silent.close();
+    }
+  });
+});

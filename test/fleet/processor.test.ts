@@ -134,7 +134,7 @@ describe("PartitionProcessor", () => {
     const warnings = next.lines.map((l) => JSON.parse(l) as { msg: string; target: string; action: string; claimAgeMs: number });
     expect(warnings.filter((w) => w.msg.startsWith("re-sending a claim left by an instance that stopped mid-send"))).toHaveLength(2);
     expect(warnings[0]).toMatchObject({ action: "trigger", claimAgeMs: 10_000 });
-    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).toContain('sef_fleet_notifications_in_doubt_total{target="pd",action="trigger"} 1');
+    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).toContain('sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="claim_taken_over"} 1');
     await owner.tick();
     expect(next.sent).toHaveLength(2); // once
   });
@@ -184,5 +184,23 @@ describe("PartitionProcessor", () => {
     await newHolder.tick();
     await oldHolder.tick();
     expect(old.sent.length + next.sent.length).toBe(4); // nothing sent twice
+  });
+
+  it("counts an attempt after an unanswered one (a timeout) as in doubt, with the same idempotency key; a refused connection is not", async () => {
+    const store = new MemoryStore();
+    const answers: DeliveryOutcome[] = [
+      { kind: "retry", reason: "timed out after 10000 ms", inDoubt: true },
+      { kind: "retry", reason: "network: ECONNREFUSED", inDoubt: false },
+      delivered,
+    ];
+    const { sent, options, metrics, lines } = setup(store, async (s) => (s.target === "pd" ? (answers.shift() ?? delivered) : delivered));
+    const processor = await PartitionProcessor.open(options);
+    await processor.processBatch(wave(1));
+    const pd = sent.filter((s) => s.target === "pd");
+    expect(pd).toHaveLength(3);
+    expect(new Set(pd.map((s) => s.notification.idempotencyKey)).size).toBe(1);
+    const text = await metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total");
+    expect(text).toContain('sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="attempt_unanswered"} 1');
+    expect(lines.filter((l) => l.includes("unanswered attempt may have reached the target"))).toHaveLength(1);
   });
 });
