@@ -150,6 +150,27 @@ function targetResult(t: TargetTally, cluster: Cluster, targetName: string): Fle
   };
 }
 
+/**
+ * For repeats no in-doubt re-send explains, writes what is known about them to `fleet-bench-repeats.json`: when each
+ * copy reached the target, and every instance's log line naming the event (run with SEF_BENCH_FLEET_LOG_LEVEL=info to
+ * see each "notification sent").
+ */
+function writeUnexplainedRepeats(cluster: Cluster, t: TargetTally, targetName: string, kind: "slack"): void {
+  const inDoubt = inDoubtResends(cluster).filter((d) => d.target === targetName);
+  const unexplained = t.repeatedTriggerRequestEvents.filter((id) => !inDoubt.some((d) => d.action === "trigger" && d.eventId === id));
+  if (unexplained.length === 0) return;
+  const sample = unexplained.slice(0, 10).map((id) => ({
+    eventId: id,
+    copies: cluster.peer
+      .requests(kind)
+      .filter((r) => JSON.stringify(r.body).includes(id))
+      .map((r) => ({ receivedAtMs: r.receivedAtMs, status: r.status })),
+    logs: cluster.instances.map((instance, index) => ({ instance: index, lines: instance.stderr().split("\n").filter((l) => l.includes(id)) })),
+  }));
+  writeFileSync("fleet-bench-repeats.json", JSON.stringify({ unexplained: unexplained.length, sample }, null, 2) + "\n");
+  process.stderr.write(`fleet bench: ${unexplained.length} repeats on ${targetName} without an in-doubt re-send; see fleet-bench-repeats.json\n`);
+}
+
 async function ownedPartitions(cluster: Cluster, index: number): Promise<number> {
   return Number(/^sef_fleet_owned_partitions (\d+)/m.exec(await metricsText(cluster, index))?.[1] ?? 0);
 }
@@ -200,12 +221,13 @@ export async function benchFleetScale(vms: number, vmsPerEvent: number, ownershi
       10 * 60_000,
       () => tally(cluster.peer, fleetEvents),
       // The tally reads every request the peer recorded: polled often, it would slow the peer (in this process).
-      500,
+      Number(process.env.SEF_BENCH_FLEET_POLL_MS ?? 500),
     );
     // Let the survivors save what they still owe before reading their counters.
     await sleep(2000);
     const t = tally(cluster.peer, fleetEvents);
     const survivors = await Promise.all([1, 2].map((i) => metricsText(cluster, i)));
+    writeUnexplainedRepeats(cluster, t.slack, "chat", "slack");
     return {
       instances: 3,
       partitions,

@@ -59,7 +59,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       retry: { minDelayMs: 100, maxDelayMs: 2000, giveUpAfterMs: 60_000 },
       loadBalancing: { updateIntervalMs: 1000, ownershipExpirationMs: options.ownershipExpirationMs },
       metrics: { host: "127.0.0.1", port: 0 },
-      logLevel: "warn",
+      // info logs every notification sent (target, action, EventId): what a repeat's diagnosis needs.
+      logLevel: process.env.SEF_BENCH_FLEET_LOG_LEVEL ?? "warn",
     }),
   );
   const env = {
