@@ -262,6 +262,7 @@ function hookRecord(record: TransitionRecord, result: HookResult): HookRecord {
     Location: record.Location,
     VmScaleSetName: record.VmScaleSetName,
     Zone: record.Zone,
+    Tags: record.Tags ?? {},
     AgentId: record.AgentId,
     RecordId: result.recordId,
     RecordType: "Hook",

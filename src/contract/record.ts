@@ -41,6 +41,11 @@ export const recordColumns: readonly ColumnSpec[] = [
   { name: "Location", type: "string", description: "compute.location from instance metadata" },
   { name: "VmScaleSetName", type: "string", description: "compute.vmScaleSetName from instance metadata" },
   { name: "Zone", type: "string", description: "compute.zone from instance metadata" },
+  {
+    name: "Tags",
+    type: "dynamic",
+    description: "The VM's resource tags from instance metadata (compute.tagsList, else compute.tags) as an object {name: value}; {} when it has none; absent from records of older agents",
+  },
   { name: "AgentId", type: "string", description: "Random id of this sef installation, kept in the data directory (agent-id); unique fleet-wide" },
   { name: "AgentVersion", type: "string", description: "sef package version" },
   // Columns used only by non-transition record types (absent from Transition records).
@@ -74,6 +79,8 @@ export interface VmIdentity {
   Location: string;
   VmScaleSetName: string;
   Zone: string;
+  /** Resource tags of the VM (compute.tagsList, else compute.tags), `{}` when it has none. Records of older agents lack it. */
+  Tags: Record<string, string>;
 }
 
 /** What every record carries about where it comes from: the VM (instance metadata) and this installation of sef. */
@@ -91,6 +98,7 @@ export const unknownVmIdentity: VmIdentity = {
   Location: "",
   VmScaleSetName: "",
   Zone: "",
+  Tags: {},
 };
 
 /** The event fields a transition record carries, normalized from any api-version. */

@@ -10,6 +10,8 @@ export interface VmStatus {
   readonly zone: string;
   readonly vmScaleSetName: string;
   readonly resourceGroup: string;
+  /** The VM's resource tags from its records (absent in states saved before tags were read). */
+  readonly tags?: Readonly<Record<string, string>>;
   readonly affectsThisVm: boolean;
   readonly status: EventStatus;
   readonly lastSeen: string;
@@ -74,6 +76,7 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
       zone: record.Zone,
       vmScaleSetName: record.VmScaleSetName,
       resourceGroup: record.ResourceGroup,
+      tags: record.Tags ?? {},
       affectsThisVm: record.AffectsThisVm,
       status: record.EventStatus,
       lastSeen: record.TimeGenerated,

@@ -14,7 +14,7 @@ import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
 import type { NotificationAction } from "./notification-plan.js";
 import { BlobPartitionStateStore } from "./partition-state.js";
-import { PartitionProcessor, type ProcessorClock } from "./partition-processor.js";
+import { PartitionProcessor, type NotificationIdentity, type ProcessorClock } from "./partition-processor.js";
 import type { FleetSettings, TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
@@ -110,10 +110,10 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   let lastStoreError: string | null = null;
   let lastReceiveOk = false;
 
-  const send = async (targetName: string, action: NotificationAction, event: FleetEvent, signal: AbortSignal): Promise<DeliveryOutcome> => {
+  const send = async (targetName: string, notification: NotificationIdentity, event: FleetEvent, signal: AbortSignal): Promise<DeliveryOutcome> => {
     const target = targets.get(targetName);
     if (!target) return { kind: "rejected", reason: `no target named ${targetName}` };
-    const req = buildTargetRequest(target.settings.type, event, action, Date.now(), { ...(target.routingKey ? { routingKey: target.routingKey } : {}), ...(target.hmacSecret ? { hmacSecret: target.hmacSecret } : {}) });
+    const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), { ...(target.routingKey ? { routingKey: target.routingKey } : {}), ...(target.hmacSecret ? { hmacSecret: target.hmacSecret } : {}) });
     return deliver(target.url, req, { timeoutMs: settings.requestTimeoutMs, signal });
   };
   const onDeadLetter = async (target: string, action: NotificationAction, event: FleetEvent, reason: string): Promise<void> => {
@@ -131,6 +131,8 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const subscription: Subscription = client.subscribe(
     {
       processInitialize: async (context: PartitionContext) => {
+        // Claimed again without a close in between: the earlier processor stops sending (its state is its own).
+        processors.get(context.partitionId)?.controller.abort();
         const controller = new AbortController();
         const processor = await PartitionProcessor.open({
           partitionId: context.partitionId,
@@ -184,7 +186,6 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
         const entry = processors.get(context.partitionId);
         entry?.controller.abort();
         processors.delete(context.partitionId);
-        stateStore.release(context.partitionId);
         metrics.partitionLag.remove({ partition: context.partitionId });
         refreshGauges();
         logger.info({ partitionId: context.partitionId, reason }, "partition released");

@@ -16,6 +16,18 @@ export class FleetMetrics {
     labelNames: ["target", "action", "outcome"] as const,
     registers: [this.registry],
   });
+  readonly inDoubt = new Counter({
+    name: "sef_fleet_notifications_in_doubt_total",
+    help: "Notifications sent again while the target may already have them, by target, action and cause: claim_taken_over (a claim left by an instance that stopped mid-send), attempt_unanswered (a timeout or a connection lost after the request was sent)",
+    labelNames: ["target", "action", "cause"] as const,
+    registers: [this.registry],
+  });
+  readonly outcomeSaves = new Counter({
+    name: "sef_fleet_outcome_saves_total",
+    help: "Blob writes that saved notification outcomes (each saves every outcome answered since the previous one)",
+    registers: [this.registry],
+  });
+  readonly outcomesSaved = new Counter({ name: "sef_fleet_outcomes_saved_total", help: "Notification outcomes saved", registers: [this.registry] });
   readonly ownedPartitions = new Gauge({ name: "sef_fleet_owned_partitions", help: "Partitions this instance owns", registers: [this.registry] });
   readonly partitionLag = new Gauge({
     name: "sef_fleet_partition_lag_events",
@@ -30,6 +42,9 @@ export class FleetMetrics {
     for (const target of targets)
       for (const action of ["trigger", "update", "resolve"])
         for (const outcome of ["sent", "retried", "dead_lettered"]) this.notifications.inc({ target, action, outcome }, 0);
+    for (const target of targets)
+      for (const action of ["trigger", "update", "resolve"])
+        for (const cause of ["claim_taken_over", "attempt_unanswered"]) this.inDoubt.inc({ target, action, cause }, 0);
     this.ownedPartitions.set(0);
     this.activeEvents.set(0);
     collectDefaultMetrics({ register: this.registry, prefix: "sef_fleet_" });

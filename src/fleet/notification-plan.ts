@@ -1,5 +1,6 @@
 // Decides what each target is owed for one fleet event (pure): one trigger, updates (not repeats) when more VMs join
 // or the event starts, one resolve when it ends. The state it reads and returns is checkpointed with the partition.
+import { deterministicUuid } from "../contract/record-id.js";
 import { affectedVms, isEnded, type FleetEvent } from "./fleet-event.js";
 import type { TargetSelection } from "./rules.js";
 
@@ -21,6 +22,8 @@ export interface NotificationState {
    * A claim older than `staleClaimMs` was left by an instance that died mid-send: it is sent again.
    */
   readonly pending: { readonly action: NotificationAction; readonly claimedAtMs: number } | null;
+  /** Notifications delivered to this target for this event (absent in states saved before it was kept: 0). */
+  readonly sent?: number;
 }
 
 export const emptyNotificationState: NotificationState = {
@@ -31,7 +34,22 @@ export const emptyNotificationState: NotificationState = {
   resolvedAt: null,
   deadLettered: null,
   pending: null,
+  sent: 0,
 };
+
+/** Sequence number of the next notification to a target (1 for the first): unchanged until it is delivered. */
+export function nextSequence(state: NotificationState): number {
+  return (state.sent ?? 0) + 1;
+}
+
+/**
+ * The idempotency key of one notification: a name-based UUID of (fleet event key, target, action, sequence). Every
+ * attempt and every re-send of the same claim carries the same key (the sequence moves only on delivery), so a
+ * receiver that remembers keys can drop a repeat; the next update of the same event gets a new key.
+ */
+export function notificationIdempotencyKey(eventKey: string, target: string, action: NotificationAction, sequence: number): string {
+  return deterministicUuid("FleetNotification", eventKey, target, action, String(sequence));
+}
 
 export interface PlannedNotification {
   readonly target: string;
@@ -94,5 +112,6 @@ export function afterDelivery(state: NotificationState, action: NotificationActi
     notifiedStatus: event.status,
     resolvedAt: action === "resolve" ? nowIso : state.resolvedAt,
     pending: null,
+    sent: (state.sent ?? 0) + 1,
   };
 }

@@ -3,7 +3,15 @@
 // dead-letters with the reason), saves the outcome, and only then lets the checkpoint move.
 import type { Logger } from "pino";
 import { eventKeyOf, foldRecord, isEnded, type FleetEvent } from "./fleet-event.js";
-import { afterDelivery, emptyNotificationState, planNotifications, type NotificationAction, type NotificationState } from "./notification-plan.js";
+import {
+  afterDelivery,
+  emptyNotificationState,
+  nextSequence,
+  notificationIdempotencyKey,
+  planNotifications,
+  type NotificationAction,
+  type NotificationState,
+} from "./notification-plan.js";
 import { OwnershipLostError, type PartitionState, type PartitionStateStore } from "./partition-state.js";
 import { readRecord } from "./record-input.js";
 import { selectTargets, type Rule } from "./rules.js";
@@ -17,8 +25,15 @@ export interface ReceivedEvent {
   readonly offset: string;
 }
 
+/** What identifies one notification to its target: the same for every attempt and every re-send of it. */
+export interface NotificationIdentity {
+  readonly action: NotificationAction;
+  /** `Idempotency-Key` of the generic webhook: one per (event, target, action, sequence). */
+  readonly idempotencyKey: string;
+}
+
 /** Sends one notification once; the processor owns retries. */
-export type SendNotification = (target: string, action: NotificationAction, event: FleetEvent, signal: AbortSignal) => Promise<DeliveryOutcome>;
+export type SendNotification = (target: string, notification: NotificationIdentity, event: FleetEvent, signal: AbortSignal) => Promise<DeliveryOutcome>;
 
 export interface ProcessorClock {
   /** Wall clock, for stamps and NotBefore arithmetic. */
@@ -58,6 +73,10 @@ interface Claim {
   readonly key: string;
   readonly target: string;
   readonly action: NotificationAction;
+  /** Stable for this notification across re-sends: (event, target, action, sequence). */
+  readonly idempotencyKey: string;
+  /** Set when the claim was another (stopped) holder's: the target may already have this notification. */
+  readonly takenOver?: { readonly claimAgeMs: number };
 }
 
 type ClaimResult = { readonly claim: Claim; readonly outcome: "delivered" | "aborted" } | { readonly claim: Claim; readonly outcome: "dead"; readonly reason: string };
@@ -71,14 +90,21 @@ function clone(state: PartitionState): PartitionState {
 
 export class PartitionProcessor {
   private chain: Promise<unknown> = Promise.resolve();
+  /** Outcomes whose answers are in but not yet saved (in order); saved together by the next write. */
+  private unsaved: ClaimResult[] = [];
+  /** The write loop saving `unsaved`, while one runs. */
+  private flushing: Promise<void> | null = null;
 
   private constructor(
     private readonly options: ProcessorOptions,
     private state: PartitionState,
+    /** The version of the state blob `state` was read or written as: saves must match it. */
+    private etag: string | undefined,
   ) {}
 
   static async open(options: ProcessorOptions): Promise<PartitionProcessor> {
-    return new PartitionProcessor(options, await options.store.load(options.partitionId));
+    const { state, etag } = await options.store.load(options.partitionId);
+    return new PartitionProcessor(options, state, etag);
   }
 
   get lastSequenceNumber(): number {
@@ -106,31 +132,59 @@ export class PartitionProcessor {
   }
 
   private async run(events: readonly ReceivedEvent[]): Promise<void> {
-    const claims = await this.saveWithRetry((working) => {
+    const unsaved = [...this.unsaved];
+    const { claims } = await this.saveWithRetry((working) => {
+      // Outcomes a failed save left behind go first: their notifications were answered and must not be sent again.
+      for (const result of unsaved) this.applyResult(working, result);
       const { changed, folded } = this.fold(working, events);
       const pruned = events.length === 0 && this.prune(working);
       const keys = events.length === 0 ? Object.keys(working.events) : [...changed];
       const claimed = this.claim(working, keys);
-      return { result: claimed, dirty: folded || pruned || claimed.length > 0 };
+      return { result: { claims: claimed }, dirty: unsaved.length > 0 || folded || pruned || claimed.length > 0 };
     });
+    this.unsaved = this.unsaved.slice(unsaved.length);
     if (claims.length === 0) return;
-    // Each outcome is saved as soon as its answer is in (saves one after another), so the window in which a dead
-    // instance's delivered-but-unsaved notification is sent again by the next owner is one blob write, not a batch.
-    let saving: Promise<void> = Promise.resolve();
+    for (const claim of claims) {
+      if (claim.takenOver === undefined) continue;
+      this.options.metrics.inDoubt.inc({ target: claim.target, action: claim.action, cause: "claim_taken_over" });
+      this.options.logger.warn(
+        { target: claim.target, action: claim.action, eventId: this.state.events[claim.key]?.eventId, claimAgeMs: claim.takenOver.claimAgeMs, idempotencyKey: claim.idempotencyKey },
+        "re-sending a claim left by an instance that stopped mid-send (in doubt: the target may already have it)",
+      );
+    }
+    // Each outcome is queued for saving as soon as its answer is in; the queue is written as one blob write whenever
+    // none is in flight. A dead instance's delivered-but-unsaved notifications are those answered during the last
+    // write (and those still in flight), not a queue of one-by-one writes that grows under load.
     const saved = claims.map(async (claim) => {
       const result = await this.sendWithRetry(claim);
       if (result.outcome === "aborted") return;
-      const save = saving.then(() =>
-        this.saveWithRetry((working) => {
-          this.applyResult(working, result);
-          return { result: undefined, dirty: true };
-        }),
-      );
-      saving = save.catch(() => undefined);
-      await save;
+      await this.saveOutcome(result);
     });
     const failures = (await Promise.allSettled(saved)).filter((r) => r.status === "rejected");
     if (failures.length > 0) throw (failures[0] as PromiseRejectedResult).reason;
+  }
+
+  /** Queues an outcome and resolves once it is durable (it may share the blob write with outcomes queued meanwhile). */
+  private saveOutcome(result: ClaimResult): Promise<void> {
+    this.unsaved.push(result);
+    this.flushing ??= this.flushOutcomes().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  /** Writes every queued outcome, one blob write per round, until the queue is empty. On failure they stay queued. */
+  private async flushOutcomes(): Promise<void> {
+    while (this.unsaved.length > 0) {
+      const batch = [...this.unsaved];
+      await this.saveWithRetry((working) => {
+        for (const result of batch) this.applyResult(working, result);
+        return { result: undefined, dirty: true };
+      });
+      this.options.metrics.outcomeSaves.inc();
+      this.options.metrics.outcomesSaved.inc(batch.length);
+      this.unsaved = this.unsaved.slice(batch.length);
+    }
   }
 
   /**
@@ -143,13 +197,13 @@ export class PartitionProcessor {
       const { result, dirty } = change(working);
       if (!dirty) return result;
       try {
-        await this.options.store.save(this.options.partitionId, working);
+        this.etag = await this.options.store.save(this.options.partitionId, working, this.etag);
         this.state = working;
         return result;
       } catch (err) {
         if (!(err instanceof OwnershipLostError) || conflict >= maxSaveConflicts) throw err;
         this.options.logger.warn({ partitionId: this.options.partitionId }, "fleet state was written by another instance; reloading");
-        this.state = await this.options.store.load(this.options.partitionId);
+        ({ state: this.state, etag: this.etag } = await this.options.store.load(this.options.partitionId));
       }
     }
   }
@@ -212,7 +266,9 @@ export class PartitionProcessor {
       for (const { target, action } of planned) {
         const previous = states[target] ?? emptyNotificationState;
         working.notifications[key] = { ...(working.notifications[key] ?? {}), [target]: { ...previous, pending: { action, claimedAtMs: nowMs } } };
-        claims.push({ key, target, action });
+        const idempotencyKey = notificationIdempotencyKey(key, target, action, nextSequence(previous));
+        const takenOver = previous.pending !== null ? { claimAgeMs: nowMs - previous.pending.claimedAtMs } : undefined;
+        claims.push({ key, target, action, idempotencyKey, ...(takenOver ? { takenOver } : {}) });
       }
     }
     return claims;
@@ -237,7 +293,7 @@ export class PartitionProcessor {
     const started = clock.monotonicMs();
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) return { claim, outcome: "aborted" };
-      const outcome = await this.options.send(target, action, event, signal);
+      const outcome = await this.options.send(target, { action, idempotencyKey: claim.idempotencyKey }, event, signal);
       if (outcome.kind === "delivered") {
         metrics.notifications.inc({ target, action, outcome: "sent" });
         logger.info({ target, action, eventId: event.eventId, status: event.status, attempt }, "notification sent");
@@ -254,6 +310,14 @@ export class PartitionProcessor {
       metrics.notifications.inc({ target, action, outcome: "retried" });
       const delayMs = notificationRetryDelayMs(retry, attempt, outcome.retryAfterMs, Math.random());
       logger.warn({ target, action, eventId: event.eventId, reason: outcome.reason, attempt, delayMs }, "notification failed; retrying");
+      if (outcome.inDoubt === true && !signal.aborted) {
+        // The next attempt may repeat it: the target may have taken this one (a timeout, a connection lost mid-request).
+        metrics.inDoubt.inc({ target, action, cause: "attempt_unanswered" });
+        logger.warn(
+          { target, action, eventId: event.eventId, reason: outcome.reason, attempt, idempotencyKey: claim.idempotencyKey },
+          "re-sending a notification whose unanswered attempt may have reached the target (in doubt)",
+        );
+      }
       try {
         await clock.sleep(delayMs, signal);
       } catch {

@@ -21,15 +21,24 @@ export class OwnershipLostError extends Error {
   override readonly name = "OwnershipLostError";
 }
 
+/** A partition's state as read, with the version (ETag) a save must match: `undefined` when there is no blob yet. */
+export interface LoadedPartitionState {
+  readonly state: PartitionState;
+  readonly etag: string | undefined;
+}
+
+/**
+ * Each holder of a partition keeps the version it read and saves against it: a holder whose copy is stale can never
+ * overwrite a newer state (it gets OwnershipLostError and reads again), even within one process.
+ */
 export interface PartitionStateStore {
-  load(partitionId: string): Promise<PartitionState>;
-  save(partitionId: string, state: PartitionState): Promise<void>;
+  load(partitionId: string): Promise<LoadedPartitionState>;
+  /** Saves `state` if the blob is still at `etag`; returns the new version. */
+  save(partitionId: string, state: PartitionState, etag: string | undefined): Promise<string | undefined>;
 }
 
 /** Keeps each partition's state as one JSON blob `<prefix>/<partitionId>.json`, ETag-guarded. */
 export class BlobPartitionStateStore implements PartitionStateStore {
-  private readonly etags = new Map<string, string | undefined>();
-
   constructor(
     private readonly container: ContainerClient,
     private readonly prefix: string,
@@ -40,42 +49,34 @@ export class BlobPartitionStateStore implements PartitionStateStore {
     return `${this.prefix}/${partitionId}.json`;
   }
 
-  async load(partitionId: string): Promise<PartitionState> {
+  /** Body and ETag from one response, so they always belong to the same version. */
+  async load(partitionId: string): Promise<LoadedPartitionState> {
     const blob = this.container.getBlockBlobClient(this.blobName(partitionId));
     try {
-      const body = await blob.downloadToBuffer(0, undefined, { abortSignal: AbortSignal.timeout(this.timeoutMs) });
-      const props = await blob.getProperties({ abortSignal: AbortSignal.timeout(this.timeoutMs) });
-      this.etags.set(partitionId, props.etag);
-      return JSON.parse(body.toString("utf8")) as PartitionState;
+      const res = await blob.download(0, undefined, { abortSignal: AbortSignal.timeout(this.timeoutMs) });
+      const chunks: Buffer[] = [];
+      for await (const chunk of res.readableStreamBody as AsyncIterable<Buffer>) chunks.push(chunk);
+      return { state: JSON.parse(Buffer.concat(chunks).toString("utf8")) as PartitionState, etag: res.etag };
     } catch (err) {
-      if ((err as { statusCode?: number }).statusCode === 404) {
-        this.etags.set(partitionId, undefined);
-        return emptyPartitionState();
-      }
+      if ((err as { statusCode?: number }).statusCode === 404) return { state: emptyPartitionState(), etag: undefined };
       throw err;
     }
   }
 
-  async save(partitionId: string, state: PartitionState): Promise<void> {
+  async save(partitionId: string, state: PartitionState, etag: string | undefined): Promise<string | undefined> {
     const blob = this.container.getBlockBlobClient(this.blobName(partitionId));
     const body = JSON.stringify(state);
-    const etag = this.etags.get(partitionId);
     try {
       const res = await blob.upload(body, Buffer.byteLength(body), {
         conditions: etag === undefined ? { ifNoneMatch: "*" } : { ifMatch: etag },
         blobHTTPHeaders: { blobContentType: "application/json" },
         abortSignal: AbortSignal.timeout(this.timeoutMs),
       });
-      this.etags.set(partitionId, res.etag);
+      return res.etag;
     } catch (err) {
       const status = (err as { statusCode?: number }).statusCode;
       if (status === 412 || status === 409) throw new OwnershipLostError(`partition ${partitionId}: its fleet state was written by another instance`);
       throw err;
     }
-  }
-
-  /** Forgets the ETag of a partition this instance no longer owns. */
-  release(partitionId: string): void {
-    this.etags.delete(partitionId);
   }
 }

@@ -28,6 +28,8 @@ const transitionSchema = z.object({
   Location: z.string(),
   VmScaleSetName: z.string(),
   Zone: z.string(),
+  /** The VM's resource tags; records of older agents have none, and a value that is not {name: string} is ignored. */
+  Tags: z.record(z.string(), z.string()).optional().catch(undefined),
 });
 
 /** The fields of a Transition record the fleet view uses. */

@@ -1,5 +1,5 @@
 // Which notification targets a fleet event goes to (pure): rules match on EventType, EventSource, VM and scale-set
-// name patterns, resource group, the notice left before NotBefore, and hold back during quiet hours.
+// name patterns, resource group, resource tags, the notice left before NotBefore, and hold back during quiet hours.
 import type { FleetEvent } from "./fleet-event.js";
 
 export interface QuietHours {
@@ -25,6 +25,11 @@ export interface Rule {
   readonly scaleSetPatterns?: readonly string[];
   /** Resource groups of the reporting VMs (case-insensitive). */
   readonly resourceGroups?: readonly string[];
+  /**
+   * Resource tags from the records: `{name: glob}`. Matches when one reporting VM carries every listed tag (name
+   * case-insensitive, as Azure treats tag names) with a value matching its glob (`*`, `?`, case-insensitive).
+   */
+  readonly tags?: Readonly<Record<string, string>>;
   /** Notify only once NotBefore is at most this many seconds away (events already Started always qualify). */
   readonly noticeWithinSeconds?: number;
   readonly quietHours?: QuietHours;
@@ -45,6 +50,17 @@ function inList(list: readonly string[] | undefined, value: string): boolean {
   return !list || list.length === 0 || list.some((x) => x.toLowerCase() === value.toLowerCase());
 }
 
+/** Whether a VM's tags satisfy every `{name: glob}` of a rule (none listed: any VM does). */
+export function tagsMatch(wanted: Readonly<Record<string, string>> | undefined, tags: Readonly<Record<string, string>> | undefined): boolean {
+  const entries = Object.entries(wanted ?? {});
+  if (entries.length === 0) return true;
+  const byName = new Map(Object.entries(tags ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
+  return entries.every(([name, pattern]) => {
+    const value = byName.get(name.toLowerCase());
+    return value !== undefined && globToRegExp(pattern).test(value);
+  });
+}
+
 /** Whether the rule selects this event at all (what it is and where), ignoring timing. */
 export function ruleMatches(rule: Rule, event: FleetEvent): boolean {
   const reporters = Object.values(event.vms);
@@ -54,7 +70,8 @@ export function ruleMatches(rule: Rule, event: FleetEvent): boolean {
     inList(rule.eventSources, event.eventSource) &&
     anyMatch(rule.vmNamePatterns, vmNames) &&
     anyMatch(rule.scaleSetPatterns, reporters.map((v) => v.vmScaleSetName)) &&
-    (!rule.resourceGroups || rule.resourceGroups.length === 0 || reporters.some((v) => inList(rule.resourceGroups, v.resourceGroup)))
+    (!rule.resourceGroups || rule.resourceGroups.length === 0 || reporters.some((v) => inList(rule.resourceGroups, v.resourceGroup))) &&
+    (Object.keys(rule.tags ?? {}).length === 0 || reporters.some((v) => tagsMatch(rule.tags, v.tags)))
   );
 }
 

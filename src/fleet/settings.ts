@@ -31,6 +31,8 @@ const ruleSchema = z
     vmNamePatterns: z.array(z.string()).optional(),
     scaleSetPatterns: z.array(z.string()).optional(),
     resourceGroups: z.array(z.string()).optional(),
+    /** Resource tags from the records, `{name: glob}`: one reporting VM must carry them all. */
+    tags: z.record(z.string().min(1), z.string()).optional(),
     noticeWithinSeconds: z.number().int().min(0).optional(),
     quietHours: z
       .object({ start: z.string().regex(/^\d\d:\d\d$/), end: z.string().regex(/^\d\d:\d\d$/), timeZone: z.string().default("UTC") })

@@ -176,5 +176,38 @@ export function parseCompute(body: string): import("../contract/record.js").VmId
     Location: s("location"),
     VmScaleSetName: s("vmScaleSetName"),
     Zone: s("zone"),
+    Tags: parseTags(c.tagsList, c.tags),
   };
+}
+
+/** Most tags a record carries (Azure allows 50 per resource); more are dropped. */
+export const maxTags = 50;
+
+/**
+ * The VM's resource tags as `{name: value}`: from `tagsList` (an array of `{name, value}`, api-version 2019-06-04 and
+ * later; values may contain `;` and `:`), else from `tags` (`"name:value;name2:value2"`, split at the first `:`).
+ * Entries that are not strings are skipped; a name given twice keeps its first value. `{}` when there are none.
+ */
+export function parseTags(tagsList: unknown, tags: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  const add = (name: string, value: string): void => {
+    if (name === "" || Object.hasOwn(out, name) || Object.keys(out).length >= maxTags) return;
+    out[name] = value;
+  };
+  if (Array.isArray(tagsList)) {
+    for (const entry of tagsList) {
+      if (typeof entry !== "object" || entry === null) continue;
+      const { name, value } = entry as { name?: unknown; value?: unknown };
+      if (typeof name === "string" && typeof value === "string") add(name, value);
+    }
+    return out;
+  }
+  if (typeof tags === "string") {
+    for (const pair of tags.split(";")) {
+      if (pair === "") continue;
+      const colon = pair.indexOf(":");
+      add(colon < 0 ? pair : pair.slice(0, colon), colon < 0 ? "" : pair.slice(colon + 1));
+    }
+  }
+  return out;
 }

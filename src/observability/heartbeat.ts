@@ -54,8 +54,8 @@ export function departureSignal(records: readonly TransitionRecord[]): { kind: "
 }
 
 function pickVm(vm: RecordIdentity): RecordIdentity {
-  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, AgentId } = vm;
-  return { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, AgentId };
+  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, Tags, AgentId } = vm;
+  return { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, Tags: Tags ?? {}, AgentId };
 }
 
 export interface HeartbeatOptions {

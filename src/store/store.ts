@@ -265,7 +265,9 @@ export class Store {
   }
 
   loadVmIdentity(): VmIdentity | undefined {
-    return this.getMetaJson<VmIdentity>("vm");
+    const vm = this.getMetaJson<VmIdentity>("vm");
+    // Saved by an agent that did not read tags yet: none until instance metadata answers again.
+    return vm === undefined ? undefined : { ...vm, Tags: vm.Tags ?? {} };
   }
 
   /** The IMDS endpoint that last answered and where it was found, reused after a restart while it answers. */

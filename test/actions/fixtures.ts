@@ -14,6 +14,7 @@ export const vm: RecordIdentity = {
   Location: "norwayeast",
   VmScaleSetName: "",
   Zone: "",
+  Tags: {},
   AgentId: "00000000-0000-4000-8000-000000000001",
 };
 

@@ -16,6 +16,7 @@ const vm: RecordIdentity = {
   Location: "westeurope",
   VmScaleSetName: "",
   Zone: "1",
+  Tags: { env: "prod" },
   AgentId: "00000000-0000-4000-8000-000000000001",
 };
 const t0 = Date.parse("2026-11-21T10:00:00Z");

@@ -37,6 +37,7 @@ export function transition(eventId: string, status: EventStatus, index: number, 
     Location: "westeurope",
     VmScaleSetName: "web-vmss",
     Zone: "2",
+    Tags: {},
     AgentId: "00000000-0000-4000-8000-000000000001",
     AgentVersion: "0.1.0",
   };

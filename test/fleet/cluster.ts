@@ -59,7 +59,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       retry: { minDelayMs: 100, maxDelayMs: 2000, giveUpAfterMs: 60_000 },
       loadBalancing: { updateIntervalMs: 1000, ownershipExpirationMs: options.ownershipExpirationMs },
       metrics: { host: "127.0.0.1", port: 0 },
-      logLevel: "warn",
+      // info logs every notification sent (target, action, EventId): what a repeat's diagnosis needs.
+      logLevel: process.env.SEF_BENCH_FLEET_LOG_LEVEL ?? "warn",
     }),
   );
   const env = {
@@ -124,36 +125,132 @@ export function maintenanceWave(events: number, vmsPerEvent: number, fleetSize: 
   return records;
 }
 
+/** What one target's receiver saw, per fleet event: the first message and the end, each ideally exactly once. */
+export interface TargetTally {
+  /** Events with no trigger (PagerDuty: no incident) / no resolve. */
+  readonly triggersMissing: number;
+  readonly resolvesMissing: number;
+  /** Copies beyond the first of an event's trigger / resolve, as people saw them (PagerDuty: pages, i.e. incidents opened). */
+  readonly repeatedTriggers: number;
+  readonly repeatedResolves: number;
+  /** Raw 2xx HTTP requests, and the trigger / resolve requests beyond one per event (PagerDuty merges these by dedup_key). */
+  readonly requests: number;
+  readonly repeatedTriggerRequests: number;
+  readonly repeatedResolveRequests: number;
+  /** Event ids whose trigger / resolve came more than once (as people saw it). */
+  readonly repeatedTriggerEvents: readonly string[];
+  readonly repeatedResolveEvents: readonly string[];
+  /** Event ids whose trigger / resolve request came more than once (raw HTTP). */
+  readonly repeatedTriggerRequestEvents: readonly string[];
+  readonly repeatedResolveRequestEvents: readonly string[];
+}
+
 export interface DeliveryTally {
   readonly events: number;
+  /** Incidents opened (pages); a dedup_key that paged twice counts twice. */
   readonly pagerDutyIncidents: number;
+  /** Events whose incidents are all resolved. */
   readonly pagerDutyResolved: number;
-  readonly pagerDutyRepeatTriggers: number;
-  readonly slackTriggersMissing: number;
-  readonly slackTriggerDuplicates: number;
+  /** Events with at least one Slack resolve. */
   readonly slackResolves: number;
+  readonly pagerDuty: TargetTally;
+  readonly slack: TargetTally;
 }
+
+const waveEventId = /00000000-0000-4000-8000-\d{12}/;
+
+function countBy(ids: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
+  return counts;
+}
+
+const beyondOne = (counts: Map<string, number>): number => [...counts.values()].reduce((n, c) => n + Math.max(0, c - 1), 0);
+const repeated = (counts: Map<string, number>): string[] => [...counts].filter(([, c]) => c > 1).map(([id]) => id).sort();
 
 /** What the targets got for event ids `0..events-1` of `maintenanceWave`. */
 export function tally(peer: NotifyPeer, events: number): DeliveryTally {
-  const incidents = peer.incidents();
+  const incidents = peer.incidents().filter((i) => waveEventId.test(i.dedupKey));
+  const pdRequests = peer.requests("pagerduty").filter((r) => r.status >= 200 && r.status < 300);
+  const pdBodies = pdRequests.map((r) => r.body as { event_action?: string; dedup_key?: string; payload?: { summary?: string } });
+  const pdTriggerRequests = countBy(pdBodies.filter((b) => b.event_action === "trigger" && !b.payload?.summary?.startsWith("Update: ")).map((b) => b.dedup_key ?? ""));
+  const pdResolveRequests = countBy(pdBodies.filter((b) => b.event_action === "resolve").map((b) => b.dedup_key ?? ""));
+  const pages = countBy(incidents.map((i) => i.dedupKey));
+  const pdResolvedEvents = new Set(incidents.filter((i) => i.status === "resolved").map((i) => i.dedupKey));
+  for (const i of incidents) if (i.status !== "resolved") pdResolvedEvents.delete(i.dedupKey);
+
   const slack = peer.requests("slack").filter((r) => r.status === 200);
-  const triggers = new Map<string, number>();
-  let resolves = 0;
+  const slackTriggers: string[] = [];
+  const slackResolves: string[] = [];
   for (const r of slack) {
     const text = JSON.stringify(r.body);
-    const id = /00000000-0000-4000-8000-\d{12}/.exec(text)?.[0];
+    const id = waveEventId.exec(text)?.[0];
     if (!id) continue;
-    if (text.includes("Resolved")) resolves++;
-    else if (!text.includes("Update: ")) triggers.set(id, (triggers.get(id) ?? 0) + 1);
+    if (text.includes("Resolved")) slackResolves.push(id);
+    else if (!text.includes("Update: ")) slackTriggers.push(id);
   }
+  const slackTriggerCounts = countBy(slackTriggers);
+  const slackResolveCounts = countBy(slackResolves);
   return {
     events,
     pagerDutyIncidents: incidents.length,
-    pagerDutyResolved: incidents.filter((i) => i.status === "resolved").length,
-    pagerDutyRepeatTriggers: incidents.reduce((n, i) => n + i.triggers - 1, 0),
-    slackTriggersMissing: events - triggers.size,
-    slackTriggerDuplicates: [...triggers.values()].reduce((n, c) => n + c - 1, 0),
-    slackResolves: resolves,
+    pagerDutyResolved: pdResolvedEvents.size,
+    slackResolves: slackResolveCounts.size,
+    pagerDuty: {
+      triggersMissing: events - pages.size,
+      resolvesMissing: events - pdResolvedEvents.size,
+      repeatedTriggers: beyondOne(pages),
+      // A resolve for an incident already resolved is dropped by PagerDuty: it closes nothing twice.
+      repeatedResolves: 0,
+      requests: pdRequests.length,
+      repeatedTriggerRequests: beyondOne(pdTriggerRequests),
+      repeatedResolveRequests: beyondOne(pdResolveRequests),
+      repeatedTriggerEvents: repeated(pages),
+      repeatedResolveEvents: [],
+      repeatedTriggerRequestEvents: repeated(pdTriggerRequests),
+      repeatedResolveRequestEvents: repeated(pdResolveRequests),
+    },
+    slack: {
+      triggersMissing: events - slackTriggerCounts.size,
+      resolvesMissing: events - slackResolveCounts.size,
+      repeatedTriggers: beyondOne(slackTriggerCounts),
+      repeatedResolves: beyondOne(slackResolveCounts),
+      requests: slack.length,
+      repeatedTriggerRequests: beyondOne(slackTriggerCounts),
+      repeatedResolveRequests: beyondOne(slackResolveCounts),
+      repeatedTriggerEvents: repeated(slackTriggerCounts),
+      repeatedResolveEvents: repeated(slackResolveCounts),
+      repeatedTriggerRequestEvents: repeated(slackTriggerCounts),
+      repeatedResolveRequestEvents: repeated(slackResolveCounts),
+    },
   };
+}
+
+/** A notification a surviving instance re-sent from a claim left by a stopped one (from its warn log lines). */
+export interface InDoubtResend {
+  readonly target: string;
+  readonly action: string;
+  readonly eventId: string;
+  readonly cause: "claim_taken_over" | "attempt_unanswered";
+}
+
+/**
+ * The in-doubt re-sends the instances logged: claims taken over ("re-sending a claim left by an instance that stopped
+ * mid-send") and attempts after one left unanswered ("... whose unanswered attempt may have reached the target").
+ */
+export function inDoubtResends(cluster: Cluster): InDoubtResend[] {
+  const found: InDoubtResend[] = [];
+  for (const instance of cluster.instances) {
+    for (const line of instance.stderr().split("\n")) {
+      if (!line.includes("re-sending a claim left by an instance") && !line.includes("unanswered attempt may have reached the target")) continue;
+      try {
+        const entry = JSON.parse(line) as { target: string; action: string; eventId: string };
+        const cause = line.includes("re-sending a claim left by an instance") ? "claim_taken_over" : "attempt_unanswered";
+        found.push({ target: entry.target, action: entry.action, eventId: entry.eventId, cause });
+      } catch {
+        // not a JSON log line
+      }
+    }
+  }
+  return found;
 }

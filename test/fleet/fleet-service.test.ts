@@ -5,6 +5,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SefRecord } from "../../src/contract/record.js";
 import { startFleetService, type FleetService } from "../../src/fleet/fleet-service.js";
+import { BlobPartitionStateStore, emptyPartitionState, OwnershipLostError } from "../../src/fleet/partition-state.js";
 import { fleetSettingsSchema } from "../../src/fleet/settings.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
@@ -84,6 +85,23 @@ afterAll(async () => {
   await Promise.all([hub?.close(), azurite?.stop(), peer?.close()]);
 }, 30_000);
 
+describe("the partition state blob", () => {
+  it("is saved against the version its holder read: a second holder of the partition, even in the same process, cannot overwrite a newer write", async () => {
+    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("state-test");
+    await container.createIfNotExists();
+    const store = new BlobPartitionStateStore(container, "fleet-state/test", 5000);
+    expect(await store.load("7")).toEqual({ state: emptyPartitionState(), etag: undefined });
+    const first = await store.save("7", { ...emptyPartitionState(), sequenceNumber: 1 }, undefined);
+    await expect(store.save("7", emptyPartitionState(), undefined)).rejects.toBeInstanceOf(OwnershipLostError);
+    const a = await store.load("7");
+    const b = await store.load("7");
+    expect(a).toEqual({ state: { ...emptyPartitionState(), sequenceNumber: 1 }, etag: first });
+    const newer = await store.save("7", { ...b.state, sequenceNumber: 2 }, b.etag);
+    await expect(store.save("7", { ...a.state, sequenceNumber: 3 }, a.etag)).rejects.toBeInstanceOf(OwnershipLostError);
+    expect(await store.load("7")).toEqual({ state: { ...emptyPartitionState(), sequenceNumber: 2 }, etag: newer });
+  });
+});
+
 describe("sef fleet", () => {
   it("shares the partitions between instances through the Blob checkpoint store", async () => {
     let owned: string[][] = [];
@@ -120,8 +138,13 @@ describe("sef fleet", () => {
     const slack = peer.requests("slack");
     expect(slack.filter((r) => r.status === 429)).toHaveLength(2);
     expect(slack[2]!.receivedAtMs - slack[0]!.receivedAtMs).toBeGreaterThanOrEqual(90);
-    // The generic webhook is signed.
-    expect(peer.requests("webhook").every((r) => r.status === 200)).toBe(true);
+    // The generic webhook is signed, and each notification carries its own Idempotency-Key (also in the body).
+    const hooks = peer.requests("webhook");
+    expect(hooks.every((r) => r.status === 200)).toBe(true);
+    const keys = hooks.map((r) => String(r.headers["idempotency-key"]));
+    expect(keys.every((k) => /^"[0-9a-f-]{36}"$/.test(k))).toBe(true);
+    expect(new Set(keys).size).toBe(hooks.length);
+    expect(hooks.map((r) => `"${(r.body as { notificationId: string }).notificationId}"`)).toEqual(keys);
   });
 
   it("counts and skips what is not a valid record, and dead-letters what a target refuses, with the reason", async () => {

@@ -3,10 +3,18 @@
 // payload checked by the testbed peer's validators.
 import { describe, expect, it } from "vitest";
 import { foldRecord, type FleetEvent } from "../../src/fleet/fleet-event.js";
-import { afterDelivery, emptyNotificationState, planNotifications, type NotificationState } from "../../src/fleet/notification-plan.js";
+import {
+  afterDelivery,
+  emptyNotificationState,
+  nextSequence,
+  notificationIdempotencyKey,
+  planNotifications,
+  type NotificationAction,
+  type NotificationState,
+} from "../../src/fleet/notification-plan.js";
 import { notificationRetryDelayMs } from "../../src/fleet/partition-processor.js";
 import { readRecord, type FleetTransition } from "../../src/fleet/record-input.js";
-import { inQuietHours, selectTargets, type Rule } from "../../src/fleet/rules.js";
+import { inQuietHours, selectTargets, tagsMatch, type Rule } from "../../src/fleet/rules.js";
 import { buildTargetRequest, webhookSignature } from "../../src/fleet/targets/payloads.js";
 import { pagerDutyProblems, slackProblems, teamsProblems } from "../../src/testbed/peers/notify/server.js";
 import { fleetTransition, vm } from "./records.js";
@@ -19,6 +27,8 @@ function fold(records: FleetTransition[]): FleetEvent {
   for (const r of records) event = foldRecord(event, r);
   return event!;
 }
+
+const ref = (action: NotificationAction) => ({ action, idempotencyKey: notificationIdempotencyKey("e1", "t", action, 1) });
 
 function read(record: object): FleetTransition {
   const input = readRecord(Buffer.from(JSON.stringify(record)));
@@ -35,6 +45,14 @@ describe("readRecord", () => {
     expect(readRecord({ ...good, Resources: "web-vmss_0" })).toMatchObject({ kind: "rejected", reason: "contract", detail: expect.stringContaining("Resources") });
     expect(readRecord({ ...good, RecordType: "Heartbeat" })).toEqual({ kind: "other", recordType: "Heartbeat" });
     expect(readRecord(JSON.stringify(good))).toMatchObject({ kind: "transition" });
+  });
+  it("reads the VM's tags when the record has them; records of older agents (no Tags) and unreadable Tags are still folded", () => {
+    const tagged = fleetTransition("E1", "Scheduled", { ...vms[0]!, tags: { env: "prod" } }, vms, { timeMs: t0 });
+    expect(read(tagged).Tags).toEqual({ env: "prod" });
+    const { Tags: _omitted, ...older } = tagged;
+    expect(read(older).Tags).toBeUndefined();
+    expect(read({ ...tagged, Tags: "env:prod" }).Tags).toBeUndefined();
+    expect(fold([read(older)]).vms[older.AgentId]!.tags).toEqual({});
   });
 });
 
@@ -66,6 +84,24 @@ describe("rules", () => {
       { name: "db", targets: ["hook"], scaleSetPatterns: ["db-*"] },
     ];
     expect(selectTargets(rules, event, t0).map((s) => s.target).sort()).toEqual(["pd", "teams"]);
+  });
+  it("match on resource tags from the records: every listed tag on one reporting VM, names case-insensitive, values as globs", () => {
+    const prod = { ...vm(0), tags: { Env: "prod-eu", Team: "web" } };
+    const dev = { ...vm(1), tags: { env: "dev" } };
+    const affected = [prod, dev];
+    const tagged = fold(affected.map((v) => read(fleetTransition("E2", "Scheduled", v, affected, { timeMs: t0 }))));
+    const targetsOf = (tags: Record<string, string>) => selectTargets([{ name: "t", targets: ["pd"], tags }], tagged, t0).map((s) => s.target);
+    expect(targetsOf({ env: "prod*" })).toEqual(["pd"]);
+    expect(targetsOf({ env: "PROD-??" })).toEqual(["pd"]);
+    expect(targetsOf({ env: "prod*", team: "web" })).toEqual(["pd"]);
+    expect(targetsOf({ env: "dev", team: "web" })).toEqual([]); // not on one VM together
+    expect(targetsOf({ env: "staging" })).toEqual([]);
+    expect(targetsOf({ owner: "*" })).toEqual([]); // a tag no VM carries
+    expect(targetsOf({})).toEqual(["pd"]);
+    // Events folded from records without tags match no tag rule, and every rule without one.
+    expect(selectTargets([{ name: "t", targets: ["pd"], tags: { env: "*" } }], event, t0)).toEqual([]);
+    expect(tagsMatch({ env: "prod" }, undefined)).toBe(false);
+    expect(tagsMatch(undefined, undefined)).toBe(true);
   });
   it("hold a notification until the notice window is reached, and during quiet hours", () => {
     const rule: Rule = { name: "late", targets: ["pd"], noticeWithinSeconds: 600 };
@@ -123,9 +159,9 @@ describe("payloads", () => {
   const event = fold(vms.map((v) => read(fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0 }))));
   it("are what each target's API accepts, for every action", () => {
     for (const action of ["trigger", "update", "resolve"] as const) {
-      expect(teamsProblems(JSON.parse(buildTargetRequest("teams", event, action, t0, {}).body))).toEqual([]);
-      expect(slackProblems(JSON.parse(buildTargetRequest("slack", event, action, t0, {}).body))).toEqual([]);
-      const pd = JSON.parse(buildTargetRequest("pagerduty", event, action, t0, { routingKey: "R".repeat(32) }).body);
+      expect(teamsProblems(JSON.parse(buildTargetRequest("teams", event, ref(action), t0, {}).body))).toEqual([]);
+      expect(slackProblems(JSON.parse(buildTargetRequest("slack", event, ref(action), t0, {}).body))).toEqual([]);
+      const pd = JSON.parse(buildTargetRequest("pagerduty", event, ref(action), t0, { routingKey: "R".repeat(32) }).body);
       expect(pagerDutyProblems(pd)).toEqual([]);
       expect(pd.dedup_key).toBe("E1");
       expect(pd.event_action).toBe(action === "resolve" ? "resolve" : "trigger");
@@ -135,10 +171,29 @@ describe("payloads", () => {
     const many = Array.from({ length: 500 }, (_, i) => vm(i));
     let big: FleetEvent | undefined;
     for (const v of many) big = foldRecord(big, read(fleetTransition("E2", "Scheduled", v, many, { timeMs: t0 })));
-    expect(slackProblems(JSON.parse(buildTargetRequest("slack", big!, "trigger", t0, {}).body))).toEqual([]);
-    expect(Buffer.byteLength(buildTargetRequest("teams", big!, "trigger", t0, {}).body)).toBeLessThan(28 * 1024);
-    const req = buildTargetRequest("webhook", event, "trigger", t0, { hmacSecret: "s3cret" });
+    expect(slackProblems(JSON.parse(buildTargetRequest("slack", big!, ref("trigger"), t0, {}).body))).toEqual([]);
+    expect(Buffer.byteLength(buildTargetRequest("teams", big!, ref("trigger"), t0, {}).body)).toBeLessThan(28 * 1024);
+    const req = buildTargetRequest("webhook", event, ref("trigger"), t0, { hmacSecret: "s3cret" });
     expect(req.headers["x-sef-signature-256"]).toBe(webhookSignature(req.body, "s3cret"));
+  });
+  it("give the generic webhook one Idempotency-Key per event, target, action and sequence, the same on every re-send", () => {
+    const key = notificationIdempotencyKey("e1", "hook", "update", nextSequence({ ...emptyNotificationState, sent: 1 }));
+    expect(key).toBe(notificationIdempotencyKey("e1", "hook", "update", 2));
+    expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const others = [
+      notificationIdempotencyKey("e1", "hook", "update", 3),
+      notificationIdempotencyKey("e1", "hook", "trigger", 2),
+      notificationIdempotencyKey("e1", "other", "update", 2),
+      notificationIdempotencyKey("e2", "hook", "update", 2),
+    ];
+    expect(new Set([key, ...others]).size).toBe(5);
+    const first = buildTargetRequest("webhook", event, { action: "update", idempotencyKey: key }, t0, {});
+    const again = buildTargetRequest("webhook", event, { action: "update", idempotencyKey: key }, t0 + 20_000, {});
+    expect(first.headers["idempotency-key"]).toBe(`"${key}"`); // a structured-field string, as the IETF draft defines it
+    expect(again.headers["idempotency-key"]).toBe(first.headers["idempotency-key"]);
+    expect(JSON.parse(first.body)).toMatchObject({ notificationId: key, action: "update" });
+    // Targets without idempotency get no such header.
+    expect(buildTargetRequest("slack", event, { action: "update", idempotencyKey: key }, t0, {}).headers["idempotency-key"]).toBeUndefined();
   });
 });
 
@@ -152,6 +207,16 @@ describe("the example config", () => {
     const block = /An example config is `infra\/fleet\/fleet.json`[^\n]*\n\n```json\n([\s\S]*?)\n```/.exec(readme)?.[1];
     expect(JSON.parse(block ?? "null")).toEqual(JSON.parse(text));
   });
+  it("takes rules on tags as {name: glob}", async () => {
+    const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
+    const base = {
+      eventHubs: { connection: { connectionString: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b;EntityPath=h" } },
+      targets: [{ name: "a", type: "slack", urlEnv: "A" }],
+    };
+    const parsed = fleetSettingsSchema.parse({ ...base, rules: [{ name: "prod", targets: ["a"], tags: { env: "prod*" } }] });
+    expect(parsed.rules[0]!.tags).toEqual({ env: "prod*" });
+    expect(fleetSettingsSchema.safeParse({ ...base, rules: [{ name: "bad", targets: ["a"], tags: { env: 1 } }] }).success).toBe(false);
+  });
   it("refuses a rule naming a target that does not exist, naming the field", async () => {
     const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
     const parsed = fleetSettingsSchema.safeParse({
@@ -161,5 +226,43 @@ describe("the example config", () => {
     });
     expect(parsed.success).toBe(false);
     expect(parsed.error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toContain('rules.0.targets.0: no target named "b"');
+  });
+});
+
+describe("the PagerDuty peer", () => {
+  it("deduplicates as PagerDuty documents: a trigger for an open incident is merged, a resolve with none open is dropped, a trigger after the resolve pages again", async () => {
+    const { startNotifyPeer } = await import("../../src/testbed/peers/notify/server.js");
+    const peer = await startNotifyPeer();
+    try {
+      const post = (body: object) => fetch(`${peer.url}/v2/enqueue`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const trigger = { routing_key: "R".repeat(32), event_action: "trigger", dedup_key: "E1", payload: { summary: "reboot", source: "vm", severity: "warning" } };
+      for (const body of [trigger, trigger, { ...trigger, event_action: "resolve" }, { ...trigger, event_action: "resolve" }]) expect((await post(body)).status).toBe(202);
+      expect(peer.incidents()).toEqual([{ dedupKey: "E1", status: "resolved", triggers: 2, resolves: 1 }]);
+      expect(peer.pagerDutyResolvesDropped()).toBe(1);
+      await post(trigger);
+      expect(peer.incidents().map((i) => i.status)).toEqual(["resolved", "triggered"]);
+      expect(peer.requests("pagerduty")).toHaveLength(5);
+    } finally {
+      await peer.close();
+    }
+  });
+});
+
+describe("deliver", () => {
+  it("marks a timed-out request as in doubt (the target may have it) and a refused connection as not", async () => {
+    const { createServer } = await import("node:http");
+    const { deliver } = await import("../../src/fleet/targets/deliver.js");
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", () => r()));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const req = { body: "{}", headers: { "content-type": "application/json" } };
+      expect(await deliver(`http://127.0.0.1:${port}/`, req, { timeoutMs: 200 })).toMatchObject({ kind: "retry", inDoubt: true });
+      silent.closeAllConnections();
+      await new Promise<void>((r) => silent.close(() => r()));
+      expect(await deliver(`http://127.0.0.1:${port}/`, req, { timeoutMs: 2000 })).toMatchObject({ kind: "retry", reason: "network: ECONNREFUSED", inDoubt: false });
+    } finally {
+      silent.close();
+    }
   });
 });

@@ -7,6 +7,7 @@ export interface VmFixture {
   readonly zone: string;
   readonly scaleSet: string;
   readonly resourceGroup: string;
+  readonly tags?: Record<string, string>;
 }
 
 export function vm(index: number, scaleSet = "web-vmss", zone = String((index % 3) + 1)): VmFixture {
@@ -47,6 +48,7 @@ export function fleetTransition(
     Location: "westeurope",
     VmScaleSetName: reporter.scaleSet,
     Zone: reporter.zone,
+    Tags: reporter.tags ?? {},
     AgentId: `agent-${reporter.name}`,
     AgentVersion: "0.1.0",
   };

@@ -3,6 +3,7 @@ import { describe, expect, it, afterEach } from "vitest";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ImdsClient } from "../../src/imds/client.js";
+import { maxTags, parseCompute, parseTags } from "../../src/imds/document.js";
 import { ImdsRequestError } from "../../src/imds/errors.js";
 import { systemClock } from "../../src/util/clock.js";
 
@@ -127,6 +128,17 @@ describe("ImdsClient", () => {
     for (let i = 5; i < peer.starts.length; i++) expect(peer.starts[i]! - peer.starts[i - 5]!).toBeGreaterThanOrEqual(990);
   });
 
+  it("reads the VM's tags from tagsList, else from the tags string; none is {}", () => {
+    expect(parseTags([{ name: "env", value: "prod" }, { name: "owner", value: "a;b:c" }], "env:prod;owner:a;b:c")).toEqual({ env: "prod", owner: "a;b:c" });
+    expect(parseTags(undefined, "env:prod;team:web:blue;flag")).toEqual({ env: "prod", team: "web:blue", flag: "" });
+    expect(parseTags([{ name: "env", value: 1 }, "x", null, { name: "a", value: "1" }, { name: "a", value: "2" }], "")).toEqual({ a: "1" });
+    expect(parseTags([], "env:prod")).toEqual({});
+    expect(parseTags(undefined, undefined)).toEqual({});
+    expect(parseTags(undefined, "")).toEqual({});
+    expect(Object.keys(parseTags(Array.from({ length: 60 }, (_, i) => ({ name: `t${i}`, value: "v" })), ""))).toHaveLength(maxTags);
+    expect(parseCompute(JSON.stringify({ name: "vm1", tagsList: [{ name: "env", value: "prod" }], tags: "env:prod" })).Tags).toEqual({ env: "prod" });
+  });
+
   it("reads compute into the VM identity and posts approvals", async () => {
     const peer = await serve((req, res) => {
       if (req.method === "POST") {
@@ -138,7 +150,7 @@ describe("ImdsClient", () => {
       json(res, 200, { name: "vm1", vmId: "id1", location: "westeurope", zone: "2", resourceGroupName: "rg" });
     });
     const c = client(peer.url);
-    expect(await c.getCompute()).toMatchObject({ VmName: "vm1", VmId: "id1", Location: "westeurope", Zone: "2", ResourceGroup: "rg", VmScaleSetName: "" });
+    expect(await c.getCompute()).toMatchObject({ VmName: "vm1", VmId: "id1", Location: "westeurope", Zone: "2", ResourceGroup: "rg", VmScaleSetName: "", Tags: {} });
     const posted = await c.postStartRequests(["E1"]);
     expect(posted.status).toBe(200);
     expect(JSON.parse(posted.body)).toEqual({ received: { StartRequests: [{ EventId: "E1" }] } });

@@ -1,5 +1,5 @@
 // The built agent says goodbye: a Heartbeat with Outcome "Stopping" when its own VM's Terminate is announced, and as
-// its very last record on SIGTERM, so the silent-agent alert leaves it out.
+// its very last record on SIGTERM, so the silent-agent alert leaves it out. Every record carries the VM's tags.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +14,8 @@ const reasonOf = (r: SefRecord): string | undefined =>
 
 describe("goodbye heartbeat", () => {
   it("is written when this VM's Terminate is scheduled, and is the last record after SIGTERM", async () => {
-    const sim = await startSimulator({ scenario: loadScenario("scaleset-terminate") });
+    const tags = { env: "prod", "cost-center": "4711;eu" };
+    const sim = await startSimulator({ scenario: loadScenario("scaleset-terminate"), vmTags: { WestNO_0: tags } });
     const dir = mkdtempSync(join(tmpdir(), "sef-goodbye-"));
     const out = join(dir, "records.jsonl");
     const agent = runCli(
@@ -39,6 +40,11 @@ describe("goodbye heartbeat", () => {
     expect(goodbyeAt, detail).toBeGreaterThan(scheduledAt);
     expect(summary.at(-1), detail).toBe("Heartbeat:shutdown");
     expect(records.at(-1)).toMatchObject({ RecordType: "Heartbeat", Outcome: "Stopping", VmName: "WestNO_0" });
+    // The VM's resource tags from instance metadata (tagsList: a value may hold ";"), on transitions and heartbeats.
+    // (A heartbeat written before instance metadata first answered knows neither the VM nor its tags.)
+    const identified = records.filter((r) => r.VmName !== "");
+    expect(identified.filter((r) => r.RecordType === "Transition").length).toBeGreaterThan(0);
+    for (const r of identified) expect(r.Tags, `${r.RecordType} ${r.RecordId}`).toEqual(tags);
     // The statistics the fleet workbook reads: backlog and dead-letters per sink.
     expect(JSON.parse((records.at(-1) as { Detail: string }).Detail)).toMatchObject({ state: "Stopping", undelivered: { [`jsonl:${out}`]: 0 }, deadLettered: {} });
   });

@@ -16,6 +16,7 @@ const vm = {
   Location: "westeurope",
   VmScaleSetName: "",
   Zone: "1",
+  Tags: { env: "prod", team: "web" } as Record<string, string>,
   AgentId: "00000000-0000-4000-8000-000000000001",
 };
 

@@ -201,6 +201,17 @@ describe("instance metadata", () => {
     // Scheduled events are broadcast: every VM sees the same document.
     expect((await get(sim, se, { ...md, "X-Sef-Sim-Vm": "WestNO_1" })).json).toEqual((await get(sim, se)).json);
   });
+
+  it("serves configurable resource tags as tags and tagsList: the scenario VM's, or per VM", async () => {
+    const sim = await start({ vm: { name: "WestNO_0", tags: { env: "prod", owner: "sre" } } });
+    const compute = async (vm?: string) => (await get(sim, "/metadata/instance/compute?api-version=2021-02-01", vm ? { ...md, "X-Sef-Sim-Vm": vm } : md)).json as Record<string, unknown>;
+    expect(await compute()).toMatchObject({ tags: "env:prod;owner:sre", tagsList: [{ name: "env", value: "prod" }, { name: "owner", value: "sre" }] });
+    expect(await compute("WestNO_1")).toMatchObject({ tags: "env:prod;owner:sre" });
+    sim.setVmTags("WestNO_1", { env: "staging" });
+    expect(await compute("WestNO_1")).toMatchObject({ tags: "env:staging", tagsList: [{ name: "env", value: "staging" }] });
+    const untagged = await start();
+    expect((await get(untagged, "/metadata/instance/compute?api-version=2021-02-01")).json).toMatchObject({ tags: "", tagsList: [] });
+  });
 });
 
 describe("faults", () => {

@@ -6,8 +6,12 @@ import type { TargetRequest } from "./payloads.js";
 
 export type DeliveryOutcome =
   | { readonly kind: "delivered"; readonly status: number }
-  | { readonly kind: "retry"; readonly reason: string; readonly retryAfterMs?: number }
+  /** `inDoubt`: the request may have reached the target (a timeout, a connection lost after it was sent). */
+  | { readonly kind: "retry"; readonly reason: string; readonly retryAfterMs?: number; readonly inDoubt?: boolean }
   | { readonly kind: "rejected"; readonly reason: string };
+
+/** Network errors that happen before a request can have left: retrying them can never repeat a notification. */
+const notSentCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
 
 export interface DeliverOptions {
   /** Deadline for the whole request, connect to last byte, in milliseconds. */
@@ -35,9 +39,10 @@ export async function deliver(url: string, req: TargetRequest, options: DeliverO
     }
     return { kind: "rejected", reason };
   } catch (err) {
-    if (options.signal?.aborted) return { kind: "retry", reason: "shutting down" };
-    const e = err as Error & { code?: string };
-    if (deadline.aborted) return { kind: "retry", reason: `timed out after ${options.timeoutMs} ms` };
-    return { kind: "retry", reason: `network: ${e.code ?? e.name}` };
+    if (options.signal?.aborted) return { kind: "retry", reason: "shutting down", inDoubt: true };
+    const e = err as Error & { code?: string; cause?: { code?: string } };
+    if (deadline.aborted) return { kind: "retry", reason: `timed out after ${options.timeoutMs} ms`, inDoubt: true };
+    const code = e.code ?? e.cause?.code;
+    return { kind: "retry", reason: `network: ${code ?? e.name}`, inDoubt: code === undefined || !notSentCodes.has(code) };
   }
 }

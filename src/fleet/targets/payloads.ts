@@ -76,9 +76,17 @@ export function pagerDutyBody(event: FleetEvent, action: NotificationAction, now
   };
 }
 
-export function webhookBody(event: FleetEvent, action: NotificationAction, nowMs: number): unknown {
+export function webhookBody(event: FleetEvent, action: NotificationAction, nowMs: number, notificationId: string): unknown {
   const m = describeEvent(event, action, nowMs);
-  return { action, title: m.title, event, sentAt: new Date(nowMs).toISOString() };
+  return { notificationId, action, title: m.title, event, sentAt: new Date(nowMs).toISOString() };
+}
+
+/**
+ * The `Idempotency-Key` header value (IETF httpapi draft: a structured-field string, so quoted) for a notification id.
+ * The id is a UUID: nothing in it needs escaping.
+ */
+export function idempotencyKeyHeader(notificationId: string): string {
+  return `"${notificationId}"`;
 }
 
 /** Signature header of the generic webhook: `sha256=` HMAC of the body with the shared secret. */
@@ -93,8 +101,15 @@ export interface TargetSecrets {
   readonly hmacSecret?: string;
 }
 
+/** Which notification a request carries: its action and the id every attempt and re-send of it shares. */
+export interface NotificationRef {
+  readonly action: NotificationAction;
+  readonly idempotencyKey: string;
+}
+
 /** The request one target gets for one notification. */
-export function buildTargetRequest(type: TargetType, event: FleetEvent, action: NotificationAction, nowMs: number, secrets: TargetSecrets): TargetRequest {
+export function buildTargetRequest(type: TargetType, event: FleetEvent, notification: NotificationRef, nowMs: number, secrets: TargetSecrets): TargetRequest {
+  const { action, idempotencyKey } = notification;
   const json = { "content-type": "application/json" };
   switch (type) {
     case "teams":
@@ -104,8 +119,13 @@ export function buildTargetRequest(type: TargetType, event: FleetEvent, action: 
     case "pagerduty":
       return { body: JSON.stringify(pagerDutyBody(event, action, nowMs, secrets.routingKey ?? "")), headers: json };
     case "webhook": {
-      const body = JSON.stringify(webhookBody(event, action, nowMs));
-      const headers: Record<string, string> = { ...json, "x-sef-fleet-event": event.key, "x-sef-fleet-action": action };
+      const body = JSON.stringify(webhookBody(event, action, nowMs, idempotencyKey));
+      const headers: Record<string, string> = {
+        ...json,
+        "idempotency-key": idempotencyKeyHeader(idempotencyKey),
+        "x-sef-fleet-event": event.key,
+        "x-sef-fleet-action": action,
+      };
       if (secrets.hmacSecret) headers["x-sef-signature-256"] = webhookSignature(body, secrets.hmacSecret);
       return { body, headers };
     }

@@ -17,7 +17,10 @@ export interface ComputeMetadata {
   provider: string;
   platformFaultDomain: string;
   platformUpdateDomain: string;
+  /** `"name:value;name2:value2"`, as IMDS serves it (ambiguous when a value contains `;` or `:`). */
   tags: string;
+  /** The same tags as `[{name, value}]` (api-version 2019-06-04 and later). */
+  tagsList: Array<{ name: string; value: string }>;
 }
 
 /** A stable GUID-shaped id derived from a name. */
@@ -26,8 +29,11 @@ export function stableGuid(seed: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** Compute metadata for `name` (default: the scenario VM); other names share the scenario VM's subscription, group and scale set. */
-export function computeFor(vm: ScenarioVm, name: string = vm.name): ComputeMetadata {
+/**
+ * Compute metadata for `name` (default: the scenario VM); other names share the scenario VM's subscription, group,
+ * scale set and tags unless `tags` gives theirs.
+ */
+export function computeFor(vm: ScenarioVm, name: string = vm.name, tags: Readonly<Record<string, string>> = vm.tags): ComputeMetadata {
   const isDefault = name === vm.name;
   const group = `/subscriptions/${vm.subscriptionId}/resourceGroups/${vm.resourceGroupName}/providers/Microsoft.Compute`;
   const instance = /_(\d+)$/.exec(name)?.[1] ?? name;
@@ -50,6 +56,9 @@ export function computeFor(vm: ScenarioVm, name: string = vm.name): ComputeMetad
     provider: "Microsoft.Compute",
     platformFaultDomain: domain,
     platformUpdateDomain: domain,
-    tags: "",
+    tags: Object.entries(tags)
+      .map(([k, v]) => `${k}:${v}`)
+      .join(";"),
+    tagsList: Object.entries(tags).map(([name, value]) => ({ name, value })),
   };
 }

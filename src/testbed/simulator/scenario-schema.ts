@@ -103,6 +103,8 @@ export const vmSchema = z.strictObject({
   zone: z.string().default(""),
   osType: z.string().default("Linux"),
   vmSize: z.string().default("Standard_D2s_v5"),
+  /** Resource tags instance metadata serves (`tags` and `tagsList`). */
+  tags: z.record(z.string(), z.string()).default({}),
 });
 export type ScenarioVm = z.output<typeof vmSchema>;
 

@@ -44,6 +44,8 @@ export interface SimulatorOptions {
    * even if the client has gone, like a request IMDS already took. Default 0.
    */
   approvalDelayMs?: number;
+  /** Resource tags per VM name (the scenario VM or any `X-Sef-Sim-Vm` name); VMs not listed carry the scenario VM's `tags`. */
+  vmTags?: Readonly<Record<string, Readonly<Record<string, string>>>>;
 }
 
 export interface ApprovalEntry {
@@ -89,6 +91,8 @@ export interface Simulator {
   setEvents(events: readonly z.input<typeof scenarioEventSchema>[]): { changedAtMs: number; incarnation: number };
   /** Jumps scenario time forward. */
   advance(seconds: number): SimStatus;
+  /** Sets the resource tags instance metadata serves for `vmName` from now on. */
+  setVmTags(vmName: string, tags: Readonly<Record<string, string>>): void;
   /** Resolves when a non-looping scenario has run its duration (never for `loop`). */
   waitForEnd(): Promise<void>;
   close(): Promise<void>;
@@ -158,6 +162,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger();
   const timeline = new Timeline(scenario, { speed: options.speed, loop: options.loop });
+  const vmTags = new Map<string, Readonly<Record<string, string>>>(Object.entries(options.vmTags ?? {}));
   const requestCounts: Record<string, Record<string, number>> = {};
   const faultsServed: Record<string, number> = {};
   const approvals: ApprovalEntry[] = [];
@@ -358,7 +363,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
       case "instance": {
         const vmName = req.headers[simVmHeader];
         const name = typeof vmName === "string" && vmName.trim() !== "" ? vmName.trim() : scenario.vm.name;
-        const compute = computeFor(scenario.vm, name);
+        const compute = computeFor(scenario.vm, name, vmTags.get(name));
         sendJson(res, 200, checked.route === "compute" ? compute : { compute, network: { interface: [] } });
         return "200";
       }
@@ -414,6 +419,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     status,
     setEvents,
     advance,
+    setVmTags: (vmName, tags) => void vmTags.set(vmName, { ...tags }),
     waitForEnd: () => endPromise,
     close: () => {
       closing ??= new Promise<void>((resolve) => {

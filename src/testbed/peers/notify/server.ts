@@ -1,7 +1,8 @@
 // Local peers for the notification targets' HTTP APIs, on one server: a Teams Workflows/incoming webhook (Adaptive
 // Card message, 28 KB), a Slack incoming webhook (Block Kit, `ok`), the PagerDuty Events API v2 (`/v2/enqueue`, with
-// incidents keyed by dedup_key) and a generic signed webhook. It records every request, validates the documented
-// payload shape and size limits, and injects 429/5xx/timeouts on demand.
+// incidents deduplicated by dedup_key as PagerDuty documents it) and a generic signed webhook (recording each
+// Idempotency-Key). It records every request, validates the documented payload shape and size limits, and injects
+// 429/5xx/timeouts on demand.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { listen } from "../../support/listen.js";
@@ -26,18 +27,29 @@ export interface NotifyFault {
   readonly count: number;
 }
 
+/**
+ * One PagerDuty incident (one alert) as the Events API v2 makes them: a trigger whose dedup_key has no open incident
+ * opens one (a page); a trigger with the dedup_key of an open incident is appended to it as another Trigger log entry
+ * and pages no one; a resolve closes the open incident and is dropped when none is open. A trigger after the resolve
+ * opens a new incident (pages again). https://support.pagerduty.com/docs/event-management#deduplicate-alerts
+ */
 export interface PagerDutyIncident {
   readonly dedupKey: string;
   readonly status: "triggered" | "resolved";
   /** Trigger events merged into the incident (the first opens it; later ones update it). */
   readonly triggers: number;
+  /** Resolve events received while it was open (1 once resolved). */
+  readonly resolves: number;
 }
 
 export interface NotifyPeer {
   /** `http://127.0.0.1:PORT` */
   readonly url: string;
   requests(kind?: NotifyKind): NotifyRequest[];
+  /** Every incident opened, in order: a dedup_key resolved and triggered again has two. Each one paged once. */
   incidents(): PagerDutyIncident[];
+  /** PagerDuty resolve events that found no open incident (dropped, as PagerDuty does). */
+  pagerDutyResolvesDropped(): number;
   injectFault(fault: NotifyFault): void;
   close(): Promise<void>;
 }
@@ -122,7 +134,9 @@ export function pagerDutyProblems(body: unknown): string[] {
 export async function startNotifyPeer(options: NotifyPeerOptions = {}): Promise<NotifyPeer> {
   const recorded: NotifyRequest[] = [];
   const faults: Array<NotifyFault & { left: number }> = [];
-  const incidents = new Map<string, { status: "triggered" | "resolved"; triggers: number }>();
+  const incidents: Array<{ dedupKey: string; status: "triggered" | "resolved"; triggers: number; resolves: number }> = [];
+  const openIncidents = new Map<string, (typeof incidents)[number]>();
+  let resolvesDropped = 0;
   const hanging = new Set<ServerResponse>();
 
   const answer = (res: ServerResponse, status: number, body: string, contentType = "application/json", headers: Record<string, string> = {}): number => {
@@ -162,11 +176,21 @@ export async function startNotifyPeer(options: NotifyPeerOptions = {}): Promise<
         if (problems.length) return answer(res, 400, JSON.stringify({ status: "invalid event", message: "Event object is invalid", errors: problems }));
         const event = body as { event_action: string; dedup_key?: string };
         const dedupKey = event.dedup_key ?? `auto-${recorded.length}`;
-        const incident = incidents.get(dedupKey);
+        const open = openIncidents.get(dedupKey);
         if (event.event_action === "trigger") {
-          if (!incident || incident.status === "resolved") incidents.set(dedupKey, { status: "triggered", triggers: (incident?.triggers ?? 0) + 1 });
-          else incident.triggers++;
-        } else if (event.event_action === "resolve" && incident) incident.status = "resolved";
+          if (open) open.triggers++;
+          else {
+            const incident: (typeof incidents)[number] = { dedupKey, status: "triggered", triggers: 1, resolves: 0 };
+            incidents.push(incident);
+            openIncidents.set(dedupKey, incident);
+          }
+        } else if (event.event_action === "resolve") {
+          if (open) {
+            open.status = "resolved";
+            open.resolves++;
+            openIncidents.delete(dedupKey);
+          } else resolvesDropped++;
+        }
         return answer(res, 202, JSON.stringify({ status: "success", message: "Event processed", dedup_key: dedupKey }));
       }
       case "webhook": {
@@ -209,7 +233,8 @@ export async function startNotifyPeer(options: NotifyPeerOptions = {}): Promise<
   return {
     url: `http://${options.host ?? "127.0.0.1"}:${port}`,
     requests: (kind) => recorded.filter((r) => kind === undefined || r.kind === kind),
-    incidents: () => [...incidents].map(([dedupKey, i]) => ({ dedupKey, ...i })),
+    incidents: () => incidents.map((i) => ({ ...i })),
+    pagerDutyResolvesDropped: () => resolvesDropped,
     injectFault: (fault) => faults.push({ ...fault, left: fault.count }),
     close: async () => {
       for (const res of hanging) res.destroy();

@@ -1,0 +1,206 @@
+// The partition processor against an in-memory state store and a scripted target: outcomes answered together are
+// saved in one write (not one write each), a claim left by a stopped instance is re-sent once, logged and counted as
+// in doubt with the same idempotency key, and outcomes whose save failed are saved by the next run, not re-sent.
+import { describe, expect, it } from "vitest";
+import pino from "pino";
+import { Writable } from "node:stream";
+import type { FleetEvent } from "../../src/fleet/fleet-event.js";
+import { FleetMetrics } from "../../src/fleet/metrics.js";
+import { emptyNotificationState, notificationIdempotencyKey } from "../../src/fleet/notification-plan.js";
+import { PartitionProcessor, type NotificationIdentity, type ProcessorOptions, type ReceivedEvent } from "../../src/fleet/partition-processor.js";
+import { emptyPartitionState, OwnershipLostError, type LoadedPartitionState, type PartitionState, type PartitionStateStore } from "../../src/fleet/partition-state.js";
+import type { DeliveryOutcome } from "../../src/fleet/targets/deliver.js";
+import { fleetTransition, vm } from "./records.js";
+
+const t0 = Date.parse("2026-11-23T10:00:00Z");
+
+/** Keeps the state as JSON with a version (ETag); each save can be held open (a slow blob write) or made to fail. */
+class MemoryStore implements PartitionStateStore {
+  saved: string = JSON.stringify(emptyPartitionState());
+  version = 0;
+  saves = 0;
+  hold: Promise<void> | null = null;
+  /** Save calls (1-based) that fail. */
+  readonly failing = new Set<number>();
+  private calls = 0;
+  async load(): Promise<LoadedPartitionState> {
+    return { state: JSON.parse(this.saved) as PartitionState, etag: this.version === 0 ? undefined : String(this.version) };
+  }
+  async save(_partitionId: string, state: PartitionState, etag: string | undefined): Promise<string> {
+    const body = JSON.stringify(state);
+    if (this.hold) await this.hold;
+    if (this.failing.has(++this.calls)) throw new Error("blob storage is unavailable");
+    if (etag !== (this.version === 0 ? undefined : String(this.version))) throw new OwnershipLostError("written by another holder");
+    this.saves++;
+    this.saved = body;
+    return String(++this.version);
+  }
+}
+
+interface Sent {
+  readonly target: string;
+  readonly notification: NotificationIdentity;
+  readonly eventId: string;
+}
+
+function setup(store: MemoryStore, answer: (sent: Sent) => Promise<DeliveryOutcome>, nowMs = () => t0) {
+  const sent: Sent[] = [];
+  const lines: string[] = [];
+  const logger = pino({ level: "warn" }, new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
+  const metrics = new FleetMetrics(["pd", "chat"]);
+  const options: ProcessorOptions = {
+    partitionId: "0",
+    rules: [{ name: "all", targets: ["pd", "chat"] }],
+    updateIntervalMs: 60_000,
+    staleClaimMs: 10_000,
+    lateNoticeMs: 3_600_000,
+    retry: { minDelayMs: 1, maxDelayMs: 1, giveUpAfterMs: 60_000 },
+    retainEndedMs: 7 * 24 * 3600_000,
+    store,
+    send: (target, notification, event: FleetEvent) => {
+      const s = { target, notification, eventId: event.eventId };
+      sent.push(s);
+      return answer(s);
+    },
+    clock: { nowMs, monotonicMs: () => performance.now(), sleep: async () => undefined },
+    logger,
+    metrics,
+    signal: new AbortController().signal,
+  };
+  return { sent, lines, metrics, options };
+}
+
+function wave(events: number, firstSequence = 0): ReceivedEvent[] {
+  const vms = [vm(0), vm(1)];
+  return Array.from({ length: events }, (_, e) => ({
+    body: fleetTransition(`00000000-0000-4000-8000-${String(e).padStart(12, "0")}`, "Scheduled", vms[0]!, vms, { timeMs: t0 }),
+    sequenceNumber: firstSequence + e,
+    offset: String(firstSequence + e),
+  }));
+}
+
+const delivered: DeliveryOutcome = { kind: "delivered", status: 202 };
+
+describe("PartitionProcessor", () => {
+  it("saves the outcomes answered while a write is in flight together, in one write", async () => {
+    const store = new MemoryStore();
+    let release!: () => void;
+    const answers: Array<() => void> = [];
+    const { sent, options, metrics } = setup(store, () => new Promise((resolve) => answers.push(() => resolve(delivered))));
+    const processor = await PartitionProcessor.open(options);
+    const done = processor.processBatch(wave(50));
+    while (answers.length < 100) await new Promise((r) => setImmediate(r));
+    expect(store.saves).toBe(1); // the claims, before any request left
+    // The first answer starts a write; it is held open (a slow blob write) while the other 99 answers arrive.
+    store.hold = new Promise((r) => (release = r));
+    answers[0]!();
+    await new Promise((r) => setImmediate(r));
+    for (const answer of answers.slice(1)) answer();
+    await new Promise((r) => setTimeout(r, 10));
+    store.hold = null;
+    release();
+    await done;
+    // One write for the claims, one for the first outcome, one for the 99 answered meanwhile (not 100 one by one).
+    expect(store.saves).toBe(3);
+    expect(await metrics.registry.getSingleMetricAsString("sef_fleet_outcome_saves_total")).toMatch(/ 2$/m);
+    const { state } = await store.load();
+    const states = Object.values(state.notifications).flatMap((byTarget) => Object.values(byTarget));
+    expect(states).toHaveLength(100);
+    expect(states.every((s) => s.pending === null && s.triggeredAt !== null && s.sent === 1)).toBe(true);
+    expect(new Set(sent.map((s) => s.notification.idempotencyKey)).size).toBe(100);
+  });
+
+  it("re-sends a claim a stopped instance left once it is stale, with the same idempotency key, logged and counted as in doubt", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    // The stopped instance: claims saved, requests sent, killed before any outcome was saved.
+    const first = setup(store, () => new Promise<DeliveryOutcome>(() => undefined), () => now);
+    const stopped = await PartitionProcessor.open(first.options);
+    void stopped.processBatch(wave(1));
+    while (first.sent.length < 2) await new Promise((r) => setImmediate(r));
+    const keyOf = (target: string) => first.sent.find((s) => s.target === target)!.notification.idempotencyKey;
+    expect(keyOf("pd")).toBe(notificationIdempotencyKey("00000000-0000-4000-8000-000000000000", "pd", "trigger", 1));
+
+    const next = setup(store, async () => delivered, () => now);
+    const owner = await PartitionProcessor.open(next.options);
+    await owner.tick();
+    expect(next.sent).toEqual([]); // a fresh claim belongs to its holder
+    now = t0 + 10_000;
+    await owner.tick();
+    expect(next.sent.map((s) => [s.target, s.notification.action, s.notification.idempotencyKey])).toEqual([
+      ["pd", "trigger", keyOf("pd")],
+      ["chat", "trigger", keyOf("chat")],
+    ]);
+    const warnings = next.lines.map((l) => JSON.parse(l) as { msg: string; target: string; action: string; claimAgeMs: number });
+    expect(warnings.filter((w) => w.msg.startsWith("re-sending a claim left by an instance that stopped mid-send"))).toHaveLength(2);
+    expect(warnings[0]).toMatchObject({ action: "trigger", claimAgeMs: 10_000 });
+    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).toContain('sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="claim_taken_over"} 1');
+    await owner.tick();
+    expect(next.sent).toHaveLength(2); // once
+  });
+
+  it("keeps outcomes whose save failed and saves them with the next run instead of sending again", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { sent, options } = setup(store, async () => delivered, () => now);
+    const processor = await PartitionProcessor.open(options);
+    store.failing.add(2); // the claims are saved, the requests answered, then the outcomes' write fails
+    await expect(processor.processBatch(wave(1))).rejects.toThrow("blob storage is unavailable");
+    expect(sent).toHaveLength(2);
+    now = t0 + 60_000; // long after the claims went stale
+    await processor.tick();
+    expect(sent).toHaveLength(2);
+    const { state } = await store.load();
+    const states = Object.values(state.notifications["00000000-0000-4000-8000-000000000000"]!);
+    expect(states.map((s) => ({ pending: s.pending, sent: s.sent }))).toEqual([
+      { pending: null, sent: 1 },
+      { pending: null, sent: 1 },
+    ]);
+    expect(emptyNotificationState.sent).toBe(0);
+  });
+
+  it("never lets a holder with a stale copy overwrite a newer state, even two holders of one partition in one process", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    // The old holder claims and sends; its answers are slow.
+    const answers: Array<() => void> = [];
+    const old = setup(store, () => new Promise((resolve) => answers.push(() => resolve(delivered))), () => now);
+    const oldHolder = await PartitionProcessor.open(old.options);
+    const oldRun = oldHolder.processBatch(wave(1));
+    while (old.sent.length < 2) await new Promise((r) => setImmediate(r));
+    // The partition moves: the new holder reads the state (the old holder's claims) and folds a new event.
+    const next = setup(store, async () => delivered, () => now);
+    const newHolder = await PartitionProcessor.open(next.options);
+    await newHolder.processBatch(wave(2).slice(1).map((e) => ({ ...e, sequenceNumber: 1 })));
+    expect(next.sent.map((s) => s.eventId)).toEqual(["00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000001"]);
+    // The old holder's answers arrive: its write conflicts, it reads the new state and records its outcomes there.
+    for (const answer of answers) answer();
+    await oldRun;
+    const { state } = await store.load();
+    const told = (key: string) => Object.values(state.notifications[key]!).map((s) => ({ pending: s.pending, sent: s.sent }));
+    expect(told("00000000-0000-4000-8000-000000000000")).toEqual([{ pending: null, sent: 1 }, { pending: null, sent: 1 }]);
+    expect(told("00000000-0000-4000-8000-000000000001")).toEqual([{ pending: null, sent: 1 }, { pending: null, sent: 1 }]);
+    now = t0 + 60_000;
+    await newHolder.tick();
+    await oldHolder.tick();
+    expect(old.sent.length + next.sent.length).toBe(4); // nothing sent twice
+  });
+
+  it("counts an attempt after an unanswered one (a timeout) as in doubt, with the same idempotency key; a refused connection is not", async () => {
+    const store = new MemoryStore();
+    const answers: DeliveryOutcome[] = [
+      { kind: "retry", reason: "timed out after 10000 ms", inDoubt: true },
+      { kind: "retry", reason: "network: ECONNREFUSED", inDoubt: false },
+      delivered,
+    ];
+    const { sent, options, metrics, lines } = setup(store, async (s) => (s.target === "pd" ? (answers.shift() ?? delivered) : delivered));
+    const processor = await PartitionProcessor.open(options);
+    await processor.processBatch(wave(1));
+    const pd = sent.filter((s) => s.target === "pd");
+    expect(pd).toHaveLength(3);
+    expect(new Set(pd.map((s) => s.notification.idempotencyKey)).size).toBe(1);
+    const text = await metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total");
+    expect(text).toContain('sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="attempt_unanswered"} 1');
+    expect(lines.filter((l) => l.includes("unanswered attempt may have reached the target"))).toHaveLength(1);
+  });
+});
