@@ -17,6 +17,7 @@ import { readRecord } from "./record-input.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
 import type { FleetMetrics } from "./metrics.js";
+import { retryDelayMs } from "../util/retry-policy.js";
 
 /** One received event, as much of it as the processor needs. */
 export interface ReceivedEvent {
@@ -63,10 +64,9 @@ export interface ProcessorOptions {
   readonly signal: AbortSignal;
 }
 
-/** Backoff before retry `attempt` (1-based): exponential from min, a server hint wins, always within [min, max]. */
+/** Backoff before retry `attempt` (1-based): the shared retry policy (util/retry-policy) with the fleet's min and max. */
 export function notificationRetryDelayMs(retry: ProcessorOptions["retry"], attempt: number, hintMs: number | undefined, random: number): number {
-  const base = hintMs ?? Math.round(retry.minDelayMs * 2 ** Math.max(0, attempt - 1) * (0.5 + random / 2));
-  return Math.min(retry.maxDelayMs, Math.max(retry.minDelayMs, base));
+  return retryDelayMs({ initialDelayMs: retry.minDelayMs, maxDelayMs: retry.maxDelayMs, multiplier: 2 }, attempt, hintMs, random);
 }
 
 interface Claim {

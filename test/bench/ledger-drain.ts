@@ -8,7 +8,7 @@ import { Drainer } from "../../src/sinks/drainer.js";
 import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
-import { defaultRetryPolicy } from "../../src/sinks/retry-policy.js";
+import { defaultRetryPolicy } from "../../src/util/retry-policy.js";
 import { systemClock } from "../../src/util/clock.js";
 import type { OutboxEntry, Sink } from "../../src/sinks/sink.js";
 

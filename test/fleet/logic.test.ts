@@ -149,7 +149,8 @@ describe("planNotifications", () => {
 describe("retry delays", () => {
   it("clamp a server's Retry-After into [min, max] (0 is not a licence to hammer)", () => {
     const retry = { minDelayMs: 500, maxDelayMs: 60_000, giveUpAfterMs: 1 };
-    expect(notificationRetryDelayMs(retry, 1, 0, 0.5)).toBe(500);
+    expect(notificationRetryDelayMs(retry, 1, 0, 0)).toBe(500);
+    expect(notificationRetryDelayMs(retry, 1, 0, 0.5)).toBe(625); // a hint is spread over up to half again
     expect(notificationRetryDelayMs(retry, 1, 3_600_000, 0.5)).toBe(60_000);
     expect(notificationRetryDelayMs(retry, 20, undefined, 1)).toBe(60_000);
   });

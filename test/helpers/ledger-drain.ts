@@ -9,7 +9,7 @@ import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import type { OutboxEntry, SendOutcomes, Sink } from "../../src/sinks/sink.js";
-import type { RetryPolicy } from "../../src/sinks/retry-policy.js";
+import type { RetryPolicy } from "../../src/util/retry-policy.js";
 import type { Clock } from "../../src/util/clock.js";
 
 export interface LedgerDrainResult {

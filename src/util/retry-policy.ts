@@ -1,5 +1,6 @@
-// The one retry policy every sink shares (pure): exponential backoff with equal jitter, capped; a server's hint wins,
-// spread by a jitter of its own so that a fleet throttled at one moment does not come back at one moment.
+// The one retry policy shared by the sinks and sef fleet's notifications (pure): exponential backoff with equal
+// jitter, capped; a server's hint wins, spread by a jitter of its own so that a fleet throttled at one moment does not
+// come back at one moment.
 
 export interface RetryPolicy {
   /** First backoff, in milliseconds. */
