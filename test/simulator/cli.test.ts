@@ -5,18 +5,18 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildInto } from "../../infra/build.js";
 
 const repo = join(import.meta.dirname, "..", "..");
 let buildDir = "";
 let mainJs = "";
 
-beforeAll(() => {
+beforeAll(async () => {
   // Build into a private directory (under node_modules so the packages resolve) instead of the shared dist/.
   mkdirSync(join(repo, "node_modules", ".cache"), { recursive: true });
   buildDir = mkdtempSync(join(repo, "node_modules", ".cache", "sef-simulate-cli-"));
   const dist = join(buildDir, "dist");
-  spawnSync(process.execPath, [join(repo, "node_modules", "typescript", "bin", "tsc"), "-p", join(repo, "tsconfig.build.json"), "--outDir", dist], { cwd: repo, encoding: "utf8" });
-  cpSync(join(repo, "src", "testbed", "simulator", "scenarios"), join(dist, "testbed", "simulator", "scenarios"), { recursive: true });
+  await buildInto(dist);
   cpSync(join(repo, "package.json"), join(buildDir, "package.json")); // dist/contract/agent-version.js reads ../../package.json
   mainJs = join(dist, "testbed", "cli.js");
   if (!existsSync(mainJs)) throw new Error("the build did not produce testbed/cli.js");
