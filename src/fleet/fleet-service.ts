@@ -18,6 +18,10 @@ import { PartitionProcessor, type NotificationIdentity, type ProcessorClock } fr
 import type { FleetSettings, TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
+import { SendSlots } from "./targets/send-slots.js";
+
+/** Time past the request deadline a closing partition gives its last outcomes to be saved. */
+const closeSaveMarginMs = 2000;
 
 export interface FleetServiceOptions {
   readonly settings: FleetSettings;
@@ -110,11 +114,21 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   let lastStoreError: string | null = null;
   let lastReceiveOk = false;
 
-  const send = async (targetName: string, notification: NotificationIdentity, event: FleetEvent, signal: AbortSignal): Promise<DeliveryOutcome> => {
+  // Requests already sent are cut off only when stop() gives up waiting for them; a closed partition lets them finish.
+  const requestsGivenUp = new AbortController();
+  const slots = new Map<string, SendSlots>();
+  const send = async (targetName: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal): Promise<DeliveryOutcome> => {
     const target = targets.get(targetName);
     if (!target) return { kind: "rejected", reason: `no target named ${targetName}` };
-    const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), { ...(target.routingKey ? { routingKey: target.routingKey } : {}), ...(target.hmacSecret ? { hmacSecret: target.hmacSecret } : {}) });
-    return deliver(target.url, req, { timeoutMs: settings.requestTimeoutMs, signal });
+    let targetSlots = slots.get(targetName);
+    if (!targetSlots) slots.set(targetName, (targetSlots = new SendSlots(settings.maxConcurrentSendsPerTarget)));
+    if (!(await targetSlots.acquire(startSignal))) return { kind: "retry", reason: "not sent: the partition was closed" };
+    try {
+      const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), { ...(target.routingKey ? { routingKey: target.routingKey } : {}), ...(target.hmacSecret ? { hmacSecret: target.hmacSecret } : {}) });
+      return await deliver(target.url, req, { timeoutMs: settings.requestTimeoutMs, signal: requestSignal });
+    } finally {
+      targetSlots.release();
+    }
   };
   const onDeadLetter = async (target: string, action: NotificationAction, event: FleetEvent, reason: string): Promise<void> => {
     const body = JSON.stringify({ deadLetteredAt: new Date().toISOString(), target, action, reason, event });
@@ -149,6 +163,7 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
           logger: logger.child({ partitionId: context.partitionId }),
           metrics,
           signal: controller.signal,
+          requestSignal: requestsGivenUp.signal,
         });
         processors.set(context.partitionId, { processor, controller });
         refreshGauges();
@@ -185,7 +200,9 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
       processClose: async (reason, context: PartitionContext) => {
         const entry = processors.get(context.partitionId);
         entry?.controller.abort();
-        processors.delete(context.partitionId);
+        // Requests already sent finish and their outcomes are saved, so the next owner does not re-send them in doubt.
+        await entry?.processor.settled(settings.requestTimeoutMs + closeSaveMarginMs);
+        if (processors.get(context.partitionId) === entry) processors.delete(context.partitionId);
         metrics.partitionLag.remove({ partition: context.partitionId });
         refreshGauges();
         logger.info({ partitionId: context.partitionId, reason }, "partition released");
@@ -227,12 +244,17 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
     ownedPartitions: () => [...processors.keys()].sort(),
     stop: async (deadlineMs = 10_000) => {
       clearInterval(ticker);
+      const stopStartedMs = performance.now();
       for (const entry of processors.values()) entry.controller.abort();
+      // Let requests already sent be answered and saved (not re-sent in doubt by the next owner), within the deadline.
+      const settling = Promise.all([...processors.values()].map((entry) => entry.processor.settled(Math.max(0, deadlineMs / 2))));
+      await settling;
+      requestsGivenUp.abort();
       const closing = (async () => {
         await subscription.close();
         await client.close();
       })();
-      await Promise.race([closing, sleepTimer(deadlineMs, undefined, { ref: false })]);
+      await Promise.race([closing, sleepTimer(Math.max(0, deadlineMs - (performance.now() - stopStartedMs)), undefined, { ref: false })]);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

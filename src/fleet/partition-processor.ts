@@ -34,7 +34,11 @@ export interface NotificationIdentity {
 }
 
 /** Sends one notification once; the processor owns retries. */
-export type SendNotification = (target: string, notification: NotificationIdentity, event: FleetEvent, signal: AbortSignal) => Promise<DeliveryOutcome>;
+/**
+ * Sends one notification. `requestSignal` cuts off a request already sent; `startSignal` only stops one that has not
+ * started yet (waiting for a free slot to its target): it then answers a retry without sending anything.
+ */
+export type SendNotification = (target: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal) => Promise<DeliveryOutcome>;
 
 export interface ProcessorClock {
   /** Wall clock, for stamps and NotBefore arithmetic. */
@@ -60,8 +64,14 @@ export interface ProcessorOptions {
   readonly clock: ProcessorClock;
   readonly logger: Logger;
   readonly metrics: FleetMetrics;
-  /** Aborted when the partition is closed (ownership lost or shutdown). */
+  /**
+   * Aborted when the partition is closed (ownership lost or shutdown): no new attempt starts and retry waits end. A
+   * request already sent is not cut off by it — its answer is awaited (within the request deadline) and saved, so the
+   * next owner finds the notification done instead of a claim it must re-send in doubt.
+   */
   readonly signal: AbortSignal;
+  /** Aborts requests already sent: only when the service gives up waiting for them (its stop deadline). */
+  readonly requestSignal?: AbortSignal;
 }
 
 /** Backoff before retry `attempt` (1-based): the shared retry policy (util/retry-policy) with the fleet's min and max. */
@@ -113,6 +123,16 @@ export class PartitionProcessor {
 
   get activeEvents(): number {
     return Object.values(this.state.events).filter((e) => !isEnded(e)).length;
+  }
+
+  /**
+   * Resolves once every batch and re-plan queued so far has finished — its requests answered and their outcomes saved
+   * (or given up) — or after `timeoutMs`, whichever comes first. Call after aborting `signal` (partition closed).
+   */
+  async settled(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.chain, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   /** Folds a batch, notifies, saves. Resolves once the state is durable: the caller may then checkpoint. */
@@ -291,9 +311,11 @@ export class PartitionProcessor {
     const { target, action } = claim;
     const event = this.state.events[claim.key]!;
     const started = clock.monotonicMs();
+    const requestSignal = this.options.requestSignal ?? new AbortController().signal;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) return { claim, outcome: "aborted" };
-      const outcome = await this.options.send(target, { action, idempotencyKey: claim.idempotencyKey }, event, signal);
+      const outcome = await this.options.send(target, { action, idempotencyKey: claim.idempotencyKey }, event, requestSignal, signal);
+      if (outcome.kind === "retry" && signal.aborted) return { claim, outcome: "aborted" }; // the partition closed: its next owner retries
       if (outcome.kind === "delivered") {
         metrics.notifications.inc({ target, action, outcome: "sent" });
         logger.info({ target, action, eventId: event.eventId, status: event.status, attempt }, "notification sent");

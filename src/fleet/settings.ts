@@ -74,6 +74,8 @@ export const fleetSettingsSchema = z
     tickMs: z.number().int().min(100).default(5_000),
     /** Deadline of one notification request. */
     requestTimeoutMs: z.number().int().min(100).default(10_000),
+    /** Requests in flight at once to one target, per instance (the rest queue; their claims wait in the state). */
+    maxConcurrentSendsPerTarget: z.number().int().min(1).max(256).default(4),
     /** Backoff between notification attempts, bounded; a target's Retry-After is clamped into [min, max]. */
     retry: z
       .object({ minDelayMs: z.number().int().min(1).default(500), maxDelayMs: z.number().int().min(1).default(60_000), giveUpAfterMs: z.number().int().min(1).default(15 * 60_000) })

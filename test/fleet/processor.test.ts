@@ -43,7 +43,7 @@ interface Sent {
   readonly eventId: string;
 }
 
-function setup(store: MemoryStore, answer: (sent: Sent) => Promise<DeliveryOutcome>, nowMs = () => t0) {
+function setup(store: MemoryStore, answer: (sent: Sent, requestSignal: AbortSignal) => Promise<DeliveryOutcome>, nowMs = () => t0) {
   const sent: Sent[] = [];
   const lines: string[] = [];
   const logger = pino({ level: "warn" }, new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
@@ -57,10 +57,10 @@ function setup(store: MemoryStore, answer: (sent: Sent) => Promise<DeliveryOutco
     retry: { minDelayMs: 1, maxDelayMs: 1, giveUpAfterMs: 60_000 },
     retainEndedMs: 7 * 24 * 3600_000,
     store,
-    send: (target, notification, event: FleetEvent) => {
+    send: (target, notification, event: FleetEvent, requestSignal) => {
       const s = { target, notification, eventId: event.eventId };
       sent.push(s);
-      return answer(s);
+      return answer(s, requestSignal);
     },
     clock: { nowMs, monotonicMs: () => performance.now(), sleep: async () => undefined },
     logger,
@@ -137,6 +137,55 @@ describe("PartitionProcessor", () => {
     expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).toContain('sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="claim_taken_over"} 1');
     await owner.tick();
     expect(next.sent).toHaveLength(2); // once
+  });
+
+  it("lets a request already sent finish when its partition closes, and saves the outcome: the next owner has nothing to re-send", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const answers: Array<() => void> = [];
+    // A target that answers when told to; a request cut off by its signal ends in doubt (as undici's would).
+    const closing = setup(
+      store,
+      (_sent, requestSignal) =>
+        new Promise((resolve) => {
+          answers.push(() => resolve(delivered));
+          requestSignal.addEventListener("abort", () => resolve({ kind: "retry", reason: "shutting down", inDoubt: true }));
+        }),
+      () => now,
+    );
+    const controller = new AbortController();
+    const holder = await PartitionProcessor.open({ ...closing.options, signal: controller.signal });
+    void holder.processBatch(wave(1)).catch(() => undefined);
+    while (closing.sent.length < 2) await new Promise((r) => setImmediate(r));
+    controller.abort(); // ownership lost while both requests are in flight
+    const settled = holder.settled(5000);
+    for (const answer of answers) answer();
+    await settled;
+    const { state } = await store.load();
+    expect(Object.values(state.notifications["00000000-0000-4000-8000-000000000000"]!).map((s) => ({ pending: s.pending, sent: s.sent }))).toEqual([
+      { pending: null, sent: 1 },
+      { pending: null, sent: 1 },
+    ]);
+    const next = setup(store, async () => delivered, () => now);
+    const owner = await PartitionProcessor.open(next.options);
+    now = t0 + 60_000;
+    await owner.tick();
+    expect(next.sent).toEqual([]);
+    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).not.toContain("claim_taken_over\"} 1");
+  });
+
+  it("gives up waiting for a closing partition's requests after the bound", async () => {
+    const store = new MemoryStore();
+    const { options } = setup(store, () => new Promise<DeliveryOutcome>(() => undefined));
+    const controller = new AbortController();
+    const holder = await PartitionProcessor.open({ ...options, signal: controller.signal });
+    void holder.processBatch(wave(1)).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 10));
+    controller.abort();
+    const startedMs = performance.now();
+    await holder.settled(200);
+    expect(performance.now() - startedMs).toBeGreaterThanOrEqual(190);
+    expect(performance.now() - startedMs).toBeLessThan(2000);
   });
 
   it("keeps outcomes whose save failed and saves them with the next run instead of sending again", async () => {
