@@ -1,7 +1,8 @@
 // HTTP client for IMDS (Node's own node:http, whose parser is native: no WebAssembly, nothing loaded from npm):
 // Metadata header, api-version, no proxy, no redirects, body-size cap, one total deadline per request, first-call
 // timeout long enough for the service's documented 2-minute enable delay, and a 5 req/s ceiling.
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type RequestOptions, type ClientRequest } from "node:http";
+import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, RequestOptions, ClientRequest } from "node:http";
+import { nodeHttp } from "../util/node-http.js";
 import pRetry, { AbortError } from "p-retry";
 import type { Clock } from "../util/clock.js";
 import type { VmIdentity } from "../contract/record.js";
@@ -101,7 +102,7 @@ export class ImdsClient {
 
   constructor(options: ImdsClientOptions) {
     this.options = { ...imdsDefaults, extraHeaders: {}, ...stripUndefined(options) } as typeof this.options;
-    this.httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 2, timeout: idleSocketMs });
+    this.httpAgent = new nodeHttp.Agent({ keepAlive: true, maxSockets: 2, timeout: idleSocketMs });
     this.limiter = new SlidingWindowRateLimiter(options.clock, 5, 1000);
     this.onRetry = options.onRetry;
     this.endpoint = options.endpoint;
@@ -224,7 +225,7 @@ export class ImdsClient {
       headers["Content-Length"] = String(Buffer.byteLength(body));
     }
     const exchange = (async () => {
-      const transport = url.protocol === "https:" ? await this.httpsTransport() : { request: httpRequest, agent: this.httpAgent };
+      const transport = url.protocol === "https:" ? await this.httpsTransport() : { request: nodeHttp.request, agent: this.httpAgent };
       return this.exchange(transport, url, method, headers, body, signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
     })();
     this.track(exchange);
