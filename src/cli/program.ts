@@ -1,10 +1,10 @@
-// The `sef` command line: one subcommand per module in cli/commands/. `sef run` (the agent, resident on every VM)
-// loads only its own module; `sef tail`, `sef fleet`, `sef discover` and the ledger commands pull in what it never needs.
+// The `sef` command line: one subcommand per module in cli/commands/. Only the named command's module loads:
+// `sef run` (the agent, resident on every VM) never loads what tail, fleet, discover or the ledger commands need, and
+// `sef --version` loads none of them. Help and unknown commands load every module (help lists them all).
 // A usage error (unknown subcommand or option, missing argument) exits 2 with commander's one-line message.
 import { Command, CommanderError } from "commander";
 import { agentVersion } from "../contract/agent-version.js";
-import { registerRunCommand } from "./commands/run.js";
-import { exitCodes } from "./config-options.js";
+import { exitCodes } from "./exit-codes.js";
 
 const program = new Command("sef")
   .description("Scheduled Events Forwarder: forwards Azure Scheduled Events transitions to telemetry sinks")
@@ -13,21 +13,20 @@ const program = new Command("sef")
   .enablePositionalOptions()
   .exitOverride();
 
-registerRunCommand(program);
-if (process.argv[2] !== "run") {
-  const { registerCheckConfigCommand } = await import("./commands/check-config.js");
-  registerCheckConfigCommand(program);
-  const [{ registerTailCommand }, { registerFleetCommand }, { registerDiscoverCommand }] = await Promise.all([
-    import("./commands/tail.js"),
-    import("./commands/fleet.js"),
-    import("./commands/discover.js"),
-  ]);
-  registerTailCommand(program);
-  registerFleetCommand(program);
-  registerDiscoverCommand(program);
-  const { registerLedgerCommands } = await import("./commands/ledger.js");
-  registerLedgerCommands(program);
-}
+/** Each command (or group: the ledger's `outbox` and `dead-letter`) and how to load and register it, in help order. */
+const commandModules: ReadonlyArray<readonly [readonly string[], () => Promise<void>]> = [
+  [["run"], async () => (await import("./commands/run.js")).registerRunCommand(program)],
+  [["check-config"], async () => (await import("./commands/check-config.js")).registerCheckConfigCommand(program)],
+  [["tail"], async () => (await import("./commands/tail.js")).registerTailCommand(program)],
+  [["fleet"], async () => (await import("./commands/fleet.js")).registerFleetCommand(program)],
+  [["discover"], async () => (await import("./commands/discover.js")).registerDiscoverCommand(program)],
+  [["outbox", "dead-letter"], async () => (await import("./commands/ledger.js")).registerLedgerCommands(program)],
+];
+
+const first = process.argv[2];
+const named = commandModules.find(([names]) => first !== undefined && names.includes(first));
+if (named) await named[1]();
+else if (first !== "--version" && first !== "-V") for (const [, load] of commandModules) await load();
 for (const command of program.commands) command.exitOverride();
 
 try {

@@ -1,6 +1,8 @@
-// HTTP client for IMDS (undici): Metadata header, api-version, no proxy, no redirects, body-size cap,
-// first-call timeout long enough for the service's documented 2-minute enable delay, and a 5 req/s ceiling.
-import { Agent, request, type Dispatcher } from "undici";
+// HTTP client for IMDS (Node's own node:http, whose parser is native: no WebAssembly, nothing loaded from npm):
+// Metadata header, api-version, no proxy, no redirects, body-size cap, one total deadline per request, first-call
+// timeout long enough for the service's documented 2-minute enable delay, and a 5 req/s ceiling.
+import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, RequestOptions, ClientRequest } from "node:http";
+import { nodeHttp } from "../util/node-http.js";
 import pRetry, { AbortError } from "p-retry";
 import type { Clock } from "../util/clock.js";
 import type { VmIdentity } from "../contract/record.js";
@@ -9,6 +11,12 @@ import { ImdsRequestError, classifyStatus } from "./errors.js";
 import { parseRetryAfterMs } from "../util/retry-after.js";
 import { settlesWithin } from "../util/deadline.js";
 import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
+
+/** Code of the error raised when a connection does not open within `connectTimeoutMs`. */
+const connectTimeoutCode = "SEF_CONNECT_TIMEOUT";
+
+/** An idle kept-alive connection is closed after this long. */
+const idleSocketMs = 30_000;
 
 export interface ImdsClientOptions {
   /** Base URL of IMDS, default `http://169.254.169.254`. */
@@ -21,6 +29,8 @@ export interface ImdsClientOptions {
   firstCallTimeoutMs?: number;
   /** Timeout of later requests. */
   requestTimeoutMs?: number;
+  /** Longest wait for a new TCP (or TLS) connection to open, within the request's own deadline. */
+  connectTimeoutMs?: number;
   /** Largest body accepted, in bytes. */
   maxBodyBytes?: number;
   /** Immediate retries of a transient failure within one call (p-retry). */
@@ -43,7 +53,8 @@ export interface ImdsEndpointSource {
   answered(): void;
 }
 
-const connectionFailureCodes = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EHOSTDOWN", "ECONNRESET", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET"]);
+/** Error codes that mean the endpoint could not be reached (discovery hears of them and may look again). */
+const connectionFailureCodes = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EHOSTDOWN", "ECONNRESET", "EPIPE", connectTimeoutCode]);
 
 export const imdsDefaults = {
   imdsUrl: "http://169.254.169.254",
@@ -51,6 +62,7 @@ export const imdsDefaults = {
   computeApiVersion: "2021-02-01",
   firstCallTimeoutMs: 130_000,
   requestTimeoutMs: 10_000,
+  connectTimeoutMs: 10_000,
   maxBodyBytes: 1024 * 1024,
   retries: 2,
   retryMinDelayMs: 200,
@@ -63,8 +75,24 @@ export interface FetchedDocument {
   body: string;
 }
 
+/** An answer whose headers arrived; its body is still to be read. */
+interface ImdsResponse {
+  readonly statusCode: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: IncomingMessage;
+}
+
+interface Transport {
+  readonly request: (url: URL, options: RequestOptions, onResponse: (res: IncomingMessage) => void) => ClientRequest;
+  readonly agent: HttpAgent;
+}
+
 export class ImdsClient {
-  private readonly dispatcher: Agent;
+  /** Dedicated agents, never the global ones, so proxy settings (NODE_USE_ENV_PROXY, HTTP_PROXY) cannot route IMDS traffic. */
+  private readonly httpAgent: HttpAgent;
+  private https: Promise<Transport> | undefined;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private closed = false;
   private readonly limiter: SlidingWindowRateLimiter;
   private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "onRetry" | "endpoint">> & { extraHeaders: Record<string, string> };
   private readonly onRetry: ImdsClientOptions["onRetry"];
@@ -74,8 +102,7 @@ export class ImdsClient {
 
   constructor(options: ImdsClientOptions) {
     this.options = { ...imdsDefaults, extraHeaders: {}, ...stripUndefined(options) } as typeof this.options;
-    // A dedicated Agent: never the global dispatcher, so HTTP(S)_PROXY variables cannot route IMDS traffic.
-    this.dispatcher = new Agent({ connections: 2, pipelining: 1, keepAliveTimeout: 30_000 });
+    this.httpAgent = new nodeHttp.Agent({ keepAlive: true, maxSockets: 2, timeout: idleSocketMs });
     this.limiter = new SlidingWindowRateLimiter(options.clock, 5, 1000);
     this.onRetry = options.onRetry;
     this.endpoint = options.endpoint;
@@ -120,9 +147,12 @@ export class ImdsClient {
     return this.lastStartMs;
   }
 
-  /** Closes the connections; a request still in flight after `timeoutMs` is cut off. */
+  /** Closes the connections; a request still in flight after `timeoutMs` is cut off. Later requests fail. */
   async close(timeoutMs = 1000): Promise<void> {
-    if (!(await settlesWithin(this.dispatcher.close(), timeoutMs))) await this.dispatcher.destroy();
+    this.closed = true;
+    await settlesWithin(Promise.all(this.inFlight), timeoutMs);
+    this.httpAgent.destroy();
+    if (this.https) (await this.https).agent.destroy();
   }
 
   private async withRetries<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
@@ -169,8 +199,8 @@ export class ImdsClient {
   }
 
   /**
-   * One total deadline per request, from connect to the body's last byte (undici's own timeouts restart on every
-   * byte, so a server trickling its body would hold a poll forever). Timers are monotonic.
+   * One total deadline per request, from connect to the body's last byte (a per-read socket timeout would restart on
+   * every byte, so a server trickling its body could hold a poll forever). Timers are monotonic.
    */
   private requestDeadline(): { readonly timeoutMs: number; readonly signal: AbortSignal } {
     const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
@@ -183,39 +213,77 @@ export class ImdsClient {
     signal: AbortSignal | undefined,
     body: string | undefined,
     deadline: { readonly timeoutMs: number; readonly signal: AbortSignal },
-  ): Promise<Dispatcher.ResponseData> {
+  ): Promise<ImdsResponse> {
     const timeoutMs = deadline.timeoutMs;
     const base = this.endpoint?.current() ?? { url: this.options.imdsUrl };
     if ("error" in base) throw new ImdsRequestError("no_endpoint", `IMDS endpoint unknown: ${base.error}`);
     const url = new URL(path, base.url);
+    if (this.closed) throw new ImdsRequestError("network_error", `IMDS ${method} ${url.pathname} not sent: the client is closed`);
+    const headers: Record<string, string> = { ...this.options.extraHeaders, Metadata: "true" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      headers["Content-Length"] = String(Buffer.byteLength(body));
+    }
+    const exchange = (async () => {
+      const transport = url.protocol === "https:" ? await this.httpsTransport() : { request: nodeHttp.request, agent: this.httpAgent };
+      return this.exchange(transport, url, method, headers, body, signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
+    })();
+    this.track(exchange);
     try {
-      const response = await request(url, {
-        method,
-        dispatcher: this.dispatcher,
-        headers: {
-          ...this.options.extraHeaders,
-          Metadata: "true",
-          ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
-        },
-        body,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
-      });
+      const response = await exchange;
       this.endpoint?.answered();
       return response;
     } catch (err) {
       if (signal?.aborted) throw new AbortError(err as Error);
       const code = (err as { code?: string }).code ?? "";
       if (connectionFailureCodes.has(code)) this.endpoint?.connectionFailed();
-      if (deadline.signal.aborted || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") {
-        throw new ImdsRequestError("timeout", `IMDS did not answer ${method} ${url.pathname} within ${timeoutMs} ms`);
+      if (deadline.signal.aborted || code === connectTimeoutCode) {
+        throw new ImdsRequestError("timeout", `IMDS did not answer ${method} ${url.pathname} within ${code === connectTimeoutCode ? this.options.connectTimeoutMs : timeoutMs} ms`);
       }
       throw new ImdsRequestError("network_error", `IMDS ${method} ${url.pathname} failed: ${code || (err as Error).message}`);
     }
   }
 
-  private async readBody(response: Dispatcher.ResponseData, deadline: { readonly timeoutMs: number; readonly signal: AbortSignal }): Promise<string> {
+  /** Sends one request; resolves when the headers arrive. The signal, once aborted, destroys the request and its body. */
+  private exchange(transport: Transport, url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<ImdsResponse> {
+    return new Promise<ImdsResponse>((resolve, reject) => {
+      const req = transport.request(url, { method, headers, agent: transport.agent, signal }, (res) =>
+        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res }),
+      );
+      // Stays attached for the request's whole life: a later error (the body cut off) reaches the body's reader.
+      req.on("error", reject);
+      req.once("socket", (socket) => {
+        if (!socket.connecting) return; // a kept-alive connection
+        const timer = setTimeout(() => {
+          req.destroy(Object.assign(new Error(`connection not open after ${this.options.connectTimeoutMs} ms`), { code: connectTimeoutCode }));
+        }, this.options.connectTimeoutMs);
+        const clear = (): void => clearTimeout(timer);
+        socket.once("connect", clear);
+        socket.once("close", clear);
+      });
+      req.end(body);
+    });
+  }
+
+  /** node:https (and its own agent) load only for an https:// endpoint. */
+  private httpsTransport(): Promise<Transport> {
+    this.https ??= import("node:https").then(({ Agent, request }) => ({
+      request: request as Transport["request"],
+      agent: new Agent({ keepAlive: true, maxSockets: 2, timeout: idleSocketMs }),
+    }));
+    return this.https;
+  }
+
+  private track(work: Promise<unknown>): void {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
+  }
+
+  private async readBody(response: ImdsResponse, deadline: { readonly timeoutMs: number; readonly signal: AbortSignal }): Promise<string> {
     const declared = Number(response.headers["content-length"]);
     if (Number.isFinite(declared) && declared > this.options.maxBodyBytes) {
       response.body.destroy();
@@ -223,7 +291,7 @@ export class ImdsClient {
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    try {
+    const reading = (async () => {
       for await (const chunk of response.body) {
         size += (chunk as Buffer).length;
         if (size > this.options.maxBodyBytes) {
@@ -232,11 +300,14 @@ export class ImdsClient {
         }
         chunks.push(chunk as Buffer);
       }
+    })();
+    this.track(reading);
+    try {
+      await reading;
     } catch (err) {
       if (err instanceof ImdsRequestError) throw err;
       const code = (err as { code?: string }).code ?? "";
       if (deadline.signal.aborted) throw new ImdsRequestError("timeout", `IMDS answer did not complete within ${deadline.timeoutMs} ms`);
-      if (code === "UND_ERR_BODY_TIMEOUT") throw new ImdsRequestError("timeout", "IMDS body did not arrive in time");
       throw new ImdsRequestError("network_error", `reading the IMDS body failed: ${code || (err as Error).message}`);
     }
     return Buffer.concat(chunks).toString("utf8");

@@ -1,9 +1,10 @@
 // Observability HTTP endpoints (config section `metrics`): GET /metrics (Prometheus text), /healthz (liveness),
 // /readyz (readiness from an injected snapshot, judged by the pure `evaluateReadiness`).
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { Logger } from "pino";
 import { listen } from "../util/listen.js";
+import { nodeHttp } from "../util/node-http.js";
 import type { AgentMetrics } from "./metrics.js";
 
 export const defaultMetricsPort = 9464;
@@ -101,7 +102,7 @@ export interface ObservabilityServer {
 /** Starts the server; resolves once it listens (rejects if the address is taken). */
 export async function startObservabilityServer(options: ObservabilityServerOptions): Promise<ObservabilityServer> {
   const host = options.host ?? "127.0.0.1";
-  const server = createServer((req, res) => {
+  const server = nodeHttp.createServer((req, res) => {
     handle(req, res, options).catch((err: unknown) => {
       options.logger.warn({ err, path: req.url }, "observability request failed");
       if (!res.headersSent) send(res, 500, "text/plain; charset=utf-8", "internal error\n");

@@ -1,6 +1,6 @@
 // Agent metrics (prom-client): one registry per agent, named gauges/counters the poller, store and drain loops update.
 // Every documented series exists (at 0) from the start, so a rate() or an alert never waits for a first occurrence.
-import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from "prom-client";
+import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from "./prom-client.js";
 import { recordTypes } from "../contract/record.js";
 import { malformedEventReasons } from "../imds/document.js";
 

@@ -1,6 +1,7 @@
 // The agent and the testbed stay apart: a static import graph over src/ (the agent never imports src/testbed/, the
 // testbed imports only src/contract/ from the agent) and the packaged bundle's inputs (no testbed code, no peers).
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -100,5 +101,64 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
     expect(entry).not.toContain("package.json");
     expect(entry).not.toMatch(/@azure\/event-hubs|EventHubProducerClient/);
     expect(bundle.files.some((f) => f.startsWith("chunks/"))).toBe(true);
+  });
+
+  /** Runs the bundle with a loader hook that lists every module it loads (file URLs and node: built-ins). */
+  function runBundle(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; loaded: string[] } {
+    const scratch = mkdtempSync(join(tmpdir(), "sef-bundle-run-"));
+    try {
+      const hooks = join(scratch, "hooks.mjs");
+      const log = join(scratch, "loaded.txt");
+      writeFileSync(hooks, `import { registerHooks } from "node:module"; import { appendFileSync } from "node:fs";
+registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + "\\n"); return next(url, context); } });
+process.on("exit", () => appendFileSync(${JSON.stringify(log)}, process.moduleLoadList.filter((m) => m.startsWith("NativeModule ")).map((m) => "node:" + m.slice(13)).join("\\n") + "\\n"));`);
+      const run = spawnSync(process.execPath, ["--import", hooks, join(outDir, "sef.mjs"), ...args], {
+        encoding: "utf8",
+        timeout: 15_000,
+        env: { PATH: process.env.PATH, HOME: scratch, NODE_COMPILE_CACHE: "", ...env },
+      });
+      return { status: run.status, stdout: run.stdout, loaded: existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : [] };
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+  const commandChunk = (name: string) => new RegExp(`/chunks/${name}-[A-Z0-9]+\\.mjs$`);
+
+  it("sef --version loads no command module, no store and no HTTP; check-config loads neither run, tail nor fleet", () => {
+    const version = runBundle(["--version"]);
+    expect(version.status).toBe(0);
+    expect(version.stdout.trim()).toBe("9.8.7-test");
+    expect(version.loaded.some((u) => commandChunk("program").test(u))).toBe(true); // the hook sees the chunks
+    for (const name of ["run", "check-config", "tail", "fleet", "discover", "ledger"]) expect(version.loaded.filter((u) => commandChunk(name).test(u)), name).toEqual([]);
+    expect(version.loaded.filter((u) => ["node:sqlite", "node:http", "node:worker_threads"].includes(u))).toEqual([]);
+
+    const dir = mkdtempSync(join(tmpdir(), "sef-check-config-"));
+    try {
+      writeFileSync(join(dir, "config.json"), JSON.stringify({ sinks: ["stdout"], dataDir: join(dir, "data") }));
+      const check = runBundle(["check-config", "--config", join(dir, "config.json")]);
+      expect(check.status).toBe(0);
+      expect(check.loaded.some((u) => commandChunk("check-config").test(u))).toBe(true);
+      for (const name of ["run", "tail", "fleet"]) expect(check.loaded.filter((u) => commandChunk(name).test(u)), name).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps Node's compile cache in systemd's CacheDirectory, and starts without one where none can be made", () => {
+    const cache = mkdtempSync(join(tmpdir(), "sef-cache-dir-"));
+    try {
+      expect(runBundle(["--version"], { CACHE_DIRECTORY: cache }).status).toBe(0);
+      const versions = readdirSync(join(cache, "compile-cache"));
+      expect(versions.length).toBe(1);
+      expect(readdirSync(join(cache, "compile-cache", versions[0]!)).length).toBeGreaterThan(0);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+    // A HOME where no directory can be made (Node's own recursive mkdir never returns under /proc).
+    const started = performance.now();
+    const unusable = runBundle(["--version"], { HOME: "/proc" });
+    expect(unusable.status).toBe(0);
+    expect(unusable.stdout.trim()).toBe("9.8.7-test");
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 });

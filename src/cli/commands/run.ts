@@ -43,8 +43,9 @@ export function registerRunCommand(program: Command): void {
 }
 
 async function runAgent(opts: Record<string, unknown>): Promise<number> {
-  // undici parses HTTP with a WebAssembly module compiled at the first request; letting V8's optimizing tier
-  // recompile it costs a ~35 MB transient peak for nothing the agent needs (one small request a second).
+  // undici (the webhook sink's HTTP client; IMDS uses node:http) parses HTTP with a WebAssembly module compiled at
+  // its first request; letting V8's optimizing tier recompile it costs a ~35 MB transient peak for nothing the agent
+  // needs (a few small requests a second).
   setFlagsFromString("--liftoff-only");
   let loaded;
   try {

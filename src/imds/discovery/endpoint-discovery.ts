@@ -1,7 +1,7 @@
 // Owns the IMDS endpoint the agent uses: resolves it at start, remembers it in the store, retries with backoff while
 // nothing is found (the agent stays up, not ready, saying why), and discovers again after repeated connection failures.
 import type { Logger } from "pino";
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "../../observability/prom-client.js";
 import type { Clock } from "../../util/clock.js";
 import type { ImdsEndpointSource } from "../client.js";
 import type { ImdsDiscoverySettings } from "./settings.js";

@@ -1,6 +1,6 @@
 // Prometheus metrics of the Event Hubs sink's connection: opens and closes (by reason) counters and a 0/1 open gauge,
 // registered on the agent's registry (once per registry; labelled by sink name).
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "../../observability/prom-client.js";
 import type { ConnectionObserver } from "./idle-producer.js";
 
 const opensName = "sef_eventhubs_connection_opens_total";
