@@ -4,6 +4,7 @@
 // delivered/lost, and the send latency a reconnect adds.
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { nextWorkerMessage } from "./worker-messages.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { heartbeatRecord } from "../../src/observability/heartbeat.js";
 import { silentLogger } from "../../src/observability/logger.js";
@@ -80,17 +81,7 @@ async function startPeerWorker(): Promise<{ connectionString: string; stats(): P
       parentPort.postMessage({ kind: "ready", connectionString: peer.connectionString });
     });`;
   const worker = new Worker(source, { eval: true });
-  const next = (kind: string): Promise<Record<string, unknown>> =>
-    new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`peer worker: no ${kind} within 30 s`)), 30_000);
-      const onMessage = (message: Record<string, unknown>): void => {
-        if (message.kind !== kind) return;
-        clearTimeout(timer);
-        worker.off("message", onMessage);
-        resolve(message);
-      };
-      worker.on("message", onMessage);
-    });
+  const next = (kind: string): Promise<Record<string, unknown>> => nextWorkerMessage(worker, kind);
   const ready = await next("ready");
   return {
     connectionString: String(ready.connectionString),

@@ -5,6 +5,7 @@
 // agent's) or in a worker thread ("worker": the service's work off the agent's thread, as a remote service would be).
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { nextWorkerMessage } from "./worker-messages.js";
 import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { silentLogger } from "../../src/observability/logger.js";
@@ -63,17 +64,7 @@ async function startPeer(placement: "inProcess" | "worker"): Promise<BenchPeer> 
       parentPort.postMessage({ kind: "ready", endpoint: peer.endpoint, ruleId: peer.ruleId, caCertPath: peer.caCertPath });
     });`;
   const worker = new Worker(source, { eval: true, workerData: { distPeer } });
-  const next = (kind: string): Promise<Record<string, unknown>> =>
-    new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`peer worker: no ${kind} within 30 s`)), 30_000);
-      const onMessage = (message: Record<string, unknown>): void => {
-        if (message.kind !== kind) return;
-        clearTimeout(timer);
-        worker.off("message", onMessage);
-        resolve(message);
-      };
-      worker.on("message", onMessage);
-    });
+  const next = (kind: string): Promise<Record<string, unknown>> => nextWorkerMessage(worker, kind);
   const ready = await next("ready");
   return {
     endpoint: String(ready.endpoint),

@@ -7,6 +7,7 @@
 // enforces nothing and the figures say so (`limitEnforced: false`).
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { nextWorkerMessage } from "./worker-messages.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
@@ -81,17 +82,7 @@ async function startPeerWorker(requestsPerMinute: number): Promise<{
       parentPort.postMessage({ kind: "ready", endpoint: peer.endpoint, ruleId: peer.ruleId, caCertPath: peer.caCertPath });
     });`;
   const worker = new Worker(source, { eval: true, workerData: { distPeer, requestsPerMinute } });
-  const next = (kind: string, timeoutMs: number): Promise<Record<string, unknown>> =>
-    new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`peer worker: no ${kind} within ${timeoutMs} ms`)), timeoutMs);
-      const onMessage = (message: Record<string, unknown>): void => {
-        if (message.kind !== kind) return;
-        clearTimeout(timer);
-        worker.off("message", onMessage);
-        resolve(message);
-      };
-      worker.on("message", onMessage);
-    });
+  const next = (kind: string, timeoutMs: number): Promise<Record<string, unknown>> => nextWorkerMessage(worker, kind, timeoutMs);
   const ready = await next("ready", 30_000);
   return {
     endpoint: String(ready.endpoint),
