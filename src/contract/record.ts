@@ -128,6 +128,22 @@ export interface TransitionRecord extends EventFields, RecordIdentity {
 }
 
 /**
+ * Why one event of a document could not be read: a MalformedEvent record's `Outcome`, and the `reason` label of
+ * `sef_imds_events_malformed_total`.
+ */
+export const malformedEventReasons = [
+  "not_an_object",
+  "event_id",
+  "event_status",
+  "resources",
+  "not_before",
+  "duration",
+  "field_type",
+  "duplicate_event_id",
+] as const;
+export type MalformedEventReason = (typeof malformedEventReasons)[number];
+
+/**
  * An event IMDS listed that the agent cannot read (e.g. `Resources` as a string): forwarded, not dropped, so consumers
  * and alerts see it. Fields are copied when they have the right type, else left empty; `Detail` keeps the raw event.
  */

@@ -1,23 +1,11 @@
 // Parses an IMDS scheduled-events body of any api-version into normalized events (pure; no I/O).
 // A body that is not a valid document is an error, never "no events"; one unreadable event is set apart, never fatal.
-import type { EventFields, ImdsEventStatus } from "../contract/record.js";
+import type { EventFields, ImdsEventStatus, MalformedEventReason } from "../contract/record.js";
 
 export interface ImdsEvent extends EventFields {
   EventStatus: ImdsEventStatus;
 }
 
-/** Why one event of a document could not be read (the `reason` label of `sef_imds_events_malformed_total`). */
-export const malformedEventReasons = [
-  "not_an_object",
-  "event_id",
-  "event_status",
-  "resources",
-  "not_before",
-  "duration",
-  "field_type",
-  "duplicate_event_id",
-] as const;
-export type MalformedEventReason = (typeof malformedEventReasons)[number];
 
 /** One event the document carried that cannot be read; kept raw so it can still be forwarded. */
 export interface MalformedImdsEvent {
