@@ -117,12 +117,25 @@ describe("ledger across kill -9", () => {
     const ehIds = (): string[] => eventHubs.events().map((e) => String(e.messageId));
     const laIds = (): string[] => logs.rows().map((r) => String(r.RecordId));
     // What each peer accepted during each run (a run ends once its agent is dead and in-flight requests have landed).
+    // The peers list what they hold, not in arrival order (the Event Hubs peer lists partition by partition), so a run's
+    // share is what the peer holds now less what it held at the end of the previous run, counted per RecordId.
     const ehRuns: string[][] = [];
     const laRuns: string[][] = [];
+    const newSince = (runs: string[][], ids: string[]): string[] => {
+      const before = new Map<string, number>();
+      for (const id of runs.flat()) before.set(id, (before.get(id) ?? 0) + 1);
+      const added: string[] = [];
+      for (const id of ids) {
+        const left = before.get(id) ?? 0;
+        if (left > 0) before.set(id, left - 1);
+        else added.push(id);
+      }
+      return added;
+    };
     const endRun = async (): Promise<void> => {
       await new Promise((r) => setTimeout(r, 200));
-      ehRuns.push(ehIds().slice(ehRuns.flat().length));
-      laRuns.push(laIds().slice(laRuns.flat().length));
+      ehRuns.push(newSince(ehRuns, ehIds()));
+      laRuns.push(newSince(laRuns, laIds()));
     };
     let agent: RunningProcess | undefined;
     const deadLetterFile = join(dir, "data", "dead-letter", "loganalytics.jsonl");
