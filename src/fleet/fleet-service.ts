@@ -116,12 +116,11 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
 
   // Requests already sent are cut off only when stop() gives up waiting for them; a closed partition lets them finish.
   const requestsGivenUp = new AbortController();
-  const slots = new Map<string, SendSlots>();
+  const slots = new Map([...targets.keys()].map((name) => [name, new SendSlots(settings.maxConcurrentSendsPerTarget)]));
   const send = async (targetName: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal): Promise<DeliveryOutcome> => {
     const target = targets.get(targetName);
-    if (!target) return { kind: "rejected", reason: `no target named ${targetName}` };
-    let targetSlots = slots.get(targetName);
-    if (!targetSlots) slots.set(targetName, (targetSlots = new SendSlots(settings.maxConcurrentSendsPerTarget)));
+    const targetSlots = slots.get(targetName);
+    if (!target || !targetSlots) return { kind: "rejected", reason: `no target named ${targetName}` };
     if (!(await targetSlots.acquire(startSignal))) return { kind: "retry", reason: "not sent: the partition was closed" };
     try {
       const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), { ...(target.routingKey ? { routingKey: target.routingKey } : {}), ...(target.hmacSecret ? { hmacSecret: target.hmacSecret } : {}) });
@@ -247,8 +246,7 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
       const stopStartedMs = performance.now();
       for (const entry of processors.values()) entry.controller.abort();
       // Let requests already sent be answered and saved (not re-sent in doubt by the next owner), within the deadline.
-      const settling = Promise.all([...processors.values()].map((entry) => entry.processor.settled(Math.max(0, deadlineMs / 2))));
-      await settling;
+      await Promise.all([...processors.values()].map((entry) => entry.processor.settled(deadlineMs / 2)));
       requestsGivenUp.abort();
       const closing = (async () => {
         await subscription.close();

@@ -40,11 +40,10 @@ export class FleetMetrics {
   constructor(targets: readonly string[] = []) {
     for (const outcome of ["folded", "other", "malformed-json", "unknown-version", "contract", "not-a-record"]) this.records.inc({ outcome }, 0);
     for (const target of targets)
-      for (const action of ["trigger", "update", "resolve"])
+      for (const action of ["trigger", "update", "resolve"]) {
         for (const outcome of ["sent", "retried", "dead_lettered"]) this.notifications.inc({ target, action, outcome }, 0);
-    for (const target of targets)
-      for (const action of ["trigger", "update", "resolve"])
         for (const cause of ["claim_taken_over", "attempt_unanswered"]) this.inDoubt.inc({ target, action, cause }, 0);
+      }
     this.ownedPartitions.set(0);
     this.activeEvents.set(0);
     collectDefaultMetrics({ register: this.registry, prefix: "sef_fleet_" });

@@ -332,7 +332,7 @@ export class PartitionProcessor {
       metrics.notifications.inc({ target, action, outcome: "retried" });
       const delayMs = notificationRetryDelayMs(retry, attempt, outcome.retryAfterMs, Math.random());
       logger.warn({ target, action, eventId: event.eventId, reason: outcome.reason, attempt, delayMs }, "notification failed; retrying");
-      if (outcome.inDoubt === true && !signal.aborted) {
+      if (outcome.inDoubt === true) {
         // The next attempt may repeat it: the target may have taken this one (a timeout, a connection lost mid-request).
         metrics.inDoubt.inc({ target, action, cause: "attempt_unanswered" });
         logger.warn(

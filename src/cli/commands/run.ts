@@ -1,5 +1,4 @@
 // `sef run`: the agent. Flags override SEF_* variables, which override the config file, which overrides defaults.
-import { setFlagsFromString } from "node:v8";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { ConfigError } from "../../config/load.js";
@@ -43,10 +42,6 @@ export function registerRunCommand(program: Command): void {
 }
 
 async function runAgent(opts: Record<string, unknown>): Promise<number> {
-  // undici (the webhook sink's HTTP client; IMDS uses node:http) parses HTTP with a WebAssembly module compiled at
-  // its first request; letting V8's optimizing tier recompile it costs a ~35 MB transient peak for nothing the agent
-  // needs (a few small requests a second).
-  setFlagsFromString("--liftoff-only");
   let loaded;
   try {
     loaded = loadFromOptions(opts);
