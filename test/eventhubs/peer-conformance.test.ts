@@ -126,3 +126,41 @@ describe("peer: consumer groups and size limits", () => {
     expect(emulator.events()).toHaveLength(1);
   });
 });
+
+describe("peer: every send gets its own outcome", () => {
+  // Sends on one link whose transfers arrive together: rhea would merge a reject and the accepts after it into one
+  // disposition range (the peer settles them apart, as the service does). Each client must hear exactly what the hub did.
+  const plans: ReadonlyArray<ReadonlyArray<"ok" | "server-busy">> = [
+    ["ok", "server-busy", "ok", "ok"],
+    ["server-busy", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "server-busy"],
+    ["ok", "server-busy", "server-busy", "ok"],
+    ["server-busy", "ok", "server-busy", "ok"],
+  ];
+  it.each(plans)("plan %s,%s,%s,%s: a send is told it succeeded exactly when the hub stored its event", async (...plan) => {
+    const emulator = await startEventHubsEmulator({ hubName: "conform", partitionCount: 2 });
+    cleanups.push(() => emulator.close());
+    const producer = new EventHubProducerClient(emulator.connectionString, { retryOptions: { maxRetries: 0 } });
+    cleanups.push(() => producer.close());
+    await producer.getPartitionIds(); // the link is open: the four transfers below go out together
+    emulator.faults.planSends(plan);
+    const keys = ["k0", "k1", "k2", "k3"];
+    const results = await Promise.allSettled(keys.map((key) => producer.sendBatch([{ body: key, messageId: key }], { partitionKey: key })));
+    const told = keys.filter((_, i) => results[i]!.status === "fulfilled").sort();
+    const stored = emulator.events().map((e) => String(e.messageId)).sort();
+    expect(told).toEqual(stored);
+    expect(stored).toHaveLength(plan.filter((p) => p === "ok").length);
+  });
+
+  it("an event over the size limit among accepted ones is refused alone", async () => {
+    const emulator = await startEventHubsEmulator({ hubName: "conform", partitionCount: 1, tier: "basic" });
+    cleanups.push(() => emulator.close());
+    const producer = new EventHubProducerClient(emulator.connectionString, { retryOptions: { maxRetries: 0 } });
+    cleanups.push(() => producer.close());
+    await producer.getPartitionIds();
+    const sizes = [10, 300 * 1024, 10, 10];
+    const results = await Promise.allSettled(sizes.map((size, i) => producer.sendBatch([{ body: Buffer.alloc(size), messageId: `m${i}` }])));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect(emulator.events().map((e) => e.messageId).sort()).toEqual(["m0", "m2", "m3"]);
+  });
+});

@@ -133,7 +133,10 @@ describe("ledger across kill -9", () => {
       return added;
     };
     const endRun = async (): Promise<void> => {
-      await new Promise((r) => setTimeout(r, 200));
+      // The dead agent's last frames are read once its connection to the Event Hubs peer is closed; a request the Log
+      // Analytics peer holds under a 300 ms delay fault is stored when the delay ends, client gone or not.
+      await waitUntil(() => eventHubs.stats.connectionsCurrent === 0, 5000, "the Event Hubs peer saw the agent's connection close");
+      await new Promise((r) => setTimeout(r, 400));
       ehRuns.push(newSince(ehRuns, ehIds()));
       laRuns.push(newSince(laRuns, laIds()));
     };

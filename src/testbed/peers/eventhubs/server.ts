@@ -13,6 +13,7 @@ import { FaultPlan, type SendFault } from "./faults.js";
 import { createLocalTlsIdentity } from "./tls.js";
 import { parseNodeAddress, type NodeAddress } from "./addresses.js";
 import { installFullLengthPerformatives } from "./full-performatives.js";
+import { SettleApart, accepted, rejectedKey } from "./settle-apart.js";
 
 /** Message format of an Event Hubs batch: the body is a list of data sections, each one encoded message. */
 export const batchMessageFormat = 0x80013700;
@@ -218,21 +219,23 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
       connection.find_sender(sameNode);
     if (!sender) {
       logger.warn({ replyTo: to, node }, "no reply link for request");
+      acceptRequest(context, () => {});
       return;
     }
     // The service types status-code as an AMQP int; uamqp refuses any other integer type.
     const properties = { ...response.application_properties };
     if (typeof properties["status-code"] === "number") properties["status-code"] = rhea.types.wrap_int(properties["status-code"]);
     const answer = { ...response, application_properties: properties, ...(to !== undefined ? { to } : {}), correlation_id: request.message_id };
-    // After the request's accept disposition has gone out (rhea writes a tick's transfers before its dispositions):
-    // uamqp drops a response that arrives before the disposition of its request.
-    setImmediate(() => {
-      if (sender.is_open() && !context.connection.is_closed()) sender.send(answer);
-    });
+    // The answer goes after the request's accept disposition has gone out (rhea writes a turn's transfers before its
+    // dispositions): uamqp drops a response that arrives before the disposition of its request.
+    acceptRequest(context, () =>
+      setImmediate(() => {
+        if (sender.is_open() && !context.connection.is_closed()) sender.send(answer);
+      }),
+    );
   };
 
   const handleCbs = (context: EventContext, message: Message): void => {
-    context.delivery?.accept();
     const properties = textProperties(message.application_properties);
     if (properties["operation"] !== "put-token") {
       reply(context, message, { body: undefined, application_properties: { "status-code": 400, "status-description": "unsupported $cbs operation" } });
@@ -258,7 +261,6 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   };
 
   const handleManagement = (context: EventContext, message: Message): void => {
-    context.delivery?.accept();
     const answer = holdsHubToken(context.connection)
       ? answerManagementRequest(textProperties(message.application_properties), { hubName, createdAt, store })
       : { statusCode: 401, statusDescription: "Unauthorized: no valid token for this hub", errorCondition: "amqp:unauthorized-access", body: undefined };
@@ -270,6 +272,23 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   const destroyConnection = (connection: Connection): void => {
     const socket = (connection as unknown as { socket?: { destroy(error?: Error): void } }).socket;
     socket?.destroy(connectionDropped());
+  };
+
+  // Every delivery the peer receives is settled through here, so that rhea never merges two outcomes into one range.
+  const settleApart = new SettleApart();
+  const rejectDelivery = (delivery: Delivery, condition: string, description: string): void =>
+    settleApart.settle(delivery, { outcomeKey: rejectedKey(condition, description), apply: () => delivery.reject({ condition, description }) });
+  /** Accepts a $cbs or $management request, then (once accepted) `afterwards`. */
+  const acceptRequest = (context: EventContext, afterwards: () => void): void => {
+    const delivery = context.delivery;
+    if (!delivery) return afterwards();
+    settleApart.settle(delivery, {
+      outcomeKey: accepted,
+      apply: () => {
+        delivery.accept();
+        afterwards();
+      },
+    });
   };
 
   const settleLater = (action: () => void): void => {
@@ -290,7 +309,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     const payload = context.message as unknown;
     const reject = (condition: string, description: string): void => {
       stats.sendsRejected++;
-      delivery.reject({ condition, description });
+      rejectDelivery(delivery, condition, description);
     };
     const tooLarge = (sizeBytes: number): boolean => {
       if (sizeBytes <= maxMessageSize) return false;
@@ -326,11 +345,11 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     switch (fault) {
       case "server-busy":
         stats.sendsRejected++;
-        delivery.reject({ condition: "com.microsoft:server-busy", description: "The request was terminated because the entity is being throttled (injected fault)." });
+        rejectDelivery(delivery, "com.microsoft:server-busy", "The request was terminated because the entity is being throttled (injected fault).");
         return;
       case "quota-exceeded":
         stats.sendsRejected++;
-        delivery.reject({ condition: "amqp:resource-limit-exceeded", description: "Quota exceeded (injected fault)." });
+        rejectDelivery(delivery, "amqp:resource-limit-exceeded", "Quota exceeded (injected fault).");
         return;
       case "detach":
         context.receiver?.close({ condition: "amqp:link:detach-forced", description: "The link was force-detached (injected fault)." });
@@ -345,13 +364,18 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
       case undefined:
         break;
     }
-    settleLater(() => {
-      if (context.connection.is_closed() || !context.receiver?.is_open()) return;
-      store.append(target, split.partitionKey, split.encoded);
-      stats.sendsAccepted++;
-      delivery.accept();
-      logger.debug({ partitionId: target, events: split.encoded.length, sizeBytes }, "stored");
-    });
+    settleLater(() =>
+      settleApart.settle(delivery, {
+        outcomeKey: accepted,
+        apply: () => {
+          if (context.connection.is_closed() || !context.receiver?.is_open()) return;
+          store.append(target, split.partitionKey, split.encoded);
+          stats.sendsAccepted++;
+          delivery.accept();
+          logger.debug({ partitionId: target, events: split.encoded.length, sizeBytes }, "stored");
+        },
+      }),
+    );
   };
 
   const toDelivery = (event: StoredEvent): Message => {
@@ -492,7 +516,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     if (node.kind === "cbs") return handleCbs(context, context.message as Message);
     if (node.kind === "management") return handleManagement(context, context.message as Message);
     if (node.kind !== "hub") {
-      (context.delivery as Delivery).reject({ condition: "amqp:not-found", description: `unknown entity '${address}'` });
+      rejectDelivery(context.delivery as Delivery, "amqp:not-found", `unknown entity '${address}'`);
       return;
     }
     handleSend(context, node.partitionId);
