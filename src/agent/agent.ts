@@ -60,7 +60,12 @@ export class Agent {
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
     this.metrics = deps.metrics ?? new AgentMetrics();
-    this.store = Store.open({ dataDir: config.dataDir, maxOutboxBytes: config.maxOutboxBytes, ...(deps.storeMigrations ? { migrations: deps.storeMigrations } : {}) });
+    this.store = Store.open({
+      dataDir: config.dataDir,
+      maxOutboxBytes: config.maxOutboxBytes,
+      onCheckpointError: (reason) => logger.warn({ reason }, "store checkpoint worker"),
+      ...(deps.storeMigrations ? { migrations: deps.storeMigrations } : {}),
+    });
     const sinkNames = deps.sinks.map((s) => s.name);
     const added = this.store.registerSinks(sinkNames, clock.now());
     if (added.length > 0 && this.store.headSeq() > 0) {

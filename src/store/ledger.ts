@@ -55,6 +55,21 @@ export const ledgerSchemaSql = `
   CREATE INDEX IF NOT EXISTS deliveries_by_sink ON deliveries(sink, state, seq, next_attempt_ms);
 `;
 
+/** Past this many runs of consecutive seqs, a delivery is applied as one list instead of run by run. */
+const maxRunsPerDelivery = 16;
+
+/** `seqs` as runs [first, last] of consecutive values, in ascending order (duplicates ignored). */
+export function consecutiveRuns(seqs: readonly number[]): Array<[number, number]> {
+  const sorted = [...seqs].sort((a, b) => a - b);
+  const runs: Array<[number, number]> = [];
+  for (const seq of sorted) {
+    const run = runs.at(-1);
+    if (run && seq <= run[1] + 1) run[1] = Math.max(run[1], seq);
+    else runs.push([seq, seq]);
+  }
+  return runs;
+}
+
 export class DeliveryLedger {
   private readonly s;
   private bytes: number;
@@ -78,6 +93,12 @@ export class DeliveryLedger {
       dropIfUnneeded: query<[string], { bytes: number }>(
         db,
         "DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
+      ),
+      // The same two for a run of consecutive seqs (a backlog drains in runs): a range scan instead of a list lookup.
+      deliverRun: query<[string, number, number], never>(db, "DELETE FROM deliveries WHERE sink = ? AND state = 'pending' AND seq BETWEEN ? AND ?"),
+      dropRunIfUnneeded: query<[number, number], { bytes: number }>(
+        db,
+        "DELETE FROM outbox WHERE seq BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
       ),
       retry: query<[number, string, number, string], never>(
         db,
@@ -185,16 +206,29 @@ export class DeliveryLedger {
         rejected += Number(this.s.reject.run(outcome.reason, nowMs, outcome.seq, sink).changes);
       }
     }
-    if (deliveredSeqs.length > 0) {
-      const removed = this.s.deliver.all(sink, JSON.stringify(deliveredSeqs));
-      delivered = removed.length;
-      if (delivered > 0) for (const row of this.s.dropIfUnneeded.all(JSON.stringify(removed.map((r) => r.seq)))) this.bytes -= row.bytes;
-    }
+    if (deliveredSeqs.length > 0) delivered = this.deliver(sink, deliveredSeqs);
     if (delivered + rejected > 0) {
       this.s.settle.run(delivered + rejected, delivered, rejected, delivered > 0 ? nowMs : null, sink);
       if (delivered > 0) this.saveBytes();
     }
     return { delivered, retried, rejected };
+  }
+
+  /** Deletes the sink's pending rows of `seqs` and the records no sink needs any more; returns how many rows went. */
+  private deliver(sink: string, seqs: number[]): number {
+    const runs = consecutiveRuns(seqs);
+    if (runs.length > maxRunsPerDelivery) {
+      const removed = this.s.deliver.all(sink, JSON.stringify(seqs));
+      if (removed.length > 0) for (const row of this.s.dropIfUnneeded.all(JSON.stringify(removed.map((r) => r.seq)))) this.bytes -= row.bytes;
+      return removed.length;
+    }
+    let delivered = 0;
+    for (const [first, last] of runs) {
+      const removed = Number(this.s.deliverRun.run(sink, first, last).changes);
+      delivered += removed;
+      if (removed > 0) for (const row of this.s.dropRunIfUnneeded.all(first, last)) this.bytes -= row.bytes;
+    }
+    return delivered;
   }
 
   /**

@@ -10,6 +10,7 @@ import { emptyCollectorState } from "../collector/state.js";
 import { StoreError } from "./errors.js";
 import { ActionLedger, migrateActionLedger } from "./action-ledger.js";
 import { query, transaction } from "./sql.js";
+import { WalCheckpointer, safetyNetPages } from "./wal-checkpointer.js";
 import {
   DeliveryLedger,
   ledgerSchemaSql,
@@ -32,6 +33,10 @@ export interface StoreOptions {
    * at every open; they must be idempotent, e.g. CREATE TABLE IF NOT EXISTS).
    */
   migrations?: ReadonlyArray<(db: DatabaseSync) => void>;
+  /** Checkpoint the write-ahead log from a worker thread (default true; see wal-checkpointer.ts). */
+  checkpointInWorker?: boolean;
+  /** Told when the checkpoint worker fails (the store goes on; SQLite checkpoints by itself). */
+  onCheckpointError?: (reason: string) => void;
 }
 
 export const storeDefaults = { maxOutboxBytes: 256 * 1024 * 1024 } as const;
@@ -50,8 +55,15 @@ export class Store {
   private readonly ledger: DeliveryLedger;
   private lastWriteFailed = false;
   private evictionBlocked = false;
+  /** Writable stores only: checkpoints the log off the agent's thread. */
+  private readonly checkpointer: WalCheckpointer | undefined;
 
-  private constructor(path: string, db: DatabaseSync, private readonly options: StoreOptions) {
+  private constructor(
+    path: string,
+    db: DatabaseSync,
+    private readonly options: StoreOptions,
+    checkpointer?: WalCheckpointer,
+  ) {
     this.path = path;
     this.db = db;
     this.statements = {
@@ -68,6 +80,7 @@ export class Store {
     };
     this.ledger = new DeliveryLedger(db);
     this.actions = new ActionLedger(db);
+    this.checkpointer = checkpointer;
   }
 
   /** Opens (or creates) the store; a corrupt, locked or unwritable store is a StoreError naming the path and the way out. */
@@ -93,7 +106,9 @@ export class Store {
         opened.exec("UPDATE deliveries SET next_attempt_ms = 0 WHERE state = 'pending' AND next_attempt_ms <> 0");
       });
       probeWritable(db);
-      return new Store(path, db, options);
+      if (options.checkpointInWorker === false) return new Store(path, db, options);
+      db.exec(`PRAGMA wal_autocheckpoint = ${safetyNetPages}`);
+      return new Store(path, db, options, new WalCheckpointer({ path, ...(options.onCheckpointError ? { onError: options.onCheckpointError } : {}) }));
     } catch (err) {
       if (db?.isOpen) db.close();
       throw translateOpenError(err, path);
@@ -127,7 +142,13 @@ export class Store {
   }
 
   close(): void {
+    this.checkpointer?.close();
     this.db.close();
+  }
+
+  /** What the checkpoint worker did (undefined for a read-only store or with `checkpointInWorker: false`). */
+  get checkpoints(): WalCheckpointer["counts"] | undefined {
+    return this.checkpointer?.counts;
   }
 
   loadCollectorState(): CollectorState {
@@ -289,9 +310,11 @@ export class Store {
 
   /** Runs `body` in one transaction, remembering whether writes succeed (readiness) and re-reading cached totals on rollback. */
   private write<T>(body: () => T): T {
+    const bytesBefore = this.ledger.outboxBytes;
     try {
       const result = transaction(this.db, body);
       this.lastWriteFailed = false;
+      this.checkpointer?.noteWritten(Math.abs(this.ledger.outboxBytes - bytesBefore));
       return result;
     } catch (err) {
       this.lastWriteFailed = true;
