@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import fc from "fast-check";
 import { Store } from "../../src/store/store.js";
 import { StoreError } from "../../src/store/errors.js";
 import { emptyCollectorState } from "../../src/collector/state.js";
@@ -78,6 +79,33 @@ describe("Store", () => {
     expect(store.readAfter(0, 10)).toEqual([]);
     expect(store.bytesInOutbox).toBe(0);
     store.close();
+  });
+
+  it("applies any set of deliveries exactly, whether few runs of consecutive records or many scattered ones", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 120 }), { maxLength: 120 }), fc.boolean(), (delivered, retryOthers) => {
+        const d = mkdtempSync(join(tmpdir(), "sef-store-runs-"));
+        const store = Store.open({ dataDir: d, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
+        try {
+          store.registerSinks(["a", "b"]);
+          store.append(Array.from({ length: 120 }, (_, i) => record(i + 1, 10)), 1);
+          // The others have a retry pending for "a" (not due): a range delete must not take them along.
+          const others = Array.from({ length: 120 }, (_, i) => i + 1).filter((seq) => !delivered.includes(seq));
+          if (retryOthers) store.applyOutcomes("a", others.map((seq) => ({ seq, kind: "retry" as const, reason: "busy", nextAttemptMs: 1e12 })), 5);
+          store.applyOutcomes("b", Array.from({ length: 60 }, (_, i) => ({ seq: 2 * i + 1, kind: "delivered" as const })), 5);
+          expect(store.applyOutcomes("a", delivered.map((seq) => ({ seq, kind: "delivered" as const })), 10).delivered).toBe(delivered.length);
+          expect(store.depth("a").records).toBe(others.length);
+          expect(store.due("a", 200, 2e12).map((e) => e.seq)).toEqual(others);
+          // A record leaves the outbox once neither sink needs it: delivered to "a" and odd (delivered to "b").
+          expect(store.readAfter(0, 200).map((e) => e.seq)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1).filter((seq) => !(delivered.includes(seq) && seq % 2 === 1)));
+          expect(store.bytesInOutbox).toBe(store.readAfter(0, 200).reduce((n, e) => n + Buffer.byteLength(e.json), 0));
+        } finally {
+          store.close();
+          rmSync(d, { recursive: true, force: true });
+        }
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it("starts a new sink at the head; backfill replays what is still held, on purpose", () => {
