@@ -1,6 +1,7 @@
 // Approval policy (pure): which Scheduled events this VM may start early, and whether this VM is the one that approves.
 // Config section `approval`; the I/O of approving lives in approver.ts.
-import { z } from "zod";
+import * as z from "zod/mini";
+import "../util/zod-locale.js";
 import type { EventFields, EventStatus } from "../contract/record.js";
 
 export const approvalModes = ["off", "dry-run", "on"] as const;
@@ -8,34 +9,33 @@ export type ApprovalMode = (typeof approvalModes)[number];
 
 /** One rule: an event matches when every condition given holds. A rule with no condition is refused (it would approve everything). */
 export const approvalRuleSchema = z
-  .object({
+  .strictObject({
     /** EventSource values (case-insensitive), e.g. ["User"]. */
-    eventSource: z.array(z.string().min(1)).min(1).optional(),
+    eventSource: z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))),
     /** EventType values (case-insensitive), e.g. ["Freeze"]. */
-    eventType: z.array(z.string().min(1)).min(1).optional(),
+    eventType: z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))),
     /** DurationInSeconds >= this (inclusive). Note: IMDS uses -1 for "unknown". */
-    minDurationSeconds: z.number().int().optional(),
+    minDurationSeconds: z.optional(z.number().check(z.int())),
     /** DurationInSeconds < this (exclusive). */
-    maxDurationSecondsExclusive: z.number().int().optional(),
+    maxDurationSecondsExclusive: z.optional(z.number().check(z.int())),
     /** This VM's name is (true) / is not (false) in Resources. */
-    affectsThisVm: z.boolean().optional(),
+    affectsThisVm: z.optional(z.boolean()),
   })
-  .strict()
-  .refine((rule) => Object.values(rule).some((v) => v !== undefined), {
-    message: "an approval rule needs at least one condition (an empty rule would approve every event)",
-  });
+  .check(
+    z.refine((rule) => Object.values(rule).some((v) => v !== undefined), {
+      message: "an approval rule needs at least one condition (an empty rule would approve every event)",
+    }),
+  );
 export type ApprovalRule = z.infer<typeof approvalRuleSchema>;
 
-export const approvalPolicySchema = z
-  .object({
-    mode: z.enum(approvalModes).default("off"),
-    rules: z.array(approvalRuleSchema).default([]),
-    /** first-resource: only the VM named first in Resources approves (one approver per fleet); this-vm: any affected VM approves. */
-    approver: z.enum(["first-resource", "this-vm"]).default("first-resource"),
-    /** Approve only after every prepare hook (hooks `on: ["Scheduled"]`) for the event succeeded. */
-    requirePrepareHookSuccess: z.boolean().default(false),
-  })
-  .strict();
+export const approvalPolicySchema = z.strictObject({
+  mode: z._default(z.enum(approvalModes), "off"),
+  rules: z._default(z.array(approvalRuleSchema), []),
+  /** first-resource: only the VM named first in Resources approves (one approver per fleet); this-vm: any affected VM approves. */
+  approver: z._default(z.enum(["first-resource", "this-vm"]), "first-resource"),
+  /** Approve only after every prepare hook (hooks `on: ["Scheduled"]`) for the event succeeded. */
+  requirePrepareHookSuccess: z._default(z.boolean(), false),
+});
 export type ApprovalPolicy = z.infer<typeof approvalPolicySchema>;
 
 /** The documented sample: approve user-triggered events at once, and Freeze events with 0 <= DurationInSeconds < 9 ("no impact"). */

@@ -1,7 +1,8 @@
 // Hooks: operator commands run on event transitions (argv arrays, never a shell), with the record on stdin and as
 // SEF_* variables; each run becomes a HookRecord (Succeeded, Failed, TimedOut or Interrupted). Config section `hooks`.
 import { spawn } from "node:child_process";
-import { z } from "zod";
+import * as z from "zod/mini";
+import "../util/zod-locale.js";
 import type { Logger } from "pino";
 import type { HookRecord, TransitionRecord } from "../contract/record.js";
 import { deterministicUuid, recordSource } from "../contract/record-id.js";
@@ -19,31 +20,31 @@ const exitToCloseGraceMs = 1000;
 
 export const hookInterruptedPolicies = ["skip", "rerun"] as const;
 
-export const hookSchema = z
-  .object({
-    /** Unique name: appears in records, logs and the RecordId. */
-    name: z.string().min(1),
-    /** Statuses that trigger the hook. */
-    on: z.array(z.enum(["Scheduled", "Started", "Completed", "Canceled"])).min(1),
-    /** Executable and arguments; run without a shell. */
-    command: z.array(z.string()).min(1).refine((argv) => argv[0] !== "", { message: "command[0] must name an executable" }),
-    /** Run time limit; then SIGTERM, then SIGKILL after killGraceMs. */
-    timeoutMs: z.number().int().positive().default(defaultHookTimeoutMs),
-    killGraceMs: z.number().int().nonnegative().default(defaultHookKillGraceMs),
-    /** Only these EventTypes (case-insensitive); all when absent. */
-    eventTypes: z.array(z.string().min(1)).min(1).optional(),
-    /** Only events whose Resources include this VM (default true). */
-    affectsThisVmOnly: z.boolean().default(true),
-    /** A run cut off by a crash or shutdown: "skip" (default) reports it Interrupted and leaves it; "rerun" also runs it again. */
-    onInterrupted: z.enum(hookInterruptedPolicies).default("skip"),
-  })
-  .strict();
+export const hookSchema = z.strictObject({
+  /** Unique name: appears in records, logs and the RecordId. */
+  name: z.string().check(z.minLength(1)),
+  /** Statuses that trigger the hook. */
+  on: z.array(z.enum(["Scheduled", "Started", "Completed", "Canceled"])).check(z.minLength(1)),
+  /** Executable and arguments; run without a shell. */
+  command: z.array(z.string()).check(
+    z.minLength(1),
+    z.refine((argv) => argv[0] !== "", { message: "command[0] must name an executable" }),
+  ),
+  /** Run time limit; then SIGTERM, then SIGKILL after killGraceMs. */
+  timeoutMs: z._default(z.number().check(z.int(), z.positive()), defaultHookTimeoutMs),
+  killGraceMs: z._default(z.number().check(z.int(), z.nonnegative()), defaultHookKillGraceMs),
+  /** Only these EventTypes (case-insensitive); all when absent. */
+  eventTypes: z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))),
+  /** Only events whose Resources include this VM (default true). */
+  affectsThisVmOnly: z._default(z.boolean(), true),
+  /** A run cut off by a crash or shutdown: "skip" (default) reports it Interrupted and leaves it; "rerun" also runs it again. */
+  onInterrupted: z._default(z.enum(hookInterruptedPolicies), "skip"),
+});
 export type HookConfig = z.infer<typeof hookSchema>;
 
-export const hooksConfigSchema = z
-  .array(hookSchema)
-  .default([])
-  .refine((hooks) => new Set(hooks.map((h) => h.name)).size === hooks.length, { message: "hook names must be unique" });
+export const hooksConfigSchema = z._default(z.array(hookSchema), []).check(
+  z.refine((hooks) => new Set(hooks.map((h) => h.name)).size === hooks.length, { message: "hook names must be unique" }),
+);
 export type HooksConfig = z.infer<typeof hooksConfigSchema>;
 
 /** The hooks to run for a transition record, in configuration order. */

@@ -1,5 +1,6 @@
 // Services around the poll loop: the metrics/health server, heartbeats, and actions (hooks, approvals).
 // Each is configured from its own section and started/stopped with the agent.
+import * as z from "zod/mini";
 import type { Logger } from "pino";
 import type { Counter } from "../observability/prom-client.js";
 import type { Agent } from "./agent.js";
@@ -27,10 +28,10 @@ export async function startAgentServices(
   clock: Clock = systemClock,
   imdsEndpoint?: { snapshot(): ReadinessSnapshot["imdsEndpoint"] },
 ): Promise<AgentServices> {
-  const metricsConfig = parseSection(config, "metrics", metricsServerConfigSchema.default(metricsServerConfigSchema.parse({})));
-  const approval = parseSection(config, "approval", approvalPolicySchema.default(approvalPolicySchema.parse({})));
+  const metricsConfig = parseSection(config, "metrics", z._default(metricsServerConfigSchema, metricsServerConfigSchema.parse({})));
+  const approval = parseSection(config, "approval", z._default(approvalPolicySchema, approvalPolicySchema.parse({})));
   const hooks = parseSection(config, "hooks", hooksConfigSchema);
-  const readiness = parseSection(config, "readiness", readinessConfigSchema.default(readinessConfigSchema.parse({})));
+  const readiness = parseSection(config, "readiness", z._default(readinessConfigSchema, readinessConfigSchema.parse({})));
 
   let server: Awaited<ReturnType<typeof startObservabilityServer>> | undefined;
   if (metricsConfig.enabled) {

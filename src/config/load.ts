@@ -1,7 +1,7 @@
 // Builds the configuration from defaults < JSON file < SEF_* environment variables < command-line flags, validates
 // it once with one schema plus the cross-field rules, and reports every problem as one line naming the setting.
 import { readFileSync } from "node:fs";
-import type { z } from "zod";
+import type * as z from "zod/mini";
 import { agentConfigSchema, type AgentConfig } from "./schema.js";
 import { crossFieldProblems, describeIssue, referencedVariables } from "./rules.js";
 import { unknownNameMessage } from "./suggest.js";
@@ -128,7 +128,7 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
  * When some settings are invalid, the cross-field rules still judge the others (so every problem shows at once): the
  * bad top-level settings are set aside, and problems about them (or about the sinks, if those were bad) are left out.
  */
-function crossFieldProblemsOfTheRest(merged: Record<string, unknown>, error: z.ZodError, env: NodeJS.ProcessEnv): string[] {
+function crossFieldProblemsOfTheRest(merged: Record<string, unknown>, error: z.core.$ZodError, env: NodeJS.ProcessEnv): string[] {
   const bad = new Set(error.issues.flatMap((issue) => (issue.code === "unrecognized_keys" && issue.path.length === 0 ? [] : [String(issue.path[0] ?? "")])));
   if (bad.has("") || bad.has("sinks")) return [];
   const rest = Object.fromEntries(Object.entries(merged).filter(([key]) => !bad.has(key)));
@@ -181,7 +181,7 @@ function looseSections(merged: Record<string, unknown>): Partial<AgentConfig> {
 }
 
 /** Validates one section of an already loaded config again (kept for services that take their section by name). */
-export function parseSection<T>(config: AgentConfig, section: string, schema: z.ZodType<T>): T {
+export function parseSection<T>(config: AgentConfig, section: string, schema: z.ZodMiniType<T>): T {
   const result = schema.safeParse((config as Record<string, unknown>)[section] ?? undefined);
   if (!result.success) throw new ConfigError(formatIssues(result.error, schema, new Map()).map((p) => `${section}.${p}`));
   return result.data;
@@ -234,7 +234,7 @@ function keysAt(schema: SchemaNode, path: readonly PropertyKey[]): string[] {
   return def?.type === "object" && def.shape ? Object.keys(def.shape) : [];
 }
 
-function formatIssues(error: z.ZodError, schema: unknown, origin: ReadonlyMap<string, string>): string[] {
+function formatIssues(error: z.core.$ZodError, schema: unknown, origin: ReadonlyMap<string, string>): string[] {
   return error.issues.flatMap((issue) => {
     const path = issue.path.map(String).join(".");
     const from = issue.path.length > 0 ? origin.get(String(issue.path[0])) : undefined;

@@ -1,35 +1,36 @@
 // Reads one Event Hubs event body as a contract record: the fleet consumer's only input. Malformed JSON, records of an
 // unknown contract version and records that fail the contract become a named rejection, never an exception.
-import { z } from "zod";
+import * as z from "zod/mini";
+import "../util/zod-locale.js";
 import { recordTypes, type EventStatus } from "../contract/record.js";
 
 /** The contract versions this consumer understands (records carry no version field in v1: absent means 1). */
 export const supportedContractVersions = [1] as const;
 
 const transitionSchema = z.object({
-  RecordId: z.string().min(1),
+  RecordId: z.string().check(z.minLength(1)),
   RecordType: z.literal("Transition"),
-  TimeGenerated: z.string().min(1),
-  EventId: z.string().min(1),
+  TimeGenerated: z.string().check(z.minLength(1)),
+  EventId: z.string().check(z.minLength(1)),
   EventStatus: z.enum(["Scheduled", "Started", "Completed", "Canceled"]),
   EventType: z.string(),
   EventSource: z.string(),
   Resources: z.array(z.string()),
-  NotBefore: z.string().nullable(),
+  NotBefore: z.nullable(z.string()),
   Description: z.string(),
-  DurationInSeconds: z.number().int(),
+  DurationInSeconds: z.number().check(z.int()),
   AffectsThisVm: z.boolean(),
   VmName: z.string(),
   VmId: z.string(),
   /** The reporting installation (contract: AgentId); older agents did not send it. */
-  AgentId: z.string().optional(),
+  AgentId: z.optional(z.string()),
   ResourceGroup: z.string(),
   SubscriptionId: z.string(),
   Location: z.string(),
   VmScaleSetName: z.string(),
   Zone: z.string(),
   /** The VM's resource tags; records of older agents have none, and a value that is not {name: string} is ignored. */
-  Tags: z.record(z.string(), z.string()).optional().catch(undefined),
+  Tags: z.catch(z.optional(z.record(z.string(), z.string())), undefined),
 });
 
 /** The fields of a Transition record the fleet view uses. */

@@ -1,9 +1,10 @@
 // Observability HTTP endpoints (config section `metrics`): GET /metrics (Prometheus text), /healthz (liveness),
 // /readyz (readiness from an injected snapshot, judged by the pure `evaluateReadiness`).
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { Logger } from "pino";
 import { listen } from "../util/listen.js";
+import "../util/zod-locale.js";
 import { nodeHttp } from "../util/node-http.js";
 import type { AgentMetrics } from "./metrics.js";
 
@@ -11,15 +12,13 @@ export const defaultMetricsPort = 9464;
 export const defaultMaxSinkStuckMs = 10 * 60_000;
 const minMaxPollAgeMs = 30_000;
 
-export const metricsServerConfigSchema = z
-  .object({
-    enabled: z.boolean().default(true),
-    /** Listen address; keep the loopback default unless a scraper elsewhere needs it. */
-    host: z.string().min(1).default("127.0.0.1"),
-    /** 0 = an ephemeral port (tests). */
-    port: z.number().int().min(0).max(65535).default(defaultMetricsPort),
-  })
-  .strict();
+export const metricsServerConfigSchema = z.strictObject({
+  enabled: z._default(z.boolean(), true),
+  /** Listen address; keep the loopback default unless a scraper elsewhere needs it. */
+  host: z._default(z.string().check(z.minLength(1)), "127.0.0.1"),
+  /** 0 = an ephemeral port (tests). */
+  port: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(65535)), defaultMetricsPort),
+});
 export type MetricsServerConfig = z.infer<typeof metricsServerConfigSchema>;
 
 /** What the agent reports about itself for /readyz. */
@@ -45,11 +44,9 @@ export interface ReadinessLimits {
 export const deadLetterStreakLimit = 3;
 
 /** Config section `readiness`: how long a sink may deliver nothing while records wait before /readyz fails. */
-export const readinessConfigSchema = z
-  .object({
-    sinkStallMs: z.number().int().min(1000).default(defaultMaxSinkStuckMs),
-  })
-  .strict();
+export const readinessConfigSchema = z.strictObject({
+  sinkStallMs: z._default(z.number().check(z.int(), z.minimum(1000)), defaultMaxSinkStuckMs),
+});
 
 /** Default limits: polls may be at most max(10 × poll interval, 30 s) old; a sink may be stuck for 10 min. */
 export function defaultReadinessLimits(pollIntervalMs: number, sinkStallMs: number = defaultMaxSinkStuckMs): ReadinessLimits {

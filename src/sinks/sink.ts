@@ -1,7 +1,7 @@
 // The contract between the drainer and a sink: a sink sends one batch and says, per record, what became of it;
 // it keeps no delivery state. The shared drainer (sinks/drainer.ts) owns the ledger, retries, backoff and dead-letters.
 import type { Logger } from "pino";
-import type { z } from "zod";
+import type * as z from "zod/mini";
 import type { SefRecord } from "../contract/record.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { OutboxEntry } from "../store/outbox-entry.js";
@@ -93,6 +93,6 @@ export interface SinkFactory<Settings = unknown> {
   /** Whether the SPEC must carry an argument (`jsonl:PATH`). */
   readonly argument: "required" | "none" | "optional";
   /** Validates the config section; defaults belong here. */
-  readonly settingsSchema: z.ZodType<Settings>;
+  readonly settingsSchema: z.ZodMiniType<Settings>;
   create(input: SinkFactoryInput<Settings>): Sink | Promise<Sink>;
 }

@@ -1,6 +1,7 @@
 // Settings of the Event Hubs sink (config section `eventhubs`): one zod schema with every default, plus the
 // resolution of where the credentials come from. Pure logic (reads only the environment object it is given).
-import { z } from "zod";
+import * as z from "zod/mini";
+import "../../util/zod-locale.js";
 
 export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
 export const partitionKeyFields = ["EventId", "VmId", "RecordId", "none"] as const;
@@ -9,59 +10,60 @@ export const partitionRoutings = ["key", "hash"] as const;
 export type PartitionRouting = (typeof partitionRoutings)[number];
 
 export const eventHubsSettingsSchema = z
-  .object({
+  .strictObject({
     /** A SAS connection string in the config file (prefer `connectionStringEnv`: keeps the secret out of files). */
-    connectionString: z.string().min(1).optional(),
+    connectionString: z.optional(z.string().check(z.minLength(1))),
     /** Environment variable holding the connection string. */
-    connectionStringEnv: z.string().min(1).default(defaultConnectionStringEnv),
+    connectionStringEnv: z._default(z.string().check(z.minLength(1)), defaultConnectionStringEnv),
     /** `<namespace>.servicebus.windows.net`: selects Entra ID auth (managed identity or the default chain). */
-    fullyQualifiedNamespace: z.string().min(1).optional(),
+    fullyQualifiedNamespace: z.optional(z.string().check(z.minLength(1))),
     /** The event hub; required with `fullyQualifiedNamespace`, optional when the connection string has EntityPath. */
-    eventHubName: z.string().min(1).optional(),
+    eventHubName: z.optional(z.string().check(z.minLength(1))),
     /** Entra ID credential for `fullyQualifiedNamespace`. */
-    credential: z.enum(["managedIdentity", "default"]).default("managedIdentity"),
+    credential: z._default(z.enum(["managedIdentity", "default"]), "managedIdentity"),
     /** Client id of a user-assigned managed identity (system-assigned when absent). */
-    managedIdentityClientId: z.string().min(1).optional(),
+    managedIdentityClientId: z.optional(z.string().check(z.minLength(1))),
     /** Where to connect instead of the namespace host (`amqps://host:port`): private endpoints, local peers. */
-    customEndpointAddress: z.string().url().optional(),
+    customEndpointAddress: z.optional(z.string().check(z.url())),
     /** Record field used as partition key, so one event's transitions stay in order on one partition. */
-    partitionKeyField: z.enum(partitionKeyFields).default("EventId"),
+    partitionKeyField: z._default(z.enum(partitionKeyFields), "EventId"),
     /**
      * `key`: every batch carries the partition key and the service picks the partition (consumers see `partitionKey`).
      * `hash`: the sink maps the same key to the partition the service would choose and sends whole-partition batches:
      * identical placement and per-key order, far fewer round trips when a backlog holds many keys; events carry no
      * `partitionKey` annotation.
      */
-    partitionRouting: z.enum(partitionRoutings).default("key"),
+    partitionRouting: z._default(z.enum(partitionRoutings), "key"),
     /** Most records handed to one send. */
-    maxBatchRecords: z.number().int().min(1).max(100_000).default(2000),
+    maxBatchRecords: z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100_000)), 2000),
     /** How long the drain loop waits for more records before a non-urgent send, in ms. */
-    lingerMs: z.number().int().min(0).max(60_000).default(100),
+    lingerMs: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 100),
     /** Event batches of one send that may be in flight at once (only batches with different partition keys). */
-    maxConcurrentBatches: z.number().int().min(1).max(256).default(128),
+    maxConcurrentBatches: z._default(z.number().check(z.int(), z.minimum(1), z.maximum(256)), 128),
     /** Retries the SDK makes inside one send (exponential backoff), before the drain loop's own backoff. */
-    maxRetries: z.number().int().min(0).max(20).default(3),
+    maxRetries: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(20)), 3),
     /** First SDK retry delay, in ms. */
-    retryDelayMs: z.number().int().min(1).default(800),
+    retryDelayMs: z._default(z.number().check(z.int(), z.minimum(1)), 800),
     /** Cap of the SDK retry delay, in ms. */
-    maxRetryDelayMs: z.number().int().min(1).default(10_000),
+    maxRetryDelayMs: z._default(z.number().check(z.int(), z.minimum(1)), 10_000),
     /**
      * Close the AMQP connection after this many ms without a send, and reopen it for the next record (heartbeats
      * included): a namespace allows 5,000 connections (Standard), so a fleet must not hold one per VM forever.
      * 0 keeps the connection open until shutdown.
      */
-    idleCloseMs: z.number().int().min(0).max(3_600_000).default(30_000),
+    idleCloseMs: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(3_600_000)), 30_000),
     /** Time limit of one SDK attempt (link setup + send + disposition), in ms. */
-    tryTimeoutMs: z.number().int().min(1000).default(30_000),
+    tryTimeoutMs: z._default(z.number().check(z.int(), z.minimum(1000)), 30_000),
   })
-  .strict()
-  .refine((s) => !(s.connectionString && s.fullyQualifiedNamespace), {
-    message: "set either connectionString or fullyQualifiedNamespace, not both",
-  })
-  .refine((s) => !s.fullyQualifiedNamespace || s.eventHubName, {
-    message: "eventHubName is required with fullyQualifiedNamespace",
-    path: ["eventHubName"],
-  });
+  .check(
+    z.refine((s) => !(s.connectionString && s.fullyQualifiedNamespace), {
+      message: "set either connectionString or fullyQualifiedNamespace, not both",
+    }),
+    z.refine((s) => !s.fullyQualifiedNamespace || s.eventHubName, {
+      message: "eventHubName is required with fullyQualifiedNamespace",
+      path: ["eventHubName"],
+    }),
+  );
 
 export type EventHubsSettings = z.infer<typeof eventHubsSettingsSchema>;
 

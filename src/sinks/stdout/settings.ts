@@ -1,5 +1,6 @@
 // stdout sink settings: none (the config file's `stdout` section must be empty when present).
-import { z } from "zod";
+import * as z from "zod/mini";
+import "../../util/zod-locale.js";
 
-export const stdoutSettingsSchema = z.object({}).strict();
+export const stdoutSettingsSchema = z.strictObject({});
 export type StdoutSettings = z.infer<typeof stdoutSettingsSchema>;

@@ -1,5 +1,6 @@
 // Webhook sink settings (config section `webhook`) and resolution of header values and the signing secret from the environment.
-import { z } from "zod";
+import * as z from "zod/mini";
+import "../../util/zod-locale.js";
 
 export const defaultWebhookTimeoutMs = 10_000;
 export const defaultWebhookMaxBatchRecords = 500;
@@ -7,29 +8,26 @@ export const defaultWebhookMaxBatchBytes = 1024 * 1024;
 export const defaultSignatureHeader = "X-Sef-Signature";
 
 /** A header value: a literal string, or `{ "fromEnv": "VAR" }` read from the environment at start-up. */
-const headerValueSchema = z.union([z.string(), z.object({ fromEnv: z.string().min(1) }).strict()]);
+const headerValueSchema = z.union([z.string(), z.strictObject({ fromEnv: z.string().check(z.minLength(1)) })]);
 export type HeaderValue = z.infer<typeof headerValueSchema>;
 
-export const webhookSettingsSchema = z
-  .object({
-    /** Endpoint receiving POSTs of JSON arrays of records; `--sink webhook:URL` overrides it. */
-    url: z.url({ protocol: /^https?$/ }).optional(),
-    headers: z.record(z.string().min(1), headerValueSchema).default({}),
-    /** HMAC-SHA256 over the exact body bytes, sent as `sha256=<hex>`. */
-    signature: z
-      .object({
-        secretEnv: z.string().min(1),
-        header: z.string().min(1).default(defaultSignatureHeader),
-      })
-      .strict()
-      .optional(),
-    timeoutMs: z.number().int().positive().default(defaultWebhookTimeoutMs),
-    maxBatchRecords: z.number().int().positive().default(defaultWebhookMaxBatchRecords),
-    maxBatchBytes: z.number().int().min(1024).default(defaultWebhookMaxBatchBytes),
-    /** Wait this long for more records before sending a non-urgent batch. */
-    lingerMs: z.number().int().nonnegative().default(0),
-  })
-  .strict();
+export const webhookSettingsSchema = z.strictObject({
+  /** Endpoint receiving POSTs of JSON arrays of records; `--sink webhook:URL` overrides it. */
+  url: z.optional(z.url({ protocol: /^https?$/ })),
+  headers: z._default(z.record(z.string().check(z.minLength(1)), headerValueSchema), {}),
+  /** HMAC-SHA256 over the exact body bytes, sent as `sha256=<hex>`. */
+  signature: z.optional(
+    z.strictObject({
+      secretEnv: z.string().check(z.minLength(1)),
+      header: z._default(z.string().check(z.minLength(1)), defaultSignatureHeader),
+    }),
+  ),
+  timeoutMs: z._default(z.number().check(z.int(), z.positive()), defaultWebhookTimeoutMs),
+  maxBatchRecords: z._default(z.number().check(z.int(), z.positive()), defaultWebhookMaxBatchRecords),
+  maxBatchBytes: z._default(z.number().check(z.int(), z.minimum(1024)), defaultWebhookMaxBatchBytes),
+  /** Wait this long for more records before sending a non-urgent batch. */
+  lingerMs: z._default(z.number().check(z.int(), z.nonnegative()), 0),
+});
 export type WebhookSettings = z.infer<typeof webhookSettingsSchema>;
 
 /**
