@@ -15,7 +15,7 @@ import { FleetMetrics } from "./metrics.js";
 import type { NotificationAction } from "./notification-plan.js";
 import { BlobPartitionStateStore } from "./partition-state.js";
 import { PartitionProcessor, type NotificationIdentity, type ProcessorClock } from "./partition-processor.js";
-import type { FleetSettings, TargetSettings } from "./settings.js";
+import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
 import { SendSlots } from "./targets/send-slots.js";
@@ -116,7 +116,7 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
 
   // Requests already sent are cut off only when stop() gives up waiting for them; a closed partition lets them finish.
   const requestsGivenUp = new AbortController();
-  const slots = new Map([...targets.keys()].map((name) => [name, new SendSlots(settings.maxConcurrentSendsPerTarget)]));
+  const slots = new Map([...targets].map(([name, target]) => [name, new SendSlots(sendsInFlightFor(target.settings, settings))]));
   const send = async (targetName: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal): Promise<DeliveryOutcome> => {
     const target = targets.get(targetName);
     const targetSlots = slots.get(targetName);

@@ -18,6 +18,8 @@ const targetSchema = z
     routingKeyEnv: z.optional(envName),
     /** Generic webhook: environment variable holding the HMAC secret that signs bodies. */
     hmacSecretEnv: z.optional(envName),
+    /** Requests in flight at once to this target, per instance (default: see `sendsInFlightFor`). */
+    maxConcurrentSends: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(256))),
   })
   .check(
     z.refine((t) => t.url !== undefined || t.urlEnv !== undefined || t.type === "pagerduty", { message: "needs url or urlEnv" }),
@@ -74,7 +76,10 @@ export const fleetSettingsSchema = z
     tickMs: z._default(z.number().check(z.int(), z.minimum(100)), 5_000),
     /** Deadline of one notification request. */
     requestTimeoutMs: z._default(z.number().check(z.int(), z.minimum(100)), 10_000),
-    /** Requests in flight at once to one target, per instance (the rest queue; their claims wait in the state). */
+    /**
+     * Requests in flight at once to one PagerDuty or webhook target, per instance (the rest queue; their claims wait in
+     * the state). Chat targets default to one (see `sendsInFlightFor`); a target's own `maxConcurrentSends` overrides.
+     */
     maxConcurrentSendsPerTarget: z._default(z.number().check(z.int(), z.minimum(1), z.maximum(256)), 4),
     /** Backoff between notification attempts, bounded; a target's Retry-After is clamped into [min, max]. */
     retry: z._default(
@@ -111,3 +116,14 @@ export const fleetSettingsSchema = z
 
 export type FleetSettings = z.infer<typeof fleetSettingsSchema>;
 export type TargetSettings = FleetSettings["targets"][number];
+
+/**
+ * How many requests one instance keeps in flight to a target. Slack and Teams webhooks take about a message a second
+ * and carry no idempotency key, so a request in flight when an instance dies can only be sent again blind: one at a
+ * time costs them nothing and leaves at most one notification per chat target in doubt. PagerDuty (`dedup_key`) and
+ * the signed webhook (`Idempotency-Key`) merge a repeat, so they take `maxConcurrentSendsPerTarget`.
+ */
+export function sendsInFlightFor(target: TargetSettings, settings: Pick<FleetSettings, "maxConcurrentSendsPerTarget">): number {
+  if (target.maxConcurrentSends !== undefined) return target.maxConcurrentSends;
+  return target.type === "slack" || target.type === "teams" ? 1 : settings.maxConcurrentSendsPerTarget;
+}

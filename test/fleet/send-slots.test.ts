@@ -2,6 +2,7 @@
 // the queue without sending.
 import { describe, expect, it } from "vitest";
 import { SendSlots } from "../../src/fleet/targets/send-slots.js";
+import { fleetSettingsSchema, sendsInFlightFor } from "../../src/fleet/settings.js";
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -42,5 +43,34 @@ describe("SendSlots", () => {
     await tick();
     expect(third).toBe(true);
     expect(await slots.acquire(closing.signal)).toBe(false);
+  });
+});
+
+describe("requests in flight per target", () => {
+  const settings = (targetExtra: Record<string, unknown> = {}, top: Record<string, unknown> = {}) =>
+    fleetSettingsSchema.parse({
+      eventHubs: { consumerGroup: "$Default", connection: { connectionString: "Endpoint=sb://127.0.0.1/;SharedAccessKeyName=k;SharedAccessKey=v;EntityPath=h" } },
+      checkpoints: { connectionStringEnv: "S", containerName: "sef-fleet" },
+      targets: [
+        { name: "chat", type: "slack", urlEnv: "A", ...targetExtra },
+        { name: "channel", type: "teams", urlEnv: "B" },
+        { name: "oncall", type: "pagerduty", routingKeyEnv: "C" },
+        { name: "hook", type: "webhook", urlEnv: "D" },
+      ],
+      rules: [{ name: "all", targets: ["chat", "channel", "oncall", "hook"] }],
+      ...top,
+    });
+
+  it("one at a time to chat webhooks (no idempotency key, about a message a second), the fleet setting for the others", () => {
+    const s = settings();
+    expect(s.targets.map((t) => sendsInFlightFor(t, s))).toEqual([1, 1, 4, 4]);
+    const wider = settings({}, { maxConcurrentSendsPerTarget: 16 });
+    expect(wider.targets.map((t) => sendsInFlightFor(t, wider))).toEqual([1, 1, 16, 16]);
+  });
+
+  it("a target's own maxConcurrentSends overrides, within 1..256", () => {
+    const s = settings({ maxConcurrentSends: 3 });
+    expect(sendsInFlightFor(s.targets[0]!, s)).toBe(3);
+    expect(() => settings({ maxConcurrentSends: 0 })).toThrow();
   });
 });

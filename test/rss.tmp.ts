@@ -1,0 +1,16 @@
+import { spawn } from "node:child_process";
+import { readFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startSimulator } from "../src/testbed/simulator/server.js";
+const root = process.env.ROOT ?? "/tmp/sefx";
+const node = `${root}/lib/sef/node`, bundle = `${root}/lib/sef/sef.mjs`;
+const sim = await startSimulator({ scenario: "idle" });
+const scratch = mkdtempSync(join(tmpdir(), "rssx-"));
+const agent = spawn(node, [bundle, "run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(scratch, "d"), "--sink", `jsonl:${join(scratch, "o.jsonl")}`, "--log-level", "warn"], { stdio: "inherit" });
+const bare = spawn(node, ["-e", "setInterval(()=>{},1000)"], { stdio: "ignore" });
+await new Promise((r) => setTimeout(r, Number(process.env.SECS ?? 30) * 1000));
+const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+const a = rss(agent.pid!), b = rss(bare.pid!);
+console.log(process.env.LABEL ?? "", a.toFixed(1), b.toFixed(1), (a / b).toFixed(3));
+agent.kill("SIGTERM"); bare.kill("SIGTERM"); await sim.close();
