@@ -141,6 +141,10 @@ export class DeliveryLedger {
           "WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) RETURNING sink",
       ),
       unpend: query<[number, number, string], never>(db, "UPDATE sinks SET pending = pending + ?, dead = dead - ? WHERE sink = ?"),
+      purge: query<[string | null, string | null, number | null], { sink: string; seq: number }>(
+        db,
+        "DELETE FROM deliveries WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) AND (?3 IS NULL OR settled_ms <= ?3) RETURNING sink, seq",
+      ),
       getBytes: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'outbox_bytes'"),
       setBytes: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
     };
@@ -294,6 +298,25 @@ export class DeliveryLedger {
     const bySink = new Map<string, number>();
     for (const row of this.s.replay.all(filter.sink ?? null, filter.reasonContains ?? null)) bySink.set(row.sink, (bySink.get(row.sink) ?? 0) + 1);
     for (const [sink, n] of bySink) this.s.unpend.run(n, n, sink);
+    return bySink;
+  }
+
+  /**
+   * Forgets dead-lettered deliveries (their dead-letter file lines stay): a record no sink needs any more leaves the
+   * outbox. `deadLetteredUpToMs`: only those dead-lettered at or before that time. Call inside a transaction.
+   */
+  purge(filter: { sink?: string; reasonContains?: string; deadLetteredUpToMs?: number }): Map<string, number> {
+    const bySink = new Map<string, number>();
+    const seqs: number[] = [];
+    for (const row of this.s.purge.all(filter.sink ?? null, filter.reasonContains ?? null, filter.deadLetteredUpToMs ?? null)) {
+      bySink.set(row.sink, (bySink.get(row.sink) ?? 0) + 1);
+      seqs.push(row.seq);
+    }
+    for (const [sink, n] of bySink) this.s.forget.run(0, n, sink);
+    if (seqs.length > 0) {
+      for (const row of this.s.dropIfUnneeded.all(JSON.stringify(seqs))) this.bytes -= row.bytes;
+      this.saveBytes();
+    }
     return bySink;
   }
 

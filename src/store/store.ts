@@ -237,6 +237,11 @@ export class Store {
     return this.write(() => this.ledger.replay(filter));
   }
 
+  /** Forgets dead-lettered deliveries (the dead-letter files keep their lines); returns how many, by sink. */
+  purgeDeadLetters(filter: { sink?: string; reasonContains?: string; deadLetteredUpToMs?: number }): Map<string, number> {
+    return this.write(() => this.ledger.purge(filter));
+  }
+
   /**
    * Size cap policy: when the outbox holds more than `maxOutboxBytes`, the oldest records are removed (down to 90 %
    * of the cap). The dead-letter lines of the deliveries still pending go to `writeDeadLetters`, which must make them

@@ -1,5 +1,5 @@
-// `sef outbox status`, `sef dead-letter list` and `sef dead-letter replay` as child processes of the built CLI, on a
-// store prepared here: read-only commands beside a running agent, replay refused while one holds the data directory.
+// `sef outbox status`, `sef dead-letter list`, `replay` and `purge` as child processes of the built CLI, on a store
+// prepared here: read-only commands beside a running agent, replay and purge refused while one holds the data directory.
 import { describe, expect, it } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -69,6 +69,51 @@ describe("ledger commands", () => {
 
     const after = Store.openReadOnly(dataDir);
     expect(after.due("webhook", 10, Date.now()).map((e) => e.record.RecordId)).toEqual(["rid-1", "rid-3"]);
+    after.close();
+  });
+
+  it("purges dead-letters for good, by sink, reason and age, once no agent holds the data directory", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "sef-ledger-purge-"));
+    const store = Store.open({ dataDir, maxOutboxBytes: 1 << 30 });
+    store.registerSinks(["webhook", "loganalytics"]);
+    store.append([record(1), record(2), record(3), record(4)], Date.now());
+    const tenDaysAgo = Date.now() - 10 * 86_400_000;
+    store.applyOutcomes("webhook", [{ seq: 1, kind: "rejected", reason: "HTTP 400: bad" }, { seq: 2, kind: "rejected", reason: "HTTP 413: too large" }, { seq: 3, kind: "delivered" }], tenDaysAgo);
+    store.applyOutcomes("loganalytics", [{ seq: 1, kind: "delivered" }, { seq: 2, kind: "delivered" }, { seq: 3, kind: "rejected", reason: "HTTP 400: column" }], Date.now());
+    const bytesBefore = store.bytesInOutbox;
+    const agentLock = acquireDataDir(dataDir);
+
+    const refused = await sef("dead-letter", "purge", "--data-dir", dataDir);
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).toMatch(/refusing to purge while an agent holds/);
+    agentLock.release();
+    store.close();
+
+    const badAge = await sef("dead-letter", "purge", "--data-dir", dataDir, "--older-than-days", "soon");
+    expect(badAge.code).toBe(2);
+    expect(badAge.stderr).toMatch(/--older-than-days must be a number of days/);
+
+    // Only the webhook's 400 (ten days old): record 1 is then needed by no sink and leaves the outbox.
+    const first = await sef("dead-letter", "purge", "--data-dir", dataDir, "--older-than-days", "7", "--reason", "400");
+    expect(first.code, first.stderr).toBe(0);
+    const firstOut = JSON.parse(first.stdout) as { purged: number; bySink: Record<string, number>; outboxBytes: number };
+    expect(firstOut).toMatchObject({ purged: 1, bySink: { webhook: 1 } });
+    expect(firstOut.outboxBytes).toBeLessThan(bytesBefore);
+    // The Log Analytics 400 is recent: not older than 7 days.
+    const again = await sef("dead-letter", "purge", "--data-dir", dataDir, "--older-than-days", "7", "--reason", "400");
+    expect(JSON.parse(again.stdout)).toMatchObject({ purged: 0, bySink: {} });
+    const rest = await sef("dead-letter", "purge", "--data-dir", dataDir, "--sink", "loganalytics");
+    expect(JSON.parse(rest.stdout)).toMatchObject({ purged: 1, bySink: { loganalytics: 1 } });
+
+    const after = Store.openReadOnly(dataDir);
+    expect(after.deadLetters().map((d) => [d.sink, d.recordId])).toEqual([["webhook", "rid-2"]]);
+    expect(after.status().map((s) => [s.sink, s.pending, s.deadLettered])).toEqual([
+      ["loganalytics", 1, 0],
+      ["webhook", 1, 1],
+    ]);
+    // Held: 2 (the webhook's dead-letter), 4 (pending for both); gone: 1 (purged and delivered), 3 (delivered and purged).
+    expect(after.readAfter(0, 10).map((e) => e.record.RecordId)).toEqual(["rid-2", "rid-4"]);
+    expect(after.bytesInOutbox).toBe(after.readAfter(0, 10).reduce((n, e) => n + Buffer.byteLength(e.json), 0));
     after.close();
   });
 

@@ -1,5 +1,5 @@
-// `sef outbox status`, `sef dead-letter list` and `sef dead-letter replay`: look at and act on the delivery ledger.
-// Reading commands open the store read-only and may run beside the agent; replay writes and refuses while an agent runs.
+// `sef outbox status`, `sef dead-letter list`, `replay` and `purge`: look at and act on the delivery ledger. Reading
+// commands open the store read-only and may run beside the agent; replay and purge write and refuse while an agent runs.
 import type { Command } from "commander";
 import { Store } from "../../store/store.js";
 import { StoreError } from "../../store/errors.js";
@@ -42,7 +42,7 @@ export function registerLedgerCommands(program: Command): void {
       });
     });
 
-  const deadLetter = program.command("dead-letter").description("list or replay dead-lettered deliveries");
+  const deadLetter = program.command("dead-letter").description("list, replay or purge dead-lettered deliveries");
   deadLetter
     .command("list")
     .description("dead-lettered deliveries still held in the store, one JSON line each (read-only)")
@@ -65,34 +65,67 @@ export function registerLedgerCommands(program: Command): void {
     .option("--sink <name>", "only this sink")
     .option("--reason <text>", "only deliveries whose reason contains this text")
     .action((flags: DataDirFlags & { sink?: string; reason?: string }) => {
-      // Hold the agent's own data-directory lock while replaying: an agent cannot start meanwhile, and a running one refuses us.
-      let lock: DataDirLock;
-      try {
-        lock = acquireDataDir(flags.dataDir);
-      } catch (err) {
-        if (!(err instanceof DataDirLockedError)) throw err;
-        process.stderr.write(`sef: refusing to replay while an agent holds ${flags.dataDir}: ${err.message}. Stop the agent, replay, start it again.\n`);
-        process.exitCode = exitCodes.refused;
-        return;
-      }
-      let store: Store;
-      try {
-        store = Store.open({ dataDir: flags.dataDir, maxOutboxBytes: Number.MAX_SAFE_INTEGER });
-      } catch (err) {
-        lock.release();
-        process.exitCode = storeFailure(err);
-        return;
-      }
-      try {
+      process.exitCode = withAgentStopped(flags.dataDir, "replay", (store) => {
         const replayed = store.replayDeadLetters({ ...(flags.sink ? { sink: flags.sink } : {}), ...(flags.reason ? { reasonContains: flags.reason } : {}) });
-        const total = [...replayed.values()].reduce((a, b) => a + b, 0);
-        process.stdout.write(JSON.stringify({ replayed: total, bySink: Object.fromEntries(replayed) }) + "\n");
-        process.exitCode = exitCodes.ok;
-      } finally {
-        store.close();
-        lock.release();
-      }
+        process.stdout.write(JSON.stringify({ replayed: sum(replayed), bySink: Object.fromEntries(replayed) }) + "\n");
+      });
     });
+  deadLetter
+    .command("purge")
+    .description("forget dead-lettered deliveries for good (their lines stay in dead-letter/<sink>.jsonl); the agent must be stopped")
+    .option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR or /var/lib/sef)", defaultDataDir())
+    .option("--sink <name>", "only this sink")
+    .option("--reason <text>", "only deliveries whose reason contains this text")
+    .option("--older-than-days <days>", "only deliveries dead-lettered at least this many days ago")
+    .action((flags: DataDirFlags & { sink?: string; reason?: string; olderThanDays?: string }) => {
+      const days = flags.olderThanDays === undefined ? undefined : Number(flags.olderThanDays);
+      if (days !== undefined && !(Number.isFinite(days) && days >= 0)) {
+        process.stderr.write(`sef: --older-than-days must be a number of days (0 or more), not ${JSON.stringify(flags.olderThanDays)}\n`);
+        process.exitCode = exitCodes.usage;
+        return;
+      }
+      process.exitCode = withAgentStopped(flags.dataDir, "purge", (store) => {
+        const purged = store.purgeDeadLetters({
+          ...(flags.sink ? { sink: flags.sink } : {}),
+          ...(flags.reason ? { reasonContains: flags.reason } : {}),
+          ...(days !== undefined ? { deadLetteredUpToMs: Date.now() - days * 86_400_000 } : {}),
+        });
+        process.stdout.write(JSON.stringify({ purged: sum(purged), bySink: Object.fromEntries(purged), outboxBytes: store.bytesInOutbox }) + "\n");
+      });
+    });
+}
+
+/**
+ * Runs a writing command with the agent's own data-directory lock held: an agent cannot start meanwhile, and a running
+ * one makes us refuse (exit 75) rather than write beside it.
+ */
+function withAgentStopped(dataDir: string, verb: string, body: (store: Store) => void): number {
+  let lock: DataDirLock;
+  try {
+    lock = acquireDataDir(dataDir);
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    process.stderr.write(`sef: refusing to ${verb} while an agent holds ${dataDir}: ${err.message}. Stop the agent, ${verb}, start it again.\n`);
+    return exitCodes.refused;
+  }
+  let store: Store;
+  try {
+    store = Store.open({ dataDir, maxOutboxBytes: Number.MAX_SAFE_INTEGER, checkpointInWorker: false });
+  } catch (err) {
+    lock.release();
+    return storeFailure(err);
+  }
+  try {
+    body(store);
+    return exitCodes.ok;
+  } finally {
+    store.close();
+    lock.release();
+  }
+}
+
+function sum(bySink: ReadonlyMap<string, number>): number {
+  return [...bySink.values()].reduce((a, b) => a + b, 0);
 }
 
 function withReadOnlyStore(dataDir: string, body: (store: Store) => void): number {
