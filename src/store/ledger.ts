@@ -59,7 +59,7 @@ export const ledgerSchemaSql = `
 const maxRunsPerDelivery = 16;
 
 /** `seqs` as runs [first, last] of consecutive values, in ascending order (duplicates ignored). */
-export function consecutiveRuns(seqs: readonly number[]): Array<[number, number]> {
+function consecutiveRuns(seqs: readonly number[]): Array<[number, number]> {
   const sorted = [...seqs].sort((a, b) => a - b);
   const runs: Array<[number, number]> = [];
   for (const seq of sorted) {

@@ -108,18 +108,9 @@ function withAgentStopped(dataDir: string, verb: string, body: (store: Store) =>
     process.stderr.write(`sef: refusing to ${verb} while an agent holds ${dataDir}: ${err.message}. Stop the agent, ${verb}, start it again.\n`);
     return exitCodes.refused;
   }
-  let store: Store;
   try {
-    store = Store.open({ dataDir, maxOutboxBytes: Number.MAX_SAFE_INTEGER, checkpointInWorker: false });
-  } catch (err) {
-    lock.release();
-    return storeFailure(err);
-  }
-  try {
-    body(store);
-    return exitCodes.ok;
+    return withStore(() => Store.open({ dataDir, maxOutboxBytes: Number.MAX_SAFE_INTEGER, checkpointInWorker: false }), body);
   } finally {
-    store.close();
     lock.release();
   }
 }
@@ -129,9 +120,14 @@ function sum(bySink: ReadonlyMap<string, number>): number {
 }
 
 function withReadOnlyStore(dataDir: string, body: (store: Store) => void): number {
+  return withStore(() => Store.openReadOnly(dataDir), body);
+}
+
+/** Opens the store, runs `body` and closes it; a store that cannot be opened is reported (exit 78). */
+function withStore(open: () => Store, body: (store: Store) => void): number {
   let store: Store;
   try {
-    store = Store.openReadOnly(dataDir);
+    store = open();
   } catch (err) {
     return storeFailure(err);
   }
