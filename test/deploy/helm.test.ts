@@ -1,0 +1,359 @@
+// The Helm chart (infra/helm/sef) through the real helm binary: `helm lint --strict`, `helm template` with default
+// values and with each credential mode, the rendered manifests parsed and checked, the rendered config.json loaded by
+// the agent's own config loader, and values that values.schema.json must refuse. kubectl is not used: even
+// `--dry-run=client` needs an API server (discovery and the OpenAPI document).
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { loadConfig } from "../../src/config/load.js";
+import { repoRoot } from "./support/bicep.js";
+import { runHelm } from "./support/helm.js";
+
+const chart = "infra/helm/sef";
+const scratch = mkdtempSync(join(tmpdir(), "sef-helm-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const values = parse(readFileSync(join(repoRoot, chart, "values.yaml"), "utf8")) as { config: Record<string, unknown> };
+const clientId = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+/** One values file per credential mode the chart supports. */
+const credentialModes: Record<string, object> = {
+  "node pool identity": { config: { sinks: ["eventhubs"], eventhubs: { fullyQualifiedNamespace: "ns.servicebus.windows.net", eventHubName: "se" } } },
+  "workload identity": {
+    workloadIdentity: { clientId },
+    config: { sinks: ["eventhubs"], eventhubs: { fullyQualifiedNamespace: "ns.servicebus.windows.net", eventHubName: "se", credential: "default" } },
+  },
+  "existing secret": { existingSecret: "sef-credentials", config: { sinks: ["eventhubs"], eventhubs: { connectionStringEnv: "SEF_EH" } } },
+};
+
+interface Metadata {
+  name: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+interface Probe {
+  httpGet: { host: string; path: string; port: number };
+}
+interface Container {
+  name: string;
+  image: string;
+  imagePullPolicy: string;
+  command?: string[];
+  args?: string[];
+  envFrom?: unknown[];
+  securityContext: Record<string, unknown>;
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
+}
+interface DaemonSet {
+  kind: "DaemonSet";
+  metadata: Metadata;
+  spec: {
+    selector: { matchLabels: Record<string, string> };
+    updateStrategy: { type: string };
+    template: {
+      metadata: Metadata;
+      spec: {
+        serviceAccountName: string;
+        hostNetwork?: boolean;
+        dnsPolicy?: string;
+        terminationGracePeriodSeconds: number;
+        nodeSelector?: Record<string, string>;
+        tolerations?: unknown[];
+        initContainers: Container[];
+        containers: Container[];
+        volumes: { name: string; configMap?: { name: string }; hostPath?: { path: string; type: string } }[];
+      };
+    };
+  };
+}
+interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: Metadata;
+  data?: Record<string, string>;
+}
+interface Rendered {
+  status: number | null;
+  stderr: string;
+  manifests: Manifest[];
+}
+
+let valuesFiles = 0;
+function valuesFile(overrides: object): string {
+  const path = join(scratch, `values-${++valuesFiles}.json`);
+  writeFileSync(path, JSON.stringify(overrides));
+  return path;
+}
+
+/** `helm template sef <chart>` with `overrides` as a values file (JSON is YAML), the output parsed strictly. */
+function render(overrides: object = {}): Rendered {
+  const result = runHelm(["template", "sef", chart, "--namespace", "sef-system", "--values", valuesFile(overrides)], scratch);
+  const manifests: Manifest[] = [];
+  if (result.status === 0) {
+    for (const doc of parseAllDocuments(result.stdout, { uniqueKeys: true })) {
+      expect(doc.errors, result.stdout).toEqual([]);
+      expect(doc.warnings, result.stdout).toEqual([]);
+      const value = doc.toJS() as Manifest | null;
+      if (value !== null) manifests.push(value);
+    }
+  }
+  return { status: result.status, stderr: result.stderr, manifests };
+}
+
+function renderOk(overrides: object = {}): Manifest[] {
+  const { status, stderr, manifests } = render(overrides);
+  expect(stderr).toBe("");
+  expect(status).toBe(0);
+  return manifests;
+}
+
+function only<K extends string>(manifests: Manifest[], kind: K): K extends "DaemonSet" ? DaemonSet : Manifest {
+  const found = manifests.filter((m) => m.kind === kind);
+  expect(found.map((m) => m.kind)).toEqual([kind]);
+  return found[0] as K extends "DaemonSet" ? DaemonSet : Manifest;
+}
+
+function agentContainer(ds: DaemonSet): Container {
+  const containers = ds.spec.template.spec.containers;
+  expect(containers.map((c) => c.name)).toEqual(["sef"]);
+  return containers[0]!;
+}
+
+/** The rendered config.json, written out and read by the agent's own loader (as `sef run --config` would). */
+function loadRenderedConfig(manifests: Manifest[], env: NodeJS.ProcessEnv = {}): ReturnType<typeof loadConfig> & { json: Record<string, unknown> } {
+  const text = only(manifests, "ConfigMap").data?.["config.json"];
+  expect(text).toBeTypeOf("string");
+  const file = join(scratch, `config-${++valuesFiles}.json`);
+  writeFileSync(file, text!);
+  return { ...loadConfig({ file, env }), json: JSON.parse(text!) as Record<string, unknown> };
+}
+
+describe("helm lint", () => {
+  it("passes --strict (no warnings) with the default values and with each credential mode", () => {
+    for (const [mode, overrides] of [["defaults", {}] as const, ...Object.entries(credentialModes)]) {
+      const result = runHelm(["lint", "--strict", chart, "--values", valuesFile(overrides)], scratch);
+      expect(result.stdout, mode).toContain("1 chart(s) linted, 0 chart(s) failed");
+      expect(result.stdout, mode).not.toMatch(/\[(WARNING|ERROR)\]/);
+      expect(result.status, `${mode}: ${result.stdout}${result.stderr}`).toBe(0);
+    }
+  });
+
+  it("fails on values the schema refuses", () => {
+    const result = runHelm(["lint", "--strict", chart, "--values", valuesFile({ image: { pullPolicy: "Sometimes" } })], scratch);
+    expect(result.status).not.toBe(0);
+    expect(result.stdout + result.stderr).toContain("/image/pullPolicy");
+  });
+});
+
+describe("helm template with the default values", () => {
+  const manifests = renderOk();
+  const ds = only(manifests, "DaemonSet");
+  const pod = ds.spec.template.spec;
+  const agent = agentContainer(ds);
+
+  it("renders a ServiceAccount, a ConfigMap and a DaemonSet named after the release, with the chart's labels", () => {
+    expect(manifests.map((m) => `${m.apiVersion} ${m.kind} ${m.metadata.name}`).sort()).toEqual([
+      "apps/v1 DaemonSet sef-sef",
+      "v1 ConfigMap sef-sef",
+      "v1 ServiceAccount sef-sef",
+    ]);
+    const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
+    for (const m of manifests) {
+      expect(m.metadata.labels).toEqual({ "app.kubernetes.io/name": "sef", "app.kubernetes.io/instance": "sef", "app.kubernetes.io/version": version });
+    }
+    expect(ds.spec.selector.matchLabels).toEqual({ "app.kubernetes.io/name": "sef", "app.kubernetes.io/instance": "sef" });
+    expect(ds.spec.template.metadata.labels).toMatchObject(ds.spec.selector.matchLabels);
+    expect(ds.spec.updateStrategy).toEqual({ type: "RollingUpdate" });
+    expect(pod.serviceAccountName).toBe("sef-sef");
+  });
+
+  it("runs on the node's network (IMDS is the node's) with the DNS policy that keeps cluster DNS", () => {
+    expect(pod.hostNetwork).toBe(true);
+    expect(pod.dnsPolicy).toBe("ClusterFirstWithHostNet");
+  });
+
+  it("runs on every Linux node, tainted ones included", () => {
+    expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
+    expect(pod.tolerations).toEqual([{ operator: "Exists" }]);
+  });
+
+  it("keeps the agent's state on the hostPath /var/lib/sef and its config from the ConfigMap, read-only", () => {
+    expect(pod.volumes).toEqual([
+      { name: "config", configMap: { name: "sef-sef" } },
+      { name: "data", hostPath: { path: "/var/lib/sef", type: "DirectoryOrCreate" } },
+    ]);
+    expect(agent.volumeMounts).toEqual([
+      { name: "config", mountPath: "/etc/sef", readOnly: true },
+      { name: "data", mountPath: "/var/lib/sef" },
+    ]);
+    expect(agent.args).toEqual(["run", "--config", "/etc/sef/config.json"]);
+    expect(agent.image).toBe("REPLACE-ME.azurecr.io/sef:0.1.0");
+    expect(agent.imagePullPolicy).toBe("IfNotPresent");
+  });
+
+  it("runs the agent as 65532 with a read-only root, no privilege escalation and no capabilities", () => {
+    expect(agent.securityContext).toEqual({
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
+  });
+
+  it("hands the hostPath to 65532 first, from an init container of the same image that may only chown", () => {
+    expect(pod.initContainers.map((c) => c.name)).toEqual(["data-owner"]);
+    const init = pod.initContainers[0]!;
+    expect(init.image).toBe(agent.image);
+    expect(init.command).toEqual(["/opt/sef/node", "-e", "require('node:fs').chownSync('/var/lib/sef', 65532, 65532)"]);
+    expect(init.securityContext).toMatchObject({ runAsUser: 0, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["CHOWN"] } });
+    expect(init.volumeMounts).toEqual([{ name: "data", mountPath: "/var/lib/sef" }]);
+  });
+
+  it("the ConfigMap's config.json is values.config as JSON with dataDir /var/lib/sef, and the agent accepts it", () => {
+    const loaded = loadRenderedConfig(manifests);
+    expect(loaded.json).toEqual({ ...values.config, dataDir: "/var/lib/sef" });
+    expect(loaded.config.dataDir).toBe("/var/lib/sef");
+    expect(loaded.config.sinks).toEqual(["stdout"]);
+  });
+
+  it("probes /readyz and /healthz where the rendered config has the agent listen, and waits longer than its flush", () => {
+    const { config } = loadRenderedConfig(manifests);
+    expect(agent.readinessProbe?.httpGet).toEqual({ host: config.metrics.host, path: "/readyz", port: config.metrics.port });
+    expect(agent.livenessProbe?.httpGet).toEqual({ host: config.metrics.host, path: "/healthz", port: config.metrics.port });
+    expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.shutdownFlushMs);
+  });
+
+  it("uses the node pool's identity: no workload identity label, no service account annotation, no secret", () => {
+    expect(ds.spec.template.metadata.labels).not.toHaveProperty("azure.workload.identity/use");
+    expect(only(manifests, "ServiceAccount").metadata).not.toHaveProperty("annotations");
+    expect(agent).not.toHaveProperty("envFrom");
+  });
+});
+
+describe("helm template with each credential mode", () => {
+  it("node pool identity: the config is rendered as given and needs nothing from the cluster", () => {
+    const manifests = renderOk(credentialModes["node pool identity"]!);
+    const ds = only(manifests, "DaemonSet");
+    expect(ds.spec.template.metadata.labels).not.toHaveProperty("azure.workload.identity/use");
+    expect(agentContainer(ds)).not.toHaveProperty("envFrom");
+    const { sinkSettings } = loadRenderedConfig(manifests);
+    expect(sinkSettings.eventhubs).toMatchObject({ fullyQualifiedNamespace: "ns.servicebus.windows.net", credential: "managedIdentity" });
+  });
+
+  it("workload identity: the pod label and the service account's client-id annotation, next to its own annotations", () => {
+    const overrides = credentialModes["workload identity"]!;
+    const manifests = renderOk({ ...overrides, serviceAccount: { annotations: { "example.com/owner": "ops" } } });
+    const ds = only(manifests, "DaemonSet");
+    expect(ds.spec.template.metadata.labels?.["azure.workload.identity/use"]).toBe("true");
+    const sa = only(manifests, "ServiceAccount");
+    expect(sa.metadata.annotations).toEqual({ "azure.workload.identity/client-id": clientId, "example.com/owner": "ops" });
+    expect(ds.spec.template.spec.serviceAccountName).toBe(sa.metadata.name);
+    expect(agentContainer(ds)).not.toHaveProperty("envFrom");
+    expect(loadRenderedConfig(manifests).sinkSettings.eventhubs).toMatchObject({ credential: "default" });
+  });
+
+  it("existing secret: the agent (and only it) takes its environment from the secret", () => {
+    const manifests = renderOk(credentialModes["existing secret"]!);
+    const ds = only(manifests, "DaemonSet");
+    expect(agentContainer(ds).envFrom).toEqual([{ secretRef: { name: "sef-credentials" } }]);
+    expect(ds.spec.template.spec.initContainers[0]).not.toHaveProperty("envFrom");
+    expect(ds.spec.template.metadata.labels).not.toHaveProperty("azure.workload.identity/use");
+    // The config names the variable the secret must hold; the agent refuses the config until it is set.
+    expect(() => loadRenderedConfig(manifests)).toThrow(/SEF_EH/);
+    const connectionString = "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=abc=;EntityPath=se";
+    expect(loadRenderedConfig(manifests, { SEF_EH: connectionString }).sinkSettings.eventhubs).toMatchObject({ connectionStringEnv: "SEF_EH" });
+  });
+});
+
+describe("helm template with other values", () => {
+  it("every example config in infra/config renders to itself (plus the chart's metrics defaults) and loads", () => {
+    const examples = readdirSync(join(repoRoot, "infra/config")).filter((name) => name.endsWith(".json"));
+    expect(examples.length).toBeGreaterThan(0);
+    for (const name of examples) {
+      const example = JSON.parse(readFileSync(join(repoRoot, "infra/config", name), "utf8")) as Record<string, unknown>;
+      const loaded = loadRenderedConfig(renderOk({ config: example }));
+      expect(loaded.json, name).toEqual({ ...values.config, ...example, dataDir: "/var/lib/sef" });
+    }
+  });
+
+  it("image, node selector, tolerations, grace period and metrics address come from the values", () => {
+    const manifests = renderOk({
+      image: { repository: "myacr.azurecr.io/tools/sef", tag: "0.2.0", pullPolicy: "Always" },
+      nodeSelector: { agentpool: "system" },
+      tolerations: [{ key: "CriticalAddonsOnly", operator: "Exists" }],
+      terminationGracePeriodSeconds: 45,
+      config: { metrics: { host: "127.0.0.1", port: 9500 } },
+    });
+    const ds = only(manifests, "DaemonSet");
+    const pod = ds.spec.template.spec;
+    for (const c of [...pod.initContainers, ...pod.containers]) {
+      expect(c.image, c.name).toBe("myacr.azurecr.io/tools/sef:0.2.0");
+      expect(c.imagePullPolicy, c.name).toBe("Always");
+    }
+    // Helm merges maps with the defaults (the OS selector stays) and replaces lists.
+    expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux", agentpool: "system" });
+    expect(pod.tolerations).toEqual([{ key: "CriticalAddonsOnly", operator: "Exists" }]);
+    expect(pod.terminationGracePeriodSeconds).toBe(45);
+    expect(agentContainer(ds).readinessProbe?.httpGet).toEqual({ host: "127.0.0.1", path: "/readyz", port: 9500 });
+    expect(loadRenderedConfig(manifests).config.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9500 });
+  });
+
+  it("no probes when the metrics server is off (nothing would answer them)", () => {
+    const agent = agentContainer(only(renderOk({ config: { metrics: { enabled: false } } }), "DaemonSet"));
+    expect(agent).not.toHaveProperty("readinessProbe");
+    expect(agent).not.toHaveProperty("livenessProbe");
+  });
+
+  it("a changed config changes the pod template's checksum (pods roll); the same values give the same one", () => {
+    const checksum = (overrides: object): string | undefined => only(renderOk(overrides), "DaemonSet").spec.template.metadata.annotations?.["checksum/config"];
+    const base = checksum({});
+    expect(base).toMatch(/^[0-9a-f]{64}$/);
+    expect(checksum({})).toBe(base);
+    expect(checksum({ config: { logLevel: "debug" } })).not.toBe(base);
+  });
+
+  it("serviceAccount.create false: no ServiceAccount; the pods use the named one, or the namespace's default", () => {
+    const named = renderOk({ serviceAccount: { create: false, name: "sef-existing" } });
+    expect(named.map((m) => m.kind).sort()).toEqual(["ConfigMap", "DaemonSet"]);
+    expect(only(named, "DaemonSet").spec.template.spec.serviceAccountName).toBe("sef-existing");
+    expect(only(renderOk({ serviceAccount: { create: false } }), "DaemonSet").spec.template.spec.serviceAccountName).toBe("default");
+  });
+
+  it("the data directory on the node comes from dataHostPath; inside the container it stays /var/lib/sef", () => {
+    const manifests = renderOk({ dataHostPath: "/mnt/sef-state" });
+    const pod = only(manifests, "DaemonSet").spec.template.spec;
+    expect(pod.volumes.find((v) => v.name === "data")?.hostPath).toEqual({ path: "/mnt/sef-state", type: "DirectoryOrCreate" });
+    expect(agentContainer(only(manifests, "DaemonSet")).volumeMounts).toContainEqual({ name: "data", mountPath: "/var/lib/sef" });
+    expect(loadRenderedConfig(manifests).config.dataDir).toBe("/var/lib/sef");
+  });
+});
+
+describe("values.schema.json", () => {
+  const refused: [string, object, string][] = [
+    ["an unknown pull policy", { image: { pullPolicy: "Sometimes" } }, "/image/pullPolicy"],
+    ["an image tag that is not a string", { image: { tag: 1 } }, "/image/tag"],
+    ["a grace period in words", { terminationGracePeriodSeconds: "30s" }, "/terminationGracePeriodSeconds"],
+    ["a workload identity client id that is not a GUID", { workloadIdentity: { clientId: "sef-identity" } }, "/workloadIdentity/clientId"],
+    ["a misspelt top-level key", { existingSecrets: "sef-credentials" }, "existingSecrets"],
+    ["a secret name Kubernetes would refuse", { existingSecret: "Sef_Credentials" }, "/existingSecret"],
+    ["a dataDir other than the mount", { config: { dataDir: "/data" } }, "/config/dataDir"],
+    ["metrics port 0 (the probes need a fixed port)", { config: { metrics: { port: 0 } } }, "/config/metrics/port"],
+    ["a relative dataHostPath", { dataHostPath: "var/lib/sef" }, "/dataHostPath"],
+    ["tolerations as a map", { tolerations: { operator: "Exists" } }, "/tolerations"],
+    ["a node selector value that is not a string", { nodeSelector: { spot: true } }, "/nodeSelector/spot"],
+  ];
+  for (const [what, overrides, path] of refused) {
+    it(`helm template refuses ${what}`, () => {
+      const { status, stderr, manifests } = render(overrides);
+      expect(status).not.toBe(0);
+      expect(manifests).toEqual([]);
+      expect(stderr).toContain("values don't meet the specifications of the schema");
+      expect(stderr).toContain(path);
+    });
+  }
+});
