@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs (or upgrades) the sef agent from its artifact: a .deb (apt/dpkg), an .rpm (dnf/yum/rpm) or the
-# sef-VERSION-linux-ARCH.tar.gz (unpacked to /opt/sef, linked as /usr/bin/sef, unit to /etc/systemd/system). Then
+# sef-VERSION-linux-ARCH.tar.gz or .tar.xz (unpacked to /opt/sef, linked as /usr/bin/sef, unit to /etc/systemd/system). Then
 # installs the config, starts sef.service and checks it: config accepted, service active, /readyz ready within
 # 30 s. Fails loudly (exit 1, with the service's last log lines) otherwise. No npm, no compiler: the runtime ships inside.
 set -euo pipefail
@@ -23,7 +23,7 @@ Usage: install.sh --package FILE [--config FILE] [--env-file FILE] [--no-start] 
 
 Installs the sef agent (Scheduled Events Forwarder) as the systemd service ${SERVICE} and checks that it runs.
 
-  --package FILE        sef_VERSION_ARCH.deb, sef-VERSION-1.ARCH.rpm or sef-VERSION-linux-ARCH.tar.gz
+  --package FILE        sef_VERSION_ARCH.deb, sef-VERSION-1.ARCH.rpm or sef-VERSION-linux-ARCH.tar.gz (.tar.xz)
   --config FILE         agent config (JSON) to install as ${CONFIG_FILE} (root:sef, 0640)
   --env-file FILE       secrets as VAR=value lines, installed as ${ENV_FILE} (root:sef, 0640)
   --no-start            install and enable, but do not (re)start or check the service
@@ -74,7 +74,9 @@ install_tarball() {
   stage="$(mktemp -d "${TAR_PREFIX}.stage.XXXXXX")"
   # shellcheck disable=SC2064 # expand now: the trap must remove this stage directory
   trap "rm -rf -- '${stage}'" EXIT
-  tar -xzf "${package}" -C "${stage}" --strip-components=1 --no-same-owner
+  local decompress=-z
+  [[ "${package}" == *.tar.xz ]] && decompress=-J
+  tar "${decompress}" -xf "${package}" -C "${stage}" --strip-components=1 --no-same-owner
   [[ -x "${stage}/bin/sef" && -x "${stage}/lib/sef/node" ]] || die "${package} is not a sef tarball (no bin/sef, lib/sef/node)"
   chown -R root:root "${stage}"
   if [[ -d "${TAR_PREFIX}" ]]; then
@@ -110,8 +112,8 @@ case "${package}" in
     else rpm -Uvh --replacepkgs "${package}"
     fi
     ;;
-  *.tar.gz | *.tgz) install_tarball ;;
-  *) die "unknown package type: ${package} (.deb, .rpm or .tar.gz)" ;;
+  *.tar.gz | *.tgz | *.tar.xz) install_tarball ;;
+  *) die "unknown package type: ${package} (.deb, .rpm, .tar.gz or .tar.xz)" ;;
 esac
 [[ -x /usr/bin/sef ]] || die "/usr/bin/sef is missing after installing ${package}"
 

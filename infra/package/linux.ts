@@ -1,9 +1,9 @@
 // Linux artifacts: one staged tree per architecture (runtime, bundle, /usr/bin/sef, unit, config) archived as a
-// .deb (dpkg-deb), an .rpm (rpmbuild) and a relocatable .tar.gz, all from the same files and the same mtimes.
+// .deb (dpkg-deb), an .rpm (rpmbuild) and a relocatable .tar.gz or .tar.xz, all from the same files and the same mtimes.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { normalizeTree, writeTarGz } from "./reproducible.js";
+import { normalizeTree, writeTarball, type TarCompression } from "./reproducible.js";
 import type { Runtime } from "./runtime.js";
 
 export type LinuxArch = "x64" | "arm64";
@@ -140,8 +140,11 @@ export function buildRpm(inputs: LinuxInputs, root: string): string {
   return out;
 }
 
+/** File name endings of the two tarballs: .tar.gz opens everywhere, .tar.xz is about a third smaller. */
+const tarballSuffix: Readonly<Record<TarCompression, string>> = { gzip: "tar.gz", xz: "tar.xz" };
+
 /** `sef-VERSION-linux-ARCH/{bin/sef, lib/sef/…, share/sef/…, install.sh}`: runs from wherever it is unpacked. */
-export function buildTarball(inputs: LinuxInputs): string {
+export function buildTarball(inputs: LinuxInputs, compression: TarCompression = "gzip"): string {
   const name = `sef-${inputs.version}-linux-${inputs.arch}`;
   const parent = join(inputs.workDir, `tar-${inputs.arch}`);
   rmSync(parent, { recursive: true, force: true });
@@ -149,7 +152,7 @@ export function buildTarball(inputs: LinuxInputs): string {
   stageAgent(inputs, dir);
   copyFileSync(join(linuxDir(inputs.repoRoot), "install.sh"), join(dir, "install.sh"));
   normalizeTree(dir, inputs.epochS, { "install.sh": 0o755 });
-  const out = join(inputs.outDir, `${name}.tar.gz`);
-  writeTarGz(parent, name, out, inputs.epochS);
+  const out = join(inputs.outDir, `${name}.${tarballSuffix[compression]}`);
+  writeTarball(parent, name, out, inputs.epochS, compression);
   return out;
 }

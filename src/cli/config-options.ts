@@ -15,7 +15,7 @@ export function addConfigOptions(command: Command): Command {
     .option("--imds-url <url>", "IMDS base URL (default http://169.254.169.254)")
     .option("--api-version <version>", "scheduled events api-version (default 2020-07-01)")
     .option("--poll-interval-ms <n>", "poll period in ms (default 1000, min 200)")
-    .option("--data-dir <dir>", "durable state and outbox directory (default /var/lib/sef)")
+    .option("--data-dir <dir>", "durable state and outbox directory (default /var/lib/sef; on Windows %ProgramData%\\sef\\data)")
     .option("--sink <spec>", `sink, repeatable: ${sinkFactories.map((f) => f.summary).join("; ")}`, (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .addOption(new Option("--log-level <level>", "log level: fatal, error, warn, info, debug, trace, silent (default info)"))
     .option("--heartbeat-interval-ms <n>", "heartbeat record period in ms, 0 = off (default 900000)")

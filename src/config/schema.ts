@@ -14,6 +14,7 @@ import { defaultRetryPolicy } from "../util/retry-policy.js";
 import { storeDefaults } from "../store/store.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";
+import { platformDataDir } from "./data-dir.js";
 
 const positiveMs = z.number().check(z.int(), z.positive());
 
@@ -26,8 +27,8 @@ export const agentConfigSchema = z.strictObject({
   apiVersion: z._default(z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}$/, "must look like 2020-07-01")), imdsDefaults.apiVersion),
   /** Poll period in milliseconds (IMDS allows 5 requests a second, so at least 200). */
   pollIntervalMs: z._default(z.number().check(z.int(), z.minimum(200), z.maximum(60_000)), 1000),
-  /** Durable state and outbox directory. */
-  dataDir: z._default(z.string().check(z.minLength(1)), "/var/lib/sef"),
+  /** Durable state and outbox directory (default: see platformDataDir). */
+  dataDir: z._default(z.string().check(z.minLength(1)), () => platformDataDir()),
   /** Sink specs: stdout, jsonl:PATH, eventhubs, loganalytics, webhook. */
   sinks: z._default(z.array(z.string().check(z.minLength(1))).check(z.minLength(1, "at least one sink is needed")), ["stdout"]),
   logLevel: z._default(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]), "info"),

@@ -10,6 +10,7 @@ import { linuxArtifacts, repoRoot } from "../package/artifacts.js";
 export interface ArtifactResult {
   debMb: number;
   tarGzMb: number;
+  tarXzMb: number;
   installNoNetworkMs: number;
   coldStartToFirstPollMs: number[];
   idleRssMb: { agent: number; bareNode: number; ratio: number; seconds: number };
@@ -23,7 +24,7 @@ function rssKb(pid: number): number {
 }
 
 export async function benchArtifact(idleSeconds = 30, coldStarts = 5): Promise<ArtifactResult> {
-  const artifacts = await linuxArtifacts(["deb-x64", "tar-x64"]);
+  const artifacts = await linuxArtifacts(["deb-x64", "tar-x64", "txz-x64"]);
   const scratch = mkdtempSync(join(tmpdir(), "sef-bench-artifact-"));
   try {
     // Install on a throwaway root inside a network namespace of its own (loopback only, down): no network at all.
@@ -64,6 +65,7 @@ export async function benchArtifact(idleSeconds = 30, coldStarts = 5): Promise<A
     return {
       debMb: mb(statSync(artifacts["deb-x64"]!).size),
       tarGzMb: mb(statSync(artifacts["tar-x64"]!).size),
+      tarXzMb: mb(statSync(artifacts["txz-x64"]!).size),
       installNoNetworkMs: Number(installed[1]),
       coldStartToFirstPollMs,
       idleRssMb: { agent: mb(agentKb * 1024), bareNode: mb(bareKb * 1024), ratio: Math.round((agentKb / bareKb) * 100) / 100, seconds: idleSeconds },

@@ -8,12 +8,13 @@ import { buildArtifacts, type Target } from "../../infra/package/main.js";
 export const repoRoot = resolve(import.meta.dirname, "../..");
 export const packageVersion = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
 
-export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64";
+export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64";
 
 export const artifactNames: Readonly<Record<LinuxTarget, string>> = {
   "deb-x64": `sef_${packageVersion}_amd64.deb`,
   "rpm-x64": `sef-${packageVersion}-1.x86_64.rpm`,
   "tar-x64": `sef-${packageVersion}-linux-x64.tar.gz`,
+  "txz-x64": `sef-${packageVersion}-linux-x64.tar.xz`,
 };
 
 /** Artifacts built here for this process, deleted at exit (SEF_TEST_PACKAGE_DIR's are left alone). */

@@ -1,7 +1,8 @@
 // The .deb (and the .rpm) on a throwaway root (an overlay over this machine's Debian, see throwaway-root.sh): installs with its
 // user and permissions, the agent runs from it as user sef against the IMDS simulator and writes a record, upgrade
-// keeps config and data, remove keeps them, purge deletes them; install.sh installs the .tar.gz and refuses a broken
-// config. Also the .tar.gz runs from wherever it is unpacked and is rebuilt byte for byte.
+// keeps config and data, remove keeps them, purge deletes them; install.sh installs the .tar.xz and refuses a broken
+// config. Also the .tar.gz runs from wherever it is unpacked and is rebuilt byte for byte, and the .tar.xz holds the
+// same tar stream.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -15,7 +16,7 @@ import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
 const scratch = mkdtempSync(join(tmpdir(), "sef-deb-install-"));
 let artifacts: Record<string, string>;
 beforeAll(async () => {
-  artifacts = await linuxArtifacts(["deb-x64", "rpm-x64", "tar-x64"]);
+  artifacts = await linuxArtifacts(["deb-x64", "rpm-x64", "tar-x64", "txz-x64"]);
 }, 600_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -45,7 +46,7 @@ describe("the .deb", () => {
   it("installs on a throwaway root; the agent runs from it as user sef and a record arrives; upgrade, remove, purge", async () => {
     const sim = await startSimulator({ scenario: "live-migration", speed: 100 });
     try {
-      const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url, artifacts["tar-x64"]!, join(repoRoot, "infra/linux/install.sh")], 150_000);
+      const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url, artifacts["txz-x64"]!, join(repoRoot, "infra/linux/install.sh")], 150_000);
       const log = `${result.stdout}\n${result.stderr}`;
       expect(result.code, log).toBe(0);
       expect(result.stdout).toMatch(/^ok: installed in \d+ ms$/m);
@@ -91,6 +92,16 @@ describe("the .tar.gz", () => {
     const sources = [...readFileSync(join(repoRoot, "infra/container/Dockerfile"), "utf8").matchAll(/^COPY (?:--\S+ )*sef\/(\S+) /gm)].map((m) => m[1]!);
     expect(sources.length).toBeGreaterThan(0);
     for (const source of sources) expect(existsSync(join(top, source)), source).toBe(true);
+  });
+});
+
+describe("the .tar.xz", () => {
+  it("is at most 35 MB and holds the very tar stream of the .tar.gz", () => {
+    expect(statSync(artifacts["txz-x64"]!).size).toBeLessThanOrEqual(35 * 1024 * 1024);
+    const unpack = (command: string, file: string): Buffer => spawnSync(command, ["-dc", file], { maxBuffer: 1 << 30 }).stdout;
+    const fromXz = unpack("xz", artifacts["txz-x64"]!);
+    expect(fromXz.length).toBeGreaterThan(100 * 1024 * 1024);
+    expect(fromXz.equals(unpack("gzip", artifacts["tar-x64"]!))).toBe(true);
   });
 });
 

@@ -70,17 +70,18 @@ echo "ok: purge deletes config and data"
 # The tarball through install.sh (no systemd here: systemctl ignores daemon-reload in a chroot, --no-start skips the
 # start and readiness check): /opt/sef, /usr/bin/sef, user, config 0640 root:sef, the unit; a bad config fails loudly.
 [[ -n "${tarball}" ]] || exit 0
-cp "${tarball}" "${root}/run/sef-test/sef.tar.gz"
+tarball_name="sef.tar.${tarball##*.tar.}" # keeps .gz or .xz: install.sh picks the decompressor by the name
+cp "${tarball}" "${root}/run/sef-test/${tarball_name}"
 cp "${install_sh}" "${root}/run/sef-test/install.sh"
 printf '{"sinks":["stdout"]}\n' >"${root}/run/sef-test/config.json"
-in_root bash /run/sef-test/install.sh --package /run/sef-test/sef.tar.gz --config /run/sef-test/config.json --no-start \
-  >"${scratch}/install-sh.log" 2>&1 || { cat "${scratch}/install-sh.log" >&2; fail "install.sh --package sef.tar.gz"; }
+in_root bash /run/sef-test/install.sh --package "/run/sef-test/${tarball_name}" --config /run/sef-test/config.json --no-start \
+  >"${scratch}/install-sh.log" 2>&1 || { cat "${scratch}/install-sh.log" >&2; fail "install.sh --package ${tarball_name}"; }
 [[ "$(in_root readlink -f /usr/bin/sef)" == /opt/sef/bin/sef ]] || fail "/usr/bin/sef is not linked to /opt/sef"
 [[ "$(in_root stat -c '%a %U %G' /etc/sef/config.json)" == "640 root sef" ]] || fail "install.sh left config.json $(in_root stat -c '%a %U %G' /etc/sef/config.json)"
 [[ -f "${root}/etc/systemd/system/sef.service" ]] || fail "install.sh did not install the unit"
 echo "ok: install.sh installed the tarball: $(in_root /usr/bin/sef --version)"
 printf '{"sinks":' >"${root}/run/sef-test/broken.json"
-if in_root bash /run/sef-test/install.sh --package /run/sef-test/sef.tar.gz --config /run/sef-test/broken.json --no-start \
+if in_root bash /run/sef-test/install.sh --package "/run/sef-test/${tarball_name}" --config /run/sef-test/broken.json --no-start \
   >"${scratch}/install-sh-broken.log" 2>&1; then
   fail "install.sh accepted a broken config"
 fi
