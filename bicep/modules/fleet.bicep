@@ -177,9 +177,8 @@ resource app 'Microsoft.App/containerApps@2024-03-01' = {
         {
           name: 'sef-fleet'
           image: image
-          command: [
-            'sef'
-          ]
+          // No command: the image's ENTRYPOINT runs the bundle on its Node (a distroless image has no `sef` on a PATH);
+          // args replace its CMD.
           args: [
             'fleet'
             '--config-env'

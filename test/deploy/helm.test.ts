@@ -60,6 +60,7 @@ interface DaemonSet {
         hostNetwork?: boolean;
         dnsPolicy?: string;
         terminationGracePeriodSeconds: number;
+        securityContext?: Record<string, unknown>;
         nodeSelector?: Record<string, string>;
         tolerations?: unknown[];
         initContainers: Container[];
@@ -173,6 +174,10 @@ describe("helm template with the default values", () => {
   it("runs on the node's network (IMDS is the node's) with the DNS policy that keeps cluster DNS", () => {
     expect(pod.hostNetwork).toBe(true);
     expect(pod.dnsPolicy).toBe("ClusterFirstWithHostNet");
+  });
+
+  it("filters system calls with the runtime's default seccomp profile (the kubelet applies none unless asked)", () => {
+    expect(pod.securityContext).toEqual({ seccompProfile: { type: "RuntimeDefault" } });
   });
 
   it("runs on every Linux node, tainted ones included", () => {

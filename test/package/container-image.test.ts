@@ -253,4 +253,24 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
     expect(scheduledPolls.length, "the agent polled the simulator").toBeGreaterThan(0);
     console.info(`container image: base from ${libraries.length} libraries; built and data dir handed over in ${afterBuildMs} ms; stopped in ${stopMs} ms; total ${Date.now() - started} ms`);
   }, 240_000);
+
+  it("runs `sef fleet` as bicep/modules/fleet.bicep tells Container Apps to (args through the image's ENTRYPOINT)", async () => {
+    // Container Apps' `command` replaces the ENTRYPOINT and `args` the CMD. The image has no shell and no `sef` on a
+    // PATH, so the module must leave `command` out; its args must reach `sef fleet`, which reads the config from the
+    // variable they name: an incomplete config is refused with exit 2 and the missing fields named.
+    const bicep = readFileSync(join(repoRoot, "bicep/modules/fleet.bicep"), "utf8");
+    const container = /name: 'sef-fleet'\n([\s\S]*?)\n\s+env:/.exec(bicep)?.[1];
+    expect(container, "the sef-fleet container in fleet.bicep").toBeDefined();
+    expect(container).not.toMatch(/^\s+command:/m);
+    const args = [.../^\s+args: \[\n([\s\S]*?)\n\s+\]/m.exec(container!)![1]!.matchAll(/'([^']*)'/g)].map((m) => m[1]!);
+    expect(args[0]).toBe("fleet");
+    const configVariable = args[args.indexOf("--config-env") + 1]!;
+    expect(configVariable).toMatch(/^[A-Z_]+$/);
+
+    const result = await podman(["run", "--rm", ...runDefaults, "--network", "none", "--read-only", "--cap-drop", "ALL",
+      "--env", `${configVariable}={"eventHubs":{}}`, image, ...args], 30_000);
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(2);
+    expect(result.stderr).toMatch(/^sef fleet: eventHubs\.connection: /m);
+    expect(result.stderr).toMatch(/^sef fleet: targets: /m);
+  }, 60_000);
 });
