@@ -154,6 +154,11 @@ export class Agent {
     };
   }
 
+  /** Records waiting per sink (O(1) counters). */
+  undelivered(): Record<string, number> {
+    return this.drain.undelivered();
+  }
+
   /** Statistics carried in heartbeat records. */
   heartbeatStats(): Record<string, unknown> {
     const stats = this.poll.stats;
