@@ -7,7 +7,10 @@ import { fileURLToPath } from "node:url";
 
 const noRestartExitCodes = new Set([2, 78]);
 const here = dirname(fileURLToPath(import.meta.url));
-const child = spawn(process.execPath, [join(here, "sef.mjs"), ...process.argv.slice(2)], { stdio: "inherit" });
+const args = process.argv.slice(2);
+// `run` starts with V8's optimizing compilers held, from the first line (the agent releases them at a backlog).
+const nodeFlags = args[0] === "run" ? ["--no-maglev", "--no-turbofan"] : [];
+const child = spawn(process.execPath, [...nodeFlags, join(here, "sef.mjs"), ...args], { stdio: "inherit" });
 
 // The console's Ctrl+C (WinSW's stop) goes to the agent too: it flushes and exits; this process just waits for it.
 for (const signal of ["SIGINT", "SIGBREAK", "SIGTERM"]) process.on(signal, () => {});

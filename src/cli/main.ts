@@ -14,9 +14,14 @@ if (resident) {
   // undici (the webhook sink's HTTP client; IMDS uses node:http) parses HTTP with a WebAssembly module compiled at its
   // first request; letting V8's optimizing tier recompile it costs a ~35 MB transient peak for nothing the agent needs.
   setFlagsFromString("--liftoff-only");
-  // Maglev and TurboFan wait for a backlog (run.ts releases them through optimizing-tiers.ts).
+  // Maglev and TurboFan wait for a backlog (run.ts releases them through optimizing-tiers.ts). The launchers (bin/sef,
+  // the Windows service, the container) also pass both flags to node, so that they hold while Node resolves this file.
   setFlagsFromString("--no-maglev");
   setFlagsFromString("--no-turbofan");
+} else if (process.execArgv.includes("--no-turbofan")) {
+  // Held by a launcher that cannot tell the commands apart (the container's entry point): other commands want them.
+  setFlagsFromString("--maglev");
+  setFlagsFromString("--turbofan");
 }
 const { armEarlyStop } = await import("./early-stop.js");
 if (resident) armEarlyStop();

@@ -1,5 +1,5 @@
 // The packaged agent's targets: artifact size, install of the .deb on a throwaway root with no network, cold start
-// (process spawn → first IMDS scheduled-events request) and idle RSS beside a bare Node process on the same runtime.
+// (bin/sef spawned → first IMDS scheduled-events request) and idle RSS beside a bare Node process on the same runtime.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -36,14 +36,15 @@ export async function benchArtifact(idleSeconds = 30, coldStarts = 5): Promise<A
     mkdirSync(unpacked);
     spawnSync("tar", ["-xzf", artifacts["tar-x64"]!, "-C", unpacked, "--strip-components=1"]);
     const node = join(unpacked, "lib", "sef", "node");
-    const bundle = join(unpacked, "lib", "sef", "sef.mjs");
+    // The agent as systemd and users start it: bin/sef (it execs the shipped Node with the flags `sef run` gets).
+    const sef = join(unpacked, "bin", "sef");
 
     const coldStartToFirstPollMs: number[] = [];
     for (let i = 0; i < coldStarts; i++) {
       const sim = await startSimulator({ scenario: "idle" });
       const polled = (): boolean => Object.keys(sim.status().requests).some((path) => path.includes("scheduledevents"));
       const started = performance.now();
-      const agent = spawn(node, [bundle, "run", "--imds-url", sim.url, "--data-dir", join(scratch, `cold-${i}`), "--sink", `jsonl:${join(scratch, `cold-${i}.jsonl`)}`, "--log-level", "warn"], { stdio: "ignore" });
+      const agent = spawn(sef, ["run", "--imds-url", sim.url, "--data-dir", join(scratch, `cold-${i}`), "--sink", `jsonl:${join(scratch, `cold-${i}.jsonl`)}`, "--log-level", "warn"], { stdio: "ignore" });
       while (!polled() && performance.now() - started < 10_000) await new Promise((r) => setImmediate(r));
       coldStartToFirstPollMs.push(Math.round(performance.now() - started));
       agent.kill("SIGTERM");
@@ -52,7 +53,7 @@ export async function benchArtifact(idleSeconds = 30, coldStarts = 5): Promise<A
     }
 
     const sim = await startSimulator({ scenario: "idle" });
-    const agent = spawn(node, [bundle, "run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(scratch, "idle"), "--sink", `jsonl:${join(scratch, "idle.jsonl")}`, "--log-level", "warn"], { stdio: "ignore" });
+    const agent = spawn(sef, ["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(scratch, "idle"), "--sink", `jsonl:${join(scratch, "idle.jsonl")}`, "--log-level", "warn"], { stdio: "ignore" });
     const bare = spawn(node, ["-e", "setInterval(()=>{},1000)"], { stdio: "ignore" });
     await new Promise((r) => setTimeout(r, idleSeconds * 1000));
     const agentKb = rssKb(agent.pid!);

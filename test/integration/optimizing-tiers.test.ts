@@ -13,9 +13,12 @@ import { unknownVmIdentity, type HeartbeatRecord } from "../../src/contract/reco
 import { backlogForOptimizingTiers, isBacklog } from "../../src/cli/optimizing-tiers.js";
 import { cliPath, logLines, readJsonl, waitUntil } from "../helpers/agent-process.js";
 
-/** `node --trace-opt dist/cli/main.js ...args` with its output collected. */
+/**
+ * `node --trace-opt --no-maglev --no-turbofan dist/cli/main.js ...args`, as the launchers start `sef run` (bin/sef, the
+ * Windows service, the container), with its output collected.
+ */
 function runTraced(args: string[]): { stdout: () => string; stderr: () => string; stop: () => Promise<number | null> } {
-  const child = spawn(process.execPath, ["--trace-opt", cliPath, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--trace-opt", "--no-maglev", "--no-turbofan", cliPath, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));

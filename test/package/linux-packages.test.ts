@@ -93,6 +93,25 @@ describe("the .tar.gz", () => {
     expect(sources.length).toBeGreaterThan(0);
     for (const source of sources) expect(existsSync(join(top, source)), source).toBe(true);
   });
+
+  it("bin/sef starts `sef run` on its Node with the optimizing compilers held from the first line", async () => {
+    const top = join(scratch, "tar", `sef-${packageVersion}-linux-x64`);
+    const agent = spawn(join(top, "bin", "sef"), ["run", "--imds-url", "http://127.0.0.1:9", "--data-dir", join(scratch, "held-data"), "--sink", `jsonl:${join(scratch, "held.jsonl")}`, "--metrics-port", "0"], { stdio: "ignore" });
+    try {
+      // The wrapper execs node (same pid): wait until the process is the agent, then read its command line.
+      let cmdline: string[] = [];
+      const deadline = Date.now() + 10_000;
+      while (!cmdline.some((a) => a.endsWith("sef.mjs")) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        cmdline = readFileSync(`/proc/${agent.pid}/cmdline`, "utf8").split("\0");
+      }
+      expect(cmdline.slice(0, 3)).toEqual([`${join(top, "bin")}/../lib/sef/node`, "--no-maglev", "--no-turbofan"]);
+      expect(cmdline.slice(4, 5)).toEqual(["run"]);
+    } finally {
+      agent.kill("SIGTERM");
+      await new Promise((r) => agent.once("exit", r));
+    }
+  });
 });
 
 describe("the .tar.xz", () => {
