@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { Store } from "../../src/store/store.js";
-import { unknownVmIdentity, type HeartbeatRecord } from "../../src/contract/record.js";
+import { heartbeatRecord } from "../helpers/records.js";
 import { backlogForOptimizingTiers, isBacklog } from "../../src/cli/optimizing-tiers.js";
 import { cliPath, logLines, readJsonl, waitUntil } from "../helpers/agent-process.js";
 
@@ -39,17 +39,6 @@ function runTraced(args: string[]): { stdout: () => string; stderr: () => string
 
 const optimized = (trace: string): string[] => trace.split("\n").filter((l) => l.startsWith("[completed compiling"));
 const releaseLine = /optimizing compilers \(Maglev, TurboFan\) released/;
-
-const heartbeat = (i: number): HeartbeatRecord => ({
-  RecordId: `backlog-${i}`,
-  RecordType: "Heartbeat",
-  TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
-  ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
-  AgentId: "test-agent",
-  ...unknownVmIdentity,
-  AgentVersion: "t",
-  Detail: "",
-});
 
 describe("isBacklog", () => {
   it("is a backlog when one sink has the threshold waiting, whatever the others have", () => {
@@ -87,7 +76,7 @@ describe("the optimizing compilers of `sef run`", () => {
     const records = 3 * backlogForOptimizingTiers;
     const store = Store.open({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
     store.registerSinks([`jsonl:${out}`]);
-    store.append(Array.from({ length: records }, (_, i) => heartbeat(i)), Date.now());
+    store.append(Array.from({ length: records }, (_, i) => heartbeatRecord(i, { tag: "backlog" })), Date.now());
     store.close();
     const agent = runTraced(["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"]);
     try {

@@ -14,6 +14,7 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
+import { runProcess, type ProcessResult } from "../helpers/run-process.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "sef-container-"));
 const suffix = randomBytes(4).toString("hex");
@@ -53,22 +54,8 @@ const podmanGlobal = [
  */
 const runDefaults = ["--cgroup-parent", cgroupParent, "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "--pull=never"];
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function podman(args: string[], timeoutMs: number): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = spawn("podman", [...podmanGlobal, ...args], { env: podmanEnv, stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs, killSignal: "SIGKILL" });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    child.on("error", (err) => (stderr += `${err.message}\n`));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function podman(args: string[], timeoutMs: number): Promise<ProcessResult> {
+  return runProcess("podman", [...podmanGlobal, ...args], timeoutMs, { env: podmanEnv });
 }
 
 async function podmanOk(args: string[], timeoutMs: number): Promise<string> {
@@ -77,16 +64,6 @@ async function podmanOk(args: string[], timeoutMs: number): Promise<string> {
   return result.stdout;
 }
 
-function run(command: string, args: string[], timeoutMs: number): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs, killSignal: "SIGKILL" });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** Polls `check` every 100 ms until it returns a value, or throws `what` (with `detail()`) after `timeoutMs`. */
 async function waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined | Promise<T | undefined>, detail: () => string): Promise<T> {
@@ -104,7 +81,7 @@ async function waitFor<T>(what: string, timeoutMs: number, check: () => T | unde
  * paths), /etc/passwd and /etc/group with root, nobody and nonroot (65532), /tmp 1777 and /home/nonroot. No shell.
  */
 async function buildBaseRootfs(node: string, rootfs: string): Promise<string[]> {
-  const ldd = await run("ldd", [node], 10_000);
+  const ldd = await runProcess("ldd", [node], 10_000);
   expect(ldd.code, ldd.stderr).toBe(0);
   // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and the loader "/lib64/ld-linux-x86-64.so.2 (0x...)".
   const libraries = [...ldd.stdout.matchAll(/^\s*(?:\S+ => )?(\/\S+) \(0x[0-9a-f]+\)$/gm)].map((m) => m[1]!);
@@ -120,7 +97,7 @@ async function buildBaseRootfs(node: string, rootfs: string): Promise<string[]> 
   mkdirSync(join(rootfs, "tmp"));
   chmodSync(join(rootfs, "tmp"), 0o1777);
   mkdirSync(join(rootfs, "home/nonroot"), { recursive: true });
-  const chown = await run("chown", [`${nonroot}:${nonroot}`, join(rootfs, "home/nonroot")], 10_000);
+  const chown = await runProcess("chown", [`${nonroot}:${nonroot}`, join(rootfs, "home/nonroot")], 10_000);
   expect(chown.code, chown.stderr).toBe(0);
   return libraries;
 }
@@ -149,7 +126,7 @@ afterAll(async () => {
   await podman(["rm", "--force", "--all", "--time", "0"], 30_000);
   await podman(["system", "reset", "--force"], 60_000);
   const mounts = readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m.startsWith(scratch));
-  for (const mount of mounts.reverse()) await run("umount", ["--lazy", mount], 10_000);
+  for (const mount of mounts.reverse()) await runProcess("umount", ["--lazy", mount], 10_000);
   rmSync(scratch, { recursive: true, force: true });
   // runc leaves the containers' (empty) cgroups under the parent here: remove the whole subtree, deepest first.
   const removeCgroup = (dir: string): void => {
@@ -169,14 +146,14 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
     // The build context exactly as the Dockerfile's comment says: the unpacked tarball as ./sef.
     const context = join(scratch, "context");
     mkdirSync(join(context, "sef"), { recursive: true });
-    const untar = await run("tar", ["-xzf", tarball!, "-C", join(context, "sef"), "--strip-components=1"], 60_000);
+    const untar = await runProcess("tar", ["-xzf", tarball!, "-C", join(context, "sef"), "--strip-components=1"], 60_000);
     expect(untar.code, untar.stderr).toBe(0);
 
     // The base, imported from a tarball of its root under a local name (no registry anywhere).
     const rootfs = join(scratch, "base-rootfs");
     const libraries = await buildBaseRootfs(join(context, "sef/lib/sef/node"), rootfs);
     const baseTar = join(scratch, "base.tar");
-    const tar = await run("tar", ["--numeric-owner", "-C", rootfs, "-cf", baseTar, "."], 30_000);
+    const tar = await runProcess("tar", ["--numeric-owner", "-C", rootfs, "-cf", baseTar, "."], 30_000);
     expect(tar.code, tar.stderr).toBe(0);
     await podmanOk(["import", "--change", `USER ${nonroot}:${nonroot}`, baseTar, baseImage], 60_000);
 

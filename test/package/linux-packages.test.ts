@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { buildArtifacts } from "../../infra/package/main.js";
 import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
+import { runProcess } from "../helpers/run-process.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "sef-deb-install-"));
 let artifacts: Record<string, string>;
@@ -20,16 +21,6 @@ beforeAll(async () => {
 }, 600_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-function run(command: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs, killSignal: "SIGKILL" });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe("the .deb", () => {
   it("is at most 35 MB and declares its conffile and maintainer scripts", () => {
@@ -46,7 +37,7 @@ describe("the .deb", () => {
   it("installs on a throwaway root; the agent runs from it as user sef and a record arrives; upgrade, remove, purge", async () => {
     const sim = await startSimulator({ scenario: "live-migration", speed: 100 });
     try {
-      const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url, artifacts["txz-x64"]!, join(repoRoot, "infra/linux/install.sh")], 150_000);
+      const result = await runProcess("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url, artifacts["txz-x64"]!, join(repoRoot, "infra/linux/install.sh")], 150_000);
       const log = `${result.stdout}\n${result.stderr}`;
       expect(result.code, log).toBe(0);
       expect(result.stdout).toMatch(/^ok: installed in \d+ ms$/m);
@@ -67,7 +58,7 @@ describe("the .deb", () => {
 
 describe("the .rpm", () => {
   it("installs on a throwaway root with its scriptlets (user, permissions); upgrade keeps config and data; erase keeps data", async () => {
-    const result = await run("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root-rpm.sh"), join(scratch, "rpm"), artifacts["rpm-x64"]!], 120_000);
+    const result = await runProcess("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root-rpm.sh"), join(scratch, "rpm"), artifacts["rpm-x64"]!], 120_000);
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
     expect(result.stdout).toContain(`ok: rpm -i: user sef, /etc/sef 0750, config and sef.env 0640 root:sef, version ${packageVersion}`);
     expect(result.stdout).toContain("ok: rpm -U keeps config and data");

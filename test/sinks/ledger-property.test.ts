@@ -20,8 +20,8 @@ import { createWebhookSink } from "../../src/sinks/webhook/sink.js";
 import { webhookSettingsSchema } from "../../src/sinks/webhook/settings.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../../src/sinks/sink.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
-import { unknownVmIdentity } from "../../src/contract/record.js";
 import { instantClock } from "../helpers/ledger-drain.js";
+import { heartbeatRecord } from "../helpers/records.js";
 import { randomBytes } from "node:crypto";
 import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
@@ -31,16 +31,7 @@ import { LogAnalyticsSink, RulePauses, logAnalyticsSettingsSchema } from "../../
 import { localTokenCredential } from "../loganalytics/helpers.js";
 
 /** Records of about 600 bytes of JSON, so that a webhook request of 2 KiB carries three of them. */
-const record = (i: number, tag = "rec"): HeartbeatRecord => ({
-  RecordId: `${tag}-${i}`,
-  RecordType: "Heartbeat",
-  TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
-  ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
-  AgentId: "test-agent",
-  ...unknownVmIdentity,
-  AgentVersion: "t",
-  Detail: "d".repeat(400),
-});
+const record = (i: number, tag = "rec"): HeartbeatRecord => heartbeatRecord(i, { tag, detail: "d".repeat(400) });
 
 /** What the harness does around one send of the real sink. */
 type Step = "send" | "fail" | "lost";

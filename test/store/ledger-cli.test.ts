@@ -5,21 +5,11 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Store } from "../../src/store/store.js";
-import type { HeartbeatRecord } from "../../src/contract/record.js";
-import { unknownVmIdentity } from "../../src/contract/record.js";
+import { heartbeatRecord } from "../helpers/records.js";
 import { acquire as acquireDataDir } from "../../src/store/data-dir-lock.js";
 import { runCli } from "../helpers/agent-process.js";
 
-const record = (i: number): HeartbeatRecord => ({
-  RecordId: `rid-${i}`,
-  RecordType: "Heartbeat",
-  TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
-  ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
-  AgentId: "test-agent",
-  ...unknownVmIdentity,
-  AgentVersion: "t",
-  Detail: "",
-});
+const record = (i: number) => heartbeatRecord(i);
 
 async function sef(...args: string[]): Promise<{ code: number | string; stdout: string; stderr: string }> {
   const p = runCli(args);
