@@ -18,15 +18,13 @@ if (resident) {
   // the Windows service, the container) also pass both flags to node, so that they hold while Node resolves this file.
   setFlagsFromString("--no-maglev");
   setFlagsFromString("--no-turbofan");
-} else if (process.execArgv.includes("--no-turbofan")) {
-  // Held by a launcher that cannot tell the commands apart (the container's entry point): other commands want them.
-  setFlagsFromString("--maglev");
-  setFlagsFromString("--turbofan");
 }
 const { armEarlyStop } = await import("./early-stop.js");
 if (resident) armEarlyStop();
-const { markOptimizingTiersHeld } = await import("./optimizing-tiers.js");
-if (resident) markOptimizingTiersHeld();
+const { markOptimizingTiersHeld, releaseOptimizingTiers } = await import("./optimizing-tiers.js");
+if (resident || process.execArgv.includes("--no-turbofan")) markOptimizingTiersHeld();
+// Held by a launcher that cannot tell the commands apart (the container's entry point): other commands want them.
+if (!resident) releaseOptimizingTiers();
 const { enableCompileCacheIn } = await import("./compile-cache.js");
 enableCompileCacheIn();
 await import("./program.js");

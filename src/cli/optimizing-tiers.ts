@@ -11,14 +11,10 @@ export const backlogForOptimizingTiers = 1000;
 
 let held = false;
 
-/** Holds them back (main.ts does the same with its own two calls, before any of the agent's modules load). */
-export function holdOptimizingTiers(): void {
-  setFlagsFromString("--no-maglev");
-  setFlagsFromString("--no-turbofan");
-  held = true;
-}
-
-/** Records that main.ts held them. */
+/**
+ * Records that they are held. main.ts (or the launcher) holds them with `--no-maglev --no-turbofan` before any of the
+ * agent's modules load, so this module cannot be the one to set those flags.
+ */
 export function markOptimizingTiersHeld(): void {
   held = true;
 }
@@ -30,10 +26,6 @@ export function releaseOptimizingTiers(): boolean {
   setFlagsFromString("--turbofan");
   held = false;
   return true;
-}
-
-export function optimizingTiersHeld(): boolean {
-  return held;
 }
 
 /** True when some sink has at least `threshold` records waiting (`undelivered`: records per sink). */

@@ -102,8 +102,11 @@ describe("holding and releasing the flags on this Node", () => {
     writeFileSync(
       script,
       [
-        `import { holdOptimizingTiers, releaseOptimizingTiers } from ${JSON.stringify(new URL("../../dist/cli/optimizing-tiers.js", import.meta.url).href)};`,
-        "holdOptimizingTiers();",
+        // What main.ts does for `sef run`: the two flags first, then the module told they are held.
+        'import { setFlagsFromString } from "node:v8";',
+        'setFlagsFromString("--no-maglev"); setFlagsFromString("--no-turbofan");',
+        `const { markOptimizingTiersHeld, releaseOptimizingTiers } = await import(${JSON.stringify(new URL("../../dist/cli/optimizing-tiers.js", import.meta.url).href)});`,
+        "markOptimizingTiersHeld();",
         "function hotSum(n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) | 0; return s; }",
         "for (let i = 0; i < 20000; i++) hotSum(500);",
         "console.log('--- released:', releaseOptimizingTiers(), releaseOptimizingTiers());",

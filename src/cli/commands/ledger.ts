@@ -1,12 +1,16 @@
 // `sef outbox status`, `sef dead-letter list`, `replay` and `purge`: look at and act on the delivery ledger. Reading
 // commands open the store read-only and may run beside the agent; replay and purge write and refuse while an agent runs.
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { Store } from "../../store/store.js";
 import { StoreError } from "../../store/errors.js";
 import { acquire as acquireDataDir, DataDirLockedError, type DataDirLock } from "../../store/data-dir-lock.js";
 import { platformDataDir } from "../../config/data-dir.js";
 
-const defaultDataDir = (): string => process.env["SEF_DATA_DIR"] ?? platformDataDir();
+/** `--data-dir`, the same for every ledger command: $SEF_DATA_DIR, else the platform's default. */
+const dataDirOption = (): Option =>
+  new Option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR, else /var/lib/sef; on Windows %ProgramData%\\sef\\data)").default(
+    process.env["SEF_DATA_DIR"] ?? platformDataDir(),
+  );
 const exitCodes = { ok: 0, usage: 2, refused: 75, store: 78 } as const;
 
 interface DataDirFlags {
@@ -19,7 +23,7 @@ export function registerLedgerCommands(program: Command): void {
   outbox
     .command("status")
     .description("per sink: pending records, oldest pending age, dead-lettered, delivered, last delivery (read-only)")
-    .option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR, else /var/lib/sef; on Windows %ProgramData%\\sef\\data)", defaultDataDir())
+    .addOption(dataDirOption())
     .option("--json", "one JSON object instead of a table")
     .action((flags: DataDirFlags) => {
       process.exitCode = withReadOnlyStore(flags.dataDir, (store) => {
@@ -47,7 +51,7 @@ export function registerLedgerCommands(program: Command): void {
   deadLetter
     .command("list")
     .description("dead-lettered deliveries still held in the store, one JSON line each (read-only)")
-    .option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR, else /var/lib/sef; on Windows %ProgramData%\\sef\\data)", defaultDataDir())
+    .addOption(dataDirOption())
     .option("--sink <name>", "only this sink (as `sef outbox status` names it)")
     .action((flags: DataDirFlags & { sink?: string }) => {
       process.exitCode = withReadOnlyStore(flags.dataDir, (store) => {
@@ -62,7 +66,7 @@ export function registerLedgerCommands(program: Command): void {
   deadLetter
     .command("replay")
     .description("make dead-lettered deliveries pending again (same records, same RecordId); the agent must be stopped")
-    .option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR, else /var/lib/sef; on Windows %ProgramData%\\sef\\data)", defaultDataDir())
+    .addOption(dataDirOption())
     .option("--sink <name>", "only this sink")
     .option("--reason <text>", "only deliveries whose reason contains this text")
     .action((flags: DataDirFlags & { sink?: string; reason?: string }) => {
@@ -74,7 +78,7 @@ export function registerLedgerCommands(program: Command): void {
   deadLetter
     .command("purge")
     .description("forget dead-lettered deliveries for good (their lines stay in dead-letter/<sink>.jsonl); the agent must be stopped")
-    .option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR, else /var/lib/sef; on Windows %ProgramData%\\sef\\data)", defaultDataDir())
+    .addOption(dataDirOption())
     .option("--sink <name>", "only this sink")
     .option("--reason <text>", "only deliveries whose reason contains this text")
     .option("--older-than-days <days>", "only deliveries dead-lettered at least this many days ago")
