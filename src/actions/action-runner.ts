@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { ApprovalRecord, HookRecord, RecordIdentity, SefRecord, TransitionRecord } from "../contract/record.js";
 import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import type { ActionLedger, ActionRow, PlannedAction } from "../store/action-ledger.js";
+import type { ActionLedger, ActionRow, PlannedAction } from "./action-ledger.js";
 import { decideApproval, type ApprovalPolicy } from "./approval-policy.js";
 import { attemptApproval, interruptedApprovalRecord, type PostStartRequest } from "./approver.js";
 import { interruptedHookRecord, runHook, selectHooks, type HookConfig } from "./hooks.js";
@@ -36,8 +36,6 @@ export interface ActionRunnerOptions {
   headSeq: () => number;
   /** True once this process has read IMDS: approvals wait for a current view of the events. */
   hasPolled: () => boolean;
-  /** Approvals recorded by older versions (store meta). */
-  legacyApproved?: { has(eventKey: string): boolean };
   clock: Clock;
   logger: Logger;
   metrics: AgentMetrics;
@@ -74,11 +72,11 @@ export class ActionRunner {
   }
 
   /**
-   * Called right after transition records committed: plans their actions synchronously, so nothing is held only in
-   * memory. The records are read back from the outbox past the planned position, so a plan that failed earlier
-   * (store error) is made up here too.
+   * Called right after records committed: plans the actions of the transitions past the planned position
+   * synchronously (read back from the outbox, so nothing is held only in memory and a plan that failed earlier, on a
+   * store error, is made up here too), then wakes the runner.
    */
-  enqueue(_records: readonly TransitionRecord[]): void {
+  planCommitted(): void {
     try {
       this.catchUp();
     } catch (err) {
@@ -124,7 +122,7 @@ export class ActionRunner {
   }
 
   private alreadyApproved(eventKey: string): boolean {
-    return this.options.legacyApproved?.has(eventKey) === true || this.options.ledger.get(`approval:${eventKey}`)?.status === "approved";
+    return this.options.ledger.legacyApproved(eventKey) || this.options.ledger.get(`approval:${eventKey}`)?.status === "approved";
   }
 
   /** Actions a dead process left `running`: each is reported once (Interrupted) and then re-run or left, per its policy. */
@@ -257,7 +255,7 @@ export class ActionRunner {
     const prepareHooks = ledger.forEvent(row.eventKey, "Scheduled", "hook");
     const prepareHooksSucceeded = prepareHooks.every((h) => h.status === "succeeded");
     const vm = this.options.vm();
-    const decision = decideApproval(record, vm.VmName, approval, this.options.legacyApproved?.has(row.eventKey) === true, prepareHooksSucceeded);
+    const decision = decideApproval(record, vm.VmName, approval, this.options.ledger.legacyApproved(row.eventKey), prepareHooksSucceeded);
     if (!decision.approve) return skip(decision.reason);
 
     const attempts = this.options.approvalAttempts ?? 3;

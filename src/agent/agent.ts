@@ -1,24 +1,29 @@
-// The agent is the data path, one stage per module: poll (poll-stage) → collect (collect-stage) → commit
-// (commit-stage, the only writer of records) → drain (drain-stage) and act (transition listeners: hooks, approvals).
-// This module only wires them together and owns start-up and the bounded, clean shutdown.
+// The agent is the data path, one stage per module: poll (poll-stage) → ingest (collect-stage: collect, commit through
+// commit-stage, adopt) → the records-committed signal, followed by drain (drain-stage → delivery/), act (act-stage:
+// hooks, approvals) and heartbeats (heartbeat-stage). This module builds the stages, starts them, and owns the
+// bounded, clean shutdown.
 import type { Logger } from "pino";
 import { join } from "node:path";
 import type { AgentConfig } from "../config/schema.js";
 import type { Clock } from "../util/clock.js";
-import type { RecordIdentity, SefRecord, TransitionRecord } from "../contract/record.js";
+import type { RecordIdentity, SefRecord } from "../contract/record.js";
 import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "../contract/record.js";
 import type { OutboxEntry, Sink } from "../sinks/sink.js";
-import type { ImdsClient, ImdsEndpointSource } from "../imds/client.js";
-import type { ScheduledEventsDocument } from "../imds/document.js";
-import { Store, type ReplayFrom, type StoreOptions } from "../store/store.js";
-import { DeadLetterFile } from "../sinks/dead-letter.js";
-import type { Drainer } from "../sinks/drainer.js";
+import type { ImdsEndpointSource } from "../imds/client.js";
+import { Store } from "../store/store.js";
+import { Outbox, type ReplayFrom } from "../delivery/outbox.js";
+import { DeadLetterFile } from "../delivery/dead-letter.js";
+import type { Drainer } from "../delivery/drainer.js";
 import { AgentMetrics } from "../observability/metrics.js";
+import type { Counter } from "../observability/prom-client.js";
 import { PollStage, type PollStats } from "./poll-stage.js";
 import { CollectStage } from "./collect-stage.js";
 import { CommitStage } from "./commit-stage.js";
 import { DrainStage } from "./drain-stage.js";
+import { ActStage } from "./act-stage.js";
+import { HeartbeatStage } from "./heartbeat-stage.js";
+import type { RecordsCommitted } from "./records-committed.js";
 import { loadOrCreateAgentId } from "./agent-id.js";
 import { settlesWithin } from "../util/deadline.js";
 
@@ -36,84 +41,85 @@ export interface AgentDependencies {
   metrics?: AgentMetrics;
   /** `--replay-from`: make the records still held from this point on pending again for every configured sink. */
   replayFrom?: ReplayFrom;
-  /** Schema steps of modules keeping their own tables in the store's database (see StoreOptions.migrations). */
-  storeMigrations?: StoreOptions["migrations"];
-  /** The discovered IMDS endpoint (imds/discovery); without it the client uses `imdsUrl` or the link-local default. */
-  imdsEndpoint?: ImdsEndpointSource;
+  /**
+   * The discovered IMDS endpoint (imds/discovery); without it the client uses `imdsUrl` or the link-local default.
+   * Its `snapshot` (when it has one) names the endpoint's source in heartbeats.
+   */
+  imdsEndpoint?: ImdsEndpointSource & { snapshot?(): { source: string | null } };
 }
 
 export class Agent {
   readonly metrics: AgentMetrics;
   readonly store: Store;
+  readonly outbox: Outbox;
   private readonly poll: PollStage;
   private readonly collect: CollectStage;
   private readonly commit: CommitStage;
   private readonly drain: DrainStage;
+  private readonly act: ActStage;
+  private readonly heartbeat: HeartbeatStage;
   /** This installation's persisted id (agent-id.ts): in every record and RecordId. */
   readonly agentId: string;
   private readonly stopController = new AbortController();
-  private readonly transitionListeners: Array<(records: TransitionRecord[]) => void> = [];
   private readonly stopHooks: Array<() => Promise<void>> = [];
-  /** Events approved by an agent of the previous layout (lower-cased EventId); the action ledger holds new ones. */
-  readonly approvedEvents: { has(eventKey: string): boolean };
 
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
     this.metrics = deps.metrics ?? new AgentMetrics();
-    this.store = Store.open({
-      dataDir: config.dataDir,
-      maxOutboxBytes: config.maxOutboxBytes,
-      onCheckpointError: (reason) => logger.warn({ reason }, "store checkpoint worker"),
-      ...(deps.storeMigrations ? { migrations: deps.storeMigrations } : {}),
-    });
-    const sinkNames = deps.sinks.map((s) => s.name);
-    const added = this.store.registerSinks(sinkNames, clock.now());
-    if (added.length > 0 && this.store.headSeq() > 0) {
-      logger.info({ sinks: added }, "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)");
-    }
-    if (deps.replayFrom) {
-      for (const sink of sinkNames) {
-        const replayed = this.store.backfill(sink, deps.replayFrom);
-        logger.info({ sink, replayed, from: deps.replayFrom }, "replaying records still held in the outbox (--replay-from)");
-      }
-    }
+    this.store = Store.open({ dataDir: config.dataDir, onCheckpointError: (reason) => logger.warn({ reason }, "store checkpoint worker") });
+    this.outbox = Outbox.open(this.store, { maxOutboxBytes: config.maxOutboxBytes });
+    const sinkNames = this.registerSinks(deps.sinks.map((s) => s.name));
     this.store.markAgentRunning(process.pid, clock.now());
     const id = loadOrCreateAgentId(config.dataDir);
     this.agentId = id.agentId;
     if (id.replaced !== undefined) logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
     else if (id.created) logger.info({ agentId: id.agentId }, "created the agent id of this installation");
     const deadLetters = new DeadLetterFile(join(config.dataDir, "dead-letter"));
-    this.approvedEvents = {
-      has: (key) => this.store.isApproved(key),
-    };
+    const metrics = this.metrics;
+    const agentVersion = deps.agentVersion;
+    const vm = (): RecordIdentity => this.vmIdentity;
 
-    this.collect = new CollectStage(this.store.loadCollectorState());
-    this.commit = new CommitStage({ store: this.store, deadLetters, metrics: this.metrics, logger, clock, maxOutboxBytes: config.maxOutboxBytes });
-    this.drain = new DrainStage({ sinks: deps.sinks, store: this.store, clock, retryPolicy: config.retry, deadLetters, logger, metrics: this.metrics });
+    this.commit = new CommitStage({ outbox: this.outbox, deadLetters, metrics, logger, clock, maxOutboxBytes: config.maxOutboxBytes });
+    this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger });
     this.poll = new PollStage(
       {
         config,
         clock,
         logger,
-        metrics: this.metrics,
+        metrics,
         ...(deps.imdsEndpoint ? { imdsEndpoint: deps.imdsEndpoint } : {}),
         initialVm: this.store.loadVmIdentity() ?? unknownVmIdentity,
-        onIdentity: (vm) => this.store.saveVmIdentity(vm),
+        onIdentity: (identity) => this.store.saveVmIdentity(identity),
         onBlind: () => this.collect.observationGap(),
-        onDocument: (document, nowMs, clockStepMs) => this.onDocument(document, nowMs, clockStepMs),
+        ingest: (document, nowMs, clockStepMs) => this.collect.ingest(document, nowMs, clockStepMs),
       },
       this.stopController.signal,
     );
-    this.commit.onCommitted((entries) => this.drain.wake(entries));
-    this.commit.onCommitted((entries) => this.act(entries));
+    // The followers of the records-committed signal, in the order they hear of a batch: drain, act, heartbeat.
+    this.drain = new DrainStage({ sinks: deps.sinks, outbox: this.outbox, committed: this.commit.committed, clock, retryPolicy: config.retry, deadLetters, logger, metrics });
+    this.act = new ActStage({
+      config,
+      store: this.store,
+      outbox: this.outbox,
+      commit: this.commit,
+      postStartRequest: (ids, signal) => this.poll.imds.postStartRequests(ids, signal),
+      vm,
+      hasPolled: () => this.poll.stats.lastGoodPollMs !== null,
+      clock,
+      logger,
+      metrics,
+      agentVersion,
+    });
+    this.heartbeat = new HeartbeatStage({ intervalMs: config.heartbeatIntervalMs, commit: this.commit, vm, stats: () => this.heartbeatStats(), agentVersion, clock, logger });
     logger.info(
-      { dataDir: config.dataDir, agentId: this.agentId, sinks: sinkNames, resumed: this.collect.resumed, knownEvents: this.collect.state.events.size, outbox: this.store.headSeq() },
+      { dataDir: config.dataDir, agentId: this.agentId, sinks: sinkNames, resumed: this.collect.resumed, knownEvents: this.collect.state.events.size, outbox: this.outbox.headSeq() },
       "agent starting",
     );
   }
 
-  get imds(): ImdsClient {
-    return this.poll.imds;
+  /** The records-committed signal (each durable batch of outbox entries). */
+  get committed(): RecordsCommitted {
+    return this.commit.committed;
   }
 
   get drainers(): readonly Drainer[] {
@@ -133,12 +139,7 @@ export class Agent {
     return this.deps.agentVersion;
   }
 
-  /** Called with the transition records of each document once they are durable (hooks, approvals). */
-  onTransitions(listener: (records: TransitionRecord[]) => void): void {
-    this.transitionListeners.push(listener);
-  }
-
-  /** Runs after polling stopped and before the sinks flush and the store closes (heartbeats, hooks). */
+  /** Runs after polling stopped, before the actions and heartbeats stop and the sinks flush (e.g. IMDS discovery). */
   beforeStop(hook: () => Promise<void>): void {
     this.stopHooks.push(hook);
   }
@@ -149,7 +150,7 @@ export class Agent {
     const { lastGoodPollMs } = this.poll.stats;
     return {
       lastGoodPollAgeMs: lastGoodPollMs === null ? null : nowMs - lastGoodPollMs,
-      storeWritable: this.store.isWritable(),
+      storeWritable: this.store.isWritable() && !this.outbox.isEvictionBlocked(),
       sinks: this.drain.sinkHealth(nowMs),
     };
   }
@@ -159,8 +160,11 @@ export class Agent {
     return this.drain.undelivered();
   }
 
-  /** Statistics carried in heartbeat records. */
-  heartbeatStats(): Record<string, unknown> {
+  /**
+   * Statistics carried in heartbeat records; `deadLettered`: records dead-lettered per sink since the agent started
+   * (the fleet workbook's health view).
+   */
+  async heartbeatStats(): Promise<Record<string, unknown>> {
     const stats = this.poll.stats;
     return {
       polls: stats.ok,
@@ -169,6 +173,8 @@ export class Agent {
       knownEvents: this.collect.state.events.size,
       incarnation: this.collect.state.lastIncarnation,
       undelivered: this.drain.undelivered(),
+      imdsEndpointSource: this.deps.imdsEndpoint?.snapshot?.()?.source ?? null,
+      deadLettered: await countsBySink(this.metrics.deadLetters),
     };
   }
 
@@ -181,7 +187,10 @@ export class Agent {
     await this.poll.prepare();
   }
 
+  /** Starts the actions and the heartbeats (one at once), the sinks' drain loops, then polling. */
   start(): void {
+    this.act.start();
+    this.heartbeat.start();
     this.drain.start();
     this.poll.start();
   }
@@ -191,7 +200,7 @@ export class Agent {
     return this.poll.pollOnce();
   }
 
-  /** Appends records that are not transitions (heartbeats, approvals, hooks) and wakes the sinks. */
+  /** Appends records that are not transitions (tools and tests) through the commit stage. */
   appendRecords(records: readonly SefRecord[]): OutboxEntry[] {
     return this.commit.append(records);
   }
@@ -202,7 +211,7 @@ export class Agent {
     if (this.stopController.signal.aborted) return;
     this.stopController.abort(new Error("agent stopping"));
     await this.poll.stopped();
-    for (const hook of this.stopHooks) {
+    for (const hook of [...this.stopHooks, () => this.act.stop(), () => this.heartbeat.stop()]) {
       const stopped = hook().catch((err: unknown) => logger.warn({ err }, "stopping a service failed"));
       if (!(await settlesWithin(stopped, stopHookTimeoutMs))) logger.warn({ timeoutMs: stopHookTimeoutMs }, "a service did not stop in time; leaving it");
     }
@@ -218,36 +227,25 @@ export class Agent {
     logger.info({ left }, "agent stopped");
   }
 
-  /** Collect → commit for one fetched document; returns whether it changed anything. */
-  private onDocument(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
-    const { config, logger, agentVersion } = this.deps;
-    const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
-    const result = this.collect.collect(document, {
-      nowMs,
-      vm: this.vmIdentity,
-      agentVersion,
-      // The collector measures gaps on wall time: after a step back, shorten the threshold by the step so a real
-      // gap is still seen. A step forward is left as it is: it may be a VM pause catching up, worth flagging.
-      gapThresholdMs: gapThresholdMs + Math.min(0, clockStepMs),
-      emittedRetentionMs: config.emittedRetentionMs,
-    });
-    // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
-    const entries = result.changed ? this.commit.commitDocument(result.state, [...result.records, ...result.malformed], nowMs) : [];
-    for (const m of result.malformed) {
-      this.metrics.malformedEvents.inc({ reason: m.Outcome });
-      logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");
+  /** Registers the configured sinks in the outbox (and replays on `--replay-from`); returns their names. */
+  private registerSinks(sinkNames: string[]): string[] {
+    const { clock, logger, replayFrom } = this.deps;
+    const added = this.outbox.registerSinks(sinkNames, clock.now());
+    if (added.length > 0 && this.outbox.headSeq() > 0) {
+      logger.info({ sinks: added }, "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)");
     }
-    this.collect.adopt(result.state);
-    for (const status of ["Scheduled", "Started"] as const) this.metrics.eventsByStatus.set({ status }, this.collect.eventsWithStatus(status));
-    if (entries.length > 0) {
-      logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
+    if (replayFrom) {
+      for (const sink of sinkNames) {
+        const replayed = this.outbox.backfill(sink, replayFrom);
+        logger.info({ sink, replayed, from: replayFrom }, "replaying records still held in the outbox (--replay-from)");
+      }
     }
-    return result.changed;
+    return sinkNames;
   }
+}
 
-  /** Act stage: hand durable transition records to the listeners (hooks, approvals). */
-  private act(entries: readonly OutboxEntry[]): void {
-    const transitions = entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record] : []));
-    if (transitions.length > 0) for (const listener of this.transitionListeners) listener(transitions);
-  }
+/** A per-sink counter's values as `{ sink: count }`. */
+async function countsBySink(counter: Counter<"sink">): Promise<Record<string, number>> {
+  const { values } = await counter.get();
+  return Object.fromEntries(values.map((v) => [String(v.labels.sink), v.value]));
 }

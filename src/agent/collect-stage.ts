@@ -1,15 +1,34 @@
-// Collect stage: owns the collector state and turns each fetched document into transition records (pure logic in
-// collector/transitions.ts). A failed poll is an observation gap. The new state is adopted only once committed.
+// Collect stage: owns the collector state and ingests each fetched document: the pure collector
+// (collector/transitions.ts) turns it into transition records, the commit stage makes the new state and the records
+// durable together, and only then is the new state adopted. A failed poll is an observation gap.
+import type { Logger } from "pino";
+import type { AgentConfig } from "../config/schema.js";
+import type { RecordIdentity } from "../contract/record.js";
 import type { CollectorState } from "../collector/state.js";
-import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext, type CollectResult } from "../collector/transitions.js";
+import { applyDocument, applyPollFailure, resumeAfterRestart } from "../collector/transitions.js";
 import type { ScheduledEventsDocument } from "../imds/document.js";
+import type { AgentMetrics } from "../observability/metrics.js";
+import type { CommitStage } from "./commit-stage.js";
+
+export interface CollectStageOptions {
+  config: Pick<AgentConfig, "gapThresholdMs" | "pollIntervalMs" | "emittedRetentionMs">;
+  commit: CommitStage;
+  /** The identity records carry (VM and AgentId), read at each document. */
+  vm: () => RecordIdentity;
+  agentVersion: string;
+  metrics: AgentMetrics;
+  logger: Logger;
+}
 
 export class CollectStage {
   private current: CollectorState;
   /** Whether the store held a state from an earlier run. */
   readonly resumed: boolean;
 
-  constructor(loaded: CollectorState) {
+  constructor(
+    loaded: CollectorState,
+    private readonly options: CollectStageOptions,
+  ) {
     this.resumed = loaded.lastSuccessMs !== null;
     this.current = this.resumed ? resumeAfterRestart(loaded) : loaded;
   }
@@ -18,13 +37,34 @@ export class CollectStage {
     return this.current;
   }
 
-  /** The records a document implies and the state after it; call `adopt` once they are durable. */
-  collect(document: ScheduledEventsDocument, context: CollectContext): CollectResult {
-    return applyDocument(this.current, document, context);
-  }
-
-  adopt(state: CollectorState): void {
-    this.current = state;
+  /**
+   * Collect → commit → adopt for one document fetched at wall time `nowMs` (`clockStepMs`: the wall-clock step noticed
+   * since the last good poll). Returns whether it changed anything; throws (state unchanged) when the commit fails.
+   */
+  ingest(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
+    const { config, commit, metrics, logger, agentVersion } = this.options;
+    const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
+    const result = applyDocument(this.current, document, {
+      nowMs,
+      vm: this.options.vm(),
+      agentVersion,
+      // The collector measures gaps on wall time: after a step back, shorten the threshold by the step so a real
+      // gap is still seen. A step forward is left as it is: it may be a VM pause catching up, worth flagging.
+      gapThresholdMs: gapThresholdMs + Math.min(0, clockStepMs),
+      emittedRetentionMs: config.emittedRetentionMs,
+    });
+    // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
+    const entries = result.changed ? commit.commitDocument(result.state, [...result.records, ...result.malformed], nowMs) : [];
+    for (const m of result.malformed) {
+      metrics.malformedEvents.inc({ reason: m.Outcome });
+      logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");
+    }
+    this.current = result.state;
+    for (const status of ["Scheduled", "Started"] as const) metrics.eventsByStatus.set({ status }, this.eventsWithStatus(status));
+    if (entries.length > 0) {
+      logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
+    }
+    return result.changed;
   }
 
   /** The agent was blind for a moment (a failed request): the next document is checked for a gap. */

@@ -1,17 +1,18 @@
-// Commit stage: the one writer of records into the store. Commits a document's state with its records (or appends
-// records of other kinds), counts them, keeps the outbox within its cap, then hands the entries to its listeners
-// (the drain stage and the actions).
+// Commit stage: the one writer of records into the outbox. Commits a document's state with its records (or appends
+// records of other kinds: heartbeats, hooks, approvals), counts them, keeps the outbox within its cap, then announces
+// the durable entries on the records-committed signal (followed by the drain, act and heartbeat stages).
 import type { Logger } from "pino";
 import type { SefRecord } from "../contract/record.js";
 import type { CollectorState } from "../collector/state.js";
-import type { Store } from "../store/store.js";
-import type { OutboxEntry } from "../store/outbox-entry.js";
-import type { DeadLetterFile } from "../sinks/dead-letter.js";
+import type { Outbox } from "../delivery/outbox.js";
+import type { OutboxEntry } from "../sinks/sink.js";
+import type { DeadLetterFile } from "../delivery/dead-letter.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { Clock } from "../util/clock.js";
+import { RecordsCommitted } from "./records-committed.js";
 
 export interface CommitStageOptions {
-  store: Store;
+  outbox: Outbox;
   deadLetters: DeadLetterFile;
   metrics: AgentMetrics;
   logger: Logger;
@@ -20,25 +21,21 @@ export interface CommitStageOptions {
 }
 
 export class CommitStage {
-  private readonly listeners: Array<(entries: readonly OutboxEntry[]) => void> = [];
+  /** Announces each durable batch of entries. */
+  readonly committed = new RecordsCommitted();
 
   constructor(private readonly options: CommitStageOptions) {}
 
-  /** Called with each durable batch of entries (never empty). */
-  onCommitted(listener: (entries: readonly OutboxEntry[]) => void): void {
-    this.listeners.push(listener);
-  }
-
   /** Saves the collector state and its records in one transaction; throws (nothing saved) when the store fails. */
   commitDocument(state: CollectorState, records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    const entries = this.options.store.commitDocument(state, records, nowMs);
+    const entries = this.options.outbox.commitDocument(state, records, nowMs);
     this.afterCommit(entries);
     return entries;
   }
 
-  /** Appends records that are not transitions (heartbeats, approvals, hooks). */
+  /** Appends records that are not transitions (heartbeats, approvals, hooks); joins a transaction the caller holds. */
   append(records: readonly SefRecord[]): OutboxEntry[] {
-    const entries = this.options.store.append(records, this.options.clock.now());
+    const entries = this.options.outbox.append(records, this.options.clock.now());
     this.afterCommit(entries);
     return entries;
   }
@@ -47,14 +44,14 @@ export class CommitStage {
     if (entries.length === 0) return;
     for (const e of entries) this.options.metrics.recordsWritten.inc({ type: e.record.RecordType });
     this.evictOverCap();
-    for (const listener of this.listeners) listener(entries);
+    this.committed.announce(entries);
   }
 
-  /** Keeps the outbox within its cap: dead-letter lines on disk first, then the records leave (see Store.evictOverCap). */
+  /** Keeps the outbox within its cap: dead-letter lines on disk first, then the records leave (see Outbox.evictOverCap). */
   private evictOverCap(): void {
-    const { store, deadLetters, metrics, logger, clock, maxOutboxBytes } = this.options;
+    const { outbox, deadLetters, metrics, logger, clock, maxOutboxBytes } = this.options;
     try {
-      const counts = store.evictOverCap((items) => deadLetters.writeSync(items, clock.now()));
+      const counts = outbox.evictOverCap(deadLetters, clock.now());
       let total = 0;
       for (const [sink, c] of counts) {
         if (c.pending > 0) metrics.outboxEvicted.inc({ sink, reason: "over_cap" }, c.pending);

@@ -1,11 +1,13 @@
-// Drain stage: one Drainer per sink over the shared ledger. Woken by new entries (urgent ones end a linger), it reports
-// each sink's health for /readyz and what is still undelivered, and flushes within a deadline at shutdown.
-import type { OutboxEntry } from "../store/outbox-entry.js";
-import { isUrgent, type Sink } from "../sinks/sink.js";
-import { Drainer, type DrainerOptions } from "../sinks/drainer.js";
+// Drain stage: one Drainer (delivery/drainer.ts) per sink over the shared outbox. Follows the records-committed signal
+// (urgent records end a linger), reports each sink's health for /readyz and what is still undelivered, and flushes
+// within a deadline at shutdown.
+import { isUrgent, type OutboxEntry, type Sink } from "../sinks/sink.js";
+import { Drainer, type DrainerOptions } from "../delivery/drainer.js";
+import type { RecordsCommitted } from "./records-committed.js";
 
 export interface DrainStageOptions extends Omit<DrainerOptions, "sink" | "random"> {
   sinks: readonly Sink[];
+  committed: RecordsCommitted;
 }
 
 export class DrainStage {
@@ -16,7 +18,7 @@ export class DrainStage {
       (sink) =>
         new Drainer({
           sink,
-          store: options.store,
+          outbox: options.outbox,
           clock: options.clock,
           retryPolicy: options.retryPolicy,
           deadLetters: options.deadLetters,
@@ -24,6 +26,7 @@ export class DrainStage {
           metrics: options.metrics,
         }),
     );
+    options.committed.follow((entries) => this.wake(entries));
   }
 
   start(): void {
@@ -43,7 +46,7 @@ export class DrainStage {
   sinkHealth(nowMs: number): Array<{ name: string; stuckForMs: number; deadLetteredSinceDelivery: number; needsOperator: string | null }> {
     return this.drainers.map((d) => {
       const status = d.status();
-      const waiting = this.options.store.depth(d.name).records > 0;
+      const waiting = this.options.outbox.depth(d.name).records > 0;
       return {
         name: d.name,
         stuckForMs: waiting ? Math.max(0, nowMs - status.lastProgressMs) : 0,
@@ -55,7 +58,7 @@ export class DrainStage {
 
   /** Pending records per sink (O(1) counters). */
   undelivered(): Record<string, number> {
-    return Object.fromEntries(this.drainers.map((d) => [d.name, this.options.store.depth(d.name).records]));
+    return Object.fromEntries(this.drainers.map((d) => [d.name, this.options.outbox.depth(d.name).records]));
   }
 
   /** Lets each sink flush until `deadlineMs`, then closes them; what is left stays pending in the ledger. */

@@ -1,5 +1,5 @@
 // Poll stage: owns the IMDS client, the poll schedule and its backoff, poll statistics, and the VM identity
-// (instance metadata, refreshed now and then). Each fetched document goes to `onDocument`; what that throws is a
+// (instance metadata, refreshed now and then). Each fetched document goes to `ingest` (the collect stage); what that throws is a
 // store failure (nothing committed; the next poll tries again).
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
@@ -42,7 +42,7 @@ export interface PollStageOptions {
    * A document arrived at wall time `nowMs`; `clockStepMs` is the wall-clock step noticed since the last good poll
    * (0 when none). Returns whether it changed anything. Throws when it cannot be committed.
    */
-  onDocument(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean;
+  ingest(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean;
 }
 
 export class PollStage {
@@ -129,7 +129,7 @@ export class PollStage {
       const nowMs = clock.now();
       const endedMs = clock.monotonicMs();
       const stepMs = this.noticeClockStep(nowMs, endedMs);
-      const changed = this.options.onDocument(fetched.document, nowMs, stepMs);
+      const changed = this.options.ingest(fetched.document, nowMs, stepMs);
       this.recordPoll(changed ? "ok" : "unchanged", startedMs, endedMs);
       if (endedMs - startedMs > Math.max(2000, 2 * config.pollIntervalMs)) {
         logger.warn({ latencyMs: Math.round(endedMs - startedMs) }, "IMDS answered slowly (its first call after enabling may take up to 2 minutes)");

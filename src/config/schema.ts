@@ -10,8 +10,8 @@ import { metricsServerConfigSchema, readinessConfigSchema } from "../observabili
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
 import { imdsDefaults } from "../imds/client.js";
-import { defaultRetryPolicy } from "../util/retry-policy.js";
-import { storeDefaults } from "../store/store.js";
+import { defaultRetryPolicy } from "../delivery/retry-policy.js";
+import { outboxDefaults } from "../delivery/outbox.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";
 import { platformDataDir } from "./data-dir.js";
@@ -47,7 +47,7 @@ export const agentConfigSchema = z.strictObject({
   /** Emitted (EventId, status) keys are kept this long after the event ended (at least 7 days). */
   emittedRetentionMs: z._default(z.number().check(z.int(), z.minimum(7 * 24 * 3600 * 1000, "must be at least 7 days")), 7 * 24 * 3600 * 1000),
   /** Outbox size cap in bytes of JSON; past it the oldest records are dead-lettered as "store-overflow". */
-  maxOutboxBytes: z._default(z.number().check(z.int(), z.minimum(1024 * 1024)), storeDefaults.maxOutboxBytes),
+  maxOutboxBytes: z._default(z.number().check(z.int(), z.minimum(1024 * 1024)), outboxDefaults.maxOutboxBytes),
   /** Heartbeat record period in milliseconds; 0 turns heartbeats off. */
   heartbeatIntervalMs: z._default(z.number().check(z.int(), z.minimum(0)), defaultHeartbeatIntervalMs),
   retry: z._default(

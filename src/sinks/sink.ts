@@ -1,12 +1,19 @@
-// The contract between the drainer and a sink: a sink sends one batch and says, per record, what became of it;
-// it keeps no delivery state. The shared drainer (sinks/drainer.ts) owns the ledger, retries, backoff and dead-letters.
+// The contract between the drainer and a sink: a sink sends one batch of outbox entries and says, per record, what
+// became of it; it keeps no delivery state and never retries. The drainer (delivery/drainer.ts) owns the ledger, the
+// one retry loop (backoff, server hints) and dead-letters.
 import type { Logger } from "pino";
 import type * as z from "zod/mini";
 import type { SefRecord } from "../contract/record.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import type { OutboxEntry } from "../store/outbox-entry.js";
 
-export type { OutboxEntry } from "../store/outbox-entry.js";
+/** One record as the outbox hands it to a sink: its position, the record, and its JSON as stored (what sinks send). */
+export interface OutboxEntry {
+  /** Position in the outbox (monotonic, starts at 1). */
+  readonly seq: number;
+  readonly record: SefRecord;
+  /** The record serialized as JSON (what file and HTTP sinks write verbatim). */
+  readonly json: string;
+}
 
 /**
  * What became of one record of a send. Outcomes are values, not exceptions:

@@ -1,71 +1,48 @@
-// The durable store (SQLite, WAL, synchronous=FULL) in the data directory: collector state, emitted keys, the outbox
-// and its delivery ledger (ledger.ts). A document's state change and its records commit in one transaction.
+// The durable store (SQLite, WAL, synchronous=FULL) in the data directory: it opens the database and keeps the
+// collector state, the VM identity, the remembered IMDS endpoint and the running agent's pid mark. The outbox and its
+// delivery ledger (delivery/outbox.ts) and the action ledger (actions/action-ledger.ts) keep their own tables in it.
 import { DatabaseSync } from "node:sqlite";
 import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
-import type { SefRecord, VmIdentity } from "../contract/record.js";
-import type { OutboxEntry } from "./outbox-entry.js";
+import type { VmIdentity } from "../contract/record.js";
 import type { CollectorState, TrackedEvent, EmittedKey } from "../collector/state.js";
 import { emptyCollectorState } from "../collector/state.js";
 import { StoreError } from "./errors.js";
-import { ActionLedger, migrateActionLedger } from "./action-ledger.js";
 import { query, transaction } from "./sql.js";
 import { WalCheckpointer, safetyNetPages } from "./wal-checkpointer.js";
-import {
-  DeliveryLedger,
-  ledgerSchemaSql,
-  type DeadLetterEntry,
-  type EvictedDelivery,
-  type EvictionCounts,
-  type LedgerOutcome,
-  type ReplayFrom,
-  type SinkLedgerStatus,
-} from "./ledger.js";
-
-export type { DeadLetterEntry, EvictedDelivery, EvictionCounts, LedgerOutcome, ReplayFrom, SinkLedgerStatus } from "./ledger.js";
 
 export interface StoreOptions {
   dataDir: string;
-  /** Cap on the JSON bytes held in the outbox; past it the oldest records are evicted (see `evictOverCap`). */
-  maxOutboxBytes: number;
-  /**
-   * Extra schema steps of modules that keep their own tables in the same database (run after the store's own,
-   * at every open; they must be idempotent, e.g. CREATE TABLE IF NOT EXISTS).
-   */
-  migrations?: ReadonlyArray<(db: DatabaseSync) => void>;
   /** Checkpoint the write-ahead log from a worker thread (default true; see wal-checkpointer.ts). */
   checkpointInWorker?: boolean;
   /** Told when the checkpoint worker fails (the store goes on; SQLite checkpoints by itself). */
   onCheckpointError?: (reason: string) => void;
 }
 
-export const storeDefaults = { maxOutboxBytes: 256 * 1024 * 1024 } as const;
+/** What a writer tells the store about one transaction (see `Store.write`). */
+export interface WriteHooks {
+  /** Bytes the transaction added or removed (feeds the checkpoint worker's threshold). */
+  bytesWritten?: () => number;
+  /** The transaction rolled back: re-read what the writer caches. */
+  onRollback?: () => void;
+}
 
-/** Why records left the outbox unsent: the only eviction reason today. */
-export const overCapReason = "evicted: the outbox was over maxOutboxBytes before this sink took the record";
-
-const schemaVersion = 2;
+export const schemaVersion = 2;
 
 export class Store {
   readonly path: string;
+  /** True for a store opened with `openReadOnly` (nothing may be written). */
+  readonly readOnly: boolean;
   private readonly db: DatabaseSync;
   private readonly statements;
-  /** Persisted state of hooks and approvals (see src/actions/action-runner.ts). */
-  readonly actions: ActionLedger;
-  private readonly ledger: DeliveryLedger;
   private lastWriteFailed = false;
-  private evictionBlocked = false;
   /** Writable stores only: checkpoints the log off the agent's thread. */
   private readonly checkpointer: WalCheckpointer | undefined;
 
-  private constructor(
-    path: string,
-    db: DatabaseSync,
-    private readonly options: StoreOptions,
-    checkpointer?: WalCheckpointer,
-  ) {
+  private constructor(path: string, db: DatabaseSync, readOnly: boolean, checkpointer?: WalCheckpointer) {
     this.path = path;
     this.db = db;
+    this.readOnly = readOnly;
     this.statements = {
       getMeta: query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?"),
       deleteMeta: query<[string], never>(db, "DELETE FROM meta WHERE key = ?"),
@@ -76,10 +53,7 @@ export class Store {
       allEmitted: query<[], { key: string; emitted_ms: number; ended_ms: number | null }>(db, "SELECT * FROM emitted"),
       deleteEmitted: query<[], never>(db, "DELETE FROM emitted"),
       insertEmitted: query<[string, number, number | null], never>(db, "INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)"),
-      readAfter: query<[number, number], { seq: number; json: string }>(db, "SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?"),
     };
-    this.ledger = new DeliveryLedger(db);
-    this.actions = new ActionLedger(db);
     this.checkpointer = checkpointer;
   }
 
@@ -99,16 +73,11 @@ export class Store {
       const check = Object.values(db.prepare("PRAGMA quick_check").get() ?? {})[0];
       if (check !== "ok") throw new StoreError(`store ${path} is corrupt (${String(check)})`, path, "corrupt");
       const opened = db;
-      transaction(opened, () => {
-        migrate(opened);
-        for (const step of options.migrations ?? []) step(opened);
-        // Next-attempt times are monotonic, meaningful only within one process: every pending record is due at start.
-        opened.exec("UPDATE deliveries SET next_attempt_ms = 0 WHERE state = 'pending' AND next_attempt_ms <> 0");
-      });
+      transaction(opened, () => migrate(opened));
       probeWritable(db);
-      if (options.checkpointInWorker === false) return new Store(path, db, options);
+      if (options.checkpointInWorker === false) return new Store(path, db, false);
       db.exec(`PRAGMA wal_autocheckpoint = ${safetyNetPages}`);
-      return new Store(path, db, options, new WalCheckpointer({ path, ...(options.onCheckpointError ? { onError: options.onCheckpointError } : {}) }));
+      return new Store(path, db, false, new WalCheckpointer({ path, ...(options.onCheckpointError ? { onError: options.onCheckpointError } : {}) }));
     } catch (err) {
       if (db?.isOpen) db.close();
       throw translateOpenError(err, path);
@@ -129,14 +98,14 @@ export class Store {
       if (Number(version?.value ?? 0) !== schemaVersion) {
         throw new StoreError(`store ${path} has schema version ${version?.value ?? "none"}; start the agent once to upgrade it to ${schemaVersion}`, path, "schema");
       }
-      return new Store(path, db, { dataDir, maxOutboxBytes: Number.MAX_SAFE_INTEGER });
+      return new Store(path, db, true);
     } catch (err) {
       if (db?.isOpen) db.close();
       throw translateOpenError(err, path);
     }
   }
 
-  /** The open database, for modules that keep their own tables beside the store's (see `StoreOptions.migrations`). */
+  /** The open database, for the modules that keep their own tables in it (the outbox, the action ledger). */
   get database(): DatabaseSync {
     return this.db;
   }
@@ -164,117 +133,15 @@ export class Store {
     return state;
   }
 
-  /**
-   * Saves the collector state and appends the records (pending for every registered sink) in one transaction:
-   * either both are durable or neither is. Returns the appended entries (with their outbox positions).
-   */
-  commitDocument(state: CollectorState, records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    return this.write(() => {
+  /** Saves the collector state; inside a caller's transaction (a document's state and its records) it joins it. */
+  saveCollectorState(state: CollectorState): void {
+    this.write(() => {
       this.setMetaJson("collector", { lastIncarnation: state.lastIncarnation, lastDocumentHash: state.lastDocumentHash, lastSuccessMs: state.lastSuccessMs });
       this.statements.deleteEvents.run();
       for (const [key, e] of state.events) this.statements.insertEvent.run(key, e.status, JSON.stringify(e.fields), e.lastSeenMs);
       this.statements.deleteEmitted.run();
       for (const [key, e] of state.emitted as Map<string, EmittedKey>) this.statements.insertEmitted.run(key, e.emittedMs, e.endedMs);
-      return this.ledger.appendRecords(records, nowMs);
     });
-  }
-
-  /** Appends records that do not change the collector state (heartbeats, approvals, hooks). */
-  append(records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    return this.write(() => this.ledger.appendRecords(records, nowMs));
-  }
-
-  /** Records held in the outbox after `seq`, oldest first (whatever their delivery state). */
-  readAfter(seq: number, limit: number): OutboxEntry[] {
-    return this.statements.readAfter.all(seq, limit).map((row) => ({ seq: row.seq, json: row.json, record: JSON.parse(row.json) as SefRecord }));
-  }
-
-  /**
-   * Registers the configured sinks: a new one starts at the head (it gets records appended from now on; see
-   * `backfill`); a sink no longer configured loses its pending and dead-lettered rows. Returns the new names.
-   */
-  registerSinks(names: readonly string[], nowMs: number = Date.now()): string[] {
-    return this.write(() => this.ledger.register(names, nowMs));
-  }
-
-  /** Makes every record still held from `from` on pending for `sink` again (`--replay-from`). Returns how many. */
-  backfill(sink: string, from: ReplayFrom): number {
-    return this.write(() => this.ledger.backfill(sink, from));
-  }
-
-  /** Pending records of `sink` whose next attempt is due, oldest first (only those after `afterSeq`, when given). */
-  due(sink: string, limit: number, nowMs: number, afterSeq = 0): OutboxEntry[] {
-    return this.ledger.due(sink, limit, nowMs, afterSeq);
-  }
-
-  /** Earliest next attempt among the sink's pending records, or null when nothing is pending. */
-  nextAttemptMs(sink: string): number | null {
-    return this.ledger.nextAttemptMs(sink);
-  }
-
-  /** Applies one send's per-record outcomes in one transaction. */
-  applyOutcomes(sink: string, outcomes: readonly LedgerOutcome[], nowMs: number): { delivered: number; retried: number; rejected: number } {
-    return this.write(() => this.ledger.apply(sink, outcomes, nowMs));
-  }
-
-  /** Undelivered records of a sink and the creation time of the oldest (O(1): counters and an index lookup). */
-  depth(sink: string): { records: number; oldestCreatedMs: number | null } {
-    const s = this.ledger.status(sink);
-    return { records: s.pending, oldestCreatedMs: s.oldestPendingCreatedMs };
-  }
-
-  /** Per registered sink: pending, dead-lettered, delivered, oldest pending, last delivery. */
-  status(): SinkLedgerStatus[] {
-    return this.ledger.registeredSinks.map((sink) => this.ledger.status(sink));
-  }
-
-  deadLetters(sink?: string): DeadLetterEntry[] {
-    return this.ledger.deadLetters(sink);
-  }
-
-  /** Makes dead-lettered deliveries pending again; the records keep their RecordId. Returns counts by sink. */
-  replayDeadLetters(filter: { sink?: string; reasonContains?: string }): Map<string, number> {
-    return this.write(() => this.ledger.replay(filter));
-  }
-
-  /** Forgets dead-lettered deliveries (the dead-letter files keep their lines); returns how many, by sink. */
-  purgeDeadLetters(filter: { sink?: string; reasonContains?: string; deadLetteredUpToMs?: number }): Map<string, number> {
-    return this.write(() => this.ledger.purge(filter));
-  }
-
-  /**
-   * Size cap policy: when the outbox holds more than `maxOutboxBytes`, the oldest records are removed (down to 90 %
-   * of the cap). The dead-letter lines of the deliveries still pending go to `writeDeadLetters`, which must make them
-   * durable (fsync) before it returns; if it throws, nothing is deleted, the store reports not writable (readiness)
-   * and the error is rethrown. Returns the evicted counts by sink.
-   */
-  evictOverCap(writeDeadLetters: (items: readonly EvictedDelivery[]) => void): EvictionCounts {
-    if (this.ledger.outboxBytes <= this.options.maxOutboxBytes) {
-      this.evictionBlocked = false;
-      return new Map();
-    }
-    const target = Math.floor(this.options.maxOutboxBytes * 0.9);
-    try {
-      const counts = this.write(() => this.ledger.evictDownTo(target, overCapReason, writeDeadLetters));
-      this.evictionBlocked = false;
-      return counts;
-    } catch (err) {
-      this.evictionBlocked = true;
-      throw err;
-    }
-  }
-
-  headSeq(): number {
-    return this.ledger.headSeq();
-  }
-
-  get bytesInOutbox(): number {
-    return this.ledger.outboxBytes;
-  }
-
-  /** Approvals recorded by agents before the action ledger (read-only: new ones live in the `actions` table). */
-  isApproved(eventKey: string): boolean {
-    return this.statements.getMeta.get(`approved:${eventKey}`) !== undefined;
   }
 
   /** Records which process runs the agent on this store; cleared by `markAgentStopped`. */
@@ -305,25 +172,24 @@ export class Store {
     return this.getMetaJson<{ url: string; source: string }>("imds-endpoint");
   }
 
-  /**
-   * Readiness: the last write committed and no eviction is blocked on its dead-letter file. Never writes (a probe
-   * must not cost a transaction); the next real write tells.
-   */
+  /** Readiness: the last write committed. Never writes (a probe must not cost a transaction); the next real write tells. */
   isWritable(): boolean {
-    return !this.lastWriteFailed && !this.evictionBlocked;
+    return !this.lastWriteFailed;
   }
 
-  /** Runs `body` in one transaction, remembering whether writes succeed (readiness) and re-reading cached totals on rollback. */
-  private write<T>(body: () => T): T {
-    const bytesBefore = this.ledger.outboxBytes;
+  /**
+   * Runs `body` in one IMMEDIATE transaction (or inside the caller's, when one is open), remembering whether writes
+   * succeed (readiness). `hooks` let a writer feed the checkpoint worker and re-read its cached totals on rollback.
+   */
+  write<T>(body: () => T, hooks: WriteHooks = {}): T {
     try {
       const result = transaction(this.db, body);
       this.lastWriteFailed = false;
-      this.checkpointer?.noteWritten(Math.abs(this.ledger.outboxBytes - bytesBefore));
+      if (hooks.bytesWritten) this.checkpointer?.noteWritten(hooks.bytesWritten());
       return result;
     } catch (err) {
       this.lastWriteFailed = true;
-      if (this.db.isOpen) this.ledger.reload();
+      if (this.db.isOpen) hooks.onRollback?.();
       throw err;
     }
   }
@@ -344,29 +210,12 @@ function migrate(db: DatabaseSync): void {
     CREATE TABLE IF NOT EXISTS events (event_key TEXT PRIMARY KEY, status TEXT NOT NULL, fields TEXT NOT NULL, last_seen_ms INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS emitted (key TEXT PRIMARY KEY, emitted_ms INTEGER NOT NULL, ended_ms INTEGER);
   `);
-  migrateActionLedger(db);
   const row = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
   const found = row ? Number(row.value) : 0;
   if (found > schemaVersion) {
     throw new StoreError(`store schema version ${found} is newer than this agent understands (${schemaVersion})`, "", "schema");
   }
-  if (found === 1) migrateCursorsToLedger(db);
-  db.exec(ledgerSchemaSql);
   query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(schemaVersion));
-}
-
-/** Version 1 kept one cursor per sink: every record after a sink's cursor becomes a pending delivery for it. */
-function migrateCursorsToLedger(db: DatabaseSync): void {
-  db.exec("ALTER TABLE outbox ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0; UPDATE outbox SET bytes = LENGTH(CAST(json AS BLOB));");
-  db.exec(ledgerSchemaSql);
-  const nowMs = Date.now();
-  for (const c of query<[], { sink: string; seq: number }>(db, "SELECT sink, seq FROM cursors").all()) {
-    const info = query<[string, number], never>(db, "INSERT INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq > ?").run(c.sink, c.seq);
-    query<[string, number, number], never>(db, "INSERT INTO sinks(sink, pending, registered_ms) VALUES (?, ?, ?)").run(c.sink, Number(info.changes), nowMs);
-  }
-  db.exec("DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq); DROP TABLE cursors;");
-  const bytes = query<[], { n: number | null }>(db, "SELECT SUM(bytes) AS n FROM outbox").get()?.n ?? 0;
-  query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(bytes));
 }
 
 function translateOpenError(err: unknown, path: string): unknown {

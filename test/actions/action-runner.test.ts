@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { ActionRunner, approvalStopGraceMs, type ActionRunnerOptions } from "../../src/actions/action-runner.js";
 import { approvalPolicySchema } from "../../src/actions/approval-policy.js";
 import { hookSchema } from "../../src/actions/hooks.js";
-import { Store } from "../../src/store/store.js";
+import { ActionLedger } from "../../src/actions/action-ledger.js";
+import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { emptyCollectorState } from "../../src/collector/state.js";
 import type { ApprovalRecord, HookRecord, TransitionRecord } from "../../src/contract/record.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
@@ -30,6 +31,13 @@ const reboot = (id: string): TransitionRecord => transition({ EventId: id, Event
 type Status = "Scheduled" | "Started";
 
 /** Commits the record as the collector would: the events' statuses in the state (this one and `others`), the record in the outbox. */
+/** A store with its outbox (`store`) and its action ledger (`store.actions`). */
+type Store = OpenOutbox & { actions: ActionLedger };
+const openStore = (dataDir: string): Store => {
+  const store = openOutbox({ dataDir, maxOutboxBytes: 1 << 30 });
+  return Object.assign(store, { actions: ActionLedger.open(store.opened) });
+};
+
 function commit(store: Store, record: TransitionRecord, status: Status = "Scheduled", others: Array<[TransitionRecord, Status]> = []): void {
   const state = emptyCollectorState();
   for (const [r, st] of [[record, status] as [TransitionRecord, Status], ...others]) {
@@ -70,7 +78,7 @@ describe("ActionRunner", () => {
     const dir = tempDir();
     const runs = join(dir, "runs.log");
     const hooks = [hookSchema.parse({ name: "note", on: ["Scheduled"], command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},"x\\n")`] })];
-    const store = Store.open({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
+    const store = openStore(join(dir, "data"));
     try {
       store.actions.setPlannedThroughSeq(store.headSeq()); // an earlier run had planned everything so far
       commit(store, reboot("11110000-0000-4000-8000-000000000001")); // ...then died before planning this one
@@ -93,14 +101,14 @@ describe("ActionRunner", () => {
     const dir = tempDir();
     const runs = join(dir, "runs.log");
     const hooks = [hookSchema.parse({ name: "note", on: ["Scheduled"], command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},"x\\n")`] })];
-    const store = Store.open({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
+    const store = openStore(join(dir, "data"));
     try {
       commit(store, reboot("22220000-0000-4000-8000-000000000001"));
       const runner = runnerOn(store, { hooks });
       runner.start();
       const fresh = reboot("22220000-0000-4000-8000-000000000002");
       commit(store, fresh);
-      runner.enqueue([fresh]);
+      runner.planCommitted();
       await waitUntil(() => hookRecords(store).length === 1, 10_000, "the hook record");
       await new Promise((r) => setTimeout(r, 200));
       await runner.stop();
@@ -116,13 +124,13 @@ describe("ActionRunner", () => {
     const runs = join(dir, "runs.log");
     const script = `const fs=require("fs");const f=${JSON.stringify(runs)};const n=fs.existsSync(f)?1:0;fs.appendFileSync(f,"x\\n");if(n===0)setTimeout(()=>{},60000);`;
     const hooks = [hookSchema.parse({ name: "drain", on: ["Scheduled"], command: [process.execPath, "-e", script], killGraceMs: 200, onInterrupted: "rerun" })];
-    const store = Store.open({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
+    const store = openStore(join(dir, "data"));
     try {
       const first = runnerOn(store, { hooks });
       first.start();
       const record = reboot("33330000-0000-4000-8000-000000000001");
       commit(store, record);
-      first.enqueue([record]);
+      first.planCommitted();
       await waitUntil(() => countLines(runs) === 1, 10_000, "the hook to start");
       await first.stop();
       expect(hookRecords(store)).toMatchObject([{ Outcome: "Interrupted", ExitCode: -1 }]);
@@ -142,14 +150,14 @@ describe("ActionRunner", () => {
   it("an approval POST whose outcome is unknown (timeout) is recorded Failed and never sent again", async () => {
     const sim = await startSimulator({ scenario: "idle", approvalDelayMs: 3000 });
     const post = startRequestPoster(sim.url, { firstCallTimeoutMs: 300 });
-    const store = Store.open({ dataDir: join(tempDir(), "data"), maxOutboxBytes: 1 << 30 });
+    const store = openStore(join(tempDir(), "data"));
     try {
       const approval = approvalPolicySchema.parse({ mode: "on", rules: [{ eventType: ["Reboot"] }] });
       const runner = runnerOn(store, { approval, postStartRequest: post, approvalAttempts: 3 });
       runner.start();
       const record = reboot("44440000-0000-4000-8000-000000000001");
       commit(store, record);
-      runner.enqueue([record]);
+      runner.planCommitted();
       await waitUntil(() => store.actions.get(`approval:${record.EventId.toLowerCase()}`)?.status === "failed", 10_000, "the approval to fail");
       await new Promise((r) => setTimeout(r, 300)); // time in which a wrong retry would be sent
       expect(sim.status().approvalsHeld).toBe(1);
@@ -167,7 +175,7 @@ describe("ActionRunner", () => {
   it("a refused approval is retried up to approvalAttempts; one whose event is no longer Scheduled is skipped without a POST", async () => {
     const sim = await startSimulator({ scenario: "idle" }); // knows no event: every StartRequests POST is refused (400)
     const post = startRequestPoster(sim.url);
-    const store = Store.open({ dataDir: join(tempDir(), "data"), maxOutboxBytes: 1 << 30 });
+    const store = openStore(join(tempDir(), "data"));
     let polled = false;
     try {
       const approval = approvalPolicySchema.parse({ mode: "on", rules: [{ eventType: ["Reboot"] }] });
@@ -176,9 +184,9 @@ describe("ActionRunner", () => {
       const refused = reboot("55550000-0000-4000-8000-000000000001");
       const started = reboot("55550000-0000-4000-8000-000000000002");
       commit(store, started);
-      runner.enqueue([started]);
+      runner.planCommitted();
       commit(store, refused, "Scheduled", [[started, "Started"]]); // `started` started before the runner got to it
-      runner.enqueue([refused]);
+      runner.planCommitted();
       polled = true;
       await waitUntil(() => store.actions.get(`approval:${refused.EventId.toLowerCase()}`)?.status === "failed", 10_000, "the approval to fail");
       await runner.stop();
@@ -200,14 +208,14 @@ describe("ActionRunner", () => {
     const outcomeAtStop = async (approvalDelayMs: number, id: string) => {
       const sim = await startSimulator({ scenario: "idle", approvalDelayMs });
       const post = startRequestPoster(sim.url);
-      const store = Store.open({ dataDir: join(tempDir(), "data"), maxOutboxBytes: 1 << 30 });
+      const store = openStore(join(tempDir(), "data"));
       try {
         sim.setEvents([{ EventId: id, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false }]);
         const runner = runnerOn(store, { approval, postStartRequest: post });
         runner.start();
         const record = reboot(id);
         commit(store, record);
-        runner.enqueue([record]);
+        runner.planCommitted();
         await waitUntil(() => sim.status().approvalsHeld === 1, 10_000, "the POST to be in flight");
         const stoppedAtMs = Date.now();
         await runner.stop();

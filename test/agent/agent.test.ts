@@ -12,7 +12,7 @@ import { systemClock } from "../../src/util/clock.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { allOutcomes, delivered, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../../src/sinks/sink.js";
-import type { ReplayFrom } from "../../src/store/store.js";
+import type { ReplayFrom } from "../../src/delivery/outbox.js";
 import { unknownVmIdentity, type HeartbeatRecord } from "../../src/contract/record.js";
 import { waitUntil } from "../helpers/agent-process.js";
 
@@ -76,14 +76,14 @@ describe("agent composed of its stages", () => {
     const first = new MemorySink("stdout");
     const agent = agentWith(dataDir, [first, new SlowSink("slow")]);
     const transitions: string[] = [];
-    agent.onTransitions((records) => transitions.push(...records.map((r) => r.EventStatus)));
+    agent.committed.follow((entries) => transitions.push(...entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record.EventStatus] : []))));
     await agent.prepare();
     agent.start();
     await waitUntil(() => first.received.includes("Transition:Started"), 15_000, "the Started transition at the toy sink");
     expect(first.received).toEqual(["Transition:Scheduled", "Transition:Started"]);
     expect(transitions).toEqual(["Scheduled", "Started"]);
     expect(agent.readiness()).toMatchObject({ storeWritable: true, sinks: [{ name: "stdout", stuckForMs: 0 }, { name: "slow" }] });
-    expect(agent.heartbeatStats()).toMatchObject({ undelivered: { stdout: 0, slow: 2 }, knownEvents: 1 });
+    expect(await agent.heartbeatStats()).toMatchObject({ undelivered: { stdout: 0, slow: 2 }, knownEvents: 1 });
     expect(agent.appendRecords([{ ...heartbeatLike(), RecordId: "hb-1" }])).toHaveLength(1);
     await waitUntil(() => first.received.includes("Heartbeat:"), 5000, "the heartbeat at the toy sink");
     await agent.stop();
@@ -92,16 +92,16 @@ describe("agent composed of its stages", () => {
     // The slow sink still holds all three records. A sink added now starts at the head: none of them is its.
     const added = new MemorySink("jsonl:/added");
     const again = agentWith(dataDir, [new MemorySink("stdout"), new SlowSink("slow"), added]);
-    expect(again.store.depth("slow").records).toBe(3);
-    expect(again.store.depth("jsonl:/added").records).toBe(0);
+    expect(again.outbox.depth("slow").records).toBe(3);
+    expect(again.outbox.depth("jsonl:/added").records).toBe(0);
     await again.stop();
     agents.length = 0;
 
     // --replay-from backfills on purpose: what is still held from that point on is pending again for every sink.
     const replaying = agentWith(dataDir, [new MemorySink("stdout"), new SlowSink("slow"), new MemorySink("jsonl:/added")], { seq: 0 });
-    expect(replaying.store.depth("jsonl:/added").records).toBe(3);
-    expect(replaying.store.depth("stdout").records).toBe(3);
-    expect(replaying.store.depth("slow").records).toBe(3);
+    expect(replaying.outbox.depth("jsonl:/added").records).toBe(3);
+    expect(replaying.outbox.depth("stdout").records).toBe(3);
+    expect(replaying.outbox.depth("slow").records).toBe(3);
   });
 });
 

@@ -3,24 +3,24 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
-import { Drainer } from "../../src/sinks/drainer.js";
-import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
+import { openOutbox } from "../helpers/outbox.js";
+import { Drainer } from "../../src/delivery/drainer.js";
+import { DeadLetterFile } from "../../src/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
-import { defaultRetryPolicy } from "../../src/util/retry-policy.js";
+import { defaultRetryPolicy } from "../../src/delivery/retry-policy.js";
 import { systemClock } from "../../src/util/clock.js";
 import type { OutboxEntry, Sink } from "../../src/sinks/sink.js";
 
 /** Appends `backlog` to a fresh store, then times the drainer until nothing is pending (or `timeoutMs` passes). */
 export async function drainBacklogThroughLedger(sink: Sink, backlog: readonly OutboxEntry[], timeoutMs = 600_000): Promise<{ seconds: number; cpuMicroseconds: number }> {
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-ledger-"));
-  const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+  const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
   store.registerSinks([sink.name]);
   for (let i = 0; i < backlog.length; i += 10_000) store.append(backlog.slice(i, i + 10_000).map((e) => e.record), Date.now());
   const drainer = new Drainer({
     sink: { name: sink.name, maxBatchRecords: sink.maxBatchRecords, lingerMs: 0, ...(sink.maxConcurrentSends === undefined ? {} : { maxConcurrentSends: sink.maxConcurrentSends }), send: (b, s) => sink.send(b, s), close: async () => {} },
-    store,
+    outbox: store,
     clock: systemClock,
     retryPolicy: defaultRetryPolicy,
     deadLetters: new DeadLetterFile(join(dir, "dead-letter")),

@@ -14,7 +14,7 @@ import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
 import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
 import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
-import { defaultRetryPolicy, retryDelayMs } from "../../src/util/retry-policy.js";
+import { defaultRetryPolicy, retryDelayMs } from "../../src/delivery/retry-policy.js";
 import type { OutboxEntry } from "../../src/sinks/sink.js";
 import { transitionBacklog } from "./backlog.js";
 

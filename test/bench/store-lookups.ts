@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { Store } from "../../src/store/store.js";
+import { openOutbox } from "../helpers/outbox.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 
@@ -32,7 +32,7 @@ function meanMicroseconds(calls: number, body: () => unknown): number {
 /** Fills one store up to each backlog size in turn (two sinks: one drained, one down) and times the lookups at each. */
 export async function benchStoreLookups(backlogs: readonly number[] = [1_000, 10_000, 100_000, 1_000_000]): Promise<LookupFigures[]> {
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-store-"));
-  const store = Store.open({ dataDir: dir, maxOutboxBytes: Number.MAX_SAFE_INTEGER });
+  const store = openOutbox({ dataDir: dir, maxOutboxBytes: Number.MAX_SAFE_INTEGER });
   store.registerSinks(["down"]);
   const figures: LookupFigures[] = [];
   let filled = 0;

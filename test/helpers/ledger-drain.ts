@@ -3,13 +3,13 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
-import { Drainer } from "../../src/sinks/drainer.js";
-import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
+import { openOutbox } from "./outbox.js";
+import { Drainer } from "../../src/delivery/drainer.js";
+import { DeadLetterFile } from "../../src/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import type { OutboxEntry, SendOutcomes, Sink } from "../../src/sinks/sink.js";
-import type { RetryPolicy } from "../../src/util/retry-policy.js";
+import type { RetryPolicy } from "../../src/delivery/retry-policy.js";
 import type { Clock } from "../../src/util/clock.js";
 
 export interface LedgerDrainResult {
@@ -52,7 +52,7 @@ export async function drainThroughLedger(
   options: { clock?: Clock; retryPolicy?: RetryPolicy; maxAttempts?: number; deadlineMs?: number } = {},
 ): Promise<LedgerDrainResult> {
   const dir = mkdtempSync(join(tmpdir(), "sef-ledger-drain-"));
-  const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+  const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
   const baseClock = options.clock ?? instantClock();
   const waitsMs: number[] = [];
   const clock: Clock = {
@@ -89,7 +89,7 @@ export async function drainThroughLedger(
   appended.forEach((e, i) => testSeq.set(e.seq, all[i]!.seq));
   const drainer = new Drainer({
     sink: counting,
-    store,
+    outbox: store,
     clock,
     retryPolicy: options.retryPolicy ?? { initialDelayMs: 10, maxDelayMs: 300_000, multiplier: 2 },
     deadLetters: new DeadLetterFile(join(dir, "dead-letter")),

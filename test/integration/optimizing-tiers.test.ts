@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { Store } from "../../src/store/store.js";
+import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
 import { heartbeatRecord } from "../helpers/records.js";
 import { backlogForOptimizingTiers, isBacklog } from "../../src/cli/optimizing-tiers.js";
 import { cliPath, logLines, readJsonl, waitUntil } from "../helpers/agent-process.js";
@@ -74,7 +74,7 @@ describe("the optimizing compilers of `sef run`", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-tiers-backlog-"));
     const out = join(dir, "out.jsonl");
     const records = 3 * backlogForOptimizingTiers;
-    const store = Store.open({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
     store.registerSinks([`jsonl:${out}`]);
     store.append(Array.from({ length: records }, (_, i) => heartbeatRecord(i, { tag: "backlog" })), Date.now());
     store.close();

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
+import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
 import { heartbeatRecord } from "../helpers/records.js";
 import { acquire as acquireDataDir } from "../../src/store/data-dir-lock.js";
 import { runCli } from "../helpers/agent-process.js";
@@ -20,7 +20,7 @@ async function sef(...args: string[]): Promise<{ code: number | string; stdout: 
 describe("ledger commands", () => {
   it("show status and dead-letters read-only, and replay them once no agent holds the data directory", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "sef-ledger-cli-"));
-    const store = Store.open({ dataDir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["webhook", "stdout"]);
     store.append([record(1), record(2), record(3)], Date.now() - 60_000);
     store.applyOutcomes("stdout", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), Date.now());
@@ -57,14 +57,14 @@ describe("ledger commands", () => {
     const twice = await sef("dead-letter", "replay", "--data-dir", dataDir);
     expect(JSON.parse(twice.stdout)).toEqual({ replayed: 0, bySink: {} });
 
-    const after = Store.openReadOnly(dataDir);
+    const after = openOutboxReadOnly(dataDir);
     expect(after.due("webhook", 10, Date.now()).map((e) => e.record.RecordId)).toEqual(["rid-1", "rid-3"]);
     after.close();
   });
 
   it("purges dead-letters for good, by sink, reason and age, once no agent holds the data directory", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "sef-ledger-purge-"));
-    const store = Store.open({ dataDir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["webhook", "loganalytics"]);
     store.append([record(1), record(2), record(3), record(4)], Date.now());
     const tenDaysAgo = Date.now() - 10 * 86_400_000;
@@ -95,7 +95,7 @@ describe("ledger commands", () => {
     const rest = await sef("dead-letter", "purge", "--data-dir", dataDir, "--sink", "loganalytics");
     expect(JSON.parse(rest.stdout)).toMatchObject({ purged: 1, bySink: { loganalytics: 1 } });
 
-    const after = Store.openReadOnly(dataDir);
+    const after = openOutboxReadOnly(dataDir);
     expect(after.deadLetters().map((d) => [d.sink, d.recordId])).toEqual([["webhook", "rid-2"]]);
     expect(after.status().map((s) => [s.sink, s.pending, s.deadLettered])).toEqual([
       ["loganalytics", 1, 0],

@@ -1,12 +1,14 @@
-// The SQLite store on a real file: atomic commits, the delivery ledger, dead-letters and replay, the size cap, upgrades,
-// read-only opening, and clear errors.
+// The SQLite store and its outbox on a real file: atomic commits, the delivery ledger, dead-letters and replay, the
+// size cap, upgrades, read-only opening, and clear errors.
 import { describe, expect, it, beforeEach } from "vitest";
-import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
 import { Store } from "../../src/store/store.js";
+import { DeadLetterFile } from "../../src/delivery/dead-letter.js";
+import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
 import { StoreError } from "../../src/store/errors.js";
 import { emptyCollectorState } from "../../src/collector/state.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
@@ -30,7 +32,7 @@ beforeEach(() => {
 
 describe("Store", () => {
   it("persists collector state and records together, across reopen", () => {
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     const state = emptyCollectorState();
     state.lastIncarnation = 4;
     state.lastSuccessMs = 123;
@@ -40,8 +42,8 @@ describe("Store", () => {
     expect(entries.map((e) => e.seq)).toEqual([1, 2]);
     store.close();
 
-    const reopened = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
-    const loaded = reopened.loadCollectorState();
+    const reopened = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const loaded = reopened.opened.loadCollectorState();
     expect(loaded.lastIncarnation).toBe(4);
     expect(loaded.events.get("a")?.fields.EventType).toBe("Reboot");
     expect(loaded.emitted.get("a|Started")).toEqual({ emittedMs: 5, endedMs: null });
@@ -50,18 +52,18 @@ describe("Store", () => {
   });
 
   it("rolls back the state when appending a record fails", () => {
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     const state = emptyCollectorState();
     state.lastIncarnation = 9;
     const bad = { ...record(1), RecordId: null } as unknown as HeartbeatRecord; // violates NOT NULL
     expect(() => store.commitDocument(state, [record(0), bad], 1)).toThrow();
-    expect(store.loadCollectorState().lastIncarnation).toBeNull();
+    expect(store.opened.loadCollectorState().lastIncarnation).toBeNull();
     expect(store.readAfter(0, 10)).toEqual([]);
     store.close();
   });
 
   it("keeps one delivery row per sink and record; a record leaves the outbox once no sink needs it", () => {
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["a", "b"]);
     store.append([record(1), record(2), record(3)], 1);
     store.applyOutcomes("a", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), 10);
@@ -85,7 +87,7 @@ describe("Store", () => {
     fc.assert(
       fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 120 }), { maxLength: 120 }), fc.boolean(), (delivered, retryOthers) => {
         const d = mkdtempSync(join(tmpdir(), "sef-store-runs-"));
-        const store = Store.open({ dataDir: d, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
+        const store = openOutbox({ dataDir: d, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
         try {
           store.registerSinks(["a", "b"]);
           store.append(Array.from({ length: 120 }, (_, i) => record(i + 1, 10)), 1);
@@ -109,7 +111,7 @@ describe("Store", () => {
   });
 
   it("starts a new sink at the head; backfill replays what is still held, on purpose", () => {
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["old"]);
     store.append([record(1), record(2)], 100);
     expect(store.registerSinks(["old", "new"])).toEqual(["new"]);
@@ -124,7 +126,7 @@ describe("Store", () => {
   });
 
   it("keeps dead-letters with their reason and replays them idempotently, keeping the RecordId", () => {
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["a", "b"]);
     store.append([record(1), record(2)], 1);
     store.applyOutcomes("a", [{ seq: 1, kind: "rejected", reason: "HTTP 400: bad column" }, { seq: 2, kind: "delivered" }], 5);
@@ -143,16 +145,20 @@ describe("Store", () => {
   });
 
   it("evicts the oldest records past the size cap only after their dead-letter lines are written", () => {
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1024 * 1024 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1024 * 1024 });
     store.registerSinks(["slow", "fast"]);
     for (let i = 0; i < 30; i++) store.append([record(i, 50_000)], i);
     store.applyOutcomes("fast", [{ seq: 1, kind: "rejected", reason: "nope" }], 40);
-    expect(() => store.evictOverCap(() => { throw new Error("disk full"); })).toThrow(/disk full/);
-    expect(store.isWritable()).toBe(false);
+    writeFileSync(join(dir, "not-a-directory"), "");
+    expect(() => store.evictOverCap(new DeadLetterFile(join(dir, "not-a-directory")), 40)).toThrow(/EEXIST|ENOTDIR/);
+    expect(store.isEvictionBlocked()).toBe(true);
     expect(store.readAfter(0, 100)).toHaveLength(30);
-    const written: string[] = [];
-    const counts = store.evictOverCap((items) => written.push(...items.map((i) => `${i.sink}:${i.seq}`)));
-    expect(store.isWritable()).toBe(true);
+    const deadLetters = new DeadLetterFile(join(dir, "dead-letter"));
+    const counts = store.evictOverCap(deadLetters, 41);
+    const lines = (sink: string): Array<{ record: { RecordId: string } }> =>
+      existsSync(deadLetters.pathFor(sink)) ? readFileSync(deadLetters.pathFor(sink), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
+    const written = [...lines("slow").map((l) => `slow:${Number(l.record.RecordId.slice(1)) + 1}`), ...lines("fast").map((l) => `fast:${Number(l.record.RecordId.slice(1)) + 1}`)];
+    expect(store.isEvictionBlocked()).toBe(false);
     expect(written[0]).toBe("slow:1");
     expect(written).not.toContain("fast:1");
     expect(counts.get("fast")!.deadLettered).toBe(1);
@@ -164,10 +170,10 @@ describe("Store", () => {
   });
 
   it("opens read-only beside a writer and never writes", () => {
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["a"]);
     store.append([record(1)], 1);
-    const reader = Store.openReadOnly(dir);
+    const reader = openOutboxReadOnly(dir);
     expect(reader.status()).toMatchObject([{ sink: "a", pending: 1 }]);
     expect(() => reader.append([record(2)], 2)).toThrow();
     reader.close();
@@ -185,7 +191,7 @@ describe("Store", () => {
     `);
     for (let i = 1; i <= 3; i++) db.prepare("INSERT INTO outbox(record_id, record_type, json, created_ms) VALUES (?, 'Heartbeat', ?, ?)").run(`r${i}`, JSON.stringify(record(i)), i);
     db.close();
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     expect(store.due("a", 10, 0).map((e) => e.seq)).toEqual([2, 3]);
     expect(store.due("b", 10, 0).map((e) => e.seq)).toEqual([3]);
     expect(store.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3]);
@@ -196,7 +202,7 @@ describe("Store", () => {
   it("reports a corrupt store as a StoreError with the way out", () => {
     writeFileSync(join(dir, "sef.db"), "this is not a database ".repeat(100));
     try {
-      Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+      Store.open({ dataDir: dir });
       expect.unreachable();
     } catch (err) {
       expect(err).toBeInstanceOf(StoreError);
@@ -208,7 +214,7 @@ describe("Store", () => {
   it("reports a data directory that is a file as unwritable", () => {
     const file = join(dir, "file");
     writeFileSync(file, "");
-    expect(() => Store.open({ dataDir: file, maxOutboxBytes: 1 << 30 })).toThrow(/not writable/);
+    expect(() => Store.open({ dataDir: file })).toThrow(/not writable/);
     rmSync(file);
   });
 });

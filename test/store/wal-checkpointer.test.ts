@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { WalCheckpointer } from "../../src/store/wal-checkpointer.js";
-import { Store } from "../../src/store/store.js";
+import { openOutbox } from "../helpers/outbox.js";
 import { waitUntil } from "../helpers/agent-process.js";
 import { transitionBacklog } from "../bench/backlog.js";
 
@@ -60,18 +60,18 @@ describe("WAL checkpoint worker", () => {
 
   it("the store asks for checkpoints as a backlog is appended and delivered, and keeps every record", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-wal-store-"));
-    const store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["s"]);
     const backlog = transitionBacklog(6000).map((e) => e.record);
     store.append(backlog, Date.now());
     const due = store.due("s", 3000, Number.MAX_SAFE_INTEGER);
     store.applyOutcomes("s", due.map((e) => ({ seq: e.seq, kind: "delivered" as const })), Date.now());
     // ~6 MB appended, ~3 MB freed: one checkpoint, and one more asked for while it ran.
-    expect(store.checkpoints!.requested).toBe(1);
-    await waitUntil(() => store.checkpoints!.completed === 2, 10_000, "two completed checkpoints");
+    expect(store.opened.checkpoints!.requested).toBe(1);
+    await waitUntil(() => store.opened.checkpoints!.completed === 2, 10_000, "two completed checkpoints");
     expect(store.depth("s").records).toBe(3000);
     store.close();
-    const reopened = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
+    const reopened = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
     expect(reopened.due("s", 10_000, Number.MAX_SAFE_INTEGER).map((e) => e.record.RecordId)).toEqual(backlog.slice(3000).map((r) => r.RecordId));
     reopened.close();
   });

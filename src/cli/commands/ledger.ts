@@ -2,6 +2,7 @@
 // commands open the store read-only and may run beside the agent; replay and purge write and refuse while an agent runs.
 import { Option, type Command } from "commander";
 import { Store } from "../../store/store.js";
+import { Outbox } from "../../delivery/outbox.js";
 import { StoreError } from "../../store/errors.js";
 import { acquire as acquireDataDir, DataDirLockedError, type DataDirLock } from "../../store/data-dir-lock.js";
 import { platformDataDir } from "../../config/data-dir.js";
@@ -26,9 +27,9 @@ export function registerLedgerCommands(program: Command): void {
     .addOption(dataDirOption())
     .option("--json", "one JSON object instead of a table")
     .action((flags: DataDirFlags) => {
-      process.exitCode = withReadOnlyStore(flags.dataDir, (store) => {
+      process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => {
         const nowMs = Date.now();
-        const sinks = store.status().map((s) => ({
+        const sinks = outbox.status().map((s) => ({
           sink: s.sink,
           pending: s.pending,
           oldestPendingAgeSeconds: s.oldestPendingCreatedMs === null ? null : Math.max(0, Math.round((nowMs - s.oldestPendingCreatedMs) / 1000)),
@@ -37,10 +38,10 @@ export function registerLedgerCommands(program: Command): void {
           lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
         }));
         if (flags.json) {
-          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: store.bytesInOutbox, sinks }) + "\n");
+          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks }) + "\n");
           return;
         }
-        process.stdout.write(`outbox: ${store.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
+        process.stdout.write(`outbox: ${outbox.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
         const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
         const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
         process.stdout.write(table([header, ...rows]));
@@ -54,8 +55,8 @@ export function registerLedgerCommands(program: Command): void {
     .addOption(dataDirOption())
     .option("--sink <name>", "only this sink (as `sef outbox status` names it)")
     .action((flags: DataDirFlags & { sink?: string }) => {
-      process.exitCode = withReadOnlyStore(flags.dataDir, (store) => {
-        for (const d of store.deadLetters(flags.sink)) {
+      process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => {
+        for (const d of outbox.deadLetters(flags.sink)) {
           process.stdout.write(
             `{"sink":${JSON.stringify(d.sink)},"seq":${d.seq},"recordId":${JSON.stringify(d.recordId)},"reason":${JSON.stringify(d.reason)},` +
               `"deadLetteredAt":${JSON.stringify(new Date(d.deadLetteredMs).toISOString())},"attempts":${d.attempts},"record":${d.json}}\n`,
@@ -70,8 +71,8 @@ export function registerLedgerCommands(program: Command): void {
     .option("--sink <name>", "only this sink")
     .option("--reason <text>", "only deliveries whose reason contains this text")
     .action((flags: DataDirFlags & { sink?: string; reason?: string }) => {
-      process.exitCode = withAgentStopped(flags.dataDir, "replay", (store) => {
-        const replayed = store.replayDeadLetters({ ...(flags.sink ? { sink: flags.sink } : {}), ...(flags.reason ? { reasonContains: flags.reason } : {}) });
+      process.exitCode = withAgentStopped(flags.dataDir, "replay", (outbox) => {
+        const replayed = outbox.replayDeadLetters({ ...(flags.sink ? { sink: flags.sink } : {}), ...(flags.reason ? { reasonContains: flags.reason } : {}) });
         process.stdout.write(JSON.stringify({ replayed: sum(replayed), bySink: Object.fromEntries(replayed) }) + "\n");
       });
     });
@@ -89,13 +90,13 @@ export function registerLedgerCommands(program: Command): void {
         process.exitCode = exitCodes.usage;
         return;
       }
-      process.exitCode = withAgentStopped(flags.dataDir, "purge", (store) => {
-        const purged = store.purgeDeadLetters({
+      process.exitCode = withAgentStopped(flags.dataDir, "purge", (outbox) => {
+        const purged = outbox.purgeDeadLetters({
           ...(flags.sink ? { sink: flags.sink } : {}),
           ...(flags.reason ? { reasonContains: flags.reason } : {}),
           ...(days !== undefined ? { deadLetteredUpToMs: Date.now() - days * 86_400_000 } : {}),
         });
-        process.stdout.write(JSON.stringify({ purged: sum(purged), bySink: Object.fromEntries(purged), outboxBytes: store.bytesInOutbox }) + "\n");
+        process.stdout.write(JSON.stringify({ purged: sum(purged), bySink: Object.fromEntries(purged), outboxBytes: outbox.bytesInOutbox }) + "\n");
       });
     });
 }
@@ -104,7 +105,7 @@ export function registerLedgerCommands(program: Command): void {
  * Runs a writing command with the agent's own data-directory lock held: an agent cannot start meanwhile, and a running
  * one makes us refuse (exit 75) rather than write beside it.
  */
-function withAgentStopped(dataDir: string, verb: string, body: (store: Store) => void): number {
+function withAgentStopped(dataDir: string, verb: string, body: (outbox: Outbox) => void): number {
   let lock: DataDirLock;
   try {
     lock = acquireDataDir(dataDir);
@@ -114,7 +115,7 @@ function withAgentStopped(dataDir: string, verb: string, body: (store: Store) =>
     return exitCodes.refused;
   }
   try {
-    return withStore(() => Store.open({ dataDir, maxOutboxBytes: Number.MAX_SAFE_INTEGER, checkpointInWorker: false }), body);
+    return withStore(() => Store.open({ dataDir, checkpointInWorker: false }), body);
   } finally {
     lock.release();
   }
@@ -124,20 +125,27 @@ function sum(bySink: ReadonlyMap<string, number>): number {
   return [...bySink.values()].reduce((a, b) => a + b, 0);
 }
 
-function withReadOnlyStore(dataDir: string, body: (store: Store) => void): number {
+function withReadOnlyStore(dataDir: string, body: (outbox: Outbox) => void): number {
   return withStore(() => Store.openReadOnly(dataDir), body);
 }
 
-/** Opens the store, runs `body` and closes it; a store that cannot be opened is reported (exit 78). */
-function withStore(open: () => Store, body: (store: Store) => void): number {
+/** Opens the store and its outbox, runs `body` and closes it; a store that cannot be opened is reported (exit 78). */
+function withStore(open: () => Store, body: (outbox: Outbox) => void): number {
   let store: Store;
+  let outbox: Outbox;
   try {
     store = open();
   } catch (err) {
     return storeFailure(err);
   }
   try {
-    body(store);
+    outbox = Outbox.open(store);
+  } catch (err) {
+    store.close();
+    return storeFailure(err);
+  }
+  try {
+    body(outbox);
     return exitCodes.ok;
   } finally {
     store.close();

@@ -10,7 +10,7 @@ import { Agent } from "../../agent/agent.js";
 import { systemClock } from "../../util/clock.js";
 import { agentVersion } from "../../contract/agent-version.js";
 import { StoreError } from "../../store/errors.js";
-import type { ReplayFrom } from "../../store/store.js";
+import type { ReplayFrom } from "../../delivery/outbox.js";
 import { startAgentServices } from "../../agent/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 import { routeDebugOutput } from "../../observability/debug-output.js";
@@ -128,7 +128,7 @@ async function runUntilStopped(config: AgentConfig, sinkSettings: SinkSettings, 
       await agent.stop();
       return exitCodes.ok;
     }
-    services = await startAgentServices(agent, config, logger, systemClock, imdsEndpoint);
+    services = await startAgentServices(agent, config, logger, imdsEndpoint);
   } catch (err) {
     await agent.stop();
     if (err instanceof ConfigError) return reportConfigError(err);

@@ -4,16 +4,18 @@ import { afterAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
-import type { PlannedAction } from "../../src/store/action-ledger.js";
-import { transition } from "../actions/fixtures.js";
+import { ActionLedger, type PlannedAction } from "../../src/actions/action-ledger.js";
+import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
+import { transition } from "./fixtures.js";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-const openStore = (dataDir?: string): Store => {
+/** A store with its outbox (`store`) and its action ledger (`store.actions`). */
+const openStore = (dataDir?: string): OpenOutbox & { actions: ActionLedger } => {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), "sef-ledger-"));
   dirs.push(dir);
-  return Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+  const store = openOutbox({ dataDir: dir });
+  return Object.assign(store, { actions: ActionLedger.open(store.opened) });
 };
 
 const action = (key: string, kind: PlannedAction["kind"] = "hook"): PlannedAction => ({

@@ -3,11 +3,10 @@
 // Slow or failing sinks only ever delay themselves.
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
-import type { Store } from "../store/store.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import { allOutcomes, isUrgent, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "./sink.js";
-import type { LedgerOutcome } from "../store/ledger.js";
-import { retryDelayMs, type RetryPolicy } from "../util/retry-policy.js";
+import { allOutcomes, isUrgent, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../sinks/sink.js";
+import type { Outbox, LedgerOutcome } from "./outbox.js";
+import { retryDelayMs, type RetryPolicy } from "./retry-policy.js";
 import type { DeadLetterFile } from "./dead-letter.js";
 import { settlesWithin } from "../util/deadline.js";
 
@@ -16,7 +15,7 @@ export const sinkCloseTimeoutMs = 1000;
 
 export interface DrainerOptions {
   sink: Sink;
-  store: Store;
+  outbox: Outbox;
   clock: Clock;
   retryPolicy: RetryPolicy;
   deadLetters: DeadLetterFile;
@@ -128,7 +127,7 @@ export class Drainer {
   }
 
   private async drain(): Promise<void> {
-    const { sink, store, clock } = this.options;
+    const { sink, outbox, clock } = this.options;
     const pipelineDepth = Math.max(1, Math.floor(sink.maxConcurrentSends ?? 1));
     while (!this.pastDeadline && !this.abort.signal.aborted) {
       if (this.pipelinedRetryMs !== undefined) {
@@ -143,7 +142,7 @@ export class Drainer {
       }
       // While full batches are in flight, the next one is read past the last record they took (they are still pending).
       const afterSeq = this.inFlight.size > 0 ? this.lastSeqInFlight : 0;
-      let batch = store.due(sink.name, sink.maxBatchRecords, clock.monotonicMs(), afterSeq);
+      let batch = outbox.due(sink.name, sink.maxBatchRecords, clock.monotonicMs(), afterSeq);
       if (this.inFlight.size > 0 && (batch.length < sink.maxBatchRecords || this.stopRequested)) {
         // The backlog's tail (or a stop): let the pipeline empty, then carry on one send at a time.
         await Promise.all(this.inFlight);
@@ -152,10 +151,10 @@ export class Drainer {
       if (batch.length === 0) {
         if (this.stopRequested) return;
         // Nothing due: wait for new records, or for the earliest pending record's next attempt.
-        const nextMs = store.nextAttemptMs(sink.name);
+        const nextMs = outbox.nextAttemptMs(sink.name);
         if (nextMs === null) this.lastProgressMs = clock.monotonicMs(); // nothing waits: an idle sink is not a stalled one
         await this.waitForWake("any", nextMs === null ? undefined : Math.max(1, nextMs - clock.monotonicMs()));
-        if (store.nextAttemptMs(sink.name) === null) this.lastProgressMs = clock.monotonicMs();
+        if (outbox.nextAttemptMs(sink.name) === null) this.lastProgressMs = clock.monotonicMs();
         continue;
       }
       if (pipelineDepth > 1 && batch.length === sink.maxBatchRecords && !this.stopRequested) {
@@ -172,7 +171,7 @@ export class Drainer {
       }
       if (sink.lingerMs > 0 && !this.stopRequested && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
         await this.waitForWake("urgent", sink.lingerMs);
-        batch = store.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
+        batch = outbox.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
         if (batch.length === 0) continue;
       }
       const retryAfterMs = await this.sendAndApply(batch);
@@ -224,8 +223,8 @@ export class Drainer {
    * the next send, when a record is to be retried.
    */
   private async apply(batch: readonly OutboxEntry[], outcomes: SendOutcomes): Promise<number | undefined> {
-    const { sink, store, metrics, clock, deadLetters, logger } = this.options;
-    // Next-attempt times are monotonic (a wall-clock step never delays a retry); the store resets them at open.
+    const { sink, outbox, metrics, clock, deadLetters, logger } = this.options;
+    // Next-attempt times are monotonic (a wall-clock step never delays a retry); the outbox resets them at open.
     const nowMs = clock.monotonicMs();
     const rejectedItems: Array<{ entry: OutboxEntry; reason: string }> = [];
     batch.forEach((entry, i) => {
@@ -255,7 +254,7 @@ export class Drainer {
       const recordDelayMs = o.afterMs === undefined ? delayMs! : retryDelayMs(this.options.retryPolicy, this.failures, o.afterMs, this.random());
       return { seq: entry.seq, kind: "retry", reason: o.reason, nextAttemptMs: nowMs + recordDelayMs };
     });
-    const applied = store.applyOutcomes(sink.name, ledgerOutcomes, clock.now());
+    const applied = outbox.applyOutcomes(sink.name, ledgerOutcomes, clock.now());
     this.delivered(applied.delivered, applied.rejected);
     if (applied.delivered > 0) metrics.sent.inc({ sink: sink.name }, applied.delivered);
     if (applied.rejected > 0) {
@@ -300,8 +299,8 @@ export class Drainer {
   }
 
   private updateDepthMetrics(): void {
-    const { sink, store, metrics, clock } = this.options;
-    const depth = store.depth(sink.name);
+    const { sink, outbox, metrics, clock } = this.options;
+    const depth = outbox.depth(sink.name);
     metrics.outboxDepth.set({ sink: sink.name }, depth.records);
     metrics.outboxOldestAge.set({ sink: sink.name }, depth.oldestCreatedMs === null ? 0 : (clock.now() - depth.oldestCreatedMs) / 1000);
   }

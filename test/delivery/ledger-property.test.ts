@@ -10,9 +10,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
-import { Drainer } from "../../src/sinks/drainer.js";
-import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
+import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
+import { Drainer } from "../../src/delivery/drainer.js";
+import { DeadLetterFile } from "../../src/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { JsonlSink } from "../../src/sinks/jsonl/sink.js";
@@ -85,11 +85,11 @@ class ChaosSink implements Sink {
 /** Appends `count` records, drains them through the real drainer, restarting on the same store after each lost send. */
 async function drainWithRestarts(sink: ChaosSink, count: number, tag = "rec", clock = instantClock()): Promise<{ deadLetters: Map<string, string> }> {
   const dir = mkdtempSync(join(tmpdir(), "sef-ledger-prop-"));
-  const open = (): Store => Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
-  const start = (store: Store): Drainer => {
+  const open = (): OpenOutbox => openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+  const start = (store: OpenOutbox): Drainer => {
     const drainer = new Drainer({
       sink,
-      store,
+      outbox: store,
       clock,
       retryPolicy: { initialDelayMs: 10, maxDelayMs: 1000, multiplier: 2 },
       deadLetters: new DeadLetterFile(join(dir, "dead-letter")),

@@ -1,10 +1,10 @@
-// The delivery ledger inside the store: for each (sink, record) a row that is pending (attempts, next attempt time,
+// The delivery ledger (SQL over the store's database, used through outbox.ts): for each (sink, record) a row that is pending (attempts, next attempt time,
 // last error) or dead-lettered (reason); a delivered row is deleted, and a record no row needs any more leaves the outbox.
 // Per-sink counters and the outbox byte total are kept in the same transactions, so depth and bytes are O(1) lookups.
 import type { DatabaseSync } from "node:sqlite";
 import type { SefRecord } from "../contract/record.js";
-import type { OutboxEntry } from "./outbox-entry.js";
-import { query } from "./sql.js";
+import type { OutboxEntry } from "../sinks/sink.js";
+import { query } from "../store/sql.js";
 
 /** What became of one record sent to one sink (the drainer's view of a sink's per-record outcome). */
 export type LedgerOutcome =

@@ -4,9 +4,9 @@ import { describe, expect, it, beforeEach, afterEach, vi } from "vitest";
 import { mkdtempSync, readFileSync, existsSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
-import { Drainer } from "../../src/sinks/drainer.js";
-import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
+import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
+import { Drainer } from "../../src/delivery/drainer.js";
+import { DeadLetterFile } from "../../src/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../../src/sinks/sink.js";
@@ -61,11 +61,11 @@ class ScriptedSink implements Sink {
 }
 
 let dir: string;
-let store: Store;
+let store: OpenOutbox;
 let clock: FakeClock;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "sef-drain-"));
-  store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+  store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
   clock = new FakeClock(1_000_000);
 });
 afterEach(() => store.close());
@@ -74,7 +74,7 @@ function drainerFor(sink: Sink, metrics = new AgentMetrics(), random = () => 1 -
   store.registerSinks([sink.name]);
   const drainer = new Drainer({
     sink,
-    store,
+    outbox: store,
     clock,
     retryPolicy: { initialDelayMs: 1000, maxDelayMs: 30_000, multiplier: 2 },
     deadLetters: new DeadLetterFile(join(dir, "dead-letter")),
@@ -169,7 +169,7 @@ describe("Drainer", () => {
     await flushAsync();
     await drainer.stop(clock.monotonicMs());
     store.close();
-    store = Store.open({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     const again = new ScriptedSink(clock, []);
     const second = drainerFor(again);
     await clock.advance(1000);

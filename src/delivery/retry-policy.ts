@@ -1,4 +1,4 @@
-// The one retry policy shared by the sinks and sef fleet's notifications (pure): exponential backoff with equal
+// The one retry policy (pure), used by the drainers (the only retry loop of the sinks) and sef fleet's notifications: exponential backoff with equal
 // jitter, capped; a server's hint wins, spread by a jitter of its own so that a fleet throttled at one moment does not
 // come back at one moment.
 

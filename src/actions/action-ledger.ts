@@ -1,6 +1,8 @@
 // The action ledger (SQL only): one row per planned hook run or approval with its persisted state, so that
-// actions survive restarts and kill -9. Shares the store's database; the state machine lives in src/actions/.
+// actions survive restarts and kill -9. Keeps its tables in the store's database; the state machine is action-runner.ts.
 import type { DatabaseSync } from "node:sqlite";
+import type { Store } from "../store/store.js";
+import { transaction } from "../store/sql.js";
 
 /**
  * pending: planned, not started (or due again) · running: started; if found at start-up the process died mid-action ·
@@ -50,7 +52,7 @@ interface Row {
   updated_ms: number;
 }
 
-/** Creates the tables (idempotent); called from the store's migration. */
+/** Creates the tables (idempotent); run by `ActionLedger.open`. */
 export function migrateActionLedger(db: DatabaseSync): void {
   db.exec(`
     CREATE TABLE IF NOT EXISTS actions (
@@ -65,8 +67,15 @@ export function migrateActionLedger(db: DatabaseSync): void {
 export class ActionLedger {
   private readonly statements;
 
+  /** The action ledger of an open, writable store (its tables are created first). */
+  static open(store: Store): ActionLedger {
+    store.write(() => migrateActionLedger(store.database));
+    return new ActionLedger(store.database);
+  }
+
   constructor(private readonly db: DatabaseSync) {
     this.statements = {
+      legacyApproved: db.prepare("SELECT 1 FROM meta WHERE key = ?"),
       insert: db.prepare(
         "INSERT OR IGNORE INTO actions(action_key, kind, event_key, event_status, name, status, record, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
       ),
@@ -137,18 +146,14 @@ export class ActionLedger {
     return Number(this.statements.forget.run(beforeMs).changes);
   }
 
+  /** Approvals recorded by agents before the action ledger existed (store meta `approved:<eventKey>`; read-only). */
+  legacyApproved(eventKey: string): boolean {
+    return this.statements.legacyApproved.get(`approved:${eventKey}`) !== undefined;
+  }
+
   /** Runs `body` in one transaction, or inside the caller's if one is open (so state and outbox records commit together). */
   transaction<T>(body: () => T): T {
-    if (this.db.isTransaction) return body();
-    this.db.exec("BEGIN IMMEDIATE");
-    try {
-      const result = body();
-      this.db.exec("COMMIT");
-      return result;
-    } catch (err) {
-      if (this.db.isTransaction) this.db.exec("ROLLBACK");
-      throw err;
-    }
+    return transaction(this.db, body);
   }
 }
 

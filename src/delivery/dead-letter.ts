@@ -1,8 +1,9 @@
-// Dead-letter files: records a destination will never accept, one JSON line each with the sink and the reason.
+// Dead-letter files: records a destination will never accept (written by the drainer) and records evicted over the
+// outbox's cap (written by the outbox), one JSON line each with the sink and the reason.
 import { open, mkdir } from "node:fs/promises";
 import { closeSync, fdatasyncSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { OutboxEntry } from "./sink.js";
+import type { OutboxEntry } from "../sinks/sink.js";
 import { redactSecrets } from "../observability/logger.js";
 
 export interface DeadLetterLine {
