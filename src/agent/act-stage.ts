@@ -1,30 +1,17 @@
 // Act stage: the actions (hooks, approvals) of committed transitions. Follows the records-committed signal and has the
 // action runner (actions/action-runner.ts) plan and run them; the runner's own records go through the commit stage.
-import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
-import type { RecordIdentity } from "../contract/record.js";
 import type { Store } from "../store/store.js";
 import type { Outbox } from "../delivery/outbox.js";
-import type { AgentMetrics } from "../observability/metrics.js";
-import type { Clock } from "../util/clock.js";
-import type { PostStartRequest } from "../actions/approver.js";
 import { ActionLedger } from "../actions/action-ledger.js";
-import { ActionRunner } from "../actions/action-runner.js";
+import { ActionRunner, type ActionRunnerOptions } from "../actions/action-runner.js";
 import type { CommitStage } from "./commit-stage.js";
 
-export interface ActStageOptions {
+export interface ActStageOptions extends Pick<ActionRunnerOptions, "postStartRequest" | "vm" | "hasPolled" | "clock" | "logger" | "metrics" | "agentVersion"> {
   config: Pick<AgentConfig, "hooks" | "approval">;
   store: Store;
   outbox: Outbox;
   commit: CommitStage;
-  postStartRequest: PostStartRequest;
-  vm: () => RecordIdentity;
-  /** True once this process has read IMDS: approvals wait for a current view of the events. */
-  hasPolled: () => boolean;
-  clock: Clock;
-  logger: Logger;
-  metrics: AgentMetrics;
-  agentVersion: string;
 }
 
 export class ActStage {

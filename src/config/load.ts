@@ -2,7 +2,7 @@
 // it once with one schema plus the cross-field rules, and reports every problem as one line naming the setting.
 import { readFileSync } from "node:fs";
 import type * as z from "zod/mini";
-import { agentConfigSchema, type AgentConfig } from "./schema.js";
+import { agentConfigSchema, sinkSection, type AgentConfig } from "./schema.js";
 import { crossFieldProblems, describeIssue, referencedVariables } from "./rules.js";
 import { unknownNameMessage } from "./suggest.js";
 import { findSinkFactory, parseSinkSpec } from "../sinks/registry.js";
@@ -119,7 +119,7 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   const sinkSettings: Record<string, unknown> = {};
   for (const spec of config.sinks) {
     const { type } = parseSinkSpec(spec);
-    if (!(type in sinkSettings)) sinkSettings[type] = (config as Record<string, unknown>)[type] ?? findSinkFactory(type).settingsSchema.parse({});
+    if (!(type in sinkSettings)) sinkSettings[type] = sinkSection(config, type) ?? findSinkFactory(type).settingsSchema.parse({});
   }
   return { config, sinkSettings, file };
 }
@@ -150,41 +150,11 @@ function convert(raw: string, kind: "string" | "integer" | "list", name: string,
 
 function unknownVariables(env: NodeJS.ProcessEnv, merged: Record<string, unknown>): string[] {
   const known = Object.keys(environmentVariables);
-  const allowed = new Set([...known, ...hookVariables, ...reservedVariables, ...referencedVariables(looseSections(merged))]);
+  const allowed = new Set([...known, ...hookVariables, ...reservedVariables, ...referencedVariables(merged)]);
   return Object.keys(env)
     .filter((name) => name.startsWith("SEF_") && !allowed.has(name) && !reservedVariablePrefixes.some((p) => name.startsWith(p)))
     .sort()
     .map((name) => `${name}: ${unknownNameMessage("environment variable", name, known)}`);
-}
-
-/** The sections `referencedVariables` reads, taken from the unvalidated input as far as they have the right shape. */
-function looseSections(merged: Record<string, unknown>): Partial<AgentConfig> {
-  const section = (key: string): Record<string, unknown> | undefined => {
-    const value = merged[key];
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  };
-  const eh = section("eventhubs");
-  const wh = section("webhook");
-  const headers = typeof wh?.headers === "object" && wh.headers !== null ? (wh.headers as Record<string, unknown>) : {};
-  const signature = typeof wh?.signature === "object" && wh.signature !== null ? (wh.signature as Record<string, unknown>) : undefined;
-  return {
-    eventhubs: typeof eh?.connectionStringEnv === "string" ? ({ connectionStringEnv: eh.connectionStringEnv } as AgentConfig["eventhubs"]) : undefined,
-    webhook: {
-      headers: Object.fromEntries(
-        Object.entries(headers).flatMap(([k, v]) =>
-          typeof v === "object" && v !== null && typeof (v as { fromEnv?: unknown }).fromEnv === "string" ? [[k, { fromEnv: (v as { fromEnv: string }).fromEnv }]] : [],
-        ),
-      ),
-      signature: typeof signature?.secretEnv === "string" ? { secretEnv: signature.secretEnv, header: "" } : undefined,
-    } as AgentConfig["webhook"],
-  };
-}
-
-/** Validates one section of an already loaded config again (kept for services that take their section by name). */
-export function parseSection<T>(config: AgentConfig, section: string, schema: z.ZodMiniType<T>): T {
-  const result = schema.safeParse((config as Record<string, unknown>)[section] ?? undefined);
-  if (!result.success) throw new ConfigError(formatIssues(result.error, schema, new Map()).map((p) => `${section}.${p}`));
-  return result.data;
 }
 
 function readConfigFile(path: string, problems: string[]): Record<string, unknown> {

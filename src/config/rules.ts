@@ -1,30 +1,9 @@
-// Cross-field configuration rules the per-field schema cannot express: which sections the sinks in use need, credentials
-// that must exist, identifiers with a fixed shape. Pure: the parsed config and the environment in, problems out.
+// Cross-field configuration rules the per-field schema cannot express: sinks listed once and known, the required
+// settings of the sinks in use, then each sink's own rules (its factory's `rules`, kept in its settings.ts). Pure: the
+// parsed config and the environment in, problems out.
 import type { AgentConfig } from "./schema.js";
-import { findSinkFactory, parseSinkSpec } from "../sinks/registry.js";
-import { defaultConnectionStringEnv } from "../sinks/eventhubs/settings.js";
-
-const hostLabel = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
-const fqdnPattern = new RegExp(`^(?=.{1,253}$)${hostLabel}(?:\\.${hostLabel})+$`, "i");
-const hostPattern = new RegExp(`^(?=.{1,253}$)${hostLabel}(?:\\.${hostLabel})*$`, "i");
-const ruleIdPattern = /^dcr-[0-9a-f]{32}$/i;
-
-/** Whether `text` has the shape of an Event Hubs connection string; the value itself is never quoted anywhere. */
-export function isEventHubsConnectionString(text: string): { ok: true; entityPath: string | undefined } | { ok: false } {
-  const parts = new Map<string, string>();
-  for (const part of text.split(";")) {
-    if (part.trim() === "") continue;
-    const eq = part.indexOf("=");
-    if (eq <= 0) return { ok: false };
-    parts.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
-  }
-  const endpoint = parts.get("endpoint");
-  if (!endpoint || !/^sb:\/\/[^/\s]+/i.test(endpoint)) return { ok: false };
-  const hasKey = Boolean(parts.get("sharedaccesskeyname") && parts.get("sharedaccesskey"));
-  const hasSas = Boolean(parts.get("sharedaccesssignature"));
-  if (!hasKey && !hasSas) return { ok: false };
-  return { ok: true, entityPath: parts.get("entitypath") || undefined };
-}
+import { sinkSection } from "./schema.js";
+import { findSinkFactory, parseSinkSpec, sinkFactories } from "../sinks/registry.js";
 
 /** zod's message, with "expected string, received undefined" said plainly. */
 export function describeIssue(issue: { code: string; message: string }): string {
@@ -49,66 +28,28 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
 
   // A sink in use whose section is absent still needs its required settings.
   for (const type of used.keys()) {
-    if ((config as Record<string, unknown>)[type] !== undefined) continue;
+    if (sinkSection(config, type) !== undefined) continue;
     const result = findSinkFactory(type).settingsSchema.safeParse({});
     if (!result.success) {
       for (const issue of result.error.issues) problems.push(`${[type, ...issue.path.map(String)].join(".")}: ${describeIssue(issue)} (the ${type} sink is in use)`);
     }
   }
 
-  const eh = config.eventhubs;
-  if (eh?.fullyQualifiedNamespace !== undefined) {
-    const pattern = eh.customEndpointAddress === undefined ? fqdnPattern : hostPattern;
-    if (!pattern.test(eh.fullyQualifiedNamespace)) {
-      problems.push("eventhubs.fullyQualifiedNamespace: must be a fully qualified host name such as NAME.servicebus.windows.net (no scheme, port or path)");
-    }
-  }
-  if (eh?.connectionString !== undefined) checkConnectionString(eh.connectionString, "eventhubs.connectionString", eh.eventHubName, problems);
-  if (used.has("eventhubs") && eh?.fullyQualifiedNamespace === undefined && eh?.connectionString === undefined) {
-    const variable = eh?.connectionStringEnv ?? defaultConnectionStringEnv;
-    const fromEnv = env[variable]?.trim();
-    if (!fromEnv) {
-      problems.push(
-        `eventhubs: the eventhubs sink needs a namespace or a connection string: set eventhubs.fullyQualifiedNamespace (+ eventHubName) or the environment variable ${variable}`,
-      );
-    } else {
-      checkConnectionString(fromEnv, `environment variable ${variable}`, eh?.eventHubName, problems);
-    }
-  }
-
-  const la = config.loganalytics;
-  if (la !== undefined) {
-    if (!ruleIdPattern.test(la.ruleId)) problems.push(`loganalytics.ruleId: must be the DCR's immutable id: "dcr-" followed by 32 hex digits`);
-    if (!la.streamName.startsWith("Custom-")) problems.push(`loganalytics.streamName: must start with "Custom-" (got "${la.streamName}")`);
-  }
-
-  if (used.has("webhook")) {
-    const argument = used.get("webhook");
-    if (argument !== undefined && !/^https?:\/\/[^/\s]+/i.test(argument)) problems.push(`sinks: webhook:URL needs an http:// or https:// URL (got "${argument}")`);
-    if (argument === undefined && config.webhook?.url === undefined) problems.push("webhook.url: the webhook sink needs a URL: set webhook.url or use --sink webhook:URL");
-    const wh = config.webhook;
-    for (const [name, value] of Object.entries(wh?.headers ?? {})) {
-      if (typeof value !== "string" && !env[value.fromEnv]) problems.push(`webhook.headers.${name}: environment variable ${value.fromEnv} is not set`);
-    }
-    if (wh?.signature && !env[wh.signature.secretEnv]) problems.push(`webhook.signature.secretEnv: environment variable ${wh.signature.secretEnv} is not set`);
+  // Each sink's own rules, sinks in the order of their names.
+  for (const factory of [...sinkFactories].sort((a, b) => a.type.localeCompare(b.type))) {
+    const rules = factory.rules?.({ settings: sinkSection(config, factory.type), inUse: used.has(factory.type), argument: used.get(factory.type), env }) ?? [];
+    problems.push(...rules);
   }
   return problems;
 }
 
-function checkConnectionString(text: string, source: string, eventHubName: string | undefined, problems: string[]): void {
-  const parsed = isEventHubsConnectionString(text);
-  if (!parsed.ok) {
-    problems.push(`${source}: not a valid Event Hubs connection string (expected Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)`);
-  } else if (parsed.entityPath === undefined && eventHubName === undefined) {
-    problems.push(`eventhubs.eventHubName: required when the connection string (${source}) has no EntityPath`);
-  }
-}
-
-/** Names of environment variables the configuration itself refers to (credentials, header values), so they are not "unknown". */
-export function referencedVariables(config: Partial<AgentConfig>): string[] {
-  const names = [defaultConnectionStringEnv];
-  if (config.eventhubs?.connectionStringEnv !== undefined) names.push(config.eventhubs.connectionStringEnv);
-  for (const value of Object.values(config.webhook?.headers ?? {})) if (typeof value !== "string") names.push(value.fromEnv);
-  if (config.webhook?.signature) names.push(config.webhook.signature.secretEnv);
-  return names;
+/**
+ * Names of environment variables the configuration itself refers to (credentials, header values), so they are not
+ * "unknown"; `merged` is the unvalidated input, each sink reading its own section as far as it has the right shape.
+ */
+export function referencedVariables(merged: Record<string, unknown>): string[] {
+  return sinkFactories.flatMap((factory) => {
+    const section = merged[factory.type];
+    return factory.referencedVariables?.(typeof section === "object" && section !== null && !Array.isArray(section) ? (section as Record<string, unknown>) : undefined) ?? [];
+  });
 }

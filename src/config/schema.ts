@@ -1,11 +1,10 @@
-// The agent's configuration: one zod schema covering every section (core settings, sinks, metrics, approval, hooks),
-// parsed once at start-up. Unknown keys are errors. Defaults and units live here; cross-field rules in rules.ts.
+// The agent's configuration: one zod schema covering every section (core settings, metrics, approval, hooks, and one
+// section per sink, each sink's own schema taken from the sink registry). Unknown keys are errors. Defaults and units
+// of the core settings live here; cross-field rules in rules.ts and in each sink's settings.ts.
 // Built with zod/mini (the functional, tree-shakable API): `sef run` loads no classic zod.
 import * as z from "zod/mini";
 import "../util/zod-locale.js";
-import { eventHubsSettingsSchema } from "../sinks/eventhubs/settings.js";
-import { logAnalyticsSettingsSchema } from "../sinks/loganalytics/settings.js";
-import { webhookSettingsSchema } from "../sinks/webhook/settings.js";
+import { sinkFactories } from "../sinks/registry.js";
 import { metricsServerConfigSchema, readinessConfigSchema } from "../observability/http-server.js";
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
@@ -18,7 +17,7 @@ import { platformDataDir } from "./data-dir.js";
 
 const positiveMs = z.number().check(z.int(), z.positive());
 
-export const agentConfigSchema = z.strictObject({
+const coreShape = {
   /** Base URL of IMDS; when unset the endpoint is discovered (169.254.169.254, then DHCP option 245 sources). */
   imdsUrl: z.optional(z.url({ protocol: /^https?$/ })),
   /** How the IMDS endpoint is found when `imdsUrl` is unset. */
@@ -62,16 +61,28 @@ export const agentConfigSchema = z.strictObject({
   metricsPort: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(65535))),
   /** Test-only: extra headers for IMDS requests (the simulator picks a VM by `X-Sef-Sim-Vm`). */
   imdsExtraHeaders: z._default(z.record(z.string(), z.string()), {}),
-  /** Sink sections: validated whenever present; required fields are checked for the sinks in use (rules.ts). */
-  eventhubs: z.optional(eventHubsSettingsSchema),
-  loganalytics: z.optional(logAnalyticsSettingsSchema),
-  webhook: z.optional(webhookSettingsSchema),
   /** The /metrics, /healthz, /readyz server. */
   metrics: z._default(metricsServerConfigSchema, metricsServerConfigSchema.parse({})),
   approval: z._default(approvalPolicySchema, approvalPolicySchema.parse({})),
   hooks: hooksConfigSchema,
   /** When /readyz reports a sink that delivers nothing while records wait. */
   readiness: z._default(readinessConfigSchema, readinessConfigSchema.parse({})),
-});
+};
 
+/**
+ * Sink sections, one per registered sink and named after its type: validated whenever present (`"stdout": {}` too);
+ * required fields are checked for the sinks in use (rules.ts). Their values are read with `sinkSection`.
+ */
+const sinkShape: Record<string, z.ZodMiniOptional<z.ZodMiniType<unknown>>> = Object.fromEntries(
+  sinkFactories.map((factory) => [factory.type, z.optional(factory.settingsSchema as z.ZodMiniType<unknown>)]),
+);
+
+export const agentConfigSchema = z.strictObject({ ...coreShape, ...sinkShape });
+
+/** The parsed configuration; a sink's section is read with `sinkSection` (its type is its sink's own). */
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
+
+/** The validated section of the sink `type`, or undefined when the configuration has none. */
+export function sinkSection<Settings = unknown>(config: AgentConfig, type: string): Settings | undefined {
+  return (config as Record<string, unknown>)[type] as Settings | undefined;
+}

@@ -1,18 +1,15 @@
 // Warns when the config file holds a secret (a connection string, a literal credential header) but other users of the
 // machine may read it. Pure check plus one stat; the caller logs the warning.
 import { statSync } from "node:fs";
-import type { AgentConfig } from "./schema.js";
+import { sinkSection, type AgentConfig } from "./schema.js";
+import { sinkFactories } from "../sinks/registry.js";
 
-const credentialHeader = /authorization|api-?key|token|secret|signature|password/i;
-
-/** Names of the settings in `config` that hold a secret inline (not by variable name). */
+/** Names of the settings in `config` that hold a secret inline (not by variable name), as each sink tells. */
 export function inlineSecrets(config: AgentConfig): string[] {
-  const found: string[] = [];
-  if (config.eventhubs?.connectionString !== undefined) found.push("eventhubs.connectionString");
-  for (const [name, value] of Object.entries(config.webhook?.headers ?? {})) {
-    if (typeof value === "string" && credentialHeader.test(name)) found.push(`webhook.headers.${name}`);
-  }
-  return found;
+  return sinkFactories.flatMap((factory) => {
+    const section = sinkSection(config, factory.type);
+    return section === undefined ? [] : (factory.inlineSecrets?.(section) ?? []);
+  });
 }
 
 /** A warning when `file` holds a secret and is readable by others (mode o+r); undefined otherwise or on Windows. */

@@ -1,5 +1,6 @@
-// The sink registry: maps a `--sink SPEC` (type[:argument]) to the factory that builds it.
-// Adding a sink = one folder (settings, encode, sink, factory; see README "Adding a sink") + one line in `sinkFactories`.
+// The sink registry: maps a `--sink SPEC` (type[:argument]) to the factory that builds it; the configuration schema
+// takes each sink's section from here. Adding a sink = one folder (settings, encode, classify, sink, factory; see
+// sinks/README.md) + its line here (the import, and its entry in `sinkFactories`).
 import type { SinkFactory } from "./sink.js";
 import { stdoutSinkFactory } from "./stdout/factory.js";
 import { jsonlSinkFactory } from "./jsonl/factory.js";

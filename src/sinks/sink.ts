@@ -92,6 +92,17 @@ export interface SinkFactoryInput<Settings> {
   readonly context: SinkContext;
 }
 
+/** What a sink's cross-field rules judge (see `SinkFactory.rules`). */
+export interface SinkRulesInput<Settings> {
+  /** The sink's validated section, or undefined when the config has none. */
+  readonly settings: Settings | undefined;
+  /** Whether a `sinks` entry names this sink. */
+  readonly inUse: boolean;
+  /** The SPEC argument of its first `sinks` entry (`webhook:URL` → URL). */
+  readonly argument: string | undefined;
+  readonly env: NodeJS.ProcessEnv;
+}
+
 export interface SinkFactory<Settings = unknown> {
   /** SPEC prefix, also the config section holding this sink's settings. */
   readonly type: string;
@@ -99,7 +110,16 @@ export interface SinkFactory<Settings = unknown> {
   readonly summary: string;
   /** Whether the SPEC must carry an argument (`jsonl:PATH`). */
   readonly argument: "required" | "none" | "optional";
-  /** Validates the config section; defaults belong here. */
+  /** Validates the config section; defaults belong here. The configuration schema takes it from the registry. */
   readonly settingsSchema: z.ZodMiniType<Settings>;
+  /** Cross-field rules the schema cannot express (pure): problems as `field: message` lines. */
+  readonly rules?: (input: SinkRulesInput<Settings>) => string[];
+  /**
+   * Environment variables the section names (credentials, header values), read from the unvalidated section as far
+   * as it has the right shape, so that they are not reported as unknown.
+   */
+  readonly referencedVariables?: (section: Record<string, unknown> | undefined) => string[];
+  /** Names of the settings of the section that hold a secret inline (the config-file permission warning). */
+  readonly inlineSecrets?: (settings: Settings) => string[];
   create(input: SinkFactoryInput<Settings>): Sink | Promise<Sink>;
 }

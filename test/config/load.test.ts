@@ -57,6 +57,12 @@ describe("loadConfig", () => {
     expect(sinks.some((p) => p.startsWith("sinks[1]:") && p.includes("needs an argument"))).toBe(true);
   });
 
+  it("accepts the empty sections of the sinks without settings, and names a key in them", () => {
+    const { config } = loadConfig({ file: file({ sinks: ["stdout", "jsonl:/tmp/x.jsonl"], stdout: {}, jsonl: {} }), env: {} });
+    expect(config.sinks).toEqual(["stdout", "jsonl:/tmp/x.jsonl"]);
+    expect(problems(() => loadConfig({ file: file({ stdout: { pretty: true } }), env: {} }))).toEqual(["stdout.pretty: unknown setting"]);
+  });
+
   it("explains an unreadable or invalid file", () => {
     expect(problems(() => loadConfig({ file: "/nonexistent/sef.json", env: {} }))[0]).toMatch(/cannot be read/);
     expect(problems(() => loadConfig({ file: file("{ not json"), env: {} }))[0]).toMatch(/not valid JSON/);

@@ -101,12 +101,17 @@ describe("eventhubs sink under injected faults", () => {
     expectAllDelivered(emulator, records, true);
   });
 
-  it("the SDK's own retries absorb a detach within one send when maxRetries > 0", async () => {
+  it.each(["detach", "server-busy"] as const)("makes one attempt per send, even with maxRetries set: a %s is the drainer's to retry", async (fault) => {
     const emulator = await peer();
-    const records = groupedTransitions(2);
-    const s = sink(emulator, { maxRetries: 2, retryDelayMs: 20 });
-    emulator.faults.failNextSends(1, "detach");
-    expect(tally(await s.send(entries(records), new AbortController().signal))).toEqual({ delivered: 4, retry: 0, rejected: 0 });
+    const records = groupedTransitions(1); // one event: one AMQP batch per send
+    const s = sink(emulator, { maxRetries: 3, retryDelayMs: 20, maxConcurrentBatches: 1 });
+    emulator.faults.failNextSends(1, fault);
+    expect(tally(await s.send(entries(records), new AbortController().signal))).toEqual({ delivered: 0, retry: 2, rejected: 0 });
+    expect(emulator.stats.sendsReceived).toBe(1);
+    expect(emulator.events()).toEqual([]);
+    // The drainer's retry is the next attempt.
+    expect(tally(await s.send(entries(records), new AbortController().signal))).toEqual({ delivered: 2, retry: 0, rejected: 0 });
+    expect(emulator.stats.sendsReceived).toBe(2);
     expectAllDelivered(emulator, records, true);
   });
 

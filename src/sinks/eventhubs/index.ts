@@ -22,7 +22,8 @@ export function createEventHubsSink(
   const auth = resolveEventHubsAuth(settings, env);
   const clientOptions = {
     customEndpointAddress: settings.customEndpointAddress,
-    maxRetries: settings.maxRetries,
+    // The drainer is the sink's only retry loop: the SDK makes one attempt per send (the delays then do not apply).
+    maxRetries: 0,
     retryDelayMs: settings.retryDelayMs,
     maxRetryDelayMs: settings.maxRetryDelayMs,
     tryTimeoutMs: settings.tryTimeoutMs,

@@ -1,7 +1,9 @@
-// Settings of the Event Hubs sink (config section `eventhubs`): one zod schema with every default, plus the
-// resolution of where the credentials come from. Pure logic (reads only the environment object it is given).
+// Settings of the Event Hubs sink (config section `eventhubs`): one zod schema with every default, its cross-field
+// rules (namespace shape, connection string, credentials in use), and the resolution of where the credentials come
+// from. Pure logic (reads only the environment object it is given).
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
+import type { SinkRulesInput } from "../sink.js";
 
 export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
 export const partitionKeyFields = ["EventId", "VmId", "RecordId", "none"] as const;
@@ -40,11 +42,14 @@ export const eventHubsSettingsSchema = z
     lingerMs: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 100),
     /** Event batches of one send that may be in flight at once (only batches with different partition keys). */
     maxConcurrentBatches: z._default(z.number().check(z.int(), z.minimum(1), z.maximum(256)), 128),
-    /** Retries the SDK makes inside one send (exponential backoff), before the drain loop's own backoff. */
+    /**
+     * Retries the SDK makes inside one operation of a consumer (`sef tail`, `sef fleet`). The sink ignores it: its SDK
+     * makes one attempt per send and the drainer's retry policy is the only retry loop.
+     */
     maxRetries: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(20)), 3),
-    /** First SDK retry delay, in ms. */
+    /** First SDK retry delay of a consumer, in ms. */
     retryDelayMs: z._default(z.number().check(z.int(), z.minimum(1)), 800),
-    /** Cap of the SDK retry delay, in ms. */
+    /** Cap of a consumer's SDK retry delay, in ms. */
     maxRetryDelayMs: z._default(z.number().check(z.int(), z.minimum(1)), 10_000),
     /**
      * Close the AMQP connection after this many ms without a send, and reopen it for the next record (heartbeats
@@ -103,4 +108,68 @@ export function resolveEventHubsAuth(settings: EventHubsSettings, env: NodeJS.Pr
     `eventhubs sink: no credentials: set the environment variable ${settings.connectionStringEnv} to a connection string, ` +
       `or eventhubs.fullyQualifiedNamespace and eventhubs.eventHubName for Entra ID (managed identity)`,
   );
+}
+
+const hostLabel = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
+const fqdnPattern = new RegExp(`^(?=.{1,253}$)${hostLabel}(?:\\.${hostLabel})+$`, "i");
+const hostPattern = new RegExp(`^(?=.{1,253}$)${hostLabel}(?:\\.${hostLabel})*$`, "i");
+
+/** Whether `text` has the shape of an Event Hubs connection string; the value itself is never quoted anywhere. */
+export function isEventHubsConnectionString(text: string): { ok: true; entityPath: string | undefined } | { ok: false } {
+  const parts = new Map<string, string>();
+  for (const part of text.split(";")) {
+    if (part.trim() === "") continue;
+    const eq = part.indexOf("=");
+    if (eq <= 0) return { ok: false };
+    parts.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  }
+  const endpoint = parts.get("endpoint");
+  if (!endpoint || !/^sb:\/\/[^/\s]+/i.test(endpoint)) return { ok: false };
+  const hasKey = Boolean(parts.get("sharedaccesskeyname") && parts.get("sharedaccesskey"));
+  const hasSas = Boolean(parts.get("sharedaccesssignature"));
+  if (!hasKey && !hasSas) return { ok: false };
+  return { ok: true, entityPath: parts.get("entitypath") || undefined };
+}
+
+/** Cross-field rules: the namespace's shape, a connection string's shape, and credentials for a sink in use. */
+export function eventHubsSettingsRules({ settings: eh, inUse, env }: SinkRulesInput<EventHubsSettings>): string[] {
+  const problems: string[] = [];
+  if (eh?.fullyQualifiedNamespace !== undefined) {
+    const pattern = eh.customEndpointAddress === undefined ? fqdnPattern : hostPattern;
+    if (!pattern.test(eh.fullyQualifiedNamespace)) {
+      problems.push("eventhubs.fullyQualifiedNamespace: must be a fully qualified host name such as NAME.servicebus.windows.net (no scheme, port or path)");
+    }
+  }
+  if (eh?.connectionString !== undefined) checkConnectionString(eh.connectionString, "eventhubs.connectionString", eh.eventHubName, problems);
+  if (inUse && eh?.fullyQualifiedNamespace === undefined && eh?.connectionString === undefined) {
+    const variable = eh?.connectionStringEnv ?? defaultConnectionStringEnv;
+    const fromEnv = env[variable]?.trim();
+    if (!fromEnv) {
+      problems.push(
+        `eventhubs: the eventhubs sink needs a namespace or a connection string: set eventhubs.fullyQualifiedNamespace (+ eventHubName) or the environment variable ${variable}`,
+      );
+    } else {
+      checkConnectionString(fromEnv, `environment variable ${variable}`, eh?.eventHubName, problems);
+    }
+  }
+  return problems;
+}
+
+function checkConnectionString(text: string, source: string, eventHubName: string | undefined, problems: string[]): void {
+  const parsed = isEventHubsConnectionString(text);
+  if (!parsed.ok) {
+    problems.push(`${source}: not a valid Event Hubs connection string (expected Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)`);
+  } else if (parsed.entityPath === undefined && eventHubName === undefined) {
+    problems.push(`eventhubs.eventHubName: required when the connection string (${source}) has no EntityPath`);
+  }
+}
+
+/** The default connection-string variable, and the one the section names. */
+export function eventHubsReferencedVariables(section: Record<string, unknown> | undefined): string[] {
+  const named = section?.["connectionStringEnv"];
+  return typeof named === "string" ? [defaultConnectionStringEnv, named] : [defaultConnectionStringEnv];
+}
+
+export function eventHubsInlineSecrets(settings: EventHubsSettings): string[] {
+  return settings.connectionString === undefined ? [] : ["eventhubs.connectionString"];
 }

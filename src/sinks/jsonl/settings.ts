@@ -1,4 +1,5 @@
-// jsonl sink settings: none besides the path in the SPEC (`jsonl:PATH`); the `jsonl` config section must be empty.
+// jsonl sink settings: none besides the path in the SPEC (`jsonl:PATH`). The config file may hold an empty `jsonl`
+// section (`"jsonl": {}`); any key in it is an unknown setting.
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 

@@ -3,7 +3,8 @@
 import { open, mkdir, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
-import { allOutcomes, delivered, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { allOutcomes, delivered, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { classifyAppendError } from "./classify.js";
 import { jsonLines } from "./encode.js";
 
 /** How far back from the end a torn tail is looked for at a time. */
@@ -40,7 +41,7 @@ export class JsonlSink implements Sink {
       }
       await this.handle?.close().catch(() => undefined);
       this.handle = undefined;
-      return allOutcomes(batch, retry(`cannot append to ${this.path}: ${(err as Error).message}`));
+      return allOutcomes(batch, classifyAppendError(this.path, err));
     }
   }
 

@@ -1,6 +1,8 @@
-// Settings of the Log Analytics sink (config section `loganalytics`): one zod schema, defaults and units here.
+// Settings of the Log Analytics sink (config section `loganalytics`): one zod schema, defaults and units, and its
+// cross-field rules (the DCR's id and stream name).
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
+import type { SinkRulesInput } from "../sink.js";
 import { streamName as contractStreamName } from "../../contract/stream-schema.js";
 
 /** Most bytes of JSON one Logs Ingestion request may carry before compression (the service limit is 1 MB). */
@@ -41,3 +43,14 @@ export const logAnalyticsSettingsSchema = z.strictObject({
 });
 
 export type LogAnalyticsSettings = z.infer<typeof logAnalyticsSettingsSchema>;
+
+const ruleIdPattern = /^dcr-[0-9a-f]{32}$/i;
+
+/** Cross-field rules of a present section: the DCR's immutable id, a custom stream. */
+export function logAnalyticsSettingsRules({ settings: la }: SinkRulesInput<LogAnalyticsSettings>): string[] {
+  if (la === undefined) return [];
+  const problems: string[] = [];
+  if (!ruleIdPattern.test(la.ruleId)) problems.push(`loganalytics.ruleId: must be the DCR's immutable id: "dcr-" followed by 32 hex digits`);
+  if (!la.streamName.startsWith("Custom-")) problems.push(`loganalytics.streamName: must start with "Custom-" (got "${la.streamName}")`);
+  return problems;
+}

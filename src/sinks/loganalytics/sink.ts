@@ -10,7 +10,7 @@ import type { AgentMetrics } from "../../observability/metrics.js";
 import { validateRow } from "../../contract/stream-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
-import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./outcome.js";
+import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./classify.js";
 import { PreEncodedBodies } from "./pre-encoded-body.js";
 import { jsonArrayOf, planRequests, rowFitsRequest } from "./request-plan.js";
 import { processRulePauses, type RulePauses } from "./rule-pauses.js";
@@ -92,7 +92,6 @@ export class LogAnalyticsSink implements Sink {
     this.lingerMs = this.settings.lingerMs;
     // Log Analytics keeps no order between requests (TimeGenerated orders the rows), so full batches may overlap.
     this.maxConcurrentSends = this.settings.maxConcurrentSends;
-    if (!this.settings.endpoint.toLowerCase().startsWith("https://")) throw new Error("loganalytics endpoint must be an https:// URL");
     // An extra CA (private PKI, the local peer) is trusted for this client only, next to the public roots.
     this.agent = this.settings.caCertFile
       ? new HttpsAgent({ keepAlive: true, ca: [...rootCertificates, readFileSync(this.settings.caCertFile, "utf8")] })

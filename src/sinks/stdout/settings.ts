@@ -1,4 +1,5 @@
-// stdout sink settings: none (the config file's `stdout` section must be empty when present).
+// stdout sink settings: none. The config file may hold an empty `stdout` section (`"stdout": {}`); any key in it is
+// an unknown setting.
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 

@@ -1,5 +1,6 @@
 // stdout sink: one JSON record per line on standard output (logs go to stderr, so the two never mix).
-import { allOutcomes, delivered, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { allOutcomes, delivered, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { classifyWriteError } from "./classify.js";
 import { jsonLines } from "./encode.js";
 
 export class StdoutSink implements Sink {
@@ -16,7 +17,7 @@ export class StdoutSink implements Sink {
       });
       return allOutcomes(batch, delivered);
     } catch (err) {
-      return allOutcomes(batch, retry(`stdout write failed: ${(err as Error).message}`));
+      return allOutcomes(batch, classifyWriteError(err));
     }
   }
 

@@ -1,6 +1,8 @@
-// Webhook sink settings (config section `webhook`) and resolution of header values and the signing secret from the environment.
+// Webhook sink settings (config section `webhook`), their cross-field rules (a URL, the variables named), and
+// resolution of header values and the signing secret from the environment.
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
+import type { SinkRulesInput } from "../sink.js";
 
 export const defaultWebhookTimeoutMs = 10_000;
 export const defaultWebhookMaxBatchRecords = 500;
@@ -54,4 +56,39 @@ export function resolveSecret(secretEnv: string, env: NodeJS.ProcessEnv): string
   const secret = env[secretEnv];
   if (secret === undefined || secret === "") throw new Error(`webhook signature: environment variable ${secretEnv} is not set`);
   return secret;
+}
+
+const credentialHeader = /authorization|api-?key|token|secret|signature|password/i;
+
+/** Cross-field rules of a sink in use: a URL (from `webhook:URL` or `webhook.url`), the variables the section names set. */
+export function webhookSettingsRules({ settings: wh, inUse, argument, env }: SinkRulesInput<WebhookSettings>): string[] {
+  if (!inUse) return [];
+  const problems: string[] = [];
+  if (argument !== undefined && !/^https?:\/\/[^/\s]+/i.test(argument)) problems.push(`sinks: webhook:URL needs an http:// or https:// URL (got "${argument}")`);
+  if (argument === undefined && wh?.url === undefined) problems.push("webhook.url: the webhook sink needs a URL: set webhook.url or use --sink webhook:URL");
+  for (const [name, value] of Object.entries(wh?.headers ?? {})) {
+    if (typeof value !== "string" && !env[value.fromEnv]) problems.push(`webhook.headers.${name}: environment variable ${value.fromEnv} is not set`);
+  }
+  if (wh?.signature && !env[wh.signature.secretEnv]) problems.push(`webhook.signature.secretEnv: environment variable ${wh.signature.secretEnv} is not set`);
+  return problems;
+}
+
+/** The variables of `{ "fromEnv": … }` header values and of the signing secret. */
+export function webhookReferencedVariables(section: Record<string, unknown> | undefined): string[] {
+  const names: string[] = [];
+  const headers = section?.["headers"];
+  if (typeof headers === "object" && headers !== null) {
+    for (const value of Object.values(headers)) {
+      const fromEnv = (value as { fromEnv?: unknown } | null)?.fromEnv;
+      if (typeof fromEnv === "string") names.push(fromEnv);
+    }
+  }
+  const secretEnv = (section?.["signature"] as { secretEnv?: unknown } | undefined)?.secretEnv;
+  if (typeof secretEnv === "string") names.push(secretEnv);
+  return names;
+}
+
+/** Literal header values whose names say they are credentials. */
+export function webhookInlineSecrets(settings: WebhookSettings): string[] {
+  return Object.entries(settings.headers).flatMap(([name, value]) => (typeof value === "string" && credentialHeader.test(name) ? [`webhook.headers.${name}`] : []));
 }

@@ -103,10 +103,11 @@ export interface EventHubsEmulator {
   /** Raises the hub's partition count, as a Premium or Dedicated namespace allows (never lowers it). */
   scalePartitions(partitionCount: number): void;
   /**
-   * Counters: sends accepted/rejected, AMQP connections opened; client (TCP) connections open now and at most at once
-   * since start (a namespace's connection quota counts these).
+   * Counters: send attempts received (every transfer that reached a hub or partition link, whatever became of it), sends
+   * accepted/rejected, AMQP connections opened; client (TCP) connections open now and at most at once since start (a
+   * namespace's connection quota counts these).
    */
-  readonly stats: { sendsAccepted: number; sendsRejected: number; connectionsOpened: number; connectionsCurrent: number; connectionsPeak: number };
+  readonly stats: { sendsReceived: number; sendsAccepted: number; sendsRejected: number; connectionsOpened: number; connectionsCurrent: number; connectionsPeak: number };
   readonly faults: EventHubsFaults;
   close(): Promise<void>;
 }
@@ -173,7 +174,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   const consumerGroups = new Set((options.consumerGroups ?? [defaultConsumerGroup]).map((name) => name.toLowerCase()));
   const createdAt = new Date();
   const plan = new FaultPlan();
-  const stats = { sendsAccepted: 0, sendsRejected: 0, connectionsOpened: 0, connectionsCurrent: 0, connectionsPeak: 0 };
+  const stats = { sendsReceived: 0, sendsAccepted: 0, sendsRejected: 0, connectionsOpened: 0, connectionsCurrent: 0, connectionsPeak: 0 };
   const connections = new Map<Connection, ConnectionState>();
   const sockets = new Set<Socket>();
   const streams = new Map<Sender, ReceiverStream>();
@@ -305,6 +306,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   };
 
   const handleSend = (context: EventContext, partitionId: string | undefined): void => {
+    stats.sendsReceived++;
     const delivery = context.delivery as Delivery;
     const payload = context.message as unknown;
     const reject = (condition: string, description: string): void => {

@@ -8,7 +8,7 @@ import { parseFaultSpec } from "../../src/testbed/peers/logs-ingestion/faults.js
 import {
   classifyUploadError,
   oldestUndeliveredAgeWarning,
-} from "../../src/sinks/loganalytics/outcome.js";
+} from "../../src/sinks/loganalytics/classify.js";
 import { jsonArrayBytes, jsonArrayOf, planRequests, rowFitsRequest } from "../../src/sinks/loganalytics/request-plan.js";
 import { PreEncodedBodies } from "../../src/sinks/loganalytics/pre-encoded-body.js";
 import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
