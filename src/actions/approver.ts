@@ -6,6 +6,7 @@ import { deterministicUuid, recordSource } from "../contract/record-id.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { redactSecrets } from "../observability/logger.js";
 import { systemClock, type Clock } from "../util/clock.js";
+import { SefError } from "../contract/errors.js";
 
 export interface StartRequestResponse {
   status: number;
@@ -159,7 +160,8 @@ function truncate(text: string, maxChars: number): string {
 
 function errorText(err: unknown): string {
   if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
+    // A system error's code (ECONNREFUSED) says what happened; a SefError's class code is already in its name.
+    const code = err instanceof SefError ? undefined : (err as { code?: unknown }).code;
     return redactSecrets(`${err.name}: ${err.message}${typeof code === "string" ? ` (${code})` : ""}`);
   }
   return redactSecrets(String(err));

@@ -8,9 +8,11 @@ import { unknownNameMessage } from "./suggest.js";
 import { findSinkFactory, parseSinkSpec } from "../sinks/registry.js";
 import { hookEnvironment } from "../actions/hooks.js";
 import type { TransitionRecord } from "../contract/record.js";
+import { SefError } from "../contract/errors.js";
 
-export class ConfigError extends Error {
+export class ConfigError extends SefError {
   override readonly name = "ConfigError";
+  override readonly code = "SEF_ERR_CONFIG";
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
   }

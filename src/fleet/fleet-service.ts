@@ -19,6 +19,7 @@ import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./set
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
 import { SendSlots } from "./targets/send-slots.js";
+import { SefError } from "../contract/errors.js";
 
 /** Time past the request deadline a closing partition gives its last outcomes to be saved. */
 const closeSaveMarginMs = 2000;
@@ -48,8 +49,9 @@ interface ResolvedTarget {
 
 const pagerDutyEventsUrl = "https://events.pagerduty.com/v2/enqueue";
 
-export class FleetConfigError extends Error {
+export class FleetConfigError extends SefError {
   override readonly name = "FleetConfigError";
+  override readonly code = "SEF_ERR_FLEET_CONFIG";
 }
 
 function resolveTargets(settings: FleetSettings, env: NodeJS.ProcessEnv): Map<string, ResolvedTarget> {

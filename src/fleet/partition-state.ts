@@ -3,6 +3,7 @@
 import type { ContainerClient } from "@azure/storage-blob";
 import type { FleetEvent } from "./fleet-event.js";
 import type { NotificationState } from "./notification-plan.js";
+import { SefError } from "../contract/errors.js";
 
 export interface PartitionState {
   /** Sequence number of the last event folded (-1 before any): events at or below it are never folded again. */
@@ -17,8 +18,9 @@ export function emptyPartitionState(): PartitionState {
 }
 
 /** Another instance wrote the state since we read it: the partition has moved. */
-export class OwnershipLostError extends Error {
+export class OwnershipLostError extends SefError {
   override readonly name = "OwnershipLostError";
+  override readonly code = "SEF_ERR_FLEET_OWNERSHIP_LOST";
 }
 
 /** A partition's state as read, with the version (ETag) a save must match: `undefined` when there is no blob yet. */

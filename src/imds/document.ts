@@ -1,6 +1,7 @@
 // Parses an IMDS scheduled-events body of any api-version into normalized events (pure; no I/O).
 // A body that is not a valid document is an error, never "no events"; one unreadable event is set apart, never fatal.
 import type { EventFields, ImdsEventStatus, MalformedEventReason } from "../contract/record.js";
+import { SefError } from "../contract/errors.js";
 
 export interface ImdsEvent extends EventFields {
   EventStatus: ImdsEventStatus;
@@ -28,13 +29,15 @@ export interface ScheduledEventsDocument {
   Malformed?: MalformedImdsEvent[];
 }
 
-export class MalformedDocumentError extends Error {
+export class MalformedDocumentError extends SefError {
   override readonly name = "MalformedDocumentError";
+  override readonly code = "SEF_ERR_IMDS_MALFORMED_DOCUMENT";
 }
 
 /** One event of a document is unreadable; the rest of the document is still used. */
-export class MalformedEventError extends Error {
+export class MalformedEventError extends SefError {
   override readonly name = "MalformedEventError";
+  override readonly code = "SEF_ERR_IMDS_MALFORMED_EVENT";
   constructor(
     readonly reason: MalformedEventReason,
     message: string,

@@ -1,4 +1,5 @@
 // Classified IMDS failures: every failed request ends as one of these kinds, never as "no events".
+import { SefError } from "../contract/errors.js";
 
 export type ImdsFailureKind =
   | "bad_request" // 400: a configuration problem (header, api-version); retried slowly
@@ -10,8 +11,9 @@ export type ImdsFailureKind =
   | "malformed" // body is not a valid document
   | "too_large"; // body over the cap
 
-export class ImdsRequestError extends Error {
+export class ImdsRequestError extends SefError {
   override readonly name = "ImdsRequestError";
+  override readonly code = "SEF_ERR_IMDS_REQUEST";
   constructor(
     readonly kind: ImdsFailureKind,
     message: string,

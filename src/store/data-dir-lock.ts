@@ -3,13 +3,15 @@
 import { DatabaseSync } from "node:sqlite";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { SefError } from "../contract/errors.js";
 
 export const lockFileName = "sef.lock";
 /** Informational: the holder's pid, written after the lock is taken (the locked file itself cannot be read by others). */
 export const lockPidFileName = "sef.lock.pid";
 
-export class DataDirLockedError extends Error {
+export class DataDirLockedError extends SefError {
   override readonly name = "DataDirLockedError";
+  override readonly code = "SEF_ERR_DATA_DIR_LOCKED";
   constructor(
     readonly dataDir: string,
     /** The holder's pid, when it could be read. */

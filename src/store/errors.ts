@@ -1,7 +1,9 @@
 // Store failures that the agent reports clearly and stops on (exit code 78, so a supervisor does not crash-loop).
+import { SefError } from "../contract/errors.js";
 
-export class StoreError extends Error {
+export class StoreError extends SefError {
   override readonly name = "StoreError";
+  override readonly code = "SEF_ERR_STORE";
   constructor(
     message: string,
     readonly path: string,

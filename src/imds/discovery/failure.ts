@@ -1,4 +1,5 @@
 // Discovery failures as values: which source, why (a stable reason used as a metric label), and the detail for the log.
+import { SefError } from "../../contract/errors.js";
 
 /** Where an IMDS endpoint candidate came from, in resolution order. */
 export type DiscoverySource =
@@ -53,8 +54,9 @@ export interface DiscoveryFailure {
 }
 
 /** Thrown by the pure parsers; the source turns it into a DiscoveryFailure. */
-export class DiscoveryParseError extends Error {
+export class DiscoveryParseError extends SefError {
   override readonly name = "DiscoveryParseError";
+  override readonly code = "SEF_ERR_DISCOVERY_PARSE";
   constructor(
     readonly reason: DiscoveryFailureReason,
     message: string,

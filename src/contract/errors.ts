@@ -1,0 +1,9 @@
+// The one error base of every sef product (agent, fleet service): each error class has a literal `name` and a stable
+// `code` (`SEF_ERR_…`), so logs and callers tell errors apart without reading messages. Exit codes are the CLI's
+// business (cli/exit-codes.ts), not the errors'.
+
+export class SefError extends Error {
+  override readonly name: string = "SefError";
+  /** Stable identifier of the error class; never changes once published. */
+  readonly code: string = "SEF_ERR";
+}
