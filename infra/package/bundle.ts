@@ -1,5 +1,6 @@
-// Bundles the agent (`src/cli/main.ts`: run, tail) with esbuild into `sef.mjs` plus lazily loaded chunks (the Azure
-// SDKs behind dynamic imports stay out of memory unless a configured sink needs them). Same inputs → same bytes.
+// Bundles the `sef` CLI (`src/cli/main.ts`: run, check-config, tail, fleet, discover and the ledger commands, each loaded
+// on demand) with esbuild into `sef.mjs` plus lazily loaded chunks (the commands, and the Azure SDKs behind dynamic
+// imports, stay out of memory unless used). Same inputs → same bytes.
 import { build } from "esbuild";
 import { relative, resolve } from "node:path";
 

@@ -1,6 +1,6 @@
 // Hooks: operator commands run on event transitions (argv arrays, never a shell), with the record on stdin and as
 // SEF_* variables; each run becomes a HookRecord (Succeeded, Failed, TimedOut or Interrupted). Config section `hooks`.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import * as z from "zod/mini";
 import "../util/zod-locale.js";
 import type { Logger } from "pino";
@@ -117,12 +117,46 @@ interface ChildEnd {
 export async function runHook(hook: HookConfig, record: TransitionRecord, options: RunHookOptions): Promise<HookRecord> {
   const clock = options.clock ?? systemClock;
   const startedMs = clock.monotonicMs();
+  const hookProcess = startHookProcess(hook, record, options.env);
+  const { end, killedBy } = await superviseHookProcess(hookProcess, hook, clock, options.signal);
+  const elapsedMs = Math.max(0, clock.monotonicMs() - startedMs);
+
+  const { outcome, why } = hookOutcome(end, killedBy, hook);
+  const exitCode = end.exitCode ?? -1;
+  const stderrText = redactSecrets(lastLines(hookProcess.stderrTail().toString("utf8"), stderrTailLines));
+  const detail = truncate(`${hook.name}: ${why}${stderrText ? `; stderr: ${stderrText}` : ""}`, maxDetailChars);
+
+  options.metrics?.hooks.inc({ outcome: metricOutcome[outcome] });
+  const log = { hook: hook.name, eventId: record.EventId, eventStatus: record.EventStatus, outcome, exitCode, elapsedMs };
+  if (outcome === "Succeeded") options.logger.info(log, "hook finished");
+  else options.logger.warn({ ...log, detail }, "hook did not succeed");
+
+  return hookRecord(record, {
+    recordId: hookRecordId(recordSource(record), record.EventId, record.EventStatus, hook.name),
+    timeGenerated: new Date(clock.now()).toISOString(),
+    outcome,
+    exitCode,
+    elapsedMs,
+    detail,
+    agentVersion: options.agentVersion ?? packageVersion,
+  });
+}
+
+/** A started hook process: the child, how to signal it (its process group off Windows), and the tail of its stderr. */
+interface HookProcess {
+  readonly child: ChildProcess;
+  kill(sig: NodeJS.Signals): void;
+  stderrTail(): Buffer;
+}
+
+/** Spawns the hook (no shell, its own process group off Windows), writes the record to its stdin, keeps its stderr's tail. */
+function startHookProcess(hook: HookConfig, record: TransitionRecord, env: NodeJS.ProcessEnv | undefined): HookProcess {
   const [executable, ...args] = hook.command as [string, ...string[]];
   const useGroup = process.platform !== "win32";
   const child = spawn(executable, args, {
     shell: false,
     stdio: ["pipe", "ignore", "pipe"],
-    env: { ...(options.env ?? process.env), ...hookEnvironment(record, hook.name) },
+    env: { ...(env ?? process.env), ...hookEnvironment(record, hook.name) },
     detached: useGroup, // own process group, so a timeout also stops the hook's children
     windowsHide: true,
   });
@@ -143,15 +177,28 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
       // already gone
     }
   };
+  return { child, kill, stderrTail: () => stderrTail };
+}
 
+/**
+ * Waits for the hook to end; past `timeoutMs` (or on the caller's abort) it gets SIGTERM, then SIGKILL after
+ * `killGraceMs`. Says how it ended and whether it was killed, and why.
+ */
+async function superviseHookProcess(
+  hookProcess: HookProcess,
+  hook: HookConfig,
+  clock: Clock,
+  signal: AbortSignal | undefined,
+): Promise<{ end: ChildEnd; killedBy: "timeout" | "abort" | undefined }> {
+  const { child, kill } = hookProcess;
   const childEnded = new AbortController();
   // 'close' waits for stdio too; if a background child of the hook keeps stderr open, settle shortly after 'exit'.
   const ended = new Promise<ChildEnd>((resolve) => {
     child.once("error", (err) => resolve({ exitCode: null, signal: null, spawnError: err }));
-    child.once("close", (exitCode, signal) => resolve({ exitCode, signal }));
-    child.once("exit", (exitCode, signal) => {
+    child.once("close", (exitCode, exitSignal) => resolve({ exitCode, signal: exitSignal }));
+    child.once("exit", (exitCode, exitSignal) => {
       clock.sleep(exitToCloseGraceMs, childEnded.signal).then(
-        () => resolve({ exitCode, signal }),
+        () => resolve({ exitCode, signal: exitSignal }),
         () => undefined,
       );
     });
@@ -160,7 +207,7 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
   // Timeout (or the caller's abort) → SIGTERM to the process group; after killGraceMs → SIGKILL.
   let killedBy: "timeout" | "abort" | undefined;
   const watchdog = (async () => {
-    const stop = options.signal ? AbortSignal.any([childEnded.signal, options.signal]) : childEnded.signal;
+    const stop = signal ? AbortSignal.any([childEnded.signal, signal]) : childEnded.signal;
     try {
       await clock.sleep(hook.timeoutMs, stop);
       killedBy = "timeout";
@@ -180,44 +227,16 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
   const end = await ended;
   childEnded.abort();
   await watchdog;
-  const elapsedMs = Math.max(0, clock.monotonicMs() - startedMs);
+  return { end, killedBy };
+}
 
-  let outcome: HookRecord["Outcome"];
-  let why: string;
-  if (end.spawnError) {
-    outcome = "Failed";
-    why = `cannot start ${executable}: ${spawnFailureText(end.spawnError)}`;
-  } else if (killedBy === "timeout") {
-    outcome = "TimedOut";
-    why = `timed out after ${hook.timeoutMs} ms`;
-  } else if (killedBy === "abort") {
-    outcome = "Interrupted";
-    why = "interrupted: the agent stopped while it ran";
-  } else if (end.exitCode === 0) {
-    outcome = "Succeeded";
-    why = "exit 0";
-  } else {
-    outcome = "Failed";
-    why = end.exitCode !== null ? `exit ${end.exitCode}` : `killed by ${end.signal ?? "a signal"}`;
-  }
-  const exitCode = end.exitCode ?? -1;
-  const stderrText = redactSecrets(lastLines(stderrTail.toString("utf8"), stderrTailLines));
-  const detail = truncate(`${hook.name}: ${why}${stderrText ? `; stderr: ${stderrText}` : ""}`, maxDetailChars);
-
-  options.metrics?.hooks.inc({ outcome: metricOutcome[outcome] });
-  const log = { hook: hook.name, eventId: record.EventId, eventStatus: record.EventStatus, outcome, exitCode, elapsedMs };
-  if (outcome === "Succeeded") options.logger.info(log, "hook finished");
-  else options.logger.warn({ ...log, detail }, "hook did not succeed");
-
-  return hookRecord(record, {
-    recordId: hookRecordId(recordSource(record), record.EventId, record.EventStatus, hook.name),
-    timeGenerated: new Date(clock.now()).toISOString(),
-    outcome,
-    exitCode,
-    elapsedMs,
-    detail,
-    agentVersion: options.agentVersion ?? packageVersion,
-  });
+/** How a hook run ended, as a record's Outcome and the words for its Detail (pure). */
+function hookOutcome(end: ChildEnd, killedBy: "timeout" | "abort" | undefined, hook: HookConfig): { outcome: HookRecord["Outcome"]; why: string } {
+  if (end.spawnError) return { outcome: "Failed", why: `cannot start ${hook.command[0]}: ${spawnFailureText(end.spawnError)}` };
+  if (killedBy === "timeout") return { outcome: "TimedOut", why: `timed out after ${hook.timeoutMs} ms` };
+  if (killedBy === "abort") return { outcome: "Interrupted", why: "interrupted: the agent stopped while it ran" };
+  if (end.exitCode === 0) return { outcome: "Succeeded", why: "exit 0" };
+  return { outcome: "Failed", why: end.exitCode !== null ? `exit ${end.exitCode}` : `killed by ${end.signal ?? "a signal"}` };
 }
 
 /**

@@ -84,42 +84,151 @@ const systemClock: ProcessorClock = {
   sleep: (ms, signal) => sleepTimer(ms, undefined, { signal }),
 };
 
+/** The partitions this instance owns, and what /readyz judges about them. */
+interface OwnedPartitions {
+  readonly processors: Map<string, { processor: PartitionProcessor; controller: AbortController }>;
+  lastStoreError: string | null;
+  lastReceiveOk: boolean;
+}
+
 export async function startFleetService(options: FleetServiceOptions): Promise<FleetService> {
   const { settings, env, logger } = options;
   const targets = resolveTargets(settings, env);
   const metrics = new FleetMetrics([...targets.keys()]);
   const container = containerFor(settings, env);
   await container.createIfNotExists({ abortSignal: AbortSignal.timeout(settings.requestTimeoutMs) });
-  const auth = resolveEventHubsAuth(settings.eventHubs.connection, env);
-  const checkpointStore = new BlobCheckpointStore(container);
-  const client: EventHubConsumerClient = createConsumerClient(
-    auth,
-    settings.eventHubs.consumerGroup,
-    {
-      customEndpointAddress: settings.eventHubs.connection.customEndpointAddress,
-      maxRetries: settings.eventHubs.connection.maxRetries,
-      retryDelayMs: settings.eventHubs.connection.retryDelayMs,
-      maxRetryDelayMs: settings.eventHubs.connection.maxRetryDelayMs,
-      tryTimeoutMs: settings.eventHubs.connection.tryTimeoutMs,
-    },
-    { checkpointStore, loadBalancingOptions: {
-        strategy: "balanced",
-        updateIntervalInMs: settings.loadBalancing.updateIntervalMs,
-        partitionOwnershipExpirationIntervalInMs: settings.loadBalancing.ownershipExpirationMs,
-      } },
+  const client = openConsumer(settings, env, container);
+  const stateStore = new BlobPartitionStateStore(
+    container,
+    `fleet-state/${client.fullyQualifiedNamespace}/${client.eventHubName}/${settings.eventHubs.consumerGroup}`.toLowerCase(),
+    settings.requestTimeoutMs,
   );
-  const namespace = client.fullyQualifiedNamespace;
-  const hubName = client.eventHubName;
-  const stateStore = new BlobPartitionStateStore(container, `fleet-state/${namespace}/${hubName}/${settings.eventHubs.consumerGroup}`.toLowerCase(), settings.requestTimeoutMs);
-
-  const processors = new Map<string, { processor: PartitionProcessor; controller: AbortController }>();
-  let lastStoreError: string | null = null;
-  let lastReceiveOk = false;
+  const owned: OwnedPartitions = { processors: new Map(), lastStoreError: null, lastReceiveOk: false };
+  const refreshGauges = (): void => {
+    metrics.ownedPartitions.set(owned.processors.size);
+    metrics.activeEvents.set([...owned.processors.values()].reduce((n, p) => n + p.processor.activeEvents, 0));
+  };
 
   // Requests already sent are cut off only when stop() gives up waiting for them; a closed partition lets them finish.
   const requestsGivenUp = new AbortController();
+  // One sender for every partition: a target's slots of requests in flight are per instance.
+  const send = targetSender(targets, settings);
+  const onDeadLetter = deadLetterWriter(container, settings);
+  const openProcessor = (partitionId: string, signal: AbortSignal): Promise<PartitionProcessor> =>
+    PartitionProcessor.open({
+      ...processorSettings(settings),
+      partitionId,
+      store: stateStore,
+      send,
+      onDeadLetter,
+      clock: systemClock,
+      logger: logger.child({ partitionId }),
+      metrics,
+      signal,
+      requestSignal: requestsGivenUp.signal,
+    });
+  const subscription: Subscription = client.subscribe(partitionHandlers({ owned, openProcessor, refreshGauges, settings, metrics, logger }), {
+    startPosition: settings.eventHubs.startPosition === "earliest" ? earliestEventPosition : latestEventPosition,
+    maxBatchSize: 500,
+    maxWaitTimeInSeconds: 1,
+    trackLastEnqueuedEventProperties: true,
+  });
+
+  const ticker = setInterval(() => {
+    for (const [partitionId, entry] of owned.processors) {
+      entry.processor.tick().catch((err: Error) => {
+        logger.warn({ partitionId, err: { type: err.name, message: err.message } }, "periodic re-plan failed");
+      });
+    }
+    refreshGauges();
+  }, settings.tickMs);
+  ticker.unref();
+
+  const server = await listenHealthServer(metrics, settings, () => {
+    if (!subscription.isRunning) return "not subscribed to the event hub";
+    if (owned.lastStoreError) return `blob storage: ${owned.lastStoreError}`;
+    if (!owned.lastReceiveOk && owned.processors.size > 0) return "no answer from the event hub yet";
+    return null;
+  });
+
+  return {
+    metrics,
+    port: (server.address() as AddressInfo).port,
+    ownedPartitions: () => [...owned.processors.keys()].sort(),
+    stop: async (deadlineMs = 10_000) => {
+      clearInterval(ticker);
+      await stopPartitions(owned, requestsGivenUp, deadlineMs, async () => {
+        await subscription.close();
+        await client.close();
+      });
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * Stops every partition: requests already sent are answered and saved (not re-sent in doubt by the next owner) within
+ * half the deadline, then the rest are cut off and the clients get what is left of it to close.
+ */
+async function stopPartitions(owned: OwnedPartitions, requestsGivenUp: AbortController, deadlineMs: number, closeClients: () => Promise<void>): Promise<void> {
+  const stopStartedMs = performance.now();
+  for (const entry of owned.processors.values()) entry.controller.abort();
+  await Promise.all([...owned.processors.values()].map((entry) => entry.processor.settled(deadlineMs / 2)));
+  requestsGivenUp.abort();
+  await Promise.race([closeClients(), sleepTimer(Math.max(0, deadlineMs - (performance.now() - stopStartedMs)), undefined, { ref: false })]);
+}
+
+/** The /metrics, /healthz, /readyz server, listening on `metrics.host:metrics.port`. */
+async function listenHealthServer(metrics: FleetMetrics, settings: FleetSettings, notReadyReason: () => string | null): Promise<Server> {
+  const server = createHealthServer(metrics, notReadyReason);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(settings.metrics.port, settings.metrics.host, () => resolve());
+  });
+  return server;
+}
+
+/** What every partition's processor takes from the settings. */
+function processorSettings(settings: FleetSettings) {
+  return {
+    rules: settings.rules,
+    updateIntervalMs: settings.updateIntervalMs,
+    retry: settings.retry,
+    retainEndedMs: settings.retainEndedMs,
+    staleClaimMs: settings.loadBalancing.ownershipExpirationMs,
+    lateNoticeMs: settings.lateNoticeMs,
+  };
+}
+
+/** The consumer client, sharing the hub's partitions with the other instances through the Blob checkpoint store. */
+function openConsumer(settings: FleetSettings, env: NodeJS.ProcessEnv, container: ContainerClient): EventHubConsumerClient {
+  const connection = settings.eventHubs.connection;
+  return createConsumerClient(
+    resolveEventHubsAuth(connection, env),
+    settings.eventHubs.consumerGroup,
+    {
+      customEndpointAddress: connection.customEndpointAddress,
+      maxRetries: connection.maxRetries,
+      retryDelayMs: connection.retryDelayMs,
+      maxRetryDelayMs: connection.maxRetryDelayMs,
+      tryTimeoutMs: connection.tryTimeoutMs,
+    },
+    {
+      checkpointStore: new BlobCheckpointStore(container),
+      loadBalancingOptions: {
+        strategy: "balanced",
+        updateIntervalInMs: settings.loadBalancing.updateIntervalMs,
+        partitionOwnershipExpirationIntervalInMs: settings.loadBalancing.ownershipExpirationMs,
+      },
+    },
+  );
+}
+
+/** Sends one notification to a target, within the target's slots of requests in flight. */
+function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: FleetSettings) {
   const slots = new Map([...targets].map(([name, target]) => [name, new SendSlots(sendsInFlightFor(target.settings, settings))]));
-  const send = async (targetName: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal): Promise<DeliveryOutcome> => {
+  return async (targetName: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal): Promise<DeliveryOutcome> => {
     const target = targets.get(targetName);
     const targetSlots = slots.get(targetName);
     if (!target || !targetSlots) return { kind: "rejected", reason: `no target named ${targetName}` };
@@ -131,134 +240,92 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
       targetSlots.release();
     }
   };
-  const onDeadLetter = async (target: string, action: NotificationAction, event: FleetEvent, reason: string): Promise<void> => {
+}
+
+/** Writes a notification given up on as one blob under `dead-letter/<target>/`. */
+function deadLetterWriter(container: ContainerClient, settings: FleetSettings) {
+  return async (target: string, action: NotificationAction, event: FleetEvent, reason: string): Promise<void> => {
     const body = JSON.stringify({ deadLetteredAt: new Date().toISOString(), target, action, reason, event });
     await container
       .getBlockBlobClient(`dead-letter/${target}/${event.key}-${action}.json`)
       .upload(body, Buffer.byteLength(body), { abortSignal: AbortSignal.timeout(settings.requestTimeoutMs) });
   };
+}
 
-  const refreshGauges = (): void => {
-    metrics.ownedPartitions.set(processors.size);
-    metrics.activeEvents.set([...processors.values()].reduce((n, p) => n + p.processor.activeEvents, 0));
-  };
+interface PartitionHandlerDeps {
+  readonly owned: OwnedPartitions;
+  openProcessor(partitionId: string, signal: AbortSignal): Promise<PartitionProcessor>;
+  refreshGauges(): void;
+  readonly settings: FleetSettings;
+  readonly metrics: FleetMetrics;
+  readonly logger: Logger;
+}
 
-  const subscription: Subscription = client.subscribe(
-    {
-      processInitialize: async (context: PartitionContext) => {
-        // Claimed again without a close in between: the earlier processor stops sending (its state is its own).
-        processors.get(context.partitionId)?.controller.abort();
-        const controller = new AbortController();
-        const processor = await PartitionProcessor.open({
-          partitionId: context.partitionId,
-          rules: settings.rules,
-          updateIntervalMs: settings.updateIntervalMs,
-          retry: settings.retry,
-          retainEndedMs: settings.retainEndedMs,
-          staleClaimMs: settings.loadBalancing.ownershipExpirationMs,
-          lateNoticeMs: settings.lateNoticeMs,
-          store: stateStore,
-          send,
-          onDeadLetter,
-          clock: systemClock,
-          logger: logger.child({ partitionId: context.partitionId }),
-          metrics,
-          signal: controller.signal,
-          requestSignal: requestsGivenUp.signal,
-        });
-        processors.set(context.partitionId, { processor, controller });
-        refreshGauges();
-        logger.info({ partitionId: context.partitionId, sequenceNumber: processor.lastSequenceNumber }, "partition claimed");
-      },
-      processEvents: async (events: ReceivedEventData[], context: PartitionContext) => {
-        lastReceiveOk = true;
-        const entry = processors.get(context.partitionId);
-        if (!entry) return;
-        const last = context.lastEnqueuedEventProperties;
-        if (events.length > 0) {
-          // A batch is retried until its state is durable: skipping it would move the checkpoint past unfolded records.
-          for (let attempt = 1; ; attempt++) {
-            try {
-              await entry.processor.processBatch(events.map((e) => ({ body: e.body, sequenceNumber: e.sequenceNumber, offset: String(e.offset) })));
-              lastStoreError = null;
-              break;
-            } catch (err) {
-              lastStoreError = (err as Error).message;
-              logger.warn({ partitionId: context.partitionId, attempt, err: { type: (err as Error).name, message: (err as Error).message } }, "could not save the partition's fleet state; retrying the batch");
-              if (entry.controller.signal.aborted) return;
-              await sleepTimer(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)), undefined, { signal: entry.controller.signal }).catch(() => undefined);
-              if (entry.controller.signal.aborted) return;
-            }
-          }
-          await context.updateCheckpoint(events[events.length - 1]!);
-        }
-        if (last?.sequenceNumber !== undefined) metrics.partitionLag.set({ partition: context.partitionId }, Math.max(0, last.sequenceNumber - entry.processor.lastSequenceNumber));
-        refreshGauges();
-      },
-      processError: async (err: Error, context: PartitionContext) => {
-        logger.warn({ partitionId: context.partitionId, err: { type: err.name, message: err.message } }, "event hubs error");
-      },
-      processClose: async (reason, context: PartitionContext) => {
-        const entry = processors.get(context.partitionId);
-        entry?.controller.abort();
-        // Requests already sent finish and their outcomes are saved, so the next owner does not re-send them in doubt.
-        await entry?.processor.settled(settings.requestTimeoutMs + closeSaveMarginMs);
-        if (processors.get(context.partitionId) === entry) processors.delete(context.partitionId);
-        metrics.partitionLag.remove({ partition: context.partitionId });
-        refreshGauges();
-        logger.info({ partitionId: context.partitionId, reason }, "partition released");
-      },
-    },
-    {
-      startPosition: settings.eventHubs.startPosition === "earliest" ? earliestEventPosition : latestEventPosition,
-      maxBatchSize: 500,
-      maxWaitTimeInSeconds: 1,
-      trackLastEnqueuedEventProperties: true,
-    },
-  );
-
-  const ticker = setInterval(() => {
-    for (const [partitionId, entry] of processors) {
-      entry.processor.tick().catch((err: Error) => {
-        logger.warn({ partitionId, err: { type: err.name, message: err.message } }, "periodic re-plan failed");
-      });
-    }
-    refreshGauges();
-  }, settings.tickMs);
-  ticker.unref();
-
-  const server = createHealthServer(metrics, () => {
-    if (!subscription.isRunning) return "not subscribed to the event hub";
-    if (lastStoreError) return `blob storage: ${lastStoreError}`;
-    if (!lastReceiveOk && processors.size > 0) return "no answer from the event hub yet";
-    return null;
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(settings.metrics.port, settings.metrics.host, () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-
+/** The subscription's handlers: a claimed partition gets a processor, its batches are folded durably, a release closes it. */
+function partitionHandlers(deps: PartitionHandlerDeps) {
+  const { owned, refreshGauges, settings, metrics, logger } = deps;
   return {
-    metrics,
-    port,
-    ownedPartitions: () => [...processors.keys()].sort(),
-    stop: async (deadlineMs = 10_000) => {
-      clearInterval(ticker);
-      const stopStartedMs = performance.now();
-      for (const entry of processors.values()) entry.controller.abort();
-      // Let requests already sent be answered and saved (not re-sent in doubt by the next owner), within the deadline.
-      await Promise.all([...processors.values()].map((entry) => entry.processor.settled(deadlineMs / 2)));
-      requestsGivenUp.abort();
-      const closing = (async () => {
-        await subscription.close();
-        await client.close();
-      })();
-      await Promise.race([closing, sleepTimer(Math.max(0, deadlineMs - (performance.now() - stopStartedMs)), undefined, { ref: false })]);
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+    processInitialize: async (context: PartitionContext) => {
+      // Claimed again without a close in between: the earlier processor stops sending (its state is its own).
+      owned.processors.get(context.partitionId)?.controller.abort();
+      const controller = new AbortController();
+      const processor = await deps.openProcessor(context.partitionId, controller.signal);
+      owned.processors.set(context.partitionId, { processor, controller });
+      refreshGauges();
+      logger.info({ partitionId: context.partitionId, sequenceNumber: processor.lastSequenceNumber }, "partition claimed");
+    },
+    processEvents: async (events: ReceivedEventData[], context: PartitionContext) => {
+      owned.lastReceiveOk = true;
+      const entry = owned.processors.get(context.partitionId);
+      if (!entry) return;
+      const last = context.lastEnqueuedEventProperties;
+      if (events.length > 0) {
+        if (!(await foldUntilDurable(entry, events, context.partitionId, owned, logger))) return;
+        await context.updateCheckpoint(events[events.length - 1]!);
+      }
+      if (last?.sequenceNumber !== undefined) metrics.partitionLag.set({ partition: context.partitionId }, Math.max(0, last.sequenceNumber - entry.processor.lastSequenceNumber));
+      refreshGauges();
+    },
+    processError: async (err: Error, context: PartitionContext) => {
+      logger.warn({ partitionId: context.partitionId, err: { type: err.name, message: err.message } }, "event hubs error");
+    },
+    processClose: async (reason: string, context: PartitionContext) => {
+      const entry = owned.processors.get(context.partitionId);
+      entry?.controller.abort();
+      // Requests already sent finish and their outcomes are saved, so the next owner does not re-send them in doubt.
+      await entry?.processor.settled(settings.requestTimeoutMs + closeSaveMarginMs);
+      if (owned.processors.get(context.partitionId) === entry) owned.processors.delete(context.partitionId);
+      metrics.partitionLag.remove({ partition: context.partitionId });
+      refreshGauges();
+      logger.info({ partitionId: context.partitionId, reason }, "partition released");
     },
   };
+}
+
+/**
+ * Folds a batch into the partition's state, retrying until the state is durable (skipping it would move the
+ * checkpoint past unfolded records). False when the partition was closed meanwhile.
+ */
+async function foldUntilDurable(
+  entry: { processor: PartitionProcessor; controller: AbortController },
+  events: readonly ReceivedEventData[],
+  partitionId: string,
+  owned: OwnedPartitions,
+  logger: Logger,
+): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await entry.processor.processBatch(events.map((e) => ({ body: e.body, sequenceNumber: e.sequenceNumber, offset: String(e.offset) })));
+      owned.lastStoreError = null;
+      return true;
+    } catch (err) {
+      owned.lastStoreError = (err as Error).message;
+      logger.warn({ partitionId, attempt, err: { type: (err as Error).name, message: (err as Error).message } }, "could not save the partition's fleet state; retrying the batch");
+      if (entry.controller.signal.aborted) return false;
+      await sleepTimer(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)), undefined, { signal: entry.controller.signal }).catch(() => undefined);
+      if (entry.controller.signal.aborted) return false;
+    }
+  }
 }
 
 function createHealthServer(metrics: FleetMetrics, notReadyReason: () => string | null): Server {

@@ -1,5 +1,6 @@
-// Builds @azure/event-hubs clients (producer for the sink, consumer for `sef tail`) from resolved credentials:
-// SAS connection string, managed identity or the default Entra ID chain; explicit exponential retry options.
+// Builds @azure/event-hubs clients (the producer of the sink, the consumer of `sef tail` and `sef fleet`) from resolved
+// credentials: SAS connection string, managed identity or the default Entra ID chain; explicit retry options (the sink
+// passes maxRetries 0: its drainer is the only retry loop).
 import { EventHubConsumerClient, EventHubProducerClient, RetryMode, type CheckpointStore, type EventHubClientOptions, type EventHubConsumerClientOptions } from "@azure/event-hubs";
 import type { TokenCredential } from "@azure/identity";
 import { createAzureCredential } from "../azure-credential.js";
