@@ -97,8 +97,9 @@ function describeType(node: JsonSchema): string {
 
 function describeRange(node: JsonSchema): string {
   const max = node.maximum !== undefined && node.maximum < Number.MAX_SAFE_INTEGER ? node.maximum : undefined;
-  if (node.minimum !== undefined && max !== undefined) return ` ${node.minimum}–${max}`;
-  if (node.minimum !== undefined) return ` ≥ ${node.minimum}`;
+  const min = node.minimum !== undefined && node.minimum > Number.MIN_SAFE_INTEGER ? node.minimum : undefined;
+  if (min !== undefined && max !== undefined) return ` ${min}–${max}`;
+  if (min !== undefined) return ` ≥ ${min}`;
   if (node.exclusiveMinimum !== undefined) return ` > ${node.exclusiveMinimum}`;
   if (max !== undefined) return ` ≤ ${max}`;
   return "";
