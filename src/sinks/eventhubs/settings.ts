@@ -26,7 +26,7 @@ export const eventHubsSettingsSchema = z
      * identical placement and per-key order, far fewer round trips when a backlog holds many keys; events carry no
      * `partitionKey` annotation.
      */
-    partitionRouting: documented(z._default(z.enum(partitionRoutings), "key"), { description: "`key`: each batch carries the partition key and the service picks the partition; `hash`: the sink maps the same key to the partition Event Hubs itself would choose and sends whole-partition batches (see the sink's README)." }),
+    partitionRouting: documented(z._default(z.enum(partitionRoutings), "key"), { description: "`key`: each batch carries the partition key and the service picks the partition; `hash`: the sink maps the same key to the partition Event Hubs itself would choose and sends whole-partition batches (see src/sinks/eventhubs/README.md)." }),
     maxBatchRecords: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100_000)), 2000), { description: "Records per send (split into as many `EventDataBatch`es as the link's max message size needs).", unit: "records" }),
     lingerMs: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 100), { description: "Wait for a fuller batch; records of `Preempt`/`Terminate` events and any `Started` are never held back." }),
     maxConcurrentBatches: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(256)), 128), { description: "Batches in flight at once; a key's next batch starts only after its previous one was accepted (1 = strictly sequential).", unit: "batches" }),
