@@ -8,9 +8,30 @@ export const docsLineWidth = 120;
 /** A word that would turn a wrapped line into a list item, a heading, a quote or a table row. */
 const blockStarter = /^(?:[-+*>|#]|\d+[.)])$/;
 
+/** The words of `text`, a code span kept as one word when it is shorter than `room` (so lines break outside it). */
+function wrapTokens(text: string, room: number): string[] {
+  const words = text.split(/\s+/).filter((w) => w !== "");
+  const ticks = (word: string): number => word.split("`").length - 1;
+  const tokens: string[] = [];
+  for (let i = 0; i < words.length; i++) {
+    if (ticks(words[i]!) % 2 === 1) {
+      let end = i + 1;
+      while (end < words.length && ticks(words[end]!) % 2 === 0) end++;
+      const span = words.slice(i, end + 1).join(" ");
+      if (end < words.length && span.length <= room) {
+        tokens.push(span);
+        i = end;
+        continue;
+      }
+    }
+    tokens.push(words[i]!);
+  }
+  return tokens;
+}
+
 /** Wraps `text` (one paragraph) at `width`: the first line starts with `first`, the others with `indent`. */
 export function wrapParagraph(text: string, first = "", indent = "", width = docsLineWidth): string[] {
-  const words = text.split(/\s+/).filter((w) => w !== "");
+  const words = wrapTokens(text, width - indent.length - 20);
   const lines: string[] = [];
   let line = first;
   let empty = true;
