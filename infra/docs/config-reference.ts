@@ -1,4 +1,4 @@
-// Generates the agent's configuration reference from its zod schema (src/config/schema.ts, with the sink, discovery,
+// Generates the agent's configuration reference from its zod schema (src/agent/config/schema.ts, with the sink, discovery,
 // action and server sections it assembles): every key with its type, default, unit, flag and environment variable,
 // written into each Markdown file between `<!-- config-reference:begin SECTION -->` and `<!-- config-reference:end -->`.
 // Run: npx tsx infra/docs/config-reference.ts (rewrites the files); test/docs/config-reference.test.ts checks them.
@@ -6,8 +6,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, posix, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as z from "zod/mini";
-import { agentConfigSchema } from "../../src/config/schema.js";
-import { configFlags, environmentVariables } from "../../src/config/load.js";
+import { agentConfigSchema } from "../../src/agent/config/schema.js";
+import { configFlags, environmentVariables } from "../../src/agent/config/load.js";
 import { markdownFiles, wrapParagraph } from "./markdown.js";
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");

@@ -4,10 +4,10 @@ import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { filesWithReference, regenerate, repoRoot, settingEntries } from "../../infra/docs/config-reference.js";
-import { environmentVariables } from "../../src/config/load.js";
-import { agentConfigSchema } from "../../src/config/schema.js";
+import { environmentVariables } from "../../src/agent/config/load.js";
+import { agentConfigSchema } from "../../src/agent/config/schema.js";
 
-const referenceFile = "src/config/README.md";
+const referenceFile = "src/agent/config/README.md";
 const entries = settingEntries();
 
 describe("configuration reference", () => {

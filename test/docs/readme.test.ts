@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { recordColumns } from "../../src/contract/record.js";
-import { agentConfigSchema } from "../../src/config/schema.js";
-import { environmentVariables } from "../../src/config/load.js";
-import { sinkFactories } from "../../src/sinks/registry.js";
+import { agentConfigSchema } from "../../src/agent/config/schema.js";
+import { environmentVariables } from "../../src/agent/config/load.js";
+import { sinkFactories } from "../../src/agent/sinks/registry.js";
 import { listScenarioNames } from "../../src/testbed/simulator/scenarios.js";
 import { markdownFiles, proseLines } from "../../infra/docs/markdown.js";
 import { repoRoot } from "../../infra/docs/config-reference.js";
@@ -94,13 +94,13 @@ describe("the record contract (src/contract/README.md)", () => {
 
 describe("where settings, sinks and scenarios are documented", () => {
   it("names every setting and environment variable in the configuration reference", () => {
-    const config = read("src/config/README.md");
+    const config = read("src/agent/config/README.md");
     for (const key of Object.keys(agentConfigSchema.shape)) expect(config, key).toContain(`\`${key}`);
     for (const name of Object.keys(environmentVariables)) expect(config, name).toContain(name);
   });
 
   it("names every sink in the sinks overview and every scenario in the testbed's docs", () => {
-    const sinks = read("src/sinks/README.md");
+    const sinks = read("src/agent/sinks/README.md");
     for (const factory of sinkFactories) expect(sinks, factory.type).toContain(`\`${factory.type}`);
     const testbed = read("src/testbed/README.md");
     for (const scenario of listScenarioNames()) expect(testbed, scenario).toContain(`\`${scenario}\``);

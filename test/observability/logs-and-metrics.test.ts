@@ -9,14 +9,14 @@ import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { cliPath, logLines, runCli, waitForMetricsUrl, waitUntil } from "../helpers/agent-process.js";
-import { journalPriorities } from "../../src/observability/logger.js";
-import { secretFileWarning } from "../../src/config/secret-file.js";
-import { loadConfig } from "../../src/config/load.js";
+import { journalPriorities } from "../../src/agent/observability/logger.js";
+import { secretFileWarning } from "../../src/agent/config/secret-file.js";
+import { loadConfig } from "../../src/agent/config/load.js";
 
-const observabilityDoc = readFileSync(new URL("../../src/observability/README.md", import.meta.url), "utf8");
+const observabilityDoc = readFileSync(new URL("../../src/agent/observability/README.md", import.meta.url), "utf8");
 const levelNames = Object.keys(journalPriorities);
 
-/** The `sef_*` series the agent's observability doc (src/observability/README.md) documents. */
+/** The `sef_*` series the agent's observability doc (src/agent/observability/README.md) documents. */
 function documentedSeries(): string[] {
   return [...new Set([...observabilityDoc.matchAll(/`(sef_[a-z_]+)(?:\{[a-z_,]+\})?`/g)].map((m) => m[1]!))];
 }
