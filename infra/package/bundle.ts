@@ -1,6 +1,6 @@
-// Bundles the `sef` CLI (`src/cli/main.ts`: run, check-config, tail, fleet, discover and the ledger commands, each loaded
-// on demand) with esbuild into `sef.mjs` plus lazily loaded chunks (the commands, and the Azure SDKs behind dynamic
-// imports, stay out of memory unless used). Same inputs → same bytes.
+// Bundles the agent's `sef` CLI (`src/agent/cli/main.ts`: run, check-config, tail, discover and the ledger commands,
+// each loaded on demand) with esbuild into `sef.mjs` plus lazily loaded chunks (the commands, and the Azure SDKs behind
+// dynamic imports, stay out of memory unless used). Same inputs → same bytes.
 import { build } from "esbuild";
 import { relative, resolve } from "node:path";
 
@@ -17,7 +17,8 @@ const requireShim = 'import { createRequire as sefCreateRequire } from "node:mod
 export async function bundleAgent(repoRoot: string, outDir: string, version: string): Promise<BundleResult> {
   const result = await build({
     absWorkingDir: repoRoot,
-    entryPoints: { sef: "src/cli/main.ts" },
+    entryPoints: { sef: "src/agent/cli/main.ts" },
+    conditions: ["source"],
     outdir: outDir,
     bundle: true,
     splitting: true,

@@ -8,8 +8,8 @@ import { earliestEventPosition, latestEventPosition, type EventHubConsumerClient
 import { BlobCheckpointStore } from "@azure/eventhubs-checkpointstore-blob";
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import type { Logger } from "pino";
-import { createAzureCredential } from "../sinks/azure-credential.js";
-import { createConsumerClient, resolveEventHubsAuth } from "../sinks/eventhubs/index.js";
+import { createAzureCredential } from "../agent/sinks/azure-credential.js";
+import { createConsumerClient, resolveEventHubsAuth } from "../agent/sinks/eventhubs/index.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
 import type { NotificationAction } from "./notification-plan.js";
@@ -19,7 +19,7 @@ import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./set
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
 import { SendSlots } from "./targets/send-slots.js";
-import { SefError } from "../contract/errors.js";
+import { SefError } from "@sef/contract/errors.js";
 
 /** Time past the request deadline a closing partition gives its last outcomes to be saved. */
 const closeSaveMarginMs = 2000;

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ActionLedger, type PlannedAction } from "../../src/actions/action-ledger.js";
+import { ActionLedger, type PlannedAction } from "../../src/agent/actions/action-ledger.js";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { transition } from "./fixtures.js";
 

@@ -2,12 +2,12 @@
 // name) and a stable code of its own.
 import { describe, expect, it } from "vitest";
 import { SefError } from "../../src/contract/errors.js";
-import { ConfigError } from "../../src/config/load.js";
-import { StoreError } from "../../src/store/errors.js";
-import { DataDirLockedError } from "../../src/store/data-dir-lock.js";
-import { ImdsRequestError } from "../../src/imds/errors.js";
-import { MalformedDocumentError, MalformedEventError } from "../../src/imds/document.js";
-import { DiscoveryParseError } from "../../src/imds/discovery/failure.js";
+import { ConfigError } from "../../src/agent/config/load.js";
+import { StoreError } from "../../src/agent/store/errors.js";
+import { DataDirLockedError } from "../../src/agent/store/data-dir-lock.js";
+import { ImdsRequestError } from "../../src/agent/imds/errors.js";
+import { MalformedDocumentError, MalformedEventError } from "../../src/agent/imds/document.js";
+import { DiscoveryParseError } from "../../src/agent/imds/discovery/failure.js";
 import { OwnershipLostError } from "../../src/fleet/partition-state.js";
 import { FleetConfigError } from "../../src/fleet/fleet-service.js";
 

@@ -5,11 +5,11 @@ import { mkdtempSync, readFileSync, existsSync, writeFileSync, rmSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
-import { Drainer } from "../../src/delivery/drainer.js";
-import { DeadLetterFile } from "../../src/delivery/dead-letter.js";
-import { AgentMetrics } from "../../src/observability/metrics.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../../src/sinks/sink.js";
+import { Drainer } from "../../src/agent/delivery/drainer.js";
+import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { FakeClock, flushAsync } from "../helpers/fake-clock.js";

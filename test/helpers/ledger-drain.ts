@@ -4,13 +4,13 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openOutbox } from "./outbox.js";
-import { Drainer } from "../../src/delivery/drainer.js";
-import { DeadLetterFile } from "../../src/delivery/dead-letter.js";
-import { AgentMetrics } from "../../src/observability/metrics.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import type { OutboxEntry, SendOutcomes, Sink } from "../../src/sinks/sink.js";
-import type { RetryPolicy } from "../../src/delivery/retry-policy.js";
-import type { Clock } from "../../src/util/clock.js";
+import { Drainer } from "../../src/agent/delivery/drainer.js";
+import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import type { OutboxEntry, SendOutcomes, Sink } from "../../src/agent/sinks/sink.js";
+import type { RetryPolicy } from "../../src/agent/delivery/retry-policy.js";
+import type { Clock } from "../../src/agent/util/clock.js";
 
 export interface LedgerDrainResult {
   /** Dead-lettered records, by the seq of the entry the test passed in, with the reason. */

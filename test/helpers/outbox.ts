@@ -1,6 +1,6 @@
 // A store and its outbox opened together for tests that drive the delivery ledger directly.
-import { Store, type StoreOptions } from "../../src/store/store.js";
-import { Outbox } from "../../src/delivery/outbox.js";
+import { Store, type StoreOptions } from "../../src/agent/store/store.js";
+import { Outbox } from "../../src/agent/delivery/outbox.js";
 
 /** The outbox, the store under it (`opened`) and `close` (closes the store). */
 export type OpenOutbox = Outbox & { readonly opened: Store; close(): void };

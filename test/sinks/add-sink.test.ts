@@ -5,14 +5,18 @@
 import { describe, expect, it } from "vitest";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
 import { spawnSync } from "node:child_process";
 
 const repo = join(import.meta.dirname, "../..");
 
-/** Paths (relative to `root`) of every file below it. */
+/** Build output and installed packages: not source. */
+const notSource = (name: string): boolean => name === "dist" || name === "node_modules";
+
+/** Paths (relative to `root`) of every source file below it. */
 function filesBelow(root: string, dir = root): string[] {
   return readdirSync(dir).flatMap((name) => {
+    if (notSource(name)) return [];
     const path = join(dir, name);
     return statSync(path).isDirectory() ? filesBelow(root, path) : [relative(root, path)];
   });
@@ -29,22 +33,29 @@ describe("adding a sink", () => {
   it("takes one folder and one registry line: the configuration accepts and checks its section, the registry builds it", () => {
     const copy = mkdtempSync(join(tmpdir(), "sef-add-sink-"));
     try {
-      cpSync(join(repo, "src"), join(copy, "src"), { recursive: true });
+      cpSync(join(repo, "src"), join(copy, "src"), { recursive: true, filter: (from) => !notSource(basename(from)) });
       cpSync(join(repo, "package.json"), join(copy, "package.json"));
       symlinkSync(join(repo, "node_modules"), join(copy, "node_modules"), "dir");
       mkdirSync(join(copy, "test/sinks/fixtures"), { recursive: true });
       cpSync(join(repo, "test/sinks/fixtures/memo-probe.ts"), join(copy, "test/sinks/fixtures/memo-probe.ts"));
 
       // The change: the folder, and the sink's line in the registry (its import, its entry).
-      cpSync(join(repo, "test/sinks/fixtures/src/sinks/memo"), join(copy, "src/sinks/memo"), { recursive: true });
-      const registryPath = join(copy, "src/sinks/registry.ts");
+      cpSync(join(repo, "test/sinks/fixtures/src/sinks/memo"), join(copy, "src/agent/sinks/memo"), { recursive: true });
+      const registryPath = join(copy, "src/agent/sinks/registry.ts");
       const registry = readFileSync(registryPath, "utf8");
       const withMemo = registry
         .replace(/^(import .*\n)(?!import )/m, `$1import { memoSinkFactory } from "./memo/factory.js";\n`)
         .replace("eventHubsSinkFactory];", "eventHubsSinkFactory, memoSinkFactory];");
       expect(withMemo.split("\n").length).toBe(registry.split("\n").length + 1);
       writeFileSync(registryPath, withMemo);
-      expect(changedFiles(join(repo, "src"), join(copy, "src"))).toEqual(["sinks/memo/classify.ts", "sinks/memo/encode.ts", "sinks/memo/factory.ts", "sinks/memo/settings.ts", "sinks/memo/sink.ts", "sinks/registry.ts"]);
+      expect(changedFiles(join(repo, "src"), join(copy, "src"))).toEqual([
+        "agent/sinks/memo/classify.ts",
+        "agent/sinks/memo/encode.ts",
+        "agent/sinks/memo/factory.ts",
+        "agent/sinks/memo/settings.ts",
+        "agent/sinks/memo/sink.ts",
+        "agent/sinks/registry.ts",
+      ]);
 
       const out = join(copy, "memo.txt");
       const config = (memo: unknown): string => {
@@ -52,7 +63,7 @@ describe("adding a sink", () => {
         writeFileSync(path, JSON.stringify({ sinks: ["memo"], memo }));
         return path;
       };
-      const probe = spawnSync(process.execPath, ["--import", "tsx", "test/sinks/fixtures/memo-probe.ts", config({ file: out, label: "seen" }), config({ file: "x", label: "x" }), config({ file: out, colour: "red" })], {
+      const probe = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", "test/sinks/fixtures/memo-probe.ts", config({ file: out, label: "seen" }), config({ file: "x", label: "x" }), config({ file: out, colour: "red" })], {
         cwd: copy,
         encoding: "utf8",
         timeout: 60_000,

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
 import { heartbeatRecord } from "../helpers/records.js";
-import { acquire as acquireDataDir } from "../../src/store/data-dir-lock.js";
+import { acquire as acquireDataDir } from "../../src/agent/store/data-dir-lock.js";
 import { runCli } from "../helpers/agent-process.js";
 
 const record = (i: number) => heartbeatRecord(i);

@@ -2,7 +2,7 @@
 // the moment a transition commits, runs them one at a time off the poll loop, and persists each step, so a restart
 // (even after kill -9) neither forgets an action nor repeats a finished one. Hook and approval records go to the outbox.
 import type { Logger } from "pino";
-import type { ApprovalRecord, HookRecord, RecordIdentity, SefRecord, TransitionRecord } from "../contract/record.js";
+import type { ApprovalRecord, HookRecord, RecordIdentity, SefRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { ActionLedger, ActionRow, PlannedAction } from "./action-ledger.js";

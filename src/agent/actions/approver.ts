@@ -1,12 +1,12 @@
 // Approver (I/O): POSTs StartRequests to IMDS for events the policy approved and reports each attempt as an ApprovalRecord.
 // The HTTP call is injected (`PostStartRequest`); the agent passes its IMDS client's rate-limited `postStartRequests`.
 import type { Logger } from "pino";
-import type { ApprovalRecord, EventStatus, RecordIdentity } from "../contract/record.js";
-import { deterministicUuid, recordSource } from "../contract/record-id.js";
+import type { ApprovalRecord, EventStatus, RecordIdentity } from "@sef/contract/record.js";
+import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { redactSecrets } from "../observability/logger.js";
 import { systemClock, type Clock } from "../util/clock.js";
-import { SefError } from "../contract/errors.js";
+import { SefError } from "@sef/contract/errors.js";
 
 export interface StartRequestResponse {
   status: number;
@@ -133,7 +133,7 @@ export async function attemptApproval(targets: readonly ApprovalTarget[], deps: 
 
 /**
  * The report for an approval whose POST was in flight when the agent died or stopped: Outcome Interrupted, HttpStatus 0.
- * Its outcome is unknown, so it is never sent again (see README, "acting on events").
+ * Its outcome is unknown, so it is never sent again (see README.md in this folder, "Actions are persisted").
  */
 export function interruptedApprovalRecord(target: Omit<ApprovalTarget, "reason">, vm: RecordIdentity, detail: string, nowMs: number, agentVersion: string): ApprovalRecord {
   return {

@@ -3,7 +3,7 @@
 // `sef --version` loads none of them. Help and unknown commands load every module (help lists them all).
 // A usage error (unknown subcommand or option, missing argument) exits 2 with commander's one-line message.
 import { Command, CommanderError } from "commander";
-import { agentVersion } from "../contract/agent-version.js";
+import { agentVersion } from "../agent-version.js";
 import { exitCodes } from "./exit-codes.js";
 
 const program = new Command("sef")
@@ -18,7 +18,6 @@ const commandModules: ReadonlyArray<readonly [readonly string[], () => Promise<v
   [["run"], async () => (await import("./commands/run.js")).registerRunCommand(program)],
   [["check-config"], async () => (await import("./commands/check-config.js")).registerCheckConfigCommand(program)],
   [["tail"], async () => (await import("./commands/tail.js")).registerTailCommand(program)],
-  [["fleet"], async () => (await import("./commands/fleet.js")).registerFleetCommand(program)],
   [["discover"], async () => (await import("./commands/discover.js")).registerDiscoverCommand(program)],
   [["outbox", "dead-letter"], async () => (await import("./commands/ledger.js")).registerLedgerCommands(program)],
 ];

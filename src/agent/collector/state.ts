@@ -1,5 +1,5 @@
 // What the collector remembers between documents (persisted by the store after every document).
-import type { EventFields, ImdsEventStatus } from "../contract/record.js";
+import type { EventFields, ImdsEventStatus } from "@sef/contract/record.js";
 
 export interface TrackedEvent {
   fields: EventFields;

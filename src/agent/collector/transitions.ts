@@ -1,8 +1,8 @@
 // The heart of sef: compares a fetched document with the last known state and yields transition records.
 // Pure: no I/O, no clock; time, identity and the previous state come in as arguments.
 import { createHash } from "node:crypto";
-import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, TransitionRecord } from "../contract/record.js";
-import { deterministicUuid, recordSource, transitionRecordId } from "../contract/record-id.js";
+import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
+import { deterministicUuid, recordSource, transitionRecordId } from "@sef/contract/record-id.js";
 import { normalizeResourceName, type ScheduledEventsDocument, type ImdsEvent, type MalformedImdsEvent } from "../imds/document.js";
 import { emittedKey, type CollectorState, type TrackedEvent } from "./state.js";
 

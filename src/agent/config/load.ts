@@ -7,8 +7,8 @@ import { crossFieldProblems, describeIssue, referencedVariables } from "./rules.
 import { unknownNameMessage } from "./suggest.js";
 import { findSinkFactory, parseSinkSpec } from "../sinks/registry.js";
 import { hookEnvironment } from "../actions/hooks.js";
-import type { TransitionRecord } from "../contract/record.js";
-import { SefError } from "../contract/errors.js";
+import type { TransitionRecord } from "@sef/contract/record.js";
+import { SefError } from "@sef/contract/errors.js";
 
 export class ConfigError extends SefError {
   override readonly name = "ConfigError";

@@ -2,7 +2,7 @@
 // last error) or dead-lettered (reason); a delivered row is deleted, and a record no row needs any more leaves the outbox.
 // Per-sink counters and the outbox byte total are kept in the same transactions, so depth and bytes are O(1) lookups.
 import type { DatabaseSync } from "node:sqlite";
-import type { SefRecord } from "../contract/record.js";
+import type { SefRecord } from "@sef/contract/record.js";
 import type { OutboxEntry } from "../sinks/sink.js";
 import { query } from "../store/sql.js";
 

@@ -1,7 +1,7 @@
 // The outbox: records waiting for the sinks and, per (sink, record), their delivery state (ledger.ts), in the store's
 // database. Appends, the drainers' reads and outcomes, the ledger commands and the size cap (eviction to the
 // dead-letter files) all go through here; every write is one store transaction.
-import type { SefRecord } from "../contract/record.js";
+import type { SefRecord } from "@sef/contract/record.js";
 import type { CollectorState } from "../collector/state.js";
 import type { OutboxEntry } from "../sinks/sink.js";
 import type { Store } from "../store/store.js";

@@ -5,7 +5,7 @@ import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, RequestO
 import { nodeHttp } from "../util/node-http.js";
 import pRetry, { AbortError } from "p-retry";
 import type { Clock } from "../util/clock.js";
-import type { VmIdentity } from "../contract/record.js";
+import type { VmIdentity } from "@sef/contract/record.js";
 import { SlidingWindowRateLimiter } from "./rate-limiter.js";
 import { ImdsRequestError, classifyStatus } from "./errors.js";
 import { parseRetryAfterMs } from "../util/retry-after.js";

@@ -1,7 +1,7 @@
 // Parses an IMDS scheduled-events body of any api-version into normalized events (pure; no I/O).
 // A body that is not a valid document is an error, never "no events"; one unreadable event is set apart, never fatal.
-import type { EventFields, ImdsEventStatus, MalformedEventReason } from "../contract/record.js";
-import { SefError } from "../contract/errors.js";
+import type { EventFields, ImdsEventStatus, MalformedEventReason } from "@sef/contract/record.js";
+import { SefError } from "@sef/contract/errors.js";
 
 export interface ImdsEvent extends EventFields {
   EventStatus: ImdsEventStatus;
@@ -148,7 +148,7 @@ export function parseScheduledEventsDocument(body: string): ScheduledEventsDocum
 }
 
 /** Parses instance/compute into the VM identity fields records carry. */
-export function parseCompute(body: string): import("../contract/record.js").VmIdentity {
+export function parseCompute(body: string): import("@sef/contract/record.js").VmIdentity {
   let json: unknown;
   try {
     json = JSON.parse(body);

@@ -2,8 +2,8 @@
 // goodbye (Outcome "Stopping") when it stops cleanly or its VM is about to go. Records and triggers are pure;
 // `startHeartbeats` is a small drift-free scheduler on an injected clock.
 import type { Logger } from "pino";
-import type { HeartbeatRecord, RecordIdentity, TransitionRecord } from "../contract/record.js";
-import { deterministicUuid, recordSource } from "../contract/record-id.js";
+import type { HeartbeatRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
+import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
 import type { Clock } from "../util/clock.js";
 
 export const defaultHeartbeatIntervalMs = 15 * 60_000;

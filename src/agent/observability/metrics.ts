@@ -1,8 +1,8 @@
 // Agent metrics (prom-client): one registry per agent, named gauges/counters the poller, store and drain loops update.
 // Every documented series exists (at 0) from the start, so a rate() or an alert never waits for a first occurrence.
 import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from "./prom-client.js";
-import { recordTypes } from "../contract/record.js";
-import { malformedEventReasons } from "../contract/record.js";
+import { recordTypes } from "@sef/contract/record.js";
+import { malformedEventReasons } from "@sef/contract/record.js";
 
 export const pollOutcomes = ["ok", "unchanged", "http_error", "bad_request", "throttled", "timeout", "network_error", "malformed"] as const;
 export type PollOutcome = (typeof pollOutcomes)[number];

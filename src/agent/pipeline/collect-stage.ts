@@ -3,7 +3,7 @@
 // durable together, and only then is the new state adopted. A failed poll is an observation gap.
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
-import type { RecordIdentity } from "../contract/record.js";
+import type { RecordIdentity } from "@sef/contract/record.js";
 import type { CollectorState } from "../collector/state.js";
 import { applyDocument, applyPollFailure, resumeAfterRestart } from "../collector/transitions.js";
 import type { ScheduledEventsDocument } from "../imds/document.js";

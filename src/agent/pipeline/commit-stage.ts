@@ -2,7 +2,7 @@
 // records of other kinds: heartbeats, hooks, approvals), counts them, keeps the outbox within its cap, then announces
 // the durable entries on the records-committed signal (followed by the drain, act and heartbeat stages).
 import type { Logger } from "pino";
-import type { SefRecord } from "../contract/record.js";
+import type { SefRecord } from "@sef/contract/record.js";
 import type { CollectorState } from "../collector/state.js";
 import type { Outbox } from "../delivery/outbox.js";
 import type { OutboxEntry } from "../sinks/sink.js";

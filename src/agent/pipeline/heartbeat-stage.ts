@@ -1,7 +1,7 @@
 // Heartbeat stage: the periodic Heartbeat records (observability/heartbeat.ts) and the goodbye, written through the
 // commit stage. Follows the records-committed signal for this VM's own departure (goodbye) or its cancellation (resume).
 import type { Logger } from "pino";
-import type { RecordIdentity, TransitionRecord } from "../contract/record.js";
+import type { RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
 import type { Clock } from "../util/clock.js";
 import { departureSignal, startHeartbeats, type HeartbeatHandle } from "../observability/heartbeat.js";
 import type { CommitStage } from "./commit-stage.js";

@@ -4,7 +4,7 @@
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
 import type { Clock } from "../util/clock.js";
-import type { VmIdentity } from "../contract/record.js";
+import type { VmIdentity } from "@sef/contract/record.js";
 import type { ScheduledEventsDocument } from "../imds/document.js";
 import { ImdsClient, imdsDefaults, type ImdsEndpointSource } from "../imds/client.js";
 import { ImdsRequestError } from "../imds/errors.js";

@@ -3,7 +3,7 @@
 // one retry loop (backoff, server hints) and dead-letters.
 import type { Logger } from "pino";
 import type * as z from "zod/mini";
-import type { SefRecord } from "../contract/record.js";
+import type { SefRecord } from "@sef/contract/record.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 
 /** One record as the outbox hands it to a sink: its position, the record, and its JSON as stored (what sinks send). */
@@ -112,6 +112,8 @@ export interface SinkFactory<Settings = unknown> {
   readonly argument: "required" | "none" | "optional";
   /** Validates the config section; defaults belong here. The configuration schema takes it from the registry. */
   readonly settingsSchema: z.ZodMiniType<Settings>;
+  /** The section's line in the configuration reference (where its settings are described). */
+  readonly settingsDescription: string;
   /** Cross-field rules the schema cannot express (pure): problems as `field: message` lines. */
   readonly rules?: (input: SinkRulesInput<Settings>) => string[];
   /**

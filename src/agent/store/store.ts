@@ -4,7 +4,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
-import type { VmIdentity } from "../contract/record.js";
+import type { VmIdentity } from "@sef/contract/record.js";
 import type { CollectorState, TrackedEvent, EmittedKey } from "../collector/state.js";
 import { emptyCollectorState } from "../collector/state.js";
 import { StoreError } from "./errors.js";

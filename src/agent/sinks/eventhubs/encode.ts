@@ -1,7 +1,7 @@
 // Pure encoding of outbox entries for Event Hubs: record → EventData (JSON body, messageId, filterable properties),
 // partition keys, grouping one send into per-key runs, and the accepted-prefix arithmetic.
 import type { EventData } from "@azure/event-hubs";
-import type { SefRecord } from "../../contract/record.js";
+import type { SefRecord } from "@sef/contract/record.js";
 import type { OutboxEntry } from "../sink.js";
 import type { PartitionKeyField } from "./settings.js";
 import { partitionIndexForKey } from "./partition-hash.js";

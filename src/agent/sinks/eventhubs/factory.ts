@@ -7,6 +7,7 @@ export const eventHubsSinkFactory: SinkFactory<EventHubsSettings> = {
   summary: "eventhubs — Azure Event Hubs (AMQP): connection string from $SEF_EVENTHUBS_CONNECTION_STRING or managed identity (config section eventhubs)",
   argument: "none",
   settingsSchema: eventHubsSettingsSchema,
+  settingsDescription: "The Event Hubs sink: see src/agent/sinks/eventhubs/README.md.",
   rules: eventHubsSettingsRules,
   referencedVariables: eventHubsReferencedVariables,
   inlineSecrets: eventHubsInlineSecrets,

@@ -7,6 +7,7 @@ export const logAnalyticsSinkFactory: SinkFactory<LogAnalyticsSettings> = {
   summary: "loganalytics — Azure Monitor Logs Ingestion API (settings: config section `loganalytics`: endpoint, ruleId, …)",
   argument: "none",
   settingsSchema: logAnalyticsSettingsSchema,
+  settingsDescription: "The Log Analytics sink: see src/agent/sinks/loganalytics/README.md.",
   rules: logAnalyticsSettingsRules,
   create: async ({ settings, context }) => {
     const { LogAnalyticsSink } = await import("./sink.js");

@@ -7,7 +7,7 @@ import { createAzureCredential } from "../azure-credential.js";
 import { LogsIngestionClient } from "@azure/monitor-ingestion";
 import type { Logger } from "pino";
 import type { AgentMetrics } from "../../observability/metrics.js";
-import { validateRow } from "../../contract/stream-schema.js";
+import { validateRow } from "@sef/contract/stream-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
 import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./classify.js";

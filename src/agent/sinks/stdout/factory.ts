@@ -8,5 +8,6 @@ export const stdoutSinkFactory: SinkFactory<StdoutSettings> = {
   summary: "stdout — one JSON record per line on standard output",
   argument: "none",
   settingsSchema: stdoutSettingsSchema,
+  settingsDescription: "The stdout sink takes no settings: the section, when given, is empty.",
   create: () => new StdoutSink(),
 };

@@ -8,6 +8,7 @@ export const webhookSinkFactory: SinkFactory<WebhookSettings> = {
   summary: "webhook[:URL] — POST JSON arrays of records to URL (settings: webhook.url, headers, signature, timeoutMs, …)",
   argument: "optional",
   settingsSchema: webhookSettingsSchema,
+  settingsDescription: "The webhook sink: see src/agent/sinks/webhook/README.md.",
   rules: webhookSettingsRules,
   referencedVariables: webhookReferencedVariables,
   inlineSecrets: webhookInlineSecrets,

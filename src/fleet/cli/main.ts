@@ -1,8 +1,9 @@
-// `sef fleet --config FILE`: the fleet-side consumer that turns the agents' records in Event Hubs into one
-// notification per maintenance event (see src/fleet/). Runs until SIGTERM/SIGINT; a bad config exits 2.
+#!/usr/bin/env node
+// `sef-fleet --config FILE`: the fleet service's entry point, the cloud-side consumer that turns the agents' records
+// in Event Hubs into one notification per maintenance event. Runs until SIGTERM/SIGINT; a bad config exits 2.
 import { readFileSync } from "node:fs";
-import type { Command } from "commander";
-import { createLogger } from "../../observability/logger.js";
+import { Command, CommanderError } from "commander";
+import { createLogger } from "../../agent/observability/logger.js";
 
 interface FleetFlags {
   config?: string;
@@ -11,8 +12,8 @@ interface FleetFlags {
 }
 
 async function runFleet(flags: FleetFlags): Promise<void> {
-  const { fleetSettingsSchema } = await import("../../fleet/settings.js");
-  const { startFleetService, FleetConfigError } = await import("../../fleet/fleet-service.js");
+  const { fleetSettingsSchema } = await import("../settings.js");
+  const { startFleetService, FleetConfigError } = await import("../fleet-service.js");
   let raw: unknown;
   const source = flags.config ?? `environment variable ${flags.configEnv}`;
   try {
@@ -53,12 +54,18 @@ async function runFleet(flags: FleetFlags): Promise<void> {
   process.once("SIGINT", stop);
 }
 
-export function registerFleetCommand(program: Command): void {
-  program
-    .command("fleet")
-    .description("consume the agents' records from Event Hubs and send one notification per maintenance event")
-    .option("--config <file>", "fleet configuration (JSON)")
-    .option("--config-env <name>", "environment variable holding the fleet configuration as JSON (containers)")
-    .option("--log-level <level>", "overrides logLevel")
-    .action(runFleet);
+const program = new Command("sef-fleet")
+  .description("consume the agents' records from Event Hubs and send one notification per maintenance event")
+  .option("--config <file>", "fleet configuration (JSON)")
+  .option("--config-env <name>", "environment variable holding the fleet configuration as JSON (containers)")
+  .option("--log-level <level>", "overrides logLevel")
+  .showHelpAfterError()
+  .exitOverride()
+  .action(runFleet);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (!(err instanceof CommanderError)) throw err;
+  process.exitCode = err.exitCode === 0 ? 0 : 2;
 }
