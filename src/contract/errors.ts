@@ -7,3 +7,13 @@ export class SefError extends Error {
   /** Stable identifier of the error class; never changes once published. */
   readonly code: string = "SEF_ERR";
 }
+
+/** A SefError that carries a machine-readable reason (a metric label, a record's Outcome) beside its message. */
+export class SefReasonError<Reason extends string> extends SefError {
+  constructor(
+    readonly reason: Reason,
+    message: string,
+  ) {
+    super(message);
+  }
+}

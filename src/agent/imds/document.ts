@@ -1,7 +1,7 @@
 // Parses an IMDS scheduled-events body of any api-version into normalized events (pure; no I/O).
 // A body that is not a valid document is an error, never "no events"; one unreadable event is set apart, never fatal.
 import type { EventFields, ImdsEventStatus, MalformedEventReason } from "@sef/contract/record.js";
-import { SefError } from "@sef/contract/errors.js";
+import { SefError, SefReasonError } from "@sef/contract/errors.js";
 
 export interface ImdsEvent extends EventFields {
   EventStatus: ImdsEventStatus;
@@ -35,15 +35,9 @@ export class MalformedDocumentError extends SefError {
 }
 
 /** One event of a document is unreadable; the rest of the document is still used. */
-export class MalformedEventError extends SefError {
+export class MalformedEventError extends SefReasonError<MalformedEventReason> {
   override readonly name = "MalformedEventError";
   override readonly code = "SEF_ERR_IMDS_MALFORMED_EVENT";
-  constructor(
-    readonly reason: MalformedEventReason,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 /** RFC 1123 (`Mon, 11 Apr 2022 22:26:58 GMT`) or ISO 8601 → ISO 8601 UTC; "" → null. Unparseable → error. */

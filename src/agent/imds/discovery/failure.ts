@@ -1,5 +1,5 @@
 // Discovery failures as values: which source, why (a stable reason used as a metric label), and the detail for the log.
-import { SefError } from "@sef/contract/errors.js";
+import { SefReasonError } from "@sef/contract/errors.js";
 
 /** Where an IMDS endpoint candidate came from, in resolution order. */
 export type DiscoverySource =
@@ -54,13 +54,7 @@ export interface DiscoveryFailure {
 }
 
 /** Thrown by the pure parsers; the source turns it into a DiscoveryFailure. */
-export class DiscoveryParseError extends SefError {
+export class DiscoveryParseError extends SefReasonError<DiscoveryFailureReason> {
   override readonly name = "DiscoveryParseError";
   override readonly code = "SEF_ERR_DISCOVERY_PARSE";
-  constructor(
-    readonly reason: DiscoveryFailureReason,
-    message: string,
-  ) {
-    super(message);
-  }
 }
