@@ -8,8 +8,7 @@ import { earliestEventPosition, latestEventPosition, type EventHubConsumerClient
 import { BlobCheckpointStore } from "@azure/eventhubs-checkpointstore-blob";
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import type { Logger } from "pino";
-import { createAzureCredential } from "../agent/sinks/azure-credential.js";
-import { createConsumerClient, resolveEventHubsAuth } from "../agent/sinks/eventhubs/index.js";
+import { createFleetConsumer, fleetCredential } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
 import type { NotificationAction } from "./notification-plan.js";
@@ -68,7 +67,7 @@ function resolveTargets(settings: FleetSettings, env: NodeJS.ProcessEnv): Map<st
 function containerFor(settings: FleetSettings, env: NodeJS.ProcessEnv): ContainerClient {
   const cp = settings.checkpoints;
   if (cp.blobServiceUrl) {
-    const credential = createAzureCredential("managedIdentity", settings.eventHubs.connection.managedIdentityClientId);
+    const credential = fleetCredential({ credential: "managedIdentity", managedIdentityClientId: settings.eventHubs.connection.managedIdentityClientId });
     return new BlobServiceClient(cp.blobServiceUrl, credential).getContainerClient(cp.containerName);
   }
   const connectionString = env[cp.connectionStringEnv];
@@ -88,23 +87,13 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const metrics = new FleetMetrics([...targets.keys()]);
   const container = containerFor(settings, env);
   await container.createIfNotExists({ abortSignal: AbortSignal.timeout(settings.requestTimeoutMs) });
-  const auth = resolveEventHubsAuth(settings.eventHubs.connection, env);
   const checkpointStore = new BlobCheckpointStore(container);
-  const client: EventHubConsumerClient = createConsumerClient(
-    auth,
+  const client: EventHubConsumerClient = createFleetConsumer(
+    settings.eventHubs.connection,
     settings.eventHubs.consumerGroup,
-    {
-      customEndpointAddress: settings.eventHubs.connection.customEndpointAddress,
-      maxRetries: settings.eventHubs.connection.maxRetries,
-      retryDelayMs: settings.eventHubs.connection.retryDelayMs,
-      maxRetryDelayMs: settings.eventHubs.connection.maxRetryDelayMs,
-      tryTimeoutMs: settings.eventHubs.connection.tryTimeoutMs,
-    },
-    { checkpointStore, loadBalancingOptions: {
-        strategy: "balanced",
-        updateIntervalInMs: settings.loadBalancing.updateIntervalMs,
-        partitionOwnershipExpirationIntervalInMs: settings.loadBalancing.ownershipExpirationMs,
-      } },
+    checkpointStore,
+    { strategy: "balanced", updateIntervalInMs: settings.loadBalancing.updateIntervalMs, partitionOwnershipExpirationIntervalInMs: settings.loadBalancing.ownershipExpirationMs },
+    env,
   );
   const namespace = client.fullyQualifiedNamespace;
   const hubName = client.eventHubName;

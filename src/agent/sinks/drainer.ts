@@ -7,7 +7,7 @@ import type { Store } from "../store/store.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { allOutcomes, isUrgent, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "./sink.js";
 import type { LedgerOutcome } from "../store/ledger.js";
-import { retryDelayMs, type RetryPolicy } from "../util/retry-policy.js";
+import { retryDelayMs, type RetryPolicy } from "@sef/contract/retry-policy.js";
 import type { DeadLetterFile } from "./dead-letter.js";
 import { settlesWithin } from "../util/deadline.js";
 
