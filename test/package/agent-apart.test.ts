@@ -35,6 +35,12 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
     expect(text).not.toContain("__sim/");
   });
 
+  it("never changes V8's flags at run time: they are the launchers' (test/integration/launcher-v8-flags.test.ts)", () => {
+    const text = bundle.files.map((f) => readFileSync(join(outDir, f), "utf8")).join("\n");
+    expect(text).toContain("createRequire"); // the bundle's text is really read
+    expect(text).not.toContain("setFlagsFromString");
+  });
+
   it("takes from rhea only what @azure/event-hubs reaches through rhea-promise (no AMQP listener of its own)", () => {
     const rhea = bundle.inputs.filter((i) => i.includes("node_modules/rhea/"));
     expect(rhea.length).toBeGreaterThan(0);
