@@ -111,7 +111,7 @@ param deployQueryPack bool = true
 @description('Deploy sef fleet (the Event Hubs consumer that sends one notification per maintenance event) on Azure Container Apps; needs deployEventHubs.')
 param deployFleet bool = false
 
-@description('Container image of sef for sef fleet, e.g. myregistry.azurecr.io/sef:0.2.0 (required with deployFleet).')
+@description('Container image of the fleet service (infra/fleet/Dockerfile), e.g. myregistry.azurecr.io/sef-fleet:0.2.0 (required with deployFleet).')
 param fleetImage string = ''
 
 @minValue(1)

@@ -16,7 +16,7 @@ param eventHubName string
 @description('Consumer group created for sef fleet (one per consumer application).')
 param consumerGroupName string = 'sef-fleet'
 
-@description('Container image of sef (the packaging work publishes it), e.g. myregistry.azurecr.io/sef:0.2.0.')
+@description('Container image of the fleet service (infra/fleet/Dockerfile, not the agent image), e.g. myregistry.azurecr.io/sef-fleet:0.2.0.')
 param image string
 
 @minValue(1)
@@ -177,10 +177,9 @@ resource app 'Microsoft.App/containerApps@2024-03-01' = {
         {
           name: 'sef-fleet'
           image: image
-          // No command: the image's ENTRYPOINT runs the bundle on its Node (a distroless image has no `sef` on a PATH);
+          // No command: the fleet image's ENTRYPOINT runs its bundle on its Node (a distroless image has no shell);
           // args replace its CMD.
           args: [
-            'fleet'
             '--config-env'
             'SEF_FLEET_CONFIG'
           ]

@@ -1,23 +1,25 @@
-// Bundles the agent's `sef` CLI (`src/agent/cli/main.ts`: run, check-config, tail, discover and the ledger commands,
-// each loaded on demand) with esbuild into `sef.mjs` plus lazily loaded chunks (the commands, and the Azure SDKs behind
-// dynamic imports, stay out of memory unless used). Same inputs → same bytes.
+// esbuild bundles of the two shipped programs, each into an entry `.mjs` plus lazily loaded chunks: the agent
+// (`src/agent/cli/main.ts`: run, check-config, tail, discover and the ledger commands, each loaded on demand; the Azure
+// SDKs behind dynamic imports stay out of memory unless a configured sink needs them) and the fleet service
+// (`src/fleet/cli/main.ts`, `sef-fleet`). Same inputs → same bytes.
 import { build } from "esbuild";
 import { relative, resolve } from "node:path";
 
 export interface BundleResult {
   /** Files written, relative to the output directory, sorted. */
   readonly files: readonly string[];
-  /** Source files that went into the bundle (repository-relative), for the "agent only" checks. */
+  /** Source files that went into the bundle (repository-relative), for the "this program only" checks. */
   readonly inputs: readonly string[];
 }
 
 /** Lets the CommonJS dependencies (commander, undici, pino, the Azure SDKs) `require` inside an ES module bundle. */
 const requireShim = 'import { createRequire as sefCreateRequire } from "node:module"; const require = sefCreateRequire(import.meta.url);';
 
-export async function bundleAgent(repoRoot: string, outDir: string, version: string): Promise<BundleResult> {
+/** Bundles `entry` as `<name>.mjs` (+ chunks/) into `outDir`; packages resolve to their sources (the `source` condition). */
+async function bundleProgram(repoRoot: string, outDir: string, name: string, entry: string, define: Record<string, string>): Promise<BundleResult> {
   const result = await build({
     absWorkingDir: repoRoot,
-    entryPoints: { sef: "src/agent/cli/main.ts" },
+    entryPoints: { [name]: entry },
     conditions: ["source"],
     outdir: outDir,
     bundle: true,
@@ -27,7 +29,7 @@ export async function bundleAgent(repoRoot: string, outDir: string, version: str
     target: "node24",
     outExtension: { ".js": ".mjs" },
     chunkNames: "chunks/[name]-[hash]",
-    define: { SEF_BUNDLED_AGENT_VERSION: JSON.stringify(version) },
+    define,
     banner: { js: requireShim },
     minifyWhitespace: true,
     minifySyntax: true,
@@ -42,4 +44,14 @@ export async function bundleAgent(repoRoot: string, outDir: string, version: str
     .sort();
   const inputs = Object.keys(result.metafile.inputs).sort();
   return { files, inputs };
+}
+
+/** The agent: `sef.mjs`, with `version` stamped in (what `sef --version` and the records' AgentVersion say). */
+export function bundleAgent(repoRoot: string, outDir: string, version: string): Promise<BundleResult> {
+  return bundleProgram(repoRoot, outDir, "sef", "src/agent/cli/main.ts", { SEF_BUNDLED_AGENT_VERSION: JSON.stringify(version) });
+}
+
+/** The fleet service: `sef-fleet.mjs`. */
+export function bundleFleet(repoRoot: string, outDir: string): Promise<BundleResult> {
+  return bundleProgram(repoRoot, outDir, "sef-fleet", "src/fleet/cli/main.ts", {});
 }

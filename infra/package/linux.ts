@@ -1,5 +1,6 @@
-// Linux artifacts: one staged tree per architecture (runtime, bundle, /usr/bin/sef, unit, config) archived as a
-// .deb (dpkg-deb), an .rpm (rpmbuild) and a relocatable .tar.gz or .tar.xz, all from the same files and the same mtimes.
+// Linux artifacts: the agent's staged tree per architecture (runtime, bundle, /usr/bin/sef, unit, config) archived as a
+// .deb (dpkg-deb), an .rpm (rpmbuild) and a relocatable .tar.gz or .tar.xz, all from the same files and the same mtimes;
+// and the fleet service's tarball (runtime + its own bundle), the contents of its container image.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -154,5 +155,32 @@ export function buildTarball(inputs: LinuxInputs, compression: TarCompression = 
   normalizeTree(dir, inputs.epochS, { "install.sh": 0o755 });
   const out = join(inputs.outDir, `${name}.${tarballSuffix[compression]}`);
   writeTarball(parent, name, out, inputs.epochS, compression);
+  return out;
+}
+
+export interface FleetTarballInputs {
+  readonly version: string;
+  /** The fleet bundle (`sef-fleet.mjs` + chunks/). */
+  readonly bundleDir: string;
+  readonly runtime: Runtime;
+  readonly arch: LinuxArch;
+  readonly epochS: number;
+  readonly workDir: string;
+  readonly outDir: string;
+}
+
+/** `sef-fleet-VERSION-linux-ARCH/lib/sef-fleet/{node, sef-fleet.mjs, chunks/, LICENSE.node}`: the fleet image's contents. */
+export function buildFleetTarball(inputs: FleetTarballInputs): string {
+  const name = `sef-fleet-${inputs.version}-linux-${inputs.arch}`;
+  const parent = join(inputs.workDir, `fleet-tar-${inputs.arch}`);
+  rmSync(parent, { recursive: true, force: true });
+  const lib = join(parent, name, "lib", "sef-fleet");
+  mkdirSync(lib, { recursive: true });
+  cpSync(inputs.bundleDir, lib, { recursive: true });
+  copyFileSync(inputs.runtime.binary, join(lib, "node"));
+  copyFileSync(inputs.runtime.license, join(lib, "LICENSE.node"));
+  normalizeTree(join(parent, name), inputs.epochS, {});
+  const out = join(inputs.outDir, `${name}.tar.gz`);
+  writeTarball(parent, name, out, inputs.epochS, "gzip");
   return out;
 }

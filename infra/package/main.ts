@@ -1,16 +1,17 @@
-// `npm run package`: bundles the agent and builds the artifacts into artifacts/ (reproducible: same inputs, same
-// bytes). `npm run package -- deb-x64 tar-x64` builds only the named targets; the default is every target.
+// `npm run package`: bundles the agent (and, for the fleet-tar targets, the fleet service) and builds the artifacts into
+// artifacts/ (reproducible: same inputs, same bytes). `npm run package -- deb-x64 tar-x64` builds only the named
+// targets; the default is every target.
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleAgent } from "./bundle.js";
-import { buildDeb, buildRpm, buildTarball, stagePackageRoot, type LinuxArch } from "./linux.js";
+import { bundleAgent, bundleFleet } from "./bundle.js";
+import { buildDeb, buildFleetTarball, buildRpm, buildTarball, stagePackageRoot, type LinuxArch } from "./linux.js";
 import { sourceDateEpoch } from "./reproducible.js";
 import { fetchRuntime } from "./runtime.js";
 import { buildWindowsMsi } from "./windows-msi.js";
 import { buildWindowsZip } from "./windows.js";
 
-export const allTargets = ["deb-x64", "deb-arm64", "rpm-x64", "rpm-arm64", "tar-x64", "tar-arm64", "txz-x64", "txz-arm64", "zip-win-x64", "msi-win-x64"] as const;
+export const allTargets = ["deb-x64", "deb-arm64", "rpm-x64", "rpm-arm64", "tar-x64", "tar-arm64", "txz-x64", "txz-arm64", "zip-win-x64", "msi-win-x64", "fleet-tar-x64", "fleet-tar-arm64"] as const;
 export type Target = (typeof allTargets)[number];
 
 export interface PackageOptions {
@@ -29,12 +30,13 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
   const outDir = options.outDir ?? join(repoRoot, "artifacts");
   const cacheDir = options.cacheDir ?? join(repoRoot, ".package-cache");
   const workDir = join(outDir, ".work");
-  const version = (JSON.parse(readFileSync(join(repoRoot, "src", "agent", "package.json"), "utf8")) as { version: string }).version;
+  const versionOf = (pkg: string): string => (JSON.parse(readFileSync(join(repoRoot, "src", pkg, "package.json"), "utf8")) as { version: string }).version;
+  const version = versionOf("agent");
   const epochS = options.epochS ?? sourceDateEpoch(repoRoot);
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
   const bundleDir = join(workDir, "bundle");
-  await bundleAgent(repoRoot, bundleDir, version);
+  if (targets.some((t) => !t.startsWith("fleet-"))) await bundleAgent(repoRoot, bundleDir, version);
 
   const written: string[] = [];
   for (const arch of ["x64", "arm64"] as const satisfies readonly LinuxArch[]) {
@@ -54,6 +56,15 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
     const inputs = { repoRoot, version, bundleDir, runtime: fetchRuntime("win-x64", cacheDir), nodeLicense, cacheDir, epochS, outDir };
     if (targets.includes("zip-win-x64")) written.push(buildWindowsZip(inputs));
     if (targets.includes("msi-win-x64")) written.push(buildWindowsMsi({ ...inputs, workDir }));
+  }
+  const fleetArchs = (["x64", "arm64"] as const).filter((arch) => targets.includes(`fleet-tar-${arch}`));
+  if (fleetArchs.length > 0) {
+    const fleetBundleDir = join(workDir, "fleet-bundle");
+    await bundleFleet(repoRoot, fleetBundleDir);
+    for (const arch of fleetArchs) {
+      const runtime = fetchRuntime(`linux-${arch}`, cacheDir);
+      written.push(buildFleetTarball({ version: versionOf("fleet"), bundleDir: fleetBundleDir, runtime, arch, epochS, workDir, outDir }));
+    }
   }
   rmSync(workDir, { recursive: true, force: true });
   return written;

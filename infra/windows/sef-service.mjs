@@ -8,8 +8,9 @@ import { fileURLToPath } from "node:url";
 const noRestartExitCodes = new Set([2, 78]);
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
-// `run` starts with V8's optimizing compilers held, from the first line (the agent releases them at a backlog).
-const nodeFlags = args[0] === "run" ? ["--no-maglev", "--no-turbofan"] : [];
+// `run` gets V8's settings for a small resident process on node's command line, for its whole life (never changed while
+// it runs; the same as bin/sef gives it: src/agent/README.md, "V8 flags").
+const nodeFlags = args[0] === "run" ? ["--optimize-for-size", "--liftoff-only", "--no-maglev", "--no-turbofan"] : [];
 const child = spawn(process.execPath, [...nodeFlags, join(here, "sef.mjs"), ...args], { stdio: "inherit" });
 
 // The console's Ctrl+C (WinSW's stop) goes to the agent too: it flushes and exits; this process just waits for it.

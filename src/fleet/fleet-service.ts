@@ -1,4 +1,4 @@
-// `sef fleet` as a running service: an EventHubConsumerClient sharing the hub's partitions with every other instance
+// The fleet service (`sef-fleet`) running: an EventHubConsumerClient sharing the hub's partitions with every other instance
 // through the Blob checkpoint store (the SDK's load balancing), one PartitionProcessor per owned partition,
 // notifications through the configured targets, and the /metrics, /healthz, /readyz endpoints.
 import { createServer, type Server } from "node:http";
@@ -8,8 +8,7 @@ import { earliestEventPosition, latestEventPosition, type EventHubConsumerClient
 import { BlobCheckpointStore } from "@azure/eventhubs-checkpointstore-blob";
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import type { Logger } from "pino";
-import { createAzureCredential } from "../agent/sinks/azure-credential.js";
-import { createConsumerClient, resolveEventHubsAuth } from "../agent/sinks/eventhubs/index.js";
+import { createFleetConsumer, fleetCredential } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
 import type { NotificationAction } from "./notification-plan.js";
@@ -70,7 +69,7 @@ function resolveTargets(settings: FleetSettings, env: NodeJS.ProcessEnv): Map<st
 function containerFor(settings: FleetSettings, env: NodeJS.ProcessEnv): ContainerClient {
   const cp = settings.checkpoints;
   if (cp.blobServiceUrl) {
-    const credential = createAzureCredential("managedIdentity", settings.eventHubs.connection.managedIdentityClientId);
+    const credential = fleetCredential({ credential: "managedIdentity", managedIdentityClientId: settings.eventHubs.connection.managedIdentityClientId });
     return new BlobServiceClient(cp.blobServiceUrl, credential).getContainerClient(cp.containerName);
   }
   const connectionString = env[cp.connectionStringEnv];
@@ -203,25 +202,12 @@ function processorSettings(settings: FleetSettings) {
 
 /** The consumer client, sharing the hub's partitions with the other instances through the Blob checkpoint store. */
 function openConsumer(settings: FleetSettings, env: NodeJS.ProcessEnv, container: ContainerClient): EventHubConsumerClient {
-  const connection = settings.eventHubs.connection;
-  return createConsumerClient(
-    resolveEventHubsAuth(connection, env),
+  return createFleetConsumer(
+    settings.eventHubs.connection,
     settings.eventHubs.consumerGroup,
-    {
-      customEndpointAddress: connection.customEndpointAddress,
-      maxRetries: connection.maxRetries,
-      retryDelayMs: connection.retryDelayMs,
-      maxRetryDelayMs: connection.maxRetryDelayMs,
-      tryTimeoutMs: connection.tryTimeoutMs,
-    },
-    {
-      checkpointStore: new BlobCheckpointStore(container),
-      loadBalancingOptions: {
-        strategy: "balanced",
-        updateIntervalInMs: settings.loadBalancing.updateIntervalMs,
-        partitionOwnershipExpirationIntervalInMs: settings.loadBalancing.ownershipExpirationMs,
-      },
-    },
+    new BlobCheckpointStore(container),
+    { strategy: "balanced", updateIntervalInMs: settings.loadBalancing.updateIntervalMs, partitionOwnershipExpirationIntervalInMs: settings.loadBalancing.ownershipExpirationMs },
+    env,
   );
 }
 

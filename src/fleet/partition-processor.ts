@@ -17,7 +17,7 @@ import { readRecord } from "./record-input.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
 import type { FleetMetrics } from "./metrics.js";
-import { retryDelayMs } from "../agent/delivery/retry-policy.js";
+import { retryDelayMs } from "@sef/contract/retry-policy.js";
 
 /** One received event, as much of it as the processor needs. */
 export interface ReceivedEvent {
@@ -74,7 +74,7 @@ export interface ProcessorOptions {
   readonly requestSignal?: AbortSignal;
 }
 
-/** Backoff before retry `attempt` (1-based): the shared retry policy (delivery/retry-policy) with the fleet's min and max. */
+/** Backoff before retry `attempt` (1-based): the shared retry policy (@sef/contract/retry-policy) with the fleet's min and max. */
 export function notificationRetryDelayMs(retry: ProcessorOptions["retry"], attempt: number, hintMs: number | undefined, random: number): number {
   return retryDelayMs({ initialDelayMs: retry.minDelayMs, maxDelayMs: retry.maxDelayMs, multiplier: 2 }, attempt, hintMs, random);
 }

@@ -1,8 +1,8 @@
 // `sef fleet` configuration: one zod schema parsed once at start (Event Hubs source, Blob checkpoints, targets,
 // rules). Secrets (webhook URLs, routing keys, connection strings) come from environment variables named here.
 import * as z from "zod/mini";
-import "../agent/util/zod-locale.js";
-import { eventHubsSettingsSchema } from "../agent/sinks/eventhubs/index.js";
+import "./zod-locale.js";
+import { eventHubsConnectionSchema } from "./eventhubs-source.js";
 
 const envName = z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"));
 
@@ -48,8 +48,8 @@ export const fleetSettingsSchema = z
       consumerGroup: z._default(z.string().check(z.minLength(1)), "$Default"),
       /** Where a partition with no checkpoint starts: the oldest retained record (nothing missed) or new ones only. */
       startPosition: z._default(z.enum(["earliest", "latest"]), "earliest"),
-      /** How to reach the hub: the Event Hubs sink's own settings (namespace + identity, or a connection string). */
-      connection: eventHubsSettingsSchema,
+      /** How to reach the hub as a consumer: namespace + identity, or a connection string (eventhubs-source.ts). */
+      connection: eventHubsConnectionSchema,
     }),
     checkpoints: z._default(
       z.strictObject({

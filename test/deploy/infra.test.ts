@@ -298,7 +298,7 @@ describe("infra/container/Dockerfile and infra/helm/sef/Chart.yaml", () => {
     expect(dockerfile).toMatch(/^ARG BASE_IMAGE=[^\s@]+@sha256:[0-9a-f]{64}\nFROM \$\{BASE_IMAGE\}$/m);
     expect(dockerfile.match(/^FROM /gm)).toHaveLength(1);
     expect(dockerfile).toMatch(/^USER 65532:65532$/m);
-    expect(dockerfile).toContain('ENTRYPOINT ["/opt/sef/node", "--no-maglev", "--no-turbofan", "/opt/sef/sef.mjs"]');
+    expect(dockerfile).toContain('ENTRYPOINT ["/opt/sef/node", "--optimize-for-size", "--liftoff-only", "--no-maglev", "--no-turbofan", "/opt/sef/sef.mjs"]');
   });
 
   const chartDir = join(repoRoot, "infra/helm/sef");

@@ -2,7 +2,7 @@
 // Event Hubs peer over AMQPS with the connection string's SAS key: properties, sends, batches, receives.
 import { afterEach, describe, expect, it } from "vitest";
 import type { EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
-import { partitionIndexForKey } from "../../src/testbed/peers/eventhubs/partition-hash.js";
+import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 import { startPeerOnAmqpsPort } from "./amqps-address.js";
 import { runPythonJson } from "./python.js";
 import { startSimulator } from "../../src/testbed/simulator/index.js";

@@ -1,22 +1,13 @@
-// The agent and the testbed stay apart: a static import graph over src/ (the agent never imports src/testbed/, the
-// testbed imports only src/contract/ from the agent) and the packaged bundle's inputs (no testbed code, no peers).
+// The agent's packaged bundle carries the agent alone: no testbed or fleet code, no Blob SDK, no AMQP listener or TLS
+// test library (which package may import what is test/package/package-imports.test.ts; this checks what esbuild took).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleAgent, type BundleResult } from "../../infra/package/bundle.js";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
-const srcRoot = join(repoRoot, "src");
-
-function tsFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return tsFiles(path);
-    return name.endsWith(".ts") ? [path] : [];
-  });
-}
 
 /** Every module specifier a file imports statically, re-exports, or loads with `import()`. */
 export function importSpecifiers(source: string): string[] {
@@ -26,36 +17,6 @@ export function importSpecifiers(source: string): string[] {
   return specs;
 }
 
-/** src-relative paths of the repository files a module imports (package imports are left out). */
-function localImports(file: string): string[] {
-  return importSpecifiers(readFileSync(file, "utf8"))
-    .filter((spec) => spec.startsWith("."))
-    .map((spec) => relative(srcRoot, resolve(dirname(file), spec)).replace(/\.js$/, ".ts"));
-}
-
-describe("import graph of src/", () => {
-  const files = tsFiles(srcRoot);
-  const graph = new Map(files.map((f) => [relative(srcRoot, f), localImports(f)]));
-
-  it("finds imports of every form (so the checks below can fail)", () => {
-    expect(importSpecifiers(`import { a } from "./a.js";\nexport * from "../b.js";\nimport "./c.js";\nconst d = await import("./d.js");\nimport type {\n  E,\n} from "./e.js";`))
-      .toEqual(expect.arrayContaining(["./a.js", "../b.js", "./c.js", "./d.js", "./e.js"]));
-    expect(graph.get("testbed/cli.ts")?.length).toBeGreaterThan(0);
-  });
-
-  it("the agent never imports the testbed", () => {
-    const offenders = [...graph].filter(([file]) => !file.startsWith("testbed/")).flatMap(([file, deps]) => deps.filter((d) => d.startsWith("testbed/")).map((d) => `${file} → ${d}`));
-    expect(offenders).toEqual([]);
-  });
-
-  it("the testbed imports nothing of the agent but src/contract/", () => {
-    const offenders = [...graph]
-      .filter(([file]) => file.startsWith("testbed/"))
-      .flatMap(([file, deps]) => deps.filter((d) => !d.startsWith("testbed/") && !d.startsWith("contract/")).map((d) => `${file} → ${d}`));
-    expect(offenders).toEqual([]);
-  });
-});
-
 describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
   const outDir = mkdtempSync(join(tmpdir(), "sef-bundle-"));
   let bundle: BundleResult;
@@ -64,14 +25,20 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
   });
   afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
-  it("carries the agent and no testbed code", () => {
+  it("carries the agent and no testbed or fleet code, no Blob SDK", () => {
     expect(bundle.inputs).toContain("src/agent/cli/main.ts");
     expect(bundle.inputs).toContain("src/agent/sinks/eventhubs/index.ts");
-    expect(bundle.inputs.filter((i) => i.startsWith("src/testbed/"))).toEqual([]);
-    expect(bundle.inputs.filter((i) => /node_modules\/(selfsigned|vitest|tsx|typescript|fast-check)\//.test(i))).toEqual([]);
+    expect(bundle.inputs.filter((i) => i.startsWith("src/testbed/") || i.startsWith("src/fleet/"))).toEqual([]);
+    expect(bundle.inputs.filter((i) => /node_modules\/(selfsigned|vitest|tsx|typescript|fast-check|@azure\/storage-blob|@azure\/eventhubs-checkpointstore-blob)\//.test(i))).toEqual([]);
     const text = bundle.files.map((f) => readFileSync(join(outDir, f), "utf8")).join("\n");
     expect(text).not.toContain("sef-testbed");
     expect(text).not.toContain("__sim/");
+  });
+
+  it("never changes V8's flags at run time: they are the launchers' (test/integration/launcher-v8-flags.test.ts)", () => {
+    const text = bundle.files.map((f) => readFileSync(join(outDir, f), "utf8")).join("\n");
+    expect(text).toContain("createRequire"); // the bundle's text is really read
+    expect(text).not.toContain("setFlagsFromString");
   });
 
   it("takes from rhea only what @azure/event-hubs reaches through rhea-promise (no AMQP listener of its own)", () => {
@@ -124,12 +91,12 @@ process.on("exit", () => appendFileSync(${JSON.stringify(log)}, process.moduleLo
   }
   const commandChunk = (name: string) => new RegExp(`/chunks/${name}-[A-Z0-9]+\\.mjs$`);
 
-  it("sef --version loads no command module, no store and no HTTP; check-config loads neither run, tail nor fleet", () => {
+  it("sef --version loads no command module, no store and no HTTP; check-config loads neither run nor tail", () => {
     const version = runBundle(["--version"]);
     expect(version.status).toBe(0);
     expect(version.stdout.trim()).toBe("9.8.7-test");
     expect(version.loaded.some((u) => commandChunk("program").test(u))).toBe(true); // the hook sees the chunks
-    for (const name of ["run", "check-config", "tail", "fleet", "discover", "ledger"]) expect(version.loaded.filter((u) => commandChunk(name).test(u)), name).toEqual([]);
+    for (const name of ["run", "check-config", "tail", "discover", "ledger"]) expect(version.loaded.filter((u) => commandChunk(name).test(u)), name).toEqual([]);
     expect(version.loaded.filter((u) => ["node:sqlite", "node:http", "node:worker_threads"].includes(u))).toEqual([]);
 
     const dir = mkdtempSync(join(tmpdir(), "sef-check-config-"));
@@ -138,7 +105,7 @@ process.on("exit", () => appendFileSync(${JSON.stringify(log)}, process.moduleLo
       const check = runBundle(["check-config", "--config", join(dir, "config.json")]);
       expect(check.status).toBe(0);
       expect(check.loaded.some((u) => commandChunk("check-config").test(u))).toBe(true);
-      for (const name of ["run", "tail", "fleet"]) expect(check.loaded.filter((u) => commandChunk(name).test(u)), name).toEqual([]);
+      for (const name of ["run", "tail"]) expect(check.loaded.filter((u) => commandChunk(name).test(u)), name).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

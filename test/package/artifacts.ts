@@ -8,13 +8,16 @@ import { buildArtifacts, type Target } from "../../infra/package/main.js";
 export const repoRoot = resolve(import.meta.dirname, "../..");
 export const packageVersion = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
 
-export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64";
+export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64" | "fleet-tar-x64";
+
+const fleetVersion = (JSON.parse(readFileSync(join(repoRoot, "src/fleet/package.json"), "utf8")) as { version: string }).version;
 
 export const artifactNames: Readonly<Record<LinuxTarget, string>> = {
   "deb-x64": `sef_${packageVersion}_amd64.deb`,
   "rpm-x64": `sef-${packageVersion}-1.x86_64.rpm`,
   "tar-x64": `sef-${packageVersion}-linux-x64.tar.gz`,
   "txz-x64": `sef-${packageVersion}-linux-x64.tar.xz`,
+  "fleet-tar-x64": `sef-fleet-${fleetVersion}-linux-x64.tar.gz`,
 };
 
 /** Artifacts built here for this process, deleted at exit (SEF_TEST_PACKAGE_DIR's are left alone). */

@@ -9,7 +9,7 @@ import { metricsServerConfigSchema, readinessConfigSchema } from "../observabili
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
 import { imdsDefaults } from "../imds/client.js";
-import { defaultRetryPolicy } from "../delivery/retry-policy.js";
+import { defaultRetryPolicy } from "@sef/contract/retry-policy.js";
 import { outboxDefaults } from "../delivery/outbox.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";

@@ -8,7 +8,7 @@ import type { Clock } from "../util/clock.js";
 import type { VmIdentity } from "@sef/contract/record.js";
 import { SlidingWindowRateLimiter } from "./rate-limiter.js";
 import { ImdsRequestError, classifyStatus } from "./errors.js";
-import { parseRetryAfterMs } from "../util/retry-after.js";
+import { parseRetryAfterMs } from "@sef/contract/retry-after.js";
 import { settlesWithin } from "../util/deadline.js";
 import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
 

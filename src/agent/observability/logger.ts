@@ -1,38 +1,12 @@
-// Structured JSON logs (pino) on stderr with level names and secrets redacted before they are written. Under systemd
-// (stderr is the journal stream named by JOURNAL_STREAM) each line gets an sd-daemon(3) `<N>` priority prefix.
+// The agent's structured JSON logs (pino) on stderr: level names, secrets redacted before they are written (the
+// contract's secret-redaction rule); under systemd (stderr is the journal stream named by JOURNAL_STREAM) each line
+// gets an sd-daemon(3) `<N>` priority prefix.
 import { fstatSync } from "node:fs";
 import { pino, type Logger, type DestinationStream } from "pino";
+import { redactingLoggerOptions, redactSecrets } from "@sef/contract/secret-redaction.js";
 
 export type { Logger } from "pino";
-
-/** Paths pino blanks out wherever they appear in a log object. */
-export const redactedPaths: readonly string[] = [
-  "connectionString",
-  "*.connectionString",
-  "*.*.connectionString",
-  "token",
-  "*.token",
-  "accessToken",
-  "*.accessToken",
-  "authorization",
-  "*.authorization",
-  "*.headers.authorization",
-  "*.headers.Authorization",
-  "secret",
-  "*.secret",
-  "hmacSecret",
-  "*.hmacSecret",
-  "password",
-  "*.password",
-];
-
-const secretPatterns: readonly RegExp[] = [
-  /(SharedAccessKey=)[^;"\s]+/gi,
-  /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*/gi,
-  /("?access_token"?\s*[:=]\s*"?)[^",\s}]+/gi,
-  /(sig=)[^&"\s]+/gi,
-  /(SharedAccessSignature\s+)[^"\s,}]+/gi,
-];
+export { redactSecrets };
 
 /** syslog priorities of pino levels, as journald reads them from a `<N>` line prefix (sd-daemon(3)). */
 export const journalPriorities: Readonly<Record<string, number>> = { fatal: 2, error: 3, warn: 4, info: 6, debug: 7, trace: 7 };
@@ -63,13 +37,6 @@ export function journalDestination(fd = 2): DestinationStream {
   };
 }
 
-/** Removes secrets from free text (error messages may quote a connection string or a token). */
-export function redactSecrets(text: string): string {
-  let out = text;
-  for (const pattern of secretPatterns) out = out.replace(pattern, "$1[REDACTED]");
-  return out;
-}
-
 export interface LoggerOptions {
   level?: string;
   /** Default: stderr (with journald priority prefixes when stderr is the journal). */
@@ -78,27 +45,13 @@ export interface LoggerOptions {
 
 /** Levels are written as names (`"level":"warn"`), always the first key of the line. */
 export function createLogger(options: LoggerOptions = {}): Logger {
+  const redacting = redactingLoggerOptions();
   return pino(
     {
+      ...redacting,
       level: options.level ?? "info",
       base: { app: "sef" },
-      redact: { paths: [...redactedPaths], censor: "[REDACTED]" },
-      formatters: {
-        level: (label) => ({ level: label }),
-        log: (object) => {
-          const err = (object as { err?: unknown }).err;
-          if (err instanceof Error) {
-            return { ...object, err: { type: err.name, message: redactSecrets(err.message), code: (err as { code?: unknown }).code } };
-          }
-          return object;
-        },
-      },
-      hooks: {
-        logMethod(args, method) {
-          const redacted = args.map((a) => (typeof a === "string" ? redactSecrets(a) : a)) as typeof args;
-          method.apply(this, redacted);
-        },
-      },
+      formatters: { ...redacting.formatters, level: (label) => ({ level: label }) },
     },
     options.destination ?? (stderrIsJournal() ? journalDestination(2) : pino.destination({ dest: 2, sync: true })),
   );

@@ -3,7 +3,7 @@
 // in Event Hubs into one notification per maintenance event. Runs until SIGTERM/SIGINT; a bad config exits 2.
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
-import { createLogger } from "../../agent/observability/logger.js";
+import { createFleetLogger } from "../logger.js";
 
 interface FleetFlags {
   config?: string;
@@ -31,7 +31,7 @@ async function runFleet(flags: FleetFlags): Promise<void> {
     process.exit(2);
   }
   const settings = parsed.data;
-  const logger = createLogger({ level: flags.logLevel ?? settings.logLevel });
+  const logger = createFleetLogger(flags.logLevel ?? settings.logLevel);
   let service;
   try {
     service = await startFleetService({ settings, env: process.env, logger });

@@ -19,7 +19,6 @@ import { EndpointDiscovery, type RememberedEndpoint } from "../../imds/discovery
 import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
 import { settlesWithin } from "../../util/deadline.js";
 import { listenForStop, type StopSignal } from "../stop-signal.js";
-import { releaseOptimizingTiersOnBacklog } from "../optimizing-tiers.js";
 import { addConfigOptions, exitCodes, loadFromOptions, reportConfigError } from "../config-options.js";
 
 export { exitCodes } from "../config-options.js";
@@ -142,12 +141,7 @@ async function runUntilStopped(config: AgentConfig, sinkSettings: SinkSettings, 
   }
   if (!stop.requested) {
     agent.start();
-    const stopBacklogWatch = releaseOptimizingTiersOnBacklog(
-      () => agent.undelivered(),
-      (undelivered) => logger.info({ undelivered }, "backlog: V8's optimizing compilers (Maglev, TurboFan) released"),
-    );
     await stop.arrived;
-    stopBacklogWatch();
   }
   await agent.stop();
   if (!(await settlesWithin(services.stop(), 1000))) logger.warn("metrics server did not close in time; leaving it");

@@ -1,7 +1,7 @@
-// Builds @azure/event-hubs clients (the producer of the sink, the consumer of `sef tail` and `sef fleet`) from resolved
-// credentials: SAS connection string, managed identity or the default Entra ID chain; explicit retry options (the sink
-// passes maxRetries 0: its drainer is the only retry loop).
-import { EventHubConsumerClient, EventHubProducerClient, RetryMode, type CheckpointStore, type EventHubClientOptions, type EventHubConsumerClientOptions } from "@azure/event-hubs";
+// Builds @azure/event-hubs clients (the producer of the sink, the consumer of `sef tail`) from resolved credentials:
+// SAS connection string, managed identity or the default Entra ID chain; explicit retry options (the sink passes
+// maxRetries 0: its drainer is the only retry loop).
+import { EventHubConsumerClient, EventHubProducerClient, RetryMode, type EventHubClientOptions } from "@azure/event-hubs";
 import type { TokenCredential } from "@azure/identity";
 import { createAzureCredential } from "../azure-credential.js";
 import type { EventHubsAuth } from "./settings.js";
@@ -55,23 +55,11 @@ export function createProducerClient(auth: EventHubsAuth, options: EventHubsClie
     : new EventHubProducerClient(auth.connectionString, sdkOptions);
 }
 
-/** A consumer; with a checkpoint store, instances share the partitions through the SDK's load balancing (`sef fleet`). */
-export function createConsumerClient(
-  auth: EventHubsAuth,
-  consumerGroup: string,
-  options: EventHubsClientOptions,
-  balancing?: { checkpointStore: CheckpointStore; loadBalancingOptions?: EventHubConsumerClientOptions["loadBalancingOptions"] },
-): EventHubConsumerClient {
-  const sdkOptions: EventHubConsumerClientOptions = { ...sdkClientOptions(options), ...(balancing?.loadBalancingOptions ? { loadBalancingOptions: balancing.loadBalancingOptions } : {}) };
+/** A consumer reading without checkpoints (`sef tail`). */
+export function createConsumerClient(auth: EventHubsAuth, consumerGroup: string, options: EventHubsClientOptions): EventHubConsumerClient {
+  const sdkOptions = sdkClientOptions(options);
   if (auth.kind === "tokenCredential") {
-    return balancing
-      ? new EventHubConsumerClient(consumerGroup, auth.fullyQualifiedNamespace, auth.eventHubName, tokenCredentialFor(auth), balancing.checkpointStore, sdkOptions)
-      : new EventHubConsumerClient(consumerGroup, auth.fullyQualifiedNamespace, auth.eventHubName, tokenCredentialFor(auth), sdkOptions);
-  }
-  if (balancing) {
-    return auth.eventHubName
-      ? new EventHubConsumerClient(consumerGroup, auth.connectionString, auth.eventHubName, balancing.checkpointStore, sdkOptions)
-      : new EventHubConsumerClient(consumerGroup, auth.connectionString, balancing.checkpointStore, sdkOptions);
+    return new EventHubConsumerClient(consumerGroup, auth.fullyQualifiedNamespace, auth.eventHubName, tokenCredentialFor(auth), sdkOptions);
   }
   return auth.eventHubName
     ? new EventHubConsumerClient(consumerGroup, auth.connectionString, auth.eventHubName, sdkOptions)

@@ -4,7 +4,7 @@ import type { EventData } from "@azure/event-hubs";
 import type { SefRecord } from "@sef/contract/record.js";
 import type { OutboxEntry } from "../sink.js";
 import type { PartitionKeyField } from "./settings.js";
-import { partitionIndexForKey } from "./partition-hash.js";
+import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
 
 /** Application properties every event carries, so consumers can filter without parsing the body. */
 export function applicationProperties(record: SefRecord): Record<string, string> {

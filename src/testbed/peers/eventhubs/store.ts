@@ -1,6 +1,6 @@
 // In-memory event store of the local Event Hubs peer: partitions, sequence numbers, offsets, enqueued times.
 // Pure logic (no I/O): the AMQP server appends encoded messages here and streams them to receivers.
-import { partitionIndexForKey } from "./partition-hash.js";
+import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
 
 /** One event as the peer stored it: the AMQP-encoded message the producer sent, plus the service's system properties. */
 export interface StoredEvent {

@@ -1,6 +1,6 @@
-// The one retry policy (pure), used by the drainers (the only retry loop of the sinks) and sef fleet's notifications: exponential backoff with equal
-// jitter, capped; a server's hint wins, spread by a jitter of its own so that a fleet throttled at one moment does not
-// come back at one moment.
+// The one retry policy (pure), shared by the agent's drainers (the only retry loop of the sinks) and the fleet
+// service's notifications: exponential backoff with equal jitter, capped; a server's hint wins, spread by a jitter of
+// its own so that a fleet throttled at one moment does not come back at one moment.
 
 export interface RetryPolicy {
   /** First backoff, in milliseconds. */

@@ -1,6 +1,7 @@
 // Which partition Event Hubs assigns to a partition key: Bob Jenkins' lookup3 (hashlittle2) over the key's UTF-8 bytes,
 // folded to 16 bits, modulo the partition count — the service's own mapping, as the SDK's buffered producer reproduces it
-// (not exported by @azure/event-hubs). Hash routing uses it so an event lands exactly where its partition key would put it.
+// (not exported by @azure/event-hubs). A protocol fact both sides share: the agent's hash routing places an event exactly
+// where its partition key would put it, and the testbed's Event Hubs peer places keyed events the way the service does.
 
 function rotate(x: number, k: number): number {
   return ((x << k) | (x >>> (32 - k))) >>> 0;
