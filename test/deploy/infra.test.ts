@@ -114,7 +114,7 @@ describe("infra/linux/install.sh", () => {
     expect(spawnSync("bash", ["-n", script]).status).toBe(0);
   });
 
-  it("is shellcheck-clean (.ci/run installs shellcheck)", () => {
+  it("is shellcheck-clean as bash (npm test's set-up step installs shellcheck)", () => {
     const result = spawnSync("shellcheck", ["-s", "bash", script], { encoding: "utf8" });
     expect(result.stdout).toBe("");
     expect(result.status).toBe(0);
