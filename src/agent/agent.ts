@@ -18,6 +18,7 @@ import { AgentMetrics } from "../observability/metrics.js";
 import { PollStage, type PollStats } from "./poll-stage.js";
 import { CollectStage } from "./collect-stage.js";
 import { CommitStage } from "./commit-stage.js";
+import { reportParkedSinks } from "./parked-sinks.js";
 import { DrainStage } from "./drain-stage.js";
 import { loadOrCreateAgentId } from "./agent-id.js";
 import { settlesWithin } from "../util/deadline.js";
@@ -67,7 +68,9 @@ export class Agent {
       ...(deps.storeMigrations ? { migrations: deps.storeMigrations } : {}),
     });
     const sinkNames = deps.sinks.map((s) => s.name);
+    const parkedBefore = this.store.parkedSinks();
     const added = this.store.registerSinks(sinkNames, clock.now());
+    reportParkedSinks(parkedBefore, this.store.parkedSinks(), logger, this.metrics);
     if (added.length > 0 && this.store.headSeq() > 0) {
       logger.info({ sinks: added }, "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)");
     }

@@ -1,10 +1,13 @@
-// `sef outbox status`, `sef dead-letter list`, `replay` and `purge`: look at and act on the delivery ledger. Reading
-// commands open the store read-only and may run beside the agent; replay and purge write and refuse while an agent runs.
+// `sef outbox status` and `drop-sink`, `sef dead-letter list`, `replay` and `purge`: look at and act on the delivery
+// ledger. Reading commands open the store read-only and may run beside the agent; the others write and refuse while an
+// agent runs.
 import { Option, type Command } from "commander";
 import { Store } from "../../store/store.js";
 import { StoreError } from "../../store/errors.js";
 import { acquire as acquireDataDir, DataDirLockedError, type DataDirLock } from "../../store/data-dir-lock.js";
 import { platformDataDir } from "../../config/data-dir.js";
+import { DeadLetterFile } from "../../sinks/dead-letter.js";
+import { join } from "node:path";
 
 /** `--data-dir`, the same for every ledger command: $SEF_DATA_DIR, else the platform's default. */
 const dataDirOption = (): Option =>
@@ -36,15 +39,27 @@ export function registerLedgerCommands(program: Command): void {
           delivered: s.delivered,
           lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
         }));
+        const parked = store.parkedSinks();
         if (flags.json) {
-          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: store.bytesInOutbox, sinks }) + "\n");
+          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: store.bytesInOutbox, sinks, parked }) + "\n");
           return;
         }
         process.stdout.write(`outbox: ${store.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
         const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
         const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
         process.stdout.write(table([header, ...rows]));
+        if (parked.length === 0) return;
+        process.stdout.write("parked (no longer configured; resume when a sink of that name returns; give up with `sef outbox drop-sink NAME`):\n");
+        process.stdout.write(table([["SINK", "PENDING", "DEAD_LETTERED"], ...parked.map((p) => [p.sink, String(p.pending), String(p.deadLettered)])]));
       });
+    });
+  outbox
+    .command("drop-sink")
+    .argument("<name>", "the sink, as `sef outbox status` names it")
+    .description("give a sink up: its pending records go to dead-letter/<sink>.jsonl with the reason, then its rows leave the ledger; the agent must be stopped")
+    .addOption(dataDirOption())
+    .action((name: string, flags: DataDirFlags) => {
+      process.exitCode = withAgentStopped(flags.dataDir, "drop a sink", (store) => dropSink(store, name, flags.dataDir));
     });
 
   const deadLetter = program.command("dead-letter").description("list, replay or purge dead-lettered deliveries");
@@ -101,10 +116,46 @@ export function registerLedgerCommands(program: Command): void {
 }
 
 /**
+ * `sef outbox drop-sink NAME`: the sink's pending records to its dead-letter file with the reason (durable first), then
+ * its rows out of the ledger. Exit 2 when the ledger knows no such sink, 78 when the dead-letter file cannot be written.
+ */
+function dropSink(store: Store, name: string, dataDir: string): number {
+  const wasParked = store.parkedSinks().some((p) => p.sink === name);
+  const reason = `given up by the operator (sef outbox drop-sink ${name}): the sink ${wasParked ? "was no longer configured" : "was dropped"} before it took the record`;
+  const deadLetters = new DeadLetterFile(join(dataDir, "dead-letter"));
+  let dropped: ReturnType<Store["dropSink"]>;
+  let writeFailure: Error | undefined;
+  const writeDeadLetters = (items: Parameters<DeadLetterFile["writeSync"]>[0]): void => {
+    try {
+      deadLetters.writeSync(items, Date.now());
+    } catch (err) {
+      writeFailure = err as Error;
+      throw err;
+    }
+  };
+  try {
+    dropped = store.dropSink(name, reason, writeDeadLetters);
+  } catch (err) {
+    if (writeFailure === undefined) throw err;
+    process.stderr.write(`sef: nothing dropped: the dead-letter file ${deadLetters.pathFor(name)} cannot be written: ${writeFailure.message}\n`);
+    return exitCodes.store;
+  }
+  if (dropped === undefined) {
+    const known = [...store.status().map((s) => s.sink), ...store.parkedSinks().map((p) => p.sink)];
+    process.stderr.write(`sef: the ledger holds no sink named ${JSON.stringify(name)} (it holds: ${known.join(", ") || "none"})\n`);
+    return exitCodes.usage;
+  }
+  process.stdout.write(
+    JSON.stringify({ sink: name, parked: wasParked, deadLettered: dropped.pending, forgottenDeadLettered: dropped.deadLettered, deadLetterFile: deadLetters.pathFor(name), outboxBytes: store.bytesInOutbox }) + "\n",
+  );
+  return exitCodes.ok;
+}
+
+/**
  * Runs a writing command with the agent's own data-directory lock held: an agent cannot start meanwhile, and a running
  * one makes us refuse (exit 75) rather than write beside it.
  */
-function withAgentStopped(dataDir: string, verb: string, body: (store: Store) => void): number {
+function withAgentStopped(dataDir: string, verb: string, body: (store: Store) => number | void): number {
   let lock: DataDirLock;
   try {
     lock = acquireDataDir(dataDir);
@@ -129,7 +180,7 @@ function withReadOnlyStore(dataDir: string, body: (store: Store) => void): numbe
 }
 
 /** Opens the store, runs `body` and closes it; a store that cannot be opened is reported (exit 78). */
-function withStore(open: () => Store, body: (store: Store) => void): number {
+function withStore(open: () => Store, body: (store: Store) => number | void): number {
   let store: Store;
   try {
     store = open();
@@ -137,8 +188,7 @@ function withStore(open: () => Store, body: (store: Store) => void): number {
     return storeFailure(err);
   }
   try {
-    body(store);
-    return exitCodes.ok;
+    return body(store) ?? exitCodes.ok;
   } finally {
     store.close();
   }
