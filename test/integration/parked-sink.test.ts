@@ -2,10 +2,10 @@
 // with 150 transitions waiting, a run without it (parked: a warning naming it, `sef outbox status`, the gauge, /readyz
 // still ready), then put back — all 150 delivered, same RecordIds. Or given up: `sef outbox drop-sink` (refused beside a
 // running agent) writes the 150 to the dead-letter file with the reason. A sink's identity is its name: the webhook
-// comes back at another URL and is the same sink.
+// comes back at another URL and is the same sink; the jsonl sink at another path is a new one (src/sinks/parked-sinks.md).
 import { describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
@@ -114,11 +114,15 @@ describe("a sink taken out of the configuration", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-parked-"));
     try {
       const ids = await parkWebhookBacklog(dir, sim, down);
-      const third = startAgent(dir, sim.url, { sinks: ["webhook", `jsonl:${join(dir, "records.jsonl")}`], webhook: { url: up.url } });
+      // The jsonl sink renamed (another path): a new sink, at the head — it gets none of the records already held.
+      const renamed = join(dir, "renamed.jsonl");
+      const third = startAgent(dir, sim.url, { sinks: ["webhook", `jsonl:${renamed}`], webhook: { url: up.url } });
       try {
         const base = await waitForMetricsUrl(third);
         await waitUntil(() => up.accepted.size >= transitions, 20_000, "the 150 parked records delivered");
         expect([...up.accepted].sort()).toEqual([...ids].sort());
+        expect(logLines(third.stderr()).find((l) => String(l["msg"]).startsWith("new sinks start at the head"))).toMatchObject({ sinks: [`jsonl:${renamed}`] });
+        expect(existsSync(renamed) ? transitionIds(renamed) : []).toEqual([]);
         expect(logLines(third.stderr()).find((l) => l["sink"] === "webhook" && l["level"] === "info" && String(l["msg"]).includes("resuming"))).toMatchObject({ records: transitions });
         expect(await (await fetch(`${base}/metrics`)).text()).not.toContain("sef_outbox_parked_records{");
         expect(await third.stop("SIGTERM")).toBe(0);
