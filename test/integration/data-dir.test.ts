@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitForMetricsUrl, readJsonl, runCli, waitUntil } from "../helpers/agent-process.js";
-import { isHeld } from "../../src/store/data-dir-lock.js";
+import { isHeld } from "../../src/agent/store/data-dir-lock.js";
 import { copyAgentForOtherUsers } from "../helpers/agent-copy.js";
 
 function args(imdsUrl: string, dir: string): string[] {

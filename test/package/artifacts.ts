@@ -1,14 +1,16 @@
 // The artifacts the package tests inspect: SEF_TEST_PACKAGE_DIR's when it holds them, else the ones `npm test`'s set-up
 // step built into .package-cache/test-artifacts-<stamp>/ (built here when none is current). "Current" = built from the
-// same bytes of the inputs (src/, infra/, package.json, package-lock.json): a content hash, so an edit rebuilds them and
-// a commit that changes none of them does not.
+// same bytes of the inputs (src/, infra/, package.json, package-lock.json; what git sees, so no build output): a
+// content hash, so an edit rebuilds them and a commit that changes none of them does not.
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { buildArtifacts, type Target } from "../../infra/package/main.js";
 
 export const repoRoot = resolve(import.meta.dirname, "../..");
-export const packageVersion = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
+/** The agent package's version: the one the artifacts carry. */
+export const packageVersion = (JSON.parse(readFileSync(join(repoRoot, "src", "agent", "package.json"), "utf8")) as { version: string }).version;
 
 export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64";
 export const linuxTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64", "tar-x64", "txz-x64"];
@@ -25,24 +27,11 @@ const inputRoots = ["src", "infra", "package.json", "package-lock.json"];
 const cacheRoot = join(repoRoot, ".package-cache");
 const cachedDirPrefix = "test-artifacts-";
 
-/** Repository-relative paths of every input file, sorted (node_modules folders left out: the lock file pins them). */
+/** Repository-relative paths of every input file git sees (tracked or new; not ignored: no dist/, node_modules/), sorted. */
 function inputFiles(): string[] {
-  const files: string[] = [];
-  const walk = (path: string): void => {
-    for (const entry of readdirSync(path, { withFileTypes: true })) {
-      if (entry.name === "node_modules") continue;
-      const child = join(path, entry.name);
-      if (entry.isDirectory()) walk(child);
-      else if (entry.isFile()) files.push(relative(repoRoot, child));
-    }
-  };
-  for (const root of inputRoots) {
-    const path = join(repoRoot, root);
-    if (!existsSync(path)) continue;
-    if (statSync(path).isDirectory()) walk(path);
-    else files.push(root);
-  }
-  return files.sort();
+  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...inputRoots], { cwd: repoRoot, encoding: "utf8", maxBuffer: 1 << 26 });
+  if (listed.status !== 0) throw new Error(`git ls-files failed (the artifacts' inputs are the files git sees): ${listed.stderr}`);
+  return [...new Set(listed.stdout.split("\0"))].filter((file) => file !== "" && existsSync(join(repoRoot, file))).sort();
 }
 
 /** A hash of the inputs' paths and bytes (a few MB: tens of milliseconds). */
