@@ -1,7 +1,7 @@
 // The artifacts the package tests inspect: SEF_TEST_PACKAGE_DIR's when it holds them, else the ones `npm test`'s set-up
 // step built into .package-cache/test-artifacts-<stamp>/ (built here when none is current). "Current" = built from the
-// same bytes of the inputs (src/, infra/, package.json, package-lock.json; what git sees, so no build output): a
-// content hash, so an edit rebuilds them and a commit that changes none of them does not.
+// same bytes of the inputs (src/, infra/, package.json, package-lock.json; what git sees, so no build output; no
+// Markdown): a content hash, so an edit rebuilds them and a commit that changes none of them does not.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
@@ -27,9 +27,12 @@ const inputRoots = ["src", "infra", "package.json", "package-lock.json"];
 const cacheRoot = join(repoRoot, ".package-cache");
 const cachedDirPrefix = "test-artifacts-";
 
-/** Repository-relative paths of every input file git sees (tracked or new; not ignored: no dist/, node_modules/), sorted. */
+/**
+ * Repository-relative paths of every input file git sees (tracked or new; not ignored: no dist/, node_modules/),
+ * sorted. Markdown is left out: no artifact carries a doc from src/ or infra/.
+ */
 function inputFiles(): string[] {
-  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...inputRoots], { cwd: repoRoot, encoding: "utf8", maxBuffer: 1 << 26 });
+  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...inputRoots, ":(exclude)*.md"], { cwd: repoRoot, encoding: "utf8", maxBuffer: 1 << 26 });
   if (listed.status !== 0) throw new Error(`git ls-files failed (the artifacts' inputs are the files git sees): ${listed.stderr}`);
   return [...new Set(listed.stdout.split("\0"))].filter((file) => file !== "" && existsSync(join(repoRoot, file))).sort();
 }
