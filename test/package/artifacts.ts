@@ -31,16 +31,16 @@ const cachedDirPrefix = "test-artifacts-";
  * Repository-relative paths of every input file git sees (tracked or new; not ignored: no dist/, node_modules/),
  * sorted. Markdown is left out: no artifact carries a doc from src/ or infra/.
  */
-function inputFiles(): string[] {
-  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...inputRoots, ":(exclude)*.md"], { cwd: repoRoot, encoding: "utf8", maxBuffer: 1 << 26 });
+function inputFiles(root: string): string[] {
+  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...inputRoots, ":(exclude)*.md"], { cwd: root, encoding: "utf8", maxBuffer: 1 << 26 });
   if (listed.status !== 0) throw new Error(`git ls-files failed (the artifacts' inputs are the files git sees): ${listed.stderr}`);
-  return [...new Set(listed.stdout.split("\0"))].filter((file) => file !== "" && existsSync(join(repoRoot, file))).sort();
+  return [...new Set(listed.stdout.split("\0"))].filter((file) => file !== "" && existsSync(join(root, file))).sort();
 }
 
 /** A hash of the inputs' paths and bytes (a few MB: tens of milliseconds). */
-export function inputsStamp(): string {
+export function inputsStamp(root: string = repoRoot): string {
   const hash = createHash("sha256");
-  for (const file of inputFiles()) hash.update(`${file}\0`).update(readFileSync(join(repoRoot, file))).update("\0");
+  for (const file of inputFiles(root)) hash.update(`${file}\0`).update(readFileSync(join(root, file))).update("\0");
   return hash.digest("hex").slice(0, 16);
 }
 
