@@ -62,7 +62,7 @@ export async function currentTestArtifacts(log: (line: string) => void = () => u
   const startedMs = performance.now();
   log(`package artifacts: building ${linuxTargets.join(" ")} into ${relative(repoRoot, dir)} (inputs changed or none built yet; takes a few minutes)`);
   try {
-    await buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch });
+    await buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress: (step) => log(`package artifacts: ${step}`) });
     try {
       renameSync(scratch, dir);
     } catch (err) {
