@@ -2,7 +2,7 @@
 // with 150 transitions waiting, a run without it (parked: a warning naming it, `sef outbox status`, the gauge, /readyz
 // still ready), then put back — all 150 delivered, same RecordIds. Or given up: `sef outbox drop-sink` (refused beside a
 // running agent) writes the 150 to the dead-letter file with the reason. A sink's identity is its name: the webhook
-// comes back at another URL and is the same sink; the jsonl sink at another path is a new one (src/agent/sinks/parked-sinks.md).
+// comes back at another URL and is the same sink; the jsonl sink at another path is a new one (src/agent/sinks/README.md).
 import { describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
