@@ -23,6 +23,8 @@ export interface PackageOptions {
   readonly cacheDir?: string;
   /** The mtime stamped on every file (default: SOURCE_DATE_EPOCH, else the last commit's time). */
   readonly epochS?: number;
+  /** Hears each step as it starts ("building sef_0.1.0_amd64.deb"): packaging takes minutes on a small machine. */
+  readonly progress?: (step: string) => void;
 }
 
 export async function buildArtifacts(options: PackageOptions): Promise<string[]> {
@@ -36,20 +38,25 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
   const bundleDir = join(workDir, "bundle");
-  if (targets.some((t) => !t.startsWith("fleet-"))) await bundleAgent(repoRoot, bundleDir, version);
+  const progress = options.progress ?? ((): void => undefined);
+  if (targets.some((t) => !t.startsWith("fleet-"))) {
+    progress("bundling the agent");
+    await bundleAgent(repoRoot, bundleDir, version);
+  }
 
   const written: string[] = [];
   for (const arch of ["x64", "arm64"] as const satisfies readonly LinuxArch[]) {
     const wanted = (kind: string): boolean => targets.includes(`${kind}-${arch}` as Target);
     if (!wanted("deb") && !wanted("rpm") && !wanted("tar") && !wanted("txz")) continue;
+    progress(`fetching the Node.js runtime for linux-${arch} (npm pack, cached in ${cacheDir})`);
     const inputs = { repoRoot, version, bundleDir, runtime: fetchRuntime(`linux-${arch}`, cacheDir), arch, epochS, workDir, outDir };
     if (wanted("deb") || wanted("rpm")) {
       const root = stagePackageRoot(inputs);
-      if (wanted("deb")) written.push(buildDeb(inputs, root));
-      if (wanted("rpm")) written.push(buildRpm(inputs, root));
+      if (wanted("deb")) written.push(step(progress, `.deb (${arch})`, () => buildDeb(inputs, root)));
+      if (wanted("rpm")) written.push(step(progress, `.rpm (${arch})`, () => buildRpm(inputs, root)));
     }
-    if (wanted("tar")) written.push(buildTarball(inputs, "gzip"));
-    if (wanted("txz")) written.push(buildTarball(inputs, "xz"));
+    if (wanted("tar")) written.push(step(progress, `.tar.gz (${arch})`, () => buildTarball(inputs, "gzip")));
+    if (wanted("txz")) written.push(step(progress, `.tar.xz (${arch})`, () => buildTarball(inputs, "xz")));
   }
   if (targets.includes("zip-win-x64") || targets.includes("msi-win-x64")) {
     const nodeLicense = fetchRuntime("linux-x64", cacheDir).license;
@@ -68,6 +75,15 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
   }
   rmSync(workDir, { recursive: true, force: true });
   return written;
+}
+
+/** Runs one artifact's build between two progress lines (the second with its duration). */
+function step(progress: (step: string) => void, what: string, build: () => string): string {
+  const startedMs = performance.now();
+  progress(`building the ${what}`);
+  const file = build();
+  progress(`built ${file} in ${Math.round((performance.now() - startedMs) / 1000)} s`);
+  return file;
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -85,7 +85,7 @@ describe("infra/linux/sef.service", () => {
     expect(text).not.toMatch(/^\s*MemoryDenyWriteExecute/m);
   });
 
-  it("passes `systemd-analyze verify` (.ci/run installs systemd's tools)", () => {
+  it("passes `systemd-analyze verify` (npm test's set-up step installs systemd's tools)", () => {
     // verify checks that ExecStart's binary exists: point it at this Node when the package is not installed here.
     const unitText = existsSync("/usr/bin/sef") ? text : text.replace("ExecStart=/usr/bin/sef", `ExecStart=${process.execPath}`);
     const path = join(scratch, "sef.service");
@@ -114,7 +114,7 @@ describe("infra/linux/install.sh", () => {
     expect(spawnSync("bash", ["-n", script]).status).toBe(0);
   });
 
-  it("is shellcheck-clean (.ci/run installs shellcheck)", () => {
+  it("is shellcheck-clean as bash (npm test's set-up step installs shellcheck)", () => {
     const result = spawnSync("shellcheck", ["-s", "bash", script], { encoding: "utf8" });
     expect(result.stdout).toBe("");
     expect(result.status).toBe(0);

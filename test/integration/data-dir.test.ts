@@ -1,13 +1,15 @@
 // The data directory belongs to one agent: a second `sef run` on it exits at once (75) naming the holder and leaves the
-// first agent untouched; a crashed holder does not block the next start; a store the user cannot write exits 78.
+// first agent untouched; a crashed holder does not block the next start; a store the user cannot write exits 78 (run as
+// nobody from a copy any user can read: the checkout may sit under a 0700 directory).
 import { describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { waitForMetricsUrl, cliPath, readJsonl, runCli, waitUntil } from "../helpers/agent-process.js";
+import { waitForMetricsUrl, readJsonl, runCli, waitUntil } from "../helpers/agent-process.js";
 import { isHeld } from "../../src/agent/store/data-dir-lock.js";
+import { copyAgentForOtherUsers } from "../helpers/agent-copy.js";
 
 function args(imdsUrl: string, dir: string): string[] {
   return ["run", "--imds-url", imdsUrl, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "records.jsonl")}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"];
@@ -60,6 +62,7 @@ describe("a store the service user cannot write", () => {
     const sim = await startSimulator({ scenario: "idle" });
     const dir = mkdtempSync(join(tmpdir(), "sef-ro-"));
     chmodSync(dir, 0o755);
+    const copy = await copyAgentForOtherUsers();
     try {
       // A run as root leaves sef.db owned by root; the directory then goes to the service user (nobody).
       const asRoot = runCli(args(sim.url, dir));
@@ -67,7 +70,7 @@ describe("a store the service user cannot write", () => {
       expect(await asRoot.stop("SIGTERM")).toBe(0);
       chownSync(join(dir, "data"), 65534, 65534);
       const asNobody = () =>
-        spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, cliPath, ...args(sim.url, dir)], { encoding: "utf8", timeout: 10_000 });
+        spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", copy.node, copy.cli, ...args(sim.url, dir)], { cwd: "/", encoding: "utf8", timeout: 10_000 });
 
       let run = asNobody();
       expect(run.error).toBeUndefined();
@@ -79,7 +82,8 @@ describe("a store the service user cannot write", () => {
       expect(run.status, run.stderr).toBe(78);
       expect(run.stderr).toContain(`sef: store ${join(dir, "data", "sef.db")} cannot be written`);
     } finally {
+      copy.remove();
       await sim.close();
     }
-  });
+  }, 60_000);
 });

@@ -77,10 +77,44 @@ describe("Store", () => {
     // An outcome for a record already settled changes nothing (applying twice is harmless).
     store.applyOutcomes("a", [{ seq: 2, kind: "rejected", reason: "late" }], 11);
     expect(store.status().find((s) => s.sink === "a")).toMatchObject({ pending: 0, deadLettered: 0, delivered: 3 });
-    store.registerSinks(["a"]); // b removed: its rows no longer hold records back
+    store.registerSinks(["a"]); // b removed: parked, its two pending records stay
+    expect(store.parkedSinks()).toEqual([{ sink: "b", pending: 2, deadLettered: 0 }]);
+    expect(store.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3]);
+    const lines: string[] = [];
+    expect(store.dropSink("b", "given up", (items) => lines.push(...items.map((i) => `${i.sink}:${i.seq}:${i.reason}`)))).toEqual({ sink: "b", pending: 2, deadLettered: 0 });
+    expect(lines).toEqual(["b:2:given up", "b:3:given up"]);
+    expect(store.parkedSinks()).toEqual([]);
     expect(store.readAfter(0, 10)).toEqual([]);
     expect(store.bytesInOutbox).toBe(0);
     store.close();
+  });
+
+  it("parks a sink no longer configured (its rows wait, it gets no new records) and resumes it when its name returns", () => {
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    store.registerSinks(["webhook", "stdout"]);
+    store.append([record(1), record(2), record(3)], 1);
+    store.applyOutcomes("stdout", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), 5);
+    store.applyOutcomes("webhook", [{ seq: 1, kind: "rejected", reason: "HTTP 400" }], 5);
+    expect(store.registerSinks(["stdout"])).toEqual([]);
+    expect(store.parkedSinks()).toEqual([{ sink: "webhook", pending: 2, deadLettered: 1 }]);
+    expect(store.status().map((s) => s.sink)).toEqual(["stdout"]);
+    store.append([record(4)], 6); // not for the parked sink
+    store.close();
+
+    // Read-only (as `sef outbox status` opens it): the same view. Forgotten: a removed sink with no rows left.
+    const reader = openOutboxReadOnly(dir);
+    expect(reader.parkedSinks()).toEqual([{ sink: "webhook", pending: 2, deadLettered: 1 }]);
+    reader.close();
+    const again = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    again.registerSinks(["jsonl:x"]);
+    again.registerSinks(["jsonl:y"]);
+    expect(again.parkedSinks().map((p) => p.sink)).toEqual(["stdout", "webhook"]); // stdout holds record 4
+    expect(again.registerSinks(["webhook", "stdout"])).toEqual([]);
+    expect(again.parkedSinks()).toEqual([]);
+    expect(again.due("webhook", 10, 0).map((e) => e.seq)).toEqual([2, 3]);
+    expect(again.status().find((s) => s.sink === "webhook")).toMatchObject({ pending: 2, deadLettered: 1 });
+    expect(again.dropSink("nope", "x", () => undefined)).toBeUndefined();
+    again.close();
   });
 
   it("applies any set of deliveries exactly, whether few runs of consecutive records or many scattered ones", () => {
@@ -166,6 +200,25 @@ describe("Store", () => {
     expect(store.bytesInOutbox).toBeLessThanOrEqual(1024 * 1024 * 0.9);
     expect(store.readAfter(0, 100)[0]!.seq).toBe(counts.get("slow")!.pending + 1);
     expect(store.depth("slow").records).toBe(30 - counts.get("slow")!.pending);
+    store.close();
+  });
+
+  it("counts a parked sink's records toward the size cap: eviction dead-letters them first, like any pending one", () => {
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1024 * 1024 });
+    store.registerSinks(["gone", "here"]);
+    for (let i = 0; i < 15; i++) store.append([record(i, 50_000)], i);
+    store.registerSinks(["here"]);
+    store.applyOutcomes("here", Array.from({ length: 15 }, (_, i) => ({ seq: i + 1, kind: "delivered" as const })), 20);
+    expect(store.bytesInOutbox).toBeGreaterThan(700_000); // held for the parked sink alone
+    for (let i = 15; i < 30; i++) store.append([record(i, 50_000)], i);
+    const deadLetters = new DeadLetterFile(join(dir, "dead-letter"));
+    const counts = store.evictOverCap(deadLetters, 40);
+    const lines = (sink: string): Array<{ record: { RecordId: string } }> =>
+      existsSync(deadLetters.pathFor(sink)) ? readFileSync(deadLetters.pathFor(sink), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
+    const written = [...lines("gone").map((l) => `gone:${Number(l.record.RecordId.slice(1)) + 1}`), ...lines("here").map((l) => `here:${Number(l.record.RecordId.slice(1)) + 1}`)];
+    expect(written[0]).toBe("gone:1");
+    expect(counts.get("gone")!.pending).toBe(written.filter((w) => w.startsWith("gone:")).length);
+    expect(store.parkedSinks()).toEqual([{ sink: "gone", pending: 15 - counts.get("gone")!.pending, deadLettered: 0 }]);
     store.close();
   });
 

@@ -44,6 +44,13 @@ export type EvictionCounts = Map<string, { pending: number; deadLettered: number
 
 export type ReplayFrom = { readonly seq: number } | { readonly sinceMs: number };
 
+/** A sink the ledger holds deliveries for that the last registration did not configure: its rows wait for it. */
+export interface ParkedSink {
+  readonly sink: string;
+  readonly pending: number;
+  readonly deadLettered: number;
+}
+
 export const ledgerSchemaSql = `
   CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, record_id TEXT NOT NULL, record_type TEXT NOT NULL, json TEXT NOT NULL, created_ms INTEGER NOT NULL, bytes INTEGER NOT NULL DEFAULT 0);
   CREATE TABLE IF NOT EXISTS sinks (sink TEXT PRIMARY KEY, pending INTEGER NOT NULL DEFAULT 0, dead INTEGER NOT NULL DEFAULT 0, delivered INTEGER NOT NULL DEFAULT 0, last_delivery_ms INTEGER, registered_ms INTEGER NOT NULL);
@@ -116,6 +123,13 @@ export class DeliveryLedger {
       sinkRows: query<[], { sink: string }>(db, "SELECT sink FROM sinks ORDER BY sink"),
       registerSink: query<[string, number], never>(db, "INSERT OR IGNORE INTO sinks(sink, registered_ms) VALUES (?, ?)"),
       dropSinkDeliveries: query<[string], never>(db, "DELETE FROM deliveries WHERE sink = ?"),
+      sinkCounts: query<[], { sink: string; pending: number; dead: number }>(db, "SELECT sink, pending, dead FROM sinks ORDER BY sink"),
+      pendingOf: query<[string], { seq: number; json: string }>(
+        db,
+        "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' ORDER BY d.seq",
+      ),
+      getConfigured: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'configured_sinks'"),
+      setConfigured: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('configured_sinks', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
       dropSink: query<[string], never>(db, "DELETE FROM sinks WHERE sink = ?"),
       dropOrphans: query<[], { bytes: number }>(db, "DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes"),
       oldestPending: query<[string], { created_ms: number }>(
@@ -236,26 +250,54 @@ export class DeliveryLedger {
   }
 
   /**
-   * Registers the configured sinks. A new sink starts at the head: it gets the records appended from now on.
-   * A sink no longer configured loses its rows, and records no sink needs leave the outbox. Call inside a transaction.
-   * Returns the names that were new.
+   * Registers the configured sinks. A new sink starts at the head: it gets the records appended from now on. A sink
+   * no longer configured is parked: its pending and dead-lettered rows stay (they hold their records in the outbox,
+   * counted toward the cap) and it gets no new records; a sink of that name configured again resumes them. A parked
+   * sink with no rows left is forgotten. Call inside a transaction. Returns the names that were new.
    */
   register(names: readonly string[], nowMs: number): string[] {
+    const configured = new Set(names);
+    for (const row of this.s.sinkCounts.all()) if (!configured.has(row.sink) && row.pending === 0 && row.dead === 0) this.s.dropSink.run(row.sink);
     const added: string[] = [];
-    let removed = false;
-    for (const sink of this.sinkNames) {
-      if (names.includes(sink)) continue;
-      this.s.dropSinkDeliveries.run(sink);
-      this.s.dropSink.run(sink);
-      removed = true;
-    }
     for (const sink of names) if (Number(this.s.registerSink.run(sink, nowMs).changes) > 0) added.push(sink);
-    if (removed) {
-      for (const row of this.s.dropOrphans.all()) this.bytes -= row.bytes;
-      this.saveBytes();
-    }
-    this.sinkNames = this.s.sinkRows.all().map((r) => r.sink);
+    this.s.setConfigured.run(JSON.stringify([...configured].sort()));
+    this.reload();
     return added;
+  }
+
+  /** The sinks holding rows that the last registration did not configure (none before any registration), by name. */
+  parked(): ParkedSink[] {
+    const configured = this.configuredSinks();
+    if (configured === undefined) return [];
+    return this.s.sinkCounts
+      .all()
+      .filter((row) => !configured.has(row.sink))
+      .map((row) => ({ sink: row.sink, pending: row.pending, deadLettered: row.dead }));
+  }
+
+  /**
+   * Gives a sink up: its pending records go to `writeDeadLetters` with `reason` (which must make them durable before
+   * it returns; if it throws, nothing is deleted), then all its rows and its counters go, and the records no sink
+   * needs any more leave the outbox. Its dead-lettered rows already have their lines. Call inside a transaction.
+   * Returns what it held, or undefined when the ledger knows no such sink.
+   */
+  dropSink(sink: string, reason: string, writeDeadLetters: (items: readonly EvictedDelivery[]) => void): ParkedSink | undefined {
+    const row = this.s.sinkRow.get(sink);
+    if (row === undefined) return undefined;
+    const pending = this.s.pendingOf.all(sink).map((r) => ({ sink, seq: r.seq, json: r.json, reason }));
+    writeDeadLetters(pending);
+    this.s.dropSinkDeliveries.run(sink);
+    this.s.dropSink.run(sink);
+    for (const orphan of this.s.dropOrphans.all()) this.bytes -= orphan.bytes;
+    this.saveBytes();
+    this.reload();
+    return { sink, pending: pending.length, deadLettered: row.dead };
+  }
+
+  /** The names the last registration configured (stored with the ledger), or undefined before any registration. */
+  private configuredSinks(): Set<string> | undefined {
+    const stored = this.s.getConfigured.get();
+    return stored === undefined ? undefined : new Set(JSON.parse(stored.value) as string[]);
   }
 
   /** Makes every record still held from `from` on pending for `sink` (except those it already has a row for). Call inside a transaction. */
@@ -365,11 +407,12 @@ export class DeliveryLedger {
     return counts;
   }
 
-  /** Re-reads what is cached in memory (after a rolled-back transaction). */
+  /** Re-reads what is cached in memory (after a rolled-back transaction). The registered sinks are the configured ones. */
   reload(): void {
     const stored = this.s.getBytes.get();
     this.bytes = stored ? Number(stored.value) : 0;
-    this.sinkNames = this.s.sinkRows.all().map((r) => r.sink);
+    const configured = this.configuredSinks();
+    this.sinkNames = this.s.sinkRows.all().map((r) => r.sink).filter((sink) => configured === undefined || configured.has(sink));
   }
 
   private saveBytes(): void {

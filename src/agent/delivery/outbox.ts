@@ -11,13 +11,15 @@ import {
   DeliveryLedger,
   ledgerSchemaSql,
   type DeadLetterEntry,
+  type EvictedDelivery,
   type EvictionCounts,
   type LedgerOutcome,
+  type ParkedSink,
   type ReplayFrom,
   type SinkLedgerStatus,
 } from "./ledger.js";
 
-export type { DeadLetterEntry, EvictedDelivery, EvictionCounts, LedgerOutcome, ReplayFrom, SinkLedgerStatus } from "./ledger.js";
+export type { DeadLetterEntry, EvictedDelivery, EvictionCounts, LedgerOutcome, ParkedSink, ReplayFrom, SinkLedgerStatus } from "./ledger.js";
 
 export const outboxDefaults = { maxOutboxBytes: 256 * 1024 * 1024 } as const;
 
@@ -71,10 +73,23 @@ export class Outbox {
 
   /**
    * Registers the configured sinks: a new one starts at the head (it gets records appended from now on; see
-   * `backfill`); a sink no longer configured loses its pending and dead-lettered rows. Returns the new names.
+   * `backfill`); a sink no longer configured is parked (its rows wait for a sink of that name). Returns the new names.
    */
   registerSinks(names: readonly string[], nowMs: number = Date.now()): string[] {
     return this.write(() => this.ledger.register(names, nowMs));
+  }
+
+  /** Sinks not configured at the last registration whose deliveries are kept for them (see DeliveryLedger.register). */
+  parkedSinks(): ParkedSink[] {
+    return this.ledger.parked();
+  }
+
+  /**
+   * Gives a sink up for good: its pending records go to `writeDeadLetters` with `reason` (durable before anything is
+   * deleted), then its rows. Returns what it held, or undefined when the outbox knows no such sink.
+   */
+  dropSink(sink: string, reason: string, writeDeadLetters: (items: readonly EvictedDelivery[]) => void): ParkedSink | undefined {
+    return this.write(() => this.ledger.dropSink(sink, reason, writeDeadLetters));
   }
 
   /** Makes every record still held from `from` on pending for `sink` again (`--replay-from`). Returns how many. */

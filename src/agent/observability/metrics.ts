@@ -76,6 +76,12 @@ export class AgentMetrics {
     labelNames: ["sink"] as const,
     registers: [this.registry],
   });
+  readonly outboxParked = new Gauge({
+    name: "sef_outbox_parked_records",
+    help: "Records held for a sink no longer configured (parked until a sink of that name returns or `sef outbox drop-sink` gives it up), per sink",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
   readonly sent = new Counter({ name: "sef_sink_sent_total", help: "Records delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
   readonly retries = new Counter({ name: "sef_sink_retries_total", help: "Send attempts that will be retried, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
   readonly deadLetters = new Counter({ name: "sef_sink_dead_letters_total", help: "Records dead-lettered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
@@ -118,6 +124,12 @@ export class AgentMetrics {
     labelNames: ["direction"] as const,
     registers: [this.registry],
   });
+
+  /** Sets sef_outbox_parked_records to exactly these sinks' pending counts (a sink no longer parked leaves the series). */
+  setParked(parked: ReadonlyArray<{ sink: string; pending: number }>): void {
+    this.outboxParked.reset();
+    for (const p of parked) this.outboxParked.set({ sink: p.sink }, p.pending);
+  }
 
   async render(): Promise<string> {
     return this.registry.metrics();

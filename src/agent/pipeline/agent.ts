@@ -20,6 +20,7 @@ import type { Counter } from "../observability/prom-client.js";
 import { PollStage, type PollStats } from "./poll-stage.js";
 import { CollectStage } from "./collect-stage.js";
 import { CommitStage } from "./commit-stage.js";
+import { reportParkedSinks } from "./parked-sinks.js";
 import { DrainStage } from "./drain-stage.js";
 import { ActStage } from "./act-stage.js";
 import { HeartbeatStage } from "./heartbeat-stage.js";
@@ -227,10 +228,12 @@ export class Agent {
     logger.info({ left }, "agent stopped");
   }
 
-  /** Registers the configured sinks in the outbox (and replays on `--replay-from`); returns their names. */
+  /** Registers the configured sinks in the outbox (parking the ones no longer configured, replaying on `--replay-from`); returns their names. */
   private registerSinks(sinkNames: string[]): string[] {
     const { clock, logger, replayFrom } = this.deps;
+    const parkedBefore = this.outbox.parkedSinks();
     const added = this.outbox.registerSinks(sinkNames, clock.now());
+    reportParkedSinks(parkedBefore, this.outbox.parkedSinks(), logger, this.metrics);
     if (added.length > 0 && this.outbox.headSeq() > 0) {
       logger.info({ sinks: added }, "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)");
     }

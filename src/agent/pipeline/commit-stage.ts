@@ -58,6 +58,7 @@ export class CommitStage {
         if (c.deadLettered > 0) metrics.outboxEvicted.inc({ sink, reason: "over_cap_dead_lettered" }, c.deadLettered);
         total += c.pending;
       }
+      if (counts.size > 0) metrics.setParked(outbox.parkedSinks());
       if (total > 0) {
         metrics.storeDroppedRecords.inc(total);
         logger.error({ deliveries: total, capBytes: maxOutboxBytes, directory: deadLetters.directory }, "outbox over its size cap: oldest records moved to the dead-letter files");

@@ -1,11 +1,14 @@
-// `sef outbox status`, `sef dead-letter list`, `replay` and `purge`: look at and act on the delivery ledger. Reading
-// commands open the store read-only and may run beside the agent; replay and purge write and refuse while an agent runs.
+// `sef outbox status` and `drop-sink`, `sef dead-letter list`, `replay` and `purge`: look at and act on the delivery
+// ledger. Reading commands open the store read-only and may run beside the agent; the others write and refuse while an
+// agent runs.
 import { Option, type Command } from "commander";
 import { Store } from "../../store/store.js";
 import { Outbox } from "../../delivery/outbox.js";
 import { StoreError } from "../../store/errors.js";
 import { acquire as acquireDataDir, DataDirLockedError, type DataDirLock } from "../../store/data-dir-lock.js";
 import { platformDataDir } from "../../config/data-dir.js";
+import { DeadLetterFile } from "../../delivery/dead-letter.js";
+import { join } from "node:path";
 
 /** `--data-dir`, the same for every ledger command: $SEF_DATA_DIR, else the platform's default. */
 const dataDirOption = (): Option =>
@@ -37,15 +40,27 @@ export function registerLedgerCommands(program: Command): void {
           delivered: s.delivered,
           lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
         }));
+        const parked = outbox.parkedSinks();
         if (flags.json) {
-          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks }) + "\n");
+          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks, parked }) + "\n");
           return;
         }
         process.stdout.write(`outbox: ${outbox.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
         const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
         const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
         process.stdout.write(table([header, ...rows]));
+        if (parked.length === 0) return;
+        process.stdout.write("parked (no longer configured; resume when a sink of that name returns; give up with `sef outbox drop-sink NAME`):\n");
+        process.stdout.write(table([["SINK", "PENDING", "DEAD_LETTERED"], ...parked.map((p) => [p.sink, String(p.pending), String(p.deadLettered)])]));
       });
+    });
+  outbox
+    .command("drop-sink")
+    .argument("<name>", "the sink, as `sef outbox status` names it")
+    .description("give a sink up: its pending records go to dead-letter/<sink>.jsonl with the reason, then its rows leave the ledger; the agent must be stopped")
+    .addOption(dataDirOption())
+    .action((name: string, flags: DataDirFlags) => {
+      process.exitCode = withAgentStopped(flags.dataDir, "drop a sink", (outbox) => dropSink(outbox, name, flags.dataDir));
     });
 
   const deadLetter = program.command("dead-letter").description("list, replay or purge dead-lettered deliveries");
@@ -102,10 +117,46 @@ export function registerLedgerCommands(program: Command): void {
 }
 
 /**
+ * `sef outbox drop-sink NAME`: the sink's pending records to its dead-letter file with the reason (durable first), then
+ * its rows out of the ledger. Exit 2 when the ledger knows no such sink, 78 when the dead-letter file cannot be written.
+ */
+function dropSink(outbox: Outbox, name: string, dataDir: string): number {
+  const wasParked = outbox.parkedSinks().some((p) => p.sink === name);
+  const reason = `given up by the operator (sef outbox drop-sink ${name}): the sink ${wasParked ? "was no longer configured" : "was dropped"} before it took the record`;
+  const deadLetters = new DeadLetterFile(join(dataDir, "dead-letter"));
+  let dropped: ReturnType<Outbox["dropSink"]>;
+  let writeFailure: Error | undefined;
+  const writeDeadLetters = (items: Parameters<DeadLetterFile["writeSync"]>[0]): void => {
+    try {
+      deadLetters.writeSync(items, Date.now());
+    } catch (err) {
+      writeFailure = err as Error;
+      throw err;
+    }
+  };
+  try {
+    dropped = outbox.dropSink(name, reason, writeDeadLetters);
+  } catch (err) {
+    if (writeFailure === undefined) throw err;
+    process.stderr.write(`sef: nothing dropped: the dead-letter file ${deadLetters.pathFor(name)} cannot be written: ${writeFailure.message}\n`);
+    return exitCodes.store;
+  }
+  if (dropped === undefined) {
+    const known = [...outbox.status().map((s) => s.sink), ...outbox.parkedSinks().map((p) => p.sink)];
+    process.stderr.write(`sef: the ledger holds no sink named ${JSON.stringify(name)} (it holds: ${known.join(", ") || "none"})\n`);
+    return exitCodes.usage;
+  }
+  process.stdout.write(
+    JSON.stringify({ sink: name, parked: wasParked, deadLettered: dropped.pending, forgottenDeadLettered: dropped.deadLettered, deadLetterFile: deadLetters.pathFor(name), outboxBytes: outbox.bytesInOutbox }) + "\n",
+  );
+  return exitCodes.ok;
+}
+
+/**
  * Runs a writing command with the agent's own data-directory lock held: an agent cannot start meanwhile, and a running
  * one makes us refuse (exit 75) rather than write beside it.
  */
-function withAgentStopped(dataDir: string, verb: string, body: (outbox: Outbox) => void): number {
+function withAgentStopped(dataDir: string, verb: string, body: (outbox: Outbox) => number | void): number {
   let lock: DataDirLock;
   try {
     lock = acquireDataDir(dataDir);
@@ -130,7 +181,7 @@ function withReadOnlyStore(dataDir: string, body: (outbox: Outbox) => void): num
 }
 
 /** Opens the store and its outbox, runs `body` and closes it; a store that cannot be opened is reported (exit 78). */
-function withStore(open: () => Store, body: (outbox: Outbox) => void): number {
+function withStore(open: () => Store, body: (outbox: Outbox) => number | void): number {
   let store: Store;
   let outbox: Outbox;
   try {
@@ -145,8 +196,7 @@ function withStore(open: () => Store, body: (outbox: Outbox) => void): number {
     return storeFailure(err);
   }
   try {
-    body(outbox);
-    return exitCodes.ok;
+    return body(outbox) ?? exitCodes.ok;
   } finally {
     store.close();
   }

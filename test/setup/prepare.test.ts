@@ -1,0 +1,34 @@
+// npm test's set-up step on a machine where it may not install anything (here: no apt-get and no tools on PATH): it
+// stops at once, non-zero, naming the one apt-get command that installs exactly what is missing.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { repoRoot } from "../package/artifacts.js";
+import { installCommand, systemPackages } from "./system-tools.js";
+
+const emptyBin = mkdtempSync(join(tmpdir(), "sef-empty-path-"));
+afterAll(() => rmSync(emptyBin, { recursive: true, force: true }));
+
+describe("test/setup/prepare.ts", () => {
+  it("without the tools and without apt-get: exits 1 at once naming the apt-get install command", () => {
+    const startedMs = performance.now();
+    const run = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "test/setup/prepare.ts")], {
+      cwd: repoRoot,
+      env: { ...process.env, PATH: emptyBin },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(run.status, run.stderr).toBe(1);
+    expect(performance.now() - startedMs).toBeLessThan(30_000);
+    // Every package that provides a command is missing on this PATH (the Python ones are checked by Debian's own
+    // /usr/bin/python3, so they are missing or not depending on the machine).
+    const commandPackages = systemPackages.filter((p) => p.commands !== undefined);
+    const named = /^ {2}(apt-get install .*)$/m.exec(run.stderr)?.[1] ?? "";
+    expect(named.startsWith(installCommand(commandPackages)), run.stderr).toBe(true);
+    for (const p of commandPackages) expect(run.stderr).toContain(`  ${p.name}: ${p.usedBy}`);
+    expect(run.stdout).not.toContain("installing");
+    expect(run.stdout).not.toContain("package artifacts");
+  });
+});

@@ -1,0 +1,69 @@
+// The Debian packages the tests run for real (never skipped), each with how to tell it is there: a command on PATH or
+// a module Debian's own Python imports. Pure data plus the probe; prepare.ts installs or names what is missing.
+import { spawnSync } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import { delimiter, join } from "node:path";
+
+export interface SystemPackage {
+  /** The Debian package name (`apt-get install NAME`). */
+  readonly name: string;
+  /** Why the tests need it (which tests fail without it). */
+  readonly usedBy: string;
+  /** Commands it provides that the tests run, looked up on PATH. */
+  readonly commands?: readonly string[];
+  /** Python modules it provides, imported by /usr/bin/python3 (Debian's, not a pyenv one). */
+  readonly pythonModules?: readonly string[];
+}
+
+export const systemPackages: readonly SystemPackage[] = [
+  { name: "git", usedBy: "packaging (SOURCE_DATE_EPOCH from the last commit) and test/deploy/shellcheck.test.ts (lists the scripts)", commands: ["git"] },
+  { name: "shellcheck", usedBy: "test/deploy/shellcheck.test.ts (every shell script), test/deploy/infra.test.ts", commands: ["shellcheck"] },
+  { name: "systemd", usedBy: "test/deploy/infra.test.ts (systemd-analyze verify of sef.service)", commands: ["systemd-analyze"] },
+  { name: "dpkg", usedBy: "packaging (.deb) and test/package/linux-packages.test.ts", commands: ["dpkg", "dpkg-deb"] },
+  { name: "xz-utils", usedBy: "packaging (.tar.xz) and test/package/linux-packages.test.ts", commands: ["xz"] },
+  { name: "util-linux", usedBy: "unshare (throwaway roots, net namespaces) and setpriv (test/integration/data-dir.test.ts)", commands: ["unshare", "setpriv"] },
+  { name: "rpm", usedBy: "packaging (.rpm) and test/package/linux-packages.test.ts", commands: ["rpm", "rpmbuild"] },
+  { name: "wixl", usedBy: "test/package/windows-artifacts.test.ts (builds the MSI)", commands: ["wixl"] },
+  { name: "msitools", usedBy: "test/package/windows-artifacts.test.ts (reads the MSI)", commands: ["msiinfo", "msiextract"] },
+  { name: "podman", usedBy: "test/package/container-image.test.ts", commands: ["podman"] },
+  { name: "runc", usedBy: "test/package/container-image.test.ts (podman's runtime)", commands: ["runc"] },
+  {
+    name: "python3-azure",
+    usedBy: "test/interop/*-python.test.ts (Microsoft's Python clients)",
+    pythonModules: ["azure.eventhub", "azure.identity", "azure.monitor.ingestion"],
+  },
+  { name: "python3-uamqp", usedBy: "test/interop/eventhubs-python.test.ts (the C AMQP stack)", pythonModules: ["uamqp"] },
+];
+
+export const systemPython = "/usr/bin/python3";
+
+/** Whether `command` is an executable file in one of PATH's directories. */
+export function onPath(command: string, path: string = process.env.PATH ?? ""): boolean {
+  return path.split(delimiter).some((dir) => {
+    if (dir === "") return false;
+    try {
+      accessSync(join(dir, command), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Whether Debian's Python imports every one of `modules`. */
+export function pythonImports(modules: readonly string[]): boolean {
+  const run = spawnSync(systemPython, ["-c", modules.map((m) => `import ${m}`).join("; ")], { stdio: "ignore", timeout: 60_000 });
+  return run.status === 0;
+}
+
+/** The packages whose commands or modules are missing, in table order. */
+export function missingPackages(path: string = process.env.PATH ?? ""): SystemPackage[] {
+  return systemPackages.filter(
+    (p) => !(p.commands ?? []).every((c) => onPath(c, path)) || !(p.pythonModules === undefined || pythonImports(p.pythonModules)),
+  );
+}
+
+/** The one command that installs `packages` on Debian or Ubuntu. */
+export function installCommand(packages: readonly SystemPackage[]): string {
+  return `apt-get install -y --no-install-recommends ${packages.map((p) => p.name).join(" ")}`;
+}
