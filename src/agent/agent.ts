@@ -56,6 +56,8 @@ export class Agent {
   private readonly stopHooks: Array<() => Promise<void>> = [];
   /** Events approved by an agent of the previous layout (lower-cased EventId); the action ledger holds new ones. */
   readonly approvedEvents: { has(eventKey: string): boolean };
+  /** The last document processed and committed: the client hands the same object back while nothing changed. */
+  private lastDocument: ScheduledEventsDocument | undefined;
 
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
@@ -104,6 +106,15 @@ export class Agent {
       },
       this.stopController.signal,
     );
+    const poll = this.poll;
+    const collect = this.collect;
+    this.metrics.readPollsFrom({
+      outcomes: poll.outcomes,
+      lastGoodPollWallMs: () => poll.lastGoodPollWallMs,
+      incarnation: () => poll.lastIncarnation,
+      eventsWithStatus: (status) => collect.eventsWithStatus(status),
+      conditional: () => poll.imds.conditionalCounts,
+    });
     this.commit.onCommitted((entries) => this.drain.wake(entries));
     this.commit.onCommitted((entries) => this.act(entries));
     logger.info(
@@ -220,6 +231,11 @@ export class Agent {
 
   /** Collect → commit for one fetched document; returns whether it changed anything. */
   private onDocument(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
+    // The same document as last time (a 304, or the same body): nothing to compare, nothing to write.
+    if (document === this.lastDocument) {
+      this.collect.unchanged(nowMs);
+      return false;
+    }
     const { config, logger, agentVersion } = this.deps;
     const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
     const result = this.collect.collect(document, {
@@ -238,7 +254,7 @@ export class Agent {
       logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");
     }
     this.collect.adopt(result.state);
-    for (const status of ["Scheduled", "Started"] as const) this.metrics.eventsByStatus.set({ status }, this.collect.eventsWithStatus(status));
+    this.lastDocument = document;
     if (entries.length > 0) {
       logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
     }

@@ -27,6 +27,14 @@ export class CollectStage {
     this.current = state;
   }
 
+  /**
+   * The document just fetched is the one last adopted (same object): what `collect` would conclude without
+   * comparing anything: watched without a gap up to `nowMs`, nothing changed.
+   */
+  unchanged(nowMs: number): void {
+    this.current = { ...this.current, lastSuccessMs: nowMs, interrupted: false };
+  }
+
   /** The agent was blind for a moment (a failed request): the next document is checked for a gap. */
   observationGap(): void {
     this.current = applyPollFailure(this.current);
