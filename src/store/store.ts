@@ -5,8 +5,8 @@ import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { SefRecord, VmIdentity } from "../contract/record.js";
 import type { OutboxEntry } from "./outbox-entry.js";
-import type { CollectorState, TrackedEvent, EmittedKey } from "../collector/state.js";
-import { emptyCollectorState } from "../collector/state.js";
+import type { CollectorState } from "../collector/state.js";
+import { CollectorStateTables } from "./collector-state.js";
 import { StoreError } from "./errors.js";
 import { ActionLedger, migrateActionLedger } from "./action-ledger.js";
 import { query, transaction } from "./sql.js";
@@ -53,6 +53,7 @@ export class Store {
   /** Persisted state of hooks and approvals (see src/actions/action-runner.ts). */
   readonly actions: ActionLedger;
   private readonly ledger: DeliveryLedger;
+  private readonly collectorTables: CollectorStateTables;
   private lastWriteFailed = false;
   private evictionBlocked = false;
   /** Writable stores only: checkpoints the log off the agent's thread. */
@@ -70,16 +71,11 @@ export class Store {
       getMeta: query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?"),
       deleteMeta: query<[string], never>(db, "DELETE FROM meta WHERE key = ?"),
       setMeta: query<[string, string], never>(db, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
-      allEvents: query<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>(db, "SELECT * FROM events"),
-      deleteEvents: query<[], never>(db, "DELETE FROM events"),
-      insertEvent: query<[string, string, string, number], never>(db, "INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, ?)"),
-      allEmitted: query<[], { key: string; emitted_ms: number; ended_ms: number | null }>(db, "SELECT * FROM emitted"),
-      deleteEmitted: query<[], never>(db, "DELETE FROM emitted"),
-      insertEmitted: query<[string, number, number | null], never>(db, "INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)"),
       readAfter: query<[number, number], { seq: number; json: string }>(db, "SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?"),
     };
     this.ledger = new DeliveryLedger(db);
     this.actions = new ActionLedger(db);
+    this.collectorTables = new CollectorStateTables(db);
     this.checkpointer = checkpointer;
   }
 
@@ -152,31 +148,24 @@ export class Store {
   }
 
   loadCollectorState(): CollectorState {
-    const state = emptyCollectorState();
-    const meta = this.getMetaJson<{ lastIncarnation: number | null; lastDocumentHash: string | null; lastSuccessMs: number | null }>("collector");
-    if (meta) Object.assign(state, meta);
-    for (const row of this.statements.allEvents.all()) {
-      state.events.set(row.event_key, { status: row.status as TrackedEvent["status"], fields: JSON.parse(row.fields), lastSeenMs: row.last_seen_ms });
-    }
-    for (const row of this.statements.allEmitted.all()) {
-      state.emitted.set(row.key, { emittedMs: row.emitted_ms, endedMs: row.ended_ms });
-    }
-    return state;
+    return this.collectorTables.load();
   }
 
   /**
-   * Saves the collector state and appends the records (pending for every registered sink) in one transaction:
-   * either both are durable or neither is. Returns the appended entries (with their outbox positions).
+   * Saves the collector state (only the emitted keys that changed: see collector-state.ts) and appends the records
+   * (pending for every registered sink) in one transaction: either both are durable or neither is. Returns the
+   * appended entries (with their outbox positions).
    */
   commitDocument(state: CollectorState, records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
-    return this.write(() => {
-      this.setMetaJson("collector", { lastIncarnation: state.lastIncarnation, lastDocumentHash: state.lastDocumentHash, lastSuccessMs: state.lastSuccessMs });
-      this.statements.deleteEvents.run();
-      for (const [key, e] of state.events) this.statements.insertEvent.run(key, e.status, JSON.stringify(e.fields), e.lastSeenMs);
-      this.statements.deleteEmitted.run();
-      for (const [key, e] of state.emitted as Map<string, EmittedKey>) this.statements.insertEmitted.run(key, e.emittedMs, e.endedMs);
+    const joinsOuterTransaction = this.db.isTransaction;
+    let written: (() => void) | undefined;
+    const entries = this.write(() => {
+      written = this.collectorTables.write(state);
       return this.ledger.appendRecords(records, nowMs);
     });
+    if (joinsOuterTransaction) this.collectorTables.forget();
+    else written?.();
+    return entries;
   }
 
   /** Appends records that do not change the collector state (heartbeats, approvals, hooks). */

@@ -2,7 +2,7 @@
 // agent started as systemd starts it (bin/sef run, jsonl sink, 1 Hz) and a minimal Python loop behaving like Microsoft's
 // documented sample (python-sample-loop.py), plus a bare Node on the agent's runtime for RSS. CPU is read from /proc
 // over the same window for both after a warm-up; each run reports the ratio agent CPU / Python CPU.
-// `npx tsx test/bench/idle-vs-python.ts` (SEF_BENCH_* variables below) or part of `npm run bench`.
+// `npx tsx test/bench/idle-vs-python.ts` (SEF_BENCH_IDLE_* variables at the end) or part of `npm run bench`.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,10 +20,6 @@ export interface IdleComparisonOptions {
   readonly warmupS: number;
   readonly windowS: number;
   readonly runs: number;
-  /** Start the agent through bin/sef (it passes --no-maglev --no-turbofan) or run its node without those flags. */
-  readonly launcherFlags: boolean;
-  /** The Python loop's connection handling (see python-sample-loop.py). */
-  readonly pythonMode: "keepalive" | "new-connection";
   /** Replace the tarball's bundle with one built from this checkout's sources (A/B of a change without repackaging). */
   readonly freshBundle: boolean;
 }
@@ -31,32 +27,42 @@ export interface IdleComparisonOptions {
 export interface ProcessSample {
   /** utime + stime (+ children's), in seconds of CPU over the window. */
   readonly cpuS: number;
-  /** Per cent of one core over the window. */
+  /** Per cent of one core over the window (from /proc/PID/stat). */
   readonly cpuPercent: number;
   /** On-CPU time of all live threads over the window from schedstat (ns resolution), per cent of one core. */
   readonly schedCpuPercent: number;
   readonly rssMb: number;
 }
 
+/**
+ * The processes of one run, all at once against one simulator: the agent through bin/sef (which passes
+ * --no-maglev --no-turbofan, as systemd starts it), the same agent's node without those flags, the Python loop with one
+ * kept-alive connection (like the agent) and with a new connection per request (like the documented sample's
+ * requests.get), and a bare Node.
+ */
+export const idleSides = ["agent", "agentWithoutLauncherFlags", "pythonKeepAlive", "pythonNewConnection"] as const;
+export type IdleSide = (typeof idleSides)[number];
+
 export interface IdleRun {
   readonly windowS: number;
-  /** Scheduled-events requests the simulator answered in the window (agent and loop together: about 2 per second). */
+  /** Scheduled-events requests the simulator answered in the window (all clients together: about 4 per second). */
   readonly polls: number;
-  readonly agent: ProcessSample;
-  readonly python: ProcessSample;
+  readonly sides: Record<IdleSide, ProcessSample>;
   readonly bareNodeRssMb: number;
-  readonly cpuRatio: number;
-  readonly schedCpuRatio: number;
-  readonly rssRatio: number;
+  /** Agent CPU / Python CPU, per agent variant and Python mode (from /proc/PID/stat). */
+  readonly cpuRatio: Record<string, number>;
+  /** The same from schedstat (nanoseconds: at ~0.05 % of a core, /proc/PID/stat's 10 ms ticks count only ~6 in 2 min). */
+  readonly schedCpuRatio: Record<string, number>;
+  readonly rssRatio: { agent: number; agentWithoutLauncherFlags: number };
 }
 
 export interface IdleComparisonResult {
   readonly options: IdleComparisonOptions;
   readonly runs: IdleRun[];
-  readonly medianCpuRatio: number;
-  /** Largest distance of a run's ratio from the median, as a fraction of the median (target: within ±20 %). */
-  readonly cpuRatioSpread: number;
-  readonly medianRssRatio: number;
+  /** Per ratio: the median over the runs and the largest distance of a run from it, as a fraction of the median. */
+  readonly cpuRatios: Record<string, { median: number; spread: number }>;
+  readonly schedCpuRatios: Record<string, { median: number; spread: number }>;
+  readonly medianRssRatio: { agent: number; agentWithoutLauncherFlags: number };
 }
 
 function cpuTicks(pid: number): number {
@@ -123,51 +129,60 @@ async function oneRun(unpacked: string, scratch: string, index: number, options:
   const sim = await startSimulator({ scenario: "idle" });
   // One event in the document, far from starting: every poll returns the same non-empty document.
   sim.setEvents([{ EventId: "9d6c2a8e-0b1f-4c55-9f57-6b1d2f3c4a10", EventType: "Freeze", Resources: ["WestNO_0"], notBeforeInSeconds: 86_400 }]);
-  const dataDir = join(scratch, `data-${index}`);
-  const agentArgs = ["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", dataDir, "--sink", `jsonl:${join(scratch, `r-${index}.jsonl`)}`, "--log-level", "warn", "--metrics-port", "0"];
+  const agentArgs = (name: string): string[] => {
+    const dir = join(scratch, `${name}-${index}`);
+    return ["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--log-level", "warn", "--metrics-port", "0"];
+  };
   // As systemd starts it (sef.service): NODE_ENV=production, a cache directory for Node's compile cache.
   const env = { ...process.env, NODE_ENV: "production", CACHE_DIRECTORY: join(scratch, "cache") };
   const node = join(unpacked, "lib", "sef", "node");
-  const agent = options.launcherFlags
-    ? spawn(join(unpacked, "bin", "sef"), agentArgs, { stdio: "ignore", env })
-    : spawn(node, [join(unpacked, "lib", "sef", "sef.mjs"), ...agentArgs], { stdio: "ignore", env });
-  const python = spawn("python3", [pythonLoop, sim.url, options.pythonMode], { stdio: "ignore" });
+  const children: Record<IdleSide, ChildProcess> = {
+    agent: spawn(join(unpacked, "bin", "sef"), agentArgs("agent"), { stdio: "ignore", env }),
+    agentWithoutLauncherFlags: spawn(node, [join(unpacked, "lib", "sef", "sef.mjs"), ...agentArgs("noflags")], { stdio: "ignore", env }),
+    pythonKeepAlive: spawn("python3", [pythonLoop, sim.url, "keepalive"], { stdio: "ignore" }),
+    pythonNewConnection: spawn("python3", [pythonLoop, sim.url, "new-connection"], { stdio: "ignore" }),
+  };
   const bare = spawn(node, ["-e", "setInterval(()=>{},1000)"], { stdio: "ignore" });
   try {
     await sleep(options.warmupS * 1000);
-    for (const child of [agent, python, bare]) if (child.exitCode !== null) throw new Error(`a process of the bench exited early (${child.spawnfile})`);
-    const pids = { agent: agent.pid!, python: python.pid! };
-    const ticks = { agent: cpuTicks(pids.agent), python: cpuTicks(pids.python) };
-    const sched = { agent: schedNs(pids.agent), python: schedNs(pids.python) };
+    for (const child of [...Object.values(children), bare]) if (child.exitCode !== null) throw new Error(`a process of the bench exited early (${child.spawnargs.join(" ")})`);
+    const before = Object.fromEntries(idleSides.map((side) => [side, { ticks: cpuTicks(children[side].pid!), sched: schedNs(children[side].pid!) }]));
     const pollsBefore = pollsBy(sim);
     const startedMs = performance.now();
     await sleep(options.windowS * 1000);
     const windowS = (performance.now() - startedMs) / 1000;
-    const sample = (pid: number, side: "agent" | "python"): ProcessSample => {
-      const cpuS = (cpuTicks(pid) - ticks[side]) / clockTicksPerSecond;
+    const sample = (side: IdleSide): ProcessSample => {
+      const pid = children[side].pid!;
+      const cpuS = (cpuTicks(pid) - before[side]!.ticks) / clockTicksPerSecond;
       return {
         cpuS: round(cpuS, 2),
         cpuPercent: round((cpuS / windowS) * 100),
-        schedCpuPercent: round((schedDeltaNs(sched[side], schedNs(pid)) / 1e9 / windowS) * 100),
+        schedCpuPercent: round((schedDeltaNs(before[side]!.sched, schedNs(pid)) / 1e9 / windowS) * 100),
         rssMb: rssMb(pid),
       };
     };
-    const a = sample(pids.agent, "agent");
-    const p = sample(pids.python, "python");
+    const sides = Object.fromEntries(idleSides.map((side) => [side, sample(side)])) as Record<IdleSide, ProcessSample>;
     const polls = pollsBy(sim) - pollsBefore;
     const bareNodeRssMb = rssMb(bare.pid!);
+    const cpuRatio: Record<string, number> = {};
+    const schedCpuRatio: Record<string, number> = {};
+    for (const agent of ["agent", "agentWithoutLauncherFlags"] as const) {
+      for (const python of ["pythonKeepAlive", "pythonNewConnection"] as const) {
+        cpuRatio[`${agent}/${python}`] = round(sides[agent].cpuPercent / sides[python].cpuPercent, 2);
+        schedCpuRatio[`${agent}/${python}`] = round(sides[agent].schedCpuPercent / sides[python].schedCpuPercent, 2);
+      }
+    }
     return {
       windowS: round(windowS, 1),
-      agent: a,
-      python: p,
       polls,
+      sides,
       bareNodeRssMb,
-      cpuRatio: round(a.cpuPercent / p.cpuPercent, 2),
-      schedCpuRatio: round(a.schedCpuPercent / p.schedCpuPercent, 2),
-      rssRatio: round(a.rssMb / bareNodeRssMb, 2),
+      cpuRatio,
+      schedCpuRatio,
+      rssRatio: { agent: round(sides.agent.rssMb / bareNodeRssMb, 2), agentWithoutLauncherFlags: round(sides.agentWithoutLauncherFlags.rssMb / bareNodeRssMb, 2) },
     };
   } finally {
-    await Promise.all([stopChild(agent), stopChild(python), stopChild(bare)]);
+    await Promise.all([...Object.values(children), bare].map(stopChild));
     await sim.close();
   }
 }
@@ -184,14 +199,21 @@ export async function benchIdleVsPython(options: IdleComparisonOptions): Promise
     const unpacked = await unpackAgent(scratch, options.freshBundle);
     const runs: IdleRun[] = [];
     for (let i = 0; i < options.runs; i++) runs.push(await oneRun(unpacked, scratch, i, options));
-    const ratios = runs.map((r) => r.cpuRatio);
-    const m = median(ratios);
+    const summarize = (pick: (run: IdleRun) => Record<string, number>): IdleComparisonResult["cpuRatios"] => {
+      const out: IdleComparisonResult["cpuRatios"] = {};
+      for (const key of Object.keys(pick(runs[0]!))) {
+        const values = runs.map((r) => pick(r)[key]!);
+        const m = median(values);
+        out[key] = { median: round(m, 2), spread: round(Math.max(...values.map((v) => Math.abs(v - m))) / m, 2) };
+      }
+      return out;
+    };
     return {
       options,
       runs,
-      medianCpuRatio: round(m, 2),
-      cpuRatioSpread: round(Math.max(...ratios.map((r) => Math.abs(r - m))) / m, 2),
-      medianRssRatio: round(median(runs.map((r) => r.rssRatio)), 2),
+      cpuRatios: summarize((r) => r.cpuRatio),
+      schedCpuRatios: summarize((r) => r.schedCpuRatio),
+      medianRssRatio: { agent: round(median(runs.map((r) => r.rssRatio.agent)), 2), agentWithoutLauncherFlags: round(median(runs.map((r) => r.rssRatio.agentWithoutLauncherFlags)), 2) },
     };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
@@ -203,8 +225,6 @@ export function idleOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): IdleCo
     warmupS: Number(env.SEF_BENCH_IDLE_WARMUP_SECONDS ?? 20),
     windowS: Number(env.SEF_BENCH_IDLE_WINDOW_SECONDS ?? 120),
     runs: Number(env.SEF_BENCH_IDLE_RUNS ?? 3),
-    launcherFlags: env.SEF_BENCH_IDLE_LAUNCHER_FLAGS !== "0",
-    pythonMode: env.SEF_BENCH_IDLE_PYTHON === "new-connection" ? "new-connection" : "keepalive",
     freshBundle: env.SEF_BENCH_IDLE_FRESH_BUNDLE === "1",
   };
 }
