@@ -19,6 +19,7 @@ export function diffEmitted(previous: ReadonlyMap<string, EmittedKey>, next: Rea
   const deletes: string[] = [];
   for (const [key, entry] of next) {
     const before = previous.get(key);
+    if (before === entry) continue; // the collector keeps an unchanged key's entry object
     if (before === undefined || before.emittedMs !== entry.emittedMs || before.endedMs !== entry.endedMs) upserts.push([key, entry]);
   }
   if (previous.size + upserts.length > next.size) {
@@ -61,11 +62,8 @@ export class CollectorStateTables {
     for (const row of this.s.allEvents.all()) {
       state.events.set(row.event_key, { status: row.status as TrackedEvent["status"], fields: JSON.parse(row.fields), lastSeenMs: row.last_seen_ms });
     }
-    this.persisted = new Map();
-    for (const row of this.s.allEmitted.all()) {
-      state.emitted.set(row.key, { emittedMs: row.emitted_ms, endedMs: row.ended_ms });
-      this.persisted.set(row.key, { emittedMs: row.emitted_ms, endedMs: row.ended_ms });
-    }
+    for (const row of this.s.allEmitted.all()) state.emitted.set(row.key, { emittedMs: row.emitted_ms, endedMs: row.ended_ms });
+    this.persisted = new Map(state.emitted);
     return state;
   }
 
@@ -83,7 +81,8 @@ export class CollectorStateTables {
     for (const [key, e] of delta.upserts) this.s.upsertEmitted.run(key, e.emittedMs, e.endedMs);
     for (const key of delta.deletes) this.s.deleteEmitted.run(key);
     return () => {
-      for (const [key, e] of delta.upserts) persisted.set(key, { emittedMs: e.emittedMs, endedMs: e.endedMs });
+      // The same entry objects as the state's (the collector never changes one in place: it makes a new one).
+      for (const [key, e] of delta.upserts) persisted.set(key, e);
       for (const key of delta.deletes) persisted.delete(key);
       this.persisted = persisted;
     };

@@ -90,7 +90,7 @@ function schedDeltaNs(before: Map<string, number>, after: Map<string, number>): 
   return ns;
 }
 
-function rssMb(pid: number): number {
+export function rssMb(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return match ? Math.round((Number(match[1]) / 1024) * 10) / 10 : NaN;
 }
@@ -99,7 +99,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const round = (n: number, digits = 3): number => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** The unpacked tarball (bin/sef, lib/sef/node, lib/sef/sef.mjs), optionally with this checkout's bundle in it. */
-async function unpackAgent(scratch: string, freshBundle: boolean): Promise<string> {
+export async function unpackAgent(scratch: string, freshBundle: boolean): Promise<string> {
   const artifacts = await linuxArtifacts(["tar-x64"]);
   const unpacked = join(scratch, "tar");
   mkdirSync(unpacked);
@@ -117,7 +117,7 @@ function pollsBy(sim: Simulator): number {
   return Object.values(byStatus).reduce((a, b) => a + b, 0);
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once("exit", r));
   child.kill("SIGTERM");
