@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
-import { Store } from "../../src/store/store.js";
-import { diffEmitted } from "../../src/store/collector-state.js";
-import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/collector/state.js";
+import { Store } from "../../src/agent/store/store.js";
+import { diffEmitted } from "../../src/agent/store/collector-state.js";
+import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 
