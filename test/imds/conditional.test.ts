@@ -91,6 +91,26 @@ describe("conditional polls (ImdsClient)", () => {
     expect(sent).toEqual([false, true, true, false, true, true, false]);
   });
 
+  it("ends requests in flight when the caller's signal aborts, each request once, the signal watched once", async () => {
+    const peer = await serve(() => undefined); // never answers
+    const c = client(peer.url, { retries: 0 });
+    const stop = new AbortController();
+    let listeners = 0;
+    const add = stop.signal.addEventListener.bind(stop.signal);
+    stop.signal.addEventListener = ((...args: Parameters<AbortSignal["addEventListener"]>) => {
+      listeners += 1;
+      add(...args);
+    }) as AbortSignal["addEventListener"];
+    const polls = [c.getScheduledEvents(stop.signal), c.getScheduledEvents(stop.signal)];
+    await new Promise((r) => setTimeout(r, 200));
+    const startedMs = performance.now();
+    stop.abort(new Error("stopping"));
+    const outcomes = await Promise.allSettled(polls);
+    expect(performance.now() - startedMs).toBeLessThan(1000);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    expect(listeners).toBe(1);
+  });
+
   it("takes a 304 it did not ask for as an error, never as a document", async () => {
     const peer = await serve((_req, res) => {
       res.writeHead(304);

@@ -140,6 +140,8 @@ export class ImdsClient {
   private lastEvents: LastEvents | undefined;
   private pollsSinceUnconditional = 0;
   private readonly counts = { notModified: 0, unchangedBodies: 0 };
+  /** Per caller signal, the requests to end when it aborts: one listener per signal, not one per request. */
+  private readonly abortWatchers = new WeakMap<AbortSignal, Set<() => void>>();
 
   constructor(options: ImdsClientOptions) {
     this.options = { ...imdsDefaults, extraHeaders: {}, ...stripUndefined(options) } as typeof this.options;
@@ -329,14 +331,13 @@ export class ImdsClient {
         if (done) return;
         done = true;
         clearTimeout(deadline);
-        signal?.removeEventListener("abort", onAbort);
+        unwatch?.();
         if (!outcome.ok) req.destroy();
         resolve(outcome);
       };
       const fail = (error: unknown): void => finish({ ok: false, error: error as NodeJS.ErrnoException });
       const deadline = setTimeout(() => fail(Object.assign(new Error(`deadline of ${timeoutMs} ms passed`), { code: deadlineCode, headersReceived })), timeoutMs);
-      const onAbort = (): void => fail(signal?.reason ?? new Error("aborted"));
-      signal?.addEventListener("abort", onAbort, { once: true });
+      const unwatch = signal ? this.watchAbort(signal, () => fail(signal.reason ?? new Error("aborted"))) : undefined;
       // Every listener above runs later (timers, events): `req` is set by then.
       const req = request(options, (res) => {
         headersReceived = true;
@@ -352,6 +353,22 @@ export class ImdsClient {
       });
       req.end(body);
     });
+  }
+
+  /** Calls `onAbort` when `signal` aborts, until the returned function is called. */
+  private watchAbort(signal: AbortSignal, onAbort: () => void): () => void {
+    let watchers = this.abortWatchers.get(signal);
+    if (watchers === undefined) {
+      const created = new Set<() => void>();
+      signal.addEventListener("abort", () => {
+        for (const watcher of [...created]) watcher();
+      }, { once: true });
+      this.abortWatchers.set(signal, created);
+      watchers = created;
+    }
+    const set = watchers;
+    set.add(onAbort);
+    return () => set.delete(onAbort);
   }
 
   /** node:https (and its own agent) load only for an https:// endpoint. */
