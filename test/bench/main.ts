@@ -1,4 +1,4 @@
-// `npm run bench`: detection latency, idle footprint, sink drain rates, the Event Hubs connection budget of a fleet and
+// `npm run bench`: detection latency, idle footprint (and beside a Python loop), churn, sink drain rates, the Event Hubs connection budget of a fleet and
 // `sef fleet` (notification latency end to end; three instances with one killed);
 // prints a table and writes bench-results.json.
 import { writeFileSync } from "node:fs";
@@ -12,6 +12,8 @@ import { benchLogAnalyticsWave, waveOptionsFromEnv } from "./loganalytics-wave.j
 import { benchFleetEndToEnd, benchFleetScale } from "./fleet.js";
 import { benchStoreLookups } from "./store-lookups.js";
 import { benchArtifact } from "./artifact.js";
+import { benchIdleVsPython, idleOptionsFromEnv } from "./idle-vs-python.js";
+import { benchChurnSoak, benchCommitTime } from "./churn-soak.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
 /** Changes per poll interval: p99 needs enough of them to be more than the maximum. */
@@ -34,6 +36,15 @@ report("artifactSizeMb", { deb: artifact.debMb, tarXz: artifact.tarXzMb, tarGz: 
 report("debInstallNoNetworkMs", artifact.installNoNetworkMs, artifact.installNoNetworkMs <= 10_000);
 report("coldStartToFirstPollMs", artifact.coldStartToFirstPollMs, Math.max(...artifact.coldStartToFirstPollMs) <= 300);
 report("idleRssVsBareNode", artifact.idleRssMb, artifact.idleRssMb.ratio <= 1.5);
+// Issue 26: the packaged agent beside a Python loop like Microsoft's sample, same run, same simulator (SEF_BENCH_IDLE_*).
+const idleVsPython = await benchIdleVsPython(idleOptionsFromEnv());
+const agentVsKeepAlive = idleVsPython.schedCpuRatios["agent/pythonKeepAlive"]!;
+report("idleCpuVsPythonLoop", { cpuRatios: idleVsPython.cpuRatios, schedCpuRatios: idleVsPython.schedCpuRatios, rssRatio: idleVsPython.medianRssRatio }, agentVsKeepAlive.median <= 1 && agentVsKeepAlive.spread <= 0.2 && idleVsPython.medianRssRatio.agent <= 1.5);
+// Issue 26 under churn: commit time per change at 100 and 10,000 retained keys, and a soak (SEF_BENCH_CHURN_SECONDS).
+const commitTimes = [100, 10_000].map((keys) => benchCommitTime(keys));
+report("commitTimeByRetainedKeys", commitTimes, commitTimes[1]!.deltaMedianMs <= 2 * Math.max(commitTimes[0]!.deltaMedianMs, 1));
+const soak = await benchChurnSoak(Number(process.env.SEF_BENCH_CHURN_SECONDS ?? 300));
+report("churnSoak", { ...soak, samples: soak.samples.length }, soak.transitionsDelivered === soak.transitionsExpected && soak.tornLines === 0);
 if (process.env.SEF_BENCH_ONLY === "artifact") {
   writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
   console.log("written to bench-results.json");

@@ -1,9 +1,11 @@
 // HTTP client for IMDS (Node's own node:http, whose parser is native: no WebAssembly, nothing loaded from npm):
 // Metadata header, api-version, no proxy, no redirects, body-size cap, one total deadline per request, first-call
-// timeout long enough for the service's documented 2-minute enable delay, and a 5 req/s ceiling.
-import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, RequestOptions, ClientRequest } from "node:http";
+// timeout long enough for the service's documented 2-minute enable delay, a 5 req/s ceiling, and conditional polls
+// (If-None-Match with the last ETag; a 304 or an unchanged body hands back the last parsed document).
+// A poll a second is the agent's whole idle cost, so the common path builds nothing it can reuse: request options and
+// headers are made once per endpoint, one timer is the deadline, and retries cost nothing until a request fails.
+import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, RequestOptions } from "node:http";
 import { nodeHttp } from "../util/node-http.js";
-import pRetry, { AbortError } from "p-retry";
 import type { Clock } from "../util/clock.js";
 import type { VmIdentity } from "@sef/contract/record.js";
 import { SlidingWindowRateLimiter } from "./rate-limiter.js";
@@ -11,12 +13,21 @@ import { ImdsRequestError, classifyStatus } from "./errors.js";
 import { parseRetryAfterMs } from "@sef/contract/retry-after.js";
 import { settlesWithin } from "../util/deadline.js";
 import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
+import { retryDelayMs, sleepUnlessAborted } from "./retry-delay.js";
 
 /** Code of the error raised when a connection does not open within `connectTimeoutMs`. */
 const connectTimeoutCode = "SEF_CONNECT_TIMEOUT";
+/** Code of the error a request is destroyed with when its total deadline passes. */
+const deadlineCode = "SEF_DEADLINE";
 
 /** An idle kept-alive connection is closed after this long. */
 const idleSocketMs = 30_000;
+
+/**
+ * Every Nth poll goes out without If-None-Match, so a service whose ETag failed to change with its document could
+ * hold a stale view for at most this many polls.
+ */
+export const unconditionalPollEvery = 60;
 
 export interface ImdsClientOptions {
   /** Base URL of IMDS, default `http://169.254.169.254`. */
@@ -33,7 +44,7 @@ export interface ImdsClientOptions {
   connectTimeoutMs?: number;
   /** Largest body accepted, in bytes. */
   maxBodyBytes?: number;
-  /** Immediate retries of a transient failure within one call (p-retry). */
+  /** Immediate retries of a transient failure within one call. */
   retries?: number;
   retryMinDelayMs?: number;
   retryMaxDelayMs?: number;
@@ -44,6 +55,8 @@ export interface ImdsClientOptions {
   onRetry?: (error: ImdsRequestError, attempt: number) => void;
   /** A discovered endpoint that replaces `imdsUrl` and hears about connection failures (see imds/discovery). */
   endpoint?: ImdsEndpointSource;
+  /** Every Nth poll is sent without If-None-Match (default `unconditionalPollEvery`). */
+  unconditionalEvery?: number;
 }
 
 /** Supplies the base URL per request and learns whether connections succeed. */
@@ -67,30 +80,54 @@ export const imdsDefaults = {
   retries: 2,
   retryMinDelayMs: 200,
   retryMaxDelayMs: 2_000,
+  unconditionalEvery: unconditionalPollEvery,
 } as const;
 
 export interface FetchedDocument {
+  /** The same object as the last call's when the document did not change (304, or the same body again). */
   document: ScheduledEventsDocument;
   /** The body as received (kept for diagnostics and change detection). */
   body: string;
+  /** The service answered 304 Not Modified to If-None-Match: `document` and `body` are the last ones. */
+  notModified: boolean;
 }
 
-/** An answer whose headers arrived; its body is still to be read. */
-interface ImdsResponse {
-  readonly statusCode: number;
+/** What conditional polling saved so far (counted, read when scraped). */
+export interface ConditionalPollCounts {
+  /** Answers 304 Not Modified. */
+  notModified: number;
+  /** Answers 200 whose body equalled the last one (parsed once, not again). */
+  unchangedBodies: number;
+}
+
+/** A complete answer: status, headers and the whole body. */
+interface ImdsAnswer {
+  readonly status: number;
   readonly headers: IncomingHttpHeaders;
-  readonly body: IncomingMessage;
+  readonly text: string;
 }
 
-interface Transport {
-  readonly request: (url: URL, options: RequestOptions, onResponse: (res: IncomingMessage) => void) => ClientRequest;
-  readonly agent: HttpAgent;
+/** The request options of one route on one endpoint, built once (node:http copies them per request). */
+interface Route {
+  readonly options: RequestOptions;
+  readonly https: boolean;
+  readonly pathname: string;
 }
+
+interface LastEvents {
+  readonly document: ScheduledEventsDocument;
+  readonly body: string;
+  /** The ETag it came with, and the request options that send it back (built once per ETag). */
+  readonly etag: string | undefined;
+  readonly conditional: Route | undefined;
+}
+
+type RequestOutcome = { ok: true; answer: ImdsAnswer } | { ok: false; error: NodeJS.ErrnoException };
 
 export class ImdsClient {
   /** Dedicated agents, never the global ones, so proxy settings (NODE_USE_ENV_PROXY, HTTP_PROXY) cannot route IMDS traffic. */
   private readonly httpAgent: HttpAgent;
-  private https: Promise<Transport> | undefined;
+  private https: Promise<{ request: typeof nodeHttp.request; agent: HttpAgent }> | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
   private closed = false;
   private readonly limiter: SlidingWindowRateLimiter;
@@ -99,6 +136,12 @@ export class ImdsClient {
   private readonly endpoint: ImdsEndpointSource | undefined;
   private answeredOnce = false;
   private lastStartMs: number | undefined;
+  private routes: { base: string; events: Route; compute: Route; post: Route } | undefined;
+  private lastEvents: LastEvents | undefined;
+  private pollsSinceUnconditional = 0;
+  private readonly counts = { notModified: 0, unchangedBodies: 0 };
+  /** Per caller signal, the requests to end when it aborts: one listener per signal, not one per request. */
+  private readonly abortWatchers = new WeakMap<AbortSignal, Set<() => void>>();
 
   constructor(options: ImdsClientOptions) {
     this.options = { ...imdsDefaults, extraHeaders: {}, ...stripUndefined(options) } as typeof this.options;
@@ -110,23 +153,16 @@ export class ImdsClient {
 
   /** GET scheduled events; retries transient failures a few times, then throws ImdsRequestError. */
   async getScheduledEvents(signal?: AbortSignal): Promise<FetchedDocument> {
-    return this.withRetries(async () => {
-      const body = await this.get(`/metadata/scheduledevents?api-version=${encodeURIComponent(this.options.apiVersion)}`, signal);
-      try {
-        return { document: parseScheduledEventsDocument(body), body };
-      } catch (err) {
-        if (err instanceof MalformedDocumentError) throw new ImdsRequestError("malformed", `malformed scheduled events document: ${err.message}`, 200);
-        throw err;
-      }
-    }, signal);
+    return this.withRetries(() => this.fetchEvents(signal), signal);
   }
 
   /** GET instance/compute → VM identity. */
   async getCompute(signal?: AbortSignal): Promise<VmIdentity> {
     return this.withRetries(async () => {
-      const body = await this.get(`/metadata/instance/compute?api-version=${encodeURIComponent(this.options.computeApiVersion)}`, signal);
+      const answer = await this.send((routes) => routes.compute, signal, undefined);
+      const text = this.expectOk(answer, "/metadata/instance/compute");
       try {
-        return parseCompute(body);
+        return parseCompute(text);
       } catch (err) {
         throw new ImdsRequestError("malformed", `malformed compute document: ${(err as Error).message}`, 200);
       }
@@ -135,16 +171,19 @@ export class ImdsClient {
 
   /** POST StartRequests (approval). Returns the status and body; network failures throw ImdsRequestError. */
   async postStartRequests(eventIds: readonly string[], signal?: AbortSignal): Promise<{ status: number; body: string }> {
-    await this.limiter.acquire(signal);
     const body = JSON.stringify({ StartRequests: eventIds.map((EventId) => ({ EventId })) });
-    const deadline = this.requestDeadline();
-    const response = await this.send("POST", `/metadata/scheduledevents?api-version=${encodeURIComponent(this.options.apiVersion)}`, signal, body, deadline);
-    return { status: response.statusCode, body: await this.readBody(response, deadline) };
+    const answer = await this.send((routes) => routes.post, signal, body);
+    return { status: answer.status, body: answer.text };
   }
 
   /** When the last scheduled-events request actually went out (after any rate-limit wait). */
   get lastRequestStartedMs(): number | undefined {
     return this.lastStartMs;
+  }
+
+  /** 304 answers and unchanged bodies so far. */
+  get conditionalCounts(): Readonly<ConditionalPollCounts> {
+    return this.counts;
   }
 
   /** Closes the connections; a request still in flight after `timeoutMs` is cut off. Later requests fail. */
@@ -155,108 +194,159 @@ export class ImdsClient {
     if (this.https) (await this.https).agent.destroy();
   }
 
-  private async withRetries<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    return pRetry(
-      async () => {
-        try {
-          return await fn();
-        } catch (err) {
-          if (err instanceof ImdsRequestError && !err.retryable) throw new AbortError(err);
-          throw err;
-        }
-      },
-      {
-        retries: this.options.retries,
-        minTimeout: this.options.retryMinDelayMs,
-        maxTimeout: this.options.retryMaxDelayMs,
-        factor: 2,
-        randomize: true,
-        signal,
-        onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
-          if (retriesLeft > 0 && error instanceof ImdsRequestError && error.retryable) this.onRetry?.(error, attemptNumber);
-        },
-      },
-    );
+  private async fetchEvents(signal: AbortSignal | undefined): Promise<FetchedDocument> {
+    const last = this.lastEvents;
+    const conditional = last?.conditional !== undefined && this.pollsSinceUnconditional < this.options.unconditionalEvery - 1;
+    this.pollsSinceUnconditional = conditional ? this.pollsSinceUnconditional + 1 : 0;
+    const answer = await this.send((routes) => (conditional ? last!.conditional! : routes.events), signal, undefined, true);
+    if (answer.status === 304 && last !== undefined) {
+      this.counts.notModified += 1;
+      return { document: last.document, body: last.body, notModified: true };
+    }
+    const text = this.expectOk(answer, "/metadata/scheduledevents");
+    const etag = typeof answer.headers.etag === "string" && answer.headers.etag !== "" ? answer.headers.etag : undefined;
+    let document: ScheduledEventsDocument;
+    if (last !== undefined && text === last.body) {
+      this.counts.unchangedBodies += 1;
+      document = last.document;
+    } else {
+      try {
+        document = parseScheduledEventsDocument(text);
+      } catch (err) {
+        if (err instanceof MalformedDocumentError) throw new ImdsRequestError("malformed", `malformed scheduled events document: ${err.message}`, 200);
+        throw err;
+      }
+    }
+    if (last === undefined || last.document !== document || last.etag !== etag) {
+      const events = this.routes!.events;
+      const conditionalRoute = etag === undefined ? undefined : { ...events, options: { ...events.options, headers: { ...events.options.headers, "If-None-Match": etag } } };
+      this.lastEvents = { document, body: text, etag, conditional: conditionalRoute };
+    }
+    return { document, body: text, notModified: false };
   }
 
-  private async get(path: string, signal?: AbortSignal): Promise<string> {
-    await this.limiter.acquire(signal);
-    if (path.startsWith("/metadata/scheduledevents")) this.lastStartMs = this.options.clock.monotonicMs();
-    const deadline = this.requestDeadline();
-    const response = await this.send("GET", path, signal, undefined, deadline);
-    const text = await this.readBody(response, deadline);
-    if (response.statusCode !== 200) {
-      const retryAfterMs = parseRetryAfterMs(response.headers["retry-after"], this.options.clock.now());
-      throw new ImdsRequestError(
-        classifyStatus(response.statusCode),
-        `IMDS answered ${response.statusCode} for ${path.split("?")[0]}: ${text.slice(0, 300)}`,
-        response.statusCode,
-        retryAfterMs,
-      );
+  /** The body of a 200 answer; any other status is an ImdsRequestError (with the Retry-After hint, if any). */
+  private expectOk(answer: ImdsAnswer, pathname: string): string {
+    if (answer.status === 200) return answer.text;
+    const retryAfterMs = parseRetryAfterMs(answer.headers["retry-after"], this.options.clock.now());
+    throw new ImdsRequestError(classifyStatus(answer.status), `IMDS answered ${answer.status} for ${pathname}: ${answer.text.slice(0, 300)}`, answer.status, retryAfterMs);
+  }
+
+  /** Runs `attempt` once, and again after a short randomized backoff while it fails with a retryable error. */
+  private async withRetries<T>(attempt: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const { retries, retryMinDelayMs, retryMaxDelayMs } = this.options;
+    for (let attemptNumber = 1; ; attemptNumber++) {
+      try {
+        return await attempt();
+      } catch (err) {
+        if (!(err instanceof ImdsRequestError) || !err.retryable || attemptNumber > retries || signal?.aborted) throw err;
+        this.onRetry?.(err, attemptNumber);
+        await sleepUnlessAborted(retryDelayMs(attemptNumber, retryMinDelayMs, retryMaxDelayMs), signal);
+        if (signal?.aborted) throw err;
+      }
     }
-    this.answeredOnce = true;
-    return text;
+  }
+
+  /** The request options of each route on the current endpoint (rebuilt only when the endpoint changes). */
+  private routesFor(base: string): NonNullable<ImdsClient["routes"]> {
+    if (this.routes?.base === base) return this.routes;
+    const { apiVersion, computeApiVersion, extraHeaders } = this.options;
+    const url = new URL(base);
+    const https = url.protocol === "https:";
+    const route = (method: string, path: string, headers: Record<string, string>): Route => {
+      const target = new URL(path, url);
+      const options: RequestOptions = { protocol: url.protocol, hostname: url.hostname.replace(/^\[|\]$/g, ""), port: url.port, method, path: `${target.pathname}${target.search}`, headers };
+      return { options, https, pathname: target.pathname };
+    };
+    const headers = { ...extraHeaders, Metadata: "true" };
+    const eventsPath = `/metadata/scheduledevents?api-version=${encodeURIComponent(apiVersion)}`;
+    this.routes = {
+      base,
+      events: route("GET", eventsPath, headers),
+      compute: route("GET", `/metadata/instance/compute?api-version=${encodeURIComponent(computeApiVersion)}`, headers),
+      post: route("POST", eventsPath, { ...headers, "Content-Type": "application/json" }),
+    };
+    this.lastEvents = undefined; // a new endpoint: its ETags mean nothing to the last one's documents
+    return this.routes;
   }
 
   /**
-   * One total deadline per request, from connect to the body's last byte (a per-read socket timeout would restart on
-   * every byte, so a server trickling its body could hold a poll forever). Timers are monotonic.
+   * One request within the rate limit and one total deadline, from connect to the body's last byte (a per-read
+   * socket timeout would restart on every byte, so a server trickling its body could hold a poll forever).
    */
-  private requestDeadline(): { readonly timeoutMs: number; readonly signal: AbortSignal } {
-    const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
-    return { timeoutMs, signal: AbortSignal.timeout(timeoutMs) };
-  }
-
-  private async send(
-    method: "GET" | "POST",
-    path: string,
-    signal: AbortSignal | undefined,
-    body: string | undefined,
-    deadline: { readonly timeoutMs: number; readonly signal: AbortSignal },
-  ): Promise<ImdsResponse> {
-    const timeoutMs = deadline.timeoutMs;
+  private async send(pick: (routes: NonNullable<ImdsClient["routes"]>) => Route, signal: AbortSignal | undefined, body: string | undefined, isPoll = false): Promise<ImdsAnswer> {
+    if (!this.limiter.tryAcquire()) await this.limiter.acquire(signal);
+    if (isPoll) this.lastStartMs = this.options.clock.monotonicMs();
     const base = this.endpoint?.current() ?? { url: this.options.imdsUrl };
     if ("error" in base) throw new ImdsRequestError("no_endpoint", `IMDS endpoint unknown: ${base.error}`);
-    const url = new URL(path, base.url);
-    if (this.closed) throw new ImdsRequestError("network_error", `IMDS ${method} ${url.pathname} not sent: the client is closed`);
-    const headers: Record<string, string> = { ...this.options.extraHeaders, Metadata: "true" };
-    if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
-      headers["Content-Length"] = String(Buffer.byteLength(body));
-    }
-    const exchange = (async () => {
-      const transport = url.protocol === "https:" ? await this.httpsTransport() : { request: nodeHttp.request, agent: this.httpAgent };
-      return this.exchange(transport, url, method, headers, body, signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
-    })();
-    this.track(exchange);
-    try {
-      const response = await exchange;
+    const route = pick(this.routesFor(base.url));
+    const method = route.options.method!;
+    if (this.closed) throw new ImdsRequestError("network_error", `IMDS ${method} ${route.pathname} not sent: the client is closed`);
+    const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
+    const transport = route.https ? await this.httpsTransport() : { request: nodeHttp.request, agent: this.httpAgent };
+    const options = body === undefined ? route.options : { ...route.options, headers: { ...route.options.headers, "Content-Length": String(Buffer.byteLength(body)) } };
+    const outcome = this.exchange(transport.request, { ...options, agent: transport.agent }, body, signal, timeoutMs);
+    this.inFlight.add(outcome);
+    const result = await outcome;
+    this.inFlight.delete(outcome);
+    if (result.ok) {
       this.endpoint?.answered();
-      return response;
-    } catch (err) {
-      if (signal?.aborted) throw new AbortError(err as Error);
-      const code = (err as { code?: string }).code ?? "";
-      if (connectionFailureCodes.has(code)) this.endpoint?.connectionFailed();
-      if (deadline.signal.aborted || code === connectTimeoutCode) {
-        throw new ImdsRequestError("timeout", `IMDS did not answer ${method} ${url.pathname} within ${code === connectTimeoutCode ? this.options.connectTimeoutMs : timeoutMs} ms`);
-      }
-      throw new ImdsRequestError("network_error", `IMDS ${method} ${url.pathname} failed: ${code || (err as Error).message}`);
+      if (result.answer.status === 200 || result.answer.status === 304) this.answeredOnce = true;
+      return result.answer;
     }
+    throw this.requestFailure(result.error, method, route.pathname, timeoutMs, signal);
   }
 
-  /** Sends one request; resolves when the headers arrive. The signal, once aborted, destroys the request and its body. */
-  private exchange(transport: Transport, url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<ImdsResponse> {
-    return new Promise<ImdsResponse>((resolve, reject) => {
-      const req = transport.request(url, { method, headers, agent: transport.agent, signal }, (res) =>
-        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res }),
-      );
-      // Stays attached for the request's whole life: a later error (the body cut off) reaches the body's reader.
-      req.on("error", reject);
+  /** Classifies a failed exchange (the signal's abort is passed through as it is: the caller is stopping). */
+  private requestFailure(err: NodeJS.ErrnoException, method: string, pathname: string, timeoutMs: number, signal: AbortSignal | undefined): Error {
+    if (err instanceof ImdsRequestError) return err;
+    if (signal?.aborted) return err;
+    const code = err.code ?? "";
+    if (connectionFailureCodes.has(code)) this.endpoint?.connectionFailed();
+    if (code === deadlineCode) {
+      const during = (err as { headersReceived?: boolean }).headersReceived ? "IMDS answer did not complete" : `IMDS did not answer ${method} ${pathname}`;
+      return new ImdsRequestError("timeout", `${during} within ${timeoutMs} ms`);
+    }
+    if (code === connectTimeoutCode) return new ImdsRequestError("timeout", `IMDS did not answer ${method} ${pathname} within ${this.options.connectTimeoutMs} ms`);
+    return new ImdsRequestError("network_error", `IMDS ${method} ${pathname} failed: ${code || err.message}`);
+  }
+
+  /**
+   * Sends one request and reads its whole answer; never rejects. One timer is the total deadline; the signal, once
+   * aborted, destroys the request and its body.
+   */
+  private exchange(
+    request: typeof nodeHttp.request,
+    options: RequestOptions,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): Promise<RequestOutcome> {
+    const { maxBodyBytes, connectTimeoutMs } = this.options;
+    return new Promise<RequestOutcome>((resolve) => {
+      if (signal?.aborted) return resolve({ ok: false, error: signal.reason as NodeJS.ErrnoException });
+      let done = false;
+      let headersReceived = false;
+      const finish = (outcome: RequestOutcome): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(deadline);
+        unwatch?.();
+        if (!outcome.ok) req.destroy();
+        resolve(outcome);
+      };
+      const fail = (error: unknown): void => finish({ ok: false, error: error as NodeJS.ErrnoException });
+      const deadline = setTimeout(() => fail(Object.assign(new Error(`deadline of ${timeoutMs} ms passed`), { code: deadlineCode, headersReceived })), timeoutMs);
+      const unwatch = signal ? this.watchAbort(signal, () => fail(signal.reason ?? new Error("aborted"))) : undefined;
+      // Every listener above runs later (timers, events): `req` is set by then.
+      const req = request(options, (res) => {
+        headersReceived = true;
+        readAnswer(res, maxBodyBytes, finish);
+      });
+      req.on("error", fail);
       req.once("socket", (socket) => {
         if (!socket.connecting) return; // a kept-alive connection
-        const timer = setTimeout(() => {
-          req.destroy(Object.assign(new Error(`connection not open after ${this.options.connectTimeoutMs} ms`), { code: connectTimeoutCode }));
-        }, this.options.connectTimeoutMs);
+        const timer = setTimeout(() => fail(Object.assign(new Error(`connection not open after ${connectTimeoutMs} ms`), { code: connectTimeoutCode })), connectTimeoutMs);
         const clear = (): void => clearTimeout(timer);
         socket.once("connect", clear);
         socket.once("close", clear);
@@ -265,53 +355,57 @@ export class ImdsClient {
     });
   }
 
+  /** Calls `onAbort` when `signal` aborts, until the returned function is called. */
+  private watchAbort(signal: AbortSignal, onAbort: () => void): () => void {
+    let watchers = this.abortWatchers.get(signal);
+    if (watchers === undefined) {
+      const created = new Set<() => void>();
+      signal.addEventListener("abort", () => {
+        for (const watcher of [...created]) watcher();
+      }, { once: true });
+      this.abortWatchers.set(signal, created);
+      watchers = created;
+    }
+    const set = watchers;
+    set.add(onAbort);
+    return () => set.delete(onAbort);
+  }
+
   /** node:https (and its own agent) load only for an https:// endpoint. */
-  private httpsTransport(): Promise<Transport> {
+  private httpsTransport(): Promise<{ request: typeof nodeHttp.request; agent: HttpAgent }> {
     this.https ??= import("node:https").then(({ Agent, request }) => ({
-      request: request as Transport["request"],
+      request: request as typeof nodeHttp.request,
       agent: new Agent({ keepAlive: true, maxSockets: 2, timeout: idleSocketMs }),
     }));
     return this.https;
   }
+}
 
-  private track(work: Promise<unknown>): void {
-    const settled = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.inFlight.add(settled);
-    void settled.then(() => this.inFlight.delete(settled));
-  }
-
-  private async readBody(response: ImdsResponse, deadline: { readonly timeoutMs: number; readonly signal: AbortSignal }): Promise<string> {
-    const declared = Number(response.headers["content-length"]);
-    if (Number.isFinite(declared) && declared > this.options.maxBodyBytes) {
-      response.body.destroy();
-      throw new ImdsRequestError("too_large", `IMDS body of ${declared} bytes exceeds the ${this.options.maxBodyBytes}-byte cap`, response.statusCode);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const reading = (async () => {
-      for await (const chunk of response.body) {
-        size += (chunk as Buffer).length;
-        if (size > this.options.maxBodyBytes) {
-          response.body.destroy();
-          throw new ImdsRequestError("too_large", `IMDS body exceeds the ${this.options.maxBodyBytes}-byte cap`, response.statusCode);
-        }
-        chunks.push(chunk as Buffer);
-      }
-    })();
-    this.track(reading);
-    try {
-      await reading;
-    } catch (err) {
-      if (err instanceof ImdsRequestError) throw err;
-      const code = (err as { code?: string }).code ?? "";
-      if (deadline.signal.aborted) throw new ImdsRequestError("timeout", `IMDS answer did not complete within ${deadline.timeoutMs} ms`);
-      throw new ImdsRequestError("network_error", `reading the IMDS body failed: ${code || (err as Error).message}`);
-    }
-    return Buffer.concat(chunks).toString("utf8");
-  }
+/** Reads a whole answer within the body cap (declared or streamed); `finish` hears the outcome once. */
+function readAnswer(res: IncomingMessage, maxBodyBytes: number, finish: (outcome: RequestOutcome) => void): void {
+  const status = res.statusCode ?? 0;
+  const tooLarge = (detail: string): void => {
+    finish({ ok: false, error: new ImdsRequestError("too_large", `IMDS body ${detail} the ${maxBodyBytes}-byte cap`, status) as unknown as NodeJS.ErrnoException });
+  };
+  const declared = Number(res.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBodyBytes) return tooLarge(`of ${declared} bytes exceeds`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let ended = false;
+  res.on("data", (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > maxBodyBytes) return tooLarge("exceeds");
+    chunks.push(chunk);
+  });
+  res.on("end", () => {
+    ended = true;
+    const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+    finish({ ok: true, answer: { status, headers: res.headers, text } });
+  });
+  res.on("error", (err) => finish({ ok: false, error: Object.assign(new Error(`reading the IMDS body failed: ${err.message}`), { code: (err as NodeJS.ErrnoException).code }) }));
+  res.on("close", () => {
+    if (!ended) finish({ ok: false, error: Object.assign(new Error("the answer was cut off"), { code: "ECONNRESET" }) });
+  });
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -5,6 +5,8 @@ import type { Clock } from "../util/clock.js";
 export class SlidingWindowRateLimiter {
   private readonly starts: number[] = [];
   private queue: Promise<void> = Promise.resolve();
+  /** Callers waiting in `acquire` (a free slot is taken at once only when nobody waits ahead). */
+  private waiting = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -19,8 +21,18 @@ export class SlidingWindowRateLimiter {
     return this.starts[0]! + this.windowMs - nowMs;
   }
 
+  /** Takes a slot now when one is free and nobody waits ahead (the poll's usual case: no promise, no timer). */
+  tryAcquire(): boolean {
+    if (this.waiting > 0) return false;
+    const nowMs = this.clock.monotonicMs();
+    if (this.delayBeforeNext(nowMs) > 0) return false;
+    this.starts.push(nowMs);
+    return true;
+  }
+
   /** Waits for a slot and takes it. Callers are served in order. */
   acquire(signal?: AbortSignal): Promise<void> {
+    this.waiting += 1;
     const turn = this.queue.then(async () => {
       for (;;) {
         const delayMs = this.delayBeforeNext(this.clock.monotonicMs());
@@ -29,7 +41,9 @@ export class SlidingWindowRateLimiter {
       }
       this.starts.push(this.clock.monotonicMs());
     });
-    this.queue = turn.catch(() => undefined);
+    this.queue = turn.catch(() => undefined).finally(() => {
+      this.waiting -= 1;
+    });
     return turn;
   }
 }

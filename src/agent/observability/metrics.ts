@@ -1,6 +1,8 @@
 // Agent metrics (prom-client): one registry per agent, named gauges/counters the poller, store and drain loops update.
 // Every documented series exists (at 0) from the start, so a rate() or an alert never waits for a first occurrence.
-import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from "./prom-client.js";
+// What changes with every poll is read when scraped (`readPollsFrom`), not written a second at a time.
+import { Registry, Counter, Gauge, Histogram } from "./prom-client.js";
+import { registerProcessMetrics } from "./process-metrics.js";
 import { recordTypes } from "@sef/contract/record.js";
 import { malformedEventReasons } from "@sef/contract/record.js";
 
@@ -9,6 +11,18 @@ export type PollOutcome = (typeof pollOutcomes)[number];
 /** Label values of sef_approvals_total and sef_hooks_total, as the actions module writes them. */
 export const approvalOutcomes = ["approved", "failed", "dry_run", "interrupted"] as const;
 export const hookOutcomes = ["succeeded", "failed", "timed_out", "interrupted"] as const;
+
+/** What the scrape reads from the poll and collect stages (counts kept as plain numbers between scrapes). */
+export interface PollMetricsSource {
+  readonly outcomes: Readonly<Record<PollOutcome, number>>;
+  /** Wall time (ms) of the last good poll, or null before the first. */
+  lastGoodPollWallMs(): number | null;
+  /** DocumentIncarnation of the last processed document, or null before the first. */
+  incarnation(): number | null;
+  eventsWithStatus(status: "Scheduled" | "Started"): number;
+  /** Conditional polls: 304 answers and unchanged bodies. */
+  conditional(): { readonly notModified: number; readonly unchangedBodies: number };
+}
 
 export interface AgentMetricsOptions {
   /** Also expose the process's own metrics (prom-client defaults: CPU, RSS, heap, event-loop lag, open fds). */
@@ -28,8 +42,15 @@ export class AgentMetrics {
     for (const direction of ["back", "forward"]) this.clockSteps.inc({ direction }, 0);
     this.lastGoodPollAge.set(-1);
     this.incarnation.set(0);
-    // The event-loop monitor is a libuv timer: 100 ms keeps an idle agent from waking 50-100 times a second for it.
-    if (options.processMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
+    // Without prom-client's event-loop histogram: its libuv timer would wake an idle agent 10 times a second.
+    if (options.processMetrics) registerProcessMetrics(this.registry);
+  }
+
+  private source: PollMetricsSource | undefined;
+
+  /** From now on the poll series are read from `source` at each scrape. */
+  readPollsFrom(source: PollMetricsSource): void {
+    this.source = source;
   }
 
   /** Creates the per-sink series at 0 (call once the sinks are known). */
@@ -47,14 +68,47 @@ export class AgentMetrics {
     }
   }
 
-  readonly polls = new Counter({ name: "sef_polls_total", help: "IMDS scheduled-events polls by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
+  readonly polls: Counter<"outcome"> = new Counter({
+    name: "sef_polls_total",
+    help: "IMDS scheduled-events polls by outcome",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+    collect: () => {
+      const outcomes = this.source?.outcomes;
+      if (outcomes) for (const outcome of pollOutcomes) setCounter(this.polls, { outcome }, outcomes[outcome]);
+    },
+  });
+  readonly notModified: Counter = new Counter({
+    name: "sef_imds_not_modified_total",
+    help: "Scheduled-events polls IMDS answered 304 Not Modified (If-None-Match matched the last ETag)",
+    registers: [this.registry],
+    collect: () => {
+      if (this.source) setCounter(this.notModified, {}, this.source.conditional().notModified);
+    },
+  });
+  readonly unchangedBodies: Counter = new Counter({
+    name: "sef_imds_unchanged_bodies_total",
+    help: "Scheduled-events polls answered 200 with the same body as the last one (not parsed again)",
+    registers: [this.registry],
+    collect: () => {
+      if (this.source) setCounter(this.unchangedBodies, {}, this.source.conditional().unchangedBodies);
+    },
+  });
   readonly pollLatency = new Histogram({
     name: "sef_poll_duration_seconds",
     help: "Latency of IMDS scheduled-events polls",
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 120],
     registers: [this.registry],
   });
-  readonly lastGoodPollTimestamp = new Gauge({ name: "sef_last_good_poll_timestamp_seconds", help: "Unix time of the last successful poll", registers: [this.registry] });
+  readonly lastGoodPollTimestamp: Gauge = new Gauge({
+    name: "sef_last_good_poll_timestamp_seconds",
+    help: "Unix time of the last successful poll",
+    registers: [this.registry],
+    collect: () => {
+      const wallMs = this.source?.lastGoodPollWallMs();
+      if (wallMs !== undefined && wallMs !== null) this.lastGoodPollTimestamp.set(wallMs / 1000);
+    },
+  });
   readonly lastGoodPollAge = new Gauge({
     name: "sef_last_good_poll_age_seconds",
     help: "Seconds since the last successful poll (-1 before the first)",
@@ -66,8 +120,24 @@ export class AgentMetrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
-  readonly incarnation = new Gauge({ name: "sef_document_incarnation", help: "DocumentIncarnation of the last processed document", registers: [this.registry] });
-  readonly eventsByStatus = new Gauge({ name: "sef_events", help: "Events currently known, by status", labelNames: ["status"] as const, registers: [this.registry] });
+  readonly incarnation: Gauge = new Gauge({
+    name: "sef_document_incarnation",
+    help: "DocumentIncarnation of the last processed document",
+    registers: [this.registry],
+    collect: () => {
+      const incarnation = this.source?.incarnation();
+      if (incarnation !== undefined && incarnation !== null) this.incarnation.set(incarnation);
+    },
+  });
+  readonly eventsByStatus: Gauge<"status"> = new Gauge({
+    name: "sef_events",
+    help: "Events currently known, by status",
+    labelNames: ["status"] as const,
+    registers: [this.registry],
+    collect: () => {
+      if (this.source) for (const status of ["Scheduled", "Started"] as const) this.eventsByStatus.set({ status }, this.source.eventsWithStatus(status));
+    },
+  });
   readonly recordsWritten = new Counter({ name: "sef_records_total", help: "Records appended to the outbox, by type", labelNames: ["type"] as const, registers: [this.registry] });
   readonly outboxDepth = new Gauge({ name: "sef_outbox_depth", help: "Records not yet delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
   readonly outboxOldestAge = new Gauge({
@@ -138,4 +208,15 @@ export class AgentMetrics {
   get contentType(): string {
     return this.registry.contentType;
   }
+}
+
+/** Sets a counter's series to a count kept elsewhere (at scrape time; counts only grow, so this never goes back). */
+function setCounter<T extends string>(counter: Counter<T>, labels: Partial<Record<T, string>>, value: number): void {
+  if (Object.keys(labels).length === 0) {
+    counter.reset();
+    counter.inc(value);
+    return;
+  }
+  counter.remove(labels);
+  counter.inc(labels, value);
 }

@@ -96,6 +96,16 @@ export class Agent {
       },
       this.stopController.signal,
     );
+    const poll = this.poll;
+    const collect = this.collect;
+    // Poll-side metrics are read when /metrics is scraped, not set on every poll.
+    metrics.readPollsFrom({
+      outcomes: poll.outcomes,
+      lastGoodPollWallMs: () => poll.lastGoodPollWallMs,
+      incarnation: () => poll.lastIncarnation,
+      eventsWithStatus: (status) => collect.eventsWithStatus(status),
+      conditional: () => poll.imds.conditionalCounts,
+    });
     // The followers of the records-committed signal, in the order they hear of a batch: drain, act, heartbeat.
     this.drain = new DrainStage({ sinks: deps.sinks, outbox: this.outbox, committed: this.commit.committed, clock, retryPolicy: config.retry, deadLetters, logger, metrics });
     this.act = new ActStage({

@@ -22,6 +22,8 @@ export interface CollectStageOptions {
 
 export class CollectStage {
   private current: CollectorState;
+  /** The last document ingested and committed: the IMDS client hands the same object back while nothing changed. */
+  private lastDocument: ScheduledEventsDocument | undefined;
   /** Whether the store held a state from an earlier run. */
   readonly resumed: boolean;
 
@@ -42,6 +44,11 @@ export class CollectStage {
    * since the last good poll). Returns whether it changed anything; throws (state unchanged) when the commit fails.
    */
   ingest(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
+    // The same document as last time (a 304, or the same body): nothing to compare, nothing to write.
+    if (document === this.lastDocument) {
+      this.unchanged(nowMs);
+      return false;
+    }
     const { config, commit, metrics, logger, agentVersion } = this.options;
     const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
     const result = applyDocument(this.current, document, {
@@ -60,11 +67,19 @@ export class CollectStage {
       logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");
     }
     this.current = result.state;
-    for (const status of ["Scheduled", "Started"] as const) metrics.eventsByStatus.set({ status }, this.eventsWithStatus(status));
+    this.lastDocument = document;
     if (entries.length > 0) {
       logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
     }
     return result.changed;
+  }
+
+  /**
+   * The document just fetched is the one last adopted (same object): what `applyDocument` would conclude without
+   * comparing anything: watched without a gap up to `nowMs`, nothing changed.
+   */
+  private unchanged(nowMs: number): void {
+    this.current = { ...this.current, lastSuccessMs: nowMs, interrupted: false };
   }
 
   /** The agent was blind for a moment (a failed request): the next document is checked for a gap. */

@@ -8,7 +8,7 @@ import type { VmIdentity } from "@sef/contract/record.js";
 import type { ScheduledEventsDocument } from "../imds/document.js";
 import { ImdsClient, imdsDefaults, type ImdsEndpointSource } from "../imds/client.js";
 import { ImdsRequestError } from "../imds/errors.js";
-import type { AgentMetrics, PollOutcome } from "../observability/metrics.js";
+import { pollOutcomes, type AgentMetrics, type PollOutcome } from "../observability/metrics.js";
 import { pollBackoffMs } from "./poll-backoff.js";
 
 /** Wall and monotonic time disagreeing by more than this between two polls is reported as a clock step. */
@@ -48,6 +48,11 @@ export interface PollStageOptions {
 export class PollStage {
   readonly imds: ImdsClient;
   readonly stats: PollStats = { ok: 0, failed: 0, consecutiveFailures: 0, lastGoodPollMs: null, lastError: null };
+  /** Polls by outcome and the wall time of the last good one: plain numbers, read by the metrics when scraped. */
+  readonly outcomes = Object.fromEntries(pollOutcomes.map((o) => [o, 0])) as Record<PollOutcome, number>;
+  lastGoodPollWallMs: number | null = null;
+  /** DocumentIncarnation of the last document processed. */
+  lastIncarnation: number | null = null;
   private vm: VmIdentity;
   private lastComputeMs = Number.NEGATIVE_INFINITY;
   private lastClockReading: { wallMs: number; monotonicMs: number } | undefined;
@@ -137,7 +142,7 @@ export class PollStage {
       if (this.stats.consecutiveFailures > 0) logger.info({ afterFailures: this.stats.consecutiveFailures }, "IMDS polls recovered");
       this.stats.consecutiveFailures = 0;
       this.stats.lastError = null;
-      metrics.incarnation.set(fetched.document.DocumentIncarnation);
+      this.lastIncarnation = fetched.document.DocumentIncarnation;
       return config.pollIntervalMs;
     } catch (err) {
       if (this.signal.aborted) return 0;
@@ -169,13 +174,12 @@ export class PollStage {
   }
 
   private recordPoll(outcome: PollOutcome, startedMs: number, endedMs: number): void {
-    const { metrics } = this.options;
-    metrics.polls.inc({ outcome });
-    metrics.pollLatency.observe((endedMs - startedMs) / 1000);
+    this.outcomes[outcome] += 1;
+    this.options.metrics.pollLatency.observe((endedMs - startedMs) / 1000);
     if (outcome === "ok" || outcome === "unchanged") {
       this.stats.ok += 1;
       this.stats.lastGoodPollMs = endedMs;
-      metrics.lastGoodPollTimestamp.set(this.options.clock.now() / 1000);
+      this.lastGoodPollWallMs = this.options.clock.now();
     }
   }
 

@@ -5,8 +5,8 @@ import { DatabaseSync } from "node:sqlite";
 import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { VmIdentity } from "@sef/contract/record.js";
-import type { CollectorState, TrackedEvent, EmittedKey } from "../collector/state.js";
-import { emptyCollectorState } from "../collector/state.js";
+import type { CollectorState } from "../collector/state.js";
+import { CollectorStateTables } from "./collector-state.js";
 import { StoreError } from "./errors.js";
 import { query, transaction } from "./sql.js";
 import { WalCheckpointer, safetyNetPages } from "./wal-checkpointer.js";
@@ -35,6 +35,13 @@ export class Store {
   readonly readOnly: boolean;
   private readonly db: DatabaseSync;
   private readonly statements;
+  private readonly collectorTables: CollectorStateTables;
+  /** What the collector-state writes of the open transaction do once it commits (see saveCollectorState). */
+  private readonly afterCommit: Array<() => void> = [];
+  /** A write failed inside the open transaction: what the collector tables hold is not known for sure. */
+  private collectorWritesUncertain = false;
+  /** Nesting of `write` calls (the outermost one settles the collector writes). */
+  private writeDepth = 0;
   private lastWriteFailed = false;
   /** Writable stores only: checkpoints the log off the agent's thread. */
   private readonly checkpointer: WalCheckpointer | undefined;
@@ -47,13 +54,8 @@ export class Store {
       getMeta: query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?"),
       deleteMeta: query<[string], never>(db, "DELETE FROM meta WHERE key = ?"),
       setMeta: query<[string, string], never>(db, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
-      allEvents: query<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>(db, "SELECT * FROM events"),
-      deleteEvents: query<[], never>(db, "DELETE FROM events"),
-      insertEvent: query<[string, string, string, number], never>(db, "INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, ?)"),
-      allEmitted: query<[], { key: string; emitted_ms: number; ended_ms: number | null }>(db, "SELECT * FROM emitted"),
-      deleteEmitted: query<[], never>(db, "DELETE FROM emitted"),
-      insertEmitted: query<[string, number, number | null], never>(db, "INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)"),
     };
+    this.collectorTables = new CollectorStateTables(db);
     this.checkpointer = checkpointer;
   }
 
@@ -121,26 +123,16 @@ export class Store {
   }
 
   loadCollectorState(): CollectorState {
-    const state = emptyCollectorState();
-    const meta = this.getMetaJson<{ lastIncarnation: number | null; lastDocumentHash: string | null; lastSuccessMs: number | null }>("collector");
-    if (meta) Object.assign(state, meta);
-    for (const row of this.statements.allEvents.all()) {
-      state.events.set(row.event_key, { status: row.status as TrackedEvent["status"], fields: JSON.parse(row.fields), lastSeenMs: row.last_seen_ms });
-    }
-    for (const row of this.statements.allEmitted.all()) {
-      state.emitted.set(row.key, { emittedMs: row.emitted_ms, endedMs: row.ended_ms });
-    }
-    return state;
+    return this.collectorTables.load();
   }
 
-  /** Saves the collector state; inside a caller's transaction (a document's state and its records) it joins it. */
+  /**
+   * Saves the collector state (only the emitted keys that changed since the last save: see collector-state.ts);
+   * inside a caller's transaction (a document's state and its records) it joins it.
+   */
   saveCollectorState(state: CollectorState): void {
     this.write(() => {
-      this.setMetaJson("collector", { lastIncarnation: state.lastIncarnation, lastDocumentHash: state.lastDocumentHash, lastSuccessMs: state.lastSuccessMs });
-      this.statements.deleteEvents.run();
-      for (const [key, e] of state.events) this.statements.insertEvent.run(key, e.status, JSON.stringify(e.fields), e.lastSeenMs);
-      this.statements.deleteEmitted.run();
-      for (const [key, e] of state.emitted as Map<string, EmittedKey>) this.statements.insertEmitted.run(key, e.emittedMs, e.endedMs);
+      this.afterCommit.push(this.collectorTables.write(state));
     });
   }
 
@@ -182,17 +174,41 @@ export class Store {
    * succeed (readiness). `hooks` let a writer feed the checkpoint worker and re-read its cached totals on rollback.
    */
   write<T>(body: () => T, hooks: WriteHooks = {}): T {
+    const outermost = this.writeDepth === 0;
+    const ownsTransaction = outermost && !this.db.isTransaction;
+    this.writeDepth += 1;
     try {
       const result = transaction(this.db, body);
       this.lastWriteFailed = false;
       if (hooks.bytesWritten) this.checkpointer?.noteWritten(hooks.bytesWritten());
+      if (outermost) this.settleCollectorWrites(ownsTransaction);
       return result;
     } catch (err) {
       this.lastWriteFailed = true;
+      this.collectorWritesUncertain = true;
       if (this.db.isOpen) hooks.onRollback?.();
+      if (outermost) this.settleCollectorWrites(false);
       throw err;
+    } finally {
+      this.writeDepth -= 1;
     }
   }
+
+  /**
+   * After the outermost write: the collector tables' copy of what the database holds follows the writes only when
+   * this store's own transaction committed them; otherwise (a failure, or a transaction opened by someone else that
+   * may still roll back) the copy is dropped and the tables are read again at the next save.
+   */
+  private settleCollectorWrites(committed: boolean): void {
+    const pending = this.afterCommit.splice(0);
+    if (committed && !this.collectorWritesUncertain) {
+      for (const apply of pending) apply();
+    } else if (pending.length > 0 || this.collectorWritesUncertain) {
+      this.collectorTables.forget();
+    }
+    this.collectorWritesUncertain = false;
+  }
+
 
   private getMetaJson<T>(key: string): T | undefined {
     const row = this.statements.getMeta.get(key);

@@ -1,6 +1,7 @@
 // The HTTP layer of `sef-testbed simulate`: a local IMDS (scheduled events, instance metadata, managed-identity tokens)
 // playing a scenario timeline, plus a small test-only control API under /__sim/.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { listen } from "../support/listen.js";
 import { localTokenResponse } from "../peers/local-tokens.js";
@@ -118,6 +119,35 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   const text = JSON.stringify(body);
   res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text), ...headers });
   res.end(text);
+}
+
+/** A strong ETag of a body: the same document always has the same tag, any change changes it. */
+export function etagOf(text: string): string {
+  return `"${createHash("sha256").update(text).digest("hex").slice(0, 32)}"`;
+}
+
+/** Whether an If-None-Match header names `etag` (a list of tags, or `*`; weak tags compare by their opaque part). */
+export function ifNoneMatchMatches(header: string | string[] | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  const tags = (Array.isArray(header) ? header.join(",") : header).split(",").map((t) => t.trim().replace(/^W\//, ""));
+  return tags.some((tag) => tag === "*" || tag === etag);
+}
+
+/**
+ * A scheduled-events document with its ETag; 304 Not Modified (no body) when the request's If-None-Match names it,
+ * as Microsoft's Node.js sample expects IMDS to do. Clients that send no If-None-Match always get the 200.
+ */
+function sendDocument(req: IncomingMessage, res: ServerResponse, document: unknown): string {
+  const text = JSON.stringify(document);
+  const etag = etagOf(text);
+  if (ifNoneMatchMatches(req.headers["if-none-match"], etag)) {
+    res.writeHead(304, { ETag: etag });
+    res.end();
+    return "304";
+  }
+  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text), ETag: etag });
+  res.end(text);
+  return "200";
 }
 
 function sendText(res: ServerResponse, status: number, text: string): void {
@@ -278,8 +308,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
           return "reset";
         }
         sync(clock.now());
-        sendJson(res, 200, currentDocument(apiVersion));
-        return "200";
+        return sendDocument(req, res, currentDocument(apiVersion));
       }
       case "reset":
         req.socket.destroy();
@@ -356,8 +385,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
         }
         const fault = timeline.takeFault(nowMs);
         if (fault) return serveFault(fault, res, req, apiVersion);
-        sendJson(res, 200, currentDocument(apiVersion));
-        return "200";
+        return sendDocument(req, res, currentDocument(apiVersion));
       }
       case "compute":
       case "instance": {
