@@ -47,8 +47,29 @@ export async function startAgentServices(
   }
 
   const ledger = agent.store.actions;
-  if (ActionRunner.isNeeded(hooks, approval)) {
-    const runner = new ActionRunner({
+  let runner: ActionRunner | undefined;
+  // The kubernetes action and its client are loaded only when the section is there (an agent without it stays as small).
+  const nodeActions =
+    config.kubernetes === undefined
+      ? undefined
+      : await (
+          await import("../actions/kubernetes/start.js")
+        ).createNodeActions(config.kubernetes, {
+          env: process.env,
+          ledger,
+          append: (records) => {
+            agent.appendRecords(records);
+          },
+          vm: () => agent.vmIdentity,
+          planApproval: (record, how) => runner?.planApproval(record, how),
+          hasPolled: () => agent.pollStats.lastGoodPollMs !== null,
+          registry: agent.metrics.registry,
+          clock,
+          logger,
+          agentVersion: agent.agentVersion,
+        });
+  if (ActionRunner.isNeeded(hooks, approval, nodeActions !== undefined)) {
+    runner = new ActionRunner({
       hooks,
       approval,
       postStartRequest: (ids, signal) => agent.imds.postStartRequests(ids, signal),
@@ -65,10 +86,16 @@ export async function startAgentServices(
       logger,
       metrics: agent.metrics,
       agentVersion: agent.agentVersion,
+      ...(nodeActions ? { kubernetes: nodeActions } : {}),
     });
-    agent.onTransitions((records: TransitionRecord[]) => runner.enqueue(records));
-    agent.beforeStop(() => runner.stop());
-    runner.start();
+    const started = runner;
+    agent.onTransitions((records: TransitionRecord[]) => started.enqueue(records));
+    agent.beforeStop(() => started.stop());
+    started.start();
+    if (nodeActions) {
+      agent.beforeStop(() => nodeActions.stop());
+      nodeActions.start();
+    }
   } else {
     // No actions configured: keep the planned position at the head, so actions configured later start from then.
     ledger.setPlannedThroughSeq(agent.store.headSeq());

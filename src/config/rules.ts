@@ -92,6 +92,12 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
     }
     if (wh?.signature && !env[wh.signature.secretEnv]) problems.push(`webhook.signature.secretEnv: environment variable ${wh.signature.secretEnv} is not set`);
   }
+  if (config.kubernetes !== undefined && config.kubernetes.nodeName === undefined && !env.NODE_NAME?.trim()) {
+    problems.push("kubernetes.nodeName: required when the environment variable NODE_NAME is not set (the chart sets it from the downward API)");
+  }
+  if (config.kubernetes !== undefined && config.kubernetes.pdbRetryMaxMs < config.kubernetes.pdbRetryInitialMs) {
+    problems.push("kubernetes.pdbRetryMaxMs: must be at least pdbRetryInitialMs");
+  }
   return problems;
 }
 

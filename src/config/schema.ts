@@ -9,6 +9,7 @@ import { webhookSettingsSchema } from "../sinks/webhook/settings.js";
 import { metricsServerConfigSchema, readinessConfigSchema } from "../observability/http-server.js";
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
+import { kubernetesSettingsSchema } from "../actions/kubernetes/settings.js";
 import { imdsDefaults } from "../imds/client.js";
 import { defaultRetryPolicy } from "../util/retry-policy.js";
 import { storeDefaults } from "../store/store.js";
@@ -70,6 +71,8 @@ export const agentConfigSchema = z.strictObject({
   metrics: z._default(metricsServerConfigSchema, metricsServerConfigSchema.parse({})),
   approval: z._default(approvalPolicySchema, approvalPolicySchema.parse({})),
   hooks: hooksConfigSchema,
+  /** The kubernetes action (taint, cordon, drain this VM's node, then approve); absent = off, the client is never loaded. */
+  kubernetes: z.optional(kubernetesSettingsSchema),
   /** When /readyz reports a sink that delivers nothing while records wait. */
   readiness: z._default(readinessConfigSchema, readinessConfigSchema.parse({})),
 });
