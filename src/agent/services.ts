@@ -52,9 +52,7 @@ export async function startAgentServices(
   const nodeActions =
     config.kubernetes === undefined
       ? undefined
-      : await (
-          await import("../actions/kubernetes/start.js")
-        ).createNodeActions(config.kubernetes, {
+      : (await import("../actions/kubernetes/start.js")).createNodeActions(config.kubernetes, {
           env: process.env,
           ledger,
           append: (records) => {

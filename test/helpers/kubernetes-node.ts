@@ -7,7 +7,7 @@ import { computeFor } from "../../src/testbed/simulator/compute.js";
 import type { Simulator } from "../../src/testbed/simulator/server.js";
 import { startKubernetesPeer, type KubernetesPeer, type PodSeed, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
 import type { KubeObject } from "../../src/testbed/peers/kubernetes/index.js";
-import { readJsonl, runCli, type RunningProcess } from "./agent-process.js";
+import { readJsonl, runCli, waitUntil, type RunningProcess } from "./agent-process.js";
 import type { KubernetesRecord, SefRecord } from "../../src/contract/record.js";
 
 export const nodeName = "aks-nodepool1-0";
@@ -83,6 +83,13 @@ export function kubeAgent(sim: Simulator, peer: KubernetesPeer, kubernetes: Reco
     records,
     kubernetesRecords: () => records().filter((r): r is KubernetesRecord => r.RecordType === "Kubernetes"),
   };
+}
+
+/** Waits until the agent polls and its kubernetes action has loaded the client (seconds on a loaded machine). */
+export async function waitForKubernetesReady(agent: RunningProcess, timeoutMs = 90_000): Promise<void> {
+  await waitUntil(() => agent.stderr().includes("the kubernetes action is ready"), timeoutMs, "the kubernetes action to load its client").catch((err: unknown) => {
+    throw new Error(`${String(err)}\n${agent.stderr().slice(-2000)}`);
+  });
 }
 
 export const nodeSpec = (node: KubeObject | undefined) => (node?.spec ?? {}) as { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil, waitForMetricsUrl } from "../helpers/agent-process.js";
-import { eventReasons, kubeAgent, nodeName, nodePods, nodeSpec, startNodePeer } from "../helpers/kubernetes-node.js";
+import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, startNodePeer } from "../helpers/kubernetes-node.js";
 
 const taintKey = "sef.azure.com/scheduled-event-reboot";
 const event = (id: string, over: Record<string, unknown> = {}) => ({
@@ -28,7 +28,7 @@ describe("kubernetes action: drain, approve, undo", () => {
     let metrics = "";
     try {
       const metricsUrl = await waitForMetricsUrl(agent);
-      await waitUntil(() => agent.stderr().includes("kubernetes action on") && sim.status().requests["/metadata/scheduledevents"] !== undefined, 15_000, "the agent to poll");
+      await waitForKubernetesReady(agent);
       const scheduledAtMs = Date.now();
       peer.state.blockDisruptions("apps", "db", pdbBlockMs);
       sim.setEvents([event(id)]);
@@ -75,5 +75,5 @@ describe("kubernetes action: drain, approve, undo", () => {
     expect(metrics).toMatch(/^sef_kubernetes_evictions_total\{outcome="evicted"\} 18$/m);
     expect(metrics).toMatch(/^sef_kubernetes_evictions_total\{outcome="pdb_refused"\} [1-9]\d*$/m);
     expect(metrics).toMatch(/^sef_kubernetes_drain_duration_seconds_count\{outcome="drained"\} 1$/m);
-  }, 120_000);
+  }, 200_000);
 });

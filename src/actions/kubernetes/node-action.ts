@@ -46,7 +46,8 @@ export interface NodeActionsOptions {
   nodeName: string;
   /** sef's own pod (POD_NAMESPACE/POD_NAME), never evicted. */
   self: { namespace: string; name: string } | undefined;
-  api: KubeApi;
+  /** Loads the Kubernetes client (seconds of module loading): awaited by the worker, so the agent's start never waits for it. */
+  loadApi: () => Promise<KubeApi>;
   ledger: ActionLedger;
   /** Appends records to the outbox; called inside the ledger's transaction. */
   append: (records: KubernetesRecord[]) => void;
@@ -67,6 +68,7 @@ export class NodeActions {
   private readonly stopping = new AbortController();
   private wakeUp = new AbortController();
   private loop: Promise<void> | undefined;
+  private kubeApi: KubeApi | undefined;
 
   constructor(private readonly options: NodeActionsOptions) {}
 
@@ -106,6 +108,15 @@ export class NodeActions {
     const { clock, ledger, logger } = this.options;
     const stop = this.stopping.signal;
     while (!stop.aborted && !this.options.hasPolled()) await clock.sleep(100, stop).catch(() => undefined);
+    while (!stop.aborted && this.kubeApi === undefined) {
+      try {
+        this.kubeApi = await this.options.loadApi();
+        logger.info("Kubernetes client loaded; the kubernetes action is ready");
+      } catch (err) {
+        logger.error({ err }, "could not load the Kubernetes client; trying again");
+        await clock.sleep(errorPauseMs * 6, stop).catch(() => undefined);
+      }
+    }
     while (!stop.aborted) {
       this.wakeUp = new AbortController();
       let waitMs = idleWaitMs;
@@ -120,6 +131,11 @@ export class NodeActions {
       if (waitMs > 0) await clock.sleep(waitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
       else logger.trace("kubernetes action: next step now");
     }
+  }
+
+  private get api(): KubeApi {
+    if (this.kubeApi === undefined) throw new Error("the Kubernetes client is not loaded yet");
+    return this.kubeApi;
   }
 
   /** Takes the next steps of one node action; returns how long until it wants to be looked at again. */
@@ -149,7 +165,8 @@ export class NodeActions {
 
   /** Checks that NODE_NAME is this VM, then persists what the node was like before sef touched it. */
   private async checkNode(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
-    const { api, nodeName, ledger, clock, logger, metrics } = this.options;
+    const { nodeName, ledger, clock, logger, metrics } = this.options;
+    const api = this.api;
     const vm = this.options.vm();
     const node = await api.readNode(nodeName);
     if (!nodeIsThisVm(node.providerID, vm.VmResourceId)) {
@@ -174,7 +191,8 @@ export class NodeActions {
 
   /** The NoSchedule taint, the annotations and (per policy) the cordon, in one patch; a Noticed Event and a record. */
   private async mark(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
-    const { api, nodeName, clock } = this.options;
+    const { nodeName, clock } = this.options;
+    const api = this.api;
     const startedMs = clock.monotonicMs();
     const cordon = policyIncludes(policy, "cordon");
     const node = await api.readNode(nodeName);
@@ -195,7 +213,7 @@ export class NodeActions {
     const startMs = drainStartMs(record.NotBefore, settings.drainLeadMs, nowMs);
     if (startMs > nowMs) return startMs - nowMs;
     const deadline = new Date(drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs)).toISOString();
-    const node = await this.options.api.readNode(nodeName);
+    const node = await this.api.readNode(nodeName);
     await this.nodeEvent(node, "ScheduledEventDraining", `draining for ${record.EventType} ${record.EventId}: evicting pods until ${deadline}`, "Normal");
     this.commitStep(row, { ...state, phase: "draining", drainStartedAtMs: nowMs, failures: 0 }, this.record(record, "Scheduled", "Draining", { node: nodeName, policy, deadline }, 0));
     return 0;
@@ -203,7 +221,8 @@ export class NodeActions {
 
   /** Runs (or resumes) the drain until done, the deadline, or the event is no longer Scheduled. */
   private async drain(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
-    const { settings, clock, nodeName, api, ledger, metrics, logger } = this.options;
+    const { settings, clock, nodeName, ledger, metrics, logger } = this.options;
+    const api = this.api;
     const startedAtMs = state.drainStartedAtMs ?? clock.now();
     const deadlineMs = drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, startedAtMs);
     const result = await drainNode({
@@ -272,7 +291,8 @@ export class NodeActions {
 
   /** The event is over: takes sef's taints and annotations off, uncordons if sef cordoned, and finishes the action. */
   private async undo(row: ActionRow, record: TransitionRecord, state: NodeActionState): Promise<number> {
-    const { ledger, clock, api, nodeName } = this.options;
+    const { ledger, clock, nodeName } = this.options;
+    const api = this.api;
     const ended: EventStatus = state.endedStatus ?? "Completed";
     if (state.phase === "planned") {
       ledger.setStatus(row.actionKey, "skipped", `the event was ${ended} before the node was touched`, clock.now());
@@ -328,7 +348,7 @@ export class NodeActions {
 
   private async patch(nodeName: string, patch: NodePatch, resourceVersion: string): Promise<void> {
     try {
-      await this.options.api.patchNode(nodeName, patch, resourceVersion);
+      await this.api.patchNode(nodeName, patch, resourceVersion);
     } catch (err) {
       if (!(err instanceof KubeApiError && err.status === 409)) throw err;
       throw new KubeApiError(409, "the node changed while sef patched it (409 Conflict); the step is taken again");
@@ -338,7 +358,7 @@ export class NodeActions {
   /** Kubernetes Events are for people: one that cannot be written is logged, and the step goes on. */
   private async nodeEvent(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType): Promise<void> {
     try {
-      await this.options.api.nodeEvent(node, reason, message, type);
+      await this.api.nodeEvent(node, reason, message, type);
     } catch (err) {
       this.options.metrics.apiErrors.inc();
       this.options.logger.warn({ err, reason }, "could not write a Kubernetes Event on the node");

@@ -31,16 +31,17 @@ export function nodeIdentity(settings: KubernetesSettings, env: NodeJS.ProcessEn
   return { nodeName, self: name && namespace ? { namespace, name } : undefined };
 }
 
-export async function createNodeActions(settings: KubernetesSettings, deps: NodeActionsDeps): Promise<NodeActions> {
+/** The node action worker; the Kubernetes client itself is loaded by the worker once it starts (see NodeActions). */
+export function createNodeActions(settings: KubernetesSettings, deps: NodeActionsDeps): NodeActions {
   const { nodeName, self } = nodeIdentity(settings, deps.env);
   if (nodeName === undefined) throw new Error("kubernetes: no node name (set kubernetes.nodeName or NODE_NAME)");
-  const api = await createKubeApi({ ...(settings.kubeconfig !== undefined ? { kubeconfig: settings.kubeconfig } : {}), requestTimeoutMs: settings.requestTimeoutMs });
+  const loadApi = () => createKubeApi({ ...(settings.kubeconfig !== undefined ? { kubeconfig: settings.kubeconfig } : {}), requestTimeoutMs: settings.requestTimeoutMs });
   deps.logger.info({ node: nodeName, self: self ? `${self.namespace}/${self.name}` : null, policy: settings.policy, credentials: settings.kubeconfig ?? "in-cluster" }, "kubernetes action on");
   return new NodeActions({
     settings,
     nodeName,
     self,
-    api,
+    loadApi,
     ledger: deps.ledger,
     append: deps.append,
     vm: deps.vm,
