@@ -1,7 +1,7 @@
 // Pure logic of the kubernetes action: policy resolution, drain start and deadline arithmetic, grace periods, which pods
 // a drain evicts, the taint/annotation patches and the undo decisions, the PDB backoff and the node identity check.
 import { describe, expect, it } from "vitest";
-import { kubernetesSettingsSchema, policyFor, policyIncludes } from "../../src/actions/kubernetes/settings.js";
+import { kubernetesSettingsSchema, policyFor, policyIncludes } from "../../src/agent/actions/kubernetes/settings.js";
 import {
   annotationKeys,
   drainDeadlineMs,
@@ -17,7 +17,7 @@ import {
   undoPatch,
   type NodeView,
   type PodView,
-} from "../../src/actions/kubernetes/plan.js";
+} from "../../src/agent/actions/kubernetes/plan.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 
 const defaults = kubernetesSettingsSchema.parse({});

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { streamName } from "../../src/contract/stream-schema.js";
-import { exitCodes } from "../../src/cli/config-options.js";
+import { exitCodes } from "../../src/agent/cli/config-options.js";
 import { repoRoot } from "./support/bicep.js";
 import { cloudInitPath, installerDir, renderCloudInit } from "./support/cloud-init.js";
 import { powershellSyntaxErrors } from "./support/powershell.js";

@@ -2,9 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { recordColumns } from "../../src/contract/record.js";
-import { agentConfigSchema } from "../../src/config/schema.js";
-import { environmentVariables } from "../../src/config/load.js";
-import { sinkFactories } from "../../src/sinks/registry.js";
+import { agentConfigSchema } from "../../src/agent/config/schema.js";
+import { environmentVariables } from "../../src/agent/config/load.js";
+import { sinkFactories } from "../../src/agent/sinks/registry.js";
 import { listScenarioNames } from "../../src/testbed/simulator/scenarios.js";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");

@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { cliPath, logLines, runCli, waitForMetricsUrl, waitUntil } from "../helpers/agent-process.js";
-import { journalPriorities } from "../../src/observability/logger.js";
-import { secretFileWarning } from "../../src/config/secret-file.js";
-import { loadConfig } from "../../src/config/load.js";
+import { journalPriorities } from "../../src/agent/observability/logger.js";
+import { secretFileWarning } from "../../src/agent/config/secret-file.js";
+import { loadConfig } from "../../src/agent/config/load.js";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 const levelNames = Object.keys(journalPriorities);
