@@ -1,7 +1,8 @@
 // Pure conversion between the two views of one stored Event, as the API server serves them: core/v1 (involvedObject,
 // message, reportingComponent, count, ...) and events.k8s.io/v1 (regarding, note, reportingController,
-// deprecatedCount, ...). The peer stores the core/v1 shape.
-import type { KubeObject } from "./objects.js";
+// deprecatedCount, ...). The peer stores the core/v1 shape, with times normalised as the API server stores them.
+import { kubeMicroTime, kubeTime, type KubeObject } from "./objects.js";
+import { badRequest } from "./status.js";
 
 type Fields = Record<string, unknown>;
 
@@ -37,5 +38,22 @@ export function fromEventsV1(event: Fields): Fields {
   result.firstTimestamp = result.firstTimestamp ?? null;
   result.lastTimestamp = result.lastTimestamp ?? null;
   result.involvedObject = result.involvedObject ?? {};
+  return result;
+}
+
+function reformat(value: unknown, field: string, format: (epochMs: number) => string): string | null | undefined {
+  if (value === undefined || value === null) return value;
+  const epochMs = typeof value === "string" ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(epochMs)) throw badRequest(`Event in version "v1" cannot be handled as a Event: ${field}: parsing time ${JSON.stringify(value)} failed`);
+  return format(epochMs);
+}
+
+/** Times as the API server stores them: Time fields to whole seconds, MicroTime fields to microseconds. */
+export function normalizeEventTimes(core: Fields): Fields {
+  const result: Fields = { ...core };
+  for (const field of ["firstTimestamp", "lastTimestamp"]) if (field in result) result[field] = reformat(result[field], field, kubeTime);
+  if ("eventTime" in result) result.eventTime = reformat(result.eventTime, "eventTime", kubeMicroTime);
+  const series = result.series as Fields | undefined;
+  if (series && "lastObservedTime" in series) result.series = { ...series, lastObservedTime: reformat(series.lastObservedTime, "series.lastObservedTime", kubeMicroTime) };
   return result;
 }

@@ -2,7 +2,7 @@
 // namespace or all, get, PATCH, DELETE); an event created through one group is listed through the other.
 import { randomInt } from "node:crypto";
 import { isDryRun, requireObjectBody, type ApiRequest, type ApiResponse, type Cluster } from "./api.js";
-import { fromEventsV1, toEventsV1 } from "./event-convert.js";
+import { fromEventsV1, normalizeEventTimes, toEventsV1 } from "./event-convert.js";
 import { eventCreateCauses } from "./event-validation.js";
 import { listAnswer, objectAnswer } from "./lists.js";
 import type { KubeObject } from "./objects.js";
@@ -22,7 +22,7 @@ function createEvent(request: ApiRequest, cluster: Cluster, eventsV1: boolean): 
   const namespace = request.namespace;
   if (namespace === undefined) throw methodNotAllowed();
   const raw = requireObjectBody(request);
-  const core = (eventsV1 ? fromEventsV1(raw) : { ...raw, apiVersion: "v1", kind: "Event" }) as unknown as KubeObject;
+  const core = normalizeEventTimes(eventsV1 ? fromEventsV1(raw) : { ...raw, apiVersion: "v1", kind: "Event" }) as unknown as KubeObject;
   const metadata = { ...((raw.metadata ?? {}) as Partial<KubeObject["metadata"]>) };
   if (metadata.namespace && metadata.namespace !== namespace) throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
   const name = metadata.name || (metadata.generateName ? `${metadata.generateName}${randomSuffix()}` : "");
