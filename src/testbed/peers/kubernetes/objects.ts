@@ -70,3 +70,33 @@ export function copyOf<T>(value: T): T {
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/** Fields that Go's `omitempty` drops when empty/false/0, for the kinds a client may write (dotted paths). */
+const omitEmptyPaths: readonly string[] = [
+  "metadata.labels",
+  "metadata.annotations",
+  "metadata.ownerReferences",
+  "metadata.finalizers",
+  "spec.taints",
+  "spec.unschedulable",
+  "spec.providerID",
+  "spec.podCIDR",
+];
+
+function isEmptyValue(value: unknown): boolean {
+  if (value === false || value === "" || value === 0 || value === null) return true;
+  if (Array.isArray(value)) return value.length === 0;
+  return isPlainObject(value) && Object.keys(value).length === 0;
+}
+
+/** Drops empty omitempty fields, so an object reads back as the API server would serialise it. */
+export function withoutEmptyFields<T extends { metadata: object }>(object: T): T {
+  for (const path of omitEmptyPaths) {
+    const parts = path.split(".");
+    const last = parts.pop() ?? "";
+    let parent: unknown = object;
+    for (const part of parts) parent = isPlainObject(parent) ? parent[part] : undefined;
+    if (isPlainObject(parent) && last in parent && isEmptyValue(parent[last])) delete parent[last];
+  }
+  return object;
+}

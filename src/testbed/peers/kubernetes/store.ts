@@ -2,7 +2,7 @@
 // timestamps, implicit namespaces, and the logs tests read back (evictions). Handlers and the seeding API both go
 // through it; everything handed out is a copy.
 import { randomUUID } from "node:crypto";
-import { copyOf, kubeTime, type KubeObject, type NewKubeObject } from "./objects.js";
+import { copyOf, kubeTime, withoutEmptyFields, type KubeObject, type NewKubeObject } from "./objects.js";
 
 export type ResourceKind = "nodes" | "pods" | "daemonsets" | "poddisruptionbudgets" | "events";
 
@@ -76,7 +76,7 @@ export class ClusterStore {
 
   /** Stores a new object, filling uid, resourceVersion and creationTimestamp; returns a copy of what was stored. */
   create(kind: ResourceKind, object: NewKubeObject): KubeObject {
-    const stored = copyOf(object) as KubeObject;
+    const stored = withoutEmptyFields(copyOf(object) as KubeObject);
     stored.metadata.uid = stored.metadata.uid ?? randomUUID();
     stored.metadata.creationTimestamp = stored.metadata.creationTimestamp ?? this.nowIso();
     stored.metadata.resourceVersion = String(++this.resourceVersion);
@@ -101,7 +101,7 @@ export class ClusterStore {
     const key = objectKey(object.metadata.namespace, object.metadata.name);
     const current = this.collection(kind).get(key);
     if (!current) throw new Error(`${kind} ${key} does not exist`);
-    const stored = copyOf(object);
+    const stored = withoutEmptyFields(copyOf(object));
     stored.metadata.uid = current.metadata.uid;
     stored.metadata.creationTimestamp = current.metadata.creationTimestamp;
     stored.metadata.resourceVersion = String(++this.resourceVersion);
