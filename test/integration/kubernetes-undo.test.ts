@@ -132,17 +132,21 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
     const id = "F1B2C3D4-0000-4000-8000-000000000006";
     try {
       await waitForKubernetesReady(first);
-      peer.state.blockDisruptions("apps", "db", 10_000);
+      peer.state.blockDisruptions("apps", "db", Number.POSITIVE_INFINITY);
       sim.setEvents([event(id, { notBeforeInSeconds: 120 })]);
-      await waitUntil(() => peer.state.evictions().some((e) => e.pod === "db-0" && e.outcome === "blocked"), 20_000, "the drain to be held by the PDB");
-      // A few drain rounds later (the progress is persisted after each round), while the PDB still holds db-0.
+      await waitUntil(() => peer.state.evictions().some((e) => e.pod === "db-0" && e.outcome === "blocked"), 60_000, "the drain to be held by the PDB");
+      await waitUntil(() => peer.state.evictions().filter((e) => e.outcome === "evicted").length === 9, 60_000, "the other pods' evictions");
+      // A moment later (the progress is persisted after each group of evictions), while the PDB still holds db-0.
       await new Promise((r) => setTimeout(r, 1_000));
       expect(peer.state.pods({ nodeName }).map((p) => p.metadata.name)).toContain("db-0");
       expect(await first.stop("SIGKILL")).toBe("SIGKILL");
+      const blockedBeforeKill = peer.state.evictions().filter((e) => e.pod === "db-0" && e.outcome === "blocked").length;
       expect(sim.status().approvals).toEqual([]);
       second = setup.start();
       await waitForKubernetesReady(second);
-      await waitUntil(() => sim.status().approvals.length > 0, 40_000, "the approval after the resumed drain");
+      await waitUntil(() => peer.state.evictions().filter((e) => e.pod === "db-0" && e.outcome === "blocked").length > blockedBeforeKill, 60_000, "the resumed drain to ask again");
+      peer.state.allowDisruptions("apps", "db");
+      await waitUntil(() => sim.status().approvals.length > 0, 60_000, "the approval after the resumed drain");
       await new Promise((r) => setTimeout(r, 1_000));
       expect(await second.stop("SIGTERM")).toBe(0);
     } finally {

@@ -66,12 +66,12 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     if (nowMs >= options.deadlineMs) {
       return { outcome: "incomplete", podsLeft: [...selection.evict, ...selection.terminating].map(podRef).sort(), ...progress() };
     }
-    const before = evicted.size + pdbBlocked.size;
     const due = selection.evict.filter((pod) => (retries.get(podRef(pod))?.nextAtMs ?? 0) <= clock.monotonicMs());
     for (let i = 0; i < due.length; i += evictionConcurrency) {
+      const before = evicted.size + pdbBlocked.size;
       await Promise.all(due.slice(i, i + evictionConcurrency).map((pod) => evictOne(pod, options, retries, evicted, pdbBlocked, (held) => (pdbHeldMs = Math.max(pdbHeldMs, held)))));
+      if (evicted.size + pdbBlocked.size !== before) options.onProgress(progress()); // after each group: a restart counts them
     }
-    if (evicted.size + pdbBlocked.size !== before) options.onProgress(progress());
     const nextRetryMs = Math.min(...[...retries.values()].map((r) => r.nextAtMs - clock.monotonicMs()), options.podPollMs);
     const waitMs = Math.max(50, Math.min(nextRetryMs, options.podPollMs, options.deadlineMs - clock.now()));
     await clock.sleep(waitMs, options.signal).catch(() => undefined);

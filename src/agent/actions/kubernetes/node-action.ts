@@ -6,6 +6,8 @@ import type { EventStatus, KubernetesOutcome, KubernetesRecord, RecordIdentity, 
 import type { ActionLedger, ActionRow, PlannedAction } from "../../store/action-ledger.js";
 import type { Clock } from "../../util/clock.js";
 import { KubeApiError, type KubeApi, type NodeEventType } from "./client.js";
+
+type KubeNode = Awaited<ReturnType<KubeApi["readNode"]>>;
 import { drainNode, type DrainProgress } from "./drain.js";
 import type { KubernetesMetrics } from "./metrics.js";
 import { drainDeadlineMs, drainStartMs, markPatch, noExecutePatch, nodeIsThisVm, taintKeyFor, taintValueFor, undoPatch, type NodePatch } from "./plan.js";
@@ -186,16 +188,15 @@ export class NodeActions {
       ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
       this.saveState(row.actionKey, next);
     });
-    return this.mark(row, record, next, policy);
+    return this.mark(row, record, next, policy, node);
   }
 
   /** The NoSchedule taint, the annotations and (per policy) the cordon, in one patch; a Noticed Event and a record. */
-  private async mark(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
+  private async mark(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, nodeRead?: KubeNode): Promise<number> {
     const { nodeName, clock } = this.options;
-    const api = this.api;
     const startedMs = clock.monotonicMs();
     const cordon = policyIncludes(policy, "cordon");
-    const node = await api.readNode(nodeName);
+    const node = nodeRead ?? (await this.api.readNode(nodeName));
     await this.patch(nodeName, markPatch(node, record, cordon, new Date(clock.now()).toISOString()), node.resourceVersion);
     const taint = `${taintKeyFor(record.EventType)}=${taintValueFor(record.EventId)}:NoSchedule`;
     const outcome: KubernetesOutcome = cordon ? "Cordoned" : "Tainted";
