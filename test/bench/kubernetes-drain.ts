@@ -35,6 +35,7 @@ function startAgent(sim: Simulator, peer: KubernetesPeer | undefined): { agent: 
     sinks: [`jsonl:${out}`],
     heartbeatIntervalMs: 0,
     logLevel: "info",
+    metricsPort: 0,
     ...(peer ? { kubernetes: { nodeName, kubeconfig: peer.kubeconfigPath, drainLeadMs: 900_000, deadlineReserveMs: 5_000 } } : {}),
   };
   writeFileSync(join(dir, "config.json"), JSON.stringify(config));
