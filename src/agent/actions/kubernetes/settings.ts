@@ -2,6 +2,7 @@
 // timings of a drain. Present = the action is on (the Kubernetes client is loaded only then); absent = forwarding only.
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
+import { documented } from "../../util/setting-doc.js";
 
 /**
  * What a Scheduled event does to the node, in increasing order: none (forward only) · taint (NoSchedule taint and
@@ -38,41 +39,41 @@ export const kubernetesDefaults = {
 } as const;
 
 const ms = z.number().check(z.int(), z.nonnegative());
-const policy = z.enum(nodePolicies);
+const positiveMs = z.number().check(z.int(), z.positive());
+const policy = (type: string, defaultPolicy: NodePolicy) =>
+  documented(z._default(z.enum(nodePolicies), defaultPolicy), { description: `What a Scheduled ${type} does to the node.` });
 
 export const kubernetesSettingsSchema = z.strictObject({
-  /** This node's name; default: the NODE_NAME environment variable (the chart sets it from the downward API). */
-  nodeName: z.optional(z.string().check(z.minLength(1))),
-  /** What each EventType does to the node (see `nodePolicies`); types not listed use `other`. */
-  policy: z._default(
-    z.strictObject({
-      Freeze: z._default(policy, defaultNodePolicies.Freeze),
-      Reboot: z._default(policy, defaultNodePolicies.Reboot),
-      Redeploy: z._default(policy, defaultNodePolicies.Redeploy),
-      Preempt: z._default(policy, defaultNodePolicies.Preempt),
-      Terminate: z._default(policy, defaultNodePolicies.Terminate),
-      other: z._default(policy, defaultNodePolicies.other),
-    }),
-    { ...defaultNodePolicies },
+  nodeName: documented(z.optional(z.string().check(z.minLength(1))), {
+    description: "This node's name (the chart sets `NODE_NAME` from the downward API).",
+    defaultText: "the `NODE_NAME` environment variable",
+  }),
+  policy: documented(
+    z._default(
+      z.strictObject({
+        Freeze: policy("Freeze (forward only by default; `taint` to mark the node)", defaultNodePolicies.Freeze),
+        Reboot: policy("Reboot", defaultNodePolicies.Reboot),
+        Redeploy: policy("Redeploy", defaultNodePolicies.Redeploy),
+        Preempt: policy("Preempt (Spot eviction, 30 s notice)", defaultNodePolicies.Preempt),
+        Terminate: policy("Terminate (scale-set deletion)", defaultNodePolicies.Terminate),
+        other: policy("event of any other EventType", defaultNodePolicies.other),
+      }),
+      { ...defaultNodePolicies },
+    ),
+    { description: "What each EventType does to this VM's node (see src/agent/actions/kubernetes/README.md)." },
   ),
-  /** Milliseconds before NotBefore at which the drain starts (earlier notices wait, tainted and cordoned). */
-  drainLeadMs: z._default(ms, kubernetesDefaults.drainLeadMs),
-  /** Milliseconds before NotBefore by which the drain must be over (its deadline). */
-  deadlineReserveMs: z._default(ms, kubernetesDefaults.deadlineReserveMs),
-  /** First wait after a PodDisruptionBudget refusal, in milliseconds. */
-  pdbRetryInitialMs: z._default(z.number().check(z.int(), z.positive()), kubernetesDefaults.pdbRetryInitialMs),
-  /** Longest wait between retries of a refused eviction, in milliseconds. */
-  pdbRetryMaxMs: z._default(z.number().check(z.int(), z.positive()), kubernetesDefaults.pdbRetryMaxMs),
-  /** Evict pods with emptyDir volumes (their data is lost, as with `kubectl drain --delete-emptydir-data`). */
-  evictEmptyDir: z._default(z.boolean(), true),
-  /** After a complete drain, also taint NoExecute (never before: a NoExecute taint evicts without PodDisruptionBudgets). */
-  noExecuteTaintAfterDrain: z._default(z.boolean(), false),
-  /** Kubeconfig file (tests, running outside a cluster); default: the in-cluster service account. */
-  kubeconfig: z.optional(z.string().check(z.minLength(1))),
-  /** Timeout of each Kubernetes API request, in milliseconds. */
-  requestTimeoutMs: z._default(z.number().check(z.int(), z.positive()), kubernetesDefaults.requestTimeoutMs),
-  /** Period of listing the pods left while evicted pods terminate, in milliseconds. */
-  podPollMs: z._default(z.number().check(z.int(), z.positive()), kubernetesDefaults.podPollMs),
+  drainLeadMs: documented(z._default(ms, kubernetesDefaults.drainLeadMs), { description: "The drain starts this long before `NotBefore` (at once when that is past); the taint and cordon come at the notice." }),
+  deadlineReserveMs: documented(z._default(ms, kubernetesDefaults.deadlineReserveMs), { description: "The drain's deadline is `NotBefore` minus this." }),
+  pdbRetryInitialMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryInitialMs), { description: "First wait after a PodDisruptionBudget refused an eviction (429); doubles each time." }),
+  pdbRetryMaxMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryMaxMs), { description: "Longest wait between retries of a refused eviction." }),
+  evictEmptyDir: documented(z._default(z.boolean(), true), { description: "Evict pods with emptyDir volumes (their data is lost, as with `kubectl drain --delete-emptydir-data`)." }),
+  noExecuteTaintAfterDrain: documented(z._default(z.boolean(), false), { description: "After a complete drain, also taint NoExecute (never before: it would evict without PodDisruptionBudgets)." }),
+  kubeconfig: documented(z.optional(z.string().check(z.minLength(1))), {
+    description: "Kubeconfig file (tests, an agent outside the cluster).",
+    defaultText: "in-cluster: the service-account token and CA, `KUBERNETES_SERVICE_HOST`/`PORT`",
+  }),
+  requestTimeoutMs: documented(z._default(positiveMs, kubernetesDefaults.requestTimeoutMs), { description: "Deadline of each Kubernetes API request." }),
+  podPollMs: documented(z._default(positiveMs, kubernetesDefaults.podPollMs), { description: "How often the pods left are listed while evicted pods terminate." }),
 });
 export type KubernetesSettings = z.infer<typeof kubernetesSettingsSchema>;
 
