@@ -42,9 +42,13 @@ export function nodePods(count: number, options: { graceSeconds?: number; stopsA
   return pods;
 }
 
-export async function startNodePeer(sim: Simulator, pods: PodSeed[], options: { pdbBlockMs?: number; unschedulable?: boolean } = {}): Promise<KubernetesPeer> {
+export async function startNodePeer(
+  sim: Simulator,
+  pods: PodSeed[],
+  options: { pdbBlockMs?: number; unschedulable?: boolean; providerID?: string } = {},
+): Promise<KubernetesPeer> {
   const seed: KubernetesSeed = {
-    nodes: [{ name: nodeName, providerID: providerIdOf(sim), ...(options.unschedulable ? { unschedulable: true } : {}) }],
+    nodes: [{ name: nodeName, providerID: options.providerID ?? providerIdOf(sim), ...(options.unschedulable ? { unschedulable: true } : {}) }],
     pods,
     ...(options.pdbBlockMs !== undefined
       ? { podDisruptionBudgets: [{ namespace: "apps", name: "db", matchLabels: { app: "db" }, maxUnavailable: 1, blockForMs: options.pdbBlockMs }] }
