@@ -107,6 +107,12 @@ export function ownerReference(owner: OwnerSeed, uid: string): OwnerReference {
   return { apiVersion, kind: owner.kind, name: owner.name, uid, controller: owner.controller ?? true, blockOwnerDeletion: true };
 }
 
+function containerState(phase: NonNullable<PodSeed["phase"]>, nowIso: string): object {
+  if (phase === "Running") return { running: { startedAt: nowIso } };
+  if (phase === "Pending") return { waiting: { reason: "ContainerCreating" } };
+  return { terminated: { exitCode: phase === "Succeeded" ? 0 : 1, reason: phase === "Succeeded" ? "Completed" : "Error", startedAt: nowIso, finishedAt: nowIso } };
+}
+
 export function podObject(seed: PodSeed, owners: OwnerReference[], nowIso: string): NewKubeObject {
   const phase = seed.phase ?? "Running";
   const ready = phase === "Running" && (seed.ready ?? true);
@@ -142,7 +148,7 @@ export function podObject(seed: PodSeed, owners: OwnerReference[], nowIso: strin
         { type: "ContainersReady", status: ready ? "True" : "False", lastProbeTime: null, lastTransitionTime: nowIso },
       ],
       startTime: nowIso,
-      containerStatuses: [{ name: "main", ready, restartCount: 0, started: phase === "Running", image: "registry.k8s.io/pause:3.10", imageID: "", state: phase === "Running" ? { running: { startedAt: nowIso } } : { terminated: { exitCode: phase === "Succeeded" ? 0 : 1, reason: phase === "Succeeded" ? "Completed" : "Error" } } }],
+      containerStatuses: [{ name: "main", ready, restartCount: 0, started: phase === "Running", image: "registry.k8s.io/pause:3.10", imageID: "", state: containerState(phase, nowIso) }],
       qosClass: "BestEffort",
     },
   };
