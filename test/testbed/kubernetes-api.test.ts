@@ -169,6 +169,7 @@ describe("Kubernetes peer API", () => {
     const deleted = await call(p, "DELETE", "/api/v1/namespaces/default/pods/p1?gracePeriodSeconds=1");
     expect(deleted.code).toBe(200);
     expect((deleted.body.metadata as { deletionGracePeriodSeconds: number }).deletionGracePeriodSeconds).toBe(1);
+    expect(p.state.pod("default", "p1")?.metadata.deletionTimestamp).toBe((deleted.body.metadata as { deletionTimestamp: string }).deletionTimestamp);
     await waitFor(() => p.state.pod("default", "p1") === undefined, 5_000);
   });
 
