@@ -1,6 +1,6 @@
 // Poll backoff while discovery has no IMDS endpoint: short enough that polling resumes soon after one is found.
 import { describe, expect, it } from "vitest";
-import { maxPollBackoffMs, noEndpointMaxBackoffMs, pollBackoffMs } from "../../src/agent/poll-backoff.js";
+import { maxPollBackoffMs, noEndpointMaxBackoffMs, pollBackoffMs } from "../../src/agent/pipeline/poll-backoff.js";
 
 describe("pollBackoffMs", () => {
   it("caps the wait at 5 s while no endpoint is known, and at 30 s for network errors", () => {

@@ -9,7 +9,7 @@ import { EventHubProducerClient } from "@azure/event-hubs";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify/server.js";
-import { cliPath } from "../helpers/agent-process.js";
+import { fleetCliPath } from "../helpers/agent-process.js";
 import { startAzurite } from "./azurite.js";
 import { fleetTransition, vm, type VmFixture } from "./records.js";
 
@@ -72,7 +72,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
   const instances: FleetInstance[] = [];
   for (let i = 0; i < options.instances; i++) {
-    const child = spawn(process.execPath, [cliPath, "fleet", "--config", configPath], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [fleetCliPath, "--config", configPath], { env, stdio: ["ignore", "pipe", "pipe"] });
     let err = "";
     child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
     let out = "";

@@ -3,9 +3,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-export const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+export const cliPath = fileURLToPath(new URL("../../src/agent/dist/cli/main.js", import.meta.url));
 /** The built testbed CLI (`sef-testbed simulate|emulate`). */
-export const testbedCliPath = fileURLToPath(new URL("../../dist/testbed/cli.js", import.meta.url));
+/** The built fleet service CLI (`sef-fleet`). */
+export const fleetCliPath = fileURLToPath(new URL("../../src/fleet/dist/cli/main.js", import.meta.url));
+export const testbedCliPath = fileURLToPath(new URL("../../src/testbed/dist/cli.js", import.meta.url));
 
 export interface RunningProcess {
   readonly child: ChildProcess;

@@ -1,6 +1,6 @@
 // A fake Clock for tests: time moves only when the test calls `advance`; sleepers wake in deadline order, and the
 // promise chains they start get to run (and schedule their next sleep) before time moves on.
-import type { Clock } from "../../src/util/clock.js";
+import type { Clock } from "../../src/agent/util/clock.js";
 
 interface Sleeper {
   readonly wakeAtMs: number;
