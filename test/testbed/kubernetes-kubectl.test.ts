@@ -119,6 +119,33 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     expect(drain.elapsedMs).toBeLessThan(20_000);
   });
 
+  it("taints and untaints a node, keeping the taints it did not name", async () => {
+    const p = await start({ nodes: [{ name: "node-a", taints: [{ key: "operator", value: "1", effect: "PreferNoSchedule" }] }] });
+    const taint = await kubectl(p.kubeconfigPath, ["taint", "nodes", "node-a", "sef.io/reboot=E1:NoSchedule"]);
+    expect(taint).toMatchObject({ exitCode: 0, stdout: "node/node-a tainted\n" });
+    expect((p.state.node("node-a")?.spec as { taints?: unknown[] }).taints).toEqual([
+      { key: "sef.io/reboot", value: "E1", effect: "NoSchedule" },
+      { key: "operator", value: "1", effect: "PreferNoSchedule" },
+    ]);
+    const untaint = await kubectl(p.kubeconfigPath, ["taint", "nodes", "node-a", "sef.io/reboot:NoSchedule-"]);
+    expect(untaint).toMatchObject({ exitCode: 0, stdout: "node/node-a untainted\n" });
+    expect((p.state.node("node-a")?.spec as { taints?: unknown[] }).taints).toEqual([{ key: "operator", value: "1", effect: "PreferNoSchedule" }]);
+    const label = await kubectl(p.kubeconfigPath, ["label", "node", "node-a", "sef.io/draining=true"]);
+    expect(label.exitCode).toBe(0);
+    expect(p.state.node("node-a")?.metadata.labels).toMatchObject({ "sef.io/draining": "true", "kubernetes.io/hostname": "node-a" });
+  });
+
+  it("drains with --disable-eviction: DELETE with a protobuf DeleteOptions carrying the grace period", async () => {
+    const p = await start({ nodes: [{ name: "node-a" }], pods: [{ name: "slow", nodeName: "node-a", ownerReferences: replicaSet("slow-1"), terminationGracePeriodSeconds: 300 }] });
+    const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--disable-eviction", "--grace-period=1", "--timeout=30s"]);
+    expect(drain.stdout).toContain("pod/slow deleted");
+    expect(drain.exitCode).toBe(0);
+    const deletes = p.state.requests().filter((r) => r.method === "DELETE");
+    expect(deletes.map((r) => [r.path, r.contentType, r.code])).toEqual([["/api/v1/namespaces/default/pods/slow", "application/vnd.kubernetes.protobuf", 200]]);
+    expect(p.state.pod("default", "slow")).toBeUndefined();
+    expect(drain.elapsedMs).toBeLessThan(20_000);
+  });
+
   it("gets events written through core/v1 and events.k8s.io/v1", async () => {
     const p = await start({ nodes: [{ name: "node-a" }] });
     const uid = p.state.node("node-a")?.metadata.uid;

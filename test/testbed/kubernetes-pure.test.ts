@@ -9,6 +9,7 @@ import { eventCreateCauses } from "../../src/testbed/peers/kubernetes/event-vali
 import { StatusError } from "../../src/testbed/peers/kubernetes/status.js";
 import { kubeMicroTime, kubeTime, withoutEmptyFields, type KubeObject } from "../../src/testbed/peers/kubernetes/objects.js";
 import { humanDuration } from "../../src/testbed/peers/kubernetes/tables.js";
+import { decodeDeleteOptions } from "../../src/testbed/peers/kubernetes/protobuf.js";
 
 function statusOf(thrower: () => unknown): { code: number; reason?: string; message?: string } {
   try {
@@ -209,6 +210,32 @@ describe("events", () => {
     expect(eventCreateCauses(valid, "apps", true).map((c) => c.field)).toEqual(["involvedObject.namespace"]);
     expect(eventCreateCauses({ ...valid, type: "Info", count: 1 }, "default", true).map((c) => c.field)).toEqual(["type", "deprecatedCount"]);
     expect(eventCreateCauses({ ...valid, eventTime: null, reportingComponent: "" }, "default", true).map((c) => c.field)).toEqual(["eventTime"]);
+  });
+});
+
+describe("protobuf DeleteOptions", () => {
+  const lengthDelimited = (field: number, bytes: Buffer): Buffer => Buffer.concat([Buffer.from([(field << 3) | 2, bytes.length]), bytes]);
+  const envelope = (raw: Buffer): Buffer => {
+    const typeMeta = Buffer.concat([lengthDelimited(1, Buffer.from("v1")), lengthDelimited(2, Buffer.from("DeleteOptions"))]);
+    return Buffer.concat([Buffer.from("k8s\0", "latin1"), lengthDelimited(1, typeMeta), lengthDelimited(2, raw), lengthDelimited(4, Buffer.alloc(0))]);
+  };
+
+  it("decodes the fields client-go sends, in their JSON shape", () => {
+    const raw = Buffer.concat([
+      Buffer.from([0x08, 0x01]),
+      lengthDelimited(2, lengthDelimited(1, Buffer.from("uid-1"))),
+      lengthDelimited(4, Buffer.from("Background")),
+      lengthDelimited(5, Buffer.from("All")),
+    ]);
+    expect(decodeDeleteOptions(envelope(raw))).toEqual({ gracePeriodSeconds: 1, preconditions: { uid: "uid-1" }, propagationPolicy: "Background", dryRun: ["All"] });
+    const minusOne = Buffer.from([0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+    expect(decodeDeleteOptions(envelope(minusOne))).toEqual({ gracePeriodSeconds: -1 });
+    expect(decodeDeleteOptions(envelope(Buffer.alloc(0)))).toEqual({});
+  });
+
+  it("refuses a body without the envelope or cut short (400)", () => {
+    expect(statusOf(() => decodeDeleteOptions(Buffer.from([0x08, 0x01])))).toMatchObject({ code: 400 });
+    expect(statusOf(() => decodeDeleteOptions(envelope(Buffer.from([0x12, 0x09, 0x0a]))))).toMatchObject({ code: 400, message: "the protobuf body is truncated" });
   });
 });
 

@@ -16,7 +16,8 @@ import { PodTerminator } from "./pod-lifecycle.js";
 import { discoveryAnswer, parseResourcePath, route } from "./router.js";
 import type { KubernetesSeed } from "./seed.js";
 import { KubernetesPeerState, type RequestRecord } from "./state.js";
-import { badRequest, failure, pathNotFound, StatusError, unauthorizedStatus } from "./status.js";
+import { decodeDeleteOptions, protobufMediaType } from "./protobuf.js";
+import { badRequest, failure, pathNotFound, StatusError, unauthorizedStatus, unsupportedMediaType } from "./status.js";
 import { ClusterStore, systemClock, type StoreClock } from "./store.js";
 import { generateBearerToken, generatePeerTlsIdentity, hasBearerToken } from "./tls.js";
 
@@ -57,7 +58,7 @@ export interface KubernetesPeer {
   close(deadlineMs?: number): Promise<void>;
 }
 
-async function readBody(request: IncomingMessage): Promise<unknown> {
+async function readBody(request: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
@@ -65,11 +66,19 @@ async function readBody(request: IncomingMessage): Promise<unknown> {
     if (size > maxRequestBodyBytes) throw new StatusError(failure(413, "RequestEntityTooLarge", "the request body is too large"));
     chunks.push(chunk);
   }
-  if (size === 0) return undefined;
+  return Buffer.concat(chunks);
+}
+
+/** JSON bodies, and the protobuf DeleteOptions of a DELETE; other media types are a 415. */
+function parseBody(body: Buffer, method: string, contentType: string | undefined): unknown {
+  if (body.length === 0) return undefined;
+  const media = (contentType ?? "application/json").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (media === protobufMediaType && method === "DELETE") return decodeDeleteOptions(body);
+  if (method === "PATCH" ? !media.endsWith("+json") : media !== "application/json") throw unsupportedMediaType(method === "PATCH");
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return JSON.parse(body.toString("utf8"));
   } catch (_error) {
-    throw badRequest("the request body is not valid JSON (the peer accepts JSON only, not protobuf or YAML)");
+    throw badRequest("the request body is not valid JSON");
   }
 }
 
@@ -82,7 +91,7 @@ async function answer(request: IncomingMessage, url: URL, cluster: Cluster, serv
     ...target,
     method: request.method ?? "GET",
     query: url.searchParams,
-    body: await readBody(request),
+    body: parseBody(await readBody(request), request.method ?? "GET", request.headers["content-type"]),
     ...(request.headers["content-type"] ? { contentType: request.headers["content-type"] } : {}),
     accept: request.headers.accept ?? "application/json",
   };
