@@ -187,6 +187,27 @@ describe("Kubernetes peer API", () => {
     expect(p.state.events().map((e) => e.metadata.name)).toEqual(["e1"]);
   });
 
+  it("watches: current objects as ADDED, then MODIFIED and DELETED; resumes after a resourceVersion; ends on timeoutSeconds", async () => {
+    const p = await start({ nodes: [{ name: "node-a" }, { name: "node-b" }], pods: [{ name: "p1", nodeName: "node-a", terminationGracePeriodSeconds: 1 }, { name: "p2", nodeName: "node-b" }] });
+    const startRv = p.state.pod("default", "p1")?.metadata.resourceVersion ?? "";
+    const lines = watchLines(p, "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dnode-a&timeoutSeconds=3");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await call(p, "DELETE", "/api/v1/namespaces/default/pods/p1")).code).toBe(200);
+    const events = await lines;
+    expect(events.map((e) => [e.type, e.object.metadata.name, e.object.metadata.deletionTimestamp !== undefined])).toEqual([
+      ["ADDED", "p1", false],
+      ["MODIFIED", "p1", true],
+      ["DELETED", "p1", true],
+    ]);
+    const resumed = await watchLines(p, `/api/v1/namespaces/default/pods?watch=true&resourceVersion=${startRv}&timeoutSeconds=1`);
+    expect(resumed.map((e) => [e.type, e.object.metadata.name])).toEqual([
+      ["ADDED", "p2"],
+      ["MODIFIED", "p1"],
+      ["DELETED", "p1"],
+    ]);
+    expect(await call(p, "GET", "/api/v1/namespaces?watch=true")).toMatchObject({ code: 405 });
+  });
+
   it("closes within its deadline while a client holds a request open", async () => {
     const p = await start({});
     const socket = connect({ host: "127.0.0.1", port: Number(new URL(p.url).port), ca: p.caPem, servername: "localhost" });
@@ -200,6 +221,25 @@ describe("Kubernetes peer API", () => {
     socket.destroy();
   });
 });
+
+interface WatchEvent {
+  type: string;
+  object: { metadata: { name: string; deletionTimestamp?: string } };
+}
+
+/** The events of one watch, read until the server ends the stream. */
+function watchLines(p: KubernetesPeer, path: string): Promise<WatchEvent[]> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${p.url}${path}`, { ca: p.caPem, timeout: 20_000, headers: { authorization: `Bearer ${p.token}` } }, (res) => {
+      let text = "";
+      res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+      res.on("end", () => resolve(text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as WatchEvent)));
+    });
+    req.on("timeout", () => req.destroy(new Error("watch did not end")));
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 async function waitFor(condition: () => boolean, deadlineMs: number): Promise<void> {
   const startedMs = performance.now();

@@ -146,6 +146,19 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     expect(drain.elapsedMs).toBeLessThan(20_000);
   });
 
+  it("deletes a pod and waits for it through a watch (kubectl delete, kubectl wait --for=delete)", async () => {
+    const p = await start({ nodes: [{ name: "node-a" }], pods: [{ name: "p1", nodeName: "node-a", terminationGracePeriodSeconds: 2 }, { name: "p2", nodeName: "node-a", terminationGracePeriodSeconds: 2 }] });
+    const deleted = await kubectl(p.kubeconfigPath, ["delete", "pod", "p1"]);
+    expect(deleted).toMatchObject({ exitCode: 0, stdout: `pod "p1" deleted\n`, stderr: "" });
+    expect(deleted.elapsedMs).toBeGreaterThanOrEqual(2_000);
+    expect(p.state.pod("default", "p1")).toBeUndefined();
+    const waiting = kubectl(p.kubeconfigPath, ["wait", "--for=delete", "pod/p2", "--timeout=20s"]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await kubectl(p.kubeconfigPath, ["delete", "pod", "p2", "--wait=false"])).exitCode).toBe(0);
+    expect(await waiting).toMatchObject({ exitCode: 0, stdout: "pod/p2 condition met\n" });
+    expect(p.state.requests().some((r) => r.path.includes("watch=true") && r.code === 200)).toBe(true);
+  });
+
   it("gets events written through core/v1 and events.k8s.io/v1", async () => {
     const p = await start({ nodes: [{ name: "node-a" }] });
     const uid = p.state.node("node-a")?.metadata.uid;

@@ -20,6 +20,7 @@ import { decodeDeleteOptions, protobufMediaType } from "./protobuf.js";
 import { badRequest, failure, pathNotFound, StatusError, unauthorizedStatus, unsupportedMediaType } from "./status.js";
 import { ClusterStore, systemClock, type StoreClock } from "./store.js";
 import { generateBearerToken, generatePeerTlsIdentity, hasBearerToken } from "./tls.js";
+import { streamWatch } from "./watch.js";
 
 /** The API server's own limit on a request body (3 MiB). */
 export const maxRequestBodyBytes = 3 * 1024 * 1024;
@@ -54,7 +55,7 @@ export interface KubernetesPeer {
   /** A kubeconfig with the CA and the bearer token (current context `sef-testbed`, namespace default). */
   readonly kubeconfigPath: string;
   readonly state: KubernetesPeerState;
-  /** Stops listening, ends connections (forcibly after `deadlineMs`), cancels pending pod removals. */
+  /** Stops listening, ends watches and connections (forcibly after `deadlineMs`), cancels pending pod removals. */
   close(deadlineMs?: number): Promise<void>;
 }
 
@@ -104,7 +105,7 @@ function send(response: ServerResponse, result: ApiResponse): void {
   response.end(body);
 }
 
-function requestHandler(cluster: Cluster, token: string, requestLog: RequestRecord[], serverAddress: () => string) {
+function requestHandler(cluster: Cluster, token: string, requestLog: RequestRecord[], serverAddress: () => string, watches: Set<() => void>) {
   return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? "/", "https://peer.invalid");
     let result: ApiResponse;
@@ -127,7 +128,13 @@ function requestHandler(cluster: Cluster, token: string, requestLog: RequestReco
       ...(request.headers["content-type"] ? { contentType: request.headers["content-type"] } : {}),
       ...(request.headers["user-agent"] ? { userAgent: request.headers["user-agent"] } : {}),
     });
-    send(response, result);
+    if (result.watch) {
+      const end = streamWatch(response, cluster.store, result.watch);
+      watches.add(end);
+      response.on("close", () => watches.delete(end));
+    } else {
+      send(response, result);
+    }
   };
 }
 
@@ -152,6 +159,7 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   const store = new ClusterStore(options.clock ?? systemClock);
   const cluster: Cluster = { store, budgets: new DisruptionBudgets(store), terminator: new PodTerminator(store), logger };
   const requestLog: RequestRecord[] = [];
+  const watches = new Set<() => void>();
   const state = new KubernetesPeerState(cluster, requestLog);
   if (options.seed) state.seed(options.seed);
   const token = options.token ?? generateBearerToken();
@@ -159,7 +167,7 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   const host = options.host ?? "127.0.0.1";
   let serverAddress = "";
   const server = createServer({ key: identity.keyPem, cert: identity.certPem, requestTimeout: 60_000 }, (request, response) => {
-    void requestHandler(cluster, token, requestLog, () => serverAddress)(request, response);
+    void requestHandler(cluster, token, requestLog, () => serverAddress, watches)(request, response);
   });
   const port = await listen(server, options.port ?? 0, host);
   serverAddress = `${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -182,6 +190,7 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
     state,
     close: async (deadlineMs = defaultCloseDeadlineMs) => {
       cluster.terminator.close();
+      for (const end of [...watches]) end();
       await closeServer(server, deadlineMs);
       await rm(dir, { recursive: true, force: true });
     },
