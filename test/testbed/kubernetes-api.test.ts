@@ -51,7 +51,6 @@ describe("Kubernetes peer API", () => {
     expect(groups.map((g) => g.name).sort()).toEqual(["apps", "events.k8s.io", "policy"]);
     expect((await call(p, "GET", "/apis/policy")).body).toMatchObject({ kind: "APIGroup", name: "policy", preferredVersion: { groupVersion: "policy/v1" } });
     expect(await call(p, "GET", "/apis/batch/v1/jobs")).toMatchObject({ code: 404, body: { kind: "Status", reason: "NotFound" } });
-    expect(await call(p, "GET", "/api/v1/nodes?watch=true")).toMatchObject({ code: 405, body: { reason: "MethodNotAllowed" } });
   });
 
   it("patches nodes with merge and JSON patches, checks resourceVersion, refuses unknown patch types", async () => {
@@ -205,7 +204,7 @@ describe("Kubernetes peer API", () => {
       ["MODIFIED", "p1"],
       ["DELETED", "p1"],
     ]);
-    expect(await call(p, "GET", "/api/v1/namespaces?watch=true")).toMatchObject({ code: 405 });
+    expect(await call(p, "GET", "/api/v1/namespaces?watch=true")).toMatchObject({ code: 405, body: { reason: "MethodNotAllowed" } });
   });
 
   it("closes within its deadline while a client holds a request open", async () => {
