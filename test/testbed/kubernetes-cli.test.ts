@@ -26,7 +26,12 @@ describe("sef-testbed emulate kubernetes", () => {
   it("serves the seeded cluster to kubectl through the kubeconfig it writes, and stops on SIGTERM", async () => {
     const seedFile = join(scratch, "seed.json");
     const kubeconfigPath = join(scratch, "kubeconfig");
-    writeFileSync(seedFile, JSON.stringify({ nodes: [{ name: "aks-pool-0", unschedulable: true }], pods: [{ namespace: "apps", name: "web-1", nodeName: "aks-pool-0" }] }));
+    const seed = {
+      nodes: [{ name: "aks-pool-0", unschedulable: true }],
+      pods: [{ namespace: "apps", name: "web-1", nodeName: "aks-pool-0", labels: { app: "web" }, ownerReferences: [{ kind: "ReplicaSet", name: "web-5d" }] }],
+      podDisruptionBudgets: [{ namespace: "apps", name: "web", matchLabels: { app: "web" }, minAvailable: 0, blockForMs: "forever" }],
+    };
+    writeFileSync(seedFile, JSON.stringify(seed));
     const child = spawn(process.execPath, [cliJs, "emulate", "kubernetes", "--seed", seedFile, "--kubeconfig-out", kubeconfigPath, "--token", "cli-test-token", "--log-level", "warn"], { stdio: ["ignore", "pipe", "pipe"] });
     const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     try {
@@ -49,6 +54,8 @@ describe("sef-testbed emulate kubernetes", () => {
       expect(nodes.stdout).toMatch(/^aks-pool-0\s+Ready,SchedulingDisabled\s/);
       const pods = await kubectl(kubeconfigPath, ["get", "pods", "-n", "apps", "-o", "name"]);
       expect(pods.stdout).toBe("pod/web-1\n");
+      const budgets = await kubectl(kubeconfigPath, ["get", "pdb", "-n", "apps", "--no-headers"]);
+      expect(budgets.stdout).toMatch(/^web\s+0\s+N\/A\s+0\s/);
     } finally {
       child.kill("SIGTERM");
     }

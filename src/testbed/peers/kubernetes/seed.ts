@@ -55,8 +55,9 @@ export interface PodDisruptionBudgetSeed {
   matchLabels: Record<string, string>;
   minAvailable?: IntOrPercent;
   maxUnavailable?: IntOrPercent;
-  /** Allow no disruption for this long after the budget is added (the testbed's control; Infinity = until told). */
-  blockForMs?: number;
+  /** Allow no disruption for this long after the budget is added (the testbed's control; Infinity or "forever" in a
+   * JSON seed file: until allowed). */
+  blockForMs?: number | "forever";
 }
 
 export interface DaemonSetSeed {
