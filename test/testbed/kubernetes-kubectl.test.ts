@@ -99,6 +99,16 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     expect((lastWebGet?.atMs ?? 0) - (web[1]?.atMs ?? 0)).toBeGreaterThanOrEqual(2_000);
   });
 
+  it("refuses to drain DaemonSet and emptyDir pods without --ignore-daemonsets and --delete-emptydir-data", async () => {
+    const p = await start(drainSeed(0));
+    const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--timeout=20s"]);
+    expect(drain.exitCode).toBe(1);
+    expect(drain.stderr).toContain("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/kube-proxy-a, kube-system/sef-a");
+    expect(drain.stderr).toContain("cannot delete Pods with local storage (use --delete-emptydir-data to override): default/cache-1");
+    expect(p.state.evictions()).toEqual([]);
+    expect(p.state.requests().filter((r) => r.path.startsWith("/apis/apps/v1/namespaces/kube-system/daemonsets/")).map((r) => r.code)).toEqual([200, 200]);
+  });
+
   it("fails the drain naming the pod when the budget still blocks at --timeout", async () => {
     const p = await start(drainSeed(Number.POSITIVE_INFINITY));
     const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=7s"]);
