@@ -2,6 +2,8 @@
 // the Status bodies, patch formats and optimistic concurrency, list paging and selectors, the eviction rules (budget
 // refusal, several budgets, grace periods, dryRun, terminating and Pending pods), events validation, watch refusal,
 // and close() within its deadline while a client holds a request open.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { connect } from "node:tls";
 import { request } from "node:https";
 import { afterEach, describe, expect, it } from "vitest";
@@ -51,6 +53,17 @@ describe("Kubernetes peer API", () => {
     expect(groups.map((g) => g.name).sort()).toEqual(["apps", "events.k8s.io", "policy"]);
     expect((await call(p, "GET", "/apis/policy")).body).toMatchObject({ kind: "APIGroup", name: "policy", preferredVersion: { groupVersion: "policy/v1" } });
     expect(await call(p, "GET", "/apis/batch/v1/jobs")).toMatchObject({ code: 404, body: { kind: "Status", reason: "NotFound" } });
+  });
+
+  it("writes in-cluster credentials as a pod sees them, and they reach the API", async () => {
+    const p = await startKubernetesPeer({ serviceAccountNamespace: "sef-system", seed: { nodes: [{ name: "node-a" }] } });
+    peer = p;
+    const dir = join(p.inCluster.pathPrefix, "var/run/secrets/kubernetes.io/serviceaccount");
+    expect([p.caFile, p.tokenFile]).toEqual([join(dir, "ca.crt"), join(dir, "token")]);
+    expect(readFileSync(join(dir, "namespace"), "utf8")).toBe("sef-system");
+    const { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: port } = p.inCluster.env;
+    const fromFiles = { ...p, url: `https://${host}:${port}`, caPem: readFileSync(join(dir, "ca.crt"), "utf8") };
+    expect(await call(fromFiles, "GET", "/api/v1/nodes/node-a", undefined, undefined, readFileSync(join(dir, "token"), "utf8"))).toMatchObject({ code: 200, body: { kind: "Node" } });
   });
 
   it("patches nodes with merge and JSON patches, checks resourceVersion, refuses unknown patch types", async () => {

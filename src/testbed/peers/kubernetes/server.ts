@@ -1,7 +1,7 @@
 // The local Kubernetes API peer: an HTTPS server on 127.0.0.1 (self-signed CA, bearer token like in-cluster) that
 // answers the API requests kubectl and @kubernetes/client-node make for nodes, pods, evictions, budgets and events;
 // start it with startKubernetesPeer, seed and inspect it through `state`, and close it with a deadline.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
@@ -25,6 +25,8 @@ import { streamWatch } from "./watch.js";
 /** The API server's own limit on a request body (3 MiB). */
 export const maxRequestBodyBytes = 3 * 1024 * 1024;
 export const defaultCloseDeadlineMs = 5_000;
+/** Where a pod finds its service-account credentials (under the peer's `inCluster.pathPrefix` here). */
+export const serviceAccountPath = "var/run/secrets/kubernetes.io/serviceaccount";
 
 export interface KubernetesPeerOptions {
   /** Listen address (default 127.0.0.1). */
@@ -33,6 +35,8 @@ export interface KubernetesPeerOptions {
   readonly port?: number;
   /** Bearer token clients must send (default: a random one). */
   readonly token?: string;
+  /** Namespace written to the in-cluster `namespace` file (default "default"). */
+  readonly serviceAccountNamespace?: string;
   /** Where to write the kubeconfig (default: kubeconfig in a fresh temp dir, removed on close). */
   readonly kubeconfigPath?: string;
   /** Objects to start with. */
@@ -47,11 +51,16 @@ export interface KubernetesPeer {
   readonly url: string;
   /** The CA (the self-signed server certificate) clients must trust, PEM. */
   readonly caPem: string;
-  /** The CA written to a file (for NODE_EXTRA_CA_CERTS or an in-cluster style ca.crt). */
+  /** The CA written to a file: `<inCluster.pathPrefix>/var/run/secrets/kubernetes.io/serviceaccount/ca.crt`. */
   readonly caFile: string;
   readonly token: string;
-  /** The token written to a file (an in-cluster style service-account token file). */
+  /** The token written to a file: `.../serviceaccount/token` beside `caFile` (and `namespace`). */
   readonly tokenFile: string;
+  /**
+   * In-cluster credentials as a pod sees them: the service-account files under `pathPrefix` (client-node's
+   * `loadFromCluster(pathPrefix)`) and the environment that names the API server.
+   */
+  readonly inCluster: { readonly pathPrefix: string; readonly env: { readonly KUBERNETES_SERVICE_HOST: string; readonly KUBERNETES_SERVICE_PORT: string } };
   /** A kubeconfig with the CA and the bearer token (current context `sef-testbed`, namespace default). */
   readonly kubeconfigPath: string;
   readonly state: KubernetesPeerState;
@@ -173,11 +182,14 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   serverAddress = `${host.includes(":") ? `[${host}]` : host}:${port}`;
   const url = `https://${serverAddress}`;
   const dir = await mkdtemp(join(tmpdir(), "sef-kubernetes-"));
-  const caFile = join(dir, "ca.crt");
-  const tokenFile = join(dir, "token");
+  const serviceAccountDir = join(dir, serviceAccountPath);
+  await mkdir(serviceAccountDir, { recursive: true });
+  const caFile = join(serviceAccountDir, "ca.crt");
+  const tokenFile = join(serviceAccountDir, "token");
   const kubeconfigPath = options.kubeconfigPath ?? join(dir, "kubeconfig");
   await writeFile(caFile, identity.certPem, { mode: 0o644 });
   await writeFile(tokenFile, token, { mode: 0o600 });
+  await writeFile(join(serviceAccountDir, "namespace"), options.serviceAccountNamespace ?? "default", { mode: 0o644 });
   await writeKubeconfig(kubeconfigPath, url, identity.certPem, token);
   logger.info({ url, kubeconfigPath }, "kubernetes peer listening");
   return {
@@ -186,6 +198,7 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
     caFile,
     token,
     tokenFile,
+    inCluster: { pathPrefix: dir, env: { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: String(port) } },
     kubeconfigPath,
     state,
     close: async (deadlineMs = defaultCloseDeadlineMs) => {
