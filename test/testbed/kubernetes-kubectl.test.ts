@@ -99,6 +99,16 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     expect((lastWebGet?.atMs ?? 0) - (web[1]?.atMs ?? 0)).toBeGreaterThanOrEqual(2_000);
   });
 
+  it("refuses to drain DaemonSet and emptyDir pods without --ignore-daemonsets and --delete-emptydir-data", async () => {
+    const p = await start(drainSeed(0));
+    const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--timeout=20s"]);
+    expect(drain.exitCode).toBe(1);
+    expect(drain.stderr).toContain("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/kube-proxy-a, kube-system/sef-a");
+    expect(drain.stderr).toContain("cannot delete Pods with local storage (use --delete-emptydir-data to override): default/cache-1");
+    expect(p.state.evictions()).toEqual([]);
+    expect(p.state.requests().filter((r) => r.path.startsWith("/apis/apps/v1/namespaces/kube-system/daemonsets/")).map((r) => r.code)).toEqual([200, 200]);
+  });
+
   it("fails the drain naming the pod when the budget still blocks at --timeout", async () => {
     const p = await start(drainSeed(Number.POSITIVE_INFINITY));
     const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=7s"]);
@@ -117,6 +127,46 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     expect(drain.exitCode).toBe(0);
     expect(p.state.evictions()).toMatchObject([{ pod: "slow", outcome: "evicted", gracePeriodSeconds: 1 }]);
     expect(drain.elapsedMs).toBeLessThan(20_000);
+  });
+
+  it("taints and untaints a node, keeping the taints it did not name", async () => {
+    const p = await start({ nodes: [{ name: "node-a", taints: [{ key: "operator", value: "1", effect: "PreferNoSchedule" }] }] });
+    const taint = await kubectl(p.kubeconfigPath, ["taint", "nodes", "node-a", "sef.io/reboot=E1:NoSchedule"]);
+    expect(taint).toMatchObject({ exitCode: 0, stdout: "node/node-a tainted\n" });
+    expect((p.state.node("node-a")?.spec as { taints?: unknown[] }).taints).toEqual([
+      { key: "sef.io/reboot", value: "E1", effect: "NoSchedule" },
+      { key: "operator", value: "1", effect: "PreferNoSchedule" },
+    ]);
+    const untaint = await kubectl(p.kubeconfigPath, ["taint", "nodes", "node-a", "sef.io/reboot:NoSchedule-"]);
+    expect(untaint).toMatchObject({ exitCode: 0, stdout: "node/node-a untainted\n" });
+    expect((p.state.node("node-a")?.spec as { taints?: unknown[] }).taints).toEqual([{ key: "operator", value: "1", effect: "PreferNoSchedule" }]);
+    const label = await kubectl(p.kubeconfigPath, ["label", "node", "node-a", "sef.io/draining=true"]);
+    expect(label.exitCode).toBe(0);
+    expect(p.state.node("node-a")?.metadata.labels).toMatchObject({ "sef.io/draining": "true", "kubernetes.io/hostname": "node-a" });
+  });
+
+  it("drains with --disable-eviction: DELETE with a protobuf DeleteOptions carrying the grace period", async () => {
+    const p = await start({ nodes: [{ name: "node-a" }], pods: [{ name: "slow", nodeName: "node-a", ownerReferences: replicaSet("slow-1"), terminationGracePeriodSeconds: 300 }] });
+    const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--disable-eviction", "--grace-period=1", "--timeout=30s"]);
+    expect(drain.stdout).toContain("pod/slow deleted");
+    expect(drain.exitCode).toBe(0);
+    const deletes = p.state.requests().filter((r) => r.method === "DELETE");
+    expect(deletes.map((r) => [r.path, r.contentType, r.code])).toEqual([["/api/v1/namespaces/default/pods/slow", "application/vnd.kubernetes.protobuf", 200]]);
+    expect(p.state.pod("default", "slow")).toBeUndefined();
+    expect(drain.elapsedMs).toBeLessThan(20_000);
+  });
+
+  it("deletes a pod and waits for it through a watch (kubectl delete, kubectl wait --for=delete)", async () => {
+    const p = await start({ nodes: [{ name: "node-a" }], pods: [{ name: "p1", nodeName: "node-a", terminationGracePeriodSeconds: 2 }, { name: "p2", nodeName: "node-a", terminationGracePeriodSeconds: 2 }] });
+    const deleted = await kubectl(p.kubeconfigPath, ["delete", "pod", "p1"]);
+    expect(deleted).toMatchObject({ exitCode: 0, stdout: `pod "p1" deleted\n`, stderr: "" });
+    expect(deleted.elapsedMs).toBeGreaterThanOrEqual(2_000);
+    expect(p.state.pod("default", "p1")).toBeUndefined();
+    const waiting = kubectl(p.kubeconfigPath, ["wait", "--for=delete", "pod/p2", "--timeout=20s"]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await kubectl(p.kubeconfigPath, ["delete", "pod", "p2", "--wait=false"])).exitCode).toBe(0);
+    expect(await waiting).toMatchObject({ exitCode: 0, stdout: "pod/p2 condition met\n" });
+    expect(p.state.requests().some((r) => r.path.includes("watch=true") && r.code === 200)).toBe(true);
   });
 
   it("gets events written through core/v1 and events.k8s.io/v1", async () => {

@@ -5,6 +5,7 @@ import type { DisruptionBudgets } from "./budgets.js";
 import type { PodTerminator } from "./pod-lifecycle.js";
 import { badRequest } from "./status.js";
 import type { ClusterStore } from "./store.js";
+import type { WatchRequest } from "./watch.js";
 
 export interface ApiRequest {
   readonly method: string;
@@ -25,6 +26,8 @@ export interface ApiRequest {
 export interface ApiResponse {
   readonly code: number;
   readonly body: unknown;
+  /** Set for `?watch=true`: the server streams this watch instead of sending `body`. */
+  readonly watch?: WatchRequest;
 }
 
 export interface Cluster {

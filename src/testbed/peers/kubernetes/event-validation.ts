@@ -2,9 +2,9 @@
 // agreement; reporting fields once eventTime is set) and the strict events.k8s.io/v1 rules on top.
 import type { StatusCause } from "./status.js";
 
-interface CoreEventFields {
+export interface CoreEventFields {
   metadata?: { namespace?: string };
-  involvedObject?: { namespace?: string };
+  involvedObject?: { namespace?: string; [key: string]: unknown };
   eventTime?: string | null;
   reportingComponent?: string;
   reportingInstance?: string;

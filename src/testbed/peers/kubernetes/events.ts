@@ -45,7 +45,7 @@ function handleEvents(request: ApiRequest, cluster: Cluster, eventsV1: boolean):
   if (request.name === undefined) {
     if (request.method === "POST") return createEvent(request, cluster, eventsV1);
     if (request.method !== "GET") throw methodNotAllowed();
-    const shape = { resource: "events", apiVersion: eventsV1 ? "events.k8s.io/v1" : "v1", listKind: "EventList", selectableFields: eventsV1 ? v1Fields : coreFields };
+    const shape = { resource: "events", apiVersion: eventsV1 ? "events.k8s.io/v1" : "v1", listKind: "EventList", selectableFields: eventsV1 ? v1Fields : coreFields, watch: { kind: "events" as const, view } };
     return listAnswer(request, cluster, shape, cluster.store.list("events", request.namespace).map(view));
   }
   const event = cluster.store.get("events", request.namespace, request.name);

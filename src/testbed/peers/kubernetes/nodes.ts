@@ -6,7 +6,7 @@ import { methodNotAllowed, notFound } from "./status.js";
 import { patchObject, replaceObject } from "./updates.js";
 
 const target = { kind: "nodes", resource: "nodes", group: "", objectKind: "Node" } as const;
-const shape = { resource: "nodes", apiVersion: "v1", listKind: "NodeList", selectableFields: ["metadata.name", "spec.unschedulable"] };
+const shape = { resource: "nodes", apiVersion: "v1", listKind: "NodeList", selectableFields: ["metadata.name", "spec.unschedulable"], watch: { kind: "nodes" as const } };
 
 export function handleNodes(request: ApiRequest, cluster: Cluster): ApiResponse {
   if (request.subresource !== undefined) throw notFound("nodes", `${request.name}/${request.subresource}`);

@@ -1,9 +1,6 @@
 // The Kubernetes object shapes the peer stores and serves (the JSON of the real API, loosely typed) and the time
 // formats the API uses: RFC 3339 seconds for metadata times, microseconds for events' eventTime.
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-export type JsonObject = { [key: string]: Json };
-
 export interface OwnerReference {
   apiVersion: string;
   kind: string;

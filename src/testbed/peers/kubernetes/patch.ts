@@ -29,7 +29,7 @@ export function patchTypeOf(contentType: string | undefined): PatchType {
   if (media === "application/json-patch+json") return "json";
   if (media === "application/merge-patch+json") return "merge";
   if (media === "application/strategic-merge-patch+json") return "strategic";
-  throw unsupportedMediaType(contentType ?? "");
+  throw unsupportedMediaType(true);
 }
 
 export function applyPatch(type: PatchType, target: unknown, patch: unknown): unknown {

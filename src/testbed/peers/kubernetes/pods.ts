@@ -13,6 +13,7 @@ const shape = {
   apiVersion: "v1",
   listKind: "PodList",
   selectableFields: ["metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"],
+  watch: { kind: "pods" as const },
 };
 
 function deletePod(request: ApiRequest, cluster: Cluster): ApiResponse {

@@ -55,8 +55,9 @@ export interface PodDisruptionBudgetSeed {
   matchLabels: Record<string, string>;
   minAvailable?: IntOrPercent;
   maxUnavailable?: IntOrPercent;
-  /** Allow no disruption for this long after the budget is added (the testbed's control; Infinity = until told). */
-  blockForMs?: number;
+  /** Allow no disruption for this long after the budget is added (the testbed's control; Infinity or "forever" in a
+   * JSON seed file: until allowed). */
+  blockForMs?: number | "forever";
 }
 
 export interface DaemonSetSeed {
@@ -107,6 +108,12 @@ export function ownerReference(owner: OwnerSeed, uid: string): OwnerReference {
   return { apiVersion, kind: owner.kind, name: owner.name, uid, controller: owner.controller ?? true, blockOwnerDeletion: true };
 }
 
+function containerState(phase: NonNullable<PodSeed["phase"]>, nowIso: string): object {
+  if (phase === "Running") return { running: { startedAt: nowIso } };
+  if (phase === "Pending") return { waiting: { reason: "ContainerCreating" } };
+  return { terminated: { exitCode: phase === "Succeeded" ? 0 : 1, reason: phase === "Succeeded" ? "Completed" : "Error", startedAt: nowIso, finishedAt: nowIso } };
+}
+
 export function podObject(seed: PodSeed, owners: OwnerReference[], nowIso: string): NewKubeObject {
   const phase = seed.phase ?? "Running";
   const ready = phase === "Running" && (seed.ready ?? true);
@@ -142,7 +149,7 @@ export function podObject(seed: PodSeed, owners: OwnerReference[], nowIso: strin
         { type: "ContainersReady", status: ready ? "True" : "False", lastProbeTime: null, lastTransitionTime: nowIso },
       ],
       startTime: nowIso,
-      containerStatuses: [{ name: "main", ready, restartCount: 0, started: phase === "Running", image: "registry.k8s.io/pause:3.10", imageID: "", state: phase === "Running" ? { running: { startedAt: nowIso } } : { terminated: { exitCode: phase === "Succeeded" ? 0 : 1, reason: phase === "Succeeded" ? "Completed" : "Error" } } }],
+      containerStatuses: [{ name: "main", ready, restartCount: 0, started: phase === "Running", image: "registry.k8s.io/pause:3.10", imageID: "", state: containerState(phase, nowIso) }],
       qosClass: "BestEffort",
     },
   };

@@ -87,7 +87,7 @@ export class KubernetesPeerState {
     const namespace = seed.namespace ?? "default";
     if (this.cluster.store.get("poddisruptionbudgets", namespace, seed.name)) throw alreadyExists("poddisruptionbudgets", seed.name, "policy");
     const budget = this.cluster.store.create("poddisruptionbudgets", podDisruptionBudgetObject(seed));
-    if (seed.blockForMs !== undefined) this.cluster.budgets.block(namespace, seed.name, seed.blockForMs);
+    if (seed.blockForMs !== undefined) this.cluster.budgets.block(namespace, seed.name, seed.blockForMs === "forever" ? Number.POSITIVE_INFINITY : seed.blockForMs);
     return this.cluster.budgets.withLiveStatus(budget);
   }
 

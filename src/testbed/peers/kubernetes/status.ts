@@ -68,8 +68,13 @@ export function methodNotAllowed(): StatusError {
   return new StatusError(failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
 }
 
-export function unsupportedMediaType(contentType: string): StatusError {
-  return new StatusError(failure(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${contentType})`));
+const patchMediaTypes = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
+const bodyMediaTypes = "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
+/** 415, listing what the API server accepts for a patch (`forPatch`) or for other bodies. */
+export function unsupportedMediaType(forPatch = false): StatusError {
+  const accepted = forPatch ? patchMediaTypes : bodyMediaTypes;
+  return new StatusError(failure(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: ${accepted}`));
 }
 
 export function pathNotFound(): StatusError {

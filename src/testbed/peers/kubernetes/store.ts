@@ -1,6 +1,6 @@
 // The peer's cluster state: one collection per resource, the cluster-wide resourceVersion counter, uids and
-// timestamps, implicit namespaces, and the logs tests read back (evictions). Handlers and the seeding API both go
-// through it; everything handed out is a copy.
+// timestamps, implicit namespaces, the change history and listeners that watches follow, and the eviction log tests
+// read back. Handlers and the seeding API both go through it; everything handed out is a copy.
 import { randomUUID } from "node:crypto";
 import { copyOf, kubeTime, withoutEmptyFields, type KubeObject, type NewKubeObject } from "./objects.js";
 
@@ -26,6 +26,17 @@ export interface StoreClock {
   monotonicNowMs(): number;
 }
 
+/** One change to a stored object, as a watch reports it (the object as stored after the change, or when removed). */
+export interface StoreChange {
+  readonly kind: ResourceKind;
+  readonly type: "ADDED" | "MODIFIED" | "DELETED";
+  readonly object: KubeObject;
+  readonly resourceVersion: number;
+}
+
+/** How many changes the store remembers for watches that resume from a resourceVersion. */
+export const changeHistoryLength = 5_000;
+
 export const systemClock: StoreClock = { wallNowMs: () => Date.now(), monotonicNowMs: () => performance.now() };
 
 const builtInNamespaces = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -39,6 +50,8 @@ export class ClusterStore {
   private readonly collections = new Map<ResourceKind, Map<string, KubeObject>>();
   private readonly namespaceCreated = new Map<string, string>();
   readonly evictions: EvictionRecord[] = [];
+  private readonly changes: StoreChange[] = [];
+  private readonly listeners = new Set<(change: StoreChange) => void>();
 
   constructor(readonly clock: StoreClock = systemClock) {
     for (const namespace of builtInNamespaces) this.ensureNamespace(namespace);
@@ -65,6 +78,26 @@ export class ClusterStore {
     return [...this.namespaceCreated].map(([name, creationTimestamp]) => ({ name, creationTimestamp })).sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** Calls `listener` with every change from now on; returns the unsubscribe function. */
+  subscribe(listener: (change: StoreChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Remembered changes after `resourceVersion`, or undefined when older ones were already forgotten. */
+  changesSince(resourceVersion: number): StoreChange[] | undefined {
+    const oldest = this.changes[0];
+    if (oldest && oldest.resourceVersion > resourceVersion + 1 && this.changes.length >= changeHistoryLength) return undefined;
+    return this.changes.filter((change) => change.resourceVersion > resourceVersion).map((change) => copyOf(change));
+  }
+
+  private record(kind: ResourceKind, type: StoreChange["type"], object: KubeObject): void {
+    const change: StoreChange = { kind, type, object: copyOf(object), resourceVersion: this.resourceVersion };
+    this.changes.push(change);
+    if (this.changes.length > changeHistoryLength) this.changes.shift();
+    for (const listener of this.listeners) listener(copyOf(change));
+  }
+
   private collection(kind: ResourceKind): Map<string, KubeObject> {
     let found = this.collections.get(kind);
     if (!found) {
@@ -82,6 +115,7 @@ export class ClusterStore {
     stored.metadata.resourceVersion = String(++this.resourceVersion);
     if (stored.metadata.namespace) this.ensureNamespace(stored.metadata.namespace);
     this.collection(kind).set(objectKey(stored.metadata.namespace, stored.metadata.name), stored);
+    this.record(kind, "ADDED", stored);
     return copyOf(stored);
   }
 
@@ -106,12 +140,17 @@ export class ClusterStore {
     stored.metadata.creationTimestamp = current.metadata.creationTimestamp;
     stored.metadata.resourceVersion = String(++this.resourceVersion);
     this.collection(kind).set(key, stored);
+    this.record(kind, "MODIFIED", stored);
     return copyOf(stored);
   }
 
   remove(kind: ResourceKind, namespace: string | undefined, name: string): boolean {
-    const removed = this.collection(kind).delete(objectKey(namespace, name));
-    if (removed) this.resourceVersion++;
-    return removed;
+    const key = objectKey(namespace, name);
+    const stored = this.collection(kind).get(key);
+    if (!stored) return false;
+    this.collection(kind).delete(key);
+    stored.metadata.resourceVersion = String(++this.resourceVersion);
+    this.record(kind, "DELETED", stored);
+    return true;
   }
 }
