@@ -64,7 +64,13 @@ export interface KubeAgent {
 }
 
 /** A built agent (`sef run`) on the simulator, with the kubernetes section pointing at the peer's kubeconfig. */
-export function kubeAgent(sim: Simulator, peer: KubernetesPeer, kubernetes: Record<string, unknown> = {}, config: Record<string, unknown> = {}): KubeAgent {
+export function kubeAgent(
+  sim: Simulator,
+  peer: KubernetesPeer,
+  kubernetes: Record<string, unknown> = {},
+  config: Record<string, unknown> = {},
+  env: NodeJS.ProcessEnv = {},
+): KubeAgent {
   const dir = mkdtempSync(join(tmpdir(), "sef-k8s-"));
   const out = join(dir, "records.jsonl");
   const configPath = join(dir, "config.json");
@@ -83,7 +89,7 @@ export function kubeAgent(sim: Simulator, peer: KubernetesPeer, kubernetes: Reco
   );
   const records = (): SefRecord[] => readJsonl<SefRecord>(out);
   return {
-    start: () => runCli(["run", "--config", configPath], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "" } }),
+    start: () => runCli(["run", "--config", configPath], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "", ...env } }),
     records,
     kubernetesRecords: () => records().filter((r): r is KubernetesRecord => r.RecordType === "Kubernetes"),
   };

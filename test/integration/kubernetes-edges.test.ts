@@ -14,7 +14,26 @@ const event = (id: string, over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-describe.concurrent("kubernetes action: incomplete drain, another VM's node", () => {
+describe.concurrent("kubernetes action: incomplete drain, another VM's node, in-cluster credentials", () => {
+  it("in-cluster credentials (service-account token and CA, KUBERNETES_SERVICE_HOST/PORT) as a pod has them", async () => {
+    const sim = await startSimulator({ scenario: "idle" });
+    const peer = await startNodePeer(sim, nodePods(4));
+    const setup = kubeAgent(sim, peer, { kubeconfig: undefined, inClusterPathPrefix: peer.inCluster.pathPrefix, drainLeadMs: 60_000 }, {}, peer.inCluster.env);
+    const agent = setup.start();
+    try {
+      await waitForKubernetesReady(agent);
+      sim.setEvents([event("AD1B2C3D-0000-4000-8000-000000000009", { notBeforeInSeconds: 900 })]);
+      await waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === "Cordoned"), 30_000, "the first step");
+      expect(await agent.stop("SIGTERM")).toBe(0);
+    } finally {
+      await agent.stop("SIGKILL");
+      await peer.close();
+      await sim.close();
+    }
+    expect(agent.stderr()).toContain('"credentials":"in-cluster"');
+    expect(nodeSpec(peer.state.node(nodeName)).unschedulable).toBe(true);
+  }, 150_000);
+
   it("the deadline passes with a pod held by a PDB: DrainIncomplete names it, a Warning Event, and no approval", async () => {
     const sim = await startSimulator({ scenario: "idle" });
     const peer = await startNodePeer(sim, nodePods(6), { pdbBlockMs: Number.POSITIVE_INFINITY });

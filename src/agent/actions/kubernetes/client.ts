@@ -34,6 +34,8 @@ export class KubeApiError extends Error {
 export interface KubeClientOptions {
   /** Kubeconfig path; absent = in-cluster (service-account token and CA, KUBERNETES_SERVICE_HOST/PORT). */
   kubeconfig?: string;
+  /** In-cluster: prefix of /var/run/secrets/kubernetes.io/serviceaccount ("" in a pod). */
+  inClusterPathPrefix?: string;
   requestTimeoutMs: number;
 }
 
@@ -42,7 +44,7 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
   const k8s = await import("@kubernetes/client-node");
   const config = new k8s.KubeConfig();
   if (options.kubeconfig !== undefined) config.loadFromFile(options.kubeconfig);
-  else config.loadFromCluster();
+  else config.loadFromCluster(options.inClusterPathPrefix || undefined);
   const core = config.makeApiClient(k8s.CoreV1Api);
   const deadline: import("@kubernetes/client-node").ObservableMiddleware = {
     pre: (request) => {

@@ -72,6 +72,10 @@ export const kubernetesSettingsSchema = z.strictObject({
     description: "Kubeconfig file (tests, an agent outside the cluster).",
     defaultText: "in-cluster: the service-account token and CA, `KUBERNETES_SERVICE_HOST`/`PORT`",
   }),
+  inClusterPathPrefix: documented(z._default(z.string(), ""), {
+    description:
+      "Prefix of the service-account directory (`<prefix>/var/run/secrets/kubernetes.io/serviceaccount`) read for in-cluster credentials; for tests and unusual mounts.",
+  }),
   requestTimeoutMs: documented(z._default(positiveMs, kubernetesDefaults.requestTimeoutMs), { description: "Deadline of each Kubernetes API request." }),
   podPollMs: documented(z._default(positiveMs, kubernetesDefaults.podPollMs), { description: "How often the pods left are listed while evicted pods terminate." }),
 });

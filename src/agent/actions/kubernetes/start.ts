@@ -35,7 +35,12 @@ export function nodeIdentity(settings: KubernetesSettings, env: NodeJS.ProcessEn
 export function createNodeActions(settings: KubernetesSettings, deps: NodeActionsDeps): NodeActions {
   const { nodeName, self } = nodeIdentity(settings, deps.env);
   if (nodeName === undefined) throw new Error("kubernetes: no node name (set kubernetes.nodeName or NODE_NAME)");
-  const loadApi = () => createKubeApi({ ...(settings.kubeconfig !== undefined ? { kubeconfig: settings.kubeconfig } : {}), requestTimeoutMs: settings.requestTimeoutMs });
+  const loadApi = () =>
+    createKubeApi({
+      ...(settings.kubeconfig !== undefined ? { kubeconfig: settings.kubeconfig } : {}),
+      inClusterPathPrefix: settings.inClusterPathPrefix,
+      requestTimeoutMs: settings.requestTimeoutMs,
+    });
   deps.logger.info({ node: nodeName, self: self ? `${self.namespace}/${self.name}` : null, policy: settings.policy, credentials: settings.kubeconfig ?? "in-cluster" }, "kubernetes action on");
   return new NodeActions({
     settings,
