@@ -288,6 +288,10 @@ export class ActionRunner {
 
   private afterDrainDecision(row: ActionRow): ApprovalDecision {
     if (this.options.legacyApproved?.has(row.eventKey) === true) return { approve: false, reason: "already approved" };
+    const prepareHooks = this.options.ledger.forEvent(row.eventKey, "Scheduled", "hook");
+    if (this.options.approval.requirePrepareHookSuccess && !prepareHooks.every((h) => h.status === "succeeded")) {
+      return { approve: false, reason: "the node is drained, but a prepare hook did not succeed (requirePrepareHookSuccess)" };
+    }
     return { approve: true, reason: "the node is drained (kubernetes policy drain-then-approve)" };
   }
 
