@@ -1,7 +1,7 @@
 // Runs the unmodified kubectl 1.33 (from the layer package, test/helpers/kubectl-layer.ts) against a kubeconfig,
 // asynchronously (the peer under test answers from the same process), with its own HOME and a deadline.
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kubectlPath } from "../helpers/kubectl-layer.js";
@@ -13,7 +13,12 @@ export interface KubectlResult {
   readonly elapsedMs: number;
 }
 
+// kubectl keeps its discovery cache under HOME: one throw-away HOME per test file (removeKubectlHome in afterAll).
 const home = mkdtempSync(join(tmpdir(), "sef-kubectl-home-"));
+
+export function removeKubectlHome(): void {
+  rmSync(home, { recursive: true, force: true });
+}
 
 export async function kubectl(kubeconfigPath: string, args: readonly string[], deadlineMs = 60_000): Promise<KubectlResult> {
   const binary = kubectlPath();

@@ -9,7 +9,7 @@ import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubectlPath } from "../helpers/kubectl-layer.js";
 import { runProcess } from "../helpers/run-process.js";
-import { kubectl } from "./kubectl.js";
+import { kubectl, removeKubectlHome } from "./kubectl.js";
 
 const repo = join(import.meta.dirname, "..", "..");
 const cliJs = join(repo, "src", "testbed", "dist", "cli.js");
@@ -20,7 +20,10 @@ beforeAll(() => {
   expect(kubectlPath()).toMatch(/kubectl$/);
   scratch = mkdtempSync(join(tmpdir(), "sef-emulate-kubernetes-"));
 });
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(scratch, { recursive: true, force: true });
+  removeKubectlHome();
+});
 
 describe("sef-testbed emulate kubernetes", () => {
   it("serves the seeded cluster to kubectl through the kubeconfig it writes, and stops on SIGTERM", async () => {

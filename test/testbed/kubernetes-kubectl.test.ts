@@ -4,10 +4,10 @@
 // naming the pod), get events for events written through both events APIs, and 401 without the token.
 import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { kubectlPath } from "../helpers/kubectl-layer.js";
 import { startKubernetesPeer, type KubernetesPeer, type KubernetesSeed, type PodSeed } from "../../src/testbed/peers/kubernetes/index.js";
-import { kubectl } from "./kubectl.js";
+import { kubectl, removeKubectlHome } from "./kubectl.js";
 
 const replicaSet = (name: string): PodSeed["ownerReferences"] => [{ kind: "ReplicaSet", name }];
 
@@ -36,6 +36,7 @@ afterEach(async () => {
   await peer?.close(2_000);
   peer = undefined;
 });
+afterAll(() => removeKubectlHome());
 
 async function start(seed: KubernetesSeed): Promise<KubernetesPeer> {
   peer = await startKubernetesPeer({ seed });
