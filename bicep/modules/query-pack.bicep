@@ -66,6 +66,12 @@ var savedQueries = [
     description: 'Events IMDS listed that an agent could not read (MalformedEvent records): reason, problem and the raw event.'
     body: loadTextContent('../queries/malformed-events.kql')
   }
+  {
+    key: 'node-drains'
+    displayName: 'Scheduled Events: Kubernetes node drains'
+    description: 'Drains by the kubernetes action: seconds taken, pods evicted, pods held by a PodDisruptionBudget (and how long), pods left at the deadline.'
+    body: loadTextContent('../queries/node-drains.kql')
+  }
 ]
 
 resource pack 'Microsoft.OperationalInsights/queryPacks@2019-09-01' = {

@@ -19,7 +19,7 @@ export const recordColumns: readonly ColumnSpec[] = [
     description: "Same as TimeGenerated when written; kept as is when Log Analytics replaces a TimeGenerated older than 2 days with the ingestion time",
   },
   { name: "RecordId", type: "string", description: "Deterministic id of (AgentId, VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
-  { name: "RecordType", type: "string", description: "Transition, MalformedEvent, Heartbeat, Approval or Hook" },
+  { name: "RecordType", type: "string", description: "Transition, MalformedEvent, Heartbeat, Approval, Hook or Kubernetes" },
   { name: "EventId", type: "string", description: "EventId as IMDS gave it" },
   { name: "EventStatus", type: "string", description: "Scheduled, Started, Completed or Canceled" },
   { name: "PreviousStatus", type: "string", description: "Empty on first sighting, else the status before" },
@@ -53,15 +53,20 @@ export const recordColumns: readonly ColumnSpec[] = [
     name: "Outcome",
     type: "string",
     description:
-      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Heartbeat: Stopping on the agent's goodbye, else absent; MalformedEvent: the reason code",
+      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Kubernetes: Tainted, Cordoned, Draining, Drained, DrainIncomplete, Uncordoned, Released, Failed; Heartbeat: Stopping on the agent's goodbye, else absent; MalformedEvent: the reason code",
   },
-  { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none)" },
+  { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none); Kubernetes: HTTP status of a failed API request" },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
-  { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds" },
-  { name: "Detail", type: "string", description: "Free text: error message, hook name, heartbeat statistics as JSON, or a malformed event as JSON {problem, event}" },
+  { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds; Kubernetes: time the step took (a drain: from its start)" },
+  {
+    name: "Detail",
+    type: "string",
+    description:
+      "Free text: error message, hook name, heartbeat statistics as JSON, a malformed event as JSON {problem, event}, or a Kubernetes step as JSON {node, policy, podsEvicted, podsBlockedByPdb, pdbHeldSeconds, podsLeft, ...}",
+  },
 ];
 
-export const recordTypes = ["Transition", "MalformedEvent", "Heartbeat", "Approval", "Hook"] as const;
+export const recordTypes = ["Transition", "MalformedEvent", "Heartbeat", "Approval", "Hook", "Kubernetes"] as const;
 export type RecordType = (typeof recordTypes)[number];
 
 export const eventStatuses = ["Scheduled", "Started", "Completed", "Canceled"] as const;
@@ -211,8 +216,32 @@ export interface HookRecord extends RecordIdentity {
   AgentVersion: string;
 }
 
+/** What a Kubernetes record reports: the step the kubernetes action took on this VM's node for an event. */
+export const kubernetesOutcomes = ["Tainted", "Cordoned", "Draining", "Drained", "DrainIncomplete", "Uncordoned", "Released", "Failed"] as const;
+export type KubernetesOutcome = (typeof kubernetesOutcomes)[number];
+
+/**
+ * One step of the kubernetes action on this VM's node. `Detail` is JSON: `{node, policy, step, podsEvicted,
+ * podsBlockedByPdb, pdbHeldSeconds, podsLeft, ...}` (see src/actions/kubernetes/README.md).
+ */
+export interface KubernetesRecord extends RecordIdentity {
+  RecordId: string;
+  RecordType: "Kubernetes";
+  TimeGenerated: string;
+  ObservedAt: string;
+  EventId: string;
+  EventType: string;
+  EventStatus: EventStatus;
+  Outcome: KubernetesOutcome;
+  /** HTTP status of the failed API request (Failed), else 0. */
+  HttpStatus: number;
+  ElapsedMs: number;
+  Detail: string;
+  AgentVersion: string;
+}
+
 /** Any record the agent writes to its outbox. */
-export type SefRecord = TransitionRecord | MalformedEventRecord | HeartbeatRecord | ApprovalRecord | HookRecord;
+export type SefRecord = TransitionRecord | MalformedEventRecord | HeartbeatRecord | ApprovalRecord | HookRecord | KubernetesRecord;
 
 /** Names of the columns Transition records carry (the contract table), in order. */
 export const transitionFieldNames: readonly string[] = recordColumns

@@ -28,6 +28,28 @@ const action = (key: string, kind: PlannedAction["kind"] = "hook"): PlannedActio
 });
 
 describe("ActionLedger", () => {
+  it("keeps node actions (kubernetes) out of the runner's queue, lists them while active, and persists their step across reopen", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sef-ledger-"));
+    const store = openStore(dir);
+    const ledger = store.actions;
+    ledger.plan([action("kubernetes:e1", "kubernetes"), action("h1")], 1);
+    expect(ledger.nextPending()?.actionKey).toBe("h1");
+    ledger.setStatus("h1", "succeeded", "", 2);
+    expect(ledger.nextPending()).toBeUndefined();
+    expect(ledger.activeOfKind("kubernetes").map((r) => r.actionKey)).toEqual(["kubernetes:e1"]);
+    expect(ledger.getStep("kubernetes:e1")).toBeUndefined();
+    ledger.setStep("kubernetes:e1", '{"phase":"marking"}');
+    ledger.setStep("kubernetes:e1", '{"phase":"draining"}');
+    store.close();
+    const reopened = openStore(dir);
+    expect(reopened.actions.getStep("kubernetes:e1")).toBe('{"phase":"draining"}');
+    reopened.actions.setStatus("kubernetes:e1", "succeeded", "uncordoned", 3);
+    expect(reopened.actions.activeOfKind("kubernetes")).toEqual([]);
+    expect(reopened.actions.forgetFinished(10)).toBe(2);
+    expect(reopened.actions.getStep("kubernetes:e1")).toBeUndefined();
+    reopened.close();
+  });
+
   it("plans each key once, hands out pending actions in plan order, counts attempts and keeps reasons", () => {
     const store = openStore();
     const ledger = store.actions;

@@ -14,6 +14,7 @@ import { benchStoreLookups } from "./store-lookups.js";
 import { benchArtifact } from "./artifact.js";
 import { benchIdleVsPython, idleOptionsFromEnv } from "./idle-vs-python.js";
 import { benchChurnSoak, benchCommitTime } from "./churn-soak.js";
+import { benchKubernetesDrain, benchKubernetesIdleRss } from "./kubernetes-drain.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
 /** Changes per poll interval: p99 needs enough of them to be more than the maximum. */
@@ -28,6 +29,16 @@ const results: Record<string, unknown> = {
 function report(name: string, value: unknown, verdict?: boolean): void {
   results[name] = value;
   console.log(`${name}${verdict === undefined ? "" : verdict ? " [meets target]" : " [MISSES target]"}: ${JSON.stringify(value)}`);
+}
+
+// The kubernetes action: Scheduled to approval on a node of 100 pods, idle RSS with and without the action.
+// SEF_BENCH_ONLY=kubernetes runs just this part.
+if (process.env.SEF_BENCH_ONLY === "kubernetes") {
+  report("kubernetesDrain100Pods", await benchKubernetesDrain(Number(process.env.SEF_BENCH_K8S_PODS ?? 100)));
+  report("kubernetesIdleRss", await benchKubernetesIdleRss(Number(process.env.SEF_BENCH_K8S_IDLE_SECONDS ?? 30)));
+  writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
+  console.log("written to bench-results.json");
+  process.exit(0);
 }
 
 // The packaged agent (`npm run package`'s .deb and .tar.gz). SEF_BENCH_ONLY=artifact runs just this part.
@@ -57,6 +68,8 @@ for (const interval of [1000, 200]) {
 }
 const idle = await benchIdleFootprint(idleSeconds);
 report("idleFootprint1Hz", idle, idle.cpuPercentOfOneCore < 0.5 && idle.peakRssMb < 80);
+report("kubernetesDrain100Pods", await benchKubernetesDrain(Number(process.env.SEF_BENCH_K8S_PODS ?? 100)));
+report("kubernetesIdleRss", await benchKubernetesIdleRss(Number(process.env.SEF_BENCH_K8S_IDLE_SECONDS ?? 30)));
 const eh = await benchEventHubsDrain(drainRecords, "key");
 report("eventHubsDrainKeyRouting", eh, eh.recordsPerSecond >= 20_000);
 // The reference for key routing: the bare SDK, one keyed batch per EventId, nothing of sef around it (no target).

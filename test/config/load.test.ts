@@ -42,6 +42,14 @@ describe("loadConfig", () => {
     expect(loadConfig({ env: { SEF_SINKS: "stdout, jsonl:/tmp/x.jsonl" } }).config.sinks).toEqual(["stdout", "jsonl:/tmp/x.jsonl"]);
   });
 
+  it("the kubernetes section needs a node name: kubernetes.nodeName or NODE_NAME (the chart's downward API)", () => {
+    const section = file({ kubernetes: { policy: { Freeze: "taint" } } });
+    expect(problems(() => loadConfig({ file: section, env: {} }))).toContainEqual(expect.stringMatching(/^kubernetes\.nodeName: required when the environment variable NODE_NAME is not set/));
+    expect(loadConfig({ file: section, env: { NODE_NAME: "aks-np-0" } }).config.kubernetes).toMatchObject({ policy: { Freeze: "taint", Reboot: "drain-then-approve" }, drainLeadMs: 600_000 });
+    expect(loadConfig({ file: file({}), env: {} }).config.kubernetes).toBeUndefined();
+    expect(problems(() => loadConfig({ file: file({ kubernetes: { nodeName: "n", policy: { Reboot: "evict" } } }), env: {} }))[0]).toMatch(/^kubernetes\.policy\.Reboot: /);
+  });
+
   it("names every bad field at once", () => {
     const found = problems(() => loadConfig({ file: file({ pollIntervalMs: 50, imdsUrl: "ftp://x", sinks: [] }), env: {} }));
     expect(found.some((p) => p.startsWith("pollIntervalMs:"))).toBe(true);

@@ -10,6 +10,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { loadConfig } from "../../src/agent/config/load.js";
 import { repoRoot } from "./support/bicep.js";
 import { runHelm } from "./support/helm.js";
+import { kubernetesSettingsSchema } from "../../src/agent/actions/kubernetes/settings.js";
 
 const chart = "infra/helm/sef";
 const scratch = mkdtempSync(join(tmpdir(), "sef-helm-"));
@@ -41,6 +42,7 @@ interface Container {
   imagePullPolicy: string;
   command?: string[];
   args?: string[];
+  env?: { name: string; valueFrom?: { fieldRef: { fieldPath: string } } }[];
   envFrom?: unknown[];
   securityContext: Record<string, unknown>;
   readinessProbe?: Probe;
@@ -57,6 +59,7 @@ interface DaemonSet {
       metadata: Metadata;
       spec: {
         serviceAccountName: string;
+        priorityClassName?: string;
         hostNetwork?: boolean;
         dnsPolicy?: string;
         terminationGracePeriodSeconds: number;
@@ -75,6 +78,9 @@ interface Manifest {
   kind: string;
   metadata: Metadata;
   data?: Record<string, string>;
+  rules?: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+  roleRef?: { apiGroup: string; kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace: string }[];
 }
 interface Rendered {
   status: number | null;
@@ -123,8 +129,8 @@ function agentContainer(ds: DaemonSet): Container {
   return containers[0]!;
 }
 
-/** The rendered config.json, written out and read by the agent's own loader (as `sef run --config` would). */
-function loadRenderedConfig(manifests: Manifest[], env: NodeJS.ProcessEnv = {}): ReturnType<typeof loadConfig> & { json: Record<string, unknown> } {
+/** The rendered config.json, written out and read by the agent's own loader (as `sef run --config` would, NODE_NAME set by the pod spec). */
+function loadRenderedConfig(manifests: Manifest[], env: NodeJS.ProcessEnv = { NODE_NAME: "aks-nodepool1-0" }): ReturnType<typeof loadConfig> & { json: Record<string, unknown> } {
   const text = only(manifests, "ConfigMap").data?.["config.json"];
   expect(text).toBeTypeOf("string");
   const file = join(scratch, `config-${++valuesFiles}.json`);
@@ -155,9 +161,11 @@ describe("helm template with the default values", () => {
   const pod = ds.spec.template.spec;
   const agent = agentContainer(ds);
 
-  it("renders a ServiceAccount, a ConfigMap and a DaemonSet named after the release, with the chart's labels", () => {
+  it("renders a ServiceAccount, a ConfigMap, a DaemonSet and the kubernetes action's RBAC named after the release, with the chart's labels", () => {
     expect(manifests.map((m) => `${m.apiVersion} ${m.kind} ${m.metadata.name}`).sort()).toEqual([
       "apps/v1 DaemonSet sef-sef",
+      "rbac.authorization.k8s.io/v1 ClusterRole sef-sef-node-actions",
+      "rbac.authorization.k8s.io/v1 ClusterRoleBinding sef-sef-node-actions",
       "v1 ConfigMap sef-sef",
       "v1 ServiceAccount sef-sef",
     ]);
@@ -180,9 +188,34 @@ describe("helm template with the default values", () => {
     expect(pod.securityContext).toEqual({ seccompProfile: { type: "RuntimeDefault" } });
   });
 
-  it("runs on every Linux node, tainted ones included", () => {
+  it("runs on every Linux node, tainted ones included (Spot pools named too), as a node-critical pod", () => {
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
-    expect(pod.tolerations).toEqual([{ operator: "Exists" }]);
+    expect(pod.tolerations).toEqual([{ operator: "Exists" }, { key: "kubernetes.azure.com/scalesetpriority", operator: "Equal", value: "spot", effect: "NoSchedule" }]);
+    expect(pod.priorityClassName).toBe("system-node-critical");
+  });
+
+  it("gives the agent its node and pod from the downward API (the kubernetes action acts on its node, never evicts itself)", () => {
+    expect(agent.env).toEqual([
+      { name: "NODE_NAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
+      { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+      { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+    ]);
+  });
+
+  it("the kubernetes action is on with the agent's own default policy, and may do only what it needs, bound to the pods' service account", () => {
+    const { config } = loadRenderedConfig(manifests);
+    expect(config.kubernetes).toEqual(kubernetesSettingsSchema.parse({}));
+    const role = only(manifests, "ClusterRole");
+    expect(role.rules).toEqual([
+      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["get", "list"] },
+      { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+      { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+    ]);
+    const binding = only(manifests, "ClusterRoleBinding");
+    expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name });
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: "sef-system" }]);
   });
 
   it("keeps the agent's state on the hostPath /var/lib/sef and its config from the ConfigMap, read-only", () => {
@@ -271,7 +304,7 @@ describe("helm template with each credential mode", () => {
     // The config names the variable the secret must hold; the agent refuses the config until it is set.
     expect(() => loadRenderedConfig(manifests)).toThrow(/SEF_EH/);
     const connectionString = "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=abc=;EntityPath=se";
-    expect(loadRenderedConfig(manifests, { SEF_EH: connectionString }).sinkSettings.eventhubs).toMatchObject({ connectionStringEnv: "SEF_EH" });
+    expect(loadRenderedConfig(manifests, { SEF_EH: connectionString, NODE_NAME: "aks-nodepool1-0" }).sinkSettings.eventhubs).toMatchObject({ connectionStringEnv: "SEF_EH" });
   });
 });
 
@@ -322,9 +355,24 @@ describe("helm template with other values", () => {
     expect(checksum({ config: { logLevel: "debug" } })).not.toBe(base);
   });
 
+  it("config.kubernetes null: forwarding only, no RBAC, and the agent loads without NODE_NAME", () => {
+    const manifests = renderOk({ config: { kubernetes: null } });
+    expect(manifests.map((m) => m.kind).sort()).toEqual(["ConfigMap", "DaemonSet", "ServiceAccount"]);
+    const { config, json } = loadRenderedConfig(manifests, {});
+    expect(json).not.toHaveProperty("kubernetes");
+    expect(config.kubernetes).toBeUndefined();
+  });
+
+  it("a policy set in the values reaches the agent; the rest keeps the chart's defaults", () => {
+    const { config } = loadRenderedConfig(renderOk({ config: { kubernetes: { policy: { Freeze: "taint", Reboot: "cordon" }, drainLeadMs: 120_000 } } }));
+    expect(config.kubernetes?.policy).toMatchObject({ Freeze: "taint", Reboot: "cordon", Preempt: "drain-then-approve" });
+    expect(config.kubernetes?.drainLeadMs).toBe(120_000);
+  });
+
   it("serviceAccount.create false: no ServiceAccount; the pods use the named one, or the namespace's default", () => {
     const named = renderOk({ serviceAccount: { create: false, name: "sef-existing" } });
-    expect(named.map((m) => m.kind).sort()).toEqual(["ConfigMap", "DaemonSet"]);
+    expect(named.map((m) => m.kind).sort()).toEqual(["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet"]);
+    expect(only(named, "ClusterRoleBinding").subjects?.[0]?.name).toBe("sef-existing");
     expect(only(named, "DaemonSet").spec.template.spec.serviceAccountName).toBe("sef-existing");
     expect(only(renderOk({ serviceAccount: { create: false } }), "DaemonSet").spec.template.spec.serviceAccountName).toBe("default");
   });
@@ -351,6 +399,8 @@ describe("values.schema.json", () => {
     ["a relative dataHostPath", { dataHostPath: "var/lib/sef" }, "/dataHostPath"],
     ["tolerations as a map", { tolerations: { operator: "Exists" } }, "/tolerations"],
     ["a node selector value that is not a string", { nodeSelector: { spot: true } }, "/nodeSelector/spot"],
+    ["an unknown node policy", { config: { kubernetes: { policy: { Reboot: "evict" } } } }, "/config/kubernetes/policy/Reboot"],
+    ["a misspelt kubernetes setting", { config: { kubernetes: { drainLead: 5 } } }, "drainLead"],
   ];
   for (const [what, overrides, path] of refused) {
     it(`helm template refuses ${what}`, () => {

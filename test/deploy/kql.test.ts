@@ -66,6 +66,17 @@ describe("KQL compiles against the contract's table", () => {
   });
 });
 
+describe("the node-drain query", () => {
+  it("is deployed, compiles, and reads the Kubernetes records' drain steps and their Detail numbers", () => {
+    const source = sources.find((s) => s.path.endsWith("/queries/node-drains.kql"));
+    expect(source, "node-drains.kql is loaded by a template").toBeDefined();
+    const text = readFileSync(source!.path, "utf8");
+    expect(checker.errors(text, tablesFor(source!))).toEqual([]);
+    expect(text).toContain('RecordType == "Kubernetes" and Outcome in ("Drained", "DrainIncomplete")');
+    for (const field of ["node", "podsEvicted", "podsBlockedByPdb", "pdbHeldSeconds", "podsLeft"]) expect(text).toContain(`Step.${field}`);
+  });
+});
+
 describe("the KQL check can fail", () => {
   const table = (): Record<string, string> => ({ [tableName]: kustoTableSchema() });
 

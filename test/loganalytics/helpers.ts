@@ -1,6 +1,6 @@
 // Test fixtures for the Log Analytics sink: full records of every type, outbox entries, a local-token
 // credential and a fake clock (drains go through the real drainer: test/helpers/ledger-drain.ts).
-import type { ApprovalRecord, HeartbeatRecord, HookRecord, MalformedEventRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
+import type { ApprovalRecord, HeartbeatRecord, HookRecord, KubernetesRecord, MalformedEventRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
@@ -87,6 +87,21 @@ export function oneRecordOfEachType(): SefRecord[] {
     AgentVersion: "0.1.0",
     ...vm,
   };
+  const kubernetes: KubernetesRecord = {
+    RecordId: deterministicUuid("Kubernetes", vm.VmId, "EVT-1"),
+    RecordType: "Kubernetes",
+    TimeGenerated: "2024-05-01T12:00:00.000Z",
+    ObservedAt: "2024-05-01T12:00:00.000Z",
+    EventId: "EVT-1",
+    EventType: "Reboot",
+    EventStatus: "Scheduled",
+    Outcome: "Drained",
+    HttpStatus: 0,
+    ElapsedMs: 42_000,
+    Detail: JSON.stringify({ node: "aks-nodepool1-0", policy: "drain-then-approve", podsEvicted: 18, podsBlockedByPdb: ["apps/db-0"], pdbHeldSeconds: 30 }),
+    AgentVersion: "0.1.0",
+    ...vm,
+  };
   const rawEvent = { EventId: "EVT-BAD", EventType: "Reboot", EventStatus: "Scheduled", Resources: "vm-1", NotBefore: "" };
   const malformed: MalformedEventRecord = {
     RecordId: deterministicUuid("MalformedEvent", vm.VmId, "EVT-BAD"),
@@ -106,7 +121,7 @@ export function oneRecordOfEachType(): SefRecord[] {
     AgentVersion: "0.1.0",
     ...vm,
   };
-  return [transitionRecord(1, { NotBefore: null }), transitionRecord(2), malformed, heartbeat, approval, hook];
+  return [transitionRecord(1, { NotBefore: null }), transitionRecord(2), malformed, heartbeat, approval, hook, kubernetes];
 }
 
 export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {

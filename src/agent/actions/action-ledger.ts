@@ -1,5 +1,6 @@
-// The action ledger (SQL only): one row per planned hook run or approval with its persisted state, so that
-// actions survive restarts and kill -9. Keeps its tables in the store's database; the state machine is action-runner.ts.
+// The action ledger (SQL only): one row per planned hook run, approval or node action (kubernetes) with its persisted
+// state (and, for node actions, the JSON of their step), so that actions survive restarts and kill -9. Keeps its
+// tables in the store's database; the state machine is action-runner.ts.
 import type { DatabaseSync } from "node:sqlite";
 import type { Store } from "../store/store.js";
 import { transaction } from "../store/sql.js";
@@ -10,7 +11,7 @@ import { transaction } from "../store/sql.js";
  */
 export const actionStatuses = ["pending", "running", "succeeded", "failed", "approved", "interrupted", "skipped"] as const;
 export type ActionStatus = (typeof actionStatuses)[number];
-export type ActionKind = "hook" | "approval";
+export type ActionKind = "hook" | "approval" | "kubernetes";
 
 export interface ActionRow {
   actionKey: string;
@@ -18,7 +19,7 @@ export interface ActionRow {
   /** Lower-cased EventId. */
   eventKey: string;
   eventStatus: string;
-  /** Hook name, or "approval". */
+  /** Hook name, "approval" (or "after-kubernetes": planned by the node action), or the node policy. */
   name: string;
   status: ActionStatus;
   reason: string;
@@ -61,6 +62,7 @@ export function migrateActionLedger(db: DatabaseSync): void {
       created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
     CREATE INDEX IF NOT EXISTS actions_by_status ON actions(status);
     CREATE TABLE IF NOT EXISTS action_progress (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS action_steps (action_key TEXT PRIMARY KEY, state TEXT NOT NULL);
   `);
 }
 
@@ -80,7 +82,12 @@ export class ActionLedger {
         "INSERT OR IGNORE INTO actions(action_key, kind, event_key, event_status, name, status, record, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
       ),
       get: db.prepare("SELECT * FROM actions WHERE action_key = ?"),
-      nextPending: db.prepare("SELECT * FROM actions WHERE status = 'pending' ORDER BY rowid LIMIT 1"),
+      // Node actions (kind kubernetes) have their own worker: the runner of hooks and approvals never picks them.
+      nextPending: db.prepare("SELECT * FROM actions WHERE status = 'pending' AND kind != 'kubernetes' ORDER BY rowid LIMIT 1"),
+      activeOfKind: db.prepare("SELECT * FROM actions WHERE kind = ? AND status IN ('pending', 'running') ORDER BY rowid"),
+      getStep: db.prepare("SELECT state FROM action_steps WHERE action_key = ?"),
+      setStep: db.prepare("INSERT INTO action_steps(action_key, state) VALUES (?, ?) ON CONFLICT(action_key) DO UPDATE SET state = excluded.state"),
+      forgetSteps: db.prepare("DELETE FROM action_steps WHERE action_key NOT IN (SELECT action_key FROM actions)"),
       withStatus: db.prepare("SELECT * FROM actions WHERE status = ? ORDER BY rowid"),
       forEvent: db.prepare("SELECT * FROM actions WHERE event_key = ? AND event_status = ? AND kind = ? ORDER BY rowid"),
       setStatus: db.prepare("UPDATE actions SET status = ?, reason = ?, attempts = attempts + ?, updated_ms = ? WHERE action_key = ?"),
@@ -110,6 +117,21 @@ export class ActionLedger {
   nextPending(): ActionRow | undefined {
     const row = this.statements.nextPending.get() as Row | undefined;
     return row ? toAction(row) : undefined;
+  }
+
+  /** Pending or running actions of one kind, in plan order. */
+  activeOfKind(kind: ActionKind): ActionRow[] {
+    return (this.statements.activeOfKind.all(kind) as unknown as Row[]).map(toAction);
+  }
+
+  /** The persisted step of a node action (JSON), or undefined before its first step. */
+  getStep(actionKey: string): string | undefined {
+    return (this.statements.getStep.get(actionKey) as { state: string } | undefined)?.state;
+  }
+
+  /** Persists the step of a node action (written before the step is taken). */
+  setStep(actionKey: string, stateJson: string): void {
+    this.statements.setStep.run(actionKey, stateJson);
   }
 
   withStatus(status: ActionStatus): ActionRow[] {
@@ -143,7 +165,9 @@ export class ActionLedger {
 
   /** Deletes finished actions last updated before `beforeMs`; returns how many. */
   forgetFinished(beforeMs: number): number {
-    return Number(this.statements.forget.run(beforeMs).changes);
+    const forgotten = Number(this.statements.forget.run(beforeMs).changes);
+    if (forgotten > 0) this.statements.forgetSteps.run();
+    return forgotten;
   }
 
   /** Approvals recorded by agents before the action ledger existed (store meta `approved:<eventKey>`; read-only). */

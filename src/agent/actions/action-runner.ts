@@ -1,12 +1,13 @@
 // Acts on durable transition records as a consumer of the store's action ledger: plans hook runs and approvals
 // the moment a transition commits, runs them one at a time off the poll loop, and persists each step, so a restart
 // (even after kill -9) neither forgets an action nor repeats a finished one. Hook and approval records go to the outbox.
+// Node actions (kubernetes) are planned here too, and run by their own worker (kubernetes/node-action.ts).
 import type { Logger } from "pino";
 import type { ApprovalRecord, HookRecord, RecordIdentity, SefRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { ActionLedger, ActionRow, PlannedAction } from "./action-ledger.js";
-import { decideApproval, type ApprovalPolicy } from "./approval-policy.js";
+import { decideApproval, type ApprovalDecision, type ApprovalPolicy } from "./approval-policy.js";
 import { attemptApproval, interruptedApprovalRecord, type PostStartRequest } from "./approver.js";
 import { interruptedHookRecord, runHook, selectHooks, type HookConfig } from "./hooks.js";
 
@@ -21,6 +22,16 @@ const errorPauseMs = 5000;
 const maxErrorsPerAction = 3;
 const waitForPollMs = 100;
 const catchUpBatch = 500;
+
+/** The kubernetes action as the runner sees it: it plans node actions, and is woken when transitions commit. */
+export interface NodeActionPlanner {
+  /** Node actions for a transition, or undefined when the event is not the node action's (approvals as usual). */
+  planFor(record: TransitionRecord): PlannedAction[] | undefined;
+  wake(): void;
+}
+
+/** Name of an approval planned by the node action after a complete drain (policy drain-then-approve): no rule is needed. */
+export const afterKubernetesApproval = "after-kubernetes";
 
 export interface ActionRunnerOptions {
   hooks: HookConfig[];
@@ -40,6 +51,8 @@ export interface ActionRunnerOptions {
   logger: Logger;
   metrics: AgentMetrics;
   agentVersion: string;
+  /** The kubernetes action, when configured. */
+  kubernetes?: NodeActionPlanner;
   /** POSTs for one approval that IMDS refused or that could not connect (a POST in doubt is never repeated). */
   approvalAttempts?: number;
   approvalRetryDelayMs?: number;
@@ -55,9 +68,9 @@ export class ActionRunner {
 
   constructor(private readonly options: ActionRunnerOptions) {}
 
-  /** True when there is anything to do at all (no hooks and approval off: the runner is not needed). */
-  static isNeeded(hooks: readonly HookConfig[], approval: ApprovalPolicy): boolean {
-    return hooks.length > 0 || approval.mode !== "off";
+  /** True when there is anything to do at all (no hooks, approval off and no kubernetes action: the runner is not needed). */
+  static isNeeded(hooks: readonly HookConfig[], approval: ApprovalPolicy, kubernetes = false): boolean {
+    return hooks.length > 0 || approval.mode !== "off" || kubernetes;
   }
 
   /**
@@ -82,6 +95,25 @@ export class ActionRunner {
     } catch (err) {
       // Not lost: the records stay in the outbox past the planned position; the next commit or start plans them.
       this.options.logger.error({ err }, "could not record planned actions; trying again at the next transition or start");
+    }
+    this.wakeUp.abort();
+    this.options.kubernetes?.wake();
+  }
+
+  /**
+   * Plans the approval of an event whose node steps are over (called by the node action inside its transaction):
+   * `after-kubernetes` approves without a rule (the drain-then-approve policy), `rules` plans it only when the
+   * approval rules would. Planned once per event: an approval already planned or sent is left as it is.
+   */
+  planApproval(record: TransitionRecord, how: "after-kubernetes" | "rules"): void {
+    const eventKey = record.EventId.toLowerCase();
+    const base = { eventKey, eventStatus: record.EventStatus, recordJson: JSON.stringify(record), actionKey: `approval:${eventKey}`, kind: "approval" as const };
+    if (how === "after-kubernetes") {
+      this.options.ledger.plan([{ ...base, name: afterKubernetesApproval }], this.options.clock.now());
+    } else {
+      const decision = decideApproval(record, this.options.vm().VmName, this.options.approval, this.alreadyApproved(eventKey), true);
+      if (decision.approve) this.options.ledger.plan([{ ...base, name: "approval" }], this.options.clock.now());
+      else this.options.logger.info({ eventId: record.EventId, reason: decision.reason }, "not approving");
     }
     this.wakeUp.abort();
   }
@@ -111,6 +143,9 @@ export class ActionRunner {
       kind: "hook",
       name: hook.name,
     }));
+    const nodeActions = this.options.kubernetes?.planFor(record);
+    // The node action plans the event's approval itself once the node steps are over.
+    if (nodeActions !== undefined) return [...planned, ...nodeActions];
     const { approval, logger } = this.options;
     if (record.EventStatus === "Scheduled" && approval.mode !== "off") {
       // Everything but the prepare hooks' outcome can be judged now; the rest is judged when the approval's turn comes.
@@ -129,6 +164,7 @@ export class ActionRunner {
   private recoverInterrupted(): void {
     const { ledger, clock, logger, agentVersion } = this.options;
     for (const row of ledger.withStatus("running")) {
+      if (row.kind === "kubernetes") continue; // resumed by the node action's own worker
       const record = JSON.parse(row.recordJson) as TransitionRecord;
       const nowMs = clock.now();
       if (row.kind === "hook") {
@@ -242,6 +278,21 @@ export class ActionRunner {
     });
   }
 
+  private rulesDecision(row: ActionRow, record: TransitionRecord, vmName: string): ApprovalDecision {
+    const prepareHooks = this.options.ledger.forEvent(row.eventKey, "Scheduled", "hook");
+    const prepareHooksSucceeded = prepareHooks.every((h) => h.status === "succeeded");
+    return decideApproval(record, vmName, this.options.approval, this.options.ledger.legacyApproved(row.eventKey), prepareHooksSucceeded);
+  }
+
+  private afterDrainDecision(row: ActionRow): ApprovalDecision {
+    if (this.options.ledger.legacyApproved(row.eventKey)) return { approve: false, reason: "already approved" };
+    const prepareHooks = this.options.ledger.forEvent(row.eventKey, "Scheduled", "hook");
+    if (this.options.approval.requirePrepareHookSuccess && !prepareHooks.every((h) => h.status === "succeeded")) {
+      return { approve: false, reason: "the node is drained, but a prepare hook did not succeed (requirePrepareHookSuccess)" };
+    }
+    return { approve: true, reason: "the node is drained (kubernetes policy drain-then-approve)" };
+  }
+
   private async runApprovalAction(row: ActionRow): Promise<void> {
     const { ledger, clock, logger, approval } = this.options;
     const record = JSON.parse(row.recordJson) as TransitionRecord;
@@ -249,19 +300,18 @@ export class ActionRunner {
       ledger.setStatus(row.actionKey, "skipped", reason, clock.now());
       logger.info({ eventId: record.EventId, reason }, "not approving");
     };
-    if (approval.mode === "off") return skip("approval is off");
+    const afterDrain = row.name === afterKubernetesApproval;
+    if (approval.mode === "off" && !afterDrain) return skip("approval is off");
     const current = ledger.committedEventStatus(row.eventKey);
     if (current !== "Scheduled") return skip(current === undefined ? "the event has ended" : `the event is ${current} now`);
-    const prepareHooks = ledger.forEvent(row.eventKey, "Scheduled", "hook");
-    const prepareHooksSucceeded = prepareHooks.every((h) => h.status === "succeeded");
     const vm = this.options.vm();
-    const decision = decideApproval(record, vm.VmName, approval, this.options.ledger.legacyApproved(row.eventKey), prepareHooksSucceeded);
+    const decision = afterDrain ? this.afterDrainDecision(row) : this.rulesDecision(row, record, vm.VmName);
     if (!decision.approve) return skip(decision.reason);
 
     const attempts = this.options.approvalAttempts ?? 3;
     const target = { ...record, reason: decision.reason };
     for (let attempt = row.attempts + 1; !this.stopping.signal.aborted; attempt++) {
-      const mode = approval.mode === "dry-run" ? "dry-run" : "on";
+      const mode = approval.mode === "dry-run" ? "dry-run" : "on"; // drain-then-approve with approval off still approves
       // The intent is durable before anything is sent: a POST found `running` at start-up is never repeated.
       if (mode === "on") ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
       const result = await attemptApproval([target], {

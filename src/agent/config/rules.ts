@@ -40,6 +40,12 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
     const rules = factory.rules?.({ settings: sinkSection(config, factory.type), inUse: used.has(factory.type), argument: used.get(factory.type), env }) ?? [];
     problems.push(...rules);
   }
+  if (config.kubernetes !== undefined && config.kubernetes.nodeName === undefined && !env.NODE_NAME?.trim()) {
+    problems.push("kubernetes.nodeName: required when the environment variable NODE_NAME is not set (the chart sets it from the downward API)");
+  }
+  if (config.kubernetes !== undefined && config.kubernetes.pdbRetryMaxMs < config.kubernetes.pdbRetryInitialMs) {
+    problems.push("kubernetes.pdbRetryMaxMs: must be at least pdbRetryInitialMs");
+  }
   return problems;
 }
 

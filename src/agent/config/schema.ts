@@ -8,6 +8,7 @@ import { sinkFactories } from "../sinks/registry.js";
 import { metricsServerConfigSchema, readinessConfigSchema } from "../observability/http-server.js";
 import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
+import { kubernetesSettingsSchema } from "../actions/kubernetes/settings.js";
 import { imdsDefaults } from "../imds/client.js";
 import { defaultRetryPolicy } from "@sef/contract/retry-policy.js";
 import { outboxDefaults } from "../delivery/outbox.js";
@@ -109,6 +110,9 @@ const servicesShape = {
     description: "Approval policy (off by default): see src/agent/actions/README.md.",
   }),
   hooks: documented(hooksConfigSchema, { description: "Commands run on transitions: see src/agent/actions/README.md." }),
+  kubernetes: documented(z.optional(kubernetesSettingsSchema), {
+    description: "The kubernetes action: taint, cordon and drain this VM's Kubernetes node before an event, approve, undo after (absent: off, the client is never loaded); see src/agent/actions/kubernetes/README.md.",
+  }),
   readiness: documented(z._default(readinessConfigSchema, readinessConfigSchema.parse({})), {
     description: "When `/readyz` reports a sink that delivers nothing while records wait.",
   }),

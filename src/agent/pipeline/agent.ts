@@ -193,9 +193,10 @@ export class Agent {
     return this.stopController.signal;
   }
 
-  /** Reads the VM identity before anything emits records (bounded: never holds start-up more than a few seconds). */
+  /** Reads the VM identity before anything emits records (bounded: never holds start-up more than a few seconds) and loads the configured actions. */
   async prepare(): Promise<void> {
     await this.poll.prepare();
+    await this.act.prepare();
   }
 
   /** Starts the actions and the heartbeats (one at once), the sinks' drain loops, then polling. */

@@ -1,0 +1,398 @@
+// The kubernetes action's worker: for each Scheduled event that names this VM, takes the steps its EventType's policy
+// asks for on this VM's node (taint, cordon, drain, then the approval), and undoes them when the event is over. Each
+// step is persisted in the action ledger before it is taken, so a restart (even after kill -9) resumes where it was.
+import type { Logger } from "pino";
+import type { EventStatus, KubernetesOutcome, KubernetesRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
+import type { ActionLedger, ActionRow, PlannedAction } from "../action-ledger.js";
+import type { Clock } from "../../util/clock.js";
+import { KubeApiError, type KubeApi, type NodeEventType } from "./client.js";
+
+type KubeNode = Awaited<ReturnType<KubeApi["readNode"]>>;
+import { drainNode, type DrainProgress } from "./drain.js";
+import type { KubernetesMetrics } from "./metrics.js";
+import { drainDeadlineMs, drainStartMs, markPatch, noExecutePatch, nodeIsThisVm, taintKeyFor, taintValueFor, undoPatch, type NodePatch } from "./plan.js";
+import { kubernetesRecord, type KubernetesStepDetail } from "./records.js";
+import { policyFor, policyIncludes, type KubernetesSettings, type NodePolicy } from "./settings.js";
+
+const idleWaitMs = 60_000;
+const errorPauseMs = 5_000;
+
+/** planned → marking → marked → draining → drained | incomplete → settled; undoing → done once the event is over. */
+export type NodePhase = "planned" | "marking" | "marked" | "draining" | "drained" | "incomplete" | "settled" | "undoing" | "done";
+
+export interface NodeActionState {
+  phase: NodePhase;
+  /** The node was schedulable when sef cordoned it (or sef's own cordon was already there): the undo uncordons. */
+  cordonedBySef: boolean;
+  drainStartedAtMs: number | null;
+  drain: DrainProgress;
+  podsLeft: string[];
+  /** How the event ended (from its Completed or Canceled transition), for the undo's record. */
+  endedStatus: "Completed" | "Canceled" | null;
+  /** API failures in a row of the current step (the first one is recorded). */
+  failures: number;
+}
+
+export const initialNodeState = (): NodeActionState => ({
+  phase: "planned",
+  cordonedBySef: false,
+  drainStartedAtMs: null,
+  drain: { evicted: [], pdbBlocked: [], pdbHeldMs: 0 },
+  podsLeft: [],
+  endedStatus: null,
+  failures: 0,
+});
+
+export interface NodeActionsOptions {
+  settings: KubernetesSettings;
+  nodeName: string;
+  /** sef's own pod (POD_NAMESPACE/POD_NAME), never evicted. */
+  self: { namespace: string; name: string } | undefined;
+  /** Loads the Kubernetes client (seconds of module loading): awaited by the worker, so the agent's start never waits for it. */
+  loadApi: () => Promise<KubeApi>;
+  ledger: ActionLedger;
+  /** Appends records to the outbox; called inside the ledger's transaction. */
+  append: (records: KubernetesRecord[]) => void;
+  vm: () => RecordIdentity;
+  /** Plans the event's approval once the node steps are over: the policy's own (after-kubernetes) or by the approval rules. */
+  planApproval: (record: TransitionRecord, how: "after-kubernetes" | "rules") => void;
+  /** True once this process has read IMDS: steps wait for a current view of the events. */
+  hasPolled: () => boolean;
+  clock: Clock;
+  logger: Logger;
+  metrics: KubernetesMetrics;
+  agentVersion: string;
+}
+
+export const nodeActionKey = (eventKey: string): string => `kubernetes:${eventKey}`;
+
+export class NodeActions {
+  private readonly stopping = new AbortController();
+  private wakeUp = new AbortController();
+  private loop: Promise<void> | undefined;
+  private kubeApi: KubeApi | undefined;
+
+  constructor(private readonly options: NodeActionsOptions) {}
+
+  /**
+   * Called by the action runner for each committed transition (inside its transaction): a Scheduled event naming this
+   * VM whose policy is not `none` gets a node action (its approval then comes from the node action); a Completed or
+   * Canceled one notes how it ended. Undefined: not the node action's (approvals as usual).
+   */
+  planFor(record: TransitionRecord): PlannedAction[] | undefined {
+    const eventKey = record.EventId.toLowerCase();
+    const actionKey = nodeActionKey(eventKey);
+    if (record.EventStatus === "Completed" || record.EventStatus === "Canceled") {
+      const state = this.loadState(actionKey);
+      if (state) this.options.ledger.setStep(actionKey, JSON.stringify({ ...state, endedStatus: record.EventStatus }));
+      return undefined;
+    }
+    const policy = policyFor(this.options.settings, record.EventType);
+    if (record.EventStatus !== "Scheduled" || !record.AffectsThisVm || policy === "none") return undefined;
+    return [{ actionKey, kind: "kubernetes", eventKey, eventStatus: record.EventStatus, name: policy, recordJson: JSON.stringify(record) }];
+  }
+
+  start(): void {
+    this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "kubernetes action failed"));
+  }
+
+  wake(): void {
+    this.wakeUp.abort();
+  }
+
+  /** Stops at the next step boundary (a drain in progress stops between rounds; it resumes at the next start). */
+  async stop(): Promise<void> {
+    this.stopping.abort(new Error("agent stopping"));
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const { clock, ledger, logger } = this.options;
+    const stop = this.stopping.signal;
+    while (!stop.aborted && !this.options.hasPolled()) await clock.sleep(100, stop).catch(() => undefined);
+    while (!stop.aborted && this.kubeApi === undefined) {
+      try {
+        this.kubeApi = await this.options.loadApi();
+        logger.info("Kubernetes client loaded; the kubernetes action is ready");
+      } catch (err) {
+        logger.error({ err }, "could not load the Kubernetes client; trying again");
+        await clock.sleep(errorPauseMs * 6, stop).catch(() => undefined);
+      }
+    }
+    while (!stop.aborted) {
+      this.wakeUp = new AbortController();
+      let waitMs = idleWaitMs;
+      for (const row of ledger.activeOfKind("kubernetes")) {
+        if (stop.aborted) break;
+        try {
+          waitMs = Math.min(waitMs, await this.advance(row));
+        } catch (err) {
+          waitMs = Math.min(waitMs, this.onStepError(row, err));
+        }
+      }
+      if (waitMs > 0) await clock.sleep(waitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
+      else logger.trace("kubernetes action: next step now");
+    }
+  }
+
+  private get api(): KubeApi {
+    if (this.kubeApi === undefined) throw new Error("the Kubernetes client is not loaded yet");
+    return this.kubeApi;
+  }
+
+  /** Takes the next steps of one node action; returns how long until it wants to be looked at again. */
+  private async advance(row: ActionRow): Promise<number> {
+    const record = JSON.parse(row.recordJson) as TransitionRecord;
+    const state = this.loadState(row.actionKey) ?? initialNodeState();
+    const status = this.options.ledger.committedEventStatus(row.eventKey);
+    if (status === undefined) return this.undo(row, record, state);
+    if (status !== "Scheduled") return idleWaitMs; // Started: the event runs; the node stays as it is until it is over
+    const policy = row.name as NodePolicy;
+    switch (state.phase) {
+      case "planned":
+        return this.checkNode(row, record, state, policy);
+      case "marking":
+        return this.mark(row, record, state, policy);
+      case "marked":
+        return this.startDrain(row, record, state, policy);
+      case "draining":
+        return this.drain(row, record, state, policy);
+      case "drained":
+      case "incomplete":
+        return this.settle(row, record, state, policy);
+      default:
+        return idleWaitMs;
+    }
+  }
+
+  /** Checks that NODE_NAME is this VM, then persists what the node was like before sef touched it. */
+  private async checkNode(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
+    const { nodeName, ledger, clock, logger, metrics } = this.options;
+    const api = this.api;
+    const vm = this.options.vm();
+    const node = await api.readNode(nodeName);
+    if (!nodeIsThisVm(node.providerID, vm.VmResourceId)) {
+      const why = `node ${nodeName} is not this VM (providerID "${node.providerID}", VM resource id "${vm.VmResourceId}"): nothing done to it`;
+      metrics.nodeMismatch.inc();
+      logger.warn({ eventId: record.EventId, node: nodeName, providerID: node.providerID, vmResourceId: vm.VmResourceId }, "the node is not this VM; the kubernetes action does nothing");
+      ledger.transaction(() => {
+        ledger.setStatus(row.actionKey, "skipped", why, clock.now());
+        this.options.planApproval(record, "rules");
+      });
+      return 0;
+    }
+    const cordon = policyIncludes(policy, "cordon");
+    const sefCordonStillThere = node.unschedulable && node.annotations["sef.azure.com/cordoned"] === "true";
+    const next: NodeActionState = { ...state, phase: "marking", cordonedBySef: cordon && (!node.unschedulable || sefCordonStillThere) };
+    ledger.transaction(() => {
+      ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
+      this.saveState(row.actionKey, next);
+    });
+    return this.mark(row, record, next, policy, node);
+  }
+
+  /** The NoSchedule taint, the annotations and (per policy) the cordon, in one patch; a Noticed Event and a record. */
+  private async mark(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, nodeRead?: KubeNode): Promise<number> {
+    const { nodeName, clock } = this.options;
+    const startedMs = clock.monotonicMs();
+    const cordon = policyIncludes(policy, "cordon");
+    const node = nodeRead ?? (await this.api.readNode(nodeName));
+    await this.patch(nodeName, markPatch(node, record, cordon, new Date(clock.now()).toISOString()), node.resourceVersion);
+    const taint = `${taintKeyFor(record.EventType)}=${taintValueFor(record.EventId)}:NoSchedule`;
+    const outcome: KubernetesOutcome = cordon ? "Cordoned" : "Tainted";
+    const notBefore = record.NotBefore ?? "unknown";
+    await this.nodeEvent(node, "ScheduledEventNoticed", `${record.EventType} ${record.EventId} scheduled (NotBefore ${notBefore}): ${cordon ? "tainted and cordoned" : "tainted"} by sef (policy ${policy})`, "Normal");
+    this.commitStep(row, { ...state, phase: "marked", failures: 0 }, this.record(record, "Scheduled", outcome, { node: nodeName, policy, taint }, clock.monotonicMs() - startedMs));
+    return 0;
+  }
+
+  /** Waits for the drain's start (NotBefore minus drainLeadMs), then persists that the drain started. */
+  private async startDrain(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
+    const { settings, clock, nodeName } = this.options;
+    if (!policyIncludes(policy, "drain")) return this.settle(row, record, { ...state, phase: "settled" }, policy);
+    const nowMs = clock.now();
+    const startMs = drainStartMs(record.NotBefore, settings.drainLeadMs, nowMs);
+    if (startMs > nowMs) return startMs - nowMs;
+    const deadline = new Date(drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs)).toISOString();
+    const node = await this.api.readNode(nodeName);
+    await this.nodeEvent(node, "ScheduledEventDraining", `draining for ${record.EventType} ${record.EventId}: evicting pods until ${deadline}`, "Normal");
+    this.commitStep(row, { ...state, phase: "draining", drainStartedAtMs: nowMs, failures: 0 }, this.record(record, "Scheduled", "Draining", { node: nodeName, policy, deadline }, 0));
+    return 0;
+  }
+
+  /** Runs (or resumes) the drain until done, the deadline, or the event is no longer Scheduled. */
+  private async drain(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
+    const { settings, clock, nodeName, ledger, metrics, logger } = this.options;
+    const api = this.api;
+    const startedAtMs = state.drainStartedAtMs ?? clock.now();
+    const deadlineMs = drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, startedAtMs);
+    const result = await drainNode({
+      api,
+      nodeName,
+      self: this.options.self,
+      evictEmptyDir: settings.evictEmptyDir,
+      deadlineMs,
+      pdbRetryInitialMs: settings.pdbRetryInitialMs,
+      pdbRetryMaxMs: settings.pdbRetryMaxMs,
+      podPollMs: settings.podPollMs,
+      clock,
+      logger,
+      resumeFrom: state.drain,
+      stillWanted: () => ledger.committedEventStatus(row.eventKey) === "Scheduled",
+      onProgress: (drain) => this.saveState(row.actionKey, { ...state, drain }),
+      onEviction: (outcome) => metrics.evictions.inc({ outcome }),
+      signal: this.stopping.signal,
+    });
+    if (result.outcome === "interrupted") {
+      this.saveState(row.actionKey, { ...state, drain: result });
+      return 0;
+    }
+    const elapsedMs = Math.max(0, clock.now() - startedAtMs);
+    metrics.drainDuration.observe({ outcome: result.outcome === "drained" ? "drained" : "incomplete" }, elapsedMs / 1000);
+    const detail: KubernetesStepDetail = {
+      node: nodeName,
+      policy,
+      podsEvicted: result.evicted.length,
+      podsBlockedByPdb: result.pdbBlocked,
+      pdbHeldSeconds: Math.round(result.pdbHeldMs / 100) / 10,
+      ...(result.outcome === "incomplete" ? { podsLeft: result.podsLeft, deadline: new Date(deadlineMs).toISOString() } : {}),
+    };
+    const node = await api.readNode(nodeName);
+    const seconds = Math.round(elapsedMs / 1000);
+    if (result.outcome === "drained") {
+      if (settings.noExecuteTaintAfterDrain) await this.patch(nodeName, noExecutePatch(node, record, new Date(clock.now()).toISOString()), node.resourceVersion);
+      await this.nodeEvent(node, "ScheduledEventDrained", `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`, "Normal");
+    } else {
+      await this.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete at its deadline: ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`.slice(0, 1000), "Warning");
+      logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft }, "drain incomplete at its deadline");
+    }
+    const phase = result.outcome === "drained" ? "drained" : "incomplete";
+    const next: NodeActionState = { ...state, phase, drain: result, podsLeft: result.outcome === "incomplete" ? result.podsLeft : [], failures: 0 };
+    this.commitStep(row, next, this.record(record, "Scheduled", result.outcome === "drained" ? "Drained" : "DrainIncomplete", detail, elapsedMs));
+    return 0;
+  }
+
+  /**
+   * After the node steps: drain-then-approve approves a complete drain of an event that names only this VM (others in
+   * Resources may still be draining); everything else goes by the approval rules, as without the node action.
+   */
+  private settle(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): number {
+    const { ledger, logger } = this.options;
+    const ownApproval = policy === "drain-then-approve" && state.phase === "drained" && record.Resources.length === 1;
+    if (policy === "drain-then-approve" && !ownApproval) {
+      const why = state.phase !== "drained" ? "the drain is incomplete" : "the event names other VMs too (their nodes may still be draining)";
+      logger.info({ eventId: record.EventId, why }, "not approving after the drain; the approval rules decide");
+    }
+    ledger.transaction(() => {
+      this.saveState(row.actionKey, { ...state, phase: "settled" });
+      this.options.planApproval(record, ownApproval ? "after-kubernetes" : "rules");
+    });
+    return idleWaitMs;
+  }
+
+  /** The event is over: takes sef's taints and annotations off, uncordons if sef cordoned, and finishes the action. */
+  private async undo(row: ActionRow, record: TransitionRecord, state: NodeActionState): Promise<number> {
+    const { ledger, clock, nodeName } = this.options;
+    const api = this.api;
+    const ended: EventStatus = state.endedStatus ?? "Completed";
+    if (state.phase === "planned") {
+      ledger.setStatus(row.actionKey, "skipped", `the event was ${ended} before the node was touched`, clock.now());
+      return 0;
+    }
+    if (state.phase !== "undoing") this.saveState(row.actionKey, { ...state, phase: "undoing" });
+    const startedMs = clock.monotonicMs();
+    const node = await api.readNode(nodeName);
+    const decision = undoPatch(node, record, state.cordonedBySef, this.othersHoldingCordon(row.actionKey));
+    await this.patch(nodeName, decision.patch, node.resourceVersion);
+    const outcome: KubernetesOutcome = decision.uncordon ? "Uncordoned" : "Released";
+    const what = decision.uncordon ? "uncordoned and untainted" : `untainted; stays cordoned: ${decision.keptCordonedBecause ?? "it was not cordoned"}`;
+    await this.nodeEvent(node, decision.uncordon ? "ScheduledEventUncordoned" : "ScheduledEventReleased", `${record.EventType} ${record.EventId} ${ended}: ${what} by sef`, "Normal");
+    const detail: KubernetesStepDetail = { node: nodeName, policy: row.name, ...(decision.keptCordonedBecause ? { keptCordoned: decision.keptCordonedBecause } : {}) };
+    ledger.transaction(() => {
+      this.options.append([this.record(record, ended, outcome, detail, clock.monotonicMs() - startedMs)]);
+      this.saveState(row.actionKey, { ...state, phase: "done" });
+      ledger.setStatus(row.actionKey, "succeeded", what, clock.now());
+    });
+    this.options.metrics.steps.inc({ outcome });
+    return 0;
+  }
+
+  /** Other node actions past their first step that cordon (they keep the node cordoned when this one ends). */
+  private othersHoldingCordon(actionKey: string): number {
+    return this.options.ledger.activeOfKind("kubernetes").filter((other) => {
+      if (other.actionKey === actionKey || !policyIncludes(other.name as NodePolicy, "cordon")) return false;
+      const phase = this.loadState(other.actionKey)?.phase ?? "planned";
+      return phase !== "planned" && phase !== "undoing" && phase !== "done";
+    }).length;
+  }
+
+  private onStepError(row: ActionRow, err: unknown): number {
+    const { logger, metrics, ledger } = this.options;
+    const status = err instanceof KubeApiError ? err.status : 0;
+    metrics.apiErrors.inc();
+    logger.error({ err, action: row.actionKey, status }, "a kubernetes step failed; trying again");
+    try {
+      const state = this.loadState(row.actionKey) ?? initialNodeState();
+      const failures = state.failures + 1;
+      const record = JSON.parse(row.recordJson) as TransitionRecord;
+      const failed = this.record(record, "Scheduled", "Failed", { node: this.options.nodeName, policy: row.name, error: (err as Error).message }, 0, status, failures);
+      ledger.transaction(() => {
+        if (failures === 1) this.options.append([failed]);
+        this.saveState(row.actionKey, { ...state, failures });
+      });
+      if (failures === 1) metrics.steps.inc({ outcome: "Failed" });
+    } catch (storeErr) {
+      logger.error({ err: storeErr }, "could not record a failed kubernetes step");
+    }
+    return errorPauseMs;
+  }
+
+  private async patch(nodeName: string, patch: NodePatch, resourceVersion: string): Promise<void> {
+    try {
+      await this.api.patchNode(nodeName, patch, resourceVersion);
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+      throw new KubeApiError(409, "the node changed while sef patched it (409 Conflict); the step is taken again");
+    }
+  }
+
+  /** Kubernetes Events are for people: one that cannot be written is logged, and the step goes on. */
+  private async nodeEvent(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType): Promise<void> {
+    try {
+      await this.api.nodeEvent(node, reason, message, type);
+    } catch (err) {
+      this.options.metrics.apiErrors.inc();
+      this.options.logger.warn({ err, reason }, "could not write a Kubernetes Event on the node");
+    }
+  }
+
+  private commitStep(row: ActionRow, next: NodeActionState, record: KubernetesRecord): void {
+    this.options.ledger.transaction(() => {
+      this.options.append([record]);
+      this.saveState(row.actionKey, next);
+    });
+    this.options.metrics.steps.inc({ outcome: record.Outcome });
+  }
+
+  private record(
+    event: TransitionRecord,
+    eventStatus: EventStatus,
+    outcome: KubernetesOutcome,
+    detail: KubernetesStepDetail,
+    elapsedMs: number,
+    httpStatus?: number,
+    attempt?: number,
+  ): KubernetesRecord {
+    const { clock, agentVersion } = this.options;
+    return kubernetesRecord({ vm: this.options.vm(), event, eventStatus, outcome, detail, elapsedMs, ...(httpStatus !== undefined ? { httpStatus } : {}), ...(attempt !== undefined ? { attempt } : {}), nowMs: clock.now(), agentVersion });
+  }
+
+  private loadState(actionKey: string): NodeActionState | undefined {
+    const json = this.options.ledger.getStep(actionKey);
+    return json === undefined ? undefined : (JSON.parse(json) as NodeActionState);
+  }
+
+  private saveState(actionKey: string, state: NodeActionState): void {
+    this.options.ledger.setStep(actionKey, JSON.stringify(state));
+  }
+}

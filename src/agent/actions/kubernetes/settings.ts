@@ -1,0 +1,93 @@
+// Config section `kubernetes` (pure): what the agent does to its own Kubernetes node for each EventType, and the
+// timings of a drain. Present = the action is on (the Kubernetes client is loaded only then); absent = forwarding only.
+import * as z from "zod/mini";
+import "../../util/zod-locale.js";
+import { documented } from "../../util/setting-doc.js";
+
+/**
+ * What a Scheduled event does to the node, in increasing order: none (forward only) · taint (NoSchedule taint and
+ * annotations) · cordon (taint, then cordon) · drain (cordon, then evict the pods) · drain-then-approve (drain, then
+ * POST the approval so the event starts as soon as the node is empty).
+ */
+export const nodePolicies = ["none", "taint", "cordon", "drain", "drain-then-approve"] as const;
+export type NodePolicy = (typeof nodePolicies)[number];
+
+/** The EventTypes IMDS documents; any other type uses `policy.other`. */
+export const knownEventTypes = ["Freeze", "Reboot", "Redeploy", "Preempt", "Terminate"] as const;
+
+export const defaultNodePolicies: Readonly<Record<(typeof knownEventTypes)[number] | "other", NodePolicy>> = {
+  Freeze: "none",
+  Reboot: "drain-then-approve",
+  Redeploy: "drain-then-approve",
+  Preempt: "drain-then-approve",
+  Terminate: "drain-then-approve",
+  other: "none",
+};
+
+export const kubernetesDefaults = {
+  /** Drains start this long before NotBefore (10 min: a 15-minute Reboot notice is tainted and cordoned at once, drained 5 min later). */
+  drainLeadMs: 10 * 60_000,
+  /** The drain's deadline is NotBefore minus this (time for the last pods to stop and the approval to go out). */
+  deadlineReserveMs: 5_000,
+  /** A PodDisruptionBudget refusal (HTTP 429) is retried after this, doubling up to `pdbRetryMaxMs`. */
+  pdbRetryInitialMs: 1_000,
+  pdbRetryMaxMs: 15_000,
+  /** Each Kubernetes API request is given up after this. */
+  requestTimeoutMs: 10_000,
+  /** How often the pods left on the node are listed while waiting for evicted pods to go. */
+  podPollMs: 1_000,
+} as const;
+
+const ms = z.number().check(z.int(), z.nonnegative());
+const positiveMs = z.number().check(z.int(), z.positive());
+const policy = (type: string, defaultPolicy: NodePolicy) =>
+  documented(z._default(z.enum(nodePolicies), defaultPolicy), { description: `What a Scheduled ${type} does to the node.` });
+
+export const kubernetesSettingsSchema = z.strictObject({
+  nodeName: documented(z.optional(z.string().check(z.minLength(1))), {
+    description: "This node's name (the chart sets `NODE_NAME` from the downward API).",
+    defaultText: "the `NODE_NAME` environment variable",
+  }),
+  policy: documented(
+    z._default(
+      z.strictObject({
+        Freeze: policy("Freeze (forward only by default; `taint` to mark the node)", defaultNodePolicies.Freeze),
+        Reboot: policy("Reboot", defaultNodePolicies.Reboot),
+        Redeploy: policy("Redeploy", defaultNodePolicies.Redeploy),
+        Preempt: policy("Preempt (Spot eviction, 30 s notice)", defaultNodePolicies.Preempt),
+        Terminate: policy("Terminate (scale-set deletion)", defaultNodePolicies.Terminate),
+        other: policy("event of any other EventType", defaultNodePolicies.other),
+      }),
+      { ...defaultNodePolicies },
+    ),
+    { description: "What each EventType does to this VM's node (see src/agent/actions/kubernetes/README.md)." },
+  ),
+  drainLeadMs: documented(z._default(ms, kubernetesDefaults.drainLeadMs), { description: "The drain starts this long before `NotBefore` (at once when that is past); the taint and cordon come at the notice." }),
+  deadlineReserveMs: documented(z._default(ms, kubernetesDefaults.deadlineReserveMs), { description: "The drain's deadline is `NotBefore` minus this." }),
+  pdbRetryInitialMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryInitialMs), { description: "First wait after a PodDisruptionBudget refused an eviction (429); doubles each time." }),
+  pdbRetryMaxMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryMaxMs), { description: "Longest wait between retries of a refused eviction." }),
+  evictEmptyDir: documented(z._default(z.boolean(), true), { description: "Evict pods with emptyDir volumes (their data is lost, as with `kubectl drain --delete-emptydir-data`)." }),
+  noExecuteTaintAfterDrain: documented(z._default(z.boolean(), false), { description: "After a complete drain, also taint NoExecute (never before: it would evict without PodDisruptionBudgets)." }),
+  kubeconfig: documented(z.optional(z.string().check(z.minLength(1))), {
+    description: "Kubeconfig file (tests, an agent outside the cluster).",
+    defaultText: "in-cluster: the service-account token and CA, `KUBERNETES_SERVICE_HOST`/`PORT`",
+  }),
+  inClusterPathPrefix: documented(z._default(z.string(), ""), {
+    description:
+      "Prefix of the service-account directory (`<prefix>/var/run/secrets/kubernetes.io/serviceaccount`) read for in-cluster credentials; for tests and unusual mounts.",
+  }),
+  requestTimeoutMs: documented(z._default(positiveMs, kubernetesDefaults.requestTimeoutMs), { description: "Deadline of each Kubernetes API request." }),
+  podPollMs: documented(z._default(positiveMs, kubernetesDefaults.podPollMs), { description: "How often the pods left are listed while evicted pods terminate." }),
+});
+export type KubernetesSettings = z.infer<typeof kubernetesSettingsSchema>;
+
+/** The policy for an EventType (case-insensitive; unknown types use `other`). */
+export function policyFor(settings: Pick<KubernetesSettings, "policy">, eventType: string): NodePolicy {
+  const known = knownEventTypes.find((t) => t.toLowerCase() === eventType.toLowerCase());
+  return settings.policy[known ?? "other"];
+}
+
+/** Whether a policy includes the step: each policy does everything the ones before it do. */
+export function policyIncludes(policy: NodePolicy, step: Exclude<NodePolicy, "none">): boolean {
+  return nodePolicies.indexOf(policy) >= nodePolicies.indexOf(step);
+}

@@ -1,0 +1,60 @@
+// Builds the kubernetes action from its config section and the environment the chart sets (NODE_NAME, POD_NAME,
+// POD_NAMESPACE): loads the Kubernetes client, registers the metrics. Imported dynamically, only when configured.
+import type { Logger } from "pino";
+import type { KubernetesRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
+import type { Registry } from "../../observability/prom-client.js";
+import type { ActionLedger } from "../action-ledger.js";
+import type { Clock } from "../../util/clock.js";
+import { createKubeApi } from "./client.js";
+import { KubernetesMetrics } from "./metrics.js";
+import { NodeActions } from "./node-action.js";
+import type { KubernetesSettings } from "./settings.js";
+
+export interface NodeActionsDeps {
+  env: NodeJS.ProcessEnv;
+  ledger: ActionLedger;
+  append: (records: KubernetesRecord[]) => void;
+  vm: () => RecordIdentity;
+  planApproval: (record: TransitionRecord, how: "after-kubernetes" | "rules") => void;
+  hasPolled: () => boolean;
+  registry: Registry;
+  clock: Clock;
+  logger: Logger;
+  agentVersion: string;
+}
+
+/** The node name (config, else NODE_NAME) and sef's own pod (POD_NAMESPACE/POD_NAME, when both are set). */
+export function nodeIdentity(settings: KubernetesSettings, env: NodeJS.ProcessEnv): { nodeName: string | undefined; self: { namespace: string; name: string } | undefined } {
+  const nodeName = settings.nodeName ?? (env.NODE_NAME?.trim() || undefined);
+  const name = env.POD_NAME?.trim();
+  const namespace = env.POD_NAMESPACE?.trim();
+  return { nodeName, self: name && namespace ? { namespace, name } : undefined };
+}
+
+/** The node action worker; the Kubernetes client itself is loaded by the worker once it starts (see NodeActions). */
+export function createNodeActions(settings: KubernetesSettings, deps: NodeActionsDeps): NodeActions {
+  const { nodeName, self } = nodeIdentity(settings, deps.env);
+  if (nodeName === undefined) throw new Error("kubernetes: no node name (set kubernetes.nodeName or NODE_NAME)");
+  const loadApi = () =>
+    createKubeApi({
+      ...(settings.kubeconfig !== undefined ? { kubeconfig: settings.kubeconfig } : {}),
+      inClusterPathPrefix: settings.inClusterPathPrefix,
+      requestTimeoutMs: settings.requestTimeoutMs,
+    });
+  deps.logger.info({ node: nodeName, self: self ? `${self.namespace}/${self.name}` : null, policy: settings.policy, credentials: settings.kubeconfig ?? "in-cluster" }, "kubernetes action on");
+  return new NodeActions({
+    settings,
+    nodeName,
+    self,
+    loadApi,
+    ledger: deps.ledger,
+    append: deps.append,
+    vm: deps.vm,
+    planApproval: deps.planApproval,
+    hasPolled: deps.hasPolled,
+    clock: deps.clock,
+    logger: deps.logger.child({ action: "kubernetes" }),
+    metrics: new KubernetesMetrics(deps.registry),
+    agentVersion: deps.agentVersion,
+  });
+}

@@ -1,0 +1,59 @@
+// The shapes shared by the HTTP layer and the resource handlers: a parsed API request, a response, the cluster the
+// handlers act on, and the request-body helpers every write handler uses.
+import type { Logger } from "pino";
+import type { DisruptionBudgets } from "./budgets.js";
+import type { PodTerminator } from "./pod-lifecycle.js";
+import { badRequest } from "./status.js";
+import type { ClusterStore } from "./store.js";
+import type { WatchRequest } from "./watch.js";
+
+export interface ApiRequest {
+  readonly method: string;
+  /** "" for the core group. */
+  readonly group: string;
+  readonly version: string;
+  readonly resource: string;
+  readonly namespace?: string;
+  readonly name?: string;
+  readonly subresource?: string;
+  readonly query: URLSearchParams;
+  /** Parsed JSON body (undefined when there is none). */
+  readonly body: unknown;
+  readonly contentType?: string;
+  readonly accept: string;
+}
+
+export interface ApiResponse {
+  readonly code: number;
+  readonly body: unknown;
+  /** Set for `?watch=true`: the server streams this watch instead of sending `body`. */
+  readonly watch?: WatchRequest;
+}
+
+export interface Cluster {
+  readonly store: ClusterStore;
+  readonly budgets: DisruptionBudgets;
+  readonly terminator: PodTerminator;
+  readonly logger: Logger;
+}
+
+export type ResourceHandler = (request: ApiRequest, cluster: Cluster) => ApiResponse;
+
+/** `dryRun=All` on a write: validate and answer, change nothing. */
+export function isDryRun(request: ApiRequest): boolean {
+  return request.query.getAll("dryRun").includes("All");
+}
+
+export function requireObjectBody(request: ApiRequest): Record<string, unknown> {
+  const body = request.body;
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("the request body must be a JSON object");
+  return body as Record<string, unknown>;
+}
+
+/** gracePeriodSeconds from DeleteOptions in the body or the query string. */
+export function requestedGracePeriodSeconds(request: ApiRequest, deleteOptions: unknown): number | undefined {
+  const fromBody = (deleteOptions as { gracePeriodSeconds?: unknown } | undefined)?.gracePeriodSeconds;
+  if (typeof fromBody === "number") return fromBody;
+  const fromQuery = request.query.get("gracePeriodSeconds");
+  return fromQuery !== null && fromQuery !== "" && Number.isInteger(Number(fromQuery)) ? Number(fromQuery) : undefined;
+}

@@ -1,0 +1,185 @@
+// What tests and `--seed` files give the peer (nodes, pods, DaemonSets, PodDisruptionBudgets, in short form) and the
+// pure builders that turn them into the full objects a real cluster would serve.
+import type { NewKubeObject, OwnerReference, Taint } from "./objects.js";
+import type { IntOrPercent } from "./pdb.js";
+
+export const kubeletVersion = "v1.33.0";
+/** The annotation that marks a mirror (static) pod; its value is the static pod's config hash. */
+export const mirrorPodAnnotation = "kubernetes.io/config.mirror";
+
+export interface NodeSeed {
+  name: string;
+  providerID?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  taints?: Taint[];
+  unschedulable?: boolean;
+  /** Ready condition status (default true). */
+  ready?: boolean;
+}
+
+export interface OwnerSeed {
+  kind: string;
+  name: string;
+  apiVersion?: string;
+  uid?: string;
+  /** Default true (the owner is the pod's controller). */
+  controller?: boolean;
+}
+
+export interface PodSeed {
+  namespace?: string;
+  name: string;
+  nodeName?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** Owners; a DaemonSet owner also creates the DaemonSet (so `kubectl drain` finds the controller). */
+  ownerReferences?: OwnerSeed[];
+  /** A mirror pod of a static pod: the `kubernetes.io/config.mirror` annotation and a Node owner. */
+  mirror?: boolean;
+  /** Names of emptyDir volumes to give the pod. */
+  emptyDirVolumes?: string[];
+  /** spec.terminationGracePeriodSeconds (default 30, like the API's default). */
+  terminationGracePeriodSeconds?: number;
+  /** How long the containers take to stop once deletion begins (default: the whole grace period). */
+  stopsAfterSeconds?: number;
+  /** status.phase (default Running). */
+  phase?: "Pending" | "Running" | "Succeeded" | "Failed";
+  /** Ready condition (default true when Running). */
+  ready?: boolean;
+}
+
+export interface PodDisruptionBudgetSeed {
+  namespace?: string;
+  name: string;
+  matchLabels: Record<string, string>;
+  minAvailable?: IntOrPercent;
+  maxUnavailable?: IntOrPercent;
+  /** Allow no disruption for this long after the budget is added (the testbed's control; Infinity or "forever" in a
+   * JSON seed file: until allowed). */
+  blockForMs?: number | "forever";
+}
+
+export interface DaemonSetSeed {
+  namespace?: string;
+  name: string;
+  labels?: Record<string, string>;
+}
+
+export interface KubernetesSeed {
+  nodes?: NodeSeed[];
+  daemonSets?: DaemonSetSeed[];
+  pods?: PodSeed[];
+  podDisruptionBudgets?: PodDisruptionBudgetSeed[];
+  /** Namespaces beyond default, kube-system, kube-public, kube-node-lease and those of the pods. */
+  namespaces?: string[];
+}
+
+
+export function nodeObject(seed: NodeSeed, nowIso: string): NewKubeObject {
+  const ready = seed.ready ?? true;
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: seed.name,
+      labels: { "kubernetes.io/hostname": seed.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", ...seed.labels },
+      annotations: { "node.alpha.kubernetes.io/ttl": "0", ...seed.annotations },
+    },
+    spec: {
+      ...(seed.providerID !== undefined ? { providerID: seed.providerID } : {}),
+      ...(seed.unschedulable ? { unschedulable: true } : {}),
+      ...(seed.taints && seed.taints.length > 0 ? { taints: seed.taints } : {}),
+    },
+    status: {
+      conditions: [
+        { type: "Ready", status: ready ? "True" : "False", reason: ready ? "KubeletReady" : "KubeletNotReady", message: ready ? "kubelet is posting ready status" : "kubelet stopped posting node status", lastHeartbeatTime: nowIso, lastTransitionTime: nowIso },
+      ],
+      addresses: [{ type: "Hostname", address: seed.name }],
+      nodeInfo: { kubeletVersion, kubeProxyVersion: "", operatingSystem: "linux", architecture: "amd64", osImage: "Ubuntu 22.04.5 LTS", kernelVersion: "5.15.0-1079-azure", containerRuntimeVersion: "containerd://1.7.27-1", machineID: "", systemUUID: "", bootID: "" },
+      capacity: { cpu: "4", memory: "16374572Ki", pods: "110" },
+      allocatable: { cpu: "3860m", memory: "12880172Ki", pods: "110" },
+    },
+  };
+}
+
+export function ownerReference(owner: OwnerSeed, uid: string): OwnerReference {
+  const apiVersion = owner.apiVersion ?? (owner.kind === "Node" ? "v1" : "apps/v1");
+  return { apiVersion, kind: owner.kind, name: owner.name, uid, controller: owner.controller ?? true, blockOwnerDeletion: true };
+}
+
+function containerState(phase: NonNullable<PodSeed["phase"]>, nowIso: string): object {
+  if (phase === "Running") return { running: { startedAt: nowIso } };
+  if (phase === "Pending") return { waiting: { reason: "ContainerCreating" } };
+  return { terminated: { exitCode: phase === "Succeeded" ? 0 : 1, reason: phase === "Succeeded" ? "Completed" : "Error", startedAt: nowIso, finishedAt: nowIso } };
+}
+
+export function podObject(seed: PodSeed, owners: OwnerReference[], nowIso: string): NewKubeObject {
+  const phase = seed.phase ?? "Running";
+  const ready = phase === "Running" && (seed.ready ?? true);
+  const annotations = { ...seed.annotations, ...(seed.mirror ? { [mirrorPodAnnotation]: `mirror-${seed.name}` } : {}) };
+  const volumes = (seed.emptyDirVolumes ?? []).map((name) => ({ name, emptyDir: {} }));
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: seed.name,
+      namespace: seed.namespace ?? "default",
+      ...(seed.labels ? { labels: { ...seed.labels } } : {}),
+      ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+      ...(owners.length > 0 ? { ownerReferences: owners } : {}),
+    },
+    spec: {
+      ...(seed.nodeName !== undefined ? { nodeName: seed.nodeName } : {}),
+      containers: [{ name: "main", image: "registry.k8s.io/pause:3.10", imagePullPolicy: "IfNotPresent", volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: `/data/${v.name}` })) }],
+      ...(volumes.length > 0 ? { volumes } : {}),
+      restartPolicy: "Always",
+      terminationGracePeriodSeconds: seed.terminationGracePeriodSeconds ?? 30,
+      dnsPolicy: "ClusterFirst",
+      schedulerName: "default-scheduler",
+      serviceAccountName: "default",
+      priority: 0,
+      enableServiceLinks: true,
+    },
+    status: {
+      phase,
+      conditions: [
+        { type: "PodScheduled", status: "True", lastProbeTime: null, lastTransitionTime: nowIso },
+        { type: "Ready", status: ready ? "True" : "False", lastProbeTime: null, lastTransitionTime: nowIso },
+        { type: "ContainersReady", status: ready ? "True" : "False", lastProbeTime: null, lastTransitionTime: nowIso },
+      ],
+      startTime: nowIso,
+      containerStatuses: [{ name: "main", ready, restartCount: 0, started: phase === "Running", image: "registry.k8s.io/pause:3.10", imageID: "", state: containerState(phase, nowIso) }],
+      qosClass: "BestEffort",
+    },
+  };
+}
+
+export function daemonSetObject(seed: DaemonSetSeed): NewKubeObject {
+  const labels = seed.labels ?? { app: seed.name };
+  return {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: seed.name, namespace: seed.namespace ?? "default", generation: 1, labels: { ...labels } },
+    spec: {
+      selector: { matchLabels: { ...labels } },
+      template: { metadata: { labels: { ...labels } }, spec: { containers: [{ name: "main", image: "registry.k8s.io/pause:3.10" }] } },
+      updateStrategy: { type: "RollingUpdate" },
+    },
+    status: { currentNumberScheduled: 0, desiredNumberScheduled: 0, numberMisscheduled: 0, numberReady: 0, observedGeneration: 1 },
+  };
+}
+
+export function podDisruptionBudgetObject(seed: PodDisruptionBudgetSeed): NewKubeObject {
+  return {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: { name: seed.name, namespace: seed.namespace ?? "default", generation: 1 },
+    spec: {
+      selector: { matchLabels: { ...seed.matchLabels } },
+      ...(seed.minAvailable !== undefined ? { minAvailable: seed.minAvailable } : {}),
+      ...(seed.maxUnavailable !== undefined ? { maxUnavailable: seed.maxUnavailable } : {}),
+    },
+    status: { observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 },
+  };
+}

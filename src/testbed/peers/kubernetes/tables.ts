@@ -1,0 +1,115 @@
+// Server-side printing: meta.k8s.io/v1 Table answers for kubectl (`Accept: ...;as=Table;g=meta.k8s.io;v=v1`), with
+// the columns the real API server prints for nodes, pods, events, budgets, namespaces, and Name/Age otherwise.
+import type { KubeObject } from "./objects.js";
+
+interface Column {
+  name: string;
+  type: string;
+  format: string;
+  description: string;
+  priority: number;
+}
+
+type Cell = string | number;
+
+/** True when the client asked for a Table (kubectl does; client libraries do not). */
+export function wantsTable(accept: string): boolean {
+  return accept.split(",").some((part) => /as=Table/.test(part) && /g=meta\.k8s\.io/.test(part) && /v=v1(;|$|\s)/.test(part));
+}
+
+function column(name: string, priority = 0, format = "", type = "string"): Column {
+  return { name, type, format, description: name, priority };
+}
+
+/** duration.HumanDuration, the way kubectl shows ages. */
+export function humanDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 120) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
+  if (minutes < 180) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
+  if (hours < 48) return `${hours}h`;
+  const days = Math.floor(hours / 24);
+  if (days < 8) return hours % 24 === 0 ? `${days}d` : `${days}d${hours % 24}h`;
+  return `${days}d`;
+}
+
+function age(timestamp: unknown, nowMs: number): string {
+  return typeof timestamp === "string" && timestamp !== "" ? humanDuration(nowMs - Date.parse(timestamp)) : "<unknown>";
+}
+
+function nodeRow(node: KubeObject, nowMs: number): Cell[] {
+  const spec = (node.spec ?? {}) as { unschedulable?: boolean };
+  const status = (node.status ?? {}) as { conditions?: { type: string; status: string }[]; nodeInfo?: { kubeletVersion?: string; osImage?: string; kernelVersion?: string; containerRuntimeVersion?: string }; addresses?: { type: string; address: string }[] };
+  const ready = (status.conditions ?? []).find((c) => c.type === "Ready");
+  const states = [ready ? (ready.status === "True" ? "Ready" : "NotReady") : "Unknown"];
+  if (spec.unschedulable) states.push("SchedulingDisabled");
+  const roles = Object.keys(node.metadata.labels ?? {})
+    .filter((l) => l.startsWith("node-role.kubernetes.io/"))
+    .map((l) => l.slice("node-role.kubernetes.io/".length));
+  const address = (type: string): string => status.addresses?.find((a) => a.type === type)?.address ?? "<none>";
+  const info = status.nodeInfo ?? {};
+  return [node.metadata.name, states.join(","), roles.length ? roles.join(",") : "<none>", age(node.metadata.creationTimestamp, nowMs), info.kubeletVersion ?? "", address("InternalIP"), address("ExternalIP"), info.osImage ?? "", info.kernelVersion ?? "", info.containerRuntimeVersion ?? ""];
+}
+
+function podRow(pod: KubeObject, nowMs: number): Cell[] {
+  const status = (pod.status ?? {}) as { phase?: string; podIP?: string; containerStatuses?: { ready: boolean; restartCount: number }[] };
+  const containers = status.containerStatuses ?? [];
+  const phase = pod.metadata.deletionTimestamp ? "Terminating" : (status.phase ?? "Unknown");
+  const restarts = containers.reduce((sum, c) => sum + c.restartCount, 0);
+  const nodeName = (pod.spec as { nodeName?: string } | undefined)?.nodeName ?? "<none>";
+  return [pod.metadata.name, `${containers.filter((c) => c.ready).length}/${containers.length}`, phase, restarts, age(pod.metadata.creationTimestamp, nowMs), status.podIP ?? "<none>", nodeName, "<none>", "<none>"];
+}
+
+function eventRow(event: KubeObject, nowMs: number): Cell[] {
+  const e = event as unknown as { type?: string; reason?: string; message?: string; count?: number; firstTimestamp?: string; lastTimestamp?: string; eventTime?: string; source?: { component?: string; host?: string }; involvedObject?: { kind?: string; name?: string; fieldPath?: string }; reportingComponent?: string; series?: { count: number; lastObservedTime: string } };
+  const last = e.series?.lastObservedTime ?? e.lastTimestamp ?? e.eventTime;
+  const first = e.firstTimestamp ?? e.eventTime;
+  const lastSeen = e.series ? `${age(last, nowMs)} (x${e.series.count} over ${age(first, nowMs)})` : (e.count ?? 1) > 1 ? `${age(last, nowMs)} (x${e.count} over ${age(first, nowMs)})` : age(last, nowMs);
+  const object = `${(e.involvedObject?.kind ?? "").toLowerCase()}/${e.involvedObject?.name ?? ""}`;
+  const source = e.source?.component ? [e.source.component, e.source.host].filter(Boolean).join(", ") : (e.reportingComponent ?? "");
+  return [lastSeen, e.type ?? "", e.reason ?? "", object, e.involvedObject?.fieldPath ?? "", source, e.message ?? "", age(first, nowMs), e.count ?? 1, event.metadata.name];
+}
+
+function budgetRow(pdb: KubeObject, nowMs: number): Cell[] {
+  const spec = (pdb.spec ?? {}) as { minAvailable?: number | string; maxUnavailable?: number | string };
+  const status = (pdb.status ?? {}) as { disruptionsAllowed?: number };
+  return [pdb.metadata.name, spec.minAvailable ?? "N/A", spec.maxUnavailable ?? "N/A", status.disruptionsAllowed ?? 0, age(pdb.metadata.creationTimestamp, nowMs)];
+}
+
+const layouts: Record<string, { columns: Column[]; row: (object: KubeObject, nowMs: number) => Cell[] }> = {
+  nodes: {
+    columns: [column("Name", 0, "name"), column("Status"), column("Roles"), column("Age"), column("Version"), column("Internal-IP", 1), column("External-IP", 1), column("OS-Image", 1), column("Kernel-Version", 1), column("Container-Runtime", 1)],
+    row: nodeRow,
+  },
+  pods: {
+    columns: [column("Name", 0, "name"), column("Ready"), column("Status"), column("Restarts", 0, "", "string"), column("Age"), column("IP", 1), column("Node", 1), column("Nominated Node", 1), column("Readiness Gates", 1)],
+    row: podRow,
+  },
+  events: {
+    columns: [column("Last Seen"), column("Type"), column("Reason"), column("Object"), column("Subobject", 1), column("Source", 1), column("Message"), column("First Seen", 1), column("Count", 1), column("Name", 1, "name")],
+    row: eventRow,
+  },
+  poddisruptionbudgets: {
+    columns: [column("Name", 0, "name"), column("Min Available"), column("Max Unavailable"), column("Allowed Disruptions", 0, "", "integer"), column("Age")],
+    row: budgetRow,
+  },
+};
+
+const defaultLayout = { columns: [column("Name", 0, "name"), column("Age")], row: (o: KubeObject, nowMs: number): Cell[] => [o.metadata.name, age(o.metadata.creationTimestamp, nowMs)] };
+
+/** A Table of `objects` (rows carry PartialObjectMetadata, which kubectl reads for the NAMESPACE column). */
+export function tableOf(resource: string, objects: readonly KubeObject[], nowMs: number, resourceVersion: string, continueToken?: string): unknown {
+  const layout = layouts[resource] ?? defaultLayout;
+  return {
+    kind: "Table",
+    apiVersion: "meta.k8s.io/v1",
+    metadata: { resourceVersion, ...(continueToken ? { continue: continueToken } : {}) },
+    columnDefinitions: layout.columns,
+    rows: objects.map((object) => ({ cells: layout.row(object, nowMs), object: { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: object.metadata } })),
+  };
+}
