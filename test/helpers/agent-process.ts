@@ -2,10 +2,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { assertBuiltTreesCurrent } from "./dist-freshness.js";
 
 export const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 /** The built testbed CLI (`sef-testbed simulate|emulate`). */
 export const testbedCliPath = fileURLToPath(new URL("../../dist/testbed/cli.js", import.meta.url));
+
+// Whoever spawns the built code imports this module: refuse a build older than the sources (vitest's global set-up
+// rebuilds first; a script run outside vitest must `npm run build`).
+assertBuiltTreesCurrent();
 
 export interface RunningProcess {
   readonly child: ChildProcess;
@@ -19,7 +24,6 @@ export interface RunningProcess {
 }
 
 export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): RunningProcess {
-  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run npm run build first`);
   const child = spawn(process.execPath, [cliPath, ...args], {
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
