@@ -1,5 +1,6 @@
 // `npm run package`: bundles the agent and builds the artifacts into artifacts/ (reproducible: same inputs, same
 // bytes). `npm run package -- deb-x64 tar-x64` builds only the named targets; the default is every target.
+// SEF_PACKAGE_VERSION overrides package.json's version (the package tests build an older one to upgrade from).
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,6 +23,8 @@ export interface PackageOptions {
   readonly cacheDir?: string;
   /** The mtime stamped on every file (default: SOURCE_DATE_EPOCH, else the last commit's time). */
   readonly epochS?: number;
+  /** The version stamped on the artifacts and the agent (default: package.json's). */
+  readonly version?: string;
 }
 
 export async function buildArtifacts(options: PackageOptions): Promise<string[]> {
@@ -29,7 +32,7 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
   const outDir = options.outDir ?? join(repoRoot, "artifacts");
   const cacheDir = options.cacheDir ?? join(repoRoot, ".package-cache");
   const workDir = join(outDir, ".work");
-  const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
+  const version = options.version ?? (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
   const epochS = options.epochS ?? sourceDateEpoch(repoRoot);
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
@@ -67,6 +70,11 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
     process.exit(2);
   }
   const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-  const files = await buildArtifacts({ repoRoot, targets: requested.length > 0 ? (requested as Target[]) : allTargets });
+  const version = process.env.SEF_PACKAGE_VERSION;
+  if (version !== undefined && !/^\d+\.\d+\.\d+$/.test(version)) {
+    console.error(`SEF_PACKAGE_VERSION must be MAJOR.MINOR.PATCH, not ${JSON.stringify(version)}`);
+    process.exit(2);
+  }
+  const files = await buildArtifacts({ repoRoot, targets: requested.length > 0 ? (requested as Target[]) : allTargets, version });
   for (const file of files) console.log(file);
 }
