@@ -3,6 +3,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { assertBuiltTreesCurrent } from "./dist-freshness.js";
+import { waitUntil } from "./wait.js";
+
+export { waitUntil };
 
 export const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 /** The built testbed CLI (`sef-testbed simulate|emulate`). */
@@ -101,13 +104,4 @@ export function readJsonl<T = Record<string, unknown>>(path: string): T[] {
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l) as T);
-}
-
-/** Polls `predicate` until it holds or `timeoutMs` passes (for conditions on files and other processes). */
-export async function waitUntil(predicate: () => boolean, timeoutMs = 15_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }

@@ -20,7 +20,7 @@ import { createWebhookSink } from "../../src/sinks/webhook/sink.js";
 import { webhookSettingsSchema } from "../../src/sinks/webhook/settings.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../../src/sinks/sink.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
-import { instantClock } from "../helpers/ledger-drain.js";
+import { instantClock } from "../helpers/fake-clock.js";
 import { heartbeatRecord } from "../helpers/records.js";
 import { randomBytes } from "node:crypto";
 import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
