@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { runCli, readJsonl, waitForMetricsUrl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { propertyParams } from "../helpers/seed.js";
 import type { HookRecord, ApprovalRecord, SefRecord } from "../../src/contract/record.js";
 
 interface AgentSetup {
@@ -173,7 +174,7 @@ describe.concurrent("actions across kill -9", () => {
           if (interrupted.length === 0) expect(started).toBe(1);
         }
       }),
-      { numRuns: 2 },
+      propertyParams(3303, 3),
     );
   }, 120_000);
 });
