@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**", "artifacts/**", ".package-cache/**"] },
+  { ignores: ["dist/**", "src/*/dist/**", "node_modules/**", "coverage/**", "artifacts/**", ".package-cache/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

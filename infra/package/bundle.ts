@@ -1,4 +1,4 @@
-// Bundles the agent (`src/cli/main.ts`: run, tail) with esbuild into `sef.mjs` plus lazily loaded chunks (the Azure
+// Bundles the agent (`src/agent/cli/main.ts`: run, tail) with esbuild into `sef.mjs` plus lazily loaded chunks (the Azure
 // SDKs behind dynamic imports stay out of memory unless a configured sink needs them). Same inputs → same bytes.
 import { build } from "esbuild";
 import { relative, resolve } from "node:path";
@@ -16,7 +16,8 @@ const requireShim = 'import { createRequire as sefCreateRequire } from "node:mod
 export async function bundleAgent(repoRoot: string, outDir: string, version: string): Promise<BundleResult> {
   const result = await build({
     absWorkingDir: repoRoot,
-    entryPoints: { sef: "src/cli/main.ts" },
+    entryPoints: { sef: "src/agent/cli/main.ts" },
+    conditions: ["source"],
     outdir: outDir,
     bundle: true,
     splitting: true,

@@ -32,7 +32,7 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
   const outDir = options.outDir ?? join(repoRoot, "artifacts");
   const cacheDir = options.cacheDir ?? join(repoRoot, ".package-cache");
   const workDir = join(outDir, ".work");
-  const version = options.version ?? (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
+  const version = options.version ?? (JSON.parse(readFileSync(join(repoRoot, "src", "agent", "package.json"), "utf8")) as { version: string }).version;
   const epochS = options.epochS ?? sourceDateEpoch(repoRoot);
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });

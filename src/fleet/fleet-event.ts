@@ -1,6 +1,6 @@
 // Folds the transition records of many VMs into one fleet event per maintenance EventId (pure). All records of one
 // EventId meet in one Event Hubs partition (the partition key is the EventId), so one partition owner folds them.
-import type { EventStatus } from "../contract/record.js";
+import type { EventStatus } from "@sef/contract/record.js";
 import type { FleetTransition } from "./record-input.js";
 
 /** What one reporting VM last said about the event. */

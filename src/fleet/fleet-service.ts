@@ -8,8 +8,8 @@ import { earliestEventPosition, latestEventPosition, type EventHubConsumerClient
 import { BlobCheckpointStore } from "@azure/eventhubs-checkpointstore-blob";
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import type { Logger } from "pino";
-import { createAzureCredential } from "../sinks/azure-credential.js";
-import { createConsumerClient, resolveEventHubsAuth } from "../sinks/eventhubs/index.js";
+import { createAzureCredential } from "../agent/sinks/azure-credential.js";
+import { createConsumerClient, resolveEventHubsAuth } from "../agent/sinks/eventhubs/index.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
 import type { NotificationAction } from "./notification-plan.js";

@@ -1,6 +1,6 @@
 // `sef fleet` metrics (prom-client, one registry): records read, notifications by target/action/outcome, owned
 // partitions and lag per partition. Every series a dashboard needs exists from start.
-import { Counter, Gauge, Registry, collectDefaultMetrics } from "../observability/prom-client.js";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "../agent/observability/prom-client.js";
 
 export class FleetMetrics {
   readonly registry = new Registry();

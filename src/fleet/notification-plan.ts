@@ -1,6 +1,6 @@
 // Decides what each target is owed for one fleet event (pure): one trigger, updates (not repeats) when more VMs join
 // or the event starts, one resolve when it ends. The state it reads and returns is checkpointed with the partition.
-import { deterministicUuid } from "../contract/record-id.js";
+import { deterministicUuid } from "@sef/contract/record-id.js";
 import { affectedVms, isEnded, type FleetEvent } from "./fleet-event.js";
 import type { TargetSelection } from "./rules.js";
 

@@ -17,7 +17,7 @@ import { readRecord } from "./record-input.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
 import type { FleetMetrics } from "./metrics.js";
-import { retryDelayMs } from "../util/retry-policy.js";
+import { retryDelayMs } from "../agent/util/retry-policy.js";
 
 /** One received event, as much of it as the processor needs. */
 export interface ReceivedEvent {

@@ -1,8 +1,8 @@
 // Reads one Event Hubs event body as a contract record: the fleet consumer's only input. Malformed JSON, records of an
 // unknown contract version and records that fail the contract become a named rejection, never an exception.
 import * as z from "zod/mini";
-import "../util/zod-locale.js";
-import { recordTypes, type EventStatus } from "../contract/record.js";
+import "../agent/util/zod-locale.js";
+import { recordTypes, type EventStatus } from "@sef/contract/record.js";
 
 /** The contract versions this consumer understands (records carry no version field in v1: absent means 1). */
 export const supportedContractVersions = [1] as const;

@@ -1,8 +1,8 @@
 // `sef fleet` configuration: one zod schema parsed once at start (Event Hubs source, Blob checkpoints, targets,
 // rules). Secrets (webhook URLs, routing keys, connection strings) come from environment variables named here.
 import * as z from "zod/mini";
-import "../util/zod-locale.js";
-import { eventHubsSettingsSchema } from "../sinks/eventhubs/index.js";
+import "../agent/util/zod-locale.js";
+import { eventHubsSettingsSchema } from "../agent/sinks/eventhubs/index.js";
 
 const envName = z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"));
 

@@ -2,10 +2,10 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import { recordSource } from "../../src/contract/record-id.js";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { approveEvents, approvalRecordId, type ApprovalTarget } from "../../src/actions/approver.js";
+import { approveEvents, approvalRecordId, type ApprovalTarget } from "../../src/agent/actions/approver.js";
 import { startRequestPoster } from "./fixtures.js";
-import { AgentMetrics } from "../../src/observability/metrics.js";
-import { silentLogger } from "../../src/observability/logger.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { vm } from "./fixtures.js";
 

@@ -1,9 +1,9 @@
 // Test fixtures for actions: a VM identity, a Scheduled event and the Transition record the collector would emit for it.
 import type { TransitionRecord, RecordIdentity, EventFields, EventStatus } from "../../src/contract/record.js";
 import { transitionRecordId } from "../../src/contract/record-id.js";
-import type { PostStartRequest } from "../../src/actions/approver.js";
-import { ImdsClient } from "../../src/imds/client.js";
-import { systemClock } from "../../src/util/clock.js";
+import type { PostStartRequest } from "../../src/agent/actions/approver.js";
+import { ImdsClient } from "../../src/agent/imds/client.js";
+import { systemClock } from "../../src/agent/util/clock.js";
 
 export const vm: RecordIdentity = {
   VmName: "WestNO_0",

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { agentIdFileName, loadOrCreateAgentId } from "../../src/agent/agent-id.js";
+import { agentIdFileName, loadOrCreateAgentId } from "../../src/agent/pipeline/agent-id.js";
 
 describe("loadOrCreateAgentId", () => {
   it("creates a random UUID once (creating the directory) and reads the same one back", () => {

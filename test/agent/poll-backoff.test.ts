@@ -1,8 +1,8 @@
 // How long the poll loop waits after each kind of failed poll: a 400 slowly, a 429 as long as its Retry-After says
 // (never shorter than the poll interval, never past the cap), everything else exponentially from the poll interval.
 import { describe, expect, it } from "vitest";
-import { badRequestRetryMs, maxPollBackoffMs, noEndpointMaxBackoffMs, pollBackoffMs } from "../../src/agent/poll-backoff.js";
-import type { ImdsFailureKind } from "../../src/imds/errors.js";
+import { badRequestRetryMs, maxPollBackoffMs, noEndpointMaxBackoffMs, pollBackoffMs } from "../../src/agent/pipeline/poll-backoff.js";
+import type { ImdsFailureKind } from "../../src/agent/imds/errors.js";
 
 describe("pollBackoffMs", () => {
   it.each<[string, ImdsFailureKind, number, number, number | undefined, number]>([

@@ -8,10 +8,10 @@ import { transitionBacklog } from "./backlog.js";
 import { spawn } from "node:child_process";
 import { EventHubConsumerClient, EventHubProducerClient } from "@azure/event-hubs";
 import { testbedCliPath } from "../helpers/agent-process.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
-import { toEventData } from "../../src/sinks/eventhubs/encode.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/agent/sinks/eventhubs/index.js";
+import { toEventData } from "../../src/agent/sinks/eventhubs/encode.js";
+import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 import { drainBacklogThroughLedger } from "./ledger-drain.js";
 
 /** Starts the peer as its own process (`sef-testbed emulate eventhubs`), as the real service is: the sink gets a core of its own. */

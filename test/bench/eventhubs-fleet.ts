@@ -6,10 +6,10 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { nextWorkerMessage } from "./worker-messages.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
-import { heartbeatRecord } from "../../src/observability/heartbeat.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { createProducerClient, EventHubsSink, IdleClosingProducer, resolveEventHubsAuth, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
+import { heartbeatRecord } from "../../src/agent/observability/heartbeat.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { createProducerClient, EventHubsSink, IdleClosingProducer, resolveEventHubsAuth, eventHubsSettingsSchema } from "../../src/agent/sinks/eventhubs/index.js";
+import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 
 export interface FleetOptions {
   /** Sink instances, each with its own client (and connection while it holds one). */
@@ -59,7 +59,7 @@ interface PeerStats {
   readonly meanConnections: number;
 }
 
-const distServer = pathToFileURL(fileURLToPath(new URL("../../dist/testbed/peers/eventhubs/server.js", import.meta.url))).href;
+const distServer = pathToFileURL(fileURLToPath(new URL("../../src/testbed/dist/peers/eventhubs/server.js", import.meta.url))).href;
 
 /** The peer in a worker thread (its own event loop, like a service), sampling its connection count every 20 ms. */
 async function startPeerWorker(): Promise<{ connectionString: string; stats(): Promise<PeerStats>; resetMean(): void; stop(): Promise<void> }> {

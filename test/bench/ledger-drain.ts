@@ -3,14 +3,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
-import { Drainer } from "../../src/sinks/drainer.js";
-import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
-import { AgentMetrics } from "../../src/observability/metrics.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { defaultRetryPolicy } from "../../src/util/retry-policy.js";
-import { systemClock } from "../../src/util/clock.js";
-import type { OutboxEntry, Sink } from "../../src/sinks/sink.js";
+import { Store } from "../../src/agent/store/store.js";
+import { Drainer } from "../../src/agent/sinks/drainer.js";
+import { DeadLetterFile } from "../../src/agent/sinks/dead-letter.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { defaultRetryPolicy } from "../../src/agent/util/retry-policy.js";
+import { systemClock } from "../../src/agent/util/clock.js";
+import type { OutboxEntry, Sink } from "../../src/agent/sinks/sink.js";
 
 /** Appends `backlog` to a fresh store, then times the drainer until nothing is pending (or `timeoutMs` passes). */
 export async function drainBacklogThroughLedger(sink: Sink, backlog: readonly OutboxEntry[], timeoutMs = 600_000): Promise<{ seconds: number; cpuMicroseconds: number }> {

@@ -8,10 +8,10 @@ import { Worker } from "node:worker_threads";
 import { nextWorkerMessage } from "./worker-messages.js";
 import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
-import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
+import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
+import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 import { transitionBacklog } from "./backlog.js";
 import { drainBacklogThroughLedger } from "./ledger-drain.js";
 
@@ -46,7 +46,7 @@ interface BenchPeer {
   close(): Promise<void>;
 }
 
-const distPeer = pathToFileURL(fileURLToPath(new URL("../../dist/testbed/peers/logs-ingestion/index.js", import.meta.url))).href;
+const distPeer = pathToFileURL(fileURLToPath(new URL("../../src/testbed/dist/peers/logs-ingestion/index.js", import.meta.url))).href;
 
 async function startPeer(placement: "inProcess" | "worker"): Promise<BenchPeer> {
   if (placement === "inProcess") {

@@ -9,13 +9,13 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { nextWorkerMessage } from "./worker-messages.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
-import { silentLogger } from "../../src/observability/logger.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
-import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
-import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
-import { defaultRetryPolicy, retryDelayMs } from "../../src/util/retry-policy.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
+import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
+import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
+import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
+import { defaultRetryPolicy, retryDelayMs } from "../../src/agent/util/retry-policy.js";
+import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 import { transitionBacklog } from "./backlog.js";
 
 export interface WaveOptions {
@@ -48,7 +48,7 @@ export interface WaveFigures {
   readonly limitEnforced: boolean;
 }
 
-const distPeer = pathToFileURL(fileURLToPath(new URL("../../dist/testbed/peers/logs-ingestion/index.js", import.meta.url))).href;
+const distPeer = pathToFileURL(fileURLToPath(new URL("../../src/testbed/dist/peers/logs-ingestion/index.js", import.meta.url))).href;
 
 interface PeerSample {
   readonly atMs: number;

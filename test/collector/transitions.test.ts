@@ -1,9 +1,9 @@
 // The collector against the record contract: each rule with plain values, then invariants over random sequences.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/collector/transitions.js";
-import { emptyCollectorState, type CollectorState } from "../../src/collector/state.js";
-import { MalformedDocumentError, parseScheduledEventsDocument, type ImdsEvent, type ScheduledEventsDocument } from "../../src/imds/document.js";
+import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/agent/collector/transitions.js";
+import { emptyCollectorState, type CollectorState } from "../../src/agent/collector/state.js";
+import { MalformedDocumentError, parseScheduledEventsDocument, type ImdsEvent, type ScheduledEventsDocument } from "../../src/agent/imds/document.js";
 import type { RecordIdentity, TransitionRecord } from "../../src/contract/record.js";
 import { recordSource, transitionRecordId } from "../../src/contract/record-id.js";
 

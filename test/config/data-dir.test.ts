@@ -1,7 +1,7 @@
 // The data directory used when the config names none: /var/lib/sef on Linux, under ProgramData on Windows.
 import { describe, expect, it } from "vitest";
-import { platformDataDir } from "../../src/config/data-dir.js";
-import { agentConfigSchema } from "../../src/config/schema.js";
+import { platformDataDir } from "../../src/agent/config/data-dir.js";
+import { agentConfigSchema } from "../../src/agent/config/schema.js";
 
 describe("platformDataDir", () => {
   it("is the packages' state directory on Linux, whatever the environment says", () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/agent/config/load.js";
 
 const dir = fileURLToPath(new URL("../../infra/config/", import.meta.url));
 

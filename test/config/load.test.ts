@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, ConfigError } from "../../src/config/load.js";
+import { loadConfig, ConfigError } from "../../src/agent/config/load.js";
 
 function file(content: unknown): string {
   const path = join(mkdtempSync(join(tmpdir(), "sef-cfg-")), "config.json");

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/agent/config/load.js";
 import { repoRoot } from "./support/bicep.js";
 import { runHelm } from "./support/helm.js";
 

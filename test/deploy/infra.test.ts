@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { streamName } from "../../src/contract/stream-schema.js";
-import { exitCodes } from "../../src/cli/config-options.js";
+import { exitCodes } from "../../src/agent/cli/config-options.js";
 import { repoRoot } from "./support/bicep.js";
 import { cloudInitPath, installerDir, renderCloudInit } from "./support/cloud-init.js";
 import { powershellSyntaxErrors } from "./support/powershell.js";
@@ -283,11 +283,11 @@ describe("infra/linux/sef-privileged-hooks.conf (drop-in for drain-then-approve 
     expect(relaxed.exposure).toBeGreaterThan(base.exposure);
   });
 
-  it("documents how to install it, as the README does", () => {
+  it("documents how to install it, as infra/README.md does", () => {
     const dropIn = read("infra/linux/sef-privileged-hooks.conf");
     expect(dropIn).toContain("/etc/systemd/system/sef.service.d/privileged-hooks.conf");
     expect(dropIn).toMatch(/^\[Service\]$/m);
-    expect(read("README.md")).toContain("sef-privileged-hooks.conf");
+    expect(read("infra/README.md")).toContain("sef-privileged-hooks.conf");
   });
 });
 

@@ -5,7 +5,7 @@ import { once } from "node:events";
 import { entries, interleavedTransitions, sinkFor } from "./fixtures.js";
 
 function sef(args: string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { env: { ...process.env, ...env } });
+  return spawn(process.execPath, ["--import", "tsx", "src/agent/cli/main.ts", ...args], { env: { ...process.env, ...env } });
 }
 
 function testbed(args: string[]): ChildProcessWithoutNullStreams {

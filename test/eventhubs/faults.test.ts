@@ -3,7 +3,7 @@
 // (in-doubt sends) carry the same messageId, and too-large/quota records are dead-lettered.
 import { afterEach, describe, expect, it } from "vitest";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
-import type { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
+import type { EventHubsSink } from "../../src/agent/sinks/eventhubs/index.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { entries, interleavedTransitions, sinkFor, tally, transition } from "./fixtures.js";
 import { drainThroughLedger as drainUntilDone } from "../helpers/ledger-drain.js";

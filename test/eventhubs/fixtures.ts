@@ -2,10 +2,10 @@
 // and a tally of per-record outcomes (drains go through the real drainer: test/helpers/ledger-drain.ts).
 import { transitionRecordId } from "../../src/contract/record-id.js";
 import { unknownVmIdentity, type EventStatus, type HeartbeatRecord, type SefRecord, type TransitionRecord } from "../../src/contract/record.js";
-import { heartbeatRecord } from "../../src/observability/heartbeat.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/sinks/eventhubs/index.js";
-import type { OutboxEntry, SendOutcomes } from "../../src/sinks/sink.js";
+import { heartbeatRecord } from "../../src/agent/observability/heartbeat.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/agent/sinks/eventhubs/index.js";
+import type { OutboxEntry, SendOutcomes } from "../../src/agent/sinks/sink.js";
 
 export const vmId = "6c5d0d4a-1111-2222-3333-444455556666";
 const statuses: readonly EventStatus[] = ["Scheduled", "Started", "Completed"];

@@ -1,9 +1,9 @@
 // The Event Hubs sink holds its AMQP connection only while it sends: closed after idleCloseMs, reopened by the next
 // record (heartbeats included), nothing lost; the local peer counts the TCP connections, the agent's metrics agree.
 import { afterEach, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/observability/logger.js";
-import { AgentMetrics } from "../../src/observability/metrics.js";
-import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/sinks/eventhubs/index.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/agent/sinks/eventhubs/index.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { entries, heartbeat, transition } from "./fixtures.js";
 import { waitUntil } from "../helpers/wait.js";

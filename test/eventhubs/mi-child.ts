@@ -1,9 +1,9 @@
 // Child process of managed-identity.test.ts: NODE_EXTRA_CA_CERTS must be set before Node starts, so the
 // sink's managed-identity path runs here. Sends the records given on stdin (JSON) and prints the SendResult; with
 // SEF_TEST_IDLE_CLOSE_MS, waits for the idle close and sends them again (printing the second result).
-import { silentLogger } from "../../src/observability/logger.js";
-import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/sinks/eventhubs/index.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/agent/sinks/eventhubs/index.js";
+import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 
 const chunks: Buffer[] = [];
 for await (const chunk of process.stdin) chunks.push(chunk as Buffer);

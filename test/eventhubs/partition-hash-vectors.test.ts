@@ -3,7 +3,7 @@
 // PartitionResolverTests, copied by Java's PartitionResolverTests "to confirm cross-language compatibility").
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { partitionIndexForKey as sinkPartitionIndex } from "../../src/sinks/eventhubs/partition-hash.js";
+import { partitionIndexForKey as sinkPartitionIndex } from "../../src/agent/sinks/eventhubs/partition-hash.js";
 import { partitionIndexForKey as peerPartitionIndex } from "../../src/testbed/peers/eventhubs/partition-hash.js";
 
 /** Partition key → the SDKs' 16-bit signed hash (the service maps a key to |hash % partitionCount|). */

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { mapPartitionKeyToId } from "../../node_modules/@azure/event-hubs/dist/esm/impl/partitionKeyToIdMapper.js";
-import { partitionIndexForKey } from "../../src/sinks/eventhubs/partition-hash.js";
+import { partitionIndexForKey } from "../../src/agent/sinks/eventhubs/partition-hash.js";
 
 describe("partitionIndexForKey", () => {
   it("matches the SDK's service-equivalent mapping for EventIds and any string, every length and partition count", () => {

@@ -6,9 +6,9 @@ import { parseSelector, startIndex } from "../../src/testbed/peers/eventhubs/sel
 import { HubStore } from "../../src/testbed/peers/eventhubs/store.js";
 import { checkPutToken } from "../../src/testbed/peers/eventhubs/cbs-auth.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import { groupByPartitionKey, partitionForKey, partitionKeyOf, toEventData } from "../../src/sinks/eventhubs/encode.js";
-import { classifySendError } from "../../src/sinks/eventhubs/classify.js";
-import { eventHubsSettingsSchema, resolveEventHubsAuth } from "../../src/sinks/eventhubs/settings.js";
+import { groupByPartitionKey, partitionForKey, partitionKeyOf, toEventData } from "../../src/agent/sinks/eventhubs/encode.js";
+import { classifySendError } from "../../src/agent/sinks/eventhubs/classify.js";
+import { eventHubsSettingsSchema, resolveEventHubsAuth } from "../../src/agent/sinks/eventhubs/settings.js";
 import { entries, heartbeat, interleavedTransitions, transition } from "./fixtures.js";
 
 function messagingError(code: string, message = "boom"): MessagingError {

@@ -1,10 +1,10 @@
 // The Event Hubs sink against the local AMQP peer, read back with the real EventHubConsumerClient.
 import { afterEach, describe, expect, it } from "vitest";
-import { partitionForKey } from "../../src/sinks/eventhubs/encode.js";
+import { partitionForKey } from "../../src/agent/sinks/eventhubs/encode.js";
 import { EventHubConsumerClient, EventHubProducerClient, earliestEventPosition, type ReceivedEventData } from "@azure/event-hubs";
-import { silentLogger } from "../../src/observability/logger.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
-import { EventHubsSink } from "../../src/sinks/eventhubs/index.js";
+import { EventHubsSink } from "../../src/agent/sinks/eventhubs/index.js";
 import { entries, heartbeat, interleavedTransitions, sinkFor, tally, transition } from "./fixtures.js";
 import { drainThroughLedger as drainUntilDone } from "../helpers/ledger-drain.js";
 

@@ -11,7 +11,7 @@ import { EventHubProducerClient } from "@azure/event-hubs";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify/server.js";
-import { cliPath } from "../helpers/agent-process.js";
+import { fleetCliPath } from "../helpers/agent-process.js";
 import { startAzurite } from "./azurite.js";
 import { fleetTransition, vm, type VmFixture } from "./records.js";
 
@@ -123,7 +123,7 @@ function fleetConfig(targets: InstanceTargets, ownershipExpirationMs: number): s
 
 /** Starts one `sef fleet` and resolves once it says it is ready (with its metrics port). */
 async function startInstance(configPath: string, env: NodeJS.ProcessEnv): Promise<FleetInstance> {
-  const child = spawn(process.execPath, [cliPath, "fleet", "--config", configPath], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [fleetCliPath, "--config", configPath], { env, stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
   let out = "";

@@ -7,7 +7,7 @@ import type { SefRecord } from "../../src/contract/record.js";
 import { startFleetService, type FleetService } from "../../src/fleet/fleet-service.js";
 import { BlobPartitionStateStore, emptyPartitionState, OwnershipLostError } from "../../src/fleet/partition-state.js";
 import { fleetSettingsSchema } from "../../src/fleet/settings.js";
-import { silentLogger } from "../../src/observability/logger.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify/server.js";
 import { startAzurite, type Azurite } from "./azurite.js";

@@ -7,9 +7,11 @@ import { waitUntil } from "./wait.js";
 
 export { waitUntil };
 
-export const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+export const cliPath = fileURLToPath(new URL("../../src/agent/dist/cli/main.js", import.meta.url));
+/** The built fleet service CLI (`sef-fleet`). */
+export const fleetCliPath = fileURLToPath(new URL("../../src/fleet/dist/cli/main.js", import.meta.url));
 /** The built testbed CLI (`sef-testbed simulate|emulate`). */
-export const testbedCliPath = fileURLToPath(new URL("../../dist/testbed/cli.js", import.meta.url));
+export const testbedCliPath = fileURLToPath(new URL("../../src/testbed/dist/cli.js", import.meta.url));
 
 // Whoever spawns the built code imports this module: refuse a build older than the sources (vitest's global set-up
 // rebuilds first; a script run outside vitest must `npm run build`).

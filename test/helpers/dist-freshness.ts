@@ -1,18 +1,25 @@
-// Whether the built tree the process tests run (dist/) matches the sources: every source module has its built file and
-// none is newer than the build. The vitest global set-up rebuilds when it does not; agent-process.ts refuses to spawn.
+// Whether the built trees the process tests run (each workspace package's dist/) match the sources: every source module
+// has its built file and none is newer than the build. The vitest global set-up rebuilds when they do not;
+// agent-process.ts refuses to spawn.
 import { globSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { workspacePackages } from "../../infra/build.js";
 
 export const repoRoot = resolve(import.meta.dirname, "../..");
 
-/** Each source tree and the directory it is built into (one pair per package once the repo has several). */
-export const builtTrees: readonly { readonly srcDir: string; readonly distDir: string }[] = [{ srcDir: join(repoRoot, "src"), distDir: join(repoRoot, "dist") }];
+/** Each workspace package's sources and the directory they are built into (infra/build.ts). */
+export const builtTrees: readonly { readonly srcDir: string; readonly distDir: string }[] = workspacePackages.map((name) => ({
+  srcDir: join(repoRoot, "src", name),
+  distDir: join(repoRoot, "src", name, "dist"),
+}));
 
 const builtInputs = ["**/*.ts", "**/*.json"];
 
 /** Why `distDir` is out of date with `srcDir` (a missing or older built file), or undefined when it is current. */
 export function staleReason(srcDir: string, distDir: string): string | undefined {
-  const sources = globSync(builtInputs, { cwd: srcDir }).filter((file) => !file.endsWith(".d.ts"));
+  const sources = globSync(builtInputs, { cwd: srcDir, exclude: (path) => path === "dist" || path === "node_modules" }).filter(
+    (file) => !file.endsWith(".d.ts") && (file.endsWith(".ts") || file.includes("scenarios/")),
+  );
   let oldestBuiltMs = Infinity;
   for (const file of globSync("**/*", { cwd: distDir, withFileTypes: true })) {
     if (file.isFile()) oldestBuiltMs = Math.min(oldestBuiltMs, statSync(join(file.parentPath, file.name)).mtimeMs);

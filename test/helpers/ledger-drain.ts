@@ -3,14 +3,14 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
-import { Drainer } from "../../src/sinks/drainer.js";
-import { DeadLetterFile } from "../../src/sinks/dead-letter.js";
-import { AgentMetrics } from "../../src/observability/metrics.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import type { OutboxEntry, SendOutcomes, Sink } from "../../src/sinks/sink.js";
-import type { RetryPolicy } from "../../src/util/retry-policy.js";
-import type { Clock } from "../../src/util/clock.js";
+import { Store } from "../../src/agent/store/store.js";
+import { Drainer } from "../../src/agent/sinks/drainer.js";
+import { DeadLetterFile } from "../../src/agent/sinks/dead-letter.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import type { OutboxEntry, SendOutcomes, Sink } from "../../src/agent/sinks/sink.js";
+import type { RetryPolicy } from "../../src/agent/util/retry-policy.js";
+import type { Clock } from "../../src/agent/util/clock.js";
 import { instantClock } from "./fake-clock.js";
 
 export interface LedgerDrainResult {

@@ -2,10 +2,10 @@
 import { describe, expect, it, afterEach } from "vitest";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ImdsClient } from "../../src/imds/client.js";
-import { maxTags, parseCompute, parseTags } from "../../src/imds/document.js";
-import { ImdsRequestError } from "../../src/imds/errors.js";
-import { systemClock } from "../../src/util/clock.js";
+import { ImdsClient } from "../../src/agent/imds/client.js";
+import { maxTags, parseCompute, parseTags } from "../../src/agent/imds/document.js";
+import { ImdsRequestError } from "../../src/agent/imds/errors.js";
+import { systemClock } from "../../src/agent/util/clock.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const servers: Server[] = [];

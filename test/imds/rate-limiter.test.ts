@@ -1,6 +1,6 @@
 // The IMDS rate limiter's window is on the monotonic clock: a wall-clock step back of an hour never stalls polling.
 import { describe, expect, it } from "vitest";
-import { SlidingWindowRateLimiter } from "../../src/imds/rate-limiter.js";
+import { SlidingWindowRateLimiter } from "../../src/agent/imds/rate-limiter.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 
 describe("SlidingWindowRateLimiter", () => {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitForMetricsUrl, cliPath, readJsonl, runCli, waitUntil } from "../helpers/agent-process.js";
-import { isHeld } from "../../src/store/data-dir-lock.js";
+import { isHeld } from "../../src/agent/store/data-dir-lock.js";
 
 function args(imdsUrl: string, dir: string): string[] {
   return ["run", "--imds-url", imdsUrl, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "records.jsonl")}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"];

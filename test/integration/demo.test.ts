@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const demo = fileURLToPath(new URL("../../dist/testbed/demo/main.js", import.meta.url));
+const demo = fileURLToPath(new URL("../../src/testbed/dist/demo/main.js", import.meta.url));
 
 describe("demo", () => {
   it("delivers every record of the scenario to stdout, jsonl, Event Hubs and Log Analytics peers", () => {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
-import { badRequestRetryMs } from "../../src/agent/poll-backoff.js";
+import { badRequestRetryMs } from "../../src/agent/pipeline/poll-backoff.js";
 import { logLines, runCli, type RunningProcess } from "../helpers/agent-process.js";
 import { waitFor } from "../helpers/wait.js";
 

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { runCli } from "../helpers/agent-process.js";
-import { exitCodes } from "../../src/cli/config-options.js";
+import { exitCodes } from "../../src/agent/cli/config-options.js";
 
 describe("metrics port in use", () => {
   it("exits 2 with a message naming the port", async () => {

@@ -1,5 +1,5 @@
 // `sef run` holds V8's optimizing compilers (Maglev, TurboFan) while it idles and releases them at a backlog
-// (src/cli/optimizing-tiers.ts). Seen from outside with `--trace-opt`: the built agent compiles nothing optimized while
+// (src/agent/cli/optimizing-tiers.ts). Seen from outside with `--trace-opt`: the built agent compiles nothing optimized while
 // it polls; with a backlog in its outbox it releases them, says so, optimizes and drains everything. And the
 // mechanism itself on this Node: held flags stop tier-up, released flags bring it back in the same process.
 import { spawn } from "node:child_process";
@@ -8,13 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { Store } from "../../src/store/store.js";
+import { Store } from "../../src/agent/store/store.js";
 import { heartbeatRecord } from "../helpers/records.js";
-import { backlogForOptimizingTiers, isBacklog } from "../../src/cli/optimizing-tiers.js";
+import { backlogForOptimizingTiers, isBacklog } from "../../src/agent/cli/optimizing-tiers.js";
 import { cliPath, logLines, readJsonl, waitUntil } from "../helpers/agent-process.js";
 
 /**
- * `node --trace-opt --no-maglev --no-turbofan dist/cli/main.js ...args`, as the launchers start `sef run` (bin/sef, the
+ * `node --trace-opt --no-maglev --no-turbofan src/agent/dist/cli/main.js ...args`, as the launchers start `sef run` (bin/sef, the
  * Windows service, the container), with its output collected.
  */
 function runTraced(args: string[]): { stdout: () => string; stderr: () => string; stop: () => Promise<number | null> } {
@@ -105,7 +105,7 @@ describe("holding and releasing the flags on this Node", () => {
         // What main.ts does for `sef run`: the two flags first, then the module told they are held.
         'import { setFlagsFromString } from "node:v8";',
         'setFlagsFromString("--no-maglev"); setFlagsFromString("--no-turbofan");',
-        `const { markOptimizingTiersHeld, releaseOptimizingTiers } = await import(${JSON.stringify(new URL("../../dist/cli/optimizing-tiers.js", import.meta.url).href)});`,
+        `const { markOptimizingTiersHeld, releaseOptimizingTiers } = await import(${JSON.stringify(new URL("../../src/agent/dist/cli/optimizing-tiers.js", import.meta.url).href)});`,
         "markOptimizingTiersHeld();",
         "function hotSum(n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) | 0; return s; }",
         "for (let i = 0; i < 20000; i++) hotSum(500);",

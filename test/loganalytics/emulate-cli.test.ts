@@ -6,10 +6,10 @@ import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/observability/logger.js";
-import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
-import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
-import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
+import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
+import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 import { entries, localTokenCredential, transitionRecord } from "./helpers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "sef-la-cli-"));

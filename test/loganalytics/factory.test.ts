@@ -1,7 +1,7 @@
 // `--sink loganalytics` is registered, its settings carry the documented defaults, and the bench drains end to end.
 import { describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/observability/logger.js";
-import { findSinkFactory, parseSinkSpec } from "../../src/sinks/registry.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { findSinkFactory, parseSinkSpec } from "../../src/agent/sinks/registry.js";
 import { benchLogAnalyticsDrain } from "../bench/loganalytics-drain.js";
 
 describe("loganalytics sink factory", () => {

@@ -3,8 +3,8 @@
 import type { ApprovalRecord, HeartbeatRecord, HookRecord, MalformedEventRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
-import type { TokenCredential } from "../../src/sinks/loganalytics/sink.js";
+import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { TokenCredential } from "../../src/agent/sinks/loganalytics/sink.js";
 
 const vm = {
   VmName: "vm-1",

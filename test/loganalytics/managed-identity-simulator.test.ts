@@ -2,11 +2,11 @@
 // gets a local token from the simulator and the Logs Ingestion peer accepts it.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
-import { silentLogger } from "../../src/observability/logger.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/index.js";
-import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
-import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
-import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
+import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
+import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
+import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 import { entries, transitionRecord } from "./helpers.js";
 
 let peer: LogsIngestionEmulator;

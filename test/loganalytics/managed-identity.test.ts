@@ -5,10 +5,10 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localTokenResponse } from "../../src/testbed/peers/local-tokens.js";
 import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { LogAnalyticsSink } from "../../src/sinks/loganalytics/sink.js";
-import { logAnalyticsSettingsSchema } from "../../src/sinks/loganalytics/settings.js";
-import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
+import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
+import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 import { entries, transitionRecord } from "./helpers.js";
 
 const unknownClientId = "99999999-9999-9999-9999-999999999999";

@@ -1,6 +1,6 @@
 // Pure pieces of the Log Analytics sink: Retry-After parsing, answer classification, request planning,
 // rule pauses, the stale-record warning and the peer's fault specs.
-import { retryAfterFromHeaders, maxHonouredRetryAfterMs } from "../../src/util/retry-after.js";
+import { retryAfterFromHeaders, maxHonouredRetryAfterMs } from "../../src/agent/util/retry-after.js";
 import { RestError, createHttpHeaders } from "@azure/core-rest-pipeline";
 import { AggregateLogsUploadError } from "@azure/monitor-ingestion";
 import { describe, expect, it } from "vitest";
@@ -8,10 +8,10 @@ import { parseFaultSpec } from "../../src/testbed/peers/logs-ingestion/faults.js
 import {
   classifyUploadError,
   oldestUndeliveredAgeWarning,
-} from "../../src/sinks/loganalytics/outcome.js";
-import { jsonArrayBytes, jsonArrayOf, planRequests, rowFitsRequest } from "../../src/sinks/loganalytics/request-plan.js";
-import { PreEncodedBodies } from "../../src/sinks/loganalytics/pre-encoded-body.js";
-import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
+} from "../../src/agent/sinks/loganalytics/outcome.js";
+import { jsonArrayBytes, jsonArrayOf, planRequests, rowFitsRequest } from "../../src/agent/sinks/loganalytics/request-plan.js";
+import { PreEncodedBodies } from "../../src/agent/sinks/loganalytics/pre-encoded-body.js";
+import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 
 const nowMs = Date.parse("2024-05-01T12:00:00.000Z");
 const headers = (h: Record<string, string>) => (name: string) => h[name.toLowerCase()];

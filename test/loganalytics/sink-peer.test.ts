@@ -3,10 +3,10 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { maxRequestBodyBytes, startLogsIngestionEmulator, type Fault, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { LogAnalyticsSink, type LogAnalyticsSinkOptions } from "../../src/sinks/loganalytics/sink.js";
-import { logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "../../src/sinks/loganalytics/settings.js";
-import { RulePauses } from "../../src/sinks/loganalytics/rule-pauses.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { LogAnalyticsSink, type LogAnalyticsSinkOptions } from "../../src/agent/sinks/loganalytics/sink.js";
+import { logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "../../src/agent/sinks/loganalytics/settings.js";
+import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 import type { SefRecord } from "../../src/contract/record.js";
 import { instantClock } from "../helpers/fake-clock.js";
 import { entries, localTokenCredential, oneRecordOfEachType, transitionRecord } from "./helpers.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { departureSignal, goodbyeHeartbeatRecord, heartbeatRecord, startHeartbeats } from "../../src/observability/heartbeat.js";
+import { departureSignal, goodbyeHeartbeatRecord, heartbeatRecord, startHeartbeats } from "../../src/agent/observability/heartbeat.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { deterministicUuid, recordSource } from "../../src/contract/record-id.js";
 import { FakeClock } from "../helpers/fake-clock.js";

@@ -7,9 +7,9 @@ import {
   startObservabilityServer,
   type ObservabilityServer,
   type ReadinessSnapshot,
-} from "../../src/observability/http-server.js";
-import { AgentMetrics } from "../../src/observability/metrics.js";
-import { silentLogger } from "../../src/observability/logger.js";
+} from "../../src/agent/observability/http-server.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
 
 const servers: ObservabilityServer[] = [];
 afterEach(async () => {

@@ -1,7 +1,7 @@
 // Secrets never reach the logs: connection strings, tokens and signatures are redacted in messages, objects and errors.
 import { describe, expect, it } from "vitest";
 import { Writable } from "node:stream";
-import { createLogger, redactSecrets } from "../../src/observability/logger.js";
+import { createLogger, redactSecrets } from "../../src/agent/observability/logger.js";
 
 function capture() {
   const lines: string[] = [];

@@ -1,7 +1,7 @@
 // The pure readiness judgement for sinks: a failure that needs an operator is reported at once, a stall only past
 // the configured limit, and a run of dead-letters with nothing delivered in between; each line names the sink.
 import { describe, expect, it } from "vitest";
-import { defaultReadinessLimits, evaluateReadiness, readinessConfigSchema } from "../../src/observability/http-server.js";
+import { defaultReadinessLimits, evaluateReadiness, readinessConfigSchema } from "../../src/agent/observability/http-server.js";
 
 const healthy = { lastGoodPollAgeMs: 100, storeWritable: true };
 const limits = defaultReadinessLimits(1000, 60_000);

@@ -65,8 +65,8 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
   afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
   it("carries the agent and no testbed code", () => {
-    expect(bundle.inputs).toContain("src/cli/main.ts");
-    expect(bundle.inputs).toContain("src/sinks/eventhubs/index.ts");
+    expect(bundle.inputs).toContain("src/agent/cli/main.ts");
+    expect(bundle.inputs).toContain("src/agent/sinks/eventhubs/index.ts");
     expect(bundle.inputs.filter((i) => i.startsWith("src/testbed/"))).toEqual([]);
     expect(bundle.inputs.filter((i) => /node_modules\/(selfsigned|vitest|tsx|typescript|fast-check)\//.test(i))).toEqual([]);
     const text = bundle.files.map((f) => readFileSync(join(outDir, f), "utf8")).join("\n");

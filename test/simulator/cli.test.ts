@@ -1,29 +1,25 @@
 // `sef-testbed simulate` as a child process of the built CLI: the listening line, logs on stderr, exit codes, SIGTERM/SIGINT.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildInto } from "../../infra/build.js";
 
 const repo = join(import.meta.dirname, "..", "..");
-let buildDir = "";
 let mainJs = "";
 
-beforeAll(async () => {
-  // Build into a private directory (under node_modules so the packages resolve) instead of the shared dist/.
-  mkdirSync(join(repo, "node_modules", ".cache"), { recursive: true });
-  buildDir = mkdtempSync(join(repo, "node_modules", ".cache", "sef-simulate-cli-"));
-  const dist = join(buildDir, "dist");
-  await buildInto(dist);
-  cpSync(join(repo, "package.json"), join(buildDir, "package.json")); // dist/contract/agent-version.js reads ../../package.json
-  mainJs = join(dist, "testbed", "cli.js");
-  if (!existsSync(mainJs)) throw new Error("the build did not produce testbed/cli.js");
-}, 120_000);
+let scratchDir = "";
+
+beforeAll(() => {
+  scratchDir = mkdtempSync(join(tmpdir(), "sef-simulate-cli-"));
+  mainJs = join(repo, "src", "testbed", "dist", "cli.js");
+  if (!existsSync(mainJs)) throw new Error("the build did not produce src/testbed/dist/cli.js: run npm run build first");
+});
 
 afterAll(() => {
-  if (buildDir) rmSync(buildDir, { recursive: true, force: true });
+  if (scratchDir) rmSync(scratchDir, { recursive: true, force: true });
 });
 
 interface Running {
@@ -79,7 +75,7 @@ describe("sef-testbed simulate (built CLI)", () => {
   });
 
   it("plays a scenario file and exits 0 at its end with --exit-at-end", async () => {
-    const file = join(buildDir, "tiny.json");
+    const file = join(scratchDir, "tiny.json");
     writeFileSync(file, JSON.stringify({ name: "tiny", description: "d", speed: 100, durationSeconds: 20, steps: [{ at: 10, events: [{ EventId: "X", EventType: "Freeze", Resources: ["a"] }] }] }));
     const sim = run(["simulate", "--scenario", file, "--port", "0", "--host", "127.0.0.1", "--start-on", "listen", "--exit-at-end"]);
     expect(await sim.firstLine).toMatch(listening);

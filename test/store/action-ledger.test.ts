@@ -4,8 +4,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
-import type { PlannedAction } from "../../src/store/action-ledger.js";
+import { Store } from "../../src/agent/store/store.js";
+import type { PlannedAction } from "../../src/agent/store/action-ledger.js";
 import { transition } from "../actions/fixtures.js";
 
 const dirs: string[] = [];

@@ -4,9 +4,9 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Store } from "../../src/store/store.js";
+import { Store } from "../../src/agent/store/store.js";
 import { heartbeatRecord } from "../helpers/records.js";
-import { acquire as acquireDataDir } from "../../src/store/data-dir-lock.js";
+import { acquire as acquireDataDir } from "../../src/agent/store/data-dir-lock.js";
 import { runCli } from "../helpers/agent-process.js";
 
 const record = (i: number) => heartbeatRecord(i);

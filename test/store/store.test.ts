@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
-import { Store } from "../../src/store/store.js";
-import { StoreError } from "../../src/store/errors.js";
-import { emptyCollectorState } from "../../src/collector/state.js";
+import { Store } from "../../src/agent/store/store.js";
+import { StoreError } from "../../src/agent/store/errors.js";
+import { emptyCollectorState } from "../../src/agent/collector/state.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 

@@ -5,8 +5,8 @@ import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { WalCheckpointer } from "../../src/store/wal-checkpointer.js";
-import { Store } from "../../src/store/store.js";
+import { WalCheckpointer } from "../../src/agent/store/wal-checkpointer.js";
+import { Store } from "../../src/agent/store/store.js";
 import { waitUntil } from "../helpers/agent-process.js";
 import { transitionBacklog } from "../bench/backlog.js";
 

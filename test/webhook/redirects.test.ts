@@ -4,10 +4,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { createWebhookSink, type WebhookSink } from "../../src/sinks/webhook/sink.js";
-import { webhookSettingsSchema } from "../../src/sinks/webhook/settings.js";
-import type { OutboxEntry } from "../../src/sinks/sink.js";
-import { createLogger } from "../../src/observability/logger.js";
+import { createWebhookSink, type WebhookSink } from "../../src/agent/sinks/webhook/sink.js";
+import { webhookSettingsSchema } from "../../src/agent/sinks/webhook/settings.js";
+import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import { createLogger } from "../../src/agent/observability/logger.js";
 import { transition } from "../actions/fixtures.js";
 
 interface Hit {

@@ -3,12 +3,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { createWebhookSink, type WebhookSink } from "../../src/sinks/webhook/sink.js";
-import { webhookSettingsSchema } from "../../src/sinks/webhook/settings.js";
-import { findSinkFactory, parseSinkSpec } from "../../src/sinks/registry.js";
-import type { OutboxEntry, SendOutcomes } from "../../src/sinks/sink.js";
+import { createWebhookSink, type WebhookSink } from "../../src/agent/sinks/webhook/sink.js";
+import { webhookSettingsSchema } from "../../src/agent/sinks/webhook/settings.js";
+import { findSinkFactory, parseSinkSpec } from "../../src/agent/sinks/registry.js";
+import type { OutboxEntry, SendOutcomes } from "../../src/agent/sinks/sink.js";
 import { drainThroughLedger } from "../helpers/ledger-drain.js";
-import { createLogger, silentLogger } from "../../src/observability/logger.js";
+import { createLogger, silentLogger } from "../../src/agent/observability/logger.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { transition } from "../actions/fixtures.js";
 

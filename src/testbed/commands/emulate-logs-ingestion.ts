@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { createLogger } from "../support/logger.js";
 import { azureRuleLimits, defaultLocalRuleId, parseFaultSpec, startLogsIngestionEmulator, type Fault } from "../peers/logs-ingestion/index.js";
-import { streamName as contractStreamName } from "../../contract/stream-schema.js";
+import { streamName as contractStreamName } from "@sef/contract/stream-schema.js";
 
 interface EmulateLogsIngestionFlags {
   port: string;

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { startSimulator } from "../simulator/server.js";
 import { startEventHubsEmulator } from "../peers/eventhubs/server.js";
 import { startLogsIngestionEmulator } from "../peers/logs-ingestion/index.js";
-import type { SefRecord } from "../../contract/record.js";
+import type { SefRecord } from "@sef/contract/record.js";
 
 const scenarioName = process.argv[2] ?? process.env.SEF_DEMO_SCENARIO ?? "live-migration";
 const cliPath = fileURLToPath(new URL("../../cli/main.js", import.meta.url));

@@ -3,9 +3,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ImdsClient, type ImdsEndpointSource } from "../../../src/imds/client.js";
-import { ImdsRequestError } from "../../../src/imds/errors.js";
-import { systemClock } from "../../../src/util/clock.js";
+import { ImdsClient, type ImdsEndpointSource } from "../../../src/agent/imds/client.js";
+import { ImdsRequestError } from "../../../src/agent/imds/errors.js";
+import { systemClock } from "../../../src/agent/util/clock.js";
 
 const servers: Server[] = [];
 const clients: ImdsClient[] = [];

@@ -12,9 +12,9 @@ const root = fileURLToPath(new URL("../../../", import.meta.url));
 
 const script = `
 const root = process.argv[2];
-const { queryOption245 } = await import(root + "dist/imds/discovery/dhcp-client.js");
-const { activeDhcpSettingsSchema } = await import(root + "dist/imds/discovery/settings.js");
-const { startDhcpResponder } = await import(root + "dist/testbed/dhcp/index.js");
+const { queryOption245 } = await import(root + "src/agent/dist/imds/discovery/dhcp-client.js");
+const { activeDhcpSettingsSchema } = await import(root + "src/agent/dist/imds/discovery/settings.js");
+const { startDhcpResponder } = await import(root + "src/testbed/dist/dhcp/index.js");
 const responder = await startDhcpResponder({ port: 67, host: "0.0.0.0", option245: "168.63.129.16", script: [["wrong-mac", "ok"]] });
 const settings = activeDhcpSettingsSchema.parse({ enabled: true, interface: "v0" });
 const skipped = [];

@@ -3,10 +3,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { testbedCliPath } from "../../helpers/agent-process.js";
-import { buildDhcpRequest, parseDhcpReply, dhcpMagicCookie } from "../../../src/imds/discovery/dhcp-packet.js";
-import { queryOption245 } from "../../../src/imds/discovery/dhcp-client.js";
-import { activeDhcpSettingsSchema } from "../../../src/imds/discovery/settings.js";
-import { DiscoveryParseError } from "../../../src/imds/discovery/failure.js";
+import { buildDhcpRequest, parseDhcpReply, dhcpMagicCookie } from "../../../src/agent/imds/discovery/dhcp-packet.js";
+import { queryOption245 } from "../../../src/agent/imds/discovery/dhcp-client.js";
+import { activeDhcpSettingsSchema } from "../../../src/agent/imds/discovery/settings.js";
+import { DiscoveryParseError } from "../../../src/agent/imds/discovery/failure.js";
 import { buildReply, startDhcpResponder, type DhcpReplyKind, type DhcpResponder } from "../../../src/testbed/dhcp/index.js";
 
 const xid = Buffer.from([1, 2, 3, 4]);

@@ -2,12 +2,12 @@
 // including malformed ones: each bad input fails with its own reason.
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { parseDhclientLeases } from "../../../src/imds/discovery/lease-dhclient.js";
-import { parseNetworkdLease } from "../../../src/imds/discovery/lease-networkd.js";
-import { parseNetworkManagerLease } from "../../../src/imds/discovery/lease-networkmanager.js";
-import { parseRegQueryOutput } from "../../../src/imds/discovery/registry-output.js";
-import { decodeOption245Text, parseIpv4 } from "../../../src/imds/discovery/option245.js";
-import { DiscoveryParseError, type DiscoveryFailureReason } from "../../../src/imds/discovery/failure.js";
+import { parseDhclientLeases } from "../../../src/agent/imds/discovery/lease-dhclient.js";
+import { parseNetworkdLease } from "../../../src/agent/imds/discovery/lease-networkd.js";
+import { parseNetworkManagerLease } from "../../../src/agent/imds/discovery/lease-networkmanager.js";
+import { parseRegQueryOutput } from "../../../src/agent/imds/discovery/registry-output.js";
+import { decodeOption245Text, parseIpv4 } from "../../../src/agent/imds/discovery/option245.js";
+import { DiscoveryParseError, type DiscoveryFailureReason } from "../../../src/agent/imds/discovery/failure.js";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8");
 const nowMs = Date.UTC(2026, 10, 23, 12, 0, 0);

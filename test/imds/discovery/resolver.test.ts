@@ -8,11 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { Registry } from "prom-client";
-import { resolveImdsEndpoint, type ResolveRequest } from "../../../src/imds/discovery/resolver.js";
-import { EndpointDiscovery, type RememberedEndpoint } from "../../../src/imds/discovery/endpoint-discovery.js";
-import { imdsDiscoverySettingsSchema, type ImdsDiscoverySettings } from "../../../src/imds/discovery/settings.js";
-import { tcpProbe } from "../../../src/imds/discovery/probe.js";
-import { systemClock } from "../../../src/util/clock.js";
+import { resolveImdsEndpoint, type ResolveRequest } from "../../../src/agent/imds/discovery/resolver.js";
+import { EndpointDiscovery, type RememberedEndpoint } from "../../../src/agent/imds/discovery/endpoint-discovery.js";
+import { imdsDiscoverySettingsSchema, type ImdsDiscoverySettings } from "../../../src/agent/imds/discovery/settings.js";
+import { tcpProbe } from "../../../src/agent/imds/discovery/probe.js";
+import { systemClock } from "../../../src/agent/util/clock.js";
 import { FakeClock, flushAsync } from "../../helpers/fake-clock.js";
 import { waitUntil } from "../../helpers/agent-process.js";
 

@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { gunzip as gunzipCallback } from "node:zlib";
 import type { Logger } from "pino";
 import { listen } from "../../support/listen.js";
-import { streamColumns, streamName as contractStreamName } from "../../../contract/stream-schema.js";
+import { streamColumns, streamName as contractStreamName } from "@sef/contract/stream-schema.js";
 import { silentLogger } from "../../support/logger.js";
 import { verifyLocalToken } from "../local-tokens.js";
 import { generateLocalTlsIdentity } from "./certificate.js";

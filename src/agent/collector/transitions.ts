@@ -1,0 +1,223 @@
+// The heart of sef: compares a fetched document with the last known state and yields transition records.
+// Pure: no I/O, no clock; time, identity and the previous state come in as arguments.
+import { createHash } from "node:crypto";
+import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
+import { deterministicUuid, recordSource, transitionRecordId } from "@sef/contract/record-id.js";
+import { normalizeResourceName, type ScheduledEventsDocument, type ImdsEvent, type MalformedImdsEvent } from "../imds/document.js";
+import { emittedKey, type CollectorState, type TrackedEvent } from "./state.js";
+
+export interface CollectContext {
+  nowMs: number;
+  /** The VM and this installation (AgentId): every record carries them, and RecordIds are made from them. */
+  vm: RecordIdentity;
+  agentVersion: string;
+  /** A pause between successful polls longer than this counts as an observation gap. */
+  gapThresholdMs: number;
+  /** How long emitted keys are kept after their event ended (at least 7 days). */
+  emittedRetentionMs: number;
+}
+
+export const sevenDaysMs = 7 * 24 * 60 * 60 * 1000;
+
+export interface CollectResult {
+  state: CollectorState;
+  records: TransitionRecord[];
+  /** One record per malformed event not forwarded before (same EventId and same raw content are forwarded once). */
+  malformed: MalformedEventRecord[];
+  /** False when the document equalled the last one processed (same incarnation and content). */
+  changed: boolean;
+}
+
+/** Hash of a document's normalized events, so a reused incarnation (after a 24 h disable) is still diffed. */
+export function documentHash(doc: ScheduledEventsDocument): string {
+  const events = [...doc.Events].sort((a, b) => a.EventId.toLowerCase().localeCompare(b.EventId.toLowerCase()));
+  const malformed = (doc.Malformed ?? []).map((m) => rawHash(m.raw)).sort();
+  const text = malformed.length === 0 ? JSON.stringify(events) : JSON.stringify([events, malformed]);
+  return createHash("sha256").update(text).digest("hex").slice(0, 32);
+}
+
+function rawHash(raw: unknown): string {
+  return createHash("sha256").update(JSON.stringify(raw) ?? "undefined").digest("hex").slice(0, 16);
+}
+
+/** Emitted-key of a malformed event: one record per (EventId, raw content); without an EventId, per raw content. */
+export function malformedKey(m: MalformedImdsEvent): string {
+  return emittedKey(m.eventId ?? "", `Malformed:${rawHash(m.raw)}`);
+}
+
+function affectsVm(resources: readonly string[], vmName: string): boolean {
+  if (vmName === "") return false;
+  const name = vmName.toLowerCase();
+  return resources.some((r) => r.toLowerCase() === name);
+}
+
+function fieldsOf(event: ImdsEvent): EventFields {
+  return {
+    EventId: event.EventId,
+    EventType: event.EventType,
+    ResourceType: event.ResourceType,
+    Resources: [...event.Resources],
+    NotBefore: event.NotBefore,
+    Description: event.Description,
+    EventSource: event.EventSource,
+    DurationInSeconds: event.DurationInSeconds,
+  };
+}
+
+/** Whether watching was continuous between the previous successful document and this one. */
+export function hasObservationGap(prev: CollectorState, doc: ScheduledEventsDocument, ctx: CollectContext): boolean {
+  if (prev.lastSuccessMs === null) return false; // nothing seen before: nothing could have been missed
+  if (prev.interrupted) return true;
+  if (ctx.nowMs - prev.lastSuccessMs > ctx.gapThresholdMs) return true;
+  return prev.lastIncarnation !== null && doc.DocumentIncarnation < prev.lastIncarnation; // service disabled and re-enabled
+}
+
+/** Applies one successfully fetched document. */
+export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument, ctx: CollectContext): CollectResult {
+  const hash = documentHash(doc);
+  const gap = hasObservationGap(prev, doc, ctx);
+  const emitted = pruneEmitted(prev.emitted, ctx.nowMs, ctx.emittedRetentionMs);
+
+  if (prev.lastIncarnation === doc.DocumentIncarnation && prev.lastDocumentHash === hash) {
+    return { state: { ...prev, emitted, lastSuccessMs: ctx.nowMs, interrupted: false }, records: [], malformed: [], changed: false };
+  }
+
+  const records: TransitionRecord[] = [];
+  const events = new Map<string, TrackedEvent>();
+  const emit = (fields: EventFields, status: EventStatus, previous: EventStatus | ""): void => {
+    const key = emittedKey(fields.EventId, status);
+    if (emitted.has(key)) return;
+    emitted.set(key, { emittedMs: ctx.nowMs, endedMs: null });
+    records.push(buildRecord(fields, status, previous, doc.DocumentIncarnation, gap, ctx));
+  };
+
+  // Endings first, so a reader sees one event finish before the next one in the same document moves.
+  // An event that became unreadable is still present: it has not ended, and what was known of it is kept.
+  const malformedEvents = doc.Malformed ?? [];
+  const present = new Set([...doc.Events.map((e) => e.EventId), ...malformedEvents.flatMap((m) => (m.eventId === null ? [] : [m.eventId]))].map((id) => id.toLowerCase()));
+  for (const [key, tracked] of prev.events) {
+    if (present.has(key)) continue;
+    const ended = endedStatus(tracked, gap, ctx.nowMs);
+    emit(tracked.fields, ended, tracked.status);
+    for (const status of ["Scheduled", "Started", "Completed", "Canceled"]) {
+      const k = emittedKey(tracked.fields.EventId, status);
+      const entry = emitted.get(k);
+      if (entry) emitted.set(k, { ...entry, endedMs: ctx.nowMs });
+    }
+  }
+
+  for (const event of doc.Events) {
+    const key = event.EventId.toLowerCase();
+    const tracked = prev.events.get(key);
+    const fields = fieldsOf(event);
+    let status = event.EventStatus;
+    if (!tracked) {
+      emit(fields, status, "");
+    } else if (tracked.status === "Scheduled" && status === "Started") {
+      emit(fields, "Started", "Scheduled");
+    } else if (tracked.status === "Started" && status === "Scheduled") {
+      status = "Started"; // IMDS never moves an event back; keep what was already reported
+    }
+    events.set(key, { fields, status, lastSeenMs: ctx.nowMs });
+  }
+
+  const malformed: MalformedEventRecord[] = [];
+  for (const m of malformedEvents) {
+    const tracked = m.eventId === null ? undefined : prev.events.get(m.eventId.toLowerCase());
+    if (tracked && !events.has(m.eventId!.toLowerCase())) events.set(m.eventId!.toLowerCase(), { ...tracked, lastSeenMs: ctx.nowMs });
+    const key = malformedKey(m);
+    if (emitted.has(key)) continue;
+    // Nothing ends a malformed sighting: its key ages out after the retention period like an ended event's.
+    emitted.set(key, { emittedMs: ctx.nowMs, endedMs: ctx.nowMs });
+    malformed.push(buildMalformedRecord(m, key, doc.DocumentIncarnation, ctx));
+  }
+
+  return {
+    state: { lastIncarnation: doc.DocumentIncarnation, lastDocumentHash: hash, lastSuccessMs: ctx.nowMs, interrupted: false, events, emitted },
+    records,
+    malformed,
+    changed: true,
+  };
+}
+
+/** A failed poll changes nothing but the knowledge that watching was interrupted. */
+export function applyPollFailure(prev: CollectorState): CollectorState {
+  return prev.interrupted ? prev : { ...prev, interrupted: true };
+}
+
+/** State loaded after a restart: whatever happened while the agent was down is an observation gap. */
+export function resumeAfterRestart(prev: CollectorState): CollectorState {
+  return { ...prev, interrupted: true };
+}
+
+/** Started → Completed; Scheduled → Canceled, unless it most likely ran unseen during a gap. */
+function endedStatus(tracked: TrackedEvent, gap: boolean, nowMs: number): EventStatus {
+  if (tracked.status === "Started") return "Completed";
+  const notBeforeMs = tracked.fields.NotBefore === null ? null : Date.parse(tracked.fields.NotBefore);
+  if (gap && notBeforeMs !== null && notBeforeMs <= nowMs) return "Completed";
+  return "Canceled";
+}
+
+function pruneEmitted(emitted: Map<string, { emittedMs: number; endedMs: number | null }>, nowMs: number, retentionMs: number) {
+  const kept = new Map(emitted);
+  for (const [key, entry] of emitted) {
+    if (entry.endedMs !== null && nowMs - entry.endedMs > Math.max(retentionMs, sevenDaysMs)) kept.delete(key);
+  }
+  return kept;
+}
+
+function buildRecord(
+  fields: EventFields,
+  status: EventStatus,
+  previous: EventStatus | "",
+  incarnation: number,
+  gap: boolean,
+  ctx: CollectContext,
+): TransitionRecord {
+  const observedAt = new Date(ctx.nowMs).toISOString();
+  return {
+    RecordId: transitionRecordId(recordSource(ctx.vm), fields.EventId, status),
+    RecordType: "Transition",
+    TimeGenerated: observedAt,
+    ObservedAt: observedAt,
+    EventId: fields.EventId,
+    EventStatus: status,
+    PreviousStatus: previous,
+    EventType: fields.EventType,
+    ResourceType: fields.ResourceType,
+    Resources: [...fields.Resources],
+    NotBefore: fields.NotBefore,
+    Description: fields.Description,
+    EventSource: fields.EventSource,
+    DurationInSeconds: fields.DurationInSeconds,
+    DocumentIncarnation: incarnation,
+    AffectsThisVm: affectsVm(fields.Resources, ctx.vm.VmName),
+    ObservationGap: gap,
+    ...ctx.vm,
+    AgentVersion: ctx.agentVersion,
+  };
+}
+
+function buildMalformedRecord(m: MalformedImdsEvent, key: string, incarnation: number, ctx: CollectContext): MalformedEventRecord {
+  const raw = typeof m.raw === "object" && m.raw !== null && !Array.isArray(m.raw) ? (m.raw as Record<string, unknown>) : {};
+  const text = (field: string): string => (typeof raw[field] === "string" ? (raw[field] as string) : "");
+  const resources = Array.isArray(raw.Resources) && raw.Resources.every((r) => typeof r === "string") ? (raw.Resources as string[]).map(normalizeResourceName) : [];
+  return {
+    RecordId: deterministicUuid("MalformedEvent", recordSource(ctx.vm), key),
+    RecordType: "MalformedEvent",
+    TimeGenerated: new Date(ctx.nowMs).toISOString(),
+    EventId: m.eventId ?? "",
+    EventStatus: text("EventStatus"),
+    EventType: text("EventType"),
+    ResourceType: text("ResourceType"),
+    Resources: resources,
+    Description: text("Description"),
+    EventSource: text("EventSource"),
+    DocumentIncarnation: incarnation,
+    AffectsThisVm: affectsVm(resources, ctx.vm.VmName),
+    ...ctx.vm,
+    Outcome: m.reason,
+    Detail: JSON.stringify({ problem: m.problem, event: m.raw }),
+    AgentVersion: ctx.agentVersion,
+  };
+}

@@ -1,0 +1,129 @@
+// Agent metrics (prom-client): one registry per agent, named gauges/counters the poller, store and drain loops update.
+// Every documented series exists (at 0) from the start, so a rate() or an alert never waits for a first occurrence.
+import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from "./prom-client.js";
+import { recordTypes } from "@sef/contract/record.js";
+import { malformedEventReasons } from "@sef/contract/record.js";
+
+export const pollOutcomes = ["ok", "unchanged", "http_error", "bad_request", "throttled", "timeout", "network_error", "malformed"] as const;
+export type PollOutcome = (typeof pollOutcomes)[number];
+/** Label values of sef_approvals_total and sef_hooks_total, as the actions module writes them. */
+export const approvalOutcomes = ["approved", "failed", "dry_run", "interrupted"] as const;
+export const hookOutcomes = ["succeeded", "failed", "timed_out", "interrupted"] as const;
+
+export interface AgentMetricsOptions {
+  /** Also expose the process's own metrics (prom-client defaults: CPU, RSS, heap, event-loop lag, open fds). */
+  processMetrics?: boolean;
+}
+
+export class AgentMetrics {
+  readonly registry = new Registry();
+
+  constructor(options: AgentMetricsOptions = {}) {
+    for (const outcome of pollOutcomes) this.polls.inc({ outcome }, 0);
+    for (const type of recordTypes) this.recordsWritten.inc({ type }, 0);
+    for (const reason of malformedEventReasons) this.malformedEvents.inc({ reason }, 0);
+    for (const status of ["Scheduled", "Started"]) this.eventsByStatus.set({ status }, 0);
+    for (const outcome of approvalOutcomes) this.approvals.inc({ outcome }, 0);
+    for (const outcome of hookOutcomes) this.hooks.inc({ outcome }, 0);
+    for (const direction of ["back", "forward"]) this.clockSteps.inc({ direction }, 0);
+    this.lastGoodPollAge.set(-1);
+    this.incarnation.set(0);
+    // The event-loop monitor is a libuv timer: 100 ms keeps an idle agent from waking 50-100 times a second for it.
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
+  }
+
+  /** Creates the per-sink series at 0 (call once the sinks are known). */
+  initSinks(names: readonly string[]): void {
+    for (const sink of names) {
+      this.outboxDepth.set({ sink }, 0);
+      this.outboxOldestAge.set({ sink }, 0);
+      this.sent.inc({ sink }, 0);
+      this.retries.inc({ sink }, 0);
+      this.deadLetters.inc({ sink }, 0);
+      this.throttledSeconds.inc({ sink }, 0);
+      this.timeGeneratedAgeWarnings.inc({ sink }, 0);
+      this.sinkFailing.set({ sink }, 0);
+      for (const reason of ["over_cap", "over_cap_dead_lettered"]) this.outboxEvicted.inc({ sink, reason }, 0);
+    }
+  }
+
+  readonly polls = new Counter({ name: "sef_polls_total", help: "IMDS scheduled-events polls by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
+  readonly pollLatency = new Histogram({
+    name: "sef_poll_duration_seconds",
+    help: "Latency of IMDS scheduled-events polls",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 120],
+    registers: [this.registry],
+  });
+  readonly lastGoodPollTimestamp = new Gauge({ name: "sef_last_good_poll_timestamp_seconds", help: "Unix time of the last successful poll", registers: [this.registry] });
+  readonly lastGoodPollAge = new Gauge({
+    name: "sef_last_good_poll_age_seconds",
+    help: "Seconds since the last successful poll (-1 before the first)",
+    registers: [this.registry],
+  });
+  readonly malformedEvents = new Counter({
+    name: "sef_imds_events_malformed_total",
+    help: "Events IMDS listed that could not be read (each distinct one counted once), by reason",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly incarnation = new Gauge({ name: "sef_document_incarnation", help: "DocumentIncarnation of the last processed document", registers: [this.registry] });
+  readonly eventsByStatus = new Gauge({ name: "sef_events", help: "Events currently known, by status", labelNames: ["status"] as const, registers: [this.registry] });
+  readonly recordsWritten = new Counter({ name: "sef_records_total", help: "Records appended to the outbox, by type", labelNames: ["type"] as const, registers: [this.registry] });
+  readonly outboxDepth = new Gauge({ name: "sef_outbox_depth", help: "Records not yet delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly outboxOldestAge = new Gauge({
+    name: "sef_outbox_oldest_age_seconds",
+    help: "Age of the oldest undelivered record, per sink (0 when empty)",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+  readonly sent = new Counter({ name: "sef_sink_sent_total", help: "Records delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly retries = new Counter({ name: "sef_sink_retries_total", help: "Send attempts that will be retried, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly deadLetters = new Counter({ name: "sef_sink_dead_letters_total", help: "Records dead-lettered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly throttledSeconds = new Counter({
+    name: "sef_sink_throttled_seconds_total",
+    help: "Time spent waiting on a server's retry-after hint, per sink",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+  readonly storeErrors = new Counter({ name: "sef_store_errors_total", help: "Failed store writes", registers: [this.registry] });
+  readonly outboxEvicted = new Counter({
+    name: "sef_outbox_evicted_records_total",
+    help: "Records evicted from the outbox over maxOutboxBytes, by sink and reason (over_cap: pending for the sink; over_cap_dead_lettered: already dead-lettered)",
+    labelNames: ["sink", "reason"] as const,
+    registers: [this.registry],
+  });
+  readonly storeDroppedRecords = new Counter({
+    name: "sef_store_dropped_records_total",
+    help: "Records removed from the outbox by the size cap before every sink had them",
+    registers: [this.registry],
+  });
+  readonly approvals = new Counter({ name: "sef_approvals_total", help: "Approval attempts by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
+  readonly hooks = new Counter({ name: "sef_hooks_total", help: "Hook runs by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
+  readonly timeGeneratedAgeWarnings = new Counter({
+    name: "sef_time_generated_age_warnings_total",
+    help: "Times the oldest undelivered record neared the 2-day TimeGenerated limit of Log Analytics",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+
+  readonly sinkFailing = new Gauge({
+    name: "sef_sink_failing",
+    help: "1 while a sink's sends fail (it is retrying), else 0",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+  readonly clockSteps = new Counter({
+    name: "sef_clock_steps_total",
+    help: "Wall-clock steps detected between polls (wall and monotonic time disagreed), by direction",
+    labelNames: ["direction"] as const,
+    registers: [this.registry],
+  });
+
+  async render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,37 @@
+// The sink registry: maps a `--sink SPEC` (type[:argument]) to the factory that builds it.
+// Adding a sink = one folder (settings, encode, sink, factory; see README.md in this folder, "Adding a sink") + one line in `sinkFactories`.
+import type { SinkFactory } from "./sink.js";
+import { stdoutSinkFactory } from "./stdout/factory.js";
+import { jsonlSinkFactory } from "./jsonl/factory.js";
+import { webhookSinkFactory } from "./webhook/factory.js";
+import { logAnalyticsSinkFactory } from "./loganalytics/factory.js";
+import { eventHubsSinkFactory } from "./eventhubs/factory.js";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
+export const sinkFactories: readonly SinkFactory<any>[] = [stdoutSinkFactory, jsonlSinkFactory, logAnalyticsSinkFactory, webhookSinkFactory, eventHubsSinkFactory];
+
+export interface ParsedSinkSpec {
+  readonly type: string;
+  readonly argument: string | undefined;
+}
+
+/** Splits `type[:argument]`; throws with a message naming the spec when the type is unknown or malformed. */
+export function parseSinkSpec(spec: string): ParsedSinkSpec {
+  const colon = spec.indexOf(":");
+  const type = (colon === -1 ? spec : spec.slice(0, colon)).trim();
+  const argument = colon === -1 ? undefined : spec.slice(colon + 1);
+  const factory = sinkFactories.find((f) => f.type === type);
+  if (!factory) {
+    throw new Error(`unknown sink "${type}" in "${spec}" (known: ${sinkFactories.map((f) => f.type).join(", ")})`);
+  }
+  if (factory.argument === "required" && !argument) throw new Error(`sink "${type}" needs an argument: ${type}:VALUE`);
+  if (factory.argument === "none" && argument !== undefined) throw new Error(`sink "${type}" takes no argument (got "${spec}")`);
+  return { type, argument };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
+export function findSinkFactory(type: string): SinkFactory<any> {
+  const factory = sinkFactories.find((f) => f.type === type);
+  if (!factory) throw new Error(`unknown sink "${type}"`);
+  return factory;
+}

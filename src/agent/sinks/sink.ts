@@ -1,0 +1,98 @@
+// The contract between the drainer and a sink: a sink sends one batch and says, per record, what became of it;
+// it keeps no delivery state. The shared drainer (sinks/drainer.ts) owns the ledger, retries, backoff and dead-letters.
+import type { Logger } from "pino";
+import type * as z from "zod/mini";
+import type { SefRecord } from "@sef/contract/record.js";
+import type { AgentMetrics } from "../observability/metrics.js";
+import type { OutboxEntry } from "../store/outbox-entry.js";
+
+export type { OutboxEntry } from "../store/outbox-entry.js";
+
+/**
+ * What became of one record of a send. Outcomes are values, not exceptions:
+ * - `delivered`: the destination acknowledged it; it is never sent to this sink again;
+ * - `retry`: send it again later; `afterMs` is the destination's hint (Retry-After), which the drainer honours
+ *   (clamped by the retry policy) instead of its own backoff; `needsOperator` marks a failure that will not clear by
+ *   itself soon (credentials, a missing destination): /readyz reports the sink at once;
+ * - `rejected`: the destination will never accept it: dead-lettered with the reason, never retried.
+ */
+export type RecordOutcome =
+  | { readonly kind: "delivered" }
+  | { readonly kind: "retry"; readonly reason: string; readonly afterMs?: number; readonly needsOperator?: boolean }
+  | { readonly kind: "rejected"; readonly reason: string };
+
+/** One outcome per record of the batch, in batch order. */
+export type SendOutcomes = readonly RecordOutcome[];
+
+export const delivered: RecordOutcome = { kind: "delivered" };
+
+export function retry(reason: string, afterMs?: number, needsOperator = false): RecordOutcome {
+  return { kind: "retry", reason, ...(afterMs === undefined ? {} : { afterMs }), ...(needsOperator ? { needsOperator } : {}) };
+}
+
+export function rejected(reason: string): RecordOutcome {
+  return { kind: "rejected", reason };
+}
+
+/** The same outcome for every record of the batch. */
+export function allOutcomes(batch: readonly unknown[], outcome: RecordOutcome): RecordOutcome[] {
+  return batch.map(() => outcome);
+}
+
+export interface Sink {
+  /** Stable name, unique among the configured sinks; names the sink's rows in the delivery ledger and its metrics. */
+  readonly name: string;
+  /** Most records handed to one `send`. */
+  readonly maxBatchRecords: number;
+  /** How long to wait for more records before sending a non-urgent batch (0 = send at once). */
+  readonly lingerMs: number;
+  /**
+   * Sends the drainer may have in flight at once while a backlog fills whole batches (default 1: the next send starts
+   * after the previous one's outcomes are applied). Above 1 the next full batch is read and sent while earlier ones
+   * are in flight: only for a destination where the order between batches does not matter.
+   */
+  readonly maxConcurrentSends?: number;
+  /**
+   * Sends the batch (oldest first) and returns one outcome per record, in batch order. Must not throw for expected
+   * failures: classify them instead (a throw counts as `retry` for the whole batch). Keeps no delivery state: a record
+   * it is handed again is one the ledger still holds pending.
+   */
+  send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes>;
+  /** Releases connections; called once at shutdown after the last send. */
+  close(): Promise<void>;
+}
+
+/** What a sink factory gets from the agent. */
+export interface SinkContext {
+  readonly logger: Logger;
+  readonly dataDir: string;
+  readonly agentVersion: string;
+  /** The agent's metrics, for sink-specific counters (absent in tools that run a sink alone). */
+  readonly metrics?: AgentMetrics;
+}
+
+/** A record is urgent when waiting for a fuller batch could cost the reader notice time. */
+export function isUrgent(record: SefRecord): boolean {
+  if (record.RecordType !== "Transition") return false;
+  return record.EventStatus === "Started" || record.EventType === "Preempt" || record.EventType === "Terminate";
+}
+
+export interface SinkFactoryInput<Settings> {
+  /** Text after the first ':' of the SPEC (`jsonl:/var/log/sef.jsonl` → `/var/log/sef.jsonl`). */
+  readonly argument: string | undefined;
+  /** This sink's validated settings: the config file's section named after the type (e.g. `eventhubs`). */
+  readonly settings: Settings;
+  readonly context: SinkContext;
+}
+
+export interface SinkFactory<Settings = unknown> {
+  /** SPEC prefix, also the config section holding this sink's settings. */
+  readonly type: string;
+  /** One line for `sef run --help`. */
+  readonly summary: string;
+  /** Whether the SPEC must carry an argument (`jsonl:PATH`). */
+  readonly argument: "required" | "none" | "optional";
+  /** Validates the config section; defaults belong here. */
+  readonly settingsSchema: z.ZodMiniType<Settings>;
+  create(input: SinkFactoryInput<Settings>): Sink | Promise<Sink>;
+}
