@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { buildArtifacts } from "../../infra/package/main.js";
-import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
+import { elfMachine, linuxArtifacts, olderPackageVersion, packageVersion, repoRoot } from "./artifacts.js";
 import { runProcess } from "../helpers/run-process.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "sef-deb-install-"));
@@ -113,6 +113,35 @@ describe("the .tar.xz", () => {
     expect(fromXz.length).toBeGreaterThan(100 * 1024 * 1024);
     expect(fromXz.equals(unpack("gzip", artifacts["tar-x64"]!))).toBe(true);
   });
+});
+
+/** The first bytes of the bundled Node.js runtime (usr/lib/sef/node, or lib/sef/node in a tarball) of an artifact. */
+function runtimeHeader(artifact: string): Buffer {
+  const unpack = artifact.endsWith(".deb")
+    ? `dpkg-deb --fsys-tarfile "$1" | tar -xO ./usr/lib/sef/node`
+    : artifact.endsWith(".rpm")
+      ? `rpm2archive - < "$1" | tar -xzO ./usr/lib/sef/node`
+      : `tar -xzOf "$1" --wildcards '*/lib/sef/node'`;
+  const result = spawnSync("sh", ["-c", `${unpack} | head -c 64`, "sh", artifact], { encoding: "buffer", maxBuffer: 1 << 20 });
+  return result.stdout;
+}
+
+const x86_64 = 62;
+const aarch64 = 183;
+
+describe("the arm64 artifacts", () => {
+  let arm: Record<string, string>;
+  beforeAll(async () => {
+    arm = await linuxArtifacts(["deb-arm64", "rpm-arm64", "tar-arm64"]);
+  }, 600_000);
+
+  it("declare arm64 (deb) and aarch64 (rpm), and carry an AArch64 Node.js runtime; the x64 ones an x86-64 one", () => {
+    expect(spawnSync("dpkg-deb", ["-f", arm["deb-arm64"]!, "Architecture", "Version"], { encoding: "utf8" }).stdout).toBe(`Architecture: arm64\nVersion: ${packageVersion}\n`);
+    expect(spawnSync("rpm", ["-qp", "--queryformat", "%{ARCH} %{VERSION}", arm["rpm-arm64"]!], { encoding: "utf8" }).stdout).toBe(`aarch64 ${packageVersion}`);
+    for (const target of ["deb-arm64", "rpm-arm64", "tar-arm64"]) expect(elfMachine(runtimeHeader(arm[target]!)), target).toBe(aarch64);
+    for (const target of ["deb-x64", "rpm-x64", "tar-x64"]) expect(elfMachine(runtimeHeader(artifacts[target]!)), target).toBe(x86_64);
+    for (const target of ["deb-arm64", "rpm-arm64"]) expect(statSync(arm[target]!).size, target).toBeLessThanOrEqual(35 * 1024 * 1024);
+  }, 60_000);
 });
 
 describe("reproducible builds", () => {
