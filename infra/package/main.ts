@@ -1,6 +1,7 @@
 // `npm run package`: bundles the agent (and, for the fleet-tar targets, the fleet service) and builds the artifacts into
 // artifacts/ (reproducible: same inputs, same bytes). `npm run package -- deb-x64 tar-x64` builds only the named
-// targets; the default is every target.
+// targets; the default is every target. SEF_PACKAGE_VERSION overrides the agent package's version (the package tests
+// build an older one to upgrade from).
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,6 +26,8 @@ export interface PackageOptions {
   readonly epochS?: number;
   /** Hears each step as it starts ("building sef_0.1.0_amd64.deb"): packaging takes minutes on a small machine. */
   readonly progress?: (step: string) => void;
+  /** The version stamped on the agent's artifacts (default: the agent package's). */
+  readonly version?: string;
 }
 
 export async function buildArtifacts(options: PackageOptions): Promise<string[]> {
@@ -33,7 +36,7 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
   const cacheDir = options.cacheDir ?? join(repoRoot, ".package-cache");
   const workDir = join(outDir, ".work");
   const versionOf = (pkg: string): string => (JSON.parse(readFileSync(join(repoRoot, "src", pkg, "package.json"), "utf8")) as { version: string }).version;
-  const version = versionOf("agent");
+  const version = options.version ?? versionOf("agent");
   const epochS = options.epochS ?? sourceDateEpoch(repoRoot);
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
@@ -94,6 +97,11 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
     process.exit(2);
   }
   const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-  const files = await buildArtifacts({ repoRoot, targets: requested.length > 0 ? (requested as Target[]) : allTargets });
+  const version = process.env.SEF_PACKAGE_VERSION;
+  if (version !== undefined && !/^\d+\.\d+\.\d+$/.test(version)) {
+    console.error(`SEF_PACKAGE_VERSION must be MAJOR.MINOR.PATCH, not ${JSON.stringify(version)}`);
+    process.exit(2);
+  }
+  const files = await buildArtifacts({ repoRoot, targets: requested.length > 0 ? (requested as Target[]) : allTargets, version });
   for (const file of files) console.log(file);
 }

@@ -130,9 +130,9 @@ export class PartitionProcessor {
    * (or given up) — or after `timeoutMs`, whichever comes first. Call after aborting `signal` (partition closed).
    */
   async settled(timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.chain, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
+    const bound = new AbortController();
+    await Promise.race([this.chain, this.options.clock.sleep(timeoutMs, bound.signal).catch(() => undefined)]);
+    bound.abort();
   }
 
   /** Folds a batch, notifies, saves. Resolves once the state is durable: the caller may then checkpoint. */

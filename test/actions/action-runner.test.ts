@@ -71,6 +71,16 @@ function runnerOn(store: Store, over: Partial<ActionRunnerOptions>): ActionRunne
 const outbox = (store: Store) => store.readAfter(0, 10_000).map((e) => e.record);
 const hookRecords = (store: Store) => outbox(store).filter((r): r is HookRecord => r.RecordType === "Hook");
 const approvalRecords = (store: Store) => outbox(store).filter((r): r is ApprovalRecord => r.RecordType === "Approval");
+/**
+ * The runner has nothing left to do: every transition in the outbox is planned (its own Hook and Approval records come
+ * after the planned position), and no action is pending or running
+ * (a hook's effects and records are in place before its row leaves `running`). What a test waits for before it
+ * asserts that something did not happen.
+ */
+const actionsSettled = (store: Store): boolean =>
+  store.readAfter(store.actions.plannedThroughSeq() ?? 0, 10_000).every((e) => e.record.RecordType !== "Transition") &&
+  store.actions.withStatus("pending").length === 0 &&
+  store.actions.withStatus("running").length === 0;
 const countLines = (path: string): number => (existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((l) => l !== "").length : 0);
 
 describe("ActionRunner", () => {
@@ -88,7 +98,7 @@ describe("ActionRunner", () => {
       await first.stop();
       const second = runnerOn(store, { hooks });
       second.start();
-      await new Promise((r) => setTimeout(r, 300));
+      await waitUntil(() => actionsSettled(store), 10_000, "the second runner to settle");
       await second.stop();
       expect(countLines(runs)).toBe(1);
       expect(hookRecords(store)).toMatchObject([{ Outcome: "Succeeded", EventId: "11110000-0000-4000-8000-000000000001" }]);
@@ -109,8 +119,7 @@ describe("ActionRunner", () => {
       const fresh = reboot("22220000-0000-4000-8000-000000000002");
       commit(store, fresh);
       runner.planCommitted();
-      await waitUntil(() => hookRecords(store).length === 1, 10_000, "the hook record");
-      await new Promise((r) => setTimeout(r, 200));
+      await waitUntil(() => hookRecords(store).length === 1 && actionsSettled(store), 10_000, "the hook record, and nothing else to do");
       await runner.stop();
       expect(countLines(runs)).toBe(1);
       expect(hookRecords(store).map((r) => r.EventId)).toEqual([fresh.EventId]);
@@ -158,9 +167,8 @@ describe("ActionRunner", () => {
       const record = reboot("44440000-0000-4000-8000-000000000001");
       commit(store, record);
       runner.planCommitted();
-      await waitUntil(() => store.actions.get(`approval:${record.EventId.toLowerCase()}`)?.status === "failed", 10_000, "the approval to fail");
-      await new Promise((r) => setTimeout(r, 300)); // time in which a wrong retry would be sent
-      expect(sim.status().approvalsHeld).toBe(1);
+      await waitUntil(() => store.actions.get(`approval:${record.EventId.toLowerCase()}`)?.status === "failed" && actionsSettled(store), 10_000, "the approval to fail, and nothing left to retry");
+      expect(sim.status().approvalsHeld + sim.status().approvals.length).toBe(1);
       await runner.stop();
       expect(approvalRecords(store)).toMatchObject([{ Outcome: "Failed", HttpStatus: 0 }]);
       expect(approvalRecords(store)[0]!.Detail).toContain("not sent again");
@@ -222,7 +230,7 @@ describe("ActionRunner", () => {
         const stopMs = Date.now() - stoppedAtMs;
         const restarted = runnerOn(store, { approval, postStartRequest: post });
         restarted.start();
-        await new Promise((r) => setTimeout(r, 200));
+        await waitUntil(() => actionsSettled(store), 10_000, "the restarted runner to settle");
         await restarted.stop();
         return { stopMs, status: store.actions.get(`approval:${id.toLowerCase()}`)?.status, records: approvalRecords(store), posts: sim.status().approvals.length + sim.status().approvalsHeld };
       } finally {

@@ -252,10 +252,12 @@ describe("Drainer", () => {
       readonly maxConcurrentSends = 2;
       readonly inFlight: string[][] = [];
       readonly sent: string[][] = [];
+      /** Records handed over while another send still held them (checked by the test: a throw here would be a retry). */
+      readonly overlaps: string[] = [];
       private readonly gates: Array<(o: SendOutcomes) => void> = [];
       async send(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {
         const ids = batch.map((e) => e.record.RecordId);
-        for (const other of this.inFlight) expect(other.filter((id) => ids.includes(id))).toEqual([]);
+        for (const other of this.inFlight) this.overlaps.push(...other.filter((id) => ids.includes(id)));
         this.inFlight.push(ids);
         this.sent.push(ids);
         const outcomes = await new Promise<SendOutcomes>((resolve) => this.gates.push(resolve));
@@ -296,6 +298,7 @@ describe("Drainer", () => {
     sink.release(() => [delivered]);
     await flushAsync();
     expect(store.status()[0]).toMatchObject({ sink: "gated", pending: 0, delivered: 7 });
+    expect(sink.overlaps, "records in two sends at once").toEqual([]);
     const stopping = drainer.stop(clock.monotonicMs());
     await flushAsync();
     await stopping;

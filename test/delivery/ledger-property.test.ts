@@ -20,7 +20,8 @@ import { createWebhookSink } from "../../src/agent/sinks/webhook/sink.js";
 import { webhookSettingsSchema } from "../../src/agent/sinks/webhook/settings.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
-import { instantClock } from "../helpers/ledger-drain.js";
+import { instantClock } from "../helpers/fake-clock.js";
+import { propertyParams } from "../helpers/seed.js";
 import { heartbeatRecord } from "../helpers/records.js";
 import { randomBytes } from "node:crypto";
 import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
@@ -144,7 +145,6 @@ function expectLedgerProperties(sink: ChaosSink, count: number, acceptedAtDestin
 }
 
 const steps = fc.array(fc.constantFrom<Step>("send", "send", "send", "fail", "lost"), { maxLength: 12 });
-const runs = { numRuns: 6 };
 
 describe("delivery ledger properties", () => {
   it("toy sink with random per-record outcomes", async () => {
@@ -175,7 +175,7 @@ describe("delivery ledger properties", () => {
         const { deadLetters } = await drainWithRestarts(sink, count);
         expectLedgerProperties(sink, count, destination, deadLetters);
       }),
-      runs,
+      propertyParams(7001, 24),
     );
   });
 
@@ -194,7 +194,7 @@ describe("delivery ledger properties", () => {
         expectLedgerProperties(sink, count, destination, deadLetters);
         expect(deadLetters.size).toBe(0);
       }),
-      runs,
+      propertyParams(7005, 12),
     );
   });
 
@@ -236,7 +236,7 @@ describe("delivery ledger properties", () => {
           await new Promise<void>((resolve) => server.close(() => resolve()));
         }
       }),
-      runs,
+      propertyParams(7002, 12),
     );
   });
 
@@ -263,7 +263,7 @@ describe("delivery ledger properties", () => {
           await emulator.close();
         }
       }),
-      { numRuns: 3 },
+      propertyParams(7003, 6),
     );
   });
 
@@ -299,7 +299,7 @@ describe("delivery ledger properties", () => {
             await logAnalytics.close();
           }
         }),
-        { numRuns: 4 },
+        propertyParams(7004, 6),
       );
     } finally {
       await peer.close();

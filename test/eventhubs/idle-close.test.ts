@@ -6,6 +6,7 @@ import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/agent/sinks/eventhubs/index.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { entries, heartbeat, transition } from "./fixtures.js";
+import { waitUntil } from "../helpers/wait.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -25,13 +26,7 @@ function sink(emulator: EventHubsEmulator, idleCloseMs: number, metrics?: AgentM
   return s;
 }
 
-async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const until = (condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> => waitUntil(condition, timeoutMs, what);
 
 async function metricValues(metrics: AgentMetrics): Promise<Record<string, number>> {
   const out: Record<string, number> = {};

@@ -2,6 +2,8 @@
 // notification peer, plays maintenance events from many simulated VMs, kills an instance with SIGKILL on demand, and
 // reports what the targets received. Shared by the kill -9 test and the fleet benchmark.
 import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,10 +19,19 @@ export interface ClusterOptions {
   readonly instances: number;
   readonly partitions: number;
   readonly ownershipExpirationMs: number;
+  /** Other target URLs for some instances (e.g. a receiver that never answers, to hold one instance's claims open). */
+  readonly targetsOf?: (index: number) => InstanceTargets | undefined;
+}
+
+export interface InstanceTargets {
+  readonly pagerDutyUrl: string;
+  readonly slackUrl: string;
 }
 
 export interface FleetInstance {
   readonly child: ChildProcess;
+  /** Base URL of its /metrics, /healthz and /readyz server. */
+  readonly metricsUrl: string;
   stdout(): string;
   stderr(): string;
 }
@@ -43,47 +54,24 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     startNotifyPeer(),
   ]);
   const dir = mkdtempSync(join(tmpdir(), "sef-fleet-"));
-  const configPath = join(dir, "fleet.json");
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      eventHubs: { consumerGroup: "$Default", connection: { connectionStringEnv: "FLEET_EH", maxRetries: 2, retryDelayMs: 200, tryTimeoutMs: 10_000 } },
-      checkpoints: { connectionStringEnv: "FLEET_STORAGE", containerName: "fleet" },
-      targets: [
-        { name: "oncall", type: "pagerduty", url: `${peer.url}/v2/enqueue`, routingKeyEnv: "FLEET_PD_KEY" },
-        { name: "chat", type: "slack", urlEnv: "FLEET_SLACK_URL" },
-      ],
-      rules: [{ name: "all", targets: ["oncall", "chat"] }],
-      updateIntervalMs: 60_000,
-      tickMs: 500,
-      retry: { minDelayMs: 100, maxDelayMs: 2000, giveUpAfterMs: 60_000 },
-      loadBalancing: { updateIntervalMs: 1000, ownershipExpirationMs: options.ownershipExpirationMs },
-      metrics: { host: "127.0.0.1", port: 0 },
-      // info logs every notification sent (target, action, EventId): what a repeat's diagnosis needs.
-      logLevel: process.env.SEF_BENCH_FLEET_LOG_LEVEL ?? "warn",
-    }),
-  );
+  const ownTargets: InstanceTargets = { pagerDutyUrl: `${peer.url}/v2/enqueue`, slackUrl: `${peer.url}/slack/services/T0/B0/X` };
+  const writeConfig = (name: string, targets: InstanceTargets): string => {
+    const configPath = join(dir, name);
+    writeFileSync(configPath, fleetConfig(targets, options.ownershipExpirationMs));
+    return configPath;
+  };
+  const sharedConfig = writeConfig("fleet.json", ownTargets);
   const env = {
     ...process.env,
     FLEET_EH: hub.connectionString,
     FLEET_STORAGE: azurite.connectionString,
     FLEET_PD_KEY: routingKey,
-    FLEET_SLACK_URL: `${peer.url}/slack/services/T0/B0/X`,
   };
   const instances: FleetInstance[] = [];
   for (let i = 0; i < options.instances; i++) {
-    const child = spawn(process.execPath, [fleetCliPath, "--config", configPath], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let err = "";
-    child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.on("data", () => {
-        if (out.includes("sef fleet ready")) resolve();
-      });
-      child.once("exit", (code) => reject(new Error(`sef fleet exited ${code}: ${err}`)));
-    });
-    instances.push({ child, stdout: () => out, stderr: () => err });
+    const targets = options.targetsOf?.(i);
+    const configPath = targets === undefined ? sharedConfig : writeConfig(`fleet-${i}.json`, targets);
+    instances.push(await startInstance(configPath, { ...env, FLEET_SLACK_URL: (targets ?? ownTargets).slackUrl }));
   }
   const producer = new EventHubProducerClient(hub.connectionString);
   return {
@@ -112,6 +100,42 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+function fleetConfig(targets: InstanceTargets, ownershipExpirationMs: number): string {
+  return JSON.stringify({
+    eventHubs: { consumerGroup: "$Default", connection: { connectionStringEnv: "FLEET_EH", maxRetries: 2, retryDelayMs: 200, tryTimeoutMs: 10_000 } },
+    checkpoints: { connectionStringEnv: "FLEET_STORAGE", containerName: "fleet" },
+    targets: [
+      { name: "oncall", type: "pagerduty", url: targets.pagerDutyUrl, routingKeyEnv: "FLEET_PD_KEY" },
+      { name: "chat", type: "slack", urlEnv: "FLEET_SLACK_URL" },
+    ],
+    rules: [{ name: "all", targets: ["oncall", "chat"] }],
+    updateIntervalMs: 60_000,
+    tickMs: 500,
+    retry: { minDelayMs: 100, maxDelayMs: 2000, giveUpAfterMs: 60_000 },
+    loadBalancing: { updateIntervalMs: 1000, ownershipExpirationMs },
+    metrics: { host: "127.0.0.1", port: 0 },
+    // info logs every notification sent (target, action, EventId): what a repeat's diagnosis needs.
+    logLevel: process.env.SEF_BENCH_FLEET_LOG_LEVEL ?? "warn",
+  });
+}
+
+/** Starts one `sef fleet` and resolves once it says it is ready (with its metrics port). */
+async function startInstance(configPath: string, env: NodeJS.ProcessEnv): Promise<FleetInstance> {
+  const child = spawn(process.execPath, [fleetCliPath, "--config", configPath], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on("data", () => {
+      const ready = /sef fleet ready on port (\d+)/.exec(out);
+      if (ready) resolve(ready[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`sef fleet exited ${code}: ${err}`)));
+  });
+  return { child, metricsUrl: `http://127.0.0.1:${port}`, stdout: () => out, stderr: () => err };
 }
 
 /** `events` maintenance events, each reported by `vmsPerEvent` VMs of a fleet of `fleetSize`. */
@@ -253,4 +277,42 @@ export function inDoubtResends(cluster: Cluster): InDoubtResend[] {
     }
   }
   return found;
+}
+
+/** A target that reads each request and never answers: whoever sends to it keeps its claim pending. */
+export interface SilentReceiver {
+  readonly url: string;
+  /** What arrived: the path and the parsed JSON body. */
+  readonly received: ReadonlyArray<{ readonly path: string; readonly body: unknown }>;
+  close(): Promise<void>;
+}
+
+export async function startSilentReceiver(): Promise<SilentReceiver> {
+  const received: Array<{ path: string; body: unknown }> = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => received.push({ path: req.url ?? "/", body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "null") as unknown }));
+    res.on("error", () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** One instance's `sef_fleet_notifications_in_doubt_total` for `cause`, summed over targets and actions. */
+export async function inDoubtCounted(instance: FleetInstance, cause: InDoubtResend["cause"]): Promise<number> {
+  const text = await (await fetch(`${instance.metricsUrl}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  let total = 0;
+  for (const line of text.split("\n")) {
+    const match = /^sef_fleet_notifications_in_doubt_total\{([^}]*)\} (\d+)$/.exec(line);
+    if (match && match[1]!.includes(`cause="${cause}"`)) total += Number(match[2]);
+  }
+  return total;
 }

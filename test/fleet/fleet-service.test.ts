@@ -12,6 +12,7 @@ import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbe
 import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify/server.js";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { fleetTransition, vm } from "./records.js";
+import { waitFor } from "../helpers/wait.js";
 
 let hub: EventHubsEmulator;
 let azurite: Azurite;
@@ -20,15 +21,7 @@ const services: FleetService[] = [];
 let producer: EventHubProducerClient;
 const routingKey = "R0UT1NGKEY0000000000000000000001";
 
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> => waitFor(what, probe, { timeoutMs, intervalMs: 50 });
 
 function settingsFor() {
   return fleetSettingsSchema.parse({

@@ -114,6 +114,61 @@ describe("rules", () => {
   });
 });
 
+describe("rules: event sources and quiet hours", () => {
+  const event = fold(vms.map((v) => read(fleetTransition("E3", "Scheduled", v, vms, { timeMs: t0, eventSource: "Platform" }))));
+  const at = (iso: string): number => Date.parse(iso);
+
+  it("match on EventSource, case-insensitively; an empty list matches any", () => {
+    const targetsOf = (eventSources: string[]) => selectTargets([{ name: "s", targets: ["pd"], eventSources }], event, t0).map((s) => s.target);
+    expect(targetsOf(["User"])).toEqual([]);
+    expect(targetsOf(["platform"])).toEqual(["pd"]);
+    expect(targetsOf(["User", "Platform"])).toEqual(["pd"]);
+    expect(targetsOf([])).toEqual(["pd"]);
+  });
+
+  it.each([
+    // quiet hours inside one day (start before end): start inclusive, end exclusive
+    ["12:00-14:00 UTC, 11:59", { start: "12:00", end: "14:00", timeZone: "UTC" }, "2026-11-23T11:59:00Z", false],
+    ["12:00-14:00 UTC, 12:00", { start: "12:00", end: "14:00", timeZone: "UTC" }, "2026-11-23T12:00:00Z", true],
+    ["12:00-14:00 UTC, 13:59", { start: "12:00", end: "14:00", timeZone: "UTC" }, "2026-11-23T13:59:00Z", true],
+    ["12:00-14:00 UTC, 14:00", { start: "12:00", end: "14:00", timeZone: "UTC" }, "2026-11-23T14:00:00Z", false],
+    // across midnight, in a time zone (Berlin is UTC+1 in November)
+    ["22:00-07:00 Berlin, 21:59", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-23T20:59:00Z", false],
+    ["22:00-07:00 Berlin, 22:00", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-23T21:00:00Z", true],
+    ["22:00-07:00 Berlin, 00:00", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-23T23:00:00Z", true],
+    ["22:00-07:00 Berlin, 06:59", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-24T05:59:00Z", true],
+    ["22:00-07:00 Berlin, 07:00", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-24T06:00:00Z", false],
+  ])("quiet hours %s", (_name, quiet, iso, expected) => {
+    expect(inQuietHours(quiet, at(iso as string))).toBe(expected);
+  });
+
+  const options = { updateIntervalMs: 30_000, staleClaimMs: 60_000, lateNoticeMs: 3_600_000 };
+  const quietRule: Rule = { name: "q", targets: ["pd"], quietHours: { start: "12:00", end: "14:00", timeZone: "UTC" } };
+  const plan = (e: FleetEvent, states: Record<string, NotificationState>, iso: string) => planNotifications(e, selectTargets([quietRule], e, at(iso)), states, at(iso), options);
+
+  it("holds a trigger during quiet hours and sends it when they end", () => {
+    const scheduled = fold([read(fleetTransition("E4", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") }))]);
+    expect(plan(scheduled, {}, "2026-11-23T12:30:00Z")).toEqual([]);
+    expect(plan(scheduled, {}, "2026-11-23T13:59:00Z")).toEqual([]);
+    expect(plan(scheduled, {}, "2026-11-23T14:00:00Z")).toEqual([{ target: "pd", action: "trigger" }]);
+  });
+
+  it("sends a resolve during quiet hours for an event already notified; one that began and ended inside them is told when they end", () => {
+    let notified = fold([read(fleetTransition("E5", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T11:00:00Z") }))]);
+    const told = afterDelivery(emptyNotificationState, "trigger", notified, "2026-11-23T11:00:00.000Z");
+    notified = foldRecord(notified, read(fleetTransition("E5", "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") })));
+    expect(plan(notified, { pd: told }, "2026-11-23T12:30:00Z")).toEqual([{ target: "pd", action: "resolve" }]);
+
+    // (within lateNoticeMs of the end of the quiet hours: an event that ended longer before is old history, not told)
+    let unseen = fold([read(fleetTransition("E6", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T13:10:00Z") }))]);
+    unseen = foldRecord(unseen, read(fleetTransition("E6", "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T13:40:00Z") })));
+    expect(plan(unseen, {}, "2026-11-23T13:40:00Z")).toEqual([]);
+    expect(plan(unseen, {}, "2026-11-23T14:00:00Z")).toEqual([{ target: "pd", action: "trigger" }]);
+    const toldAfter = afterDelivery(emptyNotificationState, "trigger", unseen, "2026-11-23T14:00:00.000Z");
+    expect(plan(unseen, { pd: toldAfter }, "2026-11-23T14:00:01Z")).toEqual([{ target: "pd", action: "resolve" }]);
+  });
+});
+
 describe("planNotifications", () => {
   const options = { updateIntervalMs: 30_000, staleClaimMs: 60_000, lateNoticeMs: 3_600_000 };
   const sel = [{ target: "pd", canNotifyNow: true }];

@@ -6,13 +6,19 @@ import pino from "pino";
 import { Writable } from "node:stream";
 import type { FleetEvent } from "../../src/fleet/fleet-event.js";
 import { FleetMetrics } from "../../src/fleet/metrics.js";
-import { emptyNotificationState, notificationIdempotencyKey } from "../../src/fleet/notification-plan.js";
+import { notificationIdempotencyKey } from "../../src/fleet/notification-plan.js";
 import { PartitionProcessor, type NotificationIdentity, type ProcessorOptions, type ReceivedEvent } from "../../src/fleet/partition-processor.js";
 import { emptyPartitionState, OwnershipLostError, type LoadedPartitionState, type PartitionState, type PartitionStateStore } from "../../src/fleet/partition-state.js";
 import type { DeliveryOutcome } from "../../src/fleet/targets/deliver.js";
 import { fleetTransition, vm } from "./records.js";
+import { FakeClock, flushAsync, instantClock } from "../helpers/fake-clock.js";
 
 const t0 = Date.parse("2026-11-23T10:00:00Z");
+
+/** The processor's clock over the tests' fake clock; the wall reading is the test's own `nowMs` when it moves it. */
+function processorClock(clock: FakeClock, nowMs: () => number = () => clock.now()): ProcessorOptions["clock"] {
+  return { nowMs, monotonicMs: () => clock.monotonicMs(), sleep: (ms, signal) => clock.sleep(ms, signal) };
+}
 
 /** Keeps the state as JSON with a version (ETag); each save can be held open (a slow blob write) or made to fail. */
 class MemoryStore implements PartitionStateStore {
@@ -62,7 +68,7 @@ function setup(store: MemoryStore, answer: (sent: Sent, requestSignal: AbortSign
       sent.push(s);
       return answer(s, requestSignal);
     },
-    clock: { nowMs, monotonicMs: () => performance.now(), sleep: async () => undefined },
+    clock: processorClock(instantClock(t0), nowMs),
     logger,
     metrics,
     signal: new AbortController().signal,
@@ -154,7 +160,8 @@ describe("PartitionProcessor", () => {
       () => now,
     );
     const controller = new AbortController();
-    const holder = await PartitionProcessor.open({ ...closing.options, signal: controller.signal });
+    // Time stands still (nothing advances this clock): the close waits for the answers, not for its bound.
+    const holder = await PartitionProcessor.open({ ...closing.options, clock: processorClock(new FakeClock(t0), () => now), signal: controller.signal });
     void holder.processBatch(wave(1)).catch(() => undefined);
     while (closing.sent.length < 2) await new Promise((r) => setImmediate(r));
     controller.abort(); // ownership lost while both requests are in flight
@@ -176,16 +183,19 @@ describe("PartitionProcessor", () => {
 
   it("gives up waiting for a closing partition's requests after the bound", async () => {
     const store = new MemoryStore();
-    const { options } = setup(store, () => new Promise<DeliveryOutcome>(() => undefined));
+    const { options, sent } = setup(store, () => new Promise<DeliveryOutcome>(() => undefined));
+    const clock = new FakeClock(t0);
     const controller = new AbortController();
-    const holder = await PartitionProcessor.open({ ...options, signal: controller.signal });
+    const holder = await PartitionProcessor.open({ ...options, clock: processorClock(clock), signal: controller.signal });
     void holder.processBatch(wave(1)).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 10));
+    while (sent.length < 2) await flushAsync(1);
     controller.abort();
-    const startedMs = performance.now();
-    await holder.settled(200);
-    expect(performance.now() - startedMs).toBeGreaterThanOrEqual(190);
-    expect(performance.now() - startedMs).toBeLessThan(2000);
+    let settled = false;
+    void holder.settled(200).then(() => (settled = true));
+    await clock.advance(199);
+    expect(settled, "settled before its bound, with requests unanswered").toBe(false);
+    await clock.advance(1);
+    expect(settled, "still waiting past its bound").toBe(true);
   });
 
   it("keeps outcomes whose save failed and saves them with the next run instead of sending again", async () => {
@@ -205,7 +215,6 @@ describe("PartitionProcessor", () => {
       { pending: null, sent: 1 },
       { pending: null, sent: 1 },
     ]);
-    expect(emptyNotificationState.sent).toBe(0);
   });
 
   it("never lets a holder with a stale copy overwrite a newer state, even two holders of one partition in one process", async () => {

@@ -2,12 +2,20 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { assertBuiltTreesCurrent } from "./dist-freshness.js";
+import { waitUntil } from "./wait.js";
+
+export { waitUntil };
 
 export const cliPath = fileURLToPath(new URL("../../src/agent/dist/cli/main.js", import.meta.url));
-/** The built testbed CLI (`sef-testbed simulate|emulate`). */
 /** The built fleet service CLI (`sef-fleet`). */
 export const fleetCliPath = fileURLToPath(new URL("../../src/fleet/dist/cli/main.js", import.meta.url));
+/** The built testbed CLI (`sef-testbed simulate|emulate`). */
 export const testbedCliPath = fileURLToPath(new URL("../../src/testbed/dist/cli.js", import.meta.url));
+
+// Whoever spawns the built code imports this module: refuse a build older than the sources (vitest's global set-up
+// rebuilds first; a script run outside vitest must `npm run build`).
+assertBuiltTreesCurrent();
 
 export interface RunningProcess {
   readonly child: ChildProcess;
@@ -21,7 +29,6 @@ export interface RunningProcess {
 }
 
 export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): RunningProcess {
-  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run npm run build first`);
   const child = spawn(process.execPath, [cliPath, ...args], {
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -99,13 +106,4 @@ export function readJsonl<T = Record<string, unknown>>(path: string): T[] {
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l) as T);
-}
-
-/** Polls `predicate` until it holds or `timeoutMs` passes (for conditions on files and other processes). */
-export async function waitUntil(predicate: () => boolean, timeoutMs = 15_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }

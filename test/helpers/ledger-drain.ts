@@ -11,6 +11,7 @@ import { silentLogger } from "../../src/agent/observability/logger.js";
 import type { OutboxEntry, SendOutcomes, Sink } from "../../src/agent/sinks/sink.js";
 import type { RetryPolicy } from "../../src/contract/retry-policy.js";
 import type { Clock } from "../../src/agent/util/clock.js";
+import { instantClock } from "./fake-clock.js";
 
 export interface LedgerDrainResult {
   /** Dead-lettered records, by the seq of the entry the test passed in, with the reason. */
@@ -23,23 +24,6 @@ export interface LedgerDrainResult {
   readonly waitsMs: number[];
   /** Records the sink was handed, by the test's seqs, per send. */
   readonly sentSeqs: number[][];
-}
-
-/** A clock that moves only when something sleeps on it (at once, after yielding to the event loop). */
-export function instantClock(startMs = Date.parse("2024-05-01T12:00:00.000Z")): Clock & { advance(ms: number): void } {
-  let nowMs = startMs;
-  return {
-    now: () => nowMs,
-    monotonicMs: () => nowMs - startMs,
-    sleep: async (ms) => {
-      // Yield to I/O and timers, so a loop that only ever sleeps on this clock cannot starve the test driving it.
-      await new Promise((resolve) => setImmediate(resolve));
-      nowMs += Math.max(0, ms);
-    },
-    advance: (ms) => {
-      nowMs += ms;
-    },
-  };
 }
 
 /**

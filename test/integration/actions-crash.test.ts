@@ -7,11 +7,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { runCli, readJsonl, waitForMetricsUrl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { propertyParams } from "../helpers/seed.js";
+import { ledgersSettled } from "../helpers/ledger-probe.js";
 import type { HookRecord, ApprovalRecord, SefRecord } from "../../src/contract/record.js";
 
 interface AgentSetup {
   start(): RunningProcess;
   records(): SefRecord[];
+  readonly dataDir: string;
 }
 
 function agentSetup(sim: Simulator, config: Record<string, unknown>): AgentSetup {
@@ -22,7 +25,7 @@ function agentSetup(sim: Simulator, config: Record<string, unknown>): AgentSetup
     configPath,
     JSON.stringify({ imdsUrl: sim.url, pollIntervalMs: 200, dataDir: join(dir, "data"), sinks: [`jsonl:${out}`], heartbeatIntervalMs: 0, metricsPort: 0, ...config }),
   );
-  return { start: () => runCli(["run", "--config", configPath]), records: () => readJsonl<SefRecord>(out) };
+  return { start: () => runCli(["run", "--config", configPath]), records: () => readJsonl<SefRecord>(out), dataDir: join(dir, "data") };
 }
 
 const rebootEvent = (id: string) => ({ EventId: id, EventType: "Reboot", EventSource: "Platform", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false });
@@ -95,7 +98,8 @@ describe.concurrent("actions across kill -9", () => {
         second = setup.start();
         await waitUntil(() => hooksOf(setup.records()).some((r) => r.Outcome === "Interrupted"), 15_000, "the Interrupted hook record");
         if (onInterrupted === "rerun") await waitUntil(() => hooksOf(setup.records()).some((r) => r.Outcome === "Succeeded" && r.Detail.startsWith("slow:")), 15_000, "the re-run");
-        else await new Promise((r) => setTimeout(r, 1500)); // time in which a wrong re-run would show
+        // Both ledgers settled: a wrong re-run would be a pending or running action, or its record on its way.
+        await waitUntil(() => ledgersSettled(setup.dataDir), 15_000, "the restarted agent to settle its actions and deliveries");
         expect(await second.stop("SIGTERM")).toBe(0);
       } finally {
         await first.stop("SIGKILL");
@@ -173,7 +177,7 @@ describe.concurrent("actions across kill -9", () => {
           if (interrupted.length === 0) expect(started).toBe(1);
         }
       }),
-      { numRuns: 2 },
+      propertyParams(3303, 3),
     );
   }, 120_000);
 });

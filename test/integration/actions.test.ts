@@ -7,6 +7,7 @@ import { startSimulator, type Simulator } from "../../src/testbed/simulator/serv
 import { runCli, readJsonl, waitUntil, type RunningProcess, waitForMetricsUrl } from "../helpers/agent-process.js";
 import { sampleApprovalPolicy } from "../../src/agent/actions/approval-policy.js";
 import type { SefRecord } from "../../src/contract/record.js";
+import { ledgersSettled } from "../helpers/ledger-probe.js";
 
 function startAgent(sim: Simulator, config: Record<string, unknown>) {
   const dir = mkdtempSync(join(tmpdir(), "sef-actions-"));
@@ -17,7 +18,7 @@ function startAgent(sim: Simulator, config: Record<string, unknown>) {
     JSON.stringify({ imdsUrl: sim.url, pollIntervalMs: 200, dataDir: join(dir, "data"), sinks: [`jsonl:${out}`], heartbeatIntervalMs: 0, metricsPort: 0, ...config }),
   );
   const agent = runCli(["run", "--config", configPath]);
-  return { agent, out, dir, records: () => readJsonl<SefRecord>(out) };
+  return { agent, out, dir, dataDir: join(dir, "data"), records: () => readJsonl<SefRecord>(out) };
 }
 
 async function finish(agent: RunningProcess): Promise<void> {
@@ -37,11 +38,12 @@ const event = (id: string, over: Record<string, unknown> = {}) => ({
 describe.concurrent("actions end to end", () => {
   it("applies the documented sample policy: a User event is approved and moves to Started, a Platform reboot is not", async () => {
     const sim = await startSimulator({ scenario: "idle" });
-    const { agent, records } = startAgent(sim, { approval: sampleApprovalPolicy });
+    const { agent, records, dataDir } = startAgent(sim, { approval: sampleApprovalPolicy });
     try {
       sim.setEvents([event("AAAA0000-0000-4000-8000-000000000001", { EventSource: "User" }), event("AAAA0000-0000-4000-8000-000000000002")]);
       await waitUntil(() => records().some((r) => r.RecordType === "Transition" && r.EventStatus === "Started"), 15_000, "the approved event to start");
-      await new Promise((r) => setTimeout(r, 500));
+      // Settled: the policy has been applied to both events' transitions (a wrong approval would be pending or sent).
+      await waitUntil(() => ledgersSettled(dataDir), 15_000, "the agent to settle its actions and deliveries");
       await finish(agent);
     } finally {
       await agent.stop("SIGKILL");

@@ -8,6 +8,7 @@ import fc from "fast-check";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { replayable, testRuns, testSeed } from "../helpers/seed.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 
 function agentArgs(imdsUrl: string, dir: string): string[] {
@@ -40,7 +41,9 @@ function committedPairs(logs: string): Set<string> {
 
 describe("crash and restart", () => {
   it("loses nothing and never records a transition twice across random kill -9", async () => {
-    const killDelaysMs = fc.sample(fc.integer({ min: 150, max: 1200 }), { numRuns: 6, seed: Number(process.env.SEF_CRASH_SEED ?? Date.now() % 100_000) });
+    const seed = testSeed(4242);
+    const killDelaysMs = fc.sample(fc.integer({ min: 150, max: 1200 }), { numRuns: testRuns(6), seed });
+    await replayable(seed, async () => {
     const sim = await startSimulator({ scenario: busyScenario() });
     const dir = mkdtempSync(join(tmpdir(), "sef-crash-"));
     let logs = "";
@@ -83,6 +86,7 @@ describe("crash and restart", () => {
       expect(pairs.filter((k) => k.endsWith(":completed") || k.endsWith(":canceled")), id).toHaveLength(1);
     }
     expect(seen).toBeGreaterThanOrEqual(5);
+    });
   }, 60_000);
 
   it("reports an event that ended while the agent was down with ObservationGap", async () => {

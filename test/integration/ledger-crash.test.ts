@@ -3,8 +3,8 @@
 // record is accepted twice by the endpoint within one run (a repeat only follows a crash, with the same RecordId),
 // and `sef outbox status` finds nothing pending and nothing dead-lettered at the end. The same with the Event Hubs
 // and Log Analytics sinks against their local peers (on loopback, in this process) faulting at random. The kill
-// moments and faults come from fast-check with seed SEF_CRASH_SEED (the Event Hubs / Log Analytics test defaults to
-// a fixed seed, 1105; set the variable to explore others).
+// moments and faults come from fast-check with a fixed seed per test (test/helpers/seed.ts: SEF_TEST_SEED explores
+// others, and a failure names its seed).
 import { describe, expect, it } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { createServer } from "node:http";
@@ -18,12 +18,14 @@ import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingesti
 import type { Fault } from "../../src/testbed/peers/logs-ingestion/faults.js";
 import { writeFileSync } from "node:fs";
 import { waitForMetricsUrl, runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { replayable, testRuns, testSeed } from "../helpers/seed.js";
 
 describe("ledger across kill -9", () => {
   it("loses nothing and repeats a record at the endpoint only after a crash", async () => {
-    const seed = Number(process.env.SEF_CRASH_SEED ?? Date.now() % 100_000);
-    const killDelaysMs = fc.sample(fc.integer({ min: 300, max: 1500 }), { numRuns: 4, seed });
+    const seed = testSeed(2604);
+    const killDelaysMs = fc.sample(fc.integer({ min: 300, max: 1500 }), { numRuns: testRuns(4), seed });
     const answers = fc.sample(fc.constantFrom(200, 200, 200, 500, 503), { numRuns: 200, seed });
+    await replayable(seed, async () => {
     let run = 0;
     let request = 0;
     const acceptedInRun = new Map<string, number[]>();
@@ -90,13 +92,15 @@ describe("ledger across kill -9", () => {
       ["jsonl", 0, 0],
       ["webhook", 0, 0],
     ]);
+    });
   }, 90_000);
 
   it("Event Hubs and Log Analytics against their peers: loses nothing, repeats a record only after a crash, dead-letters only with a reason", async () => {
-    const seed = Number(process.env.SEF_CRASH_SEED ?? 1105);
-    const killDelaysMs = fc.sample(fc.integer({ min: 400, max: 1500 }), { numRuns: 4, seed });
+    const seed = testSeed(1105);
+    const killDelaysMs = fc.sample(fc.integer({ min: 400, max: 1500 }), { numRuns: testRuns(4), seed });
     const ehFaults = fc.sample(fc.constantFrom<"ok" | "server-busy">("ok", "ok", "server-busy"), { numRuns: 40, seed });
     const laFaults = fc.sample(fc.constantFrom<Fault | undefined>(undefined, undefined, { status: 500 }, { status: 503, headers: { "retry-after-ms": "50" } }, { status: 400 }, { delayMs: 300 }), { numRuns: 40, seed });
+    await replayable(seed, async () => {
     const eventHubs = await startEventHubsEmulator({ hubName: "sef-crash", partitionCount: 2 });
     const logs = await startLogsIngestionEmulator();
     eventHubs.faults.planSends(ehFaults);
@@ -199,5 +203,6 @@ describe("ledger across kill -9", () => {
       ["jsonl", 0, 0],
       ["loganalytics", 0, dead.size],
     ]);
+    });
   }, 90_000);
 });

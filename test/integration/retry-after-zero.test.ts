@@ -1,5 +1,6 @@
 // A server hint of `Retry-After: 0` (or any hint under the policy's minimum backoff) must not turn a sink's drain
-// loop into a busy loop: the built agent, against real targets that throttle every request, stays ≤ 20 requests/s.
+// loop into a busy loop: the built agent, against real targets that throttle every request, stays ≤ 20 requests/s —
+// and still retries (each target sees at least two rejected sends).
 import { describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -82,16 +83,20 @@ describe("Retry-After: 0 is clamped to the minimum backoff", () => {
     const hub = await startEventHubsEmulator({ hubName: "scheduled-events", partitionCount: 2 });
     hub.faults.setServerBusy(true);
     const dir = mkdtempSync(join(tmpdir(), "sef-ra0-eh-"));
-    const config = agentConfig(dir, sim.url, { sinks: ["eventhubs"], eventhubs: { lingerMs: 0 } });
+    // No retries inside the SDK: each rejected send at the hub is one attempt of the agent's drain loop.
+    const config = agentConfig(dir, sim.url, { sinks: ["eventhubs"], eventhubs: { lingerMs: 0, maxRetries: 0 } });
     const agent = runCli(["run", "--config", config], { env: { SEF_EVENTHUBS_CONNECTION_STRING: hub.connectionString } });
     try {
       const rate = await measureRate(() => hub.stats.sendsRejected);
       expect(rate).toBeLessThanOrEqual(maxRequestsPerSecond);
+      // It does retry: after the service's ~4 s server-busy pause, the drain loop sends again and is rejected again.
+      await waitUntil(() => hub.stats.sendsRejected >= 2, 20_000, "a second rejected send (the agent's retry)");
+      expect(hub.stats.sendsAccepted).toBe(0);
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");
       await hub.close();
       await sim.close();
     }
-  });
+  }, 45_000);
 });

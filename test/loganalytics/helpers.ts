@@ -1,11 +1,10 @@
 // Test fixtures for the Log Analytics sink: full records of every type, outbox entries, a local-token
-// credential and a fake clock (drains go through the real drainer: test/helpers/ledger-drain.ts).
+// credential (the fake clock is test/helpers/fake-clock.ts; drains go through the real drainer: test/helpers/ledger-drain.ts).
 import type { ApprovalRecord, HeartbeatRecord, HookRecord, KubernetesRecord, MalformedEventRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 import type { TokenCredential } from "../../src/agent/sinks/loganalytics/sink.js";
-import type { Clock } from "../../src/agent/util/clock.js";
 
 const vm = {
   VmName: "vm-1",
@@ -140,19 +139,4 @@ export function localTokenCredential(audience?: string): TokenCredential & { cal
     },
   };
   return credential;
-}
-
-/** A clock that only moves when told to; `sleep` moves it. */
-export function fakeClock(startMs = Date.parse("2024-05-01T12:00:00.000Z")): Clock & { advance(ms: number): void } {
-  let nowMs = startMs;
-  return {
-    now: () => nowMs,
-    monotonicMs: () => nowMs,
-    sleep: async (ms) => {
-      nowMs += ms;
-    },
-    advance: (ms) => {
-      nowMs += ms;
-    },
-  };
 }

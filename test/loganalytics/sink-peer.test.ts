@@ -8,7 +8,8 @@ import { LogAnalyticsSink, type LogAnalyticsSinkOptions } from "../../src/agent/
 import { logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "../../src/agent/sinks/loganalytics/settings.js";
 import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 import type { SefRecord } from "../../src/contract/record.js";
-import { entries, fakeClock, localTokenCredential, oneRecordOfEachType, transitionRecord } from "./helpers.js";
+import { instantClock } from "../helpers/fake-clock.js";
+import { entries, localTokenCredential, oneRecordOfEachType, transitionRecord } from "./helpers.js";
 import { drainThroughLedger as drainUntilDone } from "../helpers/ledger-drain.js";
 
 let peer: LogsIngestionEmulator;
@@ -108,7 +109,7 @@ describe("faults end with every record delivered or dead-lettered", () => {
   ];
   for (const { name, fault, waitMs } of retryFaults) {
     it(`${name}: retried, then delivered exactly once`, async () => {
-      const clock = fakeClock(Date.now());
+      const clock = instantClock(Date.now());
       const withDate =
         fault.headers?.["Retry-After"] === "DATE" ? { ...fault, headers: { "Retry-After": new Date(Date.now() + 60_000).toUTCString() } } : fault;
       peer.faults.failNext(2, withDate);
@@ -293,7 +294,7 @@ describe("partial progress", () => {
   it("delivers the requests that went through before a failure, and retries only the rest", async () => {
     const all = records(9);
     const rowBytes = JSON.stringify(all[0]).length;
-    const clock = fakeClock(Date.now());
+    const clock = instantClock(Date.now());
     const sink = makeSink({ maxRequestBytes: rowBytes * 3 + 4, maxConcurrentRequests: 1 }, { clock });
     peer.faults.failNext(1, {});
     peer.faults.failNext(1, { status: 503, headers: { "retry-after-ms": "5" } });
@@ -307,7 +308,7 @@ describe("partial progress", () => {
 
 describe("throttling pauses the whole rule", () => {
   it("after a 429 with Retry-After, every sink on that rule refuses to send until the pause ends", async () => {
-    const clock = fakeClock(Date.now());
+    const clock = instantClock(Date.now());
     const pauses = new RulePauses();
     const a = makeSink({}, { clock, pauses });
     const b = makeSink({}, { clock, pauses });
@@ -316,14 +317,14 @@ describe("throttling pauses the whole rule", () => {
     const all = records(4);
     expect((await a.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 30_000 });
     const count = peer.requests().count;
-    clock.advance(10_000);
+    clock.jump(10_000);
     expect((await a.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 20_000 });
     expect((await b.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 20_000 });
     expect(peer.requests().count).toBe(count); // nothing reached the service during the pause
     expect(pauses.remainingMs("dcr-ffffffffffffffffffffffffffffffff", clock.now())).toBe(0);
     const outcome = (await other.send(entries(records(1)), new AbortController().signal))[0]!;
     expect(outcome).toMatchObject({ kind: "retry", needsOperator: true }); // 404: sent, not paused, retried
-    clock.advance(20_000);
+    clock.jump(20_000);
     expect((await b.send(entries(all), new AbortController().signal)).every((o) => o.kind === "delivered")).toBe(true);
     expectExactlyOnce(all);
     expect(a.stats.throttledResponses).toBe(1);
@@ -332,7 +333,7 @@ describe("throttling pauses the whole rule", () => {
 
 describe("stale records", () => {
   it("warns and counts when a batch's oldest record is older than the threshold", async () => {
-    const clock = fakeClock(Date.now());
+    const clock = instantClock(Date.now());
     const lines: string[] = [];
     const { pino } = await import("pino");
     const logger = pino({ level: "warn" }, { write: (line: string) => lines.push(line) });

@@ -12,18 +12,43 @@ export const repoRoot = resolve(import.meta.dirname, "../..");
 /** The agent package's version: the one the artifacts carry. */
 export const packageVersion = (JSON.parse(readFileSync(join(repoRoot, "src", "agent", "package.json"), "utf8")) as { version: string }).version;
 
-export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64" | "fleet-tar-x64";
-export const linuxTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64", "tar-x64", "txz-x64", "fleet-tar-x64"];
+/** The version of the older build the package tests upgrade from (built beside the current one). */
+export const olderPackageVersion = "0.0.1";
+
+export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64" | "fleet-tar-x64" | "deb-arm64" | "rpm-arm64" | "tar-arm64";
+/** Every artifact the package tests inspect, at the current version. */
+export const linuxTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64", "tar-x64", "txz-x64", "fleet-tar-x64", "deb-arm64", "rpm-arm64", "tar-arm64"];
+/** The targets also built at {@link olderPackageVersion}: what the upgrade tests start from. */
+export const olderTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64"];
 
 const fleetVersion = (JSON.parse(readFileSync(join(repoRoot, "src/fleet/package.json"), "utf8")) as { version: string }).version;
 
-export const artifactNames: Readonly<Record<LinuxTarget, string>> = {
-  "deb-x64": `sef_${packageVersion}_amd64.deb`,
-  "rpm-x64": `sef-${packageVersion}-1.x86_64.rpm`,
-  "tar-x64": `sef-${packageVersion}-linux-x64.tar.gz`,
-  "txz-x64": `sef-${packageVersion}-linux-x64.tar.xz`,
-  "fleet-tar-x64": `sef-fleet-${fleetVersion}-linux-x64.tar.gz`,
-};
+/** The file name `npm run package` gives a target's artifact at `version` (the fleet's carries the fleet's version). */
+export function artifactName(target: LinuxTarget, version = packageVersion): string {
+  switch (target) {
+    case "deb-x64":
+      return `sef_${version}_amd64.deb`;
+    case "deb-arm64":
+      return `sef_${version}_arm64.deb`;
+    case "rpm-x64":
+      return `sef-${version}-1.x86_64.rpm`;
+    case "rpm-arm64":
+      return `sef-${version}-1.aarch64.rpm`;
+    case "tar-x64":
+      return `sef-${version}-linux-x64.tar.gz`;
+    case "tar-arm64":
+      return `sef-${version}-linux-arm64.tar.gz`;
+    case "txz-x64":
+      return `sef-${version}-linux-x64.tar.xz`;
+    case "fleet-tar-x64":
+      return `sef-fleet-${fleetVersion}-linux-x64.tar.gz`;
+  }
+}
+
+/** Whether `dir` holds the whole set: every target at the current version and the older builds. */
+function holdsWholeSet(dir: string): boolean {
+  return linuxTargets.every((t) => existsSync(join(dir, artifactName(t)))) && olderTargets.every((t) => existsSync(join(dir, artifactName(t, olderPackageVersion))));
+}
 
 /** What the artifacts are built from: the bundle's sources, the packaging code and files, the pinned dependencies. */
 const inputRoots = ["src", "infra", "package.json", "package-lock.json"];
@@ -48,14 +73,14 @@ export function inputsStamp(root: string = repoRoot): string {
 }
 
 /**
- * The directory holding the four x64 Linux artifacts of the current inputs: reused when it exists, else built (with
+ * The directory holding the Linux artifacts of the current inputs (every target, and the older upgrade builds): reused when it exists, else built (with
  * `npm run package`'s code) into a scratch directory and renamed into place, so a concurrent builder never sees half
  * a set; older sets are deleted. `log` hears what is happening (packaging takes minutes on a small machine).
  */
 export async function currentTestArtifacts(log: (line: string) => void = () => undefined): Promise<string> {
   const stamp = inputsStamp();
   const dir = join(cacheRoot, cachedDirPrefix + stamp);
-  if (linuxTargets.every((t) => existsSync(join(dir, artifactNames[t])))) {
+  if (holdsWholeSet(dir)) {
     log(`package artifacts: reusing ${relative(repoRoot, dir)} (built from the current src/, infra/, package.json, package-lock.json)`);
     return dir;
   }
@@ -65,12 +90,14 @@ export async function currentTestArtifacts(log: (line: string) => void = () => u
   const startedMs = performance.now();
   log(`package artifacts: building ${linuxTargets.join(" ")} into ${relative(repoRoot, dir)} (inputs changed or none built yet; takes a few minutes)`);
   try {
-    await buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress: (step) => log(`package artifacts: ${step}`) });
+    const progress = (step: string): void => log(`package artifacts: ${step}`);
+    await buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress });
+    await buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress, version: olderPackageVersion });
     try {
       renameSync(scratch, dir);
     } catch (err) {
       // Another process finished the same set first: keep theirs.
-      if (!linuxTargets.every((t) => existsSync(join(dir, artifactNames[t])))) throw err;
+      if (!holdsWholeSet(dir)) throw err;
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
@@ -82,9 +109,18 @@ export async function currentTestArtifacts(log: (line: string) => void = () => u
   return dir;
 }
 
-/** Paths of the requested artifacts: SEF_TEST_PACKAGE_DIR's when it holds them all, else the current cached set. */
-export async function linuxArtifacts(targets: readonly LinuxTarget[]): Promise<Record<string, string>> {
+/**
+ * Paths of the requested artifacts at `version`: SEF_TEST_PACKAGE_DIR's when it holds them all, else the current cached
+ * set.
+ */
+export async function linuxArtifacts(targets: readonly LinuxTarget[], version = packageVersion): Promise<Record<string, string>> {
   const prebuilt = process.env.SEF_TEST_PACKAGE_DIR;
-  const dir = prebuilt !== undefined && targets.every((t) => existsSync(join(prebuilt, artifactNames[t]))) ? prebuilt : await currentTestArtifacts();
-  return Object.fromEntries(targets.map((t) => [t, join(dir, artifactNames[t])]));
+  const dir = prebuilt !== undefined && targets.every((t) => existsSync(join(prebuilt, artifactName(t, version)))) ? prebuilt : await currentTestArtifacts();
+  return Object.fromEntries(targets.map((t) => [t, join(dir, artifactName(t, version))]));
+}
+
+/** The ELF machine (e_machine) of an executable's header: 62 x86-64, 183 AArch64. */
+export function elfMachine(header: Buffer): number {
+  if (header.length < 20 || header.readUInt32BE(0) !== 0x7f454c46) throw new Error("not an ELF file");
+  return header[5] === 1 ? header.readUInt16LE(18) : header.readUInt16BE(18);
 }

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
 import { runProcess, type ProcessResult } from "../helpers/run-process.js";
+import { waitFor } from "../helpers/wait.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "sef-container-"));
 const suffix = randomBytes(4).toString("hex");
@@ -66,16 +67,6 @@ async function podmanOk(args: string[], timeoutMs: number): Promise<string> {
 }
 
 
-/** Polls `check` every 100 ms until it returns a value, or throws `what` (with `detail()`) after `timeoutMs`. */
-async function waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined | Promise<T | undefined>, detail: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\n${detail()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /**
  * The stand-in for gcr.io/distroless/cc-debian12:nonroot: what the shipped node binary loads (per ldd, at the same
@@ -210,10 +201,10 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
     });
     const output = (): string => `stdout:\n${stdout}\nstderr:\n${stderr}`;
 
-    const record = await waitFor("a Transition record on the container's stdout", 20_000, () => {
+    const record = await waitFor("a Transition record on the container's stdout", () => {
       const line = stdout.split("\n").find((l) => l.includes('"RecordType":"Transition"'));
       return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
-    }, output);
+    }, { timeoutMs: 20_000, intervalMs: 100, detail: output });
     expect(record).toMatchObject({ RecordType: "Transition", AgentVersion: packageVersion, EventStatus: "Scheduled" });
 
     // Not root: the agent process, seen from the host (no user namespace: ids are the same inside), and its files.
@@ -227,12 +218,12 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
     for (const file of dataFiles) expect(statSync(join(dataDir, file)).uid, file).toBe(nonroot);
 
     // /readyz on the host network's loopback, at the port the agent logged (SEF_METRICS_PORT=0: any free port).
-    const metricsUrl = await waitFor("the observability endpoints' address in the log", 10_000,
-      () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*observability endpoints listening/.exec(stderr)?.[1], output);
-    const ready = await waitFor("/readyz 200", 15_000, async () => {
+    const metricsUrl = await waitFor("the observability endpoints' address in the log",
+      () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*observability endpoints listening/.exec(stderr)?.[1], { timeoutMs: 10_000, intervalMs: 100, detail: output });
+    const ready = await waitFor("/readyz 200", async () => {
       const res = await fetch(`${metricsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined);
       return res?.status === 200 ? await res.text() : undefined;
-    }, output);
+    }, { timeoutMs: 15_000, intervalMs: 100, detail: output });
     expect(ready.length).toBeGreaterThan(0);
 
     // `podman stop` sends SIGTERM and waits 10 s before SIGKILL: the agent must be gone well before, with exit code 0.

@@ -1,7 +1,8 @@
-// The .deb (and the .rpm) on a throwaway root (an overlay over this machine's Debian, see throwaway-root.sh): installs with its
-// user and permissions, the agent runs from it as user sef against the IMDS simulator and writes a record, upgrade
-// keeps config and data, remove keeps them, purge deletes them; install.sh installs the .tar.xz and refuses a broken
-// config. Also the .tar.gz runs from wherever it is unpacked and is rebuilt byte for byte, and the .tar.xz holds the
+// The .deb (and the .rpm) on a throwaway root (an overlay over this machine's Debian, see throwaway-root.sh): installs
+// with its user and permissions, an upgrade from an older build (a lower version) keeps config and data, the agent runs
+// from it as user sef against the IMDS simulator and writes a record, remove keeps config and data, purge deletes
+// them; install.sh installs the .tar.xz and refuses a broken config. The arm64 artifacts declare their architecture
+// and carry an AArch64 runtime. Also the .tar.gz runs from wherever it is unpacked and is rebuilt byte for byte, and the .tar.xz holds the
 // same tar stream.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -11,14 +12,17 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { buildArtifacts } from "../../infra/package/main.js";
-import { linuxArtifacts, packageVersion, repoRoot } from "./artifacts.js";
+import { elfMachine, linuxArtifacts, olderPackageVersion, packageVersion, repoRoot } from "./artifacts.js";
 import { runProcess } from "../helpers/run-process.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "sef-deb-install-"));
 let artifacts: Record<string, string>;
+/** The same packages at a lower version ({@link olderPackageVersion}): what the upgrade starts from. */
+let older: Record<string, string>;
 beforeAll(async () => {
   artifacts = await linuxArtifacts(["deb-x64", "rpm-x64", "tar-x64", "txz-x64"]);
-}, 600_000);
+  older = await linuxArtifacts(["deb-x64", "rpm-x64"], olderPackageVersion);
+}, 900_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 
@@ -34,18 +38,19 @@ describe("the .deb", () => {
     expect(listing.stdout).toBe("/etc/sef/config.json\n");
   });
 
-  it("installs on a throwaway root; the agent runs from it as user sef and a record arrives; upgrade, remove, purge", async () => {
+  it("installs an older build on a throwaway root, upgrades it to this one; the agent runs from it as user sef and a record arrives; remove, purge", async () => {
     const sim = await startSimulator({ scenario: "live-migration", speed: 100 });
     try {
-      const result = await runProcess("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url, artifacts["txz-x64"]!, join(repoRoot, "infra/linux/install.sh")], 150_000);
+      const result = await runProcess("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), scratch, artifacts["deb-x64"]!, sim.url, artifacts["txz-x64"]!, join(repoRoot, "infra/linux/install.sh"), older["deb-x64"]!], 150_000);
       const log = `${result.stdout}\n${result.stderr}`;
       expect(result.code, log).toBe(0);
       expect(result.stdout).toMatch(/^ok: installed in \d+ ms$/m);
       expect(result.stdout).toContain("ok: user sef, /etc/sef 0750 and its files 0640 root:sef");
-      expect(result.stdout).toContain(`ok: version ${packageVersion}`);
+      expect(result.stdout).toContain(`ok: version ${olderPackageVersion}`); // the older build, installed first
+      expect(result.stdout).toContain(`ok: upgrade from ${olderPackageVersion} to ${packageVersion} keeps config and data`);
       const record = JSON.parse(/^ok: a transition record arrived: (.*)$/m.exec(result.stdout)?.[1] ?? "{}") as Record<string, unknown>;
       expect(record).toMatchObject({ RecordType: "Transition", AgentVersion: packageVersion, EventStatus: "Scheduled" });
-      for (const line of ["ok: upgrade keeps config and data", "ok: remove keeps config and data", "ok: purge deletes config and data"]) {
+      for (const line of ["ok: remove keeps config and data", "ok: purge deletes config and data"]) {
         expect(result.stdout).toContain(line);
       }
       expect(result.stdout).toContain(`ok: install.sh installed the tarball: ${packageVersion}`);
@@ -57,11 +62,11 @@ describe("the .deb", () => {
 });
 
 describe("the .rpm", () => {
-  it("installs on a throwaway root with its scriptlets (user, permissions); upgrade keeps config and data; erase keeps data", async () => {
-    const result = await runProcess("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root-rpm.sh"), join(scratch, "rpm"), artifacts["rpm-x64"]!], 120_000);
+  it("installs an older build on a throwaway root with its scriptlets (user, permissions); upgrading to this one keeps config and data; erase keeps data", async () => {
+    const result = await runProcess("unshare", ["--mount", "--propagation", "private", join(repoRoot, "test/package/throwaway-root-rpm.sh"), join(scratch, "rpm"), artifacts["rpm-x64"]!, older["rpm-x64"]!], 120_000);
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
-    expect(result.stdout).toContain(`ok: rpm -i: user sef, /etc/sef 0750, config and sef.env 0640 root:sef, version ${packageVersion}`);
-    expect(result.stdout).toContain("ok: rpm -U keeps config and data");
+    expect(result.stdout).toContain(`ok: rpm -i: user sef, /etc/sef 0750, config and sef.env 0640 root:sef, version ${olderPackageVersion}`);
+    expect(result.stdout).toContain(`ok: rpm -U from ${olderPackageVersion} to ${packageVersion} keeps config and data`);
     expect(result.stdout).toContain("ok: rpm -e keeps data and the edited config (.rpmsave)");
     const info = spawnSync("rpm", ["-qp", "--queryformat", "%{ARCH} %{VERSION}", artifacts["rpm-x64"]!], { encoding: "utf8" });
     expect(info.stdout).toBe(`x86_64 ${packageVersion}`);
@@ -113,6 +118,35 @@ describe("the .tar.xz", () => {
     expect(fromXz.length).toBeGreaterThan(100 * 1024 * 1024);
     expect(fromXz.equals(unpack("gzip", artifacts["tar-x64"]!))).toBe(true);
   });
+});
+
+/** The first bytes of the bundled Node.js runtime (usr/lib/sef/node, or lib/sef/node in a tarball) of an artifact. */
+function runtimeHeader(artifact: string): Buffer {
+  const unpack = artifact.endsWith(".deb")
+    ? `dpkg-deb --fsys-tarfile "$1" | tar -xO ./usr/lib/sef/node`
+    : artifact.endsWith(".rpm")
+      ? `rpm2archive - < "$1" | tar -xzO ./usr/lib/sef/node`
+      : `tar -xzOf "$1" --wildcards '*/lib/sef/node'`;
+  const result = spawnSync("sh", ["-c", `${unpack} | head -c 64`, "sh", artifact], { encoding: "buffer", maxBuffer: 1 << 20 });
+  return result.stdout;
+}
+
+const x86_64 = 62;
+const aarch64 = 183;
+
+describe("the arm64 artifacts", () => {
+  let arm: Record<string, string>;
+  beforeAll(async () => {
+    arm = await linuxArtifacts(["deb-arm64", "rpm-arm64", "tar-arm64"]);
+  }, 600_000);
+
+  it("declare arm64 (deb) and aarch64 (rpm), and carry an AArch64 Node.js runtime; the x64 ones an x86-64 one", () => {
+    expect(spawnSync("dpkg-deb", ["-f", arm["deb-arm64"]!, "Architecture", "Version"], { encoding: "utf8" }).stdout).toBe(`Architecture: arm64\nVersion: ${packageVersion}\n`);
+    expect(spawnSync("rpm", ["-qp", "--queryformat", "%{ARCH} %{VERSION}", arm["rpm-arm64"]!], { encoding: "utf8" }).stdout).toBe(`aarch64 ${packageVersion}`);
+    for (const target of ["deb-arm64", "rpm-arm64", "tar-arm64"]) expect(elfMachine(runtimeHeader(arm[target]!)), target).toBe(aarch64);
+    for (const target of ["deb-x64", "rpm-x64", "tar-x64"]) expect(elfMachine(runtimeHeader(artifacts[target]!)), target).toBe(x86_64);
+    for (const target of ["deb-arm64", "rpm-arm64"]) expect(statSync(arm[target]!).size, target).toBeLessThanOrEqual(35 * 1024 * 1024);
+  }, 60_000);
 });
 
 describe("reproducible builds", () => {

@@ -2,8 +2,9 @@
 # Installs a sef .deb into a throwaway root and exercises the package's life cycle there, for
 # test/package/deb-install.test.ts. Run inside `unshare --mount`: the root is an overlay over this machine's own
 # Debian (so dpkg, useradd and the libraries are real) whose writes land in a scratch directory; nothing on the
-# machine itself changes. Prints one "ok: ..." line per check; exits non-zero at the first failure.
-# Usage: throwaway-root.sh SCRATCH_DIR DEB IMDS_URL|--install-only [TARBALL INSTALL_SH]
+# machine itself changes. Prints one "ok: ..." line per check; exits non-zero at the first failure. With OLDER_DEB
+# (a build of a lower version), that one is installed first and DEB is installed over it: a real upgrade.
+# Usage: throwaway-root.sh SCRATCH_DIR DEB IMDS_URL|--install-only [TARBALL INSTALL_SH [OLDER_DEB]]
 set -euo pipefail
 
 scratch="$1"
@@ -11,6 +12,7 @@ deb="$2"
 imds_url="$3"
 tarball="${4:-}"
 install_sh="${5:-}"
+older_deb="${6:-}"
 root="${scratch}/root"
 mkdir -p "${scratch}/upper" "${scratch}/work" "${root}"
 mount -t overlay overlay -o "lowerdir=/,upperdir=${scratch}/upper,workdir=${scratch}/work" "${root}"
@@ -23,9 +25,14 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 in_root dpkg --purge sef >/dev/null 2>&1 || true
 in_root userdel sef >/dev/null 2>&1 || true
 cp "${deb}" "${root}/run/sef-test/sef.deb"
+first=/run/sef-test/sef.deb
+if [[ -n "${older_deb}" ]]; then
+  cp "${older_deb}" "${root}/run/sef-test/sef-older.deb"
+  first=/run/sef-test/sef-older.deb
+fi
 
 start_ns=$(date +%s%N)
-in_root env DEBIAN_FRONTEND=noninteractive dpkg -i /run/sef-test/sef.deb >"${scratch}/dpkg-install.log" 2>&1 ||
+in_root env DEBIAN_FRONTEND=noninteractive dpkg -i "${first}" >"${scratch}/dpkg-install.log" 2>&1 ||
   { cat "${scratch}/dpkg-install.log" >&2; fail "dpkg -i"; }
 echo "ok: installed in $(( ($(date +%s%N) - start_ns) / 1000000 )) ms"
 
@@ -37,9 +44,24 @@ echo "ok: user sef, /etc/sef 0750 and its files 0640 root:sef"
 echo "ok: version $(in_root /usr/bin/sef --version)"
 [[ "${imds_url}" != "--install-only" ]] || exit 0
 
-# The agent as the service runs it (user sef, config from /etc/sef, state in /var/lib/sef as StateDirectory= makes it).
+# An operator's config and the agent's state (as StateDirectory= makes it), then the upgrade: both stay.
 in_root install -d -o sef -g sef -m 0750 /var/lib/sef
 printf '{"imdsUrl":"%s","sinks":["jsonl:/var/lib/sef/records.jsonl"],"dataDir":"/var/lib/sef","metrics":{"enabled":false}}\n' "${imds_url}" >"${root}/etc/sef/config.json"
+echo "marker" >"${root}/var/lib/sef/marker"
+if [[ -n "${older_deb}" ]]; then
+  # shellcheck disable=SC2016 # dpkg-query's own format, not the shell's
+  before="$(in_root dpkg-query -W -f '${Version}' sef)"
+  in_root env DEBIAN_FRONTEND=noninteractive dpkg -i --force-confold /run/sef-test/sef.deb >>"${scratch}/dpkg-install.log" 2>&1 || fail "dpkg -i (upgrade)"
+  # shellcheck disable=SC2016
+  after="$(in_root dpkg-query -W -f '${Version}' sef)"
+  [[ "${after}" == "$(dpkg-deb -f "${deb}" Version)" && "${after}" != "${before}" ]] || fail "upgrade left version ${after} (was ${before})"
+  [[ "$(in_root /usr/bin/sef --version)" == "${after}" ]] || fail "upgrade left sef --version at $(in_root /usr/bin/sef --version)"
+  grep -q "${imds_url}" "${root}/etc/sef/config.json" || fail "upgrade replaced the edited config"
+  [[ -f "${root}/var/lib/sef/marker" ]] || fail "upgrade lost /var/lib/sef"
+  echo "ok: upgrade from ${before} to ${after} keeps config and data"
+fi
+
+# The agent as the service runs it (user sef, config from /etc/sef, state in /var/lib/sef).
 chroot --userspec=sef:sef "${root}" /usr/bin/sef run --config /etc/sef/config.json >"${scratch}/agent.out" 2>"${scratch}/agent.err" &
 agent=$!
 for _ in $(seq 1 150); do
@@ -50,13 +72,6 @@ kill -TERM "${agent}"
 wait "${agent}" || fail "the agent exited with $? after SIGTERM: $(tail -5 "${scratch}/agent.err")"
 grep -q '"RecordType":"Transition"' "${root}/var/lib/sef/records.jsonl" || fail "no Transition record: $(tail -5 "${scratch}/agent.err")"
 echo "ok: a transition record arrived: $(grep -m1 '"RecordType":"Transition"' "${root}/var/lib/sef/records.jsonl")"
-
-# Upgrade (the same package again takes the upgrade path): config and data stay.
-echo "marker" >"${root}/var/lib/sef/marker"
-in_root env DEBIAN_FRONTEND=noninteractive dpkg -i --force-confold /run/sef-test/sef.deb >>"${scratch}/dpkg-install.log" 2>&1 || fail "dpkg -i (upgrade)"
-grep -q "${imds_url}" "${root}/etc/sef/config.json" || fail "upgrade replaced the edited config"
-[[ -f "${root}/var/lib/sef/marker" ]] || fail "upgrade lost /var/lib/sef"
-echo "ok: upgrade keeps config and data"
 
 # Removal keeps config and data; purge deletes them.
 in_root dpkg -r sef >>"${scratch}/dpkg-install.log" 2>&1 || fail "dpkg -r"

@@ -4,6 +4,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseScenario, type ScenarioInput } from "../../src/testbed/simulator/scenario-schema.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import type { Clock } from "../../src/testbed/support/clock.js";
+import { FakeClock } from "../helpers/fake-clock.js";
+import { waitFor } from "../helpers/wait.js";
 
 const open: Simulator[] = [];
 afterEach(async () => {
@@ -268,13 +270,20 @@ describe("faults", () => {
   });
 
   it("answers the first call late when the scenario says so", async () => {
-    const sim = await start({ steps: [{ at: 0, events: [], fault: { kind: "slow", delayMs: 300, count: 1 } }] });
-    const t = Date.now();
+    const clock = new FakeClock(Date.UTC(2024, 0, 1));
+    const sim = await start({ steps: [{ at: 0, events: [], fault: { kind: "slow", delayMs: 300, count: 1 } }] }, { clock });
+    let firstStatus: number | undefined;
+    const first = get(sim, se).then((r) => (firstStatus = r.status));
+    await waitFor("the first call to be held", () => clock.pendingSleeps === 1);
+    await clock.advance(299);
+    expect(clock.pendingSleeps, "the held answer woke before its delay").toBe(1);
+    expect(firstStatus).toBeUndefined();
+    await clock.advance(1);
+    await first;
+    expect(firstStatus).toBe(200);
+    // The second call is not held: answered with the fake time standing still.
     expect((await get(sim, se)).status).toBe(200);
-    expect(Date.now() - t).toBeGreaterThanOrEqual(280);
-    const t2 = Date.now();
-    expect((await get(sim, se)).status).toBe(200);
-    expect(Date.now() - t2).toBeLessThan(250);
+    expect(clock.pendingSleeps).toBe(0);
   });
 });
 

@@ -96,8 +96,20 @@ export interface Simulator {
   setVmTags(vmName: string, tags: Readonly<Record<string, string>>): void;
   /** Resolves when a non-looping scenario has run its duration (never for `loop`). */
   waitForEnd(): Promise<void>;
+  /** The latest requests (up to {@link requestLogLimit}) in arrival order, on this simulator's clock; excludes /__sim/. */
+  requestLog(path?: string): readonly RequestLogEntry[];
   close(): Promise<void>;
 }
+
+/** One request as the simulator saw it: when it arrived (its clock's `now()`), where, and the answer's status label. */
+export interface RequestLogEntry {
+  readonly atMs: number;
+  readonly path: string;
+  readonly status: string;
+}
+
+/** How many requests {@link Simulator.requestLog} keeps (the oldest are dropped first). */
+export const requestLogLimit = 10_000;
 
 class HttpError extends Error {
   constructor(
@@ -194,6 +206,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   const timeline = new Timeline(scenario, { speed: options.speed, loop: options.loop });
   const vmTags = new Map<string, Readonly<Record<string, string>>>(Object.entries(options.vmTags ?? {}));
   const requestCounts: Record<string, Record<string, number>> = {};
+  const requestLog: RequestLogEntry[] = [];
   const faultsServed: Record<string, number> = {};
   const approvals: ApprovalEntry[] = [];
   const approvalCounts = new Map<string, number>();
@@ -226,9 +239,11 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     }
     sync(nowMs);
   };
-  const countRequest = (path: string, status: string): void => {
+  const countRequest = (path: string, status: string, arrivedAtMs: number): void => {
     const byStatus = (requestCounts[path] ??= {});
     byStatus[status] = (byStatus[status] ?? 0) + 1;
+    requestLog.push({ atMs: arrivedAtMs, path, status });
+    if (requestLog.length > requestLogLimit) requestLog.splice(0, requestLog.length - requestLogLimit);
   };
   const currentDocument = (apiVersion: ScheduledEventsApiVersion): ImdsDocument => renderDocument(timeline.snapshot(), apiVersion);
 
@@ -413,17 +428,18 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   const server = createServer((req, res) => {
     const path = normalizedPath(req.url ?? "/");
     const counted = !path.startsWith("/__sim/");
+    const arrivedAtMs = clock.now();
     res.on("error", () => undefined);
     handle(req, res).then(
       (statusLabel) => {
-        if (counted) countRequest(path, statusLabel);
+        if (counted) countRequest(path, statusLabel, arrivedAtMs);
         logger.debug({ method: req.method, path, status: statusLabel }, "request");
       },
       (err: unknown) => {
         const httpError = err instanceof HttpError ? err : new HttpError(500, { error: "Internal server error" });
         if (!(err instanceof HttpError)) logger.error({ err }, "request failed");
         if (!res.headersSent && !res.destroyed) sendJson(res, httpError.status, httpError.body);
-        if (counted) countRequest(path, String(httpError.status));
+        if (counted) countRequest(path, String(httpError.status), arrivedAtMs);
       },
     );
   });
@@ -449,6 +465,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     advance,
     setVmTags: (vmName, tags) => void vmTags.set(vmName, { ...tags }),
     waitForEnd: () => endPromise,
+    requestLog: (path) => (path === undefined ? [...requestLog] : requestLog.filter((r) => r.path === path)),
     close: () => {
       closing ??= new Promise<void>((resolve) => {
         clearInterval(tick);
