@@ -27,25 +27,7 @@ export function registerLedgerCommands(program: Command): void {
     .addOption(dataDirOption())
     .option("--json", "one JSON object instead of a table")
     .action((flags: DataDirFlags) => {
-      process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => {
-        const nowMs = Date.now();
-        const sinks = outbox.status().map((s) => ({
-          sink: s.sink,
-          pending: s.pending,
-          oldestPendingAgeSeconds: s.oldestPendingCreatedMs === null ? null : Math.max(0, Math.round((nowMs - s.oldestPendingCreatedMs) / 1000)),
-          deadLettered: s.deadLettered,
-          delivered: s.delivered,
-          lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
-        }));
-        if (flags.json) {
-          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks }) + "\n");
-          return;
-        }
-        process.stdout.write(`outbox: ${outbox.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
-        const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
-        const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
-        process.stdout.write(table([header, ...rows]));
-      });
+      process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => printOutboxStatus(outbox, flags));
     });
 
   const deadLetter = program.command("dead-letter").description("list, replay or purge dead-lettered deliveries");
@@ -99,6 +81,27 @@ export function registerLedgerCommands(program: Command): void {
         process.stdout.write(JSON.stringify({ purged: sum(purged), bySink: Object.fromEntries(purged), outboxBytes: outbox.bytesInOutbox }) + "\n");
       });
     });
+}
+
+/** `sef outbox status`: per sink, as a table or one JSON object. */
+function printOutboxStatus(outbox: Outbox, flags: DataDirFlags): void {
+  const nowMs = Date.now();
+  const sinks = outbox.status().map((s) => ({
+    sink: s.sink,
+    pending: s.pending,
+    oldestPendingAgeSeconds: s.oldestPendingCreatedMs === null ? null : Math.max(0, Math.round((nowMs - s.oldestPendingCreatedMs) / 1000)),
+    deadLettered: s.deadLettered,
+    delivered: s.delivered,
+    lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
+  }));
+  if (flags.json) {
+    process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks }) + "\n");
+    return;
+  }
+  process.stdout.write(`outbox: ${outbox.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
+  const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
+  const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
+  process.stdout.write(table([header, ...rows]));
 }
 
 /**
