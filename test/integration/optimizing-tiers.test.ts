@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
+import { openOutbox } from "../helpers/outbox.js";
 import { heartbeatRecord } from "../helpers/records.js";
 import { backlogForOptimizingTiers, isBacklog } from "../../src/agent/cli/optimizing-tiers.js";
 import { cliPath, logLines, readJsonl, waitUntil } from "../helpers/agent-process.js";
