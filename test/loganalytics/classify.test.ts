@@ -9,7 +9,7 @@ import {
   classifyUploadError,
   oldestUndeliveredAgeWarning,
 } from "../../src/agent/sinks/loganalytics/classify.js";
-import { jsonArrayBytes, jsonArrayOf, planRequests, rowFitsRequest } from "../../src/agent/sinks/loganalytics/request-plan.js";
+import { jsonArrayBytes, jsonArrayOf, planRequests, rowFitsRequest } from "../../src/agent/sinks/loganalytics/encode.js";
 import { PreEncodedBodies } from "../../src/agent/sinks/loganalytics/pre-encoded-body.js";
 import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 

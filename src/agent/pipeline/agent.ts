@@ -16,7 +16,6 @@ import { Outbox, type ReplayFrom } from "../delivery/outbox.js";
 import { DeadLetterFile } from "../delivery/dead-letter.js";
 import type { Drainer } from "../delivery/drainer.js";
 import { AgentMetrics } from "../observability/metrics.js";
-import type { Counter } from "../observability/prom-client.js";
 import { PollStage, type PollStats } from "./poll-stage.js";
 import { CollectStage } from "./collect-stage.js";
 import { CommitStage } from "./commit-stage.js";
@@ -121,7 +120,14 @@ export class Agent {
       metrics,
       agentVersion,
     });
-    this.heartbeat = new HeartbeatStage({ intervalMs: config.heartbeatIntervalMs, commit: this.commit, vm, stats: () => this.heartbeatStats(), agentVersion, clock, logger });
+    const sources = {
+      pollStats: () => this.poll.stats,
+      collect: this.collect,
+      drain: this.drain,
+      metrics,
+      imdsEndpointSource: () => deps.imdsEndpoint?.snapshot?.()?.source ?? null,
+    };
+    this.heartbeat = new HeartbeatStage({ intervalMs: config.heartbeatIntervalMs, commit: this.commit, vm, sources, agentVersion, clock, logger });
     logger.info(
       { dataDir: config.dataDir, agentId: this.agentId, sinks: sinkNames, resumed: this.collect.resumed, knownEvents: this.collect.state.events.size, outbox: this.outbox.headSeq() },
       "agent starting",
@@ -171,22 +177,9 @@ export class Agent {
     return this.drain.undelivered();
   }
 
-  /**
-   * Statistics carried in heartbeat records; `deadLettered`: records dead-lettered per sink since the agent started
-   * (the fleet workbook's health view).
-   */
-  async heartbeatStats(): Promise<Record<string, unknown>> {
-    const stats = this.poll.stats;
-    return {
-      polls: stats.ok,
-      failedPolls: stats.failed,
-      lastError: stats.lastError,
-      knownEvents: this.collect.state.events.size,
-      incarnation: this.collect.state.lastIncarnation,
-      undelivered: this.drain.undelivered(),
-      imdsEndpointSource: this.deps.imdsEndpoint?.snapshot?.()?.source ?? null,
-      deadLettered: await countsBySink(this.metrics.deadLetters),
-    };
+  /** Statistics carried in heartbeat records (see HeartbeatStage.stats). */
+  heartbeatStats(): Promise<Record<string, unknown>> {
+    return this.heartbeat.stats();
   }
 
   get stopSignal(): AbortSignal {
@@ -256,10 +249,4 @@ export class Agent {
     }
     return sinkNames;
   }
-}
-
-/** A per-sink counter's values as `{ sink: count }`. */
-async function countsBySink(counter: Counter<"sink">): Promise<Record<string, number>> {
-  const { values } = await counter.get();
-  return Object.fromEntries(values.map((v) => [String(v.labels.sink), v.value]));
 }

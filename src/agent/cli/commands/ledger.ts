@@ -30,29 +30,7 @@ export function registerLedgerCommands(program: Command): void {
     .addOption(dataDirOption())
     .option("--json", "one JSON object instead of a table")
     .action((flags: DataDirFlags) => {
-      process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => {
-        const nowMs = Date.now();
-        const sinks = outbox.status().map((s) => ({
-          sink: s.sink,
-          pending: s.pending,
-          oldestPendingAgeSeconds: s.oldestPendingCreatedMs === null ? null : Math.max(0, Math.round((nowMs - s.oldestPendingCreatedMs) / 1000)),
-          deadLettered: s.deadLettered,
-          delivered: s.delivered,
-          lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
-        }));
-        const parked = outbox.parkedSinks();
-        if (flags.json) {
-          process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks, parked }) + "\n");
-          return;
-        }
-        process.stdout.write(`outbox: ${outbox.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
-        const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
-        const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
-        process.stdout.write(table([header, ...rows]));
-        if (parked.length === 0) return;
-        process.stdout.write("parked (no longer configured; resume when a sink of that name returns; give up with `sef outbox drop-sink NAME`):\n");
-        process.stdout.write(table([["SINK", "PENDING", "DEAD_LETTERED"], ...parked.map((p) => [p.sink, String(p.pending), String(p.deadLettered)])]));
-      });
+      process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => printOutboxStatus(outbox, flags));
     });
   outbox
     .command("drop-sink")
@@ -114,6 +92,31 @@ export function registerLedgerCommands(program: Command): void {
         process.stdout.write(JSON.stringify({ purged: sum(purged), bySink: Object.fromEntries(purged), outboxBytes: outbox.bytesInOutbox }) + "\n");
       });
     });
+}
+
+/** `sef outbox status`: per sink, as a table or one JSON object. */
+function printOutboxStatus(outbox: Outbox, flags: DataDirFlags): void {
+  const nowMs = Date.now();
+  const sinks = outbox.status().map((s) => ({
+    sink: s.sink,
+    pending: s.pending,
+    oldestPendingAgeSeconds: s.oldestPendingCreatedMs === null ? null : Math.max(0, Math.round((nowMs - s.oldestPendingCreatedMs) / 1000)),
+    deadLettered: s.deadLettered,
+    delivered: s.delivered,
+    lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
+  }));
+  const parked = outbox.parkedSinks();
+  if (flags.json) {
+    process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks, parked }) + "\n");
+    return;
+  }
+  process.stdout.write(`outbox: ${outbox.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
+  const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
+  const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
+  process.stdout.write(table([header, ...rows]));
+  if (parked.length === 0) return;
+  process.stdout.write("parked (no longer configured; resume when a sink of that name returns; give up with `sef outbox drop-sink NAME`):\n");
+  process.stdout.write(table([["SINK", "PENDING", "DEAD_LETTERED"], ...parked.map((p) => [p.sink, String(p.pending), String(p.deadLettered)])]));
 }
 
 /**

@@ -12,7 +12,7 @@ import { systemClock, type Clock } from "../../util/clock.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
 import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./classify.js";
 import { PreEncodedBodies } from "./pre-encoded-body.js";
-import { jsonArrayOf, planRequests, rowFitsRequest } from "./request-plan.js";
+import { jsonArrayOf, planRequests, rowFitsRequest } from "./encode.js";
 import { processRulePauses, type RulePauses } from "./rule-pauses.js";
 import type { LogAnalyticsSettings } from "./settings.js";
 

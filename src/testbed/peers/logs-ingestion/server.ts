@@ -154,60 +154,96 @@ function count(state: PeerState, status: number | "reset"): void {
   state.statuses[String(status)] = (state.statuses[String(status)] ?? 0) + 1;
 }
 
+/** What a request admitted by the rule's limits adds its bytes to. */
+type RuleWindowEntry = { addBytes(bytes: number): void };
+
+/** An answer that refuses a request: status, the service's error code and message, extra headers. */
+interface Refusal {
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+  readonly headers?: Record<string, string>;
+}
+
+const refuse = (status: number, code: string, message: string, headers?: Record<string, string>): Refusal => ({ status, code, message, ...(headers ? { headers } : {}) });
+
 async function handleIngest(state: PeerState, req: IncomingMessage, res: ServerResponse, url: URL, match: RegExpExecArray): Promise<void> {
   const { body, receivedBytes, tooLarge } = await readBody(req, maxRequestBodyBytes);
   state.sizes.push(receivedBytes);
+  if (await answeredByFault(state, req, res)) return;
 
-  const fault = state.faults.take();
-  if (fault) {
-    if (fault.delayMs) await sleep(fault.delayMs);
-    if (fault.reset) {
-      count(state, "reset");
-      req.socket.destroy();
-      return;
-    }
-    if (fault.status !== undefined) {
-      count(state, fault.status);
-      sendError(res, fault.status, fault.status === 429 ? "TooManyRequests" : "ServiceError", `injected fault: HTTP ${fault.status}`, { ...fault.headers });
-      return;
-    }
+  const admitted = admit(state, req, url, match);
+  const decoded = "status" in admitted ? admitted : await decodeRows(state, req, body, receivedBytes, tooLarge, admitted.entry);
+  if ("status" in decoded) {
+    count(state, decoded.status);
+    sendError(res, decoded.status, decoded.code, decoded.message, decoded.headers ?? {});
+    return;
   }
+  keepRows(state, decoded.rows);
+  count(state, 204);
+  res.writeHead(204);
+  res.end();
+}
 
-  const answer = (status: number, code: string, message: string): void => {
-    count(state, status);
-    sendError(res, status, code, message);
-  };
+/** An injected fault for this request (after its delay): a reset or an error status. True when it answered. */
+async function answeredByFault(state: PeerState, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  const fault = state.faults.take();
+  if (!fault) return false;
+  if (fault.delayMs) await sleep(fault.delayMs);
+  if (fault.reset) {
+    count(state, "reset");
+    req.socket.destroy();
+    return true;
+  }
+  if (fault.status === undefined) return false;
+  count(state, fault.status);
+  sendError(res, fault.status, fault.status === 429 ? "TooManyRequests" : "ServiceError", `injected fault: HTTP ${fault.status}`, { ...fault.headers });
+  return true;
+}
+
+/** The service's checks before the body: token, rule, access, stream, api-version, then the rule's limits. */
+function admit(state: PeerState, req: IncomingMessage, url: URL, match: RegExpExecArray): Refusal | { entry: RuleWindowEntry | undefined } {
   const authorization = req.headers.authorization ?? "";
   const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
-  if (!token) return answer(401, "InvalidAuthenticationToken", "Authentication failed. The 'Authorization' header is missing or is not a bearer token.");
+  if (!token) return refuse(401, "InvalidAuthenticationToken", "Authentication failed. The 'Authorization' header is missing or is not a bearer token.");
   const check = verifyLocalToken(token, logsIngestionAudience);
   if (!check.ok) {
-    if (check.reason.startsWith("token audience")) return answer(401, "InvalidAuthenticationTokenAudience", `The access token has the wrong audience: ${check.reason}.`);
-    return answer(401, "InvalidAuthenticationToken", `The access token is invalid: ${check.reason}.`);
+    if (check.reason.startsWith("token audience")) return refuse(401, "InvalidAuthenticationTokenAudience", `The access token has the wrong audience: ${check.reason}.`);
+    return refuse(401, "InvalidAuthenticationToken", `The access token is invalid: ${check.reason}.`);
   }
 
   const ruleId = decodeURIComponent(match[1]!);
   const stream = decodeURIComponent(match[2]!);
-  if (ruleId !== state.ruleId) return answer(404, "NotFound", `Data collection rule with immutable Id '${ruleId}' not found.`);
+  if (ruleId !== state.ruleId) return refuse(404, "NotFound", `Data collection rule with immutable Id '${ruleId}' not found.`);
   if (state.authorizedClientIds && !state.authorizedClientIds.has(check.claims.appid)) {
-    return answer(403, "OperationFailed", `The authentication token provided does not have access to ingest data for the data collection rule with immutable Id '${ruleId}'.`);
+    return refuse(403, "OperationFailed", `The authentication token provided does not have access to ingest data for the data collection rule with immutable Id '${ruleId}'.`);
   }
-  if (stream !== state.streamName) return answer(404, "InvalidStream", `Stream '${stream}' is not declared in data collection rule '${ruleId}'.`);
+  if (stream !== state.streamName) return refuse(404, "InvalidStream", `Stream '${stream}' is not declared in data collection rule '${ruleId}'.`);
   if (!logsIngestionApiVersions.includes(url.searchParams.get("api-version") ?? "")) {
-    return answer(400, "UnsupportedApiVersion", `api-version must be one of ${logsIngestionApiVersions.join(", ")}`);
+    return refuse(400, "UnsupportedApiVersion", `api-version must be one of ${logsIngestionApiVersions.join(", ")}`);
   }
   const admission = state.ruleWindow.admit(state.monotonicNowMs());
   if (!admission.admitted) {
-    count(state, 429);
-    sendError(res, 429, "TooManyRequests", `Data collection rule '${ruleId}' received ${admission.reason}; retry after ${admission.retryAfterSeconds} s.`, {
+    return refuse(429, "TooManyRequests", `Data collection rule '${ruleId}' received ${admission.reason}; retry after ${admission.retryAfterSeconds} s.`, {
       "Retry-After": String(admission.retryAfterSeconds),
     });
-    return;
   }
-  admission.entry?.addBytes(receivedBytes);
+  return { entry: admission.entry };
+}
+
+/** The body as rows: within 1 MB as received and once gunzipped (counted against the rule), a JSON array. */
+async function decodeRows(
+  state: PeerState,
+  req: IncomingMessage,
+  body: Buffer,
+  receivedBytes: number,
+  tooLarge: boolean,
+  entry: RuleWindowEntry | undefined,
+): Promise<Refusal | { rows: unknown[] }> {
+  entry?.addBytes(receivedBytes);
   const tooLargeMessage = (what: string, bytes: number): string =>
     `Maximum allowed content length: ${maxRequestBodyBytes} bytes (1 MB). Provided content length: ${bytes} bytes${what}.`;
-  if (tooLarge) return answer(413, "ContentLengthLimitExceeded", tooLargeMessage("", receivedBytes));
+  if (tooLarge) return refuse(413, "ContentLengthLimitExceeded", tooLargeMessage("", receivedBytes));
 
   let text: string;
   const encoding = (req.headers["content-encoding"] ?? "").toLowerCase();
@@ -218,13 +254,13 @@ async function handleIngest(state: PeerState, req: IncomingMessage, res: ServerR
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
         state.uncompressedSizes.push(maxRequestBodyBytes + 1);
-        return answer(413, "ContentLengthLimitExceeded", tooLargeMessage(" once decompressed (more than the limit)", receivedBytes));
+        return refuse(413, "ContentLengthLimitExceeded", tooLargeMessage(" once decompressed (more than the limit)", receivedBytes));
       }
-      return answer(400, "InvalidContentEncoding", `body is not valid gzip: ${(err as Error).message}`);
+      return refuse(400, "InvalidContentEncoding", `body is not valid gzip: ${(err as Error).message}`);
     }
     state.uncompressedSizes.push(raw.length);
-    admission.entry?.addBytes(raw.length - receivedBytes);
-    if (raw.length > maxRequestBodyBytes) return answer(413, "ContentLengthLimitExceeded", tooLargeMessage(` once decompressed (${raw.length} bytes)`, receivedBytes));
+    entry?.addBytes(raw.length - receivedBytes);
+    if (raw.length > maxRequestBodyBytes) return refuse(413, "ContentLengthLimitExceeded", tooLargeMessage(` once decompressed (${raw.length} bytes)`, receivedBytes));
     text = raw.toString("utf8");
   } else {
     state.uncompressedSizes.push(body.length);
@@ -234,12 +270,15 @@ async function handleIngest(state: PeerState, req: IncomingMessage, res: ServerR
   try {
     rows = JSON.parse(text);
   } catch (err) {
-    return answer(400, "InvalidPayload", `body is not JSON: ${(err as Error).message}`);
+    return refuse(400, "InvalidPayload", `body is not JSON: ${(err as Error).message}`);
   }
-  if (!Array.isArray(rows)) return answer(400, "InvalidPayload", "body must be a JSON array of rows");
+  if (!Array.isArray(rows)) return refuse(400, "InvalidPayload", "body must be a JSON array of rows");
+  return { rows };
+}
 
-  // Like the service: what does not fit the stream declaration is dropped silently, the request still succeeds.
-  for (const posted of rows as unknown[]) {
+/** Like the service: what does not fit the stream declaration is dropped silently, the request still succeeds. */
+function keepRows(state: PeerState, rows: readonly unknown[]): void {
+  for (const posted of rows) {
     if (posted === null || typeof posted !== "object" || Array.isArray(posted)) {
       state.nonObjectRows += 1;
       continue;
@@ -252,9 +291,6 @@ async function handleIngest(state: PeerState, req: IncomingMessage, res: ServerR
     }
     state.rows.push(kept.row);
   }
-  count(state, 204);
-  res.writeHead(204);
-  res.end();
 }
 
 function drops(state: PeerState): LogsIngestionDrops {

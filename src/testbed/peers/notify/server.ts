@@ -131,18 +131,81 @@ export function pagerDutyProblems(body: unknown): string[] {
   return problems;
 }
 
+type Incident = { dedupKey: string; status: "triggered" | "resolved"; triggers: number; resolves: number };
+
+/** PagerDuty's incidents as the Events API v2 keeps them: one per dedup_key while open; a resolve without one is dropped. */
+class IncidentBook {
+  readonly incidents: Incident[] = [];
+  private readonly open = new Map<string, Incident>();
+  resolvesDropped = 0;
+
+  apply(action: string, dedupKey: string): void {
+    const open = this.open.get(dedupKey);
+    if (action === "trigger") {
+      if (open) open.triggers++;
+      else {
+        const incident: Incident = { dedupKey, status: "triggered", triggers: 1, resolves: 0 };
+        this.incidents.push(incident);
+        this.open.set(dedupKey, incident);
+      }
+    } else if (action === "resolve") {
+      if (open) {
+        open.status = "resolved";
+        open.resolves++;
+        this.open.delete(dedupKey);
+      } else this.resolvesDropped++;
+    }
+  }
+}
+
+function answer(res: ServerResponse, status: number, body: string, contentType = "application/json", headers: Record<string, string> = {}): number {
+  res.writeHead(status, { "content-type": contentType, ...headers }).end(body);
+  return status;
+}
+
+/** Answers a request that got past the injected faults as the target's service would; returns the status. */
+function answerTarget(kind: NotifyKind, req: IncomingMessage, res: ServerResponse, raw: Buffer, book: IncidentBook, autoKey: string, webhookSecret: string | undefined): number {
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString("utf8"));
+  } catch {
+    return kind === "slack" ? answer(res, 400, "invalid_payload", "text/plain") : answer(res, 400, JSON.stringify({ message: "body is not JSON" }));
+  }
+  switch (kind) {
+    case "teams": {
+      if (raw.length > limits.teamsBytes) return answer(res, 413, JSON.stringify({ message: "Message size exceeds the 28 KB limit" }));
+      const problems = teamsProblems(body);
+      return problems.length ? answer(res, 400, JSON.stringify({ message: problems.join("; ") })) : answer(res, 202, "");
+    }
+    case "slack": {
+      const problems = slackProblems(body);
+      return problems.length ? answer(res, 400, problems[0]!, "text/plain") : answer(res, 200, "ok", "text/plain");
+    }
+    case "pagerduty": {
+      if (raw.length > limits.pagerDutyBytes) return answer(res, 413, JSON.stringify({ status: "invalid event", message: "Request too large" }));
+      const problems = pagerDutyProblems(body);
+      if (problems.length) return answer(res, 400, JSON.stringify({ status: "invalid event", message: "Event object is invalid", errors: problems }));
+      const event = body as { event_action: string; dedup_key?: string };
+      const dedupKey = event.dedup_key ?? autoKey;
+      book.apply(event.event_action, dedupKey);
+      return answer(res, 202, JSON.stringify({ status: "success", message: "Event processed", dedup_key: dedupKey }));
+    }
+    case "webhook": {
+      if (webhookSecret) {
+        const expected = Buffer.from(`sha256=${createHmac("sha256", webhookSecret).update(raw).digest("hex")}`);
+        const given = Buffer.from(String(req.headers["x-sef-signature-256"] ?? ""));
+        if (given.length !== expected.length || !timingSafeEqual(given, expected)) return answer(res, 401, JSON.stringify({ message: "bad signature" }));
+      }
+      return answer(res, 200, "{}");
+    }
+  }
+}
+
 export async function startNotifyPeer(options: NotifyPeerOptions = {}): Promise<NotifyPeer> {
   const recorded: NotifyRequest[] = [];
   const faults: Array<NotifyFault & { left: number }> = [];
-  const incidents: Array<{ dedupKey: string; status: "triggered" | "resolved"; triggers: number; resolves: number }> = [];
-  const openIncidents = new Map<string, (typeof incidents)[number]>();
-  let resolvesDropped = 0;
+  const book = new IncidentBook();
   const hanging = new Set<ServerResponse>();
-
-  const answer = (res: ServerResponse, status: number, body: string, contentType = "application/json", headers: Record<string, string> = {}): number => {
-    res.writeHead(status, { "content-type": contentType, ...headers }).end(body);
-    return status;
-  };
 
   const handle = (kind: NotifyKind, req: IncomingMessage, res: ServerResponse, raw: Buffer): number => {
     const fault = faults.find((f) => f.kind === kind && f.left > 0);
@@ -154,54 +217,7 @@ export async function startNotifyPeer(options: NotifyPeerOptions = {}): Promise<
       }
       return answer(res, fault.status, JSON.stringify({ message: "injected fault" }), "application/json", fault.retryAfter !== undefined ? { "retry-after": fault.retryAfter } : {});
     }
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString("utf8"));
-    } catch {
-      return kind === "slack" ? answer(res, 400, "invalid_payload", "text/plain") : answer(res, 400, JSON.stringify({ message: "body is not JSON" }));
-    }
-    switch (kind) {
-      case "teams": {
-        if (raw.length > limits.teamsBytes) return answer(res, 413, JSON.stringify({ message: "Message size exceeds the 28 KB limit" }));
-        const problems = teamsProblems(body);
-        return problems.length ? answer(res, 400, JSON.stringify({ message: problems.join("; ") })) : answer(res, 202, "");
-      }
-      case "slack": {
-        const problems = slackProblems(body);
-        return problems.length ? answer(res, 400, problems[0]!, "text/plain") : answer(res, 200, "ok", "text/plain");
-      }
-      case "pagerduty": {
-        if (raw.length > limits.pagerDutyBytes) return answer(res, 413, JSON.stringify({ status: "invalid event", message: "Request too large" }));
-        const problems = pagerDutyProblems(body);
-        if (problems.length) return answer(res, 400, JSON.stringify({ status: "invalid event", message: "Event object is invalid", errors: problems }));
-        const event = body as { event_action: string; dedup_key?: string };
-        const dedupKey = event.dedup_key ?? `auto-${recorded.length}`;
-        const open = openIncidents.get(dedupKey);
-        if (event.event_action === "trigger") {
-          if (open) open.triggers++;
-          else {
-            const incident: (typeof incidents)[number] = { dedupKey, status: "triggered", triggers: 1, resolves: 0 };
-            incidents.push(incident);
-            openIncidents.set(dedupKey, incident);
-          }
-        } else if (event.event_action === "resolve") {
-          if (open) {
-            open.status = "resolved";
-            open.resolves++;
-            openIncidents.delete(dedupKey);
-          } else resolvesDropped++;
-        }
-        return answer(res, 202, JSON.stringify({ status: "success", message: "Event processed", dedup_key: dedupKey }));
-      }
-      case "webhook": {
-        if (options.webhookSecret) {
-          const expected = Buffer.from(`sha256=${createHmac("sha256", options.webhookSecret).update(raw).digest("hex")}`);
-          const given = Buffer.from(String(req.headers["x-sef-signature-256"] ?? ""));
-          if (given.length !== expected.length || !timingSafeEqual(given, expected)) return answer(res, 401, JSON.stringify({ message: "bad signature" }));
-        }
-        return answer(res, 200, "{}");
-      }
-    }
+    return answerTarget(kind, req, res, raw, book, `auto-${recorded.length}`, options.webhookSecret);
   };
 
   const server: Server = createServer((req, res) => {
@@ -233,8 +249,8 @@ export async function startNotifyPeer(options: NotifyPeerOptions = {}): Promise<
   return {
     url: `http://${options.host ?? "127.0.0.1"}:${port}`,
     requests: (kind) => recorded.filter((r) => kind === undefined || r.kind === kind),
-    incidents: () => incidents.map((i) => ({ ...i })),
-    pagerDutyResolvesDropped: () => resolvesDropped,
+    incidents: () => book.incidents.map((i) => ({ ...i })),
+    pagerDutyResolvesDropped: () => book.resolvesDropped,
     injectFault: (fault) => faults.push({ ...fault, left: fault.count }),
     close: async () => {
       for (const res of hanging) res.destroy();

@@ -1,5 +1,5 @@
-// Pure request planning: splits rows, in order, into requests whose JSON array body stays within a byte limit.
-// The body of a request is `[row,row,…]`: 2 bytes of brackets plus one comma between rows.
+// Log Analytics sink encoding (pure request planning): splits rows, in order, into requests whose JSON array body stays
+// within a byte limit. The body of a request is `[row,row,…]`: 2 bytes of brackets plus one comma between rows.
 
 /** Bytes of the JSON array holding rows of these sizes. */
 export function jsonArrayBytes(rowBytes: readonly number[]): number {
