@@ -13,7 +13,7 @@ import { checkRequest, normalizedPath } from "./imds-request.js";
 import type { scenarioEventSchema, Scenario } from "./scenario-schema.js";
 import { loadScenario } from "./scenarios.js";
 import { Timeline } from "./timeline.js";
-import { advance, countRequest, setEvents, startTimeline, status, sync, type RequestLogEntry, type requestLogLimit, type SimState, type SimStatus } from "./sim-state.js";
+import { advance, countRequest, setEvents, startTimeline, status, sync, type RequestLogEntry, type SimState, type SimStatus } from "./sim-state.js";
 
 export { requestLogLimit, type RequestLogEntry } from "./sim-state.js";
 import { serveControl } from "./routes/control.js";
@@ -68,7 +68,7 @@ export interface Simulator {
   setVmTags(vmName: string, tags: Readonly<Record<string, string>>): void;
   /** Resolves when a non-looping scenario has run its duration (never for `loop`). */
   waitForEnd(): Promise<void>;
-  /** The latest requests (up to {@link requestLogLimit}) in arrival order, on this simulator's clock; excludes /__sim/. */
+  /** The latest requests (up to `requestLogLimit`) in arrival order, on this simulator's clock; excludes /__sim/. */
   requestLog(path?: string): readonly RequestLogEntry[];
   close(): Promise<void>;
 }
