@@ -48,7 +48,7 @@ export function objectKey(namespace: string | undefined, name: string): string {
 export class ClusterStore {
   private resourceVersion = 1000;
   private readonly collections = new Map<ResourceKind, Map<string, KubeObject>>();
-  private readonly namespaceCreated = new Map<string, string>();
+  private readonly namespaceMeta = new Map<string, { uid: string; creationTimestamp: string }>();
   readonly evictions: EvictionRecord[] = [];
   private readonly changes: StoreChange[] = [];
   private readonly listeners = new Set<(change: StoreChange) => void>();
@@ -67,15 +67,15 @@ export class ClusterStore {
   }
 
   ensureNamespace(namespace: string): void {
-    if (!this.namespaceCreated.has(namespace)) this.namespaceCreated.set(namespace, this.nowIso());
+    if (!this.namespaceMeta.has(namespace)) this.namespaceMeta.set(namespace, { uid: randomUUID(), creationTimestamp: this.nowIso() });
   }
 
   hasNamespace(namespace: string): boolean {
-    return this.namespaceCreated.has(namespace);
+    return this.namespaceMeta.has(namespace);
   }
 
-  namespaces(): Array<{ name: string; creationTimestamp: string }> {
-    return [...this.namespaceCreated].map(([name, creationTimestamp]) => ({ name, creationTimestamp })).sort((a, b) => a.name.localeCompare(b.name));
+  namespaces(): Array<{ name: string; uid: string; creationTimestamp: string }> {
+    return [...this.namespaceMeta].map(([name, meta]) => ({ name, ...meta })).sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** Calls `listener` with every change from now on; returns the unsubscribe function. */
