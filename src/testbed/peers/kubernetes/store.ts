@@ -34,6 +34,9 @@ export interface StoreChange {
   readonly resourceVersion: number;
 }
 
+/** Eviction requests the log keeps (the oldest go first). */
+export const evictionLogLimit = 10_000;
+
 /** How many changes the store remembers for watches that resume from a resourceVersion. */
 export const changeHistoryLength = 5_000;
 
@@ -49,6 +52,7 @@ export class ClusterStore {
   private resourceVersion = 1000;
   private readonly collections = new Map<ResourceKind, Map<string, KubeObject>>();
   private readonly namespaceMeta = new Map<string, { uid: string; creationTimestamp: string }>();
+  /** Eviction requests, the last `evictionLogLimit`. */
   readonly evictions: EvictionRecord[] = [];
   private readonly changes: StoreChange[] = [];
   private readonly listeners = new Set<(change: StoreChange) => void>();
