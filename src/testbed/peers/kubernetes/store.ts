@@ -31,6 +31,8 @@ export interface StoreChange {
   readonly kind: ResourceKind;
   readonly type: "ADDED" | "MODIFIED" | "DELETED";
   readonly object: KubeObject;
+  /** For MODIFIED: the object before the change (a selector may have matched it and no longer match). */
+  readonly previous?: KubeObject;
   readonly resourceVersion: number;
 }
 
@@ -95,8 +97,8 @@ export class ClusterStore {
     return this.changes.filter((change) => change.resourceVersion > resourceVersion).map((change) => copyOf(change));
   }
 
-  private record(kind: ResourceKind, type: StoreChange["type"], object: KubeObject): void {
-    const change: StoreChange = { kind, type, object: copyOf(object), resourceVersion: this.resourceVersion };
+  private record(kind: ResourceKind, type: StoreChange["type"], object: KubeObject, previous?: KubeObject): void {
+    const change: StoreChange = { kind, type, object: copyOf(object), ...(previous ? { previous: copyOf(previous) } : {}), resourceVersion: this.resourceVersion };
     this.changes.push(change);
     if (this.changes.length > changeHistoryLength) this.changes.shift();
     for (const listener of this.listeners) listener(copyOf(change));
@@ -144,7 +146,7 @@ export class ClusterStore {
     stored.metadata.creationTimestamp = current.metadata.creationTimestamp;
     stored.metadata.resourceVersion = String(++this.resourceVersion);
     this.collection(kind).set(key, stored);
-    this.record(kind, "MODIFIED", stored);
+    this.record(kind, "MODIFIED", stored, current);
     return copyOf(stored);
   }
 
