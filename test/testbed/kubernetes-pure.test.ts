@@ -10,6 +10,8 @@ import { StatusError } from "../../src/testbed/peers/kubernetes/status.js";
 import { kubeMicroTime, kubeTime, withoutEmptyFields, type KubeObject } from "../../src/testbed/peers/kubernetes/objects.js";
 import { humanDuration } from "../../src/testbed/peers/kubernetes/tables.js";
 import { decodeDeleteOptions } from "../../src/testbed/peers/kubernetes/protobuf.js";
+import { changeHistoryLength, ClusterStore, type StoreChange } from "../../src/testbed/peers/kubernetes/store.js";
+import { watchEvent } from "../../src/testbed/peers/kubernetes/watch.js";
 
 function statusOf(thrower: () => unknown): { code: number; reason?: string; message?: string } {
   try {
@@ -236,6 +238,45 @@ describe("protobuf DeleteOptions", () => {
   it("refuses a body without the envelope or cut short (400)", () => {
     expect(statusOf(() => decodeDeleteOptions(Buffer.from([0x08, 0x01])))).toMatchObject({ code: 400 });
     expect(statusOf(() => decodeDeleteOptions(envelope(Buffer.from([0x12, 0x09, 0x0a]))))).toMatchObject({ code: 400, message: "the protobuf body is truncated" });
+  });
+});
+
+describe("the store's change history (what watches resume from)", () => {
+  const clock = { wallNowMs: () => Date.UTC(2026, 0, 1), monotonicNowMs: () => 0 };
+
+  it("replays the changes after a resourceVersion, in order, and says when older ones are forgotten", () => {
+    const store = new ClusterStore(clock);
+    const first = store.create("nodes", { apiVersion: "v1", kind: "Node", metadata: { name: "n0" } });
+    store.replace("nodes", { ...first, spec: { unschedulable: true } });
+    store.remove("nodes", undefined, "n0");
+    const since = store.changesSince(Number(first.metadata.resourceVersion) - 1) ?? [];
+    expect(since.map((c) => [c.type, c.object.metadata.name, c.resourceVersion - Number(first.metadata.resourceVersion)])).toEqual([
+      ["ADDED", "n0", 0],
+      ["MODIFIED", "n0", 1],
+      ["DELETED", "n0", 2],
+    ]);
+    for (let i = 1; i <= changeHistoryLength; i++) store.create("events", { apiVersion: "v1", kind: "Event", metadata: { name: `e${i}`, namespace: "default" } });
+    expect(store.changesSince(Number(first.metadata.resourceVersion))).toBeUndefined();
+    expect(store.changesSince(Number(store.currentResourceVersion()) - 2)?.map((c) => c.object.metadata.name)).toEqual([`e${changeHistoryLength - 1}`, `e${changeHistoryLength}`]);
+  });
+});
+
+describe("watch events under a selector", () => {
+  const pod = (name: string, app: string, namespace = "default"): KubeObject =>
+    ({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace, uid: name, resourceVersion: "1", creationTimestamp: "", labels: { app } } }) as KubeObject;
+  const watch = { kind: "pods" as const, namespace: "default", matches: (o: KubeObject) => o.metadata.labels?.app === "web", view: (o: KubeObject) => o };
+  const change = (type: StoreChange["type"], object: KubeObject, previous?: KubeObject): StoreChange => ({ kind: "pods", type, object, ...(previous ? { previous } : {}), resourceVersion: 2 });
+
+  it("turns selector transitions into ADDED and DELETED, and ignores other kinds, namespaces and objects", () => {
+    expect(watchEvent(watch, change("ADDED", pod("a", "web")))?.type).toBe("ADDED");
+    expect(watchEvent(watch, change("ADDED", pod("a", "db")))).toBeUndefined();
+    expect(watchEvent(watch, change("MODIFIED", pod("a", "web"), pod("a", "web")))?.type).toBe("MODIFIED");
+    expect(watchEvent(watch, change("MODIFIED", pod("a", "web"), pod("a", "db")))?.type).toBe("ADDED");
+    expect(watchEvent(watch, change("MODIFIED", pod("a", "db"), pod("a", "web")))).toMatchObject({ type: "DELETED", object: { metadata: { labels: { app: "db" } } } });
+    expect(watchEvent(watch, change("MODIFIED", pod("a", "db"), pod("a", "db")))).toBeUndefined();
+    expect(watchEvent(watch, change("DELETED", pod("a", "web")))?.type).toBe("DELETED");
+    expect(watchEvent(watch, change("ADDED", pod("a", "web", "other")))).toBeUndefined();
+    expect(watchEvent(watch, { ...change("ADDED", pod("a", "web")), kind: "nodes" })).toBeUndefined();
   });
 });
 

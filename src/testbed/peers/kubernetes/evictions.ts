@@ -7,7 +7,7 @@ import type { KubeObject } from "./objects.js";
 import { budgetRefusalMessage } from "./pdb.js";
 import { PodTerminator } from "./pod-lifecycle.js";
 import { badRequest, failure, methodNotAllowed, notFound, StatusError, success } from "./status.js";
-import type { EvictionRecord } from "./store.js";
+import { evictionLogLimit, type EvictionRecord } from "./store.js";
 
 export const budgetRefusal = "Cannot evict pod as it would violate the pod's disruption budget.";
 
@@ -53,6 +53,7 @@ function budgetCheck(pod: KubeObject, cluster: Cluster): { refusal?: StatusError
 }
 
 function record(cluster: Cluster, entry: Omit<EvictionRecord, "atMs">): void {
+  if (cluster.store.evictions.length >= evictionLogLimit) cluster.store.evictions.shift();
   cluster.store.evictions.push({ atMs: cluster.store.clock.wallNowMs(), ...entry });
   cluster.logger.debug(entry, "eviction");
 }

@@ -25,6 +25,8 @@ import { streamWatch } from "./watch.js";
 /** The API server's own limit on a request body (3 MiB). */
 export const maxRequestBodyBytes = 3 * 1024 * 1024;
 export const defaultCloseDeadlineMs = 5_000;
+/** Requests the log keeps (the oldest go first), so a long-running peer stays small. */
+export const requestLogLimit = 10_000;
 /** Where a pod finds its service-account credentials (under the peer's `inCluster.pathPrefix` here). */
 export const serviceAccountPath = "var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -129,6 +131,7 @@ function requestHandler(cluster: Cluster, token: string, requestLog: RequestReco
         result = { code: error instanceof StatusError ? error.status.code : 500, body: error instanceof StatusError ? error.status : failure(500, "InternalError", "Internal error occurred: the peer failed to handle the request") };
       }
     }
+    if (requestLog.length >= requestLogLimit) requestLog.shift();
     requestLog.push({
       atMs: cluster.store.clock.wallNowMs(),
       method: request.method ?? "GET",

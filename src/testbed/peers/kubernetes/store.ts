@@ -31,8 +31,13 @@ export interface StoreChange {
   readonly kind: ResourceKind;
   readonly type: "ADDED" | "MODIFIED" | "DELETED";
   readonly object: KubeObject;
+  /** For MODIFIED: the object before the change (a selector may have matched it and no longer match). */
+  readonly previous?: KubeObject;
   readonly resourceVersion: number;
 }
+
+/** Eviction requests the log keeps (the oldest go first). */
+export const evictionLogLimit = 10_000;
 
 /** How many changes the store remembers for watches that resume from a resourceVersion. */
 export const changeHistoryLength = 5_000;
@@ -48,7 +53,8 @@ export function objectKey(namespace: string | undefined, name: string): string {
 export class ClusterStore {
   private resourceVersion = 1000;
   private readonly collections = new Map<ResourceKind, Map<string, KubeObject>>();
-  private readonly namespaceCreated = new Map<string, string>();
+  private readonly namespaceMeta = new Map<string, { uid: string; creationTimestamp: string }>();
+  /** Eviction requests, the last `evictionLogLimit`. */
   readonly evictions: EvictionRecord[] = [];
   private readonly changes: StoreChange[] = [];
   private readonly listeners = new Set<(change: StoreChange) => void>();
@@ -67,15 +73,15 @@ export class ClusterStore {
   }
 
   ensureNamespace(namespace: string): void {
-    if (!this.namespaceCreated.has(namespace)) this.namespaceCreated.set(namespace, this.nowIso());
+    if (!this.namespaceMeta.has(namespace)) this.namespaceMeta.set(namespace, { uid: randomUUID(), creationTimestamp: this.nowIso() });
   }
 
   hasNamespace(namespace: string): boolean {
-    return this.namespaceCreated.has(namespace);
+    return this.namespaceMeta.has(namespace);
   }
 
-  namespaces(): Array<{ name: string; creationTimestamp: string }> {
-    return [...this.namespaceCreated].map(([name, creationTimestamp]) => ({ name, creationTimestamp })).sort((a, b) => a.name.localeCompare(b.name));
+  namespaces(): Array<{ name: string; uid: string; creationTimestamp: string }> {
+    return [...this.namespaceMeta].map(([name, meta]) => ({ name, ...meta })).sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** Calls `listener` with every change from now on; returns the unsubscribe function. */
@@ -91,8 +97,8 @@ export class ClusterStore {
     return this.changes.filter((change) => change.resourceVersion > resourceVersion).map((change) => copyOf(change));
   }
 
-  private record(kind: ResourceKind, type: StoreChange["type"], object: KubeObject): void {
-    const change: StoreChange = { kind, type, object: copyOf(object), resourceVersion: this.resourceVersion };
+  private record(kind: ResourceKind, type: StoreChange["type"], object: KubeObject, previous?: KubeObject): void {
+    const change: StoreChange = { kind, type, object: copyOf(object), ...(previous ? { previous: copyOf(previous) } : {}), resourceVersion: this.resourceVersion };
     this.changes.push(change);
     if (this.changes.length > changeHistoryLength) this.changes.shift();
     for (const listener of this.listeners) listener(copyOf(change));
@@ -140,7 +146,7 @@ export class ClusterStore {
     stored.metadata.creationTimestamp = current.metadata.creationTimestamp;
     stored.metadata.resourceVersion = String(++this.resourceVersion);
     this.collection(kind).set(key, stored);
-    this.record(kind, "MODIFIED", stored);
+    this.record(kind, "MODIFIED", stored, current);
     return copyOf(stored);
   }
 

@@ -94,6 +94,10 @@ const layouts: Record<string, { columns: Column[]; row: (object: KubeObject, now
     columns: [column("Last Seen"), column("Type"), column("Reason"), column("Object"), column("Subobject", 1), column("Source", 1), column("Message"), column("First Seen", 1), column("Count", 1), column("Name", 1, "name")],
     row: eventRow,
   },
+  namespaces: {
+    columns: [column("Name", 0, "name"), column("Status"), column("Age")],
+    row: (ns, nowMs) => [ns.metadata.name, (ns.status as { phase?: string } | undefined)?.phase ?? "", age(ns.metadata.creationTimestamp, nowMs)],
+  },
   poddisruptionbudgets: {
     columns: [column("Name", 0, "name"), column("Min Available"), column("Max Unavailable"), column("Allowed Disruptions", 0, "", "integer"), column("Age")],
     row: budgetRow,

@@ -34,11 +34,9 @@ export function streamWatch(response: ServerResponse, store: ClusterStore, watch
   const send = (type: string, object: unknown): void => {
     response.write(`${JSON.stringify({ type, object })}\n`);
   };
-  const relevant = (change: StoreChange): KubeObject | undefined => {
-    if (change.kind !== watch.kind) return undefined;
-    if (watch.namespace !== undefined && change.object.metadata.namespace !== watch.namespace) return undefined;
-    const viewed = watch.view(change.object);
-    return watch.matches(viewed) ? viewed : undefined;
+  const deliver = (change: StoreChange): void => {
+    const event = watchEvent(watch, change);
+    if (event && !ended) send(event.type, render(event.object));
   };
   let ended = false;
   let unsubscribe = (): void => undefined;
@@ -60,14 +58,23 @@ export function streamWatch(response: ServerResponse, store: ClusterStore, watch
       end();
       return end;
     }
-    for (const change of replay) {
-      const object = relevant(change);
-      if (object) send(change.type, render(object));
-    }
+    for (const change of replay) deliver(change);
   }
-  unsubscribe = store.subscribe((change) => {
-    const object = relevant(change);
-    if (object && !ended) send(change.type, render(object));
-  });
+  unsubscribe = store.subscribe(deliver);
   return end;
+}
+
+/**
+ * What a watch reports for a change, as the API server's filtered watch does: a MODIFIED object that starts matching
+ * the selectors is ADDED, one that stops matching is DELETED; changes of other kinds, namespaces or objects are none.
+ */
+export function watchEvent(watch: Pick<WatchRequest, "kind" | "namespace" | "matches" | "view">, change: StoreChange): { type: StoreChange["type"]; object: KubeObject } | undefined {
+  if (change.kind !== watch.kind) return undefined;
+  if (watch.namespace !== undefined && change.object.metadata.namespace !== watch.namespace) return undefined;
+  const object = watch.view(change.object);
+  const matchesNow = watch.matches(object);
+  if (change.type !== "MODIFIED" || !change.previous) return matchesNow ? { type: change.type, object } : undefined;
+  const matchedBefore = watch.matches(watch.view(change.previous));
+  if (matchesNow) return { type: matchedBefore ? "MODIFIED" : "ADDED", object };
+  return matchedBefore ? { type: "DELETED", object } : undefined;
 }

@@ -29,10 +29,10 @@ export function handlePodDisruptionBudgets(request: ApiRequest, cluster: Cluster
 export function handleNamespaces(request: ApiRequest, cluster: Cluster): ApiResponse {
   if (request.namespace !== undefined) throw notFound("namespaces", request.namespace);
   const namespaces = (): KubeObject[] =>
-    cluster.store.namespaces().map(({ name, creationTimestamp }) => ({
+    cluster.store.namespaces().map(({ name, uid, creationTimestamp }) => ({
       apiVersion: "v1",
       kind: "Namespace",
-      metadata: { name, uid: `00000000-0000-4000-8000-${Buffer.from(name).toString("hex").padEnd(12, "0").slice(0, 12)}`, resourceVersion: "1", creationTimestamp, labels: { "kubernetes.io/metadata.name": name } },
+      metadata: { name, uid, resourceVersion: "1", creationTimestamp, labels: { "kubernetes.io/metadata.name": name } },
       spec: { finalizers: ["kubernetes"] },
       status: { phase: "Active" },
     }));
