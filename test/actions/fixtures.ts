@@ -1,6 +1,6 @@
 // Test fixtures for actions: a VM identity, a Scheduled event and the Transition record the collector would emit for it.
 import type { TransitionRecord, RecordIdentity, EventFields, EventStatus } from "../../src/contract/record.js";
-import { transitionRecordId } from "../../src/contract/record-id.js";
+import { transitionRecord } from "../helpers/records.js";
 import type { PostStartRequest } from "../../src/agent/actions/approver.js";
 import { ImdsClient } from "../../src/agent/imds/client.js";
 import { systemClock } from "../../src/agent/util/clock.js";
@@ -34,22 +34,7 @@ export function event(overrides: Partial<EventFields> & { EventStatus?: EventSta
 }
 
 export function transition(overrides: Partial<TransitionRecord> = {}): TransitionRecord {
-  const e = event();
-  const record: TransitionRecord = {
-    ...vm,
-    ...e,
-    RecordId: "",
-    RecordType: "Transition",
-    TimeGenerated: "2022-04-11T22:10:00.000Z",
-    ObservedAt: "2022-04-11T22:10:00.000Z",
-    PreviousStatus: "",
-    DocumentIncarnation: 2,
-    AffectsThisVm: true,
-    ObservationGap: false,
-    AgentVersion: "0.1.0",
-    ...overrides,
-  };
-  return { ...record, RecordId: record.RecordId || transitionRecordId(record.VmId, record.EventId, record.EventStatus) };
+  return transitionRecord({ ...vm, ...event(), TimeGenerated: "2022-04-11T22:10:00.000Z", ObservedAt: "2022-04-11T22:10:00.000Z", DocumentIncarnation: 2, ...overrides });
 }
 
 /** The agent's approval transport: its IMDS client's POST (rate-limited, Metadata header, no proxy, no redirects). */

@@ -1,6 +1,6 @@
 // Test fixtures for the Event Hubs sink: outbox entries of transition and heartbeat records, a sink factory for a peer,
 // and a tally of per-record outcomes (drains go through the real drainer: test/helpers/ledger-drain.ts).
-import { transitionRecordId } from "../../src/contract/record-id.js";
+import { transitionRecord } from "../helpers/records.js";
 import { unknownVmIdentity, type EventStatus, type HeartbeatRecord, type SefRecord, type TransitionRecord } from "../../src/contract/record.js";
 import { heartbeatRecord } from "../../src/agent/observability/heartbeat.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
@@ -11,36 +11,20 @@ export const vmId = "6c5d0d4a-1111-2222-3333-444455556666";
 const statuses: readonly EventStatus[] = ["Scheduled", "Started", "Completed"];
 
 export function transition(eventId: string, status: EventStatus, index: number, padding = ""): TransitionRecord {
-  return {
-    RecordId: transitionRecordId(vmId, eventId, status),
-    RecordType: "Transition",
+  return transitionRecord({
     TimeGenerated: new Date(1_700_000_000_000 + index).toISOString(),
     ObservedAt: new Date(1_700_000_000_000 + index).toISOString(),
     EventId: eventId,
     EventStatus: status,
-    PreviousStatus: "",
-    EventType: "Reboot",
-    ResourceType: "VirtualMachine",
     Resources: ["web-vmss_3"],
-    NotBefore: null,
     Description: padding,
-    EventSource: "Platform",
-    DurationInSeconds: -1,
     DocumentIncarnation: index + 1,
-    AffectsThisVm: true,
-    ObservationGap: false,
     VmName: "web-vmss_3",
     VmId: vmId,
     VmResourceId: "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/web-vmss_3",
-    SubscriptionId: "00000000-0000-0000-0000-000000000000",
-    ResourceGroup: "rg",
-    Location: "westeurope",
     VmScaleSetName: "web-vmss",
     Zone: "2",
-    Tags: {},
-    AgentId: "00000000-0000-4000-8000-000000000001",
-    AgentVersion: "0.1.0",
-  };
+  });
 }
 
 /** A Heartbeat record as the agent builds it (no EventId: its partition key falls back to the VmId). */

@@ -1,5 +1,5 @@
 // Transition records of many VMs for the fleet tests, built like the agent builds them (RecordId from the contract).
-import { transitionRecordId } from "../../src/contract/record-id.js";
+import { transitionRecord } from "../helpers/records.js";
 import type { EventStatus, TransitionRecord } from "../../src/contract/record.js";
 
 export interface VmFixture {
@@ -22,34 +22,24 @@ export function fleetTransition(
   options: { eventType?: string; notBefore?: string | null; timeMs?: number; eventSource?: string } = {},
 ): TransitionRecord {
   const vmId = `00000000-0000-0000-0000-${reporter.name.replace(/[^0-9]/g, "").padStart(12, "0")}`;
-  return {
-    RecordId: transitionRecordId(vmId, eventId, status),
-    RecordType: "Transition",
+  return transitionRecord({
     TimeGenerated: new Date(options.timeMs ?? Date.now()).toISOString(),
     ObservedAt: new Date(options.timeMs ?? Date.now()).toISOString(),
     EventId: eventId,
     EventStatus: status,
-    PreviousStatus: "",
     EventType: options.eventType ?? "Reboot",
-    ResourceType: "VirtualMachine",
     Resources: affected.map((v) => v.name),
     NotBefore: options.notBefore === undefined ? new Date((options.timeMs ?? Date.now()) + 15 * 60_000).toISOString() : options.notBefore,
     Description: "Host server is undergoing maintenance.",
     EventSource: options.eventSource ?? "Platform",
-    DurationInSeconds: -1,
-    DocumentIncarnation: 1,
     AffectsThisVm: affected.some((v) => v.name === reporter.name),
-    ObservationGap: false,
     VmName: reporter.name,
     VmId: vmId,
     VmResourceId: `/subscriptions/0000/resourceGroups/${reporter.resourceGroup}/providers/Microsoft.Compute/virtualMachines/${reporter.name}`,
-    SubscriptionId: "00000000-0000-0000-0000-000000000000",
     ResourceGroup: reporter.resourceGroup,
-    Location: "westeurope",
     VmScaleSetName: reporter.scaleSet,
     Zone: reporter.zone,
     Tags: reporter.tags ?? {},
     AgentId: `agent-${reporter.name}`,
-    AgentVersion: "0.1.0",
-  };
+  });
 }

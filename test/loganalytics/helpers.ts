@@ -3,6 +3,7 @@
 import type { ApprovalRecord, HeartbeatRecord, HookRecord, KubernetesRecord, MalformedEventRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
+import { transitionRecord as baseTransition } from "../helpers/records.js";
 import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 import type { TokenCredential } from "../../src/agent/sinks/loganalytics/sink.js";
 
@@ -20,29 +21,18 @@ const vm = {
 };
 
 export function transitionRecord(n: number, overrides: Partial<TransitionRecord> = {}): TransitionRecord {
-  const EventId = `EVT-${n}`;
-  return {
-    RecordId: transitionRecordId(vm.VmId, EventId, "Scheduled"),
-    RecordType: "Transition",
+  return baseTransition({
+    RecordId: transitionRecordId(vm.VmId, `EVT-${n}`, "Scheduled"),
     TimeGenerated: new Date(Date.now()).toISOString(),
     ObservedAt: new Date(Date.now()).toISOString(),
-    EventId,
-    EventStatus: "Scheduled",
-    PreviousStatus: "",
-    EventType: "Reboot",
-    ResourceType: "VirtualMachine",
+    EventId: `EVT-${n}`,
     Resources: ["vm-1", "vm-2"],
     NotBefore: "2024-05-01T12:00:00.000Z",
     Description: "Host maintenance",
-    EventSource: "Platform",
-    DurationInSeconds: -1,
     DocumentIncarnation: n,
-    AffectsThisVm: true,
-    ObservationGap: false,
     ...vm,
-    AgentVersion: "0.1.0",
     ...overrides,
-  };
+  });
 }
 
 /** One fully populated record of every record type. */

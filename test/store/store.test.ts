@@ -12,18 +12,10 @@ import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
 import { StoreError } from "../../src/agent/store/errors.js";
 import { emptyCollectorState } from "../../src/agent/collector/state.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
-import { unknownVmIdentity } from "../../src/contract/record.js";
+import { heartbeatRecord } from "../helpers/records.js";
 
-const record = (i: number, pad = 0): HeartbeatRecord => ({
-  RecordId: `r${i}`,
-  RecordType: "Heartbeat",
-  TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
-  ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
-  ...unknownVmIdentity,
-  AgentId: "00000000-0000-4000-8000-000000000001",
-  AgentVersion: "t",
-  Detail: "x".repeat(pad),
-});
+const record = (i: number, pad = 0): HeartbeatRecord =>
+  heartbeatRecord(i, { recordId: `r${i}`, agentId: "00000000-0000-4000-8000-000000000001", detail: "x".repeat(pad) });
 
 let dir: string;
 beforeEach(() => {
