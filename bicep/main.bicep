@@ -119,7 +119,7 @@ param fleetImage string = ''
 @description('Replicas of sef fleet; the hub\'s partitions are spread over them.')
 param fleetReplicas int = 2
 
-@description('sef fleet notification targets (see README: sef fleet).')
+@description('sef fleet notification targets (see src/fleet/README.md).')
 param fleetTargets array = []
 
 @description('sef fleet rules routing fleet events to targets.')

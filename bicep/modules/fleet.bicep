@@ -24,7 +24,7 @@ param image string
 @description('Replicas of sef fleet; Event Hubs load balancing spreads the partitions over them.')
 param replicas int = 2
 
-@description('Notification targets and rules of the fleet config (see README, sef fleet); the Event Hubs and checkpoint sections are filled in here.')
+@description('Notification targets and rules of the fleet config (see src/fleet/README.md); the Event Hubs and checkpoint sections are filled in here.')
 param targets array
 
 @description('Rules that route fleet events to targets.')

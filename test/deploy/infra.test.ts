@@ -283,11 +283,11 @@ describe("infra/linux/sef-privileged-hooks.conf (drop-in for drain-then-approve 
     expect(relaxed.exposure).toBeGreaterThan(base.exposure);
   });
 
-  it("documents how to install it, as the README does", () => {
+  it("documents how to install it, as infra/README.md does", () => {
     const dropIn = read("infra/linux/sef-privileged-hooks.conf");
     expect(dropIn).toContain("/etc/systemd/system/sef.service.d/privileged-hooks.conf");
     expect(dropIn).toMatch(/^\[Service\]$/m);
-    expect(read("README.md")).toContain("sef-privileged-hooks.conf");
+    expect(read("infra/README.md")).toContain("sef-privileged-hooks.conf");
   });
 });
 

@@ -199,13 +199,13 @@ describe("payloads", () => {
 });
 
 describe("the example config", () => {
-  it("is valid and is the one the README shows", async () => {
+  it("is valid and is the one the fleet's docs show", async () => {
     const { readFileSync } = await import("node:fs");
     const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
     const text = readFileSync(new URL("../../infra/fleet/fleet.json", import.meta.url), "utf8");
     expect(fleetSettingsSchema.safeParse(JSON.parse(text)).success).toBe(true);
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const block = /An example config is `infra\/fleet\/fleet.json`[^\n]*\n\n```json\n([\s\S]*?)\n```/.exec(readme)?.[1];
+    const doc = readFileSync(new URL("../../src/fleet/README.md", import.meta.url), "utf8");
+    const block = /An example config is `infra\/fleet\/fleet.json`[^\n]*\n\n```json\n([\s\S]*?)\n```/.exec(doc)?.[1];
     expect(JSON.parse(block ?? "null")).toEqual(JSON.parse(text));
   });
   it("takes rules on tags as {name: glob}", async () => {

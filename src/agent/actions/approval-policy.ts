@@ -2,6 +2,7 @@
 // Config section `approval`; the I/O of approving lives in approver.ts.
 import * as z from "zod/mini";
 import "../util/zod-locale.js";
+import { documented } from "../util/setting-doc.js";
 import type { EventFields, EventStatus } from "@sef/contract/record.js";
 
 export const approvalModes = ["off", "dry-run", "on"] as const;
@@ -10,16 +11,11 @@ export type ApprovalMode = (typeof approvalModes)[number];
 /** One rule: an event matches when every condition given holds. A rule with no condition is refused (it would approve everything). */
 export const approvalRuleSchema = z
   .strictObject({
-    /** EventSource values (case-insensitive), e.g. ["User"]. */
-    eventSource: z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))),
-    /** EventType values (case-insensitive), e.g. ["Freeze"]. */
-    eventType: z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))),
-    /** DurationInSeconds >= this (inclusive). Note: IMDS uses -1 for "unknown". */
-    minDurationSeconds: z.optional(z.number().check(z.int())),
-    /** DurationInSeconds < this (exclusive). */
-    maxDurationSecondsExclusive: z.optional(z.number().check(z.int())),
-    /** This VM's name is (true) / is not (false) in Resources. */
-    affectsThisVm: z.optional(z.boolean()),
+    eventSource: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), { description: "EventSource values (case-insensitive), e.g. `[\"User\"]`." }),
+    eventType: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), { description: "EventType values (case-insensitive), e.g. `[\"Freeze\"]`." }),
+    minDurationSeconds: documented(z.optional(z.number().check(z.int())), { description: "`DurationInSeconds` ≥ this (inclusive; IMDS uses -1 for unknown)." }),
+    maxDurationSecondsExclusive: documented(z.optional(z.number().check(z.int())), { description: "`DurationInSeconds` < this (exclusive).", unit: "seconds" }),
+    affectsThisVm: documented(z.optional(z.boolean()), { description: "This VM's name is (true) or is not (false) in `Resources`." }),
   })
   .check(
     z.refine((rule) => Object.values(rule).some((v) => v !== undefined), {
@@ -29,12 +25,10 @@ export const approvalRuleSchema = z
 export type ApprovalRule = z.infer<typeof approvalRuleSchema>;
 
 export const approvalPolicySchema = z.strictObject({
-  mode: z._default(z.enum(approvalModes), "off"),
-  rules: z._default(z.array(approvalRuleSchema), []),
-  /** first-resource: only the VM named first in Resources approves (one approver per fleet); this-vm: any affected VM approves. */
-  approver: z._default(z.enum(["first-resource", "this-vm"]), "first-resource"),
-  /** Approve only after every prepare hook (hooks `on: ["Scheduled"]`) for the event succeeded. */
-  requirePrepareHookSuccess: z._default(z.boolean(), false),
+  mode: documented(z._default(z.enum(approvalModes), "off"), { description: "`off`, `dry-run` (records `DryRun` Approval records, sends nothing), `on`." }),
+  rules: documented(z._default(z.array(approvalRuleSchema), []), { description: "Approve when any rule matches; a rule matches when all of its conditions hold (a rule without conditions is refused)." }),
+  approver: documented(z._default(z.enum(["first-resource", "this-vm"]), "first-resource"), { description: "`first-resource` (only the VM named first in `Resources` approves: one approver per fleet) or `this-vm` (every affected VM approves)." }),
+  requirePrepareHookSuccess: documented(z._default(z.boolean(), false), { description: "Approve only after every `Scheduled` hook for the event succeeded (drain, then approve)." }),
 });
 export type ApprovalPolicy = z.infer<typeof approvalPolicySchema>;
 

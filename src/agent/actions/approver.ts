@@ -132,7 +132,7 @@ export async function attemptApproval(targets: readonly ApprovalTarget[], deps: 
 
 /**
  * The report for an approval whose POST was in flight when the agent died or stopped: Outcome Interrupted, HttpStatus 0.
- * Its outcome is unknown, so it is never sent again (see README, "acting on events").
+ * Its outcome is unknown, so it is never sent again (see README.md in this folder, "Actions are persisted").
  */
 export function interruptedApprovalRecord(target: Omit<ApprovalTarget, "reason">, vm: RecordIdentity, detail: string, nowMs: number, agentVersion: string): ApprovalRecord {
   return {

@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import * as z from "zod/mini";
 import "../util/zod-locale.js";
+import { documented } from "../util/setting-doc.js";
 import type { Logger } from "pino";
 import type { HookRecord, TransitionRecord } from "@sef/contract/record.js";
 import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
@@ -21,24 +22,20 @@ const exitToCloseGraceMs = 1000;
 export const hookInterruptedPolicies = ["skip", "rerun"] as const;
 
 export const hookSchema = z.strictObject({
-  /** Unique name: appears in records, logs and the RecordId. */
-  name: z.string().check(z.minLength(1)),
-  /** Statuses that trigger the hook. */
-  on: z.array(z.enum(["Scheduled", "Started", "Completed", "Canceled"])).check(z.minLength(1)),
-  /** Executable and arguments; run without a shell. */
-  command: z.array(z.string()).check(
-    z.minLength(1),
-    z.refine((argv) => argv[0] !== "", { message: "command[0] must name an executable" }),
+  name: documented(z.string().check(z.minLength(1)), { description: "Unique name: appears in records, logs and the RecordId." }),
+  on: documented(z.array(z.enum(["Scheduled", "Started", "Completed", "Canceled"])).check(z.minLength(1)), { description: "Statuses that trigger the hook: `Scheduled`, `Started`, `Completed`, `Canceled`." }),
+  command: documented(
+    z.array(z.string()).check(
+      z.minLength(1),
+      z.refine((argv) => argv[0] !== "", { message: "command[0] must name an executable" }),
+    ),
+    { description: "Executable and arguments (`[\"/path/exe\", \"arg\"]`), run without a shell." },
   ),
-  /** Run time limit; then SIGTERM, then SIGKILL after killGraceMs. */
-  timeoutMs: z._default(z.number().check(z.int(), z.positive()), defaultHookTimeoutMs),
-  killGraceMs: z._default(z.number().check(z.int(), z.nonnegative()), defaultHookKillGraceMs),
-  /** Only these EventTypes (case-insensitive); all when absent. */
-  eventTypes: z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))),
-  /** Only events whose Resources include this VM (default true). */
-  affectsThisVmOnly: z._default(z.boolean(), true),
-  /** A run cut off by a crash or shutdown: "skip" (default) reports it Interrupted and leaves it; "rerun" also runs it again. */
-  onInterrupted: z._default(z.enum(hookInterruptedPolicies), "skip"),
+  timeoutMs: documented(z._default(z.number().check(z.int(), z.positive()), defaultHookTimeoutMs), { description: "Run time limit; then the hook's process group gets SIGTERM, then SIGKILL after `killGraceMs`." }),
+  killGraceMs: documented(z._default(z.number().check(z.int(), z.nonnegative()), defaultHookKillGraceMs), { description: "Time between SIGTERM and SIGKILL." }),
+  eventTypes: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), { description: "Only these EventTypes (case-insensitive); all when absent." }),
+  affectsThisVmOnly: documented(z._default(z.boolean(), true), { description: "Only events whose `Resources` include this VM." }),
+  onInterrupted: documented(z._default(z.enum(hookInterruptedPolicies), "skip"), { description: "A run cut off by a crash, `kill -9` or a shutdown: `skip` reports it `Interrupted` and leaves it; `rerun` also runs it again (at most 3 runs in all)." }),
 });
 export type HookConfig = z.infer<typeof hookSchema>;
 

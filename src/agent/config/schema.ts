@@ -15,63 +15,97 @@ import { storeDefaults } from "../store/store.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";
 import { platformDataDir } from "./data-dir.js";
+import { documented } from "../util/setting-doc.js";
 
 const positiveMs = z.number().check(z.int(), z.positive());
 
 export const agentConfigSchema = z.strictObject({
-  /** Base URL of IMDS; when unset the endpoint is discovered (169.254.169.254, then DHCP option 245 sources). */
-  imdsUrl: z.optional(z.url({ protocol: /^https?$/ })),
-  /** How the IMDS endpoint is found when `imdsUrl` is unset. */
-  imdsDiscovery: z._default(imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings),
-  /** Scheduled events api-version. */
-  apiVersion: z._default(z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}$/, "must look like 2020-07-01")), imdsDefaults.apiVersion),
-  /** Poll period in milliseconds (IMDS allows 5 requests a second, so at least 200). */
-  pollIntervalMs: z._default(z.number().check(z.int(), z.minimum(200), z.maximum(60_000)), 1000),
-  /** Durable state and outbox directory (default: see platformDataDir). */
-  dataDir: z._default(z.string().check(z.minLength(1)), () => platformDataDir()),
-  /** Sink specs: stdout, jsonl:PATH, eventhubs, loganalytics, webhook. */
-  sinks: z._default(z.array(z.string().check(z.minLength(1))).check(z.minLength(1, "at least one sink is needed")), ["stdout"]),
-  logLevel: z._default(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]), "info"),
-  /** How long SIGTERM/SIGINT may spend flushing sinks before exiting, in milliseconds. */
-  shutdownFlushMs: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 5000),
-  /** IMDS request timeout until the first answer (the service may take up to 2 minutes to enable). */
-  imdsFirstCallTimeoutMs: z._default(positiveMs, imdsDefaults.firstCallTimeoutMs),
-  /** IMDS request timeout after the first answer. */
-  imdsRequestTimeoutMs: z._default(positiveMs, imdsDefaults.requestTimeoutMs),
-  /** Largest IMDS body accepted, in bytes. */
-  imdsMaxBodyBytes: z._default(z.number().check(z.int(), z.minimum(1024)), imdsDefaults.maxBodyBytes),
-  /** How often instance metadata (VM identity) is re-read, in milliseconds. */
-  computeRefreshMs: z._default(positiveMs, 60 * 60 * 1000),
-  /** Largest pause between successful polls before records carry ObservationGap, in milliseconds (default: 5 × poll interval, at least 10 s). */
-  gapThresholdMs: z.optional(positiveMs),
-  /** Emitted (EventId, status) keys are kept this long after the event ended (at least 7 days). */
-  emittedRetentionMs: z._default(z.number().check(z.int(), z.minimum(7 * 24 * 3600 * 1000, "must be at least 7 days")), 7 * 24 * 3600 * 1000),
-  /** Outbox size cap in bytes of JSON; past it the oldest records are dead-lettered as "store-overflow". */
-  maxOutboxBytes: z._default(z.number().check(z.int(), z.minimum(1024 * 1024)), storeDefaults.maxOutboxBytes),
-  /** Heartbeat record period in milliseconds; 0 turns heartbeats off. */
-  heartbeatIntervalMs: z._default(z.number().check(z.int(), z.minimum(0)), defaultHeartbeatIntervalMs),
-  retry: z._default(
-    z.strictObject({
-      initialDelayMs: z._default(positiveMs, defaultRetryPolicy.initialDelayMs),
-      maxDelayMs: z._default(positiveMs, defaultRetryPolicy.maxDelayMs),
-      multiplier: z._default(z.number().check(z.minimum(1), z.maximum(10)), defaultRetryPolicy.multiplier),
-    }),
-    defaultRetryPolicy,
+  imdsUrl: documented(z.optional(z.url({ protocol: /^https?$/ })), {
+    description: "IMDS base URL; when set, it is used as is and nothing is discovered (nor remembered). Unset: the endpoint is discovered (169.254.169.254, then the DHCP option 245 sources; see src/agent/imds/README.md).",
+    defaultText: "(discovered)",
+  }),
+  imdsDiscovery: documented(z._default(imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings), { description: "How the IMDS endpoint is found when `imdsUrl` is unset." }),
+  apiVersion: documented(z._default(z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}$/, "must look like 2020-07-01")), imdsDefaults.apiVersion), {
+    description: "Scheduled events api-version (older versions work: missing fields get defaults).",
+  }),
+  pollIntervalMs: documented(z._default(z.number().check(z.int(), z.minimum(200), z.maximum(60_000)), 1000), {
+    description: "Poll period (IMDS allows 5 requests a second, so at least 200).",
+  }),
+  dataDir: documented(z._default(z.string().check(z.minLength(1)), () => platformDataDir()), {
+    description: "Durable state (`sef.db`), outbox and dead-letter files.",
+    defaultText: "`/var/lib/sef` (Windows: `C:\\ProgramData\\sef\\data`)",
+  }),
+  sinks: documented(z._default(z.array(z.string().check(z.minLength(1))).check(z.minLength(1, "at least one sink is needed")), ["stdout"]), {
+    description: "Where records go: `stdout`, `jsonl:PATH`, `eventhubs`, `loganalytics`, `webhook[:URL]` (`--sink` is repeatable; `SEF_SINKS` is comma-separated).",
+  }),
+  logLevel: documented(z._default(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]), "info"), {
+    description: "Level of the pino JSON logs on stderr.",
+  }),
+  shutdownFlushMs: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 5000), {
+    description: "How long SIGTERM/SIGINT may spend flushing sinks; the process ends within this + 3 s whatever a sink does.",
+  }),
+  imdsFirstCallTimeoutMs: documented(z._default(positiveMs, imdsDefaults.firstCallTimeoutMs), {
+    description: "IMDS total deadline per request until the first answer (the service may take up to 2 minutes to enable).",
+  }),
+  imdsRequestTimeoutMs: documented(z._default(positiveMs, imdsDefaults.requestTimeoutMs), {
+    description: "IMDS total deadline per request after the first answer, from connect to the body's last byte.",
+  }),
+  imdsMaxBodyBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024)), imdsDefaults.maxBodyBytes), {
+    description: "Largest IMDS body accepted; a larger one is a failed poll.",
+  }),
+  computeRefreshMs: documented(z._default(positiveMs, 60 * 60 * 1000), {
+    description: "How often the VM identity (`instance/compute`) is re-read (every 30 s while unknown).",
+  }),
+  gapThresholdMs: documented(z.optional(positiveMs), {
+    description: "A longer pause between good polls marks the next records with `ObservationGap`.",
+    defaultText: "5 × poll interval, at least 10000",
+  }),
+  emittedRetentionMs: documented(z._default(z.number().check(z.int(), z.minimum(7 * 24 * 3600 * 1000, "must be at least 7 days")), 7 * 24 * 3600 * 1000), {
+    description: "How long emitted (EventId, EventStatus) keys are kept after an event ended (at least 7 days).",
+  }),
+  maxOutboxBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024 * 1024)), storeDefaults.maxOutboxBytes), {
+    description: "Outbox size cap (bytes of JSON, 256 MiB by default); past it the oldest records are dead-lettered (\"evicted\") and removed: see src/agent/store/README.md.",
+  }),
+  heartbeatIntervalMs: documented(z._default(z.number().check(z.int(), z.minimum(0)), defaultHeartbeatIntervalMs), {
+    description: "`Heartbeat` record period; 0 turns heartbeats (and the goodbye) off.",
+  }),
+  retry: documented(
+    z._default(
+      z.strictObject({
+        initialDelayMs: documented(z._default(positiveMs, defaultRetryPolicy.initialDelayMs), { description: "First retry delay of the shared sink retry policy." }),
+        maxDelayMs: documented(z._default(positiveMs, defaultRetryPolicy.maxDelayMs), { description: "Longest retry delay." }),
+        multiplier: documented(z._default(z.number().check(z.minimum(1), z.maximum(10)), defaultRetryPolicy.multiplier), {
+          description: "Growth of the delay per retry.",
+        }),
+      }),
+      defaultRetryPolicy,
+    ),
+    {
+      description:
+        "The shared sink retry policy: exponential backoff with jitter; a server's retry-after hint wins, clamped to [`initialDelayMs`, `maxDelayMs`] (`Retry-After: 0` waits `initialDelayMs`) and spread over up to half again (a 10 s hint waits 10–15 s, never less than the hint), so a fleet throttled in one second does not retry in one second.",
+    },
   ),
-  /** Overrides `metrics.port` (0 = any free port). */
-  metricsPort: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(65535))),
-  /** Test-only: extra headers for IMDS requests (the simulator picks a VM by `X-Sef-Sim-Vm`). */
-  imdsExtraHeaders: z._default(z.record(z.string(), z.string()), {}),
+  metricsPort: documented(z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(65535))), {
+    description: "Overrides `metrics.port`; 0 picks a free port.",
+    defaultText: "(unset)",
+  }),
+  imdsExtraHeaders: documented(z._default(z.record(z.string(), z.string()), {}), {
+    description: "Test-only: extra headers for IMDS requests (the simulator picks a VM by `X-Sef-Sim-Vm`).",
+  }),
   /** Sink sections: validated whenever present; required fields are checked for the sinks in use (rules.ts). */
-  eventhubs: z.optional(eventHubsSettingsSchema),
-  loganalytics: z.optional(logAnalyticsSettingsSchema),
-  webhook: z.optional(webhookSettingsSchema),
-  /** The /metrics, /healthz, /readyz server. */
-  metrics: z._default(metricsServerConfigSchema, metricsServerConfigSchema.parse({})),
-  approval: z._default(approvalPolicySchema, approvalPolicySchema.parse({})),
-  hooks: hooksConfigSchema,
-  /** When /readyz reports a sink that delivers nothing while records wait. */
-  readiness: z._default(readinessConfigSchema, readinessConfigSchema.parse({})),
+  eventhubs: documented(z.optional(eventHubsSettingsSchema), { description: "The Event Hubs sink: see src/agent/sinks/eventhubs/README.md." }),
+  loganalytics: documented(z.optional(logAnalyticsSettingsSchema), { description: "The Log Analytics sink: see src/agent/sinks/loganalytics/README.md." }),
+  webhook: documented(z.optional(webhookSettingsSchema), { description: "The webhook sink: see src/agent/sinks/webhook/README.md." }),
+  metrics: documented(z._default(metricsServerConfigSchema, metricsServerConfigSchema.parse({})), {
+    description: "The `/metrics`, `/healthz`, `/readyz` server.",
+  }),
+  approval: documented(z._default(approvalPolicySchema, approvalPolicySchema.parse({})), {
+    description: "Approval policy (off by default): see src/agent/actions/README.md.",
+  }),
+  hooks: documented(hooksConfigSchema, { description: "Commands run on transitions: see src/agent/actions/README.md." }),
+  readiness: documented(z._default(readinessConfigSchema, readinessConfigSchema.parse({})), {
+    description: "When `/readyz` reports a sink that delivers nothing while records wait.",
+  }),
 });
 
 export type AgentConfig = z.infer<typeof agentConfigSchema>;

@@ -5,6 +5,7 @@ import * as z from "zod/mini";
 import type { Logger } from "pino";
 import { listen } from "../util/listen.js";
 import "../util/zod-locale.js";
+import { documented } from "../util/setting-doc.js";
 import { nodeHttp } from "../util/node-http.js";
 import type { AgentMetrics } from "./metrics.js";
 
@@ -13,11 +14,9 @@ export const defaultMaxSinkStuckMs = 10 * 60_000;
 const minMaxPollAgeMs = 30_000;
 
 export const metricsServerConfigSchema = z.strictObject({
-  enabled: z._default(z.boolean(), true),
-  /** Listen address; keep the loopback default unless a scraper elsewhere needs it. */
-  host: z._default(z.string().check(z.minLength(1)), "127.0.0.1"),
-  /** 0 = an ephemeral port (tests). */
-  port: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(65535)), defaultMetricsPort),
+  enabled: documented(z._default(z.boolean(), true), { description: "Serve `/metrics`, `/healthz` and `/readyz`." }),
+  host: documented(z._default(z.string().check(z.minLength(1)), "127.0.0.1"), { description: "Listen address; keep the loopback default unless a scraper elsewhere needs it." }),
+  port: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(65535)), defaultMetricsPort), { description: "Listen port (0: a free port)." }),
 });
 export type MetricsServerConfig = z.infer<typeof metricsServerConfigSchema>;
 
@@ -45,7 +44,7 @@ export const deadLetterStreakLimit = 3;
 
 /** Config section `readiness`: how long a sink may deliver nothing while records wait before /readyz fails. */
 export const readinessConfigSchema = z.strictObject({
-  sinkStallMs: z._default(z.number().check(z.int(), z.minimum(1000)), defaultMaxSinkStuckMs),
+  sinkStallMs: documented(z._default(z.number().check(z.int(), z.minimum(1000)), defaultMaxSinkStuckMs), { description: "`/readyz` fails when a sink delivered nothing for this long while records wait for it." }),
 });
 
 /** Default limits: polls may be at most max(10 × poll interval, 30 s) old; a sink may be stuck for 10 min. */

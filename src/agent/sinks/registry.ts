@@ -1,5 +1,5 @@
 // The sink registry: maps a `--sink SPEC` (type[:argument]) to the factory that builds it.
-// Adding a sink = one folder (settings, encode, sink, factory; see README "Adding a sink") + one line in `sinkFactories`.
+// Adding a sink = one folder (settings, encode, sink, factory; see README.md in this folder, "Adding a sink") + one line in `sinkFactories`.
 import type { SinkFactory } from "./sink.js";
 import { stdoutSinkFactory } from "./stdout/factory.js";
 import { jsonlSinkFactory } from "./jsonl/factory.js";

@@ -2,6 +2,7 @@
 // resolution of where the credentials come from. Pure logic (reads only the environment object it is given).
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
+import { documented } from "../../util/setting-doc.js";
 
 export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
 export const partitionKeyFields = ["EventId", "VmId", "RecordId", "none"] as const;
@@ -11,49 +12,34 @@ export type PartitionRouting = (typeof partitionRoutings)[number];
 
 export const eventHubsSettingsSchema = z
   .strictObject({
-    /** A SAS connection string in the config file (prefer `connectionStringEnv`: keeps the secret out of files). */
-    connectionString: z.optional(z.string().check(z.minLength(1))),
-    /** Environment variable holding the connection string. */
-    connectionStringEnv: z._default(z.string().check(z.minLength(1)), defaultConnectionStringEnv),
-    /** `<namespace>.servicebus.windows.net`: selects Entra ID auth (managed identity or the default chain). */
-    fullyQualifiedNamespace: z.optional(z.string().check(z.minLength(1))),
-    /** The event hub; required with `fullyQualifiedNamespace`, optional when the connection string has EntityPath. */
-    eventHubName: z.optional(z.string().check(z.minLength(1))),
-    /** Entra ID credential for `fullyQualifiedNamespace`. */
-    credential: z._default(z.enum(["managedIdentity", "default"]), "managedIdentity"),
-    /** Client id of a user-assigned managed identity (system-assigned when absent). */
-    managedIdentityClientId: z.optional(z.string().check(z.minLength(1))),
-    /** Where to connect instead of the namespace host (`amqps://host:port`): private endpoints, local peers. */
-    customEndpointAddress: z.optional(z.string().check(z.url())),
-    /** Record field used as partition key, so one event's transitions stay in order on one partition. */
-    partitionKeyField: z._default(z.enum(partitionKeyFields), "EventId"),
+    connectionString: documented(z.optional(z.string().check(z.minLength(1))), { description: "A connection string in the file (prefer the variable: it keeps the secret out of files)." }),
+    connectionStringEnv: documented(z._default(z.string().check(z.minLength(1)), defaultConnectionStringEnv), { description: "Environment variable holding a SAS connection string (`UseDevelopmentEmulator=true` supported)." }),
+    fullyQualifiedNamespace: documented(z.optional(z.string().check(z.minLength(1))), { description: "`<ns>.servicebus.windows.net`: Entra ID auth (managed identity or the default chain)." }),
+    eventHubName: documented(z.optional(z.string().check(z.minLength(1))), { description: "The hub (required with `fullyQualifiedNamespace`; optional when the connection string has `EntityPath`)." }),
+    credential: documented(z._default(z.enum(["managedIdentity", "default"]), "managedIdentity"), { description: "`managedIdentity` (ManagedIdentityCredential) or `default` (DefaultAzureCredential)." }),
+    managedIdentityClientId: documented(z.optional(z.string().check(z.minLength(1))), { description: "Client id of a user-assigned identity.", defaultText: "(system-assigned)" }),
+    customEndpointAddress: documented(z.optional(z.string().check(z.url())), { description: "`amqps://host:port` to connect to instead of the namespace host (private endpoints, local peers)." }),
+    partitionKeyField: documented(z._default(z.enum(partitionKeyFields), "EventId"), { description: "Record field used as the partition key, so one event's transitions stay in order on one partition: `EventId`, `VmId`, `RecordId` or `none`." }),
     /**
      * `key`: every batch carries the partition key and the service picks the partition (consumers see `partitionKey`).
      * `hash`: the sink maps the same key to the partition the service would choose and sends whole-partition batches:
      * identical placement and per-key order, far fewer round trips when a backlog holds many keys; events carry no
      * `partitionKey` annotation.
      */
-    partitionRouting: z._default(z.enum(partitionRoutings), "key"),
-    /** Most records handed to one send. */
-    maxBatchRecords: z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100_000)), 2000),
-    /** How long the drain loop waits for more records before a non-urgent send, in ms. */
-    lingerMs: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 100),
-    /** Event batches of one send that may be in flight at once (only batches with different partition keys). */
-    maxConcurrentBatches: z._default(z.number().check(z.int(), z.minimum(1), z.maximum(256)), 128),
-    /** Retries the SDK makes inside one send (exponential backoff), before the drain loop's own backoff. */
-    maxRetries: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(20)), 3),
-    /** First SDK retry delay, in ms. */
-    retryDelayMs: z._default(z.number().check(z.int(), z.minimum(1)), 800),
-    /** Cap of the SDK retry delay, in ms. */
-    maxRetryDelayMs: z._default(z.number().check(z.int(), z.minimum(1)), 10_000),
+    partitionRouting: documented(z._default(z.enum(partitionRoutings), "key"), { description: "`key`: each batch carries the partition key and the service picks the partition; `hash`: the sink maps the same key to the partition Event Hubs itself would choose and sends whole-partition batches (see src/agent/sinks/eventhubs/README.md)." }),
+    maxBatchRecords: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100_000)), 2000), { description: "Records per send (split into as many `EventDataBatch`es as the link's max message size needs).", unit: "records" }),
+    lingerMs: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 100), { description: "Wait for a fuller batch; records of `Preempt`/`Terminate` events and any `Started` are never held back." }),
+    maxConcurrentBatches: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(256)), 128), { description: "Batches in flight at once; a key's next batch starts only after its previous one was accepted (1 = strictly sequential).", unit: "batches" }),
+    maxRetries: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(20)), 3), { description: "The SDK's own retries inside one send (exponential mode), before the drain loop's backoff.", unit: "retries" }),
+    retryDelayMs: documented(z._default(z.number().check(z.int(), z.minimum(1)), 800), { description: "The SDK's first retry delay." }),
+    maxRetryDelayMs: documented(z._default(z.number().check(z.int(), z.minimum(1)), 10_000), { description: "Cap of the SDK's retry delay." }),
     /**
      * Close the AMQP connection after this many ms without a send, and reopen it for the next record (heartbeats
      * included): a namespace allows 5,000 connections (Standard), so a fleet must not hold one per VM forever.
      * 0 keeps the connection open until shutdown.
      */
-    idleCloseMs: z._default(z.number().check(z.int(), z.minimum(0), z.maximum(3_600_000)), 30_000),
-    /** Time limit of one SDK attempt (link setup + send + disposition), in ms. */
-    tryTimeoutMs: z._default(z.number().check(z.int(), z.minimum(1000)), 30_000),
+    idleCloseMs: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(3_600_000)), 30_000), { description: "Close the AMQP connection after this long without a send, reopen it for the next record (heartbeats included); `0` keeps it open until shutdown." }),
+    tryTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(1000)), 30_000), { description: "Time limit of one SDK attempt (link setup, send and disposition)." }),
   })
   .check(
     z.refine((s) => !(s.connectionString && s.fullyQualifiedNamespace), {

@@ -1,6 +1,7 @@
 // Webhook sink settings (config section `webhook`) and resolution of header values and the signing secret from the environment.
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
+import { documented } from "../../util/setting-doc.js";
 
 export const defaultWebhookTimeoutMs = 10_000;
 export const defaultWebhookMaxBatchRecords = 500;
@@ -12,21 +13,21 @@ const headerValueSchema = z.union([z.string(), z.strictObject({ fromEnv: z.strin
 export type HeaderValue = z.infer<typeof headerValueSchema>;
 
 export const webhookSettingsSchema = z.strictObject({
-  /** Endpoint receiving POSTs of JSON arrays of records; `--sink webhook:URL` overrides it. */
-  url: z.optional(z.url({ protocol: /^https?$/ })),
-  headers: z._default(z.record(z.string().check(z.minLength(1)), headerValueSchema), {}),
-  /** HMAC-SHA256 over the exact body bytes, sent as `sha256=<hex>`. */
-  signature: z.optional(
-    z.strictObject({
-      secretEnv: z.string().check(z.minLength(1)),
-      header: z._default(z.string().check(z.minLength(1)), defaultSignatureHeader),
-    }),
+  url: documented(z.optional(z.url({ protocol: /^https?$/ })), { description: "Http(s) endpoint receiving POSTs of JSON arrays of records (the `:URL` argument of `--sink webhook:URL` overrides it)." }),
+  headers: documented(z._default(z.record(z.string().check(z.minLength(1)), headerValueSchema), {}), { description: "`{\"Name\": \"literal\"}` or `{\"Name\": {\"fromEnv\": \"VAR\"}}` (the agent does not start if `VAR` is unset)." }),
+  signature: documented(
+    z.optional(
+      z.strictObject({
+        secretEnv: documented(z.string().check(z.minLength(1)), { description: "Environment variable holding the HMAC secret." }),
+        header: documented(z._default(z.string().check(z.minLength(1)), defaultSignatureHeader), { description: "Header carrying the signature." }),
+      }),
+    ),
+    { description: "Adds `sha256=<hex HMAC-SHA256 of the exact body>`, e.g. `{\"secretEnv\": \"SEF_WEBHOOK_SECRET\", \"header\": \"X-Sef-Signature\"}`.", defaultText: "none" },
   ),
-  timeoutMs: z._default(z.number().check(z.int(), z.positive()), defaultWebhookTimeoutMs),
-  maxBatchRecords: z._default(z.number().check(z.int(), z.positive()), defaultWebhookMaxBatchRecords),
-  maxBatchBytes: z._default(z.number().check(z.int(), z.minimum(1024)), defaultWebhookMaxBatchBytes),
-  /** Wait this long for more records before sending a non-urgent batch. */
-  lingerMs: z._default(z.number().check(z.int(), z.nonnegative()), 0),
+  timeoutMs: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookTimeoutMs), { description: "Time limit per request." }),
+  maxBatchRecords: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookMaxBatchRecords), { description: "Records per request; a larger batch is split.", unit: "records" }),
+  maxBatchBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024)), defaultWebhookMaxBatchBytes), { description: "Bytes per request; a larger batch is split, a single larger record is dead-lettered." }),
+  lingerMs: documented(z._default(z.number().check(z.int(), z.nonnegative()), 0), { description: "Wait for more records before sending a non-urgent batch." }),
 });
 export type WebhookSettings = z.infer<typeof webhookSettingsSchema>;
 
