@@ -9,7 +9,7 @@ const noRestartExitCodes = new Set([2, 78]);
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 // `run` gets V8's settings for a small resident process on node's command line, for its whole life (never changed while
-// it runs; the same as bin/sef gives it: src/agent/README.md, "V8 flags").
+// it runs; the same as bin/sef gives it: src/agent/cli/README.md, "V8 flags").
 const nodeFlags = args[0] === "run" ? ["--optimize-for-size", "--liftoff-only", "--no-maglev", "--no-turbofan"] : [];
 const child = spawn(process.execPath, [...nodeFlags, join(here, "sef.mjs"), ...args], { stdio: "inherit" });
 

@@ -10,7 +10,7 @@ import { runProcess } from "../helpers/run-process.js";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 
-/** What `sef run` gets: the V8 settings chosen by measurement (see src/agent/README.md, "V8 flags"). */
+/** What `sef run` gets: the V8 settings chosen by measurement (see src/agent/cli/README.md, "V8 flags"). */
 const runFlags = ["--optimize-for-size", "--liftoff-only", "--no-maglev", "--no-turbofan"];
 
 /** A stand-in for sef.mjs: prints the flags node was started with and the arguments it was given. */
