@@ -12,7 +12,11 @@ import { startLogsIngestionEmulator } from "../peers/logs-ingestion/index.js";
 import type { SefRecord } from "@sef/contract/record.js";
 
 const scenarioName = process.argv[2] ?? process.env.SEF_DEMO_SCENARIO ?? "live-migration";
-const cliPath = fileURLToPath(new URL("../../cli/main.js", import.meta.url));
+/**
+ * The agent's `sef` command, run as a child process (the testbed imports none of the agent's code): SEF_DEMO_AGENT_CLI,
+ * else the agent workspace's build beside this one (src/agent/dist/ from src/testbed/dist/demo/).
+ */
+const cliPath = process.env.SEF_DEMO_AGENT_CLI ?? fileURLToPath(new URL("../../../agent/dist/cli/main.js", import.meta.url));
 const color = process.stdout.isTTY ? (code: number, text: string) => `\u001b[${code}m${text}\u001b[0m` : (_: number, text: string) => text;
 
 function describe(record: SefRecord): string {
@@ -41,6 +45,10 @@ function tailEventHubs(connectionString: string, expected: number): Promise<numb
 }
 
 async function main(): Promise<number> {
+  if (!existsSync(cliPath)) {
+    console.error(`the agent's sef command is not built at ${cliPath} (run npm run build, or set SEF_DEMO_AGENT_CLI)`);
+    return 1;
+  }
   const dir = mkdtempSync(join(tmpdir(), "sef-demo-"));
   const sim = await startSimulator({ scenario: scenarioName });
   const hub = await startEventHubsEmulator({ hubName: "scheduled-events", partitionCount: 2 });
