@@ -2,6 +2,7 @@
 // for 5 minutes against the local peer (in a worker thread, counting concurrent TCP connections), time compressed by
 // `timeScale` (the send interval and the idle period both shrink; connection setup does not). Peak/mean connections,
 // delivered/lost, and the send latency a reconnect adds.
+import { plainWorkerExecArgv } from "./worker-exec-argv.js";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { nextWorkerMessage } from "./worker-messages.js";
@@ -80,7 +81,7 @@ async function startPeerWorker(): Promise<{ connectionString: string; stats(): P
       });
       parentPort.postMessage({ kind: "ready", connectionString: peer.connectionString });
     });`;
-  const worker = new Worker(source, { eval: true });
+  const worker = new Worker(source, { eval: true, execArgv: plainWorkerExecArgv() });
   const next = (kind: string): Promise<Record<string, unknown>> => nextWorkerMessage(worker, kind);
   const ready = await next("ready");
   return {

@@ -3,6 +3,7 @@
 // as the reference, the same sink alone in a loop (no store, no ledger: how the drain was measured before the ledger).
 // The peer runs in this thread ("inProcess": how the pre-ledger figure was taken, the peer's CPU competing with the
 // agent's) or in a worker thread ("worker": the service's work off the agent's thread, as a remote service would be).
+import { plainWorkerExecArgv } from "./worker-exec-argv.js";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { nextWorkerMessage } from "./worker-messages.js";
@@ -63,7 +64,7 @@ async function startPeer(placement: "inProcess" | "worker"): Promise<BenchPeer> 
       });
       parentPort.postMessage({ kind: "ready", endpoint: peer.endpoint, ruleId: peer.ruleId, caCertPath: peer.caCertPath });
     });`;
-  const worker = new Worker(source, { eval: true, workerData: { distPeer } });
+  const worker = new Worker(source, { eval: true, execArgv: plainWorkerExecArgv(), workerData: { distPeer } });
   const next = (kind: string): Promise<Record<string, unknown>> => nextWorkerMessage(worker, kind);
   const ready = await next("ready");
   return {

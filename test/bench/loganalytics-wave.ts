@@ -5,6 +5,7 @@
 // against the bound the limit imposes, the peak accepted requests in any minute against the limit.
 // DEPENDS on the `peers` branch: the peer's per-rule limits (`limits: { requestsPerMinute }`); without them the peer
 // enforces nothing and the figures say so (`limitEnforced: false`).
+import { plainWorkerExecArgv } from "./worker-exec-argv.js";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { nextWorkerMessage } from "./worker-messages.js";
@@ -81,7 +82,7 @@ async function startPeerWorker(requestsPerMinute: number): Promise<{
       });
       parentPort.postMessage({ kind: "ready", endpoint: peer.endpoint, ruleId: peer.ruleId, caCertPath: peer.caCertPath });
     });`;
-  const worker = new Worker(source, { eval: true, workerData: { distPeer, requestsPerMinute } });
+  const worker = new Worker(source, { eval: true, execArgv: plainWorkerExecArgv(), workerData: { distPeer, requestsPerMinute } });
   const next = (kind: string, timeoutMs: number): Promise<Record<string, unknown>> => nextWorkerMessage(worker, kind, timeoutMs);
   const ready = await next("ready", 30_000);
   return {
