@@ -87,7 +87,9 @@ async function parkWebhookBacklog(dir: string, sim: Simulator, down: Receiver): 
     const warning = logLines(second.stderr()).find((l) => l["sink"] === "webhook" && l["level"] === "warn");
     expect(warning, second.stderr()).toMatchObject({ records: transitions });
     expect(String(warning!["msg"])).toContain("sef outbox drop-sink webhook");
-    expect(await (await fetch(`${base}/metrics`)).text()).toContain(`sef_outbox_parked_records{sink="webhook"} ${transitions}`);
+    const parkedMetrics = await (await fetch(`${base}/metrics`)).text();
+    expect(parkedMetrics).toMatch(new RegExp(`^sef_outbox_parked_records ${transitions}$`, "m"));
+    expect(parkedMetrics).toMatch(/^sef_outbox_parked_sinks 1$/m);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     // A record appended now is not for the parked sink.
     sim.setEvents([{ EventId: "9A4CED00-0000-4000-8000-999999999999", EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900 }]);
@@ -124,7 +126,9 @@ describe("a sink taken out of the configuration", () => {
         expect(logLines(third.stderr()).find((l) => String(l["msg"]).startsWith("new sinks start at the head"))).toMatchObject({ sinks: [`jsonl:${renamed}`] });
         expect(existsSync(renamed) ? transitionIds(renamed) : []).toEqual([]);
         expect(logLines(third.stderr()).find((l) => l["sink"] === "webhook" && l["level"] === "info" && String(l["msg"]).includes("resuming"))).toMatchObject({ records: transitions });
-        expect(await (await fetch(`${base}/metrics`)).text()).not.toContain("sef_outbox_parked_records{");
+        const resumedMetrics = await (await fetch(`${base}/metrics`)).text();
+        expect(resumedMetrics).toMatch(/^sef_outbox_parked_records 0$/m);
+        expect(resumedMetrics).toMatch(/^sef_outbox_parked_sinks 0$/m);
         expect(await third.stop("SIGTERM")).toBe(0);
       } finally {
         await third.stop("SIGKILL");

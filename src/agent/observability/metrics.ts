@@ -148,10 +148,10 @@ export class AgentMetrics {
   });
   readonly outboxParked = new Gauge({
     name: "sef_outbox_parked_records",
-    help: "Records held for a sink no longer configured (parked until a sink of that name returns or `sef outbox drop-sink` gives it up), per sink",
-    labelNames: ["sink"] as const,
+    help: "Records held for sinks no longer configured (parked until a sink of that name returns or `sef outbox drop-sink` gives it up); per sink: sef outbox status",
     registers: [this.registry],
   });
+  readonly outboxParkedSinks = new Gauge({ name: "sef_outbox_parked_sinks", help: "Sinks no longer configured whose records are kept (parked)", registers: [this.registry] });
   readonly sent = new Counter({ name: "sef_sink_sent_total", help: "Records delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
   readonly retries = new Counter({ name: "sef_sink_retries_total", help: "Send attempts that will be retried, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
   readonly deadLetters = new Counter({ name: "sef_sink_dead_letters_total", help: "Records dead-lettered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
@@ -195,10 +195,10 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
-  /** Sets sef_outbox_parked_records to exactly these sinks' pending counts (a sink no longer parked leaves the series). */
+  /** Sets the parked gauges from the parked sinks' pending counts (both 0 when no sink is parked: series from the start). */
   setParked(parked: ReadonlyArray<{ sink: string; pending: number }>): void {
-    this.outboxParked.reset();
-    for (const p of parked) this.outboxParked.set({ sink: p.sink }, p.pending);
+    this.outboxParked.set(parked.reduce((sum, p) => sum + p.pending, 0));
+    this.outboxParkedSinks.set(parked.length);
   }
 
   async render(): Promise<string> {
