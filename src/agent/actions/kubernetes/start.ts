@@ -1,27 +1,16 @@
 // Builds the kubernetes action from its config section and the environment the chart sets (NODE_NAME, POD_NAME,
 // POD_NAMESPACE): loads the Kubernetes client, registers the metrics. Imported dynamically, only when configured.
-import type { Logger } from "pino";
-import type { KubernetesRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
 import type { Registry } from "../../observability/prom-client.js";
-import type { ActionLedger } from "../action-ledger.js";
-import type { Clock } from "../../util/clock.js";
 import { createKubeApi } from "./client.js";
 import { KubernetesMetrics } from "./metrics.js";
-import { NodeActions } from "./node-action.js";
+import { NodeActions, type NodeActionsOptions } from "./node-action.js";
 import type { KubernetesSettings } from "./settings.js";
 
-export interface NodeActionsDeps {
+/** What the node action needs from the agent: its options less what `createNodeActions` derives, plus where to read. */
+export type NodeActionsDeps = Pick<NodeActionsOptions, "ledger" | "append" | "vm" | "planApproval" | "hasPolled" | "clock" | "logger" | "agentVersion"> & {
   env: NodeJS.ProcessEnv;
-  ledger: ActionLedger;
-  append: (records: KubernetesRecord[]) => void;
-  vm: () => RecordIdentity;
-  planApproval: (record: TransitionRecord, how: "after-kubernetes" | "rules") => void;
-  hasPolled: () => boolean;
   registry: Registry;
-  clock: Clock;
-  logger: Logger;
-  agentVersion: string;
-}
+};
 
 /** The node name (config, else NODE_NAME) and sef's own pod (POD_NAMESPACE/POD_NAME, when both are set). */
 export function nodeIdentity(settings: KubernetesSettings, env: NodeJS.ProcessEnv): { nodeName: string | undefined; self: { namespace: string; name: string } | undefined } {

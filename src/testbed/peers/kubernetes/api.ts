@@ -7,8 +7,8 @@ import { badRequest } from "./status.js";
 import type { ClusterStore } from "./store.js";
 import type { WatchRequest } from "./watch.js";
 
-export interface ApiRequest {
-  readonly method: string;
+/** Where a request points: /api/v1 or /apis/{group}/{version}, then [namespaces/{ns}/]{resource}[/{name}[/{sub}]]. */
+export interface ResourcePath {
   /** "" for the core group. */
   readonly group: string;
   readonly version: string;
@@ -16,6 +16,10 @@ export interface ApiRequest {
   readonly namespace?: string;
   readonly name?: string;
   readonly subresource?: string;
+}
+
+export interface ApiRequest extends ResourcePath {
+  readonly method: string;
   readonly query: URLSearchParams;
   /** Parsed JSON body (undefined when there is none). */
   readonly body: unknown;

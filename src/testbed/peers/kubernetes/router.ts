@@ -1,7 +1,9 @@
 // Request paths to answers: discovery documents and health endpoints, then
 // /api/v1[/namespaces/{ns}]/{resource}[/{name}[/{subresource}]] and the same under /apis/{group}/{version}, each
 // resource to its handler; anything else is the API server's 404 Status.
-import type { ApiRequest, ApiResponse, Cluster, ResourceHandler } from "./api.js";
+import type { ApiRequest, ApiResponse, Cluster, ResourceHandler, ResourcePath } from "./api.js";
+
+export type { ResourcePath } from "./api.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, serverVersion } from "./discovery.js";
 import { handleCoreEvents, handleEventsV1 } from "./events.js";
 import { handleNodes } from "./nodes.js";
@@ -21,14 +23,6 @@ const handlers: Readonly<Record<string, ResourceHandler>> = {
 
 const namespacedResources = new Set(["v1/pods", "v1/events", "apps/v1/daemonsets", "policy/v1/poddisruptionbudgets", "events.k8s.io/v1/events"]);
 
-export interface ResourcePath {
-  readonly group: string;
-  readonly version: string;
-  readonly resource: string;
-  readonly namespace?: string;
-  readonly name?: string;
-  readonly subresource?: string;
-}
 
 /** Splits a resource path; undefined when it is not one. */
 export function parseResourcePath(pathname: string): ResourcePath | undefined {

@@ -1,31 +1,11 @@
 // The peer's TLS identity and its in-cluster style authentication: a throw-away self-signed certificate for
 // localhost/127.0.0.1 (clients trust it as the cluster CA) and one bearer token every request must carry.
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { generate } from "selfsigned";
+import { generateLocalTlsIdentity, type LocalTlsIdentity } from "../../support/tls-identity.js";
 
-export interface PeerTlsIdentity {
-  readonly certPem: string;
-  readonly keyPem: string;
-}
-
-/** An EC P-256 certificate that is its own CA, valid from an hour ago for `validDays` days. */
-export async function generatePeerTlsIdentity(validDays = 7): Promise<PeerTlsIdentity> {
-  const notBeforeDate = new Date(Date.now() - 3_600_000);
-  const notAfterDate = new Date(notBeforeDate.getTime() + validDays * 86_400_000);
-  const pems = await generate([{ name: "commonName", value: "sef local kubernetes peer" }], {
-    keyType: "ec",
-    curve: "P-256",
-    algorithm: "sha256",
-    notBeforeDate,
-    notAfterDate,
-    extensions: [
-      { name: "basicConstraints", cA: true, critical: true },
-      { name: "keyUsage", digitalSignature: true, keyCertSign: true, critical: true },
-      { name: "extKeyUsage", serverAuth: true },
-      { name: "subjectAltName", altNames: [{ type: 2, value: "localhost" }, { type: 2, value: "kubernetes.default.svc" }, { type: 7, ip: "127.0.0.1" }, { type: 7, ip: "::1" }] },
-    ],
-  });
-  return { certPem: pems.cert, keyPem: pems.private };
+/** The peer's certificate: its own CA, for localhost, 127.0.0.1 and the in-cluster name, valid for `validDays` days. */
+export function generatePeerTlsIdentity(validDays = 7): Promise<LocalTlsIdentity> {
+  return generateLocalTlsIdentity({ commonName: "sef local kubernetes peer", validDays, extraDnsNames: ["kubernetes.default.svc"] });
 }
 
 /** A random bearer token, shaped like an opaque service-account token. */

@@ -14,7 +14,7 @@ import { listen } from "../../support/listen.js";
 import { streamColumns, streamName as contractStreamName } from "@sef/contract/stream-schema.js";
 import { silentLogger } from "../../support/logger.js";
 import { verifyLocalToken } from "../local-tokens.js";
-import { generateLocalTlsIdentity } from "./certificate.js";
+import { generateLocalTlsIdentity } from "../../support/tls-identity.js";
 import { FaultQueue, parseFaultSpec, type Fault } from "./faults.js";
 import { azureRuleLimits, RuleWindow, type RuleLimits } from "./rule-limits.js";
 import { keepDeclaredColumns, type DeclaredColumn } from "./stream-declaration.js";
@@ -338,7 +338,7 @@ async function handle(state: PeerState, req: IncomingMessage, res: ServerRespons
 export async function startLogsIngestionEmulator(options: LogsIngestionEmulatorOptions = {}): Promise<LogsIngestionEmulator> {
   const host = options.host ?? "127.0.0.1";
   const logger = options.logger ?? silentLogger();
-  const identity = await generateLocalTlsIdentity();
+  const identity = await generateLocalTlsIdentity({ commonName: "sef local logs ingestion peer", validDays: 30 });
   const ownsCaFile = options.caCertPath === undefined;
   const caCertPath = options.caCertPath ?? join(tmpdir(), `sef-logs-ingestion-ca-${process.pid}-${randomBytes(4).toString("hex")}.pem`);
   writeFileSync(caCertPath, identity.certPem);
