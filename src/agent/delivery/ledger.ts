@@ -83,85 +83,7 @@ export class DeliveryLedger {
   private sinkNames: string[];
 
   constructor(private readonly db: DatabaseSync) {
-    this.s = {
-      insertRecord: query<[string, string, string, number, number], never>(db, "INSERT INTO outbox(record_id, record_type, json, created_ms, bytes) VALUES (?, ?, ?, ?, ?)"),
-      insertPending: query<[number, string], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) VALUES (?, ?, 'pending')"),
-      addPending: query<[number, string], never>(db, "UPDATE sinks SET pending = pending + ? WHERE sink = ?"),
-      due: query<[string, number, number, number], { seq: number; json: string }>(
-        db,
-        "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' AND d.seq > ? AND d.next_attempt_ms <= ? ORDER BY d.seq LIMIT ?",
-      ),
-      nextAttempt: query<[string], { at: number | null }>(db, "SELECT MIN(next_attempt_ms) AS at FROM deliveries WHERE sink = ? AND state = 'pending'"),
-      // Delivered seqs travel as one JSON array: one statement per batch instead of one per record.
-      deliver: query<[string, string], { seq: number }>(
-        db,
-        "DELETE FROM deliveries WHERE sink = ? AND state = 'pending' AND seq IN (SELECT value FROM json_each(?)) RETURNING seq",
-      ),
-      dropIfUnneeded: query<[string], { bytes: number }>(
-        db,
-        "DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
-      ),
-      // The same two for a run of consecutive seqs (a backlog drains in runs): a range scan instead of a list lookup.
-      deliverRun: query<[string, number, number], never>(db, "DELETE FROM deliveries WHERE sink = ? AND state = 'pending' AND seq BETWEEN ? AND ?"),
-      dropRunIfUnneeded: query<[number, number], { bytes: number }>(
-        db,
-        "DELETE FROM outbox WHERE seq BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
-      ),
-      retry: query<[number, string, number, string], never>(
-        db,
-        "UPDATE deliveries SET attempts = attempts + 1, next_attempt_ms = ?, reason = ? WHERE seq = ? AND sink = ? AND state = 'pending'",
-      ),
-      reject: query<[string, number, number, string], never>(
-        db,
-        "UPDATE deliveries SET state = 'dead', attempts = attempts + 1, reason = ?, settled_ms = ? WHERE seq = ? AND sink = ? AND state = 'pending'",
-      ),
-      settle: query<[number, number, number, number | null, string], never>(
-        db,
-        "UPDATE sinks SET pending = pending - ?, delivered = delivered + ?, dead = dead + ?, last_delivery_ms = COALESCE(?, last_delivery_ms) WHERE sink = ?",
-      ),
-      sinkRow: query<[string], { pending: number; dead: number; delivered: number; last_delivery_ms: number | null }>(db, "SELECT * FROM sinks WHERE sink = ?"),
-      sinkRows: query<[], { sink: string }>(db, "SELECT sink FROM sinks ORDER BY sink"),
-      registerSink: query<[string, number], never>(db, "INSERT OR IGNORE INTO sinks(sink, registered_ms) VALUES (?, ?)"),
-      dropSinkDeliveries: query<[string], never>(db, "DELETE FROM deliveries WHERE sink = ?"),
-      sinkCounts: query<[], { sink: string; pending: number; dead: number }>(db, "SELECT sink, pending, dead FROM sinks ORDER BY sink"),
-      pendingOf: query<[string], { seq: number; json: string }>(
-        db,
-        "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' ORDER BY d.seq",
-      ),
-      getConfigured: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'configured_sinks'"),
-      setConfigured: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('configured_sinks', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
-      dropSink: query<[string], never>(db, "DELETE FROM sinks WHERE sink = ?"),
-      dropOrphans: query<[], { bytes: number }>(db, "DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes"),
-      oldestPending: query<[string], { created_ms: number }>(
-        db,
-        "SELECT o.created_ms AS created_ms FROM outbox o WHERE o.seq = (SELECT MIN(seq) FROM deliveries WHERE sink = ? AND state = 'pending')",
-      ),
-      headSeq: query<[], { seq: number | null }>(db, "SELECT MAX(seq) AS seq FROM outbox"),
-      recordsAfter: query<[number], { seq: number; json: string; bytes: number }>(db, "SELECT seq, json, bytes FROM outbox WHERE seq > ? ORDER BY seq LIMIT 500"),
-      deliveriesOf: query<[number, number], { seq: number; sink: string; state: string }>(db, "SELECT seq, sink, state FROM deliveries WHERE seq BETWEEN ? AND ?"),
-      dropDeliveriesUpTo: query<[number], never>(db, "DELETE FROM deliveries WHERE seq <= ?"),
-      dropRecordsUpTo: query<[number], never>(db, "DELETE FROM outbox WHERE seq <= ?"),
-      forget: query<[number, number, string], never>(db, "UPDATE sinks SET pending = pending - ?, dead = dead - ? WHERE sink = ?"),
-      backfillFromSeq: query<[string, number], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq >= ?"),
-      backfillSince: query<[string, number], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE created_ms >= ?"),
-      deadLetters: query<[string | null], { sink: string; seq: number; reason: string; settled_ms: number; attempts: number; record_id: string; json: string }>(
-        db,
-        "SELECT d.sink AS sink, d.seq AS seq, d.reason AS reason, d.settled_ms AS settled_ms, d.attempts AS attempts, o.record_id AS record_id, o.json AS json " +
-          "FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.state = 'dead' AND (?1 IS NULL OR d.sink = ?1) ORDER BY d.sink, d.seq",
-      ),
-      replay: query<[string | null, string | null], { sink: string }>(
-        db,
-        "UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_ms = 0, reason = NULL, settled_ms = NULL " +
-          "WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) RETURNING sink",
-      ),
-      unpend: query<[number, number, string], never>(db, "UPDATE sinks SET pending = pending + ?, dead = dead - ? WHERE sink = ?"),
-      purge: query<[string | null, string | null, number | null], { sink: string; seq: number }>(
-        db,
-        "DELETE FROM deliveries WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) AND (?3 IS NULL OR settled_ms <= ?3) RETURNING sink, seq",
-      ),
-      getBytes: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'outbox_bytes'"),
-      setBytes: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
-    };
+    this.s = { ...deliveryStatements(db), ...sinkAndLedgerStatements(db) };
     this.bytes = 0;
     this.sinkNames = [];
     this.reload();
@@ -418,4 +340,94 @@ export class DeliveryLedger {
   private saveBytes(): void {
     this.s.setBytes.run(String(this.bytes));
   }
+}
+
+/** The statements of the delivery path: appending records, due reads, settling a send's outcomes. */
+function deliveryStatements(db: DatabaseSync) {
+  return {
+    insertRecord: query<[string, string, string, number, number], never>(db, "INSERT INTO outbox(record_id, record_type, json, created_ms, bytes) VALUES (?, ?, ?, ?, ?)"),
+    insertPending: query<[number, string], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) VALUES (?, ?, 'pending')"),
+    addPending: query<[number, string], never>(db, "UPDATE sinks SET pending = pending + ? WHERE sink = ?"),
+    due: query<[string, number, number, number], { seq: number; json: string }>(
+      db,
+      "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' AND d.seq > ? AND d.next_attempt_ms <= ? ORDER BY d.seq LIMIT ?",
+    ),
+    nextAttempt: query<[string], { at: number | null }>(db, "SELECT MIN(next_attempt_ms) AS at FROM deliveries WHERE sink = ? AND state = 'pending'"),
+    // Delivered seqs travel as one JSON array: one statement per batch instead of one per record.
+    deliver: query<[string, string], { seq: number }>(
+      db,
+      "DELETE FROM deliveries WHERE sink = ? AND state = 'pending' AND seq IN (SELECT value FROM json_each(?)) RETURNING seq",
+    ),
+    dropIfUnneeded: query<[string], { bytes: number }>(
+      db,
+      "DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
+    ),
+    // The same two for a run of consecutive seqs (a backlog drains in runs): a range scan instead of a list lookup.
+    deliverRun: query<[string, number, number], never>(db, "DELETE FROM deliveries WHERE sink = ? AND state = 'pending' AND seq BETWEEN ? AND ?"),
+    dropRunIfUnneeded: query<[number, number], { bytes: number }>(
+      db,
+      "DELETE FROM outbox WHERE seq BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
+    ),
+    retry: query<[number, string, number, string], never>(
+      db,
+      "UPDATE deliveries SET attempts = attempts + 1, next_attempt_ms = ?, reason = ? WHERE seq = ? AND sink = ? AND state = 'pending'",
+    ),
+    reject: query<[string, number, number, string], never>(
+      db,
+      "UPDATE deliveries SET state = 'dead', attempts = attempts + 1, reason = ?, settled_ms = ? WHERE seq = ? AND sink = ? AND state = 'pending'",
+    ),
+    settle: query<[number, number, number, number | null, string], never>(
+      db,
+      "UPDATE sinks SET pending = pending - ?, delivered = delivered + ?, dead = dead + ?, last_delivery_ms = COALESCE(?, last_delivery_ms) WHERE sink = ?",
+    ),
+  };
+}
+
+/** The statements of sink registration, status, backfill, dead letters, eviction and the outbox's byte count. */
+function sinkAndLedgerStatements(db: DatabaseSync) {
+  return {
+    sinkRow: query<[string], { pending: number; dead: number; delivered: number; last_delivery_ms: number | null }>(db, "SELECT * FROM sinks WHERE sink = ?"),
+    sinkRows: query<[], { sink: string }>(db, "SELECT sink FROM sinks ORDER BY sink"),
+    registerSink: query<[string, number], never>(db, "INSERT OR IGNORE INTO sinks(sink, registered_ms) VALUES (?, ?)"),
+    dropSinkDeliveries: query<[string], never>(db, "DELETE FROM deliveries WHERE sink = ?"),
+    sinkCounts: query<[], { sink: string; pending: number; dead: number }>(db, "SELECT sink, pending, dead FROM sinks ORDER BY sink"),
+    pendingOf: query<[string], { seq: number; json: string }>(
+      db,
+      "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' ORDER BY d.seq",
+    ),
+    getConfigured: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'configured_sinks'"),
+    setConfigured: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('configured_sinks', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+    dropSink: query<[string], never>(db, "DELETE FROM sinks WHERE sink = ?"),
+    dropOrphans: query<[], { bytes: number }>(db, "DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes"),
+    oldestPending: query<[string], { created_ms: number }>(
+      db,
+      "SELECT o.created_ms AS created_ms FROM outbox o WHERE o.seq = (SELECT MIN(seq) FROM deliveries WHERE sink = ? AND state = 'pending')",
+    ),
+    headSeq: query<[], { seq: number | null }>(db, "SELECT MAX(seq) AS seq FROM outbox"),
+    recordsAfter: query<[number], { seq: number; json: string; bytes: number }>(db, "SELECT seq, json, bytes FROM outbox WHERE seq > ? ORDER BY seq LIMIT 500"),
+    deliveriesOf: query<[number, number], { seq: number; sink: string; state: string }>(db, "SELECT seq, sink, state FROM deliveries WHERE seq BETWEEN ? AND ?"),
+    dropDeliveriesUpTo: query<[number], never>(db, "DELETE FROM deliveries WHERE seq <= ?"),
+    dropRecordsUpTo: query<[number], never>(db, "DELETE FROM outbox WHERE seq <= ?"),
+    forget: query<[number, number, string], never>(db, "UPDATE sinks SET pending = pending - ?, dead = dead - ? WHERE sink = ?"),
+    backfillFromSeq: query<[string, number], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq >= ?"),
+    backfillSince: query<[string, number], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE created_ms >= ?"),
+    deadLetters: query<[string | null], { sink: string; seq: number; reason: string; settled_ms: number; attempts: number; record_id: string; json: string }>(
+      db,
+      "SELECT d.sink AS sink, d.seq AS seq, d.reason AS reason, d.settled_ms AS settled_ms, d.attempts AS attempts, o.record_id AS record_id, o.json AS json " +
+        "FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.state = 'dead' AND (?1 IS NULL OR d.sink = ?1) ORDER BY d.sink, d.seq",
+    ),
+    replay: query<[string | null, string | null], { sink: string }>(
+      db,
+      "UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_ms = 0, reason = NULL, settled_ms = NULL " +
+        "WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) RETURNING sink",
+    ),
+    unpend: query<[number, number, string], never>(db, "UPDATE sinks SET pending = pending + ?, dead = dead - ? WHERE sink = ?"),
+    purge: query<[string | null, string | null, number | null], { sink: string; seq: number }>(
+      db,
+      "DELETE FROM deliveries WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) AND (?3 IS NULL OR settled_ms <= ?3) RETURNING sink, seq",
+    ),
+    getBytes: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'outbox_bytes'"),
+    setBytes: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+
+  };
 }

@@ -58,21 +58,7 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
 
   return {
     async readNode(name) {
-      const node = await call(() => core.readNode({ name }, withDeadline));
-      return {
-        name,
-        uid: node.metadata?.uid ?? "",
-        resourceVersion: node.metadata?.resourceVersion ?? "",
-        providerID: node.spec?.providerID ?? "",
-        unschedulable: node.spec?.unschedulable === true,
-        taints: (node.spec?.taints ?? []).map((t) => ({
-          key: t.key,
-          ...(t.value !== undefined ? { value: t.value } : {}),
-          effect: t.effect,
-          ...(t.timeAdded !== undefined ? { timeAdded: new Date(t.timeAdded).toISOString() } : {}),
-        })),
-        annotations: { ...(node.metadata?.annotations ?? {}) },
-      };
+      return nodeView(name, await call(() => core.readNode({ name }, withDeadline)));
     },
     async patchNode(name, patch, resourceVersion) {
       const body = {
@@ -83,16 +69,7 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
     },
     async listPods(nodeName) {
       const list = await call(() => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, withDeadline));
-      return list.items.map((pod) => ({
-        namespace: pod.metadata?.namespace ?? "default",
-        name: pod.metadata?.name ?? "",
-        controllerKinds: (pod.metadata?.ownerReferences ?? []).filter((o) => o.controller === true).map((o) => o.kind),
-        annotations: { ...(pod.metadata?.annotations ?? {}) },
-        phase: pod.status?.phase ?? "",
-        terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
-        hasEmptyDir: (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined),
-        terminating: pod.metadata?.deletionTimestamp !== undefined,
-      }));
+      return list.items.map(podView);
     },
     async evict(pod, gracePeriodSeconds) {
       const body = {
@@ -112,22 +89,61 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
       }
     },
     async nodeEvent(node, reason, message, type) {
-      const now = new Date();
-      const body = {
-        metadata: { generateName: `${node.name}.sef.`, namespace: "default" },
-        involvedObject: { apiVersion: "v1", kind: "Node", name: node.name, uid: node.uid },
-        reason,
-        message,
-        type,
-        count: 1,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        source: { component: "sef", host: node.name },
-        reportingComponent: "sef",
-        reportingInstance: node.name,
-      };
+      const body = nodeEventBody(node, reason, message, type, new Date());
       await call(() => core.createNamespacedEvent({ namespace: "default", body }, withDeadline));
     },
+  };
+}
+
+type ClientNode = import("@kubernetes/client-node").V1Node;
+type ClientPod = import("@kubernetes/client-node").V1Pod;
+
+/** The node as the action reads it. */
+function nodeView(name: string, node: ClientNode): Awaited<ReturnType<KubeApi["readNode"]>> {
+  return {
+    name,
+    uid: node.metadata?.uid ?? "",
+    resourceVersion: node.metadata?.resourceVersion ?? "",
+    providerID: node.spec?.providerID ?? "",
+    unschedulable: node.spec?.unschedulable === true,
+    taints: (node.spec?.taints ?? []).map((t) => ({
+      key: t.key,
+      ...(t.value !== undefined ? { value: t.value } : {}),
+      effect: t.effect,
+      ...(t.timeAdded !== undefined ? { timeAdded: new Date(t.timeAdded).toISOString() } : {}),
+    })),
+    annotations: { ...(node.metadata?.annotations ?? {}) },
+  };
+}
+
+/** A pod as the drain reads it. */
+function podView(pod: ClientPod): Awaited<ReturnType<KubeApi["listPods"]>>[number] {
+  return {
+    namespace: pod.metadata?.namespace ?? "default",
+    name: pod.metadata?.name ?? "",
+    controllerKinds: (pod.metadata?.ownerReferences ?? []).filter((o) => o.controller === true).map((o) => o.kind),
+    annotations: { ...(pod.metadata?.annotations ?? {}) },
+    phase: pod.status?.phase ?? "",
+    terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
+    hasEmptyDir: (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined),
+    terminating: pod.metadata?.deletionTimestamp !== undefined,
+  };
+}
+
+/** A core/v1 Event on the Node, reported by sef. */
+function nodeEventBody(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType, now: Date) {
+  return {
+    metadata: { generateName: `${node.name}.sef.`, namespace: "default" },
+    involvedObject: { apiVersion: "v1", kind: "Node", name: node.name, uid: node.uid },
+    reason,
+    message,
+    type,
+    count: 1,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    source: { component: "sef", host: node.name },
+    reportingComponent: "sef",
+    reportingInstance: node.name,
   };
 }
 
