@@ -103,4 +103,13 @@ export async function waitForKubernetesReady(agent: RunningProcess, timeoutMs = 
 }
 
 export const nodeSpec = (node: KubeObject | undefined) => (node?.spec ?? {}) as { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
+
+/** What sef may leave on a node: whether it is cordoned, its taints, and the names of sef's annotations. */
+export function sefMarksOn(node: KubeObject | undefined): { cordoned: boolean; taints: unknown[]; sefAnnotations: string[] } {
+  return {
+    cordoned: nodeSpec(node).unschedulable === true,
+    taints: nodeSpec(node).taints ?? [],
+    sefAnnotations: Object.keys(node?.metadata.annotations ?? {}).filter((k) => k.startsWith("sef.azure.com/")),
+  };
+}
 export const eventReasons = (peer: KubernetesPeer): string[] => peer.state.events().map((e) => String((e as unknown as { reason?: string }).reason));

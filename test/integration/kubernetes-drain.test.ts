@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil, waitForMetricsUrl } from "../helpers/agent-process.js";
-import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, startNodePeer } from "../helpers/kubernetes-node.js";
+import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, sefMarksOn, startNodePeer } from "../helpers/kubernetes-node.js";
 
 const taintKey = "sef.azure.com/scheduled-event-reboot";
 const event = (id: string, over: Record<string, unknown> = {}) => ({
@@ -59,9 +59,7 @@ describe("kubernetes action: drain, approve, undo", () => {
       await sim.close();
     }
     const node = peer.state.node(nodeName);
-    expect(nodeSpec(node).unschedulable).not.toBe(true);
-    expect(nodeSpec(node).taints ?? []).toEqual([]);
-    expect(Object.keys(node?.metadata.annotations ?? {}).filter((k) => k.startsWith("sef.azure.com/"))).toEqual([]);
+    expect(sefMarksOn(node)).toEqual({ cordoned: false, taints: [], sefAnnotations: [] });
     expect(sim.status().approvals).toHaveLength(1);
     expect(eventReasons(peer)).toEqual(["ScheduledEventNoticed", "ScheduledEventDraining", "ScheduledEventDrained", "ScheduledEventUncordoned"]);
     const steps = setup.kubernetesRecords();

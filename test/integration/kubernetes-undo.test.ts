@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil } from "../helpers/agent-process.js";
-import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, startNodePeer } from "../helpers/kubernetes-node.js";
+import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, sefMarksOn, startNodePeer } from "../helpers/kubernetes-node.js";
 
 const event = (id: string, over: Record<string, unknown> = {}) => ({
   EventId: id,
@@ -37,9 +37,7 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
       await sim.close();
     }
     const node = peer.state.node(nodeName);
-    expect(nodeSpec(node).unschedulable).not.toBe(true);
-    expect(nodeSpec(node).taints ?? []).toEqual([]);
-    expect(Object.keys(node?.metadata.annotations ?? {}).filter((k) => k.startsWith("sef.azure.com/"))).toEqual([]);
+    expect(sefMarksOn(node)).toEqual({ cordoned: false, taints: [], sefAnnotations: [] });
     expect(peer.state.evictions()).toEqual([]);
     expect(sim.status().approvals).toEqual([]);
     expect(setup.kubernetesRecords().map((r) => `${r.EventStatus}:${r.Outcome}`)).toEqual(["Scheduled:Cordoned", "Canceled:Uncordoned"]);
@@ -66,8 +64,7 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
       await sim.close();
     }
     const node = peer.state.node(nodeName);
-    expect(nodeSpec(node).unschedulable).toBe(true);
-    expect(nodeSpec(node).taints ?? []).toEqual([]);
+    expect(sefMarksOn(node)).toMatchObject({ cordoned: true, taints: [] });
     const released = setup.kubernetesRecords().find((r) => r.Outcome === "Released")!;
     expect(JSON.parse(released.Detail)).toMatchObject({ keptCordoned: expect.stringContaining("operator") });
   }, 150_000);
