@@ -1,14 +1,18 @@
-// Adding a sink is one folder plus its line in the registry. A copy of the repository's src/ gets the memo sink's folder
-// (fixtures/src/sinks/memo: settings with a rule of its own, encode, classify, sink, factory) and its registry line,
-// and nothing else; in that copy a configuration naming the sink loads (its section checked by its own schema and
-// rule) and the sink the registry builds delivers a record.
+// Adding a sink is one folder plus one line in sinks/all.ts. A copy of the repository's src/ gets the memo sink's folder
+// (fixtures/src/sinks/memo: settings with a rule of its own, encode, classify, sink, factory) and that one line, and
+// nothing else; in that copy `sef check-config` checks the sink's section (its schema and its rule) and `sef run
+// --sink memo` builds the sink and delivers the simulator's records to it.
 import { describe, expect, it } from "vitest";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, relative } from "node:path";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { startSimulator } from "../../src/testbed/simulator/server.js";
+import { loadScenario } from "../../src/testbed/simulator/scenarios.js";
+import { waitFor } from "../helpers/wait.js";
 
 const repo = join(import.meta.dirname, "../..");
+const memoLine = 'export { sinkFactory as memo } from "./memo/factory.js";';
 
 /** Build output and installed packages: not source. */
 const notSource = (name: string): boolean => name === "dist" || name === "node_modules";
@@ -29,53 +33,96 @@ function changedFiles(before: string, after: string): string[] {
   return [...new Set([...a, ...b])].filter((f) => !a.has(f) || !b.has(f) || !readFileSync(join(before, f)).equals(readFileSync(join(after, f)))).sort();
 }
 
-describe("adding a sink", () => {
-  it("takes one folder and one registry line: the configuration accepts and checks its section, the registry builds it", () => {
-    const copy = mkdtempSync(join(tmpdir(), "sef-add-sink-"));
-    try {
-      cpSync(join(repo, "src"), join(copy, "src"), { recursive: true, filter: (from) => !notSource(basename(from)) });
-      cpSync(join(repo, "package.json"), join(copy, "package.json"));
-      symlinkSync(join(repo, "node_modules"), join(copy, "node_modules"), "dir");
-      mkdirSync(join(copy, "test/sinks/fixtures"), { recursive: true });
-      cpSync(join(repo, "test/sinks/fixtures/memo-probe.ts"), join(copy, "test/sinks/fixtures/memo-probe.ts"));
+/** The lines `after` adds to `before` when it only adds lines (undefined when it removes or changes one). */
+function addedLines(before: string, after: string): string[] | undefined {
+  const old = before.split("\n");
+  const added: string[] = [];
+  let i = 0;
+  for (const line of after.split("\n")) {
+    if (i < old.length && line === old[i]) i++;
+    else added.push(line);
+  }
+  return i === old.length ? added : undefined;
+}
 
-      // The change: the folder, and the sink's line in the registry (its import, its entry).
-      cpSync(join(repo, "test/sinks/fixtures/src/sinks/memo"), join(copy, "src/agent/sinks/memo"), { recursive: true });
-      const registryPath = join(copy, "src/agent/sinks/registry.ts");
-      const registry = readFileSync(registryPath, "utf8");
-      const withMemo = registry
-        .replace(/^(import .*\n)(?!import )/m, `$1import { memoSinkFactory } from "./memo/factory.js";\n`)
-        .replace("eventHubsSinkFactory];", "eventHubsSinkFactory, memoSinkFactory];");
-      expect(withMemo.split("\n").length).toBe(registry.split("\n").length + 1);
-      writeFileSync(registryPath, withMemo);
+/** A copy of src/ (and what running it from source needs) with the memo folder and its line in all.ts. */
+function copyWithMemo(copy: string): void {
+  cpSync(join(repo, "src"), join(copy, "src"), { recursive: true, filter: (from) => !notSource(basename(from)) });
+  cpSync(join(repo, "package.json"), join(copy, "package.json"));
+  symlinkSync(join(repo, "node_modules"), join(copy, "node_modules"), "dir");
+  cpSync(join(repo, "test/sinks/fixtures/src/sinks/memo"), join(copy, "src/agent/sinks/memo"), { recursive: true });
+  const all = join(copy, "src/agent/sinks/all.ts");
+  writeFileSync(all, `${readFileSync(all, "utf8")}${memoLine}\n`);
+}
+
+/** Runs the copy's `sef` from source (as `npm run dev` would). */
+const sefArgs = (args: string[]): string[] => ["--conditions=source", "--import", "tsx", "src/agent/cli/main.ts", ...args];
+
+describe("adding a sink", () => {
+  it("takes one folder and one line: check-config checks its section, sef run --sink builds it and a record reaches it", async () => {
+    const copy = mkdtempSync(join(tmpdir(), "sef-add-sink-"));
+    const sim = await startSimulator({ scenario: loadScenario("scaleset-terminate") });
+    try {
+      copyWithMemo(copy);
       expect(changedFiles(join(repo, "src"), join(copy, "src"))).toEqual([
+        "agent/sinks/all.ts",
         "agent/sinks/memo/classify.ts",
         "agent/sinks/memo/encode.ts",
         "agent/sinks/memo/factory.ts",
         "agent/sinks/memo/settings.ts",
         "agent/sinks/memo/sink.ts",
-        "agent/sinks/registry.ts",
       ]);
+      expect(addedLines(readFileSync(join(repo, "src/agent/sinks/all.ts"), "utf8"), readFileSync(join(copy, "src/agent/sinks/all.ts"), "utf8"))).toEqual([memoLine]);
 
       const out = join(copy, "memo.txt");
-      const config = (memo: unknown): string => {
-        const path = join(copy, `config-${Math.random().toString(36).slice(2)}.json`);
-        writeFileSync(path, JSON.stringify({ sinks: ["memo"], memo }));
-        return path;
+      const config = (name: string, memo: unknown): string => {
+        writeFileSync(join(copy, name), JSON.stringify({ sinks: ["memo"], memo }));
+        return name;
       };
-      const probe = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", "test/sinks/fixtures/memo-probe.ts", config({ file: out, label: "seen" }), config({ file: "x", label: "x" }), config({ file: out, colour: "red" })], {
-        cwd: copy,
-        encoding: "utf8",
-        timeout: 60_000,
-      });
-      expect(probe.stderr).toBe("");
-      const result = JSON.parse(probe.stdout) as { outcomes: unknown[]; sameLabel: string[]; unknownKey: string[] };
-      expect(result.outcomes).toEqual([{ kind: "delivered" }]);
-      expect(readFileSync(out, "utf8")).toBe('seen {"RecordId":"r1"}\n');
-      expect(result.sameLabel).toEqual(["memo.label: must differ from memo.file"]);
-      expect(result.unknownKey).toEqual(["memo.colour: unknown setting"]);
+      const check = (file: string): { status: number | null; stdout: string; stderr: string } =>
+        spawnSync(process.execPath, sefArgs(["check-config", "--config", file]), { cwd: copy, encoding: "utf8", timeout: 60_000 });
+      expect(check(config("good.json", { file: out, label: "seen" }))).toMatchObject({ status: 0, stdout: expect.stringContaining("sinks memo") });
+      const sameLabel = check(config("same-label.json", { file: "x", label: "x" }));
+      expect(sameLabel.status, sameLabel.stderr).toBe(2);
+      expect(sameLabel.stderr).toContain("memo.label: must differ from memo.file");
+      const unknownKey = check(config("unknown-key.json", { file: out, colour: "red" }));
+      expect(unknownKey.status, unknownKey.stderr).toBe(2);
+      expect(unknownKey.stderr).toContain("memo.colour: unknown setting");
+
+      const args = sefArgs(["run", "--config", "good.json", "--imds-url", sim.url, "--poll-interval-ms", "200", "--data-dir", join(copy, "data"), "--metrics-port", "0"]);
+      const agent = spawn(process.execPath, args, { cwd: copy, stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      agent.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => agent.on("exit", (code) => resolve(code)));
+      try {
+        await waitFor("a transition record in the memo sink's file", () => existsSync(out) && readFileSync(out, "utf8").includes('"RecordType":"Transition"'), {
+          timeoutMs: 60_000,
+          detail: () => `stderr:\n${stderr.slice(-3000)}`,
+        });
+      } finally {
+        agent.kill("SIGTERM");
+      }
+      expect(await exited, stderr.slice(-3000)).toBe(0);
+      const lines = readFileSync(out, "utf8").trimEnd().split("\n");
+      for (const line of lines) expect(line).toMatch(/^seen \{"/);
+      expect(lines.map((l) => (JSON.parse(l.slice("seen ".length)) as { RecordType: string }).RecordType)).toContain("Transition");
     } finally {
+      await sim.close();
       rmSync(copy, { recursive: true, force: true });
     }
-  }, 90_000);
+  }, 180_000);
+});
+
+describe("the sink folders", () => {
+  it("each hold the same files, and all.ts names each folder's factory after its type", async () => {
+    const sinks = join(repo, "src/agent/sinks");
+    const folders = readdirSync(sinks).filter((name) => statSync(join(sinks, name)).isDirectory()).sort();
+    const everySink = (await import("../../src/agent/sinks/all.js")) as Record<string, { type: string }>;
+    expect(Object.keys(everySink).sort()).toEqual(folders);
+    for (const [name, factory] of Object.entries(everySink)) expect(factory.type).toBe(name);
+    for (const folder of folders) {
+      const files = readdirSync(join(sinks, folder));
+      expect(files, folder).toEqual(expect.arrayContaining(["settings.ts", "encode.ts", "classify.ts", "sink.ts", "factory.ts"]));
+    }
+  });
 });

@@ -1,15 +1,12 @@
 // The sink registry: maps a `--sink SPEC` (type[:argument]) to the factory that builds it; the configuration schema
 // takes each sink's section from here. Adding a sink = one folder (settings, encode, classify, sink, factory; see
-// sinks/README.md) + its line here (the import, and its entry in `sinkFactories`).
+// sinks/README.md) + its line in all.ts.
 import type { SinkFactory } from "./sink.js";
-import { stdoutSinkFactory } from "./stdout/factory.js";
-import { jsonlSinkFactory } from "./jsonl/factory.js";
-import { webhookSinkFactory } from "./webhook/factory.js";
-import { logAnalyticsSinkFactory } from "./loganalytics/factory.js";
-import { eventHubsSinkFactory } from "./eventhubs/factory.js";
+import * as everySink from "./all.js";
 
+/** Every sink's factory, in the order of their types (a module namespace lists its exports sorted by name). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
-export const sinkFactories: readonly SinkFactory<any>[] = [stdoutSinkFactory, jsonlSinkFactory, logAnalyticsSinkFactory, webhookSinkFactory, eventHubsSinkFactory];
+export const sinkFactories: readonly SinkFactory<any>[] = Object.values(everySink);
 
 export interface ParsedSinkSpec {
   readonly type: string;

@@ -1,10 +1,15 @@
-// Builds @azure/event-hubs clients (the producer of the sink, the consumer of `sef tail`) from resolved credentials:
-// SAS connection string, managed identity or the default Entra ID chain; explicit retry options (the sink passes
-// maxRetries 0: its drainer is the only retry loop).
+// Builds @azure/event-hubs clients from the sink's settings: the sink's producer (held only while sending) and the
+// consumer of `sef tail`; SAS connection string, managed identity or the default Entra ID chain; SDK retries off for
+// the sink (maxRetries 0: its drainer is the only retry loop).
 import { EventHubConsumerClient, EventHubProducerClient, RetryMode, type EventHubClientOptions } from "@azure/event-hubs";
 import type { TokenCredential } from "@azure/identity";
+import type { Logger } from "pino";
+import { redactSecrets } from "../../observability/logger.js";
+import type { AgentMetrics } from "../../observability/metrics.js";
 import { createAzureCredential } from "../azure-credential.js";
-import type { EventHubsAuth } from "./settings.js";
+import { connectionMetrics } from "./connection-metrics.js";
+import { IdleClosingProducer } from "./idle-producer.js";
+import { resolveEventHubsAuth, type EventHubsAuth, type EventHubsSettings } from "./settings.js";
 
 export interface EventHubsClientOptions {
   readonly customEndpointAddress?: string | undefined;
@@ -64,4 +69,41 @@ export function createConsumerClient(auth: EventHubsAuth, consumerGroup: string,
   return auth.eventHubName
     ? new EventHubConsumerClient(consumerGroup, auth.connectionString, auth.eventHubName, sdkOptions)
     : new EventHubConsumerClient(consumerGroup, auth.connectionString, sdkOptions);
+}
+
+/**
+ * The sink's producer from validated settings: one attempt per send, one credential (and token cache) for every
+ * client it opens, the connection held only while sending. Throws, redacted, on settings the SDK refuses.
+ */
+export function createSinkProducer(
+  settings: EventHubsSettings,
+  context: { logger: Logger; agentVersion?: string | undefined; metrics?: AgentMetrics | undefined },
+  env: NodeJS.ProcessEnv,
+): { producer: IdleClosingProducer; auth: EventHubsAuth } {
+  const auth = resolveEventHubsAuth(settings, env);
+  const clientOptions = {
+    customEndpointAddress: settings.customEndpointAddress,
+    // The drainer is the sink's only retry loop: the SDK makes one attempt per send (the delays then do not apply).
+    maxRetries: 0,
+    retryDelayMs: settings.retryDelayMs,
+    maxRetryDelayMs: settings.maxRetryDelayMs,
+    tryTimeoutMs: settings.tryTimeoutMs,
+    ...(context.agentVersion ? { userAgent: `sef/${context.agentVersion}` } : {}),
+  };
+  // One credential for every client the sink opens, so a reconnect reuses its cached token.
+  const credential = auth.kind === "tokenCredential" ? tokenCredentialFor(auth) : undefined;
+  try {
+    // Built once here so broken settings fail at start-up, not at the first record; the SDK connects lazily.
+    void createProducerClient(auth, clientOptions, credential).close().catch(() => undefined);
+  } catch (err) {
+    // The SDK quotes the connection string in some validation errors.
+    throw new Error(`eventhubs sink: invalid settings: ${redactSecrets((err as Error).message)}`);
+  }
+  const producer = new IdleClosingProducer({
+    createClient: () => createProducerClient(auth, clientOptions, credential),
+    idleCloseMs: settings.idleCloseMs,
+    logger: context.logger.child({ sink: "eventhubs" }),
+    ...(context.metrics ? { observer: connectionMetrics(context.metrics.registry, "eventhubs") } : {}),
+  });
+  return { producer, auth };
 }

@@ -2,7 +2,7 @@
 import type { SinkFactory } from "../sink.js";
 import { eventHubsInlineSecrets, eventHubsReferencedVariables, eventHubsSettingsRules, eventHubsSettingsSchema, type EventHubsSettings } from "./settings.js";
 
-export const eventHubsSinkFactory: SinkFactory<EventHubsSettings> = {
+export const sinkFactory: SinkFactory<EventHubsSettings> = {
   type: "eventhubs",
   summary: "eventhubs — Azure Event Hubs (AMQP): connection string from $SEF_EVENTHUBS_CONNECTION_STRING or managed identity (config section eventhubs)",
   argument: "none",
@@ -12,7 +12,7 @@ export const eventHubsSinkFactory: SinkFactory<EventHubsSettings> = {
   referencedVariables: eventHubsReferencedVariables,
   inlineSecrets: eventHubsInlineSecrets,
   create: async ({ settings, context }) => {
-    const { createEventHubsSink } = await import("./index.js");
+    const { createEventHubsSink } = await import("./sink.js");
     return createEventHubsSink(settings, context);
   },
 };

@@ -6,8 +6,10 @@ import type { Logger } from "pino";
 import { allOutcomes, delivered, rejected as rejectedOutcome, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
 import { classifySendError } from "./classify.js";
 import { groupByPartitionKey, toEventData, type KeyGroup } from "./encode.js";
+import type { AgentMetrics } from "../../observability/metrics.js";
+import { createSinkProducer, describeTarget } from "./client.js";
 import type { ProducerOperations } from "./idle-producer.js";
-import type { PartitionKeyField, PartitionRouting } from "./settings.js";
+import type { EventHubsSettings, PartitionKeyField, PartitionRouting } from "./settings.js";
 
 export interface EventHubsSinkOptions {
   /** An EventHubProducerClient, or the IdleClosingProducer that holds one only while sending. */
@@ -254,4 +256,26 @@ export class EventHubsSink implements Sink {
     this.closed = true;
     await this.options.producer.close();
   }
+}
+
+/** Builds the sink from validated settings; `env` is where `connectionStringEnv` is looked up (default process.env). */
+export function createEventHubsSink(
+  settings: EventHubsSettings,
+  context: { logger: Logger; agentVersion?: string; metrics?: AgentMetrics },
+  env: NodeJS.ProcessEnv = process.env,
+): EventHubsSink {
+  const { producer, auth } = createSinkProducer(settings, context, env);
+  context.logger.info(
+    { sink: "eventhubs", target: describeTarget(auth), partitionKeyField: settings.partitionKeyField, partitionRouting: settings.partitionRouting, idleCloseMs: settings.idleCloseMs },
+    "eventhubs sink ready",
+  );
+  return new EventHubsSink({
+    producer,
+    logger: context.logger,
+    partitionKeyField: settings.partitionKeyField,
+    partitionRouting: settings.partitionRouting,
+    maxBatchRecords: settings.maxBatchRecords,
+    lingerMs: settings.lingerMs,
+    maxConcurrentBatches: settings.maxConcurrentBatches,
+  });
 }

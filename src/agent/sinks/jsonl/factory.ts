@@ -4,7 +4,7 @@ import type { SinkFactory } from "../sink.js";
 import { jsonlSettingsSchema, type JsonlSettings } from "./settings.js";
 import { JsonlSink } from "./sink.js";
 
-export const jsonlSinkFactory: SinkFactory<JsonlSettings> = {
+export const sinkFactory: SinkFactory<JsonlSettings> = {
   type: "jsonl",
   summary: "jsonl:PATH — append one JSON record per line to PATH (fsync after each batch)",
   argument: "required",

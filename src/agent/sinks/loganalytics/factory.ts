@@ -2,7 +2,7 @@
 import type { SinkFactory } from "../sink.js";
 import { logAnalyticsSettingsRules, logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "./settings.js";
 
-export const logAnalyticsSinkFactory: SinkFactory<LogAnalyticsSettings> = {
+export const sinkFactory: SinkFactory<LogAnalyticsSettings> = {
   type: "loganalytics",
   summary: "loganalytics — Azure Monitor Logs Ingestion API (settings: config section `loganalytics`: endpoint, ruleId, …)",
   argument: "none",

@@ -1,22 +1,20 @@
 // Log Analytics sink: posts records to a data collection rule's stream through the Logs Ingestion API
 // (@azure/monitor-ingestion) in size-bounded requests, and turns each answer into per-record outcomes for the drainer.
-import { readFileSync } from "node:fs";
-import { Agent as HttpsAgent } from "node:https";
-import { rootCertificates } from "node:tls";
-import { createAzureCredential } from "../azure-credential.js";
-import { LogsIngestionClient } from "@azure/monitor-ingestion";
+import type { Agent as HttpsAgent } from "node:https";
+import type { LogsIngestionClient } from "@azure/monitor-ingestion";
 import type { Logger } from "pino";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { validateRow } from "@sef/contract/stream-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { createLogsIngestionClient, type TokenCredential } from "./client.js";
 import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./classify.js";
 import { PreEncodedBodies } from "./pre-encoded-body.js";
 import { jsonArrayOf, planRequests, rowFitsRequest } from "./encode.js";
 import { processRulePauses, type RulePauses } from "./rule-pauses.js";
 import type { LogAnalyticsSettings } from "./settings.js";
 
-export type TokenCredential = ConstructorParameters<typeof LogsIngestionClient>[1];
+export { createCredential, type TokenCredential } from "./client.js";
 
 export interface LogAnalyticsSinkOptions {
   readonly settings: LogAnalyticsSettings;
@@ -53,11 +51,6 @@ interface PendingRow {
   readonly bytes: number;
 }
 
-/** Builds the credential the settings name. */
-export function createCredential(settings: LogAnalyticsSettings): TokenCredential {
-  return createAzureCredential(settings.credential, settings.managedIdentityClientId);
-}
-
 export class LogAnalyticsSink implements Sink {
   readonly name = "loganalytics";
   private readonly metrics: AgentMetrics | undefined;
@@ -92,17 +85,7 @@ export class LogAnalyticsSink implements Sink {
     this.lingerMs = this.settings.lingerMs;
     // Log Analytics keeps no order between requests (TimeGenerated orders the rows), so full batches may overlap.
     this.maxConcurrentSends = this.settings.maxConcurrentSends;
-    // An extra CA (private PKI, the local peer) is trusted for this client only, next to the public roots.
-    this.agent = this.settings.caCertFile
-      ? new HttpsAgent({ keepAlive: true, ca: [...rootCertificates, readFileSync(this.settings.caCertFile, "utf8")] })
-      : undefined;
-    this.client = new LogsIngestionClient(this.settings.endpoint, options.credential ?? createCredential(this.settings), {
-      audience: this.settings.audience,
-      // The drain loop owns retries and the rule-wide throttling pause: the SDK's pipeline answers at once.
-      retryOptions: { maxRetries: 0 },
-      ...(this.agent ? { agent: this.agent } : {}),
-    });
-    this.client.pipeline.addPolicy(this.bodies.policy, { phase: "Serialize" });
+    ({ client: this.client, agent: this.agent } = createLogsIngestionClient(this.settings, options.credential, this.bodies));
   }
 
   async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes> {

@@ -3,7 +3,7 @@ import type { SinkFactory } from "../sink.js";
 import { stdoutSettingsSchema, type StdoutSettings } from "./settings.js";
 import { StdoutSink } from "./sink.js";
 
-export const stdoutSinkFactory: SinkFactory<StdoutSettings> = {
+export const sinkFactory: SinkFactory<StdoutSettings> = {
   type: "stdout",
   summary: "stdout — one JSON record per line on standard output",
   argument: "none",

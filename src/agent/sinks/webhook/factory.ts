@@ -3,7 +3,7 @@
 import type { SinkFactory } from "../sink.js";
 import { webhookInlineSecrets, webhookReferencedVariables, webhookSettingsRules, webhookSettingsSchema, type WebhookSettings } from "./settings.js";
 
-export const webhookSinkFactory: SinkFactory<WebhookSettings> = {
+export const sinkFactory: SinkFactory<WebhookSettings> = {
   type: "webhook",
   summary: "webhook[:URL] — POST JSON arrays of records to URL (settings: webhook.url, headers, signature, timeoutMs, …)",
   argument: "optional",

@@ -1,15 +1,14 @@
 // webhook sink: POSTs records as JSON arrays to an HTTP endpoint (optionally HMAC-signed) and turns each answer into
 // per-record outcomes; the pure pieces are its neighbours (settings, body splitting and signing, answer classification).
-import { Agent, request, type Dispatcher } from "undici";
+import { request, type Agent, type Dispatcher } from "undici";
 import type { Logger } from "pino";
 import { delivered, rejected, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../sink.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { resolveHeaders, resolveSecret, type WebhookSettings } from "./settings.js";
 import { planChunks, encodeBody, signBody } from "./encode.js";
+import { createWebhookDispatcher, firstHeader, readCapped } from "./client.js";
 import { classifyResponse, clipBody, maxRedirectHops, redirectTarget } from "./classify.js";
-
-const maxResponseBytes = 64 * 1024;
 
 export interface WebhookSinkOptions {
   url: string;
@@ -46,7 +45,7 @@ export class WebhookSink implements Sink {
     this.maxBatchRecords = options.maxBatchRecords;
     this.lingerMs = options.lingerMs;
     this.clock = options.clock ?? systemClock;
-    this.ownAgent = options.dispatcher ? undefined : new Agent({ connect: { timeout: options.timeoutMs } });
+    this.ownAgent = options.dispatcher ? undefined : createWebhookDispatcher(options.timeoutMs);
     this.dispatcher = options.dispatcher ?? this.ownAgent!;
   }
 
@@ -143,10 +142,6 @@ export class WebhookSink implements Sink {
   }
 }
 
-function firstHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** A redirect target for logs: origin and path only (a query may carry a token). */
 function safeLocation(location: string, base: string): string {
   try {
@@ -155,17 +150,6 @@ function safeLocation(location: string, base: string): string {
   } catch {
     return "(unreadable Location)";
   }
-}
-
-async function readCapped(body: Dispatcher.ResponseData["body"]): Promise<string> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-    if (size < maxResponseBytes) parts.push(buf.subarray(0, maxResponseBytes - size));
-    size += buf.length;
-  }
-  return Buffer.concat(parts).toString("utf8");
 }
 
 function errorText(err: unknown): string {
