@@ -15,6 +15,7 @@ export const rpmArch: Readonly<Record<LinuxArch, string>> = { x64: "x86_64", arm
 export interface LinuxInputs {
   readonly repoRoot: string;
   readonly version: string;
+  /** The bundle: the agent's (`sef.mjs` + chunks/) or the fleet's (`sef-fleet.mjs` + chunks/). */
   readonly bundleDir: string;
   readonly runtime: Runtime;
   readonly arch: LinuxArch;
@@ -25,14 +26,18 @@ export interface LinuxInputs {
 
 const linuxDir = (repoRoot: string): string => join(repoRoot, "infra", "linux");
 
-/** Copies the agent (bundle + runtime) and the wrapper into `<root>/<prefix>/{bin,lib/sef}`. */
-function stageAgent(inputs: LinuxInputs, prefixDir: string): void {
-  const lib = join(prefixDir, "lib", "sef");
-  mkdirSync(join(prefixDir, "bin"), { recursive: true });
+/** Copies a bundle, the Node runtime and its licence into `lib`. */
+function stageBundle(inputs: Pick<LinuxInputs, "bundleDir" | "runtime">, lib: string): void {
   mkdirSync(lib, { recursive: true });
   cpSync(inputs.bundleDir, lib, { recursive: true });
   copyFileSync(inputs.runtime.binary, join(lib, "node"));
   copyFileSync(inputs.runtime.license, join(lib, "LICENSE.node"));
+}
+
+/** Copies the agent (bundle + runtime) and the wrapper into `<root>/<prefix>/{bin,lib/sef}`. */
+function stageAgent(inputs: LinuxInputs, prefixDir: string): void {
+  mkdirSync(join(prefixDir, "bin"), { recursive: true });
+  stageBundle(inputs, join(prefixDir, "lib", "sef"));
   copyFileSync(join(linuxDir(inputs.repoRoot), "sef"), join(prefixDir, "bin", "sef"));
   const share = join(prefixDir, "share", "sef");
   mkdirSync(share, { recursive: true });
@@ -158,27 +163,15 @@ export function buildTarball(inputs: LinuxInputs, compression: TarCompression = 
   return out;
 }
 
-export interface FleetTarballInputs {
-  readonly version: string;
-  /** The fleet bundle (`sef-fleet.mjs` + chunks/). */
-  readonly bundleDir: string;
-  readonly runtime: Runtime;
-  readonly arch: LinuxArch;
-  readonly epochS: number;
-  readonly workDir: string;
-  readonly outDir: string;
-}
+/** The agent's inputs without the repository (the fleet's tarball holds no file of infra/linux). */
+export type FleetTarballInputs = Omit<LinuxInputs, "repoRoot">;
 
 /** `sef-fleet-VERSION-linux-ARCH/lib/sef-fleet/{node, sef-fleet.mjs, chunks/, LICENSE.node}`: the fleet image's contents. */
 export function buildFleetTarball(inputs: FleetTarballInputs): string {
   const name = `sef-fleet-${inputs.version}-linux-${inputs.arch}`;
   const parent = join(inputs.workDir, `fleet-tar-${inputs.arch}`);
   rmSync(parent, { recursive: true, force: true });
-  const lib = join(parent, name, "lib", "sef-fleet");
-  mkdirSync(lib, { recursive: true });
-  cpSync(inputs.bundleDir, lib, { recursive: true });
-  copyFileSync(inputs.runtime.binary, join(lib, "node"));
-  copyFileSync(inputs.runtime.license, join(lib, "LICENSE.node"));
+  stageBundle(inputs, join(parent, name, "lib", "sef-fleet"));
   normalizeTree(join(parent, name), inputs.epochS, {});
   const out = join(inputs.outDir, `${name}.tar.gz`);
   writeTarball(parent, name, out, inputs.epochS, "gzip");

@@ -1,9 +1,10 @@
 // `sef-testbed emulate dhcp`: runs the local DHCP responder (option 245) until SIGTERM/SIGINT.
 import { InvalidArgumentError, type Command } from "commander";
+import { peerCommand, stopSignal } from "./options.js";
 import { dhcpReplyKinds, startDhcpResponder, type DhcpReplyKind } from "../dhcp/index.js";
 
 interface EmulateDhcpFlags {
-  port: string;
+  port: number;
   host: string;
   option245: string;
   reply: DhcpReplyKind[][];
@@ -17,22 +18,17 @@ function parseReplies(value: string, previous: DhcpReplyKind[][]): DhcpReplyKind
 }
 
 export function registerEmulateDhcpCommand(emulate: Command): void {
-  emulate
-    .command("dhcp")
-    .description("local DHCP responder answering with option 245 (the Azure host address), or with faulty replies")
-    .option("--port <n>", "UDP port (0 = any free port; 67 needs root)", "0")
-    .option("--host <addr>", "listen address", "127.0.0.1")
+  peerCommand(emulate, {
+    name: "dhcp",
+    description: "local DHCP responder answering with option 245 (the Azure host address), or with faulty replies",
+    port: { protocol: "UDP", note: "67 needs root" },
+  })
     .option("--option-245 <ipv4>", "address carried in option 245", "127.0.0.1")
     .option("--reply <kinds>", `replies to the next request, comma-separated, repeatable per request (last repeats): ${dhcpReplyKinds.join(", ")}`, parseReplies, [])
     .action(async (flags: EmulateDhcpFlags) => {
-      const port = Number(flags.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535 (got "${flags.port}")`);
-      const responder = await startDhcpResponder({ port, host: flags.host, option245: flags.option245, script: flags.reply.length > 0 ? flags.reply : undefined });
+      const responder = await startDhcpResponder({ port: flags.port, host: flags.host, option245: flags.option245, script: flags.reply.length > 0 ? flags.reply : undefined });
       process.stdout.write(`sef-testbed emulate dhcp listening on udp://${responder.host}:${responder.port}\n`);
-      await new Promise<void>((resolve) => {
-        process.once("SIGTERM", resolve);
-        process.once("SIGINT", resolve);
-      });
+      await stopSignal();
       await responder.close();
       process.exit(0);
     });

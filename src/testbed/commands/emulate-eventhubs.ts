@@ -1,8 +1,9 @@
 // `sef-testbed emulate eventhubs`: the local AMQP 1.0 Event Hubs peer (see emulators/eventhubs), with fault-injection flags.
-import { InvalidArgumentError, type Command } from "commander";
+import type { Command } from "commander";
 import { createLogger } from "../support/logger.js";
 import { defaultConsumerGroup, eventHubsTiers, startEventHubsEmulator, type EventHubsTier } from "../peers/eventhubs/server.js";
 import { sendFaults, type SendFault } from "../peers/eventhubs/faults.js";
+import { collect, integerFrom, oneOf, peerCommand, stopSignal } from "./options.js";
 
 export const defaultEmulateEventHubsPort = 5672;
 
@@ -20,28 +21,6 @@ interface EmulateEventHubsFlags {
   failWith: SendFault;
   acceptDelayMs: number;
   logLevel: string;
-}
-
-function integer(min: number, max: number): (value: string) => number {
-  return (value) => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected an integer from ${min} to ${max}`);
-    return n;
-  };
-}
-
-function parseTier(value: string): EventHubsTier {
-  if (!(eventHubsTiers as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${eventHubsTiers.join(", ")}`);
-  return value as EventHubsTier;
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
-function parseFault(value: string): SendFault {
-  if (!(sendFaults as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${sendFaults.join(", ")}`);
-  return value as SendFault;
 }
 
 async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> {
@@ -68,32 +47,24 @@ async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> 
     { hub: flags.hub, partitions: flags.partitions, tier: flags.tier, maxMessageSize: emulator.maxMessageSize, consumerGroups: flags.consumerGroup, url: emulator.url },
     "eventhubs peer ready",
   );
-  await new Promise<void>((resolve) => {
-    const stop = (): void => resolve();
-    process.once("SIGTERM", stop);
-    process.once("SIGINT", stop);
-  });
+  await stopSignal();
   await emulator.close();
   logger.info({ stored: emulator.events().length }, "eventhubs peer stopped");
   process.exitCode = 0;
 }
 
 export function registerEmulateEventHubsCommand(emulate: Command): void {
-  emulate
-    .command("eventhubs")
-    .description("local AMQP 1.0 Event Hubs peer the real @azure/event-hubs clients talk to")
-    .option("--port <n>", "TCP port (0 = any free port)", integer(0, 65535), defaultEmulateEventHubsPort)
-    .option("--host <addr>", "interface to listen on", "127.0.0.1")
+  peerCommand(emulate, { name: "eventhubs", description: "local AMQP 1.0 Event Hubs peer the real @azure/event-hubs clients talk to", port: { default: defaultEmulateEventHubsPort } })
     .option("--tls", "serve AMQPS with a self-signed certificate (for token credentials)")
     .option("--hub <name>", "event hub name", "sef")
-    .option("--partitions <n>", "partition count", integer(1, 32), 2)
-    .option("--tier <tier>", `namespace tier, sets the message/batch size limit: ${eventHubsTiers.join(", ")}`, parseTier, "standard" as EventHubsTier)
-    .option("--max-message-size <bytes>", "message/batch size limit in bytes, overriding the tier's (262144 = Basic)", integer(1024, 16 * 1024 * 1024))
+    .option("--partitions <n>", "partition count", integerFrom(1, 32), 2)
+    .option("--tier <tier>", `namespace tier, sets the message/batch size limit: ${eventHubsTiers.join(", ")}`, oneOf(eventHubsTiers), "standard" as EventHubsTier)
+    .option("--max-message-size <bytes>", "message/batch size limit in bytes, overriding the tier's (262144 = Basic)", integerFrom(1024, 16 * 1024 * 1024))
     .option("--consumer-group <name>", `a consumer group that exists (repeat for more; default ${defaultConsumerGroup})`, collect, [] as string[])
     .option("--ca-cert-out <file>", "where to write the certificate PEM (with --tls)")
-    .option("--fail-next-sends <n>", "make the next N sends fail (see --fail-with)", integer(0, 1_000_000), 0)
-    .option("--fail-with <fault>", `fault for --fail-next-sends: ${sendFaults.join(", ")}`, parseFault, "server-busy" as SendFault)
-    .option("--accept-delay-ms <ms>", "delay every accept by this many ms (a slow service)", integer(0, 600_000), 0)
+    .option("--fail-next-sends <n>", "make the next N sends fail (see --fail-with)", integerFrom(0, 1_000_000), 0)
+    .option("--fail-with <fault>", `fault for --fail-next-sends: ${sendFaults.join(", ")}`, oneOf(sendFaults), "server-busy" as SendFault)
+    .option("--accept-delay-ms <ms>", "delay every accept by this many ms (a slow service)", integerFrom(0, 600_000), 0)
     .option("--log-level <level>", "log level (logs go to stderr)", "info")
     .action(async (flags: EmulateEventHubsFlags) => runEmulateEventHubs(flags));
 }

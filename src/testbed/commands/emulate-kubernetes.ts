@@ -1,9 +1,10 @@
 // `sef-testbed emulate kubernetes`: the local Kubernetes API peer (see peers/kubernetes/README.md), seeded from a
 // JSON file, serving until SIGTERM/SIGINT; prints the URL and where the kubeconfig, CA and token files are.
 import { readFile } from "node:fs/promises";
-import { InvalidArgumentError, type Command } from "commander";
+import type { Command } from "commander";
 import { createLogger } from "../support/logger.js";
 import { startKubernetesPeer, type KubernetesSeed } from "../peers/kubernetes/index.js";
+import { peerCommand, stopSignal } from "./options.js";
 
 interface EmulateKubernetesFlags {
   port: number;
@@ -12,12 +13,6 @@ interface EmulateKubernetesFlags {
   kubeconfigOut?: string;
   seed?: string;
   logLevel: string;
-}
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError("expected an integer from 0 to 65535");
-  return n;
 }
 
 async function readSeed(path: string): Promise<KubernetesSeed> {
@@ -40,22 +35,17 @@ async function runEmulateKubernetes(flags: EmulateKubernetesFlags): Promise<void
   process.stdout.write(`kubeconfig: ${peer.kubeconfigPath}\n`);
   process.stderr.write(`CA certificate: ${peer.caFile}\ntoken file: ${peer.tokenFile}\n`);
   logger.info({ url: peer.url, nodes: peer.state.nodes().length, pods: peer.state.pods().length }, "kubernetes peer ready");
-  await new Promise<void>((resolve) => {
-    const stop = (): void => resolve();
-    process.once("SIGTERM", stop);
-    process.once("SIGINT", stop);
-  });
+  await stopSignal();
   await peer.close();
   logger.info({ evictions: peer.state.evictions().length, events: peer.state.events().length }, "kubernetes peer stopped");
   process.exitCode = 0;
 }
 
 export function registerEmulateKubernetesCommand(emulate: Command): void {
-  emulate
-    .command("kubernetes")
-    .description("local HTTPS Kubernetes API peer (nodes, pods, evictions with PodDisruptionBudgets, events) for kubectl and @kubernetes/client-node")
-    .option("--port <n>", "TCP port (0 = any free port)", port, 0)
-    .option("--host <addr>", "listen address", "127.0.0.1")
+  peerCommand(emulate, {
+    name: "kubernetes",
+    description: "local HTTPS Kubernetes API peer (nodes, pods, evictions with PodDisruptionBudgets, events) for kubectl and @kubernetes/client-node",
+  })
     .option("--token <token>", "bearer token clients must send (default: a random one, written to the token file)")
     .option("--kubeconfig-out <file>", "where to write the kubeconfig (default: a temporary file removed on exit)")
     .option("--seed <file>", "JSON file with nodes, pods, daemonSets, podDisruptionBudgets, namespaces (see the peer's README)")

@@ -3,40 +3,29 @@ import type { Command } from "commander";
 import { createLogger } from "../support/logger.js";
 import { azureRuleLimits, defaultLocalRuleId, parseFaultSpec, startLogsIngestionEmulator, type Fault } from "../peers/logs-ingestion/index.js";
 import { streamName as contractStreamName } from "@sef/contract/stream-schema.js";
+import { collect, integerFrom, peerCommand, stopSignal } from "./options.js";
 
 interface EmulateLogsIngestionFlags {
-  port: string;
+  port: number;
   host: string;
   ruleId: string;
   stream: string;
   caCertOut?: string;
   fault: string[];
-  requestsPerMinute: string;
-  bytesPerMinute: string;
+  requestsPerMinute: number;
+  bytesPerMinute: number;
   authorizedClientId: string[];
 }
 
-function positiveInteger(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${flag} must be a positive integer (got "${value}")`);
-  return n;
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
+const positiveInteger = integerFrom(1);
 
 export function registerEmulateLogsIngestionCommand(emulate: Command): void {
-  emulate
-    .command("logs-ingestion")
-    .description("local HTTPS Logs Ingestion API peer (self-signed certificate, local managed-identity tokens)")
-    .option("--port <n>", "TCP port (0 = any free port)", "0")
-    .option("--host <addr>", "listen address", "127.0.0.1")
+  peerCommand(emulate, { name: "logs-ingestion", description: "local HTTPS Logs Ingestion API peer (self-signed certificate, local managed-identity tokens)" })
     .option("--rule-id <id>", "immutable id of the data collection rule served", defaultLocalRuleId)
     .option("--stream <name>", "stream declared by the rule", contractStreamName)
     .option("--ca-cert-out <file>", "write the certificate clients must trust to FILE (default: a temporary file)")
-    .option("--requests-per-minute <n>", "requests per minute the rule accepts before 429 + Retry-After", String(azureRuleLimits.requestsPerMinute))
-    .option("--bytes-per-minute <n>", "bytes per minute (after gunzip) the rule accepts before 429 + Retry-After", String(azureRuleLimits.bytesPerMinute))
+    .option("--requests-per-minute <n>", "requests per minute the rule accepts before 429 + Retry-After", positiveInteger, azureRuleLimits.requestsPerMinute)
+    .option("--bytes-per-minute <n>", "bytes per minute (after gunzip) the rule accepts before 429 + Retry-After", positiveInteger, azureRuleLimits.bytesPerMinute)
     .option("--authorized-client-id <id>", "only this identity (token appid; \"system\" = system-assigned) may ingest, others get 403 (repeatable)", collect, [])
     .option(
       "--fault <spec>",
@@ -46,18 +35,13 @@ export function registerEmulateLogsIngestionCommand(emulate: Command): void {
     )
     .action(async (flags: EmulateLogsIngestionFlags) => {
       const logger = createLogger();
-      const port = Number(flags.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535 (got "${flags.port}")`);
       const faults: { count: number; fault: Fault }[] = flags.fault.map(parseFaultSpec);
       const peer = await startLogsIngestionEmulator({
-        port,
+        port: flags.port,
         host: flags.host,
         ruleId: flags.ruleId,
         streamName: flags.stream,
-        limits: {
-          requestsPerMinute: positiveInteger("--requests-per-minute", flags.requestsPerMinute),
-          bytesPerMinute: positiveInteger("--bytes-per-minute", flags.bytesPerMinute),
-        },
+        limits: { requestsPerMinute: flags.requestsPerMinute, bytesPerMinute: flags.bytesPerMinute },
         ...(flags.authorizedClientId.length > 0 ? { authorizedClientIds: flags.authorizedClientId } : {}),
         logger,
         ...(flags.caCertOut ? { caCertPath: flags.caCertOut } : {}),
@@ -65,10 +49,7 @@ export function registerEmulateLogsIngestionCommand(emulate: Command): void {
       for (const { count, fault } of faults) peer.faults.failNext(count, fault);
       logger.info({ ruleId: peer.ruleId, streamName: peer.streamName, caCertPath: peer.caCertPath }, "logs ingestion peer ready");
       process.stdout.write(`sef-testbed emulate logs-ingestion listening on ${peer.endpoint}\n`);
-      await new Promise<void>((resolve) => {
-        process.once("SIGTERM", resolve);
-        process.once("SIGINT", resolve);
-      });
+      await stopSignal();
       await peer.close();
       process.exit(0);
     });

@@ -1,6 +1,7 @@
 // `sef-testbed simulate`: a local IMDS (scheduled events GET/POST, instance metadata, managed-identity tokens) playing a scenario.
 import { InvalidArgumentError, type Command } from "commander";
 import { createLogger } from "../support/logger.js";
+import { integerFrom, oneOf, parsePort } from "./options.js";
 import { defaultSimulatorHost, listScenarios, loadScenario, ScenarioError, startSimulator } from "../simulator/index.js";
 
 export const defaultSimulatePort = 8169;
@@ -19,27 +20,10 @@ interface SimulateFlags {
   logLevel: string;
 }
 
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("expected an integer from 0 to 65535");
-  return port;
-}
-
-function parseDelayMs(value: string): number {
-  const ms = Number(value);
-  if (!Number.isInteger(ms) || ms < 0) throw new InvalidArgumentError("expected a whole number of milliseconds, 0 or more");
-  return ms;
-}
-
 function parseSpeed(value: string): number {
   const speed = Number(value);
   if (!Number.isFinite(speed) || speed <= 0) throw new InvalidArgumentError("expected a positive number");
   return speed;
-}
-
-function parseStartOn(value: string): "first-request" | "listen" {
-  if (value !== "first-request" && value !== "listen") throw new InvalidArgumentError("expected first-request or listen");
-  return value;
 }
 
 async function runSimulate(flags: SimulateFlags): Promise<void> {
@@ -97,8 +81,8 @@ export function registerSimulateCommand(program: Command): void {
     .option("--speed <x>", "scenario seconds per wall-clock second (default: the scenario's own speed)", parseSpeed)
     .option("--loop", "restart the scenario when it ends")
     .option("--exit-at-end", "exit 0 when the scenario ends instead of serving the final document")
-    .option("--start-on <when>", "start scenario time at the first scheduled-events request (first-request) or at listen", parseStartOn, "first-request")
-    .option("--approval-delay-ms <ms>", "test-only: hold each StartRequests POST this long before applying and answering it", parseDelayMs, 0)
+    .option("--start-on <when>", "start scenario time at the first scheduled-events request (first-request) or at listen", oneOf(["first-request", "listen"] as const), "first-request")
+    .option("--approval-delay-ms <ms>", "test-only: hold each StartRequests POST this long before applying and answering it", integerFrom(0), 0)
     .option("--list", "list the built-in scenarios and exit")
     .option("--log-level <level>", "log level (logs go to stderr)", "info")
     .addHelpText(

@@ -1,38 +1,29 @@
 // What tests and `--seed` files give the peer (nodes, pods, DaemonSets, PodDisruptionBudgets, in short form) and the
 // pure builders that turn them into the full objects a real cluster would serve.
-import type { NewKubeObject, OwnerReference, Taint } from "./objects.js";
+import type { NewKubeObject, ObjectMeta, OwnerReference, Taint } from "./objects.js";
 import type { IntOrPercent } from "./pdb.js";
 
 export const kubeletVersion = "v1.33.0";
 /** The annotation that marks a mirror (static) pod; its value is the static pod's config hash. */
 export const mirrorPodAnnotation = "kubernetes.io/config.mirror";
 
-export interface NodeSeed {
-  name: string;
+/** The metadata a seed gives its object (the store stamps uid, resourceVersion and creationTimestamp). */
+type SeedMeta = Pick<ObjectMeta, "name" | "namespace" | "labels" | "annotations">;
+
+export interface NodeSeed extends Omit<SeedMeta, "namespace"> {
   providerID?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
   taints?: Taint[];
   unschedulable?: boolean;
   /** Ready condition status (default true). */
   ready?: boolean;
 }
 
-export interface OwnerSeed {
-  kind: string;
-  name: string;
-  apiVersion?: string;
-  uid?: string;
-  /** Default true (the owner is the pod's controller). */
-  controller?: boolean;
-}
+/** An owner reference in short: kind and name; apiVersion (default v1 for a Node, else apps/v1), a uid (default: the
+ * seeded owner's) and controller (default true: the owner is the pod's controller) may be given. */
+export type OwnerSeed = Pick<OwnerReference, "kind" | "name"> & Partial<Pick<OwnerReference, "apiVersion" | "uid" | "controller">>;
 
-export interface PodSeed {
-  namespace?: string;
-  name: string;
+export interface PodSeed extends SeedMeta {
   nodeName?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
   /** Owners; a DaemonSet owner also creates the DaemonSet (so `kubectl drain` finds the controller). */
   ownerReferences?: OwnerSeed[];
   /** A mirror pod of a static pod: the `kubernetes.io/config.mirror` annotation and a Node owner. */
@@ -49,9 +40,7 @@ export interface PodSeed {
   ready?: boolean;
 }
 
-export interface PodDisruptionBudgetSeed {
-  namespace?: string;
-  name: string;
+export interface PodDisruptionBudgetSeed extends Pick<SeedMeta, "name" | "namespace"> {
   matchLabels: Record<string, string>;
   minAvailable?: IntOrPercent;
   maxUnavailable?: IntOrPercent;
@@ -60,11 +49,7 @@ export interface PodDisruptionBudgetSeed {
   blockForMs?: number | "forever";
 }
 
-export interface DaemonSetSeed {
-  namespace?: string;
-  name: string;
-  labels?: Record<string, string>;
-}
+export type DaemonSetSeed = Pick<SeedMeta, "name" | "namespace" | "labels">;
 
 export interface KubernetesSeed {
   nodes?: NodeSeed[];
