@@ -1,15 +1,17 @@
-// The collector state's delta writes (store/collector-state.ts) on a real SQLite file: after any sequence of commits,
-// failed commits (rolled back) and restarts, table `emitted` holds exactly what the old full rewrite (DELETE + INSERT
-// per key) would have written, and a commit writes only the keys that changed.
+// The collector state's change-set writes (store/collector-state.ts) on a real SQLite file: after any sequence of
+// changes, commits adopted by the collector, failed commits (rolled back), commits inside a transaction someone else
+// opened and ends, states made by hand and restarts, table `emitted` holds exactly what the old full rewrite (DELETE +
+// INSERT per key) would have written; a change is written without reading the table.
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
-import { openOutbox } from "../helpers/outbox.js";
+import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { diffEmitted } from "../../src/agent/store/collector-state.js";
 import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
+import { EmittedKeys } from "../../src/agent/collector/emitted-keys.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 
@@ -37,9 +39,12 @@ function emittedTable(path: string): Map<string, EmittedKey> {
   }
 }
 
-function stateWith(emitted: Map<string, EmittedKey>, incarnation: number): CollectorState {
+function stateWith(emitted: EmittedKeys, incarnation: number): CollectorState {
   return { ...emptyCollectorState(), lastIncarnation: incarnation, lastSuccessMs: incarnation, emitted };
 }
+
+const asMap = (emitted: EmittedKeys): Map<string, EmittedKey> => new Map(emitted);
+const open = (dir: string): OpenOutbox => openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
 
 type Step =
   | { kind: "emit"; key: number; atMs: number }
@@ -47,6 +52,8 @@ type Step =
   | { kind: "prune"; key: number }
   | { kind: "commit" }
   | { kind: "failedCommit" }
+  | { kind: "joinedCommit"; outer: "COMMIT" | "ROLLBACK" }
+  | { kind: "handMadeCommit" }
   | { kind: "restart" };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -56,39 +63,67 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.constant({ kind: "commit" as const }),
   fc.constant({ kind: "commit" as const }),
   fc.constant({ kind: "failedCommit" as const }),
+  fc.record({ kind: fc.constant("joinedCommit" as const), outer: fc.constantFrom("COMMIT" as const, "ROLLBACK" as const) }),
+  fc.constant({ kind: "handMadeCommit" as const }),
   fc.constant({ kind: "restart" as const }),
 );
 
+/** The agent's side of the property: a collector adopting (settling) each state the store committed. */
+class Collector {
+  /** The adopted state's keys, and the next document's view of them (changed by emit, end and prune). */
+  working: EmittedKeys;
+  constructor(adopted: EmittedKeys) {
+    this.working = adopted.derive();
+  }
+  adopt(committed: EmittedKeys): void {
+    committed.settle();
+    this.working = committed.derive();
+  }
+}
+
 describe("collector state writes", () => {
-  it("leave table emitted as the full rewrite would, through failed commits and restarts", () => {
+  it("leave table emitted as the full rewrite would, through failed commits, joined transactions and restarts", () => {
     fc.assert(
       fc.property(fc.array(stepArb, { minLength: 1, maxLength: 40 }), (steps) => {
         const dir = mkdtempSync(join(tmpdir(), "sef-collector-state-"));
-        let store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
+        let store = open(dir);
         try {
-          // `working` is the collector's next state (a new Map per document, like applyDocument); `committed` what
-          // the last successful commit handed over: what the old DELETE + INSERT rewrite would have left in the table.
-          let working = new Map<string, EmittedKey>();
+          const collector = new Collector(store.opened.loadCollectorState().emitted);
+          // What the old DELETE + INSERT rewrite would have left in the table: the last state whose commit stuck.
           let committed = new Map<string, EmittedKey>();
           let incarnation = 0;
           for (const step of steps) {
-            if (step.kind === "emit") working = new Map(working).set(`e${step.key}|Scheduled`, { emittedMs: step.atMs, endedMs: null });
+            const w = collector.working;
+            if (step.kind === "emit") w.set(`e${step.key}|Scheduled`, { emittedMs: step.atMs, endedMs: null });
             else if (step.kind === "end") {
-              const k = `e${step.key}|Scheduled`;
-              const entry = working.get(k);
-              if (entry) working = new Map(working).set(k, { ...entry, endedMs: step.atMs });
-            } else if (step.kind === "prune") {
-              working = new Map(working);
-              working.delete(`e${step.key}|Scheduled`);
-            } else if (step.kind === "commit") {
-              store.commitDocument(stateWith(working, ++incarnation), [record(incarnation)], incarnation);
-              committed = new Map(working);
+              const entry = w.get(`e${step.key}|Scheduled`);
+              if (entry) w.set(`e${step.key}|Scheduled`, { ...entry, endedMs: step.atMs });
+            } else if (step.kind === "prune") w.delete(`e${step.key}|Scheduled`);
+            else if (step.kind === "commit") {
+              store.commitDocument(stateWith(w, ++incarnation), [record(incarnation)], incarnation);
+              committed = asMap(w);
+              collector.adopt(w);
             } else if (step.kind === "failedCommit") {
-              expect(() => store.commitDocument(stateWith(working, incarnation + 1), [badRecord], 0)).toThrow();
+              expect(() => store.commitDocument(stateWith(w, incarnation + 1), [badRecord], 0)).toThrow();
+            } else if (step.kind === "joinedCommit") {
+              // A transaction someone else opened and ends: the store cannot know how, the collector adopts anyway.
+              const db = store.opened.database;
+              db.exec("BEGIN IMMEDIATE");
+              store.commitDocument(stateWith(w, ++incarnation), [record(incarnation)], incarnation);
+              db.exec(step.outer);
+              if (step.outer === "COMMIT") committed = asMap(w);
+              collector.adopt(w);
+            } else if (step.kind === "handMadeCommit") {
+              const made = EmittedKeys.from(asMap(w));
+              store.commitDocument(stateWith(made, ++incarnation), [record(incarnation)], incarnation);
+              committed = asMap(made);
+              collector.adopt(made);
             } else {
               store.close();
-              store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
-              expect(store.opened.loadCollectorState().emitted).toEqual(committed);
+              store = open(dir);
+              const loaded = store.opened.loadCollectorState().emitted;
+              expect(asMap(loaded)).toEqual(committed);
+              collector.adopt(loaded);
             }
             expect(emittedTable(store.opened.path)).toEqual(committed);
           }
@@ -97,40 +132,61 @@ describe("collector state writes", () => {
           rmSync(dir, { recursive: true, force: true });
         }
       }),
-      { numRuns: 40 },
+      { numRuns: 60 },
     );
   });
 
-  it("writes only the keys that changed, whatever the history", () => {
-    const previous = new Map<string, EmittedKey>(Array.from({ length: 10_000 }, (_, i) => [`old${i}|Completed`, { emittedMs: i, endedMs: i + 1 }]));
-    const next = new Map(previous);
-    next.set("new|Scheduled", { emittedMs: 20_000, endedMs: null });
-    next.set("old5|Completed", { emittedMs: 5, endedMs: 99 });
-    next.delete("old7|Completed");
-    const delta = diffEmitted(previous, next);
-    expect(delta.upserts.map(([key]) => key).sort()).toEqual(["new|Scheduled", "old5|Completed"]);
-    expect(delta.deletes).toEqual(["old7|Completed"]);
-    expect(diffEmitted(next, next)).toEqual({ upserts: [], deletes: [] });
-  });
-
-  it("a commit on a store whose copy of the table is stale still converges (another connection changed it)", () => {
+  it("writes a change without reading the table, whatever the history; reads it once after a transaction it joined", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-collector-state-"));
-    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
+    let store = open(dir);
     try {
-      const first = new Map<string, EmittedKey>([["a|Scheduled", { emittedMs: 1, endedMs: null }]]);
-      store.commitDocument(stateWith(first, 1), [], 1);
-      // A commit inside an outer transaction that rolls back: the store cannot know, so it forgets its copy.
+      const keys = EmittedKeys.from(Array.from({ length: 10_000 }, (_, i) => [`old${i}|Completed`, { emittedMs: i, endedMs: i + 1 }] as const));
+      store.commitDocument(stateWith(keys, 1), [], 1); // a state made by hand: the table is read and diffed
+      keys.settle();
+      expect(emittedTable(store.opened.path).size).toBe(10_000);
+      store.close();
+      store = open(dir);
+      let adopted = store.opened.loadCollectorState().emitted;
+      const readsAfterLoad = store.opened.collectorTableReads;
+      for (let i = 2; i < 12; i++) {
+        const next = adopted.derive();
+        next.set(`new${i}|Scheduled`, { emittedMs: i, endedMs: null });
+        next.set(`old${i}|Completed`, { emittedMs: i, endedMs: 99 });
+        next.delete(`old${i + 100}|Completed`);
+        store.commitDocument(stateWith(next, i), [record(i)], i);
+        next.settle();
+        adopted = next;
+      }
+      expect(store.opened.collectorTableReads).toBe(readsAfterLoad);
+      expect(emittedTable(store.opened.path)).toEqual(asMap(adopted));
+
       const db = store.opened.database;
       db.exec("BEGIN IMMEDIATE");
-      store.commitDocument(stateWith(new Map([["b|Scheduled", { emittedMs: 2, endedMs: null }]]), 2), [], 2);
+      const joined = adopted.derive().set("joined|Scheduled", { emittedMs: 1, endedMs: null });
+      store.commitDocument(stateWith(joined, 20), [], 20);
       db.exec("ROLLBACK");
-      expect(emittedTable(store.opened.path)).toEqual(first);
-      const third = new Map<string, EmittedKey>([["c|Scheduled", { emittedMs: 3, endedMs: null }]]);
-      store.commitDocument(stateWith(third, 3), [], 3);
-      expect(emittedTable(store.opened.path)).toEqual(third);
+      joined.settle();
+      const after = joined.derive().set("after|Scheduled", { emittedMs: 2, endedMs: null });
+      store.commitDocument(stateWith(after, 21), [], 21);
+      expect(store.opened.collectorTableReads).toBe(readsAfterLoad + 1);
+      expect(emittedTable(store.opened.path)).toEqual(asMap(after));
     } finally {
       store.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("diffs a table against a state key by key", () => {
+    const previous = new Map<string, EmittedKey>([
+      ["a|Scheduled", { emittedMs: 1, endedMs: null }],
+      ["b|Scheduled", { emittedMs: 2, endedMs: 3 }],
+      ["c|Scheduled", { emittedMs: 4, endedMs: null }],
+    ]);
+    const next = new Map(previous).set("a|Scheduled", { emittedMs: 1, endedMs: 9 }).set("d|Scheduled", { emittedMs: 5, endedMs: null });
+    next.delete("c|Scheduled");
+    const delta = diffEmitted(previous, next);
+    expect(delta.upserts.map(([key]) => key).sort()).toEqual(["a|Scheduled", "d|Scheduled"]);
+    expect(delta.deletes).toEqual(["c|Scheduled"]);
+    expect(diffEmitted(next, next)).toEqual({ upserts: [], deletes: [] });
   });
 });

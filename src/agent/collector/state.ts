@@ -1,5 +1,6 @@
 // What the collector remembers between documents (persisted by the store after every document).
 import type { EventFields, ImdsEventStatus } from "@sef/contract/record.js";
+import { EmittedKeys } from "./emitted-keys.js";
 
 export interface TrackedEvent {
   fields: EventFields;
@@ -21,12 +22,15 @@ export interface CollectorState {
   interrupted: boolean;
   /** Events in the last processed document, keyed by lower-cased EventId. */
   events: Map<string, TrackedEvent>;
-  /** `${lower-cased EventId}|${EventStatus}` → when it was emitted; the at-most-once guard across restarts. */
-  emitted: Map<string, EmittedKey>;
+  /**
+   * `${lower-cased EventId}|${EventStatus}` → when it was emitted; the at-most-once guard across restarts. A view over
+   * a map shared with earlier states (emitted-keys.ts): a document's state carries only what it changed.
+   */
+  emitted: EmittedKeys;
 }
 
 export function emptyCollectorState(): CollectorState {
-  return { lastIncarnation: null, lastDocumentHash: null, lastSuccessMs: null, interrupted: false, events: new Map(), emitted: new Map() };
+  return { lastIncarnation: null, lastDocumentHash: null, lastSuccessMs: null, interrupted: false, events: new Map(), emitted: EmittedKeys.from() };
 }
 
 export function emittedKey(eventId: string, status: string): string {

@@ -5,6 +5,7 @@ import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, Tr
 import { deterministicUuid, recordSource, transitionRecordId } from "@sef/contract/record-id.js";
 import { normalizeResourceName, type ScheduledEventsDocument, type ImdsEvent, type MalformedImdsEvent } from "../imds/document.js";
 import { emittedKey, type CollectorState, type TrackedEvent } from "./state.js";
+import type { EmittedKeys } from "./emitted-keys.js";
 
 export interface CollectContext {
   nowMs: number;
@@ -76,7 +77,8 @@ export function hasObservationGap(prev: CollectorState, doc: ScheduledEventsDocu
 export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument, ctx: CollectContext): CollectResult {
   const hash = documentHash(doc);
   const gap = hasObservationGap(prev, doc, ctx);
-  const emitted = pruneEmitted(prev.emitted, ctx.nowMs, ctx.emittedRetentionMs);
+  const emitted = prev.emitted.derive();
+  pruneEmitted(emitted, ctx.nowMs, ctx.emittedRetentionMs);
 
   if (prev.lastIncarnation === doc.DocumentIncarnation && prev.lastDocumentHash === hash) {
     return { state: { ...prev, emitted, lastSuccessMs: ctx.nowMs, interrupted: false }, records: [], malformed: [], changed: false };
@@ -158,12 +160,9 @@ function endedStatus(tracked: TrackedEvent, gap: boolean, nowMs: number): EventS
   return "Canceled";
 }
 
-function pruneEmitted(emitted: Map<string, { emittedMs: number; endedMs: number | null }>, nowMs: number, retentionMs: number) {
-  const kept = new Map(emitted);
-  for (const [key, entry] of emitted) {
-    if (entry.endedMs !== null && nowMs - entry.endedMs > Math.max(retentionMs, sevenDaysMs)) kept.delete(key);
-  }
-  return kept;
+/** Forgets the keys of events that ended more than the retention ago (at least 7 days): costs the keys forgotten. */
+function pruneEmitted(emitted: EmittedKeys, nowMs: number, retentionMs: number): void {
+  for (const key of emitted.endedBefore(nowMs - Math.max(retentionMs, sevenDaysMs))) emitted.delete(key);
 }
 
 function buildRecord(

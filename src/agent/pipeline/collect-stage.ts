@@ -62,6 +62,9 @@ export class CollectStage {
     });
     // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
     const entries = result.changed ? commit.commitDocument(result.state, [...result.records, ...result.malformed], nowMs) : [];
+    // Durable: the document's emitted keys join the shared map (its earlier states become stale; unchanged
+    // documents' pruning waits in the view for the next commit).
+    if (result.changed) result.state.emitted.settle();
     for (const m of result.malformed) {
       metrics.malformedEvents.inc({ reason: m.Outcome });
       logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");

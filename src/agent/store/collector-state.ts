@@ -1,10 +1,13 @@
 // The collector's persisted state (tables `events`, `emitted` and the `collector` meta row): loads it, and writes a
-// document's new state as a change against what the database already holds. Emitted keys are kept at least 7 days,
-// so a change writes only the keys inserted, updated or pruned since the last write: its cost follows the change,
-// not the history. The events of the current document are few and all move together (lastSeenMs): rewritten whole.
+// document's new state as the change the collector made. Emitted keys are kept at least 7 days, so a change writes
+// only the keys the document inserted, updated or pruned (its view's overlay, collector/emitted-keys.ts): its cost
+// follows the change, not the history. When the table may not hold the view's base (first write into a transaction
+// someone else opened, a state made by hand), the table is read and diffed once. The events of the current document
+// are few and all move together (lastSeenMs): rewritten whole.
 import type { DatabaseSync } from "node:sqlite";
 import type { CollectorState, EmittedKey, TrackedEvent } from "../collector/state.js";
 import { emptyCollectorState } from "../collector/state.js";
+import { EmittedKeys } from "../collector/emitted-keys.js";
 import { query } from "./sql.js";
 
 /** What a write changes in table `emitted`. */
@@ -14,18 +17,23 @@ export interface EmittedDelta {
 }
 
 /** The keys of `next` that are new or differ from `previous`, and the keys of `previous` that `next` no longer has (pure). */
-export function diffEmitted(previous: ReadonlyMap<string, EmittedKey>, next: ReadonlyMap<string, EmittedKey>): EmittedDelta {
+export function diffEmitted(previous: ReadonlyMap<string, EmittedKey>, next: Iterable<readonly [string, EmittedKey]>): EmittedDelta {
   const upserts: Array<readonly [string, EmittedKey]> = [];
-  const deletes: string[] = [];
+  const seen = new Set<string>();
   for (const [key, entry] of next) {
+    seen.add(key);
     const before = previous.get(key);
-    if (before === entry) continue; // the collector keeps an unchanged key's entry object
     if (before === undefined || before.emittedMs !== entry.emittedMs || before.endedMs !== entry.endedMs) upserts.push([key, entry]);
   }
-  if (previous.size + upserts.length > next.size) {
-    for (const key of previous.keys()) if (!next.has(key)) deletes.push(key);
-  }
+  const deletes = [...previous.keys()].filter((key) => !seen.has(key));
   return { upserts, deletes };
+}
+
+/** The table holds the shared map of these emitted keys at this version (see EmittedKeys.base). */
+interface KnownTable {
+  readonly shared: object;
+  readonly version: number;
+  readonly settledBy: object | null;
 }
 
 interface CollectorMeta {
@@ -36,8 +44,10 @@ interface CollectorMeta {
 
 export class CollectorStateTables {
   private readonly s;
-  /** The emitted keys as the database holds them (undefined: not known, read on the next write). */
-  private persisted: Map<string, EmittedKey> | undefined;
+  /** What table `emitted` holds, as a base of the collector's views (undefined: not known, read on the next write). */
+  private known: KnownTable | undefined;
+  /** Times table `emitted` was read whole (the load, and each write whose base the table was not known to hold). */
+  tableReads = 0;
 
   constructor(private readonly db: DatabaseSync) {
     this.s = {
@@ -62,40 +72,52 @@ export class CollectorStateTables {
     for (const row of this.s.allEvents.all()) {
       state.events.set(row.event_key, { status: row.status as TrackedEvent["status"], fields: JSON.parse(row.fields), lastSeenMs: row.last_seen_ms });
     }
-    for (const row of this.s.allEmitted.all()) state.emitted.set(row.key, { emittedMs: row.emitted_ms, endedMs: row.ended_ms });
-    this.persisted = new Map(state.emitted);
+    state.emitted = EmittedKeys.from(this.readEmitted());
+    this.known = state.emitted.base;
     return state;
   }
 
   /**
    * Writes `state`; call inside the document's transaction. Returns the function to call once that transaction has
-   * committed (the remembered copy follows the database only then; after a rollback it still matches it).
+   * committed: the table then holds what `state.emitted` holds once settled (`EmittedKeys.settle`, the collector's
+   * adoption). After a rollback nothing changed, and the table still holds what it did.
    */
   write(state: CollectorState): () => void {
     const meta: CollectorMeta = { lastIncarnation: state.lastIncarnation, lastDocumentHash: state.lastDocumentHash, lastSuccessMs: state.lastSuccessMs };
     this.s.setMeta.run(JSON.stringify(meta));
     this.s.deleteEvents.run();
     for (const [key, e] of state.events) this.s.insertEvent.run(key, e.status, JSON.stringify(e.fields), e.lastSeenMs);
-    const persisted = this.persisted ?? this.readEmitted();
-    const delta = diffEmitted(persisted, state.emitted);
+    const delta = this.holdsBaseOf(state.emitted) ? changeOf(state.emitted) : diffEmitted(this.readEmitted(), state.emitted);
     for (const [key, e] of delta.upserts) this.s.upsertEmitted.run(key, e.emittedMs, e.endedMs);
     for (const key of delta.deletes) this.s.deleteEmitted.run(key);
+    const { shared } = state.emitted.base;
+    const after: KnownTable = { shared, version: state.emitted.settledVersion, settledBy: state.emitted };
     return () => {
-      // The same entry objects as the state's (the collector never changes one in place: it makes a new one).
-      for (const [key, e] of delta.upserts) persisted.set(key, e);
-      for (const key of delta.deletes) persisted.delete(key);
-      this.persisted = persisted;
+      this.known = after;
     };
   }
 
-  /** Forgets the remembered copy (a write inside a transaction that may still roll back): the table is read again next time. */
+  /** Forgets what the table holds (a write inside a transaction that may still roll back): it is read again next time. */
   forget(): void {
-    this.persisted = undefined;
+    this.known = undefined;
+  }
+
+  /** Whether the table holds exactly the shared map `emitted` is a view of (so its overlay is all there is to write). */
+  private holdsBaseOf(emitted: EmittedKeys): boolean {
+    const base = emitted.base;
+    const known = this.known;
+    return known !== undefined && known.shared === base.shared && known.version === base.version && known.settledBy === base.settledBy;
   }
 
   private readEmitted(): Map<string, EmittedKey> {
+    this.tableReads += 1;
     const out = new Map<string, EmittedKey>();
     for (const row of this.s.allEmitted.all()) out.set(row.key, { emittedMs: row.emitted_ms, endedMs: row.ended_ms });
     return out;
   }
+}
+
+function changeOf(emitted: EmittedKeys): EmittedDelta {
+  const { upserts, deletes } = emitted.change;
+  return { upserts: [...upserts], deletes: [...deletes] };
 }

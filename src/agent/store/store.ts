@@ -126,8 +126,14 @@ export class Store {
     return this.collectorTables.load();
   }
 
+  /** Times the collector's emitted keys were read whole from the table (the load; a write after an uncertain one). */
+  get collectorTableReads(): number {
+    return this.collectorTables.tableReads;
+  }
+
   /**
-   * Saves the collector state (only the emitted keys that changed since the last save: see collector-state.ts);
+   * Saves the collector state (only the emitted keys its view changed: see collector-state.ts; the collector settles
+   * that view once this has committed);
    * inside a caller's transaction (a document's state and its records) it joins it.
    */
   saveCollectorState(state: CollectorState): void {
@@ -181,13 +187,15 @@ export class Store {
       const result = transaction(this.db, body);
       this.lastWriteFailed = false;
       if (hooks.bytesWritten) this.checkpointer?.noteWritten(hooks.bytesWritten());
-      if (outermost) this.settleCollectorWrites(ownsTransaction);
+      if (outermost) this.settleCollectorWrites(ownsTransaction ? "committed" : "unknown");
       return result;
     } catch (err) {
       this.lastWriteFailed = true;
-      this.collectorWritesUncertain = true;
+      // Rolled back whole by this store: the collector tables hold what they held before. Otherwise not known.
+      const rolledBack = ownsTransaction && this.db.isOpen && !this.db.isTransaction;
+      if (!rolledBack) this.collectorWritesUncertain = true;
       if (this.db.isOpen) hooks.onRollback?.();
-      if (outermost) this.settleCollectorWrites(false);
+      if (outermost) this.settleCollectorWrites(rolledBack ? "rolledBack" : "unknown");
       throw err;
     } finally {
       this.writeDepth -= 1;
@@ -195,20 +203,20 @@ export class Store {
   }
 
   /**
-   * After the outermost write: the collector tables' copy of what the database holds follows the writes only when
-   * this store's own transaction committed them; otherwise (a failure, or a transaction opened by someone else that
-   * may still roll back) the copy is dropped and the tables are read again at the next save.
+   * After the outermost write: what the collector tables are known to hold follows the writes only when this store's
+   * own transaction committed them, and stays as it was when that transaction rolled back; otherwise (a write inside
+   * a transaction opened by someone else, which may still roll back or keep a failed write's part) it is forgotten and
+   * the table is read again at the next save.
    */
-  private settleCollectorWrites(committed: boolean): void {
+  private settleCollectorWrites(outcome: "committed" | "rolledBack" | "unknown"): void {
     const pending = this.afterCommit.splice(0);
-    if (committed && !this.collectorWritesUncertain) {
-      for (const apply of pending) apply();
-    } else if (pending.length > 0 || this.collectorWritesUncertain) {
+    if (this.collectorWritesUncertain || (outcome === "unknown" && pending.length > 0)) {
       this.collectorTables.forget();
+    } else if (outcome === "committed") {
+      for (const apply of pending) apply();
     }
     this.collectorWritesUncertain = false;
   }
-
 
   private getMetaJson<T>(key: string): T | undefined {
     const row = this.statements.getMeta.get(key);
