@@ -1,6 +1,6 @@
-// Under churn (issue 26): (1) a micro-benchmark of the store, the time of one document's commit with 100 and 10,000
-// emitted keys retained, the delta write of today against the full rewrite it replaced (DELETE + INSERT per key);
-// (2) a soak of the packaged agent (bin/sef run, jsonl sink, 1 Hz) while the simulator brings two new events every
+// Under churn (issue 26): (1) the time of one document change as the agent pays it (the collect stage: collector,
+// store transaction with its records, adoption) with about 100 and 10,000 emitted keys kept, at synchronous=FULL and
+// without fsync; (2) a soak of the packaged agent (bin/sef run, jsonl sink, 1 Hz) while the simulator brings two new events every
 // 5 s, each going Scheduled → Started → gone: RSS sampled every 10 s, its slope over the last three quarters, and
 // every transition delivered once. Not part of `npm test`.
 // `npx tsx test/bench/churn-soak.ts` (SEF_BENCH_CHURN_SECONDS, default 300; the full method is 3600).
@@ -9,9 +9,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { openOutbox } from "../helpers/outbox.js";
-import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
-import type { HeartbeatRecord } from "../../src/contract/record.js";
+import pino from "pino";
+import { Store } from "../../src/agent/store/store.js";
+import { Outbox } from "../../src/agent/delivery/outbox.js";
+import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
+import { CommitStage } from "../../src/agent/pipeline/commit-stage.js";
+import { CollectStage } from "../../src/agent/pipeline/collect-stage.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { systemClock, type Clock } from "../../src/agent/util/clock.js";
+import type { ScheduledEventsDocument } from "../../src/agent/imds/document.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { rssMb, stopChild, unpackAgent } from "./idle-vs-python.js";
@@ -19,71 +25,95 @@ import { rssMb, stopChild, unpackAgent } from "./idle-vs-python.js";
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const round = (n: number, digits = 3): number => Math.round(n * 10 ** digits) / 10 ** digits;
 
-export interface CommitTiming {
+export interface ChangeTiming {
   readonly retainedKeys: number;
-  /** Median and p99 time of one commit (one new key and one record), in ms, with today's delta write. */
-  readonly deltaMedianMs: number;
-  readonly deltaP99Ms: number;
-  /** The same commit done as before: DELETE FROM emitted and one INSERT per key. */
-  readonly fullRewriteMedianMs: number;
+  /** Median and p99 time of one change as the agent pays it (collector, store write, adoption), in ms. */
+  readonly medianMs: number;
+  readonly p99Ms: number;
+  /** The same with `synchronous=OFF`: no fsync, so what is left is JavaScript and SQLite's own work. */
+  readonly noFsyncMedianMs: number;
+  readonly noFsyncP99Ms: number;
+  /** Emitted keys held after the last change (steady state: about `retainedKeys`). */
+  readonly keysAtEnd: number;
 }
-
-const record = (i: number): HeartbeatRecord => ({
-  RecordId: `churn-${i}`,
-  RecordType: "Heartbeat",
-  TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
-  ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
-  ...unknownVmIdentity,
-  AgentId: "00000000-0000-4000-8000-000000000001",
-  AgentVersion: "bench",
-  Detail: "",
-});
 
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** Commit time per change with `retainedKeys` ended keys kept: `commits` changes, each one new key and one record. */
-export function benchCommitTime(retainedKeys: number, commits = 200): CommitTiming {
-  const dir = mkdtempSync(join(tmpdir(), "sef-bench-commit-"));
-  const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
+const day = 86_400_000;
+/** Keys one change of the churn below expires and creates in steady state: two events × three statuses. */
+const keysPerChange = 6;
+
+/** The soak's churn as documents: each change ends the Started events, starts the Scheduled ones, adds two. */
+function* churnDocuments(): Generator<ScheduledEventsDocument> {
+  let live: Array<{ id: string; status: "Scheduled" | "Started" }> = [];
+  for (let n = 0, incarnation = 1; ; incarnation++) {
+    live = live.filter((e) => e.status === "Scheduled").map((e) => ({ ...e, status: "Started" as const }));
+    for (let k = 0; k < 2; k++) live.push({ id: `bench-${String(++n).padStart(8, "0")}-0000-4000-8000-000000000000`, status: "Scheduled" });
+    const events = live.map(({ id, status }) => ({
+      EventId: id,
+      EventStatus: status,
+      EventType: "Freeze" as const,
+      ResourceType: "VirtualMachine" as const,
+      Resources: ["WestNO_0"],
+      NotBefore: status === "Scheduled" ? "Mon, 30 Nov 2026 10:00:00 GMT" : null,
+      Description: "",
+      EventSource: "Platform" as const,
+      DurationInSeconds: 5,
+    }));
+    yield { DocumentIncarnation: incarnation, Events: events };
+  }
+}
+
+/**
+ * Time of one change with about `retainedKeys` emitted keys kept, as the agent pays it: the collect stage's ingest
+ * (collector, store transaction with its record, adoption) on a real store file. The keys kept are spread over the
+ * last 7 days and the clock moves so that each change expires about as many keys as it creates (steady state).
+ */
+export function benchChangeTime(retainedKeys: number, changes = 200, synchronous: "FULL" | "OFF" = "FULL"): { medianMs: number; p99Ms: number; keysAtEnd: number } {
+  const dir = mkdtempSync(join(tmpdir(), "sef-bench-change-"));
+  const store = Store.open({ dataDir: dir, checkpointInWorker: false });
   try {
-    // One map changed in place: the collector's own copy per document (applyDocument) is its cost, not the store's, and
-    // a new 10,000-key map per change would put its garbage collection inside the timed commits.
-    const emitted = new Map<string, EmittedKey>(Array.from({ length: retainedKeys }, (_, i) => [`old-${i}|Completed`, { emittedMs: i, endedMs: i + 1 }]));
-    const state = (incarnation: number): CollectorState => ({ ...emptyCollectorState(), lastIncarnation: incarnation, lastSuccessMs: incarnation, emitted });
-    store.commitDocument(state(0), [], 0);
-    const delta: number[] = [];
-    for (let i = 1; i <= commits; i++) {
-      emitted.set(`new-${i}|Scheduled`, { emittedMs: i, endedMs: null });
+    store.database.exec(`PRAGMA synchronous = ${synchronous}`);
+    const outbox = Outbox.open(store);
+    outbox.registerSinks(["bench"]);
+    const stepMs = Math.floor((7 * day * keysPerChange) / retainedKeys);
+    const t0 = Date.parse("2026-11-23T10:00:00Z");
+    const insert = store.database.prepare("INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)");
+    store.write(() => {
+      for (let i = 0; i < retainedKeys; i++) insert.run(`old-${i}|Completed`, t0 - 8 * day, t0 - 7 * day + Math.floor((i * stepMs) / keysPerChange) + 1);
+    });
+    const logger = pino({ level: "silent" });
+    const metrics = new AgentMetrics();
+    let nowMs = t0;
+    const clock: Clock = { ...systemClock, now: () => nowMs };
+    const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock, maxOutboxBytes: 1 << 30 });
+    const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 7 * day };
+    const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => ({ ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }), agentVersion: "bench", metrics, logger });
+    const timings: number[] = [];
+    const warmUp = 20;
+    const documents = churnDocuments();
+    for (let i = 0; i < warmUp + changes; i++) {
+      nowMs += stepMs;
+      const document = documents.next().value!;
       const started = performance.now();
-      store.commitDocument(state(i), [record(i)], i);
-      delta.push(performance.now() - started);
+      collect.ingest(document, nowMs, 0);
+      if (i >= warmUp) timings.push(performance.now() - started);
     }
-    // The write it replaced, on the same database and keys.
-    const db = store.opened.database;
-    const insert = db.prepare("INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)");
-    const full: number[] = [];
-    for (let i = 1; i <= Math.min(commits, 50); i++) {
-      emitted.set(`full-${i}|Scheduled`, { emittedMs: i, endedMs: null });
-      const started = performance.now();
-      db.exec("BEGIN IMMEDIATE");
-      db.exec("DELETE FROM emitted");
-      for (const [key, e] of emitted) insert.run(key, e.emittedMs, e.endedMs);
-      db.exec("COMMIT");
-      full.push(performance.now() - started);
-    }
-    return {
-      retainedKeys,
-      deltaMedianMs: round(percentile(delta, 50)),
-      deltaP99Ms: round(percentile(delta, 99)),
-      fullRewriteMedianMs: round(percentile(full, 50)),
-    };
+    return { medianMs: round(percentile(timings, 50)), p99Ms: round(percentile(timings, 99)), keysAtEnd: collect.state.emitted.size };
   } finally {
     store.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Change time at `retainedKeys`, with fsync (as configured) and without. */
+export function benchCommitTime(retainedKeys: number, changes = 200): ChangeTiming {
+  const full = benchChangeTime(retainedKeys, changes, "FULL");
+  const noFsync = benchChangeTime(retainedKeys, changes, "OFF");
+  return { retainedKeys, medianMs: full.medianMs, p99Ms: full.p99Ms, noFsyncMedianMs: noFsync.medianMs, noFsyncP99Ms: noFsync.p99Ms, keysAtEnd: full.keysAtEnd };
 }
 
 export interface SoakResult {
@@ -193,8 +223,8 @@ export async function benchChurnSoak(seconds: number, everyS = 5, freshBundle = 
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const commitTimes = [100, 10_000].map((n) => benchCommitTime(n));
-  console.log(JSON.stringify({ commitTimes }, null, 2));
+  const changeTimes = [100, 10_000].map((n) => benchCommitTime(n));
+  console.log(JSON.stringify({ changeTimes }, null, 2));
   const seconds = Number(process.env.SEF_BENCH_CHURN_SECONDS ?? 300);
   if (seconds > 0) {
     const soak = await benchChurnSoak(seconds, 5, process.env.SEF_BENCH_CHURN_FRESH_BUNDLE === "1");

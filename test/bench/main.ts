@@ -51,9 +51,11 @@ report("idleRssVsBareNode", artifact.idleRssMb, artifact.idleRssMb.ratio <= 1.5)
 const idleVsPython = await benchIdleVsPython(idleOptionsFromEnv());
 const agentVsKeepAlive = idleVsPython.schedCpuRatios["agent/pythonKeepAlive"]!;
 report("idleCpuVsPythonLoop", { cpuRatios: idleVsPython.cpuRatios, schedCpuRatios: idleVsPython.schedCpuRatios, rssRatio: idleVsPython.medianRssRatio }, agentVsKeepAlive.median <= 1 && agentVsKeepAlive.spread <= 0.2 && idleVsPython.medianRssRatio.agent <= 1.5);
-// Issue 26 under churn: commit time per change at 100 and 10,000 retained keys, and a soak (SEF_BENCH_CHURN_SECONDS).
-const commitTimes = [100, 10_000].map((keys) => benchCommitTime(keys));
-report("commitTimeByRetainedKeys", commitTimes, commitTimes[1]!.deltaMedianMs <= 2 * Math.max(commitTimes[0]!.deltaMedianMs, 1));
+// Issue 26 under churn: a change's time as the agent pays it at 100 and 10,000 retained keys (with fsync and without),
+// and a soak (SEF_BENCH_CHURN_SECONDS).
+const changeTimes = [100, 10_000].map((keys) => benchCommitTime(keys));
+const [few, many] = [changeTimes[0]!, changeTimes[1]!];
+report("changeTimeByRetainedKeys", changeTimes, many.medianMs <= 2 * Math.max(few.medianMs, 1) && many.noFsyncMedianMs <= 2 * Math.max(few.noFsyncMedianMs, 0.5));
 const soak = await benchChurnSoak(Number(process.env.SEF_BENCH_CHURN_SECONDS ?? 300));
 report("churnSoak", { ...soak, samples: soak.samples.length }, soak.transitionsDelivered === soak.transitionsExpected && soak.tornLines === 0);
 if (process.env.SEF_BENCH_ONLY === "artifact") {

@@ -274,7 +274,11 @@ describe("invariants over random document sequences", () => {
     { weight: 1, arbitrary: fc.constant({ kind: "restart" as const }) },
   );
 
-  function simulate(steps: Step[]) {
+  /**
+   * `adopt`: settle each document's emitted keys into the shared map as the agent does once they are committed;
+   * `stepMs`: time between steps (days, for keys to expire).
+   */
+  function simulate(steps: Step[], adopt = false, stepMs = 1000) {
     let state = emptyCollectorState();
     let incarnation = 0;
     let nowMs = t0;
@@ -282,10 +286,11 @@ describe("invariants over random document sequences", () => {
     /** The state before and after each failed poll or restart. */
     const interruptions: Array<{ before: CollectorState; after: CollectorState }> = [];
     for (const step of steps) {
-      nowMs += 1000;
+      nowMs += stepMs;
       if (step.kind === "doc") {
         incarnation += 1;
         const result = applyDocument(state, doc(incarnation, ...step.events.map((e) => event(e.id, e.status))), ctx(nowMs));
+        if (adopt && result.changed) result.state.emitted.settle();
         state = result.state;
         records.push(...result.records);
       } else {
@@ -294,8 +299,21 @@ describe("invariants over random document sequences", () => {
         state = after;
       }
     }
-    return { records, interruptions };
+    return { records, interruptions, emitted: new Map(state.emitted) };
   }
+
+  it("concludes the same when each state's emitted keys are settled in place, as the agent adopts them", () => {
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 30 }), (steps) => {
+        for (const stepMs of [1000, 2 * 86_400_000]) {
+          const pure = simulate(steps, false, stepMs);
+          const adopted = simulate(steps, true, stepMs);
+          expect(adopted.records).toEqual(pure.records);
+          expect(adopted.emitted).toEqual(pure.emitted);
+        }
+      }),
+    );
+  });
 
   it("emits at most one record per (EventId, status)", () => {
     fc.assert(
