@@ -12,6 +12,15 @@ import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { diffEmitted } from "../../src/agent/store/collector-state.js";
 import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
 import { EmittedKeys } from "../../src/agent/collector/emitted-keys.js";
+import pino from "pino";
+import { Store } from "../../src/agent/store/store.js";
+import { Outbox } from "../../src/agent/delivery/outbox.js";
+import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
+import { CommitStage } from "../../src/agent/pipeline/commit-stage.js";
+import { CollectStage } from "../../src/agent/pipeline/collect-stage.js";
+import { AgentMetrics } from "../../src/agent/observability/metrics.js";
+import { systemClock } from "../../src/agent/util/clock.js";
+import type { ImdsEvent } from "../../src/agent/imds/document.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 
@@ -170,6 +179,44 @@ describe("collector state writes", () => {
       store.commitDocument(stateWith(after, 21), [], 21);
       expect(store.opened.collectorTableReads).toBe(readsAfterLoad + 1);
       expect(emittedTable(store.opened.path)).toEqual(asMap(after));
+    } finally {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the collect stage's changes are written without reading the table, and leave it as the collector holds it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sef-collector-state-"));
+    const store = Store.open({ dataDir: dir, checkpointInWorker: false });
+    try {
+      const outbox = Outbox.open(store);
+      const logger = pino({ level: "silent" });
+      const metrics = new AgentMetrics();
+      let nowMs = Date.parse("2026-11-23T10:00:00Z");
+      const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock: { ...systemClock, now: () => nowMs }, maxOutboxBytes: 1 << 30 });
+      const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 0 };
+      const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => ({ ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }), agentVersion: "t", metrics, logger });
+      const readsAfterLoad = store.collectorTableReads;
+      const event = (id: string, status: "Scheduled" | "Started"): ImdsEvent => ({
+        EventId: id,
+        EventStatus: status,
+        EventType: "Freeze",
+        ResourceType: "VirtualMachine",
+        Resources: ["x"],
+        NotBefore: null,
+        Description: "",
+        EventSource: "Platform",
+        DurationInSeconds: 5,
+      });
+      // Events come, start and go a day apart, so keys also expire (7 days after their event ended).
+      for (let i = 1; i <= 20; i++) {
+        nowMs += 86_400_000;
+        expect(collect.ingest({ DocumentIncarnation: i, Events: [event(`e${i}`, "Scheduled"), event(`e${i - 1}`, "Started")] }, nowMs, 0)).toBe(true);
+        expect(emittedTable(store.path)).toEqual(asMap(collect.state.emitted));
+      }
+      // Ended on days 13..20 (not more than 7 days ago): 8 events × 3 keys; e19 Scheduled and Started; e20 Scheduled.
+      expect(collect.state.emitted.size).toBe(3 * 8 + 2 + 1);
+      expect(store.collectorTableReads).toBe(readsAfterLoad);
     } finally {
       store.close();
       rmSync(dir, { recursive: true, force: true });
