@@ -1,6 +1,6 @@
 // Under churn (issue 26): (1) the time of one document change as the agent pays it (the collect stage: collector,
-// store transaction with its records, adoption) with about 100 and 10,000 emitted keys kept, at synchronous=FULL and
-// without fsync; (2) a soak of the packaged agent (bin/sef run, jsonl sink, 1 Hz) while the simulator brings two new events every
+// store transaction with its records, adoption) with about 100 and 10,000 emitted keys kept, at synchronous=FULL,
+// without fsync, and the collector's part alone; (2) a soak of the packaged agent (bin/sef run, jsonl sink, 1 Hz) while the simulator brings two new events every
 // 5 s, each going Scheduled → Started → gone: RSS sampled every 10 s, its slope over the last three quarters, and
 // every transition delivered once. Not part of `npm test`.
 // `npx tsx test/bench/churn-soak.ts` (SEF_BENCH_CHURN_SECONDS, default 300; the full method is 3600).
@@ -19,6 +19,9 @@ import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { systemClock, type Clock } from "../../src/agent/util/clock.js";
 import type { ScheduledEventsDocument } from "../../src/agent/imds/document.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
+import { applyDocument } from "../../src/agent/collector/transitions.js";
+import { emptyCollectorState, type CollectorState } from "../../src/agent/collector/state.js";
+import { EmittedKeys } from "../../src/agent/collector/emitted-keys.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { rssMb, stopChild, unpackAgent } from "./idle-vs-python.js";
 
@@ -33,6 +36,9 @@ export interface ChangeTiming {
   /** The same with `synchronous=OFF`: no fsync, so what is left is JavaScript and SQLite's own work. */
   readonly noFsyncMedianMs: number;
   readonly noFsyncP99Ms: number;
+  /** The collector's part alone (applyDocument and settle; 2,000 changes): pure JavaScript. */
+  readonly collectorMedianMs: number;
+  readonly collectorP99Ms: number;
   /** Emitted keys held after the last change (steady state: about `retainedKeys`). */
   readonly keysAtEnd: number;
 }
@@ -109,11 +115,43 @@ export function benchChangeTime(retainedKeys: number, changes = 200, synchronous
   }
 }
 
-/** Change time at `retainedKeys`, with fsync (as configured) and without. */
+/** The collector's own part of a change (applyDocument and the adoption's settle), without the store, in ms. */
+export function benchCollectorTime(retainedKeys: number, changes = 2000): { medianMs: number; p99Ms: number } {
+  const stepMs = Math.floor((7 * day * keysPerChange) / retainedKeys);
+  const t0 = Date.parse("2026-11-23T10:00:00Z");
+  const kept = Array.from({ length: retainedKeys }, (_, i) => [`old-${i}|Completed`, { emittedMs: t0 - 8 * day, endedMs: t0 - 7 * day + Math.floor((i * stepMs) / keysPerChange) + 1 }] as const);
+  let state: CollectorState = { ...emptyCollectorState(), emitted: EmittedKeys.from(kept) };
+  const ctx = { vm: { ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }, agentVersion: "bench", gapThresholdMs: 10_000, emittedRetentionMs: 7 * day };
+  const documents = churnDocuments();
+  const timings: number[] = [];
+  const warmUp = 200;
+  for (let i = 0, nowMs = t0; i < warmUp + changes; i++) {
+    nowMs += stepMs;
+    const document = documents.next().value!;
+    const started = performance.now();
+    const result = applyDocument(state, document, { ...ctx, nowMs });
+    result.state.emitted.settle();
+    if (i >= warmUp) timings.push(performance.now() - started);
+    state = result.state;
+  }
+  return { medianMs: round(percentile(timings, 50)), p99Ms: round(percentile(timings, 99)) };
+}
+
+/** Change time at `retainedKeys`, with fsync (as configured) and without, and the collector's part alone. */
 export function benchCommitTime(retainedKeys: number, changes = 200): ChangeTiming {
   const full = benchChangeTime(retainedKeys, changes, "FULL");
   const noFsync = benchChangeTime(retainedKeys, changes, "OFF");
-  return { retainedKeys, medianMs: full.medianMs, p99Ms: full.p99Ms, noFsyncMedianMs: noFsync.medianMs, noFsyncP99Ms: noFsync.p99Ms, keysAtEnd: full.keysAtEnd };
+  const collector = benchCollectorTime(retainedKeys);
+  return {
+    retainedKeys,
+    medianMs: full.medianMs,
+    p99Ms: full.p99Ms,
+    noFsyncMedianMs: noFsync.medianMs,
+    noFsyncP99Ms: noFsync.p99Ms,
+    collectorMedianMs: collector.medianMs,
+    collectorP99Ms: collector.p99Ms,
+    keysAtEnd: full.keysAtEnd,
+  };
 }
 
 export interface SoakResult {
