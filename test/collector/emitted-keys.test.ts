@@ -75,4 +75,14 @@ describe("EmittedKeys", () => {
     expect(view.endedBefore(1_008).sort()).toEqual(["k3", "k4", "k6", "k7"]);
     expect(view.endedBefore(2_000_000 - 499 + 1)).toContain("k5");
   });
+
+  it("drops the heap's outdated entries without losing a live one (a few keys ended again and again)", () => {
+    let view = EmittedKeys.from(Array.from({ length: 10 }, (_, i) => [`k${i}`, { emittedMs: i, endedMs: 100 + i }] as const));
+    for (let i = 0; i < 300; i++) {
+      view = view.derive().set("k9", { emittedMs: 9, endedMs: 10_000 - i });
+      view.settle();
+    }
+    expect(view.endedBefore(109).sort()).toEqual(["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
+    expect(view.endedBefore(10_000).sort()).toEqual(["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"]);
+  });
 });
