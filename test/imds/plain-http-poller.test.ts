@@ -142,7 +142,8 @@ describe("PlainHttpPoller", () => {
   it("opens a new connection when the server closed the last one between polls, or answered Connection: close", async () => {
     const server = await rawServer((socket, _request, index) => {
       if (index === 1) {
-        socket.end(`HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+        // says close but leaves the connection open: the client must not send on it again
+        socket.write(`HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
         return;
       }
       socket.write(contentLengthAnswer);
@@ -250,6 +251,27 @@ describe("ImdsClient over the plain-http poller", () => {
     expect(server.requests[0]).toMatch(/^GET \/metadata\/scheduledevents\?api-version=2020-07-01 HTTP\/1\.1\r\n/);
     expect(server.requests[0]).toContain("Metadata: true\r\n");
     expect(server.requests[0]).not.toContain("If-None-Match");
+  });
+
+  it("polls over the poller: a kept-alive connection the server closes on the next request is replaced without a failed poll", async () => {
+    // node:http hands this reset to the caller (a failed poll with retries: 0); the poller replaces the connection once
+    const server = await rawServer((socket, _request, index) => (index === 1 ? void socket.destroy() : void socket.write(contentLengthAnswer)));
+    const c = client(server.url);
+    await c.getScheduledEvents();
+    await expect(c.getScheduledEvents()).resolves.toMatchObject({ body });
+    expect([server.requests.length, server.connections]).toEqual([3, 2]);
+  });
+
+  it("ends a poll in flight when the caller's signal aborts, and polls on a new connection after", async () => {
+    const server = await rawServer((socket, _request, index) => (index === 0 ? undefined : void socket.write(contentLengthAnswer)));
+    const c = client(server.url, { requestTimeoutMs: 5000, firstCallTimeoutMs: 5000 });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("stopping")), 100);
+    const started = performance.now();
+    await expect(c.getScheduledEvents(controller.signal)).rejects.toThrow("stopping");
+    expect(performance.now() - started).toBeLessThan(1000);
+    await expect(c.getScheduledEvents()).resolves.toMatchObject({ body });
+    expect(server.connections).toBe(2);
   });
 
   it("takes a 304 it did not ask for as an http_error", async () => {
