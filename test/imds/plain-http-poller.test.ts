@@ -306,6 +306,8 @@ describe("conformance with the node:http path", () => {
     "429 with Retry-After, twice": ["HTTP/1.1 429 Too Many\r\nRetry-After: 3\r\nRetry-After: 9\r\nContent-Length: 0\r\n\r\n"],
     "500 chunked": [chunkedAnswer(["oops"]).replace("200 OK", "500 Internal Server Error")],
     "410 delimited by the close": ["HTTP/1.1 410 Gone\r\n\r\ngone"],
+    "302 redirect (not followed)": ["HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/elsewhere\r\nContent-Length: 0\r\n\r\n"],
+    "204 no content": ["HTTP/1.1 204 No Content\r\n\r\n"],
     "unsolicited 304": ["HTTP/1.1 304 Not Modified\r\n\r\n"],
     "200, then 304": [contentLengthAnswer, 'HTTP/1.1 304 Not Modified\r\nETag: "abc"\r\n\r\n'],
     "200, then the same body again": [contentLengthAnswer, contentLengthAnswer.replace('"abc"', '"def"')],
