@@ -223,6 +223,21 @@ describe("PlainHttpPoller", () => {
     expect(server.connections).toBe(4); // each failure closed its connection
   });
 
+  it("lets the request in flight finish when retired (the endpoint changed), then closes the connection", async () => {
+    let closed = false;
+    const server = await rawServer((socket) => {
+      socket.on("close", () => (closed = true));
+      setTimeout(() => socket.write(contentLengthAnswer), 100);
+    });
+    const p = poller(server.port);
+    const answer = p.get(request(server.port), 2000);
+    await sleep(30);
+    p.retire();
+    expect(answered(await answer).status).toBe(200);
+    await sleep(100);
+    expect(closed).toBe(true);
+  });
+
   it("fails a connection that does not open", async () => {
     const server = await rawServer(() => {});
     const port = server.port;

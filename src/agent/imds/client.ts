@@ -258,7 +258,7 @@ export class ImdsClient {
       const options: RequestOptions = { protocol: url.protocol, hostname: url.hostname.replace(/^\[|\]$/g, ""), port: url.port, method, path: `${target.pathname}${target.search}`, headers };
       return { options, https, pathname: target.pathname };
     };
-    this.poller?.close();
+    this.poller?.retire(); // a request in flight to the old endpoint finishes there, as with node:http
     this.poller = undefined;
     if (!https && this.options.plainHttpPoller) {
       const { connectTimeoutMs, maxBodyBytes } = this.options;

@@ -36,6 +36,8 @@ export class PlainHttpPoller {
   /** The socket has completed an answer (so a failure before any byte may be the server's idle close). */
   private socketServed = false;
   private current: Exchange | undefined;
+  /** Replaced (the endpoint changed): the request in flight may finish, then the connection closes. */
+  private retired = false;
   private readonly reader: ResponseReader;
 
   constructor(private readonly options: PlainHttpPollerOptions) {
@@ -58,7 +60,7 @@ export class PlainHttpPoller {
         this.current = undefined;
         clearTimeout(deadline);
         unwatch?.();
-        if (!outcome.ok) this.dropSocket();
+        if (!outcome.ok || this.retired) this.dropSocket();
         resolve(outcome);
       };
       const exchange: Exchange = { request, resolve: finish, retried: false, reusedSocket: false };
@@ -70,6 +72,12 @@ export class PlainHttpPoller {
       const unwatch = watchAbort?.((reason) => finish({ ok: false, error: (reason ?? new Error("aborted")) as NodeJS.ErrnoException }));
       this.send(exchange);
     });
+  }
+
+  /** Closes the connection once the request in flight (if any) has its answer: the endpoint changed. */
+  retire(): void {
+    this.retired = true;
+    if (this.current === undefined) this.dropSocket();
   }
 
   /** Closes the connection; a request in flight fails. */
