@@ -1,4 +1,5 @@
-// HTTP client for IMDS (Node's own node:http, whose parser is native: no WebAssembly, nothing loaded from npm):
+// HTTP client for IMDS: the scheduled-events GET to a plain-http endpoint over plain-http-poller.ts (one kept-alive
+// socket, http-parser-js), everything else (https, instance metadata, approvals) over Node's own node:http.
 // Metadata header, api-version, no proxy, no redirects, body-size cap, one total deadline per request, first-call
 // timeout long enough for the service's documented 2-minute enable delay, a 5 req/s ceiling, and conditional polls
 // (If-None-Match with the last ETag; a 304 or an unchanged body hands back the last parsed document).
