@@ -334,6 +334,22 @@ describe("conformance with the node:http path", () => {
     "closed without an answer": [""],
   };
 
+  it("sends back an ETag with bytes beyond ASCII exactly as received (latin1, like node:http)", async () => {
+    const etag = Buffer.from([0x22, 0x63, 0x61, 0x66, 0xe9, 0x22]); // "café" in latin1
+    const seen: unknown[] = [];
+    for (const plainHttpPoller of [true, false]) {
+      const server = await rawServer((socket, req, index) => {
+        const matches = Buffer.from(req, "latin1").includes(Buffer.concat([Buffer.from("If-None-Match: "), etag, Buffer.from("\r\n")]));
+        if (index > 0 && matches) return void socket.write("HTTP/1.1 304 Not Modified\r\n\r\n");
+        socket.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nETag: `), etag, Buffer.from(`\r\n\r\n${body}`)]));
+      });
+      const c = client(server.url, { plainHttpPoller });
+      await c.getScheduledEvents();
+      seen.push((await c.getScheduledEvents()).notModified);
+    }
+    expect(seen).toEqual([true, true]);
+  });
+
   it.each(Object.keys(corpus))("%s", async (name) => {
     const outcomes: unknown[][] = [];
     for (const plainHttpPoller of [true, false]) {

@@ -6,6 +6,9 @@ import type { IncomingHttpHeaders } from "node:http";
 import { ImdsRequestError } from "./errors.js";
 
 const { HTTPParser } = httpParserJs;
+// Header bytes as node:http reads them (latin1; the library's default, ascii, drops the high bit of each byte), so an
+// ETag goes back in If-None-Match exactly as it came. Module-wide: this reader is the library's only user.
+HTTPParser.encoding = "latin1";
 type Parser = InstanceType<typeof HTTPParser>;
 /** The parser's read position, which it keeps on itself (not in its typings). */
 type ParserPosition = { offset: number; end: number };
