@@ -48,9 +48,15 @@ report("debInstallNoNetworkMs", artifact.installNoNetworkMs, artifact.installNoN
 report("coldStartToFirstPollMs", artifact.coldStartToFirstPollMs, Math.max(...artifact.coldStartToFirstPollMs) <= 300);
 report("idleRssVsBareNode", artifact.idleRssMb, artifact.idleRssMb.ratio <= 1.5);
 // Issue 26: the packaged agent beside a Python loop like Microsoft's sample, same run, same simulator (SEF_BENCH_IDLE_*).
+// Target: against the loop that does what the documented sample does (a new connection per poll); the kept-alive loop
+// is reported beside it as the stricter figure.
 const idleVsPython = await benchIdleVsPython(idleOptionsFromEnv());
-const agentVsKeepAlive = idleVsPython.schedCpuRatios["agent/pythonKeepAlive"]!;
-report("idleCpuVsPythonLoop", { cpuRatios: idleVsPython.cpuRatios, schedCpuRatios: idleVsPython.schedCpuRatios, rssRatio: idleVsPython.medianRssRatio }, agentVsKeepAlive.median <= 1 && agentVsKeepAlive.spread <= 0.2 && idleVsPython.medianRssRatio.agent <= 1.5);
+const { agentVsDocumentedSample } = idleVsPython.headline;
+report(
+  "idleCpuVsPythonLoop",
+  { headline: idleVsPython.headline, cpuRatios: idleVsPython.cpuRatios, schedCpuRatios: idleVsPython.schedCpuRatios, rssRatio: idleVsPython.medianRssRatio },
+  agentVsDocumentedSample.median <= 1 && agentVsDocumentedSample.spread <= 0.2 && idleVsPython.medianRssRatio.agent <= 1.5,
+);
 // Issue 26 under churn: a change's time as the agent pays it at 100 and 10,000 retained keys (with fsync and without),
 // and a soak (SEF_BENCH_CHURN_SECONDS).
 const changeTimes = [100, 10_000].map((keys) => benchCommitTime(keys));

@@ -63,6 +63,7 @@ describe("observability server", () => {
     metrics.polls.inc({ outcome: "ok" }, 5);
     metrics.approvals.inc({ outcome: "approved" });
     metrics.outboxDepth.set({ sink: "webhook" }, 12);
+    for (const seconds of [0.002, 0.03, 0.03]) metrics.observePollSeconds(seconds); // observed when scraped
     const server = await start(() => ({ ...healthy, lastGoodPollAgeMs: 2500 }), metrics);
     expect(server.url).toBe(`http://127.0.0.1:${server.port}`);
     expect(server.port).toBeGreaterThan(0);
@@ -78,6 +79,9 @@ describe("observability server", () => {
     expect(value("sef_approvals_total", { outcome: "approved" })).toBe(1);
     expect(value("sef_outbox_depth", { sink: "webhook" })).toBe(12);
     expect(types.get("sef_poll_duration_seconds")).toBe("histogram");
+    expect(value("sef_poll_duration_seconds_count")).toBe(3);
+    expect(value("sef_poll_duration_seconds_bucket", { le: "0.005" })).toBe(1);
+    expect(value("sef_poll_duration_seconds_sum")).toBeCloseTo(0.062, 6);
     // Refreshed from the readiness snapshot at scrape time.
     expect(value("sef_last_good_poll_age_seconds")).toBe(2.5);
   });

@@ -1,10 +1,11 @@
-// HTTP client for IMDS (Node's own node:http, whose parser is native: no WebAssembly, nothing loaded from npm):
+// HTTP client for IMDS: the scheduled-events GET to a plain-http endpoint over plain-http-poller.ts (one kept-alive
+// socket, http-parser-js), everything else (https, instance metadata, approvals) over Node's own node:http.
 // Metadata header, api-version, no proxy, no redirects, body-size cap, one total deadline per request, first-call
 // timeout long enough for the service's documented 2-minute enable delay, a 5 req/s ceiling, and conditional polls
 // (If-None-Match with the last ETag; a 304 or an unchanged body hands back the last parsed document).
 // A poll a second is the agent's whole idle cost, so the common path builds nothing it can reuse: request options and
 // headers are made once per endpoint, one timer is the deadline, and retries cost nothing until a request fails.
-import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, RequestOptions } from "node:http";
+import type { Agent as HttpAgent, IncomingMessage, RequestOptions } from "node:http";
 import { nodeHttp } from "../util/node-http.js";
 import type { Clock } from "../util/clock.js";
 import type { VmIdentity } from "@sef/contract/record.js";
@@ -14,11 +15,9 @@ import { parseRetryAfterMs } from "@sef/contract/retry-after.js";
 import { settlesWithin } from "../util/deadline.js";
 import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
 import { retryDelayMs, sleepUnlessAborted } from "./retry-delay.js";
-
-/** Code of the error raised when a connection does not open within `connectTimeoutMs`. */
-const connectTimeoutCode = "SEF_CONNECT_TIMEOUT";
-/** Code of the error a request is destroyed with when its total deadline passes. */
-const deadlineCode = "SEF_DEADLINE";
+import { PlainHttpPoller, connectTimeoutCode, deadlineCode, type RequestOutcome } from "./plain-http-poller.js";
+import type { ImdsAnswer } from "./response-reader.js";
+import { plainGetBytes } from "./plain-request.js";
 
 /** An idle kept-alive connection is closed after this long. */
 const idleSocketMs = 30_000;
@@ -57,6 +56,11 @@ export interface ImdsClientOptions {
   endpoint?: ImdsEndpointSource;
   /** Every Nth poll is sent without If-None-Match (default `unconditionalPollEvery`). */
   unconditionalEvery?: number;
+  /**
+   * Scheduled-events GETs to a plain-http endpoint go over plain-http-poller.ts (one kept-alive socket, no node:http
+   * per request); default true. false sends them with node:http like everything else (tests compare the two).
+   */
+  plainHttpPoller?: boolean;
 }
 
 /** Supplies the base URL per request and learns whether connections succeed. */
@@ -81,6 +85,7 @@ export const imdsDefaults = {
   retryMinDelayMs: 200,
   retryMaxDelayMs: 2_000,
   unconditionalEvery: unconditionalPollEvery,
+  plainHttpPoller: true,
 } as const;
 
 export interface FetchedDocument {
@@ -100,18 +105,13 @@ export interface ConditionalPollCounts {
   unchangedBodies: number;
 }
 
-/** A complete answer: status, headers and the whole body. */
-interface ImdsAnswer {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly text: string;
-}
-
 /** The request options of one route on one endpoint, built once (node:http copies them per request). */
 interface Route {
   readonly options: RequestOptions;
   readonly https: boolean;
   readonly pathname: string;
+  /** The whole GET as bytes for the plain-http poller (plain http only, and only when every header is sendable). */
+  readonly plainRequest?: Buffer;
 }
 
 interface LastEvents {
@@ -121,8 +121,6 @@ interface LastEvents {
   readonly etag: string | undefined;
   readonly conditional: Route | undefined;
 }
-
-type RequestOutcome = { ok: true; answer: ImdsAnswer } | { ok: false; error: NodeJS.ErrnoException };
 
 export class ImdsClient {
   /** Dedicated agents, never the global ones, so proxy settings (NODE_USE_ENV_PROXY, HTTP_PROXY) cannot route IMDS traffic. */
@@ -138,6 +136,8 @@ export class ImdsClient {
   private lastStartMs: number | undefined;
   private routes: { base: string; events: Route; compute: Route; post: Route } | undefined;
   private lastEvents: LastEvents | undefined;
+  /** The plain-http endpoint's poller (replaced with the endpoint). */
+  private poller: PlainHttpPoller | undefined;
   private pollsSinceUnconditional = 0;
   private readonly counts = { notModified: 0, unchangedBodies: 0 };
   /** Per caller signal, the requests to end when it aborts: one listener per signal, not one per request. */
@@ -191,6 +191,7 @@ export class ImdsClient {
     this.closed = true;
     await settlesWithin(Promise.all(this.inFlight), timeoutMs);
     this.httpAgent.destroy();
+    this.poller?.close();
     if (this.https) (await this.https).agent.destroy();
   }
 
@@ -219,7 +220,7 @@ export class ImdsClient {
     }
     if (last === undefined || last.document !== document || last.etag !== etag) {
       const events = this.routes!.events;
-      const conditionalRoute = etag === undefined ? undefined : { ...events, options: { ...events.options, headers: { ...events.options.headers, "If-None-Match": etag } } };
+      const conditionalRoute = etag === undefined ? undefined : withHeader(events, "If-None-Match", etag);
       this.lastEvents = { document, body: text, etag, conditional: conditionalRoute };
     }
     return { document, body: text, notModified: false };
@@ -258,11 +259,17 @@ export class ImdsClient {
       const options: RequestOptions = { protocol: url.protocol, hostname: url.hostname.replace(/^\[|\]$/g, ""), port: url.port, method, path: `${target.pathname}${target.search}`, headers };
       return { options, https, pathname: target.pathname };
     };
+    this.poller?.retire(); // a request in flight to the old endpoint finishes there, as with node:http
+    this.poller = undefined;
+    if (!https && this.options.plainHttpPoller) {
+      const { connectTimeoutMs, maxBodyBytes } = this.options;
+      this.poller = new PlainHttpPoller({ host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 80), connectTimeoutMs, maxBodyBytes, idleSocketMs });
+    }
     const headers = { ...extraHeaders, Metadata: "true" };
     const eventsPath = `/metadata/scheduledevents?api-version=${encodeURIComponent(apiVersion)}`;
     this.routes = {
       base,
-      events: route("GET", eventsPath, headers),
+      events: withPlainRequest(route("GET", eventsPath, headers), this.poller !== undefined),
       compute: route("GET", `/metadata/instance/compute?api-version=${encodeURIComponent(computeApiVersion)}`, headers),
       post: route("POST", eventsPath, { ...headers, "Content-Type": "application/json" }),
     };
@@ -283,9 +290,9 @@ export class ImdsClient {
     const method = route.options.method!;
     if (this.closed) throw new ImdsRequestError("network_error", `IMDS ${method} ${route.pathname} not sent: the client is closed`);
     const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
-    const transport = route.https ? await this.httpsTransport() : { request: nodeHttp.request, agent: this.httpAgent };
-    const options = body === undefined ? route.options : { ...route.options, headers: { ...route.options.headers, "Content-Length": String(Buffer.byteLength(body)) } };
-    const outcome = this.exchange(transport.request, { ...options, agent: transport.agent }, body, signal, timeoutMs);
+    const outcome = route.plainRequest !== undefined && this.poller !== undefined && !this.poller.busy
+      ? this.plainGet(this.poller, route.plainRequest, signal, timeoutMs)
+      : this.exchangeFor(route, body, signal, timeoutMs);
     this.inFlight.add(outcome);
     const result = await outcome;
     this.inFlight.delete(outcome);
@@ -295,6 +302,20 @@ export class ImdsClient {
       return result.answer;
     }
     throw this.requestFailure(result.error, method, route.pathname, timeoutMs, signal);
+  }
+
+  /** One request with node:http (or node:https). */
+  private async exchangeFor(route: Route, body: string | undefined, signal: AbortSignal | undefined, timeoutMs: number): Promise<RequestOutcome> {
+    const transport = route.https ? await this.httpsTransport() : { request: nodeHttp.request, agent: this.httpAgent };
+    const options = body === undefined ? route.options : { ...route.options, headers: { ...route.options.headers, "Content-Length": String(Buffer.byteLength(body)) } };
+    return this.exchange(transport.request, { ...options, agent: transport.agent }, body, signal, timeoutMs);
+  }
+
+  /** The scheduled-events GET over the plain-http poller's kept-alive socket. */
+  private plainGet(poller: PlainHttpPoller, request: Buffer, signal: AbortSignal | undefined, timeoutMs: number): Promise<RequestOutcome> {
+    if (signal === undefined) return poller.get(request, timeoutMs);
+    if (signal.aborted) return Promise.resolve({ ok: false, error: signal.reason as NodeJS.ErrnoException });
+    return poller.get(request, timeoutMs, (onAbort) => this.watchAbort(signal, () => onAbort(signal.reason)));
   }
 
   /** Classifies a failed exchange (the signal's abort is passed through as it is: the caller is stopping). */
@@ -406,6 +427,20 @@ function readAnswer(res: IncomingMessage, maxBodyBytes: number, finish: (outcome
   res.on("close", () => {
     if (!ended) finish({ ok: false, error: Object.assign(new Error("the answer was cut off"), { code: "ECONNRESET" }) });
   });
+}
+
+/** The route with one more header (its plain-http request rebuilt to match, if it had one). */
+function withHeader(route: Route, name: string, value: string): Route {
+  const options = { ...route.options, headers: { ...(route.options.headers as Record<string, string>), [name]: value } };
+  return withPlainRequest({ options, https: route.https, pathname: route.pathname }, route.plainRequest !== undefined);
+}
+
+/** Adds the GET's bytes for the plain-http poller when `wanted` and every header can be sent as it is. */
+function withPlainRequest(route: Route, wanted: boolean): Route {
+  if (!wanted) return route;
+  const { hostname, port, path, headers } = route.options;
+  const plainRequest = plainGetBytes(hostname!, port === undefined || port === "" ? undefined : Number(port), path!, headers as Record<string, string>);
+  return plainRequest === undefined ? route : { ...route, plainRequest };
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -49,6 +49,16 @@ export class AgentMetrics {
   private source: PollMetricsSource | undefined;
 
   /** From now on the poll series are read from `source` at each scrape. */
+  /** Records one poll's latency; it reaches `sef_poll_duration_seconds` at the next scrape (or after 256 polls). */
+  observePollSeconds(seconds: number): void {
+    if (this.pendingPollSeconds.push(seconds) >= 256) this.flushPollLatencies();
+  }
+
+  private flushPollLatencies(): void {
+    for (const seconds of this.pendingPollSeconds) this.pollLatency.observe(seconds);
+    this.pendingPollSeconds.length = 0;
+  }
+
   readPollsFrom(source: PollMetricsSource): void {
     this.source = source;
   }
@@ -94,11 +104,14 @@ export class AgentMetrics {
       if (this.source) setCounter(this.unchangedBodies, {}, this.source.conditional().unchangedBodies);
     },
   });
-  readonly pollLatency = new Histogram({
+  /** Poll latencies not yet in the histogram: a poll a second appends a number, the scrape (or a full list) observes them. */
+  private readonly pendingPollSeconds: number[] = [];
+  readonly pollLatency: Histogram = new Histogram({
     name: "sef_poll_duration_seconds",
     help: "Latency of IMDS scheduled-events polls",
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 120],
     registers: [this.registry],
+    collect: () => this.flushPollLatencies(),
   });
   readonly lastGoodPollTimestamp: Gauge = new Gauge({
     name: "sef_last_good_poll_timestamp_seconds",

@@ -175,7 +175,7 @@ export class PollStage {
 
   private recordPoll(outcome: PollOutcome, startedMs: number, endedMs: number): void {
     this.outcomes[outcome] += 1;
-    this.options.metrics.pollLatency.observe((endedMs - startedMs) / 1000);
+    this.options.metrics.observePollSeconds((endedMs - startedMs) / 1000);
     if (outcome === "ok" || outcome === "unchanged") {
       this.stats.ok += 1;
       this.stats.lastGoodPollMs = endedMs;

@@ -1,0 +1,145 @@
+// Reads HTTP/1.1 responses from a connection's bytes with http-parser-js (pure JavaScript, node:http's old parser
+// interface): status, headers, a body within a byte cap (declared or streamed), Content-Length or chunked, keep-alive.
+// Pure: bytes in, one outcome per response out; the socket belongs to plain-http-poller.ts.
+import httpParserJs from "http-parser-js";
+import type { IncomingHttpHeaders } from "node:http";
+import { ImdsRequestError } from "./errors.js";
+
+const { HTTPParser } = httpParserJs;
+// Header bytes as node:http reads them (latin1; the library's default, ascii, drops the high bit of each byte), so an
+// ETag goes back in If-None-Match exactly as it came. Module-wide: this reader is the library's only user.
+HTTPParser.encoding = "latin1";
+type Parser = InstanceType<typeof HTTPParser>;
+/** The parser's read position, which it keeps on itself (not in its typings). */
+type ParserPosition = { offset: number; end: number };
+
+/** node:http's default limit on a response's status line and headers (--max-http-header-size). */
+export const maxHeaderBytesDefault = 16 * 1024;
+
+/** A complete answer: status, headers (lower-cased names; of a repeated header, the first) and the whole body. */
+export interface ImdsAnswer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly text: string;
+}
+
+export type ReadProgress =
+  | { readonly state: "partial" }
+  /** `reusable`: the server keeps the connection and sent nothing after this response. */
+  | { readonly state: "complete"; readonly answer: ImdsAnswer; readonly reusable: boolean }
+  | { readonly state: "failed"; readonly error: NodeJS.ErrnoException };
+
+const partial: ReadProgress = { state: "partial" };
+
+/** One connection's response reader; `start()` before each request. */
+export class ResponseReader {
+  private readonly parser: Parser = new HTTPParser(HTTPParser.RESPONSE);
+  private status = 0;
+  private headers: IncomingHttpHeaders = {};
+  private chunks: Buffer[] = [];
+  private bodyBytes = 0;
+  private keepAlive = false;
+  private headerBytesBefore = 0;
+  private outcome: ReadProgress = partial;
+  /** True once a response's headers were read (a deadline then means "did not complete", not "did not answer"). */
+  headersReceived = false;
+  /** True once any byte of the answer arrived. */
+  anyByteReceived = false;
+
+  constructor(
+    private readonly maxBodyBytes: number,
+    private readonly maxHeaderBytes = maxHeaderBytesDefault,
+  ) {
+    this.parser.maxHeaderSize = Number.MAX_SAFE_INTEGER; // checked here, per response, over all its segments
+    this.parser[HTTPParser.kOnHeadersComplete] = (info) => this.onHeaders(info.statusCode, info.headers, info.shouldKeepAlive);
+    this.parser[HTTPParser.kOnBody] = (chunk, offset, length) => this.onBody(chunk.subarray(offset, offset + length));
+    this.parser[HTTPParser.kOnMessageComplete] = () => this.onComplete();
+  }
+
+  /** Forgets the last response: the next bytes are a new one. */
+  start(): void {
+    this.parser.initialize(HTTPParser.RESPONSE);
+    this.status = 0;
+    this.headers = {};
+    this.chunks = [];
+    this.bodyBytes = 0;
+    this.headerBytesBefore = 0;
+    this.outcome = partial;
+    this.headersReceived = false;
+    this.anyByteReceived = false;
+  }
+
+  /** Feeds bytes of the answer; the first outcome other than partial is final. */
+  push(bytes: Buffer): ReadProgress {
+    if (this.outcome.state !== "partial") return this.outcome;
+    this.anyByteReceived = true;
+    const result = this.parser.execute(bytes);
+    if (result instanceof Error && this.outcome.state === "partial") this.fail(result as NodeJS.ErrnoException);
+    if (this.outcome.state === "partial" && !this.headersReceived) {
+      this.headerBytesBefore += bytes.length;
+      if (this.headerBytesBefore > this.maxHeaderBytes) this.fail(headerOverflow());
+    }
+    return this.outcome;
+  }
+
+  /** The server closed the connection: a body delimited by the close is complete; anything else was cut off. */
+  end(): ReadProgress {
+    if (this.outcome.state !== "partial") return this.outcome;
+    if (this.headersReceived) this.parser.finish(); // completes a body delimited by the close, nothing else
+    if (this.outcome.state === "partial") {
+      const message = this.headersReceived ? "the answer was cut off" : "socket hang up";
+      this.outcome = { state: "failed", error: Object.assign(new Error(message), { code: "ECONNRESET" }) };
+    }
+    return this.outcome;
+  }
+
+  private onHeaders(status: number, raw: string[], shouldKeepAlive: boolean): number {
+    const position = this.parser as unknown as ParserPosition;
+    if (this.headerBytesBefore + position.offset > this.maxHeaderBytes) {
+      this.fail(headerOverflow());
+      return 1;
+    }
+    if (status >= 100 && status < 200 && status !== 101) return 0; // informational: the real answer follows
+    this.headersReceived = true;
+    this.status = status;
+    this.keepAlive = shouldKeepAlive;
+    const headers: Record<string, string> = {};
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      headers[name] ??= raw[i + 1]!;
+    }
+    this.headers = headers;
+    const declared = Number(headers["content-length"]);
+    if (Number.isFinite(declared) && declared > this.maxBodyBytes) this.fail(this.tooLarge(`of ${declared} bytes exceeds`));
+    return 0;
+  }
+
+  private onBody(chunk: Buffer): void {
+    if (this.outcome.state !== "partial") return;
+    this.bodyBytes += chunk.length;
+    if (this.bodyBytes > this.maxBodyBytes) return this.fail(this.tooLarge("exceeds"));
+    this.chunks.push(chunk);
+  }
+
+  private onComplete(): void {
+    if (this.outcome.state !== "partial") return;
+    if (!this.headersReceived) return; // the end of an informational response
+    const position = this.parser as unknown as ParserPosition;
+    const chunks = this.chunks;
+    const text = chunks.length === 0 ? "" : chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+    const reusable = this.keepAlive && position.offset >= position.end;
+    this.outcome = { state: "complete", answer: { status: this.status, headers: this.headers, text }, reusable };
+  }
+
+  private fail(error: NodeJS.ErrnoException): void {
+    if (this.outcome.state === "partial") this.outcome = { state: "failed", error };
+  }
+
+  private tooLarge(detail: string): NodeJS.ErrnoException {
+    return new ImdsRequestError("too_large", `IMDS body ${detail} the ${this.maxBodyBytes}-byte cap`, this.status) as unknown as NodeJS.ErrnoException;
+  }
+}
+
+function headerOverflow(): NodeJS.ErrnoException {
+  return Object.assign(new Error("Parse Error: Header overflow"), { code: "HPE_HEADER_OVERFLOW" });
+}
