@@ -3,6 +3,7 @@
 // outcome as the node:http path for a corpus of answers.
 import { afterEach, describe, expect, it } from "vitest";
 import fc from "fast-check";
+import { spawn } from "node:child_process";
 import { createServer, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import { PlainHttpPoller, type RequestOutcome } from "../../src/agent/imds/plain-http-poller.js";
@@ -236,6 +237,47 @@ describe("PlainHttpPoller", () => {
     expect(answered(await answer).status).toBe(200);
     await sleep(100);
     expect(closed).toBe(true);
+  });
+
+  it("closes a kept-alive connection once it served no answer for idleSocketMs, and never one polled more often", async () => {
+    const closedAtMs: number[] = [];
+    const server = await rawServer((socket, _request, index) => {
+      if (index === 0) socket.on("close", () => closedAtMs.push(performance.now()));
+      socket.write(contentLengthAnswer);
+    });
+    const p = poller(server.port, { idleSocketMs: 300 });
+    for (let i = 0; i < 8; i++) {
+      expect(answered(await p.get(request(server.port), 2000)).status).toBe(200);
+      await sleep(100);
+    }
+    expect(server.connections).toBe(1);
+    const lastAnswerMs = performance.now() - 100;
+    await sleep(1200);
+    expect(closedAtMs).toHaveLength(1);
+    expect(closedAtMs[0]! - lastAnswerMs).toBeGreaterThanOrEqual(250);
+    expect(answered(await p.get(request(server.port), 2000)).status).toBe(200);
+    expect(server.connections).toBe(2);
+  });
+
+  it("holds the process open only while a request is in flight, not for an idle kept-alive connection", async () => {
+    const server = await rawServer((socket) => void setTimeout(() => socket.write(contentLengthAnswer), 300));
+    const script = [
+      `import { PlainHttpPoller } from ${JSON.stringify(new URL("../../src/agent/imds/plain-http-poller.ts", import.meta.url).pathname)};`,
+      `const p = new PlainHttpPoller({ host: "127.0.0.1", port: ${server.port}, connectTimeoutMs: 2000, maxBodyBytes: 65536, idleSocketMs: 30000 });`,
+      `const outcome = await p.get(Buffer.from("GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"), 5000);`,
+      `process.stdout.write(String(outcome.ok && outcome.answer.status));`,
+    ].join("\n");
+    const startedMs = performance.now();
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+    let stdout = "";
+    child.stdout.on("data", (bytes: Buffer) => (stdout += bytes.toString()));
+    const exitCode = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      child.on("exit", (code) => (clearTimeout(timer), resolve(code)));
+    });
+    expect({ exitCode, stdout }).toEqual({ exitCode: 0, stdout: "200" }); // answered: held open through the 300 ms wait
+    expect(performance.now() - startedMs).toBeLessThan(9000); // exited with the connection still open (idle close at 30 s)
+    expect(server.connections).toBe(1);
   });
 
   it("fails a connection that does not open", async () => {

@@ -1,13 +1,17 @@
 // The scheduled-events GET over plain http without node:http: one kept-alive net.Socket, request bytes built once by
-// the caller, answers read by response-reader.ts, one timer as the total deadline. A kept-alive socket the server
+// the caller, answers read by response-reader.ts, one timer as the total deadline (which alone holds the process open). A kept-alive socket the server
 // closed between polls is replaced once, transparently; every other failure is handed back for classification.
 import { connect, type Socket } from "node:net";
+import { performance } from "node:perf_hooks";
 import { ResponseReader, type ImdsAnswer } from "./response-reader.js";
 
 /** Code of the error raised when a connection does not open within `connectTimeoutMs`. */
 export const connectTimeoutCode = "SEF_CONNECT_TIMEOUT";
 /** Code of the error a request is ended with when its total deadline passes. */
 export const deadlineCode = "SEF_DEADLINE";
+
+/** Size of the one buffer answers are read into (a longer answer arrives in several reads). */
+const readBufferBytes = 16 * 1024;
 
 export type RequestOutcome = { ok: true; answer: ImdsAnswer } | { ok: false; error: NodeJS.ErrnoException };
 
@@ -39,6 +43,11 @@ export class PlainHttpPoller {
   /** Replaced (the endpoint changed): the request in flight may finish, then the connection closes. */
   private retired = false;
   private readonly reader: ResponseReader;
+  /** Monotonic time the connection last finished an answer (the idle close counts from it). */
+  private lastAnswerMs = 0;
+  /** The idle close's timer: armed once per connection and re-armed lazily, not moved on every read and write. */
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly readBuffer = Buffer.allocUnsafe(readBufferBytes);
 
   constructor(private readonly options: PlainHttpPollerOptions) {
     this.reader = new ResponseReader(options.maxBodyBytes);
@@ -90,29 +99,48 @@ export class PlainHttpPoller {
     this.reader.start();
     exchange.reusedSocket = this.socket !== undefined && this.socketServed;
     const socket = this.socket ?? this.openSocket();
-    socket.ref();
     socket.write(exchange.request);
   }
 
   private openSocket(): Socket {
     const { host, port, connectTimeoutMs, idleSocketMs } = this.options;
-    const socket = connect({ host, port, noDelay: true });
+    // Answers are read into one buffer of the poller's (no stream chunk per read); the reader copies what it keeps.
+    const onread = {
+      buffer: this.readBuffer,
+      callback: (bytes: number, buffer: Uint8Array): boolean => {
+        this.onData(socket, Buffer.from(buffer.buffer, buffer.byteOffset, bytes));
+        return true; // keep reading
+      },
+    };
+    const socket: Socket = connect({ host, port, noDelay: true, onread });
+    // Never holds the process open: a request in flight is held by its deadline timer, an idle connection by nothing.
+    socket.unref();
     this.socket = socket;
     this.socketServed = false;
     const connectTimer = setTimeout(() => {
       this.onSocketFailure(socket, Object.assign(new Error(`connection not open after ${connectTimeoutMs} ms`), { code: connectTimeoutCode }));
     }, connectTimeoutMs);
     socket.once("connect", () => clearTimeout(connectTimer));
-    socket.setTimeout(idleSocketMs, () => {
-      if (this.socket === socket && this.current === undefined) this.dropSocket();
-    });
-    socket.on("data", (bytes: Buffer) => this.onData(socket, bytes));
+    this.lastAnswerMs = performance.now();
+    this.armIdleClose(socket, idleSocketMs);
     socket.on("error", (error: NodeJS.ErrnoException) => this.onSocketFailure(socket, error));
     socket.on("close", () => {
       clearTimeout(connectTimer);
       this.onSocketClosed(socket);
     });
     return socket;
+  }
+
+  /** Closes `socket` once it has served no answer for `idleSocketMs` (checked when the timer fires; re-armed for the rest). */
+  private armIdleClose(socket: Socket, delayMs: number): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.socket !== socket) return;
+      const { idleSocketMs } = this.options;
+      const idleForMs = performance.now() - this.lastAnswerMs;
+      if (this.current === undefined && idleForMs >= idleSocketMs) return this.dropSocket();
+      this.armIdleClose(socket, this.current === undefined ? idleSocketMs - idleForMs : idleSocketMs);
+    }, delayMs).unref();
   }
 
   private onData(socket: Socket, bytes: Buffer): void {
@@ -122,8 +150,8 @@ export class PlainHttpPoller {
     if (progress.state === "partial") return;
     if (progress.state === "failed") return exchange.resolve({ ok: false, error: progress.error });
     this.socketServed = true;
-    if (progress.reusable) socket.unref();
-    else this.dropSocket();
+    this.lastAnswerMs = performance.now();
+    if (!progress.reusable) this.dropSocket();
     exchange.resolve({ ok: true, answer: progress.answer });
   }
 
@@ -159,7 +187,10 @@ export class PlainHttpPoller {
 
   private dropSocket(socket: Socket | undefined = this.socket): void {
     if (socket === undefined) return;
-    if (socket === this.socket) this.socket = undefined;
+    if (socket === this.socket) {
+      this.socket = undefined;
+      clearTimeout(this.idleTimer);
+    }
     socket.destroy();
   }
 }

@@ -69,7 +69,7 @@ export class ResponseReader {
     this.anyByteReceived = false;
   }
 
-  /** Feeds bytes of the answer; the first outcome other than partial is final. */
+  /** Feeds bytes of the answer (kept only until this returns); the first outcome other than partial is final. */
   push(bytes: Buffer): ReadProgress {
     if (this.outcome.state !== "partial") return this.outcome;
     this.anyByteReceived = true;
@@ -118,7 +118,7 @@ export class ResponseReader {
     if (this.outcome.state !== "partial") return;
     this.bodyBytes += chunk.length;
     if (this.bodyBytes > this.maxBodyBytes) return this.fail(this.tooLarge("exceeds"));
-    this.chunks.push(chunk);
+    this.chunks.push(Buffer.from(chunk)); // a copy: the bytes pushed are the caller's to reuse once push returns
   }
 
   private onComplete(): void {
