@@ -1,9 +1,10 @@
-// Idle footprint of the built agent polling at 1 Hz: CPU (% of one core) and peak RSS, read from /proc.
+// Idle footprint of the built agent polling at 1 Hz, started with the V8 flags its launcher gives `sef run`: CPU (% of one
+// core) and peak RSS, read from /proc.
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { runCli } from "../helpers/agent-process.js";
+import { launcherRunFlags, runCli } from "../helpers/agent-process.js";
 
 export interface FootprintResult {
   seconds: number;
@@ -27,7 +28,7 @@ function peakRssKb(pid: number): number {
 export async function benchIdleFootprint(seconds = 60): Promise<FootprintResult> {
   const sim = await startSimulator({ scenario: "idle" });
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-idle-"));
-  const agent = runCli(["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--sink", "stdout", "--log-level", "warn"]);
+  const agent = runCli(["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--sink", "stdout", "--log-level", "warn"], { nodeFlags: launcherRunFlags() });
   try {
     const pid = agent.child.pid!;
     await new Promise((r) => setTimeout(r, 5000)); // start-up is not idle

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import type { KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
-import { readJsonl, runCli, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { launcherRunFlags, readJsonl, runCli, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import { nodeName, nodePods, selfPod, startNodePeer, waitForKubernetesReady } from "../helpers/kubernetes-node.js";
 import type { KubernetesRecord, SefRecord } from "../../src/contract/record.js";
 
@@ -39,7 +39,7 @@ function startAgent(sim: Simulator, peer: KubernetesPeer | undefined): { agent: 
     ...(peer ? { kubernetes: { nodeName, kubeconfig: peer.kubeconfigPath, drainLeadMs: 900_000, deadlineReserveMs: 5_000 } } : {}),
   };
   writeFileSync(join(dir, "config.json"), JSON.stringify(config));
-  const agent = runCli(["run", "--config", join(dir, "config.json")], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace } });
+  const agent = runCli(["run", "--config", join(dir, "config.json")], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace }, nodeFlags: launcherRunFlags() });
   return { agent, records: () => readJsonl<SefRecord>(out) };
 }
 

@@ -28,8 +28,17 @@ export interface RunningProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): RunningProcess {
-  const child = spawn(process.execPath, [cliPath, ...args], {
+/** The V8 flags the Linux launcher (`infra/linux/sef`) gives `sef run`, read from the launcher itself. */
+export function launcherRunFlags(): string[] {
+  const launcher = readFileSync(fileURLToPath(new URL("../../infra/linux/sef", import.meta.url)), "utf8");
+  const line = /exec "\$\{here\}\/\.\.\/lib\/sef\/node" ((?:--[\w-]+ )+)"\$\{here\}\/\.\.\/lib\/sef\/sef\.mjs"/.exec(launcher);
+  if (!line) throw new Error("infra/linux/sef: no `exec node FLAGS sef.mjs` line for run");
+  return line[1]!.trim().split(" ");
+}
+
+/** `nodeFlags`: V8/Node flags before the CLI (e.g. `launcherRunFlags()`, to run it as the packaged launcher does). */
+export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; nodeFlags?: readonly string[] } = {}): RunningProcess {
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), cliPath, ...args], {
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
