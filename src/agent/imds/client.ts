@@ -254,16 +254,17 @@ export class ImdsClient {
     const { apiVersion, computeApiVersion, extraHeaders } = this.options;
     const url = new URL(base);
     const https = url.protocol === "https:";
+    const hostname = url.hostname.replace(/^\[|\]$/g, ""); // an IPv6 literal without its brackets
     const route = (method: string, path: string, headers: Record<string, string>): Route => {
       const target = new URL(path, url);
-      const options: RequestOptions = { protocol: url.protocol, hostname: url.hostname.replace(/^\[|\]$/g, ""), port: url.port, method, path: `${target.pathname}${target.search}`, headers };
+      const options: RequestOptions = { protocol: url.protocol, hostname, port: url.port, method, path: `${target.pathname}${target.search}`, headers };
       return { options, https, pathname: target.pathname };
     };
     this.poller?.retire(); // a request in flight to the old endpoint finishes there, as with node:http
     this.poller = undefined;
     if (!https && this.options.plainHttpPoller) {
       const { connectTimeoutMs, maxBodyBytes } = this.options;
-      this.poller = new PlainHttpPoller({ host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 80), connectTimeoutMs, maxBodyBytes, idleSocketMs });
+      this.poller = new PlainHttpPoller({ host: hostname, port: Number(url.port || 80), connectTimeoutMs, maxBodyBytes, idleSocketMs });
     }
     const headers = { ...extraHeaders, Metadata: "true" };
     const eventsPath = `/metadata/scheduledevents?api-version=${encodeURIComponent(apiVersion)}`;

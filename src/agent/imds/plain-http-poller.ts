@@ -1,6 +1,7 @@
 // The scheduled-events GET over plain http without node:http: one kept-alive net.Socket, request bytes built once by
-// the caller, answers read by response-reader.ts, one timer as the total deadline (which alone holds the process open). A kept-alive socket the server
-// closed between polls is replaced once, transparently; every other failure is handed back for classification.
+// the caller, answers read by response-reader.ts, one timer as the total deadline (which alone holds the process
+// open). A kept-alive socket the server closed between polls is replaced once, transparently; every other failure is
+// handed back for classification.
 import { connect, type Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { ResponseReader, type ImdsAnswer } from "./response-reader.js";
@@ -169,7 +170,7 @@ export class PlainHttpPoller {
     if (exchange === undefined) return this.dropSocket(); // the server closed an idle connection
     if (this.mayRetry(exchange, "ECONNRESET")) return this.retry(exchange);
     const progress = this.reader.end();
-    this.socket = undefined;
+    this.dropSocket();
     if (progress.state === "complete") exchange.resolve({ ok: true, answer: progress.answer });
     else if (progress.state === "failed") exchange.resolve({ ok: false, error: progress.error });
   }

@@ -48,7 +48,6 @@ export class AgentMetrics {
 
   private source: PollMetricsSource | undefined;
 
-  /** From now on the poll series are read from `source` at each scrape. */
   /** Records one poll's latency; it reaches `sef_poll_duration_seconds` at the next scrape (or after 256 polls). */
   observePollSeconds(seconds: number): void {
     if (this.pendingPollSeconds.push(seconds) >= 256) this.flushPollLatencies();
@@ -59,6 +58,7 @@ export class AgentMetrics {
     this.pendingPollSeconds.length = 0;
   }
 
+  /** From now on the poll series are read from `source` at each scrape. */
   readPollsFrom(source: PollMetricsSource): void {
     this.source = source;
   }
