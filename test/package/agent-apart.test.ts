@@ -41,6 +41,13 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
     expect(text).not.toContain("setFlagsFromString");
   });
 
+  it("never asks ICU to compare or format: the first localeCompare or Intl call keeps ~2.5 MB of collation data resident", () => {
+    const agentSources = bundle.inputs.filter((i) => i.startsWith("src/"));
+    expect(agentSources.some((i) => i.endsWith("collector/transitions.ts"))).toBe(true); // the sorting modules are in it
+    const callers = agentSources.filter((i) => /\.localeCompare\(|\bIntl\./.test(readFileSync(join(repoRoot, i), "utf8")));
+    expect(callers).toEqual([]);
+  });
+
   it("takes from rhea only what @azure/event-hubs reaches through rhea-promise (no AMQP listener of its own)", () => {
     const rhea = bundle.inputs.filter((i) => i.includes("node_modules/rhea/"));
     expect(rhea.length).toBeGreaterThan(0);

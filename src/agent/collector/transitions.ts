@@ -1,5 +1,6 @@
 // The heart of sef: compares a fetched document with the last known state and yields transition records.
 // Pure: no I/O, no clock; time, identity and the previous state come in as arguments.
+import { codeUnitOrder } from "../util/code-unit-order.js";
 import { createHash } from "node:crypto";
 import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
 import { deterministicUuid, recordSource, transitionRecordId } from "@sef/contract/record-id.js";
@@ -31,7 +32,7 @@ export interface CollectResult {
 
 /** Hash of a document's normalized events, so a reused incarnation (after a 24 h disable) is still diffed. */
 export function documentHash(doc: ScheduledEventsDocument): string {
-  const events = [...doc.Events].sort((a, b) => a.EventId.toLowerCase().localeCompare(b.EventId.toLowerCase()));
+  const events = [...doc.Events].sort((a, b) => codeUnitOrder(a.EventId.toLowerCase(), b.EventId.toLowerCase()));
   const malformed = (doc.Malformed ?? []).map((m) => rawHash(m.raw)).sort();
   const text = malformed.length === 0 ? JSON.stringify(events) : JSON.stringify([events, malformed]);
   return createHash("sha256").update(text).digest("hex").slice(0, 32);

@@ -1,6 +1,7 @@
 // Cross-field configuration rules the per-field schema cannot express: sinks listed once and known, the required
 // settings of the sinks in use, then each sink's own rules (its factory's `rules`, kept in its settings.ts). Pure: the
 // parsed config and the environment in, problems out.
+import { codeUnitOrder } from "../util/code-unit-order.js";
 import type { AgentConfig } from "./schema.js";
 import { sinkSection } from "./schema.js";
 import { findSinkFactory, parseSinkSpec, sinkFactories } from "../sinks/registry.js";
@@ -36,7 +37,7 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
   }
 
   // Each sink's own rules, sinks in the order of their names.
-  for (const factory of [...sinkFactories].sort((a, b) => a.type.localeCompare(b.type))) {
+  for (const factory of [...sinkFactories].sort((a, b) => codeUnitOrder(a.type, b.type))) {
     const rules = factory.rules?.({ settings: sinkSection(config, factory.type), inUse: used.has(factory.type), argument: used.get(factory.type), env }) ?? [];
     problems.push(...rules);
   }
