@@ -1,11 +1,12 @@
-// The write-ahead log is checkpointed by a worker thread that starts once enough was written and ends when idle; a
-// worker that cannot run is given up after a few failures and SQLite's own automatic checkpoint remains.
+// The write-ahead log is checkpointed once enough was written: on the agent's own thread when the writes came slowly,
+// by a worker thread (which ends when idle) when they came fast, a backlog; a worker that cannot run is given up after a
+// few failures and SQLite's own automatic checkpoint remains.
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { WalCheckpointer } from "../../src/agent/store/wal-checkpointer.js";
+import { WalCheckpointer, passiveCheckpoint } from "../../src/agent/store/wal-checkpointer.js";
 import { openOutbox } from "../helpers/outbox.js";
 import { waitUntil } from "../helpers/agent-process.js";
 import { transitionBacklog } from "../bench/backlog.js";
@@ -16,6 +17,16 @@ function walDatabase(): { path: string; db: DatabaseSync } {
   db.exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE t (v TEXT)");
   return { path, db };
 }
+
+/** About `rows` KB of rows committed into the log (autocheckpoint is off: they stay there until a checkpoint). */
+function writeRows(db: DatabaseSync, rows: number): void {
+  const insert = db.prepare("INSERT INTO t(v) VALUES (?)");
+  db.exec("BEGIN");
+  for (let i = 0; i < rows; i++) insert.run("x".repeat(1000));
+  db.exec("COMMIT");
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe("WAL checkpoint worker", () => {
   it("copies the log into the database from its own thread, then ends once idle", async () => {
@@ -35,7 +46,7 @@ describe("WAL checkpoint worker", () => {
     // The pages are in the database file now (without the worker they would sit in the log: autocheckpoint is off).
     expect(statSync(path).size).toBeGreaterThan(sizeBefore + 1_500_000);
     await waitUntil(() => !checkpointer.running, 10_000, "the idle worker to end");
-    expect(checkpointer.counts).toEqual({ requested: 1, completed: 1, workersStarted: 1 });
+    expect(checkpointer.counts).toEqual({ requested: 1, completed: 1, workersStarted: 1, onAgentThread: 0 });
     expect(errors).toEqual([]);
     // A new busy spell starts a new worker.
     checkpointer.noteWritten(1_000_000);
@@ -44,6 +55,55 @@ describe("WAL checkpoint worker", () => {
     checkpointer.close();
     expect(checkpointer.running).toBe(false);
     db.close();
+  });
+
+  it("checkpoints writes that came slowly on the agent's thread, after the commit's turn, and starts no worker", async () => {
+    const { path, db } = walDatabase();
+    let nowMs = 0;
+    const errors: string[] = [];
+    const options = { path, everyBytes: 1_000_000, idleExitMs: 300, now: () => nowMs, onError: (r: string) => errors.push(r) };
+    const checkpointer = new WalCheckpointer({ ...options, checkpointHere: () => passiveCheckpoint(db) });
+    writeRows(db, 2000);
+    const sizeBefore = statSync(path).size;
+    nowMs += 60_000; // the threshold took a minute to fill: a trickle
+    checkpointer.noteWritten(1_000_000);
+    expect(checkpointer.running).toBe(false);
+    expect(statSync(path).size).toBe(sizeBefore); // not inside the caller's turn
+    await nextTurn();
+    expect(statSync(path).size).toBeGreaterThan(sizeBefore + 1_500_000);
+    expect(checkpointer.counts).toEqual({ requested: 1, completed: 1, workersStarted: 0, onAgentThread: 1 });
+
+    // Not while a transaction is open on that connection: left to the next crossing (or SQLite's safety net).
+    db.exec("BEGIN");
+    nowMs += 60_000;
+    checkpointer.noteWritten(1_000_000);
+    await nextTurn();
+    db.exec("COMMIT");
+    expect(checkpointer.counts.requested).toBe(1);
+
+    // The same bytes within seconds: a backlog, so the worker takes it and the agent's thread goes on.
+    writeRows(db, 2000);
+    nowMs += 2_000;
+    checkpointer.noteWritten(1_000_000);
+    expect(checkpointer.running).toBe(true);
+    await waitUntil(() => checkpointer.counts.completed === 2, 10_000, "the worker's checkpoint");
+    expect(checkpointer.counts).toMatchObject({ workersStarted: 1, onAgentThread: 1 });
+    // While the worker runs, slow writes go to it too (it is there already).
+    nowMs += 60_000;
+    checkpointer.noteWritten(1_000_000);
+    expect(checkpointer.counts.onAgentThread).toBe(1);
+    checkpointer.close();
+    db.close();
+    expect(errors).toEqual([]);
+
+    // Without an agent-thread checkpoint every checkpoint goes to the worker.
+    const other = walDatabase();
+    const workerOnly = new WalCheckpointer({ ...options, path: other.path });
+    nowMs += 60_000;
+    workerOnly.noteWritten(1_000_000);
+    expect(workerOnly.running).toBe(true);
+    workerOnly.close();
+    other.db.close();
   });
 
   it("gives the worker up after three failures; the store's own checkpoint remains", async () => {

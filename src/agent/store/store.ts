@@ -9,11 +9,11 @@ import type { CollectorState } from "../collector/state.js";
 import { CollectorStateTables } from "./collector-state.js";
 import { StoreError } from "./errors.js";
 import { query, transaction } from "./sql.js";
-import { WalCheckpointer, safetyNetPages } from "./wal-checkpointer.js";
+import { WalCheckpointer, passiveCheckpoint, safetyNetPages } from "./wal-checkpointer.js";
 
 export interface StoreOptions {
   dataDir: string;
-  /** Checkpoint the write-ahead log from a worker thread (default true; see wal-checkpointer.ts). */
+  /** Checkpoint the log ourselves, a backlog in a worker thread (default true; see wal-checkpointer.ts). */
   checkpointInWorker?: boolean;
   /** Told when the checkpoint worker fails (the store goes on; SQLite checkpoints by itself). */
   onCheckpointError?: (reason: string) => void;
@@ -79,7 +79,8 @@ export class Store {
       probeWritable(db);
       if (options.checkpointInWorker === false) return new Store(path, db, false);
       db.exec(`PRAGMA wal_autocheckpoint = ${safetyNetPages}`);
-      return new Store(path, db, false, new WalCheckpointer({ path, ...(options.onCheckpointError ? { onError: options.onCheckpointError } : {}) }));
+      const checkpointer = new WalCheckpointer({ path, checkpointHere: () => passiveCheckpoint(opened), ...(options.onCheckpointError ? { onError: options.onCheckpointError } : {}) });
+      return new Store(path, db, false, checkpointer);
     } catch (err) {
       if (db?.isOpen) db.close();
       throw translateOpenError(err, path);
@@ -117,7 +118,7 @@ export class Store {
     this.db.close();
   }
 
-  /** What the checkpoint worker did (undefined for a read-only store or with `checkpointInWorker: false`). */
+  /** What the checkpointer did (undefined for a read-only store or with `checkpointInWorker: false`). */
   get checkpoints(): WalCheckpointer["counts"] | undefined {
     return this.checkpointer?.counts;
   }

@@ -1,9 +1,15 @@
-// Checkpoints the store's write-ahead log from a worker thread, so that copying a backlog's pages into the database
-// file does not stall the agent's thread: draining 10,000 records frees ~10 MB of pages, and SQLite's automatic
-// checkpoint would copy them inside the commit that crossed its threshold. The worker starts once enough has been
-// written, runs PASSIVE checkpoints (they never block the agent's reads or writes) and ends after a quiet spell, so an
+// Checkpoints the store's write-ahead log without stalling the agent. Writes that come slowly (a poll's records, a
+// trickle of deliveries) are checkpointed on the agent's own thread, right after the commit that crossed the threshold
+// (a PASSIVE checkpoint of ~2 MiB: a few milliseconds). Writes that come fast, a backlog drain, go to a worker thread,
+// so that copying its pages into the database file does not stall the drain: draining 10,000 records frees ~10 MB of
+// pages, and SQLite's automatic checkpoint would copy them inside the commit that crossed its threshold. A worker is
+// kept for backlogs only because it costs memory for good: a Node worker's spell leaves about 5-12 MB resident after it
+// ends (the runtime's code it paged in, malloc's arenas), so an agent that never drains a backlog never starts one. The
+// worker runs PASSIVE checkpoints (they never block the agent's reads or writes) and ends after a quiet spell, so an
 // idle agent carries no second thread. The store's own connection keeps SQLite's automatic checkpoint as the safety
-// net, at a larger threshold (`safetyNetPages`): if the worker cannot run, the log still stays bounded.
+// net, at a larger threshold (`safetyNetPages`): if no checkpoint can run, the log still stays bounded.
+import { performance } from "node:perf_hooks";
+import type { DatabaseSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 
 /** The store connection's automatic checkpoint threshold while this checkpointer runs (pages; SQLite's default is 1000). */
@@ -17,6 +23,15 @@ export interface WalCheckpointerOptions {
   readonly path: string;
   /** Ask for a checkpoint once this many bytes of records were written or freed since the last one (default 2 MiB). */
   readonly everyBytes?: number;
+  /**
+   * A PASSIVE checkpoint on the store's own connection, for writes that come slowly; without it every checkpoint goes
+   * to the worker. Returns undefined when it cannot run now (a transaction is open).
+   */
+  readonly checkpointHere?: () => CheckpointAnswer | undefined;
+  /** Writes are a backlog (checkpoints go to the worker) when `everyBytes` took less than this long (default 10 s). */
+  readonly backlogWithinMs?: number;
+  /** Monotonic milliseconds (tests pass a fake clock). */
+  readonly now?: () => number;
   /** The worker ends after this long without a request (default 30 s). */
   readonly idleExitMs?: number;
   /** SQLite busy timeout of the worker's connection (default 1 s). */
@@ -32,9 +47,11 @@ export interface CheckpointStats {
   readonly completed: number;
   /** Workers started (one per busy spell). */
   readonly workersStarted: number;
+  /** Of the checkpoints asked, those run on the agent's own thread (writes that came slowly). */
+  readonly onAgentThread: number;
 }
 
-interface CheckpointAnswer {
+export interface CheckpointAnswer {
   readonly kind: "checkpointed" | "failed";
   /** Frames in the log and frames copied into the database (SQLite's wal_checkpoint result). */
   readonly log?: number;
@@ -63,6 +80,13 @@ parentPort.on("message", (message) => {
 armIdle();
 `;
 
+/** A PASSIVE checkpoint on a connection of the agent's thread; undefined while it has a transaction open. */
+export function passiveCheckpoint(db: DatabaseSync): CheckpointAnswer | undefined {
+  if (!db.isOpen || db.isTransaction) return undefined;
+  const row = db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as { log: number; checkpointed: number } | undefined;
+  return { kind: "checkpointed", ...(row ? { log: row.log, checkpointed: row.checkpointed } : {}) };
+}
+
 export class WalCheckpointer {
   private worker: Worker | undefined;
   private writtenBytes = 0;
@@ -70,9 +94,16 @@ export class WalCheckpointer {
   private askAgain = false;
   private closed = false;
   private failures = 0;
-  private stats = { requested: 0, completed: 0, workersStarted: 0 };
+  private stats = { requested: 0, completed: 0, workersStarted: 0, onAgentThread: 0 };
+  private readonly now: () => number;
+  /** When the threshold was last crossed (or the checkpointer made): how fast the last `everyBytes` came. */
+  private lastCrossingMs: number;
+  private hereSoon: NodeJS.Immediate | undefined;
 
-  constructor(private readonly options: WalCheckpointerOptions) {}
+  constructor(private readonly options: WalCheckpointerOptions) {
+    this.now = options.now ?? (() => performance.now());
+    this.lastCrossingMs = this.now();
+  }
 
   get running(): boolean {
     return this.worker !== undefined;
@@ -88,17 +119,44 @@ export class WalCheckpointer {
     this.writtenBytes += bytes;
     if (this.writtenBytes < (this.options.everyBytes ?? 2 * 1024 * 1024)) return;
     this.writtenBytes = 0;
-    this.request();
+    const nowMs = this.now();
+    const backlog = nowMs - this.lastCrossingMs < (this.options.backlogWithinMs ?? 10_000);
+    this.lastCrossingMs = nowMs;
+    if (backlog || this.worker !== undefined || !this.options.checkpointHere) this.request();
+    else this.checkpointHereSoon(this.options.checkpointHere);
   }
 
   /** Ends the worker (a checkpoint under way finishes in its thread; nothing waits for it). */
   close(): void {
     this.closed = true;
+    if (this.hereSoon) clearImmediate(this.hereSoon);
+    this.hereSoon = undefined;
     const worker = this.worker;
     this.worker = undefined;
     if (!worker) return;
     worker.postMessage("close");
     void worker.terminate().catch(() => {});
+  }
+
+  /** After the current commit's turn of the event loop, not inside it; a failure leaves the work to the safety net. */
+  private checkpointHereSoon(checkpointHere: () => CheckpointAnswer | undefined): void {
+    if (this.hereSoon) return;
+    this.hereSoon = setImmediate(() => {
+      this.hereSoon = undefined;
+      if (this.closed) return;
+      let answer: CheckpointAnswer | undefined;
+      try {
+        answer = checkpointHere();
+      } catch (err) {
+        answer = { kind: "failed", reason: (err as Error).message };
+      }
+      if (answer === undefined) return; // a transaction is open: the next crossing, or the safety net, does it
+      this.stats.requested++;
+      this.stats.onAgentThread++;
+      if (answer.kind === "failed") this.options.onError?.(`checkpoint on the agent's thread failed: ${answer.reason ?? "unknown"}`);
+      else if (answer.log !== undefined && answer.log === answer.checkpointed) this.stats.completed++;
+    });
+    this.hereSoon.unref();
   }
 
   private request(): void {
