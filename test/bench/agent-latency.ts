@@ -1,10 +1,11 @@
 // Detection latency: from the simulator changing the document to the record being durable in the store
-// (the agent's commit log line) and in the jsonl sink (the line appearing in the file), using the built agent.
+// (the agent's commit log line) and in the jsonl sink (the line appearing in the file), using the built agent
+// with the launcher's V8 flags (as every package runs it).
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { runCli } from "../helpers/agent-process.js";
+import { launcherRunFlags, runCli } from "../helpers/agent-process.js";
 
 export interface LatencyResult {
   pollIntervalMs: number;
@@ -28,7 +29,7 @@ export async function benchDetectionLatency(pollIntervalMs: number, samples: num
   const sim = await startSimulator({ scenario: "idle" });
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-latency-"));
   const out = join(dir, "records.jsonl");
-  const agent = runCli(["run", "--imds-url", sim.url, "--poll-interval-ms", String(pollIntervalMs), "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"]);
+  const agent = runCli(["run", "--imds-url", sim.url, "--poll-interval-ms", String(pollIntervalMs), "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"], { nodeFlags: launcherRunFlags() });
   const storeMs: number[] = [];
   const jsonlMs: number[] = [];
   try {
