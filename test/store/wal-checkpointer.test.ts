@@ -31,10 +31,7 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 describe("WAL checkpoint worker", () => {
   it("copies the log into the database from its own thread, then ends once idle", async () => {
     const { path, db } = walDatabase();
-    const insert = db.prepare("INSERT INTO t(v) VALUES (?)");
-    db.exec("BEGIN");
-    for (let i = 0; i < 2000; i++) insert.run("x".repeat(1000));
-    db.exec("COMMIT");
+    writeRows(db, 2000);
     const sizeBefore = statSync(path).size;
     const errors: string[] = [];
     const checkpointer = new WalCheckpointer({ path, everyBytes: 1_000_000, idleExitMs: 300, onError: (r) => errors.push(r) });
@@ -61,7 +58,8 @@ describe("WAL checkpoint worker", () => {
     const { path, db } = walDatabase();
     let nowMs = 0;
     const errors: string[] = [];
-    const options = { path, everyBytes: 1_000_000, idleExitMs: 300, now: () => nowMs, onError: (r: string) => errors.push(r) };
+    // The worker outlives the steps below (close() ends it).
+    const options = { path, everyBytes: 1_000_000, idleExitMs: 10_000, now: () => nowMs, onError: (r: string) => errors.push(r) };
     const checkpointer = new WalCheckpointer({ ...options, checkpointHere: () => passiveCheckpoint(db) });
     writeRows(db, 2000);
     const sizeBefore = statSync(path).size;
@@ -89,9 +87,12 @@ describe("WAL checkpoint worker", () => {
     await waitUntil(() => checkpointer.counts.completed === 2, 10_000, "the worker's checkpoint");
     expect(checkpointer.counts).toMatchObject({ workersStarted: 1, onAgentThread: 1 });
     // While the worker runs, slow writes go to it too (it is there already).
+    expect(checkpointer.running).toBe(true);
     nowMs += 60_000;
     checkpointer.noteWritten(1_000_000);
-    expect(checkpointer.counts.onAgentThread).toBe(1);
+    await nextTurn();
+    await waitUntil(() => checkpointer.counts.completed === 3, 10_000, "the worker's second checkpoint");
+    expect(checkpointer.counts).toEqual({ requested: 3, completed: 3, workersStarted: 1, onAgentThread: 1 });
     checkpointer.close();
     db.close();
     expect(errors).toEqual([]);
