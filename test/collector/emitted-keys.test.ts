@@ -1,56 +1,80 @@
-// The emitted keys' views and expiry heap (collector/emitted-keys.ts) against a plain Map: after any sequence of sets,
-// deletes, derivations and settles, every live view reads as its model, `endedBefore` finds exactly what a full scan
-// finds, and a view older than the last settle refuses to be read.
+// The emitted keys' views (collector/emitted-keys.ts) against a plain Map: after any sequence of sets, expiries,
+// derivations, settles, keys remembered from the table and events forgotten, every live view reads as its model, its
+// change names exactly what the store must write, and a view older than the last settle refuses to be read.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { EmittedKeys } from "../../src/agent/collector/emitted-keys.js";
+import { EmittedKeys, eventIdOfKey } from "../../src/agent/collector/emitted-keys.js";
 import type { EmittedKey } from "../../src/agent/collector/state.js";
 
 type Op =
   | { kind: "set"; key: number; emittedMs: number; endedMs: number | null }
-  | { kind: "delete"; key: number }
+  | { kind: "expire"; beforeMs: number }
   | { kind: "derive" }
-  | { kind: "settle" }
-  | { kind: "expire"; beforeMs: number };
+  | { kind: "settle"; tracked: number[] }
+  | { kind: "remember"; key: number; emittedMs: number; endedMs: number | null };
 
+const keyOf = (k: number): string => `e${k % 5}|${["Scheduled", "Started", "Completed"][k % 3]}`;
+const keyArb = fc.integer({ min: 0, max: 14 });
+const endArb = fc.option(fc.integer({ min: 0, max: 100 }));
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("set" as const), key: fc.integer({ min: 0, max: 12 }), emittedMs: fc.integer({ min: 0, max: 100 }), endedMs: fc.option(fc.integer({ min: 0, max: 100 })) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("delete" as const), key: fc.integer({ min: 0, max: 12 }) }) },
-  { weight: 1, arbitrary: fc.constant({ kind: "derive" as const }) },
-  { weight: 2, arbitrary: fc.constant({ kind: "settle" as const }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("set" as const), key: keyArb, emittedMs: fc.integer({ min: 0, max: 100 }), endedMs: endArb }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("expire" as const), beforeMs: fc.integer({ min: 0, max: 110 }) }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "derive" as const }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("settle" as const), tracked: fc.subarray([0, 1, 2, 3, 4]) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("remember" as const), key: keyArb, emittedMs: fc.integer({ min: 0, max: 100 }), endedMs: endArb }) },
 );
 
-const scan = (model: ReadonlyMap<string, EmittedKey>, beforeMs: number): string[] =>
-  [...model].filter(([, e]) => e.endedMs !== null && e.endedMs < beforeMs).map(([k]) => k).sort();
-
 describe("EmittedKeys", () => {
-  it("reads as a Map through derivations and settles; endedBefore equals a full scan", () => {
+  it("reads as a Map through derivations, expiries, settles, remembered keys and forgotten events", () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 12 }), fc.integer({ min: 0, max: 100 }), fc.option(fc.integer({ min: 0, max: 100 }))), { maxLength: 12 }), fc.array(opArb, { maxLength: 60 }), (initial, ops) => {
-        let model = new Map<string, EmittedKey>(initial.map(([k, emittedMs, endedMs]) => [`k${k}`, { emittedMs, endedMs }]));
+      fc.property(fc.array(fc.tuple(keyArb, fc.integer({ min: 0, max: 100 }), endArb), { maxLength: 12 }), fc.array(opArb, { maxLength: 60 }), (initial, ops) => {
+        let model = new Map<string, EmittedKey>(initial.map(([k, emittedMs, endedMs]) => [keyOf(k), { emittedMs, endedMs }]));
+        /** Keys this view's overlay touched since the last settle (remembering cannot change how it reads them). */
+        let touched = new Set<string>();
+        /** What the store must write for the view: its upserts and the latest expiry cutoff since the last settle. */
+        let upserts = new Map<string, EmittedKey>();
+        let expiredBefore: number | null = null;
         let view = EmittedKeys.from(model);
         const older: EmittedKeys[] = [];
         for (const op of ops) {
           if (op.kind === "set") {
-            view.set(`k${op.key}`, { emittedMs: op.emittedMs, endedMs: op.endedMs });
-            model.set(`k${op.key}`, { emittedMs: op.emittedMs, endedMs: op.endedMs });
-          } else if (op.kind === "delete") {
-            view.delete(`k${op.key}`);
-            model.delete(`k${op.key}`);
+            const entry = { emittedMs: op.emittedMs, endedMs: op.endedMs };
+            view.set(keyOf(op.key), entry);
+            model.set(keyOf(op.key), entry);
+            upserts.set(keyOf(op.key), entry);
+            touched.add(keyOf(op.key));
+          } else if (op.kind === "expire") {
+            view.expireBefore(op.beforeMs);
+            for (const [key, e] of [...model]) {
+              if (e.endedMs !== null && e.endedMs < op.beforeMs) {
+                model.delete(key);
+                upserts.delete(key);
+                touched.add(key);
+              }
+            }
+            expiredBefore = Math.max(expiredBefore ?? op.beforeMs, op.beforeMs);
           } else if (op.kind === "derive") {
             older.push(view); // still readable: nothing settled since
             view = view.derive();
             model = new Map(model);
           } else if (op.kind === "settle") {
             view.settle();
-            for (const stale of older.splice(0)) expect(() => stale.get("k0")).toThrow(/older than the one adopted/);
+            for (const stale of older.splice(0)) expect(() => stale.get("e0|Scheduled")).toThrow(/older than the one adopted/);
+            const tracked = new Set(op.tracked.map((id) => `e${id}`));
+            view.keepOnlyEvents(tracked);
+            for (const key of [...model.keys()]) if (!tracked.has(eventIdOfKey(key))) model.delete(key);
+            touched = new Set();
+            upserts = new Map();
+            expiredBefore = null;
           } else {
-            expect(view.endedBefore(op.beforeMs).sort()).toEqual(scan(model, op.beforeMs));
+            view.remember([[keyOf(op.key), { emittedMs: op.emittedMs, endedMs: op.endedMs }]]);
+            if (!model.has(keyOf(op.key)) && !touched.has(keyOf(op.key))) model.set(keyOf(op.key), { emittedMs: op.emittedMs, endedMs: op.endedMs });
           }
           expect(new Map(view)).toEqual(model);
           expect(view.size).toBe(model.size);
-          for (let k = 0; k <= 12; k++) expect(view.get(`k${k}`)).toEqual(model.get(`k${k}`));
+          for (let k = 0; k <= 14; k++) expect(view.get(keyOf(k))).toEqual(model.get(keyOf(k)));
+          expect(new Map(view.change.upserts)).toEqual(upserts);
+          expect(view.change.expiredBefore).toBe(expiredBefore);
           for (const o of older) expect(o.size).toBeGreaterThanOrEqual(0); // readable until a settle
         }
       }),
@@ -58,31 +82,18 @@ describe("EmittedKeys", () => {
     );
   });
 
-  it("finds exactly the expired keys among 100,000 kept, and again once they are pruned", () => {
-    const keys = EmittedKeys.from(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, { emittedMs: i, endedMs: 1_000 + i }] as const));
-    const next = keys.derive();
-    expect(next.endedBefore(1_003).sort()).toEqual(["k0", "k1", "k2"]);
-    for (const key of next.endedBefore(1_003)) next.delete(key);
-    next.settle();
-    expect(next.size).toBe(99_997);
-    expect(next.derive().endedBefore(1_004)).toEqual(["k3"]);
-    // One key ended again and again: the heap's outdated entries are dropped, not piled up or reported.
-    let view = next;
-    for (let i = 0; i < 500; i++) {
-      view = view.derive().set("k5", { emittedMs: 5, endedMs: 2_000_000 - i });
-      view.settle();
-    }
-    expect(view.endedBefore(1_008).sort()).toEqual(["k3", "k4", "k6", "k7"]);
-    expect(view.endedBefore(2_000_000 - 499 + 1)).toContain("k5");
+  it("refuses to forget events from a view with changes not settled", () => {
+    const view = EmittedKeys.from([["a|Scheduled", { emittedMs: 1, endedMs: null }]]).derive();
+    view.set("b|Scheduled", { emittedMs: 2, endedMs: null });
+    expect(() => view.keepOnlyEvents(new Set(["a"]))).toThrow(/not settled/);
+    view.settle();
+    view.keepOnlyEvents(new Set(["a"]));
+    expect([...view.derive()].map(([key]) => key)).toEqual(["a|Scheduled"]);
   });
 
-  it("drops the heap's outdated entries without losing a live one (a few keys ended again and again)", () => {
-    let view = EmittedKeys.from(Array.from({ length: 10 }, (_, i) => [`k${i}`, { emittedMs: i, endedMs: 100 + i }] as const));
-    for (let i = 0; i < 300; i++) {
-      view = view.derive().set("k9", { emittedMs: 9, endedMs: 10_000 - i });
-      view.settle();
-    }
-    expect(view.endedBefore(109).sort()).toEqual(["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
-    expect(view.endedBefore(10_000).sort()).toEqual(["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"]);
+  it("names the EventId of a key, a malformed sighting's included", () => {
+    expect(eventIdOfKey("3f1c-aa|Started")).toBe("3f1c-aa");
+    expect(eventIdOfKey("3f1c-aa|Malformed:0123abcd")).toBe("3f1c-aa");
+    expect(eventIdOfKey("|Malformed:0123abcd")).toBe("");
   });
 });

@@ -1,18 +1,19 @@
-// The collector state's change-set writes (store/collector-state.ts) on a real SQLite file: after any sequence of
-// changes, commits adopted by the collector, failed commits (rolled back), commits inside a transaction someone else
-// opened and ends, states made by hand and restarts, table `emitted` holds exactly what the old full rewrite (DELETE +
-// INSERT per key) would have written; a change is written without reading the table.
+// The collector's emitted keys split between memory and the store (collector/emitted-keys.ts, store/collector-state.ts,
+// pipeline/collect-stage.ts) on a real SQLite file. The collect stage holds in memory only the keys of tracked events
+// and recalls the rest from table `emitted` when an EventId is back; through any sequence of documents (events that
+// come back, malformed sightings), failed polls, commits that fail, restarts and days passing, it emits exactly what a
+// collector that never forgets emits, and its table holds exactly that collector's keys. A change never reads the
+// table whole; a write after a transaction someone else rolled back sweeps it once.
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
-import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
-import { diffEmitted } from "../../src/agent/store/collector-state.js";
-import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
-import { EmittedKeys } from "../../src/agent/collector/emitted-keys.js";
 import pino from "pino";
+import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
+import { eventIdOfKey } from "../../src/agent/collector/emitted-keys.js";
+import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/agent/collector/transitions.js";
 import { Store } from "../../src/agent/store/store.js";
 import { Outbox } from "../../src/agent/delivery/outbox.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
@@ -20,223 +21,227 @@ import { CommitStage } from "../../src/agent/pipeline/commit-stage.js";
 import { CollectStage } from "../../src/agent/pipeline/collect-stage.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { systemClock } from "../../src/agent/util/clock.js";
-import type { ImdsEvent } from "../../src/agent/imds/document.js";
-import type { HeartbeatRecord } from "../../src/contract/record.js";
+import type { ImdsEvent, MalformedImdsEvent, ScheduledEventsDocument } from "../../src/agent/imds/document.js";
+import type { SefRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 
-const record = (i: number): HeartbeatRecord => ({
-  RecordId: `r${i}`,
-  RecordType: "Heartbeat",
-  TimeGenerated: new Date(1_700_000_000_000 + i).toISOString(),
-  ObservedAt: new Date(1_700_000_000_000 + i).toISOString(),
-  ...unknownVmIdentity,
-  AgentId: "00000000-0000-4000-8000-000000000001",
-  AgentVersion: "t",
-  Detail: "",
-});
-/** A record the outbox refuses (NOT NULL): the commit around it rolls back. */
-const badRecord = { ...record(0), RecordId: null } as unknown as HeartbeatRecord;
+const day = 86_400_000;
+const t0 = Date.parse("2026-11-23T10:00:00Z");
+const vm = { ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" };
+const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 0 };
+/** What the collect stage hands the collector (config above, no clock step). */
+const ctx = (nowMs: number): CollectContext => ({ nowMs, vm, agentVersion: "t", gapThresholdMs: 10_000, emittedRetentionMs: 0 });
 
-/** Table `emitted` as a second connection reads it (not through the store's own remembered copy). */
-function emittedTable(path: string): Map<string, EmittedKey> {
+/** Table `emitted` and the outbox's records as a second connection reads them. */
+function tables(path: string): { emitted: Map<string, EmittedKey>; records: SefRecord[] } {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
     const rows = db.prepare("SELECT key, emitted_ms, ended_ms FROM emitted").all() as Array<{ key: string; emitted_ms: number; ended_ms: number | null }>;
-    return new Map(rows.map((r) => [r.key, { emittedMs: r.emitted_ms, endedMs: r.ended_ms }]));
+    const records = db.prepare("SELECT json FROM outbox ORDER BY seq").all() as Array<{ json: string }>;
+    return { emitted: new Map(rows.map((r) => [r.key, { emittedMs: r.emitted_ms, endedMs: r.ended_ms }])), records: records.map((r) => JSON.parse(r.json) as SefRecord) };
   } finally {
     db.close();
   }
 }
 
-function stateWith(emitted: EmittedKeys, incarnation: number): CollectorState {
-  return { ...emptyCollectorState(), lastIncarnation: incarnation, lastSuccessMs: incarnation, emitted };
+/** A store, its outbox and a collect stage over them, as the agent wires them (the clock is the test's). */
+function openAgent(dir: string, clock: { nowMs: number }): { store: Store; collect: CollectStage } {
+  const store = Store.open({ dataDir: dir, checkpointInWorker: false });
+  const outbox = Outbox.open(store);
+  const logger = pino({ level: "silent" });
+  const metrics = new AgentMetrics();
+  const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock: { ...systemClock, now: () => clock.nowMs }, maxOutboxBytes: 1 << 30 });
+  const recallEmitted = (wanted: { eventIds: readonly string[]; keys: readonly string[] }) => store.emittedKeysOf(wanted.eventIds, wanted.keys);
+  const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => vm, agentVersion: "t", metrics, logger, recallEmitted });
+  return { store, collect };
 }
 
-const asMap = (emitted: EmittedKeys): Map<string, EmittedKey> => new Map(emitted);
-const open = (dir: string): OpenOutbox => openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
+const event = (id: string, status: "Scheduled" | "Started"): ImdsEvent => ({
+  EventId: id,
+  EventStatus: status,
+  EventType: "Freeze",
+  ResourceType: "VirtualMachine",
+  Resources: ["x"],
+  NotBefore: status === "Scheduled" ? new Date(t0 + day).toISOString() : null,
+  Description: "",
+  EventSource: "Platform",
+  DurationInSeconds: 5,
+});
+const malformed = (index: number, eventId: string | null, variant: number): MalformedImdsEvent => ({
+  index,
+  eventId,
+  reason: "event_id",
+  problem: "Resources is not an array",
+  raw: { EventId: eventId, Resources: `bad-${variant}` },
+});
 
 type Step =
-  | { kind: "emit"; key: number; atMs: number }
-  | { kind: "end"; key: number; atMs: number }
-  | { kind: "prune"; key: number }
-  | { kind: "commit" }
+  | { kind: "doc"; events: Array<{ id: string; status: "Scheduled" | "Started" }>; malformed: Array<{ id: string | null; variant: number }> }
   | { kind: "failedCommit" }
-  | { kind: "joinedCommit"; outer: "COMMIT" | "ROLLBACK" }
-  | { kind: "handMadeCommit" }
-  | { kind: "restart" };
+  | { kind: "fail" }
+  | { kind: "restart" }
+  | { kind: "days"; days: number };
 
+const idArb = fc.constantFrom("e1", "e2", "E3", "e4");
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ kind: fc.constant("emit" as const), key: fc.integer({ min: 0, max: 5 }), atMs: fc.integer({ min: 0, max: 1e6 }) }),
-  fc.record({ kind: fc.constant("end" as const), key: fc.integer({ min: 0, max: 5 }), atMs: fc.integer({ min: 0, max: 1e6 }) }),
-  fc.record({ kind: fc.constant("prune" as const), key: fc.integer({ min: 0, max: 5 }) }),
-  fc.constant({ kind: "commit" as const }),
-  fc.constant({ kind: "commit" as const }),
-  fc.constant({ kind: "failedCommit" as const }),
-  fc.record({ kind: fc.constant("joinedCommit" as const), outer: fc.constantFrom("COMMIT" as const, "ROLLBACK" as const) }),
-  fc.record({ kind: fc.constant("joinedCommit" as const), outer: fc.constant("ROLLBACK" as const) }),
-  fc.constant({ kind: "handMadeCommit" as const }),
-  fc.constant({ kind: "restart" as const }),
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant("doc" as const),
+      events: fc.uniqueArray(fc.record({ id: idArb, status: fc.constantFrom("Scheduled" as const, "Started" as const) }), { selector: (e) => e.id.toLowerCase(), maxLength: 3 }),
+      malformed: fc.array(fc.record({ id: fc.option(fc.constantFrom("e1", "e5")), variant: fc.integer({ min: 0, max: 1 }) }), { maxLength: 1 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: "failedCommit" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "fail" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "restart" as const }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("days" as const), days: fc.integer({ min: 1, max: 5 }) }) },
 );
 
-/** The agent's side of the property: a collector adopting (settling) each state the store committed. */
-class Collector {
-  /** The adopted state's keys, and the next document's view of them (changed by emit, end and prune). */
-  working: EmittedKeys;
-  constructor(adopted: EmittedKeys) {
-    this.working = adopted.derive();
-  }
-  adopt(committed: EmittedKeys): void {
-    committed.settle();
-    this.working = committed.derive();
-  }
-}
-
-describe("collector state writes", () => {
-  it("leave table emitted as the full rewrite would, through failed commits, joined transactions and restarts", () => {
+describe("emitted keys between memory and the store", () => {
+  it("the collect stage emits what a collector that never forgets emits, and its table holds that collector's keys", () => {
     fc.assert(
       fc.property(fc.array(stepArb, { minLength: 1, maxLength: 30 }), (steps) => {
         const dir = mkdtempSync(join(tmpdir(), "sef-collector-state-"));
-        let store = open(dir);
+        const clock = { nowMs: t0 };
+        let agent = openAgent(dir, clock);
         try {
-          const collector = new Collector(store.opened.loadCollectorState().emitted);
-          // What the old DELETE + INSERT rewrite would have left in the table: the last state whose commit stuck.
-          let committed = new Map<string, EmittedKey>();
+          // The model: the pure collector holding every key in memory; `committed` is what its last commit wrote.
+          let model: CollectorState = emptyCollectorState();
+          let committedKeys = new Map<string, EmittedKey>();
+          const records: SefRecord[] = [];
           let incarnation = 0;
           for (const step of steps) {
-            const w = collector.working;
-            if (step.kind === "emit") w.set(`e${step.key}|Scheduled`, { emittedMs: step.atMs, endedMs: null });
-            else if (step.kind === "end") {
-              const entry = w.get(`e${step.key}|Scheduled`);
-              if (entry) w.set(`e${step.key}|Scheduled`, { ...entry, endedMs: step.atMs });
-            } else if (step.kind === "prune") w.delete(`e${step.key}|Scheduled`);
-            else if (step.kind === "commit") {
-              store.commitDocument(stateWith(w, ++incarnation), [record(incarnation)], incarnation);
-              committed = asMap(w);
-              collector.adopt(w);
+            clock.nowMs += 1000;
+            if (step.kind === "days") clock.nowMs += step.days * day;
+            else if (step.kind === "fail") {
+              agent.collect.observationGap();
+              model = applyPollFailure(model);
+            } else if (step.kind === "restart") {
+              agent.store.close();
+              agent = openAgent(dir, clock);
+              if (model.lastSuccessMs !== null) model = resumeAfterRestart(model);
             } else if (step.kind === "failedCommit") {
-              expect(() => store.commitDocument(stateWith(w, incarnation + 1), [badRecord], 0)).toThrow();
-            } else if (step.kind === "joinedCommit") {
-              // A transaction someone else opened and ends: the store cannot know how, the collector adopts anyway.
-              const db = store.opened.database;
-              db.exec("BEGIN IMMEDIATE");
-              store.commitDocument(stateWith(w, ++incarnation), [record(incarnation)], incarnation);
-              db.exec(step.outer);
-              if (step.outer === "COMMIT") committed = asMap(w);
-              collector.adopt(w);
-            } else if (step.kind === "handMadeCommit") {
-              const made = EmittedKeys.from(asMap(w));
-              store.commitDocument(stateWith(made, ++incarnation), [record(incarnation)], incarnation);
-              committed = asMap(made);
-              collector.adopt(made);
+              // The store refuses the collector's write: the document changes nothing, in memory or on disk.
+              const document: ScheduledEventsDocument = { DocumentIncarnation: ++incarnation, Events: [event("e4", "Started")] };
+              const expected = applyDocument(model, document, ctx(clock.nowMs));
+              agent.store.database.exec("CREATE TEMP TRIGGER refuse BEFORE INSERT ON meta WHEN NEW.key = 'collector' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+              try {
+                if (expected.changed) expect(() => agent.collect.ingest(document, clock.nowMs, 0)).toThrow(/refused/);
+                else expect(agent.collect.ingest(document, clock.nowMs, 0)).toBe(false);
+              } finally {
+                agent.store.database.exec("DROP TRIGGER refuse");
+              }
+              if (!expected.changed) model = expected.state;
             } else {
-              store.close();
-              store = open(dir);
-              const loaded = store.opened.loadCollectorState().emitted;
-              expect(asMap(loaded)).toEqual(committed);
-              collector.adopt(loaded);
+              const document: ScheduledEventsDocument = {
+                DocumentIncarnation: ++incarnation,
+                Events: step.events.map((e) => event(e.id, e.status)),
+                Malformed: step.malformed.map((m, i) => malformed(step.events.length + i, m.id, m.variant)),
+              };
+              const result = applyDocument(model, document, ctx(clock.nowMs));
+              if (result.changed) result.state.emitted.settle();
+              model = result.state;
+              if (result.changed) {
+                records.push(...result.records, ...result.malformed);
+                committedKeys = new Map(model.emitted);
+              }
+              expect(agent.collect.ingest(document, clock.nowMs, 0)).toBe(result.changed);
+              // Memory: the keys of tracked events, and at most what this document recalled for the others.
+              const tracked = agent.collect.state.events;
+              const others = [...agent.collect.state.emitted].filter(([key]) => !tracked.has(eventIdOfKey(key)));
+              if (result.changed) expect(others).toEqual([]);
             }
-            expect(emittedTable(store.opened.path)).toEqual(committed);
+            const onDisk = tables(agent.store.path);
+            expect(onDisk.records).toEqual(records);
+            expect(onDisk.emitted).toEqual(committedKeys);
           }
+          expect(agent.store.collectorTableSweeps).toBe(0);
         } finally {
-          store.close();
+          agent.store.close();
           rmSync(dir, { recursive: true, force: true });
         }
       }),
-      { numRuns: 120 },
+      { numRuns: 150 },
     );
   });
 
-  it("writes a change without reading the table, whatever the history and after failed commits; reads it once after a transaction it joined", () => {
+  it("writes a change by the keys it touched whatever the history, expires by the index, and holds only tracked keys", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-collector-state-"));
-    let store = open(dir);
+    const clock = { nowMs: t0 };
+    let agent = openAgent(dir, clock);
     try {
-      const keys = EmittedKeys.from(Array.from({ length: 10_000 }, (_, i) => [`old${i}|Completed`, { emittedMs: i, endedMs: i + 1 }] as const));
-      store.commitDocument(stateWith(keys, 1), [], 1); // a state made by hand: the table is read and diffed
-      keys.settle();
-      expect(emittedTable(store.opened.path).size).toBe(10_000);
-      store.close();
-      store = open(dir);
-      let adopted = store.opened.loadCollectorState().emitted;
-      const readsAfterLoad = store.opened.collectorTableReads;
-      for (let i = 2; i < 12; i++) {
-        const next = adopted.derive();
-        next.set(`new${i}|Scheduled`, { emittedMs: i, endedMs: null });
-        next.set(`old${i}|Completed`, { emittedMs: i, endedMs: 99 });
-        next.delete(`old${i + 100}|Completed`);
-        // A commit that fails (rolled back whole) leaves the table as it was: still nothing to read.
-        expect(() => store.commitDocument(stateWith(next, i), [badRecord], i)).toThrow();
-        store.commitDocument(stateWith(next, i), [record(i)], i);
-        next.settle();
-        adopted = next;
-      }
-      expect(store.opened.collectorTableReads).toBe(readsAfterLoad);
-      expect(emittedTable(store.opened.path)).toEqual(asMap(adopted));
-
-      const db = store.opened.database;
-      db.exec("BEGIN IMMEDIATE");
-      const joined = adopted.derive().set("joined|Scheduled", { emittedMs: 1, endedMs: null });
-      store.commitDocument(stateWith(joined, 20), [], 20);
-      db.exec("ROLLBACK");
-      joined.settle();
-      const after = joined.derive().set("after|Scheduled", { emittedMs: 2, endedMs: null });
-      store.commitDocument(stateWith(after, 21), [], 21);
-      expect(store.opened.collectorTableReads).toBe(readsAfterLoad + 1);
-      expect(emittedTable(store.opened.path)).toEqual(asMap(after));
-    } finally {
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it("the collect stage's changes are written without reading the table, and leave it as the collector holds it", () => {
-    const dir = mkdtempSync(join(tmpdir(), "sef-collector-state-"));
-    const store = Store.open({ dataDir: dir, checkpointInWorker: false });
-    try {
-      const outbox = Outbox.open(store);
-      const logger = pino({ level: "silent" });
-      const metrics = new AgentMetrics();
-      let nowMs = Date.parse("2026-11-23T10:00:00Z");
-      const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock: { ...systemClock, now: () => nowMs }, maxOutboxBytes: 1 << 30 });
-      const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 0 };
-      const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => ({ ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }), agentVersion: "t", metrics, logger });
-      const readsAfterLoad = store.collectorTableReads;
-      const event = (id: string, status: "Scheduled" | "Started"): ImdsEvent => ({
-        EventId: id,
-        EventStatus: status,
-        EventType: "Freeze",
-        ResourceType: "VirtualMachine",
-        Resources: ["x"],
-        NotBefore: null,
-        Description: "",
-        EventSource: "Platform",
-        DurationInSeconds: 5,
+      const seed = agent.store.database.prepare("INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)");
+      agent.store.write(() => {
+        for (let i = 0; i < 10_000; i++) seed.run(`old${i}|Completed`, t0 - 8 * day, t0 - 7 * day + i * 60_000);
       });
-      // Events come, start and go a day apart, so keys also expire (7 days after their event ended).
+      agent.store.close();
+      agent = openAgent(dir, clock);
+      expect(agent.collect.state.emitted.size).toBe(0); // the restart loaded no key of an event not tracked
+      const plan = agent.store.database.prepare("EXPLAIN QUERY PLAN DELETE FROM emitted WHERE ended_ms < ?").all(0) as Array<{ detail: string }>;
+      expect(plan.map((p) => p.detail).join(" ")).toMatch(/USING COVERING INDEX emitted_by_end|USING INDEX emitted_by_end/);
       for (let i = 1; i <= 20; i++) {
-        nowMs += 86_400_000;
-        expect(collect.ingest({ DocumentIncarnation: i, Events: [event(`e${i}`, "Scheduled"), event(`e${i - 1}`, "Started")] }, nowMs, 0)).toBe(true);
-        expect(emittedTable(store.path)).toEqual(asMap(collect.state.emitted));
+        clock.nowMs += 60 * 60_000; // an hour: 60 of the old keys expire at each change
+        expect(agent.collect.ingest({ DocumentIncarnation: i, Events: [event(`n${i}`, "Scheduled"), event(`n${i - 1}`, "Started")] }, clock.nowMs, 0)).toBe(true);
+        expect([...agent.collect.state.emitted].map(([key]) => key).sort()).toEqual([`n${i - 1}|Scheduled`, `n${i - 1}|Started`, `n${i}|Scheduled`].filter((k) => k !== "n0|Scheduled").sort());
       }
-      // Ended on days 13..20 (not more than 7 days ago): 8 events × 3 keys; e19 Scheduled and Started; e20 Scheduled.
-      expect(collect.state.emitted.size).toBe(3 * 8 + 2 + 1);
-      expect(store.collectorTableReads).toBe(readsAfterLoad);
+      const { emitted } = tables(agent.store.path);
+      const expired = Math.ceil((clock.nowMs - t0) / 60_000); // old key i ended at t0 - 7 days + i minutes
+      expect([...emitted.keys()].filter((k) => k.startsWith("old")).length).toBe(10_000 - expired);
+      expect(emitted.get("n5|Completed")).toEqual({ emittedMs: t0 + 7 * 3_600_000, endedMs: t0 + 7 * 3_600_000 }); // gone from document 7
+      expect(agent.store.collectorTableSweeps).toBe(0);
     } finally {
-      store.close();
+      agent.store.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it("diffs a table against a state key by key", () => {
-    const previous = new Map<string, EmittedKey>([
-      ["a|Scheduled", { emittedMs: 1, endedMs: null }],
-      ["b|Scheduled", { emittedMs: 2, endedMs: 3 }],
-      ["c|Scheduled", { emittedMs: 4, endedMs: null }],
-    ]);
-    const next = new Map(previous).set("a|Scheduled", { emittedMs: 1, endedMs: 9 }).set("d|Scheduled", { emittedMs: 5, endedMs: null });
-    next.delete("c|Scheduled");
-    const delta = diffEmitted(previous, next);
-    expect(delta.upserts.map(([key]) => key).sort()).toEqual(["a|Scheduled", "d|Scheduled"]);
-    expect(delta.deletes).toEqual(["c|Scheduled"]);
-    expect(diffEmitted(next, next)).toEqual({ upserts: [], deletes: [] });
+  it("an EventId back after its keys left memory, even across a restart, is not reported again", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sef-collector-state-"));
+    const clock = { nowMs: t0 };
+    let agent = openAgent(dir, clock);
+    try {
+      const ingest = (incarnation: number, ...events: ImdsEvent[]): boolean => agent.collect.ingest({ DocumentIncarnation: incarnation, Events: events }, (clock.nowMs += 1000), 0);
+      ingest(1, event("A", "Started"));
+      ingest(2, event("B", "Scheduled"));
+      expect([...agent.collect.state.emitted].map(([key]) => key)).toEqual(["b|Scheduled"]);
+      agent.store.close();
+      agent = openAgent(dir, clock);
+      ingest(3, event("A", "Started"), event("B", "Scheduled"));
+      ingest(4);
+      const statuses = tables(agent.store.path).records.map((r) => `${(r as { EventId: string }).EventId}:${(r as { EventStatus: string }).EventStatus}`);
+      expect(statuses).toEqual(["A:Started", "A:Completed", "B:Scheduled", "B:Canceled"]);
+    } finally {
+      agent.store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("after a transaction someone else rolled back, the next write sweeps the table once and ends the keys left open", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sef-collector-state-"));
+    const clock = { nowMs: t0 };
+    const agent = openAgent(dir, clock);
+    try {
+      const ingest = (incarnation: number, ...events: ImdsEvent[]): boolean => agent.collect.ingest({ DocumentIncarnation: incarnation, Events: events }, (clock.nowMs += 1000), 0);
+      ingest(1, event("A", "Started"));
+      const db = agent.store.database;
+      db.exec("BEGIN IMMEDIATE");
+      ingest(2); // A ends; the collector adopts that and forgets A's keys, but the transaction is rolled back
+      db.exec("ROLLBACK");
+      expect(tables(agent.store.path).emitted.get("a|Started")).toEqual({ emittedMs: t0 + 1000, endedMs: null });
+      ingest(3, event("B", "Scheduled"));
+      expect(agent.store.collectorTableSweeps).toBe(1);
+      const { emitted } = tables(agent.store.path);
+      expect(emitted.get("a|Started")).toEqual({ emittedMs: t0 + 1000, endedMs: t0 + 3000 });
+      expect(emitted.get("b|Scheduled")).toEqual({ emittedMs: t0 + 3000, endedMs: null });
+      ingest(4, event("B", "Started"));
+      expect(agent.store.collectorTableSweeps).toBe(1);
+      clock.nowMs += 8 * day;
+      ingest(5, event("B", "Started"), event("C", "Scheduled"));
+      expect([...tables(agent.store.path).emitted.keys()].sort()).toEqual(["b|Scheduled", "b|Started", "c|Scheduled"]);
+    } finally {
+      agent.store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

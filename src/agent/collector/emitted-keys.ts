@@ -1,31 +1,29 @@
-// The emitted keys (the at-most-once guard, kept at least 7 days): one shared map with an expiry-ordered heap, and
-// cheap views over it. A document's new keys live in its view's small overlay; `settle` moves them into the map once
-// the store has committed them, so neither a change nor pruning costs anything proportional to the keys kept.
+// The emitted keys the collector holds in memory (the at-most-once guard): one map shared by a chain of views. The
+// store's table `emitted` holds every key for its retention (at least 7 days); memory holds only what the next document
+// can need: the keys of the events the collector tracks, plus those the collect stage recalls from the table for an
+// EventId that is back (`remember`). A document's changes live in its view's small overlay; `settle` moves them into
+// the map once the store has committed them, and `keepOnlyEvents` then forgets the keys of events no longer tracked.
+// So memory, a change and its write all follow the events in the document, not the history.
 import type { EmittedKey } from "./state.js";
 
 /** The one map a chain of views shares; `version` moves only when a view settles into it. */
 class SharedKeys {
   readonly map = new Map<string, EmittedKey>();
-  readonly byEnd = new ExpiryHeap();
   version = 0;
-  /** The view that settled last (the store checks it before trusting that its table matches `version`). */
+  /** The view that settled last (the store checks it before trusting that its table agrees with `version`). */
   settledBy: EmittedKeys | null = null;
+}
 
-  set(key: string, entry: EmittedKey): void {
-    const before = this.map.get(key);
-    this.map.set(key, entry);
-    if (entry.endedMs !== null && entry.endedMs !== before?.endedMs) this.byEnd.push(entry.endedMs, key);
-  }
+/** What a view changes against the shared map at its base version (what the store must write). */
+export interface EmittedChange {
+  readonly upserts: ReadonlyMap<string, EmittedKey>;
+  /** Every key whose event ended before this is forgotten (null: none expired). */
+  readonly expiredBefore: number | null;
+}
 
-  /** Drops heap entries no longer true (key deleted or ended again later) from the top; rebuilds when they pile up. */
-  tidy(): void {
-    const live = (endedMs: number, key: string): boolean => this.map.get(key)?.endedMs === endedMs;
-    while (this.byEnd.size > 0 && !live(this.byEnd.topEnd(), this.byEnd.topKey())) this.byEnd.pop();
-    if (this.byEnd.size > 2 * this.map.size + 64) {
-      this.byEnd.clear();
-      for (const [key, entry] of this.map) if (entry.endedMs !== null) this.byEnd.push(entry.endedMs, key);
-    }
-  }
+/** The lower-cased EventId of an emitted key (`${EventId}|${status}`; statuses hold no `|`). */
+export function eventIdOfKey(key: string): string {
+  return key.slice(0, key.lastIndexOf("|"));
 }
 
 /**
@@ -37,19 +35,21 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
     private readonly shared: SharedKeys,
     private baseVersion: number,
     private readonly upserts: Map<string, EmittedKey>,
+    /** Keys this view expired (the shared map may hold them or not). */
     private readonly deletes: Set<string>,
+    private expiredBefore: number | null,
   ) {}
 
   static from(entries: Iterable<readonly [string, EmittedKey]> = []): EmittedKeys {
     const shared = new SharedKeys();
-    for (const [key, entry] of entries) shared.set(key, entry);
-    return new EmittedKeys(shared, 0, new Map(), new Set());
+    for (const [key, entry] of entries) shared.map.set(key, entry);
+    return new EmittedKeys(shared, 0, new Map(), new Set(), null);
   }
 
   /** A new view with this one's keys, to be changed by the next document (costs this view's overlay, not the map). */
   derive(): EmittedKeys {
     this.check();
-    return new EmittedKeys(this.shared, this.baseVersion, new Map(this.upserts), new Set(this.deletes));
+    return new EmittedKeys(this.shared, this.baseVersion, new Map(this.upserts), new Set(this.deletes), this.expiredBefore);
   }
 
   get(key: string): EmittedKey | undefined {
@@ -62,11 +62,11 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
     return this.get(key) !== undefined;
   }
 
+  /** Costs the keys held in memory (few: see keepOnlyEvents). */
   get size(): number {
-    this.check();
-    let added = 0;
-    for (const key of this.upserts.keys()) if (!this.shared.map.has(key)) added += 1;
-    return this.shared.map.size + added - this.deletes.size;
+    let n = 0;
+    for (const _ of this) n += 1;
+    return n;
   }
 
   set(key: string, entry: EmittedKey): this {
@@ -74,12 +74,6 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
     this.deletes.delete(key);
     this.upserts.set(key, entry);
     return this;
-  }
-
-  delete(key: string): void {
-    this.check();
-    this.upserts.delete(key);
-    if (this.shared.map.has(key)) this.deletes.add(key);
   }
 
   *[Symbol.iterator](): IterableIterator<[string, EmittedKey]> {
@@ -90,28 +84,38 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
     for (const [key, entry] of this.upserts) if (!this.shared.map.has(key)) yield [key, entry];
   }
 
-  /** Keys whose event ended before `beforeMs`: O(those keys), the heap is walked only below `beforeMs`. */
-  endedBefore(beforeMs: number): string[] {
-    this.check();
-    const found = new Set<string>();
-    this.shared.byEnd.visitBelow(beforeMs, (endedMs, key) => {
-      if (this.shared.map.get(key)?.endedMs !== endedMs) return; // an entry the heap has not dropped yet
-      const seenEndMs = this.get(key)?.endedMs;
-      if (seenEndMs !== undefined && seenEndMs !== null && seenEndMs < beforeMs) found.add(key);
-    });
-    for (const [key, entry] of this.upserts) if (entry.endedMs !== null && entry.endedMs < beforeMs) found.add(key);
-    return [...found];
+  /**
+   * Forgets every key whose event ended before `cutoffMs`: those held here at once (memory is small), and, once the
+   * store writes this view, those of the table too. Costs the keys held in memory.
+   */
+  expireBefore(cutoffMs: number): void {
+    const expired: string[] = [];
+    for (const [key, entry] of this) if (entry.endedMs !== null && entry.endedMs < cutoffMs) expired.push(key);
+    for (const key of expired) {
+      this.upserts.delete(key);
+      this.deletes.add(key); // also when only the overlay held it: a key remembered later must not bring it back
+    }
+    this.expiredBefore = Math.max(this.expiredBefore ?? cutoffMs, cutoffMs);
   }
 
   /** What this view changes against the shared map at its base version (what the store must write). */
-  get change(): { readonly upserts: ReadonlyMap<string, EmittedKey>; readonly deletes: ReadonlySet<string> } {
-    return { upserts: this.upserts, deletes: this.deletes };
+  get change(): EmittedChange {
+    return { upserts: this.upserts, expiredBefore: this.expiredBefore };
   }
 
-  /** Identifies the map contents this view is based on: the store writes only `change` when its table holds them. */
+  /** Identifies the map contents this view is based on: the store writes only `change` when its table agrees. */
   get base(): { readonly shared: object; readonly version: number; readonly settledBy: object | null } {
     this.check();
     return { shared: this.shared, version: this.baseVersion, settledBy: this.shared.settledBy };
+  }
+
+  /**
+   * Adds keys read from the store's table that the shared map lacks (an EventId back after its keys were forgotten
+   * here). Writes nothing: the table holds them already, so the store's knowledge of it stays true.
+   */
+  remember(entries: Iterable<readonly [string, EmittedKey]>): void {
+    this.check();
+    for (const [key, entry] of entries) if (!this.shared.map.has(key)) this.shared.map.set(key, entry);
   }
 
   /**
@@ -121,13 +125,23 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
   settle(): void {
     this.check();
     for (const key of this.deletes) this.shared.map.delete(key);
-    for (const [key, entry] of this.upserts) this.shared.set(key, entry);
-    this.shared.tidy();
+    for (const [key, entry] of this.upserts) this.shared.map.set(key, entry);
     this.upserts.clear();
     this.deletes.clear();
+    this.expiredBefore = null;
     this.shared.version += 1;
     this.shared.settledBy = this;
     this.baseVersion = this.shared.version;
+  }
+
+  /**
+   * Forgets from memory the keys of events `tracked` does not hold (lower-cased EventIds), once settled: the table
+   * keeps them, and `remember` brings them back if the EventId returns. Costs the keys held in memory.
+   */
+  keepOnlyEvents(tracked: { has(eventId: string): boolean }): void {
+    this.check();
+    if (this.upserts.size > 0 || this.deletes.size > 0) throw new Error("emitted keys forgotten from a view not settled");
+    for (const key of this.shared.map.keys()) if (!tracked.has(eventIdOfKey(key))) this.shared.map.delete(key);
   }
 
   /** The version the shared map will have once this view settles (the store remembers it after a commit). */
@@ -137,76 +151,5 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
 
   private check(): void {
     if (this.baseVersion !== this.shared.version) throw new Error("emitted keys read from a state older than the one adopted since");
-  }
-}
-
-/** A binary min-heap of (endedMs, key), parallel arrays. */
-class ExpiryHeap {
-  private readonly ends: number[] = [];
-  private readonly keys: string[] = [];
-
-  get size(): number {
-    return this.ends.length;
-  }
-
-  topEnd(): number {
-    return this.ends[0]!;
-  }
-
-  topKey(): string {
-    return this.keys[0]!;
-  }
-
-  clear(): void {
-    this.ends.length = 0;
-    this.keys.length = 0;
-  }
-
-  push(endedMs: number, key: string): void {
-    let i = this.ends.length;
-    this.ends.push(endedMs);
-    this.keys.push(key);
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (this.ends[parent]! <= endedMs) break;
-      this.move(parent, i);
-      i = parent;
-    }
-    this.ends[i] = endedMs;
-    this.keys[i] = key;
-  }
-
-  pop(): void {
-    const lastEnd = this.ends.pop()!;
-    const lastKey = this.keys.pop()!;
-    const n = this.ends.length;
-    if (n === 0) return;
-    let i = 0;
-    for (;;) {
-      let child = 2 * i + 1;
-      if (child >= n) break;
-      if (child + 1 < n && this.ends[child + 1]! < this.ends[child]!) child += 1;
-      if (this.ends[child]! >= lastEnd) break;
-      this.move(child, i);
-      i = child;
-    }
-    this.ends[i] = lastEnd;
-    this.keys[i] = lastKey;
-  }
-
-  /** Calls `visit` for every entry below `beforeMs` (a subtree whose root is not below it holds none). */
-  visitBelow(beforeMs: number, visit: (endedMs: number, key: string) => void): void {
-    const stack = this.ends.length > 0 ? [0] : [];
-    while (stack.length > 0) {
-      const i = stack.pop()!;
-      if (i >= this.ends.length || this.ends[i]! >= beforeMs) continue;
-      visit(this.ends[i]!, this.keys[i]!);
-      stack.push(2 * i + 1, 2 * i + 2);
-    }
-  }
-
-  private move(from: number, to: number): void {
-    this.ends[to] = this.ends[from]!;
-    this.keys[to] = this.keys[from]!;
   }
 }

@@ -161,9 +161,32 @@ function endedStatus(tracked: TrackedEvent, gap: boolean, nowMs: number): EventS
   return "Canceled";
 }
 
-/** Forgets the keys of events that ended more than the retention ago (at least 7 days): costs the keys forgotten. */
+/** Forgets the keys of events that ended more than the retention ago (at least 7 days), here and in the table. */
 function pruneEmitted(emitted: EmittedKeys, nowMs: number, retentionMs: number): void {
-  for (const key of emitted.endedBefore(nowMs - Math.max(retentionMs, sevenDaysMs))) emitted.delete(key);
+  emitted.expireBefore(nowMs - Math.max(retentionMs, sevenDaysMs));
+}
+
+/** The emitted keys a document may need that the collector does not hold: the caller reads them from the store. */
+export interface EmittedToRecall {
+  /** Lower-cased EventIds in the document the collector does not track: all of their keys. */
+  readonly eventIds: readonly string[];
+  /** Keys of the document's malformed events without an EventId. */
+  readonly keys: readonly string[];
+}
+
+/**
+ * What to recall before `applyDocument(prev, doc)`: memory holds every key of the events `prev` tracks (see
+ * EmittedKeys.keepOnlyEvents), so only the document's other EventIds, and its malformed sightings without one.
+ */
+export function emittedToRecall(prev: CollectorState, doc: ScheduledEventsDocument): EmittedToRecall {
+  const eventIds = new Set<string>();
+  const keys: string[] = [];
+  for (const event of doc.Events) eventIds.add(event.EventId.toLowerCase());
+  for (const m of doc.Malformed ?? []) {
+    if (m.eventId === null) keys.push(malformedKey(m));
+    else eventIds.add(m.eventId.toLowerCase());
+  }
+  return { eventIds: [...eventIds].filter((id) => !prev.events.has(id)), keys };
 }
 
 function buildRecord(

@@ -7,6 +7,8 @@ import { join } from "node:path";
 import type { AgentConfig } from "../config/schema.js";
 import type { Clock } from "../util/clock.js";
 import type { RecordIdentity, SefRecord } from "@sef/contract/record.js";
+import type { EmittedKey } from "../collector/state.js";
+import type { EmittedToRecall } from "../collector/transitions.js";
 import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "@sef/contract/record.js";
 import type { OutboxEntry, Sink } from "../sinks/sink.js";
@@ -80,7 +82,8 @@ export class Agent {
     const vm = (): RecordIdentity => this.vmIdentity;
 
     this.commit = new CommitStage({ outbox: this.outbox, deadLetters, metrics, logger, clock, maxOutboxBytes: config.maxOutboxBytes });
-    this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger });
+    const recallEmitted = (wanted: EmittedToRecall): Iterable<readonly [string, EmittedKey]> => this.store.emittedKeysOf(wanted.eventIds, wanted.keys);
+    this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger, recallEmitted });
     this.poll = new PollStage(
       {
         config,

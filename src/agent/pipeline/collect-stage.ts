@@ -1,11 +1,12 @@
-// Collect stage: owns the collector state and ingests each fetched document: the pure collector
-// (collector/transitions.ts) turns it into transition records, the commit stage makes the new state and the records
-// durable together, and only then is the new state adopted. A failed poll is an observation gap.
+// Collect stage: owns the collector state and ingests each fetched document: the emitted keys of EventIds the collector
+// does not track are recalled from the store, the pure collector (collector/transitions.ts) turns the document into
+// transition records, the commit stage makes the new state and the records durable together, and only then is the new
+// state adopted, keeping in memory the emitted keys of tracked events only. A failed poll is an observation gap.
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
 import type { RecordIdentity } from "@sef/contract/record.js";
-import type { CollectorState } from "../collector/state.js";
-import { applyDocument, applyPollFailure, resumeAfterRestart } from "../collector/transitions.js";
+import type { CollectorState, EmittedKey } from "../collector/state.js";
+import { applyDocument, applyPollFailure, emittedToRecall, resumeAfterRestart, type EmittedToRecall } from "../collector/transitions.js";
 import type { ScheduledEventsDocument } from "../imds/document.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { CommitStage } from "./commit-stage.js";
@@ -18,6 +19,8 @@ export interface CollectStageOptions {
   agentVersion: string;
   metrics: AgentMetrics;
   logger: Logger;
+  /** Reads emitted keys back from the store (Store.emittedKeysOf): memory holds those of tracked events only. */
+  recallEmitted: (wanted: EmittedToRecall) => Iterable<readonly [string, EmittedKey]>;
 }
 
 export class CollectStage {
@@ -51,6 +54,7 @@ export class CollectStage {
     }
     const { config, commit, metrics, logger, agentVersion } = this.options;
     const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
+    this.recall(document);
     const result = applyDocument(this.current, document, {
       nowMs,
       vm: this.options.vm(),
@@ -63,8 +67,11 @@ export class CollectStage {
     // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
     const entries = result.changed ? commit.commitDocument(result.state, [...result.records, ...result.malformed], nowMs) : [];
     // Durable: the document's emitted keys join the shared map (its earlier states become stale; unchanged
-    // documents' pruning waits in the view for the next commit).
-    if (result.changed) result.state.emitted.settle();
+    // documents' pruning waits in the view for the next commit), and memory keeps those of tracked events only.
+    if (result.changed) {
+      result.state.emitted.settle();
+      result.state.emitted.keepOnlyEvents(result.state.events);
+    }
     for (const m of result.malformed) {
       metrics.malformedEvents.inc({ reason: m.Outcome });
       logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");
@@ -75,6 +82,13 @@ export class CollectStage {
       logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
     }
     return result.changed;
+  }
+
+  /** Brings back from the store the emitted keys of the document's EventIds that are not tracked (index lookups). */
+  private recall(document: ScheduledEventsDocument): void {
+    const wanted = emittedToRecall(this.current, document);
+    if (wanted.eventIds.length === 0 && wanted.keys.length === 0) return;
+    this.current.emitted.remember(this.options.recallEmitted(wanted));
   }
 
   /**

@@ -5,7 +5,7 @@ import { DatabaseSync } from "node:sqlite";
 import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { VmIdentity } from "@sef/contract/record.js";
-import type { CollectorState } from "../collector/state.js";
+import type { CollectorState, EmittedKey } from "../collector/state.js";
 import { CollectorStateTables } from "./collector-state.js";
 import { StoreError } from "./errors.js";
 import { query, transaction } from "./sql.js";
@@ -127,9 +127,14 @@ export class Store {
     return this.collectorTables.load();
   }
 
-  /** Times the collector's emitted keys were read whole from the table (the load; a write after an uncertain one). */
-  get collectorTableReads(): number {
-    return this.collectorTables.tableReads;
+  /** Times table `emitted` was swept whole (a write after one whose outcome the store could not know). */
+  get collectorTableSweeps(): number {
+    return this.collectorTables.tableSweeps;
+  }
+
+  /** The emitted keys of these lower-cased EventIds, and these keys, from the table (an EventId that is back). */
+  emittedKeysOf(eventIds: readonly string[], keys: readonly string[]): Array<[string, EmittedKey]> {
+    return this.collectorTables.emittedKeysOf(eventIds, keys);
   }
 
   /**
@@ -205,18 +210,20 @@ export class Store {
 
   /**
    * After the outermost write: what the collector tables are known to hold follows the writes only when this store's
-   * own transaction committed them, and stays as it was when that transaction rolled back; otherwise (a write inside
-   * a transaction opened by someone else, which may still roll back or keep a failed write's part) it is forgotten and
-   * the table is read again at the next save.
+   * own transaction committed them, and stays as it was when that transaction rolled back whole (whatever failed in
+   * it); otherwise (a write inside a transaction opened by someone else, which may still roll back, or a failed write's
+   * part kept by a caller that went on to commit) it is forgotten and the table is swept at the next save.
    */
   private settleCollectorWrites(outcome: "committed" | "rolledBack" | "unknown"): void {
     const pending = this.afterCommit.splice(0);
-    if (this.collectorWritesUncertain || (outcome === "unknown" && pending.length > 0)) {
-      this.collectorTables.forget();
-    } else if (outcome === "committed") {
-      for (const apply of pending) apply();
-    }
+    const uncertain = this.collectorWritesUncertain;
     this.collectorWritesUncertain = false;
+    if (outcome === "rolledBack") return;
+    if (outcome === "committed" && !uncertain) {
+      for (const apply of pending) apply();
+    } else if (uncertain || pending.length > 0) {
+      this.collectorTables.forget();
+    }
   }
 
   private getMetaJson<T>(key: string): T | undefined {
@@ -234,6 +241,7 @@ function migrate(db: DatabaseSync): void {
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS events (event_key TEXT PRIMARY KEY, status TEXT NOT NULL, fields TEXT NOT NULL, last_seen_ms INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS emitted (key TEXT PRIMARY KEY, emitted_ms INTEGER NOT NULL, ended_ms INTEGER);
+    CREATE INDEX IF NOT EXISTS emitted_by_end ON emitted(ended_ms);
   `);
   const row = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
   const found = row ? Number(row.value) : 0;
