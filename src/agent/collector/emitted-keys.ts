@@ -4,7 +4,12 @@
 // EventId that is back (`remember`). A document's changes live in its view's small overlay; `settle` moves them into
 // the map once the store has committed them, and `keepOnlyEvents` then forgets the keys of events no longer tracked.
 // So memory, a change and its write all follow the events in the document, not the history.
-import type { EmittedKey } from "./state.js";
+
+/** When a key's transition was emitted, and when its event ended (null while it is still in the document). */
+export interface EmittedKey {
+  emittedMs: number;
+  endedMs: number | null;
+}
 
 /** The one map a chain of views shares; `version` moves only when a view settles into it. */
 class SharedKeys {

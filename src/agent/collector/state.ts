@@ -8,11 +8,7 @@ export interface TrackedEvent {
   lastSeenMs: number;
 }
 
-export interface EmittedKey {
-  emittedMs: number;
-  /** When the event ended (Completed/Canceled emitted); null while it is still in the document. */
-  endedMs: number | null;
-}
+export type { EmittedKey } from "./emitted-keys.js";
 
 export interface CollectorState {
   lastIncarnation: number | null;
