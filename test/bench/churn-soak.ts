@@ -97,7 +97,7 @@ export function benchChangeTime(retainedKeys: number, changes = 200, synchronous
     const clock: Clock = { ...systemClock, now: () => nowMs };
     const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock, maxOutboxBytes: 1 << 30 });
     const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 7 * day };
-    const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => ({ ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }), agentVersion: "bench", metrics, logger, recallEmitted: (w) => store.emittedKeysOf(w.eventIds, w.keys) });
+    const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => ({ ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }), agentVersion: "bench", metrics, logger, recallEmitted: (wanted) => store.emittedKeysOf(wanted) });
     const timings: number[] = [];
     const warmUp = 20;
     const documents = churnDocuments();

@@ -15,6 +15,7 @@ import { CollectStage } from "../../src/agent/pipeline/collect-stage.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { systemClock } from "../../src/agent/util/clock.js";
 import type { ImdsEvent } from "../../src/agent/imds/document.js";
+import type { EmittedToRecall } from "../../src/agent/collector/transitions.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -31,7 +32,7 @@ try {
   const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock, maxOutboxBytes: 1 << 30 });
   const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 0 };
   const vm = { ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" };
-  const recallEmitted = (wanted: { eventIds: readonly string[]; keys: readonly string[] }) => store.emittedKeysOf(wanted.eventIds, wanted.keys);
+  const recallEmitted = (wanted: EmittedToRecall) => store.emittedKeysOf(wanted);
   const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => vm, agentVersion: "bench", metrics, logger, recallEmitted });
   let live: Array<{ id: string; status: "Scheduled" | "Started" }> = [];
   let events = 0;

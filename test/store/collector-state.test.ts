@@ -13,7 +13,7 @@ import fc from "fast-check";
 import pino from "pino";
 import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
 import { eventIdOfKey } from "../../src/agent/collector/emitted-keys.js";
-import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/agent/collector/transitions.js";
+import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext, type EmittedToRecall } from "../../src/agent/collector/transitions.js";
 import { Store } from "../../src/agent/store/store.js";
 import { Outbox } from "../../src/agent/delivery/outbox.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
@@ -51,9 +51,14 @@ function openAgent(dir: string, clock: { nowMs: number }): { store: Store; colle
   const logger = pino({ level: "silent" });
   const metrics = new AgentMetrics();
   const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock: { ...systemClock, now: () => clock.nowMs }, maxOutboxBytes: 1 << 30 });
-  const recallEmitted = (wanted: { eventIds: readonly string[]; keys: readonly string[] }) => store.emittedKeysOf(wanted.eventIds, wanted.keys);
+  const recallEmitted = (wanted: EmittedToRecall) => store.emittedKeysOf(wanted);
   const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => vm, agentVersion: "t", metrics, logger, recallEmitted });
   return { store, collect };
+}
+
+/** Ingests documents one second apart into whichever collect stage `agent()` returns (the agent may be reopened). */
+function documentsInto(agent: () => { collect: CollectStage }, clock: { nowMs: number }): (incarnation: number, ...events: ImdsEvent[]) => boolean {
+  return (incarnation, ...events) => agent().collect.ingest({ DocumentIncarnation: incarnation, Events: events }, (clock.nowMs += 1000), 0);
 }
 
 const event = (id: string, status: "Scheduled" | "Started"): ImdsEvent => ({
@@ -201,7 +206,7 @@ describe("emitted keys between memory and the store", () => {
     const clock = { nowMs: t0 };
     let agent = openAgent(dir, clock);
     try {
-      const ingest = (incarnation: number, ...events: ImdsEvent[]): boolean => agent.collect.ingest({ DocumentIncarnation: incarnation, Events: events }, (clock.nowMs += 1000), 0);
+      const ingest = documentsInto(() => agent, clock);
       ingest(1, event("A", "Started"));
       ingest(2, event("B", "Scheduled"));
       expect([...agent.collect.state.emitted].map(([key]) => key)).toEqual(["b|Scheduled"]);
@@ -222,7 +227,7 @@ describe("emitted keys between memory and the store", () => {
     const clock = { nowMs: t0 };
     const agent = openAgent(dir, clock);
     try {
-      const ingest = (incarnation: number, ...events: ImdsEvent[]): boolean => agent.collect.ingest({ DocumentIncarnation: incarnation, Events: events }, (clock.nowMs += 1000), 0);
+      const ingest = documentsInto(() => agent, clock);
       ingest(1, event("A", "Started"));
       const db = agent.store.database;
       db.exec("BEGIN IMMEDIATE");

@@ -7,8 +7,6 @@ import { join } from "node:path";
 import type { AgentConfig } from "../config/schema.js";
 import type { Clock } from "../util/clock.js";
 import type { RecordIdentity, SefRecord } from "@sef/contract/record.js";
-import type { EmittedKey } from "../collector/state.js";
-import type { EmittedToRecall } from "../collector/transitions.js";
 import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "@sef/contract/record.js";
 import type { OutboxEntry, Sink } from "../sinks/sink.js";
@@ -19,7 +17,7 @@ import { DeadLetterFile } from "../delivery/dead-letter.js";
 import type { Drainer } from "../delivery/drainer.js";
 import { AgentMetrics } from "../observability/metrics.js";
 import { PollStage, type PollStats } from "./poll-stage.js";
-import { CollectStage } from "./collect-stage.js";
+import { CollectStage, type CollectStageOptions } from "./collect-stage.js";
 import { CommitStage } from "./commit-stage.js";
 import { reportParkedSinks } from "./parked-sinks.js";
 import { DrainStage } from "./drain-stage.js";
@@ -82,7 +80,7 @@ export class Agent {
     const vm = (): RecordIdentity => this.vmIdentity;
 
     this.commit = new CommitStage({ outbox: this.outbox, deadLetters, metrics, logger, clock, maxOutboxBytes: config.maxOutboxBytes });
-    const recallEmitted = (wanted: EmittedToRecall): Iterable<readonly [string, EmittedKey]> => this.store.emittedKeysOf(wanted.eventIds, wanted.keys);
+    const recallEmitted: CollectStageOptions["recallEmitted"] = (wanted) => this.store.emittedKeysOf(wanted);
     this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger, recallEmitted });
     this.poll = new PollStage(
       {

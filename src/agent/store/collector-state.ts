@@ -10,6 +10,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { CollectorState, EmittedKey, TrackedEvent } from "../collector/state.js";
 import { emptyCollectorState } from "../collector/state.js";
 import { EmittedKeys } from "../collector/emitted-keys.js";
+import type { EmittedToRecall } from "../collector/transitions.js";
 import { query } from "./sql.js";
 
 /** The table agrees with the shared map of these emitted keys at this version (see EmittedKeys.base). */
@@ -67,13 +68,13 @@ export class CollectorStateTables {
     for (const row of this.s.allEvents.all()) {
       state.events.set(row.event_key, { status: row.status as TrackedEvent["status"], fields: JSON.parse(row.fields), lastSeenMs: row.last_seen_ms });
     }
-    state.emitted = EmittedKeys.from(this.emittedKeysOf([...state.events.keys()], []));
+    state.emitted = EmittedKeys.from(this.emittedKeysOf({ eventIds: [...state.events.keys()], keys: [] }));
     this.known = state.emitted.base;
     return state;
   }
 
   /** Every emitted key of these lower-cased EventIds, and these keys, as the table holds them (index lookups). */
-  emittedKeysOf(eventIds: readonly string[], keys: readonly string[]): Array<[string, EmittedKey]> {
+  emittedKeysOf({ eventIds, keys }: EmittedToRecall): Array<[string, EmittedKey]> {
     const rows: EmittedRow[] = [];
     for (const id of eventIds) rows.push(...this.s.emittedOfEvent.all(`${id}|`, `${id}}`));
     for (const key of keys) {

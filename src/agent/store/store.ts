@@ -6,6 +6,7 @@ import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { VmIdentity } from "@sef/contract/record.js";
 import type { CollectorState, EmittedKey } from "../collector/state.js";
+import type { EmittedToRecall } from "../collector/transitions.js";
 import { CollectorStateTables } from "./collector-state.js";
 import { StoreError } from "./errors.js";
 import { query, transaction } from "./sql.js";
@@ -133,8 +134,8 @@ export class Store {
   }
 
   /** The emitted keys of these lower-cased EventIds, and these keys, from the table (an EventId that is back). */
-  emittedKeysOf(eventIds: readonly string[], keys: readonly string[]): Array<[string, EmittedKey]> {
-    return this.collectorTables.emittedKeysOf(eventIds, keys);
+  emittedKeysOf(wanted: EmittedToRecall): Array<[string, EmittedKey]> {
+    return this.collectorTables.emittedKeysOf(wanted);
   }
 
   /**
