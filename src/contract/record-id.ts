@@ -1,11 +1,11 @@
 // Deterministic record ids: the same (AgentId, VmId, EventId, EventStatus) always yields the same id, across restarts;
 // the persisted AgentId keeps ids unique across VMs even when instance metadata was unavailable (VmId "").
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** Formats the first 16 bytes of a SHA-256 digest of `parts` as a name-based (version 8) UUID. */
 export function deterministicUuid(...parts: string[]): string {
-  const digest = createHash("sha256").update(parts.join("\u001f")).digest();
-  const bytes = Buffer.from(digest.subarray(0, 16));
+  // One-shot: no native hash object is left for the garbage collector to free (records are made on every change).
+  const bytes = hash("sha256", parts.join("\u001f"), "buffer").subarray(0, 16);
   bytes[6] = (bytes[6]! & 0x0f) | 0x80; // version 8 (custom, name-based)
   bytes[8] = (bytes[8]! & 0x3f) | 0x80; // RFC 9562 variant
   const hex = bytes.toString("hex");

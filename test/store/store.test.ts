@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
-import { Store } from "../../src/agent/store/store.js";
+import { Store, pageCacheKib } from "../../src/agent/store/store.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
 import { StoreError } from "../../src/agent/store/errors.js";
@@ -212,6 +212,13 @@ describe("Store", () => {
     expect(counts.get("gone")!.pending).toBe(written.filter((w) => w.startsWith("gone:")).length);
     expect(store.parkedSinks()).toEqual([{ sink: "gone", pending: 15 - counts.get("gone")!.pending, deadLettered: 0 }]);
     store.close();
+  });
+
+  it("bounds its connection's page cache (a cache as large as the file would grow the resident set with it)", () => {
+    const store = Store.open({ dataDir: dir, checkpointInWorker: false });
+    expect(store.database.prepare("PRAGMA cache_size").get()).toEqual({ cache_size: -pageCacheKib });
+    store.close();
+    expect(pageCacheKib).toBeLessThan(2000); // SQLite's default, which this replaces
   });
 
   it("opens read-only beside a writer and never writes", () => {

@@ -1,7 +1,7 @@
 // The heart of sef: compares a fetched document with the last known state and yields transition records.
 // Pure: no I/O, no clock; time, identity and the previous state come in as arguments.
 import { codeUnitOrder } from "../util/code-unit-order.js";
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
 import { deterministicUuid, recordSource, transitionRecordId } from "@sef/contract/record-id.js";
 import { normalizeResourceName, type ScheduledEventsDocument, type ImdsEvent, type MalformedImdsEvent } from "../imds/document.js";
@@ -35,11 +35,11 @@ export function documentHash(doc: ScheduledEventsDocument): string {
   const events = [...doc.Events].sort((a, b) => codeUnitOrder(a.EventId.toLowerCase(), b.EventId.toLowerCase()));
   const malformed = (doc.Malformed ?? []).map((m) => rawHash(m.raw)).sort();
   const text = malformed.length === 0 ? JSON.stringify(events) : JSON.stringify([events, malformed]);
-  return createHash("sha256").update(text).digest("hex").slice(0, 32);
+  return hash("sha256", text, "hex").slice(0, 32);
 }
 
 function rawHash(raw: unknown): string {
-  return createHash("sha256").update(JSON.stringify(raw) ?? "undefined").digest("hex").slice(0, 16);
+  return hash("sha256", JSON.stringify(raw) ?? "undefined", "hex").slice(0, 16);
 }
 
 /** Emitted-key of a malformed event: one record per (EventId, raw content); without an EventId, per raw content. */
