@@ -126,8 +126,9 @@ describe("ImdsClient", () => {
     const c = client(peer.url);
     await Promise.all(Array.from({ length: 12 }, () => c.getScheduledEvents()));
     // Seen at the peer, a window can look shorter by how late its first request arrived (a loaded machine delays an
-    // arrival by tens of ms); the limiter's exact 1000 ms window is asserted on a fake clock in rate-limiter.test.ts.
-    const arrivalJitterMs = 60;
+    // arrival by tens of ms: 69 ms seen in CI beside two soaks); the limiter's exact 1000 ms window is asserted on a fake
+    // clock in rate-limiter.test.ts. A limiter out of the path lets all 12 start within a few ms.
+    const arrivalJitterMs = 150;
     for (let i = 5; i < peer.starts.length; i++) expect(peer.starts[i]! - peer.starts[i - 5]!).toBeGreaterThanOrEqual(1000 - arrivalJitterMs);
     expect(peer.starts[10]! - peer.starts[0]!).toBeGreaterThanOrEqual(2000 - arrivalJitterMs);
   });
