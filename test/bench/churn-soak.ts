@@ -24,6 +24,7 @@ import { emptyCollectorState, type CollectorState } from "../../src/agent/collec
 import { EmittedKeys } from "../../src/agent/collector/emitted-keys.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { rssMb, stopChild, unpackAgent } from "./idle-vs-python.js";
+import { trendOf } from "./trend.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const round = (n: number, digits = 3): number => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -49,6 +50,8 @@ function percentile(values: readonly number[], p: number): number {
 }
 
 const day = 86_400_000;
+/** Samples within this many seconds share their error: one tooth of V8's saw-tooth under the soak's churn (~18 min). */
+const sawToothLagSeconds = 20 * 60;
 /** Keys one change of the churn below expires and creates in steady state: two events × three statuses. */
 const keysPerChange = 6;
 
@@ -168,21 +171,11 @@ export interface SoakResult {
   readonly rssPeakMb: number;
   /** Least-squares slope of RSS over the last three quarters of the run, MB per hour. */
   readonly rssSlopeMbPerHour: number;
+  /** Its noise: two Newey–West standard errors over a 20-minute lag (trend.ts), MB per hour. */
+  readonly rssSlopeNoiseMbPerHour: number;
+  /** The target: the slope within its noise. */
+  readonly rssFlat: boolean;
   readonly samples: ReadonlyArray<readonly [number, number]>;
-}
-
-/** Least-squares slope of y over x. */
-function slope(points: ReadonlyArray<readonly [number, number]>): number {
-  const n = points.length;
-  const mx = points.reduce((s, [x]) => s + x, 0) / n;
-  const my = points.reduce((s, [, y]) => s + y, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (const [x, y] of points) {
-    num += (x - mx) * (y - my);
-    den += (x - mx) ** 2;
-  }
-  return den === 0 ? 0 : num / den;
 }
 
 interface LiveEvent {
@@ -244,6 +237,7 @@ export async function benchChurnSoak(seconds: number, everyS = 5, freshBundle = 
       }
     }
     const lastThreeQuarters = samples.filter(([t]) => t >= samples.at(-1)![0] / 4);
+    const trend = trendOf(lastThreeQuarters, sawToothLagSeconds);
     return {
       seconds,
       events,
@@ -253,7 +247,9 @@ export async function benchChurnSoak(seconds: number, everyS = 5, freshBundle = 
       rssStartMb: samples[0]![1],
       rssEndMb: samples.at(-1)![1],
       rssPeakMb: Math.max(...samples.map(([, r]) => r)),
-      rssSlopeMbPerHour: round(slope(lastThreeQuarters) * 3600, 2),
+      rssSlopeMbPerHour: round(trend.slope * 3600, 2),
+      rssSlopeNoiseMbPerHour: round(trend.noise * 3600, 2),
+      rssFlat: Math.abs(trend.slope) <= trend.noise,
       samples,
     };
   } finally {

@@ -1,6 +1,7 @@
-// The write-ahead log is checkpointed once enough was written: on the agent's own thread when the writes came slowly,
-// by a worker thread (which ends when idle) when they came fast, a backlog; a worker that cannot run is given up after a
-// few failures and SQLite's own automatic checkpoint remains.
+// The write-ahead log is checkpointed once enough was written or enough commits were made: on the agent's own thread
+// when the writes came slowly or were small commits, by a worker thread (which ends when idle) when many bytes came
+// fast, a backlog; a worker that cannot run is given up after a few failures and SQLite's own automatic checkpoint
+// remains.
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -105,6 +106,47 @@ describe("WAL checkpoint worker", () => {
     expect(workerOnly.running).toBe(true);
     workerOnly.close();
     other.db.close();
+  });
+
+  it("checkpoints a run of small commits on the agent's thread, however fast they come; joined writes are not commits", async () => {
+    const { path, db } = walDatabase();
+    const nowMs = 0; // no time passes: by bytes this would be a backlog
+    const checkpointer = new WalCheckpointer({ path, everyCommits: 3, idleExitMs: 10_000, now: () => nowMs, checkpointHere: () => passiveCheckpoint(db) });
+    writeRows(db, 500);
+    const sizeBefore = statSync(path).size;
+    checkpointer.noteWritten(1_000);
+    checkpointer.noteWritten(1_000, 0); // joined a transaction that commits later
+    checkpointer.noteWritten(0);
+    await nextTurn();
+    expect(checkpointer.counts.requested).toBe(0);
+    checkpointer.noteWritten(0);
+    expect(statSync(path).size).toBe(sizeBefore); // not inside the caller's turn
+    await nextTurn();
+    expect(statSync(path).size).toBeGreaterThan(sizeBefore + 400_000);
+    expect(checkpointer.counts).toEqual({ requested: 1, completed: 1, workersStarted: 0, onAgentThread: 1 });
+    expect(checkpointer.running).toBe(false);
+    checkpointer.close();
+    db.close();
+  });
+
+  it("the store keeps its log small under a trickle of small commits (one record each)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sef-wal-trickle-"));
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    store.registerSinks(["s"]);
+    const records = transitionBacklog(600).map((e) => e.record);
+    for (const record of records) {
+      const [entry] = store.append([record], Date.now());
+      store.applyOutcomes("s", [{ seq: entry!.seq, kind: "delivered" }], Date.now());
+      await nextTurn(); // the agent's event loop turns between commits
+    }
+    // 1,200 commits of a few pages each: without checkpoints by commits the log would reach SQLite's automatic
+    // checkpoint (4,096 pages, 16 MiB); with them it holds about 64 commits' pages at most.
+    const logBytes = statSync(join(dir, "sef.db-wal")).size;
+    expect(logBytes).toBeLessThan(4 * 1024 * 1024);
+    expect(store.opened.checkpoints).toMatchObject({ workersStarted: 0 });
+    expect(store.opened.checkpoints!.onAgentThread).toBeGreaterThanOrEqual(1200 / 64 - 1);
+    expect(store.depth("s").records).toBe(0);
+    store.close();
   });
 
   it("gives the worker up after three failures; the store's own checkpoint remains", async () => {

@@ -35,7 +35,7 @@ export const schemaVersion = 2;
  * writes, far fewer than this holds. A larger cache only fills, page by page, as the file grows (the `emitted` table
  * grows with every event for 7 days), and the resident set grows with it: under churn that was most of the climb.
  */
-export const pageCacheKib = 256;
+export const pageCacheKib = 64;
 
 export class Store {
   readonly path: string;
@@ -200,7 +200,7 @@ export class Store {
     try {
       const result = transaction(this.db, body);
       this.lastWriteFailed = false;
-      if (hooks.bytesWritten) this.checkpointer?.noteWritten(hooks.bytesWritten());
+      if (hooks.bytesWritten || ownsTransaction) this.checkpointer?.noteWritten(hooks.bytesWritten?.() ?? 0, ownsTransaction ? 1 : 0);
       if (outermost) this.settleCollectorWrites(ownsTransaction ? "committed" : "unknown");
       return result;
     } catch (err) {

@@ -1,13 +1,15 @@
-// Checkpoints the store's write-ahead log without stalling the agent. Writes that come slowly (a poll's records, a
-// trickle of deliveries) are checkpointed on the agent's own thread, right after the commit that crossed the threshold
-// (a PASSIVE checkpoint of ~2 MiB: a few milliseconds). Writes that come fast, a backlog drain, go to a worker thread,
-// so that copying its pages into the database file does not stall the drain: draining 10,000 records frees ~10 MB of
-// pages, and SQLite's automatic checkpoint would copy them inside the commit that crossed its threshold. A worker is
-// kept for backlogs only because it costs memory for good: a Node worker's spell leaves about 5-12 MB resident after it
-// ends (the runtime's code it paged in, malloc's arenas), so an agent that never drains a backlog never starts one. The
-// worker runs PASSIVE checkpoints (they never block the agent's reads or writes) and ends after a quiet spell, so an
-// idle agent carries no second thread. The store's own connection keeps SQLite's automatic checkpoint as the safety
-// net, at a larger threshold (`safetyNetPages`): if no checkpoint can run, the log still stays bounded.
+// Checkpoints the store's write-ahead log without stalling the agent, after 2 MiB of records or 64 commits, whichever
+// comes first (a commit writes whole pages, so small commits fill the log faster than their records say). Writes that
+// come slowly (a poll's records, a trickle of deliveries) are checkpointed on the agent's own thread, right after the
+// commit that crossed the threshold (a PASSIVE checkpoint of a few MB: a few milliseconds). Writes that come fast, a
+// backlog drain, go to a worker thread, so that copying its pages into the database file does not stall the drain:
+// draining 10,000 records frees ~10 MB of pages, and SQLite's automatic checkpoint would copy them inside the commit
+// that crossed its threshold. A worker is kept for backlogs only because it costs memory for good: a Node worker's
+// spell leaves about 5-12 MB resident after it ends (the runtime's code it paged in, malloc's arenas), so an agent that
+// never drains a backlog never starts one. The worker runs PASSIVE checkpoints (they never block the agent's reads or
+// writes) and ends after a quiet spell, so an idle agent carries no second thread. The store's own connection keeps
+// SQLite's automatic checkpoint as the safety net, at a larger threshold (`safetyNetPages`): if no checkpoint can run,
+// the log still stays bounded.
 import { performance } from "node:perf_hooks";
 import type { DatabaseSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
@@ -23,6 +25,12 @@ export interface WalCheckpointerOptions {
   readonly path: string;
   /** Ask for a checkpoint once this many bytes of records were written or freed since the last one (default 2 MiB). */
   readonly everyBytes?: number;
+  /**
+   * Ask for one, on the agent's thread, after this many commits since the last (default 64), however few bytes of
+   * records they moved: each commit writes whole pages of every table and index it touches, so a trickle of small
+   * commits (a document change, its delivery) fills the log far faster than its record bytes say.
+   */
+  readonly everyCommits?: number;
   /**
    * A PASSIVE checkpoint on the store's own connection, for writes that come slowly; without it every checkpoint goes
    * to the worker. Returns undefined when it cannot run now (a transaction is open).
@@ -90,6 +98,7 @@ export function passiveCheckpoint(db: DatabaseSync): CheckpointAnswer | undefine
 export class WalCheckpointer {
   private worker: Worker | undefined;
   private writtenBytes = 0;
+  private commits = 0;
   private inFlight = false;
   private askAgain = false;
   private closed = false;
@@ -113,16 +122,34 @@ export class WalCheckpointer {
     return { ...this.stats };
   }
 
-  /** After a committed write of `bytes` bytes of records (appended or freed). */
-  noteWritten(bytes: number): void {
+  /**
+   * After a committed write of `bytes` bytes of records (appended or freed); `commits` is 1 when the write committed a
+   * transaction of its own, 0 when it joined one that commits later.
+   */
+  noteWritten(bytes: number, commits = 1): void {
     if (this.closed) return;
     this.writtenBytes += bytes;
-    if (this.writtenBytes < (this.options.everyBytes ?? 2 * 1024 * 1024)) return;
+    this.commits += commits;
+    if (this.writtenBytes >= (this.options.everyBytes ?? 2 * 1024 * 1024)) this.bytesCrossed();
+    else if (this.commits >= (this.options.everyCommits ?? 64)) this.commitsCrossed();
+  }
+
+  /** Enough record bytes: a backlog (they came fast) goes to the worker, a trickle is checkpointed here. */
+  private bytesCrossed(): void {
     this.writtenBytes = 0;
+    this.commits = 0;
     const nowMs = this.now();
     const backlog = nowMs - this.lastCrossingMs < (this.options.backlogWithinMs ?? 10_000);
     this.lastCrossingMs = nowMs;
     if (backlog || this.worker !== undefined || !this.options.checkpointHere) this.request();
+    else this.checkpointHereSoon(this.options.checkpointHere);
+  }
+
+  /** Enough small commits: never a reason to start the worker (its thread costs memory for good). */
+  private commitsCrossed(): void {
+    this.writtenBytes = 0;
+    this.commits = 0;
+    if (this.worker !== undefined || !this.options.checkpointHere) this.request();
     else this.checkpointHereSoon(this.options.checkpointHere);
   }
 
