@@ -35,7 +35,7 @@ export const schemaVersion = 2;
  * writes, far fewer than this holds. A larger cache only fills, page by page, as the file grows (the `emitted` table
  * grows with every event for 7 days), and the resident set grows with it: under churn that was most of the climb.
  */
-export const pageCacheKib = 64;
+export const pageCacheKib = 256;
 
 export class Store {
   readonly path: string;
