@@ -200,7 +200,7 @@ export class Store {
     try {
       const result = transaction(this.db, body);
       this.lastWriteFailed = false;
-      if (hooks.bytesWritten || ownsTransaction) this.checkpointer?.noteWritten(hooks.bytesWritten?.() ?? 0, ownsTransaction ? 1 : 0);
+      this.checkpointer?.noteWritten(hooks.bytesWritten?.() ?? 0, ownsTransaction ? 1 : 0);
       if (outermost) this.settleCollectorWrites(ownsTransaction ? "committed" : "unknown");
       return result;
     } catch (err) {

@@ -105,7 +105,7 @@ export class WalCheckpointer {
   private failures = 0;
   private stats = { requested: 0, completed: 0, workersStarted: 0, onAgentThread: 0 };
   private readonly now: () => number;
-  /** When the threshold was last crossed (or the checkpointer made): how fast the last `everyBytes` came. */
+  /** When a threshold was last crossed (or the checkpointer made): how fast the bytes since then came. */
   private lastCrossingMs: number;
   private hereSoon: NodeJS.Immediate | undefined;
 
@@ -124,32 +124,21 @@ export class WalCheckpointer {
 
   /**
    * After a committed write of `bytes` bytes of records (appended or freed); `commits` is 1 when the write committed a
-   * transaction of its own, 0 when it joined one that commits later.
+   * transaction of its own, 0 when it joined one that commits later. Only record bytes that came fast (a backlog) go to
+   * the worker; a run of small commits is never a reason to start it (its thread costs memory for good).
    */
   noteWritten(bytes: number, commits = 1): void {
     if (this.closed) return;
     this.writtenBytes += bytes;
     this.commits += commits;
-    if (this.writtenBytes >= (this.options.everyBytes ?? 2 * 1024 * 1024)) this.bytesCrossed();
-    else if (this.commits >= (this.options.everyCommits ?? 64)) this.commitsCrossed();
-  }
-
-  /** Enough record bytes: a backlog (they came fast) goes to the worker, a trickle is checkpointed here. */
-  private bytesCrossed(): void {
+    const byBytes = this.writtenBytes >= (this.options.everyBytes ?? 2 * 1024 * 1024);
+    if (!byBytes && this.commits < (this.options.everyCommits ?? 64)) return;
+    const nowMs = this.now();
+    const backlog = byBytes && nowMs - this.lastCrossingMs < (this.options.backlogWithinMs ?? 10_000);
     this.writtenBytes = 0;
     this.commits = 0;
-    const nowMs = this.now();
-    const backlog = nowMs - this.lastCrossingMs < (this.options.backlogWithinMs ?? 10_000);
     this.lastCrossingMs = nowMs;
     if (backlog || this.worker !== undefined || !this.options.checkpointHere) this.request();
-    else this.checkpointHereSoon(this.options.checkpointHere);
-  }
-
-  /** Enough small commits: never a reason to start the worker (its thread costs memory for good). */
-  private commitsCrossed(): void {
-    this.writtenBytes = 0;
-    this.commits = 0;
-    if (this.worker !== undefined || !this.options.checkpointHere) this.request();
     else this.checkpointHereSoon(this.options.checkpointHere);
   }
 
