@@ -120,6 +120,30 @@ describe("ResponseReader", () => {
       propertyParams(2601, 300),
     );
   });
+
+  it("reads answer after answer of any size and script with one reader, from bytes the caller reuses after each push", () => {
+    const piece = fc.string({ unit: fc.constantFrom("a", "{", "é", "€", "𝄞", "\n"), maxLength: 16 });
+    const text = fc.tuple(piece, fc.integer({ min: 0, max: 1500 })).map(([p, times]) => p.repeat(times)); // up to ~96 KB
+    fc.assert(
+      fc.property(fc.array(fc.tuple(text, fc.boolean(), fc.integer({ min: 1, max: 5000 })), { minLength: 1, maxLength: 6 }), (answers) => {
+        const reader = new ResponseReader(256 * 1024);
+        const scratch = Buffer.alloc(5000);
+        for (const [bodyText, chunked, segment] of answers) {
+          const head = chunked ? chunkedAnswer([bodyText]) : `HTTP/1.1 200 OK\r\nContent-Length: ${Buffer.byteLength(bodyText)}\r\n\r\n${bodyText}`;
+          const bytes = Buffer.from(head, "utf8");
+          reader.start();
+          let progress = reader.push(Buffer.alloc(0));
+          for (let from = 0; from < bytes.length; from += segment) {
+            const length = bytes.copy(scratch, 0, from, from + segment);
+            progress = reader.push(scratch.subarray(0, length));
+            scratch.fill(0x7a); // the caller's bytes are its own again
+          }
+          expect(progress).toMatchObject({ state: "complete", answer: { status: 200, text: bodyText } });
+        }
+      }),
+      propertyParams(2602, 150),
+    );
+  });
 });
 
 describe("PlainHttpPoller", () => {

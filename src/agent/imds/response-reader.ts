@@ -16,6 +16,9 @@ type ParserPosition = { offset: number; end: number };
 /** node:http's default limit on a response's status line and headers (--max-http-header-size). */
 export const maxHeaderBytesDefault = 16 * 1024;
 
+/** The body buffer's first size, and the size it goes back to after a larger answer (see `start`). */
+const bodyBufferBytes = 4 * 1024;
+
 /** A complete answer: status, headers (lower-cased names; of a repeated header, the first) and the whole body. */
 export interface ImdsAnswer {
   readonly status: number;
@@ -36,7 +39,12 @@ export class ResponseReader {
   private readonly parser: Parser = new HTTPParser(HTTPParser.RESPONSE);
   private status = 0;
   private headers: IncomingHttpHeaders = {};
-  private chunks: Buffer[] = [];
+  /**
+   * The body's bytes, in one buffer kept from answer to answer and grown as an answer needs. Not copies from Node's
+   * shared 8 KiB pool: at a body per document change, a pool slab stays in use long enough to reach V8's old
+   * generation, where its native memory waits for a full collection (test/bench/README.md, "Under churn").
+   */
+  private body: Buffer = Buffer.allocUnsafeSlow(bodyBufferBytes);
   private bodyBytes = 0;
   private keepAlive = false;
   private headerBytesBefore = 0;
@@ -61,7 +69,7 @@ export class ResponseReader {
     this.parser.initialize(HTTPParser.RESPONSE);
     this.status = 0;
     this.headers = {};
-    this.chunks = [];
+    if (this.body.length > bodyBufferBytes) this.body = Buffer.allocUnsafeSlow(bodyBufferBytes);
     this.bodyBytes = 0;
     this.headerBytesBefore = 0;
     this.outcome = partial;
@@ -116,17 +124,18 @@ export class ResponseReader {
 
   private onBody(chunk: Buffer): void {
     if (this.outcome.state !== "partial") return;
-    this.bodyBytes += chunk.length;
-    if (this.bodyBytes > this.maxBodyBytes) return this.fail(this.tooLarge("exceeds"));
-    this.chunks.push(Buffer.from(chunk)); // a copy: the bytes pushed are the caller's to reuse once push returns
+    const end = this.bodyBytes + chunk.length;
+    if (end > this.maxBodyBytes) return this.fail(this.tooLarge("exceeds"));
+    if (end > this.body.length) this.body = grown(this.body, this.bodyBytes, Math.min(this.maxBodyBytes, Math.max(end, 2 * this.body.length)));
+    chunk.copy(this.body, this.bodyBytes); // a copy: the bytes pushed are the caller's to reuse once push returns
+    this.bodyBytes = end;
   }
 
   private onComplete(): void {
     if (this.outcome.state !== "partial") return;
     if (!this.headersReceived) return; // the end of an informational response
     const position = this.parser as unknown as ParserPosition;
-    const chunks = this.chunks;
-    const text = chunks.length === 0 ? "" : chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+    const text = this.body.toString("utf8", 0, this.bodyBytes);
     const reusable = this.keepAlive && position.offset >= position.end;
     this.outcome = { state: "complete", answer: { status: this.status, headers: this.headers, text }, reusable };
   }
@@ -138,6 +147,13 @@ export class ResponseReader {
   private tooLarge(detail: string): NodeJS.ErrnoException {
     return new ImdsRequestError("too_large", `IMDS body ${detail} the ${this.maxBodyBytes}-byte cap`, this.status) as unknown as NodeJS.ErrnoException;
   }
+}
+
+/** A buffer of `size` bytes holding the first `used` bytes of `from`. */
+function grown(from: Buffer, used: number, size: number): Buffer {
+  const to = Buffer.allocUnsafeSlow(size);
+  from.copy(to, 0, 0, used);
+  return to;
 }
 
 function headerOverflow(): NodeJS.ErrnoException {
