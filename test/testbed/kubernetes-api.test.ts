@@ -50,7 +50,7 @@ describe("Kubernetes peer API", () => {
     const core = await call(p, "GET", "/api/v1");
     expect(core.body.resources).toContainEqual({ name: "pods/eviction", singularName: "", namespaced: true, group: "policy", version: "v1", kind: "Eviction", verbs: ["create"] });
     const groups = (await call(p, "GET", "/apis")).body.groups as { name: string }[];
-    expect(groups.map((g) => g.name).sort()).toEqual(["apps", "events.k8s.io", "policy"]);
+    expect(groups.map((g) => g.name).sort()).toEqual(["apps", "coordination.k8s.io", "events.k8s.io", "policy"]);
     expect((await call(p, "GET", "/apis/policy")).body).toMatchObject({ kind: "APIGroup", name: "policy", preferredVersion: { groupVersion: "policy/v1" } });
     expect(await call(p, "GET", "/apis/batch/v1/jobs")).toMatchObject({ code: 404, body: { kind: "Status", reason: "NotFound" } });
   });
@@ -166,7 +166,7 @@ describe("Kubernetes peer API", () => {
         { name: "web", matchLabels: { app: "web" }, minAvailable: 1 },
       ],
     });
-    expect(await call(p, "POST", "/api/v1/namespaces/default/pods/db-1/eviction", eviction("db-1"))).toMatchObject({ code: 500, body: { reason: "InternalError", message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support." } });
+    expect(await call(p, "POST", "/api/v1/namespaces/default/pods/db-1/eviction", eviction("db-1"))).toEqual({ code: 500, body: { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.", code: 500 } });
     expect((await call(p, "POST", "/api/v1/namespaces/default/pods/web-2/eviction", eviction("web-2"))).code).toBe(429);
     expect((await call(p, "POST", "/api/v1/namespaces/default/pods/web-1/eviction?dryRun=All", eviction("web-1"))).code).toBe(201);
     expect(p.state.pod("default", "web-1")).toBeDefined();

@@ -1,5 +1,5 @@
 // Server-side printing: meta.k8s.io/v1 Table answers for kubectl (`Accept: ...;as=Table;g=meta.k8s.io;v=v1`), with
-// the columns the real API server prints for nodes, pods, events, budgets, namespaces, and Name/Age otherwise.
+// the columns the real API server prints for nodes, pods, events, budgets, namespaces, leases, and Name/Age otherwise.
 import type { KubeObject } from "./objects.js";
 
 interface Column {
@@ -97,6 +97,10 @@ const layouts: Record<string, { columns: Column[]; row: (object: KubeObject, now
   namespaces: {
     columns: [column("Name", 0, "name"), column("Status"), column("Age")],
     row: (ns, nowMs) => [ns.metadata.name, (ns.status as { phase?: string } | undefined)?.phase ?? "", age(ns.metadata.creationTimestamp, nowMs)],
+  },
+  leases: {
+    columns: [column("Name", 0, "name"), column("Holder"), column("Age")],
+    row: (lease, nowMs) => [lease.metadata.name, (lease.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? "", age(lease.metadata.creationTimestamp, nowMs)],
   },
   poddisruptionbudgets: {
     columns: [column("Name", 0, "name"), column("Min Available"), column("Max Unavailable"), column("Allowed Disruptions", 0, "", "integer"), column("Age")],
