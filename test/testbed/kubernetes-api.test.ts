@@ -8,6 +8,7 @@ import { connect } from "node:tls";
 import { request } from "node:https";
 import { afterEach, describe, expect, it } from "vitest";
 import { startKubernetesPeer, type KubernetesPeer, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import { requestPeer } from "./peer-client.js";
 
 interface Answer {
   code: number;
@@ -25,18 +26,9 @@ async function start(seed: KubernetesSeed): Promise<KubernetesPeer> {
   return peer;
 }
 
-function call(p: KubernetesPeer, method: string, path: string, body?: unknown, contentType = "application/json", token: string | null = p.token): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { "content-type": contentType, ...(token !== null ? { authorization: `Bearer ${token}` } : {}) };
-    const req = request(`${p.url}${path}`, { method, ca: p.caPem, timeout: 10_000, headers }, (res) => {
-      let text = "";
-      res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
-      res.on("end", () => resolve({ code: res.statusCode ?? 0, body: (text.startsWith("{") ? JSON.parse(text) : { text }) as Record<string, unknown> }));
-    });
-    req.on("timeout", () => req.destroy(new Error("request timed out")));
-    req.on("error", reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+async function call(p: KubernetesPeer, method: string, path: string, body?: unknown, contentType = "application/json", token: string | null = p.token): Promise<Answer> {
+  const answer = await requestPeer(p, method, path, { body, contentType, token });
+  return { code: answer.code, body: answer.body };
 }
 
 const eviction = (name: string, deleteOptions?: object): object => ({ apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace: "default" }, ...(deleteOptions ? { deleteOptions } : {}) });
