@@ -131,7 +131,7 @@ function requestHandler(context: HandlerContext) {
     if (!hasBearerToken(request.headers.authorization, token)) {
       request.resume();
       send(response, { code: 401, body: unauthorizedStatus }, {});
-      logRequest(cluster, request, url, requestInfoOf(method, url.pathname, url.searchParams), 401);
+      if (!isControlPath(url.pathname)) logRequest(cluster, request, url, requestInfoOf(method, url.pathname, url.searchParams), 401);
       return;
     }
     if (isControlPath(url.pathname)) {
