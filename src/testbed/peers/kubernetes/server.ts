@@ -20,7 +20,6 @@ import { writeKubeconfig } from "./kubeconfig.js";
 import { PeerLog } from "./peer-log.js";
 import { PodTerminator } from "./pod-lifecycle.js";
 import { requestInfoOf, type RequestInfo } from "./request-info.js";
-import { ReturningPods } from "./returning-pods.js";
 import { discoveryAnswer, parseResourcePath, route } from "./router.js";
 import type { KubernetesSeed } from "./seed.js";
 import { KubernetesPeerState } from "./state.js";
@@ -203,10 +202,7 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   const faults = new FaultRules(() => store.clock.monotonicNowMs());
   const cluster: Cluster = { store, budgets: new DisruptionBudgets(store), terminator: new PodTerminator(store), faults, log, logger };
   const watches = new Set<() => void>();
-  let state: KubernetesPeerState | undefined;
-  const returning = new ReturningPods(store, (seed) => (state as KubernetesPeerState).addPod(seed), () => log.now());
-  state = new KubernetesPeerState(cluster, returning);
-  const peerState = state;
+  const peerState = new KubernetesPeerState(cluster);
   if (options.seed) peerState.seed(options.seed);
   const token = options.token ?? generateBearerToken();
   const identity = await generatePeerTlsIdentity();
@@ -241,7 +237,7 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
     state: peerState,
     close: async (deadlineMs = defaultCloseDeadlineMs) => {
       cluster.terminator.close();
-      returning.close();
+      peerState.close();
       for (const end of [...watches]) end();
       await closeServer(server, deadlineMs);
       await rm(dir, { recursive: true, force: true });

@@ -6,7 +6,7 @@ import type { Cluster } from "./api.js";
 import type { FaultRule, FaultRuleState } from "./faults.js";
 import type { KubeObject, OwnerReference } from "./objects.js";
 import type { EvictionRecord, NodeWriteRecord, PeerStats, RequestRecord } from "./peer-log.js";
-import type { ReturnedPodRecord, ReturningPods, ReturningPodsRule } from "./returning-pods.js";
+import { ReturningPods, type ReturnedPodRecord, type ReturningPodsRule } from "./returning-pods.js";
 import {
   daemonSetObject,
   leaseObject,
@@ -33,10 +33,17 @@ export class KubernetesPeerState {
   /** Owner uids for owners the peer does not store (ReplicaSets, StatefulSets, ...), stable per owner. */
   private readonly ownerUids = new Map<string, string>();
 
-  constructor(
-    private readonly cluster: Cluster,
-    private readonly returning: ReturningPods,
-  ) {}
+  /** The controller-like rules that bring pods back; they create pods through `addPod`. */
+  private readonly returning: ReturningPods;
+
+  constructor(private readonly cluster: Cluster) {
+    this.returning = new ReturningPods(cluster.store, (seed) => this.addPod(seed), () => cluster.log.now());
+  }
+
+  /** Stops the returning-pod rules' pending replacements (the peer's close does). */
+  close(): void {
+    this.returning.close();
+  }
 
   /** Adds namespaces, nodes, DaemonSets, pods, budgets and Leases (in that order), then fault and returning-pod rules. */
   seed(seed: KubernetesSeed): void {
