@@ -2,21 +2,13 @@
 // Flexible) listed by label and field selectors and as a Table, node annotations guarded by resourceVersion, the
 // node-write log and its first-mark times, and coordination.k8s.io/v1 Leases: create, get, list, watch, update, patch
 // and delete with the API server's status codes, Status bodies, MicroTimes and optimistic concurrency.
-import { afterEach, describe, expect, it } from "vitest";
-import { azureNodeSeed, startKubernetesPeer, type KubernetesPeer, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import { describe, expect, it } from "vitest";
+import { azureNodeSeed, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
 import { waitFor } from "../helpers/wait.js";
 import { requestPeer, type PeerAnswer } from "./peer-client.js";
+import { peerPerTest } from "./peer-kit.js";
 
-let peer: KubernetesPeer | undefined;
-afterEach(async () => {
-  await peer?.close(2_000);
-  peer = undefined;
-});
-
-async function start(seed: KubernetesSeed): Promise<KubernetesPeer> {
-  peer = await startKubernetesPeer({ seed });
-  return peer;
-}
+const start = peerPerTest();
 
 const group = "/subscriptions/8c1b5f3e-2d4a-4c6b-9e7f-1a2b3c4d5e6f/resourceGroups/MC_sef_aks_norwayeast/providers/Microsoft.Compute";
 /** Two VMSS Uniform instances of one pool and a VMSS Flex VM of another, as AKS registers them. */

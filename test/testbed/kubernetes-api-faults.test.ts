@@ -2,21 +2,13 @@
 // Fairness throttling (429, plain text, Retry-After, flow-schema headers) told apart from a budget's refusal (a Status
 // with a DisruptionBudget cause, Retry-After only while the budget is unprocessed), 403 and 500 on evictions, the
 // /__peer/ control surface, pods that come back after an eviction, and pods stuck terminating.
-import { afterEach, describe, expect, it } from "vitest";
-import { flowSchemaUid, priorityLevelUid, startKubernetesPeer, type KubernetesPeer, type KubernetesSeed, type OwnerSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import { describe, expect, it } from "vitest";
+import { flowSchemaUid, priorityLevelUid, type KubernetesPeer, type OwnerSeed } from "../../src/testbed/peers/kubernetes/index.js";
 import { waitFor } from "../helpers/wait.js";
 import { requestPeer } from "./peer-client.js";
+import { peerPerTest } from "./peer-kit.js";
 
-let peer: KubernetesPeer | undefined;
-afterEach(async () => {
-  await peer?.close(2_000);
-  peer = undefined;
-});
-
-async function start(seed: KubernetesSeed): Promise<KubernetesPeer> {
-  peer = await startKubernetesPeer({ seed });
-  return peer;
-}
+const start = peerPerTest();
 
 const rs = (name: string): OwnerSeed[] => [{ kind: "ReplicaSet", name }];
 const evict = (p: KubernetesPeer, name: string, namespace = "default") =>

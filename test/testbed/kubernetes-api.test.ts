@@ -6,25 +6,17 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import { request } from "node:https";
-import { afterEach, describe, expect, it } from "vitest";
-import { startKubernetesPeer, type KubernetesPeer, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import { describe, expect, it } from "vitest";
+import type { KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
 import { requestPeer } from "./peer-client.js";
+import { peerPerTest } from "./peer-kit.js";
 
 interface Answer {
   code: number;
   body: Record<string, unknown>;
 }
 
-let peer: KubernetesPeer | undefined;
-afterEach(async () => {
-  await peer?.close(2_000);
-  peer = undefined;
-});
-
-async function start(seed: KubernetesSeed): Promise<KubernetesPeer> {
-  peer = await startKubernetesPeer({ seed });
-  return peer;
-}
+const start = peerPerTest();
 
 async function call(p: KubernetesPeer, method: string, path: string, body?: unknown, contentType = "application/json", token: string | null = p.token): Promise<Answer> {
   const answer = await requestPeer(p, method, path, { body, contentType, token });
@@ -48,8 +40,7 @@ describe("Kubernetes peer API", () => {
   });
 
   it("writes in-cluster credentials as a pod sees them, and they reach the API", async () => {
-    const p = await startKubernetesPeer({ serviceAccountNamespace: "sef-system", seed: { nodes: [{ name: "node-a" }] } });
-    peer = p;
+    const p = await start({ nodes: [{ name: "node-a" }] }, { serviceAccountNamespace: "sef-system" });
     const dir = join(p.inCluster.pathPrefix, "var/run/secrets/kubernetes.io/serviceaccount");
     expect([p.caFile, p.tokenFile]).toEqual([join(dir, "ca.crt"), join(dir, "token")]);
     expect(readFileSync(join(dir, "namespace"), "utf8")).toBe("sef-system");
@@ -220,7 +211,6 @@ describe("Kubernetes peer API", () => {
     socket.on("error", () => undefined);
     const startedMs = performance.now();
     await p.close(300);
-    peer = undefined;
     expect(performance.now() - startedMs).toBeLessThan(2_000);
     socket.destroy();
   });

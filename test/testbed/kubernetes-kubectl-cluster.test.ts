@@ -5,10 +5,11 @@
 // a 403 on an eviction, a pod stuck terminating, a pod past its grace, and a pod that comes back.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubectlPath } from "../helpers/kubectl-layer.js";
-import { azureNodeSeed, startKubernetesPeer, type KubernetesPeer, type KubernetesSeed, type OwnerSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import { azureNodeSeed, type KubernetesSeed, type OwnerSeed } from "../../src/testbed/peers/kubernetes/index.js";
 import { kubectl, removeKubectlHome } from "./kubectl.js";
+import { peerPerTest } from "./peer-kit.js";
 
 const group = "/subscriptions/8c1b5f3e-2d4a-4c6b-9e7f-1a2b3c4d5e6f/resourceGroups/MC_sef_aks_norwayeast/providers/Microsoft.Compute";
 const nodes: KubernetesSeed["nodes"] = [
@@ -19,20 +20,11 @@ const nodes: KubernetesSeed["nodes"] = [
 const rs = (name: string): OwnerSeed[] => [{ kind: "ReplicaSet", name }];
 const evictions = { match: { verbs: ["create"], resources: ["pods/eviction"] } } as const;
 
-let peer: KubernetesPeer | undefined;
 beforeAll(() => {
   expect(kubectlPath()).toMatch(/kubectl$/);
 });
-afterEach(async () => {
-  await peer?.close(2_000);
-  peer = undefined;
-});
 afterAll(() => removeKubectlHome());
-
-async function start(seed: KubernetesSeed): Promise<KubernetesPeer> {
-  peer = await startKubernetesPeer({ seed });
-  return peer;
-}
+const start = peerPerTest();
 
 describe("kubectl 1.33 against the peer's cluster", () => {
   it("gets nodes by label and by spec.unschedulable, with their providerIDs", async () => {

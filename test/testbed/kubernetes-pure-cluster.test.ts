@@ -14,21 +14,11 @@ import { stoppedStatus } from "../../src/testbed/peers/kubernetes/pod-lifecycle.
 import { requestInfoOf, type RequestInfo } from "../../src/testbed/peers/kubernetes/request-info.js";
 import { isDeparture, replacementSeed } from "../../src/testbed/peers/kubernetes/returning-pods.js";
 import { matchesFields, parseFieldSelector } from "../../src/testbed/peers/kubernetes/selectors.js";
-import { StatusError } from "../../src/testbed/peers/kubernetes/status.js";
 import type { StoreChange } from "../../src/testbed/peers/kubernetes/store.js";
 import { shouldDeleteDuringUpdate } from "../../src/testbed/peers/kubernetes/updates.js";
+import { statusOf } from "./peer-kit.js";
 
 const info = (method: string, path: string, query = ""): RequestInfo => requestInfoOf(method, path, new URLSearchParams(query));
-
-function statusOf(thrower: () => unknown): { code: number; reason?: string; message?: string; details?: unknown } {
-  try {
-    thrower();
-  } catch (error) {
-    if (error instanceof StatusError) return error.status;
-    throw error;
-  }
-  throw new Error("expected a StatusError");
-}
 
 const meta = (name: string, extra: Partial<KubeObject["metadata"]> = {}): KubeObject["metadata"] => ({ name, uid: `uid-${name}`, resourceVersion: "1", creationTimestamp: "2025-01-01T00:00:00Z", ...extra });
 const node = (spec: object, annotations?: Record<string, string>): KubeObject => ({ apiVersion: "v1", kind: "Node", metadata: meta("n1", annotations ? { annotations } : {}), spec });

@@ -69,7 +69,8 @@ export interface KubernetesPeer {
   /** A kubeconfig with the CA and the bearer token (current context `sef-testbed`, namespace default). */
   readonly kubeconfigPath: string;
   readonly state: KubernetesPeerState;
-  /** Stops listening, ends watches and connections (forcibly after `deadlineMs`), cancels pending pod removals. */
+  /** Stops listening, ends watches and connections (forcibly after `deadlineMs`), cancels pending pod removals and
+   * returns; a second call waits for the first. */
   close(deadlineMs?: number): Promise<void>;
 }
 
@@ -226,6 +227,7 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   await writeFile(join(serviceAccountDir, "namespace"), options.serviceAccountNamespace ?? "default", { mode: 0o644 });
   await writeKubeconfig(kubeconfigPath, url, identity.certPem, token);
   logger.info({ url, kubeconfigPath }, "kubernetes peer listening");
+  let closing: Promise<void> | undefined;
   return {
     url,
     caPem: identity.certPem,
@@ -235,12 +237,15 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
     inCluster: { pathPrefix: dir, env: { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: String(port) } },
     kubeconfigPath,
     state: peerState,
-    close: async (deadlineMs = defaultCloseDeadlineMs) => {
-      cluster.terminator.close();
-      peerState.close();
-      for (const end of [...watches]) end();
-      await closeServer(server, deadlineMs);
-      await rm(dir, { recursive: true, force: true });
+    close: (deadlineMs = defaultCloseDeadlineMs) => {
+      closing ??= (async () => {
+        cluster.terminator.close();
+        peerState.close();
+        for (const end of [...watches]) end();
+        await closeServer(server, deadlineMs);
+        await rm(dir, { recursive: true, force: true });
+      })();
+      return closing;
     },
   };
 }
