@@ -119,6 +119,7 @@ describe("kubectl 1.33 against the peer's cluster", () => {
     expect(p.state.evictions().map((e) => e.pod).sort()).toEqual(["agent-x", "held"]);
     const pods = await kubectl(p.kubeconfigPath, ["get", "pods", "-o", "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,TOLERATIONS:.spec.tolerations[*].operator", "--no-headers"]);
     expect(pods.stdout).toMatch(/^agent-7c-[a-z0-9]{5}\s+n1\s+Exists\nheld\s+n1\s+<none>\nold\s+n1\s+<none>\n$/);
-    expect((await kubectl(p.kubeconfigPath, ["get", "pod", "held", "--no-headers"])).stdout).toMatch(/^held\s+0\/1\s+Terminating\s/);
+    // Its containers stopped: terminal, so the printer shows the container's reason, not Terminating (old is).
+    expect((await kubectl(p.kubeconfigPath, ["get", "pods", "held", "old", "--no-headers"])).stdout).toMatch(/^held\s+0\/1\s+Completed\s+0\s+\S+\nold\s+1\/1\s+Terminating\s/);
   });
 });

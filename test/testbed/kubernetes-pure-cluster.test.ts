@@ -11,6 +11,7 @@ import type { KubeObject } from "../../src/testbed/peers/kubernetes/objects.js";
 import { openApiAnswer, openApiDocument, openApiIndex } from "../../src/testbed/peers/kubernetes/openapi.js";
 import { nodeWriteChanges, PeerLog } from "../../src/testbed/peers/kubernetes/peer-log.js";
 import { stoppedStatus } from "../../src/testbed/peers/kubernetes/pod-lifecycle.js";
+import { podStatusReason } from "../../src/testbed/peers/kubernetes/tables.js";
 import { requestInfoOf, type RequestInfo } from "../../src/testbed/peers/kubernetes/request-info.js";
 import { isDeparture, replacementSeed } from "../../src/testbed/peers/kubernetes/returning-pods.js";
 import { matchesFields, parseFieldSelector } from "../../src/testbed/peers/kubernetes/selectors.js";
@@ -233,6 +234,17 @@ describe("pods", () => {
     expect(shouldDeleteDuringUpdate(deleting, pod({ finalizers: ["f"], deletionGracePeriodSeconds: 0 }))).toBe(false);
     expect(shouldDeleteDuringUpdate(pod({ finalizers: ["f"] }), pod())).toBe(false);
     expect(shouldDeleteDuringUpdate(deleting, pod({ deletionGracePeriodSeconds: 30 }))).toBe(false);
+  });
+
+  it("the STATUS column: Terminating only while not terminal, else the containers' reason, as the pod printer words it", () => {
+    const running = { phase: "Running", containerStatuses: [{ ready: true, restartCount: 0, state: { running: {} } }] };
+    expect(podStatusReason(pod({}, {}))).toBe("Unknown");
+    expect(podStatusReason({ ...pod(), status: running })).toBe("Running");
+    expect(podStatusReason({ ...pod({ deletionTimestamp: "t" }), status: running })).toBe("Terminating");
+    const stopped = stoppedStatus(running, "t1");
+    expect(podStatusReason({ ...pod({ deletionTimestamp: "t" }), status: stopped })).toBe("Completed");
+    expect(podStatusReason({ ...pod(), status: { phase: "Pending", containerStatuses: [{ ready: false, restartCount: 0, state: { waiting: { reason: "ContainerCreating" } } }] } })).toBe("ContainerCreating");
+    expect(podStatusReason({ ...pod(), status: { phase: "Failed", containerStatuses: [{ ready: false, restartCount: 0, state: { terminated: { exitCode: 137 } } }] } })).toBe("ExitCode:137");
   });
 
   it("a stopped pod reports Succeeded with nothing ready", () => {
