@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import type { Cluster } from "./api.js";
 import type { FaultRule, FaultRuleState } from "./faults.js";
+import { decodeLease } from "./lease-validation.js";
 import type { KubeObject, OwnerReference } from "./objects.js";
 import type { EvictionRecord, NodeWriteRecord, PeerStats, RequestRecord } from "./peer-log.js";
 import { ReturningPods, type ReturnedPodRecord, type ReturningPodsRule } from "./returning-pods.js";
@@ -106,7 +107,10 @@ export class KubernetesPeerState {
   addLease(seed: LeaseSeed): KubeObject {
     const namespace = seed.namespace ?? "default";
     if (this.cluster.store.get("leases", namespace, seed.name)) throw alreadyExists("leases", seed.name, "coordination.k8s.io");
-    return this.cluster.store.create("leases", leaseObject({ ...seed, namespace }));
+    const lease = leaseObject({ ...seed, namespace });
+    // As the API server would decode it: MicroTimes in UTC, a wrong type or precision refused (400).
+    lease.spec = decodeLease({ spec: lease.spec }, "Ignore").lease.spec;
+    return this.cluster.store.create("leases", lease);
   }
 
   /** Holds the budget at zero disruptions for `forMs` from now (Infinity: until `allowDisruptions`). */
