@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeFor } from "../../src/testbed/simulator/compute.js";
 import type { Simulator } from "../../src/testbed/simulator/server.js";
-import { startKubernetesPeer, type KubernetesPeer, type PodSeed, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import { azureNodeSeed, startKubernetesPeer, type KubernetesPeer, type NodeSeed, type PodSeed, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
 import type { KubeObject } from "../../src/testbed/peers/kubernetes/index.js";
 import { readJsonl, runCli, waitUntil, type RunningProcess } from "./agent-process.js";
 import type { KubernetesRecord, SefRecord } from "../../src/contract/record.js";
@@ -16,6 +16,29 @@ export const selfPod = { namespace: "sef-system", name: "sef-abcde" };
 /** The simulator VM's Azure providerID, as the cloud provider sets it on the Node. */
 export function providerIdOf(sim: Simulator, vmName = sim.scenario.vm.name): string {
   return `azure://${computeFor(sim.scenario.vm, vmName).resourceId}`;
+}
+
+/** A node of a multi-node cluster and the simulator VM behind it (the agent's `X-Sef-Sim-Vm` and NODE_NAME). */
+export interface ClusterNode {
+  /** The VM name IMDS serves as compute.name (what an event's Resources list). */
+  readonly vmName: string;
+  /** The VM's compute.resourceId as the simulator serves it. */
+  readonly resourceId: string;
+  /** The node as AKS registers it: name, and providerID from the resource id (resource group in lower case). */
+  readonly node: NodeSeed;
+}
+
+/**
+ * Nodes of one cluster for simulator VMs `vmNames` (each agent asks IMDS with `X-Sef-Sim-Vm: <vmName>`). A scenario
+ * VM with a vmScaleSetName gives VMSS Uniform instances (`<set>_<n>` → `.../virtualMachineScaleSets/<set>/
+ * virtualMachines/<n>`, node `<set>00000n`); without one, VMs by name (`.../virtualMachines/<name>`, as VMSS Flex and
+ * standalone VMs are). `extra` adds labels, taints, ... to every node.
+ */
+export function clusterNodes(sim: Simulator, vmNames: readonly string[], extra: Omit<NodeSeed, "name" | "providerID"> = {}): ClusterNode[] {
+  return vmNames.map((vmName) => {
+    const resourceId = computeFor(sim.scenario.vm, vmName).resourceId;
+    return { vmName, resourceId, node: azureNodeSeed(resourceId, extra) };
+  });
 }
 
 /**
