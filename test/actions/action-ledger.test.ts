@@ -34,9 +34,9 @@ describe("ActionLedger", () => {
     const store = openStore(dir);
     const ledger = store.actions;
     ledger.plan([action("kubernetes:e1", "kubernetes"), action("h1")], 1);
-    expect(ledger.nextPending()?.actionKey).toBe("h1");
+    expect(ledger.nextPending(["hook", "approval"])?.actionKey).toBe("h1");
     ledger.setStatus("h1", "succeeded", "", 2);
-    expect(ledger.nextPending()).toBeUndefined();
+    expect(ledger.nextPending(["hook", "approval"])).toBeUndefined();
     expect(ledger.activeOfKind("kubernetes").map((r) => r.actionKey)).toEqual(["kubernetes:e1"]);
     expect(ledger.getStep("kubernetes:e1")).toBeUndefined();
     ledger.setStep("kubernetes:e1", '{"phase":"marking"}');
@@ -56,9 +56,9 @@ describe("ActionLedger", () => {
     const ledger = store.actions;
     expect(ledger.plan([action("b"), action("a"), action("approval:e1", "approval")], 1)).toBe(3);
     expect(ledger.plan([action("a")], 2)).toBe(0);
-    expect(ledger.nextPending()?.actionKey).toBe("b");
+    expect(ledger.nextPending(["hook", "approval"])?.actionKey).toBe("b");
     ledger.setStatus("b", "running", "", 3, true);
-    expect(ledger.nextPending()?.actionKey).toBe("a");
+    expect(ledger.nextPending(["hook", "approval"])?.actionKey).toBe("a");
     ledger.setStatus("b", "failed", "exit 3", 4);
     expect(ledger.get("b")).toMatchObject({ status: "failed", reason: "exit 3", attempts: 1, updatedMs: 4, createdMs: 1 });
     expect(ledger.forEvent("e1", "Scheduled", "hook").map((r) => r.actionKey)).toEqual(["b", "a"]);
