@@ -51,6 +51,27 @@ describe("ActionLedger", () => {
     reopened.close();
   });
 
+  it("holds an event's approval: a gated row waits until every hold is released, and a finished row releases its own hold", () => {
+    const store = openStore();
+    const ledger = store.actions;
+    ledger.plan([{ ...action("approval:e1", "approval"), gated: true }, action("hook:e1"), action("other")], 1);
+    ledger.hold("e1", { holder: "hook:e1" }, 1);
+    ledger.hold("e1", { holder: "kubernetes:e1", mayApprove: true }, 1);
+    expect(ledger.nextPending(["approval"])).toBeUndefined();
+    expect(ledger.nextPending(["approval", "hook"])?.actionKey).toBe("hook:e1");
+    ledger.setStatus("hook:e1", "running", "", 2, true);
+    expect(ledger.holdsOn("e1").map((h) => h.verdict)).toEqual([undefined, undefined]);
+    ledger.setStatus("hook:e1", "failed", "exit 3", 3);
+    expect(ledger.holdsOn("e1")).toMatchObject([{ holder: "hook:e1", verdict: "failed", reason: "exit 3" }, { holder: "kubernetes:e1", mayApprove: true, verdict: undefined }]);
+    expect(ledger.nextPending(["approval"])).toBeUndefined();
+    ledger.release("e1", "kubernetes:e1", "approve", "drained", 4);
+    expect(ledger.nextPending(["approval"])?.actionKey).toBe("approval:e1");
+    ledger.release("e1", "kubernetes:e1", "done", "again", 5);
+    ledger.hold("e1", { holder: "kubernetes:e1" }, 5);
+    expect(ledger.holdsOn("e1")[1]).toMatchObject({ verdict: "approve", reason: "drained" });
+    store.close();
+  });
+
   it("plans each key once, hands out pending actions in plan order, counts attempts and keeps reasons", () => {
     const store = openStore();
     const ledger = store.actions;
