@@ -93,8 +93,6 @@ export interface ActionEntry<Settings = unknown> {
   readonly section: string;
   /** The `kind` of its rows in the action ledger (stored: never change it for an existing action). */
   readonly kind: string;
-  /** One line: what it does (the table in actions/README.md). */
-  readonly summary: string;
   /** Validates the section, with its default (or `optional` when an absent section means off); the configuration schema takes it from the registry. */
   readonly settingsSchema: z.ZodMiniType<Settings>;
   /** The section's line in the configuration reference. */

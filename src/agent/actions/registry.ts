@@ -10,6 +10,3 @@ export const actionEntries = everyAction;
 /** The entries as a list, in the order of their sections (the order actions plan, start and stop in). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
 export const actionEntryList: readonly ActionEntry<any>[] = Object.values(everyAction);
-
-/** The settings of every section, as the configuration schema validated them. */
-export type ActionSettings = { [Section in keyof typeof everyAction]: (typeof everyAction)[Section] extends ActionEntry<infer Settings> ? Settings : never };

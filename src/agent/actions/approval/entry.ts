@@ -7,7 +7,6 @@ import { approvalPolicySchema, type ApprovalPolicy } from "./policy.js";
 export const actionEntry: ActionEntry<ApprovalPolicy> = {
   section: "approval",
   kind: "approval",
-  summary: "POSTs StartRequests so that a Scheduled event starts early, by rules or when a holder asks (one per event, never twice)",
   settingsSchema: z._default(approvalPolicySchema, approvalPolicySchema.parse({})),
   settingsDescription: "Approval policy (off by default): see src/agent/actions/README.md.",
   isOn: (policy) => policy.mode !== "off",

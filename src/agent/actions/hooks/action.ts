@@ -32,7 +32,7 @@ export class HooksAction implements Action {
 
   /** A hook found `running`: reported once (Interrupted), then re-run or left per its `onInterrupted`. */
   recover(row: ActionRow): void {
-    const { ledger, clock, logger, metrics } = this.context;
+    const { clock, logger, metrics } = this.context;
     const record = JSON.parse(row.recordJson) as TransitionRecord;
     const next = this.afterInterrupted(this.hooks.find((h) => h.name === row.name), row.attempts);
     this.settleInterrupted(row.name, row, record, `interrupted: the agent ended while it ran (run ${row.attempts}); ${next.why}`, row.attempts, next, clock.now());

@@ -6,7 +6,6 @@ import { hookEnvironment, hooksConfigSchema, type HooksConfig } from "./hooks.js
 export const actionEntry: ActionEntry<HooksConfig> = {
   section: "hooks",
   kind: "hook",
-  summary: "runs operator commands on transitions (argv, no shell), one at a time; a Scheduled hook holds its event's approval",
   settingsSchema: hooksConfigSchema,
   settingsDescription: "Commands run on transitions: see src/agent/actions/README.md.",
   isOn: (hooks) => hooks.length > 0,

@@ -7,7 +7,6 @@ import { kubernetesSettingsSchema, type KubernetesSettings } from "./settings.js
 export const actionEntry: ActionEntry<KubernetesSettings | undefined> = {
   section: "kubernetes",
   kind: "kubernetes",
-  summary: "taints, cordons and drains this VM's Kubernetes node before an event, holds the approval until drained, undoes after",
   settingsSchema: z.optional(kubernetesSettingsSchema),
   settingsDescription:
     "The kubernetes action: taint, cordon and drain this VM's Kubernetes node before an event, approve, undo after (absent: off, the client is never loaded); see src/agent/actions/kubernetes/README.md.",
