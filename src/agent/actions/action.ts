@@ -81,7 +81,10 @@ export interface Action {
   recover?(row: ActionRow): void;
   /** Starts its own worker, after recovery and planning (an action without `run` works its rows here). */
   start?(): void;
-  /** Records committed (each durable batch, after the runner planned its transitions): wake a worker. */
+  /**
+   * Records committed: each durable batch that holds a Transition, after the runner planned it (a worker wakes up and
+   * looks at its rows; a batch of the actions' own records is not announced).
+   */
   committed?(entries: readonly OutboxEntry[]): void;
   /** Stops its worker (bounded; called once, after the queue stopped). */
   stop?(): Promise<void>;
