@@ -4,9 +4,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ActionRunner, approvalStopGraceMs, type ActionRunnerOptions } from "../../src/agent/actions/action-runner.js";
-import { approvalPolicySchema } from "../../src/agent/actions/approval-policy.js";
-import { hookSchema } from "../../src/agent/actions/hooks.js";
+import { ActionRunner } from "../../src/agent/actions/action-runner.js";
+import type { ActionContext, PostStartRequest } from "../../src/agent/actions/action.js";
+import { ApprovalAction, approvalStopGraceMs } from "../../src/agent/actions/approval/action.js";
+import { approvalPolicySchema, type ApprovalPolicy } from "../../src/agent/actions/approval/policy.js";
+import { HooksAction } from "../../src/agent/actions/hooks/action.js";
+import { hookSchema, type HookConfig } from "../../src/agent/actions/hooks/hooks.js";
 import { ActionLedger } from "../../src/agent/actions/action-ledger.js";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { emptyCollectorState } from "../../src/agent/collector/state.js";
@@ -46,26 +49,47 @@ function commit(store: Store, record: TransitionRecord, status: Status = "Schedu
   store.commitDocument(state, [record], Date.now());
 }
 
-function runnerOn(store: Store, over: Partial<ActionRunnerOptions>): ActionRunner {
-  return new ActionRunner({
-    hooks: [],
-    approval: approvalPolicySchema.parse({}),
-    postStartRequest: () => Promise.reject(new Error("no IMDS in this test")),
-    vm: () => vm,
+interface RunnerSetup {
+  hooks?: HookConfig[];
+  approval?: ApprovalPolicy;
+  postStartRequest?: PostStartRequest;
+  hasPolled?: () => boolean;
+  approvalAttempts?: number;
+}
+
+/** The runner with the registry's approval and hooks actions, as the act stage makes them. */
+function runnerOn(store: Store, over: RunnerSetup): ActionRunner {
+  const hasPolled = over.hasPolled ?? (() => true);
+  const context: ActionContext = {
     ledger: store.actions,
     append: (records) => {
       store.append(records, Date.now());
     },
-    readAfter: (seq, limit) => store.readAfter(seq, limit),
-    headSeq: () => store.headSeq(),
-    hasPolled: () => true,
+    release: (eventKey, holder, verdict, reason) => {
+      store.actions.release(eventKey, holder, verdict, reason, Date.now());
+      runner.wake();
+    },
+    wake: () => runner.wake(),
+    vm: () => vm,
+    hasPolled,
+    postStartRequest: over.postStartRequest ?? (() => Promise.reject(new Error("no IMDS in this test"))),
+    env: {},
     clock: systemClock,
     logger: silentLogger(),
     metrics: new AgentMetrics(),
     agentVersion: "9.9.9",
-    approvalRetryDelayMs: 20,
-    ...over,
+  };
+  const approval = new ApprovalAction({ policy: over.approval ?? approvalPolicySchema.parse({}), context, retryDelayMs: 20, ...(over.approvalAttempts === undefined ? {} : { attempts: over.approvalAttempts }) });
+  const runner: ActionRunner = new ActionRunner({
+    actions: [approval, new HooksAction(over.hooks ?? [], context)],
+    ledger: store.actions,
+    readAfter: (seq, limit) => store.readAfter(seq, limit),
+    headSeq: () => store.headSeq(),
+    hasPolled,
+    clock: systemClock,
+    logger: silentLogger(),
   });
+  return runner;
 }
 
 const outbox = (store: Store) => store.readAfter(0, 10_000).map((e) => e.record);

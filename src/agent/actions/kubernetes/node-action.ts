@@ -1,9 +1,11 @@
-// The kubernetes action's worker: for each Scheduled event that names this VM, takes the steps its EventType's policy
-// asks for on this VM's node (taint, cordon, drain, then the approval), and undoes them when the event is over. Each
-// step is persisted in the action ledger before it is taken, so a restart (even after kill -9) resumes where it was.
+// The kubernetes action's worker: for each Scheduled event that names this VM, holds the event's approval and takes
+// the steps its EventType's policy asks for on this VM's node (taint, cordon, drain), then releases the approval
+// (asking for it after a complete drain), and undoes the steps when the event is over. Each step is persisted in the
+// action ledger before it is taken, so a restart (even after kill -9) resumes where it was.
 import type { Logger } from "pino";
 import type { EventStatus, KubernetesOutcome, KubernetesRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
-import type { ActionLedger, ActionRow, PlannedAction } from "../action-ledger.js";
+import type { Action, ActionContext } from "../action.js";
+import type { ActionLedger, ActionRow, HoldRequest, PlannedAction } from "../action-ledger.js";
 import type { Clock } from "../../util/clock.js";
 import { KubeApiError, type KubeApi, type NodeEventType } from "./client.js";
 
@@ -54,8 +56,8 @@ export interface NodeActionsOptions {
   /** Appends records to the outbox; called inside the ledger's transaction. */
   append: (records: KubernetesRecord[]) => void;
   vm: () => RecordIdentity;
-  /** Plans the event's approval once the node steps are over: the policy's own (after-kubernetes) or by the approval rules. */
-  planApproval: (record: TransitionRecord, how: "after-kubernetes" | "rules") => void;
+  /** Releases the node action's hold on the event's approval (see action.ts): `approve` after a complete drain-then-approve, else `done` (the rules decide). */
+  release: ActionContext["release"];
   /** True once this process has read IMDS: steps wait for a current view of the events. */
   hasPolled: () => boolean;
   clock: Clock;
@@ -66,7 +68,11 @@ export interface NodeActionsOptions {
 
 export const nodeActionKey = (eventKey: string): string => `kubernetes:${eventKey}`;
 
-export class NodeActions {
+/** Why a complete drain asks for the approval (the Approval record's Detail ends with it). */
+const drainedReason = "the node is drained (kubernetes policy drain-then-approve)";
+
+export class NodeActions implements Action {
+  readonly kind = "kubernetes";
   private readonly stopping = new AbortController();
   private wakeUp = new AbortController();
   private loop: Promise<void> | undefined;
@@ -74,29 +80,34 @@ export class NodeActions {
 
   constructor(private readonly options: NodeActionsOptions) {}
 
+  /** A Scheduled event naming this VM whose policy is not `none` gets a node action, which holds the event's approval. */
+  holdsFor(record: TransitionRecord): HoldRequest[] {
+    const policy = this.policyToAct(record);
+    return policy === undefined ? [] : [{ holder: nodeActionKey(record.EventId.toLowerCase()), mayApprove: policy === "drain-then-approve" }];
+  }
+
   /**
    * Called by the action runner for each committed transition (inside its transaction): a Scheduled event naming this
-   * VM whose policy is not `none` gets a node action (its approval then comes from the node action); a Completed or
-   * Canceled one notes how it ended. Undefined: not the node action's (approvals as usual).
+   * VM whose policy is not `none` gets a node action; a Completed or Canceled one notes how it ended.
    */
-  planFor(record: TransitionRecord): PlannedAction[] | undefined {
+  plan(record: TransitionRecord): PlannedAction[] {
     const eventKey = record.EventId.toLowerCase();
     const actionKey = nodeActionKey(eventKey);
     if (record.EventStatus === "Completed" || record.EventStatus === "Canceled") {
       const state = this.loadState(actionKey);
       if (state) this.options.ledger.setStep(actionKey, JSON.stringify({ ...state, endedStatus: record.EventStatus }));
-      return undefined;
+      return [];
     }
-    const policy = policyFor(this.options.settings, record.EventType);
-    if (record.EventStatus !== "Scheduled" || !record.AffectsThisVm || policy === "none") return undefined;
-    return [{ actionKey, kind: "kubernetes", eventKey, eventStatus: record.EventStatus, name: policy, recordJson: JSON.stringify(record) }];
+    const policy = this.policyToAct(record);
+    return policy === undefined ? [] : [{ actionKey, kind: this.kind, eventKey, eventStatus: record.EventStatus, name: policy, recordJson: JSON.stringify(record) }];
   }
 
   start(): void {
-    this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "kubernetes action failed"));
+    this.loop = this.work().catch((err: unknown) => this.options.logger.error({ err }, "kubernetes action failed"));
   }
 
-  wake(): void {
+  /** Records committed (a transition may have planned a node action or ended an event): look at the node actions now. */
+  committed(): void {
     this.wakeUp.abort();
   }
 
@@ -106,7 +117,13 @@ export class NodeActions {
     await this.loop;
   }
 
-  private async run(): Promise<void> {
+  /** The policy the node action takes for a Scheduled event naming this VM, or undefined when it takes none. */
+  private policyToAct(record: TransitionRecord): NodePolicy | undefined {
+    const policy = policyFor(this.options.settings, record.EventType);
+    return record.EventStatus !== "Scheduled" || !record.AffectsThisVm || policy === "none" ? undefined : policy;
+  }
+
+  private async work(): Promise<void> {
     const { clock, ledger, logger } = this.options;
     const stop = this.stopping.signal;
     while (!stop.aborted && !this.options.hasPolled()) await clock.sleep(100, stop).catch(() => undefined);
@@ -122,7 +139,7 @@ export class NodeActions {
     while (!stop.aborted) {
       this.wakeUp = new AbortController();
       let waitMs = idleWaitMs;
-      for (const row of ledger.activeOfKind("kubernetes")) {
+      for (const row of ledger.activeOfKind(this.kind)) {
         if (stop.aborted) break;
         try {
           waitMs = Math.min(waitMs, await this.advance(row));
@@ -176,8 +193,8 @@ export class NodeActions {
       metrics.nodeMismatch.inc();
       logger.warn({ eventId: record.EventId, node: nodeName, providerID: node.providerID, vmResourceId: vm.VmResourceId }, "the node is not this VM; the kubernetes action does nothing");
       ledger.transaction(() => {
+        this.options.release(row.eventKey, row.actionKey, "done", why);
         ledger.setStatus(row.actionKey, "skipped", why, clock.now());
-        this.options.planApproval(record, "rules");
       });
       return 0;
     }
@@ -285,7 +302,7 @@ export class NodeActions {
     }
     ledger.transaction(() => {
       this.saveState(row.actionKey, { ...state, phase: "settled" });
-      this.options.planApproval(record, ownApproval ? "after-kubernetes" : "rules");
+      this.options.release(row.eventKey, row.actionKey, ownApproval ? "approve" : "done", ownApproval ? drainedReason : "");
     });
     return idleWaitMs;
   }
@@ -296,7 +313,11 @@ export class NodeActions {
     const api = this.api;
     const ended: EventStatus = state.endedStatus ?? "Completed";
     if (state.phase === "planned") {
-      ledger.setStatus(row.actionKey, "skipped", `the event was ${ended} before the node was touched`, clock.now());
+      const why = `the event was ${ended} before the node was touched`;
+      ledger.transaction(() => {
+        this.options.release(row.eventKey, row.actionKey, "done", why);
+        ledger.setStatus(row.actionKey, "skipped", why, clock.now());
+      });
       return 0;
     }
     if (state.phase !== "undoing") this.saveState(row.actionKey, { ...state, phase: "undoing" });
@@ -319,7 +340,7 @@ export class NodeActions {
 
   /** Other node actions past their first step that cordon (they keep the node cordoned when this one ends). */
   private othersHoldingCordon(actionKey: string): number {
-    return this.options.ledger.activeOfKind("kubernetes").filter((other) => {
+    return this.options.ledger.activeOfKind(this.kind).filter((other) => {
       if (other.actionKey === actionKey || !policyIncludes(other.name as NodePolicy, "cordon")) return false;
       const phase = this.loadState(other.actionKey)?.phase ?? "planned";
       return phase !== "planned" && phase !== "undoing" && phase !== "done";

@@ -2,15 +2,15 @@
 // SEF_* variables; each run becomes a HookRecord (Succeeded, Failed, TimedOut or Interrupted). Config section `hooks`.
 import { spawn, type ChildProcess } from "node:child_process";
 import * as z from "zod/mini";
-import "../util/zod-locale.js";
-import { documented } from "../util/setting-doc.js";
+import "../../util/zod-locale.js";
+import { documented } from "../../util/setting-doc.js";
 import type { Logger } from "pino";
 import type { HookRecord, TransitionRecord } from "@sef/contract/record.js";
 import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
-import { agentVersion as packageVersion } from "../agent-version.js";
-import type { AgentMetrics } from "../observability/metrics.js";
-import { redactSecrets } from "../observability/logger.js";
-import { systemClock, type Clock } from "../util/clock.js";
+import { agentVersion as packageVersion } from "../../agent-version.js";
+import type { AgentMetrics } from "../../observability/metrics.js";
+import { redactSecrets } from "../../observability/logger.js";
+import { systemClock, type Clock } from "../../util/clock.js";
 
 export const defaultHookTimeoutMs = 60_000;
 export const defaultHookKillGraceMs = 5_000;

@@ -1,8 +1,8 @@
 // Approval policy (pure): which Scheduled events this VM may start early, and whether this VM is the one that approves.
 // Config section `approval`; the I/O of approving lives in approver.ts.
 import * as z from "zod/mini";
-import "../util/zod-locale.js";
-import { documented } from "../util/setting-doc.js";
+import "../../util/zod-locale.js";
+import { documented } from "../../util/setting-doc.js";
 import type { EventFields, EventStatus } from "@sef/contract/record.js";
 
 export const approvalModes = ["off", "dry-run", "on"] as const;

@@ -3,18 +3,13 @@
 import type { Logger } from "pino";
 import type { ApprovalRecord, EventStatus, RecordIdentity } from "@sef/contract/record.js";
 import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
-import type { AgentMetrics } from "../observability/metrics.js";
-import { redactSecrets } from "../observability/logger.js";
-import { systemClock, type Clock } from "../util/clock.js";
+import type { AgentMetrics } from "../../observability/metrics.js";
+import { redactSecrets } from "../../observability/logger.js";
+import { systemClock, type Clock } from "../../util/clock.js";
 import { SefError } from "@sef/contract/errors.js";
+import type { PostStartRequest } from "../action.js";
 
-export interface StartRequestResponse {
-  status: number;
-  body: string;
-}
-
-/** Sends `{"StartRequests":[{"EventId":…},…]}` to IMDS; resolves with the HTTP answer, rejects on network failure or timeout. */
-export type PostStartRequest = (eventIds: readonly string[], signal?: AbortSignal) => Promise<StartRequestResponse>;
+export type { PostStartRequest, StartRequestResponse } from "../action.js";
 
 const maxResponseBodyChars = 500;
 
