@@ -1,5 +1,5 @@
 // The Kubernetes API as the kubernetes action uses it (I/O): the official @kubernetes/client-node, imported only when
-// the `kubernetes` section is configured. Node read and JSON merge patch, pods of a node, policy/v1 evictions, Events.
+// the `kubernetes` section is configured. Node read, list and JSON merge patch, pods of a node, policy/v1 evictions, Events.
 // Answers become values (Node/Pod views, eviction outcomes); every request has a deadline.
 import type { NodePatch, NodeView, PodView } from "./plan.js";
 
@@ -10,6 +10,8 @@ export type NodeEventType = "Normal" | "Warning";
 
 export interface KubeApi {
   readNode(name: string): Promise<NodeView & { resourceVersion: string; uid: string }>;
+  /** Nodes matching a label selector (`agentpool=nodepool1`; "" = all). */
+  listNodes(labelSelector: string): Promise<Array<NodeView & { resourceVersion: string; uid: string }>>;
   /** JSON merge patch of taints (the whole list), `unschedulable` and annotations (null removes), guarded by resourceVersion. */
   patchNode(name: string, patch: NodePatch, resourceVersion?: string): Promise<void>;
   /** Pods scheduled on the node (all namespaces, field selector spec.nodeName). */
@@ -59,6 +61,10 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
   return {
     async readNode(name) {
       return nodeView(name, await call(() => core.readNode({ name }, withDeadline)));
+    },
+    async listNodes(labelSelector) {
+      const list = await call(() => core.listNode(labelSelector === "" ? {} : { labelSelector }, withDeadline));
+      return list.items.map((node) => nodeView(node.metadata?.name ?? "", node));
     },
     async patchNode(name, patch, resourceVersion) {
       const body = {
