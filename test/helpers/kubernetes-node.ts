@@ -127,12 +127,18 @@ export async function waitForKubernetesReady(agent: RunningProcess, timeoutMs = 
 
 export const nodeSpec = (node: KubeObject | undefined) => (node?.spec ?? {}) as { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
 
-/** What sef may leave on a node: whether it is cordoned, its taints, and the names of sef's annotations. */
+/** What sef may leave on a node: whether it is cordoned, its taints, and the names of sef's annotations (`event.sef.azure.com/<EventId>`, and the previous release's `sef.azure.com/…`). */
 export function sefMarksOn(node: KubeObject | undefined): { cordoned: boolean; taints: unknown[]; sefAnnotations: string[] } {
   return {
     cordoned: nodeSpec(node).unschedulable === true,
     taints: nodeSpec(node).taints ?? [],
-    sefAnnotations: Object.keys(node?.metadata.annotations ?? {}).filter((k) => k.startsWith("sef.azure.com/")),
+    sefAnnotations: Object.keys(node?.metadata.annotations ?? {}).filter((k) => k.startsWith("sef.azure.com/") || k.startsWith("event.sef.azure.com/")),
   };
+}
+
+/** The JSON of sef's mark for an event on the node (`event.sef.azure.com/<EventId>`), or undefined. */
+export function sefMarkOf(node: KubeObject | undefined, eventId: string): Record<string, unknown> | undefined {
+  const text = node?.metadata.annotations?.[`event.sef.azure.com/${eventId}`];
+  return text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
 }
 export const eventReasons = (peer: KubernetesPeer): string[] => peer.state.events().map((e) => String((e as unknown as { reason?: string }).reason));

@@ -70,7 +70,7 @@ export class NodeReconciler {
     const { io, logger } = this.options;
     const node = await io.readNode();
     if (!nodeIsThisVm(node.providerID, this.options.vmResourceId())) {
-      logger.warn({ node: node.name, providerID: node.providerID }, "the node is not this VM: not reconciled");
+      logger.warn({ node: node.name, providerID: node.providerID }, "NODE_NAME names another VM's node: its marks are not reconciled with this VM's events");
       return;
     }
     const { decision, records } = await io.undo(node, orphanedMark(listed, this.options.ownedEventIds()), reportOf);
