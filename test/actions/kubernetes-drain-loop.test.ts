@@ -9,6 +9,7 @@ import { taintKeyFor } from "../../src/agent/actions/kubernetes/plan.js";
 import { stuckTerminatingAllowanceMs, type PodView } from "../../src/agent/actions/kubernetes/pods.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { instantClock, type FakeClock } from "../helpers/fake-clock.js";
+import { podView } from "./kubernetes-fixtures.js";
 
 const eventId = "5DD55A71-95BE-4B7E-B8A2-9C4A2F7C8A11";
 const taint = { key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule" };
@@ -35,20 +36,7 @@ class InMemoryNode {
   ) {}
 
   add(name: string, over: Partial<FakePod> = {}): FakePod {
-    const pod: FakePod = {
-      namespace: "apps",
-      name,
-      uid: `uid-${++this.uids}`,
-      labels: {},
-      annotations: {},
-      controllerKinds: ["ReplicaSet"],
-      phase: "Running",
-      terminationGracePeriodSeconds: 30,
-      hasEmptyDir: false,
-      deletionTimestampMs: undefined,
-      tolerations: [],
-      ...over,
-    };
+    const pod: FakePod = { ...podView(name, { uid: `uid-${++this.uids}` }), ...over };
     this.pods.push(pod);
     return pod;
   }

@@ -32,6 +32,7 @@ import {
 } from "../../src/agent/actions/kubernetes/pods.js";
 import { drainDetail } from "../../src/agent/actions/kubernetes/records.js";
 import { FakeClock } from "../helpers/fake-clock.js";
+import { podView } from "./kubernetes-fixtures.js";
 
 const defaults = kubernetesSettingsSchema.parse({});
 const eventId = "5DD55A71-95BE-4B7E-B8A2-9C4A2F7C8A11";
@@ -46,20 +47,7 @@ const node = (over: Partial<NodeView> = {}): NodeView => ({
   ...over,
 });
 
-const pod = (name: string, over: Partial<PodView> = {}): PodView => ({
-  namespace: "apps",
-  name,
-  uid: `uid-${name}`,
-  labels: {},
-  annotations: {},
-  controllerKinds: ["ReplicaSet"],
-  phase: "Running",
-  terminationGracePeriodSeconds: 30,
-  hasEmptyDir: false,
-  deletionTimestampMs: undefined,
-  tolerations: [],
-  ...over,
-});
+const pod = podView;
 
 describe("policy", () => {
   it("defaults: Reboot, Redeploy, Preempt, Terminate drain then approve; Freeze and unknown types only forward", () => {

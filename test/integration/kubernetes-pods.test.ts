@@ -70,6 +70,7 @@ async function drainScenario(
 const evictionsOf = (peer: KubernetesPeer, pod: string) => peer.state.evictions().filter((e) => e.pod === pod);
 const remaining = (peer: KubernetesPeer) => peer.state.pods({ nodeName }).map((p) => p.metadata.name).sort();
 const counter = (metrics: string, outcome: string): number => Number(new RegExp(`^sef_kubernetes_evictions_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(metrics)?.[1] ?? NaN);
+const untilApproved = ({ sim }: Node) => waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval after the drain");
 const waitForStep = (setup: KubeAgent, outcome: string, timeoutMs = 90_000) => waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === outcome), timeoutMs, `the ${outcome} step`);
 
 describe("kubernetes action: pods as kubectl drain treats them", () => {
@@ -103,9 +104,7 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
   }, 200_000);
 
   it("force: the bare pod is evicted too, the drain completes and is approved; the opted-out pod stays, named", async () => {
-    const { node, steps, detail } = await drainScenario([...basePods(), bare, optedOut], { force: true }, 150, async ({ sim }) => {
-      await waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval after the drain");
-    });
+    const { node, steps, detail } = await drainScenario([...basePods(), bare, optedOut], { force: true }, 150, untilApproved);
     expect(steps.map((r) => r.Outcome)).toEqual(["Cordoned", "Draining", "Drained"]);
     expect(detail("Drained")).toMatchObject({ podsEvicted: 5, podsOptedOut: ["apps/batch-7"] });
     expect(detail("Drained")).not.toHaveProperty("podsWithoutController");
@@ -190,9 +189,7 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
       basePods(),
       {},
       150,
-      async ({ sim }) => {
-        await waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval after the drain");
-      },
+      untilApproved,
       async ({ peer }) => {
         seededAtMs = Date.now();
         await peerControl(peer, "POST", "seed", {
@@ -218,9 +215,7 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
       basePods(),
       { pdbRetryMaxMs: 5_000 },
       150,
-      async ({ sim }) => {
-        await waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval after the drain");
-      },
+      untilApproved,
       async ({ peer }) => {
         await peerControl(peer, "POST", "seed", { faults: [{ match: { verbs: ["create"], resources: ["pods/eviction"] }, answer: { kind: "throttle", retryAfterSeconds: 2 }, count: 3 }] });
       },
@@ -247,9 +242,7 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
       basePods(),
       {},
       150,
-      async ({ sim }) => {
-        await waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval after the drain");
-      },
+      untilApproved,
       async ({ peer }) => {
         await peerControl(peer, "POST", "seed", { faults: [{ match: { verbs: ["create"], resources: ["pods/eviction"], names: ["web-4"] }, answer: { kind: "forbidden" }, count: 2 }] });
       },
