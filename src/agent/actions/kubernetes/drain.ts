@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../util/clock.js";
 import type { EvictionOutcome, KubeApi } from "./client.js";
 import { gracePeriodSeconds, pdbRetryDelayMs, throttleWaitMs, type Taint } from "./plan.js";
-import { drainVerdict, podIdentity, podRef, selectEvictions, skippedFor, type DrainVerdict, type EvictionSelection, type PodView } from "./pods.js";
+import { drainVerdict, podIdentity, podRef, selectEvictions, skippedFor, type DrainRules, type DrainVerdict, type EvictionSelection, type PodView } from "./pods.js";
 import type { EvictionMetricOutcome } from "./metrics.js";
 
 /** Evictions sent at once (a node of 100 pods is asked in 13 rounds of requests, not 100 in a row). */
@@ -77,7 +77,9 @@ export interface DrainOptions {
   signal: AbortSignal;
 }
 
+/** A pod whose eviction was refused or failed, by identity (a pod that comes back under its name starts afresh). */
 interface PodRetry {
+  ref: string;
   retries: number;
   nextAtMs: number;
   firstRefusedAtMs: number;
@@ -112,6 +114,8 @@ class DrainRun {
   private readonly retries = new Map<string, PodRetry>();
   /** Monotonic time before which no eviction is sent (a throttled answer pauses them all). */
   private pausedUntilMs = Number.NEGATIVE_INFINITY;
+  /** Changes to the progress since it was last handed to onProgress. */
+  private unsaved = 0;
 
   constructor(private readonly options: DrainOptions) {
     const from = options.resumeFrom;
@@ -143,13 +147,13 @@ class DrainRun {
     this.options.onProgress(this.progress());
   }
 
-  rules(nowMs: number) {
+  rules(nowMs: number): DrainRules {
     const { self, evictEmptyDir, force, taint } = this.options;
     return { self, evictEmptyDir, force, taint, roster: this.roster, evicted: this.evictedIds, nowMs };
   }
 
   notePdbHolds(nowMs: number): void {
-    for (const [ref, retry] of this.retries) if (this.pdbBlocked.has(ref)) this.pdbHeldMs = Math.max(this.pdbHeldMs, nowMs - retry.firstRefusedAtMs);
+    for (const retry of this.retries.values()) if (this.pdbBlocked.has(retry.ref)) this.pdbHeldMs = Math.max(this.pdbHeldMs, nowMs - retry.firstRefusedAtMs);
   }
 
   result(verdict: Exclude<DrainVerdict, { kind: "continue" }>, selection: EvictionSelection): DrainResult {
@@ -166,14 +170,16 @@ class DrainRun {
   /** Evicts the pods whose retry is due, in groups; persists the progress after each group that changed it. */
   async evictDue(pods: readonly PodView[]): Promise<void> {
     const { clock } = this.options;
-    const toEvict = new Set(pods.map(podRef));
-    for (const ref of this.retries.keys()) if (!toEvict.has(ref)) this.retries.delete(ref); // gone, or no longer to evict
-    const due = pods.filter((pod) => (this.retries.get(podRef(pod))?.nextAtMs ?? Number.NEGATIVE_INFINITY) <= clock.monotonicMs());
+    const toEvict = new Set(pods.map(podIdentity));
+    for (const id of this.retries.keys()) if (!toEvict.has(id)) this.retries.delete(id); // gone, or no longer to evict
+    const due = pods.filter((pod) => (this.retries.get(podIdentity(pod))?.nextAtMs ?? Number.NEGATIVE_INFINITY) <= clock.monotonicMs());
     for (let i = 0; i < due.length; i += evictionConcurrency) {
       if (this.pausedUntilMs > clock.monotonicMs()) return; // throttled: the rest waits for the pause to end
-      const before = JSON.stringify(this.progress());
       await Promise.all(due.slice(i, i + evictionConcurrency).map((pod) => this.evictOne(pod)));
-      if (JSON.stringify(this.progress()) !== before) this.options.onProgress(this.progress()); // a restart counts them
+      if (this.unsaved > 0) {
+        this.unsaved = 0;
+        this.options.onProgress(this.progress()); // after each group: a restart counts them
+      }
     }
   }
 
@@ -192,15 +198,17 @@ class DrainRun {
     const grace = gracePeriodSeconds(pod.terminationGracePeriodSeconds, options.deadlineMs - clock.now());
     const result = await options.api.evict(pod, grace);
     const ref = podRef(pod);
-    const retry = this.retries.get(ref);
+    const id = podIdentity(pod);
+    const retry = this.retries.get(id);
     if (result.kind === "evicted") {
       this.evicted.push(ref);
-      this.evictedIds.add(podIdentity(pod));
+      this.evictedIds.add(id);
       if (retry && this.pdbBlocked.has(ref)) this.pdbHeldMs = Math.max(this.pdbHeldMs, clock.now() - retry.firstRefusedAtMs);
-      this.retries.delete(ref);
-    } else if (result.kind === "gone") this.retries.delete(ref);
+      this.retries.delete(id);
+    } else if (result.kind === "gone") this.retries.delete(id);
     else if (result.kind === "throttled") this.pauseFor(ref, result);
-    else this.retryLater(ref, result, retry);
+    else this.retryLater(id, ref, result, retry);
+    if (result.kind !== "gone") this.unsaved++;
     options.onEviction(metricOutcome(result));
   }
 
@@ -214,10 +222,11 @@ class DrainRun {
   }
 
   /** A PodDisruptionBudget refusal or a failed eviction: retried with backoff until the deadline. */
-  private retryLater(ref: string, result: Extract<EvictionOutcome, { kind: "pdb" | "error" }>, retry: PodRetry | undefined): void {
+  private retryLater(id: string, ref: string, result: Extract<EvictionOutcome, { kind: "pdb" | "error" }>, retry: PodRetry | undefined): void {
     const { clock, logger, pdbRetryInitialMs, pdbRetryMaxMs } = this.options;
     const count = (retry?.retries ?? 0) + 1;
-    this.retries.set(ref, { retries: count, nextAtMs: clock.monotonicMs() + pdbRetryDelayMs(count, pdbRetryInitialMs, pdbRetryMaxMs), firstRefusedAtMs: retry?.firstRefusedAtMs ?? clock.now() });
+    const nextAtMs = clock.monotonicMs() + pdbRetryDelayMs(count, pdbRetryInitialMs, pdbRetryMaxMs);
+    this.retries.set(id, { ref, retries: count, nextAtMs, firstRefusedAtMs: retry?.firstRefusedAtMs ?? clock.now() });
     if (result.kind === "pdb") {
       this.pdbBlocked.add(ref);
       if (count === 1) logger.info({ pod: ref, detail: result.message }, "a PodDisruptionBudget holds the pod; retrying until the deadline");
