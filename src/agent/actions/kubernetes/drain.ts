@@ -51,7 +51,8 @@ export type DrainResult =
   | ({ outcome: "interrupted" } & DrainProgress);
 
 export interface DrainOptions {
-  api: KubeApi;
+  /** The two calls a drain makes. */
+  api: Pick<KubeApi, "listPods" | "evict">;
   nodeName: string;
   self: { namespace: string; name: string } | undefined;
   evictEmptyDir: boolean;
