@@ -13,7 +13,7 @@ type KubeNode = Awaited<ReturnType<KubeApi["readNode"]>>;
 import { drainNode, type DrainProgress } from "./drain.js";
 import type { KubernetesMetrics } from "./metrics.js";
 import { drainDeadlineMs, drainStartMs, markPatch, noExecutePatch, nodeIsThisVm, taintKeyFor, taintValueFor, undoPatch, type NodePatch } from "./plan.js";
-import { kubernetesRecord, type KubernetesStepDetail } from "./records.js";
+import { drainDetail, kubernetesRecord, type KubernetesStepDetail } from "./records.js";
 import { policyFor, policyIncludes, type KubernetesSettings, type NodePolicy } from "./settings.js";
 
 const idleWaitMs = 60_000;
@@ -248,6 +248,8 @@ export class NodeActions implements Action {
       nodeName,
       self: this.options.self,
       evictEmptyDir: settings.evictEmptyDir,
+      force: settings.force,
+      taint: { key: taintKeyFor(record.EventType), value: taintValueFor(record.EventId), effect: "NoSchedule" },
       deadlineMs,
       pdbRetryInitialMs: settings.pdbRetryInitialMs,
       pdbRetryMaxMs: settings.pdbRetryMaxMs,
@@ -266,22 +268,15 @@ export class NodeActions implements Action {
     }
     const elapsedMs = Math.max(0, clock.now() - startedAtMs);
     metrics.drainDuration.observe({ outcome: result.outcome === "drained" ? "drained" : "incomplete" }, elapsedMs / 1000);
-    const detail: KubernetesStepDetail = {
-      node: nodeName,
-      policy,
-      podsEvicted: result.evicted.length,
-      podsBlockedByPdb: result.pdbBlocked,
-      pdbHeldSeconds: Math.round(result.pdbHeldMs / 100) / 10,
-      ...(result.outcome === "incomplete" ? { podsLeft: result.podsLeft, deadline: new Date(deadlineMs).toISOString() } : {}),
-    };
+    const detail: KubernetesStepDetail = { node: nodeName, policy, ...drainDetail(result, new Date(deadlineMs).toISOString()) };
     const node = await api.readNode(nodeName);
     const seconds = Math.round(elapsedMs / 1000);
     if (result.outcome === "drained") {
       if (settings.noExecuteTaintAfterDrain) await this.patch(nodeName, noExecutePatch(node, record, new Date(clock.now()).toISOString()), node.resourceVersion);
       await this.nodeEvent(node, "ScheduledEventDrained", `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`, "Normal");
     } else {
-      await this.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete at its deadline: ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`.slice(0, 1000), "Warning");
-      logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft }, "drain incomplete at its deadline");
+      await this.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`.slice(0, 1000), "Warning");
+      logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft, why: result.reason }, "drain incomplete");
     }
     const phase = result.outcome === "drained" ? "drained" : "incomplete";
     const next: NodeActionState = { ...state, phase, drain: result, podsLeft: result.outcome === "incomplete" ? result.podsLeft : [], failures: 0 };
