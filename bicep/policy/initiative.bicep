@@ -24,6 +24,8 @@ var roleIds = {
 }
 
 // User-defined functions see only their arguments and other functions, so the constants they use are functions too.
+// Lambda bodies are parenthesized: tree-sitter-bicep (which the tests evaluate these functions with) binds `x => a.b`
+// as `(x => a).b`, and `a != b.c` as `(a != b).c`: right operands that are member accesses are parenthesized too.
 
 // Initiative parameters passed through to every reference unchanged (osType and applicationId differ per reference).
 func sharedParameterNames() array => [
@@ -72,7 +74,7 @@ func initiativeProperties(definitionIds array, definitionParameters object) obje
     category: 'Compute'
     version: '1.0.0'
   }
-  parameters: union(toObject(sharedParameterNames(), name => name, name => definitionParameters[name]), {
+  parameters: union(toObject(sharedParameterNames(), name => name, name => (definitionParameters[name])), {
     linuxApplicationId: definitionParameters.applicationId
     windowsApplicationId: definitionParameters.applicationId
   })
@@ -126,7 +128,7 @@ func ringParameters(ring object, rings array, settings object) object => {
     value: ring.tagValues
   }
   excludedRingTagValues: {
-    value: flatten(map(filter(rings, other => other.name != ring.name), other => other.tagValues))
+    value: flatten(map(filter(rings, other => (other.name != (ring.name))), other => (other.tagValues)))
   }
   optOutTagName: {
     value: settings.optOutTagName
