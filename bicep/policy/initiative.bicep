@@ -3,14 +3,14 @@
 // OS, and the parameters of one ring's assignment.
 
 @export()
-@description('The policy definitions: name and properties (the JSON files are what Azure Policy evaluates).')
+@description('The policy definitions: name (after the prefix: sef-vm, sef-vmss) and properties (the JSON files are what Azure Policy evaluates).')
 var definitions = [
   {
-    name: 'sef-vm'
+    name: 'vm'
     properties: loadJsonContent('sef-vm.json')
   }
   {
-    name: 'sef-vmss'
+    name: 'vmss'
     properties: loadJsonContent('sef-vmss.json')
   }
 ]

@@ -101,6 +101,7 @@ function shapeOf(mapper: Mapper, mappers: Record<string, Mapper>, seen: Set<stri
     case "Dictionary":
       return { kind: "object", properties: new Map(), additional: shapeOf(t.value!, mappers, seen) };
     case "Object":
+    case "any":
       return { kind: "any" };
     case "Enum":
       return { kind: "scalar", type: "String", allowed: t.allowedValues };
@@ -194,7 +195,7 @@ export function jsonProblems(value: unknown, shape: Shape, where: string): strin
 
 /**
  * Policy alias paths of a resource type, derived from its wire shape: `<type>/<path>` for every property path, with
- * the `properties.` prefix dropped and `[*]` after an array (e.g. `Microsoft.Compute/virtualMachines/
+ * every `properties` level dropped (the resource's and nested resources') and `[*]` after an array (e.g. `Microsoft.Compute/virtualMachines/
  * applicationProfile.galleryApplications[*].packageReferenceId`). Approximate: Azure publishes aliases separately
  * (`az provider show --expand resourceTypes/aliases`); most are exactly these paths, some are renamed or missing.
  */
@@ -208,6 +209,11 @@ export function aliasPaths(resource: ResourceType): Set<string> {
     }
     if (shape.kind !== "object") return;
     for (const [name, property] of shape.properties) {
+      // A nested resource's `properties` level is not part of alias paths (like the top-level one).
+      if (name === "properties") {
+        walk(property.shape, path);
+        continue;
+      }
       const next = path === "" ? name : `${path}.${name}`;
       aliases.add(next);
       walk(property.shape, next);

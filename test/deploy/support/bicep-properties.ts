@@ -44,6 +44,8 @@ function literals(node: Node): Node[] {
 /** Problems of a Bicep value expression against a shape. */
 export function bicepValueProblems(value: Node, shape: Shape, where: string): string[] {
   if (shape.kind === "any") return [];
+  // `[for x in xs: {...}]`: each element is the loop's body.
+  if (value.type === "for_statement" && shape.kind === "array") return bicepValueProblems(named(value).at(-1)!, shape.element, `${where}[]`);
   return literals(value).flatMap((literal) => {
     if (literal.type === "array") {
       if (shape.kind !== "array") return [`${where}: an array where the type has a ${shape.kind}`];
