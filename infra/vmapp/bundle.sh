@@ -33,8 +33,9 @@ if [[ "${#linux[@]}" -gt 0 ]]; then
   install -m 0755 "${here}/vmapp.sh" "${stage}/vmapp.sh"
   install -m 0755 "${here}/../linux/install.sh" "${stage}/install.sh"
   for name in "${linux[@]}"; do cp -- "${artifacts}/${name}" "${stage}/${name}"; done
-  # Already compressed packages: a plain tar. Sorted, root-owned entries.
-  tar --sort=name --owner=0 --group=0 --numeric-owner -cf "${out}/sef-${version}-vmapp-linux.tar" -C "${stage}" vmapp.sh install.sh "${linux[@]}"
+  # Already compressed packages: a plain tar. Entries sorted by name, root-owned.
+  mapfile -t entries < <(cd -- "${stage}" && LC_ALL=C ls)
+  tar --owner=0 --group=0 --numeric-owner -cf "${out}/sef-${version}-vmapp-linux.tar" -C "${stage}" "${entries[@]}"
   echo "${out}/sef-${version}-vmapp-linux.tar"
 fi
 

@@ -43,8 +43,8 @@ Uploads sef's VM Application packages and config to the container and creates th
   --linux-app, --windows-app   application names (default ${linux_app}, ${windows_app})
   --exclude-from-latest   do not make these versions "latest" (a canary release)
   --sas-days N            lifetime of the read-only user delegation SAS the gallery copies from (default ${sas_days}, at most 7)
-  --dry-run               print the az commands, run nothing (bundles are still built)
-Needs az (logged in, with Storage Blob Data Contributor on the account and Contributor on the resource group), jq and python3.
+  --dry-run               print the az commands on stderr, run nothing (bundles are still built)
+Needs az (logged in, with Storage Blob Data Contributor on the account and Contributor on the resource group) and python3.
 USAGE
 }
 
@@ -80,13 +80,13 @@ done
 [[ "${version}" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--version must be MAJOR.MINOR.PATCH (a gallery application version name), not ${version}"
 [[ -d "${artifacts}" ]] || die "no such directory: ${artifacts}"
 [[ -z "${config}" || -f "${config}" ]] || die "no such config file: ${config}"
-command -v jq >/dev/null || die "jq is needed to read ${commands_json}"
+command -v python3 >/dev/null || die "python3 is needed (it reads ${commands_json} and writes the Windows zip)"
 if [[ "${dry_run}" -eq 0 ]]; then command -v az >/dev/null || die "the Azure CLI (az) is needed"; fi
 
-# Runs az, or prints it (shell-quoted) with --dry-run. Dry runs answer queries with placeholders.
+# Runs az, or prints it (shell-quoted, on stderr) with --dry-run. Dry runs answer queries with placeholders.
 az_run() {
   if [[ "${dry_run}" -eq 1 ]]; then
-    printf 'az'; printf ' %q' "$@"; printf '\n'
+    { printf 'az'; printf ' %q' "$@"; printf '\n'; } >&2
     case " $* " in
       *" generate-sas "*) echo "https://${storage_account}.blob.core.windows.net/${container}/blob?sas" ;;
       *" --query location "*) echo "${location:-westeurope}" ;;
@@ -101,7 +101,16 @@ exists() {
   [[ "${dry_run}" -eq 0 ]] && az "$@" --output none 2>/dev/null
 }
 
-command_of() { jq -er --arg os "$1" --arg key "$2" '.[$os][$key]' "${commands_json}"; }
+# commands.json's entries as shell variables (linux_install, windows_configFileName, ...), read in one python3 call.
+eval "$(python3 - "${commands_json}" <<'PY'
+import json, shlex, sys
+for os_name, entries in json.load(open(sys.argv[1])).items():
+    if isinstance(entries, dict):
+        for key, value in entries.items():
+            print(f"{os_name}_{key}={shlex.quote(value)}")
+PY
+)"
+command_of() { local name="$1_$2"; echo "${!name:?no $2 for $1 in ${commands_json}}"; }
 
 bundles_dir="$(mktemp -d)"
 trap 'rm -rf -- "${bundles_dir}"' EXIT
@@ -109,7 +118,7 @@ mapfile -t bundles < <(bash "${here}/bundle.sh" "${artifacts}" "${version}" "${b
 
 [[ -n "${location}" ]] || location="$(az_run group show --name "${resource_group}" --query location --output tsv)"
 [[ -n "${target_regions}" ]] || target_regions="${location}"
-regions_json="$(tr -s " " "\n" <<<"${target_regions}" | jq -R '{name: ., regionalReplicaCount: 1}' | jq -sc .)"
+regions_json="$(python3 -c 'import json, sys; print(json.dumps([{"name": r, "regionalReplicaCount": 1} for r in sys.argv[1].split()]))' "${target_regions}")"
 
 if ! exists storage account show --resource-group "${resource_group}" --name "${storage_account}"; then
   az_run storage account create --resource-group "${resource_group}" --name "${storage_account}" --location "${location}" \
