@@ -118,6 +118,12 @@ if [[ -n "${installed}" && "${installed}" != "${version}" && "$(printf '%s\n%s\n
   remove_package "${family}"
 fi
 
+# Without a VM Application config, the installed one is kept through whatever the package manager does with its
+# config file (an rpm install over a config it does not own, a reinstall after remove): install.sh puts it back.
+if [[ -z "${config}" && -f "${CONFIG_FILE}" ]]; then
+  config="${PWD}/sef-config-kept.json"
+  install -m 0600 "${CONFIG_FILE}" "${config}"
+fi
 args=(--package "${package}")
 if [[ -n "${config}" ]]; then args+=(--config "${config}"); fi
 # Without systemd as PID 1 (an image build, a chroot) install.sh can only enable the unit for the next boot.
