@@ -5,7 +5,7 @@
 
 targetScope = 'managementGroup'
 
-import { definitions, initiativeProperties, ring, ringParameters, roleIds, rollout, settingsOf } from 'policy/initiative.bicep'
+import { definitions, initiativeProperties, ringParameters, roleIds, rolloutSettings, settingsOf } from 'policy/initiative.bicep'
 
 @description('Region of the assignments\' remediation identity.')
 param location string = deployment().location
@@ -16,11 +16,13 @@ param location string = deployment().location
 param namePrefix string = 'sef'
 
 @description('The gallery, the agent identity, the rings and how the policy acts (see policy/initiative.bicep).')
-param rollout rollout
+param rollout rolloutSettings
 
 param tags object = {}
 
 var settings = settingsOf(rollout, '')
+// Known at the start of the deployment (a key of userAssignedIdentities must be): modules/vmapp-remediation.bicep's name.
+var remediationIdentityId = '/subscriptions/${settings.subscriptionId}/resourceGroups/${settings.resourceGroupName}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${namePrefix}-policy-remediation'
 
 module remediation 'modules/vmapp-remediation.bicep' = {
   name: '${deployment().name}-remediation'
@@ -55,7 +57,7 @@ resource assignment 'Microsoft.Authorization/policyAssignments@2024-05-01' = [fo
   identity: {
     type: 'UserAssigned'
     userAssignedIdentities: {
-      '${remediation.outputs.identityResourceId}': {}
+      '${remediationIdentityId}': {}
     }
   }
   properties: {
@@ -69,6 +71,9 @@ resource assignment 'Microsoft.Authorization/policyAssignments@2024-05-01' = [fo
       }
     ]
   }
+  dependsOn: [
+    remediation
+  ]
 }]
 
 resource virtualMachineContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
@@ -84,4 +89,4 @@ resource virtualMachineContributor 'Microsoft.Authorization/roleAssignments@2022
 output assignmentIds array = [for (r, i) in rollout.rings: assignment[i].id]
 
 @description('The initiative\'s definition reference ids (az policy remediation create --definition-reference-id).')
-output definitionReferenceIds array = map(initiative.properties.policyDefinitions, reference => reference.policyDefinitionReferenceId)
+output definitionReferenceIds array = map(initiative.properties.policyDefinitions, reference => (reference.policyDefinitionReferenceId))

@@ -137,7 +137,7 @@ func ringParameters(ring object, rings array, settings object) object => {
 
 @export()
 @description('A rollout ring: the VMs tagged with one of tagValues (or, with none, every VM no other ring has) run version.')
-type ring = {
+type rolloutRing = {
   @description('Name of the ring (the assignment is named <namePrefix>-<name>).')
   @minLength(1)
   @maxLength(12)
@@ -155,7 +155,7 @@ type ring = {
 
 @export()
 @description('Where sef\'s VM Applications and identity are, the rings, and how the policy acts.')
-type rollout = {
+type rolloutSettings = {
   @description('Subscription of the resource group below (default: the deployment\'s; required for a management group).')
   subscriptionId: string?
 
@@ -173,7 +173,7 @@ type rollout = {
   windowsApplicationName: string?
 
   @description('The rollout rings, canary first.')
-  rings: ring[]
+  rings: rolloutRing[]
 
   @description('Tag naming a VM\'s ring (default sef-ring).')
   ringTagName: string?
@@ -193,7 +193,7 @@ type rollout = {
 
 @export()
 @description('The rollout with its defaults filled in and the gallery and agent identity resolved to resource ids.')
-func settingsOf(rollout rollout, defaultSubscriptionId string) object => {
+func settingsOf(rollout rolloutSettings, defaultSubscriptionId string) object => {
   subscriptionId: rollout.?subscriptionId ?? defaultSubscriptionId
   resourceGroupName: rollout.resourceGroupName
   galleryName: rollout.galleryName

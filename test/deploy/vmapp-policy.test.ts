@@ -177,8 +177,12 @@ function render(rollout: typeof sampleRollout): { initiative: Record<string, Jso
   const evaluator = new BicepEvaluator(initiativeFile);
   const entry = byName("every-vm-mg.bicep");
   // The entry calls exactly these, so evaluating them renders its deployment.
-  expect(entry.text).toContain("import { definitions, initiativeProperties, ring, ringParameters, roleIds, rollout, settingsOf } from 'policy/initiative.bicep'");
+  expect(entry.text).toContain("import { definitions, initiativeProperties, ringParameters, roleIds, rolloutSettings, settingsOf } from 'policy/initiative.bicep'");
   expect(entry.text).toContain("var settings = settingsOf(rollout, '')");
+  expect(entry.text).toContain("'${remediationIdentityId}': {}");
+  // The assignments' identity key is computed from the name the remediation module gives it.
+  expect(entry.text).toMatch(/^var remediationIdentityId = '.*\/userAssignedIdentities\/\$\{namePrefix\}-policy-remediation'$/m);
+  expect(byName("modules/vmapp-remediation.bicep").text).toContain("name: '${namePrefix}-policy-remediation'");
   expect(entry.text).toContain("parameters: ringParameters(r, rollout.rings, settings)");
   expect(entry.text).toContain("initiativeProperties([policyDefinition[0].id, policyDefinition[1].id], definitions[0].properties.parameters)");
   const definitions = evaluator.variable("definitions") as { name: string; properties: Definition }[];
