@@ -57,7 +57,10 @@ bundled_package() {
     *) die "no sef package for ${family} on $(uname -m)" ;;
   esac
   local found=()
-  while IFS= read -r -d '' file; do found+=("${file}"); done < <(find "${here}" -maxdepth 1 -name "${pattern}" -print0)
+  shopt -s nullglob
+  # shellcheck disable=SC2206 # the pattern is meant to glob
+  found=("${here}"/${pattern})
+  shopt -u nullglob
   [[ "${#found[@]}" -eq 1 ]] || die "the bundle holds ${#found[@]} packages named ${pattern} (expected one)"
   echo "${found[0]}"
 }

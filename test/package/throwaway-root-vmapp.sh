@@ -19,6 +19,7 @@ root="${scratch}/root"
 mkdir -p "${scratch}/upper" "${scratch}/work" "${root}"
 mount -t overlay overlay -o "lowerdir=/,upperdir=${scratch}/upper,workdir=${scratch}/work" "${root}"
 mount -t proc proc "${root}/proc"
+mount --bind /dev "${root}/dev" # a VM has its devices (/dev/null, /dev/fd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command_of() {
   case "$1" in
