@@ -75,7 +75,7 @@ package_version() {
 installed_version() {
   case "$1" in
     deb) dpkg-query -W -f '${Status} ${Version}\n' sef 2>/dev/null | awk '$3 == "installed" { print $4 }' || true ;;
-    rpm) rpm -q --queryformat '%{VERSION}' sef 2>/dev/null || true ;;
+    rpm) if rpm -q sef >/dev/null 2>&1; then rpm -q --queryformat '%{VERSION}' sef; fi ;; # rpm -q prints "not installed" on stdout
   esac
 }
 
