@@ -155,10 +155,11 @@ for bundle in "${bundles[@]}"; do
       --os-type "${os_type}" --location "${location}" --description "sef (Scheduled Events Forwarder) agent" --output none
   fi
   version_args=(--resource-group "${resource_group}" --gallery-name "${gallery}" --application-name "${app}" --version-name "${version}"
-    --location "${location}" --target-regions "${regions_json}" --exclude-from "${exclude_from_latest}"
+    --location "${location}" --target-regions "${regions_json}"
     --package-file-link "${package_url}" --package-file-name "$(command_of "${os}" packageFileName)"
     --install-command "$(command_of "${os}" install)" --update-command "$(command_of "${os}" update)"
     --remove-command "$(command_of "${os}" remove)")
+  if [[ "${exclude_from_latest}" == true ]]; then version_args+=(--exclude-from true); fi
   if [[ -n "${config_url}" ]]; then
     version_args+=(--default-configuration-file-link "${config_url}" --config-file-name "$(command_of "${os}" configFileName)")
   fi
