@@ -5,8 +5,8 @@
 # configuration under the names the agent gives them. The root is an overlay over this machine's Debian (as in
 # throwaway-root.sh); with FAMILY=rpm it is made an RPM system: an os-release of Azure Linux and, in the rpm database,
 # a base package providing what sef's .rpm requires. One "ok: ..." line per check; exits non-zero at the first failure.
-# The commands and file names come in the environment: SEF_VMAPP_INSTALL, SEF_VMAPP_UPDATE, SEF_VMAPP_REMOVE,
-# SEF_VMAPP_PACKAGE_FILE_NAME, SEF_VMAPP_CONFIG_FILE_NAME (infra/vmapp/commands.json's "linux" entry).
+# The commands and file names come in the environment: VMAPP_INSTALL, VMAPP_UPDATE, VMAPP_REMOVE,
+# VMAPP_PACKAGE_FILE_NAME, VMAPP_CONFIG_FILE_NAME (infra/vmapp/commands.json's "linux" entry).
 # Usage: throwaway-root-vmapp.sh SCRATCH_DIR deb|rpm OLDER_BUNDLE BUNDLE [BASE_RPM]
 set -euo pipefail
 
@@ -23,9 +23,9 @@ mount --bind /dev "${root}/dev" # a VM has its devices (/dev/null, /dev/fd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command_of() {
   case "$1" in
-    install) echo "${SEF_VMAPP_INSTALL:?}" ;;
-    update) echo "${SEF_VMAPP_UPDATE:?}" ;;
-    remove) echo "${SEF_VMAPP_REMOVE:?}" ;;
+    install) echo "${VMAPP_INSTALL:?}" ;;
+    update) echo "${VMAPP_UPDATE:?}" ;;
+    remove) echo "${VMAPP_REMOVE:?}" ;;
   esac
 }
 version_of() { chroot "${root}" /usr/bin/sef --version; }
@@ -49,17 +49,24 @@ stage_version() {
     cp "${package}" "${dir}/sef-linux"
     if [[ -n "${config}" ]]; then cp "${config}" "${dir}/sef-linux-config"; fi
   else
-    cp "${package}" "${dir}/${SEF_VMAPP_PACKAGE_FILE_NAME:?}"
-    if [[ -n "${config}" ]]; then cp "${config}" "${dir}/${SEF_VMAPP_CONFIG_FILE_NAME:?}"; fi
+    cp "${package}" "${dir}/${VMAPP_PACKAGE_FILE_NAME:?}"
+    if [[ -n "${config}" ]]; then cp "${config}" "${dir}/${VMAPP_CONFIG_FILE_NAME:?}"; fi
   fi
 }
-# Runs ACTION's command of VERSION as the agent does: /bin/bash -c, as root, from the version's directory, no network.
+# Runs ACTION's command of VERSION as the agent does: /bin/bash -c, as root, from the version's directory, a clean
+# environment, no network.
 run_action() {
   local version="$1" action="$2" log="${scratch}/$1-$2.log"
-  unshare --net -- chroot "${root}" /bin/bash -c "cd '${agent_dir}/${version}' && $(command_of "${action}")" >"${log}" 2>&1
+  unshare --net -- chroot "${root}" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+    /bin/bash -c "cd '${agent_dir}/${version}' && $(command_of "${action}")" >"${log}" 2>&1
 }
 expect_action() {
-  run_action "$1" "$2" || { cat "${scratch}/$1-$2.log" >&2; fail "$2 of $1 exited $?"; }
+  local code=0
+  run_action "$1" "$2" || code=$?
+  if [[ "${code}" -ne 0 ]]; then
+    cat "${scratch}/$1-$2.log" >&2
+    fail "$2 of $1 exited ${code}"
+  fi
 }
 
 printf '{"sinks":["jsonl:/var/lib/sef/records.jsonl"],"dataDir":"/var/lib/sef","logLevel":"warn","metrics":{"enabled":false}}\n' >"${scratch}/config-a.json"
@@ -107,7 +114,7 @@ cmp -s "${root}/etc/sef/config.json" "${scratch}/config-a.json" || fail "reinsta
 echo "ok: remove then install again keeps /var/lib/sef and the config: ${new_version}"
 
 # 5. A broken config fails the install (the agent reports the exit code) and leaves the working config.
-printf '{"sinks":' >"${root}${agent_dir}/0.1.0/${SEF_VMAPP_CONFIG_FILE_NAME}"
+printf '{"sinks":' >"${root}${agent_dir}/0.1.0/${VMAPP_CONFIG_FILE_NAME}"
 if run_action 0.1.0 install; then fail "install accepted a broken config"; fi
 cmp -s "${root}/etc/sef/config.json" "${scratch}/config-a.json" || fail "a broken config replaced the working one"
 echo "ok: a broken config fails the install: $(grep -m1 FAILED "${scratch}/0.1.0-install.log")"

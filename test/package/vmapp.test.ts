@@ -15,11 +15,11 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const commands = (JSON.parse(readFileSync(join(repoRoot, "infra/vmapp/commands.json"), "utf8")) as { linux: Record<string, string> }).linux;
 const agentEnv = {
   ...process.env,
-  SEF_VMAPP_INSTALL: commands.install!,
-  SEF_VMAPP_UPDATE: commands.update!,
-  SEF_VMAPP_REMOVE: commands.remove!,
-  SEF_VMAPP_PACKAGE_FILE_NAME: commands.packageFileName!,
-  SEF_VMAPP_CONFIG_FILE_NAME: commands.configFileName!,
+  VMAPP_INSTALL: commands.install!,
+  VMAPP_UPDATE: commands.update!,
+  VMAPP_REMOVE: commands.remove!,
+  VMAPP_PACKAGE_FILE_NAME: commands.packageFileName!,
+  VMAPP_CONFIG_FILE_NAME: commands.configFileName!,
 };
 
 /** bundle.sh's Linux bundle of `version` from the given packages. */
@@ -72,7 +72,7 @@ describe("the Linux VM Application, run as the VM Application agent runs it", ()
   for (const family of ["deb", "rpm"] as const) {
     it(`on a ${family === "deb" ? "Debian" : "RPM-based"} root: install, update, rollback, remove and reinstall keep /var/lib/sef and the config; a broken config fails`, async () => {
       const args = [join(repoRoot, "test/package/throwaway-root-vmapp.sh"), join(scratch, family), family, bundles.older, bundles.current, ...(family === "rpm" ? [baseSystemRpm()] : [])];
-      const result = await runProcess("unshare", ["--mount", "--propagation", "private", ...args], 240_000, { env: agentEnv });
+      const result = await runProcess("unshare", ["--mount", "--propagation", "private", ...args], 600_000, { env: agentEnv });
       const log = `${result.stdout}\n${result.stderr}`;
       expect(result.code, log).toBe(0);
       expect(result.stdout).toContain(`ok: install of ${olderPackageVersion} (${family}, package and config under the application's name) with its config, 0640 root:sef`);
@@ -82,6 +82,6 @@ describe("the Linux VM Application, run as the VM Application agent runs it", ()
       expect(result.stdout).toContain(`ok: remove then install again keeps /var/lib/sef and the config: ${packageVersion}`);
       expect(result.stdout).toMatch(/^ok: a broken config fails the install: .*FAILED: /m);
       expect(result.stdout).toMatch(/^ok: remove twice: sef vmapp: sef is not installed \((deb|rpm)\): nothing to remove$/m);
-    }, 300_000);
+    }, 660_000);
   }
 });
