@@ -72,7 +72,7 @@ expect_action() {
 printf '{"sinks":["jsonl:/var/lib/sef/records.jsonl"],"dataDir":"/var/lib/sef","logLevel":"warn","metrics":{"enabled":false}}\n' >"${scratch}/config-a.json"
 stage_version 0.0.1 "${older_bundle}" default "${scratch}/config-a.json"
 stage_version 0.1.0 "${bundle}" settings
-tar -tf "${older_bundle}" | grep -q "\.${family}$" || fail "the older bundle has no .${family}"
+grep -q "\.${family}$" <<<"$(tar -tf "${older_bundle}")" || fail "the older bundle has no .${family}"
 
 # 1. Install the older version: the package manager chosen is this root's, the config is the VM Application's.
 expect_action 0.0.1 install

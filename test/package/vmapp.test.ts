@@ -70,7 +70,7 @@ beforeAll(async () => {
 
 describe("the Linux VM Application, run as the VM Application agent runs it", () => {
   for (const family of ["deb", "rpm"] as const) {
-    it(`on a ${family === "deb" ? "Debian" : "RPM-based"} root: install, update, rollback, remove and reinstall keep /var/lib/sef and the config; a broken config fails`, async () => {
+    it(`on ${family === "deb" ? "a Debian" : "an RPM-based"} root: install, update, rollback, remove and reinstall keep /var/lib/sef and the config; a broken config fails`, async () => {
       const args = [join(repoRoot, "test/package/throwaway-root-vmapp.sh"), join(scratch, family), family, bundles.older, bundles.current, ...(family === "rpm" ? [baseSystemRpm()] : [])];
       const result = await runProcess("unshare", ["--mount", "--propagation", "private", ...args], 600_000, { env: agentEnv });
       const log = `${result.stdout}\n${result.stderr}`;
