@@ -138,9 +138,9 @@ func ringParameters(ring object, rings array, settings object) object => {
 @export()
 @description('A rollout ring: the VMs tagged with one of tagValues (or, with none, every VM no other ring has) run version.')
 type rolloutRing = {
-  @description('Name of the ring (the assignment is named <namePrefix>-<name>).')
+  @description('Name of the ring (the assignment is named <namePrefix>-<name>: at most 24 characters at a management group).')
   @minLength(1)
-  @maxLength(12)
+  @maxLength(11)
   name: string
 
   @description('sef version (the gallery applications\' version) the ring runs; pin the previous one to roll back.')
