@@ -1,6 +1,6 @@
 // The kubernetes action of the built agent: seconds from a Scheduled Reboot to its approval on a node of 100 pods
-// (the local Kubernetes API peer, no PodDisruptionBudget holding), and the idle RSS of an agent with the action
-// configured beside one without it (same simulator, same sinks, nothing scheduled).
+// (the local Kubernetes API peer, no PodDisruptionBudget holding) and the agent's peak RSS through it, and the idle
+// RSS of an agent with the action configured beside one without it (same simulator, same sinks, nothing scheduled).
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,8 @@ export interface KubernetesDrainResult {
   evicted: number;
   scheduledToApprovalSeconds: number;
   drainSeconds: number;
+  /** The agent's peak RSS (VmHWM) from its start through the drain and the approval: what the chart's limit must hold. */
+  peakRssMb: number;
 }
 
 export interface KubernetesIdleResult {
@@ -59,6 +61,7 @@ export async function benchKubernetesDrain(podCount = 100): Promise<KubernetesDr
       evicted: peer.state.evictions().filter((e) => e.outcome === "evicted").length,
       scheduledToApprovalSeconds: Math.round((approvedAtMs - changedAtMs) / 100) / 10,
       drainSeconds: Math.round((drained?.ElapsedMs ?? NaN) / 100) / 10,
+      peakRssMb: Math.round(rssKb(agent.child.pid!, "VmHWM") / 102.4) / 10,
     };
   } finally {
     await agent.stop("SIGTERM");

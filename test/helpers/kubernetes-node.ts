@@ -1,6 +1,7 @@
 // A Kubernetes node for the built-agent tests of the kubernetes action: the local Kubernetes API peer seeded with this
 // simulator VM's node (providerID = the VM's resource id) and its pods, and the agent's config pointing at both.
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeFor } from "../../src/testbed/simulator/compute.js";
@@ -142,3 +143,28 @@ export function sefMarkOf(node: KubeObject | undefined, eventId: string): Record
   return text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
 }
 export const eventReasons = (peer: KubernetesPeer): string[] => peer.state.events().map((e) => String((e as unknown as { reason?: string }).reason));
+
+/**
+ * The peer's HTTP control API under /__peer/ (bearer token, like the API): POST `seed` adds objects and rules to the
+ * running peer (pods with tolerations or already terminating, fault rules, returning-pod rules), GET `evictions`,
+ * `returned-pods`, `faults` read its logs. Rejects on any answer other than 2xx, naming it.
+ */
+export function peerControl(peer: KubernetesPeer, method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<unknown> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const headers = { authorization: `Bearer ${peer.token}`, ...(payload !== undefined ? { "content-type": "application/json" } : {}) };
+  return new Promise((resolve, reject) => {
+    const req = request(`${peer.url}/__peer/${path}`, { method, ca: peer.caPem, timeout: 10_000, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        const code = res.statusCode ?? 0;
+        if (code >= 200 && code < 300) resolve(text === "" ? undefined : JSON.parse(text));
+        else reject(new Error(`${method} /__peer/${path}: HTTP ${code}: ${text.slice(0, 300)}`));
+      });
+    });
+    req.on("timeout", () => req.destroy(new Error(`${method} /__peer/${path}: no answer within 10 s`)));
+    req.on("error", reject);
+    req.end(payload);
+  });
+}

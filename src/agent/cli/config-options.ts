@@ -20,7 +20,8 @@ export function addConfigOptions(command: Command): Command {
     .addOption(new Option("--log-level <level>", "log level: fatal, error, warn, info, debug, trace, silent (default info)"))
     .option("--heartbeat-interval-ms <n>", "heartbeat record period in ms, 0 = off (default 900000)")
     .option("--shutdown-flush-ms <n>", "how long SIGTERM may spend flushing sinks (default 5000)")
-    .option("--metrics-port <n>", "port of the /metrics, /healthz, /readyz server on 127.0.0.1 (default 9464, 0 = any)")
+    .option("--metrics-port <n>", "port of the /metrics, /healthz, /readyz server (default 9464, 0 = any)")
+    .option("--metrics-host <address>", "listen address of the /metrics, /healthz, /readyz server (default 127.0.0.1)")
     .addHelpText(
       "after",
       `\nEnvironment variables:\n${Object.entries(environmentVariables)
@@ -45,6 +46,7 @@ export function loadFromOptions(opts: Record<string, unknown>, env: NodeJS.Proce
       heartbeatIntervalMs: text("heartbeatIntervalMs"),
       shutdownFlushMs: text("shutdownFlushMs"),
       metricsPort: text("metricsPort"),
+      metricsHost: text("metricsHost"),
     },
   });
 }

@@ -29,6 +29,7 @@ export const environmentVariables: Record<string, { field: string; kind: "string
   SEF_HEARTBEAT_INTERVAL_MS: { field: "heartbeatIntervalMs", kind: "integer" },
   SEF_SHUTDOWN_FLUSH_MS: { field: "shutdownFlushMs", kind: "integer" },
   SEF_METRICS_PORT: { field: "metricsPort", kind: "integer" },
+  SEF_METRICS_HOST: { field: "metricsHost", kind: "string" },
 };
 
 /** Command-line flags of `sef run` / `sef check-config` that set a config field. */
@@ -42,6 +43,7 @@ export const configFlags: Record<string, { flag: string; kind: "string" | "integ
   heartbeatIntervalMs: { flag: "--heartbeat-interval-ms", kind: "integer" },
   shutdownFlushMs: { flag: "--shutdown-flush-ms", kind: "integer" },
   metricsPort: { flag: "--metrics-port", kind: "integer" },
+  metricsHost: { flag: "--metrics-host", kind: "string" },
 };
 
 /**

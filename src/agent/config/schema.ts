@@ -88,6 +88,10 @@ const coreShape = {
     description: "Overrides `metrics.port`; 0 picks a free port.",
     defaultText: "(unset)",
   }),
+  metricsHost: documented(z.optional(z.string().check(z.minLength(1))), {
+    description: "Overrides `metrics.host` (the Helm chart sets `SEF_METRICS_HOST` to the node's IP from the downward API, `status.hostIP`).",
+    defaultText: "(unset)",
+  }),
   imdsExtraHeaders: documented(z._default(z.record(z.string(), z.string()), {}), {
     description: "Test-only: extra headers for IMDS requests (the simulator picks a VM by `X-Sef-Sim-Vm`).",
   }),

@@ -1,10 +1,20 @@
 // The Kubernetes API as the kubernetes action uses it (I/O): the official @kubernetes/client-node, imported only when
 // the `kubernetes` section is configured. Node read, list and JSON merge patch, pods of a node, policy/v1 evictions, Events.
 // Answers become values (Node/Pod views, eviction outcomes); every request has a deadline.
-import type { NodePatch, NodeView, PodView } from "./plan.js";
+import type { NodePatch, NodeView } from "./plan.js";
+import { podViewOf, type PodView } from "./pods.js";
 
-/** What became of one eviction request: accepted, refused by a PodDisruptionBudget (429), pod already gone (404), or another error. */
-export type EvictionOutcome = { kind: "evicted" } | { kind: "pdb"; message: string } | { kind: "gone" } | { kind: "error"; status: number; message: string };
+/**
+ * What became of one eviction request: accepted, refused by a PodDisruptionBudget (429 whose Status names one),
+ * throttled (429 without a budget, e.g. API Priority and Fairness, with its Retry-After), pod already gone (404), or
+ * another error (403, 500, ...).
+ */
+export type EvictionOutcome =
+  | { kind: "evicted" }
+  | { kind: "pdb"; message: string }
+  | { kind: "throttled"; retryAfterMs: number; message: string }
+  | { kind: "gone" }
+  | { kind: "error"; status: number; message: string };
 
 export type NodeEventType = "Normal" | "Warning";
 
@@ -122,18 +132,9 @@ function nodeView(name: string, node: ClientNode): Awaited<ReturnType<KubeApi["r
   };
 }
 
-/** A pod as the drain reads it. */
+/** A pod as the drain reads it (pods.ts owns the mapping). */
 function podView(pod: ClientPod): Awaited<ReturnType<KubeApi["listPods"]>>[number] {
-  return {
-    namespace: pod.metadata?.namespace ?? "default",
-    name: pod.metadata?.name ?? "",
-    controllerKinds: (pod.metadata?.ownerReferences ?? []).filter((o) => o.controller === true).map((o) => o.kind),
-    annotations: { ...(pod.metadata?.annotations ?? {}) },
-    phase: pod.status?.phase ?? "",
-    terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
-    hasEmptyDir: (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined),
-    terminating: pod.metadata?.deletionTimestamp !== undefined,
-  };
+  return podViewOf(pod);
 }
 
 /** A core/v1 Event on the Node, reported by sef. */

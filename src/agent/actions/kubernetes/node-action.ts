@@ -17,7 +17,7 @@ import { drainedPatch, isMarkOf, markOf, markPatch } from "./marks.js";
 import { NodeIo, type KubeNode } from "./node-io.js";
 import { drainDeadlineMs, drainStartMs, nodeIsThisVm, taintKeyFor, taintValueFor } from "./plan.js";
 import { NodeReconciler } from "./reconcile.js";
-import type { KubernetesStepDetail } from "./records.js";
+import { drainDetail, type KubernetesStepDetail } from "./records.js";
 import { policyFor, policyIncludes, type KubernetesSettings, type NodePolicy } from "./settings.js";
 
 const idleWaitMs = 60_000;
@@ -279,6 +279,8 @@ export class NodeActions implements Action {
       nodeName,
       self: this.options.self,
       evictEmptyDir: settings.evictEmptyDir,
+      force: settings.force,
+      taint: { key: taintKeyFor(record.EventType), value: taintValueFor(record.EventId), effect: "NoSchedule" },
       deadlineMs,
       pdbRetryInitialMs: settings.pdbRetryInitialMs,
       pdbRetryMaxMs: settings.pdbRetryMaxMs,
@@ -297,13 +299,7 @@ export class NodeActions implements Action {
     }
     const elapsedMs = Math.max(0, clock.now() - startedAtMs);
     metrics.drainDuration.observe({ outcome: result.outcome === "drained" ? "drained" : "incomplete" }, elapsedMs / 1000);
-    const detail: Omit<KubernetesStepDetail, "node"> = {
-      policy,
-      podsEvicted: result.evicted.length,
-      podsBlockedByPdb: result.pdbBlocked,
-      pdbHeldSeconds: Math.round(result.pdbHeldMs / 100) / 10,
-      ...(result.outcome === "incomplete" ? { podsLeft: result.podsLeft, deadline: new Date(deadlineMs).toISOString() } : {}),
-    };
+    const detail: Omit<KubernetesStepDetail, "node"> = { policy, ...drainDetail(result, new Date(deadlineMs).toISOString()) };
     const node = await api.readNode(nodeName);
     const seconds = Math.round(elapsedMs / 1000);
     if (result.outcome === "drained") {
@@ -311,8 +307,8 @@ export class NodeActions implements Action {
       await this.io.patch(drainedPatch(node, record, policy, settings.noExecuteTaintAfterDrain, new Date(clock.now()).toISOString()), node.resourceVersion);
       await this.io.nodeEvent(node, "ScheduledEventDrained", `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`, "Normal");
     } else {
-      await this.io.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete at its deadline: ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`, "Warning");
-      logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft }, "drain incomplete at its deadline");
+      await this.io.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`, "Warning");
+      logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft, why: result.reason }, "drain incomplete");
     }
     const phase = result.outcome === "drained" ? "drained" : "incomplete";
     const next: NodeActionState = { ...state, phase, drain: result, podsLeft: result.outcome === "incomplete" ? result.podsLeft : [], failures: 0 };

@@ -1,6 +1,6 @@
 // Pure decisions of the kubernetes action: the taint of an event (sef's marks as a whole: marks.ts), when a drain
-// starts and ends, the grace period each pod gets, which pods are evicted, and the PDB retry backoff. Plain values
-// in and out (the few Node and Pod fields used); the I/O lives in client.ts and node-action.ts.
+// starts and ends, the grace period each pod gets, and the waits after a refused eviction (which pods a drain evicts:
+// pods.ts). Plain values in and out (the few Node fields used); the I/O is in client.ts and node-action.ts.
 
 /** The taint key prefix: one key per EventType, the value is the EventId (see README: telling a planned disruption from a failure). */
 export const taintKeyPrefix = "sef.azure.com/scheduled-event-";
@@ -19,21 +19,6 @@ export interface NodeView {
   unschedulable: boolean;
   taints: Taint[];
   annotations: Record<string, string>;
-}
-
-/** The Pod fields the action reads. */
-export interface PodView {
-  namespace: string;
-  name: string;
-  /** Kinds of the owner references marked as controller (e.g. ["DaemonSet"]). */
-  controllerKinds: string[];
-  annotations: Record<string, string>;
-  phase: string;
-  /** The pod's own terminationGracePeriodSeconds (Kubernetes defaults it to 30). */
-  terminationGracePeriodSeconds: number | undefined;
-  hasEmptyDir: boolean;
-  /** Already being deleted (deletionTimestamp set). */
-  terminating: boolean;
 }
 
 export interface EventOnNode {
@@ -87,46 +72,21 @@ export function gracePeriodSeconds(podGraceSeconds: number | undefined, timeLeft
   return Math.max(1, Math.min(own, Math.floor(timeLeftMs / 1000)));
 }
 
-export type SkipReason = "daemonset" | "mirror" | "self" | "finished" | "emptydir";
-
-export interface EvictionSelection {
-  /** Pods to evict (not yet terminating). */
-  evict: PodView[];
-  /** Pods already terminating: waited for, not evicted again. */
-  terminating: PodView[];
-  /** Pods left on the node on purpose, with the reason. */
-  skipped: Array<{ pod: PodView; reason: SkipReason }>;
-}
-
-export const podRef = (pod: Pick<PodView, "namespace" | "name">): string => `${pod.namespace}/${pod.name}`;
-
-/**
- * Which pods of the node a drain evicts: all but DaemonSet pods (their controller would put them back), mirror
- * (static) pods (the kubelet owns them), sef's own pod, pods that have finished, and emptyDir pods when not allowed.
- */
-export function selectEvictions(pods: readonly PodView[], self: { namespace: string; name: string } | undefined, evictEmptyDir: boolean): EvictionSelection {
-  const selection: EvictionSelection = { evict: [], terminating: [], skipped: [] };
-  for (const pod of pods) {
-    const reason = skipReason(pod, self, evictEmptyDir);
-    if (reason !== undefined) selection.skipped.push({ pod, reason });
-    else if (pod.terminating) selection.terminating.push(pod);
-    else selection.evict.push(pod);
-  }
-  return selection;
-}
-
-function skipReason(pod: PodView, self: { namespace: string; name: string } | undefined, evictEmptyDir: boolean): SkipReason | undefined {
-  if (pod.controllerKinds.includes("DaemonSet")) return "daemonset";
-  if ("kubernetes.io/config.mirror" in pod.annotations) return "mirror";
-  if (self !== undefined && pod.namespace === self.namespace && pod.name === self.name) return "self";
-  if (pod.phase === "Succeeded" || pod.phase === "Failed") return "finished";
-  if (pod.hasEmptyDir && !evictEmptyDir) return "emptydir";
-  return undefined;
-}
-
 /** Wait before retry number `retry` (1-based) of a refused eviction: initial × 2^(retry-1), at most `maxMs`. */
 export function pdbRetryDelayMs(retry: number, initialMs: number, maxMs: number): number {
   return Math.min(maxMs, initialMs * 2 ** Math.max(0, Math.min(30, retry - 1)));
+}
+
+/** The shortest wait after an eviction throttled by API Priority and Fairness (429 without a disruption budget). */
+export const throttleFloorMs = 1_000;
+
+/**
+ * How long the drain pauses every eviction after a throttled one: the server's Retry-After, at least
+ * `throttleFloorMs`, at most `capMs` (the drain's `pdbRetryMaxMs`; a server hint is bounded, never trusted as is).
+ */
+export function throttleWaitMs(retryAfterMs: number, capMs: number): number {
+  const hintMs = Number.isFinite(retryAfterMs) ? retryAfterMs : 0;
+  return Math.min(capMs, Math.max(throttleFloorMs, hintMs));
 }
 
 /**

@@ -11,7 +11,7 @@ import { systemClock } from "../../util/clock.js";
 import { agentVersion } from "../../agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import type { ReplayFrom } from "../../delivery/outbox.js";
-import { startAgentServices } from "../../pipeline/services.js";
+import { metricsAddress, startAgentServices } from "../../pipeline/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 import { routeDebugOutput } from "../../observability/debug-output.js";
 import { secretFileWarning } from "../../config/secret-file.js";
@@ -159,10 +159,13 @@ export function parseReplayFrom(text: string): ReplayFrom | undefined {
 function metricsBindProblem(err: unknown, config: AgentConfig): string | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code !== "EADDRINUSE" && code !== "EACCES" && code !== "EADDRNOTAVAIL") return undefined;
-  const port = config.metricsPort ?? config.metrics.port;
-  const why = code === "EADDRINUSE" ? "is already in use" : code === "EACCES" ? "may not be bound by this user" : "is not an address of this machine";
+  const { host, port } = metricsAddress(config);
+  if (code === "EADDRNOTAVAIL") {
+    return `metrics.host: ${host}:${port} is not an address of this machine (${code}); set metrics.host, --metrics-host or SEF_METRICS_HOST to one, or metrics.enabled to false`;
+  }
+  const why = code === "EADDRINUSE" ? "is already in use" : "may not be bound by this user";
   return (
-    `metrics.port: ${config.metrics.host}:${port} ${why} (${code}); ` +
+    `metrics.port: ${host}:${port} ${why} (${code}); ` +
     `set metrics.port, --metrics-port or SEF_METRICS_PORT to a free port, or metrics.enabled to false`
   );
 }
