@@ -82,6 +82,8 @@ export async function startNodePeer(
 }
 
 export interface KubeAgent {
+  /** The agent's data directory (removing it is what a reimage does). */
+  readonly dataDir: string;
   start(): RunningProcess;
   records(): SefRecord[];
   kubernetesRecords(): KubernetesRecord[];
@@ -98,12 +100,13 @@ export function kubeAgent(
   const dir = mkdtempSync(join(tmpdir(), "sef-k8s-"));
   const out = join(dir, "records.jsonl");
   const configPath = join(dir, "config.json");
+  const dataDir = join(dir, "data");
   writeFileSync(
     configPath,
     JSON.stringify({
       imdsUrl: sim.url,
       pollIntervalMs: 200,
-      dataDir: join(dir, "data"),
+      dataDir,
       sinks: [`jsonl:${out}`],
       heartbeatIntervalMs: 0,
       metricsPort: 0,
@@ -113,6 +116,7 @@ export function kubeAgent(
   );
   const records = (): SefRecord[] => readJsonl<SefRecord>(out);
   return {
+    dataDir,
     start: () => runCli(["run", "--config", configPath], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "", ...env } }),
     records,
     kubernetesRecords: () => records().filter((r): r is KubernetesRecord => r.RecordType === "Kubernetes"),
