@@ -123,6 +123,13 @@ export function kubeAgent(
   };
 }
 
+/** The end of a test: every agent killed (if still running), then the peer and the simulator closed. */
+export async function tearDown(agents: ReadonlyArray<RunningProcess | undefined>, peer: KubernetesPeer, sim: Simulator): Promise<void> {
+  for (const agent of agents) await agent?.stop("SIGKILL");
+  await peer.close();
+  await sim.close();
+}
+
 /** Waits until the agent polls and its kubernetes action has loaded the client (seconds on a loaded machine). */
 export async function waitForKubernetesReady(agent: RunningProcess, timeoutMs = 90_000): Promise<void> {
   await waitUntil(() => agent.stderr().includes("the kubernetes action is ready"), timeoutMs, "the kubernetes action to load its client").catch((err: unknown) => {

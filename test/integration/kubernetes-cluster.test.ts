@@ -8,7 +8,7 @@ import { startKubernetesPeer, type KubernetesPeer } from "../../src/testbed/peer
 import { waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import { actionsSettled } from "../helpers/ledger-probe.js";
 import { nodeAgent, podsOn, scaleSetNodes, startScaleSetSimulator, vmNames } from "../helpers/kubernetes-cluster.js";
-import { eventReasons, sefMarksOn, waitForKubernetesReady, type KubeAgent } from "../helpers/kubernetes-node.js";
+import { eventReasons, sefMarksOn, tearDown, waitForKubernetesReady, type KubeAgent } from "../helpers/kubernetes-node.js";
 
 const reboot = (id: string, resources: string[]) => ({
   EventId: id,
@@ -63,9 +63,7 @@ describe("kubernetes action: events naming several nodes", () => {
       await waitUntil(() => sim.status().approvals.length > 0, 120_000, "the approval");
       await endAndSettle(sim, setups, agents, peer, nodes);
     } finally {
-      for (const agent of agents) await agent.stop("SIGKILL");
-      await peer.close();
-      await sim.close();
+      await tearDown(agents, peer, sim);
     }
     expect(sim.status().approvals.map((a) => [a.EventId, a.count])).toEqual([[id, 1]]);
     const approvedAtMs = sim.status().approvals[0]!.atMs;
@@ -104,9 +102,7 @@ describe("kubernetes action: events naming several nodes", () => {
       await waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval");
       await endAndSettle(sim, [setup], [agent], peer, [node]);
     } finally {
-      await agent.stop("SIGKILL");
-      await peer.close();
-      await sim.close();
+      await tearDown([agent], peer, sim);
     }
     expect(sim.status().approvals.map((a) => [a.EventId, a.count])).toEqual([[id, 1]]);
     expect(drainedWriteMs(peer, node, id)).toBeLessThan(sim.status().approvals[0]!.atMs);

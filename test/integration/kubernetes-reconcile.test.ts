@@ -11,7 +11,7 @@ import type { KubernetesRecord } from "../../src/contract/record.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { logLines, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import { actionsSettled } from "../helpers/ledger-probe.js";
-import { eventReasons, kubeAgent, nodeName, nodePods, nodeSpec, sefMarkOf, sefMarksOn, startNodePeer, waitForKubernetesReady } from "../helpers/kubernetes-node.js";
+import { eventReasons, kubeAgent, nodeName, nodePods, nodeSpec, sefMarkOf, sefMarksOn, startNodePeer, tearDown, waitForKubernetesReady } from "../helpers/kubernetes-node.js";
 
 const event = (id: string, over: Record<string, unknown> = {}) => ({
   EventId: id,
@@ -62,10 +62,7 @@ describe("kubernetes action: the Node holds sef's marks", () => {
       await waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === "Uncordoned"), 30_000, "the reconciled undo");
       expect(await second.stop("SIGTERM")).toBe(0);
     } finally {
-      await first.stop("SIGKILL");
-      await second?.stop("SIGKILL");
-      await peer.close();
-      await sim.close();
+      await tearDown([first, second], peer, sim);
     }
     expect(sefMarksOn(peer.state.node(nodeName))).toEqual(clean);
     // Within a poll or two of the restarted agent's client being ready (the document was read before it).
@@ -109,10 +106,7 @@ describe("kubernetes action: the Node holds sef's marks", () => {
       await waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === "Uncordoned"), 30_000, "the undo");
       expect(await second.stop("SIGTERM")).toBe(0);
     } finally {
-      await first.stop("SIGKILL");
-      await second?.stop("SIGKILL");
-      await peer.close();
-      await sim.close();
+      await tearDown([first, second], peer, sim);
     }
     const writes = peer.state.nodeWrites();
     // One patch: the taint, the cordon and the mark saying sef cordoned; the resumed step claims the cordon again
@@ -140,9 +134,7 @@ describe("kubernetes action: the Node holds sef's marks", () => {
       await waitUntil(() => actionsSettled(setup.dataDir), 30_000, "the ledger to settle");
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
-      await agent.stop("SIGKILL");
-      await peer.close();
-      await sim.close();
+      await tearDown([agent], peer, sim);
     }
     expect(sefMarksOn(peer.state.node(nodeName))).toEqual({ cordoned: false, taints: [operatorTaint], sefAnnotations: [] });
     expect(steps(setup.kubernetesRecords())).toEqual(["Terminate:Completed:Uncordoned"]);

@@ -2,21 +2,10 @@
 // committed and announced first), the EventIds the document lists go to the stages that follow it (the act stage, for
 // actions that compare what they left in the world with what IMDS still lists). A failed poll announces nothing.
 import type { ScheduledEventsDocument } from "../imds/document.js";
+import { Signal } from "../util/signal.js";
 
-export type DocumentFollower = (eventIds: readonly string[]) => void;
-
-export class DocumentsRead {
-  private readonly followers: DocumentFollower[] = [];
-
-  /** `follower` hears of every later document read, in the order the followers subscribed. */
-  follow(follower: DocumentFollower): void {
-    this.followers.push(follower);
-  }
-
-  announce(eventIds: readonly string[]): void {
-    for (const follower of this.followers) follower(eventIds);
-  }
-}
+/** The EventIds of each document read, to the followers in the order they subscribed. */
+export class DocumentsRead extends Signal<readonly string[]> {}
 
 /**
  * Every EventId the document lists (readable events and unreadable ones that still carry an id), or undefined when

@@ -31,23 +31,18 @@ export interface MarkValue {
   policy: string;
   /** sef cordoned the node for this event (it was schedulable, or sef's own cordon was on it), in the same patch. */
   cordoned: boolean;
+  /** When sef first marked the node for the event. */
   markedAt: string;
   /** When this node finished draining for the event (a complete drain), else absent. */
   drainedAt?: string;
 }
 
-/** Everything sef left on the node for one event, as read back from the node. */
-export interface SefMark {
-  /** The EventId (the annotation's; the taint value when only a taint is left; "" for a lone legacy cordon flag). */
-  eventId: string;
-  /** "" when neither an annotation nor a taint key says it. */
-  eventType: string;
-  notBefore: string | null;
-  /** "" when the mark does not say it (a taint alone, the previous release's annotations). */
-  policy: string;
-  cordoned: boolean;
-  /** When sef first marked the node for it ("" when unknown). */
-  markedAt: string;
+/**
+ * Everything sef left on the node for one event, as read back from the node: the mark's fields ("" or null where the
+ * node does not say them: a taint alone, the previous release's annotations; eventId "" for a lone legacy cordon flag,
+ * the taint value when only a taint is left), the annotation keys that carry it and sef's taints for it.
+ */
+export interface SefMark extends Omit<MarkValue, "drainedAt"> {
   drainedAt: string | null;
   /** The annotation keys that carry it (removed with it). */
   annotationKeys: string[];
