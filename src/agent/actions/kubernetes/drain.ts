@@ -102,6 +102,10 @@ async function evictOne(
       retries.delete(ref);
       options.onEviction("gone");
       return;
+    case "throttled": // API Priority and Fairness: waited out, not a PodDisruptionBudget refusal
+      retries.set(ref, { retries: retry?.retries ?? 0, nextAtMs: clock.monotonicMs() + result.retryAfterMs, firstRefusedAtMs: retry?.firstRefusedAtMs ?? clock.now() });
+      options.onEviction("throttled");
+      return;
     case "pdb":
     case "error": {
       const count = (retry?.retries ?? 0) + 1;
