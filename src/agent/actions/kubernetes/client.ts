@@ -71,6 +71,9 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
     ...(options.env ? { env: options.env } : {}),
   });
   const api = new ApiTransport(endpoint, options.requestTimeoutMs, options.userAgent ?? "sef");
+  // Before the first notice: one request opens the kept-alive TLS connection, runs an exec plugin and reads a token
+  // file, and runs this path once (the first notice's taint then waits for none of it). Its failure is the steps' to see.
+  void api.send({ method: "GET", path: "/version" }).catch(() => undefined);
   const leasePath = (namespace: string, name?: string): string => `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases${name === undefined ? "" : `/${enc(name)}`}`;
   return {
     async readNode(name) {

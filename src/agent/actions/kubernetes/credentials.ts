@@ -127,22 +127,25 @@ function authenticatedEndpoint(cluster: Cluster, user: User, tls: Https.AgentOpt
   let agent = newAgent();
   let agentCert: string | Buffer | undefined;
   let authenticator: Promise<Authenticator | undefined> | undefined;
+  let inFlight: Promise<PreparedRequest> | undefined;
+  const prepareOnce = async (): Promise<PreparedRequest> => {
+    const opts: Https.RequestOptions = { headers: {} };
+    const auth = await (authenticator ??= factory());
+    if (auth?.isAuthProvider(user)) await auth.applyAuthentication(user, opts);
+    if (user.token) (opts.headers as Record<string, string>).Authorization = `Bearer ${user.token}`;
+    const cert = opts.cert as string | Buffer | undefined;
+    if (cert !== undefined && cert !== agentCert) {
+      agent.destroy();
+      agent = newAgent({ cert: opts.cert, key: opts.key });
+      agentCert = cert;
+    }
+    return { agent, headers: opts.headers as Record<string, string> };
+  };
   return {
     server: cluster.server.replace(/\/$/, ""),
     source,
-    async prepare() {
-      const opts: Https.RequestOptions = { headers: {} };
-      const auth = await (authenticator ??= factory());
-      if (auth?.isAuthProvider(user)) await auth.applyAuthentication(user, opts);
-      if (user.token) (opts.headers as Record<string, string>).Authorization = `Bearer ${user.token}`;
-      const cert = opts.cert as string | Buffer | undefined;
-      if (cert !== undefined && cert !== agentCert) {
-        agent.destroy();
-        agent = newAgent({ cert: opts.cert, key: opts.key });
-        agentCert = cert;
-      }
-      return { agent, headers: opts.headers as Record<string, string> };
-    },
+    // Requests at the same moment share one look-up: one exec plugin run, not one per request.
+    prepare: () => (inFlight ??= prepareOnce().finally(() => (inFlight = undefined))),
     forget() {
       authenticator = undefined;
     },
