@@ -45,9 +45,11 @@ export interface CordonLatencyResult {
   breakdownP50Ms: { poll: number; commit: number; read: number; patch: number };
 }
 
-/** The agent bundled as the packages ship it (sef.mjs and its chunks), in a temp dir; `remove` deletes it. */
-export async function bundledAgent(): Promise<{ cli: string; remove: () => void }> {
-  const repoRoot = resolve(import.meta.dirname, "../..");
+/**
+ * The agent bundled as the packages ship it (sef.mjs and its chunks), in a temp dir; `remove` deletes it. `repoRoot`:
+ * another tree's sources (an A/B against an older commit: `git archive <commit> src | tar -x -C <dir>`, node_modules linked).
+ */
+export async function bundledAgent(repoRoot = resolve(import.meta.dirname, "../..")): Promise<{ cli: string; remove: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-k8s-bundle-"));
   await bundleAgent(repoRoot, dir, "0.0.0-bench");
   return { cli: join(dir, "sef.mjs"), remove: () => rmSync(dir, { recursive: true, force: true }) };
@@ -103,8 +105,8 @@ function rssKb(pid: number, field: "VmRSS" | "VmHWM"): number {
 }
 
 /** Both bundled agents idle side by side for `seconds` after start-up (the action's client loaded); RSS read at the end. */
-export async function benchKubernetesIdleRss(seconds = 30): Promise<KubernetesIdleResult> {
-  const bundle = await bundledAgent();
+export async function benchKubernetesIdleRss(seconds = 30, repoRoot?: string): Promise<KubernetesIdleResult> {
+  const bundle = await bundledAgent(repoRoot);
   const sim = await startSimulator({ scenario: "idle" });
   const peer = await startNodePeer(sim, nodePods(20));
   const without = startAgent(sim, undefined, bundle.cli);
@@ -142,8 +144,8 @@ interface CordonSample {
  * `samples` Scheduled Reboots one after another (each taken back before the next), published anywhere in the poll
  * cycle: the time from the simulator's publishing to the peer applying the taint+cordon PATCH, and where it went.
  */
-export async function benchKubernetesCordonLatency(samples = 20, pollIntervalMs = 200): Promise<CordonLatencyResult> {
-  const bundle = await bundledAgent();
+export async function benchKubernetesCordonLatency(samples = 20, pollIntervalMs = 200, repoRoot?: string): Promise<CordonLatencyResult> {
+  const bundle = await bundledAgent(repoRoot);
   const sim = await startSimulator({ scenario: "idle" });
   const peer = await startNodePeer(sim, nodePods(20));
   const { agent } = startAgent(sim, peer, bundle.cli, pollIntervalMs);

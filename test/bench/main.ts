@@ -14,6 +14,7 @@ import { benchStoreLookups } from "./store-lookups.js";
 import { benchArtifact } from "./artifact.js";
 import { benchIdleVsPython, idleOptionsFromEnv } from "./idle-vs-python.js";
 import { benchChurnSoak, benchCommitTime } from "./churn-soak.js";
+import { benchKubernetesClientOptions } from "./kubernetes-client-options.js";
 import { benchKubernetesCordonLatency, benchKubernetesDrain, benchKubernetesIdleRss } from "./kubernetes-drain.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
@@ -40,6 +41,8 @@ async function benchKubernetes(): Promise<void> {
   report("kubernetesIdleRss", idleRss, idleRss.ratio <= 1.2);
   const cordon = await benchKubernetesCordonLatency(Number(process.env.SEF_BENCH_K8S_CORDON_SAMPLES ?? 20));
   report("kubernetesNoticeToCordon200ms", cordon, cordon.p99Ms <= cordon.targetMs);
+  // What each way of reaching the API costs (bundled, launcher's flags, alone against the peer): the option table.
+  report("kubernetesClientOptions", await benchKubernetesClientOptions(Number(process.env.SEF_BENCH_K8S_OPTION_ROUNDS ?? 3)));
 }
 if (process.env.SEF_BENCH_ONLY === "kubernetes") {
   await benchKubernetes();
