@@ -39,6 +39,8 @@ export interface CordonLatencyResult {
   maxMs: number;
   /** The first notice after the agent started (also among the samples). */
   firstMs: number;
+  /** The last notice, sent after the idle kept-alive connection was closed (a new TLS connection; among the samples). */
+  afterIdleMs: number;
   /** Target: the poll interval + 300 ms. */
   targetMs: number;
   /** Medians of each leg, ms: publish → the poll that saw it, → the agent's commit, → the Node GET, → the PATCH. */
@@ -132,6 +134,9 @@ export async function benchKubernetesIdleRss(seconds = 30, repoRoot?: string): P
   }
 }
 
+/** Longer than the peer's keep-alive timeout (Node's default 5 s): the agent's idle connection is gone. */
+const idleConnectionClosedMs = 7_000;
+
 interface CordonSample {
   totalMs: number;
   poll: number;
@@ -154,7 +159,10 @@ export async function benchKubernetesCordonLatency(samples = 20, pollIntervalMs 
     await waitForKubernetesReady(agent);
     await new Promise((r) => setTimeout(r, 2_000));
     for (let i = 0; i < samples; i++) {
-      await new Promise((r) => setTimeout(r, Math.random() * pollIntervalMs)); // anywhere in the poll cycle
+      // Anywhere in the poll cycle; the last one after the peer has closed the idle connection (Node's 5 s keep-alive
+      // timeout), so a notice that needs a new TLS connection is among the samples too.
+      const idleMs = i === samples - 1 ? idleConnectionClosedMs : 0;
+      await new Promise((r) => setTimeout(r, idleMs + Math.random() * pollIntervalMs));
       taken.push(await oneCordon(sim, peer, agent, `BE0C8000-0000-4000-8000-${String(i).padStart(12, "0")}`));
       sim.setEvents([]);
       await waitUntil(() => nodeSpec(peer.state.node(nodeName)).unschedulable !== true, 30_000, "the undo");
@@ -174,6 +182,7 @@ export async function benchKubernetesCordonLatency(samples = 20, pollIntervalMs 
     p99Ms: percentile(taken.map((s) => s.totalMs), 99),
     maxMs: Math.max(...taken.map((s) => s.totalMs)),
     firstMs: taken[0]?.totalMs ?? NaN,
+    afterIdleMs: taken.at(-1)?.totalMs ?? NaN,
     targetMs: pollIntervalMs + 300,
     breakdownP50Ms: { poll: p50((s) => s.poll), commit: p50((s) => s.commit), read: p50((s) => s.read), patch: p50((s) => s.patch) },
   };
