@@ -4,7 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
 import { stringify } from "yaml";
 import { createKubeApi, KubeApiError, type KubeApi } from "../../src/agent/actions/kubernetes/client.js";
@@ -80,11 +80,12 @@ describe.concurrent("kubernetes client credentials and TLS against the Kubernete
     expect(unauthorized(peer)).toBe(0);
   });
 
-  it("kubeconfig with a token file: a rotated token is read again after the peer refuses the old one", async (test) => {
+  it("kubeconfig with a token file (a path relative to the kubeconfig): a rotated token is read again after the peer refuses the old one", async (test) => {
     const peer = await peerWith(test);
-    const tokenFile = join(mkdtempSync(join(tmpdir(), "sef-token-")), "token");
+    const path = kubeconfig(peer, { "token-file": "sa-token" });
+    const tokenFile = join(dirname(path), "sa-token");
     writeFileSync(tokenFile, peer.token);
-    const kube = await api(test, { kubeconfig: kubeconfig(peer, { "token-file": tokenFile }), requestTimeoutMs: 10_000 });
+    const kube = await api(test, { kubeconfig: path, requestTimeoutMs: 10_000 });
     await kube.readNode(node);
     rotate(peer, tokenFile, "rotated-token-1");
     expect((await kube.readNode(node)).name).toBe(node);
