@@ -63,14 +63,13 @@ export interface KubeAgent {
   kubernetesRecords(): KubernetesRecord[];
 }
 
-/** A built agent (`sef run`; `run`: flags and entry point) on the simulator, with the kubernetes section pointing at the peer's kubeconfig. */
+/** A built agent (`sef run`) on the simulator, with the kubernetes section pointing at the peer's kubeconfig. */
 export function kubeAgent(
   sim: Simulator,
   peer: KubernetesPeer,
   kubernetes: Record<string, unknown> = {},
   config: Record<string, unknown> = {},
   env: NodeJS.ProcessEnv = {},
-  run: { nodeFlags?: readonly string[]; cli?: string } = {},
 ): KubeAgent {
   const dir = mkdtempSync(join(tmpdir(), "sef-k8s-"));
   const out = join(dir, "records.jsonl");
@@ -90,7 +89,7 @@ export function kubeAgent(
   );
   const records = (): SefRecord[] => readJsonl<SefRecord>(out);
   return {
-    start: () => runCli(["run", "--config", configPath], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "", ...env }, ...run }),
+    start: () => runCli(["run", "--config", configPath], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "", ...env } }),
     records,
     kubernetesRecords: () => records().filter((r): r is KubernetesRecord => r.RecordType === "Kubernetes"),
   };
