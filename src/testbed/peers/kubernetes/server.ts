@@ -5,6 +5,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
+import type { TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
@@ -38,8 +39,10 @@ export interface KubernetesPeerOptions {
   readonly host?: string;
   /** TCP port (default 0: any free port). */
   readonly port?: number;
-  /** Bearer token clients must send (default: a random one). */
+  /** Bearer token clients must send (default: a random one; `setToken` replaces it). */
   readonly token?: string;
+  /** Also accept a client certificate signed by the peer's CA instead of the token (mutual TLS; `clientCertificate`). */
+  readonly clientCertificates?: boolean;
   /** Namespace written to the in-cluster `namespace` file (default "default"). */
   readonly serviceAccountNamespace?: string;
   /** Where to write the kubeconfig (default: kubeconfig in a fresh temp dir, removed on close). */
@@ -58,7 +61,12 @@ export interface KubernetesPeer {
   readonly caPem: string;
   /** The CA written to a file: `<inCluster.pathPrefix>/var/run/secrets/kubernetes.io/serviceaccount/ca.crt`. */
   readonly caFile: string;
+  /** The bearer token accepted now. */
   readonly token: string;
+  /** Accepts `token` from now on and refuses the one before (401): a rotated service-account token. Files are not rewritten. */
+  setToken(token: string): void;
+  /** With `clientCertificates`: a client certificate (and key, PEM) the peer accepts in place of the token. */
+  readonly clientCertificate?: { readonly certPem: string; readonly keyPem: string };
   /** The token written to a file: `.../serviceaccount/token` beside `caFile` (and `namespace`). */
   readonly tokenFile: string;
   /**
@@ -115,9 +123,15 @@ function faultAnswer(request: IncomingMessage, cluster: Cluster, info: RequestIn
   return result;
 }
 
+/** A bearer token the peer accepts now, or a verified client certificate (when the peer asks for one). */
+function authenticated(request: IncomingMessage, token: string): boolean {
+  return hasBearerToken(request.headers.authorization, token) || (request.socket as TLSSocket).authorized === true;
+}
+
 interface HandlerContext {
   readonly cluster: Cluster;
-  readonly token: string;
+  /** The token accepted now (`setToken` replaces it). */
+  readonly token: () => string;
   readonly serverAddress: () => string;
   readonly watches: Set<() => void>;
   readonly control: (request: IncomingMessage, url: URL) => Promise<ApiResponse>;
@@ -128,7 +142,7 @@ function requestHandler(context: HandlerContext) {
   return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? "/", "https://peer.invalid");
     const method = request.method ?? "GET";
-    if (!hasBearerToken(request.headers.authorization, token)) {
+    if (!authenticated(request, token())) {
       request.resume();
       send(response, { code: 401, body: unauthorizedStatus }, {});
       if (!isControlPath(url.pathname)) logRequest(cluster, request, url, requestInfoOf(method, url.pathname, url.searchParams), 401);
@@ -205,12 +219,13 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   const watches = new Set<() => void>();
   const peerState = new KubernetesPeerState(cluster);
   if (options.seed) peerState.seed(options.seed);
-  const token = options.token ?? generateBearerToken();
-  const identity = await generatePeerTlsIdentity();
+  let token = options.token ?? generateBearerToken();
+  const identity = await generatePeerTlsIdentity(7, options.clientCertificates === true);
   const host = options.host ?? "127.0.0.1";
   let serverAddress = "";
-  const handler = requestHandler({ cluster, token, serverAddress: () => serverAddress, watches, control: (request, url) => controlResponse(peerState, request, url) });
-  const server = createServer({ key: identity.keyPem, cert: identity.certPem, requestTimeout: 60_000 }, (request, response) => {
+  const handler = requestHandler({ cluster, token: () => token, serverAddress: () => serverAddress, watches, control: (request, url) => controlResponse(peerState, request, url) });
+  const mutualTls = options.clientCertificates === true ? { requestCert: true, rejectUnauthorized: false, ca: [identity.certPem] } : {};
+  const server = createServer({ key: identity.keyPem, cert: identity.certPem, requestTimeout: 60_000, ...mutualTls }, (request, response) => {
     void handler(request, response);
   });
   const port = await listen(server, options.port ?? 0, host);
@@ -232,7 +247,13 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
     url,
     caPem: identity.certPem,
     caFile,
-    token,
+    get token() {
+      return token;
+    },
+    setToken(next: string) {
+      token = next;
+    },
+    ...(identity.client ? { clientCertificate: identity.client } : {}),
     tokenFile,
     inCluster: { pathPrefix: dir, env: { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: String(port) } },
     kubeconfigPath,
