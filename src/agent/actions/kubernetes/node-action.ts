@@ -12,8 +12,9 @@ import type { Clock } from "../../util/clock.js";
 import { KubeApiError, type KubeApi } from "./client.js";
 import { drainNode, type DrainProgress } from "./drain.js";
 import type { KubernetesMetrics } from "./metrics.js";
-import { namedNodes, settleStep, waitingText, waitStep, type NamedNodes } from "./cluster.js";
-import { drainedPatch, isMarkOf, markOf, markPatch } from "./marks.js";
+import type { NamedNodes } from "./cluster.js";
+import { ClusterApproval } from "./cluster-approval.js";
+import { drainedPatch, isMarkOf, markPatch } from "./marks.js";
 import { NodeIo, type KubeNode } from "./node-io.js";
 import { drainDeadlineMs, drainStartMs, nodeIsThisVm, taintKeyFor, taintValueFor } from "./plan.js";
 import { NodeReconciler } from "./reconcile.js";
@@ -86,10 +87,22 @@ export class NodeActions implements Action {
   private kubeApi: KubeApi | undefined;
   private readonly io: NodeIo;
   private readonly reconciler: NodeReconciler;
+  private readonly approval: ClusterApproval;
 
   constructor(private readonly options: NodeActionsOptions) {
     const { nodeName, vm, clock, logger, metrics, agentVersion, ledger } = options;
     this.io = new NodeIo({ nodeName, api: () => this.api, vm, clock, logger, metrics, agentVersion });
+    this.approval = new ClusterApproval({
+      io: this.io,
+      api: () => this.api,
+      clock,
+      logger,
+      podPollMs: options.settings.podPollMs,
+      deadlineMs: (record, state) => this.deadlineMs(record, state),
+      commitStep: (row, next, record) => this.commitStep(row, next, record),
+      saveState: (row, state) => this.saveState(row.actionKey, state),
+      release: (row, state, verdict, reason) => this.release(row, state, verdict, reason),
+    });
     this.reconciler = new NodeReconciler({
       io: this.io,
       vmResourceId: () => vm().VmResourceId,
@@ -205,9 +218,9 @@ export class NodeActions implements Action {
         return this.drain(row, record, state, policy);
       case "drained":
       case "incomplete":
-        return this.settle(row, record, state, policy);
+        return this.approval.settle(row, record, state, policy);
       case "waiting":
-        return this.wait(row, record, state, policy);
+        return this.approval.wait(row, record, state, policy);
       default:
         return idleWaitMs;
     }
@@ -257,7 +270,7 @@ export class NodeActions implements Action {
   /** Waits for the drain's start (NotBefore minus drainLeadMs), then persists that the drain started. */
   private async startDrain(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
     const { settings, clock } = this.options;
-    if (!policyIncludes(policy, "drain")) return this.settle(row, record, { ...state, phase: "settled" }, policy);
+    if (!policyIncludes(policy, "drain")) return this.approval.settle(row, record, { ...state, phase: "settled" }, policy);
     const nowMs = clock.now();
     const startMs = drainStartMs(record.NotBefore, settings.drainLeadMs, nowMs);
     if (startMs > nowMs) return startMs - nowMs;
@@ -314,96 +327,6 @@ export class NodeActions implements Action {
     const next: NodeActionState = { ...state, phase, drain: result, podsLeft: result.outcome === "incomplete" ? result.podsLeft : [], failures: 0 };
     this.commitStep(row, next, this.io.record(record, "Scheduled", result.outcome === "drained" ? "Drained" : "DrainIncomplete", detail, elapsedMs));
     return 0;
-  }
-
-  /**
-   * After the node steps, the approval (cluster.ts `settleStep`): an event naming only this VM is approved after a
-   * complete drain-then-approve drain, else left to the rules; one naming several nodes of this cluster is approved by
-   * the first of them once all have drained (it waits), and declined by the others.
-   */
-  private async settle(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
-    const { nodeName, logger } = this.options;
-    let named = state.named;
-    if (named === undefined && record.Resources.length > 1) {
-      if (this.options.clock.now() >= this.deadlineMs(record, state)) return this.release(row, state, "decline", "the nodes the event names could not be listed before the deadline; the event starts at NotBefore");
-      named = namedNodes(record.Resources, await this.api.listNodes(""));
-      state = { ...state, named };
-      this.saveState(row.actionKey, state);
-    }
-    const step = settleStep({ policy, drained: state.phase === "drained", thisNode: nodeName, named });
-    if ("waitFor" in step) return this.startWaiting(row, record, state, policy, step.waitFor);
-    if (named !== undefined && named.nodes.length > 1) await this.announceApprover(row, record, state, policy, named);
-    if (step.release !== "approve" && policy === "drain-then-approve") logger.info({ eventId: record.EventId, verdict: step.release, why: step.reason || "the approval rules decide" }, "not approving after the drain");
-    return this.release(row, state, step.release, step.reason);
-  }
-
-  /** A node that does not approve a multi-node event says which one does (a Waiting record and a Node Event). */
-  private async announceApprover(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, named: NamedNodes): Promise<void> {
-    const approver = named.nodes[0]!.node;
-    if (approver === this.options.nodeName) return;
-    const nodes = named.nodes.map((n) => n.node);
-    const node = await this.io.readNode();
-    await this.io.nodeEvent(node, "ScheduledEventWaiting", `${record.EventType} ${record.EventId} names ${nodes.length} nodes of this cluster: ${approver} approves it once all have drained`, "Normal");
-    const detail = { policy, nodesNamed: nodes, ...(named.outside.length > 0 ? { outsideCluster: named.outside } : {}), approver };
-    this.commitStep(row, state, this.io.record(record, "Scheduled", "Waiting", detail, 0));
-  }
-
-  /** The approving node of a multi-node event starts waiting for the other named nodes to drain. */
-  private async startWaiting(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, others: string[]): Promise<number> {
-    const undrained = await this.undrained(others, record.EventId);
-    const next: NodeActionState = { ...state, phase: "waiting", waitingFor: undrained };
-    if (undrained.length === 0) return this.wait(row, record, next, policy);
-    const named = state.named!;
-    const nodes = named.nodes.map((n) => n.node);
-    const node = await this.io.readNode();
-    const text = waitingText(nodes, undrained);
-    await this.io.nodeEvent(node, "ScheduledEventWaiting", `${record.EventType} ${record.EventId}: ${text}; this node approves it once all have drained`, "Normal");
-    const detail = { policy, nodesNamed: nodes, ...(named.outside.length > 0 ? { outsideCluster: named.outside } : {}), approver: this.options.nodeName, waitingFor: undrained };
-    this.commitStep(row, next, this.io.record(record, "Scheduled", "Waiting", detail, 0));
-    this.options.logger.info({ eventId: record.EventId, waitingFor: undrained }, text);
-    return 0;
-  }
-
-  /** The approving node's wait for the other named nodes (cluster.ts `waitStep`): released once all drained, declined at the deadline. */
-  private async wait(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
-    const { clock, settings } = this.options;
-    const nodes = (state.named?.nodes ?? []).map((n) => n.node);
-    const undrained = await this.undrained(state.waitingFor ?? [], record.EventId);
-    const deadlineMs = this.deadlineMs(record, state);
-    const step = waitStep(policy, nodes, undrained, clock.now(), deadlineMs);
-    if ("waitingFor" in step) {
-      if (step.waitingFor.length !== (state.waitingFor ?? []).length) this.saveState(row.actionKey, { ...state, waitingFor: step.waitingFor });
-      return Math.max(50, Math.min(settings.podPollMs, deadlineMs - clock.now()));
-    }
-    if (step.release === "decline") await this.notApproved(row, record, state, policy, undrained, step.reason);
-    else {
-      const node = await this.io.readNode();
-      await this.io.nodeEvent(node, "ScheduledEventNodesDrained", `${record.EventType} ${record.EventId}: ${step.reason}`, "Normal");
-    }
-    return this.release(row, { ...state, waitingFor: undrained }, step.release, step.reason);
-  }
-
-  /** The wait ended at the deadline with nodes still draining: a NotApproved record and a Warning Event. */
-  private async notApproved(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, undrained: string[], reason: string): Promise<void> {
-    const node = await this.io.readNode();
-    await this.io.nodeEvent(node, "ScheduledEventNotApproved", `${record.EventType} ${record.EventId}: ${reason}`, "Warning");
-    this.options.logger.warn({ eventId: record.EventId, waitingFor: undrained }, reason);
-    const nodes = (state.named?.nodes ?? []).map((n) => n.node);
-    this.commitStep(row, state, this.io.record(record, "Scheduled", "NotApproved", { policy, nodesNamed: nodes, approver: this.options.nodeName, waitingFor: undrained, reason }, 0));
-  }
-
-  /** The nodes among `nodes` whose mark does not say they drained for the event (a node gone from the cluster holds nothing). */
-  private async undrained(nodes: readonly string[], eventId: string): Promise<string[]> {
-    const left: string[] = [];
-    for (const name of nodes) {
-      try {
-        const node = await this.api.readNode(name);
-        if (!markOf(node, eventId)?.drainedAt) left.push(name);
-      } catch (err) {
-        if (!(err instanceof KubeApiError && err.status === 404)) throw err;
-      }
-    }
-    return left;
   }
 
   private deadlineMs(record: TransitionRecord, state: NodeActionState): number {
