@@ -31,6 +31,8 @@ export class NodeReconciler {
   private listed: readonly string[] | undefined;
   private reconciledKey: string | undefined;
   private retryAtMs = 0;
+  /** Failed attempts in a row (the first and every 12th is logged at warn: one a minute). */
+  private failures = 0;
 
   constructor(private readonly options: ReconcilerOptions) {}
 
@@ -57,10 +59,13 @@ export class NodeReconciler {
       await this.reconcile(listed);
       this.reconciledKey = key;
       this.retryAtMs = 0;
+      this.failures = 0;
       return idleMs;
     } catch (err) {
       metrics.apiErrors.inc();
-      logger.warn({ err }, "could not reconcile the node with IMDS; trying again");
+      this.failures += 1;
+      const log = this.failures % 12 === 1 ? logger.warn.bind(logger) : logger.debug.bind(logger);
+      log({ err, failures: this.failures }, "could not reconcile the node with IMDS; trying again");
       this.retryAtMs = clock.monotonicMs() + retryMs;
       return retryMs;
     }
