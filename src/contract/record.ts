@@ -53,7 +53,7 @@ export const recordColumns: readonly ColumnSpec[] = [
     name: "Outcome",
     type: "string",
     description:
-      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Kubernetes: Tainted, Cordoned, Draining, Drained, DrainIncomplete, Uncordoned, Released, Failed; Heartbeat: Stopping on the agent's goodbye, else absent; MalformedEvent: the reason code",
+      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Kubernetes: Tainted, Cordoned, Draining, Drained, DrainIncomplete, Waiting, NotApproved, Uncordoned, Released, Failed; Heartbeat: Stopping on the agent's goodbye, else absent; MalformedEvent: the reason code",
   },
   { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none); Kubernetes: HTTP status of a failed API request" },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
@@ -217,7 +217,8 @@ export interface HookRecord extends RecordIdentity {
 }
 
 /** What a Kubernetes record reports: the step the kubernetes action took on this VM's node for an event. */
-export const kubernetesOutcomes = ["Tainted", "Cordoned", "Draining", "Drained", "DrainIncomplete", "Uncordoned", "Released", "Failed"] as const;
+/** Waiting, NotApproved: an event naming several nodes of the cluster (approved together once all have drained). */
+export const kubernetesOutcomes = ["Tainted", "Cordoned", "Draining", "Drained", "DrainIncomplete", "Waiting", "NotApproved", "Uncordoned", "Released", "Failed"] as const;
 export type KubernetesOutcome = (typeof kubernetesOutcomes)[number];
 
 /**

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ActionRunner } from "../../src/agent/actions/action-runner.js";
-import type { ActionContext, PostStartRequest } from "../../src/agent/actions/action.js";
+import type { Action, ActionContext, PostStartRequest } from "../../src/agent/actions/action.js";
 import { ApprovalAction, approvalStopGraceMs } from "../../src/agent/actions/approval/action.js";
 import { approvalPolicySchema, type ApprovalPolicy } from "../../src/agent/actions/approval/policy.js";
 import { HooksAction } from "../../src/agent/actions/hooks/action.js";
@@ -55,6 +55,8 @@ interface RunnerSetup {
   postStartRequest?: PostStartRequest;
   hasPolled?: () => boolean;
   approvalAttempts?: number;
+  /** More actions after approval and hooks (as the registry would list them). */
+  extra?: Action[];
 }
 
 /** The runner with the registry's approval and hooks actions, as the act stage makes them. */
@@ -81,7 +83,7 @@ function runnerOn(store: Store, over: RunnerSetup): ActionRunner {
   };
   const approval = new ApprovalAction({ policy: over.approval ?? approvalPolicySchema.parse({}), context, retryDelayMs: 20, ...(over.approvalAttempts === undefined ? {} : { attempts: over.approvalAttempts }) });
   const runner: ActionRunner = new ActionRunner({
-    actions: [approval, new HooksAction(over.hooks ?? [], context)],
+    actions: [approval, new HooksAction(over.hooks ?? [], context), ...(over.extra ?? [])],
     ledger: store.actions,
     readAfter: (seq, limit) => store.readAfter(seq, limit),
     headSeq: () => store.headSeq(),
@@ -175,6 +177,44 @@ describe("ActionRunner", () => {
       expect(hookRecords(store).map((r) => r.Outcome)).toEqual(["Interrupted", "Succeeded"]);
       expect(new Set(hookRecords(store).map((r) => r.RecordId)).size).toBe(2);
       expect(countLines(runs)).toBe(2);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a hold released with decline skips the approval whatever the rules say; every action hears of each document read", async () => {
+    const store = openStore(join(tempDir(), "data"));
+    const posted: string[][] = [];
+    const heard: string[][] = [];
+    // An action that holds each Scheduled event and may ask for its approval (as a node action does), and hears documents.
+    const gate: Action = {
+      kind: "gate",
+      holdsFor: (record) => [{ holder: `gate:${record.EventId.toLowerCase()}`, mayApprove: true }],
+      plan: () => [],
+      documentRead: (eventIds) => heard.push([...eventIds]),
+    };
+    try {
+      const approval = approvalPolicySchema.parse({ mode: "on", approver: "this-vm", rules: [{ eventType: ["Reboot"] }] });
+      const postStartRequest: PostStartRequest = (ids) => {
+        posted.push([...ids]);
+        return Promise.resolve({ status: 200, body: "" });
+      };
+      const runner = runnerOn(store, { approval, postStartRequest, extra: [gate] });
+      runner.start();
+      const record = reboot("33330000-0000-4000-8000-000000000009");
+      const eventKey = record.EventId.toLowerCase();
+      commit(store, record);
+      runner.planCommitted();
+      runner.documentRead([record.EventId, "other-event"]);
+      expect(heard).toEqual([[record.EventId, "other-event"]]);
+      expect(store.actions.get(`approval:${eventKey}`)).toMatchObject({ status: "pending", gated: true });
+      store.actions.release(eventKey, `gate:${eventKey}`, "decline", "node-a approves it once all have drained", Date.now());
+      runner.wake();
+      await waitUntil(() => actionsSettled(store), 10_000, "the approval to be decided");
+      await runner.stop();
+      expect(store.actions.get(`approval:${eventKey}`)).toMatchObject({ status: "skipped", reason: "node-a approves it once all have drained" });
+      expect(posted).toEqual([]);
+      expect(approvalRecords(store)).toEqual([]);
     } finally {
       store.close();
     }

@@ -1,22 +1,18 @@
 // Pure logic of the kubernetes action: policy resolution, drain start and deadline arithmetic, grace periods, which pods
 // a drain evicts (as kubectl drain: controllers, opt-out, stuck terminating, arrivals, once per uid) and when it is
-// over, the drain's Detail, the taint/annotation patches and the undo decisions, the backoffs and the node check.
+// over, the drain's Detail, the taint key and value, the backoffs and the node check (the marks: kubernetes-marks.test.ts).
 import { describe, expect, it } from "vitest";
 import { kubernetesSettingsSchema, policyFor, policyIncludes } from "../../src/agent/actions/kubernetes/settings.js";
 import {
-  annotationKeys,
   drainDeadlineMs,
   drainStartMs,
   gracePeriodSeconds,
-  markPatch,
   nodeIsThisVm,
-  noExecutePatch,
   pdbRetryDelayMs,
   taintKeyFor,
   taintValueFor,
   throttleFloorMs,
   throttleWaitMs,
-  undoPatch,
   type NodeView,
 } from "../../src/agent/actions/kubernetes/plan.js";
 import {
@@ -290,73 +286,11 @@ describe("which pods a drain evicts", () => {
   });
 });
 
-describe("taints, annotations and the undo", () => {
-  const nowIso = "2024-01-01T00:00:01.000Z";
-  const operatorTaint = { key: "dedicated", value: "gpu", effect: "NoSchedule" };
-
-  it("one key per EventType with the EventId as value, NoSchedule, beside the node's own taints", () => {
+describe("the taint", () => {
+  it("one key per EventType with the EventId as value (the marks as a whole: kubernetes-marks.test.ts)", () => {
     expect(taintKeyFor("Reboot")).toBe("sef.azure.com/scheduled-event-reboot");
     expect(taintKeyFor("Some New Type!")).toBe("sef.azure.com/scheduled-event-some-new-type");
     expect(taintValueFor(eventId)).toBe(eventId);
-    const patch = markPatch(node({ taints: [operatorTaint] }), event, true, nowIso);
-    expect(patch.taints).toEqual([operatorTaint, { key: "sef.azure.com/scheduled-event-reboot", value: eventId, effect: "NoSchedule", timeAdded: nowIso }]);
-    expect(patch.unschedulable).toBe(true);
-    expect(patch.annotations).toEqual({
-      [annotationKeys.eventId]: eventId,
-      [annotationKeys.eventType]: "Reboot",
-      [annotationKeys.notBefore]: event.NotBefore,
-      [annotationKeys.cordoned]: "true",
-    });
-  });
-
-  it("taint-only leaves unschedulable alone; marking twice adds no second taint", () => {
-    const once = markPatch(node(), event, false, nowIso);
-    expect(once).not.toHaveProperty("unschedulable");
-    expect(markPatch(node({ taints: once.taints }), event, false, nowIso).taints).toHaveLength(1);
-  });
-
-  it("an operator's cordon is not claimed: no sef cordoned annotation", () => {
-    expect(markPatch(node({ unschedulable: true }), event, true, nowIso).annotations).not.toHaveProperty(annotationKeys.cordoned);
-  });
-
-  it("the NoExecute taint is added beside the NoSchedule one", () => {
-    const marked = markPatch(node(), event, true, nowIso).taints;
-    expect(noExecutePatch(node({ taints: marked }), event, nowIso).taints.map((t) => t.effect)).toEqual(["NoSchedule", "NoExecute"]);
-  });
-
-  it("undo: both of the event's taints and its annotations go, the operator's taint stays, and sef's cordon is lifted", () => {
-    const marked = node({
-      unschedulable: true,
-      taints: [operatorTaint, { key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule" }, { key: taintKeyFor("Reboot"), value: eventId, effect: "NoExecute" }],
-      annotations: { [annotationKeys.eventId]: eventId, [annotationKeys.eventType]: "Reboot", [annotationKeys.notBefore]: event.NotBefore, [annotationKeys.cordoned]: "true", other: "x" },
-    });
-    const decision = undoPatch(marked, event, true, 0);
-    expect(decision.uncordon).toBe(true);
-    expect(decision.patch).toEqual({
-      taints: [operatorTaint],
-      unschedulable: false,
-      annotations: { [annotationKeys.eventId]: null, [annotationKeys.eventType]: null, [annotationKeys.notBefore]: null, [annotationKeys.cordoned]: null },
-    });
-  });
-
-  it("undo keeps an operator's cordon, and sef's own while another event holds the node", () => {
-    const cordoned = node({ unschedulable: true, taints: [{ key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule" }] });
-    const operators = undoPatch(cordoned, event, false, 0);
-    expect(operators.uncordon).toBe(false);
-    expect(operators.patch).not.toHaveProperty("unschedulable");
-    expect(operators.patch.taints).toEqual([]);
-    expect(operators.keptCordonedBecause).toMatch(/operator/);
-    const held = undoPatch(cordoned, event, true, 1);
-    expect(held.uncordon).toBe(false);
-    expect(held.keptCordonedBecause).toMatch(/another event/);
-  });
-
-  it("undo leaves annotations another event wrote, and does nothing to a node someone else uncordoned", () => {
-    const other = node({ annotations: { [annotationKeys.eventId]: "other-event" } });
-    const decision = undoPatch(other, event, true, 0);
-    expect(decision.patch.annotations).toEqual({});
-    expect(decision.uncordon).toBe(false);
-    expect(decision.keptCordonedBecause).toBeUndefined();
   });
 });
 

@@ -82,6 +82,8 @@ export async function startNodePeer(
 }
 
 export interface KubeAgent {
+  /** The agent's data directory (removing it is what a reimage does). */
+  readonly dataDir: string;
   start(): RunningProcess;
   records(): SefRecord[];
   kubernetesRecords(): KubernetesRecord[];
@@ -98,12 +100,13 @@ export function kubeAgent(
   const dir = mkdtempSync(join(tmpdir(), "sef-k8s-"));
   const out = join(dir, "records.jsonl");
   const configPath = join(dir, "config.json");
+  const dataDir = join(dir, "data");
   writeFileSync(
     configPath,
     JSON.stringify({
       imdsUrl: sim.url,
       pollIntervalMs: 200,
-      dataDir: join(dir, "data"),
+      dataDir,
       sinks: [`jsonl:${out}`],
       heartbeatIntervalMs: 0,
       metricsPort: 0,
@@ -113,10 +116,18 @@ export function kubeAgent(
   );
   const records = (): SefRecord[] => readJsonl<SefRecord>(out);
   return {
+    dataDir,
     start: () => runCli(["run", "--config", configPath], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "", ...env } }),
     records,
     kubernetesRecords: () => records().filter((r): r is KubernetesRecord => r.RecordType === "Kubernetes"),
   };
+}
+
+/** The end of a test: every agent killed (if still running), then the peer and the simulator closed. */
+export async function tearDown(agents: ReadonlyArray<RunningProcess | undefined>, peer: KubernetesPeer, sim: Simulator): Promise<void> {
+  for (const agent of agents) await agent?.stop("SIGKILL");
+  await peer.close();
+  await sim.close();
 }
 
 /** Waits until the agent polls and its kubernetes action has loaded the client (seconds on a loaded machine). */
@@ -128,13 +139,19 @@ export async function waitForKubernetesReady(agent: RunningProcess, timeoutMs = 
 
 export const nodeSpec = (node: KubeObject | undefined) => (node?.spec ?? {}) as { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
 
-/** What sef may leave on a node: whether it is cordoned, its taints, and the names of sef's annotations. */
+/** What sef may leave on a node: whether it is cordoned, its taints, and the names of sef's annotations (`event.sef.azure.com/<EventId>`, and the previous release's `sef.azure.com/…`). */
 export function sefMarksOn(node: KubeObject | undefined): { cordoned: boolean; taints: unknown[]; sefAnnotations: string[] } {
   return {
     cordoned: nodeSpec(node).unschedulable === true,
     taints: nodeSpec(node).taints ?? [],
-    sefAnnotations: Object.keys(node?.metadata.annotations ?? {}).filter((k) => k.startsWith("sef.azure.com/")),
+    sefAnnotations: Object.keys(node?.metadata.annotations ?? {}).filter((k) => k.startsWith("sef.azure.com/") || k.startsWith("event.sef.azure.com/")),
   };
+}
+
+/** The JSON of sef's mark for an event on the node (`event.sef.azure.com/<EventId>`), or undefined. */
+export function sefMarkOf(node: KubeObject | undefined, eventId: string): Record<string, unknown> | undefined {
+  const text = node?.metadata.annotations?.[`event.sef.azure.com/${eventId}`];
+  return text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
 }
 export const eventReasons = (peer: KubernetesPeer): string[] => peer.state.events().map((e) => String((e as unknown as { reason?: string }).reason));
 

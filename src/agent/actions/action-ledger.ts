@@ -49,9 +49,10 @@ export interface PlannedAction {
 /**
  * How a holder releases its hold on an event's approval: `approve` asks for the event to be approved now, without a
  * rule (drain-then-approve); `done` leaves it to the approval rules; `failed` says the holder's step failed (an
- * approval that requires its prepare steps to succeed is skipped).
+ * approval that requires its prepare steps to succeed is skipped); `decline` says this VM must not approve the event
+ * at all (another agent approves it, or nobody may: the approval is skipped whatever the rules say).
  */
-export const holdVerdicts = ["approve", "done", "failed"] as const;
+export const holdVerdicts = ["approve", "done", "failed", "decline"] as const;
 export type HoldVerdict = (typeof holdVerdicts)[number];
 
 /** A hold an action puts on the event of a transition it plans for. */

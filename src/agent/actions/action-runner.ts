@@ -71,6 +71,20 @@ export class ActionRunner {
     for (const action of this.options.actions) action.committed?.(entries);
   }
 
+  /**
+   * A document was read (after its transitions were planned): every action hears which EventIds IMDS lists now. A
+   * failing action is logged; the others still hear of it.
+   */
+  documentRead(eventIds: readonly string[]): void {
+    for (const action of this.options.actions) {
+      try {
+        action.documentRead?.(eventIds);
+      } catch (err) {
+        this.options.logger.error({ err, action: action.kind }, "an action failed to take a document read");
+      }
+    }
+  }
+
   /** Wakes the queue (a row became due: planned, or its event's last hold was released). */
   wake(): void {
     this.wakeUp.abort();

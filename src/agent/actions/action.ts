@@ -86,6 +86,12 @@ export interface Action {
    * looks at its rows; a batch of the actions' own records is not announced).
    */
   committed?(entries: readonly OutboxEntry[]): void;
+  /**
+   * A document was read from IMDS (each successful poll, after its transitions were committed and planned; never for
+   * a failed poll): the EventIds it lists, every status. An action that leaves marks in the world (the kubernetes
+   * action's on its Node) compares them with it. Called on the poll's path: note it and wake a worker, never do I/O.
+   */
+  documentRead?(eventIds: readonly string[]): void;
   /** Stops its worker (bounded; called once, after the queue stopped). */
   stop?(): Promise<void>;
 }

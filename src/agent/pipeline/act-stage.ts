@@ -1,5 +1,5 @@
 // Act stage: the actions of committed transitions, one per entry of the action registry (actions/all.ts). Follows the
-// records-committed signal and has the action runner (actions/action-runner.ts) plan and run them; the actions'
+// records-committed and document-read signals and has the action runner (actions/action-runner.ts) plan and run them; the actions'
 // records go through the commit stage. The actions are made in `prepare`, and only when some entry's section is on:
 // an entry loads its module only then (the kubernetes action's client only when its section is configured).
 import type { AgentConfig } from "../config/schema.js";
@@ -12,6 +12,7 @@ import { ActionLedger } from "../actions/action-ledger.js";
 import { ActionRunner } from "../actions/action-runner.js";
 import { actionEntryList } from "../actions/registry.js";
 import type { CommitStage } from "./commit-stage.js";
+import type { DocumentsRead } from "./documents-read.js";
 
 export interface ActStageOptions extends Pick<ActionContext, "postStartRequest" | "vm" | "hasPolled" | "clock" | "logger" | "metrics" | "agentVersion"> {
   /** The configuration: each action reads its own section. */
@@ -19,6 +20,8 @@ export interface ActStageOptions extends Pick<ActionContext, "postStartRequest" 
   store: Store;
   outbox: Outbox;
   commit: CommitStage;
+  /** The document-read signal (the EventIds of each document read): passed on to the actions. */
+  documentsRead?: DocumentsRead;
   /** The environment actions read (the kubernetes action: NODE_NAME, POD_NAME, POD_NAMESPACE; default: process.env). */
   env?: NodeJS.ProcessEnv;
 }
@@ -37,6 +40,7 @@ export class ActStage {
     commit.committed.follow((entries) => {
       if (entries.some((e) => e.record.RecordType === "Transition")) this.planCommitted(entries);
     });
+    options.documentsRead?.follow((eventIds) => this.runner?.documentRead(eventIds));
   }
 
   /** Makes the actions when some action is on (nothing is loaded otherwise); before `start`. */

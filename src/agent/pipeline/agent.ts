@@ -1,6 +1,6 @@
 // The agent is the data path, one stage per module: poll (poll-stage) → ingest (collect-stage: collect, commit through
 // commit-stage, adopt) → the records-committed signal, followed by drain (drain-stage → delivery/), act (act-stage:
-// hooks, approvals) and heartbeats (heartbeat-stage). This module builds the stages, starts them, and owns the
+// hooks, approvals) and heartbeats (heartbeat-stage); and the document-read signal, followed by act. This module builds the stages, starts them, and owns the
 // bounded, clean shutdown.
 import type { Logger } from "pino";
 import { join } from "node:path";
@@ -24,6 +24,7 @@ import { DrainStage } from "./drain-stage.js";
 import { ActStage } from "./act-stage.js";
 import { HeartbeatStage } from "./heartbeat-stage.js";
 import type { RecordsCommitted } from "./records-committed.js";
+import { DocumentsRead } from "./documents-read.js";
 import { loadOrCreateAgentId } from "./agent-id.js";
 import { settlesWithin } from "../util/deadline.js";
 
@@ -81,7 +82,8 @@ export class Agent {
 
     this.commit = new CommitStage({ outbox: this.outbox, deadLetters, metrics, logger, clock, maxOutboxBytes: config.maxOutboxBytes });
     const recallEmitted: CollectStageOptions["recallEmitted"] = (wanted) => this.store.emittedKeysOf(wanted);
-    this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger, recallEmitted });
+    const documentsRead = new DocumentsRead();
+    this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger, recallEmitted, documentsRead });
     this.poll = new PollStage(
       {
         config,
@@ -113,6 +115,7 @@ export class Agent {
       store: this.store,
       outbox: this.outbox,
       commit: this.commit,
+      documentsRead,
       postStartRequest: (ids, signal) => this.poll.imds.postStartRequests(ids, signal),
       vm,
       hasPolled: () => this.poll.stats.lastGoodPollMs !== null,

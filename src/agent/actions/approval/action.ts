@@ -66,6 +66,8 @@ export class ApprovalAction implements Action {
       logger.info({ eventId: record.EventId, reason }, "not approving");
     };
     const holds = ledger.holdsOn(row.eventKey);
+    const declined = holds.find((h) => h.verdict === "decline");
+    if (declined) return skip(declined.reason || `declined by ${declined.holder}`);
     const asked = holds.find((h) => h.verdict === "approve");
     if (this.options.policy.mode === "off" && !asked) return skip("approval is off");
     const current = ledger.committedEventStatus(row.eventKey);

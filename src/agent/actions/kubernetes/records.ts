@@ -30,6 +30,16 @@ export interface KubernetesStepDetail {
   evictionErrors?: Array<{ pod: string; status: number; message: string }>;
   /** Eviction requests throttled (429 without a disruption budget) and waited out. */
   evictionsThrottled?: number;
+  /** Multi-node events: the nodes of this cluster the event names, in the order of Resources. */
+  nodesNamed?: string[];
+  /** Multi-node events: the event's VMs that are not nodes of this cluster (they do not hold the approval up). */
+  outsideCluster?: string[];
+  /** Multi-node events: the node whose agent approves the event (the first named node of this cluster). */
+  approver?: string;
+  /** Multi-node events: the named nodes that had not drained yet (Waiting, NotApproved). */
+  waitingFor?: string[];
+  /** Why the approval was released as it was (NotApproved), or why sef took marks off by reconciliation. */
+  reason?: string;
   /** The node stayed cordoned at the undo, and why. */
   keptCordoned?: string;
   /** The taint sef put on (key=value:effect). */
