@@ -155,6 +155,7 @@ export class NodeActions implements Action {
   async stop(): Promise<void> {
     this.stopping.abort(new Error("agent stopping"));
     await this.loop;
+    this.kubeApi?.close();
   }
 
   /** The policy the node action takes for a Scheduled event naming this VM, or undefined when it takes none. */
@@ -166,16 +167,11 @@ export class NodeActions implements Action {
   private async work(): Promise<void> {
     const { clock, ledger, logger } = this.options;
     const stop = this.stopping.signal;
+    // The client loads (and opens its connection) while the agent waits for its first document, so a notice in that
+    // document does not wait for it.
+    const loading = this.loadApiUntilLoaded(stop);
     while (!stop.aborted && !this.options.hasPolled()) await clock.sleep(100, stop).catch(() => undefined);
-    while (!stop.aborted && this.kubeApi === undefined) {
-      try {
-        this.kubeApi = await this.options.loadApi();
-        logger.info("Kubernetes client loaded; the kubernetes action is ready");
-      } catch (err) {
-        logger.error({ err }, "could not load the Kubernetes client; trying again");
-        await clock.sleep(errorPauseMs * 6, stop).catch(() => undefined);
-      }
-    }
+    await loading;
     while (!stop.aborted) {
       this.wakeUp = new AbortController();
       let waitMs = idleWaitMs;
@@ -191,6 +187,20 @@ export class NodeActions implements Action {
       if (!stop.aborted) waitMs = Math.min(waitMs, await this.reconciler.reconcileIfDue(idleWaitMs));
       if (waitMs > 0) await clock.sleep(waitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
       else logger.trace("kubernetes action: next step now");
+    }
+  }
+
+  /** Loads the Kubernetes client, trying again every 30 s until it loads or the agent stops. */
+  private async loadApiUntilLoaded(stop: AbortSignal): Promise<void> {
+    const { clock, logger } = this.options;
+    while (!stop.aborted && this.kubeApi === undefined) {
+      try {
+        this.kubeApi = await this.options.loadApi();
+        logger.info("Kubernetes client loaded; the kubernetes action is ready");
+      } catch (err) {
+        logger.error({ err }, "could not load the Kubernetes client; trying again");
+        await clock.sleep(errorPauseMs * 6, stop).catch(() => undefined);
+      }
     }
   }
 
@@ -241,12 +251,9 @@ export class NodeActions implements Action {
       });
       return 0;
     }
-    const next: NodeActionState = { ...state, phase: "marking" };
-    ledger.transaction(() => {
-      ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
-      this.saveState(row.actionKey, next);
-    });
-    return this.mark(row, record, next, policy, node);
+    // No ledger write between this read and the mark patch (the notice → cordon path): a crash after the patch leaves
+    // the row `planned`, and the next start marks again (the patch is idempotent) or reconciliation takes it off.
+    return this.mark(row, record, { ...state, phase: "marking" }, policy, node);
   }
 
   /**
@@ -262,8 +269,9 @@ export class NodeActions implements Action {
     const taint = `${taintKeyFor(record.EventType)}=${taintValueFor(record.EventId)}:NoSchedule`;
     const outcome: KubernetesOutcome = cordon ? "Cordoned" : "Tainted";
     const notBefore = record.NotBefore ?? "unknown";
+    this.commitStep(row, { ...state, phase: "marked", failures: 0 }, this.io.record(record, "Scheduled", outcome, { policy, taint }, clock.monotonicMs() - startedMs), true);
+    // Events are for people and best-effort: written after the step's record, so a slow answer never holds it up.
     await this.io.nodeEvent(node, "ScheduledEventNoticed", `${record.EventType} ${record.EventId} scheduled (NotBefore ${notBefore}): ${cordon ? "tainted and cordoned" : "tainted"} by sef (policy ${policy})`, "Normal");
-    this.commitStep(row, { ...state, phase: "marked", failures: 0 }, this.io.record(record, "Scheduled", outcome, { policy, taint }, clock.monotonicMs() - startedMs));
     return 0;
   }
 
@@ -276,8 +284,8 @@ export class NodeActions implements Action {
     if (startMs > nowMs) return startMs - nowMs;
     const deadline = new Date(drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs)).toISOString();
     const node = await this.io.readNode();
-    await this.io.nodeEvent(node, "ScheduledEventDraining", `draining for ${record.EventType} ${record.EventId}: evicting pods until ${deadline}`, "Normal");
     this.commitStep(row, { ...state, phase: "draining", drainStartedAtMs: nowMs, failures: 0 }, this.io.record(record, "Scheduled", "Draining", { policy, deadline }, 0));
+    await this.io.nodeEvent(node, "ScheduledEventDraining", `draining for ${record.EventType} ${record.EventId}: evicting pods until ${deadline}`, "Normal");
     return 0;
   }
 
@@ -315,17 +323,17 @@ export class NodeActions implements Action {
     const detail: Omit<KubernetesStepDetail, "node"> = { policy, ...drainDetail(result, new Date(deadlineMs).toISOString()) };
     const node = await api.readNode(nodeName);
     const seconds = Math.round(elapsedMs / 1000);
-    if (result.outcome === "drained") {
-      // The mark says the node drained for the event (what the node approving a multi-node event waits for).
-      await this.io.patch(drainedPatch(node, record, policy, settings.noExecuteTaintAfterDrain, new Date(clock.now()).toISOString()), node.resourceVersion);
-      await this.io.nodeEvent(node, "ScheduledEventDrained", `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`, "Normal");
-    } else {
-      await this.io.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`, "Warning");
-      logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft, why: result.reason }, "drain incomplete");
-    }
+    // The mark says the node drained for the event (what the node approving a multi-node event waits for).
+    if (result.outcome === "drained") await this.io.patch(drainedPatch(node, record, policy, settings.noExecuteTaintAfterDrain, new Date(clock.now()).toISOString()), node.resourceVersion);
+    else logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft, why: result.reason }, "drain incomplete");
     const phase = result.outcome === "drained" ? "drained" : "incomplete";
     const next: NodeActionState = { ...state, phase, drain: result, podsLeft: result.outcome === "incomplete" ? result.podsLeft : [], failures: 0 };
     this.commitStep(row, next, this.io.record(record, "Scheduled", result.outcome === "drained" ? "Drained" : "DrainIncomplete", detail, elapsedMs));
+    if (result.outcome === "drained") {
+      await this.io.nodeEvent(node, "ScheduledEventDrained", `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`, "Normal");
+    } else {
+      await this.io.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`, "Warning");
+    }
     return 0;
   }
 
@@ -393,8 +401,11 @@ export class NodeActions implements Action {
     return errorPauseMs;
   }
 
-  private commitStep(row: ActionRow, next: NodeActionState, record: KubernetesRecord): void {
-    this.options.ledger.transaction(() => {
+  /** The step's record and the action's next state in one transaction; `started` also marks the row running (its first step). */
+  private commitStep(row: ActionRow, next: NodeActionState, record: KubernetesRecord, started = false): void {
+    const { ledger, clock } = this.options;
+    ledger.transaction(() => {
+      if (started) ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
       this.options.append([record]);
       this.saveState(row.actionKey, next);
     });

@@ -82,7 +82,7 @@ export const kubernetesSettingsSchema = z.strictObject({
     description:
       "Prefix of the service-account directory (`<prefix>/var/run/secrets/kubernetes.io/serviceaccount`) read for in-cluster credentials; for tests and unusual mounts.",
   }),
-  requestTimeoutMs: documented(z._default(positiveMs, kubernetesDefaults.requestTimeoutMs), { description: "Deadline of each Kubernetes API request." }),
+  requestTimeoutMs: documented(z._default(positiveMs, kubernetesDefaults.requestTimeoutMs), { description: "Deadline of each Kubernetes API request, credentials included (an exec plugin still running then is stopped)." }),
   podPollMs: documented(z._default(positiveMs, kubernetesDefaults.podPollMs), { description: "How often the pods left are listed while evicted pods terminate." }),
 });
 export type KubernetesSettings = z.infer<typeof kubernetesSettingsSchema>;

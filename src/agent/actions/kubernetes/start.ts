@@ -23,6 +23,7 @@ export function createNodeActions(settings: KubernetesSettings, context: ActionC
       ...(settings.kubeconfig !== undefined ? { kubeconfig: settings.kubeconfig } : {}),
       inClusterPathPrefix: settings.inClusterPathPrefix,
       requestTimeoutMs: settings.requestTimeoutMs,
+      userAgent: `sef/${context.agentVersion}`,
     });
   context.logger.info({ node: nodeName, self: self ? `${self.namespace}/${self.name}` : null, policy: settings.policy, credentials: settings.kubeconfig ?? "in-cluster" }, "kubernetes action on");
   return new NodeActions({
