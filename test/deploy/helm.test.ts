@@ -145,8 +145,8 @@ function loadRenderedConfig(manifests: Manifest[], env: NodeJS.ProcessEnv = { NO
 
 describe("helm lint", () => {
   it("passes --strict (no warnings) with the default values and with each credential mode", () => {
-    const monitored = { metrics: { serviceMonitor: { enabled: true } }, rbac: { leases: true } };
-    for (const [mode, overrides] of [["defaults", {}] as const, ["ServiceMonitor and lease Role", monitored] as const, ...Object.entries(credentialModes)]) {
+    const monitored = { metrics: { serviceMonitor: { enabled: true } } };
+    for (const [mode, overrides] of [["defaults", {}] as const, ["ServiceMonitor", monitored] as const, ...Object.entries(credentialModes)]) {
       const result = runHelm(["lint", "--strict", chart, "--values", valuesFile(overrides)], scratch);
       expect(result.stdout, mode).toContain("1 chart(s) linted, 0 chart(s) failed");
       expect(result.stdout, mode).not.toMatch(/\[(WARNING|ERROR)\]/);
@@ -214,7 +214,7 @@ describe("helm template with the default values", () => {
     expect(config.kubernetes).toEqual(kubernetesSettingsSchema.parse({}));
     const role = only(manifests, "ClusterRole");
     // Exactly the calls the action makes: its Node read and patched, the cluster's Nodes listed (the other nodes an
-    // event names), the node's pods listed, evictions, Events created; no Lease Role unless rbac.leases.
+    // event names), the node's pods listed, evictions, Events created; nothing else (no Role at all).
     expect(role.rules).toEqual([
       { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "patch"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
@@ -411,18 +411,6 @@ describe("helm template with other values", () => {
     }
   });
 
-  it("rbac.leases: a Role on Leases (get, create, update) in the release namespace, bound to the pods' service account; never without the action", () => {
-    const manifests = renderOk({ rbac: { leases: true } });
-    const role = only(manifests, "Role");
-    expect(role.metadata).toMatchObject({ name: "sef-sef-drain-leases", namespace: "sef-system" });
-    expect(role.rules).toEqual([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }]);
-    const binding = only(manifests, "RoleBinding");
-    expect(binding.metadata.namespace).toBe("sef-system");
-    expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "sef-sef-drain-leases" });
-    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "sef-sef", namespace: "sef-system" }]);
-    expect(renderOk({ rbac: { leases: true }, config: { kubernetes: null } }).map((m) => m.kind).sort()).toEqual(["ConfigMap", "DaemonSet", "ServiceAccount"]);
-  });
-
   it("a changed config changes the pod template's checksum (pods roll); the same values give the same one", () => {
     const checksum = (overrides: object): string | undefined => only(renderOk(overrides), "DaemonSet").spec.template.metadata.annotations?.["checksum/config"];
     const base = checksum({});
@@ -481,7 +469,6 @@ describe("values.schema.json", () => {
     ["an unknown metrics listen mode", { metrics: { listenOn: "podIP" } }, "/metrics/listenOn"],
     ["a ServiceMonitor API group Prometheus does not watch", { metrics: { serviceMonitor: { apiVersion: "monitoring.coreos.com/v2" } } }, "/metrics/serviceMonitor/apiVersion"],
     ["a scrape interval in words", { metrics: { serviceMonitor: { interval: "30 seconds" } } }, "/metrics/serviceMonitor/interval"],
-    ["rbac.leases that is not a boolean", { rbac: { leases: "yes" } }, "/rbac/leases"],
   ];
   for (const [what, overrides, path] of refused) {
     it(`helm template refuses ${what}`, () => {

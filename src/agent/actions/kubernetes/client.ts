@@ -1,5 +1,5 @@
 // The Kubernetes API as the kubernetes action uses it (I/O): Node read, list and JSON merge patch, the pods of a node,
-// policy/v1 evictions, core/v1 Events, coordination.k8s.io/v1 Leases — plain JSON requests (api-request.ts) with
+// policy/v1 evictions, core/v1 Events — plain JSON requests (api-request.ts) with
 // client-node's credential handling (credentials.ts), not its generated API. Answers become values; one deadline each.
 import type { NodePatch } from "./plan.js";
 import type { PodView } from "./pods.js";
@@ -8,16 +8,11 @@ import { loadKubeEndpoint } from "./credentials.js";
 import {
   evictionBody,
   evictionOutcomeOf,
-  leaseBody,
-  leaseView,
   nodeEventBody,
   nodeMergePatch,
   nodeView,
   podView,
   type EvictionOutcome,
-  type LeaseJson,
-  type LeaseSpec,
-  type LeaseView,
   type NodeEventType,
   type NodeJson,
   type NodeRead,
@@ -25,7 +20,7 @@ import {
 } from "./views.js";
 
 export { KubeApiError };
-export type { EvictionOutcome, LeaseSpec, LeaseView, NodeEventType, NodeRead };
+export type { EvictionOutcome, NodeEventType, NodeRead };
 
 export interface KubeApi {
   readNode(name: string): Promise<NodeRead>;
@@ -39,12 +34,6 @@ export interface KubeApi {
   evict(pod: Pick<PodView, "namespace" | "name">, gracePeriodSeconds: number): Promise<EvictionOutcome>;
   /** A core/v1 Event about the Node (namespace "default", source component "sef"). */
   nodeEvent(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType): Promise<void>;
-  /** The Lease, or undefined when there is none (404). */
-  getLease(namespace: string, name: string): Promise<LeaseView | undefined>;
-  /** Creates the Lease (409 AlreadyExists: a KubeApiError with status 409). */
-  createLease(namespace: string, name: string, spec: LeaseSpec): Promise<LeaseView>;
-  /** Replaces the Lease's spec, guarded by resourceVersion (409 Conflict when it changed). */
-  updateLease(lease: Pick<LeaseView, "namespace" | "name" | "resourceVersion">, spec: LeaseSpec): Promise<LeaseView>;
   /** Closes the kept-alive connection. */
   close(): void;
 }
@@ -75,7 +64,6 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
   // Before the first notice: one request opens the kept-alive TLS connection, runs an exec plugin and reads a token
   // file, and runs this path once (the first notice's taint then waits for none of it). Its failure is the steps' to see.
   void api.send({ method: "GET", path: "/version" }).catch(() => undefined);
-  const leasePath = (namespace: string, name?: string): string => `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases${name === undefined ? "" : `/${enc(name)}`}`;
   return {
     async readNode(name) {
       return nodeView(await api.json<NodeJson>({ method: "GET", path: `/api/v1/nodes/${enc(name)}` }));
@@ -97,19 +85,6 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
     },
     async nodeEvent(node, reason, message, type) {
       await api.json({ method: "POST", path: "/api/v1/namespaces/default/events", body: nodeEventBody(node, reason, message, type, new Date()) });
-    },
-    async getLease(namespace, name) {
-      const answer = await api.send({ method: "GET", path: leasePath(namespace, name) });
-      if (answer.status === 404) return undefined;
-      if (answer.status !== 200) throw errorOf(answer, `GET lease ${namespace}/${name}`);
-      return leaseView(answer.body as LeaseJson);
-    },
-    async createLease(namespace, name, spec) {
-      return leaseView(await api.json<LeaseJson>({ method: "POST", path: leasePath(namespace), body: leaseBody(namespace, name, spec) }));
-    },
-    async updateLease(lease, spec) {
-      const body = leaseBody(lease.namespace, lease.name, spec, lease.resourceVersion);
-      return leaseView(await api.json<LeaseJson>({ method: "PUT", path: leasePath(lease.namespace, lease.name), body }));
     },
     close() {
       api.close();

@@ -1,4 +1,4 @@
-// Pure translation between the Kubernetes API's JSON and the action's values: the few Node, Pod and Lease fields it
+// Pure translation between the Kubernetes API's JSON and the action's values: the few Node and Pod fields it
 // reads (hand-typed views, not the generated models), request bodies, and what an eviction's answer means.
 import { parseRetryAfterMs } from "@sef/contract/retry-after.js";
 import type { NodePatch, NodeView } from "./plan.js";
@@ -9,21 +9,6 @@ export type NodeEventType = "Normal" | "Warning";
 
 /** A Node as the action reads it, with what a guarded patch needs. */
 export type NodeRead = NodeView & { resourceVersion: string; uid: string; labels: Record<string, string> };
-
-/** A coordination.k8s.io/v1 Lease. */
-export interface LeaseView {
-  namespace: string;
-  name: string;
-  resourceVersion: string;
-  holderIdentity: string | undefined;
-  leaseDurationSeconds: number | undefined;
-  acquireTime: string | undefined;
-  renewTime: string | undefined;
-  leaseTransitions: number | undefined;
-}
-
-/** What a Lease create or update sets (times as RFC 3339 with microseconds, as MicroTime is written). */
-export type LeaseSpec = Pick<LeaseView, "holderIdentity" | "leaseDurationSeconds" | "acquireTime" | "renewTime" | "leaseTransitions">;
 
 /**
  * What became of one eviction request: accepted; refused by a PodDisruptionBudget (429 whose Status names a budget);
@@ -59,11 +44,6 @@ export interface NodeJson {
 /** A pod as the API serves it (the fields the drain reads: pods.ts). */
 export type PodJson = PodObject;
 
-export interface LeaseJson {
-  metadata?: ObjectMeta;
-  spec?: Partial<LeaseSpec>;
-}
-
 export function nodeView(node: NodeJson): NodeRead {
   return {
     name: node.metadata?.name ?? "",
@@ -84,20 +64,6 @@ export function nodeView(node: NodeJson): NodeRead {
 
 export function podView(pod: PodJson): PodView {
   return podViewOf(pod);
-}
-
-export function leaseView(lease: LeaseJson): LeaseView {
-  const spec = lease.spec ?? {};
-  return {
-    namespace: lease.metadata?.namespace ?? "",
-    name: lease.metadata?.name ?? "",
-    resourceVersion: lease.metadata?.resourceVersion ?? "",
-    holderIdentity: spec.holderIdentity,
-    leaseDurationSeconds: spec.leaseDurationSeconds,
-    acquireTime: spec.acquireTime,
-    renewTime: spec.renewTime,
-    leaseTransitions: spec.leaseTransitions,
-  };
 }
 
 /** The JSON merge patch of a NodePatch: the whole taint list, `unschedulable`, annotations (null removes), guarded by resourceVersion. */
@@ -130,9 +96,6 @@ export function nodeEventBody(node: { name: string; uid: string }, reason: strin
   };
 }
 
-export function leaseBody(namespace: string, name: string, spec: LeaseSpec, resourceVersion?: string): object {
-  return { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace, ...(resourceVersion !== undefined ? { resourceVersion } : {}) }, spec };
-}
 
 /** Whether a 429's Status names a PodDisruptionBudget: a DisruptionBudget cause (JSON `reason`), or its message says so. */
 export function namesDisruptionBudget(status: StatusBody): boolean {
