@@ -3,7 +3,7 @@
 // client-node's credential handling (credentials.ts), not its generated API. Answers become values; one deadline each.
 import type { NodePatch } from "./plan.js";
 import type { PodView } from "./pods.js";
-import { ApiTransport, KubeApiError, errorOf } from "./api-request.js";
+import { ApiTransport, KubeApiError } from "./api-request.js";
 import { loadKubeEndpoint } from "./credentials.js";
 import {
   evictionBody,
