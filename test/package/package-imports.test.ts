@@ -1,4 +1,4 @@
-// Each workspace package (src/contract, src/agent, src/fleet, src/testbed) imports only its own files, Node built-ins
+// Each workspace package (src/contract, src/retry, src/agent, src/fleet, src/testbed) imports only its own files, Node built-ins
 // and the packages its package.json declares; it declares as runtime dependencies exactly what its code loads at run
 // time (type-only imports may name a devDependency). Read from the TypeScript syntax tree of every source file.
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -8,7 +8,7 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const srcRoot = resolve(import.meta.dirname, "../../src");
-const packageDirs = ["contract", "agent", "fleet", "testbed"];
+const packageDirs = ["contract", "retry", "agent", "fleet", "testbed"];
 
 interface ImportSite {
   readonly specifier: string;

@@ -10,7 +10,7 @@ import { approvalPolicySchema } from "../actions/approval-policy.js";
 import { hooksConfigSchema } from "../actions/hooks.js";
 import { kubernetesSettingsSchema } from "../actions/kubernetes/settings.js";
 import { imdsDefaults } from "../imds/client.js";
-import { defaultRetryPolicy } from "@sef/contract/retry-policy.js";
+import { defaultRetryPolicy } from "@sef/retry/policy.js";
 import { outboxDefaults } from "../delivery/outbox.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";

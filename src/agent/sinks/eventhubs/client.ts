@@ -60,7 +60,10 @@ export function createProducerClient(auth: EventHubsAuth, options: EventHubsClie
     : new EventHubProducerClient(auth.connectionString, sdkOptions);
 }
 
-/** A consumer reading without checkpoints (`sef tail`). */
+/**
+ * A consumer reading without checkpoints (`sef tail`). Its SDK retries (`maxRetries`) stay on: nothing of sef retries
+ * a receive, so they are its only retry owner (the credential inside tries each token once).
+ */
 export function createConsumerClient(auth: EventHubsAuth, consumerGroup: string, options: EventHubsClientOptions): EventHubConsumerClient {
   const sdkOptions = sdkClientOptions(options);
   if (auth.kind === "tokenCredential") {
