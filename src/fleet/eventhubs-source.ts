@@ -7,6 +7,7 @@ import { EventHubConsumerClient, RetryMode, type CheckpointStore, type EventHubC
 import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from "@azure/identity";
 import * as z from "zod/mini";
 import "./zod-locale.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 /** The environment variable read for a connection string when the settings name none. */
 export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
@@ -54,8 +55,9 @@ export function fleetCredential(connection: Pick<EventHubsConnection, "credentia
 }
 
 /** Thrown when the settings name no usable credentials (never quotes a secret). */
-export class EventHubsSourceError extends Error {
+export class EventHubsSourceError extends SefError {
   override readonly name = "EventHubsSourceError";
+  override readonly code = "SEF_ERR_FLEET_EVENTHUBS_SOURCE";
 }
 
 /**

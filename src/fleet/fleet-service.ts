@@ -9,7 +9,7 @@ import { BlobCheckpointStore } from "@azure/eventhubs-checkpointstore-blob";
 import type { ContainerClient } from "@azure/storage-blob";
 import type { Logger } from "pino";
 import { containerFor, deadLetterWriter, untilStored, type StoreRetry } from "./blob-storage.js";
-import { FleetConfigError } from "./errors.js";
+import { FleetConfigError, PartitionClosedError } from "./errors.js";
 import { createFleetConsumer } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
@@ -282,7 +282,7 @@ function storeRetries(owned: OwnedPartitions, logger: Logger): (signal: AbortSig
 /** Opens a partition's processor, loading its state until Blob storage answers (or the partition closes). */
 async function openUntilLoaded(retry: StoreRetry, options: Parameters<typeof PartitionProcessor.open>[0]): Promise<PartitionProcessor> {
   const opened = await untilStored(() => PartitionProcessor.open(options), "could not load the partition's fleet state; retrying", retry);
-  if (opened === undefined) throw new Error("the partition closed before its fleet state was loaded");
+  if (opened === undefined) throw new PartitionClosedError("the partition closed before its fleet state was loaded");
   return opened.value;
 }
 

@@ -8,7 +8,7 @@ import { unknownNameMessage } from "./suggest.js";
 import { findSinkFactory, parseSinkSpec } from "../sinks/registry.js";
 import { hookEnvironment } from "../actions/hooks.js";
 import type { TransitionRecord } from "@sef/contract/record.js";
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 export class ConfigError extends SefError {
   override readonly name = "ConfigError";

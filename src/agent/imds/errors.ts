@@ -1,5 +1,5 @@
 // Classified IMDS failures: every failed request ends as one of these kinds, never as "no events".
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 export type ImdsFailureKind =
   | "bad_request" // 400: a configuration problem (header, api-version); the poll stage retries it slowly
