@@ -6,7 +6,7 @@ import { createKubeApi, KubeApiError, type KubeApi } from "../../src/agent/actio
 import { evictionOutcomeOf, throttleBoundsMs } from "../../src/agent/actions/kubernetes/views.js";
 import type { ApiAnswer } from "../../src/agent/actions/kubernetes/api-request.js";
 import { startKubernetesPeer, type KubernetesPeer, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
-import { SefError } from "../../src/contract/errors.js";
+import { SefError } from "../../src/errors/sef-error.js";
 
 const node = "aks-nodepool1-0";
 const owner = [{ kind: "ReplicaSet", name: "web-7d9f" }];

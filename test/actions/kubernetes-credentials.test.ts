@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
 import { stringify } from "yaml";
 import { createKubeApi, KubeApiError, type KubeApi } from "../../src/agent/actions/kubernetes/client.js";
+import { KubeCredentialsError } from "../../src/agent/actions/kubernetes/credentials.js";
 import { startKubernetesPeer, type KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
 import { generateLocalTlsIdentity } from "../../src/testbed/support/tls-identity.js";
 import { waitFor } from "../helpers/wait.js";
@@ -173,5 +174,15 @@ describe.concurrent("kubernetes client credentials and TLS against the Kubernete
     expect((await kube.readNode(node)).name).toBe(node);
     peer.setToken("rotated-token-5");
     await expect(kube.readNode(node)).rejects.toMatchObject({ status: 401, code: "SEF_ERR_KUBE_API" });
+  });
+  it("a kubeconfig that names no cluster, or no in-cluster environment, is a KubeCredentialsError with its code and the fix", async (test) => {
+    const peer = await peerWith(test);
+    const path = kubeconfig(peer, { token: peer.token });
+    writeFileSync(path, readFileSync(path, "utf8").replace("current-context: x", "current-context: elsewhere"));
+    const missingContext = await createKubeApi({ kubeconfig: path, requestTimeoutMs: 2_000 }).catch((e: unknown) => e);
+    expect(missingContext).toBeInstanceOf(KubeCredentialsError);
+    expect(missingContext).toMatchObject({ code: "SEF_ERR_KUBE_CREDENTIALS", message: expect.stringContaining('current-context "elsewhere"') });
+    const outsidePod = await createKubeApi({ env: {}, requestTimeoutMs: 2_000 }).catch((e: unknown) => e);
+    expect(outsidePod).toMatchObject({ code: "SEF_ERR_KUBE_CREDENTIALS", message: expect.stringContaining("set kubernetes.kubeconfig") });
   });
 });

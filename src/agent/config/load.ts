@@ -7,7 +7,7 @@ import { crossFieldProblems, describeIssue, referencedVariables } from "./rules.
 import { unknownNameMessage } from "./suggest.js";
 import { findSinkFactory, parseSinkSpec } from "../sinks/registry.js";
 import { actionEntryList } from "../actions/registry.js";
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 export class ConfigError extends SefError {
   override readonly name = "ConfigError";

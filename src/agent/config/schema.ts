@@ -9,7 +9,7 @@ import { sinkFactories } from "../sinks/registry.js";
 import { metricsServerConfigSchema, readinessConfigSchema } from "../observability/http-server.js";
 import { actionEntries, actionEntryList } from "../actions/registry.js";
 import { imdsDefaults } from "../imds/client.js";
-import { defaultRetryPolicy } from "@sef/contract/retry-policy.js";
+import { defaultRetryPolicy } from "@sef/retry/policy.js";
 import { outboxDefaults } from "../delivery/outbox.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";

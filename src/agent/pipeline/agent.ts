@@ -63,14 +63,19 @@ export class Agent {
   readonly agentId: string;
   private readonly stopController = new AbortController();
   private readonly stopHooks: Array<() => Promise<void>> = [];
+  /** Readiness: the last store write committed (never probed: a probe must not cost a transaction; the next write tells). */
+  private lastStoreWriteCommitted = true;
 
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
     this.metrics = deps.metrics ?? new AgentMetrics();
-    this.store = Store.open({ dataDir: config.dataDir, onCheckpointError: (reason) => logger.warn({ reason }, "store checkpoint worker") });
+    this.store = Store.open({
+      dataDir: config.dataDir,
+      onCheckpointError: (reason) => logger.warn({ reason }, "store checkpoint worker"),
+      onWriteOutcome: (committed) => (this.lastStoreWriteCommitted = committed),
+    });
     this.outbox = Outbox.open(this.store, { maxOutboxBytes: config.maxOutboxBytes });
     const sinkNames = this.registerSinks(deps.sinks.map((s) => s.name));
-    this.store.markAgentRunning(process.pid, clock.now());
     const id = loadOrCreateAgentId(config.dataDir);
     this.agentId = id.agentId;
     if (id.replaced !== undefined) logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
@@ -171,7 +176,7 @@ export class Agent {
     const { lastGoodPollMs } = this.poll.stats;
     return {
       lastGoodPollAgeMs: lastGoodPollMs === null ? null : nowMs - lastGoodPollMs,
-      storeWritable: this.store.isWritable() && !this.outbox.isEvictionBlocked(),
+      storeWritable: this.lastStoreWriteCommitted && !this.outbox.isEvictionBlocked(),
       sinks: this.drain.sinkHealth(nowMs),
     };
   }
@@ -227,11 +232,6 @@ export class Agent {
     await this.drain.stop(clock.monotonicMs() + config.shutdownFlushMs);
     const left = this.drain.undelivered();
     await this.poll.close();
-    try {
-      this.store.markAgentStopped();
-    } catch (err) {
-      logger.warn({ err }, "could not record the agent's stop in the store");
-    }
     this.store.close();
     logger.info({ left }, "agent stopped");
   }

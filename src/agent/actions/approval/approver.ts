@@ -6,7 +6,7 @@ import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { systemClock, type Clock } from "../../util/clock.js";
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 import type { PostStartRequest } from "../action.js";
 
 export type { PostStartRequest, StartRequestResponse } from "../action.js";

@@ -3,7 +3,7 @@
 // re-runs an exec plugin on 401), so a rotated token file or an expired plugin credential is picked up at once.
 import type * as Http from "node:http";
 import type * as Https from "node:https";
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 import type { KubeEndpoint } from "./credentials.js";
 
 /** Largest answer read (a list of a node's pods is well under it). */

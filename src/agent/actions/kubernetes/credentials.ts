@@ -6,6 +6,13 @@ import type * as Https from "node:https";
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import type { Cluster, User } from "@kubernetes/client-node/dist/config_types.js";
+import { SefError } from "@sef/errors/sef-error.js";
+
+/** The kubeconfig or the in-cluster environment does not say where the API server is or how to reach it. */
+export class KubeCredentialsError extends SefError {
+  override readonly name = "KubeCredentialsError";
+  override readonly code = "SEF_ERR_KUBE_CREDENTIALS";
+}
 
 /** What one request needs: the agent to send it through and the headers that authenticate it. */
 export interface PreparedRequest {
@@ -62,9 +69,9 @@ async function currentEntry(document: Record<string, unknown>): Promise<Kubeconf
   const { newClusters, newContexts, newUsers } = await import("@kubernetes/client-node/dist/config_types.js");
   const contextName = document["current-context"];
   const context = newContexts(document.contexts).find((c) => c.name === contextName);
-  if (context === undefined) throw new Error(`kubeconfig: current-context "${String(contextName)}" is not among its contexts`);
+  if (context === undefined) throw new KubeCredentialsError(`kubeconfig: current-context "${String(contextName)}" is not among its contexts`);
   const cluster = newClusters(document.clusters).find((c) => c.name === context.cluster);
-  if (cluster === undefined) throw new Error(`kubeconfig: context "${context.name}" names cluster "${context.cluster}", which is not in it`);
+  if (cluster === undefined) throw new KubeCredentialsError(`kubeconfig: context "${context.name}" names cluster "${context.cluster}", which is not in it`);
   const rawUsers = Array.isArray(document.users) ? (document.users as Array<{ name?: string; user?: Record<string, unknown> }>) : [];
   const rawUser = rawUsers.find((u) => u.name === context.user)?.user ?? {};
   const user = newUsers(rawUsers.map((u) => ({ ...u, user: withoutTokenFile(u.user) }))).find((u) => u.name === context.user) ?? { name: "" };
@@ -112,7 +119,7 @@ function inClusterEndpoint(options: EndpointOptions): KubeEndpoint {
   const env = options.env ?? process.env;
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
-  if (!host || !port) throw new Error("in-cluster credentials: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a pod? set kubernetes.kubeconfig)");
+  if (!host || !port) throw new KubeCredentialsError("in-cluster credentials: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a pod? set kubernetes.kubeconfig)");
   const dir = `${options.inClusterPathPrefix ?? ""}${serviceAccountDir}`;
   const cluster: Cluster = { name: "inCluster", server: `https://${host.includes(":") ? `[${host}]` : host}:${port}`, skipTLSVerify: false };
   const user: User = { name: "inClusterUser", authProvider: { name: "tokenFile", config: { tokenFile: `${dir}/token` } } };
@@ -122,7 +129,7 @@ function inClusterEndpoint(options: EndpointOptions): KubeEndpoint {
 /** One kept-alive agent with the cluster's TLS settings; an exec credential's client certificate replaces it. */
 function authenticatedEndpoint(cluster: Cluster, user: User, tls: Https.AgentOptions, factory: AuthenticatorFactory, source: string): KubeEndpoint {
   const plain = cluster.server.startsWith("http:");
-  if (plain && !cluster.skipTLSVerify) throw new Error(`kubeconfig: plain http to ${cluster.server} needs insecure-skip-tls-verify (as client-node asks)`);
+  if (plain && !cluster.skipTLSVerify) throw new KubeCredentialsError(`kubeconfig: plain http to ${cluster.server} needs insecure-skip-tls-verify (as client-node asks)`);
   const newAgent = (extra: Https.AgentOptions = {}): Http.Agent => (plain ? new (http().Agent)({ keepAlive: true }) : new (https().Agent)({ keepAlive: true, ...tls, ...extra }));
   let agent = newAgent();
   let agentCert: string | Buffer | undefined;
@@ -180,7 +187,7 @@ async function wholeKubeConfigEndpoint(path: string): Promise<KubeEndpoint> {
   };
   let config = load();
   const cluster = config.getCurrentCluster();
-  if (cluster === null) throw new Error("kubeconfig: no current cluster");
+  if (cluster === null) throw new KubeCredentialsError("kubeconfig: no current cluster");
   let agent: Http.Agent | undefined;
   return {
     server: cluster.server.replace(/\/$/, ""),

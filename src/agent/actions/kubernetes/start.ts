@@ -1,5 +1,6 @@
 // Builds the kubernetes action from its config section and the environment the chart sets (NODE_NAME, POD_NAME,
 // POD_NAMESPACE): loads the Kubernetes client, registers the metrics. Imported dynamically, only when configured.
+import { InternalError } from "@sef/errors/sef-error.js";
 import type { ActionContext } from "../action.js";
 import { createKubeApi } from "./client.js";
 import { KubernetesMetrics } from "./metrics.js";
@@ -17,7 +18,7 @@ export function nodeIdentity(settings: KubernetesSettings, env: NodeJS.ProcessEn
 /** The node action worker; the Kubernetes client itself is loaded by the worker once it starts (see NodeActions). */
 export function createNodeActions(settings: KubernetesSettings, context: ActionContext): NodeActions {
   const { nodeName, self } = nodeIdentity(settings, context.env);
-  if (nodeName === undefined) throw new Error("kubernetes: no node name (set kubernetes.nodeName or NODE_NAME)");
+  if (nodeName === undefined) throw new InternalError("kubernetes: no node name (the config rules require kubernetes.nodeName or NODE_NAME)");
   const loadApi = () =>
     createKubeApi({
       ...(settings.kubeconfig !== undefined ? { kubeconfig: settings.kubeconfig } : {}),

@@ -1,6 +1,6 @@
 // Pure translation between the Kubernetes API's JSON and the action's values: the few Node and Pod fields it
 // reads (hand-typed views, not the generated models), request bodies, and what an eviction's answer means.
-import { parseRetryAfterMs } from "@sef/contract/retry-after.js";
+import { parseRetryAfterMs } from "@sef/retry/retry-after.js";
 import type { NodePatch, NodeView } from "./plan.js";
 import { podViewOf, type PodObject, type PodView } from "./pods.js";
 import type { ApiAnswer, StatusBody } from "./api-request.js";

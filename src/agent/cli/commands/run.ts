@@ -15,7 +15,7 @@ import { metricsAddress, startAgentServices } from "../../pipeline/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 import { routeDebugOutput } from "../../observability/debug-output.js";
 import { secretFileWarning } from "../../config/secret-file.js";
-import { EndpointDiscovery, type RememberedEndpoint } from "../../imds/discovery/index.js";
+import { EndpointDiscovery, endpointMemoryIn } from "../../imds/discovery/index.js";
 import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
 import { settlesWithin } from "../../util/deadline.js";
 import { listenForStop, type StopSignal } from "../stop-signal.js";
@@ -119,8 +119,7 @@ async function runUntilStopped(config: AgentConfig, sinkSettings: SinkSettings, 
 
   let services: Awaited<ReturnType<typeof startAgentServices>>;
   try {
-    const store = agent.store;
-    await Promise.race([imdsEndpoint.start({ load: () => store.loadImdsEndpoint() as RememberedEndpoint | undefined, save: (e) => store.saveImdsEndpoint(e) }), stop.arrived]);
+    await Promise.race([imdsEndpoint.start(endpointMemoryIn(agent.store.meta)), stop.arrived]);
     agent.beforeStop(() => imdsEndpoint.stop());
     if (!stop.requested) await Promise.race([agent.prepare(), stop.arrived]);
     if (stop.requested) {

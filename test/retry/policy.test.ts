@@ -1,6 +1,6 @@
-// The shared retry arithmetic with injected randomness.
+// The one backoff formula (@sef/retry), with injected randomness.
 import { describe, expect, it } from "vitest";
-import { retryDelayMs, defaultRetryPolicy } from "../../src/contract/retry-policy.js";
+import { retryDelayMs, defaultRetryPolicy } from "../../src/retry/policy.js";
 
 describe("retryDelayMs", () => {
   const policy = { initialDelayMs: 100, maxDelayMs: 5000, multiplier: 2 };

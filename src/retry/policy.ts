@@ -1,6 +1,6 @@
-// The one retry policy (pure), shared by the agent's drainers (the only retry loop of the sinks) and the fleet
-// service's notifications: exponential backoff with equal jitter, capped; a server's hint wins, spread by a jitter of
-// its own so that a fleet throttled at one moment does not come back at one moment.
+// The one backoff formula (pure) of every sef retry: exponential backoff with equal jitter, capped; a server's hint
+// wins, bounded by the policy and spread by a jitter of its own so that a fleet throttled at one moment does not come
+// back at one moment. The retry loop (retry.ts) and the loops that schedule themselves (drainer, poll loop) use it.
 
 export interface RetryPolicy {
   /** First backoff, in milliseconds. */
@@ -19,7 +19,7 @@ export const hintJitterFraction = 0.5;
 /**
  * Delay before retry number `attempt` (1 = first retry). `random` in [0, 1) picks the jitter
  * (injected so tests are exact). A server hint (Retry-After) is clamped to [`initialDelayMs`, `maxDelayMs`]:
- * a hint of 0 (or a date in the past) never turns the drain loop into a busy loop. The hint is never cut short, but
+ * a hint of 0 (or a date in the past) never turns a retry loop into a busy loop, a huge one never parks it. The hint is never cut short, but
  * is lengthened by up to `hintJitterFraction` of itself (still at most `maxDelayMs`): thousands of agents answered
  * "Retry-After: 5" in the same second would otherwise all retry in the same second, and be throttled again together.
  */

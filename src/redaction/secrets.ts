@@ -41,7 +41,7 @@ export function redactSecrets(text: string): string {
 }
 
 /**
- * The redacting part of a pino logger's options (spread into them; plain values, so the contract needs no pino): the
+ * The redacting part of a pino logger's options (spread into them; plain values, so this package needs no pino): the
  * paths above blanked, an `err` field reduced to type, redacted message and code, string arguments redacted.
  */
 export function redactingLoggerOptions() {

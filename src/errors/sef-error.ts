@@ -17,3 +17,9 @@ export class SefReasonError<Reason extends string> extends SefError {
     super(message);
   }
 }
+
+/** A bug: a condition the code relies on did not hold (the message says which). Never the user's doing. */
+export class InternalError extends SefError {
+  override readonly name = "InternalError";
+  override readonly code = "SEF_ERR_INTERNAL";
+}
