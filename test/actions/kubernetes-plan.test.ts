@@ -105,17 +105,20 @@ describe("drain timing", () => {
     expect(gracePeriodSeconds(120, 400)).toBe(1);
   });
 
-  it("PDB refusals back off exponentially up to the maximum", () => {
-    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000))).toEqual([1_000, 2_000, 4_000, 8_000, 15_000, 15_000]);
+  it("PDB refusals back off exponentially up to the maximum, with equal jitter (sef's one backoff formula)", () => {
+    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000, 1))).toEqual([1_000, 2_000, 4_000, 8_000, 15_000, 15_000]);
+    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000, 0))).toEqual([500, 1_000, 2_000, 4_000, 7_500, 7_500]);
   });
 
   it("a throttled eviction waits the server's Retry-After, at least the floor, at most the cap", () => {
     expect(throttleFloorMs).toBe(1_000);
-    expect(throttleWaitMs(5_000, 15_000)).toBe(5_000);
-    expect(throttleWaitMs(0, 15_000)).toBe(1_000);
-    expect(throttleWaitMs(3_600_000, 15_000)).toBe(15_000);
-    expect(throttleWaitMs(Number.NaN, 15_000)).toBe(1_000);
-    expect(throttleWaitMs(5_000, 500)).toBe(500);
+    expect(throttleWaitMs(5_000, 15_000, 0)).toBe(5_000);
+    expect(throttleWaitMs(5_000, 15_000, 0.5)).toBe(6_250);
+    expect(throttleWaitMs(12_000, 15_000, 0.99)).toBe(15_000);
+    expect(throttleWaitMs(0, 15_000, 0)).toBe(1_000);
+    expect(throttleWaitMs(3_600_000, 15_000, 0)).toBe(15_000);
+    expect(throttleWaitMs(Number.NaN, 15_000, 0)).toBe(1_000);
+    expect(throttleWaitMs(5_000, 500, 0.7)).toBe(500);
   });
 });
 

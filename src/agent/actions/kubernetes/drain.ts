@@ -65,6 +65,8 @@ export interface DrainOptions {
   pdbRetryInitialMs: number;
   /** Longest wait between retries of a refused eviction, and the longest wait a throttling hint gets. */
   pdbRetryMaxMs: number;
+  /** The jitter of the retry waits, in [0, 1) (default Math.random; tests pass a fixed one). */
+  random?: () => number;
   podPollMs: number;
   clock: Clock;
   logger: Logger;
@@ -215,7 +217,7 @@ class DrainRun {
 
   /** A throttled eviction pauses every eviction for the bounded Retry-After; it is not a refusal of the pod. */
   private pauseFor(ref: string, result: Extract<EvictionOutcome, { kind: "throttled" }>): void {
-    const waitMs = throttleWaitMs(result.retryAfterMs, this.options.pdbRetryMaxMs);
+    const waitMs = throttleWaitMs(result.retryAfterMs, this.options.pdbRetryMaxMs, this.options.random?.() ?? Math.random());
     this.pausedUntilMs = Math.max(this.pausedUntilMs, this.options.clock.monotonicMs() + waitMs);
     this.throttled++;
     const log = this.throttled === 1 ? this.options.logger.info.bind(this.options.logger) : this.options.logger.debug.bind(this.options.logger);
@@ -226,7 +228,7 @@ class DrainRun {
   private retryLater(id: string, ref: string, result: Extract<EvictionOutcome, { kind: "pdb" | "error" }>, retry: PodRetry | undefined): void {
     const { clock, logger, pdbRetryInitialMs, pdbRetryMaxMs } = this.options;
     const count = (retry?.retries ?? 0) + 1;
-    const nextAtMs = clock.monotonicMs() + pdbRetryDelayMs(count, pdbRetryInitialMs, pdbRetryMaxMs);
+    const nextAtMs = clock.monotonicMs() + pdbRetryDelayMs(count, pdbRetryInitialMs, pdbRetryMaxMs, this.options.random?.() ?? Math.random());
     this.retries.set(id, { ref, retries: count, nextAtMs, firstRefusedAtMs: retry?.firstRefusedAtMs ?? clock.now() });
     if (result.kind === "pdb") {
       this.pdbBlocked.add(ref);

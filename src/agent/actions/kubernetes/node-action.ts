@@ -4,6 +4,7 @@
 // one has drained), and undoes the steps when the event is over. Each step is persisted in the action ledger before
 // it is taken, and each mark on the Node names its event, so a restart (even after kill -9, even with an empty data
 // directory) resumes where it was or takes off what is no longer wanted (reconcile.ts).
+import { retryDelayMs, type RetryPolicy } from "@sef/retry/policy.js";
 import type { Logger } from "pino";
 import type { EventStatus, KubernetesOutcome, KubernetesRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
 import type { Action, ActionContext } from "../action.js";
@@ -22,7 +23,12 @@ import { drainDetail, type KubernetesStepDetail } from "./records.js";
 import { policyFor, policyIncludes, type KubernetesSettings, type NodePolicy } from "./settings.js";
 
 const idleWaitMs = 60_000;
-const errorPauseMs = 5_000;
+/**
+ * The wait after a failed step, a failed reconciliation or a client that did not load: sef's one backoff formula
+ * (@sef/retry), from 1 s doubling to 10 s with equal jitter. The worker is the only retry owner of its API requests
+ * (the client sends each once; a 401 is sent once more with fresh credentials, which is not a retry of a failure).
+ */
+export const kubernetesRetryPolicy: RetryPolicy = { initialDelayMs: 1_000, maxDelayMs: 10_000, multiplier: 2 };
 
 /**
  * planned → marking → marked → draining → drained | incomplete → [waiting: an event naming several nodes, on the node
@@ -111,7 +117,7 @@ export class NodeActions implements Action {
       clock,
       logger,
       metrics,
-      retryMs: errorPauseMs,
+      retryPolicy: kubernetesRetryPolicy,
     });
   }
 
@@ -193,13 +199,13 @@ export class NodeActions implements Action {
   /** Loads the Kubernetes client, trying again every 30 s until it loads or the agent stops. */
   private async loadApiUntilLoaded(stop: AbortSignal): Promise<void> {
     const { clock, logger } = this.options;
-    while (!stop.aborted && this.kubeApi === undefined) {
+    for (let failures = 1; !stop.aborted && this.kubeApi === undefined; failures++) {
       try {
         this.kubeApi = await this.options.loadApi();
         logger.info("Kubernetes client loaded; the kubernetes action is ready");
       } catch (err) {
         logger.error({ err }, "could not load the Kubernetes client; trying again");
-        await clock.sleep(errorPauseMs * 6, stop).catch(() => undefined);
+        await clock.sleep(retryDelayMs(kubernetesRetryPolicy, failures, undefined, Math.random()), stop).catch(() => undefined);
       }
     }
   }
@@ -395,10 +401,11 @@ export class NodeActions implements Action {
         this.saveState(row.actionKey, { ...state, failures });
       });
       if (failures === 1) metrics.steps.inc({ outcome: "Failed" });
+      return retryDelayMs(kubernetesRetryPolicy, failures, undefined, Math.random());
     } catch (storeErr) {
       logger.error({ err: storeErr }, "could not record a failed kubernetes step");
     }
-    return errorPauseMs;
+    return kubernetesRetryPolicy.maxDelayMs;
   }
 
   /** The step's record and the action's next state in one transaction; `started` also marks the row running (its first step). */

@@ -1,6 +1,7 @@
 // Pure decisions of the kubernetes action: the taint of an event (sef's marks as a whole: marks.ts), when a drain
 // starts and ends, the grace period each pod gets, and the waits after a refused eviction (which pods a drain evicts:
 // pods.ts). Plain values in and out (the few Node fields used); the I/O is in client.ts and node-action.ts.
+import { retryDelayMs } from "@sef/retry/policy.js";
 
 /** The taint key prefix: one key per EventType, the value is the EventId (see README: telling a planned disruption from a failure). */
 export const taintKeyPrefix = "sef.azure.com/scheduled-event-";
@@ -72,21 +73,25 @@ export function gracePeriodSeconds(podGraceSeconds: number | undefined, timeLeft
   return Math.max(1, Math.min(own, Math.floor(timeLeftMs / 1000)));
 }
 
-/** Wait before retry number `retry` (1-based) of a refused eviction: initial × 2^(retry-1), at most `maxMs`. */
-export function pdbRetryDelayMs(retry: number, initialMs: number, maxMs: number): number {
-  return Math.min(maxMs, initialMs * 2 ** Math.max(0, Math.min(30, retry - 1)));
+/**
+ * Wait before retry number `retry` (1-based) of a refused eviction: sef's one backoff formula (@sef/retry) from
+ * `initialMs`, doubling, at most `maxMs`, with equal jitter (`random` in [0, 1): half fixed, half random).
+ */
+export function pdbRetryDelayMs(retry: number, initialMs: number, maxMs: number, random: number): number {
+  return retryDelayMs({ initialDelayMs: initialMs, maxDelayMs: maxMs, multiplier: 2 }, retry, undefined, random);
 }
 
 /** The shortest wait after an eviction throttled by API Priority and Fairness (429 without a disruption budget). */
 export const throttleFloorMs = 1_000;
 
 /**
- * How long the drain pauses every eviction after a throttled one: the server's Retry-After, at least
- * `throttleFloorMs`, at most `capMs` (the drain's `pdbRetryMaxMs`; a server hint is bounded, never trusted as is).
+ * How long the drain pauses every eviction after a throttled one: the server's Retry-After bounded by sef's one
+ * backoff formula (@sef/retry) — at least `throttleFloorMs`, at most `capMs` (the drain's `pdbRetryMaxMs`), lengthened
+ * by up to half of itself (`random`) so the nodes of a throttled cluster do not come back in the same instant.
  */
-export function throttleWaitMs(retryAfterMs: number, capMs: number): number {
+export function throttleWaitMs(retryAfterMs: number, capMs: number, random: number): number {
   const hintMs = Number.isFinite(retryAfterMs) ? retryAfterMs : 0;
-  return Math.min(capMs, Math.max(throttleFloorMs, hintMs));
+  return retryDelayMs({ initialDelayMs: Math.min(throttleFloorMs, capMs), maxDelayMs: capMs, multiplier: 2 }, 1, hintMs, random);
 }
 
 /**

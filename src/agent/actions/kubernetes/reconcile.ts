@@ -2,6 +2,7 @@
 // lists change, sef's marks on the Node whose event is no longer listed — and that no node action still owns — are
 // taken off (an empty data directory, a reimage, a crash between two steps), with the records and Node Events of an
 // undo. A failed attempt is tried again after a pause; nothing is done from a failed poll (no document, no call).
+import { retryDelayMs, type RetryPolicy } from "@sef/retry/policy.js";
 import type { Logger } from "pino";
 import type { KubernetesRecord } from "@sef/contract/record.js";
 import type { Clock } from "../../util/clock.js";
@@ -20,8 +21,10 @@ export interface ReconcilerOptions {
   clock: Clock;
   logger: Logger;
   metrics: KubernetesMetrics;
-  /** Pause after a failed attempt. */
-  retryMs: number;
+  /** The waits after failed attempts (sef's one backoff formula). */
+  retryPolicy: RetryPolicy;
+  /** The jitter of those waits, in [0, 1) (default Math.random). */
+  random?: () => number;
 }
 
 /** Why a reconciled mark was taken off (the records' Detail.reason). */
@@ -31,7 +34,7 @@ export class NodeReconciler {
   private listed: readonly string[] | undefined;
   private reconciledKey: string | undefined;
   private retryAtMs = 0;
-  /** Failed attempts in a row (the first and every 12th is logged at warn: one a minute). */
+  /** Failed attempts in a row (the first and every 12th is logged at warn). */
   private failures = 0;
 
   constructor(private readonly options: ReconcilerOptions) {}
@@ -52,7 +55,7 @@ export class NodeReconciler {
     if (listed === undefined) return idleMs;
     const key = `${keyOf(listed)}|${keyOf(this.options.ownedEventIds())}`;
     if (key === this.reconciledKey) return idleMs;
-    const { clock, logger, metrics, retryMs } = this.options;
+    const { clock, logger, metrics, retryPolicy } = this.options;
     const waitMs = this.retryAtMs - clock.monotonicMs();
     if (waitMs > 0) return waitMs;
     try {
@@ -66,6 +69,7 @@ export class NodeReconciler {
       this.failures += 1;
       const log = this.failures % 12 === 1 ? logger.warn.bind(logger) : logger.debug.bind(logger);
       log({ err, failures: this.failures }, "could not reconcile the node with IMDS; trying again");
+      const retryMs = retryDelayMs(retryPolicy, this.failures, undefined, this.options.random?.() ?? Math.random());
       this.retryAtMs = clock.monotonicMs() + retryMs;
       return retryMs;
     }
