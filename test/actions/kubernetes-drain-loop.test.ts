@@ -84,6 +84,7 @@ async function drain(node: InMemoryNode, clock: FakeClock, over: Partial<DrainOp
     deadlineMs: clock.now() + 120_000,
     pdbRetryInitialMs: 1_000,
     pdbRetryMaxMs: 8_000,
+    random: () => 1 - Number.EPSILON, // the jitter at its top: each backoff its full ceiling (1 s, then 2 s, …)
     podPollMs: 1_000,
     clock,
     logger: silentLogger(),

@@ -84,16 +84,13 @@ describe("kubernetes action: the Node holds sef's marks", () => {
     const id = "E0A1B2C3-0000-4000-8000-000000000012";
     try {
       await waitForKubernetesReady(first);
-      // Checked after every round of I/O of this process (the peer's included), so the agent dies before the peer
-      // answers its next request (the Node Event that comes before the step's record).
+      // Killed when the peer has applied the mark patch and before it answers it: the agent never hears the answer.
       const killed = new Promise<void>((resolve) => {
-        const check = (): void => {
-          if (peer.state.nodeWrites().length > 0) {
-            first.child.kill("SIGKILL");
-            resolve();
-          } else setImmediate(check);
-        };
-        check();
+        const stop = peer.state.onNodeWrite(() => {
+          first.child.kill("SIGKILL");
+          stop();
+          resolve();
+        });
       });
       sim.setEvents([event(id)]);
       await killed;

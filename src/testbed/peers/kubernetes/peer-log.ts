@@ -134,8 +134,15 @@ export class PeerLog {
   private readonly evictionsByPod = new Map<string, EvictionCounts>();
   private readonly evictionsByNode = new Map<string, EvictionCounts>();
   private readonly nodeMarks = new Map<string, NodeMarkTimes>();
+  private readonly nodeWriteListeners = new Set<(write: NodeWriteRecord) => void>();
 
   constructor(private readonly clock: { wallNowMs(): number; monotonicNowMs(): number }) {}
+
+  /** Calls `listener` at each node write, before the write is answered; returns how to stop. */
+  onNodeWrite(listener: (write: NodeWriteRecord) => void): () => void {
+    this.nodeWriteListeners.add(listener);
+    return () => this.nodeWriteListeners.delete(listener);
+  }
 
   now(): Stamp {
     return { atMs: this.clock.wallNowMs(), monotonicMs: this.clock.monotonicNowMs() };
@@ -164,7 +171,9 @@ export class PeerLog {
     const stamp = this.now();
     const changes = nodeWriteChanges(before, after);
     const node = after.metadata.name;
-    pushCapped(this.nodeWrites, { ...stamp, node, method, ...(contentType ? { contentType } : {}), resourceVersion: after.metadata.resourceVersion, ...changes });
+    const record: NodeWriteRecord = { ...stamp, node, method, ...(contentType ? { contentType } : {}), resourceVersion: after.metadata.resourceVersion, ...changes };
+    pushCapped(this.nodeWrites, record);
+    for (const listener of this.nodeWriteListeners) listener(record);
     const marks = this.nodeMarks.get(node) ?? { writes: 0, firstTaint: {}, firstAnnotation: {} };
     marks.writes++;
     if (changes.cordoned === true && !marks.firstCordon) marks.firstCordon = stamp;

@@ -218,6 +218,11 @@ export class KubernetesPeerState {
     return [...this.cluster.log.nodeWrites];
   }
 
+  /** Calls `listener` at each node write, before the peer answers it (a test can kill a client between the two). */
+  onNodeWrite(listener: (write: NodeWriteRecord) => void): () => void {
+    return this.cluster.log.onNodeWrite(listener);
+  }
+
   /** Counters that never roll over: requests by code, evictions per pod and per node, first marks per node. */
   stats(): PeerStats {
     return this.cluster.log.stats();
