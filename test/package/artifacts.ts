@@ -91,8 +91,10 @@ export async function currentTestArtifacts(log: (line: string) => void = () => u
   log(`package artifacts: building ${linuxTargets.join(" ")} into ${relative(repoRoot, dir)} (inputs changed or none built yet; takes a few minutes)`);
   try {
     const progress = (step: string): void => log(`package artifacts: ${step}`);
-    await buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress });
-    await buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress, version: olderPackageVersion });
+    await Promise.all([
+      buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress, compression: "fast" }),
+      buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress, version: olderPackageVersion, compression: "stored" }),
+    ]);
     try {
       renameSync(scratch, dir);
     } catch (err) {
