@@ -29,8 +29,8 @@ export interface PackageOptions {
   readonly progress?: (step: string) => void;
   /** The version stamped on the agent's artifacts (default: the agent package's). */
   readonly version?: string;
-  /** How the Linux artifacts are compressed (default `release`; see compression.ts). */
-  readonly compression?: CompressionProfile;
+  /** How the Linux artifacts are compressed, all alike or per target (default `release`; see compression.ts). */
+  readonly compression?: CompressionProfile | ((target: Target) => CompressionProfile);
 }
 
 /** What every artifact of one build shares. */
@@ -42,7 +42,7 @@ interface BuildContext {
   readonly workDir: string;
   readonly version: string;
   readonly epochS: number;
-  readonly compression: CompressionProfile;
+  readonly compressionOf: (target: Target) => CompressionProfile;
   readonly progress: (step: string) => void;
 }
 
@@ -62,7 +62,7 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
     workDir: mkdtempSync(join(outDir, ".work-")),
     version: options.version ?? packageVersionOf(repoRoot, "agent"),
     epochS: options.epochS ?? sourceDateEpoch(repoRoot),
-    compression: options.compression ?? "release",
+    compressionOf: typeof options.compression === "function" ? options.compression : (): CompressionProfile => (options.compression as CompressionProfile | undefined) ?? "release",
     progress: options.progress ?? ((): void => undefined),
   };
   try {
@@ -97,14 +97,16 @@ async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: str
   const wanted = (kind: string): boolean => context.targets.includes(`${kind}-${arch}` as Target);
   if (!wanted("deb") && !wanted("rpm") && !wanted("tar") && !wanted("txz")) return [];
   context.progress(`fetching the Node.js runtime for linux-${arch} (npm pack, cached in ${context.cacheDir})`);
-  const { repoRoot, version, epochS, workDir, outDir, compression, progress } = context;
-  const inputs: LinuxInputs = { repoRoot, version, bundleDir, runtime: fetchRuntime(`linux-${arch}`, context.cacheDir), arch, epochS, workDir, outDir, compression };
-  const root = wanted("deb") || wanted("rpm") ? stagePackageRoot(inputs) : "";
+  const { repoRoot, version, epochS, workDir, outDir, progress } = context;
+  const inputs: Omit<LinuxInputs, "compression"> = { repoRoot, version, bundleDir, runtime: fetchRuntime(`linux-${arch}`, context.cacheDir), arch, epochS, workDir, outDir };
+  const as = (kind: string): LinuxInputs => ({ ...inputs, compression: context.compressionOf(`${kind}-${arch}` as Target) });
+  const root = wanted("deb") || wanted("rpm") ? stagePackageRoot(as("deb")) : "";
   const tarballs = (["tar", "txz"] as const).filter(wanted).map((kind) => (kind === "tar" ? "gzip" : "xz"));
+  const tarballInputs = as(wanted("txz") ? "txz" : "tar");
   const builds = [
-    wanted("deb") ? step(progress, `.deb (${arch})`, () => buildDeb(inputs, root)) : undefined,
-    wanted("rpm") ? step(progress, `.rpm (${arch})`, () => buildRpm(inputs, root)) : undefined,
-    tarballs.length > 0 ? step(progress, `${tarballs.map((c) => `.tar.${c === "gzip" ? "gz" : "xz"}`).join(" and ")} (${arch})`, () => buildTarballs(inputs, tarballs)) : undefined,
+    wanted("deb") ? step(progress, `.deb (${arch})`, () => buildDeb(as("deb"), root)) : undefined,
+    wanted("rpm") ? step(progress, `.rpm (${arch})`, () => buildRpm(as("rpm"), root)) : undefined,
+    tarballs.length > 0 ? step(progress, `${tarballs.map((c) => `.tar.${c === "gzip" ? "gz" : "xz"}`).join(" and ")} (${arch})`, () => buildTarballs(tarballInputs, tarballs)) : undefined,
   ];
   return (await Promise.all(builds)).flatMap((files) => files ?? []);
 }

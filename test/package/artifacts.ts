@@ -1,5 +1,6 @@
 // The artifacts the package tests inspect: SEF_TEST_PACKAGE_DIR's when it holds them, else the ones `npm test`'s set-up
-// step built into .package-cache/test-artifacts-<stamp>/ (built here when none is current). "Current" = built from the
+// step built into .package-cache/test-artifacts-<stamp>/ (built here when none is current, side by side, compressed
+// only where a test installs or measures them: test/setup/README.md). "Current" = built from the
 // same bytes of the inputs (src/, infra/, package.json, package-lock.json; what git sees, so no build output; no
 // Markdown): a content hash, so an edit rebuilds them and a commit that changes none of them does not.
 import { spawnSync } from "node:child_process";
@@ -18,7 +19,12 @@ export const olderPackageVersion = "0.0.1";
 export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64" | "fleet-tar-x64" | "deb-arm64" | "rpm-arm64" | "tar-arm64";
 /** Every artifact the package tests inspect, at the current version. */
 export const linuxTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64", "tar-x64", "txz-x64", "fleet-tar-x64", "deb-arm64", "rpm-arm64", "tar-arm64"];
-/** The targets also built at {@link olderPackageVersion}: what the upgrade tests start from. */
+/**
+ * Packages the tests only inspect (architecture fields, the runtime's ELF machine), never install or measure: built
+ * with their payload not compressed (`stored`). The rest is built as a release compresses it, on every core (`fast`).
+ */
+export const inspectedOnly: readonly LinuxTarget[] = ["deb-arm64", "rpm-arm64"];
+/** The targets also built at {@link olderPackageVersion}, stored: what the upgrade tests start from (installed only). */
 export const olderTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64"];
 
 const fleetVersion = (JSON.parse(readFileSync(join(repoRoot, "src/fleet/package.json"), "utf8")) as { version: string }).version;
@@ -92,8 +98,8 @@ export async function currentTestArtifacts(log: (line: string) => void = () => u
   try {
     const progress = (step: string): void => log(`package artifacts: ${step}`);
     await Promise.all([
-      buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress, compression: "fast" }),
-      buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress, version: olderPackageVersion, compression: "stored" }),
+      buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress, compression: (target) => (inspectedOnly.includes(target as LinuxTarget) ? "stored" : "fast") }),
+      buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress: (step) => progress(`${olderPackageVersion}: ${step}`), version: olderPackageVersion, compression: "stored" }),
     ]);
     try {
       renameSync(scratch, dir);
