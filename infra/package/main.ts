@@ -9,7 +9,7 @@ import { bundleAgent, bundleFleet } from "./bundle.js";
 import type { CompressionProfile } from "./compression.js";
 import { buildDeb, buildFleetTarball, buildRpm, buildTarballs, stagePackageRoot, type LinuxArch, type LinuxInputs } from "./linux.js";
 import { sourceDateEpoch } from "./reproducible.js";
-import { fetchRuntime } from "./runtime.js";
+import { fetchRuntime, type Runtime } from "./runtime.js";
 import { buildWindowsMsi } from "./windows-msi.js";
 import { buildWindowsZip } from "./windows.js";
 
@@ -66,9 +66,10 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
     progress: options.progress ?? ((): void => undefined),
   };
   try {
+    const runtimes = linuxRuntimes(context);
     const bundles = await bundle(context);
-    const linux = (["x64", "arm64"] as const).map((arch) => buildLinux(context, arch, bundles.agent));
-    const fleet = (["x64", "arm64"] as const).filter((arch) => targets.includes(`fleet-tar-${arch}`)).map((arch) => buildFleet(context, arch, bundles.fleet));
+    const linux = (["x64", "arm64"] as const).map((arch) => buildLinux(context, arch, bundles.agent, runtimes[arch]));
+    const fleet = (["x64", "arm64"] as const).filter((arch) => targets.includes(`fleet-tar-${arch}`)).map((arch) => buildFleet(context, arch, bundles.fleet, runtimes[arch]!));
     const linuxFiles = (await Promise.all(linux)).flat();
     const fleetFiles = await Promise.all(fleet);
     return [...linuxFiles, ...buildWindows(context, bundles.agent), ...fleetFiles];
@@ -79,6 +80,20 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
 
 function packageVersionOf(repoRoot: string, pkg: string): string {
   return (JSON.parse(readFileSync(join(repoRoot, "src", pkg, "package.json"), "utf8")) as { version: string }).version;
+}
+
+/**
+ * The Linux runtimes the targets need, fetched (or found in the cache) before anything builds: a fetch holds the event
+ * loop, which the builds need to feed their compressors.
+ */
+function linuxRuntimes(context: BuildContext): Partial<Record<LinuxArch, Runtime>> {
+  const archs = (["x64", "arm64"] as const).filter((arch) => context.targets.some((t) => new RegExp(`^(deb|rpm|tar|txz|fleet-tar)-${arch}$`).test(t)));
+  return Object.fromEntries(
+    archs.map((arch) => {
+      context.progress(`fetching the Node.js runtime for linux-${arch} (npm pack, cached in ${context.cacheDir})`);
+      return [arch, fetchRuntime(`linux-${arch}`, context.cacheDir)];
+    }),
+  );
 }
 
 /** The agent's and the fleet's bundles, each only when a target needs it, built side by side. */
@@ -93,12 +108,11 @@ async function bundle(context: BuildContext): Promise<{ agent: string; fleet: st
 }
 
 /** One architecture's .deb, .rpm, .tar.gz and .tar.xz (those wanted), side by side from one staged tree. */
-async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: string): Promise<string[]> {
+async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: string, runtime: Runtime | undefined): Promise<string[]> {
   const wanted = (kind: string): boolean => context.targets.includes(`${kind}-${arch}` as Target);
-  if (!wanted("deb") && !wanted("rpm") && !wanted("tar") && !wanted("txz")) return [];
-  context.progress(`fetching the Node.js runtime for linux-${arch} (npm pack, cached in ${context.cacheDir})`);
+  if (runtime === undefined || (!wanted("deb") && !wanted("rpm") && !wanted("tar") && !wanted("txz"))) return [];
   const { repoRoot, version, epochS, workDir, outDir, progress } = context;
-  const inputs: Omit<LinuxInputs, "compression"> = { repoRoot, version, bundleDir, runtime: fetchRuntime(`linux-${arch}`, context.cacheDir), arch, epochS, workDir, outDir };
+  const inputs: Omit<LinuxInputs, "compression"> = { repoRoot, version, bundleDir, runtime, arch, epochS, workDir, outDir };
   const as = (kind: string): LinuxInputs => ({ ...inputs, compression: context.compressionOf(`${kind}-${arch}` as Target) });
   const root = wanted("deb") || wanted("rpm") ? stagePackageRoot(as("deb")) : "";
   const tarballs = (["tar", "txz"] as const).filter(wanted).map((kind) => (kind === "tar" ? "gzip" : "xz"));
@@ -112,8 +126,7 @@ async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: str
 }
 
 /** The fleet service's tarball for one architecture. */
-function buildFleet(context: BuildContext, arch: LinuxArch, bundleDir: string): Promise<string> {
-  const runtime = fetchRuntime(`linux-${arch}`, context.cacheDir);
+function buildFleet(context: BuildContext, arch: LinuxArch, bundleDir: string, runtime: Runtime): Promise<string> {
   const { epochS, workDir, outDir } = context;
   return buildFleetTarball({ version: packageVersionOf(context.repoRoot, "fleet"), bundleDir, runtime, arch, epochS, workDir, outDir });
 }

@@ -23,7 +23,7 @@ let older: Record<string, string>;
 beforeAll(async () => {
   artifacts = await linuxArtifacts(["deb-x64", "rpm-x64", "tar-x64", "txz-x64"]);
   older = await linuxArtifacts(["deb-x64", "rpm-x64"], olderPackageVersion);
-}, 900_000);
+}, 2_700_000); // built, or awaited while npm test's set-up step builds them in the background
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 
