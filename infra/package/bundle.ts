@@ -17,7 +17,7 @@ export interface BundleResult {
 const requireShim = 'import { createRequire as sefCreateRequire } from "node:module"; const require = sefCreateRequire(import.meta.url);';
 
 /** Bundles `entry` as `<name>.mjs` (+ chunks/) into `outDir`; packages resolve to their sources (the `source` condition). */
-async function bundleProgram(repoRoot: string, outDir: string, name: string, entry: string, define: Record<string, string>): Promise<BundleResult> {
+export async function bundleProgram(repoRoot: string, outDir: string, name: string, entry: string, define: Record<string, string>): Promise<BundleResult> {
   const result = await build({
     absWorkingDir: repoRoot,
     entryPoints: { [name]: entry },

@@ -4,7 +4,7 @@ import {
   decideApproval,
   sampleApprovalPolicy,
   type ApprovalPolicy,
-} from "../../src/agent/actions/approval-policy.js";
+} from "../../src/agent/actions/approval/policy.js";
 import { event } from "./fixtures.js";
 
 const on = (policy: Partial<ApprovalPolicy> = {}): ApprovalPolicy => ({ ...sampleApprovalPolicy, ...policy });

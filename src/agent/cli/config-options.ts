@@ -25,6 +25,7 @@ export function addConfigOptions(command: Command): Command {
       "--metrics-port <n>",
       withDefault(`port of the /metrics, /healthz, /readyz server on ${settingDefault("metrics.host")}, 0 = any; overrides metrics.port`, "metrics.port"),
     )
+    .option("--metrics-host <address>", withDefault("listen address of the /metrics, /healthz, /readyz server; overrides metrics.host", "metrics.host"))
     .addHelpText(
       "after",
       `\nEnvironment variables:\n${Object.entries(environmentVariables)
@@ -49,6 +50,7 @@ export function loadFromOptions(opts: Record<string, unknown>, env: NodeJS.Proce
       heartbeatIntervalMs: text("heartbeatIntervalMs"),
       shutdownFlushMs: text("shutdownFlushMs"),
       metricsPort: text("metricsPort"),
+      metricsHost: text("metricsHost"),
     },
   });
 }

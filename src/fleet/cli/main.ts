@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { createFleetLogger } from "../logger.js";
 import { fleetVersion } from "../fleet-version.js";
+import { FleetConfigError } from "../errors.js";
 
 interface FleetFlags {
   config?: string;
@@ -15,13 +16,13 @@ interface FleetFlags {
 
 async function runFleet(flags: FleetFlags): Promise<void> {
   const { fleetSettingsSchema } = await import("../settings.js");
-  const { startFleetService, FleetConfigError } = await import("../fleet-service.js");
+  const { startFleetService } = await import("../fleet-service.js");
   let raw: unknown;
   const source = flags.config ?? `environment variable ${flags.configEnv}`;
   try {
-    if (!flags.config && !flags.configEnv) throw new Error("give --config FILE or --config-env NAME");
+    if (!flags.config && !flags.configEnv) throw new FleetConfigError("give --config FILE or --config-env NAME");
     const text = flags.config ? readFileSync(flags.config, "utf8") : (process.env[flags.configEnv!] ?? "");
-    if (!text) throw new Error("it is empty");
+    if (!text) throw new FleetConfigError("it is empty");
     raw = JSON.parse(text.replace(/^\uFEFF/, ""));
   } catch (err) {
     process.stderr.write(`sef fleet: cannot read the configuration from ${source}: ${(err as Error).message}\n`);

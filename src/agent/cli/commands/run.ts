@@ -11,11 +11,11 @@ import { systemClock } from "../../util/clock.js";
 import { agentVersion } from "../../agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import type { ReplayFrom } from "../../delivery/outbox.js";
-import { startAgentServices } from "../../pipeline/services.js";
+import { metricsAddress, startAgentServices } from "../../pipeline/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 import { routeDebugOutput } from "../../observability/debug-output.js";
 import { secretFileWarning } from "../../config/secret-file.js";
-import { EndpointDiscovery, type RememberedEndpoint } from "../../imds/discovery/index.js";
+import { EndpointDiscovery, endpointMemoryIn } from "../../imds/discovery/index.js";
 import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
 import { settlesWithin } from "../../util/deadline.js";
 import { listenForStop, type StopSignal } from "../stop-signal.js";
@@ -123,8 +123,7 @@ async function runUntilStopped(config: AgentConfig, sinkSettings: SinkSettings, 
 
   let services: Awaited<ReturnType<typeof startAgentServices>>;
   try {
-    const store = agent.store;
-    await Promise.race([imdsEndpoint.start({ load: () => store.loadImdsEndpoint() as RememberedEndpoint | undefined, save: (e) => store.saveImdsEndpoint(e) }), stop.arrived]);
+    await Promise.race([imdsEndpoint.start(endpointMemoryIn(agent.store.meta)), stop.arrived]);
     agent.beforeStop(() => imdsEndpoint.stop());
     if (!stop.requested) await Promise.race([agent.prepare(), stop.arrived]);
     if (stop.requested) {
@@ -163,10 +162,13 @@ export function parseReplayFrom(text: string): ReplayFrom | undefined {
 function metricsBindProblem(err: unknown, config: AgentConfig): string | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code !== "EADDRINUSE" && code !== "EACCES" && code !== "EADDRNOTAVAIL") return undefined;
-  const port = config.metricsPort ?? config.metrics.port;
-  const why = code === "EADDRINUSE" ? "is already in use" : code === "EACCES" ? "may not be bound by this user" : "is not an address of this machine";
+  const { host, port } = metricsAddress(config);
+  if (code === "EADDRNOTAVAIL") {
+    return `metrics.host: ${host}:${port} is not an address of this machine (${code}); set metrics.host, --metrics-host or SEF_METRICS_HOST to one, or metrics.enabled to false`;
+  }
+  const why = code === "EADDRINUSE" ? "is already in use" : "may not be bound by this user";
   return (
-    `metrics.port: ${config.metrics.host}:${port} ${why} (${code}); ` +
+    `metrics.port: ${host}:${port} ${why} (${code}); ` +
     `set metrics.port, --metrics-port or SEF_METRICS_PORT to a free port, or metrics.enabled to false`
   );
 }
