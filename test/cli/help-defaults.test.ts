@@ -29,6 +29,7 @@ function referenceDefault(path: string): string {
 /** The setting behind each option that is not one of `configFlags` (the flags of run and check-config). */
 const otherSettingOptions: Record<string, string> = {
   "--metrics-port": "metrics.port", // overrides metrics.port: until given, metrics.port's default applies
+  "--metrics-host": "metrics.host", // overrides metrics.host likewise
   "tail eventhubs --connection-string-env": "eventhubs.connectionStringEnv",
   "tail eventhubs --credential": "eventhubs.credential",
   "tail eventhubs --client-id": "eventhubs.managedIdentityClientId",
