@@ -38,11 +38,12 @@ export function launcherRunFlags(): string[] {
 
 /**
  * `nodeFlags`: V8/Node flags before the CLI (e.g. `launcherRunFlags()`, to run it as the packaged launcher does);
- * `cli`: another entry point than the built dist/ (e.g. the esbuild bundle the packages ship, `sef.mjs`).
+ * `cli`: another entry point than the built dist/ (e.g. the esbuild bundle the packages ship, `sef.mjs`); `cwd`: where it runs.
  */
-export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; nodeFlags?: readonly string[]; cli?: string } = {}): RunningProcess {
+export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; nodeFlags?: readonly string[]; cli?: string; cwd?: string } = {}): RunningProcess {
   const child = spawn(process.execPath, [...(options.nodeFlags ?? []), options.cli ?? cliPath, ...args], {
     env: { ...process.env, ...options.env },
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

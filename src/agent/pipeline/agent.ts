@@ -238,10 +238,10 @@ export class Agent {
 
   /** Registers the configured sinks in the outbox (parking the ones no longer configured, replaying on `--replay-from`); returns their names. */
   private registerSinks(sinkNames: string[]): string[] {
-    const { clock, logger, replayFrom } = this.deps;
+    const { config, clock, logger, replayFrom } = this.deps;
     const parkedBefore = this.outbox.parkedSinks();
     const added = this.outbox.registerSinks(sinkNames, clock.now());
-    reportParkedSinks(parkedBefore, this.outbox.parkedSinks(), logger, this.metrics);
+    reportParkedSinks(parkedBefore, this.outbox.parkedSinks(), config.dataDir, logger, this.metrics);
     if (added.length > 0 && this.outbox.headSeq() > 0) {
       logger.info({ sinks: added }, "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)");
     }

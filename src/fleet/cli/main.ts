@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // `sef-fleet --config FILE`: the fleet service's entry point, the cloud-side consumer that turns the agents' records
-// in Event Hubs into one notification per maintenance event. Runs until SIGTERM/SIGINT; a bad config exits 2.
+// in Event Hubs into one notification per maintenance event. Runs until SIGTERM/SIGINT; a bad config or a usage error
+// (unknown option, missing value) exits 2.
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { createFleetLogger } from "../logger.js";
+import { fleetVersion } from "../fleet-version.js";
 import { FleetConfigError } from "../errors.js";
 
 interface FleetFlags {
@@ -57,9 +59,10 @@ async function runFleet(flags: FleetFlags): Promise<void> {
 
 const program = new Command("sef-fleet")
   .description("consume the agents' records from Event Hubs and send one notification per maintenance event")
+  .version(fleetVersion)
   .option("--config <file>", "fleet configuration (JSON)")
   .option("--config-env <name>", "environment variable holding the fleet configuration as JSON (containers)")
-  .option("--log-level <level>", "overrides logLevel")
+  .option("--log-level <level>", "overrides the configuration's logLevel")
   .showHelpAfterError()
   .exitOverride()
   .action(runFleet);

@@ -1,5 +1,5 @@
 // `sef run`: the agent. Flags override SEF_* variables, which override the config file, which overrides defaults.
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { ConfigError } from "../../config/load.js";
 import type { AgentConfig } from "../../config/schema.js";
@@ -19,6 +19,7 @@ import { EndpointDiscovery, endpointMemoryIn } from "../../imds/discovery/index.
 import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
 import { settlesWithin } from "../../util/deadline.js";
 import { listenForStop, type StopSignal } from "../stop-signal.js";
+import { shellCommand } from "../../util/sef-command-hint.js";
 import { addConfigOptions, exitCodes, loadFromOptions, reportConfigError } from "../config-options.js";
 
 export { exitCodes } from "../config-options.js";
@@ -49,7 +50,9 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     if (err instanceof ConfigError) return reportConfigError(err);
     throw err;
   }
-  const { config, sinkSettings } = loaded;
+  // The data directory absolute: every path the agent logs or prints in a hint then works from any directory.
+  const config = { ...loaded.config, dataDir: resolve(loaded.config.dataDir) };
+  const { sinkSettings } = loaded;
   let replayFrom: ReplayFrom | undefined;
   if (opts.replayFrom !== undefined) {
     replayFrom = parseReplayFrom(String(opts.replayFrom));
@@ -62,7 +65,8 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     await routeDebugOutput(logger);
     const exposed = secretFileWarning(loaded.file, config);
     if (exposed !== undefined) {
-      logger.warn(exposed, `config file holds a secret and other users may read it: chmod o-r ${exposed.file} (or move the secret to an environment variable)`);
+      const chmod = shellCommand(["chmod", "o-r", resolve(exposed.file)]);
+      logger.warn(exposed, `config file holds a secret and other users may read it: ${chmod} (or move the secret to an environment variable)`);
     }
     if (stop.requested) return exitCodes.ok;
     const lock = lockDataDir(config.dataDir, logger);
