@@ -51,11 +51,13 @@ export class CollectStage {
    */
   ingest(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
     // The same document as last time (a 304, or the same body): nothing to compare, nothing to write.
-    if (document === this.lastDocument) {
-      this.unchanged(nowMs);
-      this.announce(document);
-      return false;
-    }
+    const changed = document === this.lastDocument ? this.unchanged(nowMs) : this.adopt(document, nowMs, clockStepMs);
+    this.announce(document);
+    return changed;
+  }
+
+  /** A new document: its transitions committed with the collector's next state, which is then adopted. */
+  private adopt(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
     const { config, commit, metrics, logger, agentVersion } = this.options;
     const gapThresholdMs = config.gapThresholdMs ?? Math.max(5 * config.pollIntervalMs, 10_000);
     this.recall(document);
@@ -85,7 +87,6 @@ export class CollectStage {
     if (entries.length > 0) {
       logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
     }
-    this.announce(document);
     return result.changed;
   }
 
@@ -108,8 +109,9 @@ export class CollectStage {
    * The document just fetched is the one last adopted (same object): what `applyDocument` would conclude without
    * comparing anything: watched without a gap up to `nowMs`, nothing changed.
    */
-  private unchanged(nowMs: number): void {
+  private unchanged(nowMs: number): false {
     this.current = { ...this.current, lastSuccessMs: nowMs, interrupted: false };
+    return false;
   }
 
   /** The agent was blind for a moment (a failed request): the next document is checked for a gap. */
