@@ -32,6 +32,14 @@ function contents(path: string): { schema: string[]; rows: Record<string, unknow
   }
 }
 
+/**
+ * A schema (as `contents` lists it) without what today's action ledger adds to the earlier agent's when it opens it
+ * (src/agent/actions/action-ledger-v1.ts): the holds table and the actions' `gated` column. The only change allowed.
+ */
+function withoutActionLedgerUpgrade(schema: string[]): string[] {
+  return schema.filter((entry) => !entry.startsWith("table action_holds:")).map((entry) => entry.replace(", gated INTEGER NOT NULL DEFAULT 0)", ")"));
+}
+
 const record = (i: number, pad = 0): HeartbeatRecord =>
   heartbeatRecord(i, { recordId: `r${i}`, agentId: "00000000-0000-4000-8000-000000000001", detail: "x".repeat(pad) });
 
@@ -269,7 +277,7 @@ describe("Store", () => {
     store.close();
   });
 
-  it("opens a data directory written by the earlier agent unchanged: same schema and rows, its state read back", () => {
+  it("opens a data directory written by the earlier agent unchanged but for the action ledger's upgrade: same rows, its state read back", () => {
     const path = join(dir, "sef.db");
     const earlier = new DatabaseSync(path);
     earlier.exec(earlierStoreSql);
@@ -294,18 +302,29 @@ describe("Store", () => {
     expect(actions.withStatus("running").map((a) => a.actionKey)).toEqual(["hook:f1xture0-0000-4000-8000-000000000001:Scheduled:prepare"]);
     store.close();
     const after = contents(path);
-    expect(after.schema).toEqual(before.schema);
-    // Every row as it was, but the next-attempt times: monotonic, reset at every open (as the earlier agent did too).
-    const dueAtOpen = (rows: Record<string, unknown[]>) => ({ ...rows, deliveries: rows.deliveries!.map((d) => ({ ...(d as object), next_attempt_ms: 0 })) });
+    expect(after.schema).not.toEqual(before.schema);
+    expect(withoutActionLedgerUpgrade(after.schema)).toEqual(before.schema);
+    // Every row as it was, but the next-attempt times (monotonic, reset at every open, as the earlier agent did too)
+    // and the action ledger's upgrade: every action ungated, the hook still running on a Scheduled event holding it.
+    const prepareHook = "hook:f1xture0-0000-4000-8000-000000000001:Scheduled:prepare";
+    const dueAtOpen = (rows: Record<string, unknown[]>) => ({
+      ...rows,
+      deliveries: rows.deliveries!.map((d) => ({ ...(d as object), next_attempt_ms: 0 })),
+      actions: rows.actions!.map((a) => ({ ...(a as object), gated: 0 })),
+      action_holds: [{ event_key: "f1xture0-0000-4000-8000-000000000001", holder: prepareHook, may_approve: 0, reason: "", verdict: "", updated_ms: expect.any(Number) }],
+    });
     expect(after.rows).toEqual(dueAtOpen(before.rows));
   });
 
-  it("makes a new store with exactly the schema the earlier agent made", () => {
+  it("makes a new store with exactly the schema the earlier agent's becomes when opened", () => {
     const earlier = join(dir, "earlier");
     mkdirSync(earlier);
     const db = new DatabaseSync(join(earlier, "sef.db"));
     db.exec(earlierStoreSql);
     db.close();
+    const upgraded = openOutbox({ dataDir: earlier, checkpointInWorker: false });
+    ActionLedger.open(upgraded.opened);
+    upgraded.close();
     const fresh = openOutbox({ dataDir: join(dir, "fresh"), checkpointInWorker: false });
     ActionLedger.open(fresh.opened);
     fresh.close();
