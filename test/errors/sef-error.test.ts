@@ -14,6 +14,8 @@ import { SinkClosedError, SinkConfigError, SinkSpecError } from "../../src/agent
 import { OwnershipLostError } from "../../src/fleet/partition-state.js";
 import { FleetConfigError, PartitionClosedError } from "../../src/fleet/errors.js";
 import { EventHubsSourceError } from "../../src/fleet/eventhubs-source.js";
+import { KubeApiError } from "../../src/agent/actions/kubernetes/api-request.js";
+import { KubeCredentialsError } from "../../src/agent/actions/kubernetes/credentials.js";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 
@@ -33,6 +35,8 @@ const errors: Array<readonly [string, SefError, string]> = [
   ["FleetConfigError", new FleetConfigError("targets.x: unset"), "SEF_ERR_FLEET_CONFIG"],
   ["PartitionClosedError", new PartitionClosedError("closed"), "SEF_ERR_FLEET_PARTITION_CLOSED"],
   ["EventHubsSourceError", new EventHubsSourceError("no credentials"), "SEF_ERR_FLEET_EVENTHUBS_SOURCE"],
+  ["KubeApiError", new KubeApiError(409, "Conflict", "Conflict"), "SEF_ERR_KUBE_API"],
+  ["KubeCredentialsError", new KubeCredentialsError("kubeconfig: no current cluster"), "SEF_ERR_KUBE_CREDENTIALS"],
 ];
 
 /** Every `code = "SEF_ERR_…"` an error class under src/ declares: `CODE ClassName path`. */

@@ -1,0 +1,91 @@
+// Side by side: the benches a refactor could move (detection latency, idle footprint, the sinks' drains through the
+// ledger, the fleet end to end), run from this checkout and from another (the code before a change), alternating in
+// one run so both see the same machine. `npx tsx test/bench/side-by-side.ts --before DIR [--rounds N]`; DIR is a
+// checkout that has run `npm ci` (its dist/ built). Prints a table and writes bench-side-by-side.json.
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+
+interface Tree {
+  readonly label: string;
+  readonly root: string;
+}
+
+/** One bench of a tree: what it measures, and the figures kept of its result. */
+interface Bench {
+  readonly name: string;
+  run(root: string): Promise<Record<string, number>>;
+}
+
+async function benchModule<T>(root: string, file: string): Promise<T> {
+  return (await import(resolve(root, "test/bench", file))) as T;
+}
+
+type Latency = { benchDetectionLatency(intervalMs: number, samples: number): Promise<{ storeP50Ms: number; storeP99Ms: number; jsonlP99Ms: number }> };
+type Idle = { benchIdleFootprint(seconds: number): Promise<{ cpuPercentOfOneCore: number; peakRssMb: number }> };
+type EventHubs = { benchEventHubsDrain(records: number, routing: "key" | "hash"): Promise<{ recordsPerSecond: number; cpuMicrosecondsPerRecord: number }> };
+type LogAnalytics = { benchLogAnalyticsDrain(records: number): Promise<{ recordsPerSecond: number; cpuMicrosecondsPerRecord: number }> };
+type Fleet = { benchFleetEndToEnd(events: number, agents: number): Promise<{ p50Ms: number; p99Ms: number }> };
+
+const drainRecords = Number(process.env.SEF_BENCH_DRAIN_RECORDS ?? 100_000);
+
+const benches: readonly Bench[] = [
+  {
+    name: "detection latency, 1000 ms polling (60 changes)",
+    run: async (root) => pick(await (await benchModule<Latency>(root, "agent-latency.ts")).benchDetectionLatency(1000, 60), ["storeP50Ms", "storeP99Ms", "jsonlP99Ms"]),
+  },
+  {
+    name: "detection latency, 200 ms polling (150 changes)",
+    run: async (root) => pick(await (await benchModule<Latency>(root, "agent-latency.ts")).benchDetectionLatency(200, 150), ["storeP50Ms", "storeP99Ms", "jsonlP99Ms"]),
+  },
+  {
+    name: "idle at 1 Hz over 60 s",
+    run: async (root) => pick(await (await benchModule<Idle>(root, "idle-footprint.ts")).benchIdleFootprint(60), ["cpuPercentOfOneCore", "peakRssMb"]),
+  },
+  {
+    name: `Event Hubs drain, ${drainRecords} records, key routing`,
+    run: async (root) => pick(await (await benchModule<EventHubs>(root, "eventhubs-drain.ts")).benchEventHubsDrain(drainRecords, "key"), ["recordsPerSecond", "cpuMicrosecondsPerRecord"]),
+  },
+  {
+    name: `Event Hubs drain, ${drainRecords} records, hash routing`,
+    run: async (root) => pick(await (await benchModule<EventHubs>(root, "eventhubs-drain.ts")).benchEventHubsDrain(drainRecords, "hash"), ["recordsPerSecond", "cpuMicrosecondsPerRecord"]),
+  },
+  {
+    name: `Log Analytics drain, ${drainRecords} records`,
+    run: async (root) => pick(await (await benchModule<LogAnalytics>(root, "loganalytics-drain.ts")).benchLogAnalyticsDrain(drainRecords), ["recordsPerSecond", "cpuMicrosecondsPerRecord"]),
+  },
+  {
+    name: "sef-fleet end to end (100 events, 3 agents)",
+    run: async (root) => pick(await (await benchModule<Fleet>(root, "fleet.ts")).benchFleetEndToEnd(100, 3), ["p50Ms", "p99Ms"]),
+  },
+];
+
+function pick<T extends object>(result: T, keys: ReadonlyArray<keyof T & string>): Record<string, number> {
+  return Object.fromEntries(keys.map((key) => [key, Number(result[key])]));
+}
+
+const { values } = parseArgs({ options: { before: { type: "string" }, rounds: { type: "string", default: "1" } } });
+if (values.before === undefined) {
+  console.error("usage: npx tsx test/bench/side-by-side.ts --before DIR [--rounds N]");
+  process.exit(2);
+}
+const trees: readonly Tree[] = [
+  { label: "before", root: resolve(values.before) },
+  { label: "now", root: resolve(import.meta.dirname, "../..") },
+];
+const rounds = Math.max(1, Number(values.rounds));
+const results: Array<{ bench: string; round: number; tree: string; figures: Record<string, number> }> = [];
+for (const bench of benches) {
+  for (let round = 1; round <= rounds; round++) {
+    // Alternate which tree goes first, so neither always runs on the warmer machine.
+    const order = round % 2 === 1 ? trees : [...trees].reverse();
+    for (const tree of order) {
+      const figures = await bench.run(tree.root);
+      results.push({ bench: bench.name, round, tree: tree.label, figures });
+      console.log(`${bench.name} · round ${round} · ${tree.label}: ${JSON.stringify(figures)}`);
+    }
+  }
+}
+writeFileSync("bench-side-by-side.json", JSON.stringify({ at: new Date().toISOString(), trees, results }, null, 2) + "\n");
+console.log("written to bench-side-by-side.json");
+process.exit(0);
