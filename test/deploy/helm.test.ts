@@ -282,7 +282,7 @@ describe("helm template with the default values", () => {
   });
 
   it("requests the idle agent's memory and limits it at twice a drain's peak (bench figures in values.yaml), no CPU limit", () => {
-    expect(agent.resources).toEqual({ requests: { cpu: "10m", memory: "128Mi" }, limits: { memory: "256Mi" } });
+    expect(agent.resources).toEqual({ requests: { cpu: "10m", memory: "96Mi" }, limits: { memory: "160Mi" } });
   });
 
   it("uses the node pool's identity: no workload identity label, no service account annotation, no secret", () => {
