@@ -1,7 +1,8 @@
 // Side by side: the benches a refactor could move (detection latency, idle footprint, the sinks' drains through the
 // ledger, the fleet end to end), run from this checkout and from another (the code before a change), alternating in
-// one run so both see the same machine. `npx tsx test/bench/side-by-side.ts --before DIR [--rounds N]`; DIR is a
-// checkout that has run `npm ci` (its dist/ built). Prints a table and writes bench-side-by-side.json.
+// one run so both see the same machine. `npx tsx test/bench/side-by-side.ts --before DIR [--rounds N] [--only WORD]`
+// (WORD: the benches whose name holds it); DIR is a checkout that has run `npm ci` (its dist/ built). Prints each
+// figure as it comes and writes bench-side-by-side.json.
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -64,9 +65,9 @@ function pick<T extends object>(result: T, keys: ReadonlyArray<keyof T & string>
   return Object.fromEntries(keys.map((key) => [key, Number(result[key])]));
 }
 
-const { values } = parseArgs({ options: { before: { type: "string" }, rounds: { type: "string", default: "1" } } });
+const { values } = parseArgs({ options: { before: { type: "string" }, rounds: { type: "string", default: "1" }, only: { type: "string" } } });
 if (values.before === undefined) {
-  console.error("usage: npx tsx test/bench/side-by-side.ts --before DIR [--rounds N]");
+  console.error("usage: npx tsx test/bench/side-by-side.ts --before DIR [--rounds N] [--only WORD]");
   process.exit(2);
 }
 const trees: readonly Tree[] = [
@@ -75,7 +76,7 @@ const trees: readonly Tree[] = [
 ];
 const rounds = Math.max(1, Number(values.rounds));
 const results: Array<{ bench: string; round: number; tree: string; figures: Record<string, number> }> = [];
-for (const bench of benches) {
+for (const bench of benches.filter((b) => values.only === undefined || b.name.includes(values.only))) {
   for (let round = 1; round <= rounds; round++) {
     // Alternate which tree goes first, so neither always runs on the warmer machine.
     const order = round % 2 === 1 ? trees : [...trees].reverse();
