@@ -1,6 +1,7 @@
 // The collector against the record contract: each rule with plain values, then invariants over random sequences.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
+import { propertyParams } from "../helpers/seed.js";
 import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/agent/collector/transitions.js";
 import { emptyCollectorState, type CollectorState } from "../../src/agent/collector/state.js";
 import { MalformedDocumentError, parseScheduledEventsDocument, type ImdsEvent, type ScheduledEventsDocument } from "../../src/agent/imds/document.js";
@@ -312,6 +313,7 @@ describe("invariants over random document sequences", () => {
           expect(adopted.emitted).toEqual(pure.emitted);
         }
       }),
+      propertyParams(3101, 100),
     );
   });
 
@@ -321,6 +323,7 @@ describe("invariants over random document sequences", () => {
         const keys = simulate(steps).records.map((r) => `${r.EventId.toLowerCase()}|${r.EventStatus}`);
         expect(new Set(keys).size).toBe(keys.length);
       }),
+      propertyParams(3102, 100),
     );
   });
 
@@ -334,6 +337,7 @@ describe("invariants over random document sequences", () => {
           else seen.add(id);
         }
       }),
+      propertyParams(3103, 100),
     );
   });
 
@@ -345,6 +349,7 @@ describe("invariants over random document sequences", () => {
           expect({ ...after, interrupted: before.interrupted }).toEqual(before);
         }
       }),
+      propertyParams(3104, 100),
     );
   });
 
@@ -374,6 +379,7 @@ describe("invariants over random document sequences", () => {
         }
         expect(i).toBe(records.length);
       }),
+      propertyParams(3105, 100),
     );
   });
 });

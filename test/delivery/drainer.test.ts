@@ -132,7 +132,7 @@ describe("Drainer", () => {
     expect(sink.sent.length).toBe(1);
     await clock.advance(1);
     expect(sink.sent.length).toBe(2);
-    expect(await metrics.render()).toMatch(/sef_sink_throttled_seconds_total\{sink="scripted"\} 7/);
+    expect(await metrics.render()).toMatch(/^sef_sink_throttled_seconds_total\{sink="scripted"\} 7$/m);
     await drainer.stop(clock.monotonicMs());
   });
 
