@@ -58,6 +58,8 @@ export async function startNodePeer(
 }
 
 export interface KubeAgent {
+  /** The agent's data directory (its sef.db, for test/helpers/ledger-probe.ts). */
+  readonly dataDir: string;
   start(): RunningProcess;
   records(): SefRecord[];
   kubernetesRecords(): KubernetesRecord[];
@@ -89,6 +91,7 @@ export function kubeAgent(
   );
   const records = (): SefRecord[] => readJsonl<SefRecord>(out);
   return {
+    dataDir: join(dir, "data"),
     start: () => runCli(["run", "--config", configPath], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "", ...env } }),
     records,
     kubernetesRecords: () => records().filter((r): r is KubernetesRecord => r.RecordType === "Kubernetes"),
