@@ -21,15 +21,15 @@ afterEach(async () => {
   }
 });
 
-async function agentAgainst(fault: Record<string, unknown>): Promise<{ agent: RunningProcess; sim: Simulator }> {
-  const scenario = parseScenario(
-    { name: "throttle", description: "a fault from 1 s on", durationSeconds: 3600, steps: [{ at: 0, events: [] }, { at: 1, fault }] },
-    "test",
-  );
+/** The built agent against a simulator serving `fault` from 1 s on (or the `faults` steps: scenario seconds → fault). */
+async function agentAgainst(fault: Record<string, unknown>, options: { faults?: Record<number, Record<string, unknown>>; pollIntervalMs?: number } = {}): Promise<{ agent: RunningProcess; sim: Simulator }> {
+  const steps = Object.entries(options.faults ?? { 1: fault }).map(([at, f]) => ({ at: Number(at), fault: f }));
+  const scenario = parseScenario({ name: "throttle", description: "faults", durationSeconds: 3600, steps: [{ at: 0, events: [] }, ...steps] }, "test");
   const sim = await startSimulator({ scenario, speed: 1 });
   const dir = mkdtempSync(join(tmpdir(), "sef-throttle-"));
+  const interval = options.pollIntervalMs ?? pollIntervalMs;
   const agent = runCli(
-    ["run", "--imds-url", sim.url, "--poll-interval-ms", String(pollIntervalMs), "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--heartbeat-interval-ms", "0"],
+    ["run", "--imds-url", sim.url, "--poll-interval-ms", String(interval), "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--heartbeat-interval-ms", "0"],
     { env: { SEF_METRICS_PORT: "0" } },
   );
   running.push({ agent, sim });
@@ -71,4 +71,38 @@ describe("IMDS throttling", () => {
     await waitFor("2 s after the 400", () => Date.now() - rejectedAtMs >= 2000, { timeoutMs: 5000 });
     expect(sim.requestLog(eventsPath).filter((r) => r.atMs >= rejectedAtMs).map((r) => r.status)).toEqual(["400"]);
   }, 30_000);
+
+  it("under persistent 5xx the polls back off, doubling from the interval; after a recovery polling is back at the interval, and the next outage backs off from the interval again", async () => {
+    // Each failed poll is 3 requests (the client's 2 immediate retries): 12 answers of 500 are 4 failed polls, and
+    // 6 more, well after the recovery, 2 more.
+    const interval = 500;
+    const { sim } = await agentAgainst({}, { pollIntervalMs: interval, faults: { 1: { kind: "status", status: 500, count: 12 }, 16: { kind: "status", status: 500, count: 6 } } });
+    const log = () => sim.requestLog(eventsPath);
+    await waitFor("two outages, each followed by answered polls", () => {
+      const statuses = log().map((r) => (r.status === "500" ? "5" : "."));
+      return /^\.*5{12}\.{3,}5{6}\.{2,}/.test(statuses.join(""));
+    }, { timeoutMs: 45_000, detail: () => JSON.stringify(log()) });
+    const entries = log();
+    const firstFailure = entries.findIndex((r) => r.status === "500");
+    const outage1 = entries.slice(firstFailure, firstFailure + 12);
+    const afterRecovery = entries.slice(firstFailure + 12, firstFailure + 15);
+    const outage2Start = entries.findIndex((r, i) => i > firstFailure + 12 && r.status === "500");
+    const outage2 = entries.slice(outage2Start, outage2Start + 6);
+    const polls = (requests: typeof entries) => Array.from({ length: requests.length / 3 }, (_, k) => requests.slice(3 * k, 3 * k + 3));
+    // The wait after a failed poll runs from its last request: interval × 1, 2, 4 (not sooner: timers never fire early).
+    const gaps = (requests: typeof entries) => polls(requests).slice(1).map((poll, k) => poll[0]!.atMs - polls(requests)[k]![2]!.atMs);
+    const detail = JSON.stringify(entries.slice(firstFailure));
+    const [g1, g2, g3] = gaps(outage1);
+    expect(g1, detail).toBeGreaterThanOrEqual(interval - 20);
+    expect(g2, detail).toBeGreaterThanOrEqual(2 * interval - 20);
+    expect(g3, detail).toBeGreaterThanOrEqual(4 * interval - 20);
+    // Answered again: the polls come at the interval (not at the last backoff)…
+    expect(afterRecovery.map((r) => r.status).every((st) => st === "200" || st === "304"), detail).toBe(true);
+    expect(afterRecovery[2]!.atMs - afterRecovery[0]!.atMs, detail).toBeLessThan(2 * 4 * interval);
+    // …and the next outage backs off from the interval again: its second poll comes an interval after its first, not
+    // after the 16 intervals five failures in a row would wait.
+    const [h1] = gaps(outage2);
+    expect(h1, detail).toBeGreaterThanOrEqual(interval - 20);
+    expect(h1, detail).toBeLessThan(8 * interval);
+  }, 60_000);
 });

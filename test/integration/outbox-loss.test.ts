@@ -76,9 +76,19 @@ describe("data-loss paths of the built agent", () => {
     const count = await evicted();
     expect(count, agent.stderr().slice(-2000)).toBeGreaterThan(0);
     expect(await metric(metricsUrl, "sef_store_dropped_records_total")).toBe(count);
-    const lines = readJsonl<{ reason: string; record: { RecordId: string } }>(join(dataDir, "dead-letter", "webhook.jsonl"));
+    const lines = readJsonl<{ reason: string; record: { RecordId: string; TimeGenerated: string } }>(join(dataDir, "dead-letter", "webhook.jsonl"));
     expect(lines).toHaveLength(count);
     expect(new Set(lines.map((l) => l.reason))).toEqual(new Set(["evicted: the outbox was over maxOutboxBytes before this sink took the record"]));
+    // The oldest went: no record dead-lettered is younger than one still waiting (the records of one document share
+    // their time), and the first round's records went first.
+    const db = new DatabaseSync(join(dataDir, "sef.db"), { readOnly: true });
+    const waiting = (db.prepare("SELECT json FROM outbox ORDER BY seq").all() as Array<{ json: string }>).map((r) => JSON.parse(r.json) as { TimeGenerated: string });
+    db.close();
+    expect(waiting.length).toBeGreaterThan(0);
+    const evictedTimes = lines.map((l) => Date.parse(l.record.TimeGenerated));
+    expect(Math.max(...evictedTimes)).toBeLessThanOrEqual(Math.min(...waiting.map((r) => Date.parse(r.TimeGenerated))));
+    expect(evictedTimes).toEqual([...evictedTimes].sort((x, y) => x - y));
+    expect(lines[0]!.record).toMatchObject({ EventId: expect.stringMatching(/^B16B0000-0000-4000-8000-00000000000\d$/), EventStatus: "Scheduled", Description: expect.stringMatching(/^round 0 /) });
     expect(logLines(agent.stderr()).find((l) => String(l.msg).startsWith("outbox over its size cap"))).toMatchObject({ level: "error", deliveries: expect.any(Number) });
   }, 90_000);
 
