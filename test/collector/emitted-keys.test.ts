@@ -105,6 +105,38 @@ describe("EmittedKeys", () => {
     expect([...view.derive()].map(([key]) => key)).toEqual(["a|Scheduled"]);
   });
 
+  it("refuses every use of a view older than a settle", () => {
+    const base = EmittedKeys.from([["a|Scheduled", { emittedMs: 1, endedMs: null }]]);
+    const stale = base.derive();
+    const next = base.derive();
+    next.settle();
+    const uses: Array<[string, () => unknown]> = [
+      ["derive", () => stale.derive()],
+      ["get", () => stale.get("a|Scheduled")],
+      ["has", () => stale.has("a|Scheduled")],
+      ["size", () => stale.size],
+      ["set", () => stale.set("b|Scheduled", { emittedMs: 2, endedMs: null })],
+      ["iterate", () => [...stale]],
+      ["expireBefore", () => stale.expireBefore(5)],
+      ["base", () => stale.base],
+      ["remember", () => stale.remember([["c|Scheduled", { emittedMs: 3, endedMs: null }]])],
+      ["settle", () => stale.settle()],
+      ["keepOnlyEvents", () => stale.keepOnlyEvents(new Set(["a"]))],
+    ];
+    for (const [name, use] of uses) expect(use, name).toThrow(/older than the one adopted/);
+  });
+
+  it("settles to the version it announced, and a view that only expired keys is not settled either", () => {
+    const view = EmittedKeys.from([["a|Scheduled", { emittedMs: 1, endedMs: 2 }]]).derive();
+    const announced = view.settledVersion;
+    view.settle();
+    expect(view.base.version).toBe(announced);
+    const next = view.derive();
+    expect(next.settledVersion).toBe(announced + 1);
+    next.expireBefore(10);
+    expect(() => next.keepOnlyEvents(new Set(["a"]))).toThrow(/not settled/);
+  });
+
   it("names the EventId of a key, a malformed sighting's included", () => {
     expect(eventIdOfKey("3f1c-aa|Started")).toBe("3f1c-aa");
     expect(eventIdOfKey("3f1c-aa|Malformed:0123abcd")).toBe("3f1c-aa");

@@ -1,6 +1,7 @@
 // A server hint of `Retry-After: 0` (or any hint under the policy's minimum backoff) must not turn a sink's drain
 // loop into a busy loop: the built agent, against real targets that throttle every request, stays ≤ 20 requests/s —
-// and still retries (each target sees at least two rejected sends).
+// and still retries (each target sees at least two rejected sends). And a busy Event Hub's pause is honoured: the
+// AMQP peer's log shows no send between a server-busy answer and the pause the service asks for.
 import { describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -10,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/server.js";
 import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
+import { serverBusyRetryAfterMs } from "../../src/agent/sinks/eventhubs/classify.js";
 import { runCli, waitUntil } from "../helpers/agent-process.js";
 
 const measureMs = 2500;
@@ -92,6 +94,29 @@ describe("Retry-After: 0 is clamped to the minimum backoff", () => {
       // It does retry: after the service's ~4 s server-busy pause, the drain loop sends again and is rejected again.
       await waitUntil(() => hub.stats.sendsRejected >= 2, 20_000, "a second rejected send (the agent's retry)");
       expect(hub.stats.sendsAccepted).toBe(0);
+      expect(await agent.stop("SIGTERM")).toBe(0);
+    } finally {
+      await agent.stop("SIGKILL");
+      await hub.close();
+      await sim.close();
+    }
+  }, 45_000);
+
+  it("Event Hubs: after a server-busy answer no send comes again before the pause the service asks for", async () => {
+    const sim = await startSimulator({ scenario: "idle" });
+    const hub = await startEventHubsEmulator({ hubName: "scheduled-events", partitionCount: 2 });
+    hub.faults.setServerBusy(true);
+    const dir = mkdtempSync(join(tmpdir(), "sef-busy-eh-"));
+    // No retries inside the SDK: each send at the hub is one attempt of the agent's drain loop.
+    const config = agentConfig(dir, sim.url, { sinks: ["eventhubs"], eventhubs: { lingerMs: 0, maxRetries: 0 } });
+    const agent = runCli(["run", "--config", config], { env: { SEF_EVENTHUBS_CONNECTION_STRING: hub.connectionString } });
+    try {
+      await waitUntil(() => hub.sendLog().length >= 1, 20_000, "the first send");
+      hub.faults.setServerBusy(false);
+      await waitUntil(() => hub.stats.sendsAccepted >= 1, 20_000, "the send after the pause");
+      const sends = hub.sendLog();
+      expect(sends.map((s) => s.outcome)).toEqual(["rejected:com.microsoft:server-busy", "accepted"]);
+      expect(sends[1]!.atMs - sends[0]!.atMs).toBeGreaterThanOrEqual(serverBusyRetryAfterMs - 20);
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");
