@@ -1,4 +1,4 @@
-// `npm run mutate [group…]`: the mutation gate. Runs Stryker once per group of stryker.config.ts (each group's mutants
+// `npm run mutate [group…] [--from-reports]`: the mutation gate. Runs Stryker once per group of stryker.config.ts (each group's mutants
 // against its own unit tests), prints each module's score, and fails when a module scores under the threshold, when a
 // mutant survives that equivalent-mutants.json does not list, or when that list names a mutant no run let survive.
 import { spawn } from "node:child_process";
@@ -18,7 +18,8 @@ const groupDeadlineMs = 40 * 60_000;
  * into its sandbox, where the paths lead to the mutated sources.
  */
 function writeGroupTsconfig(modules: readonly string[]): void {
-  const tsconfig = { extends: "../../tsconfig.json", include: [], files: modules.map((m) => `../../${m}`) };
+  // The ambient declarations (*.d.ts) are in every project: nothing imports them.
+  const tsconfig = { extends: "../../tsconfig.json", include: ["../../src/**/*.d.ts"], exclude: ["../../src/*/dist"], files: modules.map((m) => `../../${m}`) };
   writeFileSync(join(import.meta.dirname, "tsconfig.group.json"), `${JSON.stringify(tsconfig, null, 2)}\n`);
 }
 
@@ -47,7 +48,9 @@ function pad(text: string | number, width: number): string {
 }
 
 async function main(): Promise<number> {
-  const wanted = process.argv.slice(2);
+  // --from-reports: judge the reports of the last run again (after editing equivalent-mutants.json), running nothing.
+  const fromReports = process.argv.includes("--from-reports");
+  const wanted = process.argv.slice(2).filter((a) => a !== "--from-reports");
   const unknown = wanted.filter((name) => !groups.some((g) => g.name === name));
   if (unknown.length > 0) {
     console.error(`mutate: no group ${unknown.join(", ")} (groups: ${groups.map((g) => g.name).join(", ")})`);
@@ -58,13 +61,15 @@ async function main(): Promise<number> {
   const mutants: ReportedMutant[] = [];
   for (const group of selected) {
     const reportPath = join(root, reportDir, `${group.name}.json`);
-    rmSync(reportPath, { force: true });
-    console.log(`\nmutate: group ${group.name} (${group.modules.length} modules, ${group.tests.length} test files)`);
-    writeGroupTsconfig(group.modules);
-    const code = await runGroup(group.name);
-    if (code !== 0) {
-      console.error(`mutate: stryker failed for group ${group.name} (exit ${code})`);
-      return 1;
+    if (!fromReports) {
+      rmSync(reportPath, { force: true });
+      console.log(`\nmutate: group ${group.name} (${group.modules.length} modules, ${group.tests.length} test files)`);
+      writeGroupTsconfig(group.modules);
+      const code = await runGroup(group.name);
+      if (code !== 0) {
+        console.error(`mutate: stryker failed for group ${group.name} (exit ${code})`);
+        return 1;
+      }
     }
     mutants.push(...readReport(reportPath, group.modules));
   }

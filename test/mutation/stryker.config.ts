@@ -35,7 +35,7 @@ export const groups: readonly MutationGroup[] = [
       "src/agent/sinks/webhook/classify.ts",
       "src/agent/sinks/webhook/encode.ts",
     ],
-    tests: ["test/eventhubs/pure.test.ts", "test/loganalytics/classify.test.ts", "test/webhook/webhook-sink.test.ts"],
+    tests: ["test/eventhubs/pure.test.ts", "test/loganalytics/classify.test.ts", "test/webhook/webhook-sink.test.ts", "test/sinks/classify-encode.test.ts"],
   },
   {
     name: "delivery",
