@@ -11,6 +11,7 @@ import {
   nodeIsThisVm,
   noExecutePatch,
   pdbRetryDelayMs,
+  podRef,
   selectEvictions,
   taintKeyFor,
   taintValueFor,
@@ -203,6 +204,63 @@ describe("taints, annotations and the undo", () => {
     expect(decision.patch.annotations).toEqual({});
     expect(decision.uncordon).toBe(false);
     expect(decision.keptCordonedBecause).toBeUndefined();
+  });
+});
+
+describe("taints, annotations and the undo: the edges", () => {
+  const nowIso = "2024-01-01T00:00:01.000Z";
+  const key = taintKeyFor("Reboot");
+
+  it("taint keys and values: runs of other characters become one '-', trimmed, clipped (40 and 63), 'unknown' when nothing is left", () => {
+    expect(taintKeyFor("Live  Migration")).toBe("sef.azure.com/scheduled-event-live-migration");
+    expect(taintKeyFor("x".repeat(50))).toBe(`sef.azure.com/scheduled-event-${"x".repeat(40)}`);
+    expect(taintKeyFor("!!!")).toBe("sef.azure.com/scheduled-event-unknown");
+    expect(taintValueFor("a b")).toBe("a-b");
+    expect(taintValueFor("--a.b--")).toBe("a.b");
+    expect(taintValueFor("y".repeat(70))).toBe("y".repeat(63));
+    expect(taintValueFor("!!!")).toBe("unknown");
+  });
+
+  it("an event's taint is the one with both its type's key and its id's value", () => {
+    const otherEvent = { key, value: "another-event", effect: "NoSchedule" };
+    const otherType = { key: taintKeyFor("Freeze"), value: eventId, effect: "NoSchedule" };
+    expect(undoPatch(node({ taints: [otherEvent, otherType] }), event, true, 0).patch.taints).toEqual([otherEvent, otherType]);
+  });
+
+  it("marking adds the NoSchedule taint beside the event's NoExecute one, with an empty NotBefore annotation when none is known", () => {
+    const noExecute = { key, value: eventId, effect: "NoExecute" };
+    const patch = markPatch(node({ taints: [noExecute] }), { ...event, NotBefore: null }, false, nowIso);
+    expect(patch.taints).toEqual([noExecute, { key, value: eventId, effect: "NoSchedule", timeAdded: nowIso }]);
+    expect(patch.annotations[annotationKeys.notBefore]).toBe("");
+  });
+
+  it("the NoExecute taint is not added twice, beside other taints", () => {
+    const taints = [{ key: "dedicated", value: "gpu", effect: "NoSchedule" }, { key, value: eventId, effect: "NoSchedule" }, { key, value: eventId, effect: "NoExecute" }];
+    expect(noExecutePatch(node({ taints }), event, nowIso).taints).toEqual(taints);
+  });
+
+  it("undo removes only the annotations there are, keeps nothing cordoned on a schedulable node, and keeps sef's cordon annotation while another event holds the node", () => {
+    const partial = undoPatch(node({ annotations: { [annotationKeys.eventId]: eventId } }), event, false, 0);
+    expect(partial.patch.annotations).toEqual({ [annotationKeys.eventId]: null });
+    expect(partial.keptCordonedBecause).toBeUndefined();
+    const lifted = undoPatch(node({ unschedulable: true }), event, true, 0);
+    expect(lifted).toMatchObject({ uncordon: true, keptCordonedBecause: undefined });
+    const held = undoPatch(node({ unschedulable: true, annotations: { [annotationKeys.cordoned]: "true" } }), event, true, 2);
+    expect(held.patch.annotations).toEqual({});
+    expect(held.keptCordonedBecause).toBe("another event sef acts on still holds the node (2)");
+  });
+});
+
+describe("which pods: the edges", () => {
+  it("only sef's own pod (same namespace and name) is kept as self; failed pods are finished; pods are named namespace/name", () => {
+    const self = { namespace: "sef", name: "sef-abcde" };
+    const pods = [pod("sef-abcde", { namespace: "apps" }), pod("other", { namespace: "sef" }), pod("sef-abcde", { namespace: "sef" }), pod("crashed", { phase: "Failed" })];
+    const selection = selectEvictions(pods, self, true);
+    expect(selection.evict.map(podRef)).toEqual(["apps/sef-abcde", "sef/other"]);
+    expect(selection.skipped.map((s) => [podRef(s.pod), s.reason])).toEqual([
+      ["sef/sef-abcde", "self"],
+      ["apps/crashed", "finished"],
+    ]);
   });
 });
 

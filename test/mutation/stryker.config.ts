@@ -50,7 +50,8 @@ export const groups: readonly MutationGroup[] = [
   {
     name: "actions",
     modules: ["src/agent/actions/approval-policy.ts", "src/agent/actions/kubernetes/plan.ts"],
-    tests: ["test/actions/approval-policy.test.ts", "test/actions/kubernetes-plan.test.ts"],
+    // The settings' descriptions (documented(…)) are the configuration reference: config-reference.test.ts checks them.
+    tests: ["test/actions/approval-policy.test.ts", "test/actions/kubernetes-plan.test.ts", "test/docs/config-reference.test.ts"],
   },
   {
     name: "fleet",
