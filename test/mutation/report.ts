@@ -1,6 +1,7 @@
 // Reading Stryker's JSON reports (mutation-testing-report-schema: 1-based lines and columns) and judging them: each
 // module's score, and which survivors equivalent-mutants.json lists — matched by file, mutator, the original code and
-// its replacement (whitespace-insensitive), never by line, so entries survive edits elsewhere in the file.
+// its replacement (whitespace-insensitive), and, for a snippet found more than once, a piece of its source line; never
+// by line number, so entries survive edits elsewhere in the file.
 import { readFileSync } from "node:fs";
 import { relative } from "node:path";
 
@@ -12,6 +13,8 @@ export interface ReportedMutant {
   /** The source text the mutant replaces. */
   original: string;
   replacement: string;
+  /** The whole source line the mutant starts on. */
+  lineText: string;
   status: string;
 }
 
@@ -20,6 +23,8 @@ export interface EquivalentMutant {
   mutator: string;
   original: string;
   replacement: string;
+  /** Text of the source line the mutant starts on, when the snippet alone is ambiguous (`[]`, `true`). */
+  context?: string;
   /** One line: why no test can tell this mutant from the code. */
   reason: string;
 }
@@ -57,6 +62,7 @@ export function readReport(path: string, modules: readonly string[]): ReportedMu
         mutator: m.mutatorName,
         original: sliceSource(file.source, m.location.start, m.location.end),
         replacement: m.replacement ?? "",
+        lineText: file.source.split("\n")[m.location.start.line - 1] ?? "",
         status: m.status,
       });
     }
@@ -66,10 +72,17 @@ export function readReport(path: string, modules: readonly string[]): ReportedMu
   return mutants;
 }
 
-const squeeze = (code: string): string => code.replace(/\s+/g, " ").trim();
+/** Code without its whitespace: snippets compare the same however Stryker printed them. */
+const squeeze = (code: string): string => code.replace(/\s+/g, "");
 
 function matches(m: ReportedMutant, e: EquivalentMutant): boolean {
-  return m.file === e.file && m.mutator === e.mutator && squeeze(m.original) === squeeze(e.original) && squeeze(m.replacement) === squeeze(e.replacement);
+  return (
+    m.file === e.file &&
+    m.mutator === e.mutator &&
+    squeeze(m.original) === squeeze(e.original) &&
+    squeeze(m.replacement) === squeeze(e.replacement) &&
+    (e.context === undefined || squeeze(m.lineText).includes(squeeze(e.context)))
+  );
 }
 
 /** A survivor: Stryker's "Survived", or "NoCoverage" (no test ran the mutated code at all). */

@@ -1,0 +1,2 @@
+export * from "./stryker.config.ts";
+export { default } from "./stryker.config.ts";
