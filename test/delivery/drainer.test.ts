@@ -583,7 +583,14 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
   it("waits for a record's own later attempt when the send's backoff ended first, and an idle sink is not a stalled one", async () => {
     const draws = [0, 0.99];
     const sink = new ScriptedSink(clock, [() => [retry("429", 4000)]]);
-    const drainer = drainerFor(sink, new AgentMetrics(), () => draws.shift() ?? 0.5);
+    let reads = 0;
+    const counting: typeof store = Object.assign(Object.create(store) as typeof store, {
+      due: (...args: Parameters<typeof store.due>) => {
+        reads += 1;
+        return store.due(...args);
+      },
+    });
+    const drainer = drainerFor(sink, new AgentMetrics(), () => draws.shift() ?? 0.5, silentLogger(), counting);
     const startedMs = clock.monotonicMs();
     add(transition(1));
     drainer.notify();
@@ -592,8 +599,10 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     await flushAsync();
     expect(sink.sent).toHaveLength(1);
     expect(drainer.status().lastProgressMs).toBe(startedMs); // a record waits: no progress
+    const readsBefore = reads;
     await clock.advance(1479);
     expect(sink.sent).toHaveLength(1);
+    expect(reads - readsBefore, "reads of the outbox while nothing is due (it sleeps until the attempt, it does not poll)").toBeLessThanOrEqual(2);
     await clock.advance(1);
     expect(sink.sendTimes.map((t) => t - sink.sendTimes[0]!)).toEqual([0, 5980]);
     // Nothing waits now: time passing while idle is not a stall.
@@ -623,6 +632,38 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     expect(second.status().lastProgressMs).toBe(createdMs);
     await drainer.stop(clock.monotonicMs());
     await second.stop(clock.monotonicMs());
+  });
+
+  it("a sink that pipelines still lingers over a batch that is not full", async () => {
+    const sink = new ScriptedSink(clock, [], 3, 100);
+    Object.defineProperty(sink, "maxConcurrentSends", { value: 2 });
+    const drainer = drainerFor(sink);
+    add(transition(1));
+    drainer.notify();
+    await clock.advance(99);
+    expect(sink.sent).toEqual([]);
+    await clock.advance(1);
+    expect(sink.sent).toEqual([["r1"]]);
+    await drainer.stop(clock.monotonicMs());
+  });
+
+  it("stopping while pipelined sends wait out a retry sends nothing more", async () => {
+    const sink = new AbortAwareSink({}, 2, 2);
+    const answers: Array<(o: SendOutcomes) => void> = [];
+    sink.send = (batch: readonly OutboxEntry[]) => {
+      sink.events.push(`send ${batch.map((e) => e.record.RecordId).join(",")}`);
+      return new Promise<SendOutcomes>((resolve) => answers.push(resolve));
+    };
+    const drainer = drainerFor(sink);
+    add(...[1, 2, 3, 4, 5, 6].map((i) => transition(i)));
+    drainer.notify();
+    await flushAsync();
+    expect(sink.events).toEqual(["send r1,r2", "send r3,r4"]);
+    answers.shift()!([retry("busy", 5000), retry("busy", 5000)]);
+    answers.shift()!([delivered, delivered]);
+    await flushAsync();
+    await drainer.stop(clock.monotonicMs() + 60_000);
+    expect(sink.events).toEqual(["send r1,r2", "send r3,r4", "close"]);
   });
 
   it("records taken from the outbox during a linger (evicted) are not sent as an empty batch", async () => {

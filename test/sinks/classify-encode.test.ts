@@ -47,6 +47,7 @@ describe("Event Hubs: classifySendError", () => {
     expect(classifySendError(plain)).toEqual({ kind: "retryable", reason: "MessageTooLargeError: not the SDK's" });
     expect(classifySendError(Object.assign(new Error("odd"), { code: 7 }))).toEqual({ kind: "retryable", reason: "Error: odd" });
     expect(classifySendError(null)).toEqual({ kind: "retryable", reason: "null" });
+    expect(classifySendError(undefined)).toEqual({ kind: "retryable", reason: "undefined" });
     expect(classifySendError("socket closed")).toEqual({ kind: "retryable", reason: "socket closed" });
     expect(classifySendError(new AggregateError([], "every attempt failed"))).toEqual({ kind: "retryable", reason: "AggregateError: every attempt failed" });
   });
