@@ -1,2 +1,0 @@
-export * from "./stryker.config.ts";
-export { default } from "./stryker.config.ts";
