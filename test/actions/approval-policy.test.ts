@@ -8,6 +8,9 @@ import {
   type ApprovalPolicy,
 } from "../../src/agent/actions/approval-policy.js";
 import { event } from "./fixtures.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { regenerate, repoRoot, settingEntries } from "../../infra/docs/config-reference.js";
 
 const on = (policy: Partial<ApprovalPolicy> = {}): ApprovalPolicy => ({ ...sampleApprovalPolicy, ...policy });
 
@@ -154,5 +157,17 @@ describe("approval: the edges", () => {
     const policy = on({ rules: [{ affectsThisVm: true }] });
     expect(decideApproval(event({ Resources: ["WestNO_0"] }), "WestNO_0", policy, false).approve).toBe(true);
     expect(affectsVm([""], "")).toBe(false);
+  });
+});
+
+describe("approval settings in the configuration reference", () => {
+  it("each has a description, and the reference shows them as the schema gives them", () => {
+    const entries = settingEntries();
+    const approval = entries.filter((e) => e.path.startsWith("approval."));
+    expect(approval.map((e) => e.path)).toEqual(expect.arrayContaining(["approval.mode", "approval.rules[].maxDurationSecondsExclusive", "approval.approver"]));
+    for (const entry of approval) expect(entry.description, entry.path).not.toBe("");
+    const reference = "src/agent/config/README.md";
+    const committed = readFileSync(join(repoRoot, reference), "utf8");
+    expect(regenerate(committed, reference, entries)).toBe(committed);
   });
 });

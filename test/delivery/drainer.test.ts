@@ -385,6 +385,7 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     expect(log.lines().filter((l) => l.msg === "sink recovered")).toEqual([expect.objectContaining({ level: "info", sink: "scripted", afterAttempts: 11 })]);
     const text = await metrics.render();
     expect(text).toMatch(/^sef_sink_retries_total\{sink="scripted"\} 11$/m);
+    expect(text).not.toMatch(/^sef_sink_throttled_seconds_total\{sink="scripted"\}/m); // no hint, no throttling
     expect(text).toMatch(/^sef_sink_failing\{sink="scripted"\} 0$/m);
     expect(text).toMatch(/^sef_sink_sent_total\{sink="scripted"\} 1$/m);
     expect(drainer.status()).toMatchObject({ consecutiveFailures: 0, failingSinceMs: null, lastError: null });
@@ -697,6 +698,26 @@ describe("Drainer.stop", () => {
     expect(log.lines().filter((l) => l.level === "warn")).toEqual([]);
   });
 
+  it("with the deadline ahead: lets a send in progress finish, unaborted", async () => {
+    const sink = new AbortAwareSink();
+    sink.send = (batch: readonly OutboxEntry[], signal?: AbortSignal) =>
+      new Promise<SendOutcomes>((resolve) => {
+        const timer = setTimeout(() => resolve(allOutcomes(batch, delivered)), 50);
+        signal!.addEventListener("abort", () => {
+          clearTimeout(timer);
+          sink.events.push("aborted");
+          resolve(allOutcomes(batch, retry("aborted")));
+        });
+      });
+    const drainer = drainerFor(sink);
+    add(transition(1));
+    drainer.notify();
+    await flushAsync();
+    await drainer.stop(clock.monotonicMs() + 5000);
+    expect(sink.events).toEqual(["close"]);
+    expect(pending("aborting")).toBe(0);
+  });
+
   it("at its deadline: sends nothing more", async () => {
     const sink = new ScriptedSink(clock, []);
     const drainer = drainerFor(sink);
@@ -732,6 +753,38 @@ describe("Drainer.stop", () => {
     await drainer.stop(clock.monotonicMs());
     expect(sink.events.slice(2).sort()).toEqual(["aborted r1,r2: shutdown deadline reached", "aborted r3,r4: shutdown deadline reached", "close"].sort());
     expect(sink.events.at(-1)).toBe("close");
+  });
+
+  it("a pipelined send still out when the deadline passes is aborted and answered before the sink is closed", async () => {
+    const sink = new AbortAwareSink({}, 2, 2);
+    const answers: Array<() => void> = [];
+    sink.send = (batch: readonly OutboxEntry[], signal?: AbortSignal) => {
+      const ids = batch.map((e) => e.record.RecordId).join(",");
+      sink.events.push(`send ${ids}`);
+      return new Promise<SendOutcomes>((resolve) => {
+        let answered = false;
+        answers.push(() => {
+          answered = true;
+          resolve(allOutcomes(batch, delivered));
+        });
+        signal!.addEventListener("abort", () => {
+          if (answered) return;
+          sink.events.push(`aborted ${ids}`);
+          resolve(allOutcomes(batch, retry("aborted")));
+        });
+      });
+    };
+    const drainer = drainerFor(sink);
+    add(transition(1), transition(2), transition(3), transition(4));
+    drainer.notify();
+    await flushAsync();
+    expect(sink.events).toEqual(["send r1,r2", "send r3,r4"]);
+    const stopping = drainer.stop(clock.monotonicMs() + 100);
+    clock.jump(200); // the flush deadline has passed (on the agent's clock) while both sends are out
+    answers.shift()!(); // the first answers: the loop sees the deadline and ends with the second still out
+    await stopping;
+    expect(sink.events).toEqual(["send r1,r2", "send r3,r4", "aborted r3,r4", "close"]);
+    expect(store.due("aborting", 10, Number.MAX_SAFE_INTEGER).map((e) => e.record.RecordId)).toEqual(["r3", "r4"]);
   });
 
   it("leaves a sink that ignores the abort a second past the deadline, and one whose close hangs or fails, saying so", async () => {
