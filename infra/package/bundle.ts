@@ -3,7 +3,8 @@
 // SDKs behind dynamic imports stay out of memory unless a configured sink needs them) and the fleet service
 // (`src/fleet/cli/main.ts`, `sef-fleet`). Same inputs → same bytes.
 import { build } from "esbuild";
-import { relative, resolve } from "node:path";
+import { readFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 
 export interface BundleResult {
   /** Files written, relative to the output directory, sorted. */
@@ -16,7 +17,7 @@ export interface BundleResult {
 const requireShim = 'import { createRequire as sefCreateRequire } from "node:module"; const require = sefCreateRequire(import.meta.url);';
 
 /** Bundles `entry` as `<name>.mjs` (+ chunks/) into `outDir`; packages resolve to their sources (the `source` condition). */
-async function bundleProgram(repoRoot: string, outDir: string, name: string, entry: string, define: Record<string, string>): Promise<BundleResult> {
+export async function bundleProgram(repoRoot: string, outDir: string, name: string, entry: string, define: Record<string, string>): Promise<BundleResult> {
   const result = await build({
     absWorkingDir: repoRoot,
     entryPoints: { [name]: entry },
@@ -51,7 +52,8 @@ export function bundleAgent(repoRoot: string, outDir: string, version: string): 
   return bundleProgram(repoRoot, outDir, "sef", "src/agent/cli/main.ts", { SEF_BUNDLED_AGENT_VERSION: JSON.stringify(version) });
 }
 
-/** The fleet service: `sef-fleet.mjs`. */
+/** The fleet service: `sef-fleet.mjs`, with the fleet package's version stamped in (what `sef-fleet --version` says). */
 export function bundleFleet(repoRoot: string, outDir: string): Promise<BundleResult> {
-  return bundleProgram(repoRoot, outDir, "sef-fleet", "src/fleet/cli/main.ts", {});
+  const { version } = JSON.parse(readFileSync(join(repoRoot, "src", "fleet", "package.json"), "utf8")) as { version: string };
+  return bundleProgram(repoRoot, outDir, "sef-fleet", "src/fleet/cli/main.ts", { SEF_BUNDLED_FLEET_VERSION: JSON.stringify(version) });
 }

@@ -1,10 +1,13 @@
 // Linux artifacts: the agent's staged tree per architecture (runtime, bundle, /usr/bin/sef, unit, config) archived as a
-// .deb (dpkg-deb), an .rpm (rpmbuild) and a relocatable .tar.gz or .tar.xz, all from the same files and the same mtimes;
-// and the fleet service's tarball (runtime + its own bundle), the contents of its container image.
+// .deb (dpkg-deb), an .rpm (rpmbuild) and a relocatable .tar.gz and .tar.xz (one tar stream), all from the same files
+// and the same mtimes; and the fleet service's tarball (runtime + its own bundle), the contents of its container image.
+// Each build is awaited on its own, so independent artifacts build side by side.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { normalizeTree, writeTarball, type TarCompression } from "./reproducible.js";
+import { run } from "./child-process.js";
+import { debCompressionOptions, rpmPayload, type CompressionProfile, type TarCompression } from "./compression.js";
+import { normalizeTree, writeTarballs } from "./reproducible.js";
 import type { Runtime } from "./runtime.js";
 
 export type LinuxArch = "x64" | "arm64";
@@ -22,6 +25,7 @@ export interface LinuxInputs {
   readonly epochS: number;
   readonly workDir: string;
   readonly outDir: string;
+  readonly compression: CompressionProfile;
 }
 
 const linuxDir = (repoRoot: string): string => join(repoRoot, "infra", "linux");
@@ -59,7 +63,7 @@ export function stagePackageRoot(inputs: LinuxInputs): string {
   return root;
 }
 
-export function buildDeb(inputs: LinuxInputs, root: string): string {
+export async function buildDeb(inputs: LinuxInputs, root: string): Promise<string> {
   const pkgDir = join(inputs.workDir, `deb-${inputs.arch}`);
   rmSync(pkgDir, { recursive: true, force: true });
   cpSync(root, pkgDir, { recursive: true, preserveTimestamps: true });
@@ -84,9 +88,8 @@ export function buildDeb(inputs: LinuxInputs, root: string): string {
   for (const script of ["postinst", "prerm", "postrm"]) copyFileSync(join(linuxDir(inputs.repoRoot), "deb", script), join(control, script));
   normalizeTree(pkgDir, inputs.epochS, { "etc/sef": 0o750, "etc/sef/config.json": 0o640, "DEBIAN/postinst": 0o755, "DEBIAN/prerm": 0o755, "DEBIAN/postrm": 0o755 });
   const out = join(inputs.outDir, `sef_${inputs.version}_${debArch[inputs.arch]}.deb`);
-  execFileSync("dpkg-deb", ["--root-owner-group", "-Zxz", "-z6", "--threads-max=1", "--build", pkgDir, out], {
+  await run("dpkg-deb", ["--root-owner-group", ...debCompressionOptions(inputs.compression), "--build", pkgDir, out], {
     env: { ...process.env, SOURCE_DATE_EPOCH: String(inputs.epochS) },
-    stdio: ["ignore", "ignore", "inherit"],
   });
   return out;
 }
@@ -95,7 +98,7 @@ function scriptlet(repoRoot: string, name: string): string {
   return readFileSync(join(linuxDir(repoRoot), "rpm", `${name}.sh`), "utf8").trimEnd();
 }
 
-export function buildRpm(inputs: LinuxInputs, root: string): string {
+export async function buildRpm(inputs: LinuxInputs, root: string): Promise<string> {
   const top = join(inputs.workDir, `rpm-${inputs.arch}`);
   rmSync(top, { recursive: true, force: true });
   mkdirSync(join(top, "SPECS"), { recursive: true });
@@ -130,16 +133,16 @@ export function buildRpm(inputs: LinuxInputs, root: string): string {
   ].join("\n");
   const specFile = join(top, "SPECS", "sef.spec");
   writeFileSync(specFile, spec);
-  execFileSync("rpmbuild", [
+  await run("rpmbuild", [
     "-bb", "--quiet", "--target", `${rpmArch[inputs.arch]}-linux`, specFile,
     "--define", `_topdir ${top}`,
     "--define", "_buildhost sef-build",
     "--define", "use_source_date_epoch_as_buildtime 1",
     "--define", "clamp_mtime_to_source_date_epoch 1",
-    "--define", "_binary_payload w6.xzdio",
+    "--define", `_binary_payload ${rpmPayload(inputs.compression)}`,
     "--define", "_source_payload w6.xzdio",
     "--define", "_buildrootdir %{_topdir}/BUILDROOT",
-  ], { env: { ...process.env, SOURCE_DATE_EPOCH: String(inputs.epochS) }, stdio: ["ignore", "ignore", "inherit"] });
+  ], { env: { ...process.env, SOURCE_DATE_EPOCH: String(inputs.epochS) } });
   const built = join(top, "RPMS", rpmArch[inputs.arch], `sef-${inputs.version}-1.${rpmArch[inputs.arch]}.rpm`);
   const out = join(inputs.outDir, `sef-${inputs.version}-1.${rpmArch[inputs.arch]}.rpm`);
   copyFileSync(built, out);
@@ -149,8 +152,11 @@ export function buildRpm(inputs: LinuxInputs, root: string): string {
 /** File name endings of the two tarballs: .tar.gz opens everywhere, .tar.xz is about a third smaller. */
 const tarballSuffix: Readonly<Record<TarCompression, string>> = { gzip: "tar.gz", xz: "tar.xz" };
 
-/** `sef-VERSION-linux-ARCH/{bin/sef, lib/sef/…, share/sef/…, install.sh}`: runs from wherever it is unpacked. */
-export function buildTarball(inputs: LinuxInputs, compression: TarCompression = "gzip"): string {
+/**
+ * `sef-VERSION-linux-ARCH/{bin/sef, lib/sef/…, share/sef/…, install.sh}`, which runs from wherever it is unpacked: one
+ * tar stream, written with each of `compressions`. Returns the files in that order.
+ */
+export async function buildTarballs(inputs: LinuxInputs, compressions: readonly TarCompression[]): Promise<string[]> {
   const name = `sef-${inputs.version}-linux-${inputs.arch}`;
   const parent = join(inputs.workDir, `tar-${inputs.arch}`);
   rmSync(parent, { recursive: true, force: true });
@@ -158,22 +164,22 @@ export function buildTarball(inputs: LinuxInputs, compression: TarCompression = 
   stageAgent(inputs, dir);
   copyFileSync(join(linuxDir(inputs.repoRoot), "install.sh"), join(dir, "install.sh"));
   normalizeTree(dir, inputs.epochS, { "install.sh": 0o755 });
-  const out = join(inputs.outDir, `${name}.${tarballSuffix[compression]}`);
-  writeTarball(parent, name, out, inputs.epochS, compression);
-  return out;
+  const outs = compressions.map((compression) => join(inputs.outDir, `${name}.${tarballSuffix[compression]}`));
+  await writeTarballs(parent, name, Object.fromEntries(compressions.map((c, i) => [c, outs[i]!])), inputs.epochS, inputs.compression);
+  return outs;
 }
 
 /** The agent's inputs without the repository (the fleet's tarball holds no file of infra/linux). */
-export type FleetTarballInputs = Omit<LinuxInputs, "repoRoot">;
+export type FleetTarballInputs = Omit<LinuxInputs, "repoRoot" | "compression">;
 
 /** `sef-fleet-VERSION-linux-ARCH/lib/sef-fleet/{node, sef-fleet.mjs, chunks/, LICENSE.node}`: the fleet image's contents. */
-export function buildFleetTarball(inputs: FleetTarballInputs): string {
+export async function buildFleetTarball(inputs: FleetTarballInputs): Promise<string> {
   const name = `sef-fleet-${inputs.version}-linux-${inputs.arch}`;
   const parent = join(inputs.workDir, `fleet-tar-${inputs.arch}`);
   rmSync(parent, { recursive: true, force: true });
   stageBundle(inputs, join(parent, name, "lib", "sef-fleet"));
   normalizeTree(join(parent, name), inputs.epochS, {});
   const out = join(inputs.outDir, `${name}.tar.gz`);
-  writeTarball(parent, name, out, inputs.epochS, "gzip");
+  await writeTarballs(parent, name, { gzip: out }, inputs.epochS, "release");
   return out;
 }

@@ -2,13 +2,14 @@
 // artifacts/ (reproducible: same inputs, same bytes). `npm run package -- deb-x64 tar-x64` builds only the named
 // targets; the default is every target. SEF_PACKAGE_VERSION overrides the agent package's version (the package tests
 // build an older one to upgrade from).
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleAgent, bundleFleet } from "./bundle.js";
-import { buildDeb, buildFleetTarball, buildRpm, buildTarball, stagePackageRoot, type LinuxArch } from "./linux.js";
+import type { CompressionProfile } from "./compression.js";
+import { buildDeb, buildFleetTarball, buildRpm, buildTarballs, stagePackageRoot, type LinuxArch, type LinuxInputs } from "./linux.js";
 import { sourceDateEpoch } from "./reproducible.js";
-import { fetchRuntime } from "./runtime.js";
+import { fetchRuntime, type Runtime } from "./runtime.js";
 import { buildWindowsMsi } from "./windows-msi.js";
 import { buildWindowsZip } from "./windows.js";
 
@@ -28,65 +29,124 @@ export interface PackageOptions {
   readonly progress?: (step: string) => void;
   /** The version stamped on the agent's artifacts (default: the agent package's). */
   readonly version?: string;
+  /** How the Linux artifacts are compressed, all alike or per target (default `release`; see compression.ts). */
+  readonly compression?: CompressionProfile | ((target: Target) => CompressionProfile);
 }
 
+/** What every artifact of one build shares. */
+interface BuildContext {
+  readonly repoRoot: string;
+  readonly targets: readonly Target[];
+  readonly outDir: string;
+  readonly cacheDir: string;
+  readonly workDir: string;
+  readonly version: string;
+  readonly epochS: number;
+  readonly compressionOf: (target: Target) => CompressionProfile;
+  readonly progress: (step: string) => void;
+}
+
+/**
+ * Builds `targets` into `outDir` and returns their paths (Linux per architecture: .deb, .rpm, .tar.gz, .tar.xz; then
+ * Windows; then the fleet's tarballs). The Linux artifacts build side by side; the bytes do not depend on it.
+ */
 export async function buildArtifacts(options: PackageOptions): Promise<string[]> {
   const { repoRoot, targets } = options;
   const outDir = options.outDir ?? join(repoRoot, "artifacts");
-  const cacheDir = options.cacheDir ?? join(repoRoot, ".package-cache");
-  const workDir = join(outDir, ".work");
-  const versionOf = (pkg: string): string => (JSON.parse(readFileSync(join(repoRoot, "src", pkg, "package.json"), "utf8")) as { version: string }).version;
-  const version = options.version ?? versionOf("agent");
-  const epochS = options.epochS ?? sourceDateEpoch(repoRoot);
-  rmSync(workDir, { recursive: true, force: true });
-  mkdirSync(workDir, { recursive: true });
-  const bundleDir = join(workDir, "bundle");
-  const progress = options.progress ?? ((): void => undefined);
-  if (targets.some((t) => !t.startsWith("fleet-"))) {
-    progress("bundling the agent");
-    await bundleAgent(repoRoot, bundleDir, version);
+  mkdirSync(outDir, { recursive: true });
+  const context: BuildContext = {
+    repoRoot,
+    targets,
+    outDir,
+    cacheDir: options.cacheDir ?? join(repoRoot, ".package-cache"),
+    workDir: mkdtempSync(join(outDir, ".work-")),
+    version: options.version ?? packageVersionOf(repoRoot, "agent"),
+    epochS: options.epochS ?? sourceDateEpoch(repoRoot),
+    compressionOf: typeof options.compression === "function" ? options.compression : (): CompressionProfile => (options.compression as CompressionProfile | undefined) ?? "release",
+    progress: options.progress ?? ((): void => undefined),
+  };
+  try {
+    const runtimes = linuxRuntimes(context);
+    const bundles = await bundle(context);
+    const linux = (["x64", "arm64"] as const).map((arch) => buildLinux(context, arch, bundles.agent, runtimes[arch]));
+    const fleet = (["x64", "arm64"] as const).filter((arch) => targets.includes(`fleet-tar-${arch}`)).map((arch) => buildFleet(context, arch, bundles.fleet, runtimes[arch]!));
+    const linuxFiles = (await Promise.all(linux)).flat();
+    const fleetFiles = await Promise.all(fleet);
+    return [...linuxFiles, ...buildWindows(context, bundles.agent), ...fleetFiles];
+  } finally {
+    rmSync(context.workDir, { recursive: true, force: true });
   }
-
-  const written: string[] = [];
-  for (const arch of ["x64", "arm64"] as const satisfies readonly LinuxArch[]) {
-    const wanted = (kind: string): boolean => targets.includes(`${kind}-${arch}` as Target);
-    if (!wanted("deb") && !wanted("rpm") && !wanted("tar") && !wanted("txz")) continue;
-    progress(`fetching the Node.js runtime for linux-${arch} (npm pack, cached in ${cacheDir})`);
-    const inputs = { repoRoot, version, bundleDir, runtime: fetchRuntime(`linux-${arch}`, cacheDir), arch, epochS, workDir, outDir };
-    if (wanted("deb") || wanted("rpm")) {
-      const root = stagePackageRoot(inputs);
-      if (wanted("deb")) written.push(step(progress, `.deb (${arch})`, () => buildDeb(inputs, root)));
-      if (wanted("rpm")) written.push(step(progress, `.rpm (${arch})`, () => buildRpm(inputs, root)));
-    }
-    if (wanted("tar")) written.push(step(progress, `.tar.gz (${arch})`, () => buildTarball(inputs, "gzip")));
-    if (wanted("txz")) written.push(step(progress, `.tar.xz (${arch})`, () => buildTarball(inputs, "xz")));
-  }
-  if (targets.includes("zip-win-x64") || targets.includes("msi-win-x64")) {
-    const nodeLicense = fetchRuntime("linux-x64", cacheDir).license;
-    const inputs = { repoRoot, version, bundleDir, runtime: fetchRuntime("win-x64", cacheDir), nodeLicense, cacheDir, epochS, outDir };
-    if (targets.includes("zip-win-x64")) written.push(buildWindowsZip(inputs));
-    if (targets.includes("msi-win-x64")) written.push(buildWindowsMsi({ ...inputs, workDir }));
-  }
-  const fleetArchs = (["x64", "arm64"] as const).filter((arch) => targets.includes(`fleet-tar-${arch}`));
-  if (fleetArchs.length > 0) {
-    const fleetBundleDir = join(workDir, "fleet-bundle");
-    await bundleFleet(repoRoot, fleetBundleDir);
-    for (const arch of fleetArchs) {
-      const runtime = fetchRuntime(`linux-${arch}`, cacheDir);
-      written.push(buildFleetTarball({ version: versionOf("fleet"), bundleDir: fleetBundleDir, runtime, arch, epochS, workDir, outDir }));
-    }
-  }
-  rmSync(workDir, { recursive: true, force: true });
-  return written;
 }
 
-/** Runs one artifact's build between two progress lines (the second with its duration). */
-function step(progress: (step: string) => void, what: string, build: () => string): string {
+function packageVersionOf(repoRoot: string, pkg: string): string {
+  return (JSON.parse(readFileSync(join(repoRoot, "src", pkg, "package.json"), "utf8")) as { version: string }).version;
+}
+
+/**
+ * The Linux runtimes the targets need, fetched (or found in the cache) before anything builds: a fetch holds the event
+ * loop, which the builds need to feed their compressors.
+ */
+function linuxRuntimes(context: BuildContext): Partial<Record<LinuxArch, Runtime>> {
+  const archs = (["x64", "arm64"] as const).filter((arch) => context.targets.some((t) => new RegExp(`^(deb|rpm|tar|txz|fleet-tar)-${arch}$`).test(t)));
+  return Object.fromEntries(
+    archs.map((arch) => {
+      context.progress(`fetching the Node.js runtime for linux-${arch} (npm pack, cached in ${context.cacheDir})`);
+      return [arch, fetchRuntime(`linux-${arch}`, context.cacheDir)];
+    }),
+  );
+}
+
+/** The agent's and the fleet's bundles, each only when a target needs it, built side by side. */
+async function bundle(context: BuildContext): Promise<{ agent: string; fleet: string }> {
+  const agent = join(context.workDir, "bundle");
+  const fleet = join(context.workDir, "fleet-bundle");
+  const needsAgent = context.targets.some((t) => !t.startsWith("fleet-"));
+  const needsFleet = context.targets.some((t) => t.startsWith("fleet-"));
+  if (needsAgent) context.progress("bundling the agent");
+  await Promise.all([needsAgent ? bundleAgent(context.repoRoot, agent, context.version) : undefined, needsFleet ? bundleFleet(context.repoRoot, fleet) : undefined]);
+  return { agent, fleet };
+}
+
+/** One architecture's .deb, .rpm, .tar.gz and .tar.xz (those wanted), side by side from one staged tree. */
+async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: string, runtime: Runtime | undefined): Promise<string[]> {
+  const wanted = (kind: string): boolean => context.targets.includes(`${kind}-${arch}` as Target);
+  if (runtime === undefined || (!wanted("deb") && !wanted("rpm") && !wanted("tar") && !wanted("txz"))) return [];
+  const { repoRoot, version, epochS, workDir, outDir, progress } = context;
+  const inputs: Omit<LinuxInputs, "compression"> = { repoRoot, version, bundleDir, runtime, arch, epochS, workDir, outDir };
+  const as = (kind: string): LinuxInputs => ({ ...inputs, compression: context.compressionOf(`${kind}-${arch}` as Target) });
+  const root = wanted("deb") || wanted("rpm") ? stagePackageRoot(as("deb")) : "";
+  const tarballs = (["tar", "txz"] as const).filter(wanted).map((kind) => (kind === "tar" ? "gzip" : "xz"));
+  const tarballInputs = as(wanted("txz") ? "txz" : "tar");
+  const builds = [
+    wanted("deb") ? step(progress, `.deb (${arch})`, () => buildDeb(as("deb"), root)) : undefined,
+    wanted("rpm") ? step(progress, `.rpm (${arch})`, () => buildRpm(as("rpm"), root)) : undefined,
+    tarballs.length > 0 ? step(progress, `${tarballs.map((c) => `.tar.${c === "gzip" ? "gz" : "xz"}`).join(" and ")} (${arch})`, () => buildTarballs(tarballInputs, tarballs)) : undefined,
+  ];
+  return (await Promise.all(builds)).flatMap((files) => files ?? []);
+}
+
+/** The fleet service's tarball for one architecture. */
+function buildFleet(context: BuildContext, arch: LinuxArch, bundleDir: string, runtime: Runtime): Promise<string> {
+  const { epochS, workDir, outDir } = context;
+  return buildFleetTarball({ version: packageVersionOf(context.repoRoot, "fleet"), bundleDir, runtime, arch, epochS, workDir, outDir });
+}
+
+/** The zip and the MSI (those wanted). */
+function buildWindows(context: BuildContext, bundleDir: string): string[] {
+  const { repoRoot, version, cacheDir, epochS, outDir, workDir, targets } = context;
+  if (!targets.includes("zip-win-x64") && !targets.includes("msi-win-x64")) return [];
+  const nodeLicense = fetchRuntime("linux-x64", cacheDir).license;
+  const inputs = { repoRoot, version, bundleDir, runtime: fetchRuntime("win-x64", cacheDir), nodeLicense, cacheDir, epochS, outDir };
+  return [...(targets.includes("zip-win-x64") ? [buildWindowsZip(inputs)] : []), ...(targets.includes("msi-win-x64") ? [buildWindowsMsi({ ...inputs, workDir })] : [])];
+}
+
+/** Runs one build between two progress lines (the second with its duration). */
+async function step<T extends string | string[]>(progress: (step: string) => void, what: string, build: () => Promise<T>): Promise<T> {
   const startedMs = performance.now();
   progress(`building the ${what}`);
-  const file = build();
-  progress(`built ${file} in ${Math.round((performance.now() - startedMs) / 1000)} s`);
-  return file;
+  const built = await build();
+  progress(`built ${[built].flat().join(", ")} in ${Math.round((performance.now() - startedMs) / 1000)} s`);
+  return built;
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

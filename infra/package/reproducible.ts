@@ -1,8 +1,10 @@
 // Makes a staged tree byte-stable before it is archived: fixed mtimes (SOURCE_DATE_EPOCH), normalized modes,
-// and the archive tools' own timestamp and ordering options.
+// and the archive tools' own timestamp and ordering options (the compressors' options: compression.ts).
 import { execFileSync } from "node:child_process";
-import { chmodSync, lstatSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, readdirSync, utimesSync } from "node:fs";
 import { join } from "node:path";
+import { capture, filterToFile } from "./child-process.js";
+import { tarCompressor, type CompressionProfile, type TarCompression } from "./compression.js";
 
 /** Seconds since the epoch stamped on every file: SOURCE_DATE_EPOCH, else the last commit's time. */
 export function sourceDateEpoch(repoRoot: string): number {
@@ -35,22 +37,22 @@ export function normalizeTree(root: string, epochS: number, modes: Readonly<Reco
   utimesSync(root, epochS, epochS);
 }
 
-export type TarCompression = "gzip" | "xz";
-
-/** The compressor's command line: no name or time of its own (gzip -n); xz on one thread, so the bytes never depend
- * on the build machine's cores. */
-const compressors: Readonly<Record<TarCompression, readonly string[]>> = {
-  gzip: ["gzip", "-n", "-9"],
-  xz: ["xz", "-6", "-T1", "--check=crc64"],
-};
-
-/** A compressed tar of `dir` (as its own top-level folder) with sorted entries, root ownership and no timestamps of
- * its own. */
-export function writeTarball(parentDir: string, dirName: string, outFile: string, epochS: number, compression: TarCompression): void {
-  const tar = execFileSync("tar", [
-    "--sort=name", `--mtime=@${epochS}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu",
-    "-C", parentDir, "-cf", "-", dirName,
-  ], { maxBuffer: 1 << 30 });
-  const [command, ...args] = compressors[compression];
-  writeFileSync(outFile, execFileSync(command!, args, { input: tar, maxBuffer: 1 << 30 }));
+/**
+ * Compressed tars of `dir` (as its own top-level folder), one per entry of `outFiles` (compression → file), all of the
+ * same tar stream: sorted entries, root ownership and no timestamps of its own.
+ */
+export async function writeTarballs(
+  parentDir: string,
+  dirName: string,
+  outFiles: Partial<Record<TarCompression, string>>,
+  epochS: number,
+  profile: CompressionProfile,
+): Promise<void> {
+  const tar = await capture("tar", ["--sort=name", `--mtime=@${epochS}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu", "-C", parentDir, "-cf", "-", dirName]);
+  await Promise.all(
+    Object.entries(outFiles).map(([compression, outFile]) => {
+      const [command, ...args] = tarCompressor(compression as TarCompression, profile);
+      return filterToFile(command, args, tar, outFile);
+    }),
+  );
 }

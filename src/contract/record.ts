@@ -1,5 +1,6 @@
 // The record contract (v1): the one source of truth for the shape every consumer sees.
-// Table schemas, the DCR stream declaration, the ingestion peer's validation and the docs derive from `recordColumns`.
+// Table schemas, the DCR stream declaration, the ingestion peer's validation, the record validator (the fleet's input)
+// and the docs derive from `recordColumns`.
 
 /** Column types, named as in a data collection rule stream declaration. */
 export type ColumnType = "string" | "int" | "long" | "real" | "boolean" | "datetime" | "dynamic";
@@ -8,6 +9,12 @@ export interface ColumnSpec {
   readonly name: string;
   readonly type: ColumnType;
   readonly description: string;
+  /** The JSON a `dynamic` column holds in every record that carries it: a list of strings, or an object of strings. */
+  readonly json?: "string[]" | "{string: string}";
+  /** A record may hold null here (every other column a record carries holds a value of its type). */
+  readonly nullable?: true;
+  /** Added to v1 after its first agents: records of older agents lack it, and consumers read them without it. */
+  readonly absentInEarlierRecords?: true;
 }
 
 /** Every column any record type may carry, in table order. Transition records carry the first block. */
@@ -17,6 +24,7 @@ export const recordColumns: readonly ColumnSpec[] = [
     name: "ObservedAt",
     type: "datetime",
     description: "Same as TimeGenerated when written; kept as is when Log Analytics replaces a TimeGenerated older than 2 days with the ingestion time",
+    absentInEarlierRecords: true,
   },
   { name: "RecordId", type: "string", description: "Deterministic id of (AgentId, VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
   { name: "RecordType", type: "string", description: "Transition, MalformedEvent, Heartbeat, Approval, Hook or Kubernetes" },
@@ -25,8 +33,8 @@ export const recordColumns: readonly ColumnSpec[] = [
   { name: "PreviousStatus", type: "string", description: "Empty on first sighting, else the status before" },
   { name: "EventType", type: "string", description: "Freeze, Reboot, Redeploy, Preempt, Terminate, or any new value verbatim" },
   { name: "ResourceType", type: "string", description: "Resource type from IMDS (VirtualMachine)" },
-  { name: "Resources", type: "dynamic", description: "Names of all VMs the event affects (leading _ of old names removed)" },
-  { name: "NotBefore", type: "datetime", description: "Earliest start time (ISO 8601 UTC), null when empty" },
+  { name: "Resources", type: "dynamic", json: "string[]", description: "Names of all VMs the event affects (leading _ of old names removed)" },
+  { name: "NotBefore", type: "datetime", nullable: true, description: "Earliest start time (ISO 8601 UTC), null when empty" },
   { name: "Description", type: "string", description: "Free text from IMDS, empty when the api-version has none" },
   { name: "EventSource", type: "string", description: "Platform, User, or empty" },
   { name: "DurationInSeconds", type: "int", description: "Expected impact in seconds, -1 when unknown or absent" },
@@ -44,16 +52,23 @@ export const recordColumns: readonly ColumnSpec[] = [
   {
     name: "Tags",
     type: "dynamic",
+    json: "{string: string}",
+    absentInEarlierRecords: true,
     description: "The VM's resource tags from instance metadata (compute.tagsList, else compute.tags) as an object {name: value}; {} when it has none; absent from records of older agents",
   },
-  { name: "AgentId", type: "string", description: "Random id of this sef installation, kept in the data directory (agent-id); unique fleet-wide" },
+  {
+    name: "AgentId",
+    type: "string",
+    absentInEarlierRecords: true,
+    description: "Random id of this sef installation, kept in the data directory (agent-id); unique fleet-wide",
+  },
   { name: "AgentVersion", type: "string", description: "sef package version" },
   // Columns used only by non-transition record types (absent from Transition records).
   {
     name: "Outcome",
     type: "string",
     description:
-      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Kubernetes: Tainted, Cordoned, Draining, Drained, DrainIncomplete, Uncordoned, Released, Failed; Heartbeat: Stopping on the agent's goodbye, else absent; MalformedEvent: the reason code",
+      "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Kubernetes: Tainted, Cordoned, Draining, Drained, DrainIncomplete, Waiting, NotApproved, Uncordoned, Released, Failed; Heartbeat: Stopping on the agent's goodbye, else absent; MalformedEvent: the reason code",
   },
   { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none); Kubernetes: HTTP status of a failed API request" },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
@@ -217,7 +232,8 @@ export interface HookRecord extends RecordIdentity {
 }
 
 /** What a Kubernetes record reports: the step the kubernetes action took on this VM's node for an event. */
-export const kubernetesOutcomes = ["Tainted", "Cordoned", "Draining", "Drained", "DrainIncomplete", "Uncordoned", "Released", "Failed"] as const;
+/** Waiting, NotApproved: an event naming several nodes of the cluster (approved together once all have drained). */
+export const kubernetesOutcomes = ["Tainted", "Cordoned", "Draining", "Drained", "DrainIncomplete", "Waiting", "NotApproved", "Uncordoned", "Released", "Failed"] as const;
 export type KubernetesOutcome = (typeof kubernetesOutcomes)[number];
 
 /**

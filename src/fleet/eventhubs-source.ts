@@ -1,10 +1,13 @@
 // Where the fleet reads the agents' records: the `eventHubs.connection` settings of a consumer (namespace + Entra ID, or
 // a connection string; the SDK's receive retries), and the EventHubConsumerClient that shares the hub's partitions with
-// every other instance through a checkpoint store (the SDK's load balancing).
+// every other instance through a checkpoint store (the SDK's load balancing). The one SDK retry sef keeps: nothing of
+// the fleet retries a receive, so the consumer's own retries (`maxRetries`) are its only retry owner; the credential
+// inside it tries each token once.
 import { EventHubConsumerClient, RetryMode, type CheckpointStore, type EventHubConsumerClientOptions } from "@azure/event-hubs";
 import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from "@azure/identity";
 import * as z from "zod/mini";
 import "./zod-locale.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 /** The environment variable read for a connection string when the settings name none. */
 export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
@@ -38,16 +41,23 @@ export const eventHubsConnectionSchema = z
 
 export type EventHubsConnection = z.infer<typeof eventHubsConnectionSchema>;
 
+/**
+ * No retries inside a token request (the identity client's pipeline and its managed-identity 404/410 policy): whoever
+ * asked for the token is its retry owner (the consumer's SDK retries, the fleet's Blob retries in blob-storage.ts).
+ */
+const oneTryPerToken = { retryOptions: { maxRetries: 0 } };
+
 /** The Entra ID credential of the fleet's identity (Event Hubs with a namespace, Blob storage with a service URL). */
 export function fleetCredential(connection: Pick<EventHubsConnection, "credential" | "managedIdentityClientId">): TokenCredential {
   const clientId = connection.managedIdentityClientId;
-  if (connection.credential === "default") return new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
-  return clientId ? new ManagedIdentityCredential({ clientId }) : new ManagedIdentityCredential();
+  if (connection.credential === "default") return new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId, ...oneTryPerToken } : oneTryPerToken);
+  return clientId ? new ManagedIdentityCredential({ clientId, ...oneTryPerToken }) : new ManagedIdentityCredential(oneTryPerToken);
 }
 
 /** Thrown when the settings name no usable credentials (never quotes a secret). */
-export class EventHubsSourceError extends Error {
+export class EventHubsSourceError extends SefError {
   override readonly name = "EventHubsSourceError";
+  override readonly code = "SEF_ERR_FLEET_EVENTHUBS_SOURCE";
 }
 
 /**

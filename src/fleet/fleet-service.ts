@@ -6,19 +6,19 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { earliestEventPosition, latestEventPosition, type EventHubConsumerClient, type PartitionContext, type ReceivedEventData, type Subscription } from "@azure/event-hubs";
 import { BlobCheckpointStore } from "@azure/eventhubs-checkpointstore-blob";
-import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
+import type { ContainerClient } from "@azure/storage-blob";
 import type { Logger } from "pino";
-import { createFleetConsumer, fleetCredential } from "./eventhubs-source.js";
+import { containerFor, deadLetterWriter, untilStored, type StoreRetry } from "./blob-storage.js";
+import { FleetConfigError, PartitionClosedError } from "./errors.js";
+import { createFleetConsumer } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
-import type { NotificationAction } from "./notification-plan.js";
 import { BlobPartitionStateStore } from "./partition-state.js";
 import { PartitionProcessor, type NotificationIdentity, type ProcessorClock } from "./partition-processor.js";
 import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
 import { SendSlots } from "./targets/send-slots.js";
-import { SefError } from "@sef/contract/errors.js";
 
 /** Time past the request deadline a closing partition gives its last outcomes to be saved. */
 const closeSaveMarginMs = 2000;
@@ -48,10 +48,7 @@ interface ResolvedTarget {
 
 const pagerDutyEventsUrl = "https://events.pagerduty.com/v2/enqueue";
 
-export class FleetConfigError extends SefError {
-  override readonly name = "FleetConfigError";
-  override readonly code = "SEF_ERR_FLEET_CONFIG";
-}
+export { FleetConfigError };
 
 function resolveTargets(settings: FleetSettings, env: NodeJS.ProcessEnv): Map<string, ResolvedTarget> {
   const targets = new Map<string, ResolvedTarget>();
@@ -64,17 +61,6 @@ function resolveTargets(settings: FleetSettings, env: NodeJS.ProcessEnv): Map<st
     targets.set(t.name, { settings: t, url, ...(routingKey ? { routingKey } : {}), ...(hmacSecret ? { hmacSecret } : {}) });
   }
   return targets;
-}
-
-function containerFor(settings: FleetSettings, env: NodeJS.ProcessEnv): ContainerClient {
-  const cp = settings.checkpoints;
-  if (cp.blobServiceUrl) {
-    const credential = fleetCredential({ credential: "managedIdentity", managedIdentityClientId: settings.eventHubs.connection.managedIdentityClientId });
-    return new BlobServiceClient(cp.blobServiceUrl, credential).getContainerClient(cp.containerName);
-  }
-  const connectionString = env[cp.connectionStringEnv];
-  if (!connectionString) throw new FleetConfigError(`checkpoints: set blobServiceUrl or the environment variable ${cp.connectionStringEnv}`);
-  return BlobServiceClient.fromConnectionString(connectionString).getContainerClient(cp.containerName);
 }
 
 const systemClock: ProcessorClock = {
@@ -112,9 +98,10 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const requestsGivenUp = new AbortController();
   // One sender for every partition: a target's slots of requests in flight are per instance.
   const send = targetSender(targets, settings);
-  const onDeadLetter = deadLetterWriter(container, settings);
+  const onDeadLetter = deadLetterWriter(container, settings, systemClock);
+  const storeRetry = storeRetries(owned, logger);
   const openProcessor = (partitionId: string, signal: AbortSignal): Promise<PartitionProcessor> =>
-    PartitionProcessor.open({
+    openUntilLoaded(storeRetry(signal, partitionId), {
       ...processorSettings(settings),
       partitionId,
       store: stateStore,
@@ -126,7 +113,7 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
       signal,
       requestSignal: requestsGivenUp.signal,
     });
-  const subscription: Subscription = client.subscribe(partitionHandlers({ owned, openProcessor, refreshGauges, settings, metrics, logger }), {
+  const subscription: Subscription = client.subscribe(partitionHandlers({ owned, openProcessor, storeRetry, refreshGauges, settings, metrics, logger }), {
     startPosition: settings.eventHubs.startPosition === "earliest" ? earliestEventPosition : latestEventPosition,
     maxBatchSize: 500,
     maxWaitTimeInSeconds: 1,
@@ -228,19 +215,10 @@ function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: Fl
   };
 }
 
-/** Writes a notification given up on as one blob under `dead-letter/<target>/`. */
-function deadLetterWriter(container: ContainerClient, settings: FleetSettings) {
-  return async (target: string, action: NotificationAction, event: FleetEvent, reason: string): Promise<void> => {
-    const body = JSON.stringify({ deadLetteredAt: new Date().toISOString(), target, action, reason, event });
-    await container
-      .getBlockBlobClient(`dead-letter/${target}/${event.key}-${action}.json`)
-      .upload(body, Buffer.byteLength(body), { abortSignal: AbortSignal.timeout(settings.requestTimeoutMs) });
-  };
-}
-
 interface PartitionHandlerDeps {
   readonly owned: OwnedPartitions;
   openProcessor(partitionId: string, signal: AbortSignal): Promise<PartitionProcessor>;
+  storeRetry(signal: AbortSignal, partitionId: string): StoreRetry;
   refreshGauges(): void;
   readonly settings: FleetSettings;
   readonly metrics: FleetMetrics;
@@ -266,8 +244,11 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       if (!entry) return;
       const last = context.lastEnqueuedEventProperties;
       if (events.length > 0) {
-        if (!(await foldUntilDurable(entry, events, context.partitionId, owned, logger))) return;
-        await context.updateCheckpoint(events[events.length - 1]!);
+        const retry = deps.storeRetry(entry.controller.signal, context.partitionId);
+        // Folded durably before the checkpoint moves (skipping a batch would move it past unfolded records).
+        const received = events.map((e) => ({ body: e.body, sequenceNumber: e.sequenceNumber, offset: String(e.offset) }));
+        if (!(await untilStored(() => entry.processor.processBatch(received), "could not save the partition's fleet state; retrying the batch", retry))) return;
+        if (!(await untilStored(() => context.updateCheckpoint(events[events.length - 1]!), "could not save the checkpoint; retrying", retry))) return;
       }
       if (last?.sequenceNumber !== undefined) metrics.partitionLag.set({ partition: context.partitionId }, Math.max(0, last.sequenceNumber - entry.processor.lastSequenceNumber));
       refreshGauges();
@@ -288,30 +269,21 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
   };
 }
 
-/**
- * Folds a batch into the partition's state, retrying until the state is durable (skipping it would move the
- * checkpoint past unfolded records). False when the partition was closed meanwhile.
- */
-async function foldUntilDurable(
-  entry: { processor: PartitionProcessor; controller: AbortController },
-  events: readonly ReceivedEventData[],
-  partitionId: string,
-  owned: OwnedPartitions,
-  logger: Logger,
-): Promise<boolean> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await entry.processor.processBatch(events.map((e) => ({ body: e.body, sequenceNumber: e.sequenceNumber, offset: String(e.offset) })));
-      owned.lastStoreError = null;
-      return true;
-    } catch (err) {
-      owned.lastStoreError = (err as Error).message;
-      logger.warn({ partitionId, attempt, err: { type: (err as Error).name, message: (err as Error).message } }, "could not save the partition's fleet state; retrying the batch");
-      if (entry.controller.signal.aborted) return false;
-      await sleepTimer(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)), undefined, { signal: entry.controller.signal }).catch(() => undefined);
-      if (entry.controller.signal.aborted) return false;
-    }
-  }
+/** The fleet's Blob retries for one partition: on the system clock, ended by its close, telling /readyz of failures. */
+function storeRetries(owned: OwnedPartitions, logger: Logger): (signal: AbortSignal, partitionId: string) => StoreRetry {
+  return (signal, partitionId) => ({
+    clock: systemClock,
+    signal,
+    logger: logger.child({ partitionId }),
+    onStoreError: (message) => (owned.lastStoreError = message),
+  });
+}
+
+/** Opens a partition's processor, loading its state until Blob storage answers (or the partition closes). */
+async function openUntilLoaded(retry: StoreRetry, options: Parameters<typeof PartitionProcessor.open>[0]): Promise<PartitionProcessor> {
+  const opened = await untilStored(() => PartitionProcessor.open(options), "could not load the partition's fleet state; retrying", retry);
+  if (opened === undefined) throw new PartitionClosedError("the partition closed before its fleet state was loaded");
+  return opened.value;
 }
 
 function createHealthServer(metrics: FleetMetrics, notReadyReason: () => string | null): Server {

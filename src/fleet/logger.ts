@@ -1,7 +1,7 @@
 // The fleet service's structured JSON logs (pino) on stderr, a line each, with level names and secrets redacted before
 // they are written (the contract's secret-redaction rule). A container's runtime collects stderr.
 import { pino, type Logger } from "pino";
-import { redactingLoggerOptions } from "@sef/contract/secret-redaction.js";
+import { redactingLoggerOptions } from "@sef/redaction/secrets.js";
 
 export type { Logger } from "pino";
 

@@ -17,7 +17,8 @@ import { readRecord } from "./record-input.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
 import type { FleetMetrics } from "./metrics.js";
-import { retryDelayMs } from "@sef/contract/retry-policy.js";
+import type { RetryPolicy } from "@sef/retry/policy.js";
+import { retryAttempts } from "@sef/retry/retry.js";
 
 /** One received event, as much of it as the processor needs. */
 export interface ReceivedEvent {
@@ -33,9 +34,8 @@ export interface NotificationIdentity {
   readonly idempotencyKey: string;
 }
 
-/** Sends one notification once; the processor owns retries. */
 /**
- * Sends one notification. `requestSignal` cuts off a request already sent; `startSignal` only stops one that has not
+ * Sends one notification once (the processor owns retries). `requestSignal` cuts off a request already sent; `startSignal` only stops one that has not
  * started yet (waiting for a free slot to its target): it then answers a retry without sending anything.
  */
 export type SendNotification = (target: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal) => Promise<DeliveryOutcome>;
@@ -74,9 +74,9 @@ export interface ProcessorOptions {
   readonly requestSignal?: AbortSignal;
 }
 
-/** Backoff before retry `attempt` (1-based): the shared retry policy (@sef/contract/retry-policy) with the fleet's min and max. */
-export function notificationRetryDelayMs(retry: ProcessorOptions["retry"], attempt: number, hintMs: number | undefined, random: number): number {
-  return retryDelayMs({ initialDelayMs: retry.minDelayMs, maxDelayMs: retry.maxDelayMs, multiplier: 2 }, attempt, hintMs, random);
+/** The retry policy of notifications (@sef/retry's formula) with the fleet's min and max. */
+export function notificationRetryPolicy(retry: ProcessorOptions["retry"]): RetryPolicy {
+  return { initialDelayMs: retry.minDelayMs, maxDelayMs: retry.maxDelayMs, multiplier: 2 };
 }
 
 interface Claim {
@@ -306,45 +306,47 @@ export class PartitionProcessor {
     working.notifications[key] = { ...(working.notifications[key] ?? {}), [target]: next };
   }
 
+  /** Sends one claim with @sef/retry's loop (the notification's only retry owner), until delivered, refused or given up. */
   private async sendWithRetry(claim: Claim): Promise<ClaimResult> {
     const { clock, retry, metrics, logger, signal } = this.options;
     const { target, action } = claim;
     const event = this.state.events[claim.key]!;
     const started = clock.monotonicMs();
     const requestSignal = this.options.requestSignal ?? new AbortController().signal;
-    for (let attempt = 1; ; attempt++) {
-      if (signal.aborted) return { claim, outcome: "aborted" };
-      const outcome = await this.options.send(target, { action, idempotencyKey: claim.idempotencyKey }, event, requestSignal, signal);
-      if (outcome.kind === "retry" && signal.aborted) return { claim, outcome: "aborted" }; // the partition closed: its next owner retries
-      if (outcome.kind === "delivered") {
-        metrics.notifications.inc({ target, action, outcome: "sent" });
-        logger.info({ target, action, eventId: event.eventId, status: event.status, attempt }, "notification sent");
-        return { claim, outcome: "delivered" };
-      }
-      const elapsed = clock.monotonicMs() - started;
-      if (outcome.kind === "rejected" || elapsed >= retry.giveUpAfterMs) {
-        const reason = outcome.kind === "rejected" ? outcome.reason : `gave up after ${attempt} attempts in ${Math.round(elapsed / 1000)} s: ${outcome.reason}`;
-        metrics.notifications.inc({ target, action, outcome: "dead_lettered" });
-        logger.error({ target, action, eventId: event.eventId, reason }, "notification dead-lettered");
-        await this.options.onDeadLetter?.(target, action, event, reason).catch((err: Error) => logger.error({ err }, "could not write the dead-letter entry"));
-        return { claim, outcome: "dead", reason };
-      }
-      metrics.notifications.inc({ target, action, outcome: "retried" });
-      const delayMs = notificationRetryDelayMs(retry, attempt, outcome.retryAfterMs, Math.random());
-      logger.warn({ target, action, eventId: event.eventId, reason: outcome.reason, attempt, delayMs }, "notification failed; retrying");
-      if (outcome.inDoubt === true) {
-        // The next attempt may repeat it: the target may have taken this one (a timeout, a connection lost mid-request).
-        metrics.inDoubt.inc({ target, action, cause: "attempt_unanswered" });
-        logger.warn(
-          { target, action, eventId: event.eventId, reason: outcome.reason, attempt, idempotencyKey: claim.idempotencyKey },
-          "re-sending a notification whose unanswered attempt may have reached the target (in doubt)",
-        );
-      }
-      try {
-        await clock.sleep(delayMs, signal);
-      } catch {
-        return { claim, outcome: "aborted" };
-      }
+    const sent = await retryAttempts(() => this.options.send(target, { action, idempotencyKey: claim.idempotencyKey }, event, requestSignal, signal), {
+      policy: notificationRetryPolicy(retry),
+      clock,
+      signal, // the partition closed: its next owner retries
+      deadlineMs: started + retry.giveUpAfterMs,
+      verdict: (settled) => (settled.ok && settled.value.kind === "retry" ? { retry: true, afterMs: settled.value.retryAfterMs } : { retry: false }),
+      onRetry: (settled, attempt, delayMs) => {
+        const outcome = settled.ok ? settled.value : undefined;
+        if (outcome?.kind !== "retry") return;
+        metrics.notifications.inc({ target, action, outcome: "retried" });
+        logger.warn({ target, action, eventId: event.eventId, reason: outcome.reason, attempt, delayMs }, "notification failed; retrying");
+        if (outcome.inDoubt === true) {
+          // The next attempt may repeat it: the target may have taken this one (a timeout, a connection lost mid-request).
+          metrics.inDoubt.inc({ target, action, cause: "attempt_unanswered" });
+          logger.warn(
+            { target, action, eventId: event.eventId, reason: outcome.reason, attempt, idempotencyKey: claim.idempotencyKey },
+            "re-sending a notification whose unanswered attempt may have reached the target (in doubt)",
+          );
+        }
+      },
+    });
+    if (sent.last?.ok === false) throw sent.last.error; // a bug in the sender: not a delivery outcome
+    const outcome = sent.last?.value;
+    if (sent.end === "aborted" || outcome === undefined) return { claim, outcome: "aborted" };
+    if (outcome.kind === "delivered") {
+      metrics.notifications.inc({ target, action, outcome: "sent" });
+      logger.info({ target, action, eventId: event.eventId, status: event.status, attempt: sent.attempts }, "notification sent");
+      return { claim, outcome: "delivered" };
     }
+    const elapsedS = Math.round((clock.monotonicMs() - started) / 1000);
+    const reason = outcome.kind === "rejected" ? outcome.reason : `gave up after ${sent.attempts} attempts in ${elapsedS} s: ${outcome.reason}`;
+    metrics.notifications.inc({ target, action, outcome: "dead_lettered" });
+    logger.error({ target, action, eventId: event.eventId, reason }, "notification dead-lettered");
+    await this.options.onDeadLetter?.(target, action, event, reason).catch((err: Error) => logger.error({ err }, "could not write the dead-letter entry"));
+    return { claim, outcome: "dead", reason };
   }
 }

@@ -3,7 +3,7 @@
 import type { ContainerClient } from "@azure/storage-blob";
 import type { FleetEvent } from "./fleet-event.js";
 import type { NotificationState } from "./notification-plan.js";
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 export interface PartitionState {
   /** Sequence number of the last event folded (-1 before any): events at or below it are never folded again. */

@@ -1,40 +1,14 @@
 // Reads one Event Hubs event body as a contract record: the fleet consumer's only input. Malformed JSON, records of an
-// unknown contract version and records that fail the contract become a named rejection, never an exception.
-import * as z from "zod/mini";
-import "./zod-locale.js";
-import { recordTypes, type EventStatus } from "@sef/contract/record.js";
+// unknown contract version and records that fail the contract's validator (@sef/contract/record-validator.ts) become a
+// named rejection, never an exception; a record whose Tags cannot be read is still folded, without them.
+import { recordTypes } from "@sef/contract/record.js";
+import { transitionProblems, type ReadTransitionRecord } from "@sef/contract/record-validator.js";
 
 /** The contract versions this consumer understands (records carry no version field in v1: absent means 1). */
 export const supportedContractVersions = [1] as const;
 
-const transitionSchema = z.object({
-  RecordId: z.string().check(z.minLength(1)),
-  RecordType: z.literal("Transition"),
-  TimeGenerated: z.string().check(z.minLength(1)),
-  EventId: z.string().check(z.minLength(1)),
-  EventStatus: z.enum(["Scheduled", "Started", "Completed", "Canceled"]),
-  EventType: z.string(),
-  EventSource: z.string(),
-  Resources: z.array(z.string()),
-  NotBefore: z.nullable(z.string()),
-  Description: z.string(),
-  DurationInSeconds: z.number().check(z.int()),
-  AffectsThisVm: z.boolean(),
-  VmName: z.string(),
-  VmId: z.string(),
-  /** The reporting installation (contract: AgentId); older agents did not send it. */
-  AgentId: z.optional(z.string()),
-  ResourceGroup: z.string(),
-  SubscriptionId: z.string(),
-  Location: z.string(),
-  VmScaleSetName: z.string(),
-  Zone: z.string(),
-  /** The VM's resource tags; records of older agents have none, and a value that is not {name: string} is ignored. */
-  Tags: z.catch(z.optional(z.record(z.string(), z.string())), undefined),
-});
-
-/** The fields of a Transition record the fleet view uses. */
-export type FleetTransition = z.infer<typeof transitionSchema> & { EventStatus: EventStatus };
+/** The Transition records the fleet folds (older agents' records lack ObservedAt, Tags and AgentId). */
+export type FleetTransition = ReadTransitionRecord;
 
 export type RecordInput =
   | { readonly kind: "transition"; readonly record: FleetTransition }
@@ -66,10 +40,10 @@ export function readRecord(body: unknown): RecordInput {
     return { kind: "rejected", reason: "contract", detail: `RecordType ${JSON.stringify(recordType)}` };
   }
   if (recordType !== "Transition") return { kind: "other", recordType };
-  const parsed = transitionSchema.safeParse(object);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    return { kind: "rejected", reason: "contract", detail: `${issue.path.join(".") || "(record)"}: ${issue.message}` };
-  }
-  return { kind: "transition", record: parsed.data as FleetTransition };
+  const problems = transitionProblems(object);
+  const fatal = problems.find((p) => p.column !== "Tags");
+  if (fatal !== undefined) return { kind: "rejected", reason: "contract", detail: `${fatal.column}: ${fatal.problem}` };
+  if (problems.length === 0) return { kind: "transition", record: object as unknown as FleetTransition };
+  const { Tags: _unreadable, ...withoutTags } = object;
+  return { kind: "transition", record: withoutTags as unknown as FleetTransition };
 }

@@ -34,9 +34,9 @@ describe("ActionLedger", () => {
     const store = openStore(dir);
     const ledger = store.actions;
     ledger.plan([action("kubernetes:e1", "kubernetes"), action("h1")], 1);
-    expect(ledger.nextPending()?.actionKey).toBe("h1");
+    expect(ledger.nextPending(["hook", "approval"])?.actionKey).toBe("h1");
     ledger.setStatus("h1", "succeeded", "", 2);
-    expect(ledger.nextPending()).toBeUndefined();
+    expect(ledger.nextPending(["hook", "approval"])).toBeUndefined();
     expect(ledger.activeOfKind("kubernetes").map((r) => r.actionKey)).toEqual(["kubernetes:e1"]);
     expect(ledger.getStep("kubernetes:e1")).toBeUndefined();
     ledger.setStep("kubernetes:e1", '{"phase":"marking"}');
@@ -51,14 +51,35 @@ describe("ActionLedger", () => {
     reopened.close();
   });
 
+  it("holds an event's approval: a gated row waits until every hold is released, and a finished row releases its own hold", () => {
+    const store = openStore();
+    const ledger = store.actions;
+    ledger.plan([{ ...action("approval:e1", "approval"), gated: true }, action("hook:e1"), action("other")], 1);
+    ledger.hold("e1", { holder: "hook:e1" }, 1);
+    ledger.hold("e1", { holder: "kubernetes:e1", mayApprove: true }, 1);
+    expect(ledger.nextPending(["approval"])).toBeUndefined();
+    expect(ledger.nextPending(["approval", "hook"])?.actionKey).toBe("hook:e1");
+    ledger.setStatus("hook:e1", "running", "", 2, true);
+    expect(ledger.holdsOn("e1").map((h) => h.verdict)).toEqual([undefined, undefined]);
+    ledger.setStatus("hook:e1", "failed", "exit 3", 3);
+    expect(ledger.holdsOn("e1")).toMatchObject([{ holder: "hook:e1", verdict: "failed", reason: "exit 3" }, { holder: "kubernetes:e1", mayApprove: true, verdict: undefined }]);
+    expect(ledger.nextPending(["approval"])).toBeUndefined();
+    ledger.release("e1", "kubernetes:e1", "approve", "drained", 4);
+    expect(ledger.nextPending(["approval"])?.actionKey).toBe("approval:e1");
+    ledger.release("e1", "kubernetes:e1", "done", "again", 5);
+    ledger.hold("e1", { holder: "kubernetes:e1" }, 5);
+    expect(ledger.holdsOn("e1")[1]).toMatchObject({ verdict: "approve", reason: "drained" });
+    store.close();
+  });
+
   it("plans each key once, hands out pending actions in plan order, counts attempts and keeps reasons", () => {
     const store = openStore();
     const ledger = store.actions;
     expect(ledger.plan([action("b"), action("a"), action("approval:e1", "approval")], 1)).toBe(3);
     expect(ledger.plan([action("a")], 2)).toBe(0);
-    expect(ledger.nextPending()?.actionKey).toBe("b");
+    expect(ledger.nextPending(["hook", "approval"])?.actionKey).toBe("b");
     ledger.setStatus("b", "running", "", 3, true);
-    expect(ledger.nextPending()?.actionKey).toBe("a");
+    expect(ledger.nextPending(["hook", "approval"])?.actionKey).toBe("a");
     ledger.setStatus("b", "failed", "exit 3", 4);
     expect(ledger.get("b")).toMatchObject({ status: "failed", reason: "exit 3", attempts: 1, updatedMs: 4, createdMs: 1 });
     expect(ledger.forEvent("e1", "Scheduled", "hook").map((r) => r.actionKey)).toEqual(["b", "a"]);

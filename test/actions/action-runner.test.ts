@@ -4,9 +4,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ActionRunner, approvalStopGraceMs, type ActionRunnerOptions } from "../../src/agent/actions/action-runner.js";
-import { approvalPolicySchema } from "../../src/agent/actions/approval-policy.js";
-import { hookSchema } from "../../src/agent/actions/hooks.js";
+import { ActionRunner } from "../../src/agent/actions/action-runner.js";
+import type { Action, ActionContext, PostStartRequest } from "../../src/agent/actions/action.js";
+import { ApprovalAction, approvalStopGraceMs } from "../../src/agent/actions/approval/action.js";
+import { approvalPolicySchema, type ApprovalPolicy } from "../../src/agent/actions/approval/policy.js";
+import { HooksAction } from "../../src/agent/actions/hooks/action.js";
+import { hookSchema, type HookConfig } from "../../src/agent/actions/hooks/hooks.js";
 import { ActionLedger } from "../../src/agent/actions/action-ledger.js";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { emptyCollectorState } from "../../src/agent/collector/state.js";
@@ -46,26 +49,49 @@ function commit(store: Store, record: TransitionRecord, status: Status = "Schedu
   store.commitDocument(state, [record], Date.now());
 }
 
-function runnerOn(store: Store, over: Partial<ActionRunnerOptions>): ActionRunner {
-  return new ActionRunner({
-    hooks: [],
-    approval: approvalPolicySchema.parse({}),
-    postStartRequest: () => Promise.reject(new Error("no IMDS in this test")),
-    vm: () => vm,
+interface RunnerSetup {
+  hooks?: HookConfig[];
+  approval?: ApprovalPolicy;
+  postStartRequest?: PostStartRequest;
+  hasPolled?: () => boolean;
+  approvalAttempts?: number;
+  /** More actions after approval and hooks (as the registry would list them). */
+  extra?: Action[];
+}
+
+/** The runner with the registry's approval and hooks actions, as the act stage makes them. */
+function runnerOn(store: Store, over: RunnerSetup): ActionRunner {
+  const hasPolled = over.hasPolled ?? (() => true);
+  const context: ActionContext = {
     ledger: store.actions,
     append: (records) => {
       store.append(records, Date.now());
     },
-    readAfter: (seq, limit) => store.readAfter(seq, limit),
-    headSeq: () => store.headSeq(),
-    hasPolled: () => true,
+    release: (eventKey, holder, verdict, reason) => {
+      store.actions.release(eventKey, holder, verdict, reason, Date.now());
+      runner.wake();
+    },
+    wake: () => runner.wake(),
+    vm: () => vm,
+    hasPolled,
+    postStartRequest: over.postStartRequest ?? (() => Promise.reject(new Error("no IMDS in this test"))),
+    env: {},
     clock: systemClock,
     logger: silentLogger(),
     metrics: new AgentMetrics(),
     agentVersion: "9.9.9",
-    approvalRetryDelayMs: 20,
-    ...over,
+  };
+  const approval = new ApprovalAction({ policy: over.approval ?? approvalPolicySchema.parse({}), context, retryDelayMs: 20, ...(over.approvalAttempts === undefined ? {} : { attempts: over.approvalAttempts }) });
+  const runner: ActionRunner = new ActionRunner({
+    actions: [approval, new HooksAction(over.hooks ?? [], context), ...(over.extra ?? [])],
+    ledger: store.actions,
+    readAfter: (seq, limit) => store.readAfter(seq, limit),
+    headSeq: () => store.headSeq(),
+    hasPolled,
+    clock: systemClock,
+    logger: silentLogger(),
   });
+  return runner;
 }
 
 const outbox = (store: Store) => store.readAfter(0, 10_000).map((e) => e.record);
@@ -151,6 +177,44 @@ describe("ActionRunner", () => {
       expect(hookRecords(store).map((r) => r.Outcome)).toEqual(["Interrupted", "Succeeded"]);
       expect(new Set(hookRecords(store).map((r) => r.RecordId)).size).toBe(2);
       expect(countLines(runs)).toBe(2);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a hold released with decline skips the approval whatever the rules say; every action hears of each document read", async () => {
+    const store = openStore(join(tempDir(), "data"));
+    const posted: string[][] = [];
+    const heard: string[][] = [];
+    // An action that holds each Scheduled event and may ask for its approval (as a node action does), and hears documents.
+    const gate: Action = {
+      kind: "gate",
+      holdsFor: (record) => [{ holder: `gate:${record.EventId.toLowerCase()}`, mayApprove: true }],
+      plan: () => [],
+      documentRead: (eventIds) => heard.push([...eventIds]),
+    };
+    try {
+      const approval = approvalPolicySchema.parse({ mode: "on", approver: "this-vm", rules: [{ eventType: ["Reboot"] }] });
+      const postStartRequest: PostStartRequest = (ids) => {
+        posted.push([...ids]);
+        return Promise.resolve({ status: 200, body: "" });
+      };
+      const runner = runnerOn(store, { approval, postStartRequest, extra: [gate] });
+      runner.start();
+      const record = reboot("33330000-0000-4000-8000-000000000009");
+      const eventKey = record.EventId.toLowerCase();
+      commit(store, record);
+      runner.planCommitted();
+      runner.documentRead([record.EventId, "other-event"]);
+      expect(heard).toEqual([[record.EventId, "other-event"]]);
+      expect(store.actions.get(`approval:${eventKey}`)).toMatchObject({ status: "pending", gated: true });
+      store.actions.release(eventKey, `gate:${eventKey}`, "decline", "node-a approves it once all have drained", Date.now());
+      runner.wake();
+      await waitUntil(() => actionsSettled(store), 10_000, "the approval to be decided");
+      await runner.stop();
+      expect(store.actions.get(`approval:${eventKey}`)).toMatchObject({ status: "skipped", reason: "node-a approves it once all have drained" });
+      expect(posted).toEqual([]);
+      expect(approvalRecords(store)).toEqual([]);
     } finally {
       store.close();
     }

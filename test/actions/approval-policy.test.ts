@@ -6,7 +6,7 @@ import {
   describeRule,
   sampleApprovalPolicy,
   type ApprovalPolicy,
-} from "../../src/agent/actions/approval-policy.js";
+} from "../../src/agent/actions/approval/policy.js";
 import { event } from "./fixtures.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

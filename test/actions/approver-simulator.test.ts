@@ -1,8 +1,8 @@
 // The approver against the real IMDS simulator (`sef-testbed simulate`): an approved Scheduled event moves to Started.
 import { afterEach, describe, expect, it } from "vitest";
-import { approveEvents } from "../../src/agent/actions/approver.js";
+import { approveEvents } from "../../src/agent/actions/approval/approver.js";
 import { startRequestPoster } from "./fixtures.js";
-import { decideApproval, sampleApprovalPolicy } from "../../src/agent/actions/approval-policy.js";
+import { decideApproval, sampleApprovalPolicy } from "../../src/agent/actions/approval/policy.js";
 import { parseScenario, startSimulator, type Simulator } from "../../src/testbed/simulator/index.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { vm } from "./fixtures.js";

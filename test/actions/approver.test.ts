@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import { recordSource } from "../../src/contract/record-id.js";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { approveEvents, approvalRecordId, type ApprovalTarget } from "../../src/agent/actions/approver.js";
+import { approveEvents, approvalRecordId, type ApprovalTarget } from "../../src/agent/actions/approval/approver.js";
 import { startRequestPoster } from "./fixtures.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";

@@ -1,7 +1,7 @@
 // Test fixtures for actions: a VM identity, a Scheduled event and the Transition record the collector would emit for it.
 import type { TransitionRecord, RecordIdentity, EventFields, EventStatus } from "../../src/contract/record.js";
 import { transitionRecord } from "../helpers/records.js";
-import type { PostStartRequest } from "../../src/agent/actions/approver.js";
+import type { PostStartRequest } from "../../src/agent/actions/approval/approver.js";
 import { ImdsClient } from "../../src/agent/imds/client.js";
 import { systemClock } from "../../src/agent/util/clock.js";
 

@@ -3,7 +3,7 @@ import { recordSource } from "../../src/contract/record-id.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { hookRecordId, hooksConfigSchema, runHook, selectHooks, hookSchema, type HookConfig } from "../../src/agent/actions/hooks.js";
+import { hookRecordId, hooksConfigSchema, runHook, selectHooks, hookSchema, type HookConfig } from "../../src/agent/actions/hooks/hooks.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { transition } from "./fixtures.js";

@@ -1,25 +1,34 @@
 // Pure logic of the kubernetes action: policy resolution, drain start and deadline arithmetic, grace periods, which pods
-// a drain evicts, the taint/annotation patches and the undo decisions, the PDB backoff and the node identity check.
+// a drain evicts (as kubectl drain: controllers, opt-out, stuck terminating, arrivals, once per uid) and when it is
+// over, the drain's Detail, the taint key and value, the backoffs and the node check (the marks: kubernetes-marks.test.ts).
 import { describe, expect, it } from "vitest";
 import { kubernetesSettingsSchema, policyFor, policyIncludes } from "../../src/agent/actions/kubernetes/settings.js";
 import {
-  annotationKeys,
   drainDeadlineMs,
   drainStartMs,
   gracePeriodSeconds,
-  markPatch,
   nodeIsThisVm,
-  noExecutePatch,
   pdbRetryDelayMs,
-  podRef,
-  selectEvictions,
   taintKeyFor,
   taintValueFor,
-  undoPatch,
+  throttleFloorMs,
+  throttleWaitMs,
   type NodeView,
-  type PodView,
 } from "../../src/agent/actions/kubernetes/plan.js";
+import {
+  drainOptOutLabel,
+  drainVerdict,
+  podIdentity,
+  podViewOf,
+  selectEvictions,
+  stuckTerminatingAllowanceMs,
+  toleratesTaint,
+  type DrainRules,
+  type PodView,
+} from "../../src/agent/actions/kubernetes/pods.js";
+import { drainDetail } from "../../src/agent/actions/kubernetes/records.js";
 import { FakeClock } from "../helpers/fake-clock.js";
+import { podView } from "./kubernetes-fixtures.js";
 
 const defaults = kubernetesSettingsSchema.parse({});
 const eventId = "5DD55A71-95BE-4B7E-B8A2-9C4A2F7C8A11";
@@ -34,17 +43,7 @@ const node = (over: Partial<NodeView> = {}): NodeView => ({
   ...over,
 });
 
-const pod = (name: string, over: Partial<PodView> = {}): PodView => ({
-  namespace: "apps",
-  name,
-  controllerKinds: ["ReplicaSet"],
-  annotations: {},
-  phase: "Running",
-  terminationGracePeriodSeconds: 30,
-  hasEmptyDir: false,
-  terminating: false,
-  ...over,
-});
+const pod = podView;
 
 describe("policy", () => {
   it("defaults: Reboot, Redeploy, Preempt, Terminate drain then approve; Freeze and unknown types only forward", () => {
@@ -73,7 +72,7 @@ describe("policy", () => {
   it("refuses an unknown policy and an unknown key, and gives every timing a default", () => {
     expect(kubernetesSettingsSchema.safeParse({ policy: { Reboot: "evict" } }).success).toBe(false);
     expect(kubernetesSettingsSchema.safeParse({ drainLead: 5 }).success).toBe(false);
-    expect(defaults).toMatchObject({ drainLeadMs: 600_000, deadlineReserveMs: 5_000, pdbRetryInitialMs: 1_000, pdbRetryMaxMs: 15_000, evictEmptyDir: true, noExecuteTaintAfterDrain: false });
+    expect(defaults).toMatchObject({ drainLeadMs: 600_000, deadlineReserveMs: 5_000, pdbRetryInitialMs: 1_000, pdbRetryMaxMs: 15_000, evictEmptyDir: true, force: false, noExecuteTaintAfterDrain: false });
   });
 });
 
@@ -106,12 +105,39 @@ describe("drain timing", () => {
     expect(gracePeriodSeconds(120, 400)).toBe(1);
   });
 
-  it("PDB refusals back off exponentially up to the maximum", () => {
-    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000))).toEqual([1_000, 2_000, 4_000, 8_000, 15_000, 15_000]);
+  it("PDB refusals back off exponentially up to the maximum, with equal jitter (sef's one backoff formula)", () => {
+    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000, 1))).toEqual([1_000, 2_000, 4_000, 8_000, 15_000, 15_000]);
+    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000, 0))).toEqual([500, 1_000, 2_000, 4_000, 7_500, 7_500]);
+  });
+
+  it("a throttled eviction waits the server's Retry-After, at least the floor, at most the cap", () => {
+    expect(throttleFloorMs).toBe(1_000);
+    expect(throttleWaitMs(5_000, 15_000, 0)).toBe(5_000);
+    expect(throttleWaitMs(5_000, 15_000, 0.5)).toBe(6_250);
+    expect(throttleWaitMs(12_000, 15_000, 0.99)).toBe(15_000);
+    expect(throttleWaitMs(0, 15_000, 0)).toBe(1_000);
+    expect(throttleWaitMs(3_600_000, 15_000, 0)).toBe(15_000);
+    expect(throttleWaitMs(Number.NaN, 15_000, 0)).toBe(1_000);
+    expect(throttleWaitMs(5_000, 500, 0.7)).toBe(500);
   });
 });
 
 describe("which pods a drain evicts", () => {
+  const nowMs = Date.parse("2024-01-01T00:10:00.000Z");
+  const sefTaint = { key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule" };
+  const rules = (over: Partial<DrainRules> = {}): DrainRules => ({
+    self: { namespace: "sef-system", name: "sef-own" },
+    evictEmptyDir: true,
+    force: false,
+    taint: sefTaint,
+    roster: undefined,
+    evicted: new Set(),
+    nowMs,
+    ...over,
+  });
+  const names = (pods: PodView[]) => pods.map((p) => p.name);
+  const skips = (selection: ReturnType<typeof selectEvictions>) => selection.skipped.map((s) => `${s.pod.name}:${s.reason}`);
+
   it("all but DaemonSet pods, mirror pods, sef's own pod and finished pods; terminating pods are waited for", () => {
     const pods = [
       pod("web-1"),
@@ -120,147 +146,154 @@ describe("which pods a drain evicts", () => {
       pod("sef-xyz", { namespace: "sef-system", controllerKinds: ["DaemonSet"] }),
       pod("sef-own", { namespace: "sef-system", controllerKinds: [] }),
       pod("job-1", { phase: "Succeeded", controllerKinds: ["Job"] }),
-      pod("bare", { controllerKinds: [] }),
-      pod("going", { terminating: true }),
+      pod("going", { deletionTimestampMs: nowMs + 20_000 }),
       pod("cache", { hasEmptyDir: true }),
     ];
-    const selection = selectEvictions(pods, { namespace: "sef-system", name: "sef-own" }, true);
-    expect(selection.evict.map((p) => p.name)).toEqual(["web-1", "bare", "cache"]);
-    expect(selection.terminating.map((p) => p.name)).toEqual(["going"]);
-    expect(selection.skipped.map((s) => `${s.pod.name}:${s.reason}`)).toEqual(["ds-1:daemonset", "etcd:mirror", "sef-xyz:daemonset", "sef-own:self", "job-1:finished"]);
+    const selection = selectEvictions(pods, rules());
+    expect(names(selection.evict)).toEqual(["web-1", "cache"]);
+    expect(names(selection.terminating)).toEqual(["going"]);
+    expect(skips(selection)).toEqual(["ds-1:daemonset", "etcd:mirror", "sef-xyz:daemonset", "sef-own:self", "job-1:finished"]);
   });
 
   it("leaves emptyDir pods when evictEmptyDir is off", () => {
-    const selection = selectEvictions([pod("cache", { hasEmptyDir: true }), pod("web")], undefined, false);
-    expect(selection.evict.map((p) => p.name)).toEqual(["web"]);
+    const selection = selectEvictions([pod("cache", { hasEmptyDir: true }), pod("web")], rules({ evictEmptyDir: false }));
+    expect(names(selection.evict)).toEqual(["web"]);
     expect(selection.skipped).toEqual([{ pod: expect.objectContaining({ name: "cache" }), reason: "emptydir" }]);
+  });
+
+  it("a pod without a controller (a bare pod, or owners none of which is its controller) is left unless force is set", () => {
+    const bare = pod("bare", { controllerKinds: [] });
+    const finishedBare = pod("done", { controllerKinds: [], phase: "Failed" });
+    const selection = selectEvictions([bare, finishedBare, pod("web")], rules());
+    expect(names(selection.evict)).toEqual(["web"]);
+    expect(skips(selection)).toEqual(["bare:no-controller", "done:finished"]);
+    expect(names(selectEvictions([bare, pod("web")], rules({ force: true })).evict)).toEqual(["bare", "web"]);
+  });
+
+  it("the opt-out label leaves a pod (whatever its controller); another value of it does not", () => {
+    expect(drainOptOutLabel).toEqual({ key: "sef.azure.com/drain", value: "skip" });
+    const optedOut = pod("batch", { labels: { "sef.azure.com/drain": "skip" } });
+    const bareOptedOut = pod("bare", { controllerKinds: [], labels: { "sef.azure.com/drain": "skip" } });
+    const other = pod("web", { labels: { "sef.azure.com/drain": "yes" } });
+    const selection = selectEvictions([optedOut, bareOptedOut, other], rules({ force: true }));
+    expect(names(selection.evict)).toEqual(["web"]);
+    expect(skips(selection)).toEqual(["batch:opted-out", "bare:opted-out"]);
+  });
+
+  it("a pod past its deletionTimestamp plus the allowance is stuck (not waited for); within it, it is waited for", () => {
+    const onTime = pod("on-time", { deletionTimestampMs: nowMs - stuckTerminatingAllowanceMs });
+    const stuck = pod("stuck", { deletionTimestampMs: nowMs - stuckTerminatingAllowanceMs - 1 });
+    const unreadable = podViewOf({ metadata: { name: "odd", namespace: "apps", deletionTimestamp: "not a time", ownerReferences: [{ kind: "ReplicaSet", controller: true }] } });
+    const selection = selectEvictions([onTime, stuck, unreadable], rules());
+    expect(names(selection.terminating)).toEqual(["on-time"]);
+    expect(names(selection.stuck)).toEqual(["stuck", "odd"]);
+    expect(selection.evict).toEqual([]);
+  });
+
+  it("arrivals after the drain's start are evicted unless they tolerate sef's taint; pods of the start are evicted even if they do", () => {
+    const tolerates = [{ operator: "Exists" }];
+    const start = [pod("old-tolerant", { tolerations: tolerates }), pod("old")];
+    const roster = new Set(start.map(podIdentity));
+    const arrivals = [pod("new-tolerant", { tolerations: tolerates }), pod("new"), pod("new-other", { tolerations: [{ key: "dedicated", operator: "Exists" }] })];
+    const selection = selectEvictions([...start, ...arrivals], rules({ roster }));
+    expect(names(selection.evict)).toEqual(["old-tolerant", "old", "new", "new-other"]);
+    expect(skips(selection)).toEqual(["new-tolerant:tolerating-arrival"]);
+  });
+
+  it("each pod is evicted once: an evicted uid still listed is waited for; the same name with a new uid is another pod", () => {
+    const first = pod("db-0", { uid: "uid-1" });
+    const comeback = pod("db-0", { uid: "uid-2" });
+    const comebackTolerating = pod("db-0", { uid: "uid-3", tolerations: [{ key: sefTaint.key, operator: "Exists", effect: "NoSchedule" }] });
+    const evicted = new Set(["uid-1"]);
+    const roster = new Set(["uid-1"]);
+    expect(names(selectEvictions([first], rules({ roster, evicted })).terminating)).toEqual(["db-0"]);
+    expect(selectEvictions([first], rules({ roster, evicted })).evict).toEqual([]);
+    expect(selectEvictions([comeback], rules({ roster, evicted })).evict.map((p) => p.uid)).toEqual(["uid-2"]);
+    expect(skips(selectEvictions([comebackTolerating], rules({ roster, evicted })))).toEqual(["db-0:tolerating-arrival"]);
+  });
+
+  it("tolerations match as Kubernetes matches them (empty key or effect: any; Exists; Equal compares the value)", () => {
+    const t = sefTaint;
+    expect(toleratesTaint({ operator: "Exists" }, t)).toBe(true);
+    expect(toleratesTaint({ operator: "Exists", effect: "NoExecute" }, t)).toBe(false);
+    expect(toleratesTaint({ key: t.key, operator: "Exists" }, t)).toBe(true);
+    expect(toleratesTaint({ key: t.key, value: eventId, effect: "NoSchedule" }, t)).toBe(true);
+    expect(toleratesTaint({ key: t.key, operator: "Equal", value: "other-event" }, t)).toBe(false);
+    expect(toleratesTaint({ key: "node.kubernetes.io/unschedulable", operator: "Exists" }, t)).toBe(false);
+    expect(toleratesTaint({ key: t.key, operator: "Lt", value: "5" }, t)).toBe(false);
+  });
+
+  it("pod objects of the API become PodViews: controller, uid, labels, tolerations, deletionTimestamp (string or Date)", () => {
+    const deletion = "2024-01-01T00:10:30Z";
+    const view = podViewOf({
+      metadata: {
+        namespace: "apps",
+        name: "web-1",
+        uid: "u-1",
+        labels: { app: "web" },
+        ownerReferences: [{ kind: "Deployment", controller: false }, { kind: "ReplicaSet", controller: true }],
+        deletionTimestamp: deletion,
+      },
+      spec: { terminationGracePeriodSeconds: 45, volumes: [{}, { emptyDir: {} }], tolerations: [{ operator: "Exists" }] },
+      status: { phase: "Running" },
+    });
+    expect(view).toEqual({
+      namespace: "apps",
+      name: "web-1",
+      uid: "u-1",
+      labels: { app: "web" },
+      annotations: {},
+      controllerKinds: ["ReplicaSet"],
+      phase: "Running",
+      terminationGracePeriodSeconds: 45,
+      hasEmptyDir: true,
+      deletionTimestampMs: Date.parse(deletion),
+      tolerations: [{ operator: "Exists" }],
+    });
+    expect(podViewOf({ metadata: { deletionTimestamp: new Date(deletion) } }).deletionTimestampMs).toBe(Date.parse(deletion));
+    expect(podViewOf({ metadata: { name: "bare", ownerReferences: [{ kind: "ReplicaSet" }] } })).toMatchObject({ namespace: "default", controllerKinds: [], deletionTimestampMs: undefined });
+    expect(podIdentity(podViewOf({ metadata: { name: "no-uid", namespace: "x" } }))).toBe("x/no-uid");
+  });
+
+  it("the drain is over when nothing is left to evict or wait for: drained, or incomplete when pods without a controller stay", () => {
+    const deadlineMs = nowMs + 60_000;
+    const clean = selectEvictions([pod("ds", { controllerKinds: ["DaemonSet"] }), pod("opt", { labels: { [drainOptOutLabel.key]: "skip" } })], rules());
+    expect(drainVerdict(clean, nowMs, deadlineMs)).toEqual({ kind: "drained" });
+    const stuck = selectEvictions([pod("stuck", { deletionTimestampMs: 0 })], rules());
+    expect(drainVerdict(stuck, nowMs, deadlineMs)).toEqual({ kind: "drained" });
+    const bare = selectEvictions([pod("bare", { controllerKinds: [] })], rules());
+    expect(drainVerdict(bare, nowMs, deadlineMs)).toEqual({ kind: "incomplete", podsLeft: ["apps/bare"], reason: expect.stringMatching(/without a controller.*force/) });
+    const waiting = selectEvictions([pod("bare", { controllerKinds: [] }), pod("going", { deletionTimestampMs: nowMs + 5_000 })], rules());
+    expect(drainVerdict(waiting, nowMs, deadlineMs)).toEqual({ kind: "continue" });
+    expect(drainVerdict(waiting, deadlineMs, deadlineMs)).toEqual({ kind: "incomplete", podsLeft: ["apps/bare", "apps/going"], reason: "at its deadline" });
+  });
+
+  it("Detail of a drain names what was left and why, and leaves out what is empty", () => {
+    const progress = { evicted: ["apps/a", "apps/b"], pdbBlocked: ["apps/db-0"], pdbHeldMs: 12_345, throttled: 3, evictionErrors: [{ pod: "apps/c", status: 403, message: "forbidden" }] };
+    const left = { podsOptedOut: ["apps/opt"], podsArrivedTolerating: [], podsStuckTerminating: ["apps/stuck"], podsWithoutController: ["apps/bare"] };
+    expect(drainDetail({ outcome: "incomplete", podsLeft: ["apps/bare"], reason: "r", ...progress, ...left }, "2024-01-01T00:14:55.000Z")).toEqual({
+      podsEvicted: 2,
+      podsBlockedByPdb: ["apps/db-0"],
+      pdbHeldSeconds: 12.3,
+      podsWithoutController: ["apps/bare"],
+      podsOptedOut: ["apps/opt"],
+      podsStuckTerminating: ["apps/stuck"],
+      evictionErrors: [{ pod: "apps/c", status: 403, message: "forbidden" }],
+      evictionsThrottled: 3,
+      podsLeft: ["apps/bare"],
+      incompleteBecause: "r",
+      deadline: "2024-01-01T00:14:55.000Z",
+    });
+    const none = { podsOptedOut: [], podsArrivedTolerating: [], podsStuckTerminating: [], podsWithoutController: [] };
+    expect(drainDetail({ outcome: "drained", evicted: [], pdbBlocked: [], pdbHeldMs: 0, ...none }, "x")).toEqual({ podsEvicted: 0, podsBlockedByPdb: [], pdbHeldSeconds: 0 });
   });
 });
 
-describe("taints, annotations and the undo", () => {
-  const nowIso = "2024-01-01T00:00:01.000Z";
-  const operatorTaint = { key: "dedicated", value: "gpu", effect: "NoSchedule" };
-
-  it("one key per EventType with the EventId as value, NoSchedule, beside the node's own taints", () => {
+describe("the taint", () => {
+  it("one key per EventType with the EventId as value (the marks as a whole: kubernetes-marks.test.ts)", () => {
     expect(taintKeyFor("Reboot")).toBe("sef.azure.com/scheduled-event-reboot");
     expect(taintKeyFor("Some New Type!")).toBe("sef.azure.com/scheduled-event-some-new-type");
     expect(taintValueFor(eventId)).toBe(eventId);
-    const patch = markPatch(node({ taints: [operatorTaint] }), event, true, nowIso);
-    expect(patch.taints).toEqual([operatorTaint, { key: "sef.azure.com/scheduled-event-reboot", value: eventId, effect: "NoSchedule", timeAdded: nowIso }]);
-    expect(patch.unschedulable).toBe(true);
-    expect(patch.annotations).toEqual({
-      [annotationKeys.eventId]: eventId,
-      [annotationKeys.eventType]: "Reboot",
-      [annotationKeys.notBefore]: event.NotBefore,
-      [annotationKeys.cordoned]: "true",
-    });
-  });
-
-  it("taint-only leaves unschedulable alone; marking twice adds no second taint", () => {
-    const once = markPatch(node(), event, false, nowIso);
-    expect(once).not.toHaveProperty("unschedulable");
-    expect(markPatch(node({ taints: once.taints }), event, false, nowIso).taints).toHaveLength(1);
-  });
-
-  it("an operator's cordon is not claimed: no sef cordoned annotation", () => {
-    expect(markPatch(node({ unschedulable: true }), event, true, nowIso).annotations).not.toHaveProperty(annotationKeys.cordoned);
-  });
-
-  it("the NoExecute taint is added beside the NoSchedule one", () => {
-    const marked = markPatch(node(), event, true, nowIso).taints;
-    expect(noExecutePatch(node({ taints: marked }), event, nowIso).taints.map((t) => t.effect)).toEqual(["NoSchedule", "NoExecute"]);
-  });
-
-  it("undo: both of the event's taints and its annotations go, the operator's taint stays, and sef's cordon is lifted", () => {
-    const marked = node({
-      unschedulable: true,
-      taints: [operatorTaint, { key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule" }, { key: taintKeyFor("Reboot"), value: eventId, effect: "NoExecute" }],
-      annotations: { [annotationKeys.eventId]: eventId, [annotationKeys.eventType]: "Reboot", [annotationKeys.notBefore]: event.NotBefore, [annotationKeys.cordoned]: "true", other: "x" },
-    });
-    const decision = undoPatch(marked, event, true, 0);
-    expect(decision.uncordon).toBe(true);
-    expect(decision.patch).toEqual({
-      taints: [operatorTaint],
-      unschedulable: false,
-      annotations: { [annotationKeys.eventId]: null, [annotationKeys.eventType]: null, [annotationKeys.notBefore]: null, [annotationKeys.cordoned]: null },
-    });
-  });
-
-  it("undo keeps an operator's cordon, and sef's own while another event holds the node", () => {
-    const cordoned = node({ unschedulable: true, taints: [{ key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule" }] });
-    const operators = undoPatch(cordoned, event, false, 0);
-    expect(operators.uncordon).toBe(false);
-    expect(operators.patch).not.toHaveProperty("unschedulable");
-    expect(operators.patch.taints).toEqual([]);
-    expect(operators.keptCordonedBecause).toMatch(/operator/);
-    const held = undoPatch(cordoned, event, true, 1);
-    expect(held.uncordon).toBe(false);
-    expect(held.keptCordonedBecause).toMatch(/another event/);
-  });
-
-  it("undo leaves annotations another event wrote, and does nothing to a node someone else uncordoned", () => {
-    const other = node({ annotations: { [annotationKeys.eventId]: "other-event" } });
-    const decision = undoPatch(other, event, true, 0);
-    expect(decision.patch.annotations).toEqual({});
-    expect(decision.uncordon).toBe(false);
-    expect(decision.keptCordonedBecause).toBeUndefined();
-  });
-});
-
-describe("taints, annotations and the undo: the edges", () => {
-  const nowIso = "2024-01-01T00:00:01.000Z";
-  const key = taintKeyFor("Reboot");
-
-  it("taint keys and values: runs of other characters become one '-', trimmed, clipped (40 and 63), 'unknown' when nothing is left", () => {
-    expect(taintKeyFor("Live  Migration")).toBe("sef.azure.com/scheduled-event-live-migration");
-    expect(taintKeyFor("x".repeat(50))).toBe(`sef.azure.com/scheduled-event-${"x".repeat(40)}`);
-    expect(taintKeyFor("!!!")).toBe("sef.azure.com/scheduled-event-unknown");
-    expect(taintValueFor("a b")).toBe("a-b");
-    expect(taintValueFor("--a.b--")).toBe("a.b");
-    expect(taintValueFor("y".repeat(70))).toBe("y".repeat(63));
-    expect(taintValueFor("!!!")).toBe("unknown");
-  });
-
-  it("an event's taint is the one with both its type's key and its id's value", () => {
-    const otherEvent = { key, value: "another-event", effect: "NoSchedule" };
-    const otherType = { key: taintKeyFor("Freeze"), value: eventId, effect: "NoSchedule" };
-    expect(undoPatch(node({ taints: [otherEvent, otherType] }), event, true, 0).patch.taints).toEqual([otherEvent, otherType]);
-  });
-
-  it("marking adds the NoSchedule taint beside the event's NoExecute one, with an empty NotBefore annotation when none is known", () => {
-    const noExecute = { key, value: eventId, effect: "NoExecute" };
-    const patch = markPatch(node({ taints: [noExecute] }), { ...event, NotBefore: null }, false, nowIso);
-    expect(patch.taints).toEqual([noExecute, { key, value: eventId, effect: "NoSchedule", timeAdded: nowIso }]);
-    expect(patch.annotations[annotationKeys.notBefore]).toBe("");
-  });
-
-  it("the NoExecute taint is not added twice, beside other taints", () => {
-    const taints = [{ key: "dedicated", value: "gpu", effect: "NoSchedule" }, { key, value: eventId, effect: "NoSchedule" }, { key, value: eventId, effect: "NoExecute" }];
-    expect(noExecutePatch(node({ taints }), event, nowIso).taints).toEqual(taints);
-  });
-
-  it("undo removes only the annotations there are, keeps nothing cordoned on a schedulable node, and keeps sef's cordon annotation while another event holds the node", () => {
-    const partial = undoPatch(node({ annotations: { [annotationKeys.eventId]: eventId } }), event, false, 0);
-    expect(partial.patch.annotations).toEqual({ [annotationKeys.eventId]: null });
-    expect(partial.keptCordonedBecause).toBeUndefined();
-    const lifted = undoPatch(node({ unschedulable: true }), event, true, 0);
-    expect(lifted).toMatchObject({ uncordon: true, keptCordonedBecause: undefined });
-    const held = undoPatch(node({ unschedulable: true, annotations: { [annotationKeys.cordoned]: "true" } }), event, true, 2);
-    expect(held.patch.annotations).toEqual({});
-    expect(held.keptCordonedBecause).toBe("another event sef acts on still holds the node (2)");
-  });
-});
-
-describe("which pods: the edges", () => {
-  it("only sef's own pod (same namespace and name) is kept as self; failed pods are finished; pods are named namespace/name", () => {
-    const self = { namespace: "sef", name: "sef-abcde" };
-    const pods = [pod("sef-abcde", { namespace: "apps" }), pod("other", { namespace: "sef" }), pod("sef-abcde", { namespace: "sef" }), pod("crashed", { phase: "Failed" })];
-    const selection = selectEvictions(pods, self, true);
-    expect(selection.evict.map(podRef)).toEqual(["apps/sef-abcde", "sef/other"]);
-    expect(selection.skipped.map((s) => [podRef(s.pod), s.reason])).toEqual([
-      ["sef/sef-abcde", "self"],
-      ["apps/crashed", "finished"],
-    ]);
   });
 });
 
@@ -272,5 +305,17 @@ describe("which node", () => {
     expect(nodeIsThisVm("", resourceId)).toBe(false);
     expect(nodeIsThisVm(node().providerID, "")).toBe(false);
     expect(nodeIsThisVm("kind://docker/kind/kind-worker", resourceId)).toBe(false);
+  });
+});
+
+describe("taint keys and values: the edges", () => {
+  it("runs of other characters become one '-', trimmed, clipped (40 and 63), 'unknown' when nothing is left", () => {
+    expect(taintKeyFor("Live  Migration")).toBe("sef.azure.com/scheduled-event-live-migration");
+    expect(taintKeyFor("x".repeat(50))).toBe(`sef.azure.com/scheduled-event-${"x".repeat(40)}`);
+    expect(taintKeyFor("!!!")).toBe("sef.azure.com/scheduled-event-unknown");
+    expect(taintValueFor("a b")).toBe("a-b");
+    expect(taintValueFor("--a.b--")).toBe("a.b");
+    expect(taintValueFor("y".repeat(70))).toBe("y".repeat(63));
+    expect(taintValueFor("!!!")).toBe("unknown");
   });
 });

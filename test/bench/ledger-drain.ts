@@ -8,7 +8,7 @@ import { Drainer } from "../../src/agent/delivery/drainer.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
-import { defaultRetryPolicy } from "../../src/contract/retry-policy.js";
+import { defaultRetryPolicy } from "../../src/retry/policy.js";
 import { systemClock } from "../../src/agent/util/clock.js";
 import type { OutboxEntry, Sink } from "../../src/agent/sinks/sink.js";
 

@@ -15,7 +15,7 @@ import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
 import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
-import { defaultRetryPolicy, retryDelayMs } from "../../src/contract/retry-policy.js";
+import { defaultRetryPolicy, retryDelayMs } from "../../src/retry/policy.js";
 import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 import { transitionBacklog } from "./backlog.js";
 

@@ -86,6 +86,16 @@ describe("loadConfig", () => {
     expect(problems(() => loadConfig({ env: { SEF_METRICS_PORT: text } }))).toEqual([`SEF_METRICS_PORT: expected a whole number, got "${text}"`]);
   });
 
+  it("the metrics address: SEF_METRICS_HOST over the file's metrics.host, --metrics-host over both (the chart sets the node's IP)", () => {
+    const path = file({ metrics: { host: "127.0.0.1", port: 9464 } });
+    const plain = loadConfig({ file: path, env: {} }).config;
+    expect(plain.metrics.host).toBe("127.0.0.1");
+    expect(plain).not.toHaveProperty("metricsHost");
+    expect(loadConfig({ file: path, env: { SEF_METRICS_HOST: "10.224.0.4" } }).config.metricsHost).toBe("10.224.0.4");
+    expect(loadConfig({ file: path, env: { SEF_METRICS_HOST: "10.224.0.4" }, flags: { metricsHost: "127.0.0.2" } }).config.metricsHost).toBe("127.0.0.2");
+    expect(loadConfig({ file: path, env: { SEF_METRICS_HOST: "" } }).config).not.toHaveProperty("metricsHost"); // empty: unset, as every SEF_* variable
+  });
+
   it("names the source of a bad value from a flag or a variable", () => {
     expect(problems(() => loadConfig({ env: { SEF_POLL_INTERVAL_MS: "50" } }))[0]).toMatch(/^pollIntervalMs \(SEF_POLL_INTERVAL_MS\): /);
     expect(problems(() => loadConfig({ env: {}, flags: { metricsPort: "70000" } }))[0]).toMatch(/^metricsPort \(--metrics-port\): /);

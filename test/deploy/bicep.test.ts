@@ -54,6 +54,11 @@ describe("Bicep syntax", () => {
         "bicep/modules/query-pack.bicep",
         "bicep/modules/workbook.bicep",
         "bicep/modules/workspace-table.bicep",
+        "bicep/every-vm.bicep",
+        "bicep/every-vm-mg.bicep",
+        "bicep/vmapp.bicep",
+        "bicep/policy/initiative.bicep",
+        "bicep/modules/vmapp-remediation.bicep",
       ]),
     );
   });
@@ -146,7 +151,8 @@ describe("Bicep contents", () => {
 
   it("the agents' identity gets exactly the two data-plane roles, sef fleet's identity the two reader roles", () => {
     const rolesIn = (name: string) => new Set(byName(name).text.match(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g) ?? []);
-    const agentRoles = files.filter((f) => f.name !== "bicep/modules/fleet.bicep").flatMap((f) => f.text.match(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g) ?? []);
+    // The rollout's remediation identity has its own roles (policy/initiative.bicep's roleIds, vmapp-policy.test.ts).
+    const agentRoles = files.filter((f) => !["bicep/modules/fleet.bicep", "bicep/policy/initiative.bicep"].includes(f.name)).flatMap((f) => f.text.match(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g) ?? []);
     expect(new Set(agentRoles)).toEqual(new Set(["'3913510d-42f4-4e42-8a64-420c390055eb'", "'2b629674-e913-4c01-ae53-ef4638d8f975'"]));
     // Azure Event Hubs Data Receiver and Storage Blob Data Contributor.
     expect(rolesIn("modules/fleet.bicep")).toEqual(new Set(["'a638d3c7-ab3a-418d-83e6-5f17a39d4fde'", "'ba92f5b4-2d11-453d-a403-e96b0029c9fe'"]));
@@ -155,7 +161,16 @@ describe("Bicep contents", () => {
         .filter((r) => r.typeAndVersion.startsWith("Microsoft.Authorization/roleAssignments@"))
         .map((r) => `${f.name}:${r.node.text.match(/\n\s*scope: (\w+)/)?.[1] ?? "(resource group)"}`),
     );
-    expect(scopes.sort()).toEqual(["bicep/modules/eventhubs.bicep:hub", "bicep/modules/fleet.bicep:hub", "bicep/modules/fleet.bicep:storage", "bicep/modules/ingestion.bicep:rule"]);
+    expect(scopes.sort()).toEqual([
+      "bicep/every-vm-mg.bicep:(resource group)", // the deployment's scope: the management group
+      "bicep/every-vm.bicep:(resource group)", // the deployment's scope: the subscription
+      "bicep/modules/eventhubs.bicep:hub",
+      "bicep/modules/fleet.bicep:hub",
+      "bicep/modules/fleet.bicep:storage",
+      "bicep/modules/ingestion.bicep:rule",
+      "bicep/modules/vmapp-remediation.bicep:agentIdentity",
+      "bicep/modules/vmapp-remediation.bicep:gallery",
+    ]);
   });
 
   it("the alert rules cover each EventType, new EventTypes, stuck-started and silent agents", () => {

@@ -1,6 +1,7 @@
 // The Helm chart (infra/helm/sef) through the real helm binary: `helm lint --strict`, `helm template` with default
-// values and with each credential mode, the rendered manifests parsed and checked, the rendered config.json loaded by
-// the agent's own config loader, and values that values.schema.json must refuse. kubectl is not used: even
+// values and with each credential mode, the rendered manifests parsed and checked (metrics for Prometheus on the
+// cluster, the exact RBAC rules, the optional ServiceMonitor and lease Role), the rendered config.json loaded by the
+// agent's own config loader, and values that values.schema.json must refuse. kubectl is not used: even
 // `--dry-run=client` needs an API server (discovery and the OpenAPI document).
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,6 +12,7 @@ import { loadConfig } from "../../src/agent/config/load.js";
 import { repoRoot } from "./support/bicep.js";
 import { runHelm } from "./support/helm.js";
 import { kubernetesSettingsSchema } from "../../src/agent/actions/kubernetes/settings.js";
+import { metricsAddress } from "../../src/agent/pipeline/services.js";
 
 const chart = "infra/helm/sef";
 const scratch = mkdtempSync(join(tmpdir(), "sef-helm-"));
@@ -34,7 +36,7 @@ interface Metadata {
   annotations?: Record<string, string>;
 }
 interface Probe {
-  httpGet: { host: string; path: string; port: number };
+  httpGet: { host?: string; path: string; port: number | string };
 }
 interface Container {
   name: string;
@@ -44,6 +46,8 @@ interface Container {
   args?: string[];
   env?: { name: string; valueFrom?: { fieldRef: { fieldPath: string } } }[];
   envFrom?: unknown[];
+  ports?: { name: string; containerPort: number; hostPort?: number; protocol: string }[];
+  resources?: Record<string, Record<string, string>>;
   securityContext: Record<string, unknown>;
   readinessProbe?: Probe;
   livenessProbe?: Probe;
@@ -76,8 +80,9 @@ interface DaemonSet {
 interface Manifest {
   apiVersion: string;
   kind: string;
-  metadata: Metadata;
+  metadata: Metadata & { namespace?: string };
   data?: Record<string, string>;
+  spec?: Record<string, unknown>;
   rules?: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
   roleRef?: { apiGroup: string; kind: string; name: string };
   subjects?: { kind: string; name: string; namespace: string }[];
@@ -140,7 +145,8 @@ function loadRenderedConfig(manifests: Manifest[], env: NodeJS.ProcessEnv = { NO
 
 describe("helm lint", () => {
   it("passes --strict (no warnings) with the default values and with each credential mode", () => {
-    for (const [mode, overrides] of [["defaults", {}] as const, ...Object.entries(credentialModes)]) {
+    const monitored = { metrics: { serviceMonitor: { enabled: true } } };
+    for (const [mode, overrides] of [["defaults", {}] as const, ["ServiceMonitor", monitored] as const, ...Object.entries(credentialModes)]) {
       const result = runHelm(["lint", "--strict", chart, "--values", valuesFile(overrides)], scratch);
       expect(result.stdout, mode).toContain("1 chart(s) linted, 0 chart(s) failed");
       expect(result.stdout, mode).not.toMatch(/\[(WARNING|ERROR)\]/);
@@ -194,11 +200,12 @@ describe("helm template with the default values", () => {
     expect(pod.priorityClassName).toBe("system-node-critical");
   });
 
-  it("gives the agent its node and pod from the downward API (the kubernetes action acts on its node, never evicts itself)", () => {
+  it("gives the agent its node, pod and the node's IP from the downward API (it acts on its node, never evicts itself, serves metrics on the node's IP)", () => {
     expect(agent.env).toEqual([
       { name: "NODE_NAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
       { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
       { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+      { name: "SEF_METRICS_HOST", valueFrom: { fieldRef: { fieldPath: "status.hostIP" } } },
     ]);
   });
 
@@ -206,13 +213,15 @@ describe("helm template with the default values", () => {
     const { config } = loadRenderedConfig(manifests);
     expect(config.kubernetes).toEqual(kubernetesSettingsSchema.parse({}));
     const role = only(manifests, "ClusterRole");
+    // Exactly the calls the action makes: its Node read and patched, the cluster's Nodes listed (the other nodes an
+    // event names), the node's pods listed, evictions, Events created; nothing else (no Role at all).
     expect(role.rules).toEqual([
-      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] },
-      { apiGroups: [""], resources: ["pods"], verbs: ["get", "list"] },
+      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "patch"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
       { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] },
-      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
-      { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["create"] },
     ]);
+    expect(manifests.filter((m) => m.kind === "Role" || m.kind === "RoleBinding")).toEqual([]);
     const binding = only(manifests, "ClusterRoleBinding");
     expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name });
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: "sef-system" }]);
@@ -259,11 +268,21 @@ describe("helm template with the default values", () => {
     expect(loaded.config.sinks).toEqual(["stdout"]);
   });
 
-  it("probes /readyz and /healthz where the rendered config has the agent listen, and waits longer than its flush", () => {
-    const { config } = loadRenderedConfig(manifests);
-    expect(agent.readinessProbe?.httpGet).toEqual({ host: config.metrics.host, path: "/readyz", port: config.metrics.port });
-    expect(agent.livenessProbe?.httpGet).toEqual({ host: config.metrics.host, path: "/healthz", port: config.metrics.port });
+  it("serves metrics on the node's IP at a named port, probed there, with Prometheus' scrape annotations", () => {
+    // The agent as the pod runs it: the kubelet sets SEF_METRICS_HOST to the node's IP.
+    const { config } = loadRenderedConfig(manifests, { NODE_NAME: "aks-nodepool1-0", SEF_METRICS_HOST: "10.224.0.4" });
+    expect(metricsAddress(config)).toEqual({ host: "10.224.0.4", port: 9464 });
+    expect(agent.ports).toEqual([{ name: "metrics", containerPort: 9464, hostPort: 9464, protocol: "TCP" }]);
+    // No host: the kubelet probes the pod's IP, which is the node's on the host network.
+    expect(agent.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "metrics" });
+    expect(agent.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "metrics" });
+    expect(ds.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": "9464", "prometheus.io/path": "/metrics" });
     expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.shutdownFlushMs);
+    expect(manifests.map((m) => m.kind)).not.toContain("ServiceMonitor");
+  });
+
+  it("requests the idle agent's memory and limits it at twice a drain's peak (bench figures in values.yaml), no CPU limit", () => {
+    expect(agent.resources).toEqual({ requests: { cpu: "10m", memory: "128Mi" }, limits: { memory: "256Mi" } });
   });
 
   it("uses the node pool's identity: no workload identity label, no service account annotation, no secret", () => {
@@ -326,6 +345,7 @@ describe("helm template with other values", () => {
       tolerations: [{ key: "CriticalAddonsOnly", operator: "Exists" }],
       terminationGracePeriodSeconds: 45,
       config: { metrics: { host: "127.0.0.1", port: 9500 } },
+      metrics: { listenOn: "config" },
     });
     const ds = only(manifests, "DaemonSet");
     const pod = ds.spec.template.spec;
@@ -337,14 +357,58 @@ describe("helm template with other values", () => {
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux", agentpool: "system" });
     expect(pod.tolerations).toEqual([{ key: "CriticalAddonsOnly", operator: "Exists" }]);
     expect(pod.terminationGracePeriodSeconds).toBe(45);
-    expect(agentContainer(ds).readinessProbe?.httpGet).toEqual({ host: "127.0.0.1", path: "/readyz", port: 9500 });
+    expect(agentContainer(ds).readinessProbe?.httpGet).toEqual({ host: "127.0.0.1", path: "/readyz", port: "metrics" });
+    expect(agentContainer(ds).ports).toEqual([{ name: "metrics", containerPort: 9500, hostPort: 9500, protocol: "TCP" }]);
     expect(loadRenderedConfig(manifests).config.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9500 });
+    // listenOn config: no node IP given, so the file's loopback address is where it listens; nothing to scrape.
+    expect(agentContainer(ds).env?.map((e) => e.name)).not.toContain("SEF_METRICS_HOST");
+    expect(ds.spec.template.metadata.annotations).not.toHaveProperty("prometheus.io/scrape");
   });
 
-  it("no probes when the metrics server is off (nothing would answer them)", () => {
-    const agent = agentContainer(only(renderOk({ config: { metrics: { enabled: false } } }), "DaemonSet"));
+  it("no probes, port, node IP or scrape annotations when the metrics server is off (nothing would answer them)", () => {
+    const ds = only(renderOk({ config: { metrics: { enabled: false } } }), "DaemonSet");
+    const agent = agentContainer(ds);
     expect(agent).not.toHaveProperty("readinessProbe");
     expect(agent).not.toHaveProperty("livenessProbe");
+    expect(agent).not.toHaveProperty("ports");
+    expect(agent.env?.map((e) => e.name)).not.toContain("SEF_METRICS_HOST");
+    expect(ds.spec.template.metadata.annotations).not.toHaveProperty("prometheus.io/scrape");
+  });
+
+  it("listenOn config with an address other than loopback: scraped there, probed there; scrapeAnnotations false leaves them out", () => {
+    const ds = only(renderOk({ metrics: { listenOn: "config" }, config: { metrics: { host: "0.0.0.0" } } }), "DaemonSet");
+    expect(ds.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": "9464" });
+    expect(agentContainer(ds).livenessProbe?.httpGet).toEqual({ host: "0.0.0.0", path: "/healthz", port: "metrics" });
+    const quiet = only(renderOk({ metrics: { scrapeAnnotations: false } }), "DaemonSet");
+    expect(Object.keys(quiet.spec.template.metadata.annotations ?? {})).toEqual(["checksum/config"]);
+  });
+
+  it("serviceMonitor.enabled: a headless Service of the sef pods' metrics port and a ServiceMonitor that selects it", () => {
+    const manifests = renderOk({ metrics: { serviceMonitor: { enabled: true, interval: "15s", labels: { release: "kube-prometheus-stack" } } } });
+    const service = only(manifests, "Service");
+    const monitor = only(manifests, "ServiceMonitor");
+    const ds = only(manifests, "DaemonSet");
+    expect(service.metadata.name).toBe("sef-sef-metrics");
+    expect(service.spec).toEqual({ clusterIP: "None", selector: ds.spec.selector.matchLabels, ports: [{ name: "metrics", port: 9464, targetPort: "metrics", protocol: "TCP" }] });
+    expect(agentContainer(ds).ports?.map((p) => p.name)).toEqual(["metrics"]);
+    expect(monitor.apiVersion).toBe("monitoring.coreos.com/v1");
+    expect(monitor.metadata.labels).toMatchObject({ release: "kube-prometheus-stack", "app.kubernetes.io/name": "sef" });
+    const selector = (monitor.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
+    expect(service.metadata.labels).toMatchObject(selector);
+    expect(selector).toEqual({ "app.kubernetes.io/name": "sef", "app.kubernetes.io/instance": "sef", "app.kubernetes.io/component": "metrics" });
+    expect((monitor.spec as { endpoints: unknown[] }).endpoints).toEqual([
+      { port: "metrics", path: "/metrics", interval: "15s", relabelings: [{ sourceLabels: ["__meta_kubernetes_pod_node_name"], targetLabel: "node" }] },
+    ]);
+    const azure = only(renderOk({ metrics: { serviceMonitor: { enabled: true, apiVersion: "azmonitoring.coreos.com/v1" } } }), "ServiceMonitor");
+    expect(azure.apiVersion).toBe("azmonitoring.coreos.com/v1");
+  });
+
+  it("serviceMonitor.enabled where Prometheus cannot reach the agent (loopback, or metrics off) fails with the reason", () => {
+    for (const overrides of [{ metrics: { listenOn: "config", serviceMonitor: { enabled: true } } }, { metrics: { serviceMonitor: { enabled: true } }, config: { metrics: { enabled: false } } }]) {
+      const { status, stderr } = render(overrides);
+      expect(status).not.toBe(0);
+      expect(stderr).toContain("metrics.serviceMonitor.enabled needs the agent to listen where Prometheus reaches it");
+    }
   });
 
   it("a changed config changes the pod template's checksum (pods roll); the same values give the same one", () => {
@@ -401,6 +465,10 @@ describe("values.schema.json", () => {
     ["a node selector value that is not a string", { nodeSelector: { spot: true } }, "/nodeSelector/spot"],
     ["an unknown node policy", { config: { kubernetes: { policy: { Reboot: "evict" } } } }, "/config/kubernetes/policy/Reboot"],
     ["a misspelt kubernetes setting", { config: { kubernetes: { drainLead: 5 } } }, "drainLead"],
+    ["force that is not a boolean", { config: { kubernetes: { force: "yes" } } }, "/config/kubernetes/force"],
+    ["an unknown metrics listen mode", { metrics: { listenOn: "podIP" } }, "/metrics/listenOn"],
+    ["a ServiceMonitor API group Prometheus does not watch", { metrics: { serviceMonitor: { apiVersion: "monitoring.coreos.com/v2" } } }, "/metrics/serviceMonitor/apiVersion"],
+    ["a scrape interval in words", { metrics: { serviceMonitor: { interval: "30 seconds" } } }, "/metrics/serviceMonitor/interval"],
   ];
   for (const [what, overrides, path] of refused) {
     it(`helm template refuses ${what}`, () => {

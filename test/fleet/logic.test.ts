@@ -12,7 +12,8 @@ import {
   type NotificationAction,
   type NotificationState,
 } from "../../src/fleet/notification-plan.js";
-import { notificationRetryDelayMs } from "../../src/fleet/partition-processor.js";
+import { notificationRetryPolicy } from "../../src/fleet/partition-processor.js";
+import { retryDelayMs } from "../../src/retry/policy.js";
 import { readRecord, type FleetTransition } from "../../src/fleet/record-input.js";
 import { globToRegExp, inQuietHours, selectTargets, tagsMatch, type Rule } from "../../src/fleet/rules.js";
 import { buildTargetRequest, webhookSignature } from "../../src/fleet/targets/payloads.js";
@@ -297,11 +298,11 @@ describe("planNotifications", () => {
 
 describe("retry delays", () => {
   it("clamp a server's Retry-After into [min, max] (0 is not a licence to hammer)", () => {
-    const retry = { minDelayMs: 500, maxDelayMs: 60_000, giveUpAfterMs: 1 };
-    expect(notificationRetryDelayMs(retry, 1, 0, 0)).toBe(500);
-    expect(notificationRetryDelayMs(retry, 1, 0, 0.5)).toBe(625); // a hint is spread over up to half again
-    expect(notificationRetryDelayMs(retry, 1, 3_600_000, 0.5)).toBe(60_000);
-    expect(notificationRetryDelayMs(retry, 20, undefined, 1)).toBe(60_000);
+    const policy = notificationRetryPolicy({ minDelayMs: 500, maxDelayMs: 60_000, giveUpAfterMs: 1 });
+    expect(retryDelayMs(policy, 1, 0, 0)).toBe(500);
+    expect(retryDelayMs(policy, 1, 0, 0.5)).toBe(625); // a hint is spread over up to half again
+    expect(retryDelayMs(policy, 1, 3_600_000, 0.5)).toBe(60_000);
+    expect(retryDelayMs(policy, 20, undefined, 1)).toBe(60_000);
   });
 });
 

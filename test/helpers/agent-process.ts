@@ -36,10 +36,14 @@ export function launcherRunFlags(): string[] {
   return line[1]!.trim().split(" ");
 }
 
-/** `nodeFlags`: V8/Node flags before the CLI (e.g. `launcherRunFlags()`, to run it as the packaged launcher does). */
-export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; nodeFlags?: readonly string[] } = {}): RunningProcess {
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), cliPath, ...args], {
+/**
+ * `nodeFlags`: V8/Node flags before the CLI (e.g. `launcherRunFlags()`, to run it as the packaged launcher does);
+ * `cli`: another entry point than the built dist/ (e.g. the esbuild bundle the packages ship, `sef.mjs`); `cwd`: where it runs.
+ */
+export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; nodeFlags?: readonly string[]; cli?: string; cwd?: string } = {}): RunningProcess {
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), options.cli ?? cliPath, ...args], {
     env: { ...process.env, ...options.env },
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

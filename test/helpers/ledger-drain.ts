@@ -9,7 +9,7 @@ import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import type { OutboxEntry, SendOutcomes, Sink } from "../../src/agent/sinks/sink.js";
-import type { RetryPolicy } from "../../src/contract/retry-policy.js";
+import type { RetryPolicy } from "../../src/retry/policy.js";
 import type { Clock } from "../../src/agent/util/clock.js";
 import { instantClock } from "./fake-clock.js";
 

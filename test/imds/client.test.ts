@@ -25,7 +25,7 @@ async function serve(handler: Handler): Promise<{ url: string; requests: Incomin
 }
 
 function client(url: string, over: Partial<ConstructorParameters<typeof ImdsClient>[0]> = {}) {
-  const c = new ImdsClient({ imdsUrl: url, apiVersion: "2020-07-01", clock: systemClock, retryMinDelayMs: 10, retryMaxDelayMs: 20, ...over });
+  const c = new ImdsClient({ imdsUrl: url, apiVersion: "2020-07-01", clock: systemClock, ...over });
   clients.push(c);
   return c;
 }
@@ -92,33 +92,39 @@ describe("ImdsClient", () => {
     expect(peer.requests.length).toBe(1);
   });
 
-  it("retries 500/410/429 and succeeds when the service recovers", async () => {
+  it("sends each call once: a 500, 410 or 429 fails that call at once (the poll stage owns retries), the next call is answered", async () => {
     const answers = [500, 410, 429];
     const peer = await serve((_req, res) => {
       const status = answers.shift();
       if (status) json(res, status, { error: "transient" });
       else json(res, 200, { DocumentIncarnation: 3, Events: [] });
     });
-    const fetched = await client(peer.url, { retries: 3 }).getScheduledEvents();
-    expect(fetched.document.DocumentIncarnation).toBe(3);
+    const c = client(peer.url);
+    for (const kind of ["http_error", "http_error", "throttled"]) {
+      const before = peer.requests.length;
+      await expect(c.getScheduledEvents()).rejects.toMatchObject({ kind });
+      expect(peer.requests.length).toBe(before + 1);
+    }
+    expect((await c.getScheduledEvents()).document.DocumentIncarnation).toBe(3);
     expect(peer.requests.length).toBe(4);
   });
 
-  it("reports a throttle with its Retry-After hint once retries are spent", async () => {
+  it("reports a throttle with its Retry-After hint", async () => {
     const peer = await serve((_req, res) => json(res, 429, { error: "Too many requests" }, { "Retry-After": "3" }));
-    await expect(client(peer.url, { retries: 0 }).getScheduledEvents()).rejects.toMatchObject({ kind: "throttled", retryAfterMs: 3000 });
+    await expect(client(peer.url).getScheduledEvents()).rejects.toMatchObject({ kind: "throttled", retryAfterMs: 3000 });
+    expect(peer.requests.length).toBe(1);
   });
 
   it("classifies malformed JSON and a connection reset", async () => {
     const malformed = await serve((_req, res) => json(res, 200, '{"DocumentIncarnation": 1, "Events": ['));
     await expect(client(malformed.url).getScheduledEvents()).rejects.toMatchObject({ kind: "malformed" });
     const reset = await serve((req) => req.socket.destroy());
-    await expect(client(reset.url, { retries: 0 }).getScheduledEvents()).rejects.toMatchObject({ kind: "network_error" });
+    await expect(client(reset.url).getScheduledEvents()).rejects.toMatchObject({ kind: "network_error" });
   });
 
   it("times out a request that never answers", async () => {
     const silent = await serve(() => undefined);
-    await expect(client(silent.url, { retries: 0, firstCallTimeoutMs: 200 }).getScheduledEvents()).rejects.toMatchObject({ kind: "timeout" });
+    await expect(client(silent.url, { firstCallTimeoutMs: 200 }).getScheduledEvents()).rejects.toMatchObject({ kind: "timeout" });
   });
 
   it("never starts more than 5 requests in any second", async () => {

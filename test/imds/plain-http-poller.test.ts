@@ -82,7 +82,7 @@ const request = (port: number, etag?: string): Buffer =>
   plainGetBytes("127.0.0.1", port, "/metadata/scheduledevents?api-version=2020-07-01", { Metadata: "true", ...(etag ? { "If-None-Match": etag } : {}) })!;
 
 function client(url: string, over: Partial<ConstructorParameters<typeof ImdsClient>[0]> = {}): ImdsClient {
-  const c = new ImdsClient({ imdsUrl: url, apiVersion: "2020-07-01", clock: systemClock, retries: 0, firstCallTimeoutMs: 2000, requestTimeoutMs: 2000, ...over });
+  const c = new ImdsClient({ imdsUrl: url, apiVersion: "2020-07-01", clock: systemClock, firstCallTimeoutMs: 2000, requestTimeoutMs: 2000, ...over });
   clients.push(c);
   return c;
 }
@@ -335,7 +335,7 @@ describe("ImdsClient over the plain-http poller", () => {
   });
 
   it("polls over the poller: a kept-alive connection the server closes on the next request is replaced without a failed poll", async () => {
-    // node:http hands this reset to the caller (a failed poll with retries: 0); the poller replaces the connection once
+    // node:http hands this reset to the caller (a failed poll); the poller replaces the connection once
     const server = await rawServer((socket, _request, index) => (index === 1 ? void socket.destroy() : void socket.write(contentLengthAnswer)));
     const c = client(server.url);
     await c.getScheduledEvents();

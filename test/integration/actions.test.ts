@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { runCli, readJsonl, waitUntil, type RunningProcess, waitForMetricsUrl } from "../helpers/agent-process.js";
-import { sampleApprovalPolicy } from "../../src/agent/actions/approval-policy.js";
+import { sampleApprovalPolicy } from "../../src/agent/actions/approval/policy.js";
 import type { SefRecord } from "../../src/contract/record.js";
 import { ledgersSettled } from "../helpers/ledger-probe.js";
 

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil, waitForMetricsUrl } from "../helpers/agent-process.js";
-import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, sefMarksOn, startNodePeer } from "../helpers/kubernetes-node.js";
+import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, sefMarkOf, sefMarksOn, startNodePeer } from "../helpers/kubernetes-node.js";
 
 const taintKey = "sef.azure.com/scheduled-event-reboot";
 const event = (id: string, over: Record<string, unknown> = {}) => ({
@@ -34,7 +34,7 @@ describe("kubernetes action: drain, approve, undo", () => {
       sim.setEvents([event(id)]);
       await waitUntil(() => nodeSpec(peer.state.node(nodeName)).unschedulable === true, 30_000, "the cordon");
       expect(nodeSpec(peer.state.node(nodeName)).taints).toContainEqual(expect.objectContaining({ key: taintKey, value: id, effect: "NoSchedule" }));
-      expect(peer.state.node(nodeName)?.metadata.annotations).toMatchObject({ "sef.azure.com/event-id": id, "sef.azure.com/event-type": "Reboot" });
+      expect(sefMarkOf(peer.state.node(nodeName), id)).toMatchObject({ eventId: id, eventType: "Reboot", policy: "drain-then-approve", cordoned: true });
       await waitUntil(() => peer.state.evictions().some((e) => e.pod === "db-0" && e.outcome === "blocked"), 60_000, "the first refusal by the PDB");
       const heldFromMs = Date.now();
       peer.state.blockDisruptions("apps", "db", pdbBlockMs);

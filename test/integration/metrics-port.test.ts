@@ -1,12 +1,13 @@
 // The metrics/health port already taken (issue 12 item 12): the built agent exits with the configuration code (2)
-// and one stderr line naming the address, instead of exit 1 with the cause only in a JSON log.
+// and one stderr line naming the address, instead of exit 1 with the cause only in a JSON log. The listen address
+// from SEF_METRICS_HOST (the chart's node IP): served there, and an address that is not this machine's is exit 2 too.
 import { describe, expect, it } from "vitest";
 import { createServer, type AddressInfo } from "node:net";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { runCli } from "../helpers/agent-process.js";
+import { runCli, waitForMetricsUrl } from "../helpers/agent-process.js";
 import { exitCodes } from "../../src/agent/cli/config-options.js";
 
 describe("metrics port in use", () => {
@@ -27,6 +28,38 @@ describe("metrics port in use", () => {
       await agent.stop("SIGKILL");
       await sim.close();
       await new Promise<void>((resolve) => squatter.close(() => resolve()));
+    }
+  });
+
+  it("SEF_METRICS_HOST sets the listen address (another loopback address here; the chart's is the node's IP)", async () => {
+    const sim = await startSimulator({ scenario: "idle" });
+    const dir = mkdtempSync(join(tmpdir(), "sef-host-"));
+    const agent = runCli(["run", "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", "stdout", "--metrics-port", "0"], { env: { SEF_METRICS_HOST: "127.0.0.2" } });
+    try {
+      const url = await waitForMetricsUrl(agent, 30_000);
+      expect(new URL(url).hostname).toBe("127.0.0.2");
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      const port = new URL(url).port;
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      expect(await agent.stop("SIGTERM")).toBe(0);
+    } finally {
+      await agent.stop("SIGKILL");
+      await sim.close();
+    }
+  });
+
+  it("a SEF_METRICS_HOST that is no address of this machine exits 2 naming metrics.host", async () => {
+    const sim = await startSimulator({ scenario: "idle" });
+    const dir = mkdtempSync(join(tmpdir(), "sef-host-"));
+    // 192.0.2.1 (TEST-NET-1) is bound to no interface: binding it fails before any packet is sent.
+    const agent = runCli(["run", "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", "stdout", "--metrics-port", "9464"], { env: { SEF_METRICS_HOST: "192.0.2.1" } });
+    try {
+      expect(await agent.exited, agent.stderr()).toBe(exitCodes.config);
+      const plain = agent.stderr().split("\n").filter((l) => l.startsWith("sef: "));
+      expect(plain).toEqual([expect.stringMatching(/^sef: config: metrics\.host: 192\.0\.2\.1:9464 is not an address of this machine \(EADDRNOTAVAIL\); set metrics\.host, --metrics-host or SEF_METRICS_HOST/)]);
+    } finally {
+      await agent.stop("SIGKILL");
+      await sim.close();
     }
   });
 });

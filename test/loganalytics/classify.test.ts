@@ -1,6 +1,6 @@
 // Pure pieces of the Log Analytics sink: Retry-After parsing, answer classification, request planning,
 // rule pauses, the stale-record warning and the peer's fault specs.
-import { retryAfterFromHeaders, maxHonouredRetryAfterMs } from "../../src/contract/retry-after.js";
+import { retryAfterFromHeaders, maxHonouredRetryAfterMs } from "../../src/retry/retry-after.js";
 import { RestError, createHttpHeaders } from "@azure/core-rest-pipeline";
 import { AggregateLogsUploadError } from "@azure/monitor-ingestion";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,6 @@
 // End to end with `sef-testbed simulate`'s IMDS: ManagedIdentityCredential (host from AZURE_POD_IDENTITY_AUTHORITY_HOST)
-// gets a local token from the simulator and the Logs Ingestion peer accepts it.
+// gets a local token from the simulator and the Logs Ingestion peer accepts it; a failing token endpoint is asked once
+// per send (the drain loop is the only retry owner).
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
@@ -23,6 +24,16 @@ afterAll(async () => {
   await simulator.close();
 });
 
+/** Token requests the simulator answered, by status (MSAL asks with and without a trailing slash: both count). */
+function tokenRequests(): Record<string, number> {
+  const byStatus: Record<string, number> = {};
+  for (const [path, counts] of Object.entries(simulator.status().requests)) {
+    if (path.replace(/\/$/, "") !== "/metadata/identity/oauth2/token") continue;
+    for (const [status, n] of Object.entries(counts)) byStatus[status] = (byStatus[status] ?? 0) + n;
+  }
+  return byStatus;
+}
+
 it("delivers with a managed-identity token served by the IMDS simulator", async () => {
   const sink = new LogAnalyticsSink({
     settings: logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath }),
@@ -35,9 +46,28 @@ it("delivers with a managed-identity token served by the IMDS simulator", async 
     await sink.close();
   }
   expect(peer.rows().map((r) => r.RecordId)).toEqual(["sim-1"]);
-  // MSAL asks for the token path with a trailing slash; count both spellings.
-  const tokenRequests = Object.entries(simulator.status().requests)
-    .filter(([path]) => path.replace(/\/$/, "") === "/metadata/identity/oauth2/token")
-    .map(([, byStatus]) => byStatus["200"] ?? 0);
-  expect(tokenRequests.reduce((a, b) => a + b, 0)).toBe(1);
+  expect(tokenRequests()).toEqual({ "200": 1 });
+});
+
+it("asks a failing token endpoint once per send: no credential retry inside the drain loop's", async () => {
+  simulator.setTokenFault({ count: 2, status: 500 });
+  // Another user-assigned identity: MSAL's token cache (one per process) holds none for it yet.
+  const settings = { endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath, managedIdentityClientId: "22222222-3333-4444-5555-666666666666" };
+  const sink = new LogAnalyticsSink({ settings: logAnalyticsSettingsSchema.parse(settings), logger: silentLogger(), pauses: new RulePauses() });
+  const before = tokenRequests();
+  const perSend: Array<{ outcome: string; tokens: Record<string, number> }> = [];
+  try {
+    for (let send = 0; send < 3; send++) {
+      const [outcome] = await sink.send(entries([transitionRecord(2, { RecordId: "sim-2" })]), new AbortController().signal);
+      const now = tokenRequests();
+      perSend.push({ outcome: outcome!.kind, tokens: { "500": now["500"] ?? 0, "200": (now["200"] ?? 0) - (before["200"] ?? 0) } });
+    }
+  } finally {
+    await sink.close();
+  }
+  expect(perSend).toEqual([
+    { outcome: "retry", tokens: { "500": 1, "200": 0 } },
+    { outcome: "retry", tokens: { "500": 2, "200": 0 } },
+    { outcome: "delivered", tokens: { "500": 2, "200": 1 } },
+  ]);
 });

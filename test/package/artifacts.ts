@@ -1,10 +1,11 @@
 // The artifacts the package tests inspect: SEF_TEST_PACKAGE_DIR's when it holds them, else the ones `npm test`'s set-up
-// step built into .package-cache/test-artifacts-<stamp>/ (built here when none is current). "Current" = built from the
+// step built into .package-cache/test-artifacts-<stamp>/ (built here when none is current, side by side, compressed
+// only where a test installs or measures them: test/setup/README.md). "Current" = built from the
 // same bytes of the inputs (src/, infra/, package.json, package-lock.json; what git sees, so no build output; no
 // Markdown): a content hash, so an edit rebuilds them and a commit that changes none of them does not.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { buildArtifacts, type Target } from "../../infra/package/main.js";
 
@@ -18,7 +19,12 @@ export const olderPackageVersion = "0.0.1";
 export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64" | "fleet-tar-x64" | "deb-arm64" | "rpm-arm64" | "tar-arm64";
 /** Every artifact the package tests inspect, at the current version. */
 export const linuxTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64", "tar-x64", "txz-x64", "fleet-tar-x64", "deb-arm64", "rpm-arm64", "tar-arm64"];
-/** The targets also built at {@link olderPackageVersion}: what the upgrade tests start from. */
+/**
+ * Packages the tests only inspect (architecture fields, the runtime's ELF machine), never install or measure: built
+ * with their payload not compressed (`stored`). The rest is built as a release compresses it, on every core (`fast`).
+ */
+export const inspectedOnly: readonly LinuxTarget[] = ["deb-arm64", "rpm-arm64"];
+/** The targets also built at {@link olderPackageVersion}, stored: what the upgrade tests start from (installed only). */
 export const olderTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64"];
 
 const fleetVersion = (JSON.parse(readFileSync(join(repoRoot, "src/fleet/package.json"), "utf8")) as { version: string }).version;
@@ -72,27 +78,84 @@ export function inputsStamp(root: string = repoRoot): string {
   return hash.digest("hex").slice(0, 16);
 }
 
+/** The directory of the current inputs' whole set when it is there (said to `log`), else undefined. */
+export function currentTestArtifactsIfReady(log: (line: string) => void = () => undefined, stamp = inputsStamp()): string | undefined {
+  const dir = join(cacheRoot, cachedDirPrefix + stamp);
+  if (!holdsWholeSet(dir)) return undefined;
+  log(`package artifacts: reusing ${relative(repoRoot, dir)} (built from the current src/, infra/, package.json, package-lock.json)`);
+  return dir;
+}
+
+/** Where a build of the set `stamp` in progress writes its builder's pid (and removes it when done). */
+const buildingMarker = (stamp: string): string => join(cacheRoot, `${cachedDirPrefix}${stamp}.building`);
+/** The log of a build started in the background by the set-up step. */
+export const backgroundBuildLog = join(cacheRoot, "build.log");
+/** How long a test waits for another process's build of the set before it gives up. */
+const waitForBuilderMs = 45 * 60_000;
+
+/** Marks the set `stamp` as being built by `pid`: other processes wait for it instead of building it too. */
+export function claimBuild(stamp: string, pid: number): void {
+  mkdirSync(cacheRoot, { recursive: true });
+  writeFileSync(buildingMarker(stamp), `${pid}\n`);
+}
+
+/** The pid of a live process building the set `stamp`, if any. */
+function liveBuilder(stamp: string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(buildingMarker(stamp), "utf8").trim());
+    process.kill(pid, 0);
+  } catch {
+    return undefined;
+  }
+  return pid;
+}
+
+/** Waits while another live process builds the set `stamp` (it ends with the set in place, or it died). */
+async function waitForOtherBuilder(stamp: string, dir: string, log: (line: string) => void): Promise<void> {
+  const deadlineMs = performance.now() + waitForBuilderMs;
+  let builder = liveBuilder(stamp);
+  if (builder === undefined || builder === process.pid) return;
+  log(`package artifacts: waiting for the build in progress (pid ${builder}; log: ${relative(repoRoot, backgroundBuildLog)})`);
+  while (builder !== undefined && builder !== process.pid && !holdsWholeSet(dir)) {
+    if (performance.now() > deadlineMs) throw new Error(`the package artifacts' build by pid ${builder} took over ${waitForBuilderMs / 60_000} min`);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    builder = liveBuilder(stamp);
+  }
+}
+
 /**
- * The directory holding the Linux artifacts of the current inputs (every target, and the older upgrade builds): reused when it exists, else built (with
- * `npm run package`'s code) into a scratch directory and renamed into place, so a concurrent builder never sees half
- * a set; older sets are deleted. `log` hears what is happening (packaging takes minutes on a small machine).
+ * The directory holding the Linux artifacts of the current inputs (every target, and the older upgrade builds): reused
+ * when it exists; awaited when another process is building it (the set-up step builds it in the background during
+ * `npm test`); else built (with `npm run package`'s code) into a scratch directory and renamed into place, so a
+ * concurrent builder never sees half a set; older sets are deleted. `log` hears what is happening.
  */
 export async function currentTestArtifacts(log: (line: string) => void = () => undefined): Promise<string> {
   const stamp = inputsStamp();
   const dir = join(cacheRoot, cachedDirPrefix + stamp);
-  if (holdsWholeSet(dir)) {
-    log(`package artifacts: reusing ${relative(repoRoot, dir)} (built from the current src/, infra/, package.json, package-lock.json)`);
-    return dir;
+  await waitForOtherBuilder(stamp, dir, log);
+  if (currentTestArtifactsIfReady(log, stamp) !== undefined) return dir;
+  claimBuild(stamp, process.pid);
+  try {
+    await buildSet(stamp, dir, log);
+  } finally {
+    rmSync(buildingMarker(stamp), { force: true });
   }
+  return dir;
+}
+
+/** Builds the whole set into `dir` (see {@link currentTestArtifacts}). */
+async function buildSet(stamp: string, dir: string, log: (line: string) => void): Promise<void> {
   rmSync(dir, { recursive: true, force: true }); // an incomplete set (a file deleted by hand)
-  mkdirSync(cacheRoot, { recursive: true });
   const scratch = mkdtempSync(join(cacheRoot, "building-"));
   const startedMs = performance.now();
   log(`package artifacts: building ${linuxTargets.join(" ")} into ${relative(repoRoot, dir)} (inputs changed or none built yet; takes a few minutes)`);
   try {
     const progress = (step: string): void => log(`package artifacts: ${step}`);
-    await buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress });
-    await buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress, version: olderPackageVersion });
+    await Promise.all([
+      buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress, compression: (target) => (inspectedOnly.includes(target as LinuxTarget) ? "stored" : "fast") }),
+      buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress: (step) => progress(`${olderPackageVersion}: ${step}`), version: olderPackageVersion, compression: "stored" }),
+    ]);
     try {
       renameSync(scratch, dir);
     } catch (err) {
@@ -103,10 +166,9 @@ export async function currentTestArtifacts(log: (line: string) => void = () => u
     rmSync(scratch, { recursive: true, force: true });
   }
   for (const entry of readdirSync(cacheRoot)) {
-    if (entry.startsWith(cachedDirPrefix) && entry !== cachedDirPrefix + stamp) rmSync(join(cacheRoot, entry), { recursive: true, force: true });
+    if (entry.startsWith(cachedDirPrefix) && entry !== cachedDirPrefix + stamp && !entry.endsWith(".building")) rmSync(join(cacheRoot, entry), { recursive: true, force: true });
   }
   log(`package artifacts: built in ${Math.round((performance.now() - startedMs) / 1000)} s`);
-  return dir;
 }
 
 /**

@@ -136,6 +136,9 @@ beforeAll(() => {
   writeFileSync(join(scratch, "registries.conf"), "");
 });
 
+// The tarballs, built (or awaited: npm test's set-up step builds them in the background) before any test's own deadline.
+beforeAll(() => linuxArtifacts(["tar-x64", "fleet-tar-x64"]), 2_700_000);
+
 afterAll(async () => {
   agent?.kill("SIGKILL");
   await sim?.close();

@@ -1,6 +1,7 @@
-// Each workspace package (src/contract, src/agent, src/fleet, src/testbed) imports only its own files, Node built-ins
-// and the packages its package.json declares; it declares as runtime dependencies exactly what its code loads at run
-// time (type-only imports may name a devDependency). Read from the TypeScript syntax tree of every source file.
+// Each workspace package (src/contract, src/retry, src/errors, src/redaction, src/agent, src/fleet, src/testbed)
+// imports only its own files, Node built-ins and the packages its package.json declares; it declares as runtime
+// dependencies exactly what its code loads at run time (type-only imports may name a devDependency). Read from the
+// TypeScript syntax tree of every source file.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
@@ -8,7 +9,7 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const srcRoot = resolve(import.meta.dirname, "../../src");
-const packageDirs = ["contract", "agent", "fleet", "testbed"];
+const packageDirs = ["contract", "retry", "errors", "redaction", "agent", "fleet", "testbed"];
 
 interface ImportSite {
   readonly specifier: string;
@@ -16,7 +17,10 @@ interface ImportSite {
   readonly typeOnly: boolean;
 }
 
-/** Every module a source file names: static imports and re-exports, `import()`, `require()` and `createRequire(…)("x")`. */
+/**
+ * Every module a source file names: static imports and re-exports, `import()`, `require()`, `createRequire(…)("x")`,
+ * and `import.meta.resolve("x")` (a module found through its package: loaded, or run, at run time).
+ */
 export function importSites(fileName: string, text: string): ImportSite[] {
   const sites: ImportSite[] = [];
   const visit = (node: ts.Node): void => {
@@ -31,7 +35,8 @@ export function importSites(fileName: string, text: string): ImportSite[] {
       const isImport = callee.kind === ts.SyntaxKind.ImportKeyword;
       const isRequire = ts.isIdentifier(callee) && callee.text === "require";
       const isCreatedRequire = ts.isCallExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === "createRequire";
-      if (isImport || isRequire || isCreatedRequire) sites.push({ specifier: node.arguments[0].text, typeOnly: false });
+      const isMetaResolve = ts.isPropertyAccessExpression(callee) && ts.isMetaProperty(callee.expression) && callee.name.text === "resolve";
+      if (isImport || isRequire || isCreatedRequire || isMetaResolve) sites.push({ specifier: node.arguments[0].text, typeOnly: false });
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
       sites.push({ specifier: node.argument.literal.text, typeOnly: true });
     }
@@ -61,7 +66,7 @@ describe("workspace packages import only what they own or declare", () => {
   it("finds imports of every form (so the checks below can fail)", () => {
     const sites = importSites(
       "x.ts",
-      `import { a } from "./a.js";\nexport * from "../b.js";\nimport "c";\nconst d = await import("d/deep.js");\nimport type {\n  E,\n} from "@e/e";\nconst f = createRequire(import.meta.url)("f");\nimport { type G } from "g";\nlet h: import("h").H;`,
+      `import { a } from "./a.js";\nexport * from "../b.js";\nimport "c";\nconst d = await import("d/deep.js");\nimport type {\n  E,\n} from "@e/e";\nconst f = createRequire(import.meta.url)("f");\nimport { type G } from "g";\nlet h: import("h").H;\nconst i = import.meta.resolve("i/package.json");`,
     );
     expect(sites).toEqual([
       { specifier: "./a.js", typeOnly: false },
@@ -72,6 +77,7 @@ describe("workspace packages import only what they own or declare", () => {
       { specifier: "f", typeOnly: false },
       { specifier: "g", typeOnly: true },
       { specifier: "h", typeOnly: true },
+      { specifier: "i/package.json", typeOnly: false },
     ]);
   });
 

@@ -3,60 +3,20 @@
 // nothing else; in that copy `sef check-config` checks the sink's section (its schema and its rule) and `sef run
 // --sink memo` builds the sink and delivers the simulator's records to it.
 import { describe, expect, it } from "vitest";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join, relative } from "node:path";
+import { join } from "node:path";
 import { spawn, spawnSync } from "node:child_process";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { loadScenario } from "../../src/testbed/simulator/scenarios.js";
 import { waitFor } from "../helpers/wait.js";
+import { addedLines, changedFiles, copyWithFolderAndLine, repo, sefFromSource } from "../helpers/source-copy.js";
 
-const repo = join(import.meta.dirname, "../..");
 const memoLine = 'export { sinkFactory as memo } from "./memo/factory.js";';
 
-/** Build output and installed packages: not source. */
-const notSource = (name: string): boolean => name === "dist" || name === "node_modules";
-
-/** Paths (relative to `root`) of every source file below it. */
-function filesBelow(root: string, dir = root): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    if (notSource(name)) return [];
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesBelow(root, path) : [relative(root, path)];
-  });
-}
-
-/** Files that differ between two trees, or exist in one only. */
-function changedFiles(before: string, after: string): string[] {
-  const a = new Set(filesBelow(before));
-  const b = new Set(filesBelow(after));
-  return [...new Set([...a, ...b])].filter((f) => !a.has(f) || !b.has(f) || !readFileSync(join(before, f)).equals(readFileSync(join(after, f)))).sort();
-}
-
-/** The lines `after` adds to `before` when it only adds lines (undefined when it removes or changes one). */
-function addedLines(before: string, after: string): string[] | undefined {
-  const old = before.split("\n");
-  const added: string[] = [];
-  let i = 0;
-  for (const line of after.split("\n")) {
-    if (i < old.length && line === old[i]) i++;
-    else added.push(line);
-  }
-  return i === old.length ? added : undefined;
-}
-
 /** A copy of src/ (and what running it from source needs) with the memo folder and its line in all.ts. */
-function copyWithMemo(copy: string): void {
-  cpSync(join(repo, "src"), join(copy, "src"), { recursive: true, filter: (from) => !notSource(basename(from)) });
-  cpSync(join(repo, "package.json"), join(copy, "package.json"));
-  symlinkSync(join(repo, "node_modules"), join(copy, "node_modules"), "dir");
-  cpSync(join(repo, "test/sinks/fixtures/src/sinks/memo"), join(copy, "src/agent/sinks/memo"), { recursive: true });
-  const all = join(copy, "src/agent/sinks/all.ts");
-  writeFileSync(all, `${readFileSync(all, "utf8")}${memoLine}\n`);
-}
-
-/** Runs the copy's `sef` from source (as `npm run dev` would). */
-const sefArgs = (args: string[]): string[] => ["--conditions=source", "--import", "tsx", "src/agent/cli/main.ts", ...args];
+const copyWithMemo = (copy: string): void => copyWithFolderAndLine(copy, "test/sinks/fixtures/src/sinks/memo", "src/agent/sinks/memo", "src/agent/sinks/all.ts", memoLine);
+const sefArgs = sefFromSource;
 
 describe("adding a sink", () => {
   it("takes one folder and one line: check-config checks its section, sef run --sink builds it and a record reaches it", async () => {

@@ -1,7 +1,7 @@
 // The SQLite store and its outbox on a real file: atomic commits, the delivery ledger, dead-letters and replay, the
-// size cap, upgrades, read-only opening, and clear errors.
+// size cap, upgrades, a data directory of an earlier agent opened unchanged, read-only opening, and clear errors.
 import { describe, expect, it, beforeEach } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -14,6 +14,24 @@ import { StoreError } from "../../src/agent/store/errors.js";
 import { emptyCollectorState } from "../../src/agent/collector/state.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { heartbeatRecord } from "../helpers/records.js";
+import { ActionLedger } from "../../src/agent/actions/action-ledger.js";
+import { endpointMemoryIn } from "../../src/agent/imds/discovery/index.js";
+
+/** `sef.db` of a data directory the agent of commit 0e1bd2b wrote (and was killed in: a hook running, a sink failing). */
+const earlierStoreSql = readFileSync(join(import.meta.dirname, "fixtures", "store-0e1bd2b.sql"), "utf8");
+
+/** A database's schema (whitespace folded) and every row of every table, in a stable order. */
+function contents(path: string): { schema: string[]; rows: Record<string, unknown[]> } {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const objects = db.prepare("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name").all() as Array<{ type: string; name: string; sql: string }>;
+    const rows: Record<string, unknown[]> = {};
+    for (const o of objects.filter((x) => x.type === "table")) rows[o.name] = db.prepare(`SELECT * FROM "${o.name}" ORDER BY 1, 2`).all().map((r) => ({ ...r }));
+    return { schema: objects.map((o) => `${o.type} ${o.name}: ${o.sql.replace(/\s+/g, " ")}`), rows };
+  } finally {
+    db.close();
+  }
+}
 
 const record = (i: number, pad = 0): HeartbeatRecord =>
   heartbeatRecord(i, { recordId: `r${i}`, agentId: "00000000-0000-4000-8000-000000000001", detail: "x".repeat(pad) });
@@ -250,6 +268,49 @@ describe("Store", () => {
     expect(store.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3]);
     expect(store.bytesInOutbox).toBe(Buffer.byteLength(JSON.stringify(record(2))) + Buffer.byteLength(JSON.stringify(record(3))));
     store.close();
+  });
+
+  it("opens a data directory written by the earlier agent unchanged: same schema and rows, its state read back", () => {
+    const path = join(dir, "sef.db");
+    const earlier = new DatabaseSync(path);
+    earlier.exec(earlierStoreSql);
+    earlier.close();
+    const before = contents(path);
+    const store = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    const actions = ActionLedger.open(store.opened);
+    expect(store.opened.loadVmIdentity()).toMatchObject({ VmName: "WestNO_0", VmScaleSetName: "WestNO", Tags: { env: "prod" } });
+    const collector = store.opened.loadCollectorState();
+    expect([...collector.events.keys()]).toEqual(["f1xture0-0000-4000-8000-000000000002"]);
+    expect(collector.lastIncarnation).toBe(2);
+    expect(endpointMemoryIn(store.opened.meta).load()).toEqual({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), source: "link-local" });
+    expect(store.status()).toMatchObject([
+      { sink: "jsonl:/var/log/sef/records.jsonl", pending: 0, delivered: 3 },
+      { sink: "webhook", pending: 3, delivered: 0 },
+    ]);
+    expect(store.due("webhook", 10, 0).map((e) => (e.record as { EventId: string }).EventId)).toEqual([
+      "F1XTURE0-0000-4000-8000-000000000001",
+      "F1XTURE0-0000-4000-8000-000000000002",
+      "F1XTURE0-0000-4000-8000-000000000001",
+    ]);
+    expect(actions.withStatus("running").map((a) => a.actionKey)).toEqual(["hook:f1xture0-0000-4000-8000-000000000001:Scheduled:prepare"]);
+    store.close();
+    const after = contents(path);
+    expect(after.schema).toEqual(before.schema);
+    // Every row as it was, but the next-attempt times: monotonic, reset at every open (as the earlier agent did too).
+    const dueAtOpen = (rows: Record<string, unknown[]>) => ({ ...rows, deliveries: rows.deliveries!.map((d) => ({ ...(d as object), next_attempt_ms: 0 })) });
+    expect(after.rows).toEqual(dueAtOpen(before.rows));
+  });
+
+  it("makes a new store with exactly the schema the earlier agent made", () => {
+    const earlier = join(dir, "earlier");
+    mkdirSync(earlier);
+    const db = new DatabaseSync(join(earlier, "sef.db"));
+    db.exec(earlierStoreSql);
+    db.close();
+    const fresh = openOutbox({ dataDir: join(dir, "fresh"), checkpointInWorker: false });
+    ActionLedger.open(fresh.opened);
+    fresh.close();
+    expect(contents(join(dir, "fresh", "sef.db")).schema).toEqual(contents(join(earlier, "sef.db")).schema);
   });
 
   it("reports a corrupt store as a StoreError with the way out", () => {

@@ -143,8 +143,8 @@ describe("WAL checkpoint worker", () => {
     // checkpoint (4,096 pages, 16 MiB); with them it holds about 64 commits' pages at most.
     const logBytes = statSync(join(dir, "sef.db-wal")).size;
     expect(logBytes).toBeLessThan(4 * 1024 * 1024);
-    expect(store.opened.checkpoints).toMatchObject({ workersStarted: 0 });
-    expect(store.opened.checkpoints!.onAgentThread).toBeGreaterThanOrEqual(1200 / 64 - 1);
+    expect(store.opened.checkpointer?.counts).toMatchObject({ workersStarted: 0 });
+    expect(store.opened.checkpointer?.counts!.onAgentThread).toBeGreaterThanOrEqual(1200 / 64 - 1);
     expect(store.depth("s").records).toBe(0);
     store.close();
   });
@@ -170,8 +170,8 @@ describe("WAL checkpoint worker", () => {
     const due = store.due("s", 3000, Number.MAX_SAFE_INTEGER);
     store.applyOutcomes("s", due.map((e) => ({ seq: e.seq, kind: "delivered" as const })), Date.now());
     // ~6 MB appended, ~3 MB freed: one checkpoint, and one more asked for while it ran.
-    expect(store.opened.checkpoints!.requested).toBe(1);
-    await waitUntil(() => store.opened.checkpoints!.completed === 2, 10_000, "two completed checkpoints");
+    expect(store.opened.checkpointer?.counts!.requested).toBe(1);
+    await waitUntil(() => store.opened.checkpointer?.counts!.completed === 2, 10_000, "two completed checkpoints");
     expect(store.depth("s").records).toBe(3000);
     store.close();
     const reopened = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });

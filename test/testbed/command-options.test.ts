@@ -1,5 +1,5 @@
 // The testbed commands' option parsers: bounded integers, ports, names from a list; and the built `sef-testbed`
-// refusing a bad value with commander's exit code 1 and the option's name before it starts anything.
+// refusing a bad value with exit code 2 (a usage error, as everywhere) and the option's name before it starts anything.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { InvalidArgumentError } from "commander";
@@ -43,9 +43,9 @@ describe("sef-testbed refuses a bad option value", () => {
     [["simulate", "--approval-delay-ms", "-1"], "--approval-delay-ms"],
   ];
   for (const [args, option] of cases) {
-    it(`${args.join(" ")}: exit 1, names ${option}`, async () => {
+    it(`${args.join(" ")}: exit 2, names ${option}`, async () => {
       const result = await runProcess(process.execPath, [cliJs, ...args], 20_000);
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2);
       expect(result.stderr).toContain(option);
     });
   }

@@ -6,37 +6,21 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import { request } from "node:https";
-import { afterEach, describe, expect, it } from "vitest";
-import { startKubernetesPeer, type KubernetesPeer, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import { describe, expect, it } from "vitest";
+import type { KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
+import { requestPeer } from "./peer-client.js";
+import { peerPerTest } from "./peer-kit.js";
 
 interface Answer {
   code: number;
   body: Record<string, unknown>;
 }
 
-let peer: KubernetesPeer | undefined;
-afterEach(async () => {
-  await peer?.close(2_000);
-  peer = undefined;
-});
+const start = peerPerTest();
 
-async function start(seed: KubernetesSeed): Promise<KubernetesPeer> {
-  peer = await startKubernetesPeer({ seed });
-  return peer;
-}
-
-function call(p: KubernetesPeer, method: string, path: string, body?: unknown, contentType = "application/json", token: string | null = p.token): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { "content-type": contentType, ...(token !== null ? { authorization: `Bearer ${token}` } : {}) };
-    const req = request(`${p.url}${path}`, { method, ca: p.caPem, timeout: 10_000, headers }, (res) => {
-      let text = "";
-      res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
-      res.on("end", () => resolve({ code: res.statusCode ?? 0, body: (text.startsWith("{") ? JSON.parse(text) : { text }) as Record<string, unknown> }));
-    });
-    req.on("timeout", () => req.destroy(new Error("request timed out")));
-    req.on("error", reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+async function call(p: KubernetesPeer, method: string, path: string, body?: unknown, contentType = "application/json", token: string | null = p.token): Promise<Answer> {
+  const answer = await requestPeer(p, method, path, { body, contentType, token });
+  return { code: answer.code, body: answer.body };
 }
 
 const eviction = (name: string, deleteOptions?: object): object => ({ apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace: "default" }, ...(deleteOptions ? { deleteOptions } : {}) });
@@ -50,14 +34,13 @@ describe("Kubernetes peer API", () => {
     const core = await call(p, "GET", "/api/v1");
     expect(core.body.resources).toContainEqual({ name: "pods/eviction", singularName: "", namespaced: true, group: "policy", version: "v1", kind: "Eviction", verbs: ["create"] });
     const groups = (await call(p, "GET", "/apis")).body.groups as { name: string }[];
-    expect(groups.map((g) => g.name).sort()).toEqual(["apps", "events.k8s.io", "policy"]);
+    expect(groups.map((g) => g.name).sort()).toEqual(["apps", "coordination.k8s.io", "events.k8s.io", "policy"]);
     expect((await call(p, "GET", "/apis/policy")).body).toMatchObject({ kind: "APIGroup", name: "policy", preferredVersion: { groupVersion: "policy/v1" } });
     expect(await call(p, "GET", "/apis/batch/v1/jobs")).toMatchObject({ code: 404, body: { kind: "Status", reason: "NotFound" } });
   });
 
   it("writes in-cluster credentials as a pod sees them, and they reach the API", async () => {
-    const p = await startKubernetesPeer({ serviceAccountNamespace: "sef-system", seed: { nodes: [{ name: "node-a" }] } });
-    peer = p;
+    const p = await start({ nodes: [{ name: "node-a" }] }, { serviceAccountNamespace: "sef-system" });
     const dir = join(p.inCluster.pathPrefix, "var/run/secrets/kubernetes.io/serviceaccount");
     expect([p.caFile, p.tokenFile]).toEqual([join(dir, "ca.crt"), join(dir, "token")]);
     expect(readFileSync(join(dir, "namespace"), "utf8")).toBe("sef-system");
@@ -166,7 +149,7 @@ describe("Kubernetes peer API", () => {
         { name: "web", matchLabels: { app: "web" }, minAvailable: 1 },
       ],
     });
-    expect(await call(p, "POST", "/api/v1/namespaces/default/pods/db-1/eviction", eviction("db-1"))).toMatchObject({ code: 500, body: { reason: "InternalError", message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support." } });
+    expect(await call(p, "POST", "/api/v1/namespaces/default/pods/db-1/eviction", eviction("db-1"))).toEqual({ code: 500, body: { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.", code: 500 } });
     expect((await call(p, "POST", "/api/v1/namespaces/default/pods/web-2/eviction", eviction("web-2"))).code).toBe(429);
     expect((await call(p, "POST", "/api/v1/namespaces/default/pods/web-1/eviction?dryRun=All", eviction("web-1"))).code).toBe(201);
     expect(p.state.pod("default", "web-1")).toBeDefined();
@@ -228,7 +211,6 @@ describe("Kubernetes peer API", () => {
     socket.on("error", () => undefined);
     const startedMs = performance.now();
     await p.close(300);
-    peer = undefined;
     expect(performance.now() - startedMs).toBeLessThan(2_000);
     socket.destroy();
   });

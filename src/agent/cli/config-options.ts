@@ -1,10 +1,11 @@
-// The configuration flags `sef run` and `sef check-config` share, and how a configuration problem is shown: one plain
-// line per bad setting on stderr, no stack trace, exit code 2.
+// The configuration flags `sef run` and `sef check-config` share (their help's defaults, choices and bounds read from the
+// schema), and how a configuration problem is shown: one plain line per bad setting on stderr, no stack trace, exit 2.
 import { Option, type Command } from "commander";
 import { loadConfig, ConfigError, environmentVariables, type LoadedConfig } from "../config/load.js";
 import { sinkFactories } from "../sinks/registry.js";
 import { journalPriorities, stderrIsJournal } from "../observability/logger.js";
 import { exitCodes, exitCodesHelp } from "./exit-codes.js";
+import { settingChoices, settingDefault, settingMinimum, withDefault } from "./setting-help.js";
 
 export { exitCodes, exitCodesHelp } from "./exit-codes.js";
 
@@ -12,15 +13,19 @@ export { exitCodes, exitCodesHelp } from "./exit-codes.js";
 export function addConfigOptions(command: Command): Command {
   return command
     .option("-c, --config <file>", "JSON config file (also SEF_CONFIG)")
-    .option("--imds-url <url>", "IMDS base URL (default http://169.254.169.254)")
-    .option("--api-version <version>", "scheduled events api-version (default 2020-07-01)")
-    .option("--poll-interval-ms <n>", "poll period in ms (default 1000, min 200)")
-    .option("--data-dir <dir>", "durable state and outbox directory (default /var/lib/sef; on Windows %ProgramData%\\sef\\data)")
-    .option("--sink <spec>", `sink, repeatable: ${sinkFactories.map((f) => f.summary).join("; ")}`, (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
-    .addOption(new Option("--log-level <level>", "log level: fatal, error, warn, info, debug, trace, silent (default info)"))
-    .option("--heartbeat-interval-ms <n>", "heartbeat record period in ms, 0 = off (default 900000)")
-    .option("--shutdown-flush-ms <n>", "how long SIGTERM may spend flushing sinks (default 5000)")
-    .option("--metrics-port <n>", "port of the /metrics, /healthz, /readyz server on 127.0.0.1 (default 9464, 0 = any)")
+    .option("--imds-url <url>", withDefault("IMDS base URL", "imdsUrl"))
+    .option("--api-version <version>", withDefault("scheduled events api-version", "apiVersion"))
+    .option("--poll-interval-ms <n>", withDefault(`poll period in ms, at least ${settingMinimum("pollIntervalMs")}`, "pollIntervalMs"))
+    .option("--data-dir <dir>", withDefault("durable state and outbox directory", "dataDir"))
+    .option("--sink <spec>", withDefault(`sink, repeatable: ${sinkFactories.map((f) => f.summary).join("; ")}`, "sinks"), (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .addOption(new Option("--log-level <level>", withDefault(`log level: ${settingChoices("logLevel").join(", ")}`, "logLevel")))
+    .option("--heartbeat-interval-ms <n>", withDefault("heartbeat record period in ms, 0 = off", "heartbeatIntervalMs"))
+    .option("--shutdown-flush-ms <n>", withDefault("how long SIGTERM may spend flushing sinks, in ms", "shutdownFlushMs"))
+    .option(
+      "--metrics-port <n>",
+      withDefault(`port of the /metrics, /healthz, /readyz server on ${settingDefault("metrics.host")}, 0 = any; overrides metrics.port`, "metrics.port"),
+    )
+    .option("--metrics-host <address>", withDefault("listen address of the /metrics, /healthz, /readyz server; overrides metrics.host", "metrics.host"))
     .addHelpText(
       "after",
       `\nEnvironment variables:\n${Object.entries(environmentVariables)
@@ -45,6 +50,7 @@ export function loadFromOptions(opts: Record<string, unknown>, env: NodeJS.Proce
       heartbeatIntervalMs: text("heartbeatIntervalMs"),
       shutdownFlushMs: text("shutdownFlushMs"),
       metricsPort: text("metricsPort"),
+      metricsHost: text("metricsHost"),
     },
   });
 }

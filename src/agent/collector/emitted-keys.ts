@@ -4,6 +4,7 @@
 // EventId that is back (`remember`). A document's changes live in its view's small overlay; `settle` moves them into
 // the map once the store has committed them, and `keepOnlyEvents` then forgets the keys of events no longer tracked.
 // So memory, a change and its write all follow the events in the document, not the history.
+import { InternalError } from "@sef/errors/sef-error.js";
 
 /** When a key's transition was emitted, and when its event ended (null while it is still in the document). */
 export interface EmittedKey {
@@ -145,7 +146,7 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
    */
   keepOnlyEvents(tracked: { has(eventId: string): boolean }): void {
     this.check();
-    if (this.upserts.size > 0 || this.deletes.size > 0) throw new Error("emitted keys forgotten from a view not settled");
+    if (this.upserts.size > 0 || this.deletes.size > 0) throw new InternalError("emitted keys forgotten from a view not settled");
     for (const key of this.shared.map.keys()) if (!tracked.has(eventIdOfKey(key))) this.shared.map.delete(key);
   }
 
@@ -155,6 +156,6 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
   }
 
   private check(): void {
-    if (this.baseVersion !== this.shared.version) throw new Error("emitted keys read from a state older than the one adopted since");
+    if (this.baseVersion !== this.shared.version) throw new InternalError("emitted keys read from a state older than the one adopted since");
   }
 }

@@ -6,9 +6,8 @@ import { agentConfigSchema, sinkSection, type AgentConfig } from "./schema.js";
 import { crossFieldProblems, describeIssue, referencedVariables } from "./rules.js";
 import { unknownNameMessage } from "./suggest.js";
 import { findSinkFactory, parseSinkSpec } from "../sinks/registry.js";
-import { hookEnvironment } from "../actions/hooks.js";
-import type { TransitionRecord } from "@sef/contract/record.js";
-import { SefError } from "@sef/contract/errors.js";
+import { actionEntryList } from "../actions/registry.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 export class ConfigError extends SefError {
   override readonly name = "ConfigError";
@@ -30,6 +29,7 @@ export const environmentVariables: Record<string, { field: string; kind: "string
   SEF_HEARTBEAT_INTERVAL_MS: { field: "heartbeatIntervalMs", kind: "integer" },
   SEF_SHUTDOWN_FLUSH_MS: { field: "shutdownFlushMs", kind: "integer" },
   SEF_METRICS_PORT: { field: "metricsPort", kind: "integer" },
+  SEF_METRICS_HOST: { field: "metricsHost", kind: "string" },
 };
 
 /** Command-line flags of `sef run` / `sef check-config` that set a config field. */
@@ -43,13 +43,14 @@ export const configFlags: Record<string, { flag: string; kind: "string" | "integ
   heartbeatIntervalMs: { flag: "--heartbeat-interval-ms", kind: "integer" },
   shutdownFlushMs: { flag: "--shutdown-flush-ms", kind: "integer" },
   metricsPort: { flag: "--metrics-port", kind: "integer" },
+  metricsHost: { flag: "--metrics-host", kind: "string" },
 };
 
 /**
- * SEF_* names that are not the agent's settings but are not typos either: the variables the agent gives its hooks (a
- * hook may run `sef check-config`), and the ones read by the testbed, tests and benchmarks.
+ * SEF_* names that are not the agent's settings but are not typos either: the variables actions give the processes
+ * they start (a hook may run `sef check-config`), and the ones read by the testbed, tests and benchmarks.
  */
-const hookVariables = Object.keys(hookEnvironment({ Resources: [] } as unknown as TransitionRecord, ""));
+const actionVariables = actionEntryList.flatMap((entry) => entry.reservedVariables ?? []);
 const reservedVariablePrefixes = ["SEF_TEST_", "SEF_BENCH_"];
 const reservedVariables = ["SEF_DEMO_SCENARIO", "SEF_CRASH_SEED"];
 
@@ -152,7 +153,7 @@ function convert(raw: string, kind: "string" | "integer" | "list", name: string,
 
 function unknownVariables(env: NodeJS.ProcessEnv, merged: Record<string, unknown>): string[] {
   const known = Object.keys(environmentVariables);
-  const allowed = new Set([...known, ...hookVariables, ...reservedVariables, ...referencedVariables(merged)]);
+  const allowed = new Set([...known, ...actionVariables, ...reservedVariables, ...referencedVariables(merged)]);
   return Object.keys(env)
     .filter((name) => name.startsWith("SEF_") && !allowed.has(name) && !reservedVariablePrefixes.some((p) => name.startsWith(p)))
     .sort()

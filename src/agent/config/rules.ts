@@ -1,9 +1,10 @@
 // Cross-field configuration rules the per-field schema cannot express: sinks listed once and known, the required
-// settings of the sinks in use, then each sink's own rules (its factory's `rules`, kept in its settings.ts). Pure: the
-// parsed config and the environment in, problems out.
+// settings of the sinks in use, then each sink's own rules (its factory's `rules`, kept in its settings.ts) and each
+// action's (its entry's `rules`). Pure: the parsed config and the environment in, problems out.
 import { codeUnitOrder } from "../util/code-unit-order.js";
 import type { AgentConfig } from "./schema.js";
-import { sinkSection } from "./schema.js";
+import { actionSection, sinkSection } from "./schema.js";
+import { actionEntryList } from "../actions/registry.js";
 import { findSinkFactory, parseSinkSpec, sinkFactories } from "../sinks/registry.js";
 
 /** zod's message, with "expected string, received undefined" said plainly. */
@@ -41,12 +42,8 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
     const rules = factory.rules?.({ settings: sinkSection(config, factory.type), inUse: used.has(factory.type), argument: used.get(factory.type), env }) ?? [];
     problems.push(...rules);
   }
-  if (config.kubernetes !== undefined && config.kubernetes.nodeName === undefined && !env.NODE_NAME?.trim()) {
-    problems.push("kubernetes.nodeName: required when the environment variable NODE_NAME is not set (the chart sets it from the downward API)");
-  }
-  if (config.kubernetes !== undefined && config.kubernetes.pdbRetryMaxMs < config.kubernetes.pdbRetryInitialMs) {
-    problems.push("kubernetes.pdbRetryMaxMs: must be at least pdbRetryInitialMs");
-  }
+  // Each action's own rules, in the order of their sections.
+  for (const entry of actionEntryList) problems.push(...(entry.rules?.(actionSection(config, entry.section), env) ?? []));
   return problems;
 }
 

@@ -1,16 +1,15 @@
 // The agent's configuration: one zod schema covering every section (core settings, one section per sink taken from
-// the sink registry, metrics, approval, hooks), parsed once at start-up. Unknown keys are errors. Defaults and units of
-// the core settings live here; cross-field rules in rules.ts and in each sink's settings.ts.
+// the sink registry, metrics, one section per action taken from the action registry, readiness), parsed once at
+// start-up. Unknown keys are errors. Defaults and units of the core settings live here; cross-field rules in rules.ts
+// and in each sink's and action's own entry.
 // Built with zod/mini (the functional, tree-shakable API): `sef run` loads no classic zod.
 import * as z from "zod/mini";
 import "../util/zod-locale.js";
 import { sinkFactories } from "../sinks/registry.js";
 import { metricsServerConfigSchema, readinessConfigSchema } from "../observability/http-server.js";
-import { approvalPolicySchema } from "../actions/approval-policy.js";
-import { hooksConfigSchema } from "../actions/hooks.js";
-import { kubernetesSettingsSchema } from "../actions/kubernetes/settings.js";
+import { actionEntries, actionEntryList } from "../actions/registry.js";
 import { imdsDefaults } from "../imds/client.js";
-import { defaultRetryPolicy } from "@sef/contract/retry-policy.js";
+import { defaultRetryPolicy } from "@sef/retry/policy.js";
 import { outboxDefaults } from "../delivery/outbox.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";
@@ -89,6 +88,10 @@ const coreShape = {
     description: "Overrides `metrics.port`; 0 picks a free port.",
     defaultText: "(unset)",
   }),
+  metricsHost: documented(z.optional(z.string().check(z.minLength(1))), {
+    description: "Overrides `metrics.host` (the Helm chart sets `SEF_METRICS_HOST` to the node's IP from the downward API, `status.hostIP`).",
+    defaultText: "(unset)",
+  }),
   imdsExtraHeaders: documented(z._default(z.record(z.string(), z.string()), {}), {
     description: "Test-only: extra headers for IMDS requests (the simulator picks a VM by `X-Sef-Sim-Vm`).",
   }),
@@ -102,17 +105,16 @@ const sinkShape: Record<string, z.ZodMiniType<unknown>> = Object.fromEntries(
   sinkFactories.map((factory) => [factory.type, documented(z.optional(factory.settingsSchema as z.ZodMiniType<unknown>), { description: factory.settingsDescription })]),
 );
 
+/** Action sections, one per registered action and named after it, each with its own default (or absent = off). */
+const actionShape = Object.fromEntries(
+  actionEntryList.map((entry) => [entry.section, documented(entry.settingsSchema, { description: entry.settingsDescription })]),
+) as { [Section in keyof typeof actionEntries]: (typeof actionEntries)[Section]["settingsSchema"] };
+
 const servicesShape = {
   metrics: documented(z._default(metricsServerConfigSchema, metricsServerConfigSchema.parse({})), {
     description: "The `/metrics`, `/healthz`, `/readyz` server.",
   }),
-  approval: documented(z._default(approvalPolicySchema, approvalPolicySchema.parse({})), {
-    description: "Approval policy (off by default): see src/agent/actions/README.md.",
-  }),
-  hooks: documented(hooksConfigSchema, { description: "Commands run on transitions: see src/agent/actions/README.md." }),
-  kubernetes: documented(z.optional(kubernetesSettingsSchema), {
-    description: "The kubernetes action: taint, cordon and drain this VM's Kubernetes node before an event, approve, undo after (absent: off, the client is never loaded); see src/agent/actions/kubernetes/README.md.",
-  }),
+  ...actionShape,
   readiness: documented(z._default(readinessConfigSchema, readinessConfigSchema.parse({})), {
     description: "When `/readyz` reports a sink that delivers nothing while records wait.",
   }),
@@ -122,6 +124,11 @@ export const agentConfigSchema = z.strictObject({ ...coreShape, ...sinkShape, ..
 
 /** The parsed configuration; a sink's section is read with `sinkSection` (its type is its sink's own). */
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
+
+/** The validated section of the action `section` (its default when the configuration has none). */
+export function actionSection(config: AgentConfig, section: string): unknown {
+  return (config as Record<string, unknown>)[section];
+}
 
 /** The validated section of the sink `type`, or undefined when the configuration has none. */
 export function sinkSection<Settings = unknown>(config: AgentConfig, type: string): Settings | undefined {

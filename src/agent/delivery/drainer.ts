@@ -6,7 +6,7 @@ import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { allOutcomes, isUrgent, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../sinks/sink.js";
 import type { Outbox, LedgerOutcome } from "./outbox.js";
-import { retryDelayMs, type RetryPolicy } from "@sef/contract/retry-policy.js";
+import { retryDelayMs, type RetryPolicy } from "@sef/retry/policy.js";
 import type { DeadLetterFile } from "./dead-letter.js";
 import { settlesWithin } from "../util/deadline.js";
 

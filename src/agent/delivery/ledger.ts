@@ -5,6 +5,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { SefRecord } from "@sef/contract/record.js";
 import type { OutboxEntry } from "../sinks/sink.js";
 import { query } from "../store/sql.js";
+import { InternalError } from "@sef/errors/sef-error.js";
 
 /** What became of one record sent to one sink (the drainer's view of a sink's per-record outcome). */
 export type LedgerOutcome =
@@ -50,17 +51,6 @@ export interface ParkedSink {
   readonly pending: number;
   readonly deadLettered: number;
 }
-
-export const ledgerSchemaSql = `
-  CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, record_id TEXT NOT NULL, record_type TEXT NOT NULL, json TEXT NOT NULL, created_ms INTEGER NOT NULL, bytes INTEGER NOT NULL DEFAULT 0);
-  CREATE TABLE IF NOT EXISTS sinks (sink TEXT PRIMARY KEY, pending INTEGER NOT NULL DEFAULT 0, dead INTEGER NOT NULL DEFAULT 0, delivered INTEGER NOT NULL DEFAULT 0, last_delivery_ms INTEGER, registered_ms INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS deliveries (
-    seq INTEGER NOT NULL, sink TEXT NOT NULL, state TEXT NOT NULL CHECK (state IN ('pending', 'dead')),
-    attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL DEFAULT 0, reason TEXT, settled_ms INTEGER,
-    PRIMARY KEY (seq, sink), CHECK (state = 'pending' OR (reason IS NOT NULL AND reason <> ''))
-  ) WITHOUT ROWID;
-  CREATE INDEX IF NOT EXISTS deliveries_by_sink ON deliveries(sink, state, seq, next_attempt_ms);
-`;
 
 /** Past this many runs of consecutive seqs, a delivery is applied as one list instead of run by run. */
 const maxRunsPerDelivery = 16;
@@ -142,7 +132,7 @@ export class DeliveryLedger {
       } else if (outcome.kind === "retry") {
         retried += Number(this.s.retry.run(outcome.nextAttemptMs, outcome.reason, outcome.seq, sink).changes);
       } else {
-        if (outcome.reason.trim() === "") throw new Error("a dead-letter needs a reason");
+        if (outcome.reason.trim() === "") throw new InternalError("a dead-letter needs a reason");
         rejected += Number(this.s.reject.run(outcome.reason, nowMs, outcome.seq, sink).changes);
       }
     }

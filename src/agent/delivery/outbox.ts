@@ -9,7 +9,6 @@ import { query } from "../store/sql.js";
 import type { DeadLetterFile } from "./dead-letter.js";
 import {
   DeliveryLedger,
-  ledgerSchemaSql,
   type DeadLetterEntry,
   type EvictedDelivery,
   type EvictionCounts,
@@ -44,9 +43,12 @@ export class Outbox {
     this.readAfterQuery = query<[number, number], { seq: number; json: string }>(store.database, "SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?");
   }
 
-  /** The outbox of an open store; a writable store gets its tables created or upgraded first. */
+  /**
+   * The outbox of an open store (its tables are the store's: store/migrations.ts). Next-attempt times are monotonic,
+   * meaningful only within one process, so a writable store has every pending record due at open.
+   */
   static open(store: Store, options: OutboxOptions = { maxOutboxBytes: Number.MAX_SAFE_INTEGER }): Outbox {
-    if (!store.readOnly) store.write(() => migrateOutbox(store));
+    if (!store.readOnly) store.write(() => store.database.exec("UPDATE deliveries SET next_attempt_ms = 0 WHERE state = 'pending' AND next_attempt_ms <> 0"));
     return new Outbox(store, options);
   }
 
@@ -180,28 +182,4 @@ export class Outbox {
       onRollback: () => this.ledger.reload(),
     });
   }
-}
-
-/**
- * Creates the outbox and ledger tables; a store of schema version 1 (one cursor per sink) has each record after a
- * sink's cursor become a pending delivery for it. At every open: next-attempt times are monotonic, meaningful only
- * within one process, so every pending record is due at start.
- */
-function migrateOutbox(store: Store): void {
-  const db = store.database;
-  const hasCursors = query<[], { name: string }>(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cursors'").get() !== undefined;
-  if (hasCursors) {
-    db.exec("ALTER TABLE outbox ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0; UPDATE outbox SET bytes = LENGTH(CAST(json AS BLOB));");
-    db.exec(ledgerSchemaSql);
-    const nowMs = Date.now();
-    for (const c of query<[], { sink: string; seq: number }>(db, "SELECT sink, seq FROM cursors").all()) {
-      const info = query<[string, number], never>(db, "INSERT INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq > ?").run(c.sink, c.seq);
-      query<[string, number, number], never>(db, "INSERT INTO sinks(sink, pending, registered_ms) VALUES (?, ?, ?)").run(c.sink, Number(info.changes), nowMs);
-    }
-    db.exec("DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq); DROP TABLE cursors;");
-    const bytes = query<[], { n: number | null }>(db, "SELECT SUM(bytes) AS n FROM outbox").get()?.n ?? 0;
-    query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(bytes));
-  }
-  db.exec(ledgerSchemaSql);
-  db.exec("UPDATE deliveries SET next_attempt_ms = 0 WHERE state = 'pending' AND next_attempt_ms <> 0");
 }

@@ -2,19 +2,19 @@
 // socket, http-parser-js), everything else (https, instance metadata, approvals) over Node's own node:http.
 // Metadata header, api-version, no proxy, no redirects, body-size cap, one total deadline per request, first-call
 // timeout long enough for the service's documented 2-minute enable delay, a 5 req/s ceiling, and conditional polls
-// (If-None-Match with the last ETag; a 304 or an unchanged body hands back the last parsed document).
+// (If-None-Match with the last ETag; a 304 or an unchanged body hands back the last parsed document). One call is one
+// request: the poll stage owns retries (pipeline/poll-stage.ts, over @sef/retry's policy), nothing retries in here.
 // A poll a second is the agent's whole idle cost, so the common path builds nothing it can reuse: request options and
-// headers are made once per endpoint, one timer is the deadline, and retries cost nothing until a request fails.
+// headers are made once per endpoint, and one timer is the deadline.
 import type { Agent as HttpAgent, IncomingMessage, RequestOptions } from "node:http";
 import { nodeHttp } from "../util/node-http.js";
 import type { Clock } from "../util/clock.js";
 import type { VmIdentity } from "@sef/contract/record.js";
 import { SlidingWindowRateLimiter } from "./rate-limiter.js";
 import { ImdsRequestError, classifyStatus } from "./errors.js";
-import { parseRetryAfterMs } from "@sef/contract/retry-after.js";
+import { parseRetryAfterMs } from "@sef/retry/retry-after.js";
 import { settlesWithin } from "../util/deadline.js";
 import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
-import { retryDelayMs, sleepUnlessAborted } from "./retry-delay.js";
 import { PlainHttpPoller, connectTimeoutCode, deadlineCode, type RequestOutcome } from "./plain-http-poller.js";
 import type { ImdsAnswer } from "./response-reader.js";
 import { plainGetBytes } from "./plain-request.js";
@@ -43,15 +43,9 @@ export interface ImdsClientOptions {
   connectTimeoutMs?: number;
   /** Largest body accepted, in bytes. */
   maxBodyBytes?: number;
-  /** Immediate retries of a transient failure within one call. */
-  retries?: number;
-  retryMinDelayMs?: number;
-  retryMaxDelayMs?: number;
   clock: Clock;
   /** Extra headers (tests use `X-Sef-Sim-Vm` to pick a simulated VM). */
   extraHeaders?: Record<string, string>;
-  /** Told about each failed attempt that will be retried at once (for logs and metrics). */
-  onRetry?: (error: ImdsRequestError, attempt: number) => void;
   /** A discovered endpoint that replaces `imdsUrl` and hears about connection failures (see imds/discovery). */
   endpoint?: ImdsEndpointSource;
   /** Every Nth poll is sent without If-None-Match (default `unconditionalPollEvery`). */
@@ -81,9 +75,6 @@ export const imdsDefaults = {
   requestTimeoutMs: 10_000,
   connectTimeoutMs: 10_000,
   maxBodyBytes: 1024 * 1024,
-  retries: 2,
-  retryMinDelayMs: 200,
-  retryMaxDelayMs: 2_000,
   unconditionalEvery: unconditionalPollEvery,
   plainHttpPoller: true,
 } as const;
@@ -129,8 +120,7 @@ export class ImdsClient {
   private readonly inFlight = new Set<Promise<unknown>>();
   private closed = false;
   private readonly limiter: SlidingWindowRateLimiter;
-  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "onRetry" | "endpoint">> & { extraHeaders: Record<string, string> };
-  private readonly onRetry: ImdsClientOptions["onRetry"];
+  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "endpoint">> & { extraHeaders: Record<string, string> };
   private readonly endpoint: ImdsEndpointSource | undefined;
   private answeredOnce = false;
   private lastStartMs: number | undefined;
@@ -147,26 +137,23 @@ export class ImdsClient {
     this.options = { ...imdsDefaults, extraHeaders: {}, ...stripUndefined(options) } as typeof this.options;
     this.httpAgent = new nodeHttp.Agent({ keepAlive: true, maxSockets: 2, timeout: idleSocketMs });
     this.limiter = new SlidingWindowRateLimiter(options.clock, 5, 1000);
-    this.onRetry = options.onRetry;
     this.endpoint = options.endpoint;
   }
 
-  /** GET scheduled events; retries transient failures a few times, then throws ImdsRequestError. */
-  async getScheduledEvents(signal?: AbortSignal): Promise<FetchedDocument> {
-    return this.withRetries(() => this.fetchEvents(signal), signal);
+  /** GET scheduled events: one request; a failure throws ImdsRequestError (its `retryable` and hint tell the caller). */
+  getScheduledEvents(signal?: AbortSignal): Promise<FetchedDocument> {
+    return this.fetchEvents(signal);
   }
 
-  /** GET instance/compute → VM identity. */
+  /** GET instance/compute → VM identity: one request; a failure throws ImdsRequestError. */
   async getCompute(signal?: AbortSignal): Promise<VmIdentity> {
-    return this.withRetries(async () => {
-      const answer = await this.send((routes) => routes.compute, signal, undefined);
-      const text = this.expectOk(answer, "/metadata/instance/compute");
-      try {
-        return parseCompute(text);
-      } catch (err) {
-        throw new ImdsRequestError("malformed", `malformed compute document: ${(err as Error).message}`, 200);
-      }
-    }, signal);
+    const answer = await this.send((routes) => routes.compute, signal, undefined);
+    const text = this.expectOk(answer, "/metadata/instance/compute");
+    try {
+      return parseCompute(text);
+    } catch (err) {
+      throw new ImdsRequestError("malformed", `malformed compute document: ${(err as Error).message}`, 200);
+    }
   }
 
   /** POST StartRequests (approval). Returns the status and body; network failures throw ImdsRequestError. */
@@ -231,21 +218,6 @@ export class ImdsClient {
     if (answer.status === 200) return answer.text;
     const retryAfterMs = parseRetryAfterMs(answer.headers["retry-after"], this.options.clock.now());
     throw new ImdsRequestError(classifyStatus(answer.status), `IMDS answered ${answer.status} for ${pathname}: ${answer.text.slice(0, 300)}`, answer.status, retryAfterMs);
-  }
-
-  /** Runs `attempt` once, and again after a short randomized backoff while it fails with a retryable error. */
-  private async withRetries<T>(attempt: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const { retries, retryMinDelayMs, retryMaxDelayMs } = this.options;
-    for (let attemptNumber = 1; ; attemptNumber++) {
-      try {
-        return await attempt();
-      } catch (err) {
-        if (!(err instanceof ImdsRequestError) || !err.retryable || attemptNumber > retries || signal?.aborted) throw err;
-        this.onRetry?.(err, attemptNumber);
-        await sleepUnlessAborted(retryDelayMs(attemptNumber, retryMinDelayMs, retryMaxDelayMs), signal);
-        if (signal?.aborted) throw err;
-      }
-    }
   }
 
   /** The request options of each route on the current endpoint (rebuilt only when the endpoint changes). */

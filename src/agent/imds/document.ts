@@ -1,7 +1,7 @@
 // Parses an IMDS scheduled-events body of any api-version into normalized events (pure; no I/O).
 // A body that is not a valid document is an error, never "no events"; one unreadable event is set apart, never fatal.
 import type { EventFields, ImdsEventStatus, MalformedEventReason } from "@sef/contract/record.js";
-import { SefError, SefReasonError } from "@sef/contract/errors.js";
+import { SefError, SefReasonError } from "@sef/errors/sef-error.js";
 
 export interface ImdsEvent extends EventFields {
   EventStatus: ImdsEventStatus;

@@ -1,8 +1,8 @@
 // Classified IMDS failures: every failed request ends as one of these kinds, never as "no events".
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 export type ImdsFailureKind =
-  | "bad_request" // 400: a configuration problem (header, api-version); retried slowly
+  | "bad_request" // 400: a configuration problem (header, api-version); the poll stage retries it slowly
   | "throttled" // 429
   | "http_error" // 404/410/5xx and other unexpected statuses
   | "timeout"
@@ -21,11 +21,6 @@ export class ImdsRequestError extends SefError {
     readonly retryAfterMs?: number,
   ) {
     super(message);
-  }
-
-  /** Transient failures worth an immediate retry within one poll. 400 and malformed bodies are not. */
-  get retryable(): boolean {
-    return this.kind === "throttled" || this.kind === "http_error" || this.kind === "timeout" || this.kind === "network_error";
   }
 }
 

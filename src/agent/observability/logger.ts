@@ -3,7 +3,7 @@
 // gets an sd-daemon(3) `<N>` priority prefix.
 import { fstatSync } from "node:fs";
 import { pino, type Logger, type DestinationStream } from "pino";
-import { redactingLoggerOptions, redactSecrets } from "@sef/contract/secret-redaction.js";
+import { redactingLoggerOptions, redactSecrets } from "@sef/redaction/secrets.js";
 
 export type { Logger } from "pino";
 export { redactSecrets };

@@ -1,101 +1,105 @@
-// Act stage: the actions (hooks, approvals, the kubernetes node action) of committed transitions. Follows the
-// records-committed signal and has the action runner (actions/action-runner.ts) plan and run them; the runner's and
-// the node action's own records go through the commit stage. The kubernetes action's module (and its client) is
-// loaded only when its section is configured, in `prepare`.
+// Act stage: the actions of committed transitions, one per entry of the action registry (actions/all.ts). Follows the
+// records-committed and document-read signals and has the action runner (actions/action-runner.ts) plan and run them; the actions'
+// records go through the commit stage. The actions are made in `prepare`, and only when some entry's section is on:
+// an entry loads its module only then (the kubernetes action's client only when its section is configured).
 import type { AgentConfig } from "../config/schema.js";
+import { actionSection } from "../config/schema.js";
 import type { Store } from "../store/store.js";
 import type { Outbox } from "../delivery/outbox.js";
+import type { OutboxEntry } from "../sinks/sink.js";
+import type { Action, ActionContext } from "../actions/action.js";
 import { ActionLedger } from "../actions/action-ledger.js";
-import { ActionRunner, type ActionRunnerOptions, type NodeActionPlanner } from "../actions/action-runner.js";
+import { ActionRunner } from "../actions/action-runner.js";
+import { actionEntryList } from "../actions/registry.js";
 import type { CommitStage } from "./commit-stage.js";
+import type { DocumentsRead } from "./documents-read.js";
 
-export interface ActStageOptions extends Pick<ActionRunnerOptions, "postStartRequest" | "vm" | "hasPolled" | "clock" | "logger" | "metrics" | "agentVersion"> {
-  config: Pick<AgentConfig, "hooks" | "approval" | "kubernetes">;
+export interface ActStageOptions extends Pick<ActionContext, "postStartRequest" | "vm" | "hasPolled" | "clock" | "logger" | "metrics" | "agentVersion"> {
+  /** The configuration: each action reads its own section. */
+  config: AgentConfig;
   store: Store;
   outbox: Outbox;
   commit: CommitStage;
-  /** Where the kubernetes action reads NODE_NAME, POD_NAME and POD_NAMESPACE (default: process.env). */
+  /** The document-read signal (the EventIds of each document read): passed on to the actions. */
+  documentsRead?: DocumentsRead;
+  /** The environment actions read (the kubernetes action: NODE_NAME, POD_NAME, POD_NAMESPACE; default: process.env). */
   env?: NodeJS.ProcessEnv;
 }
 
-/** The node action as the act stage drives it: planned by the runner, started and stopped with the stage. */
-type NodeActions = NodeActionPlanner & { start(): void; stop(): Promise<void> };
-
 export class ActStage {
   private readonly ledger: ActionLedger;
-  /** Undefined when nothing is configured (or, with the kubernetes action, until `prepare`). */
+  /** Some action's section asks for something: the actions are made in `prepare` and run. */
+  private readonly actionsOn: boolean;
+  /** Undefined when no action is on, and until `prepare`. */
   private runner: ActionRunner | undefined;
-  private nodeActions: NodeActions | undefined;
 
   constructor(private readonly options: ActStageOptions) {
     const { config, commit } = options;
     this.ledger = ActionLedger.open(options.store);
-    if (config.kubernetes === undefined && ActionRunner.isNeeded(config.hooks, config.approval)) this.runner = this.createRunner();
+    this.actionsOn = actionEntryList.some((entry) => entry.isOn(actionSection(config, entry.section)));
     commit.committed.follow((entries) => {
-      if (entries.some((e) => e.record.RecordType === "Transition")) this.planCommitted();
+      if (entries.some((e) => e.record.RecordType === "Transition")) this.planCommitted(entries);
     });
+    options.documentsRead?.follow((eventIds) => this.runner?.documentRead(eventIds));
   }
 
-  /** Loads the kubernetes action when its section is configured (nothing otherwise); before `start`. */
+  /** Makes the actions when some action is on (nothing is loaded otherwise); before `start`. */
   async prepare(): Promise<void> {
-    const { config, commit, metrics } = this.options;
-    if (config.kubernetes === undefined || this.nodeActions !== undefined) return;
-    const { createNodeActions } = await import("../actions/kubernetes/start.js");
-    this.nodeActions = createNodeActions(config.kubernetes, {
-      env: this.options.env ?? process.env,
+    if (!this.actionsOn || this.runner !== undefined) return;
+    const { config, outbox, clock, logger } = this.options;
+    const context = this.context();
+    const made = await Promise.all(actionEntryList.map((entry) => entry.create(actionSection(config, entry.section), context)));
+    const actions = made.filter((action): action is Action => action !== undefined);
+    this.runner = new ActionRunner({
+      actions,
       ledger: this.ledger,
-      append: (records) => {
-        commit.append(records);
-      },
-      vm: this.options.vm,
-      planApproval: (record, how) => this.runner?.planApproval(record, how),
+      readAfter: (seq, limit) => outbox.readAfter(seq, limit),
+      headSeq: () => outbox.headSeq(),
       hasPolled: this.options.hasPolled,
-      registry: metrics.registry,
-      clock: this.options.clock,
-      logger: this.options.logger,
-      agentVersion: this.options.agentVersion,
+      clock,
+      logger,
     });
-    this.runner = this.createRunner(this.nodeActions);
   }
 
   /** Settles what the last run left and starts working through pending actions. */
   start(): void {
-    if (this.options.config.kubernetes !== undefined && this.nodeActions === undefined) throw new Error("the act stage starts after prepare() (the kubernetes action is not loaded)");
+    if (this.actionsOn && this.runner === undefined) throw new Error("the act stage starts after prepare() (the actions are not made yet)");
     if (this.runner) this.runner.start();
-    else this.planCommitted();
-    this.nodeActions?.start();
+    else this.planCommitted([]);
   }
 
   async stop(): Promise<void> {
     await this.runner?.stop();
-    await this.nodeActions?.stop();
   }
 
-  private createRunner(kubernetes?: NodeActionPlanner): ActionRunner {
-    const { config, outbox, commit } = this.options;
-    return new ActionRunner({
-      hooks: config.hooks,
-      approval: config.approval,
-      postStartRequest: this.options.postStartRequest,
-      vm: this.options.vm,
-      ledger: this.ledger,
+  /** What every action gets from the agent. */
+  private context(): ActionContext {
+    const { commit, clock } = this.options;
+    const ledger = this.ledger;
+    return {
+      ledger,
       append: (records) => {
         commit.append(records);
       },
-      readAfter: (seq, limit) => outbox.readAfter(seq, limit),
-      headSeq: () => outbox.headSeq(),
+      release: (eventKey, holder, verdict, reason) => {
+        ledger.release(eventKey, holder, verdict, reason, clock.now());
+        this.runner?.wake();
+      },
+      wake: () => this.runner?.wake(),
+      vm: this.options.vm,
       hasPolled: this.options.hasPolled,
-      clock: this.options.clock,
+      postStartRequest: this.options.postStartRequest,
+      env: this.options.env ?? process.env,
+      clock,
       logger: this.options.logger,
       metrics: this.options.metrics,
       agentVersion: this.options.agentVersion,
-      ...(kubernetes ? { kubernetes } : {}),
-    });
+    };
   }
 
-  private planCommitted(): void {
-    if (this.runner) this.runner.planCommitted();
-    // No actions configured: keep the planned position at the head, so actions configured later start from then.
-    else this.ledger.setPlannedThroughSeq(this.options.outbox.headSeq());
+  private planCommitted(entries: readonly OutboxEntry[]): void {
+    if (this.runner) this.runner.planCommitted(entries);
+    // No action on: keep the planned position at the head, so actions configured later start from then.
+    else if (!this.actionsOn) this.ledger.setPlannedThroughSeq(this.options.outbox.headSeq());
   }
 }

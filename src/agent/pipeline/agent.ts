@@ -1,6 +1,6 @@
 // The agent is the data path, one stage per module: poll (poll-stage) → ingest (collect-stage: collect, commit through
 // commit-stage, adopt) → the records-committed signal, followed by drain (drain-stage → delivery/), act (act-stage:
-// hooks, approvals) and heartbeats (heartbeat-stage). This module builds the stages, starts them, and owns the
+// hooks, approvals) and heartbeats (heartbeat-stage); and the document-read signal, followed by act. This module builds the stages, starts them, and owns the
 // bounded, clean shutdown.
 import type { Logger } from "pino";
 import { join } from "node:path";
@@ -24,6 +24,7 @@ import { DrainStage } from "./drain-stage.js";
 import { ActStage } from "./act-stage.js";
 import { HeartbeatStage } from "./heartbeat-stage.js";
 import type { RecordsCommitted } from "./records-committed.js";
+import { DocumentsRead } from "./documents-read.js";
 import { loadOrCreateAgentId } from "./agent-id.js";
 import { settlesWithin } from "../util/deadline.js";
 
@@ -62,14 +63,19 @@ export class Agent {
   readonly agentId: string;
   private readonly stopController = new AbortController();
   private readonly stopHooks: Array<() => Promise<void>> = [];
+  /** Readiness: the last store write committed (never probed: a probe must not cost a transaction; the next write tells). */
+  private lastStoreWriteCommitted = true;
 
   constructor(private readonly deps: AgentDependencies) {
     const { config, clock, logger } = deps;
     this.metrics = deps.metrics ?? new AgentMetrics();
-    this.store = Store.open({ dataDir: config.dataDir, onCheckpointError: (reason) => logger.warn({ reason }, "store checkpoint worker") });
+    this.store = Store.open({
+      dataDir: config.dataDir,
+      onCheckpointError: (reason) => logger.warn({ reason }, "store checkpoint worker"),
+      onWriteOutcome: (committed) => (this.lastStoreWriteCommitted = committed),
+    });
     this.outbox = Outbox.open(this.store, { maxOutboxBytes: config.maxOutboxBytes });
     const sinkNames = this.registerSinks(deps.sinks.map((s) => s.name));
-    this.store.markAgentRunning(process.pid, clock.now());
     const id = loadOrCreateAgentId(config.dataDir);
     this.agentId = id.agentId;
     if (id.replaced !== undefined) logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
@@ -81,7 +87,8 @@ export class Agent {
 
     this.commit = new CommitStage({ outbox: this.outbox, deadLetters, metrics, logger, clock, maxOutboxBytes: config.maxOutboxBytes });
     const recallEmitted: CollectStageOptions["recallEmitted"] = (wanted) => this.store.emittedKeysOf(wanted);
-    this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger, recallEmitted });
+    const documentsRead = new DocumentsRead();
+    this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger, recallEmitted, documentsRead });
     this.poll = new PollStage(
       {
         config,
@@ -113,6 +120,7 @@ export class Agent {
       store: this.store,
       outbox: this.outbox,
       commit: this.commit,
+      documentsRead,
       postStartRequest: (ids, signal) => this.poll.imds.postStartRequests(ids, signal),
       vm,
       hasPolled: () => this.poll.stats.lastGoodPollMs !== null,
@@ -168,7 +176,7 @@ export class Agent {
     const { lastGoodPollMs } = this.poll.stats;
     return {
       lastGoodPollAgeMs: lastGoodPollMs === null ? null : nowMs - lastGoodPollMs,
-      storeWritable: this.store.isWritable() && !this.outbox.isEvictionBlocked(),
+      storeWritable: this.lastStoreWriteCommitted && !this.outbox.isEvictionBlocked(),
       sinks: this.drain.sinkHealth(nowMs),
     };
   }
@@ -224,21 +232,16 @@ export class Agent {
     await this.drain.stop(clock.monotonicMs() + config.shutdownFlushMs);
     const left = this.drain.undelivered();
     await this.poll.close();
-    try {
-      this.store.markAgentStopped();
-    } catch (err) {
-      logger.warn({ err }, "could not record the agent's stop in the store");
-    }
     this.store.close();
     logger.info({ left }, "agent stopped");
   }
 
   /** Registers the configured sinks in the outbox (parking the ones no longer configured, replaying on `--replay-from`); returns their names. */
   private registerSinks(sinkNames: string[]): string[] {
-    const { clock, logger, replayFrom } = this.deps;
+    const { config, clock, logger, replayFrom } = this.deps;
     const parkedBefore = this.outbox.parkedSinks();
     const added = this.outbox.registerSinks(sinkNames, clock.now());
-    reportParkedSinks(parkedBefore, this.outbox.parkedSinks(), logger, this.metrics);
+    reportParkedSinks(parkedBefore, this.outbox.parkedSinks(), config.dataDir, logger, this.metrics);
     if (added.length > 0 && this.outbox.headSeq() > 0) {
       logger.info({ sinks: added }, "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)");
     }

@@ -10,6 +10,7 @@ import { applyDocument, applyPollFailure, emittedToRecall, resumeAfterRestart, t
 import type { ScheduledEventsDocument } from "../imds/document.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { CommitStage } from "./commit-stage.js";
+import { listedEventIds, type DocumentsRead } from "./documents-read.js";
 
 export interface CollectStageOptions {
   config: Pick<AgentConfig, "gapThresholdMs" | "pollIntervalMs" | "emittedRetentionMs">;
@@ -21,6 +22,8 @@ export interface CollectStageOptions {
   logger: Logger;
   /** Reads emitted keys back from the store (Store.emittedKeysOf): memory holds those of tracked events only. */
   recallEmitted: (wanted: EmittedToRecall) => Iterable<readonly [string, EmittedKey]>;
+  /** Told the EventIds of each document adopted (after its records committed); never of a failed poll. */
+  documentsRead?: DocumentsRead;
 }
 
 export class CollectStage {
@@ -50,6 +53,7 @@ export class CollectStage {
     // The same document as last time (a 304, or the same body): nothing to compare, nothing to write.
     if (document === this.lastDocument) {
       this.unchanged(nowMs);
+      this.announce(document);
       return false;
     }
     const { config, commit, metrics, logger, agentVersion } = this.options;
@@ -81,7 +85,16 @@ export class CollectStage {
     if (entries.length > 0) {
       logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
     }
+    this.announce(document);
     return result.changed;
+  }
+
+  /** Tells the followers which events the adopted document lists (a document with an unreadable EventId is not told). */
+  private announce(document: ScheduledEventsDocument): void {
+    const { documentsRead } = this.options;
+    if (documentsRead === undefined) return;
+    const eventIds = listedEventIds(document);
+    if (eventIds !== undefined) documentsRead.announce(eventIds);
   }
 
   /** Brings back from the store the emitted keys of the document's EventIds that are not tracked (index lookups). */

@@ -1,5 +1,5 @@
-// Poll stage: owns the IMDS client, the poll schedule and its backoff, poll statistics, and the VM identity
-// (instance metadata, refreshed now and then). Each fetched document goes to `ingest` (the collect stage); what that throws is a
+// Poll stage: owns the IMDS client, the poll schedule and its backoff (the IMDS requests' only retry owner: the client
+// sends each request once), poll statistics, and the VM identity (instance metadata, refreshed now and then). Each fetched document goes to `ingest` (the collect stage); what that throws is a
 // store failure (nothing committed; the next poll tries again).
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
@@ -9,7 +9,8 @@ import type { ScheduledEventsDocument } from "../imds/document.js";
 import { ImdsClient, imdsDefaults, type ImdsEndpointSource } from "../imds/client.js";
 import { ImdsRequestError } from "../imds/errors.js";
 import { pollOutcomes, type AgentMetrics, type PollOutcome } from "../observability/metrics.js";
-import { pollBackoffMs } from "./poll-backoff.js";
+import { retryDelayMs } from "@sef/retry/policy.js";
+import { identityRetryPolicy, pollBackoffMs } from "./poll-backoff.js";
 
 /** Wall and monotonic time disagreeing by more than this between two polls is reported as a clock step. */
 export const clockStepThresholdMs = 2000;
@@ -36,13 +37,15 @@ export interface PollStageOptions {
   initialVm: VmIdentity;
   /** A new VM identity was read (persist it). */
   onIdentity(vm: VmIdentity): void;
-  /** The agent could not see IMDS for a moment (a failed request, even one retried at once). */
+  /** The agent could not see IMDS for a moment (a failed poll). */
   onBlind(): void;
   /**
    * A document arrived at wall time `nowMs`; `clockStepMs` is the wall-clock step noticed since the last good poll
    * (0 when none). Returns whether it changed anything. Throws when it cannot be committed.
    */
   ingest(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean;
+  /** Picks the backoff's jitter, in [0, 1) (default Math.random). */
+  random?: () => number;
 }
 
 export class PollStage {
@@ -56,8 +59,9 @@ export class PollStage {
   private vm: VmIdentity;
   private lastComputeMs = Number.NEGATIVE_INFINITY;
   private lastClockReading: { wallMs: number; monotonicMs: number } | undefined;
-  /** Failed instance-metadata reads in a row: while the identity is unknown they are retried after 1, 2, 4 … 30 s. */
+  /** Failed instance-metadata reads in a row, and the wait before the next while the identity is unknown. */
   private computeFailures = 0;
+  private computeRetryMs = identityRetryPolicy.initialDelayMs / 2;
   private computeInFlight = false;
   private loop: Promise<void> | undefined;
 
@@ -65,7 +69,7 @@ export class PollStage {
     private readonly options: PollStageOptions,
     private readonly signal: AbortSignal,
   ) {
-    const { config, clock, logger } = options;
+    const { config, clock } = options;
     this.vm = options.initialVm;
     this.imds = new ImdsClient({
       imdsUrl: config.imdsUrl ?? imdsDefaults.imdsUrl,
@@ -76,11 +80,6 @@ export class PollStage {
       maxBodyBytes: config.imdsMaxBodyBytes,
       clock,
       extraHeaders: config.imdsExtraHeaders,
-      onRetry: (err, attempt) => {
-        // Even a failure retried within the same poll left the agent blind for a moment: an observation gap.
-        options.onBlind();
-        logger.warn({ kind: err.kind, status: err.status, attempt, err: err.message }, "IMDS request failed; retrying at once");
-      },
     });
   }
 
@@ -113,8 +112,7 @@ export class PollStage {
     const { config, clock } = this.options;
     while (!this.signal.aborted) {
       const startedMs = clock.monotonicMs();
-      const unknownRetryMs = Math.min(30_000, 1000 * 2 ** Math.min(this.computeFailures, 5));
-      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? unknownRetryMs : config.computeRefreshMs)) void this.refreshIdentity(false);
+      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? this.computeRetryMs : config.computeRefreshMs)) void this.refreshIdentity(false);
       const waitMs = await this.pollOnce();
       if (this.signal.aborted) break;
       // Count the period from when the request really went out: after a rate-limit wait the schedule moves with it
@@ -163,7 +161,7 @@ export class PollStage {
     this.stats.consecutiveFailures += 1;
     this.stats.lastError = err.message;
     this.recordPoll(outcomeOf(err), startedMs, clock.monotonicMs());
-    const waitMs = pollBackoffMs(err.kind, this.stats.consecutiveFailures, config.pollIntervalMs, err.retryAfterMs);
+    const waitMs = pollBackoffMs(err.kind, this.stats.consecutiveFailures, config.pollIntervalMs, err.retryAfterMs, (this.options.random ?? Math.random)());
     const fields = { kind: err.kind, status: err.status, consecutiveFailures: this.stats.consecutiveFailures, retryInMs: waitMs, err: err.message };
     if (err.kind === "bad_request") {
       logger.error(fields, "IMDS rejected the request as malformed (400): check imdsUrl and apiVersion; retrying slowly");
@@ -212,6 +210,7 @@ export class PollStage {
       (vm) => {
         this.computeInFlight = false;
         this.computeFailures = 0;
+        this.computeRetryMs = identityRetryPolicy.initialDelayMs / 2;
         if (JSON.stringify(vm) !== JSON.stringify(this.vm)) {
           logger.info({ vmName: vm.VmName, vmId: vm.VmId }, "VM identity from instance metadata");
           this.vm = vm;
@@ -221,6 +220,7 @@ export class PollStage {
       (err: unknown) => {
         this.computeInFlight = false;
         this.computeFailures += 1;
+        this.computeRetryMs = retryDelayMs(identityRetryPolicy, this.computeFailures, undefined, (this.options.random ?? Math.random)());
         if (!this.signal.aborted && (this.computeFailures === 1 || this.computeFailures % 10 === 0)) {
           logger.warn({ err, failures: this.computeFailures }, "instance metadata unavailable; records keep the last known VM identity; retrying");
         }

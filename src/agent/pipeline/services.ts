@@ -11,6 +11,11 @@ export interface AgentServices {
   stop(): Promise<void>;
 }
 
+/** Where the observability server listens: `metricsHost`/`metricsPort` (flags, SEF_* variables) over the `metrics` section. */
+export function metricsAddress(config: Pick<AgentConfig, "metrics" | "metricsHost" | "metricsPort">): { host: string; port: number } {
+  return { host: config.metricsHost ?? config.metrics.host, port: config.metricsPort ?? config.metrics.port };
+}
+
 /** Starts the observability server when `metrics.enabled` (the sections were validated with the configuration). */
 export async function startAgentServices(
   agent: Agent,
@@ -20,8 +25,7 @@ export async function startAgentServices(
 ): Promise<AgentServices> {
   if (!config.metrics.enabled) return { metricsUrl: undefined, stop: async () => undefined };
   const server = await startObservabilityServer({
-    host: config.metrics.host,
-    port: config.metricsPort ?? config.metrics.port,
+    ...metricsAddress(config),
     metrics: agent.metrics,
     readiness: () => ({ ...agent.readiness(), imdsEndpoint: imdsEndpoint?.snapshot() }),
     limits: defaultReadinessLimits(config.pollIntervalMs, config.readiness.sinkStallMs),

@@ -3,6 +3,7 @@
 // sinks/README.md) + its line in all.ts.
 import type { SinkFactory } from "./sink.js";
 import * as everySink from "./all.js";
+import { SinkSpecError } from "./errors.js";
 
 /** Every sink's factory, in the order of their types (a module namespace lists its exports sorted by name). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
@@ -20,16 +21,16 @@ export function parseSinkSpec(spec: string): ParsedSinkSpec {
   const argument = colon === -1 ? undefined : spec.slice(colon + 1);
   const factory = sinkFactories.find((f) => f.type === type);
   if (!factory) {
-    throw new Error(`unknown sink "${type}" in "${spec}" (known: ${sinkFactories.map((f) => f.type).join(", ")})`);
+    throw new SinkSpecError(`unknown sink "${type}" in "${spec}" (known: ${sinkFactories.map((f) => f.type).join(", ")})`);
   }
-  if (factory.argument === "required" && !argument) throw new Error(`sink "${type}" needs an argument: ${type}:VALUE`);
-  if (factory.argument === "none" && argument !== undefined) throw new Error(`sink "${type}" takes no argument (got "${spec}")`);
+  if (factory.argument === "required" && !argument) throw new SinkSpecError(`sink "${type}" needs an argument: ${type}:VALUE`);
+  if (factory.argument === "none" && argument !== undefined) throw new SinkSpecError(`sink "${type}" takes no argument (got "${spec}")`);
   return { type, argument };
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
 export function findSinkFactory(type: string): SinkFactory<any> {
   const factory = sinkFactories.find((f) => f.type === type);
-  if (!factory) throw new Error(`unknown sink "${type}"`);
+  if (!factory) throw new SinkSpecError(`unknown sink "${type}"`);
   return factory;
 }

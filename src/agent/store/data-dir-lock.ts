@@ -3,7 +3,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 export const lockFileName = "sef.lock";
 /** Informational: the holder's pid, written after the lock is taken (the locked file itself cannot be read by others). */

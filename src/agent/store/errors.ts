@@ -1,5 +1,5 @@
 // Store failures that the agent reports clearly and stops on (exit code 78, so a supervisor does not crash-loop).
-import { SefError } from "@sef/contract/errors.js";
+import { SefError } from "@sef/errors/sef-error.js";
 
 export class StoreError extends SefError {
   override readonly name = "StoreError";

@@ -1,6 +1,7 @@
-// The durable store (SQLite, WAL, synchronous=FULL) in the data directory: it opens the database and keeps the
-// collector state, the VM identity, the remembered IMDS endpoint and the running agent's pid mark. The outbox and its
-// delivery ledger (delivery/outbox.ts) and the action ledger (actions/action-ledger.ts) keep their own tables in it.
+// The durable store (SQLite, WAL, synchronous=FULL) in the data directory: it opens the database (its tables made or
+// upgraded by migrations.ts), runs the writes' transactions, and keeps the collector state and the VM identity. The
+// outbox and its delivery ledger (delivery/) and the action ledger (actions/) use their own tables in it; other meta
+// rows belong to the modules that use them (`meta`).
 import { DatabaseSync } from "node:sqlite";
 import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
@@ -9,6 +10,8 @@ import type { CollectorState, EmittedKey } from "../collector/state.js";
 import type { EmittedToRecall } from "../collector/transitions.js";
 import { CollectorStateTables } from "./collector-state.js";
 import { StoreError } from "./errors.js";
+import { MetaValues } from "./meta.js";
+import { migrate, schemaVersion } from "./migrations.js";
 import { query, transaction } from "./sql.js";
 import { WalCheckpointer, passiveCheckpoint, safetyNetPages } from "./wal-checkpointer.js";
 
@@ -18,6 +21,8 @@ export interface StoreOptions {
   checkpointInWorker?: boolean;
   /** Told when the checkpoint worker fails (the store goes on; SQLite checkpoints by itself). */
   onCheckpointError?: (reason: string) => void;
+  /** Told of every outermost write's outcome: committed or not (readiness keeps the last). */
+  onWriteOutcome?: (committed: boolean) => void;
 }
 
 /** What a writer tells the store about one transaction (see `Store.write`). */
@@ -28,7 +33,7 @@ export interface WriteHooks {
   onRollback?: () => void;
 }
 
-export const schemaVersion = 2;
+export { schemaVersion };
 
 /**
  * The store connection's page cache, in KiB (SQLite's default is 2,000). A commit touches a few pages of each table it
@@ -41,8 +46,11 @@ export class Store {
   readonly path: string;
   /** True for a store opened with `openReadOnly` (nothing may be written). */
   readonly readOnly: boolean;
+  /** The meta rows as JSON values by key (each key is its user's). */
+  readonly meta: MetaValues;
+  /** Writable stores only: checkpoints the log off the agent's thread (its `counts` say what it did). */
+  readonly checkpointer: WalCheckpointer | undefined;
   private readonly db: DatabaseSync;
-  private readonly statements;
   private readonly collectorTables: CollectorStateTables;
   /** What the collector-state writes of the open transaction do once it commits (see saveCollectorState). */
   private readonly afterCommit: Array<() => void> = [];
@@ -50,19 +58,18 @@ export class Store {
   private collectorWritesUncertain = false;
   /** Nesting of `write` calls (the outermost one settles the collector writes). */
   private writeDepth = 0;
-  private lastWriteFailed = false;
-  /** Writable stores only: checkpoints the log off the agent's thread. */
-  private readonly checkpointer: WalCheckpointer | undefined;
 
-  private constructor(path: string, db: DatabaseSync, readOnly: boolean, checkpointer?: WalCheckpointer) {
+  private constructor(
+    path: string,
+    db: DatabaseSync,
+    readOnly: boolean,
+    private readonly options: Pick<StoreOptions, "onWriteOutcome"> = {},
+    checkpointer?: WalCheckpointer,
+  ) {
     this.path = path;
     this.db = db;
     this.readOnly = readOnly;
-    this.statements = {
-      getMeta: query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?"),
-      deleteMeta: query<[string], never>(db, "DELETE FROM meta WHERE key = ?"),
-      setMeta: query<[string, string], never>(db, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
-    };
+    this.meta = new MetaValues(db);
     this.collectorTables = new CollectorStateTables(db);
     this.checkpointer = checkpointer;
   }
@@ -85,10 +92,10 @@ export class Store {
       const opened = db;
       transaction(opened, () => migrate(opened));
       probeWritable(db);
-      if (options.checkpointInWorker === false) return new Store(path, db, false);
+      if (options.checkpointInWorker === false) return new Store(path, db, false, options);
       db.exec(`PRAGMA wal_autocheckpoint = ${safetyNetPages}`);
       const checkpointer = new WalCheckpointer({ path, checkpointHere: () => passiveCheckpoint(opened), ...(options.onCheckpointError ? { onError: options.onCheckpointError } : {}) });
-      return new Store(path, db, false, checkpointer);
+      return new Store(path, db, false, options, checkpointer);
     } catch (err) {
       if (db?.isOpen) db.close();
       throw translateOpenError(err, path);
@@ -126,11 +133,6 @@ export class Store {
     this.db.close();
   }
 
-  /** What the checkpointer did (undefined for a read-only store or with `checkpointInWorker: false`). */
-  get checkpoints(): WalCheckpointer["counts"] | undefined {
-    return this.checkpointer?.counts;
-  }
-
   loadCollectorState(): CollectorState {
     return this.collectorTables.load();
   }
@@ -156,42 +158,19 @@ export class Store {
     });
   }
 
-  /** Records which process runs the agent on this store; cleared by `markAgentStopped`. */
-  markAgentRunning(pid: number, nowMs: number): void {
-    this.write(() => this.setMetaJson("agent", { pid, startedMs: nowMs }));
-  }
-
-  markAgentStopped(): void {
-    this.write(() => this.statements.deleteMeta.run("agent"));
-  }
-
   saveVmIdentity(vm: VmIdentity): void {
-    this.write(() => this.setMetaJson("vm", vm));
+    this.write(() => this.meta.set("vm", vm));
   }
 
   loadVmIdentity(): VmIdentity | undefined {
-    const vm = this.getMetaJson<VmIdentity>("vm");
+    const vm = this.meta.get<VmIdentity>("vm");
     // Saved by an agent that did not read tags yet: none until instance metadata answers again.
     return vm === undefined ? undefined : { ...vm, Tags: vm.Tags ?? {} };
   }
 
-  /** The IMDS endpoint that last answered and where it was found, reused after a restart while it answers. */
-  saveImdsEndpoint(endpoint: { url: string; source: string }): void {
-    this.setMetaJson("imds-endpoint", endpoint);
-  }
-
-  loadImdsEndpoint(): { url: string; source: string } | undefined {
-    return this.getMetaJson<{ url: string; source: string }>("imds-endpoint");
-  }
-
-  /** Readiness: the last write committed. Never writes (a probe must not cost a transaction); the next real write tells. */
-  isWritable(): boolean {
-    return !this.lastWriteFailed;
-  }
-
   /**
-   * Runs `body` in one IMMEDIATE transaction (or inside the caller's, when one is open), remembering whether writes
-   * succeed (readiness). `hooks` let a writer feed the checkpoint worker and re-read its cached totals on rollback.
+   * Runs `body` in one IMMEDIATE transaction (or inside the caller's, when one is open), telling `onWriteOutcome`
+   * whether it committed. `hooks` let a writer feed the checkpoint worker and re-read its cached totals on rollback.
    */
   write<T>(body: () => T, hooks: WriteHooks = {}): T {
     const outermost = this.writeDepth === 0;
@@ -199,12 +178,12 @@ export class Store {
     this.writeDepth += 1;
     try {
       const result = transaction(this.db, body);
-      this.lastWriteFailed = false;
+      if (outermost) this.options.onWriteOutcome?.(true);
       this.checkpointer?.noteWritten(hooks.bytesWritten?.() ?? 0, ownsTransaction ? 1 : 0);
       if (outermost) this.settleCollectorWrites(ownsTransaction ? "committed" : "unknown");
       return result;
     } catch (err) {
-      this.lastWriteFailed = true;
+      if (outermost) this.options.onWriteOutcome?.(false);
       // Rolled back whole by this store: the collector tables hold what they held before. Otherwise not known.
       const rolledBack = ownsTransaction && this.db.isOpen && !this.db.isTransaction;
       if (!rolledBack) this.collectorWritesUncertain = true;
@@ -234,29 +213,6 @@ export class Store {
     }
   }
 
-  private getMetaJson<T>(key: string): T | undefined {
-    const row = this.statements.getMeta.get(key);
-    return row ? (JSON.parse(row.value) as T) : undefined;
-  }
-
-  private setMetaJson(key: string, value: unknown): void {
-    this.statements.setMeta.run(key, JSON.stringify(value));
-  }
-}
-
-function migrate(db: DatabaseSync): void {
-  db.exec(`
-    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS events (event_key TEXT PRIMARY KEY, status TEXT NOT NULL, fields TEXT NOT NULL, last_seen_ms INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS emitted (key TEXT PRIMARY KEY, emitted_ms INTEGER NOT NULL, ended_ms INTEGER);
-    CREATE INDEX IF NOT EXISTS emitted_by_end ON emitted(ended_ms);
-  `);
-  const row = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
-  const found = row ? Number(row.value) : 0;
-  if (found > schemaVersion) {
-    throw new StoreError(`store schema version ${found} is newer than this agent understands (${schemaVersion})`, "", "schema");
-  }
-  query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(schemaVersion));
 }
 
 function translateOpenError(err: unknown, path: string): unknown {

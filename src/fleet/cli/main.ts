@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // `sef-fleet --config FILE`: the fleet service's entry point, the cloud-side consumer that turns the agents' records
-// in Event Hubs into one notification per maintenance event. Runs until SIGTERM/SIGINT; a bad config exits 2.
+// in Event Hubs into one notification per maintenance event. Runs until SIGTERM/SIGINT; a bad config or a usage error
+// (unknown option, missing value) exits 2.
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { createFleetLogger } from "../logger.js";
+import { fleetVersion } from "../fleet-version.js";
+import { FleetConfigError } from "../errors.js";
 
 interface FleetFlags {
   config?: string;
@@ -13,13 +16,13 @@ interface FleetFlags {
 
 async function runFleet(flags: FleetFlags): Promise<void> {
   const { fleetSettingsSchema } = await import("../settings.js");
-  const { startFleetService, FleetConfigError } = await import("../fleet-service.js");
+  const { startFleetService } = await import("../fleet-service.js");
   let raw: unknown;
   const source = flags.config ?? `environment variable ${flags.configEnv}`;
   try {
-    if (!flags.config && !flags.configEnv) throw new Error("give --config FILE or --config-env NAME");
+    if (!flags.config && !flags.configEnv) throw new FleetConfigError("give --config FILE or --config-env NAME");
     const text = flags.config ? readFileSync(flags.config, "utf8") : (process.env[flags.configEnv!] ?? "");
-    if (!text) throw new Error("it is empty");
+    if (!text) throw new FleetConfigError("it is empty");
     raw = JSON.parse(text.replace(/^\uFEFF/, ""));
   } catch (err) {
     process.stderr.write(`sef fleet: cannot read the configuration from ${source}: ${(err as Error).message}\n`);
@@ -56,9 +59,10 @@ async function runFleet(flags: FleetFlags): Promise<void> {
 
 const program = new Command("sef-fleet")
   .description("consume the agents' records from Event Hubs and send one notification per maintenance event")
+  .version(fleetVersion)
   .option("--config <file>", "fleet configuration (JSON)")
   .option("--config-env <name>", "environment variable holding the fleet configuration as JSON (containers)")
-  .option("--log-level <level>", "overrides logLevel")
+  .option("--log-level <level>", "overrides the configuration's logLevel")
   .showHelpAfterError()
   .exitOverride()
   .action(runFleet);

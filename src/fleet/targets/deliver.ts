@@ -1,7 +1,7 @@
 // Sends one notification to one target over HTTPS (undici) with a total deadline, and classifies the answer as a
 // value: delivered; retry (429, 5xx, 408, network, timeout; with the server's Retry-After); or rejected (other 4xx).
 import { request } from "undici";
-import { retryAfterFromHeaders } from "@sef/contract/retry-after.js";
+import { retryAfterFromHeaders } from "@sef/retry/retry-after.js";
 import type { TargetRequest } from "./payloads.js";
 
 export type DeliveryOutcome =

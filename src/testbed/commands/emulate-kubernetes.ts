@@ -1,5 +1,6 @@
 // `sef-testbed emulate kubernetes`: the local Kubernetes API peer (see peers/kubernetes/README.md), seeded from a
-// JSON file, serving until SIGTERM/SIGINT; prints the URL and where the kubeconfig, CA and token files are.
+// JSON file (objects, fault rules, returning-pod rules), driven further over /__peer/, serving until SIGTERM/SIGINT;
+// prints the URL and where the kubeconfig, CA and token files are.
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { createLogger } from "../support/logger.js";
@@ -17,7 +18,7 @@ interface EmulateKubernetesFlags {
 
 async function readSeed(path: string): Promise<KubernetesSeed> {
   const parsed = JSON.parse(await readFile(path, "utf8")) as unknown;
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error(`${path}: a seed file holds one JSON object (nodes, pods, daemonSets, podDisruptionBudgets, namespaces)`);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error(`${path}: a seed file holds one JSON object (nodes, pods, daemonSets, podDisruptionBudgets, leases, namespaces, faults, returningPods)`);
   return parsed as KubernetesSeed;
 }
 
@@ -37,18 +38,19 @@ async function runEmulateKubernetes(flags: EmulateKubernetesFlags): Promise<void
   logger.info({ url: peer.url, nodes: peer.state.nodes().length, pods: peer.state.pods().length }, "kubernetes peer ready");
   await stopSignal();
   await peer.close();
-  logger.info({ evictions: peer.state.evictions().length, events: peer.state.events().length }, "kubernetes peer stopped");
+  logger.info({ evictions: peer.state.evictions().length, events: peer.state.events().length, requests: peer.state.stats().requests }, "kubernetes peer stopped");
   process.exitCode = 0;
 }
 
 export function registerEmulateKubernetesCommand(emulate: Command): void {
   peerCommand(emulate, {
     name: "kubernetes",
-    description: "local HTTPS Kubernetes API peer (nodes, pods, evictions with PodDisruptionBudgets, events) for kubectl and @kubernetes/client-node",
+    description:
+      "local HTTPS Kubernetes API peer (nodes, pods, evictions with PodDisruptionBudgets, events, Leases; fault injection and logs under /__peer/) for kubectl and @kubernetes/client-node",
   })
     .option("--token <token>", "bearer token clients must send (default: a random one, written to the token file)")
     .option("--kubeconfig-out <file>", "where to write the kubeconfig (default: a temporary file removed on exit)")
-    .option("--seed <file>", "JSON file with nodes, pods, daemonSets, podDisruptionBudgets, namespaces (see the peer's README)")
+    .option("--seed <file>", "JSON file with nodes, pods, daemonSets, podDisruptionBudgets, leases, namespaces, faults, returningPods (see the peer's README)")
     .option("--log-level <level>", "log level (logs go to stderr)", "info")
     .action(async (flags: EmulateKubernetesFlags) => runEmulateKubernetes(flags));
 }

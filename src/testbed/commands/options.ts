@@ -2,7 +2,7 @@
 // repeatable values), the options every `emulate` peer has, and the wait for SIGTERM/SIGINT that ends a peer.
 import { InvalidArgumentError, type Command } from "commander";
 
-/** A parser of whole numbers from `min` to `max`, or `min` and up (a bad value: commander's "argument is invalid", exit 1). */
+/** A parser of whole numbers from `min` to `max`, or `min` and up (a bad value: commander's "argument is invalid", exit 2). */
 export function integerFrom(min: number, max = Number.MAX_SAFE_INTEGER): (value: string) => number {
   const range = max === Number.MAX_SAFE_INTEGER ? `${min} or more` : `from ${min} to ${max}`;
   return (value) => {

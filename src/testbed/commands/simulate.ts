@@ -17,7 +17,17 @@ interface SimulateFlags {
   startOn: "first-request" | "listen";
   list?: boolean;
   approvalDelayMs: number;
+  tokenFault?: { count: number; status: number };
   logLevel: string;
+}
+
+/** `N*STATUS`: the first N token requests answered STATUS (e.g. `3*503`). */
+function parseTokenFault(value: string): { count: number; status: number } {
+  const match = /^(\d+)\*(\d{3})$/.exec(value);
+  const count = Number(match?.[1]);
+  const status = Number(match?.[2]);
+  if (!match || count < 1 || status < 400 || status > 599) throw new InvalidArgumentError("expected N*STATUS, e.g. 3*503 (STATUS 400–599)");
+  return { count, status };
 }
 
 function parseSpeed(value: string): number {
@@ -53,6 +63,7 @@ async function runSimulate(flags: SimulateFlags): Promise<void> {
     loop: flags.loop ?? false,
     startOn: flags.startOn,
     approvalDelayMs: flags.approvalDelayMs,
+    ...(flags.tokenFault ? { tokenFault: flags.tokenFault } : {}),
     logger,
   });
   process.stdout.write(`sef-testbed simulate listening on ${simulator.url}\n`);
@@ -83,6 +94,7 @@ export function registerSimulateCommand(program: Command): void {
     .option("--exit-at-end", "exit 0 when the scenario ends instead of serving the final document")
     .option("--start-on <when>", "start scenario time at the first scheduled-events request (first-request) or at listen", oneOf(["first-request", "listen"] as const), "first-request")
     .option("--approval-delay-ms <ms>", "test-only: hold each StartRequests POST this long before applying and answering it", integerFrom(0), 0)
+    .option("--token-fault <N*STATUS>", "test-only: answer the first N managed-identity token requests with STATUS (e.g. 3*503)", parseTokenFault)
     .option("--list", "list the built-in scenarios and exit")
     .option("--log-level <level>", "log level (logs go to stderr)", "info")
     .addHelpText(

@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, existsSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startSimulator, type Simulator } from "../simulator/server.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../peers/eventhubs/server.js";
@@ -14,9 +14,15 @@ import type { SefRecord } from "@sef/contract/record.js";
 const scenarioName = process.argv[2] ?? process.env.SEF_DEMO_SCENARIO ?? "live-migration";
 /**
  * The agent's `sef` command, run as a child process (the testbed imports none of the agent's code): SEF_DEMO_AGENT_CLI,
- * else the agent workspace's build beside this one (src/agent/dist/ from src/testbed/dist/demo/).
+ * else the `sef` command of the agent package `sef` (a declared dependency), found through that package's bin entry.
  */
-const cliPath = process.env.SEF_DEMO_AGENT_CLI ?? fileURLToPath(new URL("../../../agent/dist/cli/main.js", import.meta.url));
+const cliPath = process.env.SEF_DEMO_AGENT_CLI ?? agentCliPath();
+
+function agentCliPath(): string {
+  const manifestPath = fileURLToPath(import.meta.resolve("sef/package.json"));
+  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { bin: { sef: string } };
+  return join(dirname(manifestPath), manifest.bin.sef);
+}
 const color = process.stdout.isTTY ? (code: number, text: string) => `\u001b[${code}m${text}\u001b[0m` : (_: number, text: string) => text;
 
 function describe(record: SefRecord): string {

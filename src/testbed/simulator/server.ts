@@ -13,7 +13,7 @@ import { checkRequest, normalizedPath } from "./imds-request.js";
 import type { scenarioEventSchema, Scenario } from "./scenario-schema.js";
 import { loadScenario } from "./scenarios.js";
 import { Timeline } from "./timeline.js";
-import { advance, countRequest, setEvents, startTimeline, status, sync, type RequestLogEntry, type SimState, type SimStatus } from "./sim-state.js";
+import { advance, countRequest, setEvents, startTimeline, status, sync, type RequestLogEntry, type SimState, type SimStatus, type TokenFault } from "./sim-state.js";
 
 export { requestLogLimit, type RequestLogEntry } from "./sim-state.js";
 import { serveControl } from "./routes/control.js";
@@ -23,7 +23,7 @@ import { serveScheduledEvents } from "./routes/scheduled-events.js";
 export { maxRequestBodyBytes } from "./http.js";
 export { simVmHeader } from "./routes/metadata.js";
 export { defaultHugeBodyBytes, defaultSlowDelaySeconds } from "./routes/scheduled-events.js";
-export type { ApprovalEntry, SimStatus } from "./sim-state.js";
+export type { ApprovalEntry, SimStatus, TokenFault } from "./sim-state.js";
 
 export const defaultSimulatorHost = "127.0.0.1";
 const tickIntervalMs = 50;
@@ -51,6 +51,8 @@ export interface SimulatorOptions {
   approvalDelayMs?: number;
   /** Resource tags per VM name (the scenario VM or any `X-Sef-Sim-Vm` name); VMs not listed carry the scenario VM's `tags`. */
   vmTags?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /** Test-only: the first `count` managed-identity token requests are answered `status` (a failing token endpoint). */
+  tokenFault?: TokenFault;
 }
 
 export interface Simulator {
@@ -64,6 +66,8 @@ export interface Simulator {
   setEvents(events: readonly z.input<typeof scenarioEventSchema>[]): { changedAtMs: number; incarnation: number };
   /** Jumps scenario time forward. */
   advance(seconds: number): SimStatus;
+  /** Test-only: the next `count` managed-identity token requests are answered `status` (replaces any fault left). */
+  setTokenFault(fault: TokenFault): void;
   /** Sets the resource tags instance metadata serves for `vmName` from now on. */
   setVmTags(vmName: string, tags: Readonly<Record<string, string>>): void;
   /** Resolves when a non-looping scenario has run its duration (never for `loop`). */
@@ -73,19 +77,14 @@ export interface Simulator {
   close(): Promise<void>;
 }
 
-/** Starts the simulated IMDS; resolves once it listens. */
-export async function startSimulator(options: SimulatorOptions): Promise<Simulator> {
+/** A simulator's state before its first request: the scenario loaded, nothing counted, no fault on tokens unless asked. */
+function initialState(options: SimulatorOptions, endResolve: (() => void) | null): SimState {
   const scenario = typeof options.scenario === "string" ? loadScenario(options.scenario) : options.scenario;
-  const timeline = new Timeline(scenario, { speed: options.speed, loop: options.loop });
-  let endResolve: (() => void) | null = null;
-  const endPromise = new Promise<void>((resolve) => {
-    endResolve = resolve;
-  });
-  const state: SimState = {
+  return {
     scenario,
     clock: options.clock ?? systemClock,
     logger: options.logger ?? silentLogger(),
-    timeline,
+    timeline: new Timeline(scenario, { speed: options.speed, loop: options.loop }),
     vmTags: new Map<string, Readonly<Record<string, string>>>(Object.entries(options.vmTags ?? {})),
     requestCounts: {},
     requestLog: [],
@@ -96,10 +95,20 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     approvalDelayMs: options.approvalDelayMs ?? 0,
     approvalsHeld: 0,
     malformedRotation: 0,
+    tokenFault: { ...(options.tokenFault ?? { count: 0, status: 503 }) },
     hugeCache: null,
     endResolve,
   };
-  const { clock, logger } = state;
+}
+
+/** Starts the simulated IMDS; resolves once it listens. */
+export async function startSimulator(options: SimulatorOptions): Promise<Simulator> {
+  let endResolve: (() => void) | null = null;
+  const endPromise = new Promise<void>((resolve) => {
+    endResolve = resolve;
+  });
+  const state = initialState(options, endResolve);
+  const { clock, logger, scenario, timeline } = state;
 
   const server = createServer((req, res) => {
     const path = normalizedPath(req.url ?? "/");
@@ -140,6 +149,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     setEvents: (events) => setEvents(state, events),
     advance: (seconds) => advance(state, seconds),
     setVmTags: (vmName, tags) => void state.vmTags.set(vmName, { ...tags }),
+    setTokenFault: (fault) => void (state.tokenFault = { ...fault }),
     waitForEnd: () => endPromise,
     requestLog: (path) => (path === undefined ? [...state.requestLog] : state.requestLog.filter((r) => r.path === path)),
     close: () => {

@@ -40,6 +40,12 @@ export interface SimStatus {
   faultsServed: Record<string, number>;
 }
 
+/** The next `count` managed-identity token requests are answered `status` (test-only: a failing token endpoint). */
+export interface TokenFault {
+  count: number;
+  status: number;
+}
+
 export interface SimState {
   readonly scenario: Scenario;
   readonly clock: Clock;
@@ -58,6 +64,7 @@ export interface SimState {
   readonly approvalDelayMs: number;
   approvalsHeld: number;
   malformedRotation: number;
+  tokenFault: TokenFault;
   hugeCache: { key: string; body: string } | null;
   /** Resolves `waitForEnd` once a non-looping scenario has run its duration. */
   endResolve: (() => void) | null;

@@ -6,6 +6,8 @@ import { generate } from "selfsigned";
 export interface LocalTlsIdentity {
   readonly certPem: string;
   readonly keyPem: string;
+  /** A client certificate signed by this one (when asked for with `clientCommonName`). */
+  readonly client?: { readonly certPem: string; readonly keyPem: string };
 }
 
 export interface LocalTlsOptions {
@@ -15,6 +17,8 @@ export interface LocalTlsOptions {
   readonly validDays: number;
   /** DNS names besides localhost. */
   readonly extraDnsNames?: readonly string[];
+  /** Also issue a client certificate with this common name, signed by the identity (for mutual TLS). */
+  readonly clientCommonName?: string;
 }
 
 export async function generateLocalTlsIdentity(options: LocalTlsOptions): Promise<LocalTlsIdentity> {
@@ -27,12 +31,15 @@ export async function generateLocalTlsIdentity(options: LocalTlsOptions): Promis
     algorithm: "sha256",
     notBeforeDate,
     notAfterDate,
+    ...(options.clientCommonName ? { clientCertificate: { cn: options.clientCommonName, keyType: "ec" as const, algorithm: "sha256", notBeforeDate, notAfterDate } } : {}),
     extensions: [
       { name: "basicConstraints", cA: true, critical: true },
       { name: "keyUsage", digitalSignature: true, keyCertSign: true, critical: true },
-      { name: "extKeyUsage", serverAuth: true },
+      // Issuing client certificates: a chain OpenSSL accepts for client auth needs the purpose on the issuer too.
+      { name: "extKeyUsage", serverAuth: true, ...(options.clientCommonName ? { clientAuth: true } : {}) },
       { name: "subjectAltName", altNames: [...dnsNames, { type: 7, ip: "127.0.0.1" }, { type: 7, ip: "::1" }] },
     ],
   });
-  return { certPem: pems.cert, keyPem: pems.private };
+  const client = pems.clientcert && pems.clientprivate ? { client: { certPem: pems.clientcert, keyPem: pems.clientprivate } } : {};
+  return { certPem: pems.cert, keyPem: pems.private, ...client };
 }

@@ -38,7 +38,7 @@ function endpointAt(current: { url: string } | { error: string }) {
 }
 
 function client(endpoint: ImdsEndpointSource): ImdsClient {
-  const c = new ImdsClient({ imdsUrl: "http://127.0.0.1:1", endpoint, apiVersion: "2020-07-01", clock: systemClock, retries: 0 });
+  const c = new ImdsClient({ imdsUrl: "http://127.0.0.1:1", endpoint, apiVersion: "2020-07-01", clock: systemClock });
   clients.push(c);
   return c;
 }
@@ -63,13 +63,13 @@ describe("ImdsClient with a discovered endpoint", () => {
     expect(sim.hits()).toBe(1);
   });
 
-  it("fails as no_endpoint, without retrying or sending anything, while no endpoint is known", async () => {
+  it("fails as no_endpoint, sending nothing, while no endpoint is known", async () => {
     const { endpoint, calls } = endpointAt({ error: "no IMDS endpoint found (link-local: not-answering)" });
     const c = new ImdsClient({ imdsUrl: "http://127.0.0.1:1", endpoint, apiVersion: "2020-07-01", clock: systemClock });
     clients.push(c);
     const err = await c.getScheduledEvents().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ImdsRequestError);
-    expect(err).toMatchObject({ kind: "no_endpoint", retryable: false, message: expect.stringContaining("link-local: not-answering") });
+    expect(err).toMatchObject({ kind: "no_endpoint", message: expect.stringContaining("link-local: not-answering") });
     expect(calls).toEqual([]);
   });
 });

@@ -111,7 +111,8 @@ describe("EndpointDiscovery", () => {
     const { dir, settings } = sandbox(port);
     const clock = new FakeClock();
     const registry = new Registry();
-    const discovery = new EndpointDiscovery({ settings, clock, logger: silentLogger, registry, env: {}, platform: "linux" });
+    // The longest jitter: each wait is the whole backoff (1000 ms, then 2000 ms).
+    const discovery = new EndpointDiscovery({ settings, clock, logger: silentLogger, registry, env: {}, platform: "linux", random: () => 0.999999 });
     await discovery.start();
     expect(discovery.current()).toEqual({ error: expect.stringContaining("link-local: not-answering") });
     expect(discovery.snapshot()).toMatchObject({ url: null, error: expect.stringContaining("no IMDS endpoint found") });

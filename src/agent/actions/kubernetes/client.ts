@@ -1,34 +1,41 @@
-// The Kubernetes API as the kubernetes action uses it (I/O): the official @kubernetes/client-node, imported only when
-// the `kubernetes` section is configured. Node read and JSON merge patch, pods of a node, policy/v1 evictions, Events.
-// Answers become values (Node/Pod views, eviction outcomes); every request has a deadline.
-import type { NodePatch, NodeView, PodView } from "./plan.js";
+// The Kubernetes API as the kubernetes action uses it (I/O): Node read, list and JSON merge patch, the pods of a node,
+// policy/v1 evictions, core/v1 Events — plain JSON requests (api-request.ts) with
+// client-node's credential handling (credentials.ts), not its generated API. Answers become values; one deadline each.
+import type { NodePatch } from "./plan.js";
+import type { PodView } from "./pods.js";
+import { ApiTransport, KubeApiError } from "./api-request.js";
+import { loadKubeEndpoint } from "./credentials.js";
+import {
+  evictionBody,
+  evictionOutcomeOf,
+  nodeEventBody,
+  nodeMergePatch,
+  nodeView,
+  podView,
+  type EvictionOutcome,
+  type NodeEventType,
+  type NodeJson,
+  type NodeRead,
+  type PodJson,
+} from "./views.js";
 
-/** What became of one eviction request: accepted, refused by a PodDisruptionBudget (429), pod already gone (404), or another error. */
-export type EvictionOutcome = { kind: "evicted" } | { kind: "pdb"; message: string } | { kind: "gone" } | { kind: "error"; status: number; message: string };
-
-export type NodeEventType = "Normal" | "Warning";
+export { KubeApiError };
+export type { EvictionOutcome, NodeEventType, NodeRead };
 
 export interface KubeApi {
-  readNode(name: string): Promise<NodeView & { resourceVersion: string; uid: string }>;
+  readNode(name: string): Promise<NodeRead>;
+  /** Nodes matching a label selector (`agentpool=nodepool1`; "" = all). */
+  listNodes(labelSelector: string): Promise<NodeRead[]>;
   /** JSON merge patch of taints (the whole list), `unschedulable` and annotations (null removes), guarded by resourceVersion. */
   patchNode(name: string, patch: NodePatch, resourceVersion?: string): Promise<void>;
   /** Pods scheduled on the node (all namespaces, field selector spec.nodeName). */
   listPods(nodeName: string): Promise<PodView[]>;
-  /** policy/v1 Eviction with the given grace period. */
+  /** policy/v1 Eviction with the given grace period; never throws for an HTTP answer (see EvictionOutcome). */
   evict(pod: Pick<PodView, "namespace" | "name">, gracePeriodSeconds: number): Promise<EvictionOutcome>;
   /** A core/v1 Event about the Node (namespace "default", source component "sef"). */
   nodeEvent(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType): Promise<void>;
-}
-
-/** An API answer other than 2xx (or a network failure: status 0). */
-export class KubeApiError extends Error {
-  override readonly name = "KubeApiError";
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
+  /** Closes the kept-alive connection. */
+  close(): void;
 }
 
 export interface KubeClientOptions {
@@ -37,137 +44,50 @@ export interface KubeClientOptions {
   /** In-cluster: prefix of /var/run/secrets/kubernetes.io/serviceaccount ("" in a pod). */
   inClusterPathPrefix?: string;
   requestTimeoutMs: number;
+  /** User-Agent of every request (default "sef"). */
+  userAgent?: string;
+  env?: NodeJS.ProcessEnv;
 }
 
-/** Loads @kubernetes/client-node (dynamic import: an agent without the section never loads it) and builds the API. */
-export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi> {
-  const k8s = await import("@kubernetes/client-node");
-  const config = new k8s.KubeConfig();
-  if (options.kubeconfig !== undefined) config.loadFromFile(options.kubeconfig);
-  else config.loadFromCluster(options.inClusterPathPrefix || undefined);
-  const core = config.makeApiClient(k8s.CoreV1Api);
-  const deadline: import("@kubernetes/client-node").ObservableMiddleware = {
-    pre: (request) => {
-      request.setSignal(AbortSignal.timeout(options.requestTimeoutMs));
-      return new k8s.Observable(Promise.resolve(request));
-    },
-    post: (response) => new k8s.Observable(Promise.resolve(response)),
-  };
-  const withDeadline = { middleware: [deadline], middlewareMergeStrategy: "append" as const };
-  const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch, withDeadline);
+const mergePatch = "application/merge-patch+json";
+const enc = encodeURIComponent;
 
+/** Reads the credentials (kubeconfig or in-cluster) and builds the API; no request is sent yet. */
+export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi> {
+  const endpoint = await loadKubeEndpoint({
+    ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
+    inClusterPathPrefix: options.inClusterPathPrefix ?? "",
+    execTimeoutMs: options.requestTimeoutMs,
+    ...(options.env ? { env: options.env } : {}),
+  });
+  const api = new ApiTransport(endpoint, options.requestTimeoutMs, options.userAgent ?? "sef");
+  // Before the first notice: one request opens the kept-alive TLS connection, runs an exec plugin and reads a token
+  // file, and runs this path once (the first notice's taint then waits for none of it). Its failure is the steps' to see.
+  void api.send({ method: "GET", path: "/version" }).catch(() => undefined);
   return {
     async readNode(name) {
-      return nodeView(name, await call(() => core.readNode({ name }, withDeadline)));
+      return nodeView(await api.json<NodeJson>({ method: "GET", path: `/api/v1/nodes/${enc(name)}` }));
+    },
+    async listNodes(labelSelector) {
+      const query = labelSelector === "" ? "" : `?labelSelector=${enc(labelSelector)}`;
+      return ((await api.json<{ items?: NodeJson[] }>({ method: "GET", path: `/api/v1/nodes${query}` })).items ?? []).map(nodeView);
     },
     async patchNode(name, patch, resourceVersion) {
-      const body = {
-        metadata: { annotations: patch.annotations, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
-        spec: { taints: patch.taints, ...(patch.unschedulable !== undefined ? { unschedulable: patch.unschedulable } : {}) },
-      };
-      await call(() => core.patchNode({ name, body }, mergePatch));
+      await api.json({ method: "PATCH", path: `/api/v1/nodes/${enc(name)}`, body: nodeMergePatch(patch, resourceVersion), contentType: mergePatch });
     },
     async listPods(nodeName) {
-      const list = await call(() => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, withDeadline));
-      return list.items.map(podView);
+      const path = `/api/v1/pods?fieldSelector=${enc(`spec.nodeName=${nodeName}`)}`;
+      return ((await api.json<{ items?: PodJson[] }>({ method: "GET", path })).items ?? []).map(podView);
     },
     async evict(pod, gracePeriodSeconds) {
-      const body = {
-        apiVersion: "policy/v1",
-        kind: "Eviction",
-        metadata: { name: pod.name, namespace: pod.namespace },
-        deleteOptions: { gracePeriodSeconds },
-      };
-      try {
-        await call(() => core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }, withDeadline));
-        return { kind: "evicted" };
-      } catch (err) {
-        const e = err as KubeApiError;
-        if (e.status === 429) return { kind: "pdb", message: e.message };
-        if (e.status === 404) return { kind: "gone" };
-        return { kind: "error", status: e.status, message: e.message };
-      }
+      const path = `/api/v1/namespaces/${enc(pod.namespace)}/pods/${enc(pod.name)}/eviction`;
+      return evictionOutcomeOf(await api.send({ method: "POST", path, body: evictionBody(pod, gracePeriodSeconds) }), Date.now());
     },
     async nodeEvent(node, reason, message, type) {
-      const body = nodeEventBody(node, reason, message, type, new Date());
-      await call(() => core.createNamespacedEvent({ namespace: "default", body }, withDeadline));
+      await api.json({ method: "POST", path: "/api/v1/namespaces/default/events", body: nodeEventBody(node, reason, message, type, new Date()) });
+    },
+    close() {
+      api.close();
     },
   };
-}
-
-type ClientNode = import("@kubernetes/client-node").V1Node;
-type ClientPod = import("@kubernetes/client-node").V1Pod;
-
-/** The node as the action reads it. */
-function nodeView(name: string, node: ClientNode): Awaited<ReturnType<KubeApi["readNode"]>> {
-  return {
-    name,
-    uid: node.metadata?.uid ?? "",
-    resourceVersion: node.metadata?.resourceVersion ?? "",
-    providerID: node.spec?.providerID ?? "",
-    unschedulable: node.spec?.unschedulable === true,
-    taints: (node.spec?.taints ?? []).map((t) => ({
-      key: t.key,
-      ...(t.value !== undefined ? { value: t.value } : {}),
-      effect: t.effect,
-      ...(t.timeAdded !== undefined ? { timeAdded: new Date(t.timeAdded).toISOString() } : {}),
-    })),
-    annotations: { ...(node.metadata?.annotations ?? {}) },
-  };
-}
-
-/** A pod as the drain reads it. */
-function podView(pod: ClientPod): Awaited<ReturnType<KubeApi["listPods"]>>[number] {
-  return {
-    namespace: pod.metadata?.namespace ?? "default",
-    name: pod.metadata?.name ?? "",
-    controllerKinds: (pod.metadata?.ownerReferences ?? []).filter((o) => o.controller === true).map((o) => o.kind),
-    annotations: { ...(pod.metadata?.annotations ?? {}) },
-    phase: pod.status?.phase ?? "",
-    terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
-    hasEmptyDir: (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined),
-    terminating: pod.metadata?.deletionTimestamp !== undefined,
-  };
-}
-
-/** A core/v1 Event on the Node, reported by sef. */
-function nodeEventBody(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType, now: Date) {
-  return {
-    metadata: { generateName: `${node.name}.sef.`, namespace: "default" },
-    involvedObject: { apiVersion: "v1", kind: "Node", name: node.name, uid: node.uid },
-    reason,
-    message,
-    type,
-    count: 1,
-    firstTimestamp: now,
-    lastTimestamp: now,
-    source: { component: "sef", host: node.name },
-    reportingComponent: "sef",
-    reportingInstance: node.name,
-  };
-}
-
-/** Runs one API call; a non-2xx answer or a network failure becomes a KubeApiError with the status (0 for no answer). */
-async function call<T>(request: () => Promise<T>): Promise<T> {
-  try {
-    return await request();
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    const status = typeof code === "number" ? code : 0;
-    throw new KubeApiError(status, describe(err, status));
-  }
-}
-
-function describe(err: unknown, status: number): string {
-  const body = (err as { body?: unknown }).body;
-  let message: string | undefined;
-  if (typeof body === "string") {
-    try {
-      message = (JSON.parse(body) as { message?: string }).message;
-    } catch {
-      message = body.slice(0, 300);
-    }
-  } else if (typeof body === "object" && body !== null) message = (body as { message?: string }).message;
-  const text = message ?? (err instanceof Error ? err.message : String(err));
-  return status === 0 ? `no answer from the Kubernetes API: ${text}` : `HTTP ${status}: ${text}`;
 }

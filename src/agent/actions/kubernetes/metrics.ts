@@ -3,7 +3,7 @@
 import { Counter, Histogram, type Registry } from "../../observability/prom-client.js";
 import { kubernetesOutcomes } from "@sef/contract/record.js";
 
-export const evictionOutcomes = ["evicted", "pdb_refused", "gone", "error"] as const;
+export const evictionOutcomes = ["evicted", "pdb_refused", "throttled", "gone", "error"] as const;
 export type EvictionMetricOutcome = (typeof evictionOutcomes)[number];
 
 export class KubernetesMetrics {
@@ -24,7 +24,7 @@ export class KubernetesMetrics {
     });
     this.evictions = new Counter({
       name: "sef_kubernetes_evictions_total",
-      help: "Eviction requests by outcome (evicted, pdb_refused: a PodDisruptionBudget said 429, gone, error)",
+      help: "Eviction requests by outcome (evicted, pdb_refused: a PodDisruptionBudget said 429, throttled: 429 without a budget, gone, error)",
       labelNames: ["outcome"] as const,
       registers,
     });

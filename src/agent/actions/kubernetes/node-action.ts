@@ -1,29 +1,45 @@
-// The kubernetes action's worker: for each Scheduled event that names this VM, takes the steps its EventType's policy
-// asks for on this VM's node (taint, cordon, drain, then the approval), and undoes them when the event is over. Each
-// step is persisted in the action ledger before it is taken, so a restart (even after kill -9) resumes where it was.
+// The kubernetes action's worker: for each Scheduled event that names this VM, holds the event's approval and takes
+// the steps its EventType's policy asks for on this VM's node (taint, cordon, drain), then releases the approval
+// (asking for it after a complete drain; for an event naming several nodes, only the first of them does, once every
+// one has drained), and undoes the steps when the event is over. Each step is persisted in the action ledger before
+// it is taken, and each mark on the Node names its event, so a restart (even after kill -9, even with an empty data
+// directory) resumes where it was or takes off what is no longer wanted (reconcile.ts).
+import { retryDelayMs, type RetryPolicy } from "@sef/retry/policy.js";
 import type { Logger } from "pino";
 import type { EventStatus, KubernetesOutcome, KubernetesRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
-import type { ActionLedger, ActionRow, PlannedAction } from "../action-ledger.js";
+import type { Action, ActionContext } from "../action.js";
+import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "../action-ledger.js";
 import type { Clock } from "../../util/clock.js";
-import { KubeApiError, type KubeApi, type NodeEventType } from "./client.js";
-
-type KubeNode = Awaited<ReturnType<KubeApi["readNode"]>>;
+import { KubeApiError, type KubeApi } from "./client.js";
 import { drainNode, type DrainProgress } from "./drain.js";
 import type { KubernetesMetrics } from "./metrics.js";
-import { drainDeadlineMs, drainStartMs, markPatch, noExecutePatch, nodeIsThisVm, taintKeyFor, taintValueFor, undoPatch, type NodePatch } from "./plan.js";
-import { kubernetesRecord, type KubernetesStepDetail } from "./records.js";
+import type { NamedNodes } from "./cluster.js";
+import { ClusterApproval } from "./cluster-approval.js";
+import { drainedPatch, isMarkOf, markPatch } from "./marks.js";
+import { NodeIo, type KubeNode } from "./node-io.js";
+import { drainDeadlineMs, drainStartMs, nodeIsThisVm, taintKeyFor, taintValueFor } from "./plan.js";
+import { NodeReconciler } from "./reconcile.js";
+import { drainDetail, type KubernetesStepDetail } from "./records.js";
 import { policyFor, policyIncludes, type KubernetesSettings, type NodePolicy } from "./settings.js";
 
 const idleWaitMs = 60_000;
-const errorPauseMs = 5_000;
+/**
+ * The wait after a failed step, a failed reconciliation or a client that did not load: sef's one backoff formula
+ * (@sef/retry), from 1 s doubling to 10 s with equal jitter. The worker is the only retry owner of its API requests
+ * (the client sends each once; a 401 is sent once more with fresh credentials, which is not a retry of a failure).
+ */
+export const kubernetesRetryPolicy: RetryPolicy = { initialDelayMs: 1_000, maxDelayMs: 10_000, multiplier: 2 };
 
-/** planned → marking → marked → draining → drained | incomplete → settled; undoing → done once the event is over. */
-export type NodePhase = "planned" | "marking" | "marked" | "draining" | "drained" | "incomplete" | "settled" | "undoing" | "done";
+/**
+ * planned → marking → marked → draining → drained | incomplete → [waiting: an event naming several nodes, on the node
+ * that approves it] → settled; undoing → done once the event is over.
+ */
+export type NodePhase = "planned" | "marking" | "marked" | "draining" | "drained" | "incomplete" | "waiting" | "settled" | "undoing" | "done";
 
 export interface NodeActionState {
   phase: NodePhase;
-  /** The node was schedulable when sef cordoned it (or sef's own cordon was already there): the undo uncordons. */
-  cordonedBySef: boolean;
+  /** Written by the previous release (before the Node's marks said it); no longer read. */
+  cordonedBySef?: boolean;
   drainStartedAtMs: number | null;
   drain: DrainProgress;
   podsLeft: string[];
@@ -31,11 +47,14 @@ export interface NodeActionState {
   endedStatus: "Completed" | "Canceled" | null;
   /** API failures in a row of the current step (the first one is recorded). */
   failures: number;
+  /** An event naming several VMs: which of them are nodes of this cluster (listed once, at the settle). */
+  named?: NamedNodes;
+  /** Waiting: the named nodes not seen drained yet. */
+  waitingFor?: string[];
 }
 
 export const initialNodeState = (): NodeActionState => ({
   phase: "planned",
-  cordonedBySef: false,
   drainStartedAtMs: null,
   drain: { evicted: [], pdbBlocked: [], pdbHeldMs: 0 },
   podsLeft: [],
@@ -54,8 +73,8 @@ export interface NodeActionsOptions {
   /** Appends records to the outbox; called inside the ledger's transaction. */
   append: (records: KubernetesRecord[]) => void;
   vm: () => RecordIdentity;
-  /** Plans the event's approval once the node steps are over: the policy's own (after-kubernetes) or by the approval rules. */
-  planApproval: (record: TransitionRecord, how: "after-kubernetes" | "rules") => void;
+  /** Releases the node action's hold on the event's approval (see action.ts and cluster.ts `settleStep`). */
+  release: ActionContext["release"];
   /** True once this process has read IMDS: steps wait for a current view of the events. */
   hasPolled: () => boolean;
   clock: Clock;
@@ -66,63 +85,103 @@ export interface NodeActionsOptions {
 
 export const nodeActionKey = (eventKey: string): string => `kubernetes:${eventKey}`;
 
-export class NodeActions {
+export class NodeActions implements Action {
+  readonly kind = "kubernetes";
   private readonly stopping = new AbortController();
   private wakeUp = new AbortController();
   private loop: Promise<void> | undefined;
   private kubeApi: KubeApi | undefined;
+  private readonly io: NodeIo;
+  private readonly reconciler: NodeReconciler;
+  private readonly approval: ClusterApproval;
 
-  constructor(private readonly options: NodeActionsOptions) {}
+  constructor(private readonly options: NodeActionsOptions) {
+    const { nodeName, vm, clock, logger, metrics, agentVersion, ledger } = options;
+    this.io = new NodeIo({ nodeName, api: () => this.api, vm, clock, logger, metrics, agentVersion });
+    this.approval = new ClusterApproval({
+      io: this.io,
+      api: () => this.api,
+      clock,
+      logger,
+      podPollMs: options.settings.podPollMs,
+      deadlineMs: (record, state) => this.deadlineMs(record, state),
+      commitStep: (row, next, record) => this.commitStep(row, next, record),
+      saveState: (row, state) => this.saveState(row.actionKey, state),
+      release: (row, state, verdict, reason) => this.release(row, state, verdict, reason),
+    });
+    this.reconciler = new NodeReconciler({
+      io: this.io,
+      vmResourceId: () => vm().VmResourceId,
+      ownedEventIds: () => ledger.activeOfKind(this.kind).map((row) => row.eventKey),
+      commit: (records) => ledger.transaction(() => options.append(records)),
+      clock,
+      logger,
+      metrics,
+      retryPolicy: kubernetesRetryPolicy,
+    });
+  }
+
+  /** A Scheduled event naming this VM whose policy is not `none` gets a node action, which holds the event's approval. */
+  holdsFor(record: TransitionRecord): HoldRequest[] {
+    const policy = this.policyToAct(record);
+    return policy === undefined ? [] : [{ holder: nodeActionKey(record.EventId.toLowerCase()), mayApprove: policy === "drain-then-approve" }];
+  }
 
   /**
    * Called by the action runner for each committed transition (inside its transaction): a Scheduled event naming this
-   * VM whose policy is not `none` gets a node action (its approval then comes from the node action); a Completed or
-   * Canceled one notes how it ended. Undefined: not the node action's (approvals as usual).
+   * VM whose policy is not `none` gets a node action; a Completed or Canceled one notes how it ended.
    */
-  planFor(record: TransitionRecord): PlannedAction[] | undefined {
+  plan(record: TransitionRecord): PlannedAction[] {
     const eventKey = record.EventId.toLowerCase();
     const actionKey = nodeActionKey(eventKey);
     if (record.EventStatus === "Completed" || record.EventStatus === "Canceled") {
       const state = this.loadState(actionKey);
       if (state) this.options.ledger.setStep(actionKey, JSON.stringify({ ...state, endedStatus: record.EventStatus }));
-      return undefined;
+      return [];
     }
-    const policy = policyFor(this.options.settings, record.EventType);
-    if (record.EventStatus !== "Scheduled" || !record.AffectsThisVm || policy === "none") return undefined;
-    return [{ actionKey, kind: "kubernetes", eventKey, eventStatus: record.EventStatus, name: policy, recordJson: JSON.stringify(record) }];
+    const policy = this.policyToAct(record);
+    return policy === undefined ? [] : [{ actionKey, kind: this.kind, eventKey, eventStatus: record.EventStatus, name: policy, recordJson: JSON.stringify(record) }];
   }
 
   start(): void {
-    this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "kubernetes action failed"));
+    this.loop = this.work().catch((err: unknown) => this.options.logger.error({ err }, "kubernetes action failed"));
   }
 
-  wake(): void {
+  /** Records committed (a transition may have planned a node action or ended an event): look at the node actions now. */
+  committed(): void {
     this.wakeUp.abort();
+  }
+
+  /** A document was read: the node is reconciled with it when the events it lists changed (see reconcile.ts). */
+  documentRead(eventIds: readonly string[]): void {
+    if (this.reconciler.documentRead(eventIds)) this.wakeUp.abort();
   }
 
   /** Stops at the next step boundary (a drain in progress stops between rounds; it resumes at the next start). */
   async stop(): Promise<void> {
     this.stopping.abort(new Error("agent stopping"));
     await this.loop;
+    this.kubeApi?.close();
   }
 
-  private async run(): Promise<void> {
+  /** The policy the node action takes for a Scheduled event naming this VM, or undefined when it takes none. */
+  private policyToAct(record: TransitionRecord): NodePolicy | undefined {
+    const policy = policyFor(this.options.settings, record.EventType);
+    return record.EventStatus !== "Scheduled" || !record.AffectsThisVm || policy === "none" ? undefined : policy;
+  }
+
+  private async work(): Promise<void> {
     const { clock, ledger, logger } = this.options;
     const stop = this.stopping.signal;
+    // The client loads (and opens its connection) while the agent waits for its first document, so a notice in that
+    // document does not wait for it.
+    const loading = this.loadApiUntilLoaded(stop);
     while (!stop.aborted && !this.options.hasPolled()) await clock.sleep(100, stop).catch(() => undefined);
-    while (!stop.aborted && this.kubeApi === undefined) {
-      try {
-        this.kubeApi = await this.options.loadApi();
-        logger.info("Kubernetes client loaded; the kubernetes action is ready");
-      } catch (err) {
-        logger.error({ err }, "could not load the Kubernetes client; trying again");
-        await clock.sleep(errorPauseMs * 6, stop).catch(() => undefined);
-      }
-    }
+    await loading;
     while (!stop.aborted) {
       this.wakeUp = new AbortController();
       let waitMs = idleWaitMs;
-      for (const row of ledger.activeOfKind("kubernetes")) {
+      for (const row of ledger.activeOfKind(this.kind)) {
         if (stop.aborted) break;
         try {
           waitMs = Math.min(waitMs, await this.advance(row));
@@ -130,8 +189,24 @@ export class NodeActions {
           waitMs = Math.min(waitMs, this.onStepError(row, err));
         }
       }
+      // After the node actions' own steps (an undo of their own goes first): what no node action owns any more.
+      if (!stop.aborted) waitMs = Math.min(waitMs, await this.reconciler.reconcileIfDue(idleWaitMs));
       if (waitMs > 0) await clock.sleep(waitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
       else logger.trace("kubernetes action: next step now");
+    }
+  }
+
+  /** Loads the Kubernetes client, trying again every 30 s until it loads or the agent stops. */
+  private async loadApiUntilLoaded(stop: AbortSignal): Promise<void> {
+    const { clock, logger } = this.options;
+    for (let failures = 1; !stop.aborted && this.kubeApi === undefined; failures++) {
+      try {
+        this.kubeApi = await this.options.loadApi();
+        logger.info("Kubernetes client loaded; the kubernetes action is ready");
+      } catch (err) {
+        logger.error({ err }, "could not load the Kubernetes client; trying again");
+        await clock.sleep(retryDelayMs(kubernetesRetryPolicy, failures, undefined, Math.random()), stop).catch(() => undefined);
+      }
     }
   }
 
@@ -159,64 +234,64 @@ export class NodeActions {
         return this.drain(row, record, state, policy);
       case "drained":
       case "incomplete":
-        return this.settle(row, record, state, policy);
+        return this.approval.settle(row, record, state, policy);
+      case "waiting":
+        return this.approval.wait(row, record, state, policy);
       default:
         return idleWaitMs;
     }
   }
 
-  /** Checks that NODE_NAME is this VM, then persists what the node was like before sef touched it. */
+  /** Checks that NODE_NAME is this VM before anything is done to it. */
   private async checkNode(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
     const { nodeName, ledger, clock, logger, metrics } = this.options;
-    const api = this.api;
     const vm = this.options.vm();
-    const node = await api.readNode(nodeName);
+    const node = await this.io.readNode();
     if (!nodeIsThisVm(node.providerID, vm.VmResourceId)) {
       const why = `node ${nodeName} is not this VM (providerID "${node.providerID}", VM resource id "${vm.VmResourceId}"): nothing done to it`;
       metrics.nodeMismatch.inc();
       logger.warn({ eventId: record.EventId, node: nodeName, providerID: node.providerID, vmResourceId: vm.VmResourceId }, "the node is not this VM; the kubernetes action does nothing");
       ledger.transaction(() => {
+        this.options.release(row.eventKey, row.actionKey, "done", why);
         ledger.setStatus(row.actionKey, "skipped", why, clock.now());
-        this.options.planApproval(record, "rules");
       });
       return 0;
     }
-    const cordon = policyIncludes(policy, "cordon");
-    const sefCordonStillThere = node.unschedulable && node.annotations["sef.azure.com/cordoned"] === "true";
-    const next: NodeActionState = { ...state, phase: "marking", cordonedBySef: cordon && (!node.unschedulable || sefCordonStillThere) };
-    ledger.transaction(() => {
-      ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
-      this.saveState(row.actionKey, next);
-    });
-    return this.mark(row, record, next, policy, node);
+    // No ledger write between this read and the mark patch (the notice → cordon path): a crash after the patch leaves
+    // the row `planned`, and the next start marks again (the patch is idempotent) or reconciliation takes it off.
+    return this.mark(row, record, { ...state, phase: "marking" }, policy, node);
   }
 
-  /** The NoSchedule taint, the annotations and (per policy) the cordon, in one patch; a Noticed Event and a record. */
+  /**
+   * The NoSchedule taint, the event's annotation and (per policy) the cordon, in one patch guarded by the node's
+   * resourceVersion: whether sef cordoned the node is written with the cordon (see marks.ts); a Noticed Event and a record.
+   */
   private async mark(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, nodeRead?: KubeNode): Promise<number> {
-    const { nodeName, clock } = this.options;
+    const { clock } = this.options;
     const startedMs = clock.monotonicMs();
     const cordon = policyIncludes(policy, "cordon");
-    const node = nodeRead ?? (await this.api.readNode(nodeName));
-    await this.patch(nodeName, markPatch(node, record, cordon, new Date(clock.now()).toISOString()), node.resourceVersion);
+    const node = nodeRead ?? (await this.io.readNode());
+    await this.io.patch(markPatch(node, record, policy, cordon, new Date(clock.now()).toISOString()), node.resourceVersion);
     const taint = `${taintKeyFor(record.EventType)}=${taintValueFor(record.EventId)}:NoSchedule`;
     const outcome: KubernetesOutcome = cordon ? "Cordoned" : "Tainted";
     const notBefore = record.NotBefore ?? "unknown";
-    await this.nodeEvent(node, "ScheduledEventNoticed", `${record.EventType} ${record.EventId} scheduled (NotBefore ${notBefore}): ${cordon ? "tainted and cordoned" : "tainted"} by sef (policy ${policy})`, "Normal");
-    this.commitStep(row, { ...state, phase: "marked", failures: 0 }, this.record(record, "Scheduled", outcome, { node: nodeName, policy, taint }, clock.monotonicMs() - startedMs));
+    this.commitStep(row, { ...state, phase: "marked", failures: 0 }, this.io.record(record, "Scheduled", outcome, { policy, taint }, clock.monotonicMs() - startedMs), true);
+    // Events are for people and best-effort: written after the step's record, so a slow answer never holds it up.
+    await this.io.nodeEvent(node, "ScheduledEventNoticed", `${record.EventType} ${record.EventId} scheduled (NotBefore ${notBefore}): ${cordon ? "tainted and cordoned" : "tainted"} by sef (policy ${policy})`, "Normal");
     return 0;
   }
 
   /** Waits for the drain's start (NotBefore minus drainLeadMs), then persists that the drain started. */
   private async startDrain(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
-    const { settings, clock, nodeName } = this.options;
-    if (!policyIncludes(policy, "drain")) return this.settle(row, record, { ...state, phase: "settled" }, policy);
+    const { settings, clock } = this.options;
+    if (!policyIncludes(policy, "drain")) return this.approval.settle(row, record, { ...state, phase: "settled" }, policy);
     const nowMs = clock.now();
     const startMs = drainStartMs(record.NotBefore, settings.drainLeadMs, nowMs);
     if (startMs > nowMs) return startMs - nowMs;
     const deadline = new Date(drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs)).toISOString();
-    const node = await this.api.readNode(nodeName);
-    await this.nodeEvent(node, "ScheduledEventDraining", `draining for ${record.EventType} ${record.EventId}: evicting pods until ${deadline}`, "Normal");
-    this.commitStep(row, { ...state, phase: "draining", drainStartedAtMs: nowMs, failures: 0 }, this.record(record, "Scheduled", "Draining", { node: nodeName, policy, deadline }, 0));
+    const node = await this.io.readNode();
+    this.commitStep(row, { ...state, phase: "draining", drainStartedAtMs: nowMs, failures: 0 }, this.io.record(record, "Scheduled", "Draining", { policy, deadline }, 0));
+    await this.io.nodeEvent(node, "ScheduledEventDraining", `draining for ${record.EventType} ${record.EventId}: evicting pods until ${deadline}`, "Normal");
     return 0;
   }
 
@@ -231,6 +306,8 @@ export class NodeActions {
       nodeName,
       self: this.options.self,
       evictEmptyDir: settings.evictEmptyDir,
+      force: settings.force,
+      taint: { key: taintKeyFor(record.EventType), value: taintValueFor(record.EventId), effect: "NoSchedule" },
       deadlineMs,
       pdbRetryInitialMs: settings.pdbRetryInitialMs,
       pdbRetryMaxMs: settings.pdbRetryMaxMs,
@@ -249,81 +326,64 @@ export class NodeActions {
     }
     const elapsedMs = Math.max(0, clock.now() - startedAtMs);
     metrics.drainDuration.observe({ outcome: result.outcome === "drained" ? "drained" : "incomplete" }, elapsedMs / 1000);
-    const detail: KubernetesStepDetail = {
-      node: nodeName,
-      policy,
-      podsEvicted: result.evicted.length,
-      podsBlockedByPdb: result.pdbBlocked,
-      pdbHeldSeconds: Math.round(result.pdbHeldMs / 100) / 10,
-      ...(result.outcome === "incomplete" ? { podsLeft: result.podsLeft, deadline: new Date(deadlineMs).toISOString() } : {}),
-    };
+    const detail: Omit<KubernetesStepDetail, "node"> = { policy, ...drainDetail(result, new Date(deadlineMs).toISOString()) };
     const node = await api.readNode(nodeName);
     const seconds = Math.round(elapsedMs / 1000);
-    if (result.outcome === "drained") {
-      if (settings.noExecuteTaintAfterDrain) await this.patch(nodeName, noExecutePatch(node, record, new Date(clock.now()).toISOString()), node.resourceVersion);
-      await this.nodeEvent(node, "ScheduledEventDrained", `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`, "Normal");
-    } else {
-      await this.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete at its deadline: ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`.slice(0, 1000), "Warning");
-      logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft }, "drain incomplete at its deadline");
-    }
+    // The mark says the node drained for the event (what the node approving a multi-node event waits for).
+    if (result.outcome === "drained") await this.io.patch(drainedPatch(node, record, policy, settings.noExecuteTaintAfterDrain, new Date(clock.now()).toISOString()), node.resourceVersion);
+    else logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft, why: result.reason }, "drain incomplete");
     const phase = result.outcome === "drained" ? "drained" : "incomplete";
     const next: NodeActionState = { ...state, phase, drain: result, podsLeft: result.outcome === "incomplete" ? result.podsLeft : [], failures: 0 };
-    this.commitStep(row, next, this.record(record, "Scheduled", result.outcome === "drained" ? "Drained" : "DrainIncomplete", detail, elapsedMs));
+    this.commitStep(row, next, this.io.record(record, "Scheduled", result.outcome === "drained" ? "Drained" : "DrainIncomplete", detail, elapsedMs));
+    if (result.outcome === "drained") {
+      await this.io.nodeEvent(node, "ScheduledEventDrained", `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`, "Normal");
+    } else {
+      await this.io.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`, "Warning");
+    }
     return 0;
   }
 
-  /**
-   * After the node steps: drain-then-approve approves a complete drain of an event that names only this VM (others in
-   * Resources may still be draining); everything else goes by the approval rules, as without the node action.
-   */
-  private settle(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): number {
-    const { ledger, logger } = this.options;
-    const ownApproval = policy === "drain-then-approve" && state.phase === "drained" && record.Resources.length === 1;
-    if (policy === "drain-then-approve" && !ownApproval) {
-      const why = state.phase !== "drained" ? "the drain is incomplete" : "the event names other VMs too (their nodes may still be draining)";
-      logger.info({ eventId: record.EventId, why }, "not approving after the drain; the approval rules decide");
-    }
-    ledger.transaction(() => {
-      this.saveState(row.actionKey, { ...state, phase: "settled" });
-      this.options.planApproval(record, ownApproval ? "after-kubernetes" : "rules");
+  private deadlineMs(record: TransitionRecord, state: NodeActionState): number {
+    return drainDeadlineMs(record.NotBefore, this.options.settings.deadlineReserveMs, state.drainStartedAtMs ?? this.options.clock.now());
+  }
+
+  /** Releases the node action's hold with a verdict; the node action then waits for the end of the event. */
+  private release(row: ActionRow, state: NodeActionState, verdict: HoldVerdict, reason: string): number {
+    this.options.ledger.transaction(() => {
+      this.saveState(row.actionKey, { ...state, phase: "settled", failures: 0 });
+      this.options.release(row.eventKey, row.actionKey, verdict, reason);
     });
     return idleWaitMs;
   }
 
-  /** The event is over: takes sef's taints and annotations off, uncordons if sef cordoned, and finishes the action. */
+  /** The event is over: takes the event's marks off (marks.ts `undoMarks`: sef's cordon only), and finishes the action. */
   private async undo(row: ActionRow, record: TransitionRecord, state: NodeActionState): Promise<number> {
-    const { ledger, clock, nodeName } = this.options;
-    const api = this.api;
+    const { ledger, clock } = this.options;
     const ended: EventStatus = state.endedStatus ?? "Completed";
     if (state.phase === "planned") {
-      ledger.setStatus(row.actionKey, "skipped", `the event was ${ended} before the node was touched`, clock.now());
+      const why = `the event was ${ended} before the node was touched`;
+      ledger.transaction(() => {
+        this.options.release(row.eventKey, row.actionKey, "done", why);
+        ledger.setStatus(row.actionKey, "skipped", why, clock.now());
+      });
       return 0;
     }
     if (state.phase !== "undoing") this.saveState(row.actionKey, { ...state, phase: "undoing" });
-    const startedMs = clock.monotonicMs();
-    const node = await api.readNode(nodeName);
-    const decision = undoPatch(node, record, state.cordonedBySef, this.othersHoldingCordon(row.actionKey));
-    await this.patch(nodeName, decision.patch, node.resourceVersion);
-    const outcome: KubernetesOutcome = decision.uncordon ? "Uncordoned" : "Released";
-    const what = decision.uncordon ? "uncordoned and untainted" : `untainted; stays cordoned: ${decision.keptCordonedBecause ?? "it was not cordoned"}`;
-    await this.nodeEvent(node, decision.uncordon ? "ScheduledEventUncordoned" : "ScheduledEventReleased", `${record.EventType} ${record.EventId} ${ended}: ${what} by sef`, "Normal");
-    const detail: KubernetesStepDetail = { node: nodeName, policy: row.name, ...(decision.keptCordonedBecause ? { keptCordoned: decision.keptCordonedBecause } : {}) };
+    const node = await this.io.readNode();
+    const { decision, records } = await this.io.undo(
+      node,
+      (mark) => isMarkOf(mark, record.EventId),
+      () => ({ event: record, ended, detail: { policy: row.name } }),
+    );
+    const what = decision.patch === undefined ? "nothing of sef's was left on the node" : decision.uncordon ? "uncordoned and untainted" : "untainted";
+    if (decision.patch === undefined) this.options.logger.info({ eventId: record.EventId }, "the event is over and none of sef's marks for it is on the node (taken off already)");
     ledger.transaction(() => {
-      this.options.append([this.record(record, ended, outcome, detail, clock.monotonicMs() - startedMs)]);
+      this.options.append(records);
       this.saveState(row.actionKey, { ...state, phase: "done" });
       ledger.setStatus(row.actionKey, "succeeded", what, clock.now());
     });
-    this.options.metrics.steps.inc({ outcome });
+    for (const r of records) this.options.metrics.steps.inc({ outcome: r.Outcome });
     return 0;
-  }
-
-  /** Other node actions past their first step that cordon (they keep the node cordoned when this one ends). */
-  private othersHoldingCordon(actionKey: string): number {
-    return this.options.ledger.activeOfKind("kubernetes").filter((other) => {
-      if (other.actionKey === actionKey || !policyIncludes(other.name as NodePolicy, "cordon")) return false;
-      const phase = this.loadState(other.actionKey)?.phase ?? "planned";
-      return phase !== "planned" && phase !== "undoing" && phase !== "done";
-    }).length;
   }
 
   private onStepError(row: ActionRow, err: unknown): number {
@@ -335,56 +395,28 @@ export class NodeActions {
       const state = this.loadState(row.actionKey) ?? initialNodeState();
       const failures = state.failures + 1;
       const record = JSON.parse(row.recordJson) as TransitionRecord;
-      const failed = this.record(record, "Scheduled", "Failed", { node: this.options.nodeName, policy: row.name, error: (err as Error).message }, 0, status, failures);
+      const failed = this.io.record(record, "Scheduled", "Failed", { policy: row.name, error: (err as Error).message }, 0, status, failures);
       ledger.transaction(() => {
         if (failures === 1) this.options.append([failed]);
         this.saveState(row.actionKey, { ...state, failures });
       });
       if (failures === 1) metrics.steps.inc({ outcome: "Failed" });
+      return retryDelayMs(kubernetesRetryPolicy, failures, undefined, Math.random());
     } catch (storeErr) {
       logger.error({ err: storeErr }, "could not record a failed kubernetes step");
     }
-    return errorPauseMs;
+    return kubernetesRetryPolicy.maxDelayMs;
   }
 
-  private async patch(nodeName: string, patch: NodePatch, resourceVersion: string): Promise<void> {
-    try {
-      await this.api.patchNode(nodeName, patch, resourceVersion);
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 409)) throw err;
-      throw new KubeApiError(409, "the node changed while sef patched it (409 Conflict); the step is taken again");
-    }
-  }
-
-  /** Kubernetes Events are for people: one that cannot be written is logged, and the step goes on. */
-  private async nodeEvent(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType): Promise<void> {
-    try {
-      await this.api.nodeEvent(node, reason, message, type);
-    } catch (err) {
-      this.options.metrics.apiErrors.inc();
-      this.options.logger.warn({ err, reason }, "could not write a Kubernetes Event on the node");
-    }
-  }
-
-  private commitStep(row: ActionRow, next: NodeActionState, record: KubernetesRecord): void {
-    this.options.ledger.transaction(() => {
+  /** The step's record and the action's next state in one transaction; `started` also marks the row running (its first step). */
+  private commitStep(row: ActionRow, next: NodeActionState, record: KubernetesRecord, started = false): void {
+    const { ledger, clock } = this.options;
+    ledger.transaction(() => {
+      if (started) ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
       this.options.append([record]);
       this.saveState(row.actionKey, next);
     });
     this.options.metrics.steps.inc({ outcome: record.Outcome });
-  }
-
-  private record(
-    event: TransitionRecord,
-    eventStatus: EventStatus,
-    outcome: KubernetesOutcome,
-    detail: KubernetesStepDetail,
-    elapsedMs: number,
-    httpStatus?: number,
-    attempt?: number,
-  ): KubernetesRecord {
-    const { clock, agentVersion } = this.options;
-    return kubernetesRecord({ vm: this.options.vm(), event, eventStatus, outcome, detail, elapsedMs, ...(httpStatus !== undefined ? { httpStatus } : {}), ...(attempt !== undefined ? { attempt } : {}), nowMs: clock.now(), agentVersion });
   }
 
   private loadState(actionKey: string): NodeActionState | undefined {

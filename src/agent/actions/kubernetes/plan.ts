@@ -1,15 +1,7 @@
-// Pure decisions of the kubernetes action: the taints and annotations sef puts on its node (and takes off again),
-// when a drain starts and ends, the grace period each pod gets, which pods are evicted, and the PDB retry backoff.
-// Plain values in and out (the few Node and Pod fields used); the I/O lives in client.ts and node-action.ts.
-
-/** Annotations sef sets on the node while an event holds it (removed by the undo when sef set them). */
-export const annotationKeys = {
-  eventId: "sef.azure.com/event-id",
-  eventType: "sef.azure.com/event-type",
-  notBefore: "sef.azure.com/not-before",
-  /** "true" while the node is cordoned by sef (not by an operator). */
-  cordoned: "sef.azure.com/cordoned",
-} as const;
+// Pure decisions of the kubernetes action: the taint of an event (sef's marks as a whole: marks.ts), when a drain
+// starts and ends, the grace period each pod gets, and the waits after a refused eviction (which pods a drain evicts:
+// pods.ts). Plain values in and out (the few Node fields used); the I/O is in client.ts and node-action.ts.
+import { retryDelayMs } from "@sef/retry/policy.js";
 
 /** The taint key prefix: one key per EventType, the value is the EventId (see README: telling a planned disruption from a failure). */
 export const taintKeyPrefix = "sef.azure.com/scheduled-event-";
@@ -28,21 +20,6 @@ export interface NodeView {
   unschedulable: boolean;
   taints: Taint[];
   annotations: Record<string, string>;
-}
-
-/** The Pod fields the action reads. */
-export interface PodView {
-  namespace: string;
-  name: string;
-  /** Kinds of the owner references marked as controller (e.g. ["DaemonSet"]). */
-  controllerKinds: string[];
-  annotations: Record<string, string>;
-  phase: string;
-  /** The pod's own terminationGracePeriodSeconds (Kubernetes defaults it to 30). */
-  terminationGracePeriodSeconds: number | undefined;
-  hasEmptyDir: boolean;
-  /** Already being deleted (deletionTimestamp set). */
-  terminating: boolean;
 }
 
 export interface EventOnNode {
@@ -67,66 +44,6 @@ export interface NodePatch {
   unschedulable?: boolean;
   /** Annotations to set (string) or remove (null). */
   annotations: Record<string, string | null>;
-}
-
-/** Whether `taint` is the one sef put on for this event (either effect). */
-export function isEventTaint(taint: Taint, event: Pick<EventOnNode, "EventId" | "EventType">): boolean {
-  return taint.key === taintKeyFor(event.EventType) && taint.value === taintValueFor(event.EventId);
-}
-
-/**
- * The first step: the event's NoSchedule taint (kept if already there), the annotations, and `unschedulable` when the
- * policy cordons. The node's other taints are kept as they are (a JSON merge patch replaces the whole list).
- */
-export function markPatch(node: NodeView, event: EventOnNode, cordon: boolean, nowIso: string): NodePatch {
-  const taint: Taint = { key: taintKeyFor(event.EventType), value: taintValueFor(event.EventId), effect: "NoSchedule", timeAdded: nowIso };
-  const has = node.taints.some((t) => isEventTaint(t, event) && t.effect === "NoSchedule");
-  const annotations: Record<string, string | null> = {
-    [annotationKeys.eventId]: event.EventId,
-    [annotationKeys.eventType]: event.EventType,
-    [annotationKeys.notBefore]: event.NotBefore ?? "",
-  };
-  if (cordon && !node.unschedulable) annotations[annotationKeys.cordoned] = "true";
-  return { taints: has ? node.taints : [...node.taints, taint], ...(cordon ? { unschedulable: true } : {}), annotations };
-}
-
-/** The NoExecute taint after a complete drain (optional): evicts what is left without PodDisruptionBudgets, so only then. */
-export function noExecutePatch(node: NodeView, event: EventOnNode, nowIso: string): NodePatch {
-  const has = node.taints.some((t) => isEventTaint(t, event) && t.effect === "NoExecute");
-  const taint: Taint = { key: taintKeyFor(event.EventType), value: taintValueFor(event.EventId), effect: "NoExecute", timeAdded: nowIso };
-  return { taints: has ? node.taints : [...node.taints, taint], annotations: {} };
-}
-
-export interface UndoDecision {
-  patch: NodePatch;
-  /** sef cordoned the node and no other event of sef's still holds it: it is uncordoned. */
-  uncordon: boolean;
-  /** Why the node stays cordoned, when it does. */
-  keptCordonedBecause: string | undefined;
-}
-
-/**
- * Taking the event off the node: its taints go; the annotations go when they are this event's; the node is
- * uncordoned only if sef cordoned it (it was schedulable before), it is still cordoned, and no other event sef acts on
- * holds it cordoned. An operator's own cordon (the node was unschedulable before sef came) stays.
- */
-export function undoPatch(
-  node: NodeView,
-  event: Pick<EventOnNode, "EventId" | "EventType">,
-  cordonedBySef: boolean,
-  otherEventsHoldingCordon: number,
-): UndoDecision {
-  const taints = node.taints.filter((t) => !isEventTaint(t, event));
-  const annotations: Record<string, string | null> = {};
-  const ours = node.annotations[annotationKeys.eventId] === event.EventId;
-  if (ours) for (const key of [annotationKeys.eventId, annotationKeys.eventType, annotationKeys.notBefore]) if (key in node.annotations) annotations[key] = null;
-  let keptCordonedBecause: string | undefined;
-  if (!node.unschedulable) keptCordonedBecause = undefined;
-  else if (!cordonedBySef) keptCordonedBecause = "the node was cordoned before sef acted (an operator's cordon stays)";
-  else if (otherEventsHoldingCordon > 0) keptCordonedBecause = `another event sef acts on still holds the node (${otherEventsHoldingCordon})`;
-  const uncordon = node.unschedulable && cordonedBySef && otherEventsHoldingCordon === 0;
-  if (uncordon && annotationKeys.cordoned in node.annotations) annotations[annotationKeys.cordoned] = null;
-  return { patch: { taints, ...(uncordon ? { unschedulable: false } : {}), annotations }, uncordon, keptCordonedBecause };
 }
 
 /** When the drain starts (wall ms): `drainLeadMs` before NotBefore, or now when that is past or NotBefore is unknown. */
@@ -156,46 +73,25 @@ export function gracePeriodSeconds(podGraceSeconds: number | undefined, timeLeft
   return Math.max(1, Math.min(own, Math.floor(timeLeftMs / 1000)));
 }
 
-export type SkipReason = "daemonset" | "mirror" | "self" | "finished" | "emptydir";
-
-export interface EvictionSelection {
-  /** Pods to evict (not yet terminating). */
-  evict: PodView[];
-  /** Pods already terminating: waited for, not evicted again. */
-  terminating: PodView[];
-  /** Pods left on the node on purpose, with the reason. */
-  skipped: Array<{ pod: PodView; reason: SkipReason }>;
+/**
+ * Wait before retry number `retry` (1-based) of a refused eviction: sef's one backoff formula (@sef/retry) from
+ * `initialMs`, doubling, at most `maxMs`, with equal jitter (`random` in [0, 1): half fixed, half random).
+ */
+export function pdbRetryDelayMs(retry: number, initialMs: number, maxMs: number, random: number): number {
+  return retryDelayMs({ initialDelayMs: initialMs, maxDelayMs: maxMs, multiplier: 2 }, retry, undefined, random);
 }
 
-export const podRef = (pod: Pick<PodView, "namespace" | "name">): string => `${pod.namespace}/${pod.name}`;
+/** The shortest wait after an eviction throttled by API Priority and Fairness (429 without a disruption budget). */
+export const throttleFloorMs = 1_000;
 
 /**
- * Which pods of the node a drain evicts: all but DaemonSet pods (their controller would put them back), mirror
- * (static) pods (the kubelet owns them), sef's own pod, pods that have finished, and emptyDir pods when not allowed.
+ * How long the drain pauses every eviction after a throttled one: the server's Retry-After bounded by sef's one
+ * backoff formula (@sef/retry) — at least `throttleFloorMs`, at most `capMs` (the drain's `pdbRetryMaxMs`), lengthened
+ * by up to half of itself (`random`) so the nodes of a throttled cluster do not come back in the same instant.
  */
-export function selectEvictions(pods: readonly PodView[], self: { namespace: string; name: string } | undefined, evictEmptyDir: boolean): EvictionSelection {
-  const selection: EvictionSelection = { evict: [], terminating: [], skipped: [] };
-  for (const pod of pods) {
-    const reason = skipReason(pod, self, evictEmptyDir);
-    if (reason !== undefined) selection.skipped.push({ pod, reason });
-    else if (pod.terminating) selection.terminating.push(pod);
-    else selection.evict.push(pod);
-  }
-  return selection;
-}
-
-function skipReason(pod: PodView, self: { namespace: string; name: string } | undefined, evictEmptyDir: boolean): SkipReason | undefined {
-  if (pod.controllerKinds.includes("DaemonSet")) return "daemonset";
-  if ("kubernetes.io/config.mirror" in pod.annotations) return "mirror";
-  if (self !== undefined && pod.namespace === self.namespace && pod.name === self.name) return "self";
-  if (pod.phase === "Succeeded" || pod.phase === "Failed") return "finished";
-  if (pod.hasEmptyDir && !evictEmptyDir) return "emptydir";
-  return undefined;
-}
-
-/** Wait before retry number `retry` (1-based) of a refused eviction: initial × 2^(retry-1), at most `maxMs`. */
-export function pdbRetryDelayMs(retry: number, initialMs: number, maxMs: number): number {
-  return Math.min(maxMs, initialMs * 2 ** Math.max(0, Math.min(30, retry - 1)));
+export function throttleWaitMs(retryAfterMs: number, capMs: number, random: number): number {
+  const hintMs = Number.isFinite(retryAfterMs) ? retryAfterMs : 0;
+  return retryDelayMs({ initialDelayMs: Math.min(throttleFloorMs, capMs), maxDelayMs: capMs, multiplier: 2 }, 1, hintMs, random);
 }
 
 /**

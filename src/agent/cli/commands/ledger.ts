@@ -1,6 +1,6 @@
 // `sef outbox status` and `drop-sink`, `sef dead-letter list`, `replay` and `purge`: look at and act on the delivery
 // ledger. Reading commands open the store read-only and may run beside the agent; the others write and refuse while an
-// agent runs.
+// agent runs. None of them creates a store (or a data directory) where there is none.
 import { Option, type Command } from "commander";
 import { Store } from "../../store/store.js";
 import { Outbox } from "../../delivery/outbox.js";
@@ -8,13 +8,14 @@ import { StoreError } from "../../store/errors.js";
 import { acquire as acquireDataDir, DataDirLockedError, type DataDirLock } from "../../store/data-dir-lock.js";
 import { platformDataDir } from "../../config/data-dir.js";
 import { DeadLetterFile } from "../../delivery/dead-letter.js";
+import { sefCommandHint } from "../../util/sef-command-hint.js";
+import { settingDefault } from "../setting-help.js";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 
-/** `--data-dir`, the same for every ledger command: $SEF_DATA_DIR, else the platform's default. */
+/** `--data-dir`, the same for every ledger command: $SEF_DATA_DIR, else the setting's default. */
 const dataDirOption = (): Option =>
-  new Option("--data-dir <dir>", "the agent's data directory (default $SEF_DATA_DIR, else /var/lib/sef; on Windows %ProgramData%\\sef\\data)").default(
-    process.env["SEF_DATA_DIR"] ?? platformDataDir(),
-  );
+  new Option("--data-dir <dir>", "the agent's data directory").default(process.env["SEF_DATA_DIR"] ?? platformDataDir(), `$SEF_DATA_DIR, else ${settingDefault("dataDir")}`);
 const exitCodes = { ok: 0, usage: 2, refused: 75, store: 78 } as const;
 
 interface DataDirFlags {
@@ -115,8 +116,9 @@ function printOutboxStatus(outbox: Outbox, flags: DataDirFlags): void {
   const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
   process.stdout.write(table([header, ...rows]));
   if (parked.length === 0) return;
-  process.stdout.write("parked (no longer configured; resume when a sink of that name returns; give up with `sef outbox drop-sink NAME`):\n");
+  process.stdout.write("parked (no longer configured; resume when a sink of that name returns):\n");
   process.stdout.write(table([["SINK", "PENDING", "DEAD_LETTERED"], ...parked.map((p) => [p.sink, String(p.pending), String(p.deadLettered)])]));
+  process.stdout.write(`give a parked sink up (with the agent stopped):\n${parked.map((p) => `  ${sefCommandHint(["outbox", "drop-sink", p.sink], flags.dataDir)}\n`).join("")}`);
 }
 
 /**
@@ -160,6 +162,7 @@ function dropSink(outbox: Outbox, name: string, dataDir: string): number {
  * one makes us refuse (exit 75) rather than write beside it.
  */
 function withAgentStopped(dataDir: string, verb: string, body: (outbox: Outbox) => number | void): number {
+  if (!storeExists(dataDir)) return exitCodes.store;
   let lock: DataDirLock;
   try {
     lock = acquireDataDir(dataDir);
@@ -180,7 +183,16 @@ function sum(bySink: ReadonlyMap<string, number>): number {
 }
 
 function withReadOnlyStore(dataDir: string, body: (outbox: Outbox) => void): number {
+  if (!storeExists(dataDir)) return exitCodes.store;
   return withStore(() => Store.openReadOnly(dataDir), body);
+}
+
+/** Whether `dataDir` holds a store; when not, says so (naming the file) and creates nothing. */
+function storeExists(dataDir: string): boolean {
+  const file = join(dataDir, "sef.db");
+  if (existsSync(file)) return true;
+  process.stderr.write(`sef: no store at ${file} (is ${dataDir} the agent's data directory? name it with --data-dir or SEF_DATA_DIR)\n`);
+  return false;
 }
 
 /** Opens the store and its outbox, runs `body` and closes it; a store that cannot be opened is reported (exit 78). */

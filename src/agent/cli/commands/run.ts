@@ -1,5 +1,5 @@
 // `sef run`: the agent. Flags override SEF_* variables, which override the config file, which overrides defaults.
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { ConfigError } from "../../config/load.js";
 import type { AgentConfig } from "../../config/schema.js";
@@ -11,14 +11,15 @@ import { systemClock } from "../../util/clock.js";
 import { agentVersion } from "../../agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import type { ReplayFrom } from "../../delivery/outbox.js";
-import { startAgentServices } from "../../pipeline/services.js";
+import { metricsAddress, startAgentServices } from "../../pipeline/services.js";
 import { AgentMetrics } from "../../observability/metrics.js";
 import { routeDebugOutput } from "../../observability/debug-output.js";
 import { secretFileWarning } from "../../config/secret-file.js";
-import { EndpointDiscovery, type RememberedEndpoint } from "../../imds/discovery/index.js";
+import { EndpointDiscovery, endpointMemoryIn } from "../../imds/discovery/index.js";
 import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
 import { settlesWithin } from "../../util/deadline.js";
 import { listenForStop, type StopSignal } from "../stop-signal.js";
+import { shellCommand } from "../../util/sef-command-hint.js";
 import { addConfigOptions, exitCodes, loadFromOptions, reportConfigError } from "../config-options.js";
 
 export { exitCodes } from "../config-options.js";
@@ -49,7 +50,9 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     if (err instanceof ConfigError) return reportConfigError(err);
     throw err;
   }
-  const { config, sinkSettings } = loaded;
+  // The data directory absolute: every path the agent logs or prints in a hint then works from any directory.
+  const config = { ...loaded.config, dataDir: resolve(loaded.config.dataDir) };
+  const { sinkSettings } = loaded;
   let replayFrom: ReplayFrom | undefined;
   if (opts.replayFrom !== undefined) {
     replayFrom = parseReplayFrom(String(opts.replayFrom));
@@ -62,7 +65,8 @@ async function runAgent(opts: Record<string, unknown>): Promise<number> {
     await routeDebugOutput(logger);
     const exposed = secretFileWarning(loaded.file, config);
     if (exposed !== undefined) {
-      logger.warn(exposed, `config file holds a secret and other users may read it: chmod o-r ${exposed.file} (or move the secret to an environment variable)`);
+      const chmod = shellCommand(["chmod", "o-r", resolve(exposed.file)]);
+      logger.warn(exposed, `config file holds a secret and other users may read it: ${chmod} (or move the secret to an environment variable)`);
     }
     if (stop.requested) return exitCodes.ok;
     const lock = lockDataDir(config.dataDir, logger);
@@ -119,8 +123,7 @@ async function runUntilStopped(config: AgentConfig, sinkSettings: SinkSettings, 
 
   let services: Awaited<ReturnType<typeof startAgentServices>>;
   try {
-    const store = agent.store;
-    await Promise.race([imdsEndpoint.start({ load: () => store.loadImdsEndpoint() as RememberedEndpoint | undefined, save: (e) => store.saveImdsEndpoint(e) }), stop.arrived]);
+    await Promise.race([imdsEndpoint.start(endpointMemoryIn(agent.store.meta)), stop.arrived]);
     agent.beforeStop(() => imdsEndpoint.stop());
     if (!stop.requested) await Promise.race([agent.prepare(), stop.arrived]);
     if (stop.requested) {
@@ -159,10 +162,13 @@ export function parseReplayFrom(text: string): ReplayFrom | undefined {
 function metricsBindProblem(err: unknown, config: AgentConfig): string | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code !== "EADDRINUSE" && code !== "EACCES" && code !== "EADDRNOTAVAIL") return undefined;
-  const port = config.metricsPort ?? config.metrics.port;
-  const why = code === "EADDRINUSE" ? "is already in use" : code === "EACCES" ? "may not be bound by this user" : "is not an address of this machine";
+  const { host, port } = metricsAddress(config);
+  if (code === "EADDRNOTAVAIL") {
+    return `metrics.host: ${host}:${port} is not an address of this machine (${code}); set metrics.host, --metrics-host or SEF_METRICS_HOST to one, or metrics.enabled to false`;
+  }
+  const why = code === "EADDRINUSE" ? "is already in use" : "may not be bound by this user";
   return (
-    `metrics.port: ${config.metrics.host}:${port} ${why} (${code}); ` +
+    `metrics.port: ${host}:${port} ${why} (${code}); ` +
     `set metrics.port, --metrics-port or SEF_METRICS_PORT to a free port, or metrics.enabled to false`
   );
 }

@@ -4,13 +4,14 @@ import { InvalidArgumentError, type Command } from "commander";
 import { earliestEventPosition, latestEventPosition } from "@azure/event-hubs";
 import { createLogger, redactSecrets } from "../../observability/logger.js";
 import { createConsumerClient, describeTarget, eventHubsSettingsSchema, resolveEventHubsAuth } from "../../sinks/eventhubs/index.js";
+import { settingChoices, withDefault } from "../setting-help.js";
 
 interface TailFlags {
   connectionStringEnv?: string;
   namespace?: string;
   hub?: string;
   customEndpoint?: string;
-  credential: "managedIdentity" | "default";
+  credential?: "managedIdentity" | "default";
   clientId?: string;
   consumerGroup: string;
   fromStart?: boolean;
@@ -35,7 +36,7 @@ async function runTailEventHubs(flags: TailFlags): Promise<void> {
       ...(flags.hub ? { eventHubName: flags.hub } : {}),
       ...(flags.customEndpoint ? { customEndpointAddress: flags.customEndpoint } : {}),
       ...(flags.clientId ? { managedIdentityClientId: flags.clientId } : {}),
-      credential: flags.credential,
+      ...(flags.credential ? { credential: flags.credential } : {}),
     });
     const auth = resolveEventHubsAuth(settings, process.env);
     const consumer = createConsumerClient(auth, flags.consumerGroup, {
@@ -86,14 +87,14 @@ export function registerTailCommand(program: Command): void {
   tail
     .command("eventhubs")
     .description("print records from an event hub, one JSON per line")
-    .option("--connection-string-env <name>", "environment variable holding the connection string (default SEF_EVENTHUBS_CONNECTION_STRING)")
+    .option("--connection-string-env <name>", withDefault("environment variable holding the connection string", "eventhubs.connectionStringEnv"))
     .option("--namespace <fqdn>", "fully qualified namespace: use Entra ID (managed identity) instead of a connection string")
     .option("--hub <name>", "event hub name (required with --namespace; else EntityPath of the connection string)")
     .option("--custom-endpoint <url>", "connect to this address instead (amqps://host:port)")
-    .option("--credential <kind>", "managedIdentity or default", "managedIdentity")
-    .option("--client-id <id>", "user-assigned managed identity client id")
+    .option("--credential <kind>", withDefault(`with --namespace: ${settingChoices("eventhubs.credential").join(" or ")}`, "eventhubs.credential"))
+    .option("--client-id <id>", withDefault("user-assigned managed identity client id", "eventhubs.managedIdentityClientId"))
     .option("--consumer-group <name>", "consumer group", "$Default")
-    .option("--from-start", "read from the start of each partition (default: only new events)")
+    .option("--from-start", "read from the start of each partition (without it: only new events)")
     .option("--max <n>", "stop after N records", positiveInteger)
     .option("--timeout-ms <ms>", "stop after this many ms", positiveInteger)
     .option("--log-level <level>", "log level (logs go to stderr)", "warn")

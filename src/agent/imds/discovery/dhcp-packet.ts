@@ -2,6 +2,7 @@
 // checks a reply (BOOTREPLY, magic cookie, transaction id, client MAC) before reading option 245 from its options.
 import { DiscoveryParseError } from "./failure.js";
 import { ipv4FromOptionBytes } from "./option245.js";
+import { InternalError } from "@sef/errors/sef-error.js";
 
 export const dhcpMagicCookie = Buffer.from([99, 130, 83, 99]);
 const headerBytes = 236;
@@ -21,8 +22,8 @@ export interface DhcpRequestSpec {
 }
 
 export function buildDhcpRequest(spec: DhcpRequestSpec): Buffer {
-  if (spec.xid.length !== 4) throw new Error("xid must be 4 bytes");
-  if (spec.mac.length !== 6) throw new Error("mac must be 6 bytes");
+  if (spec.xid.length !== 4) throw new InternalError("xid must be 4 bytes");
+  if (spec.mac.length !== 6) throw new InternalError("mac must be 6 bytes");
   const packet = Buffer.alloc(minimumRequestBytes);
   packet[0] = 1; // BOOTREQUEST
   packet[1] = 1; // Ethernet
@@ -87,6 +88,6 @@ export function formatMac(mac: Buffer): string {
 }
 
 export function parseMac(text: string): Buffer {
-  if (!/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(text)) throw new Error(`"${text}" is not a MAC address`);
+  if (!/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(text)) throw new DiscoveryParseError("malformed", `"${text}" is not a MAC address`);
   return Buffer.from(text.split(":").map((h) => parseInt(h, 16)));
 }

@@ -1,6 +1,8 @@
 // Owns the IMDS endpoint the agent uses: resolves it at start, remembers it in the store, retries with backoff while
-// nothing is found (the agent stays up, not ready, saying why), and discovers again after repeated connection failures.
+// nothing is found (@sef/retry's loop; the agent stays up, not ready, saying why), and discovers again after repeated
+// connection failures.
 import type { Logger } from "pino";
+import { retryAttempts } from "@sef/retry/retry.js";
 import { Counter, Gauge, type Registry } from "../../observability/prom-client.js";
 import type { Clock } from "../../util/clock.js";
 import type { ImdsEndpointSource } from "../client.js";
@@ -33,6 +35,8 @@ export interface EndpointDiscoveryOptions {
   platform?: NodeJS.Platform;
   sources?: readonly DiscoverySourceReader[];
   runRegQuery?: SourceContext["runRegQuery"];
+  /** Picks the backoff's jitter, in [0, 1) (default Math.random). */
+  random?: () => number;
 }
 
 /** What /readyz and the logs show. */
@@ -67,8 +71,7 @@ export class EndpointDiscovery implements ImdsEndpointSource {
   /** One resolution round now; if it finds nothing, keeps trying in the background with backoff. Never throws. */
   async start(memory?: EndpointMemory): Promise<void> {
     this.memory = memory;
-    await this.runRound("start");
-    if (!this.endpoint) this.startRetryLoop();
+    await new Promise<void>((firstRoundDone) => this.startRetryLoop(firstRoundDone));
   }
 
   current(): { url: string } | { error: string } {
@@ -158,20 +161,27 @@ export class EndpointDiscovery implements ImdsEndpointSource {
     logger[level]({ failures: summary }, "IMDS endpoint discovery found nothing; retrying with backoff");
   }
 
-  private startRetryLoop(): void {
+  /** Rounds until one finds an endpoint (the first is the start round: `firstRoundDone` hears of its end) or stop. */
+  private startRetryLoop(firstRoundDone: () => void): void {
     const { settings, clock } = this.options;
-    const signal = this.stopController.signal;
-    this.retryLoop = (async () => {
-      let delayMs = settings.retryInitialDelayMs;
-      while (!this.endpoint && !signal.aborted) {
-        await clock.sleep(delayMs, signal).catch(() => undefined);
-        if (signal.aborted) break;
-        await this.runRound("retry");
-        delayMs = Math.min(delayMs * 2, settings.retryMaxDelayMs);
-      }
-    })().finally(() => {
-      this.retryLoop = undefined;
-    });
+    this.retryLoop = retryAttempts(
+      async (attempt) => {
+        await this.runRound(attempt === 1 ? "start" : "retry");
+        if (attempt === 1) firstRoundDone();
+      },
+      {
+        policy: { initialDelayMs: settings.retryInitialDelayMs, maxDelayMs: settings.retryMaxDelayMs, multiplier: 2 },
+        clock,
+        signal: this.stopController.signal,
+        verdict: () => (this.endpoint ? { retry: false } : { retry: true }),
+        random: this.options.random,
+      },
+    )
+      .then(() => undefined)
+      .finally(() => {
+        firstRoundDone(); // stopped before the start round
+        this.retryLoop = undefined;
+      });
   }
 
   /** The remembered endpoint, if it is well-formed and on the configured port (a changed config wins). */

@@ -1,5 +1,5 @@
 // Discovery failures as values: which source, why (a stable reason used as a metric label), and the detail for the log.
-import { SefReasonError } from "@sef/contract/errors.js";
+import { SefReasonError } from "@sef/errors/sef-error.js";
 
 /** Where an IMDS endpoint candidate came from, in resolution order. */
 export type DiscoverySource =

@@ -30,7 +30,7 @@ export const imdsDiscoverySettingsSchema = z.strictObject({
   port: documented(z._default(port, 80), { description: "IMDS port at every address." }),
   probeTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(50), z.maximum(30_000)), 1000), { description: "Connect timeout of each probe." }),
   rediscoverAfterFailures: documented(z._default(z.number().check(z.int(), z.minimum(0)), 5), { description: "Consecutive connection failures before discovering again (0 = never).", unit: "failures" }),
-  retryInitialDelayMs: documented(z._default(z.number().check(z.int(), z.positive()), 1000), { description: "First backoff between discovery rounds while nothing is found." }),
+  retryInitialDelayMs: documented(z._default(z.number().check(z.int(), z.positive()), 1000), { description: "First backoff between discovery rounds while nothing is found (with jitter: half of it to all of it)." }),
   retryMaxDelayMs: documented(z._default(z.number().check(z.int(), z.positive()), 60_000), { description: "Longest backoff between discovery rounds." }),
   wireServerEndpointFile: documented(z._default(z.string().check(z.minLength(1)), "/var/lib/waagent/WireServerEndpoint"), { description: "The Azure Linux agent's record of the WireServer address." }),
   leaseFiles: documented(

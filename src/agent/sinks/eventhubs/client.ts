@@ -10,6 +10,7 @@ import { createAzureCredential } from "../azure-credential.js";
 import { connectionMetrics } from "./connection-metrics.js";
 import { IdleClosingProducer } from "./idle-producer.js";
 import { resolveEventHubsAuth, type EventHubsAuth, type EventHubsSettings } from "./settings.js";
+import { SinkConfigError } from "../errors.js";
 
 export interface EventHubsClientOptions {
   readonly customEndpointAddress?: string | undefined;
@@ -60,7 +61,10 @@ export function createProducerClient(auth: EventHubsAuth, options: EventHubsClie
     : new EventHubProducerClient(auth.connectionString, sdkOptions);
 }
 
-/** A consumer reading without checkpoints (`sef tail`). */
+/**
+ * A consumer reading without checkpoints (`sef tail`). Its SDK retries (`maxRetries`) stay on: nothing of sef retries
+ * a receive, so they are its only retry owner (the credential inside tries each token once).
+ */
 export function createConsumerClient(auth: EventHubsAuth, consumerGroup: string, options: EventHubsClientOptions): EventHubConsumerClient {
   const sdkOptions = sdkClientOptions(options);
   if (auth.kind === "tokenCredential") {
@@ -97,7 +101,7 @@ export function createSinkProducer(
     void createProducerClient(auth, clientOptions, credential).close().catch(() => undefined);
   } catch (err) {
     // The SDK quotes the connection string in some validation errors.
-    throw new Error(`eventhubs sink: invalid settings: ${redactSecrets((err as Error).message)}`);
+    throw new SinkConfigError(`eventhubs sink: invalid settings: ${redactSecrets((err as Error).message)}`);
   }
   const producer = new IdleClosingProducer({
     createClient: () => createProducerClient(auth, clientOptions, credential),

@@ -2,6 +2,7 @@
 // the first operation, closes it once no operation ran for `idleCloseMs` (monotonic timer), and opens a new one next time.
 import type { CreateBatchOptions, EventData, EventDataBatch, EventHubProducerClient, GetPartitionIdsOptions, SendBatchOptions } from "@azure/event-hubs";
 import type { Logger } from "pino";
+import { SinkClosedError } from "../errors.js";
 
 /** The part of EventHubProducerClient the sink uses (EventHubProducerClient itself fits). */
 export interface ProducerOperations {
@@ -75,7 +76,7 @@ export class IdleClosingProducer implements ProducerOperations {
   }
 
   private async use<T>(operation: (client: EventHubProducerClient) => Promise<T>): Promise<T> {
-    if (this.shutDown) throw new Error("eventhubs producer is closed");
+    if (this.shutDown) throw new SinkClosedError("eventhubs producer is closed");
     this.clearIdleTimer();
     if (!this.client) {
       this.client = this.options.createClient();

@@ -5,6 +5,7 @@ import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 import { documented } from "../../util/setting-doc.js";
 import type { SinkRulesInput } from "../sink.js";
+import { SinkConfigError } from "../errors.js";
 
 export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
 export const partitionKeyFields = ["EventId", "VmId", "RecordId", "none"] as const;
@@ -87,7 +88,7 @@ export function resolveEventHubsAuth(settings: EventHubsSettings, env: NodeJS.Pr
   if (fromEnv && fromEnv.trim() !== "") {
     return { kind: "connectionString", connectionString: fromEnv.trim(), eventHubName: settings.eventHubName, source: `environment variable ${settings.connectionStringEnv}` };
   }
-  throw new Error(
+  throw new SinkConfigError(
     `eventhubs sink: no credentials: set the environment variable ${settings.connectionStringEnv} to a connection string, ` +
       `or eventhubs.fullyQualifiedNamespace and eventhubs.eventHubName for Entra ID (managed identity)`,
   );

@@ -1,7 +1,7 @@
 // Pure classification of Logs Ingestion answers: which failures reject the request's rows, which are retried,
 // how long the service asked us to wait, and when a record is old enough that Log Analytics will rewrite its time.
 import { redactSecrets } from "../../observability/logger.js";
-import { retryAfterFromHeaders } from "@sef/contract/retry-after.js";
+import { retryAfterFromHeaders } from "@sef/retry/retry-after.js";
 
 /** Log Analytics replaces a TimeGenerated older than this with the arrival time. */
 export const timeGeneratedRewriteAgeMs = 48 * 3_600_000;

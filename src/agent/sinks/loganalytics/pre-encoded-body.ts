@@ -4,6 +4,7 @@
 // policy — swaps the placeholder body for the prepared one.
 import { randomUUID } from "node:crypto";
 import type { PipelinePolicy } from "@azure/core-rest-pipeline";
+import { InternalError } from "@sef/errors/sef-error.js";
 
 const placeholderKey = "sef-pre-encoded-body";
 
@@ -37,7 +38,7 @@ export class PreEncodedBodies {
     } finally {
       this.waiting.delete(id);
     }
-    if (!slot.swapped) throw new Error("internal: the Logs Ingestion request was sent without its prepared body (SDK pipeline changed?)");
+    if (!slot.swapped) throw new InternalError("internal: the Logs Ingestion request was sent without its prepared body (SDK pipeline changed?)");
   }
 }
 

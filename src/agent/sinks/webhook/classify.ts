@@ -1,7 +1,7 @@
 // Pure classification of webhook answers: 2xx ok; 408/429/5xx, auth failures and redirects retried (with Retry-After);
 // 413 splits or rejects; other answers dead-letter the batch. Which redirects are followed is decided here too.
 import { redactSecrets } from "../../observability/logger.js";
-import { parseRetryAfterMs } from "@sef/contract/retry-after.js";
+import { parseRetryAfterMs } from "@sef/retry/retry-after.js";
 
 const maxBodyChars = 300;
 

@@ -4,6 +4,7 @@ import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 import type { SinkRulesInput } from "../sink.js";
 import { documented } from "../../util/setting-doc.js";
+import { SinkConfigError } from "../errors.js";
 
 export const defaultWebhookTimeoutMs = 10_000;
 export const defaultWebhookMaxBatchRecords = 500;
@@ -45,7 +46,7 @@ export function resolveHeaders(headers: Record<string, HeaderValue>, env: NodeJS
     }
     const resolved = env[value.fromEnv];
     if (resolved === undefined || resolved === "") {
-      throw new Error(`webhook header "${name}": environment variable ${value.fromEnv} is not set`);
+      throw new SinkConfigError(`webhook header "${name}": environment variable ${value.fromEnv} is not set`);
     }
     out[name] = resolved;
   }
@@ -55,7 +56,7 @@ export function resolveHeaders(headers: Record<string, HeaderValue>, env: NodeJS
 /** Reads the signing secret; throws naming the variable when it is unset. */
 export function resolveSecret(secretEnv: string, env: NodeJS.ProcessEnv): string {
   const secret = env[secretEnv];
-  if (secret === undefined || secret === "") throw new Error(`webhook signature: environment variable ${secretEnv} is not set`);
+  if (secret === undefined || secret === "") throw new SinkConfigError(`webhook signature: environment variable ${secretEnv} is not set`);
   return secret;
 }
 

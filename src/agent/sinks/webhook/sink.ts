@@ -9,6 +9,7 @@ import { resolveHeaders, resolveSecret, type WebhookSettings } from "./settings.
 import { planChunks, encodeBody, signBody } from "./encode.js";
 import { createWebhookDispatcher, firstHeader, readCapped } from "./client.js";
 import { classifyResponse, clipBody, maxRedirectHops, redirectTarget } from "./classify.js";
+import { SinkConfigError } from "../errors.js";
 
 export interface WebhookSinkOptions {
   url: string;
@@ -179,7 +180,7 @@ export function createWebhookSink(input: CreateWebhookSinkInput): WebhookSink {
   const { settings } = input;
   const env = input.env ?? process.env;
   const url = input.argument || settings.url;
-  if (!url) throw new Error("webhook sink needs a URL: --sink webhook:URL or webhook.url in the config file");
+  if (!url) throw new SinkConfigError("webhook sink needs a URL: --sink webhook:URL or webhook.url in the config file");
   return new WebhookSink({
     url,
     headers: resolveHeaders(settings.headers, env),

@@ -2,6 +2,8 @@
 // handlers act on, and the request-body helpers every write handler uses.
 import type { Logger } from "pino";
 import type { DisruptionBudgets } from "./budgets.js";
+import type { FaultRules } from "./faults.js";
+import type { PeerLog } from "./peer-log.js";
 import type { PodTerminator } from "./pod-lifecycle.js";
 import { badRequest } from "./status.js";
 import type { ClusterStore } from "./store.js";
@@ -29,7 +31,10 @@ export interface ApiRequest extends ResourcePath {
 
 export interface ApiResponse {
   readonly code: number;
+  /** JSON, or plain text when a string. */
   readonly body: unknown;
+  /** Extra response headers (Retry-After, Warning). */
+  readonly headers?: Readonly<Record<string, string | readonly string[]>>;
   /** Set for `?watch=true`: the server streams this watch instead of sending `body`. */
   readonly watch?: WatchRequest;
 }
@@ -38,6 +43,8 @@ export interface Cluster {
   readonly store: ClusterStore;
   readonly budgets: DisruptionBudgets;
   readonly terminator: PodTerminator;
+  readonly faults: FaultRules;
+  readonly log: PeerLog;
   readonly logger: Logger;
 }
 

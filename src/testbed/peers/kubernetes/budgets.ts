@@ -1,5 +1,6 @@
 // PodDisruptionBudgets over the stored pods: which budgets cover a pod, each budget's live status (pdb.ts arithmetic
-// on the matching pods), and the testbed's control that holds a budget at zero disruptions until a given time.
+// on the matching pods), and the testbed's controls that hold a budget at zero disruptions, or unprocessed by the
+// disruption controller, until a given time.
 import type { KubeObject } from "./objects.js";
 import { budgetStatus, type BudgetSpec, type BudgetStatus } from "./pdb.js";
 import { labelSelectorRequirements, matchesLabels } from "./selectors.js";
@@ -20,20 +21,36 @@ function isHealthy(pod: KubeObject): boolean {
   return status?.phase === "Running" && (status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 }
 
+function holdUntil(map: Map<string, number>, key: string, nowMs: number, forMs: number): void {
+  if (forMs <= 0) map.delete(key);
+  else map.set(key, nowMs + forMs);
+}
+
 export class DisruptionBudgets {
   /** Monotonic ms until which a budget allows no disruption, by namespace/name. */
   private readonly blockedUntilMs = new Map<string, number>();
+  /** Monotonic ms until which the disruption controller has not processed a budget's latest generation. */
+  private readonly processingUntilMs = new Map<string, number>();
 
   constructor(private readonly store: ClusterStore) {}
 
   /** Allow no disruption for `forMs` from now (Infinity = until `unblock`); 0 lifts the block. */
   block(namespace: string, name: string, forMs: number): void {
-    if (forMs <= 0) this.blockedUntilMs.delete(objectKey(namespace, name));
-    else this.blockedUntilMs.set(objectKey(namespace, name), this.store.clock.monotonicNowMs() + forMs);
+    holdUntil(this.blockedUntilMs, objectKey(namespace, name), this.store.clock.monotonicNowMs(), forMs);
   }
 
   isBlocked(namespace: string, name: string): boolean {
     const until = this.blockedUntilMs.get(objectKey(namespace, name));
+    return until !== undefined && this.store.clock.monotonicNowMs() < until;
+  }
+
+  /** status.observedGeneration lags metadata.generation for `forMs` from now (0 ends it): evictions get 429 + Retry-After 10. */
+  holdProcessing(namespace: string, name: string, forMs: number): void {
+    holdUntil(this.processingUntilMs, objectKey(namespace, name), this.store.clock.monotonicNowMs(), forMs);
+  }
+
+  isProcessing(namespace: string, name: string): boolean {
+    const until = this.processingUntilMs.get(objectKey(namespace, name));
     return until !== undefined && this.store.clock.monotonicNowMs() < until;
   }
 
@@ -59,10 +76,11 @@ export class DisruptionBudgets {
   withLiveStatus(pdb: KubeObject): KubeObject {
     const status = this.statusOf(pdb);
     const conditionTrue = status.disruptionsAllowed > 0;
+    const generation = pdb.metadata.generation ?? 1;
     return {
       ...pdb,
       status: {
-        observedGeneration: pdb.metadata.generation ?? 1,
+        observedGeneration: this.isProcessing(pdb.metadata.namespace ?? "default", pdb.metadata.name) ? generation - 1 : generation,
         disruptionsAllowed: status.disruptionsAllowed,
         currentHealthy: status.currentHealthy,
         desiredHealthy: status.desiredHealthy,

@@ -14,7 +14,7 @@ export const serverVersion = {
   platform: "linux/amd64",
 };
 
-interface ApiResource {
+export interface ApiResource {
   name: string;
   singularName: string;
   namespaced: boolean;
@@ -26,18 +26,19 @@ interface ApiResource {
   version?: string;
 }
 
-/** Resources per group/version ("v1" = core). */
+/** Resources per group/version ("v1" = core), with the verbs the peer serves. */
 export const apiResources: Readonly<Record<string, readonly ApiResource[]>> = {
   v1: [
-    { name: "events", singularName: "event", namespaced: true, kind: "Event", verbs: ["create", "delete", "get", "list", "patch"], shortNames: ["ev"] },
+    { name: "events", singularName: "event", namespaced: true, kind: "Event", verbs: ["create", "delete", "get", "list", "patch", "watch"], shortNames: ["ev"] },
     { name: "namespaces", singularName: "namespace", namespaced: false, kind: "Namespace", verbs: ["get", "list"], shortNames: ["ns"] },
-    { name: "nodes", singularName: "node", namespaced: false, kind: "Node", verbs: ["get", "list", "patch", "update"], shortNames: ["no"] },
-    { name: "pods", singularName: "pod", namespaced: true, kind: "Pod", verbs: ["delete", "get", "list", "patch"], shortNames: ["po"], categories: ["all"] },
+    { name: "nodes", singularName: "node", namespaced: false, kind: "Node", verbs: ["get", "list", "patch", "update", "watch"], shortNames: ["no"] },
+    { name: "pods", singularName: "pod", namespaced: true, kind: "Pod", verbs: ["delete", "get", "list", "patch", "watch"], shortNames: ["po"], categories: ["all"] },
     { name: "pods/eviction", singularName: "", namespaced: true, group: "policy", version: "v1", kind: "Eviction", verbs: ["create"] },
   ],
-  "apps/v1": [{ name: "daemonsets", singularName: "daemonset", namespaced: true, kind: "DaemonSet", verbs: ["get", "list"], shortNames: ["ds"], categories: ["all"] }],
-  "events.k8s.io/v1": [{ name: "events", singularName: "event", namespaced: true, kind: "Event", verbs: ["create", "delete", "get", "list"], shortNames: ["ev"] }],
-  "policy/v1": [{ name: "poddisruptionbudgets", singularName: "poddisruptionbudget", namespaced: true, kind: "PodDisruptionBudget", verbs: ["get", "list"], shortNames: ["pdb"] }],
+  "apps/v1": [{ name: "daemonsets", singularName: "daemonset", namespaced: true, kind: "DaemonSet", verbs: ["get", "list", "watch"], shortNames: ["ds"], categories: ["all"] }],
+  "coordination.k8s.io/v1": [{ name: "leases", singularName: "lease", namespaced: true, kind: "Lease", verbs: ["create", "delete", "get", "list", "patch", "update", "watch"] }],
+  "events.k8s.io/v1": [{ name: "events", singularName: "event", namespaced: true, kind: "Event", verbs: ["create", "delete", "get", "list", "watch"], shortNames: ["ev"] }],
+  "policy/v1": [{ name: "poddisruptionbudgets", singularName: "poddisruptionbudget", namespaced: true, kind: "PodDisruptionBudget", verbs: ["get", "list", "watch"], shortNames: ["pdb"] }],
 };
 
 export function apiVersions(serverAddress: string): unknown {

@@ -1,22 +1,15 @@
 // Events in both API groups over one store: core/v1 `events` and events.k8s.io/v1 `events` (create, list in a
 // namespace or all, get, PATCH, DELETE); an event created through one group is listed through the other.
-import { randomInt } from "node:crypto";
 import { isDryRun, requireObjectBody, type ApiRequest, type ApiResponse, type Cluster } from "./api.js";
 import { fromEventsV1, normalizeEventTimes, toEventsV1 } from "./event-convert.js";
 import { eventCreateCauses } from "./event-validation.js";
 import { listAnswer, objectAnswer } from "./lists.js";
-import type { KubeObject } from "./objects.js";
+import { randomNameSuffix, type KubeObject } from "./objects.js";
 import { alreadyExists, badRequest, invalid, methodNotAllowed, notFound } from "./status.js";
 import { patchObject } from "./updates.js";
 
 const coreFields = ["metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"];
 const v1Fields = ["metadata.name", "metadata.namespace", "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath", "reason", "reportingController", "type"];
-
-/** Lower-case letters and digits without vowels, like the API server's generateName suffixes. */
-function randomSuffix(): string {
-  const alphabet = "bcdfghjklmnpqrstvwxz2456789";
-  return Array.from({ length: 5 }, () => alphabet[randomInt(alphabet.length)]).join("");
-}
 
 function createEvent(request: ApiRequest, cluster: Cluster, eventsV1: boolean): ApiResponse {
   const namespace = request.namespace;
@@ -25,7 +18,7 @@ function createEvent(request: ApiRequest, cluster: Cluster, eventsV1: boolean): 
   const core = normalizeEventTimes(eventsV1 ? fromEventsV1(raw) : { ...raw, apiVersion: "v1", kind: "Event" }) as unknown as KubeObject;
   const metadata = { ...((raw.metadata ?? {}) as Partial<KubeObject["metadata"]>) };
   if (metadata.namespace && metadata.namespace !== namespace) throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
-  const name = metadata.name || (metadata.generateName ? `${metadata.generateName}${randomSuffix()}` : "");
+  const name = metadata.name || (metadata.generateName ? `${metadata.generateName}${randomNameSuffix()}` : "");
   const group = eventsV1 ? "events.k8s.io" : "";
   if (!name) throw invalid("Event", "", [{ field: "metadata.name", reason: "FieldValueRequired", message: "Required value: name or generateName is required" }], group);
   const causes = eventCreateCauses(core as never, namespace, eventsV1);

@@ -16,6 +16,8 @@ export interface ListShape {
   readonly listKind: string;
   /** Fields the API server lets a fieldSelector use for this resource. */
   readonly selectableFields: readonly string[];
+  /** What a field reads as when the object leaves it out (booleans: "false"); otherwise "". */
+  readonly fieldDefaults?: Readonly<Record<string, string>>;
   /** The stored kind a watch follows, and the client's view of it (default: as stored); none = watch refused. */
   readonly watch?: { readonly kind: ResourceKind; readonly view?: (object: KubeObject) => KubeObject };
 }
@@ -48,7 +50,7 @@ function watchAnswer(request: ApiRequest, shape: ListShape, matches: (o: KubeObj
 export function listAnswer(request: ApiRequest, cluster: Cluster, shape: ListShape, objects: readonly KubeObject[]): ApiResponse {
   const fields = parseFieldSelector(request.query.get("fieldSelector") ?? "", shape.selectableFields);
   const labels = parseLabelSelector(request.query.get("labelSelector") ?? "");
-  const matches = (o: KubeObject): boolean => matchesFields(o, fields) && matchesLabels(o.metadata.labels, labels);
+  const matches = (o: KubeObject): boolean => matchesFields(o, fields, shape.fieldDefaults) && matchesLabels(o.metadata.labels, labels);
   const selected = objects.filter(matches);
   if (request.query.get("watch") === "true" || request.query.get("watch") === "1") return watchAnswer(request, shape, matches, selected);
   const limit = Number(request.query.get("limit") ?? "0");

@@ -1,5 +1,6 @@
 // The Kubernetes object shapes the peer stores and serves (the JSON of the real API, loosely typed) and the time
 // formats the API uses: RFC 3339 seconds for metadata times, microseconds for events' eventTime.
+import { randomInt } from "node:crypto";
 
 export interface OwnerReference {
   apiVersion: string;
@@ -42,6 +43,14 @@ export interface NewKubeObject {
   [key: string]: unknown;
 }
 
+export interface Toleration {
+  key?: string;
+  operator?: "Exists" | "Equal";
+  value?: string;
+  effect?: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  tolerationSeconds?: number;
+}
+
 export interface Taint {
   key: string;
   value?: string;
@@ -57,6 +66,12 @@ export function kubeTime(epochMs: number): string {
 /** A Kubernetes MicroTime (RFC 3339 with six fractional digits, UTC). */
 export function kubeMicroTime(epochMs: number): string {
   return new Date(epochMs).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+/** Five lower-case letters and digits without vowels, like the API server's generateName suffixes. */
+export function randomNameSuffix(): string {
+  const alphabet = "bcdfghjklmnpqrstvwxz2456789";
+  return Array.from({ length: 5 }, () => alphabet[randomInt(alphabet.length)]).join("");
 }
 
 /** Deep copy of a JSON-shaped value (objects handed out are never the stored ones). */

@@ -5,14 +5,23 @@ import { handleEviction } from "./evictions.js";
 import { listAnswer, objectAnswer } from "./lists.js";
 import { PodTerminator } from "./pod-lifecycle.js";
 import { methodNotAllowed, notFound } from "./status.js";
-import { patchObject } from "./updates.js";
+import type { KubeObject } from "./objects.js";
+import { patchObject, type UpdateTarget } from "./updates.js";
 
-const target = { kind: "pods", resource: "pods", group: "", objectKind: "Pod" } as const;
+/** The pod registry's extra condition: emptying a deleting pod's finalizers removes it once it is terminal or unbound. */
+function terminalOrUnbound(pod: KubeObject): boolean {
+  const phase = (pod.status as { phase?: string } | undefined)?.phase;
+  return !(pod.spec as { nodeName?: string } | undefined)?.nodeName || phase === "Succeeded" || phase === "Failed";
+}
+
+const target: UpdateTarget = { kind: "pods", resource: "pods", group: "", objectKind: "Pod", mayDeleteDuringUpdate: terminalOrUnbound };
 const shape = {
   resource: "pods",
   apiVersion: "v1",
   listKind: "PodList",
   selectableFields: ["metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"],
+  // The API server compares strconv.FormatBool(pod.Spec.HostNetwork).
+  fieldDefaults: { "spec.hostNetwork": "false" },
   watch: { kind: "pods" as const },
 };
 

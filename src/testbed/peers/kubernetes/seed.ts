@@ -1,7 +1,11 @@
-// What tests and `--seed` files give the peer (nodes, pods, DaemonSets, PodDisruptionBudgets, in short form) and the
-// pure builders that turn them into the full objects a real cluster would serve.
-import type { NewKubeObject, ObjectMeta, OwnerReference, Taint } from "./objects.js";
+// What tests and `--seed` files give the peer (nodes, pods, DaemonSets, PodDisruptionBudgets, Leases in short form;
+// fault rules and returning-pod rules) and the pure builders that turn them into the full objects a real cluster
+// would serve.
+import type { FaultRule } from "./faults.js";
+import { kubeTime, type NewKubeObject, type ObjectMeta, type OwnerReference, type Taint, type Toleration } from "./objects.js";
 import type { IntOrPercent } from "./pdb.js";
+import type { StopsAfter } from "./pod-lifecycle.js";
+import type { ReturningPodsRule } from "./returning-pods.js";
 
 export const kubeletVersion = "v1.33.0";
 /** The annotation that marks a mirror (static) pod; its value is the static pod's config hash. */
@@ -32,8 +36,20 @@ export interface PodSeed extends SeedMeta {
   emptyDirVolumes?: string[];
   /** spec.terminationGracePeriodSeconds (default 30, like the API's default). */
   terminationGracePeriodSeconds?: number;
-  /** How long the containers take to stop once deletion begins (default: the whole grace period). */
-  stopsAfterSeconds?: number;
+  /**
+   * How long the containers take to stop once deletion begins (default: the whole grace period); "never" (or
+   * Infinity): the kubelet never confirms, the pod stays terminating until a delete with grace 0.
+   */
+  stopsAfterSeconds?: StopsAfter;
+  /** metadata.finalizers: a deleted pod stays (terminating, then terminal) until they are removed. */
+  finalizers?: string[];
+  /** spec.tolerations (`[{ operator: "Exists" }]` tolerates every taint, cordon included). */
+  tolerations?: Toleration[];
+  /**
+   * Seed the pod already terminating: its deletion began this many seconds ago with its own grace period, so more
+   * than the grace period ago is "past its grace". Its kubelet never finishes it (a delete with grace 0 does).
+   */
+  terminatingForSeconds?: number;
   /** status.phase (default Running). */
   phase?: "Pending" | "Running" | "Succeeded" | "Failed";
   /** Ready condition (default true when Running). */
@@ -47,6 +63,17 @@ export interface PodDisruptionBudgetSeed extends Pick<SeedMeta, "name" | "namesp
   /** Allow no disruption for this long after the budget is added (the testbed's control; Infinity or "forever" in a
    * JSON seed file: until allowed). */
   blockForMs?: number | "forever";
+  /** The disruption controller has not processed the budget for this long: evictions get 429 with Retry-After 10. */
+  processingForMs?: number | "forever";
+}
+
+/** A coordination.k8s.io/v1 Lease; times are RFC 3339 (stored as MicroTime). */
+export interface LeaseSeed extends SeedMeta {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
 }
 
 export type DaemonSetSeed = Pick<SeedMeta, "name" | "namespace" | "labels">;
@@ -56,6 +83,11 @@ export interface KubernetesSeed {
   daemonSets?: DaemonSetSeed[];
   pods?: PodSeed[];
   podDisruptionBudgets?: PodDisruptionBudgetSeed[];
+  leases?: LeaseSeed[];
+  /** Fault rules, installed in order (`forMs` counts from the seeding). */
+  faults?: FaultRule[];
+  /** Controller-like rules that bring evicted or deleted pods back (returning-pods.ts). */
+  returningPods?: ReturningPodsRule[];
   /** Namespaces beyond default, kube-system, kube-public, kube-node-lease and those of the pods. */
   namespaces?: string[];
 }
@@ -99,7 +131,15 @@ function containerState(phase: NonNullable<PodSeed["phase"]>, nowIso: string): o
   return { terminated: { exitCode: phase === "Succeeded" ? 0 : 1, reason: phase === "Succeeded" ? "Completed" : "Error", startedAt: nowIso, finishedAt: nowIso } };
 }
 
-export function podObject(seed: PodSeed, owners: OwnerReference[], nowIso: string): NewKubeObject {
+/** Where a seeded-terminating pod's deletion stands: started `terminatingForSeconds` ago with its grace period. */
+function seededDeletion(seed: PodSeed, nowMs: number): Partial<ObjectMeta> {
+  if (seed.terminatingForSeconds === undefined) return {};
+  const grace = seed.terminationGracePeriodSeconds ?? 30;
+  return { deletionTimestamp: kubeTime(nowMs - seed.terminatingForSeconds * 1000 + grace * 1000), deletionGracePeriodSeconds: grace };
+}
+
+export function podObject(seed: PodSeed, owners: OwnerReference[], nowMs: number): NewKubeObject {
+  const nowIso = kubeTime(nowMs);
   const phase = seed.phase ?? "Running";
   const ready = phase === "Running" && (seed.ready ?? true);
   const annotations = { ...seed.annotations, ...(seed.mirror ? { [mirrorPodAnnotation]: `mirror-${seed.name}` } : {}) };
@@ -113,9 +153,12 @@ export function podObject(seed: PodSeed, owners: OwnerReference[], nowIso: strin
       ...(seed.labels ? { labels: { ...seed.labels } } : {}),
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       ...(owners.length > 0 ? { ownerReferences: owners } : {}),
+      ...(seed.finalizers && seed.finalizers.length > 0 ? { finalizers: [...seed.finalizers] } : {}),
+      ...seededDeletion(seed, nowMs),
     },
     spec: {
       ...(seed.nodeName !== undefined ? { nodeName: seed.nodeName } : {}),
+      ...(seed.tolerations && seed.tolerations.length > 0 ? { tolerations: structuredClone(seed.tolerations) } : {}),
       containers: [{ name: "main", image: "registry.k8s.io/pause:3.10", imagePullPolicy: "IfNotPresent", volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: `/data/${v.name}` })) }],
       ...(volumes.length > 0 ? { volumes } : {}),
       restartPolicy: "Always",
@@ -153,6 +196,18 @@ export function daemonSetObject(seed: DaemonSetSeed): NewKubeObject {
     },
     status: { currentNumberScheduled: 0, desiredNumberScheduled: 0, numberMisscheduled: 0, numberReady: 0, observedGeneration: 1 },
   };
+}
+
+export function leaseObject(seed: LeaseSeed): NewKubeObject {
+  const spec = {
+    ...(seed.holderIdentity !== undefined ? { holderIdentity: seed.holderIdentity } : {}),
+    ...(seed.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: seed.leaseDurationSeconds } : {}),
+    ...(seed.acquireTime !== undefined ? { acquireTime: seed.acquireTime } : {}),
+    ...(seed.renewTime !== undefined ? { renewTime: seed.renewTime } : {}),
+    ...(seed.leaseTransitions !== undefined ? { leaseTransitions: seed.leaseTransitions } : {}),
+  };
+  const metadata = { name: seed.name, namespace: seed.namespace ?? "default", ...(seed.labels ? { labels: { ...seed.labels } } : {}), ...(seed.annotations ? { annotations: { ...seed.annotations } } : {}) };
+  return { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata, spec };
 }
 
 export function podDisruptionBudgetObject(seed: PodDisruptionBudgetSeed): NewKubeObject {

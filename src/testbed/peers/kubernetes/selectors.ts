@@ -24,19 +24,20 @@ export function parseFieldSelector(selector: string, supported: readonly string[
   });
 }
 
-/** The value at a dotted path, as the API server compares it (a string; missing = ""). */
-export function fieldValue(object: unknown, field: string): string {
+/** The value at a dotted path, as the API server compares it (a string; missing = `missing`, default ""). */
+export function fieldValue(object: unknown, field: string, missing = ""): string {
   let current: unknown = object;
   for (const part of field.split(".")) {
-    if (typeof current !== "object" || current === null) return "";
+    if (typeof current !== "object" || current === null) return missing;
     current = (current as Record<string, unknown>)[part];
   }
-  if (current === undefined || current === null) return "";
+  if (current === undefined || current === null) return missing;
   return typeof current === "string" ? current : String(current);
 }
 
-export function matchesFields(object: unknown, requirements: readonly FieldRequirement[]): boolean {
-  return requirements.every((r) => (fieldValue(object, r.field) === r.value) === (r.operator === "="));
+/** True when every requirement holds; `defaults` gives what a left-out field reads as (booleans: "false"). */
+export function matchesFields(object: unknown, requirements: readonly FieldRequirement[], defaults: Readonly<Record<string, string>> = {}): boolean {
+  return requirements.every((r) => (fieldValue(object, r.field, defaults[r.field]) === r.value) === (r.operator === "="));
 }
 
 /** Splits on commas that are not inside parentheses. */

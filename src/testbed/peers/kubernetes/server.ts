@@ -1,9 +1,11 @@
 // The local Kubernetes API peer: an HTTPS server on 127.0.0.1 (self-signed CA, bearer token like in-cluster) that
-// answers the API requests kubectl and @kubernetes/client-node make for nodes, pods, evictions, budgets and events;
-// start it with startKubernetesPeer, seed and inspect it through `state`, and close it with a deadline.
+// answers the API requests kubectl and @kubernetes/client-node make for nodes, pods, evictions, budgets, events and
+// Leases (or a fault rule's answer instead), with API Priority and Fairness's headers; start it with
+// startKubernetesPeer, seed, fault and inspect it through `state` (or /__peer/), and close it with a deadline.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
+import type { TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
@@ -11,22 +13,24 @@ import { listen } from "../../support/listen.js";
 import { silentLogger } from "../../support/logger.js";
 import type { ApiRequest, ApiResponse, Cluster } from "./api.js";
 import { DisruptionBudgets } from "./budgets.js";
+import { controlAnswer, isControlPath } from "./control.js";
+import { apfHeaders, faultResponse } from "./fault-answers.js";
+import { FaultRules, type FaultAnswer } from "./faults.js";
+import { parseBody, readBody, send } from "./http-io.js";
 import { writeKubeconfig } from "./kubeconfig.js";
+import { PeerLog } from "./peer-log.js";
 import { PodTerminator } from "./pod-lifecycle.js";
+import { requestInfoOf, type RequestInfo } from "./request-info.js";
 import { discoveryAnswer, parseResourcePath, route } from "./router.js";
 import type { KubernetesSeed } from "./seed.js";
-import { KubernetesPeerState, type RequestRecord } from "./state.js";
-import { decodeDeleteOptions, protobufMediaType } from "./protobuf.js";
-import { badRequest, failure, pathNotFound, StatusError, unauthorizedStatus, unsupportedMediaType } from "./status.js";
+import { KubernetesPeerState } from "./state.js";
+import { failure, pathNotFound, StatusError, unauthorizedStatus } from "./status.js";
 import { ClusterStore, systemClock, type StoreClock } from "./store.js";
 import { generateBearerToken, generatePeerTlsIdentity, hasBearerToken } from "./tls.js";
 import { streamWatch } from "./watch.js";
 
-/** The API server's own limit on a request body (3 MiB). */
-export const maxRequestBodyBytes = 3 * 1024 * 1024;
+export { maxRequestBodyBytes } from "./http-io.js";
 export const defaultCloseDeadlineMs = 5_000;
-/** Requests the log keeps (the oldest go first), so a long-running peer stays small. */
-export const requestLogLimit = 10_000;
 /** Where a pod finds its service-account credentials (under the peer's `inCluster.pathPrefix` here). */
 export const serviceAccountPath = "var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -35,8 +39,10 @@ export interface KubernetesPeerOptions {
   readonly host?: string;
   /** TCP port (default 0: any free port). */
   readonly port?: number;
-  /** Bearer token clients must send (default: a random one). */
+  /** Bearer token clients must send (default: a random one; `setToken` replaces it). */
   readonly token?: string;
+  /** Also accept a client certificate signed by the peer's CA instead of the token (mutual TLS; `clientCertificate`). */
+  readonly clientCertificates?: boolean;
   /** Namespace written to the in-cluster `namespace` file (default "default"). */
   readonly serviceAccountNamespace?: string;
   /** Where to write the kubeconfig (default: kubeconfig in a fresh temp dir, removed on close). */
@@ -55,7 +61,12 @@ export interface KubernetesPeer {
   readonly caPem: string;
   /** The CA written to a file: `<inCluster.pathPrefix>/var/run/secrets/kubernetes.io/serviceaccount/ca.crt`. */
   readonly caFile: string;
+  /** The bearer token accepted now. */
   readonly token: string;
+  /** Accepts `token` from now on and refuses the one before (401): a rotated service-account token. Files are not rewritten. */
+  setToken(token: string): void;
+  /** With `clientCertificates`: a client certificate (and key, PEM) the peer accepts in place of the token. */
+  readonly clientCertificate?: { readonly certPem: string; readonly keyPem: string };
   /** The token written to a file: `.../serviceaccount/token` beside `caFile` (and `namespace`). */
   readonly tokenFile: string;
   /**
@@ -66,88 +77,109 @@ export interface KubernetesPeer {
   /** A kubeconfig with the CA and the bearer token (current context `sef-testbed`, namespace default). */
   readonly kubeconfigPath: string;
   readonly state: KubernetesPeerState;
-  /** Stops listening, ends watches and connections (forcibly after `deadlineMs`), cancels pending pod removals. */
+  /** Stops listening, ends watches and connections (forcibly after `deadlineMs`), cancels pending pod removals and
+   * returns; a second call waits for the first. */
   close(deadlineMs?: number): Promise<void>;
 }
 
-async function readBody(request: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxRequestBodyBytes) throw new StatusError(failure(413, "RequestEntityTooLarge", "the request body is too large"));
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-/** JSON bodies, and the protobuf DeleteOptions of a DELETE; other media types are a 415. */
-function parseBody(body: Buffer, method: string, contentType: string | undefined): unknown {
-  if (body.length === 0) return undefined;
-  const media = (contentType ?? "application/json").split(";")[0]?.trim().toLowerCase() ?? "";
-  if (media === protobufMediaType && method === "DELETE") return decodeDeleteOptions(body);
-  if (method === "PATCH" ? !media.endsWith("+json") : media !== "application/json") throw unsupportedMediaType(method === "PATCH");
-  try {
-    return JSON.parse(body.toString("utf8"));
-  } catch (_error) {
-    throw badRequest("the request body is not valid JSON");
-  }
-}
-
 async function answer(request: IncomingMessage, url: URL, cluster: Cluster, serverAddress: string): Promise<ApiResponse> {
-  const discovery = discoveryAnswer(request.method ?? "GET", url.pathname, serverAddress);
+  const method = request.method ?? "GET";
+  const discovery = discoveryAnswer(method, url.pathname, serverAddress);
   if (discovery) return discovery;
   const target = parseResourcePath(url.pathname);
   if (!target) throw pathNotFound();
   const apiRequest: ApiRequest = {
     ...target,
-    method: request.method ?? "GET",
+    method,
     query: url.searchParams,
-    body: parseBody(await readBody(request), request.method ?? "GET", request.headers["content-type"]),
+    body: parseBody(await readBody(request), method, request.headers["content-type"]),
     ...(request.headers["content-type"] ? { contentType: request.headers["content-type"] } : {}),
     accept: request.headers.accept ?? "application/json",
   };
   return route(apiRequest, cluster);
 }
 
-function send(response: ServerResponse, result: ApiResponse): void {
-  const body = typeof result.body === "string" ? result.body : JSON.stringify(result.body);
-  response.writeHead(result.code, { "content-type": typeof result.body === "string" ? "text/plain; charset=utf-8" : "application/json", "cache-control": "no-cache, private" });
-  response.end(body);
+/** The API's answer, or the Status of the error it failed with. */
+async function apiAnswer(request: IncomingMessage, url: URL, cluster: Cluster, serverAddress: string): Promise<ApiResponse> {
+  try {
+    return await answer(request, url, cluster, serverAddress);
+  } catch (error) {
+    if (error instanceof StatusError) return { code: error.status.code, body: error.status };
+    cluster.logger.error({ err: error, path: url.pathname }, "kubernetes peer handler failed");
+    return { code: 500, body: failure(500, "InternalError", "Internal error occurred: the peer failed to handle the request") };
+  }
 }
 
-function requestHandler(cluster: Cluster, token: string, requestLog: RequestRecord[], serverAddress: () => string, watches: Set<() => void>) {
+/** A fault rule's answer instead of the API's (the body is left unread); evictions it answers go to the eviction log. */
+function faultAnswer(request: IncomingMessage, cluster: Cluster, info: RequestInfo, fault: { id: string; answer: FaultAnswer }): ApiResponse {
+  request.resume();
+  const result = faultResponse(fault.answer, info);
+  if (info.resource === "pods/eviction" && info.verb === "create") {
+    const namespace = info.namespace ?? "default";
+    const nodeName = (cluster.store.get("pods", namespace, info.name ?? "")?.spec as { nodeName?: string } | undefined)?.nodeName;
+    const outcome = fault.answer.kind === "throttle" ? "throttled" : "refused";
+    cluster.log.eviction({ namespace, pod: info.name ?? "", ...(nodeName ? { nodeName } : {}), outcome, code: result.code, fault: fault.id });
+  }
+  return result;
+}
+
+/** A bearer token the peer accepts now, or a verified client certificate (when the peer asks for one). */
+function authenticated(request: IncomingMessage, token: string): boolean {
+  return hasBearerToken(request.headers.authorization, token) || (request.socket as TLSSocket).authorized === true;
+}
+
+interface HandlerContext {
+  readonly cluster: Cluster;
+  /** The token accepted now (`setToken` replaces it). */
+  readonly token: () => string;
+  readonly serverAddress: () => string;
+  readonly watches: Set<() => void>;
+  readonly control: (request: IncomingMessage, url: URL) => Promise<ApiResponse>;
+}
+
+function requestHandler(context: HandlerContext) {
+  const { cluster, token, watches } = context;
   return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? "/", "https://peer.invalid");
-    let result: ApiResponse;
-    if (!hasBearerToken(request.headers.authorization, token)) {
+    const method = request.method ?? "GET";
+    if (!authenticated(request, token())) {
       request.resume();
-      result = { code: 401, body: unauthorizedStatus };
-    } else {
-      try {
-        result = await answer(request, url, cluster, serverAddress());
-      } catch (error) {
-        if (!(error instanceof StatusError)) cluster.logger.error({ err: error, path: url.pathname }, "kubernetes peer handler failed");
-        result = { code: error instanceof StatusError ? error.status.code : 500, body: error instanceof StatusError ? error.status : failure(500, "InternalError", "Internal error occurred: the peer failed to handle the request") };
-      }
+      send(response, { code: 401, body: unauthorizedStatus }, {});
+      if (!isControlPath(url.pathname)) logRequest(cluster, request, url, requestInfoOf(method, url.pathname, url.searchParams), 401);
+      return;
     }
-    if (requestLog.length >= requestLogLimit) requestLog.shift();
-    requestLog.push({
-      atMs: cluster.store.clock.wallNowMs(),
-      method: request.method ?? "GET",
-      path: url.pathname + url.search,
-      code: result.code,
-      ...(request.headers["content-type"] ? { contentType: request.headers["content-type"] } : {}),
-      ...(request.headers["user-agent"] ? { userAgent: request.headers["user-agent"] } : {}),
-    });
-    if (result.watch) {
-      const end = streamWatch(response, cluster.store, result.watch);
-      watches.add(end);
-      response.on("close", () => watches.delete(end));
-    } else {
-      send(response, result);
+    if (isControlPath(url.pathname)) {
+      send(response, await context.control(request, url), {});
+      return;
     }
+    const info = requestInfoOf(method, url.pathname, url.searchParams);
+    const fault = cluster.faults.take(info);
+    const result = fault ? faultAnswer(request, cluster, info, fault) : await apiAnswer(request, url, cluster, context.serverAddress());
+    logRequest(cluster, request, url, info, result.code, fault?.id);
+    if (!result.watch) {
+      send(response, result, apfHeaders);
+      return;
+    }
+    for (const [name, value] of Object.entries(apfHeaders)) response.setHeader(name, value);
+    const end = streamWatch(response, cluster.store, result.watch);
+    watches.add(end);
+    response.on("close", () => watches.delete(end));
   };
+}
+
+function logRequest(cluster: Cluster, request: IncomingMessage, url: URL, info: RequestInfo, code: number, fault?: string): void {
+  cluster.log.request({
+    method: request.method ?? "GET",
+    path: url.pathname + url.search,
+    code,
+    ...(request.headers["content-type"] ? { contentType: request.headers["content-type"] } : {}),
+    ...(request.headers["user-agent"] ? { userAgent: request.headers["user-agent"] } : {}),
+    verb: info.verb,
+    ...(info.resource !== undefined ? { resource: info.resource } : {}),
+    ...(info.namespace !== undefined ? { namespace: info.namespace } : {}),
+    ...(info.name !== undefined ? { name: info.name } : {}),
+    ...(fault ? { fault } : {}),
+  });
 }
 
 async function closeServer(server: Server, deadlineMs: number): Promise<void> {
@@ -166,20 +198,35 @@ async function closeServer(server: Server, deadlineMs: number): Promise<void> {
   await closed;
 }
 
+/** The control surface's answer: the body read as JSON (400 when it is not). */
+async function controlResponse(state: KubernetesPeerState, request: IncomingMessage, url: URL): Promise<ApiResponse> {
+  let body: unknown;
+  try {
+    const raw = await readBody(request);
+    body = raw.length > 0 ? (JSON.parse(raw.toString("utf8")) as unknown) : undefined;
+  } catch (error) {
+    return { code: 400, body: { error: `the body is not JSON within the size limit: ${error instanceof Error ? error.message : String(error)}` } };
+  }
+  return controlAnswer(state, request.method ?? "GET", url.pathname, body);
+}
+
 export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): Promise<KubernetesPeer> {
   const logger = options.logger ?? silentLogger();
   const store = new ClusterStore(options.clock ?? systemClock);
-  const cluster: Cluster = { store, budgets: new DisruptionBudgets(store), terminator: new PodTerminator(store), logger };
-  const requestLog: RequestRecord[] = [];
+  const log = new PeerLog(store.clock);
+  const faults = new FaultRules(() => store.clock.monotonicNowMs());
+  const cluster: Cluster = { store, budgets: new DisruptionBudgets(store), terminator: new PodTerminator(store), faults, log, logger };
   const watches = new Set<() => void>();
-  const state = new KubernetesPeerState(cluster, requestLog);
-  if (options.seed) state.seed(options.seed);
-  const token = options.token ?? generateBearerToken();
-  const identity = await generatePeerTlsIdentity();
+  const peerState = new KubernetesPeerState(cluster);
+  if (options.seed) peerState.seed(options.seed);
+  let token = options.token ?? generateBearerToken();
+  const identity = await generatePeerTlsIdentity(7, options.clientCertificates === true);
   const host = options.host ?? "127.0.0.1";
   let serverAddress = "";
-  const server = createServer({ key: identity.keyPem, cert: identity.certPem, requestTimeout: 60_000 }, (request, response) => {
-    void requestHandler(cluster, token, requestLog, () => serverAddress, watches)(request, response);
+  const handler = requestHandler({ cluster, token: () => token, serverAddress: () => serverAddress, watches, control: (request, url) => controlResponse(peerState, request, url) });
+  const mutualTls = options.clientCertificates === true ? { requestCert: true, rejectUnauthorized: false, ca: [identity.certPem] } : {};
+  const server = createServer({ key: identity.keyPem, cert: identity.certPem, requestTimeout: 60_000, ...mutualTls }, (request, response) => {
+    void handler(request, response);
   });
   const port = await listen(server, options.port ?? 0, host);
   serverAddress = `${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -195,20 +242,31 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   await writeFile(join(serviceAccountDir, "namespace"), options.serviceAccountNamespace ?? "default", { mode: 0o644 });
   await writeKubeconfig(kubeconfigPath, url, identity.certPem, token);
   logger.info({ url, kubeconfigPath }, "kubernetes peer listening");
+  let closing: Promise<void> | undefined;
   return {
     url,
     caPem: identity.certPem,
     caFile,
-    token,
+    get token() {
+      return token;
+    },
+    setToken(next: string) {
+      token = next;
+    },
+    ...(identity.client ? { clientCertificate: identity.client } : {}),
     tokenFile,
     inCluster: { pathPrefix: dir, env: { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: String(port) } },
     kubeconfigPath,
-    state,
-    close: async (deadlineMs = defaultCloseDeadlineMs) => {
-      cluster.terminator.close();
-      for (const end of [...watches]) end();
-      await closeServer(server, deadlineMs);
-      await rm(dir, { recursive: true, force: true });
+    state: peerState,
+    close: (deadlineMs = defaultCloseDeadlineMs) => {
+      closing ??= (async () => {
+        cluster.terminator.close();
+        peerState.close();
+        for (const end of [...watches]) end();
+        await closeServer(server, deadlineMs);
+        await rm(dir, { recursive: true, force: true });
+      })();
+      return closing;
     },
   };
 }

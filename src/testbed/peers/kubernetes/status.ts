@@ -13,7 +13,7 @@ export interface Status {
   status: "Success" | "Failure";
   message?: string;
   reason?: string;
-  details?: { name?: string; group?: string; kind?: string; causes?: StatusCause[] };
+  details?: { name?: string; group?: string; kind?: string; uid?: string; causes?: StatusCause[]; retryAfterSeconds?: number };
   code: number;
 }
 
@@ -44,10 +44,25 @@ export function alreadyExists(resource: string, name: string, group = ""): Statu
   return new StatusError(failure(409, "AlreadyExists", `${qualified} "${name}" already exists`, { name, ...(group ? { group } : {}), kind: resource }));
 }
 
-export function conflict(resource: string, name: string, group = ""): StatusError {
+/** 409 Conflict: `Operation cannot be fulfilled on leases.coordination.k8s.io "x": <reason>`. */
+export function conflictWith(resource: string, name: string, reason: string, group = ""): StatusError {
   const qualified = group ? `${resource}.${group}` : resource;
-  const message = `Operation cannot be fulfilled on ${qualified} "${name}": the object has been modified; please apply your changes to the latest version and try again`;
-  return new StatusError(failure(409, "Conflict", message, { name, ...(group ? { group } : {}), kind: resource }));
+  return new StatusError(failure(409, "Conflict", `Operation cannot be fulfilled on ${qualified} "${name}": ${reason}`, { name, ...(group ? { group } : {}), kind: resource }));
+}
+
+/**
+ * The 409 of a failed delete precondition, worded by the storage layer: `StorageError: invalid object, Code: 4, Key:
+ * /registry/<resource>/<namespace>/<name>, ..., AdditionalErrorMsg: Precondition failed: UID in precondition: ...`.
+ */
+export function preconditionFailed(resource: string, namespace: string | undefined, name: string, field: "UID" | "ResourceVersion", wanted: string, actual: string, group = ""): StatusError {
+  const key = `/registry/${resource}/${namespace ? `${namespace}/` : ""}${name}`;
+  const detail = `Precondition failed: ${field} in precondition: ${wanted}, ${field} in object meta: ${actual}`;
+  return conflictWith(resource, name, `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: ${detail}`, group);
+}
+
+/** The optimistic-concurrency 409: the object changed since the client read it. */
+export function conflict(resource: string, name: string, group = ""): StatusError {
+  return conflictWith(resource, name, "the object has been modified; please apply your changes to the latest version and try again", group);
 }
 
 export function badRequest(message: string): StatusError {

@@ -1,23 +1,10 @@
 // The peer's cluster state: one collection per resource, the cluster-wide resourceVersion counter, uids and
-// timestamps, implicit namespaces, the change history and listeners that watches follow, and the eviction log tests
-// read back. Handlers and the seeding API both go through it; everything handed out is a copy.
+// timestamps, implicit namespaces, and the change history and listeners that watches follow. Handlers and the
+// seeding API both go through it; everything handed out is a copy.
 import { randomUUID } from "node:crypto";
 import { copyOf, kubeTime, withoutEmptyFields, type KubeObject, type NewKubeObject } from "./objects.js";
 
-export type ResourceKind = "nodes" | "pods" | "daemonsets" | "poddisruptionbudgets" | "events";
-
-export interface EvictionRecord {
-  /** Wall-clock time of the request (epoch ms). */
-  readonly atMs: number;
-  readonly namespace: string;
-  readonly pod: string;
-  /** evicted: deletion began; blocked: 429 from a budget; not-found: 404; refused: any other error. */
-  readonly outcome: "evicted" | "blocked" | "not-found" | "refused";
-  readonly code: number;
-  readonly budget?: string;
-  readonly gracePeriodSeconds?: number;
-  readonly dryRun?: boolean;
-}
+export type ResourceKind = "nodes" | "pods" | "daemonsets" | "poddisruptionbudgets" | "events" | "leases";
 
 export interface StoreClock {
   /** Wall clock (epoch ms): stamps objects only. */
@@ -36,9 +23,6 @@ export interface StoreChange {
   readonly resourceVersion: number;
 }
 
-/** Eviction requests the log keeps (the oldest go first). */
-export const evictionLogLimit = 10_000;
-
 /** How many changes the store remembers for watches that resume from a resourceVersion. */
 export const changeHistoryLength = 5_000;
 
@@ -54,8 +38,6 @@ export class ClusterStore {
   private resourceVersion = 1000;
   private readonly collections = new Map<ResourceKind, Map<string, KubeObject>>();
   private readonly namespaceMeta = new Map<string, { uid: string; creationTimestamp: string }>();
-  /** Eviction requests, the last `evictionLogLimit`. */
-  readonly evictions: EvictionRecord[] = [];
   private readonly changes: StoreChange[] = [];
   private readonly listeners = new Set<(change: StoreChange) => void>();
 

@@ -1,5 +1,5 @@
 // Server-side printing: meta.k8s.io/v1 Table answers for kubectl (`Accept: ...;as=Table;g=meta.k8s.io;v=v1`), with
-// the columns the real API server prints for nodes, pods, events, budgets, namespaces, and Name/Age otherwise.
+// the columns the real API server prints for nodes, pods, events, budgets, namespaces, leases, and Name/Age otherwise.
 import type { KubeObject } from "./objects.js";
 
 interface Column {
@@ -56,13 +56,33 @@ function nodeRow(node: KubeObject, nowMs: number): Cell[] {
   return [node.metadata.name, states.join(","), roles.length ? roles.join(",") : "<none>", age(node.metadata.creationTimestamp, nowMs), info.kubeletVersion ?? "", address("InternalIP"), address("ExternalIP"), info.osImage ?? "", info.kernelVersion ?? "", info.containerRuntimeVersion ?? ""];
 }
 
+interface ContainerStatus {
+  ready: boolean;
+  restartCount: number;
+  state?: { waiting?: { reason?: string }; running?: object; terminated?: { reason?: string; exitCode?: number; signal?: number } };
+}
+
+/** The STATUS column as the API server's pod printer words it: the phase, a container's waiting or terminated reason,
+ * Terminating for a deleting pod that is not terminal yet. */
+export function podStatusReason(pod: KubeObject): string {
+  const status = (pod.status ?? {}) as { phase?: string; reason?: string; containerStatuses?: ContainerStatus[] };
+  let reason = status.reason || status.phase || "Unknown";
+  for (const container of [...(status.containerStatuses ?? [])].reverse()) {
+    const { waiting, terminated } = container.state ?? {};
+    if (waiting?.reason) reason = waiting.reason;
+    else if (terminated?.reason) reason = terminated.reason;
+    else if (terminated) reason = terminated.signal ? `Signal:${terminated.signal}` : `ExitCode:${terminated.exitCode ?? 0}`;
+  }
+  const terminal = status.phase === "Succeeded" || status.phase === "Failed";
+  return pod.metadata.deletionTimestamp && !terminal ? "Terminating" : reason;
+}
+
 function podRow(pod: KubeObject, nowMs: number): Cell[] {
-  const status = (pod.status ?? {}) as { phase?: string; podIP?: string; containerStatuses?: { ready: boolean; restartCount: number }[] };
+  const status = (pod.status ?? {}) as { podIP?: string; containerStatuses?: ContainerStatus[] };
   const containers = status.containerStatuses ?? [];
-  const phase = pod.metadata.deletionTimestamp ? "Terminating" : (status.phase ?? "Unknown");
   const restarts = containers.reduce((sum, c) => sum + c.restartCount, 0);
   const nodeName = (pod.spec as { nodeName?: string } | undefined)?.nodeName ?? "<none>";
-  return [pod.metadata.name, `${containers.filter((c) => c.ready).length}/${containers.length}`, phase, restarts, age(pod.metadata.creationTimestamp, nowMs), status.podIP ?? "<none>", nodeName, "<none>", "<none>"];
+  return [pod.metadata.name, `${containers.filter((c) => c.ready).length}/${containers.length}`, podStatusReason(pod), restarts, age(pod.metadata.creationTimestamp, nowMs), status.podIP ?? "<none>", nodeName, "<none>", "<none>"];
 }
 
 function eventRow(event: KubeObject, nowMs: number): Cell[] {
@@ -97,6 +117,10 @@ const layouts: Record<string, { columns: Column[]; row: (object: KubeObject, now
   namespaces: {
     columns: [column("Name", 0, "name"), column("Status"), column("Age")],
     row: (ns, nowMs) => [ns.metadata.name, (ns.status as { phase?: string } | undefined)?.phase ?? "", age(ns.metadata.creationTimestamp, nowMs)],
+  },
+  leases: {
+    columns: [column("Name", 0, "name"), column("Holder"), column("Age")],
+    row: (lease, nowMs) => [lease.metadata.name, (lease.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? "", age(lease.metadata.creationTimestamp, nowMs)],
   },
   poddisruptionbudgets: {
     columns: [column("Name", 0, "name"), column("Min Available"), column("Max Unavailable"), column("Allowed Disruptions", 0, "", "integer"), column("Age")],

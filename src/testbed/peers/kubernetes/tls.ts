@@ -1,11 +1,16 @@
 // The peer's TLS identity and its in-cluster style authentication: a throw-away self-signed certificate for
-// localhost/127.0.0.1 (clients trust it as the cluster CA) and one bearer token every request must carry.
+// localhost/127.0.0.1 (clients trust it as the cluster CA; it can also sign a client certificate) and one bearer token.
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { generateLocalTlsIdentity, type LocalTlsIdentity } from "../../support/tls-identity.js";
 
 /** The peer's certificate: its own CA, for localhost, 127.0.0.1 and the in-cluster name, valid for `validDays` days. */
-export function generatePeerTlsIdentity(validDays = 7): Promise<LocalTlsIdentity> {
-  return generateLocalTlsIdentity({ commonName: "sef local kubernetes peer", validDays, extraDnsNames: ["kubernetes.default.svc"] });
+export function generatePeerTlsIdentity(validDays = 7, clientCertificate = false): Promise<LocalTlsIdentity> {
+  return generateLocalTlsIdentity({
+    commonName: "sef local kubernetes peer",
+    validDays,
+    extraDnsNames: ["kubernetes.default.svc"],
+    ...(clientCertificate ? { clientCommonName: "system:node:sef-client" } : {}),
+  });
 }
 
 /** A random bearer token, shaped like an opaque service-account token. */

@@ -19,6 +19,13 @@ export function serveInstanceMetadata(state: SimState, req: IncomingMessage, res
 }
 
 export function serveToken(state: SimState, res: ServerResponse, query: URLSearchParams, nowMs: number): string {
+  if (state.tokenFault.count > 0) {
+    state.tokenFault.count -= 1;
+    const { status } = state.tokenFault;
+    state.faultsServed[`token:${status}`] = (state.faultsServed[`token:${status}`] ?? 0) + 1;
+    sendJson(res, status, { error: "temporarily_unavailable", error_description: `test fault: the token endpoint answered ${status}` });
+    return String(status);
+  }
   const resource = query.get("resource");
   if (!resource) {
     sendJson(res, 400, { error: "invalid_request", error_description: "Required query variable 'resource' is missing" });

@@ -1,0 +1,25 @@
+// Example rollout: `az deployment mg create -m MG -l westeurope -f bicep/every-vm-mg.bicep -p bicep/every-vm-mg.bicepparam`.
+// SEF_SUBSCRIPTION_ID: the subscription of sef-rg. The gallery and its application versions come from infra/vmapp/upload.sh; the agent identity from main.bicep.
+using 'every-vm-mg.bicep'
+
+param rollout = {
+  subscriptionId: readEnvironmentVariable('SEF_SUBSCRIPTION_ID')
+  resourceGroupName: 'sef-rg'
+  galleryName: 'sef_gallery'
+  // Canary first: VMs tagged sef-ring=canary run the new version; every other VM the previous one. Roll forward by
+  // raising the broad ring's version once the canaries are healthy; roll back by pinning the previous version.
+  rings: [
+    {
+      name: 'canary'
+      version: '0.1.0'
+      tagValues: [
+        'canary'
+      ]
+    }
+    {
+      name: 'broad'
+      version: '0.1.0'
+      tagValues: []
+    }
+  ]
+}

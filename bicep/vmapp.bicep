@@ -1,0 +1,114 @@
+// sef as VM Applications (the Bicep way to publish a release; infra/vmapp/upload.sh does the same with az): an Azure
+// Compute Gallery with the applications sef-linux and sef-windows and, for a release whose bundles are uploaded, their
+// version with the install/update/remove commands and file names of infra/vmapp/commands.json.
+
+targetScope = 'resourceGroup'
+
+@description('Region of the gallery and the versions\' source.')
+param location string = resourceGroup().location
+
+@description('Azure Compute Gallery name (letters, digits, dots and underscores).')
+param galleryName string
+
+@description('Gallery application names.')
+param linuxApplicationName string = 'sef-linux'
+param windowsApplicationName string = 'sef-windows'
+
+@description('sef version to publish (MAJOR.MINOR.PATCH); empty creates the gallery and applications only.')
+param version string = ''
+
+@secure()
+@description('Read-only SAS URL of sef-VERSION-vmapp-linux.tar (infra/vmapp/bundle.sh); empty: no Linux version.')
+param linuxPackageUrl string = ''
+
+@secure()
+@description('Read-only SAS URL of sef-VERSION-vmapp-windows.zip; empty: no Windows version.')
+param windowsPackageUrl string = ''
+
+@secure()
+@description('Read-only SAS URL of the agent config (main.bicep\'s agentConfig output) VMs get by default; empty: none.')
+param configUrl string = ''
+
+@description('Regions the versions are replicated to (the VMs\' regions); default the location.')
+param targetRegions array = []
+
+@description('Keep this version from being "latest" (a canary release).')
+param excludeFromLatest bool = false
+
+param tags object = {}
+
+var commands = loadJsonContent('../infra/vmapp/commands.json')
+var regions = empty(targetRegions) ? [location] : targetRegions
+
+resource gallery 'Microsoft.Compute/galleries@2025-03-03' = {
+  name: galleryName
+  location: location
+  tags: tags
+  properties: {
+    description: 'sef (Scheduled Events Forwarder) VM Applications'
+  }
+}
+
+var applications = [
+  {
+    name: linuxApplicationName
+    os: 'linux'
+    supportedOSType: 'Linux'
+    packageUrl: linuxPackageUrl
+  }
+  {
+    name: windowsApplicationName
+    os: 'windows'
+    supportedOSType: 'Windows'
+    packageUrl: windowsPackageUrl
+  }
+]
+
+resource application 'Microsoft.Compute/galleries/applications@2025-03-03' = [for app in applications: {
+  parent: gallery
+  name: app.name
+  location: location
+  tags: tags
+  properties: {
+    supportedOSType: app.supportedOSType
+    description: 'sef (Scheduled Events Forwarder) agent for ${app.supportedOSType}'
+  }
+}]
+
+resource applicationVersion 'Microsoft.Compute/galleries/applications/versions@2025-03-03' = [for (app, i) in applications: if (!empty(version) && !empty(app.packageUrl)) {
+  parent: application[i]
+  name: empty(version) ? 'none' : version
+  location: location
+  tags: tags
+  properties: {
+    publishingProfile: {
+      source: {
+        mediaLink: app.packageUrl
+        defaultConfigurationLink: empty(configUrl) ? null : configUrl
+      }
+      manageActions: {
+        install: commands[app.os].install
+        update: commands[app.os].update
+        remove: commands[app.os].remove
+      }
+      settings: {
+        packageFileName: commands[app.os].packageFileName
+        configFileName: empty(configUrl) ? null : commands[app.os].configFileName
+      }
+      targetRegions: [for region in regions: {
+        name: region
+        regionalReplicaCount: 1
+      }]
+      excludeFromLatest: excludeFromLatest
+    }
+    safetyProfile: {
+      allowDeletionOfReplicatedLocations: true
+    }
+  }
+}]
+
+@description('Resource id of the gallery (every-vm.bicep\'s rollout.galleryName names it).')
+output galleryResourceId string = gallery.id
+
+@description('Resource ids of the applications.')
+output applicationIds array = [for (app, i) in applications: application[i].id]

@@ -1,0 +1,33 @@
+// How the Linux artifacts are compressed, by profile. `release` (`npm run package`): xz -6 on one thread and gzip -9,
+// so the bytes never depend on the build machine's cores. `fast` (the package tests' set-up): the same formats, levels
+// and contents with xz on every core. `stored`: .deb and .rpm payloads not compressed at all (for packages the tests
+// only install or inspect, never measure: the older version the upgrade tests start from, the arm64 packages).
+import { availableParallelism } from "node:os";
+
+export type CompressionProfile = "release" | "fast" | "stored";
+
+export type TarCompression = "gzip" | "xz";
+
+/**
+ * dpkg-deb's compression options. Its xz encoder cuts the stream into blocks whatever the number of threads, so a
+ * `fast` .deb is byte for byte a `release` one (checked by hand: same SHA-256); a release keeps one thread all the same.
+ */
+export function debCompressionOptions(profile: CompressionProfile): string[] {
+  if (profile === "stored") return ["-Znone"];
+  return ["-Zxz", "-z6", `--threads-max=${profile === "release" ? 1 : availableParallelism()}`];
+}
+
+/** rpmbuild's `_binary_payload`: xz level 6 (`T0`: a thread per core), or no compression (`ufdio`). */
+export function rpmPayload(profile: CompressionProfile): string {
+  return { release: "w6.xzdio", fast: "w6T0.xzdio", stored: "w0.ufdio" }[profile];
+}
+
+/**
+ * The compressor of a tarball's tar stream: no name or time of its own (gzip -n). gzip -9 in every profile (the
+ * package tests rebuild the .tar.gz with the release profile and compare the bytes); xz -6 on one thread for a
+ * release, on every core otherwise (the stream is then cut into independent blocks: a slightly larger file).
+ */
+export function tarCompressor(compression: TarCompression, profile: CompressionProfile): readonly [string, ...string[]] {
+  if (compression === "gzip") return ["gzip", "-n", "-9"];
+  return ["xz", "-6", profile === "release" ? "-T1" : "-T0", "--check=crc64"];
+}

@@ -1,0 +1,85 @@
+// The fleet's Blob storage: the container (checkpoints, ownership, fleet state, dead letters) with the Blob SDK's own
+// retries off, and the one retry owner of each Blob operation the fleet makes (@sef/retry's loop). Ownership claims and
+// listings are the Event Hubs SDK's load balancer's: it tries again on its own schedule (`loadBalancing`), no sooner.
+import type { FleetEvent } from "./fleet-event.js";
+import { BlobServiceClient, type ContainerClient, type StoragePipelineOptions } from "@azure/storage-blob";
+import type { Logger } from "pino";
+import type { RetryPolicy } from "@sef/retry/policy.js";
+import { retry, retryAttempts, type RetryClock } from "@sef/retry/retry.js";
+import { fleetCredential } from "./eventhubs-source.js";
+import type { NotificationAction } from "./notification-plan.js";
+import type { FleetSettings } from "./settings.js";
+import { FleetConfigError } from "./errors.js";
+
+/** One try per request: the fleet's loops below (and the load balancer's schedule) are the only retries. */
+const oneTryPerRequest: StoragePipelineOptions = { retryOptions: { maxTries: 1 } };
+
+/** Backoff of the fleet's Blob retries: 0.5–1 s, doubling up to 15–30 s. */
+export const blobRetryPolicy: RetryPolicy = { initialDelayMs: 1000, maxDelayMs: 30_000, multiplier: 2 };
+
+/** Dead-letter writes are tried this many times (the Blob SDK's own default), then logged as lost. */
+const deadLetterAttempts = 4;
+
+/** The checkpoint container: managed identity with `blobServiceUrl`, else the connection string in the environment. */
+export function containerFor(settings: FleetSettings, env: NodeJS.ProcessEnv): ContainerClient {
+  const cp = settings.checkpoints;
+  if (cp.blobServiceUrl) {
+    const credential = fleetCredential({ credential: "managedIdentity", managedIdentityClientId: settings.eventHubs.connection.managedIdentityClientId });
+    return new BlobServiceClient(cp.blobServiceUrl, credential, oneTryPerRequest).getContainerClient(cp.containerName);
+  }
+  const connectionString = env[cp.connectionStringEnv];
+  if (!connectionString) throw new FleetConfigError(`checkpoints: set blobServiceUrl or the environment variable ${cp.connectionStringEnv}`);
+  return BlobServiceClient.fromConnectionString(connectionString, oneTryPerRequest).getContainerClient(cp.containerName);
+}
+
+export interface StoreRetry {
+  readonly clock: RetryClock;
+  /** The partition's: aborted when it closes (its next owner starts over from the checkpoint). */
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+  /** Hears every failure and every success (what /readyz says about Blob storage). */
+  readonly onStoreError: (message: string | null) => void;
+}
+
+/**
+ * Runs a Blob operation until it succeeds or the partition closes (undefined then), logging each retry with
+ * `retryMessage`.
+ */
+export async function untilStored<T>(operation: () => Promise<T>, retryMessage: string, options: StoreRetry): Promise<{ value: T } | undefined> {
+  const { clock, signal, logger, onStoreError } = options;
+  const end = await retryAttempts(
+    async () => {
+      try {
+        const value = await operation();
+        onStoreError(null);
+        return value;
+      } catch (err) {
+        onStoreError((err as Error).message);
+        throw err;
+      }
+    },
+    {
+      policy: blobRetryPolicy,
+      clock,
+      signal,
+      onRetry: (settled, attempt, delayMs) => {
+        const err = settled.ok ? undefined : (settled.error as Error);
+        logger.warn({ attempt, delayMs, err: { type: err?.name, message: err?.message } }, retryMessage);
+      },
+    },
+  );
+  return end.last?.ok ? { value: end.last.value } : undefined;
+}
+
+/** Writes a notification given up on as one blob under `dead-letter/<target>/` (a few tries: then it is logged). */
+export function deadLetterWriter(container: ContainerClient, settings: FleetSettings, clock: RetryClock) {
+  return async (target: string, action: NotificationAction, event: FleetEvent, reason: string): Promise<void> => {
+    const body = JSON.stringify({ deadLetteredAt: new Date().toISOString(), target, action, reason, event });
+    const blob = container.getBlockBlobClient(`dead-letter/${target}/${event.key}-${action}.json`);
+    await retry(() => blob.upload(body, Buffer.byteLength(body), { abortSignal: AbortSignal.timeout(settings.requestTimeoutMs) }), {
+      policy: blobRetryPolicy,
+      clock,
+      maxAttempts: deadLetterAttempts,
+    });
+  };
+}

@@ -1,0 +1,250 @@
+// The drain loop (drain.ts) on the fake clock against an in-memory KubeApi of our own interface (no SDK involved): pods
+// that come back, throttling waited out, failed evictions retried and named, stuck terminating pods, bare pods, and a
+// drain resumed from its persisted progress. The same behaviour end to end: test/integration/kubernetes-pods.test.ts.
+import { describe, expect, it } from "vitest";
+import type { EvictionOutcome, KubeApi } from "../../src/agent/actions/kubernetes/client.js";
+import { drainNode, type DrainOptions, type DrainProgress, type DrainResult } from "../../src/agent/actions/kubernetes/drain.js";
+import type { EvictionMetricOutcome } from "../../src/agent/actions/kubernetes/metrics.js";
+import { taintKeyFor } from "../../src/agent/actions/kubernetes/plan.js";
+import { stuckTerminatingAllowanceMs, type PodView } from "../../src/agent/actions/kubernetes/pods.js";
+import { silentLogger } from "../../src/agent/observability/logger.js";
+import { instantClock, type FakeClock } from "../helpers/fake-clock.js";
+import { podView } from "./kubernetes-fixtures.js";
+
+const eventId = "5DD55A71-95BE-4B7E-B8A2-9C4A2F7C8A11";
+const taint = { key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule" };
+
+interface FakePod extends PodView {
+  /** Wall ms at which the pod object disappears once its deletion began. */
+  goneAtMs?: number;
+}
+
+/** A node's pods in memory, served through the KubeApi interface the drain uses; evictions answer as scripted. */
+class InMemoryNode {
+  readonly pods: FakePod[] = [];
+  /** Every eviction request: wall ms, pod name and uid, and the answer. */
+  readonly requests: Array<{ atMs: number; name: string; uid: string; kind: EvictionOutcome["kind"] }> = [];
+  /** Answers to give before accepting, per pod name (consumed in order). */
+  readonly script = new Map<string, EvictionOutcome[]>();
+  /** Called when a pod object disappears (a controller may put one back). */
+  onGone: (pod: FakePod) => void = () => undefined;
+  private uids = 0;
+
+  constructor(
+    private readonly clock: FakeClock,
+    private readonly stopsAfterMs = 500,
+  ) {}
+
+  add(name: string, over: Partial<FakePod> = {}): FakePod {
+    const pod: FakePod = { ...podView(name, { uid: `uid-${++this.uids}` }), ...over };
+    this.pods.push(pod);
+    return pod;
+  }
+
+  api(): Pick<KubeApi, "listPods" | "evict"> {
+    return {
+      listPods: async () => {
+        const nowMs = this.clock.now();
+        for (const pod of this.pods.filter((p) => p.goneAtMs !== undefined && p.goneAtMs <= nowMs)) {
+          this.pods.splice(this.pods.indexOf(pod), 1);
+          this.onGone(pod);
+        }
+        return this.pods.map(({ goneAtMs: _goneAtMs, ...view }) => ({ ...view }));
+      },
+      evict: async (target, graceSeconds) => {
+        const pod = this.pods.find((p) => p.namespace === target.namespace && p.name === target.name);
+        const answer: EvictionOutcome = pod === undefined ? { kind: "gone" } : (this.script.get(target.name)?.shift() ?? { kind: "evicted" });
+        this.requests.push({ atMs: this.clock.now(), name: target.name, uid: pod?.uid ?? "", kind: answer.kind });
+        if (pod && answer.kind === "evicted" && pod.deletionTimestampMs === undefined) {
+          pod.deletionTimestampMs = this.clock.now() + graceSeconds * 1000;
+          pod.goneAtMs = this.clock.now() + Math.min(graceSeconds * 1000, this.stopsAfterMs);
+        }
+        return answer;
+      },
+    };
+  }
+}
+
+interface Run {
+  result: DrainResult;
+  outcomes: EvictionMetricOutcome[];
+  saved: DrainProgress[];
+}
+
+async function drain(node: InMemoryNode, clock: FakeClock, over: Partial<DrainOptions> = {}): Promise<Run> {
+  const outcomes: EvictionMetricOutcome[] = [];
+  const saved: DrainProgress[] = [];
+  const result = await drainNode({
+    api: node.api(),
+    nodeName: "aks-np-0",
+    self: undefined,
+    evictEmptyDir: true,
+    force: false,
+    taint,
+    deadlineMs: clock.now() + 120_000,
+    pdbRetryInitialMs: 1_000,
+    pdbRetryMaxMs: 8_000,
+    random: () => 1 - Number.EPSILON, // the jitter at its top: each backoff its full ceiling (1 s, then 2 s, …)
+    podPollMs: 1_000,
+    clock,
+    logger: silentLogger(),
+    stillWanted: () => true,
+    onProgress: (progress) => saved.push(structuredClone(progress)),
+    onEviction: (outcome) => outcomes.push(outcome),
+    signal: new AbortController().signal,
+    ...over,
+  });
+  return { result, outcomes, saved };
+}
+
+const tolerateAll = [{ operator: "Exists" }];
+
+describe("drain loop against an in-memory node", () => {
+  it("a pod that comes back tolerating sef's taint (new uid, same name) is not evicted again; one that does not is evicted once more", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-1");
+    node.add("db-0", { controllerKinds: ["StatefulSet"] });
+    let comebacks = 0;
+    node.onGone = (gone) => {
+      if (gone.name !== "db-0" || comebacks >= 2) return;
+      comebacks++;
+      // The first comeback does not tolerate the taint (bound by name, past the scheduler); the second tolerates everything.
+      node.add("db-0", { controllerKinds: ["StatefulSet"], ...(comebacks === 2 ? { tolerations: tolerateAll } : {}) });
+    };
+    const { result } = await drain(node, clock);
+    expect(result.outcome).toBe("drained");
+    const dbRequests = node.requests.filter((r) => r.name === "db-0");
+    expect(dbRequests.map((r) => `${r.uid}:${r.kind}`)).toEqual(["uid-2:evicted", "uid-3:evicted"]);
+    expect(result).toMatchObject({ evicted: ["apps/web-1", "apps/db-0", "apps/db-0"], podsArrivedTolerating: ["apps/db-0"] });
+    expect(node.pods.map((p) => p.uid)).toEqual(["uid-4"]);
+  });
+
+  it("a pod that tolerates everything and was there at the start is evicted (kubectl drain does too)", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("agent", { tolerations: tolerateAll });
+    const { result } = await drain(node, clock);
+    expect(result).toMatchObject({ outcome: "drained", evicted: ["apps/agent"], podsArrivedTolerating: [] });
+  });
+
+  it("a throttled eviction (429 without a budget) pauses every eviction for its Retry-After, and is not a PDB refusal", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    for (let i = 0; i < 20; i++) node.add(`web-${i}`);
+    node.script.set("web-0", [{ kind: "throttled", retryAfterMs: 4_000, message: "Too many requests, please try again later." }]);
+    const startMs = clock.now();
+    const { result, outcomes } = await drain(node, clock);
+    expect(result).toMatchObject({ outcome: "drained", pdbBlocked: [], throttled: 1 });
+    expect(result.evicted).toHaveLength(20);
+    expect(outcomes.filter((o) => o === "throttled")).toHaveLength(1);
+    expect(outcomes).not.toContain("pdb_refused");
+    // The first group of 8 was in flight; the next group went only after the 4 s hint.
+    const throttledAtMs = node.requests.find((r) => r.kind === "throttled")!.atMs;
+    const later = node.requests.filter((r) => r.atMs > startMs && r.name !== "web-0" && !["web-1", "web-2", "web-3", "web-4", "web-5", "web-6", "web-7"].includes(r.name));
+    expect(Math.min(...later.map((r) => r.atMs)) - throttledAtMs).toBeGreaterThanOrEqual(4_000);
+    expect(node.requests.filter((r) => r.name === "web-0").map((r) => r.atMs - throttledAtMs)).toEqual([0, expect.any(Number)]);
+    expect(node.requests.filter((r) => r.name === "web-0")[1]!.atMs - throttledAtMs).toBeGreaterThanOrEqual(4_000);
+  });
+
+  it("a Retry-After beyond the cap waits the cap (pdbRetryMaxMs), not the hint", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-0");
+    node.script.set("web-0", [{ kind: "throttled", retryAfterMs: 3_600_000, message: "throttled" }]);
+    await drain(node, clock, { pdbRetryMaxMs: 8_000 });
+    const [first, second] = node.requests;
+    expect(second!.atMs - first!.atMs).toBeGreaterThanOrEqual(8_000);
+    expect(second!.atMs - first!.atMs).toBeLessThan(10_000);
+  });
+
+  it("403 and 500 are retried with backoff within the deadline, counted as errors, and named with their last status", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-0");
+    node.add("db-0");
+    node.script.set("web-0", [
+      { kind: "error", status: 403, message: "HTTP 403: pods \"web-0\" is forbidden" },
+      { kind: "error", status: 500, message: "HTTP 500: This pod has more than one PodDisruptionBudget" },
+    ]);
+    node.script.set("db-0", Array.from({ length: 1000 }, () => ({ kind: "error", status: 500, message: "HTTP 500: always" }) as EvictionOutcome));
+    const deadlineMs = clock.now() + 30_000;
+    const { result, outcomes } = await drain(node, clock, { deadlineMs });
+    expect(result.outcome).toBe("incomplete");
+    expect(result).toMatchObject({ podsLeft: ["apps/db-0"], reason: "at its deadline", evicted: ["apps/web-0"], pdbBlocked: [] });
+    expect(result.evictionErrors).toEqual([
+      { pod: "apps/web-0", status: 500, message: "HTTP 500: This pod has more than one PodDisruptionBudget" },
+      { pod: "apps/db-0", status: 500, message: "HTTP 500: always" },
+    ]);
+    const web = node.requests.filter((r) => r.name === "web-0");
+    expect(web.map((r) => r.kind)).toEqual(["error", "error", "evicted"]);
+    expect(web[2]!.atMs - web[1]!.atMs).toBeGreaterThanOrEqual(2_000); // 1 s, then 2 s
+    const db = node.requests.filter((r) => r.name === "db-0");
+    expect(db.length).toBeGreaterThan(3);
+    expect(db.length).toBeLessThan(12); // backoff up to 8 s over 30 s, not a request per poll
+    expect(Math.max(...db.map((r) => r.atMs))).toBeLessThanOrEqual(deadlineMs);
+    expect(outcomes.filter((o) => o === "error")).toHaveLength(2 + db.length);
+  });
+
+  it("a pod stuck terminating past its grace does not hold the drain; one within its grace is waited for", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    const startMs = clock.now();
+    node.add("stuck", { deletionTimestampMs: startMs - stuckTerminatingAllowanceMs - 1_000 });
+    node.add("finishing", { deletionTimestampMs: startMs + 20_000, goneAtMs: startMs + 15_000 });
+    const { result } = await drain(node, clock);
+    expect(result).toMatchObject({ outcome: "drained", evicted: [], podsStuckTerminating: ["apps/stuck"] });
+    expect(clock.now() - startMs).toBeGreaterThanOrEqual(15_000);
+    expect(node.requests).toEqual([]);
+  });
+
+  it("a pod terminating within its grace at the start becomes stuck once its grace and the allowance pass", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    const startMs = clock.now();
+    node.add("hangs", { deletionTimestampMs: startMs + 5_000 });
+    const { result } = await drain(node, clock);
+    expect(result).toMatchObject({ outcome: "drained", podsStuckTerminating: ["apps/hangs"] });
+    expect(clock.now() - startMs).toBeGreaterThan(5_000 + stuckTerminatingAllowanceMs);
+    expect(clock.now() - startMs).toBeLessThan(5_000 + stuckTerminatingAllowanceMs + 2_000);
+  });
+
+  it("bare pods are left and end the drain incomplete as soon as the rest is gone (not at the deadline); force evicts them", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-0");
+    node.add("bare", { controllerKinds: [] });
+    node.add("opted-out", { labels: { "sef.azure.com/drain": "skip" } });
+    const startMs = clock.now();
+    const { result } = await drain(node, clock);
+    expect(result).toMatchObject({ outcome: "incomplete", podsLeft: ["apps/bare"], podsWithoutController: ["apps/bare"], podsOptedOut: ["apps/opted-out"], evicted: ["apps/web-0"] });
+    expect(clock.now() - startMs).toBeLessThan(5_000);
+
+    const forced = new InMemoryNode(clock);
+    forced.add("bare", { controllerKinds: [] });
+    forced.add("opted-out", { labels: { "sef.azure.com/drain": "skip" } });
+    expect((await drain(forced, clock, { force: true })).result).toMatchObject({ outcome: "drained", evicted: ["apps/bare"], podsOptedOut: ["apps/opted-out"] });
+  });
+
+  it("resumed from its persisted progress (kill -9), the drain keeps the start's roster and never evicts a pod twice", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 60_000);
+    node.add("slow-0"); // takes 60 s to stop
+    node.add("web-1");
+    const stop = new AbortController();
+    const saved: DrainProgress[] = [];
+    const first = drain(node, clock, { signal: stop.signal, onProgress: (progress) => saved.push(structuredClone(progress)) });
+    for (let i = 0; i < 100 && !saved.some((p) => p.evicted.length === 2); i++) await new Promise((r) => setImmediate(r));
+    stop.abort(new Error("killed"));
+    const interrupted = await first;
+    expect(interrupted.result.outcome).toBe("interrupted");
+    const persisted = saved.at(-1)!;
+    expect(persisted).toMatchObject({ evicted: ["apps/slow-0", "apps/web-1"], evictedIds: ["uid-1", "uid-2"], roster: ["uid-1", "uid-2"] });
+    // While the agent was down, a pod tolerating everything arrived.
+    node.add("late-daemon", { tolerations: tolerateAll });
+    const requestsBefore = node.requests.length;
+    const resumed = await drain(node, clock, { resumeFrom: persisted });
+    expect(resumed.result).toMatchObject({ outcome: "drained", evicted: ["apps/slow-0", "apps/web-1"], podsArrivedTolerating: ["apps/late-daemon"] });
+    expect(node.requests.length).toBe(requestsBefore);
+  });
+});
