@@ -128,6 +128,13 @@ describe("loadConfig", () => {
     );
   });
 
+  it("a sink section of the wrong shape is that section's problem: the variables it would name are read without failing", () => {
+    for (const wrong of [null, "x", 7, [{ connectionStringEnv: "SEF_HUB" }]]) {
+      const found = problems(() => loadConfig({ file: file({ eventhubs: wrong, webhook: wrong }), env: { SEF_HUB: "1" } }));
+      expect(found.map((p) => p.split(":")[0]).sort()).toEqual(["SEF_HUB", "eventhubs", "webhook"]);
+    }
+  });
+
   it("accepts a file saved with a UTF-8 byte order mark", () => {
     expect(loadConfig({ file: file("\uFEFF" + JSON.stringify({ pollIntervalMs: 700 })), env: {} }).config.pollIntervalMs).toBe(700);
   });

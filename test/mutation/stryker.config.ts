@@ -39,8 +39,15 @@ export const groups: readonly MutationGroup[] = [
   },
   {
     name: "delivery",
-    modules: ["src/agent/delivery/drainer.ts", "src/contract/retry-policy.ts", "src/contract/retry-after.ts"],
-    tests: ["test/delivery/drainer.test.ts", "test/delivery/retry-policy.test.ts", "test/loganalytics/classify.test.ts"],
+    modules: ["src/agent/delivery/drainer.ts"],
+    tests: ["test/delivery/drainer.test.ts"],
+  },
+  {
+    // @sef/retry: the one backoff formula, Retry-After read and bounded, the retry loop (the drainer's, the poll's,
+    // the fleet's and the Kubernetes action's waits all come from here).
+    name: "retry",
+    modules: ["src/retry/policy.ts", "src/retry/retry-after.ts", "src/retry/retry.ts"],
+    tests: ["test/retry/policy.test.ts", "test/retry/retry.test.ts", "test/loganalytics/classify.test.ts"],
   },
   {
     name: "poll",
@@ -48,9 +55,26 @@ export const groups: readonly MutationGroup[] = [
     tests: ["test/agent/poll-backoff.test.ts"],
   },
   {
-    name: "actions",
-    modules: ["src/agent/actions/approval-policy.ts", "src/agent/actions/kubernetes/plan.ts"],
-    tests: ["test/actions/approval-policy.test.ts", "test/actions/kubernetes-plan.test.ts"],
+    name: "approval",
+    modules: ["src/agent/actions/approval/policy.ts"],
+    tests: ["test/actions/approval-policy.test.ts"],
+  },
+  {
+    // The Kubernetes action's decisions: the plan (taint, timing, waits, which node), the pods a drain evicts, sef's
+    // marks on its Node, and which nodes of an event naming several must drain before its one approval.
+    name: "kubernetes",
+    modules: [
+      "src/agent/actions/kubernetes/plan.ts",
+      "src/agent/actions/kubernetes/pods.ts",
+      "src/agent/actions/kubernetes/marks.ts",
+      "src/agent/actions/kubernetes/cluster.ts",
+    ],
+    tests: [
+      "test/actions/kubernetes-plan.test.ts",
+      "test/actions/kubernetes-marks.test.ts",
+      "test/actions/kubernetes-cluster.test.ts",
+      "test/actions/kubernetes-drain-loop.test.ts",
+    ],
   },
   {
     name: "fleet",
