@@ -1,13 +1,15 @@
 // The built agent against a throttling IMDS: after a 429 with Retry-After it waits at least that long before polling
 // again (the poll loop is the only retry owner: one request per poll), and after a 400 it says the request is malformed
-// and waits 30–60 s — measured as the spacing of requests at the simulator.
+// and waits 30–60 s; under persistent 5xx the waits grow with each failed poll, and after a recovery they start from the
+// interval again — measured as the spacing of requests at the simulator.
 import { afterEach, describe, expect, it } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
-import { badRequestRetryMs } from "../../src/agent/pipeline/poll-backoff.js";
+import { badRequestRetryMs, pollRetryPolicy } from "../../src/agent/pipeline/poll-backoff.js";
+import { retryDelayMs } from "../../src/retry/policy.js";
 import { logLines, runCli, type RunningProcess } from "../helpers/agent-process.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -74,37 +76,40 @@ describe("IMDS throttling", () => {
     expect(sim.requestLog(eventsPath).filter((r) => r.atMs >= rejectedAtMs).map((r) => r.status)).toEqual(["400"]);
   }, 30_000);
 
-  it("under persistent 5xx the polls back off, doubling from the interval; after a recovery polling is back at the interval, and the next outage backs off from the interval again", async () => {
-    // Each failed poll is 3 requests (the client's 2 immediate retries): 12 answers of 500 are 4 failed polls, and
-    // 6 more, well after the recovery, 2 more.
+  it("under persistent 5xx the polls back off from the interval, growing with each failure; after a recovery polling is back at the interval, and the next outage backs off from the interval again", async () => {
+    // One request per poll (the IMDS client sends each once). 5 answers of 500 from second 1 are 5 failed polls in a
+    // row; 3 more from second 14, after several answered polls.
     const interval = 500;
-    const { sim } = await agentAgainst({}, { pollIntervalMs: interval, faults: { 1: { kind: "status", status: 500, count: 12 }, 16: { kind: "status", status: 500, count: 6 } } });
+    const { sim } = await agentAgainst({}, { pollIntervalMs: interval, faults: { 1: { kind: "status", status: 500, count: 5 }, 14: { kind: "status", status: 500, count: 3 } } });
     const log = () => sim.requestLog(eventsPath);
-    await waitFor("two outages, each followed by answered polls", () => {
-      const statuses = log().map((r) => (r.status === "500" ? "5" : "."));
-      return /^\.*5{12}\.{3,}5{6}\.{2,}/.test(statuses.join(""));
-    }, { timeoutMs: 45_000, detail: () => JSON.stringify(log()) });
+    await waitFor("two outages, each followed by answered polls", () => /^\.*5{5}\.{3,}5{3}\.{2,}/.test(log().map((r) => (r.status === "500" ? "5" : ".")).join("")), {
+      timeoutMs: 45_000,
+      detail: () => JSON.stringify(log()),
+    });
     const entries = log();
+    const detail = JSON.stringify(entries);
     const firstFailure = entries.findIndex((r) => r.status === "500");
-    const outage1 = entries.slice(firstFailure, firstFailure + 12);
-    const afterRecovery = entries.slice(firstFailure + 12, firstFailure + 15);
-    const outage2Start = entries.findIndex((r, i) => i > firstFailure + 12 && r.status === "500");
-    const outage2 = entries.slice(outage2Start, outage2Start + 6);
-    const polls = (requests: typeof entries) => Array.from({ length: requests.length / 3 }, (_, k) => requests.slice(3 * k, 3 * k + 3));
-    // The wait after a failed poll runs from its last request: interval × 1, 2, 4 (not sooner: timers never fire early).
-    const gaps = (requests: typeof entries) => polls(requests).slice(1).map((poll, k) => poll[0]!.atMs - polls(requests)[k]![2]!.atMs);
-    const detail = JSON.stringify(entries.slice(firstFailure));
-    const [g1, g2, g3] = gaps(outage1);
-    expect(g1, detail).toBeGreaterThanOrEqual(interval - 20);
-    expect(g2, detail).toBeGreaterThanOrEqual(2 * interval - 20);
-    expect(g3, detail).toBeGreaterThanOrEqual(4 * interval - 20);
-    // Answered again: the polls come at the interval (not at the last backoff)…
-    expect(afterRecovery.map((r) => r.status).every((st) => st === "200" || st === "304"), detail).toBe(true);
-    expect(afterRecovery[2]!.atMs - afterRecovery[0]!.atMs, detail).toBeLessThan(2 * 4 * interval);
-    // …and the next outage backs off from the interval again: its second poll comes an interval after its first, not
-    // after the 16 intervals five failures in a row would wait.
-    const [h1] = gaps(outage2);
-    expect(h1, detail).toBeGreaterThanOrEqual(interval - 20);
-    expect(h1, detail).toBeLessThan(8 * interval);
+    const outage2Start = entries.findIndex((r, i) => i > firstFailure + 5 && r.status === "500");
+    // The spacing of requests: the wait after the request at index i (timers never fire early; 20 ms for the socket).
+    const gapAfter = (i: number) => entries[i + 1]!.atMs - entries[i]!.atMs;
+    // The wait after the k-th failed poll in a row: from half to all of interval × 1.5^(k-1) (equal jitter).
+    const policy = pollRetryPolicy("http_error", interval);
+    const shortest = (k: number) => retryDelayMs(policy, k, undefined, 0);
+    const longest = (k: number) => retryDelayMs(policy, k, undefined, 1);
+    // Escalation: after the 3rd and 4th failures the shortest possible wait is already longer than the longest wait
+    // after a first failure (a count that never grows would never wait that long).
+    expect(shortest(4)).toBeGreaterThan(longest(1) + 200);
+    for (const k of [1, 2, 3, 4]) expect(gapAfter(firstFailure + k - 1), `after failure ${k}: ${detail}`).toBeGreaterThanOrEqual(shortest(k) - 20);
+    // Answered again: the polls come at the interval, not at the last backoff.
+    for (const i of [firstFailure + 5, firstFailure + 6]) {
+      expect(["200", "304"], detail).toContain(entries[i]!.status);
+      expect(gapAfter(i), detail).toBeGreaterThanOrEqual(interval - 20);
+      expect(gapAfter(i), detail).toBeLessThan(longest(2));
+    }
+    // The next outage starts from the interval again: the wait after its first failure is a first failure's, far under
+    // what the 6th failure in a row would wait.
+    expect(gapAfter(outage2Start), detail).toBeGreaterThanOrEqual(shortest(1) - 20);
+    expect(gapAfter(outage2Start), detail).toBeLessThan(longest(1) + 300);
+    expect(longest(1) + 300).toBeLessThan(shortest(6));
   }, 60_000);
 });
