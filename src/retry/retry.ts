@@ -74,7 +74,8 @@ export async function retryAttempts<T>(attempt: (attemptNumber: number) => Promi
  */
 export async function retry<T>(attempt: (attemptNumber: number) => Promise<T>, options: RetryOptions<T>): Promise<T> {
   const { last } = await retryAttempts(attempt, options);
-  if (last === undefined) throw options.signal?.reason ?? new Error("aborted before the first attempt");
+  // No attempt: the loop ends so only when the signal had aborted, and an aborted signal always has a reason.
+  if (last === undefined) throw options.signal?.reason;
   if (!last.ok) throw last.error;
   return last.value;
 }

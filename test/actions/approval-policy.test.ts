@@ -1,11 +1,16 @@
 import { describe, expect, it } from "vitest";
 import {
+  affectsVm,
   approvalPolicySchema,
   decideApproval,
+  describeRule,
   sampleApprovalPolicy,
   type ApprovalPolicy,
 } from "../../src/agent/actions/approval/policy.js";
 import { event } from "./fixtures.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { regenerate, repoRoot, settingEntries } from "../../infra/docs/config-reference.js";
 
 const on = (policy: Partial<ApprovalPolicy> = {}): ApprovalPolicy => ({ ...sampleApprovalPolicy, ...policy });
 
@@ -119,5 +124,50 @@ describe("decideApproval guards", () => {
     expect(decideApproval(event({ EventType: "Redeploy", DurationInSeconds: 9 }), "WestNO_0", policy, false).approve).toBe(false);
     expect(decideApproval(event({ EventType: "Redeploy", DurationInSeconds: 10 }), "WestNO_0", policy, false).approve).toBe(true);
     expect(decideApproval(event(), "WestNO_0", on({ rules: [] }), false)).toEqual({ approve: false, reason: "no approval rule matches" });
+  });
+});
+
+describe("approval: the edges", () => {
+  it("refuses a rule whose conditions are all unset, saying why; takes this-vm as approver", () => {
+    const refused = approvalPolicySchema.safeParse({ mode: "on", rules: [{ eventType: undefined }] });
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues.map((i) => i.message)).toEqual(["an approval rule needs at least one condition (an empty rule would approve every event)"]);
+    expect(approvalPolicySchema.parse({ approver: "this-vm" }).approver).toBe("this-vm");
+  });
+
+  it("describes each kind of rule the way logs and records show it", () => {
+    expect(describeRule({ eventSource: ["User", "Platform"] })).toBe("EventSource in [User, Platform]");
+    expect(describeRule({ eventType: ["Freeze", "Reboot"], minDurationSeconds: 0, maxDurationSecondsExclusive: 9 })).toBe("EventType in [Freeze, Reboot], 0 <= DurationInSeconds < 9");
+    expect(describeRule({ minDurationSeconds: 5 })).toBe("DurationInSeconds >= 5");
+    expect(describeRule({ maxDurationSecondsExclusive: 9 })).toBe("DurationInSeconds < 9");
+    expect(describeRule({ affectsThisVm: false })).toBe("AffectsThisVm = false");
+  });
+
+  it("says why it does not approve, and which rule and role made it approve", () => {
+    const freeze = event({ Resources: ["WestNO_0", "WestNO_1"] });
+    expect(decideApproval(freeze, "", on(), false)).toEqual({ approve: false, reason: "this VM's name is unknown, cannot tell whether it is the approver" });
+    expect(decideApproval(event({ Resources: [""] }), "", on(), false).approve).toBe(false);
+    expect(decideApproval(event({ Resources: [] }), "WestNO_0", on(), false)).toEqual({ approve: false, reason: 'not the elected approver (first in Resources is "")' });
+    expect(decideApproval(freeze, "WestNO_9", on({ approver: "this-vm" }), false)).toEqual({ approve: false, reason: "event does not affect this VM" });
+    expect(decideApproval(freeze, "WestNO_0", on(), false)).toEqual({ approve: true, reason: "rule 2 matches (EventType in [Freeze], 0 <= DurationInSeconds < 9); this VM is first in Resources" });
+    expect(decideApproval(freeze, "WestNO_1", on({ approver: "this-vm" }), false)).toEqual({ approve: true, reason: "rule 2 matches (EventType in [Freeze], 0 <= DurationInSeconds < 9); this VM is affected VM" });
+  });
+
+  it("a rule on AffectsThisVm matches the events that do (or do not) name this VM", () => {
+    const policy = on({ rules: [{ affectsThisVm: true }] });
+    expect(decideApproval(event({ Resources: ["WestNO_0"] }), "WestNO_0", policy, false).approve).toBe(true);
+    expect(affectsVm([""], "")).toBe(false);
+  });
+});
+
+describe("approval settings in the configuration reference", () => {
+  it("each has a description, and the reference shows them as the schema gives them", () => {
+    const entries = settingEntries();
+    const approval = entries.filter((e) => e.path.startsWith("approval."));
+    expect(approval.map((e) => e.path)).toEqual(expect.arrayContaining(["approval.mode", "approval.rules[].maxDurationSecondsExclusive", "approval.approver"]));
+    for (const entry of approval) expect(entry.description, entry.path).not.toBe("");
+    const reference = "src/agent/config/README.md";
+    const committed = readFileSync(join(repoRoot, reference), "utf8");
+    expect(regenerate(committed, reference, entries)).toBe(committed);
   });
 });

@@ -107,7 +107,7 @@ describe("approveEvents against a local IMDS", () => {
     });
     expect(records[0]!.Detail).toContain("rule 2 matches");
     expect(records[0]!.RecordId).toBe(approvalRecordId(recordSource(vm), "evt-a", "Approved"));
-    expect(await metrics.render()).toMatch(/sef_approvals_total\{outcome="approved"\} 2/);
+    expect(await metrics.render()).toMatch(/^sef_approvals_total\{outcome="approved"\} 2$/m);
   });
 
   it("gives the same RecordId for the same event (any case), a different one per event", () => {
@@ -132,7 +132,7 @@ describe("approveEvents against a local IMDS", () => {
     await post.close();
     expect(imds.seen).toHaveLength(0);
     expect(records[0]).toMatchObject({ Outcome: "DryRun", HttpStatus: 0 });
-    expect(await metrics.render()).toMatch(/sef_approvals_total\{outcome="dry_run"\} 1/);
+    expect(await metrics.render()).toMatch(/^sef_approvals_total\{outcome="dry_run"\} 1$/m);
   });
 
   it("records Failed with the status and the body when IMDS refuses", async () => {
@@ -144,7 +144,7 @@ describe("approveEvents against a local IMDS", () => {
     expect(record).toMatchObject({ Outcome: "Failed", HttpStatus: 400 });
     expect(record!.Detail).toContain("StartRequests is invalid");
     expect(record!.RecordId).not.toBe(approvalRecordId(recordSource(vm), "EVT-A", "Approved"));
-    expect(await metrics.render()).toMatch(/sef_approvals_total\{outcome="failed"\} 1/);
+    expect(await metrics.render()).toMatch(/^sef_approvals_total\{outcome="failed"\} 1$/m);
   });
 
   it("records Failed with HttpStatus 0 on a connection reset, and on a timeout", async () => {

@@ -67,7 +67,7 @@ describe("runHook", () => {
       SEF_RECORD_ID: record.RecordId,
       SEF_DOCUMENT_INCARNATION: "2",
     });
-    expect(await metrics.render()).toMatch(/sef_hooks_total\{outcome="succeeded"\} 1/);
+    expect(await metrics.render()).toMatch(/^sef_hooks_total\{outcome="succeeded"\} 1$/m);
   });
 
   it("records a non-zero exit as Failed with the exit code and the last stderr lines", async () => {
@@ -98,7 +98,7 @@ describe("runHook", () => {
     expect(result.Detail).toBe("drain: timed out after 300 ms");
     expect(result.ElapsedMs).toBeGreaterThanOrEqual(300);
     expect(Date.now() - started).toBeLessThan(8000); // SIGTERM sufficed (no wait for the 10 s grace)
-    expect(await metrics.render()).toMatch(/sef_hooks_total\{outcome="timed_out"\} 1/);
+    expect(await metrics.render()).toMatch(/^sef_hooks_total\{outcome="timed_out"\} 1$/m);
   });
 
   it("SIGKILLs a hook that ignores SIGTERM after the grace period", async () => {

@@ -20,6 +20,20 @@ describe("VM names and nodes", () => {
     expect(vmNameOfProviderID("")).toBeUndefined();
   });
 
+  it("only a VM's own id names it: instance ids of several digits, the scheme in any case; a sub-resource or another cloud's id names none", () => {
+    expect(vmNameOfProviderID(uniform(12).providerID!)).toBe("aks-nodepool1-12345678-vmss_12");
+    expect(vmNameOfProviderID(uniform(3).providerID!.replace(/^azure:/, "AZURE:"))).toBe("aks-nodepool1-12345678-vmss_3");
+    expect(vmNameOfProviderID(`${uniform(3).providerID!}/networkInterfaces/nic-0`)).toBeUndefined();
+    expect(vmNameOfProviderID(`${byName("vm-a").providerID!}/extensions/agent`)).toBeUndefined();
+    expect(vmNameOfProviderID(byName("vm-a").providerID!.replace(/^azure:/, "gce:"))).toBeUndefined();
+  });
+
+  it("two Nodes with the providerID of one VM (a node registered again under a new name): the first listed is the VM's", () => {
+    const again = { name: "aks-nodepool1-12345678-vmss000003-new", providerID: uniform(3).providerID! };
+    expect(namedNodes(["aks-nodepool1-12345678-vmss_3"], [asNode(uniform(3)), again]).nodes).toEqual([{ vmName: "aks-nodepool1-12345678-vmss_3", node: "aks-nodepool1-12345678-vmss000003" }]);
+    expect(namedNodes(["aks-nodepool1-12345678-vmss_3"], [again, asNode(uniform(3))]).nodes).toEqual([{ vmName: "aks-nodepool1-12345678-vmss_3", node: again.name }]);
+  });
+
   it("matches Resources to nodes case-insensitively (the cloud provider lower-cases the resource group), in Resources order", () => {
     const nodes = [uniform(0), uniform(1), uniform(2), byName("WestNO_7")].map(asNode);
     const named = namedNodes(["AKS-NODEPOOL1-12345678-VMSS_2", "outside-vm", "aks-nodepool1-12345678-vmss_0", "westno_7", "aks-nodepool1-12345678-vmss_0"], nodes);
@@ -59,8 +73,30 @@ describe("the approval of an event naming several nodes", () => {
     expect(settleStep({ policy: "cordon", drained: false, thisNode: "b", named })).toMatchObject({ release: "decline" });
   });
 
-  it("a node that is not among the named nodes declines", () => {
-    expect(settleStep({ policy: "drain-then-approve", drained: true, thisNode: "z", named })).toMatchObject({ release: "decline" });
+  it("a node that is not among the named nodes declines, saying so (it does not name an approver)", () => {
+    expect(settleStep({ policy: "drain-then-approve", drained: true, thisNode: "z", named })).toEqual({
+      release: "decline",
+      reason: "this node (z) is not among the nodes the event names; it leaves the approval to them",
+    });
+  });
+
+  it("each answer's reason, as the Approval record's Detail carries it", () => {
+    const one = { nodes: [{ vmName: "vm-b", node: "b" }], outside: [] };
+    const drainedReason = "the node is drained (kubernetes policy drain-then-approve)";
+    expect(settleStep({ policy: "drain-then-approve", drained: true, thisNode: "b", named: undefined })).toEqual({ release: "approve", reason: drainedReason });
+    expect(settleStep({ policy: "drain-then-approve", drained: true, thisNode: "b", named: one })).toEqual({ release: "approve", reason: drainedReason });
+    expect(settleStep({ policy: "drain-then-approve", drained: true, thisNode: "b", named: { ...one, outside: ["vm-x"] } })).toEqual({
+      release: "approve",
+      reason: `${drainedReason}; outside this cluster, not waited for: vm-x`,
+    });
+    expect(settleStep({ policy: "drain-then-approve", drained: false, thisNode: "a", named })).toEqual({
+      release: "decline",
+      reason: "this node's drain is incomplete: the event is not approved before NotBefore",
+    });
+    expect(settleStep({ policy: "drain-then-approve", drained: true, thisNode: "c", named })).toEqual({
+      release: "decline",
+      reason: "the event names 3 nodes of this cluster (a, b, c): a approves it once all have drained",
+    });
   });
 
   it("the wait: approve (or the rules) once none is left draining, decline at the deadline, else name who it waits for", () => {

@@ -90,6 +90,13 @@ describe("the mark's annotation", () => {
     expect(decodeMark("true")).toBeUndefined();
     expect(decodeMark("{not json")).toBeUndefined();
     expect(decodeMark(JSON.stringify({ eventType: "Reboot" }))).toBeUndefined();
+    for (const notAMark of ["null", '"5DD55A71"', "[]", "42", JSON.stringify({ eventId: "" }), JSON.stringify({ eventId: 7 })]) expect(decodeMark(notAMark)).toBeUndefined();
+  });
+
+  it("a value missing fields, or with empty ones, reads with none: no type, NotBefore, policy, cordon claim, time or drain", () => {
+    const none = { eventId, eventType: "", notBefore: null, policy: "", cordoned: false, markedAt: "" };
+    expect(decodeMark(JSON.stringify({ eventId }))).toEqual(none);
+    expect(decodeMark(JSON.stringify({ eventId, notBefore: "", drainedAt: "", cordoned: "true", eventType: 1, policy: null, markedAt: false }))).toEqual(none);
   });
 });
 
@@ -103,6 +110,7 @@ describe("marking", () => {
   });
 
   it("an operator's cordon and AKS node auto-drain's cordon are never claimed", () => {
+    expect(aksAutoDrainTaintKey).toBe("remediator.kubernetes.azure.com/unschedulable");
     for (const before of [node({ unschedulable: true }), node({ unschedulable: true, taints: [aksTaint] })]) {
       const value = decodeMark(markPatch(before, event, "drain", true, nowIso).annotations[markAnnotationKey(eventId)]!);
       expect(value?.cordoned).toBe(false);
@@ -126,7 +134,27 @@ describe("marking", () => {
     expect(marksOn(both).map((m) => m.eventId).sort()).toEqual([otherId, eventId].sort());
   });
 
+  it("sef's taint is added once: kept when the node has it, added beside another event's or another handler's taint with the same EventId", () => {
+    const has = node({ taints: [operatorTaint, sefTaint()] });
+    expect(markPatch(has, event, "taint", false, nowIso).taints).toEqual([operatorTaint, sefTaint()]);
+    const ours = { ...sefTaint(), timeAdded: nowIso };
+    for (const other of [sefTaint(otherId), { key: "example.com/maintenance", value: eventId, effect: "NoSchedule" }]) {
+      expect(markPatch(node({ taints: [other] }), event, "taint", false, nowIso).taints).toEqual([other, ours]);
+    }
+  });
+
+  it("the mark's annotation is rewritten under its own key, whatever the case the event's EventId comes in now", () => {
+    const upper = marked(eventId, { cordoned: true }, { unschedulable: true });
+    const patch = markPatch(upper, { ...event, EventId: eventId.toLowerCase() }, "drain", true, nowIso);
+    expect(Object.keys(patch.annotations)).toEqual([markAnnotationKey(eventId)]);
+    expect(Object.keys(drainedPatch(upper, { ...event, EventId: eventId.toLowerCase() }, "drain", false, nowIso).annotations)).toEqual([markAnnotationKey(eventId)]);
+  });
+
   it("after a complete drain: the mark says when, its cordon claim kept, and the NoExecute taint only when asked", () => {
+    const unclaimed = marked(eventId, { cordoned: false }, { unschedulable: true });
+    expect(markOf(applied(unclaimed, drainedPatch(unclaimed, event, "drain", false, nowIso)), eventId)).toMatchObject({ cordoned: false, drainedAt: nowIso });
+    // No mark left on the node (taken off by hand): the drained mark claims no cordon and is marked now.
+    expect(decodeMark(drainedPatch(node(), event, "drain", false, nowIso).annotations[markAnnotationKey(eventId)]!)).toEqual(mark({ policy: "drain", cordoned: false, drainedAt: nowIso }));
     const before = marked(eventId, { cordoned: true }, { unschedulable: true });
     const patch = drainedPatch(before, event, "drain-then-approve", false, nowIso);
     expect(patch.taints).toEqual(before.taints);
@@ -153,8 +181,58 @@ describe("reading marks back", () => {
     expect(marks.find((m) => m.eventId === otherId)).toMatchObject({ eventType: "Redeploy", cordoned: false, annotationKeys: [] });
   });
 
-  it("an event's mark is found whatever the case of its EventId", () => {
+  it("an event's mark is found whatever the case of its EventId; another event's mark is not it", () => {
     expect(markOf(marked(eventId, {}), eventId.toLowerCase())?.eventId).toBe(eventId);
+    expect(markOf(marked(otherId, {}), eventId)).toBeUndefined();
+  });
+
+  it("annotation and taint of one event are one mark, named as the annotation spells the EventId, each field from whichever says it", () => {
+    const upper = node({ taints: [sefTaint(eventId.toLowerCase())], annotations: { [markAnnotationKey(eventId)]: encodeMark(mark({ drainedAt: nowIso })) } });
+    expect(marksOn(upper)).toEqual([
+      { ...mark(), drainedAt: nowIso, annotationKeys: [markAnnotationKey(eventId)], taints: [sefTaint(eventId.toLowerCase())] },
+    ]);
+    // An EventId that is not taint-safe: the key holds its taint-safe form, the mark the EventId itself.
+    const odd = "event:42";
+    const oddNode = node({ taints: [sefTaint("event-42")], annotations: { [markAnnotationKey(odd)]: encodeMark(mark({ eventId: odd })) } });
+    expect(marksOn(oddNode).map((m) => [m.eventId, m.taints.length])).toEqual([[odd, 1]]);
+    // A value sef cannot read: the key names the event, the taint its type.
+    const unreadable = node({ taints: [sefTaint(eventId, "Redeploy")], annotations: { [markAnnotationKey(eventId)]: "{oops" } });
+    expect(markOf(unreadable, eventId)).toEqual({
+      eventId,
+      eventType: "Redeploy",
+      notBefore: null,
+      policy: "",
+      cordoned: false,
+      markedAt: "",
+      drainedAt: null,
+      annotationKeys: [markAnnotationKey(eventId)],
+      taints: [sefTaint(eventId, "Redeploy")],
+    });
+  });
+
+  it("the previous release's keys say what they hold and no more: type, NotBefore and cordon flag each absent or present", () => {
+    const full = node({
+      annotations: {
+        [legacyAnnotationKeys.eventId]: eventId,
+        [legacyAnnotationKeys.eventType]: "Freeze",
+        [legacyAnnotationKeys.notBefore]: event.NotBefore,
+        [legacyAnnotationKeys.cordoned]: "true",
+      },
+    });
+    expect(marksOn(full)).toEqual([
+      { eventId, eventType: "Freeze", notBefore: event.NotBefore, policy: "", cordoned: true, markedAt: "", drainedAt: null, annotationKeys: Object.values(legacyAnnotationKeys), taints: [] },
+    ]);
+    const bare = node({ annotations: { [legacyAnnotationKeys.eventId]: eventId, [legacyAnnotationKeys.notBefore]: "" } });
+    expect(marksOn(bare)).toEqual([
+      { eventId, eventType: "", notBefore: null, policy: "", cordoned: false, markedAt: "", drainedAt: null, annotationKeys: [legacyAnnotationKeys.eventId, legacyAnnotationKeys.notBefore], taints: [] },
+    ]);
+  });
+
+  it("a taint of sef's without a value is a mark of no known event", () => {
+    const valueless = { key: taintKeyFor("Reboot"), effect: "NoSchedule" };
+    expect(marksOn(node({ taints: [valueless] }))).toEqual([
+      { eventId: "", eventType: "Reboot", notBefore: null, policy: "", cordoned: false, markedAt: "", drainedAt: null, annotationKeys: [], taints: [valueless] },
+    ]);
   });
 });
 
@@ -206,6 +284,17 @@ describe("reconciling with a document", () => {
     const orphaned = orphanedMark([eventId.toLowerCase()], [otherId]);
     const marks = marksOn(node({ taints: [sefTaint(), sefTaint(otherId), sefTaint("11111111-2222-4333-8444-555555555555")], annotations: { [legacyAnnotationKeys.cordoned]: "true" } }));
     expect(marks.filter(orphaned).map((m) => m.eventId).sort()).toEqual(["", "11111111-2222-4333-8444-555555555555"]);
+  });
+
+  it("a mark of no known event is no event's: not even of one whose EventId has no letter or digit (its taint value is 'unknown')", () => {
+    const punctuation = "{}";
+    const both = node({ unschedulable: true, taints: [sefTaint("unknown")], annotations: { [legacyAnnotationKeys.cordoned]: "true" } });
+    expect(marksOn(both).map((m) => [m.eventId, m.cordoned])).toEqual([
+      ["", true],
+      ["unknown", false],
+    ]);
+    expect(markOf(both, punctuation)).toMatchObject({ eventId: "unknown", cordoned: false });
+    expect(marksOn(both).filter(orphanedMark([punctuation], [])).map((m) => m.eventId)).toEqual([""]);
   });
 
   it("whatever sef's marks and the node's own: only sef's orphaned marks go, and the cordon is lifted exactly when sef may", () => {

@@ -221,6 +221,14 @@ describe("which pods a drain evicts", () => {
     expect(toleratesTaint({ key: t.key, operator: "Equal", value: "other-event" }, t)).toBe(false);
     expect(toleratesTaint({ key: "node.kubernetes.io/unschedulable", operator: "Exists" }, t)).toBe(false);
     expect(toleratesTaint({ key: t.key, operator: "Lt", value: "5" }, t)).toBe(false);
+    expect(toleratesTaint({ key: t.key, operator: "Equal", value: eventId }, t)).toBe(true);
+    // An operator Kubernetes does not know tolerates nothing, even with the taint's own value.
+    expect(toleratesTaint({ key: t.key, operator: "Gt", value: eventId }, t)).toBe(false);
+    // A taint without a value is tolerated by Equal without one, and not by Equal with one.
+    const bareTaint = { key: "example.com/maintenance", effect: "NoSchedule" };
+    expect(toleratesTaint({ key: bareTaint.key, operator: "Equal" }, bareTaint)).toBe(true);
+    expect(toleratesTaint({ key: bareTaint.key }, bareTaint)).toBe(true);
+    expect(toleratesTaint({ key: bareTaint.key, operator: "Equal", value: "x" }, bareTaint)).toBe(false);
   });
 
   it("pod objects of the API become PodViews: controller, uid, labels, tolerations, deletionTimestamp (string or Date)", () => {
@@ -253,6 +261,37 @@ describe("which pods a drain evicts", () => {
     expect(podViewOf({ metadata: { deletionTimestamp: new Date(deletion) } }).deletionTimestampMs).toBe(Date.parse(deletion));
     expect(podViewOf({ metadata: { name: "bare", ownerReferences: [{ kind: "ReplicaSet" }] } })).toMatchObject({ namespace: "default", controllerKinds: [], deletionTimestampMs: undefined });
     expect(podIdentity(podViewOf({ metadata: { name: "no-uid", namespace: "x" } }))).toBe("x/no-uid");
+  });
+
+  it("what a pod object leaves out reads as nothing: no name, uid or phase, no emptyDir (a volume of another kind, or emptyDir null)", () => {
+    expect(podViewOf({})).toEqual({
+      namespace: "default",
+      name: "",
+      uid: "",
+      labels: {},
+      annotations: {},
+      controllerKinds: [],
+      phase: "",
+      terminationGracePeriodSeconds: undefined,
+      hasEmptyDir: false,
+      deletionTimestampMs: undefined,
+      tolerations: [],
+    });
+    expect(podViewOf({ spec: { volumes: [{}, { emptyDir: null }] } }).hasEmptyDir).toBe(false);
+    const mirror = podViewOf({ metadata: { name: "etcd", annotations: { "kubernetes.io/config.mirror": "abc" } } });
+    expect(mirror.annotations).toEqual({ "kubernetes.io/config.mirror": "abc" });
+    expect(selectEvictions([mirror], rules({ force: true })).skipped.map((s) => s.reason)).toEqual(["mirror"]);
+  });
+
+  it("only sef's own pod is kept as self: its name in another namespace, or another pod of its namespace, is evicted", () => {
+    const selection = selectEvictions([pod("sef-own", { namespace: "apps" }), pod("web", { namespace: "sef-system" })], rules());
+    expect(selection.evict.map(podIdentity)).toEqual(["uid-sef-own", "uid-web"]);
+    expect(selection.skipped).toEqual([]);
+  });
+
+  it("pods left without a controller are named in order", () => {
+    const bare = ["zeta", "alpha", "mid"].map((name) => pod(name, { controllerKinds: [] }));
+    expect(drainVerdict(selectEvictions(bare, rules()), nowMs, nowMs + 60_000)).toMatchObject({ podsLeft: ["apps/alpha", "apps/mid", "apps/zeta"] });
   });
 
   it("the drain is over when nothing is left to evict or wait for: drained, or incomplete when pods without a controller stay", () => {
@@ -305,5 +344,26 @@ describe("which node", () => {
     expect(nodeIsThisVm("", resourceId)).toBe(false);
     expect(nodeIsThisVm(node().providerID, "")).toBe(false);
     expect(nodeIsThisVm("kind://docker/kind/kind-worker", resourceId)).toBe(false);
+  });
+
+  it("the providerID is the azure:// scheme and the resource id, in any case; an unknown resource id matches not even a bare scheme", () => {
+    const resourceId = "/subscriptions/s/resourceGroups/G/providers/Microsoft.Compute/virtualMachines/vm-1";
+    expect(nodeIsThisVm(`AZURE://${resourceId.toUpperCase()}`, resourceId)).toBe(true);
+    expect(nodeIsThisVm(resourceId, resourceId)).toBe(false);
+    expect(nodeIsThisVm(`gce://${resourceId}`, resourceId)).toBe(false);
+    expect(nodeIsThisVm("azure://", "")).toBe(false);
+  });
+});
+
+describe("taint keys and values: the edges", () => {
+  it("runs of other characters become one '-', trimmed, clipped (40 and 63), 'unknown' when nothing is left", () => {
+    expect(taintKeyFor("Live  Migration")).toBe("sef.azure.com/scheduled-event-live-migration");
+    expect(taintKeyFor("x".repeat(50))).toBe(`sef.azure.com/scheduled-event-${"x".repeat(40)}`);
+    expect(taintKeyFor("!!!")).toBe("sef.azure.com/scheduled-event-unknown");
+    expect(taintKeyFor("(Planned) Reboot.")).toBe("sef.azure.com/scheduled-event-planned-reboot");
+    expect(taintValueFor("a b")).toBe("a-b");
+    expect(taintValueFor("--a.b--")).toBe("a.b");
+    expect(taintValueFor("y".repeat(70))).toBe("y".repeat(63));
+    expect(taintValueFor("!!!")).toBe("unknown");
   });
 });

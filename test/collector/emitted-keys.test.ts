@@ -3,6 +3,7 @@
 // change names exactly what the store must write, and a view older than the last settle refuses to be read.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
+import { propertyParams } from "../helpers/seed.js";
 import { EmittedKeys, eventIdOfKey } from "../../src/agent/collector/emitted-keys.js";
 import type { EmittedKey } from "../../src/agent/collector/state.js";
 
@@ -35,7 +36,10 @@ describe("EmittedKeys", () => {
         let upserts = new Map<string, EmittedKey>();
         let expiredBefore: number | null = null;
         let view = EmittedKeys.from(model);
-        const older: EmittedKeys[] = [];
+        /** The shared map's keys (settled, or remembered from the table). */
+        const shared = new Set(model.keys());
+        /** Views derived from since the last settle, each with the model it had when derived from (it must not change). */
+        const older: Array<{ view: EmittedKeys; model: Map<string, EmittedKey>; touched: Set<string> }> = [];
         for (const op of ops) {
           if (op.kind === "set") {
             const entry = { emittedMs: op.emittedMs, endedMs: op.endedMs };
@@ -54,31 +58,41 @@ describe("EmittedKeys", () => {
             }
             expiredBefore = Math.max(expiredBefore ?? op.beforeMs, op.beforeMs);
           } else if (op.kind === "derive") {
-            older.push(view); // still readable: nothing settled since
+            older.push({ view, model, touched: new Set(touched) }); // still readable, and unchanged by its successor: nothing settled since
             view = view.derive();
             model = new Map(model);
           } else if (op.kind === "settle") {
             view.settle();
-            for (const stale of older.splice(0)) expect(() => stale.get("e0|Scheduled")).toThrow(/older than the one adopted/);
+            for (const stale of older.splice(0)) expect(() => stale.view.get("e0|Scheduled")).toThrow(/older than the one adopted/);
             const tracked = new Set(op.tracked.map((id) => `e${id}`));
             view.keepOnlyEvents(tracked);
             for (const key of [...model.keys()]) if (!tracked.has(eventIdOfKey(key))) model.delete(key);
+            shared.clear();
+            for (const key of model.keys()) shared.add(key);
             touched = new Set();
             upserts = new Map();
             expiredBefore = null;
           } else {
             view.remember([[keyOf(op.key), { emittedMs: op.emittedMs, endedMs: op.endedMs }]]);
-            if (!model.has(keyOf(op.key)) && !touched.has(keyOf(op.key))) model.set(keyOf(op.key), { emittedMs: op.emittedMs, endedMs: op.endedMs });
+            // A key remembered from the table goes into the shared map when it lacks it: every view that has not
+            // touched the key since the last settle reads it, the older ones too.
+            if (!shared.has(keyOf(op.key))) {
+              shared.add(keyOf(op.key));
+              for (const m of [{ model, touched }, ...older]) {
+                if (!m.touched.has(keyOf(op.key))) m.model.set(keyOf(op.key), { emittedMs: op.emittedMs, endedMs: op.endedMs });
+              }
+            }
           }
           expect(new Map(view)).toEqual(model);
           expect(view.size).toBe(model.size);
           for (let k = 0; k <= 14; k++) expect(view.get(keyOf(k))).toEqual(model.get(keyOf(k)));
           expect(new Map(view.change.upserts)).toEqual(upserts);
           expect(view.change.expiredBefore).toBe(expiredBefore);
-          for (const o of older) expect(o.size).toBeGreaterThanOrEqual(0); // readable until a settle
+          // Readable until a settle, and reading as when it was derived from: a later view's changes are its own.
+          for (const o of older) expect(new Map(o.view)).toEqual(o.model);
         }
       }),
-      { numRuns: 300 },
+      propertyParams(3201, 300),
     );
   });
 
@@ -89,6 +103,38 @@ describe("EmittedKeys", () => {
     view.settle();
     view.keepOnlyEvents(new Set(["a"]));
     expect([...view.derive()].map(([key]) => key)).toEqual(["a|Scheduled"]);
+  });
+
+  it("refuses every use of a view older than a settle", () => {
+    const base = EmittedKeys.from([["a|Scheduled", { emittedMs: 1, endedMs: null }]]);
+    const stale = base.derive();
+    const next = base.derive();
+    next.settle();
+    const uses: Array<[string, () => unknown]> = [
+      ["derive", () => stale.derive()],
+      ["get", () => stale.get("a|Scheduled")],
+      ["has", () => stale.has("a|Scheduled")],
+      ["size", () => stale.size],
+      ["set", () => stale.set("b|Scheduled", { emittedMs: 2, endedMs: null })],
+      ["iterate", () => [...stale]],
+      ["expireBefore", () => stale.expireBefore(5)],
+      ["base", () => stale.base],
+      ["remember", () => stale.remember([["c|Scheduled", { emittedMs: 3, endedMs: null }]])],
+      ["settle", () => stale.settle()],
+      ["keepOnlyEvents", () => stale.keepOnlyEvents(new Set(["a"]))],
+    ];
+    for (const [name, use] of uses) expect(use, name).toThrow(/older than the one adopted/);
+  });
+
+  it("settles to the version it announced, and a view that only expired keys is not settled either", () => {
+    const view = EmittedKeys.from([["a|Scheduled", { emittedMs: 1, endedMs: 2 }]]).derive();
+    const announced = view.settledVersion;
+    view.settle();
+    expect(view.base.version).toBe(announced);
+    const next = view.derive();
+    expect(next.settledVersion).toBe(announced + 1);
+    next.expireBefore(10);
+    expect(() => next.keepOnlyEvents(new Set(["a"]))).toThrow(/not settled/);
   });
 
   it("names the EventId of a key, a malformed sighting's included", () => {

@@ -1,11 +1,12 @@
 // The collector against the record contract: each rule with plain values, then invariants over random sequences.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext } from "../../src/agent/collector/transitions.js";
+import { propertyParams } from "../helpers/seed.js";
+import { applyDocument, applyPollFailure, documentHash, emittedToRecall, malformedKey, resumeAfterRestart, type CollectContext } from "../../src/agent/collector/transitions.js";
 import { emptyCollectorState, type CollectorState } from "../../src/agent/collector/state.js";
 import { MalformedDocumentError, parseScheduledEventsDocument, type ImdsEvent, type ScheduledEventsDocument } from "../../src/agent/imds/document.js";
 import type { RecordIdentity, TransitionRecord } from "../../src/contract/record.js";
-import { recordSource, transitionRecordId } from "../../src/contract/record-id.js";
+import { deterministicUuid, recordSource, transitionRecordId } from "../../src/contract/record-id.js";
 
 const vm: RecordIdentity = {
   VmName: "WestNO_0",
@@ -265,6 +266,134 @@ describe("malformed events in the collector", () => {
   });
 });
 
+describe("what the collector stores: stable from release to release", () => {
+  const scheduled = (id: string): ImdsEvent => event(id, "Scheduled", { EventType: "Reboot", Resources: ["WestNO_0"], NotBefore: "2026-11-21T10:15:00.000Z", Description: "", DurationInSeconds: -1 });
+  const bad = { index: 1, eventId: "B", reason: "resources" as const, problem: "p", raw: { EventId: "B", Resources: "WestNO_0" } };
+  const nameless = { index: 2, eventId: null, reason: "event_id" as const, problem: "p", raw: { EventStatus: "Scheduled" } };
+
+  // sef.db keeps the last document's hash and every emitted key: an upgraded agent computing other values would take
+  // its first document for a new one, and forward malformed events it already forwarded once more.
+  it("hashes a document the same whatever the order of its events and malformed events, and as the releases before", () => {
+    expect(documentHash({ DocumentIncarnation: 1, Events: [scheduled("a"), scheduled("_x")] })).toBe("15b5edb4f18f92caf96022b0247df864");
+    expect(documentHash({ DocumentIncarnation: 1, Events: [scheduled("_x"), scheduled("a")] })).toBe("15b5edb4f18f92caf96022b0247df864");
+    expect(documentHash({ DocumentIncarnation: 1, Events: [scheduled("a")], Malformed: [bad, nameless] })).toBe("6b760535044bdf6ae0b2e30ec74d78d7");
+    expect(documentHash({ DocumentIncarnation: 1, Events: [scheduled("a")], Malformed: [nameless, bad] })).toBe("6b760535044bdf6ae0b2e30ec74d78d7");
+    expect(malformedKey(bad)).toBe("b|Malformed:044db3907c3b95a6");
+    expect(malformedKey(nameless)).toBe("|Malformed:5e8831e6e63d507e");
+  });
+
+  it("diffs a document of the same incarnation whose events changed beside an unchanged malformed event", () => {
+    const first = applyDocument(emptyCollectorState(), { DocumentIncarnation: 4, Events: [event("A", "Scheduled")], Malformed: [bad] }, ctx(t0));
+    const next = applyDocument(first.state, { DocumentIncarnation: 4, Events: [event("A", "Started")], Malformed: [bad] }, ctx(t0 + 1000));
+    expect(summary(next.records)).toEqual(["A:Scheduled>Started"]);
+    const otherBad = { ...bad, raw: { EventId: "B", Resources: "WestNO_1" } };
+    expect(applyDocument(next.state, { DocumentIncarnation: 4, Events: [event("A", "Started")], Malformed: [otherBad] }, ctx(t0 + 2000)).changed).toBe(true);
+  });
+
+  it("names the malformed event's record by the VM and its key", () => {
+    const result = applyDocument(emptyCollectorState(), { DocumentIncarnation: 1, Events: [], Malformed: [bad, nameless] }, ctx(t0));
+    expect(result.malformed.map((m) => m.RecordId)).toEqual([
+      deterministicUuid("MalformedEvent", recordSource(vm), "b|Malformed:044db3907c3b95a6"),
+      deterministicUuid("MalformedEvent", recordSource(vm), "|Malformed:5e8831e6e63d507e"),
+    ]);
+  });
+});
+
+describe("applyDocument: the details", () => {
+  it("copies Resources into the record", () => {
+    const [record] = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled", { Resources: ["WestNO_3", "WestNO_4"] })), ctx(t0)).records;
+    expect(record!.Resources).toEqual(["WestNO_3", "WestNO_4"]);
+  });
+
+  it("sets AffectsThisVm when any of the Resources is this VM, and never when the VM's name is unknown", () => {
+    const affects = (resources: string[], vmName = vm.VmName) =>
+      applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled", { Resources: resources })), ctx(t0, { vm: { ...vm, VmName: vmName } })).records[0]!.AffectsThisVm;
+    expect(affects(["WestNO_7", "WESTNO_0"])).toBe(true);
+    expect(affects(["", "WestNO_0"], "")).toBe(false);
+  });
+
+  it("is a gap only when the pause between good polls is longer than the threshold", () => {
+    const before = applyDocument(emptyCollectorState(), doc(7, event("A", "Scheduled")), ctx(t0));
+    expect(applyDocument(before.state, doc(8, event("A", "Started")), ctx(t0 + 10_000)).records[0]!.ObservationGap).toBe(false);
+    expect(applyDocument(before.state, doc(8, event("A", "Started")), ctx(t0 + 10_001)).records[0]!.ObservationGap).toBe(true);
+  });
+
+  it("takes an unchanged document as a good poll: a failure before it is no gap for the next change", () => {
+    const first = applyDocument(emptyCollectorState(), doc(5, event("A", "Scheduled")), ctx(t0));
+    const same = applyDocument(applyPollFailure(first.state), doc(5, event("A", "Scheduled")), ctx(t0 + 1000));
+    expect(same.changed).toBe(false);
+    expect(same.state.interrupted).toBe(false);
+    expect(applyDocument(same.state, doc(6, event("A", "Started")), ctx(t0 + 2000)).records[0]!.ObservationGap).toBe(false);
+  });
+
+  it("takes the same events in a new incarnation as a change (the incarnation is kept)", () => {
+    const first = applyDocument(emptyCollectorState(), doc(5, event("A", "Scheduled")), ctx(t0));
+    const next = applyDocument(first.state, doc(6, event("A", "Scheduled")), ctx(t0 + 1000));
+    expect(next.changed).toBe(true);
+    expect(next.records).toEqual([]);
+    expect(next.state.lastIncarnation).toBe(6);
+  });
+
+  it("keeps a Scheduled event Scheduled while it stays so, and cancels it when it goes", () => {
+    const { records, state } = run([doc(1, event("A", "Scheduled")), doc(2, event("A", "Scheduled"), event("B", "Started")), doc(3, event("B", "Started"))]);
+    expect(summary(records)).toEqual(["A:->Scheduled", "B:->Started", "A:Scheduled>Canceled"]);
+    expect(state.events.get("b")!.status).toBe("Started");
+  });
+
+  it("without a gap, a Scheduled event that goes is Canceled even past its NotBefore; after a gap, Completed from NotBefore on", () => {
+    const notBefore = new Date(t0 + 500).toISOString();
+    const seen = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled", { NotBefore: notBefore })), ctx(t0));
+    expect(summary(applyDocument(seen.state, doc(2), ctx(t0 + 1000)).records)).toEqual(["A:Scheduled>Canceled"]);
+    const atNotBefore = applyDocument(applyPollFailure(seen.state), doc(2), ctx(t0 + 500));
+    expect(summary(atNotBefore.records)).toEqual(["A:Scheduled>Completed!"]);
+  });
+
+  it("takes the valid copy of an EventId listed twice (the second copy set apart as malformed)", () => {
+    const seen = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled")), ctx(t0));
+    const duplicate = { index: 1, eventId: "A", reason: "duplicate_event_id" as const, problem: "p", raw: { EventId: "A", EventStatus: "Scheduled" } };
+    const next = applyDocument(seen.state, { ...doc(2, event("A", "Started")), Malformed: [duplicate] }, ctx(t0 + 1000));
+    expect(summary(next.records)).toEqual(["A:Scheduled>Started"]);
+    expect(next.state.events.get("a")!.status).toBe("Started");
+  });
+
+  it("ends every key of an event that went, so that all of them expire with it", () => {
+    const { state } = run([doc(1, event("A", "Scheduled")), doc(2)]);
+    expect([...state.emitted].map(([key, e]) => [key, e.endedMs])).toEqual([
+      ["a|Scheduled", t0 + 1000],
+      ["a|Canceled", t0 + 1000],
+    ]);
+    expect(applyDocument(state, doc(3), ctx(t0 + 1000 + 7 * 86_400_000 + 1)).state.emitted.size).toBe(0);
+  });
+
+  it("keeps emitted keys at least 7 days, whatever a shorter retention says", () => {
+    const { state } = run([doc(1, event("A", "Started")), doc(2)]);
+    const short = (days: number) => applyDocument(state, doc(3), ctx(t0 + days * 86_400_000, { emittedRetentionMs: 86_400_000 })).state.emitted.size;
+    expect(short(2)).toBe(2);
+    expect(short(6)).toBe(2);
+    expect(short(8)).toBe(0);
+  });
+
+  it("recalls the keys of the document's untracked EventIds (lower-cased) and of its malformed events without one", () => {
+    const { state } = run([doc(1, event("A", "Scheduled"))]);
+    const nameless = { index: 3, eventId: null, reason: "event_id" as const, problem: "p", raw: { EventType: "Reboot" } };
+    const named = { index: 4, eventId: "Cc", reason: "resources" as const, problem: "p", raw: { EventId: "Cc" } };
+    const tracked = { index: 5, eventId: "a", reason: "resources" as const, problem: "p", raw: { EventId: "a" } };
+    const recall = emittedToRecall(state, { ...doc(2, event("A", "Started"), event("Bb", "Scheduled")), Malformed: [nameless, named, tracked] });
+    expect(recall).toEqual({ eventIds: ["bb", "cc"], keys: [malformedKey(nameless)] });
+  });
+
+  it("fills a malformed event's record from the raw fields of the right type, Resources only when all are strings", () => {
+    const record = (raw: unknown) =>
+      applyDocument(emptyCollectorState(), { DocumentIncarnation: 1, Events: [], Malformed: [{ index: 0, eventId: "M", reason: "field_type" as const, problem: "p", raw }] }, ctx(t0)).malformed[0]!;
+    const full = { EventId: "M", EventStatus: "Scheduled", EventType: "Reboot", ResourceType: "VirtualMachine", Resources: ["_WestNO_0"], Description: "d", EventSource: "User", NotBefore: 5 };
+    expect(record(full)).toMatchObject({ EventStatus: "Scheduled", EventType: "Reboot", ResourceType: "VirtualMachine", Resources: ["WestNO_0"], Description: "d", EventSource: "User", AffectsThisVm: true });
+    expect(record({ ...full, EventType: 7, Resources: ["WestNO_0", 3] })).toMatchObject({ EventType: "", Resources: [], AffectsThisVm: false });
+    for (const raw of ["Reboot", ["EventType", "Reboot"], null]) {
+      expect(record(raw)).toMatchObject({ EventStatus: "", EventType: "", ResourceType: "", Resources: [], Description: "", EventSource: "" });
+    }
+  });
+});
+
 describe("invariants over random document sequences", () => {
   type Step = { kind: "doc"; events: Array<{ id: string; status: "Scheduled" | "Started" }> } | { kind: "fail" } | { kind: "restart" };
   const idArb = fc.constantFrom("e1", "e2", "E3", "e4");
@@ -312,6 +441,7 @@ describe("invariants over random document sequences", () => {
           expect(adopted.emitted).toEqual(pure.emitted);
         }
       }),
+      propertyParams(3101, 100),
     );
   });
 
@@ -321,6 +451,7 @@ describe("invariants over random document sequences", () => {
         const keys = simulate(steps).records.map((r) => `${r.EventId.toLowerCase()}|${r.EventStatus}`);
         expect(new Set(keys).size).toBe(keys.length);
       }),
+      propertyParams(3102, 100),
     );
   });
 
@@ -334,6 +465,7 @@ describe("invariants over random document sequences", () => {
           else seen.add(id);
         }
       }),
+      propertyParams(3103, 100),
     );
   });
 
@@ -345,6 +477,7 @@ describe("invariants over random document sequences", () => {
           expect({ ...after, interrupted: before.interrupted }).toEqual(before);
         }
       }),
+      propertyParams(3104, 100),
     );
   });
 
@@ -374,6 +507,7 @@ describe("invariants over random document sequences", () => {
         }
         expect(i).toBe(records.length);
       }),
+      propertyParams(3105, 100),
     );
   });
 });

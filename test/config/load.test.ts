@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, ConfigError } from "../../src/agent/config/load.js";
+import { describeIssue } from "../../src/agent/config/rules.js";
 
 function file(content: unknown): string {
   const path = join(mkdtempSync(join(tmpdir(), "sef-cfg-")), "config.json");
@@ -127,6 +128,13 @@ describe("loadConfig", () => {
     );
   });
 
+  it("a sink section of the wrong shape is that section's problem: the variables it would name are read without failing", () => {
+    for (const wrong of [null, "x", 7, [{ connectionStringEnv: "SEF_HUB" }]]) {
+      const found = problems(() => loadConfig({ file: file({ eventhubs: wrong, webhook: wrong }), env: { SEF_HUB: "1" } }));
+      expect(found.map((p) => p.split(":")[0]).sort()).toEqual(["SEF_HUB", "eventhubs", "webhook"]);
+    }
+  });
+
   it("accepts a file saved with a UTF-8 byte order mark", () => {
     expect(loadConfig({ file: file("\uFEFF" + JSON.stringify({ pollIntervalMs: 700 })), env: {} }).config.pollIntervalMs).toBe(700);
   });
@@ -192,5 +200,40 @@ describe("loadConfig", () => {
       const ok = valid({ sinks: ["webhook:https://example.test/hook"], webhook: { signature: { secretEnv: "SEF_WEBHOOK_SECRET" } } }, { SEF_WEBHOOK_SECRET: "s" });
       expect(ok.sinkSettings.webhook).toMatchObject({ timeoutMs: 10_000 });
     });
+  });
+});
+
+describe("cross-field rules", () => {
+  const load = (content: unknown, env: NodeJS.ProcessEnv = {}) => problems(() => loadConfig({ file: file(content), env }));
+
+  it("names a sink listed twice, by its place", () => {
+    expect(load({ sinks: ["stdout", "jsonl:/tmp/a.jsonl", "stdout"] })).toEqual(['sinks[2]: "stdout" is listed twice']);
+  });
+
+  it("checks the first of two specs of one type (the one the agent uses)", () => {
+    expect(loadConfig({ file: file({ sinks: ["webhook:http://127.0.0.1:9/a", "webhook:not-a-url"] }), env: {} }).config.sinks).toHaveLength(2);
+    expect(load({ sinks: ["webhook:not-a-url", "webhook:http://127.0.0.1:9/a"] })).toEqual(['sinks: webhook:URL needs an http:// or https:// URL (got "not-a-url")']);
+  });
+
+  it("reports each sink's own problems in the order of the sinks' names", () => {
+    const found = load({ sinks: ["webhook", "loganalytics"], loganalytics: { endpoint: "https://dce.example", ruleId: "nope" } });
+    expect(found.map((p) => p.split(":")[0])).toEqual(["loganalytics.ruleId", "webhook.url"]);
+  });
+
+  it("needs no NODE_NAME when kubernetes.nodeName is set; a blank NODE_NAME is none", () => {
+    expect(loadConfig({ file: file({ kubernetes: { nodeName: "aks-np-0" } }), env: {} }).config.kubernetes).toMatchObject({ nodeName: "aks-np-0" });
+    expect(load({ kubernetes: {} }, { NODE_NAME: "  " })).toContainEqual(expect.stringMatching(/^kubernetes\.nodeName: required/));
+  });
+
+  it("wants pdbRetryMaxMs at least pdbRetryInitialMs", () => {
+    expect(load({ kubernetes: { nodeName: "n", pdbRetryInitialMs: 2000, pdbRetryMaxMs: 1999 } })).toEqual(["kubernetes.pdbRetryMaxMs: must be at least pdbRetryInitialMs"]);
+    expect(loadConfig({ file: file({ kubernetes: { nodeName: "n", pdbRetryInitialMs: 2000, pdbRetryMaxMs: 2000 } }), env: {} }).config.kubernetes).toMatchObject({ pdbRetryMaxMs: 2000 });
+  });
+
+  it("says 'required, but not set' for a missing value only", () => {
+    expect(describeIssue({ code: "invalid_type", message: "Invalid input: expected string, received undefined" })).toBe("required, but not set");
+    expect(describeIssue({ code: "invalid_type", message: "Invalid input: expected string, received number" })).toBe("Invalid input: expected string, received number");
+    expect(describeIssue({ code: "custom", message: "received undefined" })).toBe("received undefined");
+    expect(describeIssue({ code: "invalid_type", message: "received undefined, then more" })).toBe("received undefined, then more");
   });
 });

@@ -1,6 +1,7 @@
 // Our partition mapping must equal the one the Event Hubs SDK uses to reproduce the service's (internal to the SDK).
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
+import { propertyParams } from "../helpers/seed.js";
 import { mapPartitionKeyToId } from "../../node_modules/@azure/event-hubs/dist/esm/impl/partitionKeyToIdMapper.js";
 import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 
@@ -10,7 +11,7 @@ describe("partitionIndexForKey", () => {
       fc.property(fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.string({ unit: "grapheme", maxLength: 30 })), fc.integer({ min: 1, max: 32 }), (key, count) => {
         expect(partitionIndexForKey(key, count)).toBe(mapPartitionKeyToId(key, count));
       }),
-      { numRuns: 2000 },
+      propertyParams(3501, 2000),
     );
   });
 

@@ -21,6 +21,9 @@ const services: FleetService[] = [];
 let producer: EventHubProducerClient;
 const routingKey = "R0UT1NGKEY0000000000000000000001";
 
+/** Webhook targets of the rules' test, one per rule (the notify peer tells them apart by path). */
+const ruleTargets = ["witness", "ops", "soon", "either"] as const;
+
 const until = <T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> => waitFor(what, probe, { timeoutMs, intervalMs: 50 });
 
 function settingsFor() {
@@ -33,11 +36,18 @@ function settingsFor() {
       { name: "channel", type: "teams", urlEnv: "TEST_TEAMS_URL" },
       { name: "hook", type: "webhook", urlEnv: "TEST_HOOK_URL", hmacSecretEnv: "TEST_HOOK_SECRET" },
       { name: "broken", type: "pagerduty", url: `${peer.url}/v2/enqueue`, routingKeyEnv: "TEST_BAD_KEY" },
+      ...ruleTargets.map((name) => ({ name, type: "webhook", url: `${peer.url}/hook/${name}`, hmacSecretEnv: "TEST_HOOK_SECRET" })),
     ],
     rules: [
       { name: "impactful", eventTypes: ["Reboot", "Redeploy", "Preempt", "Terminate"], targets: ["oncall", "chat", "channel", "hook"] },
       { name: "freezes", eventTypes: ["Freeze"], targets: ["chat"] },
       { name: "misconfigured", vmNamePatterns: ["db-*"], targets: ["broken"] },
+      // The rules' own test (last in this file): VMs named rules-*, each rule to a webhook target of its own.
+      { name: "every", vmNamePatterns: ["rules-*"], targets: ["witness"] },
+      { name: "ops only", vmNamePatterns: ["rules-*"], resourceGroups: ["RG-OPS"], targets: ["ops"] },
+      { name: "at a minute's notice", vmNamePatterns: ["rules-*"], noticeWithinSeconds: 60, targets: ["soon"] },
+      { name: "either, now", vmNamePatterns: ["rules-*"], targets: ["either"] },
+      { name: "either, at a minute's notice", vmNamePatterns: ["rules-*"], noticeWithinSeconds: 60, targets: ["either"] },
     ],
     updateIntervalMs: 0,
     tickMs: 200,
@@ -150,12 +160,12 @@ describe("sef fleet", () => {
     const deadline = performance.now() + 20_000;
     while (performance.now() < deadline) {
       metrics = await text();
-      if (/sef_fleet_records_total\{outcome="malformed-json"\} 1/.test(metrics) && /outcome="unknown-version"\} 1/.test(metrics) && /target="broken",action="trigger",outcome="dead_lettered"\} 1/.test(metrics)) break;
+      if (/^sef_fleet_records_total\{outcome="malformed-json"\} 1$/m.test(metrics) && /^sef_fleet_records_total\{outcome="unknown-version"\} 1$/m.test(metrics) && /^sef_fleet_notifications_total\{target="broken",action="trigger",outcome="dead_lettered"\} 1$/m.test(metrics)) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(metrics).toMatch(/sef_fleet_records_total\{outcome="malformed-json"\} 1/);
-    expect(metrics).toMatch(/sef_fleet_records_total\{outcome="unknown-version"\} 1/);
-    expect(metrics).toMatch(/target="broken",action="trigger",outcome="dead_lettered"\} 1/);
+    expect(metrics).toMatch(/^sef_fleet_records_total\{outcome="malformed-json"\} 1$/m);
+    expect(metrics).toMatch(/^sef_fleet_records_total\{outcome="unknown-version"\} 1$/m);
+    expect(metrics).toMatch(/^sef_fleet_notifications_total\{target="broken",action="trigger",outcome="dead_lettered"\} 1$/m);
     // The Freeze went to the chat only (its rule), and the refused page is in the dead-letter container with the reason.
     await until("freeze on slack", () => peer.requests("slack").some((r) => JSON.stringify(r.body).includes("Freeze")));
     const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("fleet-test");
@@ -165,5 +175,40 @@ describe("sef fleet", () => {
     const entry = JSON.parse((await container.getBlockBlobClient(names[0]!).downloadToBuffer()).toString());
     expect(entry.reason).toMatch(/HTTP 400.*routing_key/);
     expect(JSON.stringify(entry)).not.toContain("too-short");
+  });
+});
+
+describe("sef fleet's rules, as targets see them", () => {
+  type Sent = { action: string; event: { eventId: string; status: string } };
+  const sentTo = (target: (typeof ruleTargets)[number], eventId: string): Sent[] =>
+    peer
+      .requests("webhook")
+      .filter((r) => r.path === `/hook/${target}` && r.status === 200)
+      .map((r) => r.body as Sent)
+      .filter((b) => b.event.eventId === eventId);
+
+  it("a resource-group filter passes only that group's VMs; a rule's notice window holds a Scheduled event, never a Started one; a target is notified now when any of its rules allows it", async () => {
+    const webVms = [0, 1].map((i) => vm(i, "rules-vmss"));
+    const opsVms = [2, 3].map((i) => ({ ...vm(i, "rules-vmss"), resourceGroup: "rg-ops" }));
+    const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
+    const web = "A1B2C3D4-0000-4000-8000-0000000000C1";
+    const ops = "A1B2C3D4-0000-4000-8000-0000000000C2";
+    const later = "A1B2C3D4-0000-4000-8000-0000000000C3";
+    await send([...webVms.map((v) => fleetTransition(web, "Scheduled", v, webVms)), ...opsVms.map((v) => fleetTransition(ops, "Scheduled", v, opsVms))]);
+    await send(webVms.map((v) => fleetTransition(later, "Scheduled", v, webVms, { notBefore: inAnHour })));
+
+    // The group's rule takes the event of its group (names compared case-insensitively) and not the other.
+    await until("the ops event at the ops target", () => sentTo("ops", ops).length >= 1);
+    await send(webVms.map((v) => fleetTransition(web, "Completed", v, webVms)));
+    await until("the web event resolved at the witness (every rule's decision on it taken twice)", () => sentTo("witness", web).some((b) => b.action === "resolve"));
+    expect(sentTo("ops", web)).toEqual([]);
+
+    // An hour before NotBefore: the target of a rule allowing it now (the other says not yet) has it at once…
+    await until("the later event at the target one of whose rules lets it through", () => sentTo("either", later).length >= 1);
+    expect(sentTo("either", later).map((b) => [b.action, b.event.status])).toEqual([["trigger", "Scheduled"]]);
+    // …the target whose only rule waits for a minute's notice has it once the event starts, NotBefore or not.
+    await send(webVms.map((v) => fleetTransition(later, "Started", v, webVms, { notBefore: null })));
+    await until("the later event at the notice-window target once Started", () => sentTo("soon", later).length >= 1);
+    expect(sentTo("soon", later).map((b) => [b.action, b.event.status])).toEqual([["trigger", "Started"]]);
   });
 });

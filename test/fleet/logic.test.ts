@@ -15,7 +15,7 @@ import {
 import { notificationRetryPolicy } from "../../src/fleet/partition-processor.js";
 import { retryDelayMs } from "../../src/retry/policy.js";
 import { readRecord, type FleetTransition } from "../../src/fleet/record-input.js";
-import { inQuietHours, selectTargets, tagsMatch, type Rule } from "../../src/fleet/rules.js";
+import { globToRegExp, inQuietHours, selectTargets, tagsMatch, type Rule } from "../../src/fleet/rules.js";
 import { buildTargetRequest, webhookSignature } from "../../src/fleet/targets/payloads.js";
 import { pagerDutyProblems, slackProblems, teamsProblems } from "../../src/testbed/peers/notify/server.js";
 import { fleetTransition, vm } from "./records.js";
@@ -115,6 +115,70 @@ describe("rules", () => {
   });
 });
 
+describe("rules: what each filter stops", () => {
+  const inRg = (index: number, resourceGroup: string) => ({ ...vm(index), resourceGroup });
+  const mixed = [inRg(0, "rg-web"), inRg(1, "rg-ops")];
+  const event = fold(mixed.map((v) => read(fleetTransition("E7", "Scheduled", v, mixed, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }))));
+  const targetsOf = (rule: Omit<Rule, "name" | "targets">, e: FleetEvent = event) => selectTargets([{ name: "r", targets: ["pd"], ...rule }], e, t0).map((s) => s.target);
+
+  it("a resource-group list passes an event one of whose reporting VMs is in a listed group, and no other; an empty list passes any", () => {
+    expect(targetsOf({ resourceGroups: ["RG-OPS"] })).toEqual(["pd"]);
+    expect(targetsOf({ resourceGroups: ["rg-db", "rg-web"] })).toEqual(["pd"]);
+    expect(targetsOf({ resourceGroups: ["rg-db"] })).toEqual([]);
+    expect(targetsOf({ resourceGroups: [] })).toEqual(["pd"]);
+  });
+
+  it("VM-name patterns: a rule passes an event when any name matches any pattern; an empty list passes any, names left empty match none", () => {
+    expect(targetsOf({ vmNamePatterns: ["web-vmss_1"] })).toEqual(["pd"]); // one of the names
+    expect(targetsOf({ vmNamePatterns: ["nope-*", "*_0"] })).toEqual(["pd"]); // one of the patterns
+    expect(targetsOf({ vmNamePatterns: ["db-*"] })).toEqual([]);
+    expect(targetsOf({ vmNamePatterns: [] })).toEqual(["pd"]);
+    const nameless = { ...vm(5), name: "" };
+    const unnamed = fold([read({ ...fleetTransition("E8", "Scheduled", nameless, []), Resources: [], VmName: "" })]);
+    expect(targetsOf({ vmNamePatterns: ["*"] }, unnamed)).toEqual([]);
+    expect(targetsOf({}, unnamed)).toEqual(["pd"]);
+  });
+
+  it("glob patterns take every other character literally", () => {
+    expect(globToRegExp("web.vmss_?").test("web.vmss_1")).toBe(true);
+    expect(globToRegExp("web.vmss_?").test("webXvmss_1")).toBe(false);
+    expect(globToRegExp("(a)+[b]").test("(A)+[B]")).toBe(true);
+  });
+
+  it("a notice window holds a Scheduled event until NotBefore is that close (inclusive), and never holds a Started one", () => {
+    const rule: Rule = { name: "late", targets: ["pd"], noticeWithinSeconds: 600 };
+    expect(selectTargets([rule], event, t0 + 20 * 60_000 - 1)).toEqual([{ target: "pd", canNotifyNow: false }]);
+    expect(selectTargets([rule], event, t0 + 20 * 60_000)).toEqual([{ target: "pd", canNotifyNow: true }]);
+    // Started records carry no NotBefore: the event keeps the one it was scheduled with, still half an hour away.
+    let started = fold(mixed.map((v) => read(fleetTransition("E9", "Scheduled", v, mixed, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }))));
+    started = foldRecord(started, read(fleetTransition("E9", "Started", mixed[0]!, mixed, { timeMs: t0, notBefore: null })));
+    expect(started.status).toBe("Started");
+    expect(started.notBefore).toBe(new Date(t0 + 30 * 60_000).toISOString());
+    expect(selectTargets([rule], started, t0)).toEqual([{ target: "pd", canNotifyNow: true }]);
+  });
+
+  it("a target several matching rules send to may notify now when any one of them allows it, whatever their order", () => {
+    const now: Rule = { name: "now", targets: ["pd"] };
+    const held: Rule = { name: "held", targets: ["pd"], noticeWithinSeconds: 60 };
+    expect(selectTargets([now, held], event, t0)).toEqual([{ target: "pd", canNotifyNow: true }]);
+    expect(selectTargets([held, now], event, t0)).toEqual([{ target: "pd", canNotifyNow: true }]);
+    expect(selectTargets([held, held], event, t0)).toEqual([{ target: "pd", canNotifyNow: false }]);
+  });
+
+  it.each([
+    // minutes count: 12:30-14:00 UTC
+    ["12:30-14:00 UTC, 12:15", "12:30", "14:00", "2026-11-23T12:15:00Z", false],
+    ["12:30-14:00 UTC, 12:45", "12:30", "14:00", "2026-11-23T12:45:00Z", true],
+    ["10:00-12:30 UTC, 12:15", "10:00", "12:30", "2026-11-23T12:15:00Z", true],
+    ["10:00-12:30 UTC, 12:45", "10:00", "12:30", "2026-11-23T12:45:00Z", false],
+    // a period that ends when it starts is empty, not the whole day
+    ["12:00-12:00 UTC, 12:00", "12:00", "12:00", "2026-11-23T12:00:00Z", false],
+    ["12:00-12:00 UTC, 18:00", "12:00", "12:00", "2026-11-23T18:00:00Z", false],
+  ])("quiet hours %s", (_name, start, end, iso, expected) => {
+    expect(inQuietHours({ start: start as string, end: end as string, timeZone: "UTC" }, Date.parse(iso as string))).toBe(expected);
+  });
+});
+
 describe("rules: event sources and quiet hours", () => {
   const event = fold(vms.map((v) => read(fleetTransition("E3", "Scheduled", v, vms, { timeMs: t0, eventSource: "Platform" }))));
   const at = (iso: string): number => Date.parse(iso);
@@ -193,6 +257,36 @@ describe("planNotifications", () => {
     const toldLate = afterDelivery(emptyNotificationState, "trigger", ended, new Date(t0).toISOString());
     expect(planNotifications(ended, sel, { pd: toldLate }, t0, options)).toEqual([{ target: "pd", action: "resolve" }]);
     expect(planNotifications(ended, sel, {}, t0 + 3_600_001, options)).toEqual([]);
+  });
+
+  it("tells a target nothing more once its notification was dead-lettered", () => {
+    const gaveUp: NotificationState = { ...emptyNotificationState, deadLettered: new Date(t0).toISOString() };
+    expect(planNotifications(one, sel, { pd: gaveUp }, t0, options)).toEqual([]);
+  });
+
+  it("updates when the event's status moves on, with the same VMs", () => {
+    const told = afterDelivery(emptyNotificationState, "trigger", one, new Date(t0).toISOString());
+    const started = foldRecord(fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]), read(fleetTransition("E1", "Started", vms[0]!, vms, { timeMs: t0, notBefore: null })));
+    expect(planNotifications(started, sel, { pd: told }, t0 + 30_000, options)).toEqual([{ target: "pd", action: "update" }]);
+  });
+
+  it("remembers what it told: every affected VM, and one more notification sent (the next one's sequence)", () => {
+    const told = afterDelivery(emptyNotificationState, "trigger", two, new Date(t0).toISOString());
+    expect(told).toMatchObject({ notifiedVmCount: 2, notifiedStatus: "Scheduled", sent: 1 });
+    expect(nextSequence(told)).toBe(2);
+    expect(nextSequence(afterDelivery(told, "update", two, new Date(t0).toISOString()))).toBe(3);
+    expect(planNotifications(two, sel, { pd: told }, t0 + 60_000, options)).toEqual([]);
+  });
+
+  it("tells of an event that ended before anyone was told up to lateNoticeMs after its last record, inclusive", () => {
+    let ended = fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    ended = foldRecord(ended, read(fleetTransition("E1", "Canceled", vms[0]!, vms, { timeMs: t0 })));
+    expect(planNotifications(ended, sel, {}, t0 + 3_600_000, options)).toEqual([{ target: "pd", action: "trigger" }]);
+    expect(planNotifications(ended, sel, {}, t0 + 3_600_001, options)).toEqual([]);
+  });
+
+  it("keys each notification by a name-based UUID that stays the same from release to release (a re-send after an upgrade is recognised)", () => {
+    expect(notificationIdempotencyKey("e1", "t", "trigger", 1)).toBe("c9cf2ed8-bfb0-8b40-92e7-5037d7876549");
   });
 
   it("leaves another instance's fresh claim alone and takes over a stale one", () => {

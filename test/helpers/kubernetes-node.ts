@@ -82,7 +82,7 @@ export async function startNodePeer(
 }
 
 export interface KubeAgent {
-  /** The agent's data directory (removing it is what a reimage does). */
+  /** The agent's data directory (removing it is what a reimage does; its sef.db for test/helpers/ledger-probe.ts). */
   readonly dataDir: string;
   start(): RunningProcess;
   records(): SefRecord[];

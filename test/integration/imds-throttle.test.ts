@@ -1,13 +1,15 @@
 // The built agent against a throttling IMDS: after a 429 with Retry-After it waits at least that long before polling
 // again (the poll loop is the only retry owner: one request per poll), and after a 400 it says the request is malformed
-// and waits 30–60 s — measured as the spacing of requests at the simulator.
+// and waits 30–60 s; under persistent 5xx the waits grow with each failed poll, and after a recovery they start from the
+// interval again — measured as the spacing of requests at the simulator.
 import { afterEach, describe, expect, it } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
-import { badRequestRetryMs } from "../../src/agent/pipeline/poll-backoff.js";
+import { badRequestRetryMs, pollRetryPolicy } from "../../src/agent/pipeline/poll-backoff.js";
+import { retryDelayMs } from "../../src/retry/policy.js";
 import { logLines, runCli, type RunningProcess } from "../helpers/agent-process.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -21,15 +23,15 @@ afterEach(async () => {
   }
 });
 
-async function agentAgainst(fault: Record<string, unknown>): Promise<{ agent: RunningProcess; sim: Simulator }> {
-  const scenario = parseScenario(
-    { name: "throttle", description: "a fault from 1 s on", durationSeconds: 3600, steps: [{ at: 0, events: [] }, { at: 1, fault }] },
-    "test",
-  );
+/** The built agent against a simulator serving `fault` from 1 s on (or the `faults` steps: scenario seconds → fault). */
+async function agentAgainst(fault: Record<string, unknown>, options: { faults?: Record<number, Record<string, unknown>>; pollIntervalMs?: number } = {}): Promise<{ agent: RunningProcess; sim: Simulator }> {
+  const steps = Object.entries(options.faults ?? { 1: fault }).map(([at, f]) => ({ at: Number(at), fault: f }));
+  const scenario = parseScenario({ name: "throttle", description: "faults", durationSeconds: 3600, steps: [{ at: 0, events: [] }, ...steps] }, "test");
   const sim = await startSimulator({ scenario, speed: 1 });
   const dir = mkdtempSync(join(tmpdir(), "sef-throttle-"));
+  const interval = options.pollIntervalMs ?? pollIntervalMs;
   const agent = runCli(
-    ["run", "--imds-url", sim.url, "--poll-interval-ms", String(pollIntervalMs), "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--heartbeat-interval-ms", "0"],
+    ["run", "--imds-url", sim.url, "--poll-interval-ms", String(interval), "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--heartbeat-interval-ms", "0"],
     { env: { SEF_METRICS_PORT: "0" } },
   );
   running.push({ agent, sim });
@@ -73,4 +75,41 @@ describe("IMDS throttling", () => {
     await waitFor("2 s after the 400", () => Date.now() - rejectedAtMs >= 2000, { timeoutMs: 5000 });
     expect(sim.requestLog(eventsPath).filter((r) => r.atMs >= rejectedAtMs).map((r) => r.status)).toEqual(["400"]);
   }, 30_000);
+
+  it("under persistent 5xx the polls back off from the interval, growing with each failure; after a recovery polling is back at the interval, and the next outage backs off from the interval again", async () => {
+    // One request per poll (the IMDS client sends each once). 5 answers of 500 from second 1 are 5 failed polls in a
+    // row; 3 more from second 14, after several answered polls.
+    const interval = 500;
+    const { sim } = await agentAgainst({}, { pollIntervalMs: interval, faults: { 1: { kind: "status", status: 500, count: 5 }, 14: { kind: "status", status: 500, count: 3 } } });
+    const log = () => sim.requestLog(eventsPath);
+    await waitFor("two outages, each followed by answered polls", () => /^\.*5{5}\.{3,}5{3}\.{2,}/.test(log().map((r) => (r.status === "500" ? "5" : ".")).join("")), {
+      timeoutMs: 45_000,
+      detail: () => JSON.stringify(log()),
+    });
+    const entries = log();
+    const detail = JSON.stringify(entries);
+    const firstFailure = entries.findIndex((r) => r.status === "500");
+    const outage2Start = entries.findIndex((r, i) => i > firstFailure + 5 && r.status === "500");
+    // The spacing of requests: the wait after the request at index i (timers never fire early; 20 ms for the socket).
+    const gapAfter = (i: number) => entries[i + 1]!.atMs - entries[i]!.atMs;
+    // The wait after the k-th failed poll in a row: from half to all of interval × 1.5^(k-1) (equal jitter).
+    const policy = pollRetryPolicy("http_error", interval);
+    const shortest = (k: number) => retryDelayMs(policy, k, undefined, 0);
+    const longest = (k: number) => retryDelayMs(policy, k, undefined, 1);
+    // Escalation: after the 3rd and 4th failures the shortest possible wait is already longer than the longest wait
+    // after a first failure (a count that never grows would never wait that long).
+    expect(shortest(4)).toBeGreaterThan(longest(1) + 200);
+    for (const k of [1, 2, 3, 4]) expect(gapAfter(firstFailure + k - 1), `after failure ${k}: ${detail}`).toBeGreaterThanOrEqual(shortest(k) - 20);
+    // Answered again: the polls come at the interval, not at the last backoff.
+    for (const i of [firstFailure + 5, firstFailure + 6]) {
+      expect(["200", "304"], detail).toContain(entries[i]!.status);
+      expect(gapAfter(i), detail).toBeGreaterThanOrEqual(interval - 20);
+      expect(gapAfter(i), detail).toBeLessThan(longest(2));
+    }
+    // The next outage starts from the interval again: the wait after its first failure is a first failure's, far under
+    // what the 6th failure in a row would wait.
+    expect(gapAfter(outage2Start), detail).toBeGreaterThanOrEqual(shortest(1) - 20);
+    expect(gapAfter(outage2Start), detail).toBeLessThan(longest(1) + 300);
+    expect(longest(1) + 300).toBeLessThan(shortest(6));
+  }, 60_000);
 });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitForMetricsUrl, waitUntil } from "../helpers/agent-process.js";
+import { actionsSettled } from "../helpers/ledger-probe.js";
 import { eventReasons, kubeAgent, nodeName, nodePods, nodeSpec, providerIdOf, startNodePeer, waitForKubernetesReady } from "../helpers/kubernetes-node.js";
 
 const event = (id: string, over: Record<string, unknown> = {}) => ({
@@ -44,7 +45,7 @@ describe.concurrent("kubernetes action: incomplete drain, another VM's node, in-
       await waitForKubernetesReady(agent);
       sim.setEvents([event(id, { notBeforeInSeconds: 25 })]);
       await waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === "DrainIncomplete"), 60_000, "the incomplete drain");
-      await new Promise((r) => setTimeout(r, 1_000));
+      await waitUntil(() => actionsSettled(setup.dataDir), 30_000, "the actions to settle after it (no approval to follow)");
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil } from "../helpers/agent-process.js";
+import { actionSteps, actionsSettled } from "../helpers/ledger-probe.js";
 import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, sefMarksOn, startNodePeer } from "../helpers/kubernetes-node.js";
 
 const event = (id: string, over: Record<string, unknown> = {}) => ({
@@ -79,9 +80,10 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
       await waitForKubernetesReady(agent);
       sim.setEvents([event("D1B2C3D4-0000-4000-8000-000000000004", { EventType: "Freeze", DurationInSeconds: 5, notBeforeInSeconds: 30 })]);
       await waitUntil(() => setup.records().some((r) => r.RecordType === "Transition"), 15_000, "the transition");
-      await new Promise((r) => setTimeout(r, 1_500));
+      await waitUntil(() => actionsSettled(setup.dataDir), 15_000, "the actions on the Freeze to settle");
       sim.setEvents([]);
       await waitUntil(() => setup.records().some((r) => r.RecordType === "Transition" && r.EventStatus === "Canceled"), 15_000, "the end of the event");
+      await waitUntil(() => actionsSettled(setup.dataDir), 15_000, "the actions on its end to settle");
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");
@@ -133,8 +135,12 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
       sim.setEvents([event(id, { notBeforeInSeconds: 120 })]);
       await waitUntil(() => peer.state.evictions().some((e) => e.pod === "db-0" && e.outcome === "blocked"), 60_000, "the drain to be held by the PDB");
       await waitUntil(() => peer.state.evictions().filter((e) => e.outcome === "evicted").length === 9, 60_000, "the other pods' evictions");
-      // A moment later (the progress is persisted after each group of evictions), while the PDB still holds db-0.
-      await new Promise((r) => setTimeout(r, 1_000));
+      // Once the progress is persisted (after each group of evictions), while the PDB still holds db-0.
+      const persisted = (step: unknown) => {
+        const drain = (step as { drain?: { evicted: string[]; pdbBlocked: string[] } }).drain;
+        return drain !== undefined && drain.evicted.length === 9 && drain.pdbBlocked.includes("apps/db-0");
+      };
+      await waitUntil(() => actionSteps(setup.dataDir).some(persisted), 15_000, "the drain's progress in the ledger");
       expect(peer.state.pods({ nodeName }).map((p) => p.metadata.name)).toContain("db-0");
       expect(await first.stop("SIGKILL")).toBe("SIGKILL");
       const blockedBeforeKill = peer.state.evictions().filter((e) => e.pod === "db-0" && e.outcome === "blocked").length;
@@ -144,7 +150,7 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
       await waitUntil(() => peer.state.evictions().filter((e) => e.pod === "db-0" && e.outcome === "blocked").length > blockedBeforeKill, 60_000, "the resumed drain to ask again");
       peer.state.allowDisruptions("apps", "db");
       await waitUntil(() => sim.status().approvals.length > 0, 60_000, "the approval after the resumed drain");
-      await new Promise((r) => setTimeout(r, 1_000));
+      await waitUntil(() => actionsSettled(setup.dataDir), 30_000, "the actions to settle after the approval");
       expect(await second.stop("SIGTERM")).toBe(0);
     } finally {
       await first.stop("SIGKILL");

@@ -1,7 +1,8 @@
 // The built agent's data-loss paths, each counted and logged: an outbox over its cap behind a sink that is down moves
 // its oldest records to the dead-letter file (sef_outbox_evicted_records_total); when that file cannot be written,
 // nothing is evicted and /readyz says the store is not writable; and when the outcome of a send cannot be recorded
-// (the store is locked), the records stay pending and are sent again once it can — none lost.
+// (the store is locked), the records stay pending and are sent again once it can — none lost; nor are the transitions
+// of a document whose commit failed: a later poll records them.
 import { afterEach, describe, expect, it } from "vitest";
 import { createServer, type ServerResponse } from "node:http";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -76,9 +77,19 @@ describe("data-loss paths of the built agent", () => {
     const count = await evicted();
     expect(count, agent.stderr().slice(-2000)).toBeGreaterThan(0);
     expect(await metric(metricsUrl, "sef_store_dropped_records_total")).toBe(count);
-    const lines = readJsonl<{ reason: string; record: { RecordId: string } }>(join(dataDir, "dead-letter", "webhook.jsonl"));
+    const lines = readJsonl<{ reason: string; record: { RecordId: string; TimeGenerated: string } }>(join(dataDir, "dead-letter", "webhook.jsonl"));
     expect(lines).toHaveLength(count);
     expect(new Set(lines.map((l) => l.reason))).toEqual(new Set(["evicted: the outbox was over maxOutboxBytes before this sink took the record"]));
+    // The oldest went: no record dead-lettered is younger than one still waiting (the records of one document share
+    // their time), and the first round's records went first.
+    const db = new DatabaseSync(join(dataDir, "sef.db"), { readOnly: true });
+    const waiting = (db.prepare("SELECT json FROM outbox ORDER BY seq").all() as Array<{ json: string }>).map((r) => JSON.parse(r.json) as { TimeGenerated: string });
+    db.close();
+    expect(waiting.length).toBeGreaterThan(0);
+    const evictedTimes = lines.map((l) => Date.parse(l.record.TimeGenerated));
+    expect(Math.max(...evictedTimes)).toBeLessThanOrEqual(Math.min(...waiting.map((r) => Date.parse(r.TimeGenerated))));
+    expect(evictedTimes).toEqual([...evictedTimes].sort((x, y) => x - y));
+    expect(lines[0]!.record).toMatchObject({ EventId: expect.stringMatching(/^B16B0000-0000-4000-8000-00000000000\d$/), EventStatus: "Scheduled", Description: expect.stringMatching(/^round 0 /) });
     expect(logLines(agent.stderr()).find((l) => String(l.msg).startsWith("outbox over its size cap"))).toMatchObject({ level: "error", deliveries: expect.any(Number) });
   }, 90_000);
 
@@ -141,4 +152,32 @@ describe("data-loss paths of the built agent", () => {
     expect(sentCounts.size).toBeGreaterThanOrEqual(3);
     expect(await agent.stop("SIGTERM")).toBe(0);
   }, 90_000);
+
+  it("when a document cannot be committed (the store is locked), a later poll records its transitions: none lost", async () => {
+    const first = "C0FFEE00-0000-4000-8000-000000000001";
+    const second = "C0FFEE00-0000-4000-8000-000000000002";
+    const event = (EventId: string) => ({ EventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900 });
+    const out = join(mkdtempSync(join(tmpdir(), "sef-loss-out-")), "records.jsonl");
+    const { sim, agent, dataDir } = await setUp({ sinks: [`jsonl:${out}`] });
+    await waitFor("the first polls", () => sim.requestLog("/metadata/scheduledevents").length >= 2);
+    // Another writer holds the store: the document listing the first event is read, and its commit fails.
+    const locker = new DatabaseSync(join(dataDir, "sef.db"));
+    locker.exec("BEGIN EXCLUSIVE");
+    try {
+      sim.setEvents([event(first)]);
+      await waitFor("a failed commit in the log", () => logLines(agent.stderr()).find((l) => l.msg === "could not commit a document to the store; will retry"), {
+        timeoutMs: 20_000,
+        detail: () => agent.stderr().slice(-3000),
+      });
+    } finally {
+      locker.exec("ROLLBACK");
+      locker.close();
+    }
+    // A second event, committed after the lock: once its record is out, the first event's is out too, each once.
+    sim.setEvents([event(first), event(second)]);
+    const transitions = () => readJsonl<{ EventId?: string; EventStatus?: string }>(out).filter((r) => r.EventId !== undefined);
+    await waitFor("the second event's record", () => transitions().some((r) => r.EventId === second), { timeoutMs: 20_000, detail: () => agent.stderr().slice(-3000) });
+    expect(transitions().map((r) => `${r.EventId}:${r.EventStatus}`).sort()).toEqual([`${first}:Scheduled`, `${second}:Scheduled`]);
+    expect(await agent.stop("SIGTERM")).toBe(0);
+  }, 60_000);
 });

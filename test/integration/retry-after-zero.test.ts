@@ -1,6 +1,7 @@
 // A server hint of `Retry-After: 0` (or any hint under the policy's minimum backoff) must not turn a sink's drain
 // loop into a busy loop: the built agent, against real targets that throttle every request, stays ≤ 20 requests/s —
-// and still retries (each target sees at least two rejected sends).
+// and still retries (each target sees at least two rejected sends). And a busy Event Hub's pause is honoured: the
+// AMQP peer's log shows no send between a server-busy answer and the pause the service asks for.
 import { describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -9,8 +10,9 @@ import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/server.js";
-import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
-import { runCli, waitUntil } from "../helpers/agent-process.js";
+import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
+import { serverBusyRetryAfterMs } from "../../src/agent/sinks/eventhubs/classify.js";
+import { runCli, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 
 const measureMs = 2500;
 const maxRequestsPerSecond = 20;
@@ -29,6 +31,28 @@ async function measureRate(count: () => number): Promise<number> {
   const startedMs = performance.now();
   await new Promise((r) => setTimeout(r, measureMs));
   return ((count() - first) * 1000) / (performance.now() - startedMs);
+}
+
+/**
+ * The built agent with the Event Hubs sink against a hub answering every send server-busy. No retries inside the SDK:
+ * each send at the hub is one attempt of the agent's drain loop.
+ */
+async function agentOnBusyHub(): Promise<{ hub: EventHubsEmulator; agent: RunningProcess; close(): Promise<void> }> {
+  const sim = await startSimulator({ scenario: "idle" });
+  const hub = await startEventHubsEmulator({ hubName: "scheduled-events", partitionCount: 2 });
+  hub.faults.setServerBusy(true);
+  const dir = mkdtempSync(join(tmpdir(), "sef-busy-eh-"));
+  const config = agentConfig(dir, sim.url, { sinks: ["eventhubs"], eventhubs: { lingerMs: 0, maxRetries: 0 } });
+  const agent = runCli(["run", "--config", config], { env: { SEF_EVENTHUBS_CONNECTION_STRING: hub.connectionString } });
+  return {
+    hub,
+    agent,
+    close: async () => {
+      await agent.stop("SIGKILL");
+      await hub.close();
+      await sim.close();
+    },
+  };
 }
 
 describe("Retry-After: 0 is clamped to the minimum backoff", () => {
@@ -79,13 +103,7 @@ describe("Retry-After: 0 is clamped to the minimum backoff", () => {
   });
 
   it("Event Hubs (server-busy)", async () => {
-    const sim = await startSimulator({ scenario: "idle" });
-    const hub = await startEventHubsEmulator({ hubName: "scheduled-events", partitionCount: 2 });
-    hub.faults.setServerBusy(true);
-    const dir = mkdtempSync(join(tmpdir(), "sef-ra0-eh-"));
-    // No retries inside the SDK: each rejected send at the hub is one attempt of the agent's drain loop.
-    const config = agentConfig(dir, sim.url, { sinks: ["eventhubs"], eventhubs: { lingerMs: 0, maxRetries: 0 } });
-    const agent = runCli(["run", "--config", config], { env: { SEF_EVENTHUBS_CONNECTION_STRING: hub.connectionString } });
+    const { hub, agent, close } = await agentOnBusyHub();
     try {
       const rate = await measureRate(() => hub.stats.sendsRejected);
       expect(rate).toBeLessThanOrEqual(maxRequestsPerSecond);
@@ -94,9 +112,22 @@ describe("Retry-After: 0 is clamped to the minimum backoff", () => {
       expect(hub.stats.sendsAccepted).toBe(0);
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
-      await agent.stop("SIGKILL");
-      await hub.close();
-      await sim.close();
+      await close();
+    }
+  }, 45_000);
+
+  it("Event Hubs: after a server-busy answer no send comes again before the pause the service asks for", async () => {
+    const { hub, agent, close } = await agentOnBusyHub();
+    try {
+      await waitUntil(() => hub.sendLog().length >= 1, 20_000, "the first send");
+      hub.faults.setServerBusy(false);
+      await waitUntil(() => hub.stats.sendsAccepted >= 1, 20_000, "the send after the pause");
+      const sends = hub.sendLog();
+      expect(sends.map((s) => s.outcome)).toEqual(["rejected:com.microsoft:server-busy", "accepted"]);
+      expect(sends[1]!.atMs - sends[0]!.atMs).toBeGreaterThanOrEqual(serverBusyRetryAfterMs - 20);
+      expect(await agent.stop("SIGTERM")).toBe(0);
+    } finally {
+      await close();
     }
   }, 45_000);
 });

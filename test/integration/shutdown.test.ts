@@ -1,10 +1,11 @@
-// Shutdown is bounded: SIGTERM while the Event Hubs peer (a child process) is frozen with SIGSTOP ends the built agent
-// within shutdownFlushMs + a small margin, exit 0, with the undelivered record kept in the outbox; SIGTERM during
+// Shutdown is bounded: SIGTERM while the Event Hubs peer (a child process) is frozen with SIGSTOP, with the record's send
+// waiting in the peer's socket, ends the built agent within shutdownFlushMs + a small margin, exit 0, with the
+// undelivered record kept in the outbox; SIGTERM during
 // start-up is a clean exit 0, not a death by signal.
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
@@ -14,6 +15,20 @@ import { waitForMetricsUrl, runCli, testbedCliPath, waitUntil } from "../helpers
 
 const shutdownFlushMs = 1000;
 const marginMs = 3000;
+
+/**
+ * Bytes waiting unread in the receive queues of the TCP connections accepted on 127.0.0.1:`port` (/proc/net/tcp): what
+ * clients sent a peer that is not reading (frozen), as its own socket holds it.
+ */
+function unreadBytesAt(port: number): number {
+  let total = 0;
+  for (const line of readFileSync("/proc/net/tcp", "utf8").trim().split("\n").slice(1)) {
+    const [, local, , state, queues] = line.trim().split(/\s+/);
+    const established = state === "01";
+    if (established && parseInt(local!.split(":")[1]!, 16) === port) total += parseInt(queues!.split(":")[1]!, 16);
+  }
+  return total;
+}
 
 async function sentTo(metricsUrl: string, sink: string): Promise<number> {
   const text = await (await fetch(metricsUrl)).text();
@@ -43,10 +58,12 @@ describe("bounded shutdown", () => {
       // The start-up heartbeat went through: the connection is up. Then the hub freezes.
       await expect.poll(() => sentTo(metricsUrl, "eventhubs"), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
       peer.kill("SIGSTOP");
+      const unreadBefore = unreadBytesAt(Number(port));
       const eventId = "5407D0E0-0000-4000-8000-000000000001";
       sim.setEvents([{ EventId: eventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 300 }]);
       await waitUntil(() => agent!.stderr().includes("transitions recorded"), 10_000, "the record to be committed");
-      await new Promise((r) => setTimeout(r, 300)); // the send is under way, into the frozen peer
+      // The send is under way: the record's transfer (its JSON alone is over a kilobyte) waits in the frozen peer's socket.
+      await waitUntil(() => unreadBytesAt(Number(port)) - unreadBefore >= 1024, 10_000, "the record's transfer at the frozen peer");
 
       const startedMs = performance.now();
       expect(await agent.stop("SIGTERM")).toBe(0);

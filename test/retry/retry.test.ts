@@ -105,5 +105,24 @@ describe("retry", () => {
     expect(end).toMatchObject({ end: "aborted", attempts: 2, last: { ok: false } });
     expect(clock.pendingSleeps).toBe(0);
     await expect(retry(async () => "never", { policy, clock, signal: stop.signal })).rejects.toThrow("stopping");
+    const plain = new AbortController();
+    plain.abort();
+    await expect(retry(async () => "never", { policy, clock, signal: plain.signal })).rejects.toMatchObject({ name: "AbortError" });
+  });
+
+  it("an abort while an attempt is out ends the loop with that attempt: no retry announced, no wait begun", async () => {
+    const clock = new FakeClock();
+    const r = recorder(clock);
+    const stop = new AbortController();
+    const end = await retryAttempts(
+      r.attempt(async () => {
+        stop.abort(new Error("stopping"));
+        throw new Error("cut short");
+      }),
+      { policy, clock, random: whole, signal: stop.signal, onRetry: r.onRetry },
+    );
+    expect(end).toMatchObject({ end: "aborted", attempts: 1, last: { ok: false, error: new Error("cut short") } });
+    expect(r.waitsMs).toEqual([]);
+    expect(clock.pendingSleeps).toBe(0);
   });
 });

@@ -1,8 +1,11 @@
-// The Debian packages the tests run for real (never skipped), each with how to tell it is there: a command on PATH or
-// a module Debian's own Python imports. Pure data plus the probe; prepare.ts installs or names what is missing.
+// The Debian packages the tests run for real (never skipped), each with how to tell it is there: a command on PATH, a
+// module Debian's own Python imports, or a file it installs. Pure data plus the probe; prepare.ts installs or names what is missing.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
+
+/** Where Debian's arm64 cross packages put the AArch64 glibc and its loader (qemu-aarch64's `-L`). */
+export const arm64SysrootDir = "/usr/aarch64-linux-gnu";
 
 export interface SystemPackage {
   /** The Debian package name (`apt-get install NAME`). */
@@ -13,6 +16,8 @@ export interface SystemPackage {
   readonly commands?: readonly string[];
   /** Python modules it provides, imported by /usr/bin/python3 (Debian's, not a pyenv one). */
   readonly pythonModules?: readonly string[];
+  /** Files it installs that the tests use (libraries with no command: the arm64 cross libraries). */
+  readonly files?: readonly string[];
 }
 
 export const systemPackages: readonly SystemPackage[] = [
@@ -27,12 +32,18 @@ export const systemPackages: readonly SystemPackage[] = [
   { name: "msitools", usedBy: "test/package/windows-artifacts.test.ts (reads the MSI)", commands: ["msiinfo", "msiextract"] },
   { name: "podman", usedBy: "test/package/container-image.test.ts", commands: ["podman"] },
   { name: "runc", usedBy: "test/package/container-image.test.ts (podman's runtime)", commands: ["runc"] },
+  { name: "qemu-user", usedBy: "test/package/arm64-qemu.test.ts (runs the arm64 package's runtime)", commands: ["qemu-aarch64"] },
   {
     name: "python3-azure",
     usedBy: "test/interop/*-python.test.ts (Microsoft's Python clients)",
     pythonModules: ["azure.eventhub", "azure.identity", "azure.monitor.ingestion"],
   },
   { name: "python3-uamqp", usedBy: "test/interop/eventhubs-python.test.ts (the C AMQP stack)", pythonModules: ["uamqp"] },
+  ...(["libc6", "libgcc-s1", "libstdc++6"] as const).map((lib) => ({
+    name: `${lib}-arm64-cross`,
+    usedBy: "test/package/arm64-qemu.test.ts (the arm64 runtime's libraries, given to qemu-aarch64 with -L)",
+    files: [join(arm64SysrootDir, "lib", { libc6: "libc.so.6", "libgcc-s1": "libgcc_s.so.1", "libstdc++6": "libstdc++.so.6" }[lib])],
+  })),
 ];
 
 export const systemPython = "/usr/bin/python3";
@@ -56,10 +67,13 @@ export function pythonImports(modules: readonly string[]): boolean {
   return run.status === 0;
 }
 
-/** The packages whose commands or modules are missing, in table order. */
+/** The packages whose commands, modules or files are missing, in table order. */
 export function missingPackages(path: string = process.env.PATH ?? ""): SystemPackage[] {
   return systemPackages.filter(
-    (p) => !(p.commands ?? []).every((c) => onPath(c, path)) || !(p.pythonModules === undefined || pythonImports(p.pythonModules)),
+    (p) =>
+      !(p.commands ?? []).every((c) => onPath(c, path)) ||
+      !(p.pythonModules === undefined || pythonImports(p.pythonModules)) ||
+      !(p.files ?? []).every((f) => existsSync(f)),
   );
 }
 

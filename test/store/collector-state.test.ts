@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
+import { propertyParams } from "../helpers/seed.js";
 import pino from "pino";
 import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
 import { eventIdOfKey } from "../../src/agent/collector/emitted-keys.js";
@@ -167,7 +168,7 @@ describe("emitted keys between memory and the store", () => {
           rmSync(dir, { recursive: true, force: true });
         }
       }),
-      { numRuns: 150 },
+      propertyParams(3301, 150),
     );
   });
 

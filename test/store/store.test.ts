@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
+import { propertyParams } from "../helpers/seed.js";
 import { Store, pageCacheKib } from "../../src/agent/store/store.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
@@ -158,7 +159,7 @@ describe("Store", () => {
           rmSync(d, { recursive: true, force: true });
         }
       }),
-      { numRuns: 60 },
+      propertyParams(3401, 60),
     );
   });
 

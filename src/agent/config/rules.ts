@@ -1,7 +1,6 @@
 // Cross-field configuration rules the per-field schema cannot express: sinks listed once and known, the required
 // settings of the sinks in use, then each sink's own rules (its factory's `rules`, kept in its settings.ts) and each
 // action's (its entry's `rules`). Pure: the parsed config and the environment in, problems out.
-import { codeUnitOrder } from "../util/code-unit-order.js";
 import type { AgentConfig } from "./schema.js";
 import { actionSection, sinkSection } from "./schema.js";
 import { actionEntryList } from "../actions/registry.js";
@@ -37,8 +36,8 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
     }
   }
 
-  // Each sink's own rules, sinks in the order of their names.
-  for (const factory of [...sinkFactories].sort((a, b) => codeUnitOrder(a.type, b.type))) {
+  // Each sink's own rules, sinks in the order of their names (the registry's order).
+  for (const factory of sinkFactories) {
     const rules = factory.rules?.({ settings: sinkSection(config, factory.type), inUse: used.has(factory.type), argument: used.get(factory.type), env }) ?? [];
     problems.push(...rules);
   }
@@ -49,11 +48,9 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
 
 /**
  * Names of environment variables the configuration itself refers to (credentials, header values), so they are not
- * "unknown"; `merged` is the unvalidated input, each sink reading its own section as far as it has the right shape.
+ * "unknown"; `merged` is the unvalidated input, each sink reading its own section (any JSON value) as far as it has
+ * the right shape.
  */
 export function referencedVariables(merged: Record<string, unknown>): string[] {
-  return sinkFactories.flatMap((factory) => {
-    const section = merged[factory.type];
-    return factory.referencedVariables?.(typeof section === "object" && section !== null && !Array.isArray(section) ? (section as Record<string, unknown>) : undefined) ?? [];
-  });
+  return sinkFactories.flatMap((factory) => factory.referencedVariables?.(merged[factory.type]) ?? []);
 }

@@ -5,7 +5,10 @@ import type { SinkFactory } from "./sink.js";
 import * as everySink from "./all.js";
 import { SinkSpecError } from "./errors.js";
 
-/** Every sink's factory, in the order of their types (a module namespace lists its exports sorted by name). */
+/**
+ * Every sink's factory, in the order of their types (all.ts exports each under its type, and a module namespace lists
+ * its exports sorted by name): the configuration's rules and reference take them in this order.
+ */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
 export const sinkFactories: readonly SinkFactory<any>[] = Object.values(everySink);
 

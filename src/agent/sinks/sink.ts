@@ -117,10 +117,10 @@ export interface SinkFactory<Settings = unknown> {
   /** Cross-field rules the schema cannot express (pure): problems as `field: message` lines. */
   readonly rules?: (input: SinkRulesInput<Settings>) => string[];
   /**
-   * Environment variables the section names (credentials, header values), read from the unvalidated section as far
-   * as it has the right shape, so that they are not reported as unknown.
+   * Environment variables the section names (credentials, header values), read from the unvalidated section (any
+   * JSON value, or undefined when absent) as far as it has the right shape, so that they are not reported as unknown.
    */
-  readonly referencedVariables?: (section: Record<string, unknown> | undefined) => string[];
+  readonly referencedVariables?: (section: unknown) => string[];
   /** Names of the settings of the section that hold a secret inline (the config-file permission warning). */
   readonly inlineSecrets?: (settings: Settings) => string[];
   create(input: SinkFactoryInput<Settings>): Sink | Promise<Sink>;

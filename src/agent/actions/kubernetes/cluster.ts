@@ -3,6 +3,7 @@
 // node does with the event's approval once its own steps are over: approve, leave it to the rules, wait for the other
 // nodes to drain, or decline. Plain values in and out; the node reads are node-action.ts's.
 import type { HoldVerdict } from "../action-ledger.js";
+import { azureProviderScheme } from "./plan.js";
 import { policyIncludes, type NodePolicy } from "./settings.js";
 
 const uniformPattern = /\/virtualMachineScaleSets\/([^/]+)\/virtualMachines\/([^/]+)\/?$/i;
@@ -14,7 +15,7 @@ const vmPattern = /\/providers\/Microsoft\.Compute\/virtualMachines\/([^/]+)\/?$
  * a VMSS Flex or standalone VM `…/virtualMachines/<name>` is `<name>`. Undefined for anything else.
  */
 export function vmNameOfProviderID(providerID: string): string | undefined {
-  if (!/^azure:\/\//i.test(providerID)) return undefined;
+  if (!providerID.toLowerCase().startsWith(azureProviderScheme)) return undefined;
   const uniform = uniformPattern.exec(providerID);
   if (uniform) return `${uniform[1]}_${uniform[2]}`;
   return vmPattern.exec(providerID)?.[1];
@@ -79,15 +80,15 @@ const list = (nodes: readonly string[]): string => nodes.join(", ");
  * left to the approval rules otherwise, as for a single node.
  */
 export function settleStep({ policy, drained, thisNode, named }: SettleInput): SettleStep {
-  const nodes = named?.nodes ?? [{ vmName: "", node: thisNode }];
-  if (!nodes.some((n) => n.node === thisNode)) {
+  const nodes = named?.nodes.map((n) => n.node) ?? [thisNode];
+  if (!nodes.includes(thisNode)) {
     return { release: "decline", reason: `this node (${thisNode}) is not among the nodes the event names; it leaves the approval to them` };
   }
-  const elected = nodes[0]!.node;
+  const elected = nodes[0]!;
   if (elected !== thisNode) {
-    return { release: "decline", reason: `the event names ${nodes.length} nodes of this cluster (${list(nodes.map((n) => n.node))}): ${elected} approves it once all have drained` };
+    return { release: "decline", reason: `the event names ${nodes.length} nodes of this cluster (${list(nodes)}): ${elected} approves it once all have drained` };
   }
-  const others = nodes.filter((n) => n.node !== thisNode).map((n) => n.node);
+  const others = nodes.filter((n) => n !== thisNode);
   if (!policyIncludes(policy, "drain")) return { release: "done", reason: "" };
   if (!drained) {
     return others.length > 0 ? { release: "decline", reason: "this node's drain is incomplete: the event is not approved before NotBefore" } : { release: "done", reason: "" };

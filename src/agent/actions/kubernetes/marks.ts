@@ -68,11 +68,11 @@ export function decodeMark(text: string): MarkValue | undefined {
   try {
     parsed = JSON.parse(text);
   } catch {
-    return undefined;
+    // Not JSON: no value of sef's (parsed stays undefined).
   }
-  if (typeof parsed !== "object" || parsed === null) return undefined;
-  const v = parsed as Record<string, unknown>;
-  if (typeof v.eventId !== "string" || v.eventId === "") return undefined;
+  // Any JSON value: a field of a string, a number or an array reads as undefined.
+  const v = parsed as Record<string, unknown> | null | undefined;
+  if (typeof v?.eventId !== "string" || v.eventId === "") return undefined;
   return {
     eventId: v.eventId,
     eventType: typeof v.eventType === "string" ? v.eventType : "",
@@ -92,33 +92,40 @@ export function eventTypeOfTaintKey(key: string): string {
 
 const emptyMark = (eventId: string): SefMark => ({ eventId, eventType: "", notBefore: null, policy: "", cordoned: false, markedAt: "", drainedAt: null, annotationKeys: [], taints: [] });
 
-/** Adds what one key or taint says about an event's mark to the marks found so far. */
-function merge(marks: Map<string, SefMark>, eventId: string, part: Partial<SefMark>): void {
-  const key = eventId === "" ? "" : eventMatchKey(eventId);
-  const mark = marks.get(key) ?? emptyMark(eventId);
-  marks.set(key, {
-    eventId: part.eventId !== undefined && mark.annotationKeys.length === 0 ? part.eventId : mark.eventId,
-    eventType: mark.eventType || (part.eventType ?? ""),
-    notBefore: mark.notBefore ?? part.notBefore ?? null,
-    policy: mark.policy || (part.policy ?? ""),
-    cordoned: mark.cordoned || part.cordoned === true,
-    markedAt: mark.markedAt || (part.markedAt ?? ""),
-    drainedAt: mark.drainedAt ?? part.drainedAt ?? null,
-    annotationKeys: [...mark.annotationKeys, ...(part.annotationKeys ?? [])],
-    taints: [...mark.taints, ...(part.taints ?? [])],
-  });
+/**
+ * Adds what one annotation or taint says about an event's mark to the marks found so far: the first one read (the
+ * annotations are read first) names the event, each field comes from the first that says it.
+ */
+function merge(marks: Map<string, SefMark>, part: SefMark): void {
+  // A mark of no known event (eventId "") stays apart: an event's match key is never empty.
+  const key = part.eventId && eventMatchKey(part.eventId);
+  const mark = marks.get(key);
+  marks.set(
+    key,
+    mark === undefined
+      ? part
+      : {
+          eventId: mark.eventId,
+          eventType: mark.eventType || part.eventType,
+          notBefore: mark.notBefore ?? part.notBefore,
+          policy: mark.policy || part.policy,
+          cordoned: mark.cordoned || part.cordoned,
+          markedAt: mark.markedAt || part.markedAt,
+          drainedAt: mark.drainedAt ?? part.drainedAt,
+          annotationKeys: [...mark.annotationKeys, ...part.annotationKeys],
+          taints: [...mark.taints, ...part.taints],
+        },
+  );
 }
 
 /** The previous release's single-event annotations as one mark (a lone `cordoned` flag is a mark of no known event). */
 function mergeLegacy(marks: Map<string, SefMark>, annotations: Readonly<Record<string, string>>): void {
   const keys = Object.values(legacyAnnotationKeys).filter((k) => k in annotations);
   if (keys.length === 0) return;
-  const eventId = annotations[legacyAnnotationKeys.eventId] ?? "";
-  const notBefore = annotations[legacyAnnotationKeys.notBefore] ?? "";
-  merge(marks, eventId, {
-    eventId,
+  merge(marks, {
+    ...emptyMark(annotations[legacyAnnotationKeys.eventId] ?? ""),
     eventType: annotations[legacyAnnotationKeys.eventType] ?? "",
-    notBefore: notBefore === "" ? null : notBefore,
+    notBefore: annotations[legacyAnnotationKeys.notBefore] || null,
     cordoned: annotations[legacyAnnotationKeys.cordoned] === "true",
     annotationKeys: keys,
   });
@@ -129,24 +136,14 @@ export function marksOn(node: Pick<NodeView, "annotations" | "taints">): SefMark
   const marks = new Map<string, SefMark>();
   for (const [key, text] of Object.entries(node.annotations)) {
     if (!key.startsWith(markAnnotationPrefix)) continue;
+    // A value sef cannot read still marks the event its key names.
     const value = decodeMark(text);
-    const eventId = value?.eventId ?? key.slice(markAnnotationPrefix.length);
-    merge(marks, eventId, {
-      eventId,
-      eventType: value?.eventType ?? "",
-      notBefore: value?.notBefore ?? null,
-      policy: value?.policy ?? "",
-      cordoned: value?.cordoned === true,
-      markedAt: value?.markedAt ?? "",
-      drainedAt: value?.drainedAt ?? null,
-      annotationKeys: [key],
-    });
+    merge(marks, { ...emptyMark(key.slice(markAnnotationPrefix.length)), ...value, drainedAt: value?.drainedAt ?? null, annotationKeys: [key] });
   }
   mergeLegacy(marks, node.annotations);
   for (const taint of node.taints) {
     if (!taint.key.startsWith(taintKeyPrefix)) continue;
-    const eventId = taint.value ?? "";
-    merge(marks, eventId, { eventId, eventType: eventTypeOfTaintKey(taint.key), taints: [taint] });
+    merge(marks, { ...emptyMark(taint.value ?? ""), eventType: eventTypeOfTaintKey(taint.key), taints: [taint] });
   }
   return [...marks.values()];
 }
@@ -188,7 +185,7 @@ export function markPatch(node: NodeView, event: EventOnNode, policy: string, co
     eventType: event.EventType,
     notBefore: event.NotBefore,
     policy,
-    cordoned: cordon && (own?.cordoned === true || !node.unschedulable || sefCordonOn),
+    cordoned: cordon && (!node.unschedulable || sefCordonOn), // sefCordonOn: this event's own claim is among the marks
     markedAt: own?.markedAt || nowIso,
     ...(own?.drainedAt ? { drainedAt: own.drainedAt } : {}),
   };

@@ -30,7 +30,7 @@ export interface EventOnNode {
 
 /** The taint key of an EventType: `sef.azure.com/scheduled-event-<type lower-cased>` (other characters become `-`). */
 export function taintKeyFor(eventType: string): string {
-  const name = eventType.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "unknown";
+  const name = eventType.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 40) || "unknown";
   return `${taintKeyPrefix}${name}`;
 }
 
@@ -59,8 +59,8 @@ export function drainDeadlineMs(notBefore: string | null, deadlineReserveMs: num
 }
 
 function parseNotBefore(notBefore: string | null): number | undefined {
-  if (notBefore === null || notBefore === "") return undefined;
-  const ms = Date.parse(notBefore);
+  if (notBefore === null) return undefined;
+  const ms = Date.parse(notBefore); // NaN for "" too
   return Number.isNaN(ms) ? undefined : ms;
 }
 
@@ -94,11 +94,13 @@ export function throttleWaitMs(retryAfterMs: number, capMs: number, random: numb
   return retryDelayMs({ initialDelayMs: Math.min(throttleFloorMs, capMs), maxDelayMs: capMs, multiplier: 2 }, 1, hintMs, random);
 }
 
+/** The scheme of an Azure Node's providerID (`azure:///subscriptions/…`: the scheme, then the VM's resource id). */
+export const azureProviderScheme = "azure://";
+
 /**
- * Whether the Node is this VM: its providerID (`azure:///subscriptions/…/virtualMachines/…`) names the VM's resource
- * id from instance metadata (case-insensitive). Unknown on either side is no match.
+ * Whether the Node is this VM: its providerID is `azure://` and the VM's resource id from instance metadata
+ * (case-insensitive). An unknown resource id, or a providerID of another cloud, is no match.
  */
 export function nodeIsThisVm(providerID: string, vmResourceId: string): boolean {
-  const id = providerID.replace(/^azure:\/\//i, "").toLowerCase();
-  return id !== "" && vmResourceId !== "" && id === vmResourceId.toLowerCase();
+  return vmResourceId !== "" && providerID.toLowerCase() === `${azureProviderScheme}${vmResourceId}`.toLowerCase();
 }

@@ -64,7 +64,7 @@ export function podViewOf(pod: PodObject): PodView {
     terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
     hasEmptyDir: (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined && v.emptyDir !== null),
     // An unreadable timestamp still means "being deleted": 0 makes it count as past its grace (never a wait forever).
-    deletionTimestampMs: deletionMs === undefined ? undefined : Number.isNaN(deletionMs) ? 0 : deletionMs,
+    deletionTimestampMs: Number.isNaN(deletionMs) ? 0 : deletionMs,
     tolerations: (pod.spec?.tolerations ?? []).map((t) => ({ ...t })),
   };
 }

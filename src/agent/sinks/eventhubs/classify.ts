@@ -28,7 +28,7 @@ export function isMessagingError(err: unknown): err is MessagingErrorLike {
 const recordRejectionCodes = new Set(["MessageTooLargeError", "QuotaExceededError"]);
 const authCodes = new Set(["UnauthorizedError"]);
 /** After an SDK retry loop of server-busy answers the service asks for ~4 s; let the drain loop back off at least that. */
-const serverBusyRetryAfterMs = 4000;
+export const serverBusyRetryAfterMs = 4000;
 
 /** The error the decision rests on: the SDK wraps repeated failures in an AggregateError (last = most recent). */
 function decisive(err: unknown): unknown {

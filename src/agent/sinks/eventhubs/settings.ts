@@ -149,8 +149,9 @@ function checkConnectionString(text: string, source: string, eventHubName: strin
 }
 
 /** The default connection-string variable, and the one the section names. */
-export function eventHubsReferencedVariables(section: Record<string, unknown> | undefined): string[] {
-  const named = section?.["connectionStringEnv"];
+export function eventHubsReferencedVariables(section: unknown): string[] {
+  // Any JSON value: a field of a string, a number or an array reads as undefined.
+  const named = (section as { connectionStringEnv?: unknown } | null | undefined)?.connectionStringEnv;
   return typeof named === "string" ? [defaultConnectionStringEnv, named] : [defaultConnectionStringEnv];
 }
 

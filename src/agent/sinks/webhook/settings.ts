@@ -76,16 +76,17 @@ export function webhookSettingsRules({ settings: wh, inUse, argument, env }: Sin
 }
 
 /** The variables of `{ "fromEnv": … }` header values and of the signing secret. */
-export function webhookReferencedVariables(section: Record<string, unknown> | undefined): string[] {
+export function webhookReferencedVariables(section: unknown): string[] {
   const names: string[] = [];
-  const headers = section?.["headers"];
+  // Any JSON value: a field of a string, a number or an array reads as undefined.
+  const { headers, signature } = (section ?? {}) as { headers?: unknown; signature?: unknown };
   if (typeof headers === "object" && headers !== null) {
     for (const value of Object.values(headers)) {
       const fromEnv = (value as { fromEnv?: unknown } | null)?.fromEnv;
       if (typeof fromEnv === "string") names.push(fromEnv);
     }
   }
-  const secretEnv = (section?.["signature"] as { secretEnv?: unknown } | undefined)?.secretEnv;
+  const secretEnv = (signature as { secretEnv?: unknown } | null | undefined)?.secretEnv;
   if (typeof secretEnv === "string") names.push(secretEnv);
   return names;
 }

@@ -6,14 +6,18 @@ import type { StoredEvent } from "./store.js";
 import { parseSelector, startIndex, type StartPosition } from "./selector.js";
 import { accepted } from "./settle-apart.js";
 import { isAuthorized } from "./cbs.js";
-import { destroyConnection, nodeOf, rejectDelivery, type Peer, type ReceiverStream } from "./peer.js";
+import { destroyConnection, nodeOf, rejectDelivery, sendLogLimit, type Peer, type ReceiverStream, type SendLogEntry } from "./peer.js";
 
 /** One send received on a hub link (`partitionId` undefined) or a partition link. */
 export function handleSend(peer: Peer, context: EventContext, partitionId: string | undefined): void {
   peer.stats.sendsReceived++;
+  const logged: SendLogEntry = { atMs: Date.now(), partitionId, outcome: "pending" };
+  peer.sendLog.push(logged);
+  if (peer.sendLog.length > sendLogLimit) peer.sendLog.shift();
   const delivery = context.delivery as Delivery;
   const payload = context.message as unknown;
   const reject = (condition: string, description: string): void => {
+    logged.outcome = `rejected:${condition}`;
     peer.stats.sendsRejected++;
     rejectDelivery(peer, delivery, condition, description);
   };
@@ -26,7 +30,7 @@ export function handleSend(peer: Peer, context: EventContext, partitionId: strin
     // A plain (format 0) message: rhea decoded it already; store its re-encoding.
     const single = rhea.message.encode(payload as Message);
     if (tooLarge(single.length)) return;
-    return storeAndAccept(peer, context, delivery, partitionId, { partitionKey: messagePartitionKey(payload as Message), encoded: [single] }, single.length);
+    return storeAndAccept(peer, context, delivery, logged, { partitionKey: messagePartitionKey(payload as Message), encoded: [single] }, single.length);
   }
   if (tooLarge(payload.length)) return;
   let split: { partitionKey: string | undefined; encoded: Buffer[] };
@@ -36,36 +40,41 @@ export function handleSend(peer: Peer, context: EventContext, partitionId: strin
     reject("amqp:decode-error", `cannot decode the message: ${(err as Error).message}`);
     return;
   }
-  storeAndAccept(peer, context, delivery, partitionId, split, payload.length);
+  storeAndAccept(peer, context, delivery, logged, split, payload.length);
 }
 
 function storeAndAccept(
   peer: Peer,
   context: EventContext,
   delivery: Delivery,
-  partitionId: string | undefined,
+  logged: SendLogEntry,
   split: { partitionKey: string | undefined; encoded: Buffer[] },
   sizeBytes: number,
 ): void {
   const { store, stats } = peer;
   const fault = peer.plan.takeSendFault();
-  const target = partitionId ?? store.assignPartition(split.partitionKey);
+  const target = logged.partitionId ?? store.assignPartition(split.partitionKey);
   switch (fault) {
     case "server-busy":
+      logged.outcome = "rejected:com.microsoft:server-busy";
       stats.sendsRejected++;
       rejectDelivery(peer, delivery, "com.microsoft:server-busy", "The request was terminated because the entity is being throttled (injected fault).");
       return;
     case "quota-exceeded":
+      logged.outcome = "rejected:amqp:resource-limit-exceeded";
       stats.sendsRejected++;
       rejectDelivery(peer, delivery, "amqp:resource-limit-exceeded", "Quota exceeded (injected fault).");
       return;
     case "detach":
+      logged.outcome = "detached";
       context.receiver?.close({ condition: "amqp:link:detach-forced", description: "The link was force-detached (injected fault)." });
       return;
     case "drop-connection":
+      logged.outcome = "dropped";
       destroyConnection(context.connection);
       return;
     case "store-then-drop":
+      logged.outcome = "dropped";
       store.append(target, split.partitionKey, split.encoded);
       destroyConnection(context.connection);
       return;
@@ -79,6 +88,7 @@ function storeAndAccept(
         if (context.connection.is_closed() || !context.receiver?.is_open()) return;
         store.append(target, split.partitionKey, split.encoded);
         stats.sendsAccepted++;
+        logged.outcome = "accepted";
         delivery.accept();
         peer.logger.debug({ partitionId: target, events: split.encoded.length, sizeBytes }, "stored");
       },

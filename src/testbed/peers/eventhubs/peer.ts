@@ -17,6 +17,18 @@ export interface PeerStats {
   connectionsPeak: number;
 }
 
+/** One send as the peer saw it: when it arrived (wall clock, ms) and what became of it. */
+export interface SendLogEntry {
+  readonly atMs: number;
+  /** The partition link it came on (undefined: the hub link). */
+  readonly partitionId: string | undefined;
+  /** `accepted`, `rejected:<condition>`, `detached`, `dropped`, or `pending` until it is settled. */
+  outcome: string;
+}
+
+/** How many sends the log keeps (the oldest are dropped first). */
+export const sendLogLimit = 10_000;
+
 export interface ConnectionState {
   /** Entity paths (lower case) this connection holds a valid token for. */
   readonly grantedPaths: Set<string>;
@@ -42,6 +54,8 @@ export interface Peer {
   readonly store: HubStore;
   readonly plan: FaultPlan;
   readonly stats: PeerStats;
+  /** The latest sends, in arrival order (at most `sendLogLimit`). */
+  readonly sendLog: SendLogEntry[];
   readonly connections: Map<Connection, ConnectionState>;
   readonly sockets: Set<Socket>;
   readonly streams: Map<Sender, ReceiverStream>;

@@ -10,7 +10,7 @@ import { FaultPlan, type SendFault } from "./faults.js";
 import { createLocalTlsIdentity } from "./tls.js";
 import { installFullLengthPerformatives } from "./full-performatives.js";
 import { SettleApart } from "./settle-apart.js";
-import { connectionDropped, nodeOf, rejectDelivery, type Peer } from "./peer.js";
+import { connectionDropped, nodeOf, rejectDelivery, type Peer, type SendLogEntry } from "./peer.js";
 import { createContainer, detachLinks, dropConnections, listenPeer, trackConnections } from "./connection.js";
 import { handleCbs } from "./cbs.js";
 import { handleManagement } from "./management-link.js";
@@ -109,6 +109,8 @@ export interface EventHubsEmulator {
    * namespace's connection quota counts these).
    */
   readonly stats: { sendsReceived: number; sendsAccepted: number; sendsRejected: number; connectionsOpened: number; connectionsCurrent: number; connectionsPeak: number };
+  /** Every send received (the latest 10,000), in arrival order: when it came (wall clock, ms) and what became of it. */
+  sendLog(): readonly SendLogEntry[];
   readonly faults: EventHubsFaults;
   close(): Promise<void>;
 }
@@ -143,6 +145,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     store: new HubStore(options.partitionCount ?? 2),
     plan: new FaultPlan(),
     stats: { sendsReceived: 0, sendsAccepted: 0, sendsRejected: 0, connectionsOpened: 0, connectionsCurrent: 0, connectionsPeak: 0 },
+    sendLog: [],
     connections: new Map(),
     sockets: new Set(),
     streams: new Map(),
@@ -188,6 +191,7 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     events: (partitionId) => (partitionId === undefined ? peer.store.allEvents() : [...peer.store.events(partitionId)]).map(decodeStored),
     scalePartitions: (partitionCount) => peer.store.scalePartitions(partitionCount),
     stats: peer.stats,
+    sendLog: () => peer.sendLog.map((entry) => ({ ...entry })),
     faults: faultsOf(peer),
     close: async () => {
       if (closed) return;

@@ -1,0 +1,125 @@
+// The mutation gate's one configuration (`npm run mutate`, run.ts; Node loads it as TypeScript, types stripped). `groups`: the modules that decide, each group with
+// the fast unit test files (in-process, no child processes) that run against its mutants. When a module or a test
+// moves, change its line here; equivalent-mutants.json names its survivors by this same path.
+//
+// Groups keep the run short: a mutant of a module's top level (a constant, a Set) is "static" — Stryker reloads and
+// runs every test file of the run for it — so each group is its own Stryker run over its own few test files.
+
+import type { PartialStrykerOptions } from "@stryker-mutator/api/core";
+
+export interface MutationGroup {
+  readonly name: string;
+  /** Source files to mutate, from the repository root. */
+  readonly modules: readonly string[];
+  /** The unit test files run against them. */
+  readonly tests: readonly string[];
+}
+
+export const groups: readonly MutationGroup[] = [
+  {
+    name: "collector",
+    modules: ["src/agent/collector/transitions.ts", "src/agent/collector/emitted-keys.ts"],
+    tests: ["test/collector/transitions.test.ts", "test/collector/emitted-keys.test.ts"],
+  },
+  {
+    name: "sinks",
+    modules: [
+      "src/agent/sinks/eventhubs/classify.ts",
+      "src/agent/sinks/eventhubs/encode.ts",
+      "src/agent/sinks/jsonl/classify.ts",
+      "src/agent/sinks/jsonl/encode.ts",
+      "src/agent/sinks/loganalytics/classify.ts",
+      "src/agent/sinks/loganalytics/encode.ts",
+      "src/agent/sinks/stdout/classify.ts",
+      "src/agent/sinks/stdout/encode.ts",
+      "src/agent/sinks/webhook/classify.ts",
+      "src/agent/sinks/webhook/encode.ts",
+    ],
+    tests: ["test/eventhubs/pure.test.ts", "test/loganalytics/classify.test.ts", "test/webhook/webhook-sink.test.ts", "test/sinks/classify-encode.test.ts"],
+  },
+  {
+    name: "delivery",
+    modules: ["src/agent/delivery/drainer.ts"],
+    tests: ["test/delivery/drainer.test.ts"],
+  },
+  {
+    // @sef/retry: the one backoff formula, Retry-After read and bounded, the retry loop (the drainer's, the poll's,
+    // the fleet's and the Kubernetes action's waits all come from here).
+    name: "retry",
+    modules: ["src/retry/policy.ts", "src/retry/retry-after.ts", "src/retry/retry.ts"],
+    tests: ["test/retry/policy.test.ts", "test/retry/retry.test.ts", "test/loganalytics/classify.test.ts"],
+  },
+  {
+    name: "poll",
+    modules: ["src/agent/pipeline/poll-backoff.ts"],
+    tests: ["test/agent/poll-backoff.test.ts"],
+  },
+  {
+    name: "approval",
+    modules: ["src/agent/actions/approval/policy.ts"],
+    tests: ["test/actions/approval-policy.test.ts"],
+  },
+  {
+    // The Kubernetes action's decisions: the plan (taint, timing, waits, which node), the pods a drain evicts, sef's
+    // marks on its Node, and which nodes of an event naming several must drain before its one approval.
+    name: "kubernetes",
+    modules: [
+      "src/agent/actions/kubernetes/plan.ts",
+      "src/agent/actions/kubernetes/pods.ts",
+      "src/agent/actions/kubernetes/marks.ts",
+      "src/agent/actions/kubernetes/cluster.ts",
+    ],
+    tests: [
+      "test/actions/kubernetes-plan.test.ts",
+      "test/actions/kubernetes-marks.test.ts",
+      "test/actions/kubernetes-cluster.test.ts",
+      "test/actions/kubernetes-drain-loop.test.ts",
+    ],
+  },
+  {
+    name: "fleet",
+    modules: ["src/fleet/rules.ts", "src/fleet/notification-plan.ts"],
+    tests: ["test/fleet/logic.test.ts"],
+  },
+  {
+    name: "config",
+    modules: ["src/agent/config/rules.ts"],
+    tests: ["test/config/load.test.ts"],
+  },
+];
+
+/** A module's mutation score (killed and timed out over all valid mutants) must reach this. */
+export const thresholdPercent = 85;
+
+/** Where each group's JSON report goes (run.ts reads them). */
+export const reportDir = "node_modules/.cache/sef-mutation";
+
+const groupName = process.env.SEF_MUTATION_GROUP;
+/** The group SEF_MUTATION_GROUP names (run.ts sets it); every group when unset (one long run, by hand). */
+export const selectedGroups = groupName ? groups.filter((g) => g.name === groupName) : groups;
+if (selectedGroups.length === 0) throw new Error(`SEF_MUTATION_GROUP=${groupName}: no such group in test/mutation/stryker.config.ts`);
+
+const options: PartialStrykerOptions = {
+  mutate: selectedGroups.flatMap((g) => [...g.modules]),
+  testRunner: "vitest",
+  vitest: { configFile: "test/mutation/vitest.config.ts", related: false },
+  checkers: ["typescript"],
+  tsconfigFile: "test/mutation/tsconfig.group.json", // written by run.ts for the group it runs
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  coverageAnalysis: "perTest",
+  // Whole runs on fresh clones: an incremental file would have to be committed, and it diffs only the mutated files
+  // and the test files, not the helpers and other sources the tests also run.
+  incremental: false,
+  // The sandbox copy holds only what the unit tests read (node_modules is linked, not copied).
+  ignorePatterns: ["/*", "!/src", "!/test", "!/infra", "!/package.json", "!/tsconfig.json", "/src/*/dist"],
+  concurrency: 2,
+  reporters: ["progress", "json"],
+  jsonReporter: { fileName: `${reportDir}/${groupName ?? "all"}.json` },
+  tempDirName: ".stryker-tmp",
+  cleanTempDir: "always",
+  timeoutMS: 10_000,
+  // Static mutants (a module-level constant, a Set) run their group's few test files: slow only by Stryker's measure.
+  warnings: { unknownOptions: true, preprocessorErrors: true, unserializableOptions: true, slow: false },
+};
+
+export default options;
