@@ -1,10 +1,11 @@
 // How the Linux artifacts are compressed, by profile. `release` (`npm run package`): xz -6 on one thread and gzip -9,
-// so the bytes never depend on the build machine's cores. `fast` (the package tests' set-up): the same formats, levels
-// and contents with xz on every core. `stored`: .deb and .rpm payloads not compressed at all (for packages the tests
-// only install or inspect, never measure: the older version the upgrade tests start from, the arm64 packages).
+// so the bytes never depend on the build machine's cores. The package tests' set-up uses the others: `fast`, the same
+// formats, levels and contents with xz on every core (for what the tests measure or compare with a release); `quick`,
+// the same formats at their lowest levels (xz -1, gzip -1: for what they only install, unpack or run); `stored`, .deb
+// and .rpm payloads not compressed at all (for packages they only inspect or start an upgrade from).
 import { availableParallelism } from "node:os";
 
-export type CompressionProfile = "release" | "fast" | "stored";
+export type CompressionProfile = "release" | "fast" | "quick" | "stored";
 
 export type TarCompression = "gzip" | "xz";
 
@@ -14,20 +15,22 @@ export type TarCompression = "gzip" | "xz";
  */
 export function debCompressionOptions(profile: CompressionProfile): string[] {
   if (profile === "stored") return ["-Znone"];
-  return ["-Zxz", "-z6", `--threads-max=${profile === "release" ? 1 : availableParallelism()}`];
+  return ["-Zxz", profile === "quick" ? "-z1" : "-z6", `--threads-max=${profile === "release" ? 1 : availableParallelism()}`];
 }
 
-/** rpmbuild's `_binary_payload`: xz level 6 (`T0`: a thread per core), or no compression (`ufdio`). */
+/** rpmbuild's `_binary_payload`: xz level 6 or 1 (`T0`: a thread per core), or no compression (`ufdio`). */
 export function rpmPayload(profile: CompressionProfile): string {
-  return { release: "w6.xzdio", fast: "w6T0.xzdio", stored: "w0.ufdio" }[profile];
+  return { release: "w6.xzdio", fast: "w6T0.xzdio", quick: "w1T0.xzdio", stored: "w0.ufdio" }[profile];
 }
 
 /**
- * The compressor of a tarball's tar stream: no name or time of its own (gzip -n). gzip -9 in every profile (the
- * package tests rebuild the .tar.gz with the release profile and compare the bytes); xz -6 on one thread for a
- * release, on every core otherwise (the stream is then cut into independent blocks: a slightly larger file).
+ * The compressor of a tarball's tar stream: no name or time of its own (gzip -n). gzip -9, but -1 when `quick` (the
+ * package tests rebuild a `fast` .tar.gz with the release profile and compare the bytes); xz -6 on one thread for a
+ * release, on every core otherwise (the stream is then cut into independent blocks: a slightly larger file), -1 when
+ * `quick`. (`stored` means nothing to a tarball: it is compressed as `fast`.)
  */
 export function tarCompressor(compression: TarCompression, profile: CompressionProfile): readonly [string, ...string[]] {
-  if (compression === "gzip") return ["gzip", "-n", "-9"];
-  return ["xz", "-6", profile === "release" ? "-T1" : "-T0", "--check=crc64"];
+  const quick = profile === "quick";
+  if (compression === "gzip") return ["gzip", "-n", quick ? "-1" : "-9"];
+  return ["xz", quick ? "-1" : "-6", profile === "release" ? "-T1" : "-T0", "--check=crc64"];
 }

@@ -170,7 +170,7 @@ export async function buildTarballs(inputs: LinuxInputs, compressions: readonly 
 }
 
 /** The agent's inputs without the repository (the fleet's tarball holds no file of infra/linux). */
-export type FleetTarballInputs = Omit<LinuxInputs, "repoRoot" | "compression">;
+export type FleetTarballInputs = Omit<LinuxInputs, "repoRoot">;
 
 /** `sef-fleet-VERSION-linux-ARCH/lib/sef-fleet/{node, sef-fleet.mjs, chunks/, LICENSE.node}`: the fleet image's contents. */
 export async function buildFleetTarball(inputs: FleetTarballInputs): Promise<string> {
@@ -180,6 +180,6 @@ export async function buildFleetTarball(inputs: FleetTarballInputs): Promise<str
   stageBundle(inputs, join(parent, name, "lib", "sef-fleet"));
   normalizeTree(join(parent, name), inputs.epochS, {});
   const out = join(inputs.outDir, `${name}.tar.gz`);
-  await writeTarballs(parent, name, { gzip: out }, inputs.epochS, "release");
+  await writeTarballs(parent, name, { gzip: out }, inputs.epochS, inputs.compression);
   return out;
 }

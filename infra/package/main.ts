@@ -128,7 +128,8 @@ async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: str
 /** The fleet service's tarball for one architecture. */
 function buildFleet(context: BuildContext, arch: LinuxArch, bundleDir: string, runtime: Runtime): Promise<string> {
   const { epochS, workDir, outDir } = context;
-  return buildFleetTarball({ version: packageVersionOf(context.repoRoot, "fleet"), bundleDir, runtime, arch, epochS, workDir, outDir });
+  const compression = context.compressionOf(`fleet-tar-${arch}` as Target);
+  return buildFleetTarball({ version: packageVersionOf(context.repoRoot, "fleet"), bundleDir, runtime, arch, epochS, workDir, outDir, compression });
 }
 
 /** The zip and the MSI (those wanted). */

@@ -356,13 +356,14 @@ describe("applyDocument: the details", () => {
     expect(next.state.events.get("a")!.status).toBe("Started");
   });
 
-  it("ends every key of an event that went, so that all of them expire with it", () => {
-    const { state } = run([doc(1, event("A", "Scheduled")), doc(2)]);
+  it("ends every key of an event that went, so that all of them expire with it, and none of an event still listed", () => {
+    const { state } = run([doc(1, event("A", "Scheduled"), event("B", "Scheduled")), doc(2, event("B", "Scheduled"))]);
     expect([...state.emitted].map(([key, e]) => [key, e.endedMs])).toEqual([
       ["a|Scheduled", t0 + 1000],
+      ["b|Scheduled", null],
       ["a|Canceled", t0 + 1000],
     ]);
-    expect(applyDocument(state, doc(3), ctx(t0 + 1000 + 7 * 86_400_000 + 1)).state.emitted.size).toBe(0);
+    expect([...applyDocument(state, doc(3, event("B", "Scheduled")), ctx(t0 + 1000 + 7 * 86_400_000 + 1)).state.emitted].map(([key]) => key)).toEqual(["b|Scheduled"]);
   });
 
   it("keeps emitted keys at least 7 days, whatever a shorter retention says", () => {

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { buildArtifacts, type Target } from "../../infra/package/main.js";
+import type { CompressionProfile } from "../../infra/package/compression.js";
 
 export const repoRoot = resolve(import.meta.dirname, "../..");
 /** The agent package's version: the one the artifacts carry. */
@@ -20,10 +21,21 @@ export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64" | "fleet
 /** Every artifact the package tests inspect, at the current version. */
 export const linuxTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64", "tar-x64", "txz-x64", "fleet-tar-x64", "deb-arm64", "rpm-arm64", "tar-arm64"];
 /**
- * Packages the tests only inspect (architecture fields, the runtime's ELF machine), never install or measure: built
- * with their payload not compressed (`stored`). The rest is built as a release compresses it, on every core (`fast`).
+ * How each artifact of the set is compressed (infra/package/compression.ts), by what the tests do with it: as a release
+ * compresses it, on every core (`fast`), when they measure its size or compare it with a release build; at the lowest
+ * levels (`quick`) when they only install, unpack or run it; not at all (`stored`) when they only inspect it
+ * (architecture fields, the runtime's ELF machine).
  */
-export const inspectedOnly: readonly LinuxTarget[] = ["deb-arm64", "rpm-arm64"];
+export const testCompression: Readonly<Record<LinuxTarget, CompressionProfile>> = {
+  "deb-x64": "fast", // at most 35 MB
+  "txz-x64": "fast", // at most 35 MB (one tar stream with tar-x64: one profile)
+  "tar-x64": "fast", // rebuilt with the release profile: the same bytes
+  "rpm-x64": "quick", // installed, upgraded to
+  "fleet-tar-x64": "quick", // unpacked into the fleet image
+  "tar-arm64": "quick", // unpacked and run under qemu-user
+  "deb-arm64": "stored",
+  "rpm-arm64": "stored",
+};
 /** The targets also built at {@link olderPackageVersion}, stored: what the upgrade tests start from (installed only). */
 export const olderTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64"];
 
@@ -153,7 +165,7 @@ async function buildSet(stamp: string, dir: string, log: (line: string) => void)
   try {
     const progress = (step: string): void => log(`package artifacts: ${step}`);
     await Promise.all([
-      buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress, compression: (target) => (inspectedOnly.includes(target as LinuxTarget) ? "stored" : "fast") }),
+      buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress, compression: (target) => testCompression[target as LinuxTarget] }),
       buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress: (step) => progress(`${olderPackageVersion}: ${step}`), version: olderPackageVersion, compression: "stored" }),
     ]);
     try {

@@ -74,6 +74,21 @@ export function hasObservationGap(prev: CollectorState, doc: ScheduledEventsDocu
   return prev.lastIncarnation !== null && doc.DocumentIncarnation < prev.lastIncarnation; // service disabled and re-enabled
 }
 
+/** A transition the document implies, before the emitted keys say whether it was already forwarded. */
+interface Candidate<R> {
+  readonly key: string;
+  readonly record: R;
+  /** Null while its event is in the document (an ending is marked with the event's other keys); a malformed sighting ends at once. */
+  readonly endedMs: number | null;
+}
+
+/** What one document implies on its own: the events it tracks from now on and every transition it shows. */
+interface DocumentMoves {
+  events: Map<string, TrackedEvent>;
+  records: Candidate<TransitionRecord>[];
+  malformed: Candidate<MalformedEventRecord>[];
+}
+
 /** Applies one successfully fetched document. */
 export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument, ctx: CollectContext): CollectResult {
   const hash = documentHash(doc);
@@ -84,63 +99,83 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
   if (prev.lastIncarnation === doc.DocumentIncarnation && prev.lastDocumentHash === hash) {
     return { state: { ...prev, emitted, lastSuccessMs: ctx.nowMs, interrupted: false }, records: [], malformed: [], changed: false };
   }
-
-  const records: TransitionRecord[] = [];
-  const events = new Map<string, TrackedEvent>();
-  const emit = (fields: EventFields, status: EventStatus, previous: EventStatus | ""): void => {
-    const key = emittedKey(fields.EventId, status);
-    if (emitted.has(key)) return;
-    emitted.set(key, { emittedMs: ctx.nowMs, endedMs: null });
-    records.push(buildRecord(fields, status, previous, doc.DocumentIncarnation, gap, ctx));
+  const moves = documentMoves(prev, doc, gap, ctx);
+  // Dedupe on EventId + status last: each key is forwarded once, the first time a document shows its transition.
+  const records = notYetEmitted(emitted, moves.records, ctx.nowMs);
+  const malformed = notYetEmitted(emitted, moves.malformed, ctx.nowMs);
+  markEnded(emitted, prev, moves.events, ctx.nowMs);
+  return {
+    state: { lastIncarnation: doc.DocumentIncarnation, lastDocumentHash: hash, lastSuccessMs: ctx.nowMs, interrupted: false, events: moves.events, emitted },
+    records,
+    malformed,
+    changed: true,
   };
+}
 
-  // Endings first, so a reader sees one event finish before the next one in the same document moves.
-  // An event that became unreadable is still present: it has not ended, and what was known of it is kept.
+/**
+ * The transitions `doc` shows against `prev`, in the order they are forwarded: endings first, so a reader sees one
+ * event finish before the next one in the same document moves; then new and started events; then malformed sightings.
+ * An event that became unreadable is still present: it has not ended, and what was known of it is kept.
+ */
+function documentMoves(prev: CollectorState, doc: ScheduledEventsDocument, gap: boolean, ctx: CollectContext): DocumentMoves {
+  const records: Candidate<TransitionRecord>[] = [];
+  const move = (fields: EventFields, status: EventStatus, previous: EventStatus | ""): void => {
+    records.push({ key: emittedKey(fields.EventId, status), record: buildRecord(fields, status, previous, doc.DocumentIncarnation, gap, ctx), endedMs: null });
+  };
   const malformedEvents = doc.Malformed ?? [];
   const present = new Set([...doc.Events.map((e) => e.EventId), ...malformedEvents.flatMap((m) => (m.eventId === null ? [] : [m.eventId]))].map((id) => id.toLowerCase()));
   for (const [key, tracked] of prev.events) {
-    if (present.has(key)) continue;
-    const ended = endedStatus(tracked, gap, ctx.nowMs);
-    emit(tracked.fields, ended, tracked.status);
-    for (const status of ["Scheduled", "Started", "Completed", "Canceled"]) {
-      const k = emittedKey(tracked.fields.EventId, status);
-      const entry = emitted.get(k);
-      if (entry) emitted.set(k, { ...entry, endedMs: ctx.nowMs });
-    }
+    if (!present.has(key)) move(tracked.fields, endedStatus(tracked, gap, ctx.nowMs), tracked.status);
   }
-
+  const events = new Map<string, TrackedEvent>();
   for (const event of doc.Events) {
     const key = event.EventId.toLowerCase();
     const tracked = prev.events.get(key);
     const fields = fieldsOf(event);
     let status = event.EventStatus;
     if (!tracked) {
-      emit(fields, status, "");
+      move(fields, status, "");
     } else if (tracked.status === "Scheduled" && status === "Started") {
-      emit(fields, "Started", "Scheduled");
+      move(fields, "Started", "Scheduled");
     } else if (tracked.status === "Started" && status === "Scheduled") {
       status = "Started"; // IMDS never moves an event back; keep what was already reported
     }
     events.set(key, { fields, status, lastSeenMs: ctx.nowMs });
   }
-
-  const malformed: MalformedEventRecord[] = [];
-  for (const m of malformedEvents) {
-    const tracked = m.eventId === null ? undefined : prev.events.get(m.eventId.toLowerCase());
-    if (tracked && !events.has(m.eventId!.toLowerCase())) events.set(m.eventId!.toLowerCase(), { ...tracked, lastSeenMs: ctx.nowMs });
-    const key = malformedKey(m);
-    if (emitted.has(key)) continue;
-    // Nothing ends a malformed sighting: its key ages out after the retention period like an ended event's.
-    emitted.set(key, { emittedMs: ctx.nowMs, endedMs: ctx.nowMs });
-    malformed.push(buildMalformedRecord(m, key, doc.DocumentIncarnation, ctx));
+  // A tracked event listed again but unreadable is kept as it was known (unless a readable copy is listed too).
+  for (const [key, tracked] of prev.events) {
+    if (present.has(key) && !events.has(key)) events.set(key, { ...tracked, lastSeenMs: ctx.nowMs });
   }
+  const malformed: Candidate<MalformedEventRecord>[] = [];
+  for (const m of malformedEvents) {
+    const key = malformedKey(m);
+    // Nothing ends a malformed sighting: its key ages out after the retention period like an ended event's.
+    malformed.push({ key, record: buildMalformedRecord(m, key, doc.DocumentIncarnation, ctx), endedMs: ctx.nowMs });
+  }
+  return { events, records, malformed };
+}
 
-  return {
-    state: { lastIncarnation: doc.DocumentIncarnation, lastDocumentHash: hash, lastSuccessMs: ctx.nowMs, interrupted: false, events, emitted },
-    records,
-    malformed,
-    changed: true,
-  };
+/** The candidates whose key was never emitted, in order; their keys are emitted now (a key twice in one document: once). */
+function notYetEmitted<R>(emitted: EmittedKeys, candidates: readonly Candidate<R>[], nowMs: number): R[] {
+  const fresh: R[] = [];
+  for (const { key, record, endedMs } of candidates) {
+    if (emitted.has(key)) continue;
+    emitted.set(key, { emittedMs: nowMs, endedMs });
+    fresh.push(record);
+  }
+  return fresh;
+}
+
+/** Every key of an event `prev` tracked and the document no longer lists ends now (its retention starts), its ending's included. */
+function markEnded(emitted: EmittedKeys, prev: CollectorState, events: ReadonlyMap<string, TrackedEvent>, nowMs: number): void {
+  for (const [key, tracked] of prev.events) {
+    if (events.has(key)) continue;
+    for (const status of ["Scheduled", "Started", "Completed", "Canceled"]) {
+      const k = emittedKey(tracked.fields.EventId, status);
+      const entry = emitted.get(k);
+      if (entry) emitted.set(k, { ...entry, endedMs: nowMs });
+    }
+  }
 }
 
 /** A failed poll changes nothing but the knowledge that watching was interrupted. */

@@ -52,7 +52,8 @@ export class CollectStage {
   ingest(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
     // The same document as last time (a 304, or the same body): nothing to compare, nothing to write.
     const changed = document === this.lastDocument ? this.unchanged(nowMs) : this.adopt(document, nowMs, clockStepMs);
-    this.announce(document);
+    const eventIds = listedEventIds(document);
+    if (eventIds !== undefined) this.options.documentsRead?.announce(eventIds);
     return changed;
   }
 
