@@ -4,14 +4,26 @@
 // rebuilds first whenever a source is newer than its build. Workspace packages resolve to their TypeScript sources
 // (the `source` export condition), as tsc sees them, not to their dist/. The files that need the package artifacts run
 // last (test/setup/sequencer.ts): npm test's set-up step builds those in the background meanwhile.
+//
+// Two projects: the in-process tests of the modules (project "shared") share their worker processes — one Node and
+// one import of the SDKs per worker instead of per file, about a third of their CPU — while everything that starts
+// processes, servers or changes process-wide state runs each file in a process of its own ("isolated"). A file that
+// sets process.env or keeps a process-wide cache (the managed-identity tests: the Azure SDK's token cache) stays
+// isolated: `isolatedFiles` names them.
+import { globSync } from "node:fs";
 import { defineConfig } from "vitest/config";
 import { ArtifactTestsLast } from "./test/setup/sequencer.js";
+
+/** Folders of tests that run in the test process only: modules called in place, local peers started and closed there. */
+const sharedProcessFolders = ["actions", "agent", "collector", "config", "contract", "delivery", "errors", "eventhubs", "fleet", "imds", "loganalytics", "observability", "retry", "store", "webhook"];
+/** Files of those folders that change process-wide state another file would see. */
+const isolatedFiles = ["test/imds/client.test.ts", "test/loganalytics/managed-identity.test.ts", "test/loganalytics/managed-identity-simulator.test.ts", "test/eventhubs/managed-identity.test.ts"];
+const sharedProcessTests = globSync(sharedProcessFolders.map((folder) => `test/${folder}/**/*.test.ts`), { cwd: import.meta.dirname }).filter((file) => !isolatedFiles.includes(file));
 
 export default defineConfig({
   resolve: { conditions: ["source"] },
   ssr: { resolve: { conditions: ["source"] } },
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/helpers/build-once.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
@@ -19,5 +31,9 @@ export default defineConfig({
     maxWorkers: 3,
     reporters: ["default"],
     sequence: { sequencer: ArtifactTestsLast },
+    projects: [
+      { extends: true, test: { name: "shared", include: sharedProcessTests, isolate: false } },
+      { extends: true, test: { name: "isolated", include: ["test/**/*.test.ts"], exclude: sharedProcessTests, isolate: true } },
+    ],
   },
 });
