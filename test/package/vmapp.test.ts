@@ -68,7 +68,7 @@ beforeAll(async () => {
   bundles = { older: bundle(olderPackageVersion, Object.values(older)), current: bundle(packageVersion, Object.values(current)) };
 }, 900_000);
 
-describe("the Linux VM Application, run as the VM Application agent runs it", () => {
+describe.concurrent("the Linux VM Application, run as the VM Application agent runs it", () => {
   for (const family of ["deb", "rpm"] as const) {
     it(`on ${family === "deb" ? "a Debian" : "an RPM-based"} root: install, update, rollback, remove and reinstall keep /var/lib/sef and the config; a broken config fails`, async () => {
       const args = [join(repoRoot, "test/package/throwaway-root-vmapp.sh"), join(scratch, family), family, bundles.older, bundles.current, ...(family === "rpm" ? [baseSystemRpm()] : [])];
