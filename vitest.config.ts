@@ -5,18 +5,17 @@
 // (the `source` export condition), as tsc sees them, not to their dist/. The files that need the package artifacts run
 // last (test/setup/sequencer.ts): npm test's set-up step builds those in the background meanwhile.
 //
-// Two projects. The tests of modules, peers, docs and deployment files (project "shared") share their worker
-// processes: one Node and one import of the SDKs, parsers and peers per worker instead of per file, about a third less
-// CPU. The integration, CLI, sink, package and set-up tests, which start agents and hold ports, data directories and
-// signals, run each file in a process of its own ("isolated"), and so does any file that sets process.env for the
-// code it calls or leans on a process-wide cache (the managed-identity tests: the Azure SDK's token cache):
-// `isolatedFiles` names them.
+// Two projects. Most test files (project "shared") share their worker processes: one Node and one import of the
+// SDKs, parsers, peers and helpers per worker instead of per file, about a third less CPU for a small file. The
+// agents, CLIs and tools they start are child processes of their own either way. The package and set-up tests, and
+// the few files that set process.env for the code they call or lean on a process-wide cache (the managed-identity
+// tests: the Azure SDK's token cache; `isolatedFiles`), run one process per file ("isolated").
 import { globSync } from "node:fs";
 import { defineConfig } from "vitest/config";
 import { ArtifactTestsLast } from "./test/setup/sequencer.js";
 
 /** Folders whose test files leave no process-wide state behind (what they start, they close). */
-const sharedProcessFolders = ["actions", "agent", "bench", "collector", "config", "contract", "delivery", "deploy", "docs", "errors", "eventhubs", "fleet", "helpers", "imds", "interop", "loganalytics", "mutation", "observability", "retry", "simulator", "store", "testbed", "webhook"];
+const sharedProcessFolders = ["actions", "agent", "bench", "cli", "collector", "config", "contract", "delivery", "deploy", "docs", "errors", "eventhubs", "fleet", "helpers", "imds", "integration", "interop", "loganalytics", "mutation", "observability", "retry", "simulator", "sinks", "store", "testbed", "upgrade", "webhook"];
 /** Files of those folders that change process-wide state another file would see. */
 const isolatedFiles = ["test/imds/client.test.ts", "test/loganalytics/managed-identity.test.ts", "test/loganalytics/managed-identity-simulator.test.ts", "test/eventhubs/managed-identity.test.ts", "test/simulator/token.test.ts"];
 const sharedProcessTests = globSync(sharedProcessFolders.map((folder) => `test/${folder}/**/*.test.ts`), { cwd: import.meta.dirname }).filter((file) => !isolatedFiles.includes(file));
