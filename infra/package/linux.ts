@@ -39,7 +39,7 @@ function stageBundle(inputs: Pick<LinuxInputs, "bundleDir" | "runtime">, lib: st
 }
 
 /** Copies the agent (bundle + runtime) and the wrapper into `<root>/<prefix>/{bin,lib/sef}`. */
-function stageAgent(inputs: LinuxInputs, prefixDir: string): void {
+function stageAgent(inputs: Omit<LinuxInputs, "compression">, prefixDir: string): void {
   mkdirSync(join(prefixDir, "bin"), { recursive: true });
   stageBundle(inputs, join(prefixDir, "lib", "sef"));
   copyFileSync(join(linuxDir(inputs.repoRoot), "sef"), join(prefixDir, "bin", "sef"));
@@ -154,9 +154,9 @@ const tarballSuffix: Readonly<Record<TarCompression, string>> = { gzip: "tar.gz"
 
 /**
  * `sef-VERSION-linux-ARCH/{bin/sef, lib/sef/…, share/sef/…, install.sh}`, which runs from wherever it is unpacked: one
- * tar stream, written with each of `compressions`. Returns the files in that order.
+ * tar stream, written with each of `compressions` (each with its profile). Returns the files in that order.
  */
-export async function buildTarballs(inputs: LinuxInputs, compressions: readonly TarCompression[]): Promise<string[]> {
+export async function buildTarballs(inputs: Omit<LinuxInputs, "compression">, compressions: ReadonlyArray<readonly [TarCompression, CompressionProfile]>): Promise<string[]> {
   const name = `sef-${inputs.version}-linux-${inputs.arch}`;
   const parent = join(inputs.workDir, `tar-${inputs.arch}`);
   rmSync(parent, { recursive: true, force: true });
@@ -164,8 +164,9 @@ export async function buildTarballs(inputs: LinuxInputs, compressions: readonly 
   stageAgent(inputs, dir);
   copyFileSync(join(linuxDir(inputs.repoRoot), "install.sh"), join(dir, "install.sh"));
   normalizeTree(dir, inputs.epochS, { "install.sh": 0o755 });
-  const outs = compressions.map((compression) => join(inputs.outDir, `${name}.${tarballSuffix[compression]}`));
-  await writeTarballs(parent, name, Object.fromEntries(compressions.map((c, i) => [c, outs[i]!])), inputs.epochS, inputs.compression);
+  const outs = compressions.map(([compression]) => join(inputs.outDir, `${name}.${tarballSuffix[compression]}`));
+  const profiles = new Map(compressions);
+  await writeTarballs(parent, name, Object.fromEntries(compressions.map(([c], i) => [c, outs[i]!])), inputs.epochS, (c) => profiles.get(c)!);
   return outs;
 }
 
@@ -180,6 +181,6 @@ export async function buildFleetTarball(inputs: FleetTarballInputs): Promise<str
   stageBundle(inputs, join(parent, name, "lib", "sef-fleet"));
   normalizeTree(join(parent, name), inputs.epochS, {});
   const out = join(inputs.outDir, `${name}.tar.gz`);
-  await writeTarballs(parent, name, { gzip: out }, inputs.epochS, inputs.compression);
+  await writeTarballs(parent, name, { gzip: out }, inputs.epochS, () => inputs.compression);
   return out;
 }

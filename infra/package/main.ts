@@ -115,12 +115,11 @@ async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: str
   const inputs: Omit<LinuxInputs, "compression"> = { repoRoot, version, bundleDir, runtime, arch, epochS, workDir, outDir };
   const as = (kind: string): LinuxInputs => ({ ...inputs, compression: context.compressionOf(`${kind}-${arch}` as Target) });
   const root = wanted("deb") || wanted("rpm") ? stagePackageRoot(as("deb")) : "";
-  const tarballs = (["tar", "txz"] as const).filter(wanted).map((kind) => (kind === "tar" ? "gzip" : "xz"));
-  const tarballInputs = as(wanted("txz") ? "txz" : "tar");
+  const tarballs = (["tar", "txz"] as const).filter(wanted).map((kind) => [kind === "tar" ? "gzip" : "xz", as(kind).compression] as const);
   const builds = [
     wanted("deb") ? step(progress, `.deb (${arch})`, () => buildDeb(as("deb"), root)) : undefined,
     wanted("rpm") ? step(progress, `.rpm (${arch})`, () => buildRpm(as("rpm"), root)) : undefined,
-    tarballs.length > 0 ? step(progress, `${tarballs.map((c) => `.tar.${c === "gzip" ? "gz" : "xz"}`).join(" and ")} (${arch})`, () => buildTarballs(tarballInputs, tarballs)) : undefined,
+    tarballs.length > 0 ? step(progress, `${tarballs.map(([c]) => `.tar.${c === "gzip" ? "gz" : "xz"}`).join(" and ")} (${arch})`, () => buildTarballs(inputs, tarballs)) : undefined,
   ];
   return (await Promise.all(builds)).flatMap((files) => files ?? []);
 }

@@ -39,19 +39,19 @@ export function normalizeTree(root: string, epochS: number, modes: Readonly<Reco
 
 /**
  * Compressed tars of `dir` (as its own top-level folder), one per entry of `outFiles` (compression → file), all of the
- * same tar stream: sorted entries, root ownership and no timestamps of its own.
+ * same tar stream (each compressed by its own profile): sorted entries, root ownership and no timestamps of its own.
  */
 export async function writeTarballs(
   parentDir: string,
   dirName: string,
   outFiles: Partial<Record<TarCompression, string>>,
   epochS: number,
-  profile: CompressionProfile,
+  profileOf: (compression: TarCompression) => CompressionProfile,
 ): Promise<void> {
   const tar = await capture("tar", ["--sort=name", `--mtime=@${epochS}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu", "-C", parentDir, "-cf", "-", dirName]);
   await Promise.all(
     Object.entries(outFiles).map(([compression, outFile]) => {
-      const [command, ...args] = tarCompressor(compression as TarCompression, profile);
+      const [command, ...args] = tarCompressor(compression as TarCompression, profileOf(compression as TarCompression));
       return filterToFile(command, args, tar, outFile);
     }),
   );
