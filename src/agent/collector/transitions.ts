@@ -78,7 +78,7 @@ export function hasObservationGap(prev: CollectorState, doc: ScheduledEventsDocu
 interface Candidate<R> {
   readonly key: string;
   readonly record: R;
-  /** Null while its event is in the document (an ending is marked with the event's other keys); a malformed sighting ends at once. */
+  /** Null while its event is listed (an ending is marked later, with its event's other keys); a malformed sighting: now. */
   readonly endedMs: number | null;
 }
 

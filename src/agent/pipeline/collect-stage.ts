@@ -52,8 +52,10 @@ export class CollectStage {
   ingest(document: ScheduledEventsDocument, nowMs: number, clockStepMs: number): boolean {
     // The same document as last time (a 304, or the same body): nothing to compare, nothing to write.
     const changed = document === this.lastDocument ? this.unchanged(nowMs) : this.adopt(document, nowMs, clockStepMs);
-    const eventIds = listedEventIds(document);
-    if (eventIds !== undefined) this.options.documentsRead?.announce(eventIds);
+    // Then the followers hear which events it lists (a document with an unreadable EventId is not told).
+    const { documentsRead } = this.options;
+    const eventIds = documentsRead && listedEventIds(document);
+    if (eventIds) documentsRead?.announce(eventIds);
     return changed;
   }
 
@@ -89,14 +91,6 @@ export class CollectStage {
       logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
     }
     return result.changed;
-  }
-
-  /** Tells the followers which events the adopted document lists (a document with an unreadable EventId is not told). */
-  private announce(document: ScheduledEventsDocument): void {
-    const { documentsRead } = this.options;
-    if (documentsRead === undefined) return;
-    const eventIds = listedEventIds(document);
-    if (eventIds !== undefined) documentsRead.announce(eventIds);
   }
 
   /** Brings back from the store the emitted keys of the document's EventIds that are not tracked (index lookups). */
