@@ -15,10 +15,47 @@ import { defineConfig } from "vitest/config";
 import { ArtifactTestsLast } from "./test/setup/sequencer.js";
 
 /** Folders whose test files leave no process-wide state behind (what they start, they close). */
-const sharedProcessFolders = ["actions", "agent", "bench", "cli", "collector", "config", "contract", "delivery", "deploy", "docs", "errors", "eventhubs", "fleet", "helpers", "imds", "integration", "interop", "loganalytics", "mutation", "observability", "retry", "simulator", "sinks", "store", "testbed", "upgrade", "webhook"];
+const sharedProcessFolders = [
+  "actions",
+  "agent",
+  "bench",
+  "cli",
+  "collector",
+  "config",
+  "contract",
+  "delivery",
+  "deploy",
+  "docs",
+  "errors",
+  "eventhubs",
+  "fleet",
+  "helpers",
+  "imds",
+  "integration",
+  "interop",
+  "loganalytics",
+  "mutation",
+  "observability",
+  "retry",
+  "simulator",
+  "sinks",
+  "store",
+  "testbed",
+  "upgrade",
+  "webhook",
+];
 /** Files of those folders that change process-wide state another file would see. */
-const isolatedFiles = ["test/imds/client.test.ts", "test/loganalytics/managed-identity.test.ts", "test/loganalytics/managed-identity-simulator.test.ts", "test/eventhubs/managed-identity.test.ts", "test/simulator/token.test.ts"];
-const sharedProcessTests = globSync(sharedProcessFolders.map((folder) => `test/${folder}/**/*.test.ts`), { cwd: import.meta.dirname }).filter((file) => !isolatedFiles.includes(file));
+const isolatedFiles = [
+  "test/imds/client.test.ts",
+  "test/loganalytics/managed-identity.test.ts",
+  "test/loganalytics/managed-identity-simulator.test.ts",
+  "test/eventhubs/managed-identity.test.ts",
+  "test/simulator/token.test.ts",
+];
+const sharedProcessTests = globSync(
+  sharedProcessFolders.map((folder) => `test/${folder}/**/*.test.ts`),
+  { cwd: import.meta.dirname },
+).filter((file) => !isolatedFiles.includes(file));
 
 export default defineConfig({
   resolve: { conditions: ["source"] },
@@ -33,7 +70,10 @@ export default defineConfig({
     sequence: { sequencer: ArtifactTestsLast },
     projects: [
       { extends: true, test: { name: "shared", include: sharedProcessTests, isolate: false } },
-      { extends: true, test: { name: "isolated", include: ["test/**/*.test.ts"], exclude: sharedProcessTests, isolate: true } },
+      {
+        extends: true,
+        test: { name: "isolated", include: ["test/**/*.test.ts"], exclude: sharedProcessTests, isolate: true },
+      },
     ],
   },
 });

@@ -19,7 +19,10 @@ async function buildPackage(name: (typeof workspacePackages)[number]): Promise<n
   const packageDir = join(repo, "src", name);
   const outDir = join(packageDir, "dist");
   rmSync(outDir, { recursive: true, force: true });
-  const entryPoints = globSync("**/*.ts", { cwd: packageDir, exclude: (path) => path === "dist" || path === "node_modules" })
+  const entryPoints = globSync("**/*.ts", {
+    cwd: packageDir,
+    exclude: (path) => path === "dist" || path === "node_modules",
+  })
     .filter((file) => !file.endsWith(".d.ts"))
     .map((file) => join(packageDir, file));
   await build({
@@ -33,7 +36,8 @@ async function buildPackage(name: (typeof workspacePackages)[number]): Promise<n
     bundle: false,
     logLevel: "warning",
   });
-  if (name === "testbed") cpSync(join(packageDir, "simulator", "scenarios"), join(outDir, "simulator", "scenarios"), { recursive: true });
+  if (name === "testbed")
+    cpSync(join(packageDir, "simulator", "scenarios"), join(outDir, "simulator", "scenarios"), { recursive: true });
   return entryPoints.length;
 }
 

@@ -62,7 +62,9 @@ export function settingEntries(): SettingEntry[] {
     entries.push({
       path,
       type: describeType(node),
-      defaultText: node.defaultText ?? (node.default === undefined || isObject ? undefined : `\`${JSON.stringify(node.default)}\``),
+      defaultText:
+        node.defaultText ??
+        (node.default === undefined || isObject ? undefined : `\`${JSON.stringify(node.default)}\``),
       required,
       unit: isNumber(node) ? unit : undefined,
       flag: path.includes(".") ? undefined : configFlags[path]?.flag,
@@ -71,9 +73,11 @@ export function settingEntries(): SettingEntry[] {
     });
     const parent = isObject ? node : node.type === "array" && node.items?.properties ? node.items : undefined;
     const prefix = isObject ? `${path}.` : `${path}[].`;
-    for (const [name, child] of Object.entries(parent?.properties ?? {})) visit(child, prefix + name, name, parent?.required?.includes(name) ?? false);
+    for (const [name, child] of Object.entries(parent?.properties ?? {}))
+      visit(child, prefix + name, name, parent?.required?.includes(name) ?? false);
   };
-  for (const [name, child] of Object.entries(schema.properties ?? {})) visit(child, name, name, schema.required?.includes(name) ?? false);
+  for (const [name, child] of Object.entries(schema.properties ?? {}))
+    visit(child, name, name, schema.required?.includes(name) ?? false);
   return entries;
 }
 
@@ -86,7 +90,8 @@ function describeType(node: JsonSchema): string {
   if (node.enum) return `one of ${node.enum.map((v) => `\`${String(v)}\``).join(", ")}`;
   if (isNumber(node)) return `${node.type as string}${describeRange(node)}`;
   if (node.type === "string") return node.format === "uri" ? "URL" : node.format === "ipv4" ? "IPv4 address" : "string";
-  if (node.type === "array" && node.items?.enum) return `list of ${node.items.enum.map((v) => `\`${String(v)}\``).join(", ")}`;
+  if (node.type === "array" && node.items?.enum)
+    return `list of ${node.items.enum.map((v) => `\`${String(v)}\``).join(", ")}`;
   if (node.type === "array") return `list of ${plural(node.items ? describeType(node.items) : "values")}`;
   if (node.type === "object" && node.properties) return "object";
   if (node.type === "object" && typeof node.additionalProperties === "object") {
@@ -115,14 +120,21 @@ function plural(type: string): string {
 /** One list item per setting under `section` (a top-level key, or `core` for the top-level scalar settings). */
 export function renderSection(section: string, entries: readonly SettingEntry[], fromFile: string): string {
   const chosen = entries.filter((e) =>
-    section === "core" ? !e.path.includes(".") && !e.path.includes("[]") : e.path === section || e.path.startsWith(`${section}.`) || e.path.startsWith(`${section}[].`),
+    section === "core"
+      ? !e.path.includes(".") && !e.path.includes("[]")
+      : e.path === section || e.path.startsWith(`${section}.`) || e.path.startsWith(`${section}[].`),
   );
   if (chosen.length === 0) throw new Error(`config reference: no setting under "${section}"`);
   return chosen.flatMap((entry) => renderEntry(entry, fromFile)).join("\n");
 }
 
 function renderEntry(entry: SettingEntry, fromFile: string): string[] {
-  const facts = [entry.type, entry.unit, entry.required ? "required" : undefined, entry.defaultText === undefined ? undefined : `default ${entry.defaultText}`]
+  const facts = [
+    entry.type,
+    entry.unit,
+    entry.required ? "required" : undefined,
+    entry.defaultText === undefined ? undefined : `default ${entry.defaultText}`,
+  ]
     .filter((f) => f !== undefined)
     .join(", ");
   const sources = [entry.flag, entry.variable].filter((s) => s !== undefined).map((s) => `\`${s}\``);
@@ -132,13 +144,20 @@ function renderEntry(entry: SettingEntry, fromFile: string): string[] {
 
 /** Turns repository paths of Markdown files (`src/x/README.md`) into links relative to `fromFile`. */
 function linkPaths(text: string, fromFile: string): string {
-  return text.replace(/\b((?:src|infra|bicep|test)\/[\w./-]*\.md)\b/g, (path) => `[${path}](${posix.relative(posix.dirname(fromFile), path)})`);
+  return text.replace(
+    /\b((?:src|infra|bicep|test)\/[\w./-]*\.md)\b/g,
+    (path) => `[${path}](${posix.relative(posix.dirname(fromFile), path)})`,
+  );
 }
 
 const beginMarker = /<!-- config-reference:begin ([\w.]+) -->\n[\s\S]*?<!-- config-reference:end -->/g;
 
 /** `markdown` with every marked section regenerated; `file` is its path from the repository root. */
-export function regenerate(markdown: string, file: string, entries: readonly SettingEntry[] = settingEntries()): string {
+export function regenerate(
+  markdown: string,
+  file: string,
+  entries: readonly SettingEntry[] = settingEntries(),
+): string {
   return markdown.replace(beginMarker, (_all, section: string) => {
     const body = renderSection(section, entries, file);
     return `<!-- config-reference:begin ${section} -->\n${body}\n<!-- config-reference:end -->`;
@@ -147,7 +166,10 @@ export function regenerate(markdown: string, file: string, entries: readonly Set
 
 /** The repository's Markdown files that hold a generated section. */
 export function filesWithReference(root = repoRoot): string[] {
-  return markdownFiles(root).filter((file) => existsSync(join(root, file)) && readFileSync(join(root, file), "utf8").includes("<!-- config-reference:begin "));
+  return markdownFiles(root).filter(
+    (file) =>
+      existsSync(join(root, file)) && readFileSync(join(root, file), "utf8").includes("<!-- config-reference:begin "),
+  );
 }
 
 function main(): void {

@@ -98,6 +98,9 @@ export function proseLines(markdown: string): { text: string; line: number }[] {
 
 /** The repository's Markdown files (tracked, or new and not ignored), relative to `root`, node_modules left out. */
 export function markdownFiles(root: string): string[] {
-  const listed = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "--", "*.md"], { cwd: root, encoding: "utf8" });
+  const listed = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "--", "*.md"], {
+    cwd: root,
+    encoding: "utf8",
+  });
   return [...new Set(listed.split("\n").filter((f) => f !== "" && !f.includes("node_modules/")))].sort();
 }

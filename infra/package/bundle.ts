@@ -14,10 +14,17 @@ export interface BundleResult {
 }
 
 /** Lets the CommonJS dependencies (commander, undici, pino, the Azure SDKs) `require` inside an ES module bundle. */
-const requireShim = 'import { createRequire as sefCreateRequire } from "node:module"; const require = sefCreateRequire(import.meta.url);';
+const requireShim =
+  'import { createRequire as sefCreateRequire } from "node:module"; const require = sefCreateRequire(import.meta.url);';
 
 /** Bundles `entry` as `<name>.mjs` (+ chunks/) into `outDir`; packages resolve to their sources (the `source` condition). */
-export async function bundleProgram(repoRoot: string, outDir: string, name: string, entry: string, define: Record<string, string>): Promise<BundleResult> {
+export async function bundleProgram(
+  repoRoot: string,
+  outDir: string,
+  name: string,
+  entry: string,
+  define: Record<string, string>,
+): Promise<BundleResult> {
   const result = await build({
     absWorkingDir: repoRoot,
     entryPoints: { [name]: entry },
@@ -49,11 +56,17 @@ export async function bundleProgram(repoRoot: string, outDir: string, name: stri
 
 /** The agent: `sef.mjs`, with `version` stamped in (what `sef --version` and the records' AgentVersion say). */
 export function bundleAgent(repoRoot: string, outDir: string, version: string): Promise<BundleResult> {
-  return bundleProgram(repoRoot, outDir, "sef", "src/agent/cli/main.ts", { SEF_BUNDLED_AGENT_VERSION: JSON.stringify(version) });
+  return bundleProgram(repoRoot, outDir, "sef", "src/agent/cli/main.ts", {
+    SEF_BUNDLED_AGENT_VERSION: JSON.stringify(version),
+  });
 }
 
 /** The fleet service: `sef-fleet.mjs`, with the fleet package's version stamped in (what `sef-fleet --version` says). */
 export function bundleFleet(repoRoot: string, outDir: string): Promise<BundleResult> {
-  const { version } = JSON.parse(readFileSync(join(repoRoot, "src", "fleet", "package.json"), "utf8")) as { version: string };
-  return bundleProgram(repoRoot, outDir, "sef-fleet", "src/fleet/cli/main.ts", { SEF_BUNDLED_FLEET_VERSION: JSON.stringify(version) });
+  const { version } = JSON.parse(readFileSync(join(repoRoot, "src", "fleet", "package.json"), "utf8")) as {
+    version: string;
+  };
+  return bundleProgram(repoRoot, outDir, "sef-fleet", "src/fleet/cli/main.ts", {
+    SEF_BUNDLED_FLEET_VERSION: JSON.stringify(version),
+  });
 }

@@ -6,12 +6,18 @@ import { closeSync, openSync } from "node:fs";
 function exited(command: string, child: ReturnType<typeof spawn>): Promise<void> {
   return new Promise((resolve, reject) => {
     child.once("error", reject);
-    child.once("close", (code, signal) => (code === 0 ? resolve() : reject(new Error(`${command} failed (${signal ?? `exit ${code}`})`))));
+    child.once("close", (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${command} failed (${signal ?? `exit ${code}`})`)),
+    );
   });
 }
 
 /** Runs `command` to the end; its stdout is dropped, its stderr shown. */
-export function run(command: string, args: readonly string[], options: Pick<SpawnOptions, "env" | "cwd"> = {}): Promise<void> {
+export function run(
+  command: string,
+  args: readonly string[],
+  options: Pick<SpawnOptions, "env" | "cwd"> = {},
+): Promise<void> {
   return exited(command, spawn(command, args, { ...options, stdio: ["ignore", "ignore", "inherit"] }));
 }
 
@@ -25,7 +31,12 @@ export async function capture(command: string, args: readonly string[]): Promise
 }
 
 /** Runs `command` with `input` on its stdin and its stdout written to `outFile`. */
-export async function filterToFile(command: string, args: readonly string[], input: Buffer, outFile: string): Promise<void> {
+export async function filterToFile(
+  command: string,
+  args: readonly string[],
+  input: Buffer,
+  outFile: string,
+): Promise<void> {
   const out = openSync(outFile, "w");
   try {
     const child = spawn(command, args, { stdio: ["pipe", out, "inherit"] });

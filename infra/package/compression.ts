@@ -15,7 +15,11 @@ export type TarCompression = "gzip" | "xz";
  */
 export function debCompressionOptions(profile: CompressionProfile): string[] {
   if (profile === "stored") return ["-Znone"];
-  return ["-Zxz", profile === "quick" ? "-z1" : "-z6", `--threads-max=${profile === "release" ? 1 : availableParallelism()}`];
+  return [
+    "-Zxz",
+    profile === "quick" ? "-z1" : "-z6",
+    `--threads-max=${profile === "release" ? 1 : availableParallelism()}`,
+  ];
 }
 
 /** rpmbuild's `_binary_payload`: xz level 6 or 1 (`T0`: a thread per core), or no compression (`ufdio`). */
@@ -29,7 +33,10 @@ export function rpmPayload(profile: CompressionProfile): string {
  * -6 on one thread for a release, on every core otherwise (the stream is then cut into independent blocks: a slightly
  * larger file), -1 when `quick`. (`stored` means nothing to a tarball: it is compressed as `fast`.)
  */
-export function tarCompressor(compression: TarCompression, profile: CompressionProfile): readonly [string, ...string[]] {
+export function tarCompressor(
+  compression: TarCompression,
+  profile: CompressionProfile,
+): readonly [string, ...string[]] {
   const quick = profile === "quick";
   if (compression === "gzip") return ["gzip", "-n", quick ? "-1" : "-6"];
   return ["xz", quick ? "-1" : "-6", profile === "release" ? "-T1" : "-T0", "--check=crc64"];

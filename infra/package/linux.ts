@@ -56,7 +56,10 @@ export function stagePackageRoot(inputs: LinuxInputs): string {
   rmSync(root, { recursive: true, force: true });
   stageAgent(inputs, join(root, "usr"));
   mkdirSync(join(root, "usr", "lib", "systemd", "system"), { recursive: true });
-  copyFileSync(join(linuxDir(inputs.repoRoot), "sef.service"), join(root, "usr", "lib", "systemd", "system", "sef.service"));
+  copyFileSync(
+    join(linuxDir(inputs.repoRoot), "sef.service"),
+    join(root, "usr", "lib", "systemd", "system", "sef.service"),
+  );
   mkdirSync(join(root, "etc", "sef"), { recursive: true });
   copyFileSync(join(linuxDir(inputs.repoRoot), "config.json"), join(root, "etc", "sef", "config.json"));
   normalizeTree(root, inputs.epochS, { "etc/sef": 0o750, "etc/sef/config.json": 0o640 });
@@ -69,24 +72,36 @@ export async function buildDeb(inputs: LinuxInputs, root: string): Promise<strin
   cpSync(root, pkgDir, { recursive: true, preserveTimestamps: true });
   const control = join(pkgDir, "DEBIAN");
   mkdirSync(control);
-  const installedKb = Math.ceil(Number(execFileSync("du", ["-sk", "--apparent-size", root], { encoding: "utf8" }).split("\t")[0]));
-  writeFileSync(join(control, "control"), [
-    "Package: sef",
-    `Version: ${inputs.version}`,
-    `Architecture: ${debArch[inputs.arch]}`,
-    "Maintainer: sef maintainers <sef@localhost>",
-    `Installed-Size: ${installedKb}`,
-    "Depends: libc6 (>= 2.28), libstdc++6 (>= 10), libgcc-s1 | libgcc1, adduser | passwd",
-    "Section: admin",
-    "Priority: optional",
-    "Description: Scheduled Events Forwarder (Azure IMDS) agent",
-    " Polls the Azure Instance Metadata Service's Scheduled Events and forwards each event's state",
-    " transitions to Event Hubs, Log Analytics, a webhook, a JSONL file or stdout. Ships its own Node.js runtime.",
-    "",
-  ].join("\n"));
+  const installedKb = Math.ceil(
+    Number(execFileSync("du", ["-sk", "--apparent-size", root], { encoding: "utf8" }).split("\t")[0]),
+  );
+  writeFileSync(
+    join(control, "control"),
+    [
+      "Package: sef",
+      `Version: ${inputs.version}`,
+      `Architecture: ${debArch[inputs.arch]}`,
+      "Maintainer: sef maintainers <sef@localhost>",
+      `Installed-Size: ${installedKb}`,
+      "Depends: libc6 (>= 2.28), libstdc++6 (>= 10), libgcc-s1 | libgcc1, adduser | passwd",
+      "Section: admin",
+      "Priority: optional",
+      "Description: Scheduled Events Forwarder (Azure IMDS) agent",
+      " Polls the Azure Instance Metadata Service's Scheduled Events and forwards each event's state",
+      " transitions to Event Hubs, Log Analytics, a webhook, a JSONL file or stdout. Ships its own Node.js runtime.",
+      "",
+    ].join("\n"),
+  );
   writeFileSync(join(control, "conffiles"), "/etc/sef/config.json\n");
-  for (const script of ["postinst", "prerm", "postrm"]) copyFileSync(join(linuxDir(inputs.repoRoot), "deb", script), join(control, script));
-  normalizeTree(pkgDir, inputs.epochS, { "etc/sef": 0o750, "etc/sef/config.json": 0o640, "DEBIAN/postinst": 0o755, "DEBIAN/prerm": 0o755, "DEBIAN/postrm": 0o755 });
+  for (const script of ["postinst", "prerm", "postrm"])
+    copyFileSync(join(linuxDir(inputs.repoRoot), "deb", script), join(control, script));
+  normalizeTree(pkgDir, inputs.epochS, {
+    "etc/sef": 0o750,
+    "etc/sef/config.json": 0o640,
+    "DEBIAN/postinst": 0o755,
+    "DEBIAN/prerm": 0o755,
+    "DEBIAN/postrm": 0o755,
+  });
   const out = join(inputs.outDir, `sef_${inputs.version}_${debArch[inputs.arch]}.deb`);
   await run("dpkg-deb", ["--root-owner-group", ...debCompressionOptions(inputs.compression), "--build", pkgDir, out], {
     env: { ...process.env, SOURCE_DATE_EPOCH: String(inputs.epochS) },
@@ -118,10 +133,14 @@ export async function buildRpm(inputs: LinuxInputs, root: string): Promise<strin
     "to Event Hubs, Log Analytics, a webhook, a JSONL file or stdout. Ships its own Node.js runtime.",
     "%install",
     `cp -a ${root}/. %{buildroot}/`,
-    "%pre", scriptlet(inputs.repoRoot, "pre"),
-    "%post", scriptlet(inputs.repoRoot, "post"),
-    "%preun", scriptlet(inputs.repoRoot, "preun"),
-    "%postun", scriptlet(inputs.repoRoot, "postun"),
+    "%pre",
+    scriptlet(inputs.repoRoot, "pre"),
+    "%post",
+    scriptlet(inputs.repoRoot, "post"),
+    "%preun",
+    scriptlet(inputs.repoRoot, "preun"),
+    "%postun",
+    scriptlet(inputs.repoRoot, "postun"),
     "%files",
     "%attr(0755,root,root) /usr/bin/sef",
     "/usr/lib/sef",
@@ -133,16 +152,31 @@ export async function buildRpm(inputs: LinuxInputs, root: string): Promise<strin
   ].join("\n");
   const specFile = join(top, "SPECS", "sef.spec");
   writeFileSync(specFile, spec);
-  await run("rpmbuild", [
-    "-bb", "--quiet", "--target", `${rpmArch[inputs.arch]}-linux`, specFile,
-    "--define", `_topdir ${top}`,
-    "--define", "_buildhost sef-build",
-    "--define", "use_source_date_epoch_as_buildtime 1",
-    "--define", "clamp_mtime_to_source_date_epoch 1",
-    "--define", `_binary_payload ${rpmPayload(inputs.compression)}`,
-    "--define", "_source_payload w6.xzdio",
-    "--define", "_buildrootdir %{_topdir}/BUILDROOT",
-  ], { env: { ...process.env, SOURCE_DATE_EPOCH: String(inputs.epochS) } });
+  await run(
+    "rpmbuild",
+    [
+      "-bb",
+      "--quiet",
+      "--target",
+      `${rpmArch[inputs.arch]}-linux`,
+      specFile,
+      "--define",
+      `_topdir ${top}`,
+      "--define",
+      "_buildhost sef-build",
+      "--define",
+      "use_source_date_epoch_as_buildtime 1",
+      "--define",
+      "clamp_mtime_to_source_date_epoch 1",
+      "--define",
+      `_binary_payload ${rpmPayload(inputs.compression)}`,
+      "--define",
+      "_source_payload w6.xzdio",
+      "--define",
+      "_buildrootdir %{_topdir}/BUILDROOT",
+    ],
+    { env: { ...process.env, SOURCE_DATE_EPOCH: String(inputs.epochS) } },
+  );
   const built = join(top, "RPMS", rpmArch[inputs.arch], `sef-${inputs.version}-1.${rpmArch[inputs.arch]}.rpm`);
   const out = join(inputs.outDir, `sef-${inputs.version}-1.${rpmArch[inputs.arch]}.rpm`);
   copyFileSync(built, out);
@@ -156,7 +190,10 @@ const tarballSuffix: Readonly<Record<TarCompression, string>> = { gzip: "tar.gz"
  * `sef-VERSION-linux-ARCH/{bin/sef, lib/sef/…, share/sef/…, install.sh}`, which runs from wherever it is unpacked: one
  * tar stream, written with each of `compressions` (each with its profile). Returns the files in that order.
  */
-export async function buildTarballs(inputs: Omit<LinuxInputs, "compression">, compressions: ReadonlyArray<readonly [TarCompression, CompressionProfile]>): Promise<string[]> {
+export async function buildTarballs(
+  inputs: Omit<LinuxInputs, "compression">,
+  compressions: ReadonlyArray<readonly [TarCompression, CompressionProfile]>,
+): Promise<string[]> {
   const name = `sef-${inputs.version}-linux-${inputs.arch}`;
   const parent = join(inputs.workDir, `tar-${inputs.arch}`);
   rmSync(parent, { recursive: true, force: true });
@@ -166,7 +203,13 @@ export async function buildTarballs(inputs: Omit<LinuxInputs, "compression">, co
   normalizeTree(dir, inputs.epochS, { "install.sh": 0o755 });
   const outs = compressions.map(([compression]) => join(inputs.outDir, `${name}.${tarballSuffix[compression]}`));
   const profiles = new Map(compressions);
-  await writeTarballs(parent, name, Object.fromEntries(compressions.map(([c], i) => [c, outs[i]!])), inputs.epochS, (c) => profiles.get(c)!);
+  await writeTarballs(
+    parent,
+    name,
+    Object.fromEntries(compressions.map(([c], i) => [c, outs[i]!])),
+    inputs.epochS,
+    (c) => profiles.get(c)!,
+  );
   return outs;
 }
 

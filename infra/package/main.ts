@@ -7,13 +7,34 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleAgent, bundleFleet } from "./bundle.js";
 import type { CompressionProfile } from "./compression.js";
-import { buildDeb, buildFleetTarball, buildRpm, buildTarballs, stagePackageRoot, type LinuxArch, type LinuxInputs } from "./linux.js";
+import {
+  buildDeb,
+  buildFleetTarball,
+  buildRpm,
+  buildTarballs,
+  stagePackageRoot,
+  type LinuxArch,
+  type LinuxInputs,
+} from "./linux.js";
 import { sourceDateEpoch } from "./reproducible.js";
 import { fetchRuntime, type Runtime } from "./runtime.js";
 import { buildWindowsMsi } from "./windows-msi.js";
 import { buildWindowsZip } from "./windows.js";
 
-export const allTargets = ["deb-x64", "deb-arm64", "rpm-x64", "rpm-arm64", "tar-x64", "tar-arm64", "txz-x64", "txz-arm64", "zip-win-x64", "msi-win-x64", "fleet-tar-x64", "fleet-tar-arm64"] as const;
+export const allTargets = [
+  "deb-x64",
+  "deb-arm64",
+  "rpm-x64",
+  "rpm-arm64",
+  "tar-x64",
+  "tar-arm64",
+  "txz-x64",
+  "txz-arm64",
+  "zip-win-x64",
+  "msi-win-x64",
+  "fleet-tar-x64",
+  "fleet-tar-arm64",
+] as const;
 export type Target = (typeof allTargets)[number];
 
 export interface PackageOptions {
@@ -62,14 +83,19 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
     workDir: mkdtempSync(join(outDir, ".work-")),
     version: options.version ?? packageVersionOf(repoRoot, "agent"),
     epochS: options.epochS ?? sourceDateEpoch(repoRoot),
-    compressionOf: typeof options.compression === "function" ? options.compression : (): CompressionProfile => (options.compression as CompressionProfile | undefined) ?? "release",
+    compressionOf:
+      typeof options.compression === "function"
+        ? options.compression
+        : (): CompressionProfile => (options.compression as CompressionProfile | undefined) ?? "release",
     progress: options.progress ?? ((): void => undefined),
   };
   try {
     const runtimes = linuxRuntimes(context);
     const bundles = await bundle(context);
     const linux = (["x64", "arm64"] as const).map((arch) => buildLinux(context, arch, bundles.agent, runtimes[arch]));
-    const fleet = (["x64", "arm64"] as const).filter((arch) => targets.includes(`fleet-tar-${arch}`)).map((arch) => buildFleet(context, arch, bundles.fleet, runtimes[arch]!));
+    const fleet = (["x64", "arm64"] as const)
+      .filter((arch) => targets.includes(`fleet-tar-${arch}`))
+      .map((arch) => buildFleet(context, arch, bundles.fleet, runtimes[arch]!));
     const linuxFiles = (await Promise.all(linux)).flat();
     const fleetFiles = await Promise.all(fleet);
     return [...linuxFiles, ...buildWindows(context, bundles.agent), ...fleetFiles];
@@ -87,7 +113,9 @@ function packageVersionOf(repoRoot: string, pkg: string): string {
  * loop, which the builds need to feed their compressors.
  */
 function linuxRuntimes(context: BuildContext): Partial<Record<LinuxArch, Runtime>> {
-  const archs = (["x64", "arm64"] as const).filter((arch) => context.targets.some((t) => new RegExp(`^(deb|rpm|tar|txz|fleet-tar)-${arch}$`).test(t)));
+  const archs = (["x64", "arm64"] as const).filter((arch) =>
+    context.targets.some((t) => new RegExp(`^(deb|rpm|tar|txz|fleet-tar)-${arch}$`).test(t)),
+  );
   return Object.fromEntries(
     archs.map((arch) => {
       context.progress(`fetching the Node.js runtime for linux-${arch} (npm pack, cached in ${context.cacheDir})`);
@@ -103,23 +131,49 @@ async function bundle(context: BuildContext): Promise<{ agent: string; fleet: st
   const needsAgent = context.targets.some((t) => !t.startsWith("fleet-"));
   const needsFleet = context.targets.some((t) => t.startsWith("fleet-"));
   if (needsAgent) context.progress("bundling the agent");
-  await Promise.all([needsAgent ? bundleAgent(context.repoRoot, agent, context.version) : undefined, needsFleet ? bundleFleet(context.repoRoot, fleet) : undefined]);
+  await Promise.all([
+    needsAgent ? bundleAgent(context.repoRoot, agent, context.version) : undefined,
+    needsFleet ? bundleFleet(context.repoRoot, fleet) : undefined,
+  ]);
   return { agent, fleet };
 }
 
 /** One architecture's .deb, .rpm, .tar.gz and .tar.xz (those wanted), side by side from one staged tree. */
-async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: string, runtime: Runtime | undefined): Promise<string[]> {
+async function buildLinux(
+  context: BuildContext,
+  arch: LinuxArch,
+  bundleDir: string,
+  runtime: Runtime | undefined,
+): Promise<string[]> {
   const wanted = (kind: string): boolean => context.targets.includes(`${kind}-${arch}` as Target);
   if (runtime === undefined || (!wanted("deb") && !wanted("rpm") && !wanted("tar") && !wanted("txz"))) return [];
   const { repoRoot, version, epochS, workDir, outDir, progress } = context;
-  const inputs: Omit<LinuxInputs, "compression"> = { repoRoot, version, bundleDir, runtime, arch, epochS, workDir, outDir };
-  const as = (kind: string): LinuxInputs => ({ ...inputs, compression: context.compressionOf(`${kind}-${arch}` as Target) });
+  const inputs: Omit<LinuxInputs, "compression"> = {
+    repoRoot,
+    version,
+    bundleDir,
+    runtime,
+    arch,
+    epochS,
+    workDir,
+    outDir,
+  };
+  const as = (kind: string): LinuxInputs => ({
+    ...inputs,
+    compression: context.compressionOf(`${kind}-${arch}` as Target),
+  });
   const root = wanted("deb") || wanted("rpm") ? stagePackageRoot(as("deb")) : "";
-  const tarballs = (["tar", "txz"] as const).filter(wanted).map((kind) => [kind === "tar" ? "gzip" : "xz", as(kind).compression] as const);
+  const tarballs = (["tar", "txz"] as const)
+    .filter(wanted)
+    .map((kind) => [kind === "tar" ? "gzip" : "xz", as(kind).compression] as const);
   const builds = [
     wanted("deb") ? step(progress, `.deb (${arch})`, () => buildDeb(as("deb"), root)) : undefined,
     wanted("rpm") ? step(progress, `.rpm (${arch})`, () => buildRpm(as("rpm"), root)) : undefined,
-    tarballs.length > 0 ? step(progress, `${tarballs.map(([c]) => `.tar.${c === "gzip" ? "gz" : "xz"}`).join(" and ")} (${arch})`, () => buildTarballs(inputs, tarballs)) : undefined,
+    tarballs.length > 0
+      ? step(progress, `${tarballs.map(([c]) => `.tar.${c === "gzip" ? "gz" : "xz"}`).join(" and ")} (${arch})`, () =>
+          buildTarballs(inputs, tarballs),
+        )
+      : undefined,
   ];
   return (await Promise.all(builds)).flatMap((files) => files ?? []);
 }
@@ -128,7 +182,16 @@ async function buildLinux(context: BuildContext, arch: LinuxArch, bundleDir: str
 function buildFleet(context: BuildContext, arch: LinuxArch, bundleDir: string, runtime: Runtime): Promise<string> {
   const { epochS, workDir, outDir } = context;
   const compression = context.compressionOf(`fleet-tar-${arch}` as Target);
-  return buildFleetTarball({ version: packageVersionOf(context.repoRoot, "fleet"), bundleDir, runtime, arch, epochS, workDir, outDir, compression });
+  return buildFleetTarball({
+    version: packageVersionOf(context.repoRoot, "fleet"),
+    bundleDir,
+    runtime,
+    arch,
+    epochS,
+    workDir,
+    outDir,
+    compression,
+  });
 }
 
 /** The zip and the MSI (those wanted). */
@@ -136,12 +199,28 @@ function buildWindows(context: BuildContext, bundleDir: string): string[] {
   const { repoRoot, version, cacheDir, epochS, outDir, workDir, targets } = context;
   if (!targets.includes("zip-win-x64") && !targets.includes("msi-win-x64")) return [];
   const nodeLicense = fetchRuntime("linux-x64", cacheDir).license;
-  const inputs = { repoRoot, version, bundleDir, runtime: fetchRuntime("win-x64", cacheDir), nodeLicense, cacheDir, epochS, outDir };
-  return [...(targets.includes("zip-win-x64") ? [buildWindowsZip(inputs)] : []), ...(targets.includes("msi-win-x64") ? [buildWindowsMsi({ ...inputs, workDir })] : [])];
+  const inputs = {
+    repoRoot,
+    version,
+    bundleDir,
+    runtime: fetchRuntime("win-x64", cacheDir),
+    nodeLicense,
+    cacheDir,
+    epochS,
+    outDir,
+  };
+  return [
+    ...(targets.includes("zip-win-x64") ? [buildWindowsZip(inputs)] : []),
+    ...(targets.includes("msi-win-x64") ? [buildWindowsMsi({ ...inputs, workDir })] : []),
+  ];
 }
 
 /** Runs one build between two progress lines (the second with its duration). */
-async function step<T extends string | string[]>(progress: (step: string) => void, what: string, build: () => Promise<T>): Promise<T> {
+async function step<T extends string | string[]>(
+  progress: (step: string) => void,
+  what: string,
+  build: () => Promise<T>,
+): Promise<T> {
   const startedMs = performance.now();
   progress(`building the ${what}`);
   const built = await build();
@@ -162,6 +241,10 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
     console.error(`SEF_PACKAGE_VERSION must be MAJOR.MINOR.PATCH, not ${JSON.stringify(version)}`);
     process.exit(2);
   }
-  const files = await buildArtifacts({ repoRoot, targets: requested.length > 0 ? (requested as Target[]) : allTargets, version });
+  const files = await buildArtifacts({
+    repoRoot,
+    targets: requested.length > 0 ? (requested as Target[]) : allTargets,
+    version,
+  });
   for (const file of files) console.log(file);
 }

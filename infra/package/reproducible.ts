@@ -48,7 +48,19 @@ export async function writeTarballs(
   epochS: number,
   profileOf: (compression: TarCompression) => CompressionProfile,
 ): Promise<void> {
-  const tar = await capture("tar", ["--sort=name", `--mtime=@${epochS}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu", "-C", parentDir, "-cf", "-", dirName]);
+  const tar = await capture("tar", [
+    "--sort=name",
+    `--mtime=@${epochS}`,
+    "--owner=0",
+    "--group=0",
+    "--numeric-owner",
+    "--format=gnu",
+    "-C",
+    parentDir,
+    "-cf",
+    "-",
+    dirName,
+  ]);
   await Promise.all(
     Object.entries(outFiles).map(([compression, outFile]) => {
       const [command, ...args] = tarCompressor(compression as TarCompression, profileOf(compression as TarCompression));

@@ -41,7 +41,10 @@ export function msiFileName(version: string): string {
 
 /** A name-based (SHA-1, RFC 4122 version 5) UUID, upper case without braces: same name, same UUID. */
 export function nameBasedUuid(namespace: string, name: string): string {
-  const hash = createHash("sha1").update(Buffer.from(namespace.replace(/-/g, ""), "hex")).update(name, "utf8").digest();
+  const hash = createHash("sha1")
+    .update(Buffer.from(namespace.replace(/-/g, ""), "hex"))
+    .update(name, "utf8")
+    .digest();
   hash[6] = (hash[6]! & 0x0f) | 0x50;
   hash[8] = (hash[8]! & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString("hex").toUpperCase();
@@ -55,8 +58,17 @@ export function msiProductCode(version: string): string {
 
 /** WinSW 1.17's duration suffixes (ServiceDescriptor.ParseTimeSpan), in milliseconds. */
 const winswUnitsMs: Readonly<Record<string, number>> = {
-  ms: 1, sec: 1000, secs: 1000, min: 60_000, mins: 60_000, hr: 3_600_000, hrs: 3_600_000, hour: 3_600_000, hours: 3_600_000,
-  day: 86_400_000, days: 86_400_000,
+  ms: 1,
+  sec: 1000,
+  secs: 1000,
+  min: 60_000,
+  mins: 60_000,
+  hr: 3_600_000,
+  hrs: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000,
+  day: 86_400_000,
+  days: 86_400_000,
 };
 
 /** A WinSW duration ("10 sec", "1 hour") in milliseconds. */
@@ -125,7 +137,9 @@ function programFilesXml(node: DirectoryNode, relDir: string, service: WinswServ
   const lines: string[] = [];
   for (const rel of node.files) {
     lines.push(`${pad}<Component Id="${msiIdentifier("c", rel)}" Guid="*" Win64="yes">`);
-    lines.push(`${pad}  <File Id="${msiIdentifier("f", rel)}" Name="${escapeXml(rel.slice(rel.lastIndexOf("/") + 1))}" Source="program-files/${escapeXml(rel)}" KeyPath="yes"/>`);
+    lines.push(
+      `${pad}  <File Id="${msiIdentifier("f", rel)}" Name="${escapeXml(rel.slice(rel.lastIndexOf("/") + 1))}" Source="program-files/${escapeXml(rel)}" KeyPath="yes"/>`,
+    );
     if (rel === "sef-service.exe") lines.push(...serviceXml(service, `${pad}  `));
     lines.push(`${pad}</Component>`);
   }
@@ -149,7 +163,8 @@ function serviceXml(service: WinswService, pad: string): string[] {
 /** The WiX source wixl builds: program files, the config directory, one feature, MajorUpgrade. */
 export function renderWxs(inputs: { version: string; programFiles: readonly string[]; service: WinswService }): string {
   const components = [...inputs.programFiles.map((rel) => msiIdentifier("c", rel)), "c_config_dir", "c_config_json"];
-  if (new Set(components).size !== components.length) throw new Error("two program files map to the same MSI identifier");
+  if (new Set(components).size !== components.length)
+    throw new Error("two program files map to the same MSI identifier");
   return `<?xml version="1.0" encoding="utf-8"?>
 <Wix xmlns="http://schemas.microsoft.com/wix/2006/wi">
   <Product Id="${msiProductCode(inputs.version)}" Name="sef (Scheduled Events Forwarder)" Language="1033" Version="${inputs.version}"
@@ -213,8 +228,14 @@ export function finishingQueries(service: WinswService): string[] {
 
 function run(command: string, args: readonly string[], cwd: string): string {
   // TZ=UTC: the cabinet stores each file's mtime as local DOS time.
-  const result = spawnSync(command, args, { cwd, encoding: "utf8", env: { ...process.env, TZ: "UTC", LC_ALL: "C" }, maxBuffer: 1 << 26 });
-  if (result.error !== undefined) throw new Error(`${command}: ${result.error.message} (Debian: apt-get install wixl msitools)`);
+  const result = spawnSync(command, args, {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, TZ: "UTC", LC_ALL: "C" },
+    maxBuffer: 1 << 26,
+  });
+  if (result.error !== undefined)
+    throw new Error(`${command}: ${result.error.message} (Debian: apt-get install wixl msitools)`);
   // wixl warns and goes on when it meets an attribute it does not know: such a warning is a build error here.
   if (result.status !== 0 || /WARNING|CRITICAL/.test(result.stderr)) {
     throw new Error(`${command} ${args.join(" ")} failed (${result.status}):\n${result.stderr}${result.stdout}`);
@@ -234,7 +255,8 @@ function filetimeProperty(epochS: number): Buffer {
 function replaceExactly(bytes: Buffer, from: Buffer, to: Buffer, count: number, what: string): void {
   const found: number[] = [];
   for (let at = bytes.indexOf(from); at !== -1; at = bytes.indexOf(from, at + 1)) found.push(at);
-  if (found.length !== count) throw new Error(`MSI summary information: expected ${count} × ${what}, found ${found.length}`);
+  if (found.length !== count)
+    throw new Error(`MSI summary information: expected ${count} × ${what}, found ${found.length}`);
   for (const at of found) to.copy(bytes, at);
 }
 
@@ -250,11 +272,22 @@ export function stabilizeSummaryInformation(file: string, epochS: number): void 
   if (uuid === undefined || stamps.length !== 2) throw new Error(`msiinfo suminfo: unexpected output:\n${summary}`);
   const bytes = readFileSync(file);
   const months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-  const times = stamps.map((m) => Date.UTC(Number(m[6]), months.indexOf(m[1]!), Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5])) / 1000);
+  const times = stamps.map(
+    (m) => Date.UTC(Number(m[6]), months.indexOf(m[1]!), Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5])) / 1000,
+  );
   for (const time of new Set(times)) {
-    replaceExactly(bytes, filetimeProperty(time), filetimeProperty(epochS), times.filter((t) => t === time).length, "build time");
+    replaceExactly(
+      bytes,
+      filetimeProperty(time),
+      filetimeProperty(epochS),
+      times.filter((t) => t === time).length,
+      "build time",
+    );
   }
-  const placeholder = Buffer.from(`{${"0".repeat(8)}-${"0".repeat(4)}-${"0".repeat(4)}-${"0".repeat(4)}-${"0".repeat(12)}}`, "latin1");
+  const placeholder = Buffer.from(
+    `{${"0".repeat(8)}-${"0".repeat(4)}-${"0".repeat(4)}-${"0".repeat(4)}-${"0".repeat(12)}}`,
+    "latin1",
+  );
   replaceExactly(bytes, Buffer.from(uuid, "latin1"), placeholder, 1, "package code");
   const packageCode = nameBasedUuid(msiUpgradeCode, `PackageCode ${createHash("sha256").update(bytes).digest("hex")}`);
   replaceExactly(bytes, placeholder, Buffer.from(`{${packageCode}}`, "latin1"), 1, "package code placeholder");
@@ -272,7 +305,8 @@ function stage(files: ReadonlyMap<string, string>, stageDir: string, epochS: num
 }
 
 export function buildWindowsMsi(inputs: MsiInputs): string {
-  if (!/^\d+\.\d+\.\d+$/.test(inputs.version)) throw new Error(`MSI ProductVersion must be major.minor.patch, not ${inputs.version}`);
+  if (!/^\d+\.\d+\.\d+$/.test(inputs.version))
+    throw new Error(`MSI ProductVersion must be major.minor.patch, not ${inputs.version}`);
   const msiDir = join(inputs.workDir, "msi");
   rmSync(msiDir, { recursive: true, force: true });
   const programFiles = windowsProgramFiles(inputs);

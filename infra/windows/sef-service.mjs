@@ -18,7 +18,9 @@ for (const signal of ["SIGINT", "SIGBREAK", "SIGTERM"]) process.on(signal, () =>
 
 child.on("exit", (code, signal) => {
   if (code !== null && noRestartExitCodes.has(code)) {
-    console.error(`sef-service: the agent exited with ${code} (needs a person: see the log above); stopping without restart`);
+    console.error(
+      `sef-service: the agent exited with ${code} (needs a person: see the log above); stopping without restart`,
+    );
     process.exit(0);
   }
   process.exit(code ?? (signal ? 1 : 0));

@@ -10,7 +10,10 @@ declare const SEF_BUNDLED_AGENT_VERSION: string | undefined;
 function readPackageVersion(): string {
   for (const relative of ["./package.json", "../package.json"]) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as { name?: unknown; version?: unknown };
+      const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as {
+        name?: unknown;
+        version?: unknown;
+      };
       if (pkg.name === "sef" && typeof pkg.version === "string") return pkg.version;
     } catch {
       // not this level

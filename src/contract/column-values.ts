@@ -17,15 +17,22 @@ export function typeProblem(type: ColumnType, value: unknown): string | undefine
     case "boolean":
       return typeof value === "boolean" ? undefined : `expected a boolean, got ${describeValue(value)}`;
     case "real":
-      return typeof value === "number" && Number.isFinite(value) ? undefined : `expected a number, got ${describeValue(value)}`;
+      return typeof value === "number" && Number.isFinite(value)
+        ? undefined
+        : `expected a number, got ${describeValue(value)}`;
     case "int":
-      if (typeof value !== "number" || !Number.isInteger(value)) return `expected an integer, got ${describeValue(value)}`;
+      if (typeof value !== "number" || !Number.isInteger(value))
+        return `expected an integer, got ${describeValue(value)}`;
       return value >= int32Min && value <= int32Max ? undefined : `integer ${value} is outside the 32-bit range`;
     case "long":
-      return typeof value === "number" && Number.isSafeInteger(value) ? undefined : `expected an integer, got ${describeValue(value)}`;
+      return typeof value === "number" && Number.isSafeInteger(value)
+        ? undefined
+        : `expected an integer, got ${describeValue(value)}`;
     case "datetime":
       if (typeof value !== "string") return `expected an ISO 8601 date-time string, got ${describeValue(value)}`;
-      return isoDateTime.test(value) && !Number.isNaN(Date.parse(value)) ? undefined : `"${value}" is not an ISO 8601 date-time`;
+      return isoDateTime.test(value) && !Number.isNaN(Date.parse(value))
+        ? undefined
+        : `"${value}" is not an ISO 8601 date-time`;
     case "dynamic":
       return typeof value === "function" || typeof value === "symbol" || typeof value === "bigint"
         ? `expected a JSON value, got ${describeValue(value)}`
@@ -36,11 +43,15 @@ export function typeProblem(type: ColumnType, value: unknown): string | undefine
 /** Why `value` is not the JSON a dynamic column holds (`ColumnSpec.json`), or undefined when it is (or has no shape). */
 export function shapeProblem(json: ColumnSpec["json"], value: unknown): string | undefined {
   if (json === "string[]") {
-    return Array.isArray(value) && value.every((v) => typeof v === "string") ? undefined : `expected an array of strings, got ${describeValue(value)}`;
+    return Array.isArray(value) && value.every((v) => typeof v === "string")
+      ? undefined
+      : `expected an array of strings, got ${describeValue(value)}`;
   }
   if (json === "{string: string}") {
     const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
-    return isObject && Object.values(value).every((v) => typeof v === "string") ? undefined : `expected an object of strings, got ${describeValue(value)}`;
+    return isObject && Object.values(value).every((v) => typeof v === "string")
+      ? undefined
+      : `expected an object of strings, got ${describeValue(value)}`;
   }
   return undefined;
 }

@@ -19,12 +19,18 @@ function lookup3(data: Buffer): { b: number; c: number } {
     b = (b + data.readUInt32LE(offset + 4)) >>> 0;
     c = (c + data.readUInt32LE(offset + 8)) >>> 0;
     // mix(a, b, c)
-    a = ((a - c) ^ rotate(c, 4)) >>> 0; c = (c + b) >>> 0;
-    b = ((b - a) ^ rotate(a, 6)) >>> 0; a = (a + c) >>> 0;
-    c = ((c - b) ^ rotate(b, 8)) >>> 0; b = (b + a) >>> 0;
-    a = ((a - c) ^ rotate(c, 16)) >>> 0; c = (c + b) >>> 0;
-    b = ((b - a) ^ rotate(a, 19)) >>> 0; a = (a + c) >>> 0;
-    c = ((c - b) ^ rotate(b, 4)) >>> 0; b = (b + a) >>> 0;
+    a = ((a - c) ^ rotate(c, 4)) >>> 0;
+    c = (c + b) >>> 0;
+    b = ((b - a) ^ rotate(a, 6)) >>> 0;
+    a = (a + c) >>> 0;
+    c = ((c - b) ^ rotate(b, 8)) >>> 0;
+    b = (b + a) >>> 0;
+    a = ((a - c) ^ rotate(c, 16)) >>> 0;
+    c = (c + b) >>> 0;
+    b = ((b - a) ^ rotate(a, 19)) >>> 0;
+    a = (a + c) >>> 0;
+    c = ((c - b) ^ rotate(b, 4)) >>> 0;
+    b = (b + a) >>> 0;
     offset += 12;
     remaining -= 12;
   }

@@ -8,7 +8,8 @@ import { eventStatuses, recordColumns, transitionFieldNames, type TransitionReco
 export type EarlierAbsentColumn = "ObservedAt" | "Tags" | "AgentId";
 
 /** A Transition record as consumers read it: the columns older agents did not write may be absent. */
-export type ReadTransitionRecord = Omit<TransitionRecord, EarlierAbsentColumn> & Partial<Pick<TransitionRecord, EarlierAbsentColumn>>;
+export type ReadTransitionRecord = Omit<TransitionRecord, EarlierAbsentColumn> &
+  Partial<Pick<TransitionRecord, EarlierAbsentColumn>>;
 
 /** One thing wrong with a record, naming the column. */
 export interface ColumnProblem {
@@ -42,7 +43,8 @@ function columnProblem(column: (typeof transitionColumns)[number], value: unknow
   const problem = typeProblem(column.type, value) ?? shapeProblem(column.json, value);
   if (problem !== undefined) return problem;
   const allowed = transitionValues[column.name];
-  if (allowed !== undefined && !allowed.includes(value as string)) return `${JSON.stringify(value)} is not one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`;
+  if (allowed !== undefined && !allowed.includes(value as string))
+    return `${JSON.stringify(value)} is not one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`;
   if (nonEmptyColumns.has(column.name) && value === "") return "empty";
   return undefined;
 }

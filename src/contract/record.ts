@@ -23,24 +23,51 @@ export const recordColumns: readonly ColumnSpec[] = [
   {
     name: "ObservedAt",
     type: "datetime",
-    description: "Same as TimeGenerated when written; kept as is when Log Analytics replaces a TimeGenerated older than 2 days with the ingestion time",
+    description:
+      "Same as TimeGenerated when written; kept as is when Log Analytics replaces a TimeGenerated older than 2 days with the ingestion time",
     absentInEarlierRecords: true,
   },
-  { name: "RecordId", type: "string", description: "Deterministic id of (AgentId, VmId, lower-cased EventId, EventStatus); downstream dedupes on it" },
-  { name: "RecordType", type: "string", description: "Transition, MalformedEvent, Heartbeat, Approval, Hook or Kubernetes" },
+  {
+    name: "RecordId",
+    type: "string",
+    description: "Deterministic id of (AgentId, VmId, lower-cased EventId, EventStatus); downstream dedupes on it",
+  },
+  {
+    name: "RecordType",
+    type: "string",
+    description: "Transition, MalformedEvent, Heartbeat, Approval, Hook or Kubernetes",
+  },
   { name: "EventId", type: "string", description: "EventId as IMDS gave it" },
   { name: "EventStatus", type: "string", description: "Scheduled, Started, Completed or Canceled" },
   { name: "PreviousStatus", type: "string", description: "Empty on first sighting, else the status before" },
-  { name: "EventType", type: "string", description: "Freeze, Reboot, Redeploy, Preempt, Terminate, or any new value verbatim" },
+  {
+    name: "EventType",
+    type: "string",
+    description: "Freeze, Reboot, Redeploy, Preempt, Terminate, or any new value verbatim",
+  },
   { name: "ResourceType", type: "string", description: "Resource type from IMDS (VirtualMachine)" },
-  { name: "Resources", type: "dynamic", json: "string[]", description: "Names of all VMs the event affects (leading _ of old names removed)" },
-  { name: "NotBefore", type: "datetime", nullable: true, description: "Earliest start time (ISO 8601 UTC), null when empty" },
+  {
+    name: "Resources",
+    type: "dynamic",
+    json: "string[]",
+    description: "Names of all VMs the event affects (leading _ of old names removed)",
+  },
+  {
+    name: "NotBefore",
+    type: "datetime",
+    nullable: true,
+    description: "Earliest start time (ISO 8601 UTC), null when empty",
+  },
   { name: "Description", type: "string", description: "Free text from IMDS, empty when the api-version has none" },
   { name: "EventSource", type: "string", description: "Platform, User, or empty" },
   { name: "DurationInSeconds", type: "int", description: "Expected impact in seconds, -1 when unknown or absent" },
   { name: "DocumentIncarnation", type: "long", description: "The document in which the transition was seen" },
   { name: "AffectsThisVm", type: "boolean", description: "This VM's compute.name is in Resources (case-insensitive)" },
-  { name: "ObservationGap", type: "boolean", description: "The agent was not watching continuously since the previous sighting" },
+  {
+    name: "ObservationGap",
+    type: "boolean",
+    description: "The agent was not watching continuously since the previous sighting",
+  },
   { name: "VmName", type: "string", description: "compute.name from instance metadata" },
   { name: "VmId", type: "string", description: "compute.vmId from instance metadata" },
   { name: "VmResourceId", type: "string", description: "compute.resourceId from instance metadata" },
@@ -54,7 +81,8 @@ export const recordColumns: readonly ColumnSpec[] = [
     type: "dynamic",
     json: "{string: string}",
     absentInEarlierRecords: true,
-    description: "The VM's resource tags from instance metadata (compute.tagsList, else compute.tags) as an object {name: value}; {} when it has none; absent from records of older agents",
+    description:
+      "The VM's resource tags from instance metadata (compute.tagsList, else compute.tags) as an object {name: value}; {} when it has none; absent from records of older agents",
   },
   {
     name: "AgentId",
@@ -70,9 +98,19 @@ export const recordColumns: readonly ColumnSpec[] = [
     description:
       "Approval: Approved, Failed, DryRun, Interrupted; Hook: Succeeded, Failed, TimedOut, Interrupted; Kubernetes: Tainted, Cordoned, Draining, Drained, DrainIncomplete, Waiting, NotApproved, Uncordoned, Released, Failed; Heartbeat: Stopping on the agent's goodbye, else absent; MalformedEvent: the reason code",
   },
-  { name: "HttpStatus", type: "int", description: "Approval: HTTP status of the approval request (0 when none); Kubernetes: HTTP status of a failed API request" },
+  {
+    name: "HttpStatus",
+    type: "int",
+    description:
+      "Approval: HTTP status of the approval request (0 when none); Kubernetes: HTTP status of a failed API request",
+  },
   { name: "ExitCode", type: "int", description: "Hook: exit code of the command (-1 when killed or not started)" },
-  { name: "ElapsedMs", type: "long", description: "Hook: run time of the command in milliseconds; Kubernetes: time the step took (a drain: from its start)" },
+  {
+    name: "ElapsedMs",
+    type: "long",
+    description:
+      "Hook: run time of the command in milliseconds; Kubernetes: time the step took (a drain: from its start)",
+  },
   {
     name: "Detail",
     type: "string",
@@ -233,7 +271,18 @@ export interface HookRecord extends RecordIdentity {
 
 /** What a Kubernetes record reports: the step the kubernetes action took on this VM's node for an event. */
 /** Waiting, NotApproved: an event naming several nodes of the cluster (approved together once all have drained). */
-export const kubernetesOutcomes = ["Tainted", "Cordoned", "Draining", "Drained", "DrainIncomplete", "Waiting", "NotApproved", "Uncordoned", "Released", "Failed"] as const;
+export const kubernetesOutcomes = [
+  "Tainted",
+  "Cordoned",
+  "Draining",
+  "Drained",
+  "DrainIncomplete",
+  "Waiting",
+  "NotApproved",
+  "Uncordoned",
+  "Released",
+  "Failed",
+] as const;
 export type KubernetesOutcome = (typeof kubernetesOutcomes)[number];
 
 /**
@@ -257,9 +306,13 @@ export interface KubernetesRecord extends RecordIdentity {
 }
 
 /** Any record the agent writes to its outbox. */
-export type SefRecord = TransitionRecord | MalformedEventRecord | HeartbeatRecord | ApprovalRecord | HookRecord | KubernetesRecord;
+export type SefRecord =
+  TransitionRecord | MalformedEventRecord | HeartbeatRecord | ApprovalRecord | HookRecord | KubernetesRecord;
 
 /** Names of the columns Transition records carry (the contract table), in order. */
 export const transitionFieldNames: readonly string[] = recordColumns
-  .slice(0, recordColumns.findIndex((c) => c.name === "Outcome"))
+  .slice(
+    0,
+    recordColumns.findIndex((c) => c.name === "Outcome"),
+  )
   .map((c) => c.name);

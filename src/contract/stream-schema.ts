@@ -37,7 +37,8 @@ const columnTypeByName: ReadonlyMap<string, ColumnType> = new Map(recordColumns.
  * Returns one message per problem; empty when the row is valid.
  */
 export function validateRow(row: unknown): string[] {
-  if (row === null || typeof row !== "object" || Array.isArray(row)) return [`row must be a JSON object, got ${describeValue(row)}`];
+  if (row === null || typeof row !== "object" || Array.isArray(row))
+    return [`row must be a JSON object, got ${describeValue(row)}`];
   const problems: string[] = [];
   for (const name in row) {
     if (!Object.hasOwn(row, name)) continue;

@@ -24,12 +24,18 @@ const deadLetterAttempts = 4;
 export function containerFor(settings: FleetSettings, env: NodeJS.ProcessEnv): ContainerClient {
   const cp = settings.checkpoints;
   if (cp.blobServiceUrl) {
-    const credential = fleetCredential({ credential: "managedIdentity", managedIdentityClientId: settings.eventHubs.connection.managedIdentityClientId });
+    const credential = fleetCredential({
+      credential: "managedIdentity",
+      managedIdentityClientId: settings.eventHubs.connection.managedIdentityClientId,
+    });
     return new BlobServiceClient(cp.blobServiceUrl, credential, oneTryPerRequest).getContainerClient(cp.containerName);
   }
   const connectionString = env[cp.connectionStringEnv];
-  if (!connectionString) throw new FleetConfigError(`checkpoints: set blobServiceUrl or the environment variable ${cp.connectionStringEnv}`);
-  return BlobServiceClient.fromConnectionString(connectionString, oneTryPerRequest).getContainerClient(cp.containerName);
+  if (!connectionString)
+    throw new FleetConfigError(`checkpoints: set blobServiceUrl or the environment variable ${cp.connectionStringEnv}`);
+  return BlobServiceClient.fromConnectionString(connectionString, oneTryPerRequest).getContainerClient(
+    cp.containerName,
+  );
 }
 
 export interface StoreRetry {
@@ -45,7 +51,11 @@ export interface StoreRetry {
  * Runs a Blob operation until it succeeds or the partition closes (undefined then), logging each retry with
  * `retryMessage`.
  */
-export async function untilStored<T>(operation: () => Promise<T>, retryMessage: string, options: StoreRetry): Promise<{ value: T } | undefined> {
+export async function untilStored<T>(
+  operation: () => Promise<T>,
+  retryMessage: string,
+  options: StoreRetry,
+): Promise<{ value: T } | undefined> {
   const { clock, signal, logger, onStoreError } = options;
   const end = await retryAttempts(
     async () => {
@@ -76,10 +86,13 @@ export function deadLetterWriter(container: ContainerClient, settings: FleetSett
   return async (target: string, action: NotificationAction, event: FleetEvent, reason: string): Promise<void> => {
     const body = JSON.stringify({ deadLetteredAt: new Date().toISOString(), target, action, reason, event });
     const blob = container.getBlockBlobClient(`dead-letter/${target}/${event.key}-${action}.json`);
-    await retry(() => blob.upload(body, Buffer.byteLength(body), { abortSignal: AbortSignal.timeout(settings.requestTimeoutMs) }), {
-      policy: blobRetryPolicy,
-      clock,
-      maxAttempts: deadLetterAttempts,
-    });
+    await retry(
+      () => blob.upload(body, Buffer.byteLength(body), { abortSignal: AbortSignal.timeout(settings.requestTimeoutMs) }),
+      {
+        policy: blobRetryPolicy,
+        clock,
+        maxAttempts: deadLetterAttempts,
+      },
+    );
   };
 }

@@ -3,7 +3,12 @@
 // every other instance through a checkpoint store (the SDK's load balancing). The one SDK retry sef keeps: nothing of
 // the fleet retries a receive, so the consumer's own retries (`maxRetries`) are its only retry owner; the credential
 // inside it tries each token once.
-import { EventHubConsumerClient, RetryMode, type CheckpointStore, type EventHubConsumerClientOptions } from "@azure/event-hubs";
+import {
+  EventHubConsumerClient,
+  RetryMode,
+  type CheckpointStore,
+  type EventHubConsumerClientOptions,
+} from "@azure/event-hubs";
 import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from "@azure/identity";
 import * as z from "zod/mini";
 import "./zod-locale.js";
@@ -35,8 +40,13 @@ export const eventHubsConnectionSchema = z
     tryTimeoutMs: z._default(z.number().check(z.int(), z.minimum(1000)), 30_000),
   })
   .check(
-    z.refine((s) => !(s.connectionString && s.fullyQualifiedNamespace), { message: "set either connectionString or fullyQualifiedNamespace, not both" }),
-    z.refine((s) => !s.fullyQualifiedNamespace || s.eventHubName, { message: "eventHubName is required with fullyQualifiedNamespace", path: ["eventHubName"] }),
+    z.refine((s) => !(s.connectionString && s.fullyQualifiedNamespace), {
+      message: "set either connectionString or fullyQualifiedNamespace, not both",
+    }),
+    z.refine((s) => !s.fullyQualifiedNamespace || s.eventHubName, {
+      message: "eventHubName is required with fullyQualifiedNamespace",
+      path: ["eventHubName"],
+    }),
   );
 
 export type EventHubsConnection = z.infer<typeof eventHubsConnectionSchema>;
@@ -48,10 +58,17 @@ export type EventHubsConnection = z.infer<typeof eventHubsConnectionSchema>;
 const oneTryPerToken = { retryOptions: { maxRetries: 0 } };
 
 /** The Entra ID credential of the fleet's identity (Event Hubs with a namespace, Blob storage with a service URL). */
-export function fleetCredential(connection: Pick<EventHubsConnection, "credential" | "managedIdentityClientId">): TokenCredential {
+export function fleetCredential(
+  connection: Pick<EventHubsConnection, "credential" | "managedIdentityClientId">,
+): TokenCredential {
   const clientId = connection.managedIdentityClientId;
-  if (connection.credential === "default") return new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId, ...oneTryPerToken } : oneTryPerToken);
-  return clientId ? new ManagedIdentityCredential({ clientId, ...oneTryPerToken }) : new ManagedIdentityCredential(oneTryPerToken);
+  if (connection.credential === "default")
+    return new DefaultAzureCredential(
+      clientId ? { managedIdentityClientId: clientId, ...oneTryPerToken } : oneTryPerToken,
+    );
+  return clientId
+    ? new ManagedIdentityCredential({ clientId, ...oneTryPerToken })
+    : new ManagedIdentityCredential(oneTryPerToken);
 }
 
 /** Thrown when the settings name no usable credentials (never quotes a secret). */
@@ -84,7 +101,14 @@ export function createFleetConsumer(
   };
   if (connection.fullyQualifiedNamespace) {
     const hub = connection.eventHubName ?? "";
-    return new EventHubConsumerClient(consumerGroup, connection.fullyQualifiedNamespace, hub, fleetCredential(connection), checkpointStore, options);
+    return new EventHubConsumerClient(
+      consumerGroup,
+      connection.fullyQualifiedNamespace,
+      hub,
+      fleetCredential(connection),
+      checkpointStore,
+      options,
+    );
   }
   const connectionString = connection.connectionString ?? env[connection.connectionStringEnv]?.trim();
   if (!connectionString) {

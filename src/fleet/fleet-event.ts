@@ -96,7 +96,8 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
   event.description = record.Description || event.description;
   event.durationInSeconds = record.DurationInSeconds;
   event.notBefore = record.NotBefore ?? event.notBefore;
-  if (previous === undefined || previousStatus !== vms[reporter]!.status) event.status = overallStatus(Object.values(vms));
+  if (previous === undefined || previousStatus !== vms[reporter]!.status)
+    event.status = overallStatus(Object.values(vms));
   return event;
 }
 

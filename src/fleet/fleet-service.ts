@@ -4,7 +4,14 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleepTimer } from "node:timers/promises";
-import { earliestEventPosition, latestEventPosition, type EventHubConsumerClient, type PartitionContext, type ReceivedEventData, type Subscription } from "@azure/event-hubs";
+import {
+  earliestEventPosition,
+  latestEventPosition,
+  type EventHubConsumerClient,
+  type PartitionContext,
+  type ReceivedEventData,
+  type Subscription,
+} from "@azure/event-hubs";
 import { BlobCheckpointStore } from "@azure/eventhubs-checkpointstore-blob";
 import type { ContainerClient } from "@azure/storage-blob";
 import type { Logger } from "pino";
@@ -56,9 +63,15 @@ function resolveTargets(settings: FleetSettings, env: NodeJS.ProcessEnv): Map<st
     const url = t.urlEnv ? env[t.urlEnv] : (t.url ?? (t.type === "pagerduty" ? pagerDutyEventsUrl : undefined));
     if (!url) throw new FleetConfigError(`targets.${t.name}: environment variable ${t.urlEnv} is not set`);
     const routingKey = t.routingKeyEnv ? env[t.routingKeyEnv] : undefined;
-    if (t.type === "pagerduty" && !routingKey) throw new FleetConfigError(`targets.${t.name}: environment variable ${t.routingKeyEnv} is not set`);
+    if (t.type === "pagerduty" && !routingKey)
+      throw new FleetConfigError(`targets.${t.name}: environment variable ${t.routingKeyEnv} is not set`);
     const hmacSecret = t.hmacSecretEnv ? env[t.hmacSecretEnv] : undefined;
-    targets.set(t.name, { settings: t, url, ...(routingKey ? { routingKey } : {}), ...(hmacSecret ? { hmacSecret } : {}) });
+    targets.set(t.name, {
+      settings: t,
+      url,
+      ...(routingKey ? { routingKey } : {}),
+      ...(hmacSecret ? { hmacSecret } : {}),
+    });
   }
   return targets;
 }
@@ -113,12 +126,15 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
       signal,
       requestSignal: requestsGivenUp.signal,
     });
-  const subscription: Subscription = client.subscribe(partitionHandlers({ owned, openProcessor, storeRetry, refreshGauges, settings, metrics, logger }), {
-    startPosition: settings.eventHubs.startPosition === "earliest" ? earliestEventPosition : latestEventPosition,
-    maxBatchSize: 500,
-    maxWaitTimeInSeconds: 1,
-    trackLastEnqueuedEventProperties: true,
-  });
+  const subscription: Subscription = client.subscribe(
+    partitionHandlers({ owned, openProcessor, storeRetry, refreshGauges, settings, metrics, logger }),
+    {
+      startPosition: settings.eventHubs.startPosition === "earliest" ? earliestEventPosition : latestEventPosition,
+      maxBatchSize: 500,
+      maxWaitTimeInSeconds: 1,
+      trackLastEnqueuedEventProperties: true,
+    },
+  );
 
   const ticker = setInterval(() => {
     for (const [partitionId, entry] of owned.processors) {
@@ -157,16 +173,28 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
  * Stops every partition: requests already sent are answered and saved (not re-sent in doubt by the next owner) within
  * half the deadline, then the rest are cut off and the clients get what is left of it to close.
  */
-async function stopPartitions(owned: OwnedPartitions, requestsGivenUp: AbortController, deadlineMs: number, closeClients: () => Promise<void>): Promise<void> {
+async function stopPartitions(
+  owned: OwnedPartitions,
+  requestsGivenUp: AbortController,
+  deadlineMs: number,
+  closeClients: () => Promise<void>,
+): Promise<void> {
   const stopStartedMs = performance.now();
   for (const entry of owned.processors.values()) entry.controller.abort();
   await Promise.all([...owned.processors.values()].map((entry) => entry.processor.settled(deadlineMs / 2)));
   requestsGivenUp.abort();
-  await Promise.race([closeClients(), sleepTimer(Math.max(0, deadlineMs - (performance.now() - stopStartedMs)), undefined, { ref: false })]);
+  await Promise.race([
+    closeClients(),
+    sleepTimer(Math.max(0, deadlineMs - (performance.now() - stopStartedMs)), undefined, { ref: false }),
+  ]);
 }
 
 /** The /metrics, /healthz, /readyz server, listening on `metrics.host:metrics.port`. */
-async function listenHealthServer(metrics: FleetMetrics, settings: FleetSettings, notReadyReason: () => string | null): Promise<Server> {
+async function listenHealthServer(
+  metrics: FleetMetrics,
+  settings: FleetSettings,
+  notReadyReason: () => string | null,
+): Promise<Server> {
   const server = createHealthServer(metrics, notReadyReason);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -188,26 +216,46 @@ function processorSettings(settings: FleetSettings) {
 }
 
 /** The consumer client, sharing the hub's partitions with the other instances through the Blob checkpoint store. */
-function openConsumer(settings: FleetSettings, env: NodeJS.ProcessEnv, container: ContainerClient): EventHubConsumerClient {
+function openConsumer(
+  settings: FleetSettings,
+  env: NodeJS.ProcessEnv,
+  container: ContainerClient,
+): EventHubConsumerClient {
   return createFleetConsumer(
     settings.eventHubs.connection,
     settings.eventHubs.consumerGroup,
     new BlobCheckpointStore(container),
-    { strategy: "balanced", updateIntervalInMs: settings.loadBalancing.updateIntervalMs, partitionOwnershipExpirationIntervalInMs: settings.loadBalancing.ownershipExpirationMs },
+    {
+      strategy: "balanced",
+      updateIntervalInMs: settings.loadBalancing.updateIntervalMs,
+      partitionOwnershipExpirationIntervalInMs: settings.loadBalancing.ownershipExpirationMs,
+    },
     env,
   );
 }
 
 /** Sends one notification to a target, within the target's slots of requests in flight. */
 function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: FleetSettings) {
-  const slots = new Map([...targets].map(([name, target]) => [name, new SendSlots(sendsInFlightFor(target.settings, settings))]));
-  return async (targetName: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal): Promise<DeliveryOutcome> => {
+  const slots = new Map(
+    [...targets].map(([name, target]) => [name, new SendSlots(sendsInFlightFor(target.settings, settings))]),
+  );
+  return async (
+    targetName: string,
+    notification: NotificationIdentity,
+    event: FleetEvent,
+    requestSignal: AbortSignal,
+    startSignal: AbortSignal,
+  ): Promise<DeliveryOutcome> => {
     const target = targets.get(targetName);
     const targetSlots = slots.get(targetName);
     if (!target || !targetSlots) return { kind: "rejected", reason: `no target named ${targetName}` };
-    if (!(await targetSlots.acquire(startSignal))) return { kind: "retry", reason: "not sent: the partition was closed" };
+    if (!(await targetSlots.acquire(startSignal)))
+      return { kind: "retry", reason: "not sent: the partition was closed" };
     try {
-      const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), { ...(target.routingKey ? { routingKey: target.routingKey } : {}), ...(target.hmacSecret ? { hmacSecret: target.hmacSecret } : {}) });
+      const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), {
+        ...(target.routingKey ? { routingKey: target.routingKey } : {}),
+        ...(target.hmacSecret ? { hmacSecret: target.hmacSecret } : {}),
+      });
       return await deliver(target.url, req, { timeoutMs: settings.requestTimeoutMs, signal: requestSignal });
     } finally {
       targetSlots.release();
@@ -236,7 +284,10 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       const processor = await deps.openProcessor(context.partitionId, controller.signal);
       owned.processors.set(context.partitionId, { processor, controller });
       refreshGauges();
-      logger.info({ partitionId: context.partitionId, sequenceNumber: processor.lastSequenceNumber }, "partition claimed");
+      logger.info(
+        { partitionId: context.partitionId, sequenceNumber: processor.lastSequenceNumber },
+        "partition claimed",
+      );
     },
     processEvents: async (events: ReceivedEventData[], context: PartitionContext) => {
       owned.lastReceiveOk = true;
@@ -246,15 +297,40 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       if (events.length > 0) {
         const retry = deps.storeRetry(entry.controller.signal, context.partitionId);
         // Folded durably before the checkpoint moves (skipping a batch would move it past unfolded records).
-        const received = events.map((e) => ({ body: e.body, sequenceNumber: e.sequenceNumber, offset: String(e.offset) }));
-        if (!(await untilStored(() => entry.processor.processBatch(received), "could not save the partition's fleet state; retrying the batch", retry))) return;
-        if (!(await untilStored(() => context.updateCheckpoint(events[events.length - 1]!), "could not save the checkpoint; retrying", retry))) return;
+        const received = events.map((e) => ({
+          body: e.body,
+          sequenceNumber: e.sequenceNumber,
+          offset: String(e.offset),
+        }));
+        if (
+          !(await untilStored(
+            () => entry.processor.processBatch(received),
+            "could not save the partition's fleet state; retrying the batch",
+            retry,
+          ))
+        )
+          return;
+        if (
+          !(await untilStored(
+            () => context.updateCheckpoint(events[events.length - 1]!),
+            "could not save the checkpoint; retrying",
+            retry,
+          ))
+        )
+          return;
       }
-      if (last?.sequenceNumber !== undefined) metrics.partitionLag.set({ partition: context.partitionId }, Math.max(0, last.sequenceNumber - entry.processor.lastSequenceNumber));
+      if (last?.sequenceNumber !== undefined)
+        metrics.partitionLag.set(
+          { partition: context.partitionId },
+          Math.max(0, last.sequenceNumber - entry.processor.lastSequenceNumber),
+        );
       refreshGauges();
     },
     processError: async (err: Error, context: PartitionContext) => {
-      logger.warn({ partitionId: context.partitionId, err: { type: err.name, message: err.message } }, "event hubs error");
+      logger.warn(
+        { partitionId: context.partitionId, err: { type: err.name, message: err.message } },
+        "event hubs error",
+      );
     },
     processClose: async (reason: string, context: PartitionContext) => {
       const entry = owned.processors.get(context.partitionId);
@@ -270,7 +346,10 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
 }
 
 /** The fleet's Blob retries for one partition: on the system clock, ended by its close, telling /readyz of failures. */
-function storeRetries(owned: OwnedPartitions, logger: Logger): (signal: AbortSignal, partitionId: string) => StoreRetry {
+function storeRetries(
+  owned: OwnedPartitions,
+  logger: Logger,
+): (signal: AbortSignal, partitionId: string) => StoreRetry {
   return (signal, partitionId) => ({
     clock: systemClock,
     signal,
@@ -280,8 +359,15 @@ function storeRetries(owned: OwnedPartitions, logger: Logger): (signal: AbortSig
 }
 
 /** Opens a partition's processor, loading its state until Blob storage answers (or the partition closes). */
-async function openUntilLoaded(retry: StoreRetry, options: Parameters<typeof PartitionProcessor.open>[0]): Promise<PartitionProcessor> {
-  const opened = await untilStored(() => PartitionProcessor.open(options), "could not load the partition's fleet state; retrying", retry);
+async function openUntilLoaded(
+  retry: StoreRetry,
+  options: Parameters<typeof PartitionProcessor.open>[0],
+): Promise<PartitionProcessor> {
+  const opened = await untilStored(
+    () => PartitionProcessor.open(options),
+    "could not load the partition's fleet state; retrying",
+    retry,
+  );
   if (opened === undefined) throw new PartitionClosedError("the partition closed before its fleet state was loaded");
   return opened.value;
 }
@@ -301,7 +387,9 @@ function createHealthServer(metrics: FleetMetrics, notReadyReason: () => string 
     }
     if (req.url === "/readyz") {
       const reason = notReadyReason();
-      res.writeHead(reason ? 503 : 200, { "content-type": "application/json" }).end(JSON.stringify({ ready: reason === null, reason }));
+      res
+        .writeHead(reason ? 503 : 200, { "content-type": "application/json" })
+        .end(JSON.stringify({ ready: reason === null, reason }));
       return;
     }
     res.writeHead(404).end();

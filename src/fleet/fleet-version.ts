@@ -6,8 +6,12 @@ import { readFileSync } from "node:fs";
 declare const SEF_BUNDLED_FLEET_VERSION: string | undefined;
 
 function readPackageVersion(): string {
-  const packageJson = new URL(new URL(".", import.meta.url).pathname.endsWith("/dist/") ? "../package.json" : "./package.json", import.meta.url);
+  const packageJson = new URL(
+    new URL(".", import.meta.url).pathname.endsWith("/dist/") ? "../package.json" : "./package.json",
+    import.meta.url,
+  );
   return (JSON.parse(readFileSync(packageJson, "utf8")) as { version: string }).version;
 }
 
-export const fleetVersion: string = typeof SEF_BUNDLED_FLEET_VERSION === "string" ? SEF_BUNDLED_FLEET_VERSION : readPackageVersion();
+export const fleetVersion: string =
+  typeof SEF_BUNDLED_FLEET_VERSION === "string" ? SEF_BUNDLED_FLEET_VERSION : readPackageVersion();

@@ -8,7 +8,12 @@ export type { Logger } from "pino";
 export function createFleetLogger(level: string): Logger {
   const redacting = redactingLoggerOptions();
   return pino(
-    { ...redacting, level, base: { app: "sef-fleet" }, formatters: { ...redacting.formatters, level: (label) => ({ level: label }) } },
+    {
+      ...redacting,
+      level,
+      base: { app: "sef-fleet" },
+      formatters: { ...redacting.formatters, level: (label) => ({ level: label }) },
+    },
     pino.destination({ dest: 2, sync: true }),
   );
 }

@@ -27,21 +27,35 @@ export class FleetMetrics {
     help: "Blob writes that saved notification outcomes (each saves every outcome answered since the previous one)",
     registers: [this.registry],
   });
-  readonly outcomesSaved = new Counter({ name: "sef_fleet_outcomes_saved_total", help: "Notification outcomes saved", registers: [this.registry] });
-  readonly ownedPartitions = new Gauge({ name: "sef_fleet_owned_partitions", help: "Partitions this instance owns", registers: [this.registry] });
+  readonly outcomesSaved = new Counter({
+    name: "sef_fleet_outcomes_saved_total",
+    help: "Notification outcomes saved",
+    registers: [this.registry],
+  });
+  readonly ownedPartitions = new Gauge({
+    name: "sef_fleet_owned_partitions",
+    help: "Partitions this instance owns",
+    registers: [this.registry],
+  });
   readonly partitionLag = new Gauge({
     name: "sef_fleet_partition_lag_events",
     help: "Events enqueued in a partition that this instance has not processed yet",
     labelNames: ["partition"] as const,
     registers: [this.registry],
   });
-  readonly activeEvents = new Gauge({ name: "sef_fleet_active_events", help: "Fleet events not yet ended, over owned partitions", registers: [this.registry] });
+  readonly activeEvents = new Gauge({
+    name: "sef_fleet_active_events",
+    help: "Fleet events not yet ended, over owned partitions",
+    registers: [this.registry],
+  });
 
   constructor(targets: readonly string[] = []) {
-    for (const outcome of ["folded", "other", "malformed-json", "unknown-version", "contract", "not-a-record"]) this.records.inc({ outcome }, 0);
+    for (const outcome of ["folded", "other", "malformed-json", "unknown-version", "contract", "not-a-record"])
+      this.records.inc({ outcome }, 0);
     for (const target of targets)
       for (const action of ["trigger", "update", "resolve"]) {
-        for (const outcome of ["sent", "retried", "dead_lettered"]) this.notifications.inc({ target, action, outcome }, 0);
+        for (const outcome of ["sent", "retried", "dead_lettered"])
+          this.notifications.inc({ target, action, outcome }, 0);
         for (const cause of ["claim_taken_over", "attempt_unanswered"]) this.inDoubt.inc({ target, action, cause }, 0);
       }
     this.ownedPartitions.set(0);

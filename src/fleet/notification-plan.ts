@@ -47,7 +47,12 @@ export function nextSequence(state: NotificationState): number {
  * attempt and every re-send of the same claim carries the same key (the sequence moves only on delivery), so a
  * receiver that remembers keys can drop a repeat; the next update of the same event gets a new key.
  */
-export function notificationIdempotencyKey(eventKey: string, target: string, action: NotificationAction, sequence: number): string {
+export function notificationIdempotencyKey(
+  eventKey: string,
+  target: string,
+  action: NotificationAction,
+  sequence: number,
+): string {
   return deterministicUuid("FleetNotification", eventKey, target, action, String(sequence));
 }
 
@@ -82,12 +87,14 @@ export function planNotifications(
     const state = states[target] ?? emptyNotificationState;
     if (state.deadLettered !== null || state.resolvedAt !== null) continue;
     if (state.pending !== null) {
-      if (nowMs - state.pending.claimedAtMs >= options.staleClaimMs) planned.push({ target, action: state.pending.action });
+      if (nowMs - state.pending.claimedAtMs >= options.staleClaimMs)
+        planned.push({ target, action: state.pending.action });
       continue;
     }
     if (isEnded(event)) {
       if (state.triggeredAt !== null) planned.push({ target, action: "resolve" });
-      else if (canNotifyNow && nowMs - Date.parse(event.lastSeen) <= options.lateNoticeMs) planned.push({ target, action: "trigger" });
+      else if (canNotifyNow && nowMs - Date.parse(event.lastSeen) <= options.lateNoticeMs)
+        planned.push({ target, action: "trigger" });
       continue;
     }
     if (!canNotifyNow) continue;
@@ -103,7 +110,12 @@ export function planNotifications(
 }
 
 /** The state after a notification was delivered. */
-export function afterDelivery(state: NotificationState, action: NotificationAction, event: FleetEvent, nowIso: string): NotificationState {
+export function afterDelivery(
+  state: NotificationState,
+  action: NotificationAction,
+  event: FleetEvent,
+  nowIso: string,
+): NotificationState {
   return {
     ...state,
     triggeredAt: state.triggeredAt ?? nowIso,

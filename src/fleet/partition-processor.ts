@@ -38,7 +38,13 @@ export interface NotificationIdentity {
  * Sends one notification once (the processor owns retries). `requestSignal` cuts off a request already sent; `startSignal` only stops one that has not
  * started yet (waiting for a free slot to its target): it then answers a retry without sending anything.
  */
-export type SendNotification = (target: string, notification: NotificationIdentity, event: FleetEvent, requestSignal: AbortSignal, startSignal: AbortSignal) => Promise<DeliveryOutcome>;
+export type SendNotification = (
+  target: string,
+  notification: NotificationIdentity,
+  event: FleetEvent,
+  requestSignal: AbortSignal,
+  startSignal: AbortSignal,
+) => Promise<DeliveryOutcome>;
 
 export interface ProcessorClock {
   /** Wall clock, for stamps and NotBefore arithmetic. */
@@ -60,7 +66,12 @@ export interface ProcessorOptions {
   readonly retainEndedMs: number;
   readonly store: PartitionStateStore;
   readonly send: SendNotification;
-  readonly onDeadLetter?: (target: string, action: NotificationAction, event: FleetEvent, reason: string) => Promise<void>;
+  readonly onDeadLetter?: (
+    target: string,
+    action: NotificationAction,
+    event: FleetEvent,
+    reason: string,
+  ) => Promise<void>;
   readonly clock: ProcessorClock;
   readonly logger: Logger;
   readonly metrics: FleetMetrics;
@@ -89,7 +100,9 @@ interface Claim {
   readonly takenOver?: { readonly claimAgeMs: number };
 }
 
-type ClaimResult = { readonly claim: Claim; readonly outcome: "delivered" | "aborted" } | { readonly claim: Claim; readonly outcome: "dead"; readonly reason: string };
+type ClaimResult =
+  | { readonly claim: Claim; readonly outcome: "delivered" | "aborted" }
+  | { readonly claim: Claim; readonly outcome: "dead"; readonly reason: string };
 
 /** How many times a save is retried after finding another instance's write (reload, redo, save again). */
 const maxSaveConflicts = 5;
@@ -168,7 +181,13 @@ export class PartitionProcessor {
       if (claim.takenOver === undefined) continue;
       this.options.metrics.inDoubt.inc({ target: claim.target, action: claim.action, cause: "claim_taken_over" });
       this.options.logger.warn(
-        { target: claim.target, action: claim.action, eventId: this.state.events[claim.key]?.eventId, claimAgeMs: claim.takenOver.claimAgeMs, idempotencyKey: claim.idempotencyKey },
+        {
+          target: claim.target,
+          action: claim.action,
+          eventId: this.state.events[claim.key]?.eventId,
+          claimAgeMs: claim.takenOver.claimAgeMs,
+          idempotencyKey: claim.idempotencyKey,
+        },
         "re-sending a claim left by an instance that stopped mid-send (in doubt: the target may already have it)",
       );
     }
@@ -222,7 +241,10 @@ export class PartitionProcessor {
         return result;
       } catch (err) {
         if (!(err instanceof OwnershipLostError) || conflict >= maxSaveConflicts) throw err;
-        this.options.logger.warn({ partitionId: this.options.partitionId }, "fleet state was written by another instance; reloading");
+        this.options.logger.warn(
+          { partitionId: this.options.partitionId },
+          "fleet state was written by another instance; reloading",
+        );
         ({ state: this.state, etag: this.etag } = await this.options.store.load(this.options.partitionId));
       }
     }
@@ -239,7 +261,13 @@ export class PartitionProcessor {
       if (input.kind === "rejected") {
         this.options.metrics.records.inc({ outcome: input.reason });
         this.options.logger.warn(
-          { partitionId: this.options.partitionId, offset: received.offset, sequenceNumber: received.sequenceNumber, reason: input.reason, detail: input.detail },
+          {
+            partitionId: this.options.partitionId,
+            offset: received.offset,
+            sequenceNumber: received.sequenceNumber,
+            reason: input.reason,
+            detail: input.detail,
+          },
           "skipped an event that is not a valid record",
         );
         continue;
@@ -285,7 +313,10 @@ export class PartitionProcessor {
       });
       for (const { target, action } of planned) {
         const previous = states[target] ?? emptyNotificationState;
-        working.notifications[key] = { ...(working.notifications[key] ?? {}), [target]: { ...previous, pending: { action, claimedAtMs: nowMs } } };
+        working.notifications[key] = {
+          ...(working.notifications[key] ?? {}),
+          [target]: { ...previous, pending: { action, claimedAtMs: nowMs } },
+        };
         const idempotencyKey = notificationIdempotencyKey(key, target, action, nextSequence(previous));
         const takenOver = previous.pending !== null ? { claimAgeMs: nowMs - previous.pending.claimedAtMs } : undefined;
         claims.push({ key, target, action, idempotencyKey, ...(takenOver ? { takenOver } : {}) });
@@ -300,7 +331,8 @@ export class PartitionProcessor {
     const previous: NotificationState = working.notifications[key]?.[target] ?? emptyNotificationState;
     if (!event || previous.pending?.action !== action) return;
     let next: NotificationState;
-    if (r.outcome === "delivered") next = afterDelivery(previous, action, event, new Date(this.options.clock.nowMs()).toISOString());
+    if (r.outcome === "delivered")
+      next = afterDelivery(previous, action, event, new Date(this.options.clock.nowMs()).toISOString());
     else if (r.outcome === "dead") next = { ...previous, pending: null, deadLettered: r.reason };
     else return; // aborted: the claim stays; a later owner sends it once it is stale
     working.notifications[key] = { ...(working.notifications[key] ?? {}), [target]: next };
@@ -313,40 +345,64 @@ export class PartitionProcessor {
     const event = this.state.events[claim.key]!;
     const started = clock.monotonicMs();
     const requestSignal = this.options.requestSignal ?? new AbortController().signal;
-    const sent = await retryAttempts(() => this.options.send(target, { action, idempotencyKey: claim.idempotencyKey }, event, requestSignal, signal), {
-      policy: notificationRetryPolicy(retry),
-      clock,
-      signal, // the partition closed: its next owner retries
-      deadlineMs: started + retry.giveUpAfterMs,
-      verdict: (settled) => (settled.ok && settled.value.kind === "retry" ? { retry: true, afterMs: settled.value.retryAfterMs } : { retry: false }),
-      onRetry: (settled, attempt, delayMs) => {
-        const outcome = settled.ok ? settled.value : undefined;
-        if (outcome?.kind !== "retry") return;
-        metrics.notifications.inc({ target, action, outcome: "retried" });
-        logger.warn({ target, action, eventId: event.eventId, reason: outcome.reason, attempt, delayMs }, "notification failed; retrying");
-        if (outcome.inDoubt === true) {
-          // The next attempt may repeat it: the target may have taken this one (a timeout, a connection lost mid-request).
-          metrics.inDoubt.inc({ target, action, cause: "attempt_unanswered" });
+    const sent = await retryAttempts(
+      () => this.options.send(target, { action, idempotencyKey: claim.idempotencyKey }, event, requestSignal, signal),
+      {
+        policy: notificationRetryPolicy(retry),
+        clock,
+        signal, // the partition closed: its next owner retries
+        deadlineMs: started + retry.giveUpAfterMs,
+        verdict: (settled) =>
+          settled.ok && settled.value.kind === "retry"
+            ? { retry: true, afterMs: settled.value.retryAfterMs }
+            : { retry: false },
+        onRetry: (settled, attempt, delayMs) => {
+          const outcome = settled.ok ? settled.value : undefined;
+          if (outcome?.kind !== "retry") return;
+          metrics.notifications.inc({ target, action, outcome: "retried" });
           logger.warn(
-            { target, action, eventId: event.eventId, reason: outcome.reason, attempt, idempotencyKey: claim.idempotencyKey },
-            "re-sending a notification whose unanswered attempt may have reached the target (in doubt)",
+            { target, action, eventId: event.eventId, reason: outcome.reason, attempt, delayMs },
+            "notification failed; retrying",
           );
-        }
+          if (outcome.inDoubt === true) {
+            // The next attempt may repeat it: the target may have taken this one (a timeout, a connection lost mid-request).
+            metrics.inDoubt.inc({ target, action, cause: "attempt_unanswered" });
+            logger.warn(
+              {
+                target,
+                action,
+                eventId: event.eventId,
+                reason: outcome.reason,
+                attempt,
+                idempotencyKey: claim.idempotencyKey,
+              },
+              "re-sending a notification whose unanswered attempt may have reached the target (in doubt)",
+            );
+          }
+        },
       },
-    });
+    );
     if (sent.last?.ok === false) throw sent.last.error; // a bug in the sender: not a delivery outcome
     const outcome = sent.last?.value;
     if (sent.end === "aborted" || outcome === undefined) return { claim, outcome: "aborted" };
     if (outcome.kind === "delivered") {
       metrics.notifications.inc({ target, action, outcome: "sent" });
-      logger.info({ target, action, eventId: event.eventId, status: event.status, attempt: sent.attempts }, "notification sent");
+      logger.info(
+        { target, action, eventId: event.eventId, status: event.status, attempt: sent.attempts },
+        "notification sent",
+      );
       return { claim, outcome: "delivered" };
     }
     const elapsedS = Math.round((clock.monotonicMs() - started) / 1000);
-    const reason = outcome.kind === "rejected" ? outcome.reason : `gave up after ${sent.attempts} attempts in ${elapsedS} s: ${outcome.reason}`;
+    const reason =
+      outcome.kind === "rejected"
+        ? outcome.reason
+        : `gave up after ${sent.attempts} attempts in ${elapsedS} s: ${outcome.reason}`;
     metrics.notifications.inc({ target, action, outcome: "dead_lettered" });
     logger.error({ target, action, eventId: event.eventId, reason }, "notification dead-lettered");
-    await this.options.onDeadLetter?.(target, action, event, reason).catch((err: Error) => logger.error({ err }, "could not write the dead-letter entry"));
+    await this.options
+      .onDeadLetter?.(target, action, event, reason)
+      .catch((err: Error) => logger.error({ err }, "could not write the dead-letter entry"));
     return { claim, outcome: "dead", reason };
   }
 }

@@ -77,7 +77,8 @@ export class BlobPartitionStateStore implements PartitionStateStore {
       return res.etag;
     } catch (err) {
       const status = (err as { statusCode?: number }).statusCode;
-      if (status === 412 || status === 409) throw new OwnershipLostError(`partition ${partitionId}: its fleet state was written by another instance`);
+      if (status === 412 || status === 409)
+        throw new OwnershipLostError(`partition ${partitionId}: its fleet state was written by another instance`);
       throw err;
     }
   }

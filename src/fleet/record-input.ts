@@ -14,7 +14,11 @@ export type RecordInput =
   | { readonly kind: "transition"; readonly record: FleetTransition }
   /** A valid record of another type (Heartbeat, Approval, Hook): not folded, not an error. */
   | { readonly kind: "other"; readonly recordType: string }
-  | { readonly kind: "rejected"; readonly reason: "malformed-json" | "unknown-version" | "contract" | "not-a-record"; readonly detail: string };
+  | {
+      readonly kind: "rejected";
+      readonly reason: "malformed-json" | "unknown-version" | "contract" | "not-a-record";
+      readonly detail: string;
+    };
 
 /** Interprets an event body as the SDK delivers it (parsed JSON object, Buffer/Uint8Array or string). */
 export function readRecord(body: unknown): RecordInput {
@@ -28,7 +32,11 @@ export function readRecord(body: unknown): RecordInput {
     }
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { kind: "rejected", reason: "not-a-record", detail: `body is ${Array.isArray(value) ? "an array" : typeof value}` };
+    return {
+      kind: "rejected",
+      reason: "not-a-record",
+      detail: `body is ${Array.isArray(value) ? "an array" : typeof value}`,
+    };
   }
   const object = value as Record<string, unknown>;
   const version = object.ContractVersion ?? 1;

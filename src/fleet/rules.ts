@@ -36,7 +36,10 @@ export interface Rule {
 }
 
 export function globToRegExp(pattern: string): RegExp {
-  const escaped = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  const escaped = pattern
+    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*/g, ".*")
+    .replace(/\?/g, ".");
   return new RegExp(`^${escaped}$`, "i");
 }
 
@@ -51,7 +54,10 @@ function inList(list: readonly string[] | undefined, value: string): boolean {
 }
 
 /** Whether a VM's tags satisfy every `{name: glob}` of a rule (none listed: any VM does). */
-export function tagsMatch(wanted: Readonly<Record<string, string>> | undefined, tags: Readonly<Record<string, string>> | undefined): boolean {
+export function tagsMatch(
+  wanted: Readonly<Record<string, string>> | undefined,
+  tags: Readonly<Record<string, string>> | undefined,
+): boolean {
   const entries = Object.entries(wanted ?? {});
   if (entries.length === 0) return true;
   const byName = new Map(Object.entries(tags ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
@@ -69,15 +75,25 @@ export function ruleMatches(rule: Rule, event: FleetEvent): boolean {
     inList(rule.eventTypes, event.eventType) &&
     inList(rule.eventSources, event.eventSource) &&
     anyMatch(rule.vmNamePatterns, vmNames) &&
-    anyMatch(rule.scaleSetPatterns, reporters.map((v) => v.vmScaleSetName)) &&
-    (!rule.resourceGroups || rule.resourceGroups.length === 0 || reporters.some((v) => inList(rule.resourceGroups, v.resourceGroup))) &&
+    anyMatch(
+      rule.scaleSetPatterns,
+      reporters.map((v) => v.vmScaleSetName),
+    ) &&
+    (!rule.resourceGroups ||
+      rule.resourceGroups.length === 0 ||
+      reporters.some((v) => inList(rule.resourceGroups, v.resourceGroup))) &&
     (Object.keys(rule.tags ?? {}).length === 0 || reporters.some((v) => tagsMatch(rule.tags, v.tags)))
   );
 }
 
 /** Minutes after local midnight in `timeZone` at `nowMs`. */
 export function minuteOfDay(nowMs: number, timeZone: string): number {
-  const parts = new Intl.DateTimeFormat("en-GB", { timeZone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(new Date(nowMs));
+  const parts = new Intl.DateTimeFormat("en-GB", {
+    timeZone,
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  }).formatToParts(new Date(nowMs));
   const hour = Number(parts.find((p) => p.type === "hour")?.value ?? 0);
   const minute = Number(parts.find((p) => p.type === "minute")?.value ?? 0);
   return hour * 60 + minute;

@@ -22,8 +22,12 @@ const targetSchema = z
     maxConcurrentSends: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(256))),
   })
   .check(
-    z.refine((t) => t.url !== undefined || t.urlEnv !== undefined || t.type === "pagerduty", { message: "needs url or urlEnv" }),
-    z.refine((t) => t.type !== "pagerduty" || t.routingKeyEnv !== undefined, { message: "pagerduty needs routingKeyEnv" }),
+    z.refine((t) => t.url !== undefined || t.urlEnv !== undefined || t.type === "pagerduty", {
+      message: "needs url or urlEnv",
+    }),
+    z.refine((t) => t.type !== "pagerduty" || t.routingKeyEnv !== undefined, {
+      message: "pagerduty needs routingKeyEnv",
+    }),
   );
 
 const ruleSchema = z.strictObject({
@@ -38,7 +42,11 @@ const ruleSchema = z.strictObject({
   tags: z.optional(z.record(z.string().check(z.minLength(1)), z.string())),
   noticeWithinSeconds: z.optional(z.number().check(z.int(), z.minimum(0))),
   quietHours: z.optional(
-    z.strictObject({ start: z.string().check(z.regex(/^\d\d:\d\d$/)), end: z.string().check(z.regex(/^\d\d:\d\d$/)), timeZone: z._default(z.string(), "UTC") }),
+    z.strictObject({
+      start: z.string().check(z.regex(/^\d\d:\d\d$/)),
+      end: z.string().check(z.regex(/^\d\d:\d\d$/)),
+      timeZone: z._default(z.string(), "UTC"),
+    }),
   ),
 });
 
@@ -108,7 +116,8 @@ export const fleetSettingsSchema = z
       const names = new Set(s.targets.map((t) => t.name));
       s.rules.forEach((rule, i) =>
         rule.targets.forEach((t, j) => {
-          if (!names.has(t)) ctx.addIssue({ code: "custom", path: ["rules", i, "targets", j], message: `no target named "${t}"` });
+          if (!names.has(t))
+            ctx.addIssue({ code: "custom", path: ["rules", i, "targets", j], message: `no target named "${t}"` });
         }),
       );
     }),
@@ -123,7 +132,10 @@ export type TargetSettings = FleetSettings["targets"][number];
  * time costs them nothing and leaves at most one notification per chat target in doubt. PagerDuty (`dedup_key`) and
  * the signed webhook (`Idempotency-Key`) merge a repeat, so they take `maxConcurrentSendsPerTarget`.
  */
-export function sendsInFlightFor(target: TargetSettings, settings: Pick<FleetSettings, "maxConcurrentSendsPerTarget">): number {
+export function sendsInFlightFor(
+  target: TargetSettings,
+  settings: Pick<FleetSettings, "maxConcurrentSendsPerTarget">,
+): number {
   if (target.maxConcurrentSends !== undefined) return target.maxConcurrentSends;
   return target.type === "slack" || target.type === "teams" ? 1 : settings.maxConcurrentSendsPerTarget;
 }

@@ -51,12 +51,18 @@ export function redactingLoggerOptions() {
       log: (object: Record<string, unknown>): Record<string, unknown> => {
         const err = object.err;
         if (!(err instanceof Error)) return object;
-        return { ...object, err: { type: err.name, message: redactSecrets(err.message), code: (err as { code?: unknown }).code } };
+        return {
+          ...object,
+          err: { type: err.name, message: redactSecrets(err.message), code: (err as { code?: unknown }).code },
+        };
       },
     },
     hooks: {
       logMethod(this: unknown, args: unknown[], method: { apply(thisArg: unknown, args: unknown[]): unknown }): void {
-        method.apply(this, args.map((a) => (typeof a === "string" ? redactSecrets(a) : a)));
+        method.apply(
+          this,
+          args.map((a) => (typeof a === "string" ? redactSecrets(a) : a)),
+        );
       },
     },
   };

@@ -23,7 +23,12 @@ export const hintJitterFraction = 0.5;
  * is lengthened by up to `hintJitterFraction` of itself (still at most `maxDelayMs`): thousands of agents answered
  * "Retry-After: 5" in the same second would otherwise all retry in the same second, and be throttled again together.
  */
-export function retryDelayMs(policy: RetryPolicy, attempt: number, retryAfterMs: number | undefined, random: number): number {
+export function retryDelayMs(
+  policy: RetryPolicy,
+  attempt: number,
+  retryAfterMs: number | undefined,
+  random: number,
+): number {
   if (retryAfterMs !== undefined && retryAfterMs >= 0) {
     const hinted = Math.min(Math.max(retryAfterMs, policy.initialDelayMs), policy.maxDelayMs);
     return Math.min(Math.round(hinted + hinted * hintJitterFraction * random), policy.maxDelayMs);

@@ -5,7 +5,11 @@
 export const maxHonouredRetryAfterMs = 15 * 60 * 1000;
 
 /** `Retry-After` value (seconds or HTTP date) → milliseconds from `nowMs`, clamped to [0, capMs]; undefined when absent or unreadable. */
-export function parseRetryAfterMs(value: string | string[] | undefined, nowMs: number, capMs = maxHonouredRetryAfterMs): number | undefined {
+export function parseRetryAfterMs(
+  value: string | string[] | undefined,
+  nowMs: number,
+  capMs = maxHonouredRetryAfterMs,
+): number | undefined {
   const text = (Array.isArray(value) ? value[0] : value)?.trim();
   if (!text) return undefined;
   let ms: number;
@@ -19,7 +23,11 @@ export function parseRetryAfterMs(value: string | string[] | undefined, nowMs: n
 }
 
 /** Reads the hint from response headers: `retry-after-ms`, then `x-ms-retry-after-ms`, then `Retry-After`. */
-export function retryAfterFromHeaders(header: (name: string) => string | undefined, nowMs: number, capMs = maxHonouredRetryAfterMs): number | undefined {
+export function retryAfterFromHeaders(
+  header: (name: string) => string | undefined,
+  nowMs: number,
+  capMs = maxHonouredRetryAfterMs,
+): number | undefined {
   for (const name of ["retry-after-ms", "x-ms-retry-after-ms"]) {
     const value = header(name)?.trim();
     if (value && /^\d+(\.\d+)?$/.test(value)) return clamp(Number(value), capMs);

@@ -43,11 +43,23 @@ export interface RetryEnd<T> {
   readonly attempts: number;
 }
 
-const retryErrors: NonNullable<RetryOptions<unknown>["verdict"]> = (settled) => (settled.ok ? { retry: false } : { retry: true });
+const retryErrors: NonNullable<RetryOptions<unknown>["verdict"]> = (settled) =>
+  settled.ok ? { retry: false } : { retry: true };
 
 /** Runs `attempt` (1-based number) until the verdict stops it, the attempts or the deadline run out, or the signal aborts. */
-export async function retryAttempts<T>(attempt: (attemptNumber: number) => Promise<T>, options: RetryOptions<T>): Promise<RetryEnd<T>> {
-  const { policy, clock, signal, maxAttempts = Number.POSITIVE_INFINITY, deadlineMs, onRetry, random = Math.random } = options;
+export async function retryAttempts<T>(
+  attempt: (attemptNumber: number) => Promise<T>,
+  options: RetryOptions<T>,
+): Promise<RetryEnd<T>> {
+  const {
+    policy,
+    clock,
+    signal,
+    maxAttempts = Number.POSITIVE_INFINITY,
+    deadlineMs,
+    onRetry,
+    random = Math.random,
+  } = options;
   const verdict = options.verdict ?? retryErrors;
   let last: Settled<T> | undefined;
   for (let attemptNumber = 1; ; attemptNumber++) {
@@ -60,7 +72,8 @@ export async function retryAttempts<T>(attempt: (attemptNumber: number) => Promi
     if (!decided.retry) return { end: "settled", last, attempts: attemptNumber };
     if (signal?.aborted) return { end: "aborted", last, attempts: attemptNumber };
     const nowMs = clock.monotonicMs();
-    if (attemptNumber >= maxAttempts || (deadlineMs !== undefined && nowMs >= deadlineMs)) return { end: "exhausted", last, attempts: attemptNumber };
+    if (attemptNumber >= maxAttempts || (deadlineMs !== undefined && nowMs >= deadlineMs))
+      return { end: "exhausted", last, attempts: attemptNumber };
     const backoffMs = retryDelayMs(policy, attemptNumber, decided.afterMs, random());
     const delayMs = deadlineMs === undefined ? backoffMs : Math.min(backoffMs, deadlineMs - nowMs);
     onRetry?.(last, attemptNumber, delayMs);

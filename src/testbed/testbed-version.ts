@@ -2,6 +2,9 @@
 // one level up from dist/.
 import { readFileSync } from "node:fs";
 
-const packageJson = new URL(new URL(".", import.meta.url).pathname.endsWith("/dist/") ? "../package.json" : "./package.json", import.meta.url);
+const packageJson = new URL(
+  new URL(".", import.meta.url).pathname.endsWith("/dist/") ? "../package.json" : "./package.json",
+  import.meta.url,
+);
 
 export const testbedVersion: string = (JSON.parse(readFileSync(packageJson, "utf8")) as { version: string }).version;

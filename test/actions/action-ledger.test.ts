@@ -62,7 +62,10 @@ describe("ActionLedger", () => {
     ledger.setStatus("hook:e1", "running", "", 2, true);
     expect(ledger.holdsOn("e1").map((h) => h.verdict)).toEqual([undefined, undefined]);
     ledger.setStatus("hook:e1", "failed", "exit 3", 3);
-    expect(ledger.holdsOn("e1")).toMatchObject([{ holder: "hook:e1", verdict: "failed", reason: "exit 3" }, { holder: "kubernetes:e1", mayApprove: true, verdict: undefined }]);
+    expect(ledger.holdsOn("e1")).toMatchObject([
+      { holder: "hook:e1", verdict: "failed", reason: "exit 3" },
+      { holder: "kubernetes:e1", mayApprove: true, verdict: undefined },
+    ]);
     expect(ledger.nextPending(["approval"])).toBeUndefined();
     ledger.release("e1", "kubernetes:e1", "approve", "drained", 4);
     expect(ledger.nextPending(["approval"])?.actionKey).toBe("approval:e1");
@@ -81,7 +84,13 @@ describe("ActionLedger", () => {
     ledger.setStatus("b", "running", "", 3, true);
     expect(ledger.nextPending(["hook", "approval"])?.actionKey).toBe("a");
     ledger.setStatus("b", "failed", "exit 3", 4);
-    expect(ledger.get("b")).toMatchObject({ status: "failed", reason: "exit 3", attempts: 1, updatedMs: 4, createdMs: 1 });
+    expect(ledger.get("b")).toMatchObject({
+      status: "failed",
+      reason: "exit 3",
+      attempts: 1,
+      updatedMs: 4,
+      createdMs: 1,
+    });
     expect(ledger.forEvent("e1", "Scheduled", "hook").map((r) => r.actionKey)).toEqual(["b", "a"]);
     expect(ledger.withStatus("failed").map((r) => r.actionKey)).toEqual(["b"]);
     store.close();
@@ -101,7 +110,11 @@ describe("ActionLedger", () => {
     const reopened = openStore(dir);
     expect(reopened.actions.plannedThroughSeq()).toBe(7);
     expect(reopened.actions.forgetFinished(500)).toBe(1);
-    expect(["old", "running", "new"].map((k) => reopened.actions.get(k)?.status)).toEqual([undefined, "running", "succeeded"]);
+    expect(["old", "running", "new"].map((k) => reopened.actions.get(k)?.status)).toEqual([
+      undefined,
+      "running",
+      "succeeded",
+    ]);
     reopened.close();
   });
 
@@ -131,7 +144,14 @@ describe("ActionLedger", () => {
   it("reads the collector's committed status of an event", () => {
     const store = openStore();
     expect(store.actions.committedEventStatus("e1")).toBeUndefined();
-    const state = { lastIncarnation: 1, lastDocumentHash: "h", lastSuccessMs: 1, interrupted: false, events: new Map(), emitted: EmittedKeys.from() };
+    const state = {
+      lastIncarnation: 1,
+      lastDocumentHash: "h",
+      lastSuccessMs: 1,
+      interrupted: false,
+      events: new Map(),
+      emitted: EmittedKeys.from(),
+    };
     state.events.set("e1", { status: "Scheduled", fields: transition(), lastSeenMs: 1 });
     store.commitDocument(state, [], 1);
     expect(store.actions.committedEventStatus("e1")).toBe("Scheduled");

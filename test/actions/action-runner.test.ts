@@ -29,7 +29,8 @@ const tempDir = (): string => {
   return dir;
 };
 
-const reboot = (id: string): TransitionRecord => transition({ EventId: id, EventType: "Reboot", Resources: ["WestNO_0"], RecordId: "" });
+const reboot = (id: string): TransitionRecord =>
+  transition({ EventId: id, EventType: "Reboot", Resources: ["WestNO_0"], RecordId: "" });
 
 type Status = "Scheduled" | "Started";
 
@@ -41,7 +42,12 @@ const openStore = (dataDir: string): Store => {
   return Object.assign(store, { actions: ActionLedger.open(store.opened) });
 };
 
-function commit(store: Store, record: TransitionRecord, status: Status = "Scheduled", others: Array<[TransitionRecord, Status]> = []): void {
+function commit(
+  store: Store,
+  record: TransitionRecord,
+  status: Status = "Scheduled",
+  others: Array<[TransitionRecord, Status]> = [],
+): void {
   const state = emptyCollectorState();
   for (const [r, st] of [[record, status] as [TransitionRecord, Status], ...others]) {
     state.events.set(r.EventId.toLowerCase(), { status: st, fields: r, lastSeenMs: Date.now() });
@@ -81,7 +87,12 @@ function runnerOn(store: Store, over: RunnerSetup): ActionRunner {
     metrics: new AgentMetrics(),
     agentVersion: "9.9.9",
   };
-  const approval = new ApprovalAction({ policy: over.approval ?? approvalPolicySchema.parse({}), context, retryDelayMs: 20, ...(over.approvalAttempts === undefined ? {} : { attempts: over.approvalAttempts }) });
+  const approval = new ApprovalAction({
+    policy: over.approval ?? approvalPolicySchema.parse({}),
+    context,
+    retryDelayMs: 20,
+    ...(over.approvalAttempts === undefined ? {} : { attempts: over.approvalAttempts }),
+  });
   const runner: ActionRunner = new ActionRunner({
     actions: [approval, new HooksAction(over.hooks ?? [], context), ...(over.extra ?? [])],
     ledger: store.actions,
@@ -107,13 +118,24 @@ const actionsSettled = (store: Store): boolean =>
   store.readAfter(store.actions.plannedThroughSeq() ?? 0, 10_000).every((e) => e.record.RecordType !== "Transition") &&
   store.actions.withStatus("pending").length === 0 &&
   store.actions.withStatus("running").length === 0;
-const countLines = (path: string): number => (existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((l) => l !== "").length : 0);
+const countLines = (path: string): number =>
+  existsSync(path)
+    ? readFileSync(path, "utf8")
+        .split("\n")
+        .filter((l) => l !== "").length
+    : 0;
 
 describe("ActionRunner", () => {
   it("plans a transition committed just before a crash (past the planned position) at the next start, and runs its hook once", async () => {
     const dir = tempDir();
     const runs = join(dir, "runs.log");
-    const hooks = [hookSchema.parse({ name: "note", on: ["Scheduled"], command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},"x\\n")`] })];
+    const hooks = [
+      hookSchema.parse({
+        name: "note",
+        on: ["Scheduled"],
+        command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},"x\\n")`],
+      }),
+    ];
     const store = openStore(join(dir, "data"));
     try {
       store.actions.setPlannedThroughSeq(store.headSeq()); // an earlier run had planned everything so far
@@ -127,7 +149,9 @@ describe("ActionRunner", () => {
       await waitUntil(() => actionsSettled(store), 10_000, "the second runner to settle");
       await second.stop();
       expect(countLines(runs)).toBe(1);
-      expect(hookRecords(store)).toMatchObject([{ Outcome: "Succeeded", EventId: "11110000-0000-4000-8000-000000000001" }]);
+      expect(hookRecords(store)).toMatchObject([
+        { Outcome: "Succeeded", EventId: "11110000-0000-4000-8000-000000000001" },
+      ]);
     } finally {
       store.close();
     }
@@ -136,7 +160,13 @@ describe("ActionRunner", () => {
   it("acts only on what happens from its first start on a data dir, not on transitions already in the outbox", async () => {
     const dir = tempDir();
     const runs = join(dir, "runs.log");
-    const hooks = [hookSchema.parse({ name: "note", on: ["Scheduled"], command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},"x\\n")`] })];
+    const hooks = [
+      hookSchema.parse({
+        name: "note",
+        on: ["Scheduled"],
+        command: [process.execPath, "-e", `require("fs").appendFileSync(${JSON.stringify(runs)},"x\\n")`],
+      }),
+    ];
     const store = openStore(join(dir, "data"));
     try {
       commit(store, reboot("22220000-0000-4000-8000-000000000001"));
@@ -145,7 +175,11 @@ describe("ActionRunner", () => {
       const fresh = reboot("22220000-0000-4000-8000-000000000002");
       commit(store, fresh);
       runner.planCommitted();
-      await waitUntil(() => hookRecords(store).length === 1 && actionsSettled(store), 10_000, "the hook record, and nothing else to do");
+      await waitUntil(
+        () => hookRecords(store).length === 1 && actionsSettled(store),
+        10_000,
+        "the hook record, and nothing else to do",
+      );
       await runner.stop();
       expect(countLines(runs)).toBe(1);
       expect(hookRecords(store).map((r) => r.EventId)).toEqual([fresh.EventId]);
@@ -158,7 +192,15 @@ describe("ActionRunner", () => {
     const dir = tempDir();
     const runs = join(dir, "runs.log");
     const script = `const fs=require("fs");const f=${JSON.stringify(runs)};const n=fs.existsSync(f)?1:0;fs.appendFileSync(f,"x\\n");if(n===0)setTimeout(()=>{},60000);`;
-    const hooks = [hookSchema.parse({ name: "drain", on: ["Scheduled"], command: [process.execPath, "-e", script], killGraceMs: 200, onInterrupted: "rerun" })];
+    const hooks = [
+      hookSchema.parse({
+        name: "drain",
+        on: ["Scheduled"],
+        command: [process.execPath, "-e", script],
+        killGraceMs: 200,
+        onInterrupted: "rerun",
+      }),
+    ];
     const store = openStore(join(dir, "data"));
     try {
       const first = runnerOn(store, { hooks });
@@ -169,7 +211,10 @@ describe("ActionRunner", () => {
       await waitUntil(() => countLines(runs) === 1, 10_000, "the hook to start");
       await first.stop();
       expect(hookRecords(store)).toMatchObject([{ Outcome: "Interrupted", ExitCode: -1 }]);
-      expect(store.actions.get(`hook:${record.EventId.toLowerCase()}:Scheduled:drain`)).toMatchObject({ status: "pending", attempts: 1 });
+      expect(store.actions.get(`hook:${record.EventId.toLowerCase()}:Scheduled:drain`)).toMatchObject({
+        status: "pending",
+        attempts: 1,
+      });
       const second = runnerOn(store, { hooks });
       second.start();
       await waitUntil(() => hookRecords(store).length === 2, 10_000, "the re-run's record");
@@ -194,7 +239,11 @@ describe("ActionRunner", () => {
       documentRead: (eventIds) => heard.push([...eventIds]),
     };
     try {
-      const approval = approvalPolicySchema.parse({ mode: "on", approver: "this-vm", rules: [{ eventType: ["Reboot"] }] });
+      const approval = approvalPolicySchema.parse({
+        mode: "on",
+        approver: "this-vm",
+        rules: [{ eventType: ["Reboot"] }],
+      });
       const postStartRequest: PostStartRequest = (ids) => {
         posted.push([...ids]);
         return Promise.resolve({ status: 200, body: "" });
@@ -208,11 +257,20 @@ describe("ActionRunner", () => {
       runner.documentRead([record.EventId, "other-event"]);
       expect(heard).toEqual([[record.EventId, "other-event"]]);
       expect(store.actions.get(`approval:${eventKey}`)).toMatchObject({ status: "pending", gated: true });
-      store.actions.release(eventKey, `gate:${eventKey}`, "decline", "node-a approves it once all have drained", Date.now());
+      store.actions.release(
+        eventKey,
+        `gate:${eventKey}`,
+        "decline",
+        "node-a approves it once all have drained",
+        Date.now(),
+      );
       runner.wake();
       await waitUntil(() => actionsSettled(store), 10_000, "the approval to be decided");
       await runner.stop();
-      expect(store.actions.get(`approval:${eventKey}`)).toMatchObject({ status: "skipped", reason: "node-a approves it once all have drained" });
+      expect(store.actions.get(`approval:${eventKey}`)).toMatchObject({
+        status: "skipped",
+        reason: "node-a approves it once all have drained",
+      });
       expect(posted).toEqual([]);
       expect(approvalRecords(store)).toEqual([]);
     } finally {
@@ -231,7 +289,12 @@ describe("ActionRunner", () => {
       const record = reboot("44440000-0000-4000-8000-000000000001");
       commit(store, record);
       runner.planCommitted();
-      await waitUntil(() => store.actions.get(`approval:${record.EventId.toLowerCase()}`)?.status === "failed" && actionsSettled(store), 10_000, "the approval to fail, and nothing left to retry");
+      await waitUntil(
+        () =>
+          store.actions.get(`approval:${record.EventId.toLowerCase()}`)?.status === "failed" && actionsSettled(store),
+        10_000,
+        "the approval to fail, and nothing left to retry",
+      );
       expect(sim.status().approvalsHeld + sim.status().approvals.length).toBe(1);
       await runner.stop();
       expect(approvalRecords(store)).toMatchObject([{ Outcome: "Failed", HttpStatus: 0 }]);
@@ -251,7 +314,12 @@ describe("ActionRunner", () => {
     let polled = false;
     try {
       const approval = approvalPolicySchema.parse({ mode: "on", rules: [{ eventType: ["Reboot"] }] });
-      const runner = runnerOn(store, { approval, postStartRequest: post, approvalAttempts: 2, hasPolled: () => polled });
+      const runner = runnerOn(store, {
+        approval,
+        postStartRequest: post,
+        approvalAttempts: 2,
+        hasPolled: () => polled,
+      });
       runner.start();
       const refused = reboot("55550000-0000-4000-8000-000000000001");
       const started = reboot("55550000-0000-4000-8000-000000000002");
@@ -260,14 +328,25 @@ describe("ActionRunner", () => {
       commit(store, refused, "Scheduled", [[started, "Started"]]); // `started` started before the runner got to it
       runner.planCommitted();
       polled = true;
-      await waitUntil(() => store.actions.get(`approval:${refused.EventId.toLowerCase()}`)?.status === "failed", 10_000, "the approval to fail");
+      await waitUntil(
+        () => store.actions.get(`approval:${refused.EventId.toLowerCase()}`)?.status === "failed",
+        10_000,
+        "the approval to fail",
+      );
       await runner.stop();
-      expect(store.actions.get(`approval:${started.EventId.toLowerCase()}`)).toMatchObject({ status: "skipped", reason: "the event is Started now" });
+      expect(store.actions.get(`approval:${started.EventId.toLowerCase()}`)).toMatchObject({
+        status: "skipped",
+        reason: "the event is Started now",
+      });
       expect(sim.status().approvals.map((a) => [a.EventId, a.count])).toEqual([
         [refused.EventId, 1],
         [refused.EventId, 2],
       ]);
-      expect(approvalRecords(store).every((r) => r.EventId === refused.EventId && r.Outcome === "Failed" && r.HttpStatus === 400)).toBe(true);
+      expect(
+        approvalRecords(store).every(
+          (r) => r.EventId === refused.EventId && r.Outcome === "Failed" && r.HttpStatus === 400,
+        ),
+      ).toBe(true);
     } finally {
       store.close();
       await post.close();
@@ -282,7 +361,9 @@ describe("ActionRunner", () => {
       const post = startRequestPoster(sim.url);
       const store = openStore(join(tempDir(), "data"));
       try {
-        sim.setEvents([{ EventId: id, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false }]);
+        sim.setEvents([
+          { EventId: id, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false },
+        ]);
         const runner = runnerOn(store, { approval, postStartRequest: post });
         runner.start();
         const record = reboot(id);
@@ -296,7 +377,12 @@ describe("ActionRunner", () => {
         restarted.start();
         await waitUntil(() => actionsSettled(store), 10_000, "the restarted runner to settle");
         await restarted.stop();
-        return { stopMs, status: store.actions.get(`approval:${id.toLowerCase()}`)?.status, records: approvalRecords(store), posts: sim.status().approvals.length + sim.status().approvalsHeld };
+        return {
+          stopMs,
+          status: store.actions.get(`approval:${id.toLowerCase()}`)?.status,
+          records: approvalRecords(store),
+          posts: sim.status().approvals.length + sim.status().approvalsHeld,
+        };
       } finally {
         store.close();
         await post.close();
@@ -307,8 +393,16 @@ describe("ActionRunner", () => {
       outcomeAtStop(500, "66660000-0000-4000-8000-000000000001"),
       outcomeAtStop(60_000, "66660000-0000-4000-8000-000000000002"),
     ]);
-    expect(answered).toMatchObject({ status: "approved", records: [{ Outcome: "Approved", HttpStatus: 200 }], posts: 1 });
-    expect(cutOff).toMatchObject({ status: "interrupted", records: [{ Outcome: "Interrupted", HttpStatus: 0 }], posts: 1 });
+    expect(answered).toMatchObject({
+      status: "approved",
+      records: [{ Outcome: "Approved", HttpStatus: 200 }],
+      posts: 1,
+    });
+    expect(cutOff).toMatchObject({
+      status: "interrupted",
+      records: [{ Outcome: "Interrupted", HttpStatus: 0 }],
+      posts: 1,
+    });
     expect(cutOff.stopMs).toBeGreaterThanOrEqual(approvalStopGraceMs - 100);
     expect(cutOff.stopMs).toBeLessThan(approvalStopGraceMs + 3000);
   });

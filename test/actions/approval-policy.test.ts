@@ -16,7 +16,12 @@ const on = (policy: Partial<ApprovalPolicy> = {}): ApprovalPolicy => ({ ...sampl
 
 describe("approval policy schema", () => {
   it("defaults to off, no rules, first-resource approver, no hook requirement", () => {
-    expect(approvalPolicySchema.parse({})).toEqual({ mode: "off", rules: [], approver: "first-resource", requirePrepareHookSuccess: false });
+    expect(approvalPolicySchema.parse({})).toEqual({
+      mode: "off",
+      rules: [],
+      approver: "first-resource",
+      requirePrepareHookSuccess: false,
+    });
   });
 
   it("accepts the documented sample policy", () => {
@@ -43,7 +48,11 @@ describe("the documented sample policy", () => {
     ["Platform Reboot is not", { EventType: "Reboot", DurationInSeconds: 0 }, false],
     ["Platform Redeploy is not", { EventType: "Redeploy", DurationInSeconds: 5 }, false],
     ["Platform Preempt is not", { EventType: "Preempt", DurationInSeconds: 0 }, false],
-    ["old api-version without EventSource, Freeze 5 s, is approved", { EventSource: "", EventType: "Freeze", DurationInSeconds: 5 }, true],
+    [
+      "old api-version without EventSource, Freeze 5 s, is approved",
+      { EventSource: "", EventType: "Freeze", DurationInSeconds: 5 },
+      true,
+    ],
     ["matching is case-insensitive", { EventSource: "user", EventType: "reboot" }, true],
   ];
   it.each(table)("%s", (_name, overrides, approve) => {
@@ -107,7 +116,10 @@ describe("decideApproval guards", () => {
   it("waits for prepare hooks when required", () => {
     const policy = on({ requirePrepareHookSuccess: true });
     expect(decideApproval(event(), "WestNO_0", policy, false).reason).toBe("waiting for prepare hooks to succeed");
-    expect(decideApproval(event(), "WestNO_0", policy, false, false)).toEqual({ approve: false, reason: "a prepare hook failed" });
+    expect(decideApproval(event(), "WestNO_0", policy, false, false)).toEqual({
+      approve: false,
+      reason: "a prepare hook failed",
+    });
     expect(decideApproval(event(), "WestNO_0", policy, false, true).approve).toBe(true);
     // Not required: the hook result does not matter.
     expect(decideApproval(event(), "WestNO_0", on(), false, false).approve).toBe(true);
@@ -120,10 +132,19 @@ describe("decideApproval guards", () => {
         { eventType: ["Redeploy"], minDurationSeconds: 10 },
       ],
     });
-    expect(decideApproval(event({ EventType: "Reboot", Resources: ["WestNO_0"] }), "WestNO_0", policy, false).approve).toBe(false);
-    expect(decideApproval(event({ EventType: "Redeploy", DurationInSeconds: 9 }), "WestNO_0", policy, false).approve).toBe(false);
-    expect(decideApproval(event({ EventType: "Redeploy", DurationInSeconds: 10 }), "WestNO_0", policy, false).approve).toBe(true);
-    expect(decideApproval(event(), "WestNO_0", on({ rules: [] }), false)).toEqual({ approve: false, reason: "no approval rule matches" });
+    expect(
+      decideApproval(event({ EventType: "Reboot", Resources: ["WestNO_0"] }), "WestNO_0", policy, false).approve,
+    ).toBe(false);
+    expect(
+      decideApproval(event({ EventType: "Redeploy", DurationInSeconds: 9 }), "WestNO_0", policy, false).approve,
+    ).toBe(false);
+    expect(
+      decideApproval(event({ EventType: "Redeploy", DurationInSeconds: 10 }), "WestNO_0", policy, false).approve,
+    ).toBe(true);
+    expect(decideApproval(event(), "WestNO_0", on({ rules: [] }), false)).toEqual({
+      approve: false,
+      reason: "no approval rule matches",
+    });
   });
 });
 
@@ -131,13 +152,17 @@ describe("approval: the edges", () => {
   it("refuses a rule whose conditions are all unset, saying why; takes this-vm as approver", () => {
     const refused = approvalPolicySchema.safeParse({ mode: "on", rules: [{ eventType: undefined }] });
     expect(refused.success).toBe(false);
-    expect(refused.error?.issues.map((i) => i.message)).toEqual(["an approval rule needs at least one condition (an empty rule would approve every event)"]);
+    expect(refused.error?.issues.map((i) => i.message)).toEqual([
+      "an approval rule needs at least one condition (an empty rule would approve every event)",
+    ]);
     expect(approvalPolicySchema.parse({ approver: "this-vm" }).approver).toBe("this-vm");
   });
 
   it("describes each kind of rule the way logs and records show it", () => {
     expect(describeRule({ eventSource: ["User", "Platform"] })).toBe("EventSource in [User, Platform]");
-    expect(describeRule({ eventType: ["Freeze", "Reboot"], minDurationSeconds: 0, maxDurationSecondsExclusive: 9 })).toBe("EventType in [Freeze, Reboot], 0 <= DurationInSeconds < 9");
+    expect(
+      describeRule({ eventType: ["Freeze", "Reboot"], minDurationSeconds: 0, maxDurationSecondsExclusive: 9 }),
+    ).toBe("EventType in [Freeze, Reboot], 0 <= DurationInSeconds < 9");
     expect(describeRule({ minDurationSeconds: 5 })).toBe("DurationInSeconds >= 5");
     expect(describeRule({ maxDurationSecondsExclusive: 9 })).toBe("DurationInSeconds < 9");
     expect(describeRule({ affectsThisVm: false })).toBe("AffectsThisVm = false");
@@ -145,12 +170,27 @@ describe("approval: the edges", () => {
 
   it("says why it does not approve, and which rule and role made it approve", () => {
     const freeze = event({ Resources: ["WestNO_0", "WestNO_1"] });
-    expect(decideApproval(freeze, "", on(), false)).toEqual({ approve: false, reason: "this VM's name is unknown, cannot tell whether it is the approver" });
+    expect(decideApproval(freeze, "", on(), false)).toEqual({
+      approve: false,
+      reason: "this VM's name is unknown, cannot tell whether it is the approver",
+    });
     expect(decideApproval(event({ Resources: [""] }), "", on(), false).approve).toBe(false);
-    expect(decideApproval(event({ Resources: [] }), "WestNO_0", on(), false)).toEqual({ approve: false, reason: 'not the elected approver (first in Resources is "")' });
-    expect(decideApproval(freeze, "WestNO_9", on({ approver: "this-vm" }), false)).toEqual({ approve: false, reason: "event does not affect this VM" });
-    expect(decideApproval(freeze, "WestNO_0", on(), false)).toEqual({ approve: true, reason: "rule 2 matches (EventType in [Freeze], 0 <= DurationInSeconds < 9); this VM is first in Resources" });
-    expect(decideApproval(freeze, "WestNO_1", on({ approver: "this-vm" }), false)).toEqual({ approve: true, reason: "rule 2 matches (EventType in [Freeze], 0 <= DurationInSeconds < 9); this VM is affected VM" });
+    expect(decideApproval(event({ Resources: [] }), "WestNO_0", on(), false)).toEqual({
+      approve: false,
+      reason: 'not the elected approver (first in Resources is "")',
+    });
+    expect(decideApproval(freeze, "WestNO_9", on({ approver: "this-vm" }), false)).toEqual({
+      approve: false,
+      reason: "event does not affect this VM",
+    });
+    expect(decideApproval(freeze, "WestNO_0", on(), false)).toEqual({
+      approve: true,
+      reason: "rule 2 matches (EventType in [Freeze], 0 <= DurationInSeconds < 9); this VM is first in Resources",
+    });
+    expect(decideApproval(freeze, "WestNO_1", on({ approver: "this-vm" }), false)).toEqual({
+      approve: true,
+      reason: "rule 2 matches (EventType in [Freeze], 0 <= DurationInSeconds < 9); this VM is affected VM",
+    });
   });
 
   it("a rule on AffectsThisVm matches the events that do (or do not) name this VM", () => {
@@ -164,7 +204,9 @@ describe("approval settings in the configuration reference", () => {
   it("each has a description, and the reference shows them as the schema gives them", () => {
     const entries = settingEntries();
     const approval = entries.filter((e) => e.path.startsWith("approval."));
-    expect(approval.map((e) => e.path)).toEqual(expect.arrayContaining(["approval.mode", "approval.rules[].maxDurationSecondsExclusive", "approval.approver"]));
+    expect(approval.map((e) => e.path)).toEqual(
+      expect.arrayContaining(["approval.mode", "approval.rules[].maxDurationSecondsExclusive", "approval.approver"]),
+    );
     for (const entry of approval) expect(entry.description, entry.path).not.toBe("");
     const reference = "src/agent/config/README.md";
     const committed = readFileSync(join(repoRoot, reference), "utf8");

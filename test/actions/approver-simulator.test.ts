@@ -15,7 +15,15 @@ const scenario = parseScenario(
     steps: [
       {
         at: 0,
-        events: [{ EventId: "A1B2C3D4-0000-4000-8000-000000000001", EventType: "Freeze", Resources: ["WestNO_0", "WestNO_1"], DurationInSeconds: 5, notBeforeInSeconds: 1800 }],
+        events: [
+          {
+            EventId: "A1B2C3D4-0000-4000-8000-000000000001",
+            EventType: "Freeze",
+            Resources: ["WestNO_0", "WestNO_1"],
+            DurationInSeconds: 5,
+            notBeforeInSeconds: 1800,
+          },
+        ],
       },
     ],
   },
@@ -56,7 +64,15 @@ describe("approval against the IMDS simulator", () => {
 
     const post = startRequestPoster(sim.url);
     const [record] = await approveEvents(
-      [{ EventId: ev.EventId, EventType: ev.EventType, EventStatus: "Scheduled", DocumentIncarnation: sim.status().incarnation, reason: decision.reason }],
+      [
+        {
+          EventId: ev.EventId,
+          EventType: ev.EventType,
+          EventStatus: "Scheduled",
+          DocumentIncarnation: sim.status().incarnation,
+          reason: decision.reason,
+        },
+      ],
       { vm, mode: "on", postStartRequest: post, agentVersion: "0.1.0", logger: silentLogger() },
     );
     await post.close();

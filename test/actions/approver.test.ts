@@ -17,7 +17,9 @@ interface Seen {
 }
 
 /** A tiny IMDS stand-in: validates like IMDS does (Metadata header, body shape) and records what it got. */
-async function startImds(answer?: (seen: Seen) => { status: number; body: string } | "reset"): Promise<{ url: string; seen: Seen[] }> {
+async function startImds(
+  answer?: (seen: Seen) => { status: number; body: string } | "reset",
+): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
     let body = "";
@@ -41,7 +43,8 @@ async function startImds(answer?: (seen: Seen) => { status: number; body: string
       }
       try {
         const parsed = JSON.parse(body) as { StartRequests?: { EventId?: unknown }[] };
-        const ok = Array.isArray(parsed.StartRequests) && parsed.StartRequests.every((r) => typeof r.EventId === "string");
+        const ok =
+          Array.isArray(parsed.StartRequests) && parsed.StartRequests.every((r) => typeof r.EventId === "string");
         res.writeHead(ok ? 200 : 400).end(ok ? "" : JSON.stringify({ error: "Bad request" }));
       } catch {
         res.writeHead(400).end(JSON.stringify({ error: "Bad request" }));
@@ -114,7 +117,9 @@ describe("approveEvents against a local IMDS", () => {
     expect(approvalRecordId("vm", "ABC", "Approved")).toBe(approvalRecordId("vm", "abc", "Approved"));
     expect(approvalRecordId("vm", "abc", "Approved")).not.toBe(approvalRecordId("vm", "abd", "Approved"));
     expect(approvalRecordId("vm", "abc", "Approved")).not.toBe(approvalRecordId("vm2", "abc", "Approved"));
-    expect(approvalRecordId("vm", "abc", "Approved")).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(approvalRecordId("vm", "abc", "Approved")).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
   });
 
   it("dry-run sends nothing and records DryRun with HttpStatus 0", async () => {
@@ -139,7 +144,14 @@ describe("approveEvents against a local IMDS", () => {
     const imds = await startImds(() => ({ status: 400, body: '{"error":"Bad request. StartRequests is invalid"}' }));
     const post = startRequestPoster(imds.url);
     const metrics = new AgentMetrics();
-    const [record] = await approveEvents([target("EVT-A")], { vm, mode: "on", postStartRequest: post, agentVersion: "0.1.0", logger: silentLogger(), metrics });
+    const [record] = await approveEvents([target("EVT-A")], {
+      vm,
+      mode: "on",
+      postStartRequest: post,
+      agentVersion: "0.1.0",
+      logger: silentLogger(),
+      metrics,
+    });
     await post.close();
     expect(record).toMatchObject({ Outcome: "Failed", HttpStatus: 400 });
     expect(record!.Detail).toContain("StartRequests is invalid");
@@ -150,7 +162,13 @@ describe("approveEvents against a local IMDS", () => {
   it("records Failed with HttpStatus 0 on a connection reset, and on a timeout", async () => {
     const reset = await startImds(() => "reset");
     const post = startRequestPoster(reset.url);
-    const [r1] = await approveEvents([target("EVT-A")], { vm, mode: "on", postStartRequest: post, agentVersion: "0.1.0", logger: silentLogger() });
+    const [r1] = await approveEvents([target("EVT-A")], {
+      vm,
+      mode: "on",
+      postStartRequest: post,
+      agentVersion: "0.1.0",
+      logger: silentLogger(),
+    });
     await post.close();
     expect(r1).toMatchObject({ Outcome: "Failed", HttpStatus: 0 });
     expect(r1!.Detail).toContain("approval request failed");
@@ -158,9 +176,17 @@ describe("approveEvents against a local IMDS", () => {
     const silent = createServer(() => undefined); // never answers
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     servers.push(silent);
-    const slowPost = startRequestPoster(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, { firstCallTimeoutMs: 200 });
+    const slowPost = startRequestPoster(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, {
+      firstCallTimeoutMs: 200,
+    });
     const started = Date.now();
-    const [r2] = await approveEvents([target("EVT-A")], { vm, mode: "on", postStartRequest: slowPost, agentVersion: "0.1.0", logger: silentLogger() });
+    const [r2] = await approveEvents([target("EVT-A")], {
+      vm,
+      mode: "on",
+      postStartRequest: slowPost,
+      agentVersion: "0.1.0",
+      logger: silentLogger(),
+    });
     silent.closeAllConnections();
     await slowPost.close();
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -176,7 +202,13 @@ describe("approveEvents against a local IMDS", () => {
     await new Promise<void>((resolve) => redirecting.listen(0, "127.0.0.1", resolve));
     servers.push(redirecting);
     const post = startRequestPoster(`http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`);
-    const [record] = await approveEvents([target("EVT-A")], { vm, mode: "on", postStartRequest: post, agentVersion: "0.1.0", logger: silentLogger() });
+    const [record] = await approveEvents([target("EVT-A")], {
+      vm,
+      mode: "on",
+      postStartRequest: post,
+      agentVersion: "0.1.0",
+      logger: silentLogger(),
+    });
     await post.close();
     expect(paths).toEqual(["/metadata/scheduledevents?api-version=2020-07-01"]);
     expect(record).toMatchObject({ Outcome: "Failed", HttpStatus: 307 });

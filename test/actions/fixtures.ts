@@ -18,7 +18,9 @@ export const vm: RecordIdentity = {
   AgentId: "00000000-0000-4000-8000-000000000001",
 };
 
-export function event(overrides: Partial<EventFields> & { EventStatus?: EventStatus } = {}): EventFields & { EventStatus: EventStatus } {
+export function event(
+  overrides: Partial<EventFields> & { EventStatus?: EventStatus } = {},
+): EventFields & { EventStatus: EventStatus } {
   return {
     EventId: "C7061BAC-AFDC-4513-B24B-AA5F13A16123",
     EventStatus: "Scheduled",
@@ -34,7 +36,14 @@ export function event(overrides: Partial<EventFields> & { EventStatus?: EventSta
 }
 
 export function transition(overrides: Partial<TransitionRecord> = {}): TransitionRecord {
-  return transitionRecord({ ...vm, ...event(), TimeGenerated: "2022-04-11T22:10:00.000Z", ObservedAt: "2022-04-11T22:10:00.000Z", DocumentIncarnation: 2, ...overrides });
+  return transitionRecord({
+    ...vm,
+    ...event(),
+    TimeGenerated: "2022-04-11T22:10:00.000Z",
+    ObservedAt: "2022-04-11T22:10:00.000Z",
+    DocumentIncarnation: 2,
+    ...overrides,
+  });
 }
 
 /** The agent's approval transport: its IMDS client's POST (rate-limited, Metadata header, no proxy, no redirects). */

@@ -3,7 +3,14 @@ import { recordSource } from "../../src/contract/record-id.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { hookRecordId, hooksConfigSchema, runHook, selectHooks, hookSchema, type HookConfig } from "../../src/agent/actions/hooks/hooks.js";
+import {
+  hookRecordId,
+  hooksConfigSchema,
+  runHook,
+  selectHooks,
+  hookSchema,
+  type HookConfig,
+} from "../../src/agent/actions/hooks/hooks.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { transition } from "./fixtures.js";
@@ -50,7 +57,9 @@ describe("runHook", () => {
     });
     expect(result.Detail).toBe("drain: exit 0");
     expect(result.ElapsedMs).toBeGreaterThanOrEqual(0);
-    expect(result.RecordId).toBe(hookRecordId(recordSource(record), record.EventId.toLowerCase(), "Scheduled", "drain"));
+    expect(result.RecordId).toBe(
+      hookRecordId(recordSource(record), record.EventId.toLowerCase(), "Scheduled", "drain"),
+    );
 
     const seen = JSON.parse(readFileSync(out, "utf8")) as { env: Record<string, string>; stdin: string };
     expect(JSON.parse(seen.stdin)).toEqual(record);
@@ -89,10 +98,14 @@ describe("runHook", () => {
   it("kills a hook past its timeout and records TimedOut", async () => {
     const metrics = new AgentMetrics();
     const started = Date.now();
-    const result = await runHook(hook({ command: [node, "-e", "setInterval(() => {}, 1000)"], timeoutMs: 300, killGraceMs: 10_000 }), transition(), {
-      logger: silentLogger(),
-      metrics,
-    });
+    const result = await runHook(
+      hook({ command: [node, "-e", "setInterval(() => {}, 1000)"], timeoutMs: 300, killGraceMs: 10_000 }),
+      transition(),
+      {
+        logger: silentLogger(),
+        metrics,
+      },
+    );
     expect(result.Outcome).toBe("TimedOut");
     expect(result.ExitCode).toBe(-1);
     expect(result.Detail).toBe("drain: timed out after 300 ms");
@@ -105,10 +118,14 @@ describe("runHook", () => {
     const ready = join(dir, "ignores-term.ready");
     const script = `process.on("SIGTERM", () => {}); require("node:fs").writeFileSync(${JSON.stringify(ready)}, ""); setInterval(() => {}, 1000);`;
     const controller = new AbortController();
-    const running = runHook(hook({ command: [node, "-e", script], timeoutMs: 60_000, killGraceMs: 300 }), transition(), {
-      logger: silentLogger(),
-      signal: controller.signal,
-    });
+    const running = runHook(
+      hook({ command: [node, "-e", script], timeoutMs: 60_000, killGraceMs: 300 }),
+      transition(),
+      {
+        logger: silentLogger(),
+        signal: controller.signal,
+      },
+    );
     // Stop it only once its SIGTERM handler is installed (node start-up time varies under load).
     for (let i = 0; i < 200 && !existsSync(ready); i++) await new Promise((r) => setTimeout(r, 25));
     const stoppedAt = Date.now();
@@ -128,10 +145,14 @@ describe("runHook", () => {
       require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(child.pid));
       setInterval(() => {}, 1000);`;
     const controller = new AbortController();
-    const running = runHook(hook({ command: [node, "-e", script], timeoutMs: 60_000, killGraceMs: 1000 }), transition(), {
-      logger: silentLogger(),
-      signal: controller.signal,
-    });
+    const running = runHook(
+      hook({ command: [node, "-e", script], timeoutMs: 60_000, killGraceMs: 1000 }),
+      transition(),
+      {
+        logger: silentLogger(),
+        signal: controller.signal,
+      },
+    );
     for (let i = 0; i < 200 && !existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 25));
     controller.abort();
     const result = await running;
@@ -152,16 +173,22 @@ describe("runHook", () => {
   it("stops a running hook when the caller aborts (shutdown)", async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const result = await runHook(hook({ command: [node, "-e", "setInterval(() => {}, 1000)"], timeoutMs: 60_000 }), transition(), {
-      logger: silentLogger(),
-      signal: controller.signal,
-    });
+    const result = await runHook(
+      hook({ command: [node, "-e", "setInterval(() => {}, 1000)"], timeoutMs: 60_000 }),
+      transition(),
+      {
+        logger: silentLogger(),
+        signal: controller.signal,
+      },
+    );
     expect(result.Outcome).toBe("Interrupted");
     expect(result.Detail).toBe("drain: interrupted: the agent stopped while it ran");
   });
 
   it("records a command that cannot start as Failed with ExitCode -1 and the reason", async () => {
-    const result = await runHook(hook({ command: [join(dir, "no-such-hook")] }), transition(), { logger: silentLogger() });
+    const result = await runHook(hook({ command: [join(dir, "no-such-hook")] }), transition(), {
+      logger: silentLogger(),
+    });
     expect(result).toMatchObject({ Outcome: "Failed", ExitCode: -1 });
     expect(result.Detail).toBe(`drain: cannot start ${join(dir, "no-such-hook")}: ENOENT (no such file or directory)`);
   });
@@ -185,7 +212,11 @@ describe("runHook", () => {
     });
     expect(result.Outcome).toBe("Succeeded");
     expect(existsSync(marker)).toBe(false);
-    const seen = JSON.parse(readFileSync(out, "utf8")) as { argv: string[]; env: Record<string, string>; stdin: string };
+    const seen = JSON.parse(readFileSync(out, "utf8")) as {
+      argv: string[];
+      env: Record<string, string>;
+      stdin: string;
+    };
     expect(seen.argv).toEqual([nasty]);
     expect(seen.env.SEF_EVENT_ID).toBe(nasty);
     expect(seen.env.SEF_DESCRIPTION).toBe(nasty);
@@ -216,12 +247,22 @@ describe("hooks config", () => {
   it("applies defaults", () => {
     expect(hooksConfigSchema.parse(undefined)).toEqual([]);
     expect(hooksConfigSchema.parse([{ name: "a", on: ["Started"], command: ["x"] }])).toEqual([
-      { name: "a", on: ["Started"], command: ["x"], timeoutMs: 60_000, killGraceMs: 5_000, affectsThisVmOnly: true, onInterrupted: "skip" },
+      {
+        name: "a",
+        on: ["Started"],
+        command: ["x"],
+        timeoutMs: 60_000,
+        killGraceMs: 5_000,
+        affectsThisVmOnly: true,
+        onInterrupted: "skip",
+      },
     ]);
   });
 
   it("refuses shell strings, empty commands, duplicate names and unknown statuses", () => {
-    expect(hooksConfigSchema.safeParse([{ name: "a", on: ["Started"], command: "drain.sh --now" }]).success).toBe(false);
+    expect(hooksConfigSchema.safeParse([{ name: "a", on: ["Started"], command: "drain.sh --now" }]).success).toBe(
+      false,
+    );
     expect(hooksConfigSchema.safeParse([{ name: "a", on: ["Started"], command: [] }]).success).toBe(false);
     expect(hooksConfigSchema.safeParse([{ name: "a", on: ["Started"], command: [""] }]).success).toBe(false);
     expect(

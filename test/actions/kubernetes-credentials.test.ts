@@ -16,7 +16,10 @@ import { waitFor } from "../helpers/wait.js";
 const node = "aks-nodepool1-0";
 
 async function peerWith(test: TestContext, options: { clientCertificates?: boolean } = {}): Promise<KubernetesPeer> {
-  const peer = await startKubernetesPeer({ seed: { nodes: [{ name: node, providerID: "azure:///vm/0" }] }, ...options });
+  const peer = await startKubernetesPeer({
+    seed: { nodes: [{ name: node, providerID: "azure:///vm/0" }] },
+    ...options,
+  });
   test.onTestFinished(() => peer.close());
   return peer;
 }
@@ -28,13 +31,26 @@ async function api(test: TestContext, options: Parameters<typeof createKubeApi>[
 }
 
 /** A kubeconfig for the peer with the given user entry (and cluster fields over the peer's CA). */
-function kubeconfig(peer: KubernetesPeer, user: Record<string, unknown>, cluster: Record<string, unknown> = {}): string {
+function kubeconfig(
+  peer: KubernetesPeer,
+  user: Record<string, unknown>,
+  cluster: Record<string, unknown> = {},
+): string {
   const dir = mkdtempSync(join(tmpdir(), "sef-kubeconfig-"));
   const path = join(dir, "kubeconfig");
   const document = {
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: "c", cluster: { server: peer.url, "certificate-authority-data": Buffer.from(peer.caPem).toString("base64"), ...cluster } }],
+    clusters: [
+      {
+        name: "c",
+        cluster: {
+          server: peer.url,
+          "certificate-authority-data": Buffer.from(peer.caPem).toString("base64"),
+          ...cluster,
+        },
+      },
+    ],
     users: [{ name: "u", user }],
     contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
     "current-context": "x",
@@ -44,10 +60,14 @@ function kubeconfig(peer: KubernetesPeer, user: Record<string, unknown>, cluster
 }
 
 const unauthorized = (peer: KubernetesPeer): number => peer.state.requests().filter((r) => r.code === 401).length;
-const authorizedReads = (peer: KubernetesPeer): number => peer.state.requests().filter((r) => r.code === 200 && r.path === `/api/v1/nodes/${node}`).length;
+const authorizedReads = (peer: KubernetesPeer): number =>
+  peer.state.requests().filter((r) => r.code === 200 && r.path === `/api/v1/nodes/${node}`).length;
 
 /** An exec credential plugin: a node script that prints an ExecCredential with the token in `tokenFile`, valid `validMs`. */
-function execPlugin(tokenFile: string, validMs: number): { user: Record<string, unknown>; runs: () => Array<{ pid: number; expiresAtMs: number }> } {
+function execPlugin(
+  tokenFile: string,
+  validMs: number,
+): { user: Record<string, unknown>; runs: () => Array<{ pid: number; expiresAtMs: number }> } {
   const dir = mkdtempSync(join(tmpdir(), "sef-exec-plugin-"));
   const runsFile = join(dir, "runs.jsonl");
   const script = join(dir, "plugin.mjs");
@@ -61,11 +81,23 @@ function execPlugin(tokenFile: string, validMs: number): { user: Record<string, 
       `  status: { token: readFileSync(${JSON.stringify(tokenFile)}, "utf8").trim(), expirationTimestamp: new Date(expiresAtMs).toISOString() } }));`,
     ].join("\n"),
   );
-  return { user: execUser(process.execPath, [script]), runs: () => jsonLines<{ pid: number; expiresAtMs: number }>(runsFile) };
+  return {
+    user: execUser(process.execPath, [script]),
+    runs: () => jsonLines<{ pid: number; expiresAtMs: number }>(runsFile),
+  };
 }
 
-const execUser = (command: string, args: string[]) => ({ exec: { apiVersion: "client.authentication.k8s.io/v1", command, args, interactiveMode: "Never" } });
-const jsonLines = <T>(file: string): T[] => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as T) : []);
+const execUser = (command: string, args: string[]) => ({
+  exec: { apiVersion: "client.authentication.k8s.io/v1", command, args, interactiveMode: "Never" },
+});
+const jsonLines = <T>(file: string): T[] =>
+  existsSync(file)
+    ? readFileSync(file, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as T)
+    : [];
 
 /** Writes a new token where the client reads it and makes the peer accept only that one (the old one gets 401). */
 function rotate(peer: KubernetesPeer, tokenFile: string, next: string): void {
@@ -96,7 +128,11 @@ describe.concurrent("kubernetes client credentials and TLS against the Kubernete
 
   it("in-cluster service-account files: the token file rewritten mid-run, the old token refused", async (test) => {
     const peer = await peerWith(test);
-    const kube = await api(test, { inClusterPathPrefix: peer.inCluster.pathPrefix, env: { ...peer.inCluster.env }, requestTimeoutMs: 10_000 });
+    const kube = await api(test, {
+      inClusterPathPrefix: peer.inCluster.pathPrefix,
+      env: { ...peer.inCluster.env },
+      requestTimeoutMs: 10_000,
+    });
     await kube.readNode(node);
     rotate(peer, peer.tokenFile, "rotated-token-2");
     await kube.listPods(node);
@@ -131,14 +167,25 @@ describe.concurrent("kubernetes client credentials and TLS against the Kubernete
     const pidsFile = join(mkdtempSync(join(tmpdir(), "sef-hang-")), "pids");
     const hanging = execUser("/bin/sh", ["-c", `echo $$ >> ${pidsFile}; exec sleep 600`]);
     const kube = await api(test, { kubeconfig: kubeconfig(peer, hanging), requestTimeoutMs: 2_000 });
-    const error = await kube.readNode(node).then(() => undefined, (err: unknown) => err);
+    const error = await kube.readNode(node).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(error).toBeInstanceOf(KubeApiError);
     expect((error as KubeApiError).status).toBe(0);
     expect((error as KubeApiError).code).toBe("SEF_ERR_KUBE_API");
-    const pids = await waitFor("the plugin's pid", () => jsonLines<number>(pidsFile).length > 0 && jsonLines<number>(pidsFile));
-    const alive = (pid: number): boolean => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
-    const detail = () => execFileSync("ps", ["-o", "pid,ppid,stat,etime,cmd", "-p", pids.join(",")], { encoding: "utf8" });
-    await waitFor("every hung plugin to be killed", () => pids.every((pid) => !alive(pid)), { timeoutMs: 5_000, detail });
+    const pids = await waitFor(
+      "the plugin's pid",
+      () => jsonLines<number>(pidsFile).length > 0 && jsonLines<number>(pidsFile),
+    );
+    const alive = (pid: number): boolean =>
+      existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+    const detail = () =>
+      execFileSync("ps", ["-o", "pid,ppid,stat,etime,cmd", "-p", pids.join(",")], { encoding: "utf8" });
+    await waitFor("every hung plugin to be killed", () => pids.every((pid) => !alive(pid)), {
+      timeoutMs: 5_000,
+      detail,
+    });
     expect(peer.state.requests()).toEqual([]);
   });
 
@@ -146,7 +193,13 @@ describe.concurrent("kubernetes client credentials and TLS against the Kubernete
     const peer = await peerWith(test, { clientCertificates: true });
     const client = peer.clientCertificate!;
     const b64 = (pem: string): string => Buffer.from(pem).toString("base64");
-    const kube = await api(test, { kubeconfig: kubeconfig(peer, { "client-certificate-data": b64(client.certPem), "client-key-data": b64(client.keyPem) }), requestTimeoutMs: 10_000 });
+    const kube = await api(test, {
+      kubeconfig: kubeconfig(peer, {
+        "client-certificate-data": b64(client.certPem),
+        "client-key-data": b64(client.keyPem),
+      }),
+      requestTimeoutMs: 10_000,
+    });
     expect((await kube.readNode(node)).name).toBe(node);
     const anonymous = await api(test, { kubeconfig: kubeconfig(peer, {}), requestTimeoutMs: 10_000 });
     await expect(anonymous.readNode(node)).rejects.toMatchObject({ status: 401 });
@@ -156,21 +209,33 @@ describe.concurrent("kubernetes client credentials and TLS against the Kubernete
     const peer = await peerWith(test);
     const other = await generateLocalTlsIdentity({ commonName: "another CA", validDays: 1 });
     const wrongCa = { "certificate-authority-data": Buffer.from(other.certPem).toString("base64") };
-    const kube = await api(test, { kubeconfig: kubeconfig(peer, { token: peer.token }, wrongCa), requestTimeoutMs: 10_000 });
-    const error = (await kube.readNode(node).then(() => undefined, (err: unknown) => err)) as KubeApiError;
+    const kube = await api(test, {
+      kubeconfig: kubeconfig(peer, { token: peer.token }, wrongCa),
+      requestTimeoutMs: 10_000,
+    });
+    const error = (await kube.readNode(node).then(
+      () => undefined,
+      (err: unknown) => err,
+    )) as KubeApiError;
     expect(error).toBeInstanceOf(KubeApiError);
     expect(error.status).toBe(0);
     expect(error.message).toMatch(/certificate/i);
     expect(error.message).not.toContain(peer.token);
     expect(peer.state.requests()).toEqual([]);
     const skip = { "certificate-authority-data": undefined, "insecure-skip-tls-verify": true };
-    const insecure = await api(test, { kubeconfig: kubeconfig(peer, { token: peer.token }, skip), requestTimeoutMs: 10_000 });
+    const insecure = await api(test, {
+      kubeconfig: kubeconfig(peer, { token: peer.token }, skip),
+      requestTimeoutMs: 10_000,
+    });
     expect((await insecure.readNode(node)).name).toBe(node);
   });
 
   it("what only client-node's whole KubeConfig serves (here impersonation) goes through it", async (test) => {
     const peer = await peerWith(test);
-    const kube = await api(test, { kubeconfig: kubeconfig(peer, { token: peer.token, as: "system:serviceaccount:sef-system:sef" }), requestTimeoutMs: 10_000 });
+    const kube = await api(test, {
+      kubeconfig: kubeconfig(peer, { token: peer.token, as: "system:serviceaccount:sef-system:sef" }),
+      requestTimeoutMs: 10_000,
+    });
     expect((await kube.readNode(node)).name).toBe(node);
     peer.setToken("rotated-token-5");
     await expect(kube.readNode(node)).rejects.toMatchObject({ status: 401, code: "SEF_ERR_KUBE_API" });
@@ -181,8 +246,14 @@ describe.concurrent("kubernetes client credentials and TLS against the Kubernete
     writeFileSync(path, readFileSync(path, "utf8").replace("current-context: x", "current-context: elsewhere"));
     const missingContext = await createKubeApi({ kubeconfig: path, requestTimeoutMs: 2_000 }).catch((e: unknown) => e);
     expect(missingContext).toBeInstanceOf(KubeCredentialsError);
-    expect(missingContext).toMatchObject({ code: "SEF_ERR_KUBE_CREDENTIALS", message: expect.stringContaining('current-context "elsewhere"') });
+    expect(missingContext).toMatchObject({
+      code: "SEF_ERR_KUBE_CREDENTIALS",
+      message: expect.stringContaining('current-context "elsewhere"'),
+    });
     const outsidePod = await createKubeApi({ env: {}, requestTimeoutMs: 2_000 }).catch((e: unknown) => e);
-    expect(outsidePod).toMatchObject({ code: "SEF_ERR_KUBE_CREDENTIALS", message: expect.stringContaining("set kubernetes.kubeconfig") });
+    expect(outsidePod).toMatchObject({
+      code: "SEF_ERR_KUBE_CREDENTIALS",
+      message: expect.stringContaining("set kubernetes.kubeconfig"),
+    });
   });
 });

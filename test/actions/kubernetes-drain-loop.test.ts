@@ -3,7 +3,12 @@
 // drain resumed from its persisted progress. The same behaviour end to end: test/integration/kubernetes-pods.test.ts.
 import { describe, expect, it } from "vitest";
 import type { EvictionOutcome, KubeApi } from "../../src/agent/actions/kubernetes/client.js";
-import { drainNode, type DrainOptions, type DrainProgress, type DrainResult } from "../../src/agent/actions/kubernetes/drain.js";
+import {
+  drainNode,
+  type DrainOptions,
+  type DrainProgress,
+  type DrainResult,
+} from "../../src/agent/actions/kubernetes/drain.js";
 import type { EvictionMetricOutcome } from "../../src/agent/actions/kubernetes/metrics.js";
 import { taintKeyFor } from "../../src/agent/actions/kubernetes/plan.js";
 import { stuckTerminatingAllowanceMs, type PodView } from "../../src/agent/actions/kubernetes/pods.js";
@@ -53,7 +58,8 @@ class InMemoryNode {
       },
       evict: async (target, graceSeconds) => {
         const pod = this.pods.find((p) => p.namespace === target.namespace && p.name === target.name);
-        const answer: EvictionOutcome = pod === undefined ? { kind: "gone" } : (this.script.get(target.name)?.shift() ?? { kind: "evicted" });
+        const answer: EvictionOutcome =
+          pod === undefined ? { kind: "gone" } : (this.script.get(target.name)?.shift() ?? { kind: "evicted" });
         this.requests.push({ atMs: this.clock.now(), name: target.name, uid: pod?.uid ?? "", kind: answer.kind });
         if (pod && answer.kind === "evicted" && pod.deletionTimestampMs === undefined) {
           pod.deletionTimestampMs = this.clock.now() + graceSeconds * 1000;
@@ -116,7 +122,10 @@ describe("drain loop against an in-memory node", () => {
     expect(result.outcome).toBe("drained");
     const dbRequests = node.requests.filter((r) => r.name === "db-0");
     expect(dbRequests.map((r) => `${r.uid}:${r.kind}`)).toEqual(["uid-2:evicted", "uid-3:evicted"]);
-    expect(result).toMatchObject({ evicted: ["apps/web-1", "apps/db-0", "apps/db-0"], podsArrivedTolerating: ["apps/db-0"] });
+    expect(result).toMatchObject({
+      evicted: ["apps/web-1", "apps/db-0", "apps/db-0"],
+      podsArrivedTolerating: ["apps/db-0"],
+    });
     expect(node.pods.map((p) => p.uid)).toEqual(["uid-4"]);
   });
 
@@ -132,7 +141,9 @@ describe("drain loop against an in-memory node", () => {
     const clock = instantClock();
     const node = new InMemoryNode(clock);
     for (let i = 0; i < 20; i++) node.add(`web-${i}`);
-    node.script.set("web-0", [{ kind: "throttled", retryAfterMs: 4_000, message: "Too many requests, please try again later." }]);
+    node.script.set("web-0", [
+      { kind: "throttled", retryAfterMs: 4_000, message: "Too many requests, please try again later." },
+    ]);
     const startMs = clock.now();
     const { result, outcomes } = await drain(node, clock);
     expect(result).toMatchObject({ outcome: "drained", pdbBlocked: [], throttled: 1 });
@@ -141,9 +152,17 @@ describe("drain loop against an in-memory node", () => {
     expect(outcomes).not.toContain("pdb_refused");
     // The first group of 8 was in flight; the next group went only after the 4 s hint.
     const throttledAtMs = node.requests.find((r) => r.kind === "throttled")!.atMs;
-    const later = node.requests.filter((r) => r.atMs > startMs && r.name !== "web-0" && !["web-1", "web-2", "web-3", "web-4", "web-5", "web-6", "web-7"].includes(r.name));
+    const later = node.requests.filter(
+      (r) =>
+        r.atMs > startMs &&
+        r.name !== "web-0" &&
+        !["web-1", "web-2", "web-3", "web-4", "web-5", "web-6", "web-7"].includes(r.name),
+    );
     expect(Math.min(...later.map((r) => r.atMs)) - throttledAtMs).toBeGreaterThanOrEqual(4_000);
-    expect(node.requests.filter((r) => r.name === "web-0").map((r) => r.atMs - throttledAtMs)).toEqual([0, expect.any(Number)]);
+    expect(node.requests.filter((r) => r.name === "web-0").map((r) => r.atMs - throttledAtMs)).toEqual([
+      0,
+      expect.any(Number),
+    ]);
     expect(node.requests.filter((r) => r.name === "web-0")[1]!.atMs - throttledAtMs).toBeGreaterThanOrEqual(4_000);
   });
 
@@ -164,14 +183,25 @@ describe("drain loop against an in-memory node", () => {
     node.add("web-0");
     node.add("db-0");
     node.script.set("web-0", [
-      { kind: "error", status: 403, message: "HTTP 403: pods \"web-0\" is forbidden" },
+      { kind: "error", status: 403, message: 'HTTP 403: pods "web-0" is forbidden' },
       { kind: "error", status: 500, message: "HTTP 500: This pod has more than one PodDisruptionBudget" },
     ]);
-    node.script.set("db-0", Array.from({ length: 1000 }, () => ({ kind: "error", status: 500, message: "HTTP 500: always" }) as EvictionOutcome));
+    node.script.set(
+      "db-0",
+      Array.from(
+        { length: 1000 },
+        () => ({ kind: "error", status: 500, message: "HTTP 500: always" }) as EvictionOutcome,
+      ),
+    );
     const deadlineMs = clock.now() + 30_000;
     const { result, outcomes } = await drain(node, clock, { deadlineMs });
     expect(result.outcome).toBe("incomplete");
-    expect(result).toMatchObject({ podsLeft: ["apps/db-0"], reason: "at its deadline", evicted: ["apps/web-0"], pdbBlocked: [] });
+    expect(result).toMatchObject({
+      podsLeft: ["apps/db-0"],
+      reason: "at its deadline",
+      evicted: ["apps/web-0"],
+      pdbBlocked: [],
+    });
     expect(result.evictionErrors).toEqual([
       { pod: "apps/web-0", status: 500, message: "HTTP 500: This pod has more than one PodDisruptionBudget" },
       { pod: "apps/db-0", status: 500, message: "HTTP 500: always" },
@@ -217,13 +247,23 @@ describe("drain loop against an in-memory node", () => {
     node.add("opted-out", { labels: { "sef.azure.com/drain": "skip" } });
     const startMs = clock.now();
     const { result } = await drain(node, clock);
-    expect(result).toMatchObject({ outcome: "incomplete", podsLeft: ["apps/bare"], podsWithoutController: ["apps/bare"], podsOptedOut: ["apps/opted-out"], evicted: ["apps/web-0"] });
+    expect(result).toMatchObject({
+      outcome: "incomplete",
+      podsLeft: ["apps/bare"],
+      podsWithoutController: ["apps/bare"],
+      podsOptedOut: ["apps/opted-out"],
+      evicted: ["apps/web-0"],
+    });
     expect(clock.now() - startMs).toBeLessThan(5_000);
 
     const forced = new InMemoryNode(clock);
     forced.add("bare", { controllerKinds: [] });
     forced.add("opted-out", { labels: { "sef.azure.com/drain": "skip" } });
-    expect((await drain(forced, clock, { force: true })).result).toMatchObject({ outcome: "drained", evicted: ["apps/bare"], podsOptedOut: ["apps/opted-out"] });
+    expect((await drain(forced, clock, { force: true })).result).toMatchObject({
+      outcome: "drained",
+      evicted: ["apps/bare"],
+      podsOptedOut: ["apps/opted-out"],
+    });
   });
 
   it("resumed from its persisted progress (kill -9), the drain keeps the start's roster and never evicts a pod twice", async () => {
@@ -233,18 +273,30 @@ describe("drain loop against an in-memory node", () => {
     node.add("web-1");
     const stop = new AbortController();
     const saved: DrainProgress[] = [];
-    const first = drain(node, clock, { signal: stop.signal, onProgress: (progress) => saved.push(structuredClone(progress)) });
-    for (let i = 0; i < 100 && !saved.some((p) => p.evicted.length === 2); i++) await new Promise((r) => setImmediate(r));
+    const first = drain(node, clock, {
+      signal: stop.signal,
+      onProgress: (progress) => saved.push(structuredClone(progress)),
+    });
+    for (let i = 0; i < 100 && !saved.some((p) => p.evicted.length === 2); i++)
+      await new Promise((r) => setImmediate(r));
     stop.abort(new Error("killed"));
     const interrupted = await first;
     expect(interrupted.result.outcome).toBe("interrupted");
     const persisted = saved.at(-1)!;
-    expect(persisted).toMatchObject({ evicted: ["apps/slow-0", "apps/web-1"], evictedIds: ["uid-1", "uid-2"], roster: ["uid-1", "uid-2"] });
+    expect(persisted).toMatchObject({
+      evicted: ["apps/slow-0", "apps/web-1"],
+      evictedIds: ["uid-1", "uid-2"],
+      roster: ["uid-1", "uid-2"],
+    });
     // While the agent was down, a pod tolerating everything arrived.
     node.add("late-daemon", { tolerations: tolerateAll });
     const requestsBefore = node.requests.length;
     const resumed = await drain(node, clock, { resumeFrom: persisted });
-    expect(resumed.result).toMatchObject({ outcome: "drained", evicted: ["apps/slow-0", "apps/web-1"], podsArrivedTolerating: ["apps/late-daemon"] });
+    expect(resumed.result).toMatchObject({
+      outcome: "drained",
+      evicted: ["apps/slow-0", "apps/web-1"],
+      podsArrivedTolerating: ["apps/late-daemon"],
+    });
     expect(node.requests.length).toBe(requestsBefore);
   });
 });

@@ -36,7 +36,8 @@ const event = { EventId: eventId, EventType: "Reboot", NotBefore: "2024-01-01T00
 
 const node = (over: Partial<NodeView> = {}): NodeView => ({
   name: "aks-np-0",
-  providerID: "azure:///subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachineScaleSets/vmss/virtualMachines/0",
+  providerID:
+    "azure:///subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachineScaleSets/vmss/virtualMachines/0",
   unschedulable: false,
   taints: [],
   annotations: {},
@@ -47,7 +48,9 @@ const pod = podView;
 
 describe("policy", () => {
   it("defaults: Reboot, Redeploy, Preempt, Terminate drain then approve; Freeze and unknown types only forward", () => {
-    expect(["Reboot", "Redeploy", "Preempt", "Terminate"].map((t) => policyFor(defaults, t))).toEqual(Array(4).fill("drain-then-approve"));
+    expect(["Reboot", "Redeploy", "Preempt", "Terminate"].map((t) => policyFor(defaults, t))).toEqual(
+      Array(4).fill("drain-then-approve"),
+    );
     expect(policyFor(defaults, "Freeze")).toBe("none");
     expect(policyFor(defaults, "LiveMigrate")).toBe("none");
   });
@@ -72,7 +75,15 @@ describe("policy", () => {
   it("refuses an unknown policy and an unknown key, and gives every timing a default", () => {
     expect(kubernetesSettingsSchema.safeParse({ policy: { Reboot: "evict" } }).success).toBe(false);
     expect(kubernetesSettingsSchema.safeParse({ drainLead: 5 }).success).toBe(false);
-    expect(defaults).toMatchObject({ drainLeadMs: 600_000, deadlineReserveMs: 5_000, pdbRetryInitialMs: 1_000, pdbRetryMaxMs: 15_000, evictEmptyDir: true, force: false, noExecuteTaintAfterDrain: false });
+    expect(defaults).toMatchObject({
+      drainLeadMs: 600_000,
+      deadlineReserveMs: 5_000,
+      pdbRetryInitialMs: 1_000,
+      pdbRetryMaxMs: 15_000,
+      evictEmptyDir: true,
+      force: false,
+      noExecuteTaintAfterDrain: false,
+    });
   });
 });
 
@@ -106,8 +117,12 @@ describe("drain timing", () => {
   });
 
   it("PDB refusals back off exponentially up to the maximum, with equal jitter (sef's one backoff formula)", () => {
-    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000, 1))).toEqual([1_000, 2_000, 4_000, 8_000, 15_000, 15_000]);
-    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000, 0))).toEqual([500, 1_000, 2_000, 4_000, 7_500, 7_500]);
+    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000, 1))).toEqual([
+      1_000, 2_000, 4_000, 8_000, 15_000, 15_000,
+    ]);
+    expect([1, 2, 3, 4, 5, 6].map((n) => pdbRetryDelayMs(n, 1_000, 15_000, 0))).toEqual([
+      500, 1_000, 2_000, 4_000, 7_500, 7_500,
+    ]);
   });
 
   it("a throttled eviction waits the server's Retry-After, at least the floor, at most the cap", () => {
@@ -136,13 +151,18 @@ describe("which pods a drain evicts", () => {
     ...over,
   });
   const names = (pods: PodView[]) => pods.map((p) => p.name);
-  const skips = (selection: ReturnType<typeof selectEvictions>) => selection.skipped.map((s) => `${s.pod.name}:${s.reason}`);
+  const skips = (selection: ReturnType<typeof selectEvictions>) =>
+    selection.skipped.map((s) => `${s.pod.name}:${s.reason}`);
 
   it("all but DaemonSet pods, mirror pods, sef's own pod and finished pods; terminating pods are waited for", () => {
     const pods = [
       pod("web-1"),
       pod("ds-1", { controllerKinds: ["DaemonSet"] }),
-      pod("etcd", { namespace: "kube-system", controllerKinds: [], annotations: { "kubernetes.io/config.mirror": "abc" } }),
+      pod("etcd", {
+        namespace: "kube-system",
+        controllerKinds: [],
+        annotations: { "kubernetes.io/config.mirror": "abc" },
+      }),
       pod("sef-xyz", { namespace: "sef-system", controllerKinds: ["DaemonSet"] }),
       pod("sef-own", { namespace: "sef-system", controllerKinds: [] }),
       pod("job-1", { phase: "Succeeded", controllerKinds: ["Job"] }),
@@ -152,11 +172,20 @@ describe("which pods a drain evicts", () => {
     const selection = selectEvictions(pods, rules());
     expect(names(selection.evict)).toEqual(["web-1", "cache"]);
     expect(names(selection.terminating)).toEqual(["going"]);
-    expect(skips(selection)).toEqual(["ds-1:daemonset", "etcd:mirror", "sef-xyz:daemonset", "sef-own:self", "job-1:finished"]);
+    expect(skips(selection)).toEqual([
+      "ds-1:daemonset",
+      "etcd:mirror",
+      "sef-xyz:daemonset",
+      "sef-own:self",
+      "job-1:finished",
+    ]);
   });
 
   it("leaves emptyDir pods when evictEmptyDir is off", () => {
-    const selection = selectEvictions([pod("cache", { hasEmptyDir: true }), pod("web")], rules({ evictEmptyDir: false }));
+    const selection = selectEvictions(
+      [pod("cache", { hasEmptyDir: true }), pod("web")],
+      rules({ evictEmptyDir: false }),
+    );
     expect(names(selection.evict)).toEqual(["web"]);
     expect(selection.skipped).toEqual([{ pod: expect.objectContaining({ name: "cache" }), reason: "emptydir" }]);
   });
@@ -183,7 +212,14 @@ describe("which pods a drain evicts", () => {
   it("a pod past its deletionTimestamp plus the allowance is stuck (not waited for); within it, it is waited for", () => {
     const onTime = pod("on-time", { deletionTimestampMs: nowMs - stuckTerminatingAllowanceMs });
     const stuck = pod("stuck", { deletionTimestampMs: nowMs - stuckTerminatingAllowanceMs - 1 });
-    const unreadable = podViewOf({ metadata: { name: "odd", namespace: "apps", deletionTimestamp: "not a time", ownerReferences: [{ kind: "ReplicaSet", controller: true }] } });
+    const unreadable = podViewOf({
+      metadata: {
+        name: "odd",
+        namespace: "apps",
+        deletionTimestamp: "not a time",
+        ownerReferences: [{ kind: "ReplicaSet", controller: true }],
+      },
+    });
     const selection = selectEvictions([onTime, stuck, unreadable], rules());
     expect(names(selection.terminating)).toEqual(["on-time"]);
     expect(names(selection.stuck)).toEqual(["stuck", "odd"]);
@@ -194,7 +230,11 @@ describe("which pods a drain evicts", () => {
     const tolerates = [{ operator: "Exists" }];
     const start = [pod("old-tolerant", { tolerations: tolerates }), pod("old")];
     const roster = new Set(start.map(podIdentity));
-    const arrivals = [pod("new-tolerant", { tolerations: tolerates }), pod("new"), pod("new-other", { tolerations: [{ key: "dedicated", operator: "Exists" }] })];
+    const arrivals = [
+      pod("new-tolerant", { tolerations: tolerates }),
+      pod("new"),
+      pod("new-other", { tolerations: [{ key: "dedicated", operator: "Exists" }] }),
+    ];
     const selection = selectEvictions([...start, ...arrivals], rules({ roster }));
     expect(names(selection.evict)).toEqual(["old-tolerant", "old", "new", "new-other"]);
     expect(skips(selection)).toEqual(["new-tolerant:tolerating-arrival"]);
@@ -203,13 +243,18 @@ describe("which pods a drain evicts", () => {
   it("each pod is evicted once: an evicted uid still listed is waited for; the same name with a new uid is another pod", () => {
     const first = pod("db-0", { uid: "uid-1" });
     const comeback = pod("db-0", { uid: "uid-2" });
-    const comebackTolerating = pod("db-0", { uid: "uid-3", tolerations: [{ key: sefTaint.key, operator: "Exists", effect: "NoSchedule" }] });
+    const comebackTolerating = pod("db-0", {
+      uid: "uid-3",
+      tolerations: [{ key: sefTaint.key, operator: "Exists", effect: "NoSchedule" }],
+    });
     const evicted = new Set(["uid-1"]);
     const roster = new Set(["uid-1"]);
     expect(names(selectEvictions([first], rules({ roster, evicted })).terminating)).toEqual(["db-0"]);
     expect(selectEvictions([first], rules({ roster, evicted })).evict).toEqual([]);
     expect(selectEvictions([comeback], rules({ roster, evicted })).evict.map((p) => p.uid)).toEqual(["uid-2"]);
-    expect(skips(selectEvictions([comebackTolerating], rules({ roster, evicted })))).toEqual(["db-0:tolerating-arrival"]);
+    expect(skips(selectEvictions([comebackTolerating], rules({ roster, evicted })))).toEqual([
+      "db-0:tolerating-arrival",
+    ]);
   });
 
   it("tolerations match as Kubernetes matches them (empty key or effect: any; Exists; Equal compares the value)", () => {
@@ -239,10 +284,17 @@ describe("which pods a drain evicts", () => {
         name: "web-1",
         uid: "u-1",
         labels: { app: "web" },
-        ownerReferences: [{ kind: "Deployment", controller: false }, { kind: "ReplicaSet", controller: true }],
+        ownerReferences: [
+          { kind: "Deployment", controller: false },
+          { kind: "ReplicaSet", controller: true },
+        ],
         deletionTimestamp: deletion,
       },
-      spec: { terminationGracePeriodSeconds: 45, volumes: [{}, { emptyDir: {} }], tolerations: [{ operator: "Exists" }] },
+      spec: {
+        terminationGracePeriodSeconds: 45,
+        volumes: [{}, { emptyDir: {} }],
+        tolerations: [{ operator: "Exists" }],
+      },
       status: { phase: "Running" },
     });
     expect(view).toEqual({
@@ -258,8 +310,14 @@ describe("which pods a drain evicts", () => {
       deletionTimestampMs: Date.parse(deletion),
       tolerations: [{ operator: "Exists" }],
     });
-    expect(podViewOf({ metadata: { deletionTimestamp: new Date(deletion) } }).deletionTimestampMs).toBe(Date.parse(deletion));
-    expect(podViewOf({ metadata: { name: "bare", ownerReferences: [{ kind: "ReplicaSet" }] } })).toMatchObject({ namespace: "default", controllerKinds: [], deletionTimestampMs: undefined });
+    expect(podViewOf({ metadata: { deletionTimestamp: new Date(deletion) } }).deletionTimestampMs).toBe(
+      Date.parse(deletion),
+    );
+    expect(podViewOf({ metadata: { name: "bare", ownerReferences: [{ kind: "ReplicaSet" }] } })).toMatchObject({
+      namespace: "default",
+      controllerKinds: [],
+      deletionTimestampMs: undefined,
+    });
     expect(podIdentity(podViewOf({ metadata: { name: "no-uid", namespace: "x" } }))).toBe("x/no-uid");
   });
 
@@ -284,33 +342,68 @@ describe("which pods a drain evicts", () => {
   });
 
   it("only sef's own pod is kept as self: its name in another namespace, or another pod of its namespace, is evicted", () => {
-    const selection = selectEvictions([pod("sef-own", { namespace: "apps" }), pod("web", { namespace: "sef-system" })], rules());
+    const selection = selectEvictions(
+      [pod("sef-own", { namespace: "apps" }), pod("web", { namespace: "sef-system" })],
+      rules(),
+    );
     expect(selection.evict.map(podIdentity)).toEqual(["uid-sef-own", "uid-web"]);
     expect(selection.skipped).toEqual([]);
   });
 
   it("pods left without a controller are named in order", () => {
     const bare = ["zeta", "alpha", "mid"].map((name) => pod(name, { controllerKinds: [] }));
-    expect(drainVerdict(selectEvictions(bare, rules()), nowMs, nowMs + 60_000)).toMatchObject({ podsLeft: ["apps/alpha", "apps/mid", "apps/zeta"] });
+    expect(drainVerdict(selectEvictions(bare, rules()), nowMs, nowMs + 60_000)).toMatchObject({
+      podsLeft: ["apps/alpha", "apps/mid", "apps/zeta"],
+    });
   });
 
   it("the drain is over when nothing is left to evict or wait for: drained, or incomplete when pods without a controller stay", () => {
     const deadlineMs = nowMs + 60_000;
-    const clean = selectEvictions([pod("ds", { controllerKinds: ["DaemonSet"] }), pod("opt", { labels: { [drainOptOutLabel.key]: "skip" } })], rules());
+    const clean = selectEvictions(
+      [pod("ds", { controllerKinds: ["DaemonSet"] }), pod("opt", { labels: { [drainOptOutLabel.key]: "skip" } })],
+      rules(),
+    );
     expect(drainVerdict(clean, nowMs, deadlineMs)).toEqual({ kind: "drained" });
     const stuck = selectEvictions([pod("stuck", { deletionTimestampMs: 0 })], rules());
     expect(drainVerdict(stuck, nowMs, deadlineMs)).toEqual({ kind: "drained" });
     const bare = selectEvictions([pod("bare", { controllerKinds: [] })], rules());
-    expect(drainVerdict(bare, nowMs, deadlineMs)).toEqual({ kind: "incomplete", podsLeft: ["apps/bare"], reason: expect.stringMatching(/without a controller.*force/) });
-    const waiting = selectEvictions([pod("bare", { controllerKinds: [] }), pod("going", { deletionTimestampMs: nowMs + 5_000 })], rules());
+    expect(drainVerdict(bare, nowMs, deadlineMs)).toEqual({
+      kind: "incomplete",
+      podsLeft: ["apps/bare"],
+      reason: expect.stringMatching(/without a controller.*force/),
+    });
+    const waiting = selectEvictions(
+      [pod("bare", { controllerKinds: [] }), pod("going", { deletionTimestampMs: nowMs + 5_000 })],
+      rules(),
+    );
     expect(drainVerdict(waiting, nowMs, deadlineMs)).toEqual({ kind: "continue" });
-    expect(drainVerdict(waiting, deadlineMs, deadlineMs)).toEqual({ kind: "incomplete", podsLeft: ["apps/bare", "apps/going"], reason: "at its deadline" });
+    expect(drainVerdict(waiting, deadlineMs, deadlineMs)).toEqual({
+      kind: "incomplete",
+      podsLeft: ["apps/bare", "apps/going"],
+      reason: "at its deadline",
+    });
   });
 
   it("Detail of a drain names what was left and why, and leaves out what is empty", () => {
-    const progress = { evicted: ["apps/a", "apps/b"], pdbBlocked: ["apps/db-0"], pdbHeldMs: 12_345, throttled: 3, evictionErrors: [{ pod: "apps/c", status: 403, message: "forbidden" }] };
-    const left = { podsOptedOut: ["apps/opt"], podsArrivedTolerating: [], podsStuckTerminating: ["apps/stuck"], podsWithoutController: ["apps/bare"] };
-    expect(drainDetail({ outcome: "incomplete", podsLeft: ["apps/bare"], reason: "r", ...progress, ...left }, "2024-01-01T00:14:55.000Z")).toEqual({
+    const progress = {
+      evicted: ["apps/a", "apps/b"],
+      pdbBlocked: ["apps/db-0"],
+      pdbHeldMs: 12_345,
+      throttled: 3,
+      evictionErrors: [{ pod: "apps/c", status: 403, message: "forbidden" }],
+    };
+    const left = {
+      podsOptedOut: ["apps/opt"],
+      podsArrivedTolerating: [],
+      podsStuckTerminating: ["apps/stuck"],
+      podsWithoutController: ["apps/bare"],
+    };
+    expect(
+      drainDetail(
+        { outcome: "incomplete", podsLeft: ["apps/bare"], reason: "r", ...progress, ...left },
+        "2024-01-01T00:14:55.000Z",
+      ),
+    ).toEqual({
       podsEvicted: 2,
       podsBlockedByPdb: ["apps/db-0"],
       pdbHeldSeconds: 12.3,
@@ -324,7 +417,11 @@ describe("which pods a drain evicts", () => {
       deadline: "2024-01-01T00:14:55.000Z",
     });
     const none = { podsOptedOut: [], podsArrivedTolerating: [], podsStuckTerminating: [], podsWithoutController: [] };
-    expect(drainDetail({ outcome: "drained", evicted: [], pdbBlocked: [], pdbHeldMs: 0, ...none }, "x")).toEqual({ podsEvicted: 0, podsBlockedByPdb: [], pdbHeldSeconds: 0 });
+    expect(drainDetail({ outcome: "drained", evicted: [], pdbBlocked: [], pdbHeldMs: 0, ...none }, "x")).toEqual({
+      podsEvicted: 0,
+      podsBlockedByPdb: [],
+      pdbHeldSeconds: 0,
+    });
   });
 });
 
@@ -338,7 +435,8 @@ describe("the taint", () => {
 
 describe("which node", () => {
   it("the Node's providerID must name this VM's resource id (case-insensitive); unknown is no match", () => {
-    const resourceId = "/subscriptions/s/resourceGroups/G/providers/Microsoft.Compute/virtualMachineScaleSets/vmss/virtualMachines/0";
+    const resourceId =
+      "/subscriptions/s/resourceGroups/G/providers/Microsoft.Compute/virtualMachineScaleSets/vmss/virtualMachines/0";
     expect(nodeIsThisVm(node().providerID, resourceId)).toBe(true);
     expect(nodeIsThisVm(node().providerID, resourceId.replace("/0", "/1"))).toBe(false);
     expect(nodeIsThisVm("", resourceId)).toBe(false);

@@ -34,7 +34,8 @@ const v1Tables = `
   CREATE TABLE IF NOT EXISTS action_progress (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS action_steps (action_key TEXT PRIMARY KEY, state TEXT NOT NULL);`;
 
-const reboot = (id: string): TransitionRecord => transition({ EventId: id, EventType: "Reboot", Resources: ["WestNO_0"] });
+const reboot = (id: string): TransitionRecord =>
+  transition({ EventId: id, EventType: "Reboot", Resources: ["WestNO_0"] });
 const drained = reboot("AAAA0001-0000-4000-8000-000000000001"); // drained; its after-kubernetes approval pending
 const draining = reboot("AAAA0001-0000-4000-8000-000000000002"); // mid-drain: no approval planned yet
 const hookFailed = reboot("AAAA0001-0000-4000-8000-000000000003"); // its prepare hook failed; approval by the rules pending
@@ -44,23 +45,45 @@ const rulesDeclined = reboot("AAAA0001-0000-4000-8000-000000000004"); // node st
 function writeV1Store(dataDir: string): void {
   const store = openOutbox({ dataDir });
   const state = emptyCollectorState();
-  for (const r of [drained, draining, hookFailed, rulesDeclined]) state.events.set(r.EventId.toLowerCase(), { status: "Scheduled", fields: r, lastSeenMs: Date.now() });
+  for (const r of [drained, draining, hookFailed, rulesDeclined])
+    state.events.set(r.EventId.toLowerCase(), { status: "Scheduled", fields: r, lastSeenMs: Date.now() });
   store.commitDocument(state, [], Date.now());
   const db = store.opened.database;
   db.exec(v1Tables);
-  const insert = db.prepare("INSERT INTO actions(action_key, kind, event_key, event_status, name, status, reason, attempts, record, created_ms, updated_ms) VALUES (?, ?, ?, 'Scheduled', ?, ?, ?, ?, ?, 1, 1)");
-  const row = (kind: string, record: TransitionRecord, name: string, status: string, key = `${kind}:${record.EventId.toLowerCase()}`, reason = "", attempts = 0): void => {
+  const insert = db.prepare(
+    "INSERT INTO actions(action_key, kind, event_key, event_status, name, status, reason, attempts, record, created_ms, updated_ms) VALUES (?, ?, ?, 'Scheduled', ?, ?, ?, ?, ?, 1, 1)",
+  );
+  const row = (
+    kind: string,
+    record: TransitionRecord,
+    name: string,
+    status: string,
+    key = `${kind}:${record.EventId.toLowerCase()}`,
+    reason = "",
+    attempts = 0,
+  ): void => {
     insert.run(key, kind, record.EventId.toLowerCase(), name, status, reason, attempts, JSON.stringify(record));
   };
   const step = (record: TransitionRecord, phase: string): void => {
-    db.prepare("INSERT INTO action_steps(action_key, state) VALUES (?, ?)").run(`kubernetes:${record.EventId.toLowerCase()}`, JSON.stringify({ phase }));
+    db.prepare("INSERT INTO action_steps(action_key, state) VALUES (?, ?)").run(
+      `kubernetes:${record.EventId.toLowerCase()}`,
+      JSON.stringify({ phase }),
+    );
   };
   row("kubernetes", drained, "drain-then-approve", "running", undefined, "", 1);
   step(drained, "settled");
   row("approval", drained, "after-kubernetes", "pending");
   row("kubernetes", draining, "drain-then-approve", "running", undefined, "", 1);
   step(draining, "draining");
-  row("hook", hookFailed, "drain", "failed", `hook:${hookFailed.EventId.toLowerCase()}:Scheduled:drain`, "drain: exit 3", 1);
+  row(
+    "hook",
+    hookFailed,
+    "drain",
+    "failed",
+    `hook:${hookFailed.EventId.toLowerCase()}:Scheduled:drain`,
+    "drain: exit 3",
+    1,
+  );
   row("approval", hookFailed, "approval", "pending");
   row("kubernetes", rulesDeclined, "drain", "running", undefined, "", 1);
   step(rulesDeclined, "settled");
@@ -74,18 +97,39 @@ describe("an action ledger written before holds", () => {
     dirs.push(dataDir);
     writeV1Store(dataDir);
     const sim = await startSimulator({ scenario: "idle" });
-    sim.setEvents([drained, draining].map((r) => ({ EventId: r.EventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false })));
+    sim.setEvents(
+      [drained, draining].map((r) => ({
+        EventId: r.EventId,
+        EventType: "Reboot",
+        Resources: ["WestNO_0"],
+        notBeforeInSeconds: 900,
+        autoStart: false,
+      })),
+    );
     const post = startRequestPoster(sim.url);
     let store: OpenOutbox | undefined;
     try {
       store = openOutbox({ dataDir });
       const ledger = ActionLedger.open(store.opened);
       const key = (r: TransitionRecord): string => r.EventId.toLowerCase();
-      expect(ledger.holdsOn(key(drained))).toMatchObject([{ holder: `kubernetes:${key(drained)}`, mayApprove: true, verdict: "approve", reason: expect.stringContaining("drain-then-approve") }]);
-      expect(ledger.holdsOn(key(draining))).toMatchObject([{ holder: `kubernetes:${key(draining)}`, mayApprove: true, verdict: undefined }]);
+      expect(ledger.holdsOn(key(drained))).toMatchObject([
+        {
+          holder: `kubernetes:${key(drained)}`,
+          mayApprove: true,
+          verdict: "approve",
+          reason: expect.stringContaining("drain-then-approve"),
+        },
+      ]);
+      expect(ledger.holdsOn(key(draining))).toMatchObject([
+        { holder: `kubernetes:${key(draining)}`, mayApprove: true, verdict: undefined },
+      ]);
       expect(ledger.holdsOn(key(hookFailed))).toMatchObject([{ verdict: "failed" }]);
       expect(ledger.holdsOn(key(rulesDeclined))).toMatchObject([{ mayApprove: false, verdict: "done" }]);
-      expect(ledger.get(`approval:${key(draining)}`)).toMatchObject({ status: "pending", gated: true, name: "approval" });
+      expect(ledger.get(`approval:${key(draining)}`)).toMatchObject({
+        status: "pending",
+        gated: true,
+        name: "approval",
+      });
       expect(ledger.get(`approval:${key(rulesDeclined)}`)).toBeUndefined();
       expect(ledger.nextPending(["approval"])?.actionKey).toBe(`approval:${key(drained)}`);
       ActionLedger.open(store.opened); // a second open changes nothing
@@ -109,7 +153,11 @@ describe("an action ledger written before holds", () => {
         metrics: new AgentMetrics(),
         agentVersion: "9.9.9",
       };
-      const policy = approvalPolicySchema.parse({ mode: "on", rules: [{ eventType: ["Reboot"] }], requirePrepareHookSuccess: true });
+      const policy = approvalPolicySchema.parse({
+        mode: "on",
+        rules: [{ eventType: ["Reboot"] }],
+        requirePrepareHookSuccess: true,
+      });
       const runner: ActionRunner = new ActionRunner({
         actions: [new ApprovalAction({ policy, context })],
         ledger,
@@ -121,20 +169,39 @@ describe("an action ledger written before holds", () => {
       });
       runner.start();
       try {
-        await waitUntil(() => ledger.get(`approval:${key(drained)}`)?.status === "approved" && ledger.get(`approval:${key(hookFailed)}`)?.status === "skipped", 15_000, "the pending approvals to be done");
+        await waitUntil(
+          () =>
+            ledger.get(`approval:${key(drained)}`)?.status === "approved" &&
+            ledger.get(`approval:${key(hookFailed)}`)?.status === "skipped",
+          15_000,
+          "the pending approvals to be done",
+        );
         expect(ledger.get(`approval:${key(hookFailed)}`)?.reason).toBe("a prepare hook failed");
         expect(ledger.get(`approval:${key(draining)}`)?.status).toBe("pending"); // held by the drain still going on
-        context.release(key(draining), `kubernetes:${key(draining)}`, "approve", "the node is drained (kubernetes policy drain-then-approve)");
-        await waitUntil(() => ledger.get(`approval:${key(draining)}`)?.status === "approved", 15_000, "the approval after the drain");
+        context.release(
+          key(draining),
+          `kubernetes:${key(draining)}`,
+          "approve",
+          "the node is drained (kubernetes policy drain-then-approve)",
+        );
+        await waitUntil(
+          () => ledger.get(`approval:${key(draining)}`)?.status === "approved",
+          15_000,
+          "the approval after the drain",
+        );
       } finally {
         await runner.stop();
       }
-      const approvals = outbox.readAfter(0, 100).flatMap((e) => (e.record.RecordType === "Approval" ? [e.record as ApprovalRecord] : []));
+      const approvals = outbox
+        .readAfter(0, 100)
+        .flatMap((e) => (e.record.RecordType === "Approval" ? [e.record as ApprovalRecord] : []));
       expect(approvals.map((r) => [r.EventId, r.Outcome])).toEqual([
         [drained.EventId, "Approved"],
         [draining.EventId, "Approved"],
       ]);
-      expect(approvals.every((r) => r.Detail.endsWith("(the node is drained (kubernetes policy drain-then-approve))"))).toBe(true);
+      expect(
+        approvals.every((r) => r.Detail.endsWith("(the node is drained (kubernetes policy drain-then-approve))")),
+      ).toBe(true);
       expect(sim.status().approvals.map((a) => [a.EventId, a.count])).toEqual([
         [drained.EventId, 1],
         [draining.EventId, 1],

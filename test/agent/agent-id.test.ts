@@ -15,7 +15,9 @@ describe("loadOrCreateAgentId", () => {
     expect(readFileSync(join(dir, agentIdFileName), "utf8")).toBe(`${first.agentId}\n`);
     expect(statSync(join(dir, agentIdFileName)).mode & 0o007, "not readable by others").toBe(0);
     expect(readdirSync(dir)).toEqual([agentIdFileName]);
-    expect(loadOrCreateAgentId(join(mkdtempSync(join(tmpdir(), "sef-agent-id-")), "data")).agentId).not.toBe(first.agentId);
+    expect(loadOrCreateAgentId(join(mkdtempSync(join(tmpdir(), "sef-agent-id-")), "data")).agentId).not.toBe(
+      first.agentId,
+    );
   });
 
   it("replaces a file that does not hold a UUID, and says why", () => {

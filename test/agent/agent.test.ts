@@ -11,7 +11,14 @@ import { silentLogger } from "../../src/agent/observability/logger.js";
 import { systemClock } from "../../src/agent/util/clock.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
-import { allOutcomes, delivered, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";
+import {
+  allOutcomes,
+  delivered,
+  retry,
+  type OutboxEntry,
+  type SendOutcomes,
+  type Sink,
+} from "../../src/agent/sinks/sink.js";
 import type { ReplayFrom } from "../../src/agent/delivery/outbox.js";
 import { unknownVmIdentity, type HeartbeatRecord } from "../../src/contract/record.js";
 import { waitUntil } from "../helpers/agent-process.js";
@@ -23,7 +30,8 @@ class MemorySink implements Sink {
   readonly received: string[] = [];
   constructor(readonly name: string) {}
   async send(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {
-    for (const e of batch) this.received.push(`${e.record.RecordType}:${(e.record as { EventStatus?: string }).EventStatus ?? ""}`);
+    for (const e of batch)
+      this.received.push(`${e.record.RecordType}:${(e.record as { EventStatus?: string }).EventStatus ?? ""}`);
     return allOutcomes(batch, delivered);
   }
   async close(): Promise<void> {}
@@ -44,8 +52,32 @@ const scenario = parseScenario(
     durationSeconds: 120,
     vm: { name: "WestNO_0" },
     steps: [
-      { at: 6, events: [{ EventId: "A1B2C3D4-0000-4000-8000-000000000001", EventType: "Reboot", Resources: ["WestNO_0"], EventStatus: "Scheduled", notBeforeInSeconds: 600, autoStart: false }] },
-      { at: 30, events: [{ EventId: "A1B2C3D4-0000-4000-8000-000000000001", EventType: "Reboot", Resources: ["WestNO_0"], EventStatus: "Started", notBeforeInSeconds: 600, autoStart: false }] },
+      {
+        at: 6,
+        events: [
+          {
+            EventId: "A1B2C3D4-0000-4000-8000-000000000001",
+            EventType: "Reboot",
+            Resources: ["WestNO_0"],
+            EventStatus: "Scheduled",
+            notBeforeInSeconds: 600,
+            autoStart: false,
+          },
+        ],
+      },
+      {
+        at: 30,
+        events: [
+          {
+            EventId: "A1B2C3D4-0000-4000-8000-000000000001",
+            EventType: "Reboot",
+            Resources: ["WestNO_0"],
+            EventStatus: "Started",
+            notBeforeInSeconds: 600,
+            autoStart: false,
+          },
+        ],
+      },
     ],
     expect: [],
   },
@@ -62,9 +94,24 @@ afterEach(async () => {
 function agentWith(dataDir: string, sinks: Sink[], replayFrom?: ReplayFrom): Agent {
   const { config } = loadConfig({
     env: {},
-    flags: { imdsUrl: sim!.url, dataDir, pollIntervalMs: "200", sinks: ["stdout"], heartbeatIntervalMs: "0", metricsPort: "0", shutdownFlushMs: "1000" },
+    flags: {
+      imdsUrl: sim!.url,
+      dataDir,
+      pollIntervalMs: "200",
+      sinks: ["stdout"],
+      heartbeatIntervalMs: "0",
+      metricsPort: "0",
+      shutdownFlushMs: "1000",
+    },
   });
-  const agent = new Agent({ config, sinks, logger: silentLogger(), clock: systemClock, agentVersion: "test", ...(replayFrom ? { replayFrom } : {}) });
+  const agent = new Agent({
+    config,
+    sinks,
+    logger: silentLogger(),
+    clock: systemClock,
+    agentVersion: "test",
+    ...(replayFrom ? { replayFrom } : {}),
+  });
   agents.push(agent);
   return agent;
 }
@@ -76,13 +123,22 @@ describe("agent composed of its stages", () => {
     const first = new MemorySink("stdout");
     const agent = agentWith(dataDir, [first, new SlowSink("slow")]);
     const transitions: string[] = [];
-    agent.committed.follow((entries) => transitions.push(...entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record.EventStatus] : []))));
+    agent.committed.follow((entries) =>
+      transitions.push(...entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record.EventStatus] : []))),
+    );
     await agent.prepare();
     agent.start();
-    await waitUntil(() => first.received.includes("Transition:Started"), 15_000, "the Started transition at the toy sink");
+    await waitUntil(
+      () => first.received.includes("Transition:Started"),
+      15_000,
+      "the Started transition at the toy sink",
+    );
     expect(first.received).toEqual(["Transition:Scheduled", "Transition:Started"]);
     expect(transitions).toEqual(["Scheduled", "Started"]);
-    expect(agent.readiness()).toMatchObject({ storeWritable: true, sinks: [{ name: "stdout", stuckForMs: 0 }, { name: "slow" }] });
+    expect(agent.readiness()).toMatchObject({
+      storeWritable: true,
+      sinks: [{ name: "stdout", stuckForMs: 0 }, { name: "slow" }],
+    });
     expect(await agent.heartbeatStats()).toMatchObject({ undelivered: { stdout: 0, slow: 2 }, knownEvents: 1 });
     expect(agent.appendRecords([{ ...heartbeatLike(), RecordId: "hb-1" }])).toHaveLength(1);
     await waitUntil(() => first.received.includes("Heartbeat:"), 5000, "the heartbeat at the toy sink");
@@ -98,7 +154,11 @@ describe("agent composed of its stages", () => {
     agents.length = 0;
 
     // --replay-from backfills on purpose: what is still held from that point on is pending again for every sink.
-    const replaying = agentWith(dataDir, [new MemorySink("stdout"), new SlowSink("slow"), new MemorySink("jsonl:/added")], { seq: 0 });
+    const replaying = agentWith(
+      dataDir,
+      [new MemorySink("stdout"), new SlowSink("slow"), new MemorySink("jsonl:/added")],
+      { seq: 0 },
+    );
     expect(replaying.outbox.depth("jsonl:/added").records).toBe(3);
     expect(replaying.outbox.depth("stdout").records).toBe(3);
     expect(replaying.outbox.depth("slow").records).toBe(3);
@@ -107,5 +167,14 @@ describe("agent composed of its stages", () => {
 
 function heartbeatLike(): HeartbeatRecord {
   const at = new Date().toISOString();
-  return { RecordId: "", RecordType: "Heartbeat", TimeGenerated: at, ObservedAt: at, ...unknownVmIdentity, AgentId: "test-agent", AgentVersion: "test", Detail: "" };
+  return {
+    RecordId: "",
+    RecordType: "Heartbeat",
+    TimeGenerated: at,
+    ObservedAt: at,
+    ...unknownVmIdentity,
+    AgentId: "test-agent",
+    AgentVersion: "test",
+    Detail: "",
+  };
 }

@@ -12,11 +12,16 @@ describe("documents read", () => {
     const document: ScheduledEventsDocument = {
       DocumentIncarnation: 3,
       Events: [readable("A"), readable("B")],
-      Malformed: [{ index: 2, eventId: "C", reason: "event_status", problem: "EventStatus is \"Done\"", raw: {} }],
+      Malformed: [{ index: 2, eventId: "C", reason: "event_status", problem: 'EventStatus is "Done"', raw: {} }],
     };
     expect(listedEventIds(document)).toEqual(["A", "B", "C"]);
     expect(listedEventIds({ DocumentIncarnation: 4, Events: [] })).toEqual([]);
-    expect(listedEventIds({ ...document, Malformed: [{ index: 0, eventId: null, reason: "event_id", problem: "EventId is missing", raw: {} }] })).toBeUndefined();
+    expect(
+      listedEventIds({
+        ...document,
+        Malformed: [{ index: 0, eventId: null, reason: "event_id", problem: "EventId is missing", raw: {} }],
+      }),
+    ).toBeUndefined();
   });
 
   it("each follower hears of each document, in the order they followed", () => {

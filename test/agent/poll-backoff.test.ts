@@ -2,7 +2,12 @@
 // kind): a 400 slowly, a 429 at least as long as its Retry-After says (never shorter than the poll interval, never past
 // the cap), everything else exponentially (×1.5 per failed poll) from the poll interval; each with its jitter.
 import { describe, expect, it } from "vitest";
-import { badRequestRetryMs, maxPollBackoffMs, noEndpointMaxBackoffMs, pollBackoffMs } from "../../src/agent/pipeline/poll-backoff.js";
+import {
+  badRequestRetryMs,
+  maxPollBackoffMs,
+  noEndpointMaxBackoffMs,
+  pollBackoffMs,
+} from "../../src/agent/pipeline/poll-backoff.js";
 import type { ImdsFailureKind } from "../../src/agent/imds/errors.js";
 
 const lowest = 0;
@@ -20,14 +25,30 @@ describe("pollBackoffMs", () => {
     ["429 Retry-After past the cap waits the cap", "throttled", 1, 1000, 600_000, maxPollBackoffMs, maxPollBackoffMs],
     ["429 without Retry-After backs off: 1st", "throttled", 1, 1000, undefined, 500, 1000],
     ["429 without Retry-After backs off: 3rd", "throttled", 3, 1000, undefined, 1125, 2250],
-    ["429 without Retry-After backs off: capped", "throttled", 10, 1000, undefined, maxPollBackoffMs / 2, maxPollBackoffMs],
+    [
+      "429 without Retry-After backs off: capped",
+      "throttled",
+      10,
+      1000,
+      undefined,
+      maxPollBackoffMs / 2,
+      maxPollBackoffMs,
+    ],
     ["500 backs off: 2nd", "http_error", 2, 1000, undefined, 750, 1500],
     ["500 ignores a Retry-After", "http_error", 1, 1000, 20_000, 500, 1000],
     ["timeout backs off: 4th", "timeout", 4, 400, undefined, 675, 1350],
     ["network error capped", "network_error", 10, 1000, undefined, maxPollBackoffMs / 2, maxPollBackoffMs],
     ["a poll interval past the cap is kept", "network_error", 10, 60_000, undefined, 30_000, 60_000],
     ["no endpoint: 2nd", "no_endpoint", 2, 1000, undefined, 750, 1500],
-    ["no endpoint: capped at 5 s", "no_endpoint", 10, 1000, undefined, noEndpointMaxBackoffMs / 2, noEndpointMaxBackoffMs],
+    [
+      "no endpoint: capped at 5 s",
+      "no_endpoint",
+      10,
+      1000,
+      undefined,
+      noEndpointMaxBackoffMs / 2,
+      noEndpointMaxBackoffMs,
+    ],
     ["no endpoint: the poll interval when it is longer", "no_endpoint", 10, 10_000, undefined, 5_000, 10_000],
   ])("%s", (_name, kind, failures, pollIntervalMs, retryAfterMs, shortestMs, longestMs) => {
     expect(pollBackoffMs(kind, failures, pollIntervalMs, retryAfterMs, lowest)).toBe(shortestMs);

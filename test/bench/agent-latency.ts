@@ -29,7 +29,24 @@ export async function benchDetectionLatency(pollIntervalMs: number, samples: num
   const sim = await startSimulator({ scenario: "idle" });
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-latency-"));
   const out = join(dir, "records.jsonl");
-  const agent = runCli(["run", "--imds-url", sim.url, "--poll-interval-ms", String(pollIntervalMs), "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"], { nodeFlags: launcherRunFlags() });
+  const agent = runCli(
+    [
+      "run",
+      "--imds-url",
+      sim.url,
+      "--poll-interval-ms",
+      String(pollIntervalMs),
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      `jsonl:${out}`,
+      "--heartbeat-interval-ms",
+      "0",
+      "--metrics-port",
+      "0",
+    ],
+    { nodeFlags: launcherRunFlags() },
+  );
   const storeMs: number[] = [];
   const jsonlMs: number[] = [];
   try {
@@ -51,10 +68,15 @@ export async function benchDetectionLatency(pollIntervalMs: number, samples: num
           jsonlMs.push(Date.now() - changedAtMs);
           break;
         }
-        if (Date.now() - changedAtMs > 10_000) throw new Error(`no record within 10 s (sample ${i}); agent log:\n${agent.stderr().slice(-1500)}`);
+        if (Date.now() - changedAtMs > 10_000)
+          throw new Error(`no record within 10 s (sample ${i}); agent log:\n${agent.stderr().slice(-1500)}`);
         await new Promise((r) => setImmediate(r));
       }
-      const line = agent.stderr().slice(logBefore).split("\n").find((l) => l.includes("transitions recorded"));
+      const line = agent
+        .stderr()
+        .slice(logBefore)
+        .split("\n")
+        .find((l) => l.includes("transitions recorded"));
       if (line) storeMs.push((JSON.parse(line) as { time: number }).time - changedAtMs);
     }
   } finally {
@@ -62,7 +84,10 @@ export async function benchDetectionLatency(pollIntervalMs: number, samples: num
     await sim.close();
   }
   const last = readFileSync(out, "utf8").trim().split("\n").length;
-  if (last < samples) throw new Error(`expected ${samples} records, found ${last}:\n${readFileSync(out, "utf8")}\n${agent.stderr().slice(-3000)}`);
+  if (last < samples)
+    throw new Error(
+      `expected ${samples} records, found ${last}:\n${readFileSync(out, "utf8")}\n${agent.stderr().slice(-3000)}`,
+    );
   return {
     pollIntervalMs,
     samples,

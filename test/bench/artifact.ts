@@ -28,7 +28,20 @@ export async function benchArtifact(idleSeconds = 30, coldStarts = 5): Promise<A
   const scratch = mkdtempSync(join(tmpdir(), "sef-bench-artifact-"));
   try {
     // Install on a throwaway root inside a network namespace of its own (loopback only, down): no network at all.
-    const install = spawnSync("unshare", ["--mount", "--net", "--propagation", "private", join(repoRoot, "test/package/throwaway-root.sh"), join(scratch, "install"), artifacts["deb-x64"]!, "--install-only"], { encoding: "utf8", timeout: 120_000 });
+    const install = spawnSync(
+      "unshare",
+      [
+        "--mount",
+        "--net",
+        "--propagation",
+        "private",
+        join(repoRoot, "test/package/throwaway-root.sh"),
+        join(scratch, "install"),
+        artifacts["deb-x64"]!,
+        "--install-only",
+      ],
+      { encoding: "utf8", timeout: 120_000 },
+    );
     const installed = /^ok: installed in (\d+) ms$/m.exec(install.stdout);
     if (install.status !== 0 || !installed) throw new Error(`install failed: ${install.stdout}\n${install.stderr}`);
 
@@ -44,7 +57,21 @@ export async function benchArtifact(idleSeconds = 30, coldStarts = 5): Promise<A
       const sim = await startSimulator({ scenario: "idle" });
       const polled = (): boolean => Object.keys(sim.status().requests).some((path) => path.includes("scheduledevents"));
       const started = performance.now();
-      const agent = spawn(sef, ["run", "--imds-url", sim.url, "--data-dir", join(scratch, `cold-${i}`), "--sink", `jsonl:${join(scratch, `cold-${i}.jsonl`)}`, "--log-level", "warn"], { stdio: "ignore" });
+      const agent = spawn(
+        sef,
+        [
+          "run",
+          "--imds-url",
+          sim.url,
+          "--data-dir",
+          join(scratch, `cold-${i}`),
+          "--sink",
+          `jsonl:${join(scratch, `cold-${i}.jsonl`)}`,
+          "--log-level",
+          "warn",
+        ],
+        { stdio: "ignore" },
+      );
       while (!polled() && performance.now() - started < 10_000) await new Promise((r) => setImmediate(r));
       coldStartToFirstPollMs.push(Math.round(performance.now() - started));
       agent.kill("SIGTERM");
@@ -53,7 +80,23 @@ export async function benchArtifact(idleSeconds = 30, coldStarts = 5): Promise<A
     }
 
     const sim = await startSimulator({ scenario: "idle" });
-    const agent = spawn(sef, ["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(scratch, "idle"), "--sink", `jsonl:${join(scratch, "idle.jsonl")}`, "--log-level", "warn"], { stdio: "ignore" });
+    const agent = spawn(
+      sef,
+      [
+        "run",
+        "--imds-url",
+        sim.url,
+        "--poll-interval-ms",
+        "1000",
+        "--data-dir",
+        join(scratch, "idle"),
+        "--sink",
+        `jsonl:${join(scratch, "idle.jsonl")}`,
+        "--log-level",
+        "warn",
+      ],
+      { stdio: "ignore" },
+    );
     const bare = spawn(node, ["-e", "setInterval(()=>{},1000)"], { stdio: "ignore" });
     await new Promise((r) => setTimeout(r, idleSeconds * 1000));
     const agentKb = rssKb(agent.pid!);
@@ -69,7 +112,12 @@ export async function benchArtifact(idleSeconds = 30, coldStarts = 5): Promise<A
       tarXzMb: mb(statSync(artifacts["txz-x64"]!).size),
       installNoNetworkMs: Number(installed[1]),
       coldStartToFirstPollMs,
-      idleRssMb: { agent: mb(agentKb * 1024), bareNode: mb(bareKb * 1024), ratio: Math.round((agentKb / bareKb) * 100) / 100, seconds: idleSeconds },
+      idleRssMb: {
+        agent: mb(agentKb * 1024),
+        bareNode: mb(bareKb * 1024),
+        ratio: Math.round((agentKb / bareKb) * 100) / 100,
+        seconds: idleSeconds,
+      },
     };
   } finally {
     rmSync(scratch, { recursive: true, force: true });

@@ -60,7 +60,8 @@ function* churnDocuments(): Generator<ScheduledEventsDocument> {
   let live: Array<{ id: string; status: "Scheduled" | "Started" }> = [];
   for (let n = 0, incarnation = 1; ; incarnation++) {
     live = live.filter((e) => e.status === "Scheduled").map((e) => ({ ...e, status: "Started" as const }));
-    for (let k = 0; k < 2; k++) live.push({ id: `bench-${String(++n).padStart(8, "0")}-0000-4000-8000-000000000000`, status: "Scheduled" });
+    for (let k = 0; k < 2; k++)
+      live.push({ id: `bench-${String(++n).padStart(8, "0")}-0000-4000-8000-000000000000`, status: "Scheduled" });
     const events = live.map(({ id, status }) => ({
       EventId: id,
       EventStatus: status,
@@ -81,7 +82,11 @@ function* churnDocuments(): Generator<ScheduledEventsDocument> {
  * (collector, store transaction with its record, adoption) on a real store file. The keys kept are spread over the
  * last 7 days and the clock moves so that each change expires about as many keys as it creates (steady state).
  */
-export function benchChangeTime(retainedKeys: number, changes = 200, synchronous: "FULL" | "OFF" = "FULL"): { medianMs: number; p99Ms: number; keysAtEnd: number } {
+export function benchChangeTime(
+  retainedKeys: number,
+  changes = 200,
+  synchronous: "FULL" | "OFF" = "FULL",
+): { medianMs: number; p99Ms: number; keysAtEnd: number } {
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-change-"));
   const store = Store.open({ dataDir: dir, checkpointInWorker: false });
   try {
@@ -92,15 +97,31 @@ export function benchChangeTime(retainedKeys: number, changes = 200, synchronous
     const t0 = Date.parse("2026-11-23T10:00:00Z");
     const insert = store.database.prepare("INSERT INTO emitted(key, emitted_ms, ended_ms) VALUES (?, ?, ?)");
     store.write(() => {
-      for (let i = 0; i < retainedKeys; i++) insert.run(`old-${i}|Completed`, t0 - 8 * day, t0 - 7 * day + Math.floor((i * stepMs) / keysPerChange) + 1);
+      for (let i = 0; i < retainedKeys; i++)
+        insert.run(`old-${i}|Completed`, t0 - 8 * day, t0 - 7 * day + Math.floor((i * stepMs) / keysPerChange) + 1);
     });
     const logger = pino({ level: "silent" });
     const metrics = new AgentMetrics();
     let nowMs = t0;
     const clock: Clock = { ...systemClock, now: () => nowMs };
-    const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock, maxOutboxBytes: 1 << 30 });
+    const commit = new CommitStage({
+      outbox,
+      deadLetters: new DeadLetterFile(join(dir, "dead-letter")),
+      metrics,
+      logger,
+      clock,
+      maxOutboxBytes: 1 << 30,
+    });
     const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 7 * day };
-    const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => ({ ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }), agentVersion: "bench", metrics, logger, recallEmitted: (wanted) => store.emittedKeysOf(wanted) });
+    const collect = new CollectStage(store.loadCollectorState(), {
+      config,
+      commit,
+      vm: () => ({ ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }),
+      agentVersion: "bench",
+      metrics,
+      logger,
+      recallEmitted: (wanted) => store.emittedKeysOf(wanted),
+    });
     const timings: number[] = [];
     const warmUp = 20;
     const documents = churnDocuments();
@@ -123,9 +144,21 @@ export function benchChangeTime(retainedKeys: number, changes = 200, synchronous
 export function benchCollectorTime(retainedKeys: number, changes = 2000): { medianMs: number; p99Ms: number } {
   const stepMs = Math.floor((7 * day * keysPerChange) / retainedKeys);
   const t0 = Date.parse("2026-11-23T10:00:00Z");
-  const kept = Array.from({ length: retainedKeys }, (_, i) => [`old-${i}|Completed`, { emittedMs: t0 - 8 * day, endedMs: t0 - 7 * day + Math.floor((i * stepMs) / keysPerChange) + 1 }] as const);
+  const kept = Array.from(
+    { length: retainedKeys },
+    (_, i) =>
+      [
+        `old-${i}|Completed`,
+        { emittedMs: t0 - 8 * day, endedMs: t0 - 7 * day + Math.floor((i * stepMs) / keysPerChange) + 1 },
+      ] as const,
+  );
   let state: CollectorState = { ...emptyCollectorState(), emitted: EmittedKeys.from(kept) };
-  const ctx = { vm: { ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }, agentVersion: "bench", gapThresholdMs: 10_000, emittedRetentionMs: 7 * day };
+  const ctx = {
+    vm: { ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" },
+    agentVersion: "bench",
+    gapThresholdMs: 10_000,
+    emittedRetentionMs: 7 * day,
+  };
   const documents = churnDocuments();
   const timings: number[] = [];
   const warmUp = 200;
@@ -193,7 +226,21 @@ export async function benchChurnSoak(seconds: number, everyS = 5, freshBundle = 
     const env = { ...process.env, NODE_ENV: "production", CACHE_DIRECTORY: join(scratch, "cache") };
     const agent = spawn(
       join(unpacked, "bin", "sef"),
-      ["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(scratch, "data"), "--sink", `jsonl:${jsonl}`, "--log-level", "warn", "--metrics-port", "0"],
+      [
+        "run",
+        "--imds-url",
+        sim.url,
+        "--poll-interval-ms",
+        "1000",
+        "--data-dir",
+        join(scratch, "data"),
+        "--sink",
+        `jsonl:${jsonl}`,
+        "--log-level",
+        "warn",
+        "--metrics-port",
+        "0",
+      ],
       { stdio: "ignore", env },
     );
     const live: LiveEvent[] = [];
@@ -208,8 +255,20 @@ export async function benchChurnSoak(seconds: number, everyS = 5, freshBundle = 
         // Started → gone, Scheduled → Started, then two new Scheduled events.
         for (let i = live.length - 1; i >= 0; i--) if (live[i]!.phase === "Started") live.splice(i, 1);
         for (const e of live) e.phase = "Started";
-        for (let k = 0; k < 2; k++) live.push({ id: `churn-${String(++events).padStart(6, "0")}-0000-4000-8000-000000000000`, phase: "Scheduled" });
-        sim.setEvents(live.map((e) => ({ EventId: e.id, EventType: "Freeze", Resources: ["WestNO_0"], EventStatus: e.phase, notBeforeInSeconds: 86_400 })));
+        for (let k = 0; k < 2; k++)
+          live.push({
+            id: `churn-${String(++events).padStart(6, "0")}-0000-4000-8000-000000000000`,
+            phase: "Scheduled",
+          });
+        sim.setEvents(
+          live.map((e) => ({
+            EventId: e.id,
+            EventType: "Freeze",
+            Resources: ["WestNO_0"],
+            EventStatus: e.phase,
+            notBeforeInSeconds: 86_400,
+          })),
+        );
         const elapsedMs = performance.now() - startedMs;
         if (elapsedMs >= nextSampleMs) {
           samples.push([round(elapsedMs / 1000, 1), rssMb(agent.pid!)]);
@@ -226,7 +285,11 @@ export async function benchChurnSoak(seconds: number, everyS = 5, freshBundle = 
     } finally {
       await stopChild(agent);
     }
-    const lines = existsSync(jsonl) ? readFileSync(jsonl, "utf8").split("\n").filter((l) => l !== "") : [];
+    const lines = existsSync(jsonl)
+      ? readFileSync(jsonl, "utf8")
+          .split("\n")
+          .filter((l) => l !== "")
+      : [];
     let torn = 0;
     let transitions = 0;
     for (const line of lines) {

@@ -16,9 +16,25 @@ import { drainBacklogThroughLedger } from "./ledger-drain.js";
 
 /** Starts the peer as its own process (`sef-testbed emulate eventhubs`), as the real service is: the sink gets a core of its own. */
 async function startPeerProcess(): Promise<{ connectionString: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [testbedCliPath, "emulate", "eventhubs", "--port", "0", "--hub", "sef-bench", "--partitions", "4", "--log-level", "warn"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      testbedCliPath,
+      "emulate",
+      "eventhubs",
+      "--port",
+      "0",
+      "--hub",
+      "sef-bench",
+      "--partitions",
+      "4",
+      "--log-level",
+      "warn",
+    ],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let err = "";
   child.stdout.resume(); // the ready line is not needed; an unread pipe must not hold the peer open
   const connectionString = await new Promise<string>((resolve, reject) => {
@@ -69,7 +85,11 @@ export interface DrainFigures {
 /** Runs `drain` over the backlog after `warmUp` (opening the link), timing only the drain, then checks the hub stored every record. */
 async function measureDrain(
   records: number,
-  start: (connectionString: string) => { warmUp(outbox: readonly OutboxEntry[]): Promise<void>; drain(outbox: readonly OutboxEntry[]): Promise<number | void>; close(): Promise<void> },
+  start: (connectionString: string) => {
+    warmUp(outbox: readonly OutboxEntry[]): Promise<void>;
+    drain(outbox: readonly OutboxEntry[]): Promise<number | void>;
+    close(): Promise<void>;
+  },
 ): Promise<DrainFigures> {
   const outbox = transitionBacklog(records);
   const bytes = outbox.reduce((sum, e) => sum + Buffer.byteLength(e.json), 0);
@@ -99,9 +119,16 @@ async function measureDrain(
 }
 
 /** Drains `records` records to the peer process through the sink; the figures cover the drain only (not building the backlog). */
-export async function benchEventHubsDrain(records = 100_000, partitionRouting: "key" | "hash" = "key"): Promise<DrainFigures> {
+export async function benchEventHubsDrain(
+  records = 100_000,
+  partitionRouting: "key" | "hash" = "key",
+): Promise<DrainFigures> {
   return measureDrain(records, (connectionString) => {
-    const sink = createEventHubsSink(eventHubsSettingsSchema.parse({ connectionString, partitionRouting }), { logger: silentLogger() }, {});
+    const sink = createEventHubsSink(
+      eventHubsSettingsSchema.parse({ connectionString, partitionRouting }),
+      { logger: silentLogger() },
+      {},
+    );
     const signal = new AbortController().signal;
     return {
       // Open the link first (connection + $cbs), as a running agent would have.
@@ -121,7 +148,8 @@ export async function benchEventHubsBareSdkKeyed(records = 100_000, concurrency 
     const producer = new EventHubProducerClient(connectionString);
     const sendKeyed = async (key: string, entries: readonly OutboxEntry[]): Promise<void> => {
       const batch = await producer.createBatch({ partitionKey: key });
-      for (const entry of entries) if (!batch.tryAdd(toEventData(entry))) throw new Error("a bench record does not fit in a batch");
+      for (const entry of entries)
+        if (!batch.tryAdd(toEventData(entry))) throw new Error("a bench record does not fit in a batch");
       await producer.sendBatch(batch);
     };
     return {
@@ -152,5 +180,11 @@ export async function benchEventHubsBareSdkKeyed(records = 100_000, concurrency 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const records = Number(process.argv[2] ?? 100_000);
   const mode = process.argv[3] ?? "key";
-  console.log(JSON.stringify(mode === "bare" ? await benchEventHubsBareSdkKeyed(records) : await benchEventHubsDrain(records, mode === "hash" ? "hash" : "key")));
+  console.log(
+    JSON.stringify(
+      mode === "bare"
+        ? await benchEventHubsBareSdkKeyed(records)
+        : await benchEventHubsDrain(records, mode === "hash" ? "hash" : "key"),
+    ),
+  );
 }

@@ -9,7 +9,13 @@ import { nextWorkerMessage } from "./worker-messages.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { heartbeatRecord } from "../../src/agent/observability/heartbeat.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
-import { createProducerClient, EventHubsSink, IdleClosingProducer, resolveEventHubsAuth, eventHubsSettingsSchema } from "../../src/agent/sinks/eventhubs/index.js";
+import {
+  createProducerClient,
+  EventHubsSink,
+  IdleClosingProducer,
+  resolveEventHubsAuth,
+  eventHubsSettingsSchema,
+} from "../../src/agent/sinks/eventhubs/index.js";
 import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
 
 export interface FleetOptions {
@@ -60,10 +66,17 @@ interface PeerStats {
   readonly meanConnections: number;
 }
 
-const distServer = pathToFileURL(fileURLToPath(new URL("../../src/testbed/dist/peers/eventhubs/server.js", import.meta.url))).href;
+const distServer = pathToFileURL(
+  fileURLToPath(new URL("../../src/testbed/dist/peers/eventhubs/server.js", import.meta.url)),
+).href;
 
 /** The peer in a worker thread (its own event loop, like a service), sampling its connection count every 20 ms. */
-async function startPeerWorker(): Promise<{ connectionString: string; stats(): Promise<PeerStats>; resetMean(): void; stop(): Promise<void> }> {
+async function startPeerWorker(): Promise<{
+  connectionString: string;
+  stats(): Promise<PeerStats>;
+  resetMean(): void;
+  stop(): Promise<void>;
+}> {
   const source = `
     const { parentPort } = require("node:worker_threads");
     import(${JSON.stringify(distServer)}).then(async ({ startEventHubsEmulator }) => {
@@ -116,12 +129,25 @@ export async function benchEventHubsFleet(options: FleetOptions): Promise<FleetF
   const sendsPerInstance = Math.floor(options.durationMs / options.sendIntervalMs);
   const peer = await startPeerWorker();
   const logger = silentLogger();
-  const settings = eventHubsSettingsSchema.parse({ connectionString: peer.connectionString, idleCloseMs, maxRetries: 1, retryDelayMs: 50, tryTimeoutMs: 10_000 });
+  const settings = eventHubsSettingsSchema.parse({
+    connectionString: peer.connectionString,
+    idleCloseMs,
+    maxRetries: 1,
+    retryDelayMs: 50,
+    tryTimeoutMs: 10_000,
+  });
   const auth = resolveEventHubsAuth(settings, {});
   // As createEventHubsSink builds it, keeping the producer to see whether a send found its connection open.
   const fleet = Array.from({ length: instances }, () => {
     const producer = new IdleClosingProducer({ createClient: () => createProducerClient(auth, settings), idleCloseMs });
-    const sink = new EventHubsSink({ producer, logger, partitionKeyField: settings.partitionKeyField, maxBatchRecords: 100, lingerMs: 0, maxConcurrentBatches: 1 });
+    const sink = new EventHubsSink({
+      producer,
+      logger,
+      partitionKeyField: settings.partitionKeyField,
+      maxBatchRecords: 100,
+      lingerMs: 0,
+      maxConcurrentBatches: 1,
+    });
     return { producer, sink };
   });
 
@@ -132,9 +158,17 @@ export async function benchEventHubsFleet(options: FleetOptions): Promise<FleetF
   let acked = 0;
   const start = performance.now();
   peer.resetMean();
-  const runInstance = async (index: number, { producer, sink }: { producer: IdleClosingProducer; sink: EventHubsSink }): Promise<void> => {
+  const runInstance = async (
+    index: number,
+    { producer, sink }: { producer: IdleClosingProducer; sink: EventHubsSink },
+  ): Promise<void> => {
     const offsetMs = Math.random() * intervalMs;
-    const vm = { ...unknownVmIdentity, AgentId: `agent-${index}`, VmName: `vm-${index}`, VmId: `00000000-0000-4000-8000-${String(index).padStart(12, "0")}` };
+    const vm = {
+      ...unknownVmIdentity,
+      AgentId: `agent-${index}`,
+      VmName: `vm-${index}`,
+      VmId: `00000000-0000-4000-8000-${String(index).padStart(12, "0")}`,
+    };
     for (let k = 0; k < sendsPerInstance; k++) {
       const dueMs = start + offsetMs + k * intervalMs;
       await new Promise((r) => setTimeout(r, Math.max(0, dueMs - performance.now())));

@@ -5,13 +5,26 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
-import { inDoubtResends, maintenanceWave, startCluster, tally, type Cluster, type TargetTally } from "../fleet/cluster.js";
+import {
+  inDoubtResends,
+  maintenanceWave,
+  startCluster,
+  tally,
+  type Cluster,
+  type TargetTally,
+} from "../fleet/cluster.js";
 import { runCli, type RunningProcess } from "../helpers/agent-process.js";
 import { percentile } from "./agent-latency.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, probe: () => boolean, timeoutMs: number, detail: () => unknown, pollMs = 20): Promise<void> {
+async function until(
+  what: string,
+  probe: () => boolean,
+  timeoutMs: number,
+  detail: () => unknown,
+  pollMs = 20,
+): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   let nextReport = performance.now() + 10_000;
   while (!probe()) {
@@ -54,18 +67,37 @@ export async function benchFleetEndToEnd(events: number, agents: number): Promis
           eventhubs: { connectionStringEnv: "BENCH_EH" },
         }),
       );
-      running.push(runCli(["run", "--config", config], { env: { ...process.env, BENCH_EH: cluster.hub.connectionString } }));
+      running.push(
+        runCli(["run", "--config", config], { env: { ...process.env, BENCH_EH: cluster.hub.connectionString } }),
+      );
     }
-    for (const agent of running) await until("agent polling", () => agent.stderr().includes("VM identity"), 30_000, () => agent.stderr().slice(-500));
+    for (const agent of running)
+      await until(
+        "agent polling",
+        () => agent.stderr().includes("VM identity"),
+        30_000,
+        () => agent.stderr().slice(-500),
+      );
     await sleep(2000);
     const present: Array<{ EventId: string; EventType: string; Resources: string[]; notBeforeInSeconds: number }> = [];
     for (let i = 0; i < events; i++) {
       await sleep(Math.random() * 1000);
       const id = `F1EE0000-0000-4000-8000-${String(i).padStart(12, "0")}`;
       if (present.length >= 5) present.shift();
-      present.push({ EventId: id, EventType: "Reboot", Resources: Array.from({ length: agents }, (_, a) => `web-vmss_${a}`), notBeforeInSeconds: 900 });
+      present.push({
+        EventId: id,
+        EventType: "Reboot",
+        Resources: Array.from({ length: agents }, (_, a) => `web-vmss_${a}`),
+        notBeforeInSeconds: 900,
+      });
       const { changedAtMs } = sim.setEvents(present);
-      const seen = () => cluster.peer.requests("slack").some((r) => r.status === 200 && JSON.stringify(r.body).includes(id) && !JSON.stringify(r.body).includes("Update: "));
+      const seen = () =>
+        cluster.peer
+          .requests("slack")
+          .some(
+            (r) =>
+              r.status === 200 && JSON.stringify(r.body).includes(id) && !JSON.stringify(r.body).includes("Update: "),
+          );
       await until(`notification of ${id}`, seen, 20_000, () => tally(cluster.peer, i));
       const request = cluster.peer.requests("slack").find((r) => JSON.stringify(r.body).includes(id))!;
       latencies.push(request.receivedAtMs - changedAtMs);
@@ -76,7 +108,14 @@ export async function benchFleetEndToEnd(events: number, agents: number): Promis
     await cluster.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { events, agents, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: Math.max(...latencies), targetP99Ms: 5000 };
+  return {
+    events,
+    agents,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    maxMs: Math.max(...latencies),
+    targetP99Ms: 5000,
+  };
 }
 
 /** One target's figures in the scale bench. */
@@ -157,7 +196,9 @@ function targetResult(t: TargetTally, cluster: Cluster, targetName: string): Fle
  */
 function writeUnexplainedRepeats(cluster: Cluster, t: TargetTally, targetName: string, kind: "slack"): void {
   const inDoubt = inDoubtResends(cluster).filter((d) => d.target === targetName);
-  const unexplained = t.repeatedTriggerRequestEvents.filter((id) => !inDoubt.some((d) => d.action === "trigger" && d.eventId === id));
+  const unexplained = t.repeatedTriggerRequestEvents.filter(
+    (id) => !inDoubt.some((d) => d.action === "trigger" && d.eventId === id),
+  );
   if (unexplained.length === 0) return;
   const sample = unexplained.slice(0, 10).map((id) => ({
     eventId: id,
@@ -165,17 +206,32 @@ function writeUnexplainedRepeats(cluster: Cluster, t: TargetTally, targetName: s
       .requests(kind)
       .filter((r) => JSON.stringify(r.body).includes(id))
       .map((r) => ({ receivedAtMs: r.receivedAtMs, status: r.status })),
-    logs: cluster.instances.map((instance, index) => ({ instance: index, lines: instance.stderr().split("\n").filter((l) => l.includes(id)) })),
+    logs: cluster.instances.map((instance, index) => ({
+      instance: index,
+      lines: instance
+        .stderr()
+        .split("\n")
+        .filter((l) => l.includes(id)),
+    })),
   }));
-  writeFileSync("fleet-bench-repeats.json", JSON.stringify({ unexplained: unexplained.length, sample }, null, 2) + "\n");
-  process.stderr.write(`fleet bench: ${unexplained.length} repeats on ${targetName} without an in-doubt re-send; see fleet-bench-repeats.json\n`);
+  writeFileSync(
+    "fleet-bench-repeats.json",
+    JSON.stringify({ unexplained: unexplained.length, sample }, null, 2) + "\n",
+  );
+  process.stderr.write(
+    `fleet bench: ${unexplained.length} repeats on ${targetName} without an in-doubt re-send; see fleet-bench-repeats.json\n`,
+  );
 }
 
 async function ownedPartitions(cluster: Cluster, index: number): Promise<number> {
   return Number(/^sef_fleet_owned_partitions (\d+)/m.exec(await metricsText(cluster, index))?.[1] ?? 0);
 }
 
-export async function benchFleetScale(vms: number, vmsPerEvent: number, ownershipExpirationMs = 10_000): Promise<FleetScaleResult> {
+export async function benchFleetScale(
+  vms: number,
+  vmsPerEvent: number,
+  ownershipExpirationMs = 10_000,
+): Promise<FleetScaleResult> {
   const partitions = 32;
   const loadAtStart = loadavg()[0]!;
   const cluster = await startCluster({ instances: 3, partitions, ownershipExpirationMs });
@@ -238,7 +294,10 @@ export async function benchFleetScale(vms: number, vmsPerEvent: number, ownershi
       slack: targetResult(t.slack, cluster, "chat"),
       survivorOutcomeSaves: survivors.reduce((n, text) => n + metricSum(text, "sef_fleet_outcome_saves_total"), 0),
       survivorOutcomesSaved: survivors.reduce((n, text) => n + metricSum(text, "sef_fleet_outcomes_saved_total"), 0),
-      stateConflicts: cluster.instances.reduce((n, i) => n + i.stderr().split("fleet state was written by another instance").length - 1, 0),
+      stateConflicts: cluster.instances.reduce(
+        (n, i) => n + i.stderr().split("fleet state was written by another instance").length - 1,
+        0,
+      ),
       rebalanceMs,
       ownershipExpirationMs,
       totalMs: Math.round(performance.now() - started),
@@ -251,7 +310,9 @@ export async function benchFleetScale(vms: number, vmsPerEvent: number, ownershi
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const which = process.argv[2] ?? "both";
-  if (which !== "scale") console.log(JSON.stringify(await benchFleetEndToEnd(Number(process.env.SEF_BENCH_FLEET_EVENTS ?? 100), 3)));
-  if (which !== "latency") console.log(JSON.stringify(await benchFleetScale(Number(process.env.SEF_BENCH_FLEET_VMS ?? 2000), 10)));
+  if (which !== "scale")
+    console.log(JSON.stringify(await benchFleetEndToEnd(Number(process.env.SEF_BENCH_FLEET_EVENTS ?? 100), 3)));
+  if (which !== "latency")
+    console.log(JSON.stringify(await benchFleetScale(Number(process.env.SEF_BENCH_FLEET_VMS ?? 2000), 10)));
   process.exit(0);
 }

@@ -29,23 +29,56 @@ try {
   const metrics = new AgentMetrics();
   let nowMs = Date.parse("2026-11-23T10:00:00Z");
   const clock = { ...systemClock, now: () => nowMs };
-  const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock, maxOutboxBytes: 1 << 30 });
+  const commit = new CommitStage({
+    outbox,
+    deadLetters: new DeadLetterFile(join(dir, "dead-letter")),
+    metrics,
+    logger,
+    clock,
+    maxOutboxBytes: 1 << 30,
+  });
   const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 0 };
   const vm = { ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" };
   const recallEmitted = (wanted: EmittedToRecall) => store.emittedKeysOf(wanted);
-  const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => vm, agentVersion: "bench", metrics, logger, recallEmitted });
+  const collect = new CollectStage(store.loadCollectorState(), {
+    config,
+    commit,
+    vm: () => vm,
+    agentVersion: "bench",
+    metrics,
+    logger,
+    recallEmitted,
+  });
   let live: Array<{ id: string; status: "Scheduled" | "Started" }> = [];
   let events = 0;
   for (let i = 1; i <= changes; i++) {
     nowMs += 2500;
     live = live.filter((e) => e.status !== "Started");
     for (const e of live) e.status = "Started";
-    for (let k = 0; k < 2; k++) live.push({ id: `churn-${String(++events).padStart(6, "0")}-0000-4000-8000-000000000000`, status: "Scheduled" });
-    const documentEvents: ImdsEvent[] = live.map((e) => ({ EventId: e.id, EventStatus: e.status, EventType: "Freeze", ResourceType: "VirtualMachine", Resources: ["x"], NotBefore: null, Description: "", EventSource: "Platform", DurationInSeconds: 5 }));
+    for (let k = 0; k < 2; k++)
+      live.push({ id: `churn-${String(++events).padStart(6, "0")}-0000-4000-8000-000000000000`, status: "Scheduled" });
+    const documentEvents: ImdsEvent[] = live.map((e) => ({
+      EventId: e.id,
+      EventStatus: e.status,
+      EventType: "Freeze",
+      ResourceType: "VirtualMachine",
+      Resources: ["x"],
+      NotBefore: null,
+      Description: "",
+      EventSource: "Platform",
+      DurationInSeconds: 5,
+    }));
     collect.ingest({ DocumentIncarnation: i, Events: documentEvents }, nowMs, 0);
     if (i % 2000 === 0) {
       gc();
-      console.log(JSON.stringify({ changes: i, events, heapUsedKb: Math.round(process.memoryUsage().heapUsed / 1024), keysInMemory: collect.state.emitted.size }));
+      console.log(
+        JSON.stringify({
+          changes: i,
+          events,
+          heapUsedKb: Math.round(process.memoryUsage().heapUsed / 1024),
+          keysInMemory: collect.state.emitted.size,
+        }),
+      );
     }
   }
 } finally {

@@ -28,7 +28,24 @@ function peakRssKb(pid: number): number {
 export async function benchIdleFootprint(seconds = 60): Promise<FootprintResult> {
   const sim = await startSimulator({ scenario: "idle" });
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-idle-"));
-  const agent = runCli(["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--sink", "stdout", "--log-level", "warn"], { nodeFlags: launcherRunFlags() });
+  const agent = runCli(
+    [
+      "run",
+      "--imds-url",
+      sim.url,
+      "--poll-interval-ms",
+      "1000",
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      `jsonl:${join(dir, "r.jsonl")}`,
+      "--sink",
+      "stdout",
+      "--log-level",
+      "warn",
+    ],
+    { nodeFlags: launcherRunFlags() },
+  );
   try {
     const pid = agent.child.pid!;
     await new Promise((r) => setTimeout(r, 5000)); // start-up is not idle

@@ -71,7 +71,10 @@ export interface IdleComparisonResult {
    * The issue's figures (schedstat): the agent through bin/sef against the documented sample's loop (a new connection
    * per poll; target ≤ 1.0) and against the stricter kept-alive loop.
    */
-  readonly headline: { agentVsDocumentedSample: { median: number; spread: number }; agentVsKeptAliveLoop: { median: number; spread: number } };
+  readonly headline: {
+    agentVsDocumentedSample: { median: number; spread: number };
+    agentVsKeptAliveLoop: { median: number; spread: number };
+  };
 }
 
 function cpuTicks(pid: number): number {
@@ -134,20 +137,49 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 }
 
-async function oneRun(unpacked: string, scratch: string, index: number, options: IdleComparisonOptions): Promise<IdleRun> {
+async function oneRun(
+  unpacked: string,
+  scratch: string,
+  index: number,
+  options: IdleComparisonOptions,
+): Promise<IdleRun> {
   const sim = await startSimulator({ scenario: "idle" });
   // One event in the document, far from starting: every poll returns the same non-empty document.
-  sim.setEvents([{ EventId: "9d6c2a8e-0b1f-4c55-9f57-6b1d2f3c4a10", EventType: "Freeze", Resources: ["WestNO_0"], notBeforeInSeconds: 86_400 }]);
+  sim.setEvents([
+    {
+      EventId: "9d6c2a8e-0b1f-4c55-9f57-6b1d2f3c4a10",
+      EventType: "Freeze",
+      Resources: ["WestNO_0"],
+      notBeforeInSeconds: 86_400,
+    },
+  ]);
   const agentArgs = (name: string): string[] => {
     const dir = join(scratch, `${name}-${index}`);
-    return ["run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "r.jsonl")}`, "--log-level", "warn", "--metrics-port", "0"];
+    return [
+      "run",
+      "--imds-url",
+      sim.url,
+      "--poll-interval-ms",
+      "1000",
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      `jsonl:${join(dir, "r.jsonl")}`,
+      "--log-level",
+      "warn",
+      "--metrics-port",
+      "0",
+    ];
   };
   // As systemd starts it (sef.service): NODE_ENV=production, a cache directory for Node's compile cache.
   const env = { ...process.env, NODE_ENV: "production", CACHE_DIRECTORY: join(scratch, "cache") };
   const node = join(unpacked, "lib", "sef", "node");
   const children: Record<IdleSide, ChildProcess> = {
     agent: spawn(join(unpacked, "bin", "sef"), agentArgs("agent"), { stdio: "ignore", env }),
-    agentWithoutLauncherFlags: spawn(node, [join(unpacked, "lib", "sef", "sef.mjs"), ...agentArgs("noflags")], { stdio: "ignore", env }),
+    agentWithoutLauncherFlags: spawn(node, [join(unpacked, "lib", "sef", "sef.mjs"), ...agentArgs("noflags")], {
+      stdio: "ignore",
+      env,
+    }),
     pythonKeepAlive: spawn("python3", [pythonLoop, sim.url, "keepalive"], { stdio: "ignore" }),
     // the documented sample's behaviour, the headline's reference
     pythonNewConnection: spawn("python3", [pythonLoop, sim.url, "new-connection"], { stdio: "ignore" }),
@@ -155,8 +187,12 @@ async function oneRun(unpacked: string, scratch: string, index: number, options:
   const bare = spawn(node, ["-e", "setInterval(()=>{},1000)"], { stdio: "ignore" });
   try {
     await sleep(options.warmupS * 1000);
-    for (const child of [...Object.values(children), bare]) if (child.exitCode !== null) throw new Error(`a process of the bench exited early (${child.spawnargs.join(" ")})`);
-    const before = Object.fromEntries(idleSides.map((side) => [side, { ticks: cpuTicks(children[side].pid!), sched: schedNs(children[side].pid!) }]));
+    for (const child of [...Object.values(children), bare])
+      if (child.exitCode !== null)
+        throw new Error(`a process of the bench exited early (${child.spawnargs.join(" ")})`);
+    const before = Object.fromEntries(
+      idleSides.map((side) => [side, { ticks: cpuTicks(children[side].pid!), sched: schedNs(children[side].pid!) }]),
+    );
     const pollsBefore = pollsBy(sim);
     const loadStart = loadavg()[0]!;
     const startedMs = performance.now();
@@ -190,7 +226,10 @@ async function oneRun(unpacked: string, scratch: string, index: number, options:
       bareNodeRssMb,
       cpuRatio,
       schedCpuRatio,
-      rssRatio: { agent: round(sides.agent.rssMb / bareNodeRssMb, 2), agentWithoutLauncherFlags: round(sides.agentWithoutLauncherFlags.rssMb / bareNodeRssMb, 2) },
+      rssRatio: {
+        agent: round(sides.agent.rssMb / bareNodeRssMb, 2),
+        agentWithoutLauncherFlags: round(sides.agentWithoutLauncherFlags.rssMb / bareNodeRssMb, 2),
+      },
       loadAverage: { start: round(loadStart, 2), end: round(loadavg()[0]!, 2) },
     };
   } finally {
@@ -224,10 +263,16 @@ export async function benchIdleVsPython(options: IdleComparisonOptions): Promise
     return {
       options,
       runs,
-      headline: { agentVsDocumentedSample: schedCpuRatios["agent/pythonNewConnection"]!, agentVsKeptAliveLoop: schedCpuRatios["agent/pythonKeepAlive"]! },
+      headline: {
+        agentVsDocumentedSample: schedCpuRatios["agent/pythonNewConnection"]!,
+        agentVsKeptAliveLoop: schedCpuRatios["agent/pythonKeepAlive"]!,
+      },
       cpuRatios: summarize((r) => r.cpuRatio),
       schedCpuRatios,
-      medianRssRatio: { agent: round(median(runs.map((r) => r.rssRatio.agent)), 2), agentWithoutLauncherFlags: round(median(runs.map((r) => r.rssRatio.agentWithoutLauncherFlags)), 2) },
+      medianRssRatio: {
+        agent: round(median(runs.map((r) => r.rssRatio.agent)), 2),
+        agentWithoutLauncherFlags: round(median(runs.map((r) => r.rssRatio.agentWithoutLauncherFlags)), 2),
+      },
     };
   } finally {
     rmSync(scratch, { recursive: true, force: true });

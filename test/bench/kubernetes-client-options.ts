@@ -47,14 +47,20 @@ interface RunFigures {
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 
-async function bundleOption(option: ClientOption, outDir: string): Promise<{ entry: string; modules: number; kb: number }> {
+async function bundleOption(
+  option: ClientOption,
+  outDir: string,
+): Promise<{ entry: string; modules: number; kb: number }> {
   const result = await bundleProgram(repoRoot, outDir, option, `test/bench/kubernetes-client-options/${option}.ts`, {});
   const kb = result.files.reduce((sum, file) => sum + statSync(join(outDir, file)).size, 0) / 1024;
   return { entry: join(outDir, `${option}.mjs`), modules: result.inputs.length, kb: Math.round(kb) };
 }
 
 function runOption(entry: string, env: NodeJS.ProcessEnv): Promise<RunFigures> {
-  const child = spawn(process.execPath, [...launcherRunFlags(), entry], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...launcherRunFlags(), entry], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
@@ -70,19 +76,35 @@ function runOption(entry: string, env: NodeJS.ProcessEnv): Promise<RunFigures> {
   });
 }
 
-export async function benchKubernetesClientOptions(rounds = 2, idleSeconds = 10, options = Object.keys(clientOptions) as ClientOption[]): Promise<ClientOptionFigures[]> {
+export async function benchKubernetesClientOptions(
+  rounds = 2,
+  idleSeconds = 10,
+  options = Object.keys(clientOptions) as ClientOption[],
+): Promise<ClientOptionFigures[]> {
   const scratch = mkdtempSync(join(tmpdir(), "sef-bench-k8s-options-"));
-  const pods = Array.from({ length: 20 }, (_, i) => ({ namespace: "apps", name: `web-${i}`, nodeName: "n1", ownerReferences: [{ kind: "ReplicaSet", name: "web" }] }));
+  const pods = Array.from({ length: 20 }, (_, i) => ({
+    namespace: "apps",
+    name: `web-${i}`,
+    nodeName: "n1",
+    ownerReferences: [{ kind: "ReplicaSet", name: "web" }],
+  }));
   const peer = await startKubernetesPeer({ seed: { nodes: [{ name: "n1", providerID: "azure:///bench" }], pods } });
   try {
     const bundles = new Map<ClientOption, Awaited<ReturnType<typeof bundleOption>>>();
     for (const option of options) bundles.set(option, await bundleOption(option, join(scratch, option)));
     const env = {
-      SEF_BENCH_K8S_PEER: JSON.stringify({ url: peer.url, caFile: peer.caFile, token: peer.token, kubeconfig: peer.kubeconfigPath, node: "n1" }),
+      SEF_BENCH_K8S_PEER: JSON.stringify({
+        url: peer.url,
+        caFile: peer.caFile,
+        token: peer.token,
+        kubeconfig: peer.kubeconfigPath,
+        node: "n1",
+      }),
       SEF_BENCH_K8S_OPTION_IDLE_S: String(idleSeconds),
     };
     const runs = new Map<ClientOption, RunFigures[]>(options.map((o) => [o, []]));
-    for (let round = 0; round < rounds; round++) for (const option of options) runs.get(option)!.push(await runOption(bundles.get(option)!.entry, env));
+    for (let round = 0; round < rounds; round++)
+      for (const option of options) runs.get(option)!.push(await runOption(bundles.get(option)!.entry, env));
     return options.map((option) => {
       const taken = runs.get(option)!;
       const median = (pick: (r: RunFigures) => number): number => percentile(taken.map(pick), 50);

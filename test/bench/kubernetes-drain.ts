@@ -8,8 +8,22 @@ import { join, resolve } from "node:path";
 import { bundleAgent } from "../../infra/package/bundle.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import type { KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
-import { launcherRunFlags, logLines, readJsonl, runCli, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
-import { nodeName, nodePods, nodeSpec, selfPod, startNodePeer, waitForKubernetesReady } from "../helpers/kubernetes-node.js";
+import {
+  launcherRunFlags,
+  logLines,
+  readJsonl,
+  runCli,
+  waitUntil,
+  type RunningProcess,
+} from "../helpers/agent-process.js";
+import {
+  nodeName,
+  nodePods,
+  nodeSpec,
+  selfPod,
+  startNodePeer,
+  waitForKubernetesReady,
+} from "../helpers/kubernetes-node.js";
 import type { KubernetesRecord, SefRecord } from "../../src/contract/record.js";
 import { percentile } from "./agent-latency.js";
 
@@ -53,13 +67,20 @@ export interface CordonLatencyResult {
  * The agent bundled as the packages ship it (sef.mjs and its chunks), in a temp dir; `remove` deletes it. `repoRoot`:
  * another tree's sources (an A/B against an older commit: `git archive <commit> src | tar -x -C <dir>`, node_modules linked).
  */
-export async function bundledAgent(repoRoot = resolve(import.meta.dirname, "../..")): Promise<{ cli: string; remove: () => void }> {
+export async function bundledAgent(
+  repoRoot = resolve(import.meta.dirname, "../.."),
+): Promise<{ cli: string; remove: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-k8s-bundle-"));
   await bundleAgent(repoRoot, dir, "0.0.0-bench");
   return { cli: join(dir, "sef.mjs"), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-function startAgent(sim: Simulator, peer: KubernetesPeer | undefined, cli: string, pollIntervalMs = 1000): { agent: RunningProcess; records: () => SefRecord[] } {
+function startAgent(
+  sim: Simulator,
+  peer: KubernetesPeer | undefined,
+  cli: string,
+  pollIntervalMs = 1000,
+): { agent: RunningProcess; records: () => SefRecord[] } {
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-k8s-"));
   const out = join(dir, "records.jsonl");
   const config = {
@@ -70,10 +91,16 @@ function startAgent(sim: Simulator, peer: KubernetesPeer | undefined, cli: strin
     heartbeatIntervalMs: 0,
     logLevel: "info",
     metricsPort: 0,
-    ...(peer ? { kubernetes: { nodeName, kubeconfig: peer.kubeconfigPath, drainLeadMs: 900_000, deadlineReserveMs: 5_000 } } : {}),
+    ...(peer
+      ? { kubernetes: { nodeName, kubeconfig: peer.kubeconfigPath, drainLeadMs: 900_000, deadlineReserveMs: 5_000 } }
+      : {}),
   };
   writeFileSync(join(dir, "config.json"), JSON.stringify(config));
-  const agent = runCli(["run", "--config", join(dir, "config.json")], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace }, nodeFlags: launcherRunFlags(), cli });
+  const agent = runCli(["run", "--config", join(dir, "config.json")], {
+    env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace },
+    nodeFlags: launcherRunFlags(),
+    cli,
+  });
   return { agent, records: () => readJsonl<SefRecord>(out) };
 }
 
@@ -85,10 +112,20 @@ export async function benchKubernetesDrain(podCount = 100): Promise<KubernetesDr
   try {
     await waitForKubernetesReady(agent);
     await new Promise((r) => setTimeout(r, 2_000));
-    const { changedAtMs } = sim.setEvents([{ EventId: "BE0C8000-0000-4000-8000-000000000100", EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false }]);
+    const { changedAtMs } = sim.setEvents([
+      {
+        EventId: "BE0C8000-0000-4000-8000-000000000100",
+        EventType: "Reboot",
+        Resources: ["WestNO_0"],
+        notBeforeInSeconds: 900,
+        autoStart: false,
+      },
+    ]);
     await waitUntil(() => sim.status().approvals.length > 0, 300_000, "the approval");
     const approvedAtMs = sim.status().approvals[0]!.atMs;
-    const drained = records().find((r): r is KubernetesRecord => r.RecordType === "Kubernetes" && r.Outcome === "Drained");
+    const drained = records().find(
+      (r): r is KubernetesRecord => r.RecordType === "Kubernetes" && r.Outcome === "Drained",
+    );
     return {
       pods: podCount,
       evicted: peer.state.evictions().filter((e) => e.outcome === "evicted").length,
@@ -152,7 +189,11 @@ interface CordonSample {
  * `samples` Scheduled Reboots one after another (each taken back before the next), published anywhere in the poll
  * cycle: the time from the simulator's publishing to the peer applying the taint+cordon PATCH, and where it went.
  */
-export async function benchKubernetesCordonLatency(samples = 20, pollIntervalMs = 200, repoRoot?: string): Promise<CordonLatencyResult> {
+export async function benchKubernetesCordonLatency(
+  samples = 20,
+  pollIntervalMs = 200,
+  repoRoot?: string,
+): Promise<CordonLatencyResult> {
   const bundle = await bundledAgent(repoRoot);
   const sim = await startSimulator({ scenario: "idle" });
   const peer = await startNodePeer(sim, nodePods(20));
@@ -182,27 +223,62 @@ export async function benchKubernetesCordonLatency(samples = 20, pollIntervalMs 
     pollIntervalMs,
     samples: taken.length,
     p50Ms: p50((s) => s.totalMs),
-    p99Ms: percentile(taken.map((s) => s.totalMs), 99),
+    p99Ms: percentile(
+      taken.map((s) => s.totalMs),
+      99,
+    ),
     maxMs: Math.max(...taken.map((s) => s.totalMs)),
     firstMs: taken[0]?.totalMs ?? NaN,
     afterIdleMs: taken.at(-1)?.totalMs ?? NaN,
     targetMs: pollIntervalMs + 300,
-    breakdownP50Ms: { poll: p50((s) => s.poll), commit: p50((s) => s.commit), read: p50((s) => s.read), patch: p50((s) => s.patch) },
+    breakdownP50Ms: {
+      poll: p50((s) => s.poll),
+      commit: p50((s) => s.commit),
+      read: p50((s) => s.read),
+      patch: p50((s) => s.patch),
+    },
   };
 }
 
 /** Publishes one event and reads the timestamps of its way to the Node: simulator, agent log, peer request log. */
-async function oneCordon(sim: Simulator, peer: KubernetesPeer, agent: RunningProcess, eventId: string): Promise<CordonSample> {
+async function oneCordon(
+  sim: Simulator,
+  peer: KubernetesPeer,
+  agent: RunningProcess,
+  eventId: string,
+): Promise<CordonSample> {
   const logFrom = agent.stderr().length;
   const requestsFrom = peer.state.requests().length;
-  const { changedAtMs } = sim.setEvents([{ EventId: eventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false }]);
-  const patched = () => peer.state.requests().slice(requestsFrom).find((r) => r.method === "PATCH" && r.path.startsWith("/api/v1/nodes/"));
-  await waitUntil(() => patched() !== undefined && nodeSpec(peer.state.node(nodeName)).unschedulable === true, 30_000, "the taint and cordon");
+  const { changedAtMs } = sim.setEvents([
+    { EventId: eventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false },
+  ]);
+  const patched = () =>
+    peer.state
+      .requests()
+      .slice(requestsFrom)
+      .find((r) => r.method === "PATCH" && r.path.startsWith("/api/v1/nodes/"));
+  await waitUntil(
+    () => patched() !== undefined && nodeSpec(peer.state.node(nodeName)).unschedulable === true,
+    30_000,
+    "the taint and cordon",
+  );
   const requests = peer.state.requests().slice(requestsFrom);
   const read = requests.find((r) => r.method === "GET" && r.path.startsWith("/api/v1/nodes/"))?.atMs ?? NaN;
   const patch = patched()!.atMs;
   const poll = sim.requestLog().find((r) => r.atMs >= changedAtMs && r.path.includes("scheduledevents"))?.atMs ?? NaN;
-  await waitUntil(() => logLines(agent.stderr().slice(logFrom)).some((l) => /transitions recorded/.test(String(l.msg))), 10_000, "the commit's log line");
-  const commit = Number(logLines(agent.stderr().slice(logFrom)).find((l) => /transitions recorded/.test(String(l.msg)))?.time ?? NaN);
-  return { totalMs: patch - changedAtMs, poll: poll - changedAtMs, commit: commit - poll, read: read - commit, patch: patch - read };
+  await waitUntil(
+    () => logLines(agent.stderr().slice(logFrom)).some((l) => /transitions recorded/.test(String(l.msg))),
+    10_000,
+    "the commit's log line",
+  );
+  const commit = Number(
+    logLines(agent.stderr().slice(logFrom)).find((l) => /transitions recorded/.test(String(l.msg)))?.time ?? NaN,
+  );
+  return {
+    totalMs: patch - changedAtMs,
+    poll: poll - changedAtMs,
+    commit: commit - poll,
+    read: read - commit,
+    patch: patch - read,
+  };
 }

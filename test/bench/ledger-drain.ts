@@ -13,13 +13,28 @@ import { systemClock } from "../../src/agent/util/clock.js";
 import type { OutboxEntry, Sink } from "../../src/agent/sinks/sink.js";
 
 /** Appends `backlog` to a fresh store, then times the drainer until nothing is pending (or `timeoutMs` passes). */
-export async function drainBacklogThroughLedger(sink: Sink, backlog: readonly OutboxEntry[], timeoutMs = 600_000): Promise<{ seconds: number; cpuMicroseconds: number }> {
+export async function drainBacklogThroughLedger(
+  sink: Sink,
+  backlog: readonly OutboxEntry[],
+  timeoutMs = 600_000,
+): Promise<{ seconds: number; cpuMicroseconds: number }> {
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-ledger-"));
   const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
   store.registerSinks([sink.name]);
-  for (let i = 0; i < backlog.length; i += 10_000) store.append(backlog.slice(i, i + 10_000).map((e) => e.record), Date.now());
+  for (let i = 0; i < backlog.length; i += 10_000)
+    store.append(
+      backlog.slice(i, i + 10_000).map((e) => e.record),
+      Date.now(),
+    );
   const drainer = new Drainer({
-    sink: { name: sink.name, maxBatchRecords: sink.maxBatchRecords, lingerMs: 0, ...(sink.maxConcurrentSends === undefined ? {} : { maxConcurrentSends: sink.maxConcurrentSends }), send: (b, s) => sink.send(b, s), close: async () => {} },
+    sink: {
+      name: sink.name,
+      maxBatchRecords: sink.maxBatchRecords,
+      lingerMs: 0,
+      ...(sink.maxConcurrentSends === undefined ? {} : { maxConcurrentSends: sink.maxConcurrentSends }),
+      send: (b, s) => sink.send(b, s),
+      close: async () => {},
+    },
     outbox: store,
     clock: systemClock,
     retryPolicy: defaultRetryPolicy,
@@ -33,7 +48,8 @@ export async function drainBacklogThroughLedger(sink: Sink, backlog: readonly Ou
   drainer.notify(true);
   try {
     while (store.depth(sink.name).records > 0) {
-      if (performance.now() - startedMs > timeoutMs) throw new Error(`${store.depth(sink.name).records} records still pending after ${timeoutMs} ms`);
+      if (performance.now() - startedMs > timeoutMs)
+        throw new Error(`${store.depth(sink.name).records} records still pending after ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     const cpu = process.cpuUsage(cpuBefore);

@@ -26,7 +26,10 @@ export interface LogAnalyticsDrainFigures {
 }
 
 /** The sink alone: batch after batch of the backlog straight from memory, as the drain was measured before the ledger. */
-async function drainSinkAlone(sink: LogAnalyticsSink, backlog: readonly OutboxEntry[]): Promise<{ seconds: number; cpuMicroseconds: number }> {
+async function drainSinkAlone(
+  sink: LogAnalyticsSink,
+  backlog: readonly OutboxEntry[],
+): Promise<{ seconds: number; cpuMicroseconds: number }> {
   const startedMs = performance.now();
   const cpuBefore = process.cpuUsage();
   for (let i = 0; i < backlog.length; i += sink.maxBatchRecords) {
@@ -47,12 +50,20 @@ interface BenchPeer {
   close(): Promise<void>;
 }
 
-const distPeer = pathToFileURL(fileURLToPath(new URL("../../src/testbed/dist/peers/logs-ingestion/index.js", import.meta.url))).href;
+const distPeer = pathToFileURL(
+  fileURLToPath(new URL("../../src/testbed/dist/peers/logs-ingestion/index.js", import.meta.url)),
+).href;
 
 async function startPeer(placement: "inProcess" | "worker"): Promise<BenchPeer> {
   if (placement === "inProcess") {
     const peer = await startLogsIngestionEmulator();
-    return { endpoint: peer.endpoint, ruleId: peer.ruleId, caCertPath: peer.caCertPath, rowCount: async () => peer.rows().length, close: () => peer.close() };
+    return {
+      endpoint: peer.endpoint,
+      ruleId: peer.ruleId,
+      caCertPath: peer.caCertPath,
+      rowCount: async () => peer.rows().length,
+      close: () => peer.close(),
+    };
   }
   const source = `
     const { parentPort, workerData } = require("node:worker_threads");
@@ -114,7 +125,8 @@ export async function benchLogAnalyticsDrain(
   const all = transitionBacklog(records);
   const bytes = all.reduce((n, e) => n + Buffer.byteLength(e.json), 0);
   try {
-    const { seconds, cpuMicroseconds } = through === "ledger" ? await drainBacklogThroughLedger(sink, all) : await drainSinkAlone(sink, all);
+    const { seconds, cpuMicroseconds } =
+      through === "ledger" ? await drainBacklogThroughLedger(sink, all) : await drainSinkAlone(sink, all);
     const rows = await peer.rowCount();
     if (rows !== records) throw new Error(`peer holds ${rows} rows, expected ${records}`);
     return {
@@ -134,5 +146,11 @@ export async function benchLogAnalyticsDrain(
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const through = process.argv[3] === "sinkAlone" ? "sinkAlone" : "ledger";
   const placement = process.argv[4] === "inProcess" ? "inProcess" : "worker";
-  console.log(JSON.stringify({ through, peer: placement, ...(await benchLogAnalyticsDrain(Number(process.argv[2] ?? 100_000), through, placement)) }));
+  console.log(
+    JSON.stringify({
+      through,
+      peer: placement,
+      ...(await benchLogAnalyticsDrain(Number(process.argv[2] ?? 100_000), through, placement)),
+    }),
+  );
 }

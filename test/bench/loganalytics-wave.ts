@@ -49,7 +49,9 @@ export interface WaveFigures {
   readonly limitEnforced: boolean;
 }
 
-const distPeer = pathToFileURL(fileURLToPath(new URL("../../src/testbed/dist/peers/logs-ingestion/index.js", import.meta.url))).href;
+const distPeer = pathToFileURL(
+  fileURLToPath(new URL("../../src/testbed/dist/peers/logs-ingestion/index.js", import.meta.url)),
+).href;
 
 interface PeerSample {
   readonly atMs: number;
@@ -82,8 +84,13 @@ async function startPeerWorker(requestsPerMinute: number): Promise<{
       });
       parentPort.postMessage({ kind: "ready", endpoint: peer.endpoint, ruleId: peer.ruleId, caCertPath: peer.caCertPath });
     });`;
-  const worker = new Worker(source, { eval: true, execArgv: plainWorkerExecArgv(), workerData: { distPeer, requestsPerMinute } });
-  const next = (kind: string, timeoutMs: number): Promise<Record<string, unknown>> => nextWorkerMessage(worker, kind, timeoutMs);
+  const worker = new Worker(source, {
+    eval: true,
+    execArgv: plainWorkerExecArgv(),
+    workerData: { distPeer, requestsPerMinute },
+  });
+  const next = (kind: string, timeoutMs: number): Promise<Record<string, unknown>> =>
+    nextWorkerMessage(worker, kind, timeoutMs);
   const ready = await next("ready", 30_000);
   return {
     endpoint: String(ready.endpoint),
@@ -92,7 +99,11 @@ async function startPeerWorker(requestsPerMinute: number): Promise<{
     finish: async () => {
       const finished = next("finished", 30_000);
       worker.postMessage("finish");
-      const result = (await finished).result as { rows: number; statuses: Record<string, number>; samples: PeerSample[] };
+      const result = (await finished).result as {
+        rows: number;
+        statuses: Record<string, number>;
+        samples: PeerSample[];
+      };
       await worker.terminate();
       return result;
     },
@@ -119,7 +130,11 @@ function peakPerMinute(samples: readonly PeerSample[], count: (sample: PeerSampl
 export async function benchLogAnalyticsWave(options: WaveOptions): Promise<WaveFigures> {
   const { instances, transitionsPerInstance, windowMs, requestsPerMinute } = options;
   const peer = await startPeerWorker(requestsPerMinute);
-  const settings = logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath });
+  const settings = logAnalyticsSettingsSchema.parse({
+    endpoint: peer.endpoint,
+    ruleId: peer.ruleId,
+    caCertFile: peer.caCertPath,
+  });
   const credential = {
     getToken: async () => {
       const { token, claims } = mintLocalToken("https://monitor.azure.com");
@@ -149,7 +164,9 @@ export async function benchLogAnalyticsWave(options: WaveOptions): Promise<WaveF
             deadLettered++;
             delivered = true;
           } else {
-            await new Promise((r) => setTimeout(r, retryDelayMs(defaultRetryPolicy, attempt, result.afterMs, Math.random())));
+            await new Promise((r) =>
+              setTimeout(r, retryDelayMs(defaultRetryPolicy, attempt, result.afterMs, Math.random())),
+            );
           }
         }
         if (!delivered) lost++;

@@ -20,17 +20,25 @@ import { benchKubernetesClusterApproval } from "./kubernetes-cluster.js";
 
 const idleSeconds = Number(process.env.SEF_BENCH_IDLE_SECONDS ?? 60);
 /** Changes per poll interval: p99 needs enough of them to be more than the maximum. */
-const samplesFor = (intervalMs: number): number => Number(process.env.SEF_BENCH_LATENCY_SAMPLES ?? (intervalMs >= 1000 ? 60 : 150));
+const samplesFor = (intervalMs: number): number =>
+  Number(process.env.SEF_BENCH_LATENCY_SAMPLES ?? (intervalMs >= 1000 ? 60 : 150));
 const drainRecords = Number(process.env.SEF_BENCH_DRAIN_RECORDS ?? 100_000);
 
 const results: Record<string, unknown> = {
-  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+  machine: {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  },
   at: new Date().toISOString(),
 };
 
 function report(name: string, value: unknown, verdict?: boolean): void {
   results[name] = value;
-  console.log(`${name}${verdict === undefined ? "" : verdict ? " [meets target]" : " [MISSES target]"}: ${JSON.stringify(value)}`);
+  console.log(
+    `${name}${verdict === undefined ? "" : verdict ? " [meets target]" : " [MISSES target]"}: ${JSON.stringify(value)}`,
+  );
 }
 
 // The kubernetes action (the bundle as packaged, the launcher's flags): Scheduled to approval on a node of 100 pods and
@@ -46,7 +54,10 @@ async function benchKubernetes(): Promise<void> {
   const cordon = await benchKubernetesCordonLatency(Number(process.env.SEF_BENCH_K8S_CORDON_SAMPLES ?? 20));
   report("kubernetesNoticeToCordon200ms", cordon, cordon.p99Ms <= cordon.targetMs);
   // What each way of reaching the API costs (bundled, launcher's flags, alone against the peer): the option table.
-  report("kubernetesClientOptions", await benchKubernetesClientOptions(Number(process.env.SEF_BENCH_K8S_OPTION_ROUNDS ?? 3)));
+  report(
+    "kubernetesClientOptions",
+    await benchKubernetesClientOptions(Number(process.env.SEF_BENCH_K8S_OPTION_ROUNDS ?? 3)),
+  );
 }
 if (process.env.SEF_BENCH_ONLY === "kubernetes") {
   await benchKubernetes();
@@ -57,7 +68,11 @@ if (process.env.SEF_BENCH_ONLY === "kubernetes") {
 
 // The packaged agent (`npm run package`'s .deb and .tar.gz). SEF_BENCH_ONLY=artifact runs just this part.
 const artifact = await benchArtifact(Number(process.env.SEF_BENCH_ARTIFACT_IDLE_SECONDS ?? 30));
-report("artifactSizeMb", { deb: artifact.debMb, tarXz: artifact.tarXzMb, tarGz: artifact.tarGzMb }, artifact.debMb <= 35 && artifact.tarXzMb <= 35);
+report(
+  "artifactSizeMb",
+  { deb: artifact.debMb, tarXz: artifact.tarXzMb, tarGz: artifact.tarGzMb },
+  artifact.debMb <= 35 && artifact.tarXzMb <= 35,
+);
 report("debInstallNoNetworkMs", artifact.installNoNetworkMs, artifact.installNoNetworkMs <= 10_000);
 report("coldStartToFirstPollMs", artifact.coldStartToFirstPollMs, Math.max(...artifact.coldStartToFirstPollMs) <= 300);
 report("idleRssVsBareNode", artifact.idleRssMb, artifact.idleRssMb.ratio <= 1.5);
@@ -68,16 +83,31 @@ const idleVsPython = await benchIdleVsPython(idleOptionsFromEnv());
 const { agentVsDocumentedSample } = idleVsPython.headline;
 report(
   "idleCpuVsPythonLoop",
-  { headline: idleVsPython.headline, cpuRatios: idleVsPython.cpuRatios, schedCpuRatios: idleVsPython.schedCpuRatios, rssRatio: idleVsPython.medianRssRatio },
-  agentVsDocumentedSample.median <= 1 && agentVsDocumentedSample.spread <= 0.2 && idleVsPython.medianRssRatio.agent <= 1.5,
+  {
+    headline: idleVsPython.headline,
+    cpuRatios: idleVsPython.cpuRatios,
+    schedCpuRatios: idleVsPython.schedCpuRatios,
+    rssRatio: idleVsPython.medianRssRatio,
+  },
+  agentVsDocumentedSample.median <= 1 &&
+    agentVsDocumentedSample.spread <= 0.2 &&
+    idleVsPython.medianRssRatio.agent <= 1.5,
 );
 // Issue 26 under churn: a change's time as the agent pays it at 100 and 10,000 retained keys (with fsync and without),
 // and a soak (SEF_BENCH_CHURN_SECONDS).
 const changeTimes = [100, 10_000].map((keys) => benchCommitTime(keys));
 const [few, many] = [changeTimes[0]!, changeTimes[1]!];
-report("changeTimeByRetainedKeys", changeTimes, many.medianMs <= 2 * Math.max(few.medianMs, 1) && many.noFsyncMedianMs <= 2 * Math.max(few.noFsyncMedianMs, 0.5));
+report(
+  "changeTimeByRetainedKeys",
+  changeTimes,
+  many.medianMs <= 2 * Math.max(few.medianMs, 1) && many.noFsyncMedianMs <= 2 * Math.max(few.noFsyncMedianMs, 0.5),
+);
 const soak = await benchChurnSoak(Number(process.env.SEF_BENCH_CHURN_SECONDS ?? 300));
-report("churnSoak", { ...soak, samples: soak.samples.length }, soak.transitionsDelivered === soak.transitionsExpected && soak.tornLines === 0);
+report(
+  "churnSoak",
+  { ...soak, samples: soak.samples.length },
+  soak.transitionsDelivered === soak.transitionsExpected && soak.tornLines === 0,
+);
 if (process.env.SEF_BENCH_ONLY === "artifact") {
   writeFileSync("bench-results.json", JSON.stringify(results, null, 2) + "\n");
   console.log("written to bench-results.json");
@@ -104,19 +134,29 @@ report("logAnalyticsDrain", la, la.recordsPerSecond >= 27_100);
 report("logAnalyticsSinkAloneReference", await benchLogAnalyticsDrain(drainRecords, "sinkAlone"));
 report("logAnalyticsDrainPeerInProcess", await benchLogAnalyticsDrain(drainRecords, "ledger", "inProcess"));
 const fleet = await benchEventHubsFleet(fleetOptionsFromEnv());
-report("eventHubsFleetConnections", fleet, fleet.peakPercentOfInstances <= 5 && fleet.lost === 0 && fleet.addedLatencyP99Ms <= 2000);
+report(
+  "eventHubsFleetConnections",
+  fleet,
+  fleet.peakPercentOfInstances <= 5 && fleet.lost === 0 && fleet.addedLatencyP99Ms <= 2000,
+);
 const wave = await benchLogAnalyticsWave(waveOptionsFromEnv());
 report(
   "logAnalyticsMaintenanceWave",
   wave,
-  wave.limitEnforced && wave.lost === 0 && wave.answers413 === 0 && wave.deadLettered === 0 && wave.ratioToBound <= 1.2 && wave.peakAcceptedPerMinute <= wave.requestsPerMinuteLimit,
+  wave.limitEnforced &&
+    wave.lost === 0 &&
+    wave.answers413 === 0 &&
+    wave.deadLettered === 0 &&
+    wave.ratioToBound <= 1.2 &&
+    wave.peakAcceptedPerMinute <= wave.requestsPerMinuteLimit,
 );
 const fleetLatency = await benchFleetEndToEnd(Number(process.env.SEF_BENCH_FLEET_EVENTS ?? 100), 3);
 report("fleetNotificationLatency", fleetLatency, fleetLatency.p99Ms <= fleetLatency.targetP99Ms);
 const fleetScale = await benchFleetScale(Number(process.env.SEF_BENCH_FLEET_VMS ?? 2000), 10);
 // Exactly once as people see it: every event paged (one PagerDuty incident) and resolved, every Slack message once.
 // Raw repeated PagerDuty requests are reported but merged by dedup_key; every repeat must be an in-doubt re-send.
-const seenOnce = (t: typeof fleetScale.slack) => t.triggersMissing === 0 && t.resolvesMissing === 0 && t.repeatedTriggers === 0 && t.repeatedResolves === 0;
+const seenOnce = (t: typeof fleetScale.slack) =>
+  t.triggersMissing === 0 && t.resolvesMissing === 0 && t.repeatedTriggers === 0 && t.repeatedResolves === 0;
 report("fleetKill9Scale", fleetScale, seenOnce(fleetScale.pagerDuty) && seenOnce(fleetScale.slack));
 
 const lookups = await benchStoreLookups();

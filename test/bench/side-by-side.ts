@@ -22,10 +22,22 @@ async function benchModule<T>(root: string, file: string): Promise<T> {
   return (await import(resolve(root, "test/bench", file))) as T;
 }
 
-type Latency = { benchDetectionLatency(intervalMs: number, samples: number): Promise<{ storeP50Ms: number; storeP99Ms: number; jsonlP99Ms: number }> };
+type Latency = {
+  benchDetectionLatency(
+    intervalMs: number,
+    samples: number,
+  ): Promise<{ storeP50Ms: number; storeP99Ms: number; jsonlP99Ms: number }>;
+};
 type Idle = { benchIdleFootprint(seconds: number): Promise<{ cpuPercentOfOneCore: number; peakRssMb: number }> };
-type EventHubs = { benchEventHubsDrain(records: number, routing: "key" | "hash"): Promise<{ recordsPerSecond: number; cpuMicrosecondsPerRecord: number }> };
-type LogAnalytics = { benchLogAnalyticsDrain(records: number): Promise<{ recordsPerSecond: number; cpuMicrosecondsPerRecord: number }> };
+type EventHubs = {
+  benchEventHubsDrain(
+    records: number,
+    routing: "key" | "hash",
+  ): Promise<{ recordsPerSecond: number; cpuMicrosecondsPerRecord: number }>;
+};
+type LogAnalytics = {
+  benchLogAnalyticsDrain(records: number): Promise<{ recordsPerSecond: number; cpuMicrosecondsPerRecord: number }>;
+};
 type Fleet = { benchFleetEndToEnd(events: number, agents: number): Promise<{ p50Ms: number; p99Ms: number }> };
 
 const drainRecords = Number(process.env.SEF_BENCH_DRAIN_RECORDS ?? 100_000);
@@ -33,31 +45,58 @@ const drainRecords = Number(process.env.SEF_BENCH_DRAIN_RECORDS ?? 100_000);
 const benches: readonly Bench[] = [
   {
     name: "detection latency, 1000 ms polling (60 changes)",
-    run: async (root) => pick(await (await benchModule<Latency>(root, "agent-latency.ts")).benchDetectionLatency(1000, 60), ["storeP50Ms", "storeP99Ms", "jsonlP99Ms"]),
+    run: async (root) =>
+      pick(await (await benchModule<Latency>(root, "agent-latency.ts")).benchDetectionLatency(1000, 60), [
+        "storeP50Ms",
+        "storeP99Ms",
+        "jsonlP99Ms",
+      ]),
   },
   {
     name: "detection latency, 200 ms polling (150 changes)",
-    run: async (root) => pick(await (await benchModule<Latency>(root, "agent-latency.ts")).benchDetectionLatency(200, 150), ["storeP50Ms", "storeP99Ms", "jsonlP99Ms"]),
+    run: async (root) =>
+      pick(await (await benchModule<Latency>(root, "agent-latency.ts")).benchDetectionLatency(200, 150), [
+        "storeP50Ms",
+        "storeP99Ms",
+        "jsonlP99Ms",
+      ]),
   },
   {
     name: "idle at 1 Hz over 60 s",
-    run: async (root) => pick(await (await benchModule<Idle>(root, "idle-footprint.ts")).benchIdleFootprint(60), ["cpuPercentOfOneCore", "peakRssMb"]),
+    run: async (root) =>
+      pick(await (await benchModule<Idle>(root, "idle-footprint.ts")).benchIdleFootprint(60), [
+        "cpuPercentOfOneCore",
+        "peakRssMb",
+      ]),
   },
   {
     name: `Event Hubs drain, ${drainRecords} records, key routing`,
-    run: async (root) => pick(await (await benchModule<EventHubs>(root, "eventhubs-drain.ts")).benchEventHubsDrain(drainRecords, "key"), ["recordsPerSecond", "cpuMicrosecondsPerRecord"]),
+    run: async (root) =>
+      pick(await (await benchModule<EventHubs>(root, "eventhubs-drain.ts")).benchEventHubsDrain(drainRecords, "key"), [
+        "recordsPerSecond",
+        "cpuMicrosecondsPerRecord",
+      ]),
   },
   {
     name: `Event Hubs drain, ${drainRecords} records, hash routing`,
-    run: async (root) => pick(await (await benchModule<EventHubs>(root, "eventhubs-drain.ts")).benchEventHubsDrain(drainRecords, "hash"), ["recordsPerSecond", "cpuMicrosecondsPerRecord"]),
+    run: async (root) =>
+      pick(await (await benchModule<EventHubs>(root, "eventhubs-drain.ts")).benchEventHubsDrain(drainRecords, "hash"), [
+        "recordsPerSecond",
+        "cpuMicrosecondsPerRecord",
+      ]),
   },
   {
     name: `Log Analytics drain, ${drainRecords} records`,
-    run: async (root) => pick(await (await benchModule<LogAnalytics>(root, "loganalytics-drain.ts")).benchLogAnalyticsDrain(drainRecords), ["recordsPerSecond", "cpuMicrosecondsPerRecord"]),
+    run: async (root) =>
+      pick(
+        await (await benchModule<LogAnalytics>(root, "loganalytics-drain.ts")).benchLogAnalyticsDrain(drainRecords),
+        ["recordsPerSecond", "cpuMicrosecondsPerRecord"],
+      ),
   },
   {
     name: "sef-fleet end to end (100 events, 3 agents)",
-    run: async (root) => pick(await (await benchModule<Fleet>(root, "fleet.ts")).benchFleetEndToEnd(100, 3), ["p50Ms", "p99Ms"]),
+    run: async (root) =>
+      pick(await (await benchModule<Fleet>(root, "fleet.ts")).benchFleetEndToEnd(100, 3), ["p50Ms", "p99Ms"]),
   },
 ];
 
@@ -65,7 +104,9 @@ function pick<T extends object>(result: T, keys: ReadonlyArray<keyof T & string>
   return Object.fromEntries(keys.map((key) => [key, Number(result[key])]));
 }
 
-const { values } = parseArgs({ options: { before: { type: "string" }, rounds: { type: "string", default: "1" }, only: { type: "string" } } });
+const { values } = parseArgs({
+  options: { before: { type: "string" }, rounds: { type: "string", default: "1" }, only: { type: "string" } },
+});
 if (values.before === undefined) {
   console.error("usage: npx tsx test/bench/side-by-side.ts --before DIR [--rounds N] [--only WORD]");
   process.exit(2);
@@ -87,6 +128,9 @@ for (const bench of benches.filter((b) => values.only === undefined || b.name.in
     }
   }
 }
-writeFileSync("bench-side-by-side.json", JSON.stringify({ at: new Date().toISOString(), trees, results }, null, 2) + "\n");
+writeFileSync(
+  "bench-side-by-side.json",
+  JSON.stringify({ at: new Date().toISOString(), trees, results }, null, 2) + "\n",
+);
 console.log("written to bench-side-by-side.json");
 process.exit(0);

@@ -20,7 +20,16 @@ export interface LookupFigures {
 
 function record(i: number): HeartbeatRecord {
   const at = new Date(1_700_000_000_000 + i).toISOString();
-  return { RecordId: `r${i}`, RecordType: "Heartbeat", TimeGenerated: at, ObservedAt: at, ...unknownVmIdentity, AgentId: "bench", AgentVersion: "b", Detail: "" };
+  return {
+    RecordId: `r${i}`,
+    RecordType: "Heartbeat",
+    TimeGenerated: at,
+    ObservedAt: at,
+    ...unknownVmIdentity,
+    AgentId: "bench",
+    AgentVersion: "b",
+    Detail: "",
+  };
 }
 
 function meanMicroseconds(calls: number, body: () => unknown): number {
@@ -30,7 +39,9 @@ function meanMicroseconds(calls: number, body: () => unknown): number {
 }
 
 /** Fills one store up to each backlog size in turn (two sinks: one drained, one down) and times the lookups at each. */
-export async function benchStoreLookups(backlogs: readonly number[] = [1_000, 10_000, 100_000, 1_000_000]): Promise<LookupFigures[]> {
+export async function benchStoreLookups(
+  backlogs: readonly number[] = [1_000, 10_000, 100_000, 1_000_000],
+): Promise<LookupFigures[]> {
   const dir = mkdtempSync(join(tmpdir(), "sef-bench-store-"));
   const store = openOutbox({ dataDir: dir, maxOutboxBytes: Number.MAX_SAFE_INTEGER });
   store.registerSinks(["down"]);
@@ -42,11 +53,15 @@ export async function benchStoreLookups(backlogs: readonly number[] = [1_000, 10
       const started = performance.now();
       while (filled < backlog) {
         const n = Math.min(20_000, backlog - filled);
-        store.append(Array.from({ length: n }, (_, k) => record(filled + k)), Date.now());
+        store.append(
+          Array.from({ length: n }, (_, k) => record(filled + k)),
+          Date.now(),
+        );
         filled += n;
       }
       fillSeconds += (performance.now() - started) / 1000;
-      if (store.depth("down").records !== backlog) throw new Error(`depth ${store.depth("down").records}, expected ${backlog}`);
+      if (store.depth("down").records !== backlog)
+        throw new Error(`depth ${store.depth("down").records}, expected ${backlog}`);
       figures.push({
         backlog,
         depthMicroseconds: meanMicroseconds(2000, () => store.depth("down")),

@@ -18,12 +18,34 @@ const variants: Readonly<Record<string, readonly string[]>> = {
   none: [],
 };
 
-const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
-const lines = (file: string): number => (existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).length : 0);
+const rssMb = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+const lines = (file: string): number =>
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).length : 0;
 
 async function idleRss(sef: string, flags: readonly string[], dir: string, idleSeconds: number): Promise<number> {
   const sim = await startSimulator({ scenario: "idle" });
-  const agent = spawn(process.execPath, [...flags, sef, "run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "out.jsonl")}`, "--metrics-port", "0", "--log-level", "warn"], { stdio: "ignore" });
+  const agent = spawn(
+    process.execPath,
+    [
+      ...flags,
+      sef,
+      "run",
+      "--imds-url",
+      sim.url,
+      "--poll-interval-ms",
+      "1000",
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      `jsonl:${join(dir, "out.jsonl")}`,
+      "--metrics-port",
+      "0",
+      "--log-level",
+      "warn",
+    ],
+    { stdio: "ignore" },
+  );
   await new Promise((r) => setTimeout(r, idleSeconds * 1000));
   const mb = rssMb(agent.pid!);
   agent.kill("SIGTERM");
@@ -36,11 +58,36 @@ async function drainMs(sef: string, flags: readonly string[], dir: string, recor
   const out = join(dir, "out.jsonl");
   const outbox = openOutbox({ dataDir: join(dir, "data"), maxOutboxBytes: 1 << 30 });
   outbox.registerSinks([`jsonl:${out}`]);
-  outbox.append(Array.from({ length: records }, (_, i) => heartbeatRecord(i, { tag: "backlog" })), Date.now());
+  outbox.append(
+    Array.from({ length: records }, (_, i) => heartbeatRecord(i, { tag: "backlog" })),
+    Date.now(),
+  );
   outbox.close();
   const sim = await startSimulator({ scenario: "idle" });
   const started = performance.now();
-  const agent = spawn(process.execPath, [...flags, sef, "run", "--imds-url", sim.url, "--poll-interval-ms", "1000", "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0", "--log-level", "warn"], { stdio: "ignore" });
+  const agent = spawn(
+    process.execPath,
+    [
+      ...flags,
+      sef,
+      "run",
+      "--imds-url",
+      sim.url,
+      "--poll-interval-ms",
+      "1000",
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      `jsonl:${out}`,
+      "--heartbeat-interval-ms",
+      "0",
+      "--metrics-port",
+      "0",
+      "--log-level",
+      "warn",
+    ],
+    { stdio: "ignore" },
+  );
   while (lines(out) < records && performance.now() - started < 120_000) await new Promise((r) => setTimeout(r, 20));
   const ms = Math.round(performance.now() - started);
   agent.kill("SIGTERM");
@@ -61,7 +108,10 @@ try {
     for (const [name, flags] of Object.entries(variants).filter(([name]) => picked.includes(name))) {
       const entry = (results[name] ??= { idleRssMb: [], drain10kMs: [] });
       entry.drain10kMs.push(await drainMs(sef, flags, mkdtempSync(join(scratch, `drain-${name}-`)), 10_000));
-      if (idleSeconds > 0) entry.idleRssMb.push(Math.round((await idleRss(sef, flags, mkdtempSync(join(scratch, `idle-${name}-`)), idleSeconds)) * 10) / 10);
+      if (idleSeconds > 0)
+        entry.idleRssMb.push(
+          Math.round((await idleRss(sef, flags, mkdtempSync(join(scratch, `idle-${name}-`)), idleSeconds)) * 10) / 10,
+        );
       console.log(name, JSON.stringify(entry));
     }
   }

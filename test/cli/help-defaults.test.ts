@@ -43,22 +43,33 @@ function expectedDefault(command: string, option: string): string | "code" | und
   const key = `${command} ${option}`;
   if (codeDefaults.has(key)) return "code";
   if (ledgerDataDir.test(key)) return `$SEF_DATA_DIR, else ${referenceDefault("dataDir")}`;
-  const setting = otherSettingOptions[key] ?? otherSettingOptions[option] ?? Object.entries(configFlags).find(([, f]) => f.flag === option)?.[0];
+  const setting =
+    otherSettingOptions[key] ??
+    otherSettingOptions[option] ??
+    Object.entries(configFlags).find(([, f]) => f.flag === option)?.[0];
   return setting === undefined ? undefined : referenceDefault(setting);
 }
 
 describe("--help defaults come from the configuration schema", () => {
   it("sef: every option showing a default shows its setting's, as the reference does", async () => {
-    const shown = (await commandTree(cliPath)).flatMap((command) => command.options.filter((o) => o.shownDefault !== undefined).map((o) => ({ command: command.path.join(" "), option: o })));
+    const shown = (await commandTree(cliPath)).flatMap((command) =>
+      command.options
+        .filter((o) => o.shownDefault !== undefined)
+        .map((o) => ({ command: command.path.join(" "), option: o })),
+    );
     const compared = shown.map(({ command, option }) => {
       const expected = expectedDefault(command, option.long);
-      expect(expected, `sef ${command} ${option.long} shows a default (${option.shownDefault}) that is no setting's: map it to one, or to the code's value`).toBeDefined();
+      expect(
+        expected,
+        `sef ${command} ${option.long} shows a default (${option.shownDefault}) that is no setting's: map it to one, or to the code's value`,
+      ).toBeDefined();
       if (expected !== "code") expect(option.shownDefault, `sef ${command} ${option.long}`).toBe(expected);
       return `${command} ${option.long}`;
     });
     // Every flag that sets a configuration field shows its default, on both commands that take them.
     for (const command of ["run", "check-config"]) {
-      for (const { flag } of Object.values(configFlags)) expect(compared, `sef ${command} ${flag} shows its default`).toContain(`${command} ${flag}`);
+      for (const { flag } of Object.values(configFlags))
+        expect(compared, `sef ${command} ${flag} shows its default`).toContain(`${command} ${flag}`);
     }
     for (const key of Object.keys(otherSettingOptions).filter((k) => k.includes(" "))) expect(compared).toContain(key);
     expect(compared.filter((k) => ledgerDataDir.test(k))).toHaveLength(5);
@@ -66,7 +77,9 @@ describe("--help defaults come from the configuration schema", () => {
 
   it("sef-fleet shows no default of its own", async () => {
     const [program] = await commandTree(fleetCliPath);
-    expect(program!.options.map((o) => o.long)).toEqual(expect.arrayContaining(["--config", "--config-env", "--log-level", "--version"]));
+    expect(program!.options.map((o) => o.long)).toEqual(
+      expect.arrayContaining(["--config", "--config-env", "--log-level", "--version"]),
+    );
     expect(program!.options.filter((o) => o.shownDefault !== undefined)).toEqual([]);
   }, 60_000);
 });

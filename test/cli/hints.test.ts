@@ -32,9 +32,25 @@ function runAsPrinted(command: string): { status: number | null; stdout: string;
 
 /** `sef run` from the agent's directory with a relative data directory, an unreachable IMDS and no metrics port. */
 function runAgent(dataDir: string, extra: string[] = []): ReturnType<typeof runCli> {
-  return runCli(["run", "--data-dir", dataDir, "--sink", "stdout", "--imds-url", "http://127.0.0.1:9", "--metrics-port", "0", "--heartbeat-interval-ms", "0", ...extra], {
-    cwd: agentDir,
-  });
+  return runCli(
+    [
+      "run",
+      "--data-dir",
+      dataDir,
+      "--sink",
+      "stdout",
+      "--imds-url",
+      "http://127.0.0.1:9",
+      "--metrics-port",
+      "0",
+      "--heartbeat-interval-ms",
+      "0",
+      ...extra,
+    ],
+    {
+      cwd: agentDir,
+    },
+  );
 }
 
 describe("hints the agent prints run as printed", () => {
@@ -43,12 +59,23 @@ describe("hints the agent prints run as printed", () => {
     const store = openOutbox({ dataDir });
     store.registerSinks(["webhook", "stdout"]);
     store.append([heartbeatRecord(1), heartbeatRecord(2), heartbeatRecord(3)], Date.now());
-    store.applyOutcomes("stdout", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), Date.now());
+    store.applyOutcomes(
+      "stdout",
+      [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })),
+      Date.now(),
+    );
     store.close();
 
     const agent = runAgent("parked-data");
     let warning = "";
-    await waitUntil(() => (warning = String(logLines(agent.stderr()).find((l) => /no longer configured/.test(String(l.msg)))?.msg ?? "")) !== "", 60_000, "the parked-sink warning");
+    await waitUntil(
+      () =>
+        (warning = String(
+          logLines(agent.stderr()).find((l) => /no longer configured/.test(String(l.msg)))?.msg ?? "",
+        )) !== "",
+      60_000,
+      "the parked-sink warning",
+    );
     expect(await agent.stop()).toBe(0);
     const fromLog = /with: (sef outbox drop-sink .*)$/.exec(warning)?.[1] ?? "";
     expect(fromLog).toBe(`sef outbox drop-sink webhook --data-dir ${dataDir}`);
@@ -60,7 +87,11 @@ describe("hints the agent prints run as printed", () => {
     const dropped = runAsPrinted(fromLog);
     expect(dropped.status, dropped.stderr).toBe(0);
     expect(JSON.parse(dropped.stdout)).toMatchObject({ sink: "webhook", parked: true, deadLettered: 3 });
-    expect(readFileSync(join(dataDir, "dead-letter", "webhook.jsonl"), "utf8").trim().split("\n")).toHaveLength(3);
+    expect(
+      readFileSync(join(dataDir, "dead-letter", "webhook.jsonl"), "utf8")
+        .trim()
+        .split("\n"),
+    ).toHaveLength(3);
     const after = openOutboxReadOnly(dataDir);
     expect(after.parkedSinks()).toEqual([]);
     after.close();
@@ -75,7 +106,14 @@ describe("hints the agent prints run as printed", () => {
     chmodSync(config, 0o644);
     const agent = runAgent("exposed-data", ["--config", "exposed.json"]);
     let warning = "";
-    await waitUntil(() => (warning = String(logLines(agent.stderr()).find((l) => /other users may read it/.test(String(l.msg)))?.msg ?? "")) !== "", 60_000, "the exposed-config warning");
+    await waitUntil(
+      () =>
+        (warning = String(
+          logLines(agent.stderr()).find((l) => /other users may read it/.test(String(l.msg)))?.msg ?? "",
+        )) !== "",
+      60_000,
+      "the exposed-config warning",
+    );
     await agent.stop();
     const chmod = /: (chmod o-r \S+) /.exec(warning)?.[1] ?? "";
     expect(chmod).toBe(`chmod o-r ${config}`);
@@ -86,7 +124,10 @@ describe("hints the agent prints run as printed", () => {
   it("the corrupt store: `mv FILE FILE.corrupt` from the message moves the agent's own store aside; the agent then starts afresh", async () => {
     const dataDir = join(agentDir, "corrupt-data");
     mkdirSync(dataDir);
-    writeFileSync(join(dataDir, "sef.db"), "this is not a database, nor anything SQLite would take for one".repeat(100));
+    writeFileSync(
+      join(dataDir, "sef.db"),
+      "this is not a database, nor anything SQLite would take for one".repeat(100),
+    );
     const first = runAgent("corrupt-data");
     expect(await first.exited).toBe(78);
     const mv = /\(e\.g\. (mv \S+ \S+)\)/.exec(first.stderr())?.[1] ?? "";
@@ -94,7 +135,11 @@ describe("hints the agent prints run as printed", () => {
     expect(runAsPrinted(mv).status).toBe(0);
     expect(existsSync(join(dataDir, "sef.db.corrupt"))).toBe(true);
     const again = runAgent("corrupt-data");
-    await waitUntil(() => logLines(again.stderr()).some((l) => l.msg === "agent starting" && l.dataDir === dataDir), 60_000, "the agent starting on a fresh store");
+    await waitUntil(
+      () => logLines(again.stderr()).some((l) => l.msg === "agent starting" && l.dataDir === dataDir),
+      60_000,
+      "the agent starting on a fresh store",
+    );
     expect(await again.stop()).toBe(0);
     expect(existsSync(join(dataDir, "sef.db"))).toBe(true);
   }, 120_000);

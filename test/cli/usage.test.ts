@@ -16,7 +16,8 @@ const clis = [
   { name: "sef-fleet", cliJs: fleetCliPath, packageDir: "src/fleet" },
 ] as const;
 
-const versionOf = (packageDir: string): string => (JSON.parse(readFileSync(join(repoRoot, packageDir, "package.json"), "utf8")) as { version: string }).version;
+const versionOf = (packageDir: string): string =>
+  (JSON.parse(readFileSync(join(repoRoot, packageDir, "package.json"), "utf8")) as { version: string }).version;
 
 /** Runs the CLI with `args`, with no SEF_* setting of this environment in the way. */
 function run(cliJs: string, args: readonly string[]): Promise<ProcessResult> {
@@ -42,7 +43,11 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 function usageErrors(command: HelpCommand): Array<{ args: string[]; says: RegExp }> {
   const cases = [{ args: [...command.path, "--no-such-option"], says: /unknown option '--no-such-option'/ }];
   const withValue = command.options.find((o) => o.takesValue);
-  if (withValue) cases.push({ args: [...command.path, withValue.long], says: new RegExp(`option '${withValue.flags.replace(/[[\]]/g, "\\$&")}' argument missing`) });
+  if (withValue)
+    cases.push({
+      args: [...command.path, withValue.long],
+      says: new RegExp(`option '${withValue.flags.replace(/[[\]]/g, "\\$&")}' argument missing`),
+    });
   if (command.subcommands.length > 0) {
     cases.push({ args: [...command.path, "no-such-command"], says: /unknown command 'no-such-command'/ });
     if (command.path.length > 0) cases.push({ args: [...command.path], says: /Usage:/ });
@@ -70,7 +75,10 @@ describe("usage errors exit 2 on every command", () => {
       const results = await mapLimit(cases, 4, ({ args }) => run(cliJs, args));
       cases.forEach(({ args, says }, i) => {
         const { code, stdout, stderr } = results[i]!;
-        expect({ command: `${name} ${args.join(" ")}`, code }).toEqual({ command: `${name} ${args.join(" ")}`, code: 2 });
+        expect({ command: `${name} ${args.join(" ")}`, code }).toEqual({
+          command: `${name} ${args.join(" ")}`,
+          code: 2,
+        });
         expect(stderr, `${name} ${args.join(" ")}`).toMatch(says);
         expect(stdout, `${name} ${args.join(" ")}: nothing started`).toBe("");
       });
@@ -86,7 +94,12 @@ describe("usage errors exit 2 on every command", () => {
     ["sef-testbed", testbedCliPath, ["simulate", "--start-on", "never"], /--start-on/],
     ["sef-testbed", testbedCliPath, ["simulate", "--speed", "0"], /--speed/],
     ["sef-testbed", testbedCliPath, ["emulate", "eventhubs", "--partitions", "0"], /--partitions/],
-    ["sef-testbed", testbedCliPath, ["emulate", "logs-ingestion", "--requests-per-minute", "0"], /--requests-per-minute/],
+    [
+      "sef-testbed",
+      testbedCliPath,
+      ["emulate", "logs-ingestion", "--requests-per-minute", "0"],
+      /--requests-per-minute/,
+    ],
     ["sef-testbed", testbedCliPath, ["emulate", "dhcp", "--reply", "bogus"], /--reply/],
   ];
   it("a bad value: exit 2, naming the option or setting", async () => {

@@ -34,7 +34,10 @@ describe.concurrent("configuration errors from the CLI", () => {
 
   it("every problem from file, variables and flags at once, unknown names with the closest valid one", async () => {
     const file = configFile(JSON.stringify({ pollIntervalMS: 500, metrics: { prot: 1 } }));
-    const result = await sef(["run", "--config", file, "--shutdown-flush-ms", "5s"], { SEF_HEARTBEAT_INTERVAL_MS: "1e3", SEF_LOG_LVL: "debug" });
+    const result = await sef(["run", "--config", file, "--shutdown-flush-ms", "5s"], {
+      SEF_HEARTBEAT_INTERVAL_MS: "1e3",
+      SEF_LOG_LVL: "debug",
+    });
     expect(result.code).toBe(2);
     expect(result.stderr.trimEnd().split("\n").sort()).toEqual(
       [
@@ -60,7 +63,9 @@ describe.concurrent("configuration errors from the CLI", () => {
 
   it("check-config: exit 0 for a valid file (UTF-8 BOM included), exit 2 naming cross-field problems; starts nothing", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-check-"));
-    const good = configFile("\uFEFF" + JSON.stringify({ pollIntervalMs: 500, dataDir: join(dir, "data"), sinks: ["stdout"] }));
+    const good = configFile(
+      "\uFEFF" + JSON.stringify({ pollIntervalMs: 500, dataDir: join(dir, "data"), sinks: ["stdout"] }),
+    );
     const ok = await sef(["check-config", "--config", good]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/^sef: configuration is valid/);
@@ -70,13 +75,22 @@ describe.concurrent("configuration errors from the CLI", () => {
       JSON.stringify({
         dataDir: join(dir, "data"),
         sinks: ["eventhubs", "loganalytics", "webhook"],
-        loganalytics: { endpoint: "https://dce.example.ingest.monitor.azure.com", ruleId: "my-rule", streamName: "ScheduledEvents" },
+        loganalytics: {
+          endpoint: "https://dce.example.ingest.monitor.azure.com",
+          ruleId: "my-rule",
+          streamName: "ScheduledEvents",
+        },
         eventhubs: { fullyQualifiedNamespace: "sb://ns.servicebus.windows.net/", eventHubName: "h" },
       }),
     );
     const failed = await sef(["check-config", "--config", bad]);
     expect(failed.code).toBe(2);
-    expect(failed.stderr.trimEnd().split("\n").map((l) => l.split(":").slice(0, 3).join(":"))).toEqual([
+    expect(
+      failed.stderr
+        .trimEnd()
+        .split("\n")
+        .map((l) => l.split(":").slice(0, 3).join(":")),
+    ).toEqual([
       "sef: config: eventhubs.fullyQualifiedNamespace",
       "sef: config: loganalytics.ruleId",
       "sef: config: loganalytics.streamName",

@@ -16,8 +16,10 @@ describe("example configs", () => {
     it(`${file} is a valid configuration`, () => {
       const { config, sinkSettings } = loadConfig({ file: join(dir, file), env: {} });
       expect(config.sinks.length).toBeGreaterThan(0);
-      if (config.sinks.includes("eventhubs")) expect(sinkSettings.eventhubs).toMatchObject({ credential: "managedIdentity" });
-      if (config.sinks.includes("loganalytics")) expect(sinkSettings.loganalytics).toMatchObject({ credential: "managedIdentity" });
+      if (config.sinks.includes("eventhubs"))
+        expect(sinkSettings.eventhubs).toMatchObject({ credential: "managedIdentity" });
+      if (config.sinks.includes("loganalytics"))
+        expect(sinkSettings.loganalytics).toMatchObject({ credential: "managedIdentity" });
     });
   }
 });

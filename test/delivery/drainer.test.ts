@@ -11,7 +11,15 @@ import { Drainer } from "../../src/agent/delivery/drainer.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { createLogger, silentLogger } from "../../src/agent/observability/logger.js";
-import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";
+import {
+  allOutcomes,
+  delivered,
+  rejected,
+  retry,
+  type OutboxEntry,
+  type SendOutcomes,
+  type Sink,
+} from "../../src/agent/sinks/sink.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { FakeClock, flushAsync } from "../helpers/fake-clock.js";
@@ -72,7 +80,13 @@ beforeEach(() => {
 });
 afterEach(() => store.close());
 
-function drainerFor(sink: Sink, metrics = new AgentMetrics(), random = () => 1 - 1e-9, logger: Logger = silentLogger(), outbox: typeof store = store) {
+function drainerFor(
+  sink: Sink,
+  metrics = new AgentMetrics(),
+  random = () => 1 - 1e-9,
+  logger: Logger = silentLogger(),
+  outbox: typeof store = store,
+) {
   store.registerSinks([sink.name]);
   const drainer = new Drainer({
     sink,
@@ -101,7 +115,13 @@ describe("Drainer", () => {
     await flushAsync();
     expect(sink.sent).toEqual([["r1", "r2"]]);
     expect(pending()).toBe(0);
-    expect(store.status()[0]).toMatchObject({ sink: "scripted", pending: 0, delivered: 2, deadLettered: 0, lastDeliveryMs: 1_000_000 });
+    expect(store.status()[0]).toMatchObject({
+      sink: "scripted",
+      pending: 0,
+      delivered: 2,
+      deadLettered: 0,
+      lastDeliveryMs: 1_000_000,
+    });
     expect(store.readAfter(0, 10)).toEqual([]); // no sink needs them any more
     await drainer.stop(clock.monotonicMs());
   });
@@ -158,7 +178,10 @@ describe("Drainer", () => {
     drainer.notify();
     await flushAsync();
     await clock.advance(1000);
-    expect(sink.sent).toEqual([["r1", "r2", "r3", "r4"], ["r2", "r4"]]);
+    expect(sink.sent).toEqual([
+      ["r1", "r2", "r3", "r4"],
+      ["r2", "r4"],
+    ]);
     expect(pending()).toBe(0);
     await drainer.stop(clock.monotonicMs());
   });
@@ -187,7 +210,10 @@ describe("Drainer", () => {
     add(transition(1), transition(2), transition(3));
     drainer.notify();
     await vi.waitFor(() => expect(pending()).toBe(0));
-    const lines = readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const lines = readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ sink: "scripted", reason: "too large: 2 MB", record: { RecordId: "r2" } });
     expect(store.deadLetters("scripted")).toMatchObject([{ seq: 2, recordId: "r2", reason: "too large: 2 MB" }]);
@@ -197,7 +223,10 @@ describe("Drainer", () => {
 
   it("keeps rejected records pending and retries when the dead-letter file cannot be written", async () => {
     writeFileSync(join(dir, "dead-letter"), "a file where the directory should be");
-    const sink = new ScriptedSink(clock, [(b) => allOutcomes(b, rejected("400")), (b) => allOutcomes(b, rejected("400"))]);
+    const sink = new ScriptedSink(clock, [
+      (b) => allOutcomes(b, rejected("400")),
+      (b) => allOutcomes(b, rejected("400")),
+    ]);
     const drainer = drainerFor(sink);
     add(transition(1));
     drainer.notify();
@@ -211,7 +240,12 @@ describe("Drainer", () => {
   });
 
   it("treats a sink that throws, or answers with the wrong number of outcomes, as retry, never as delivered", async () => {
-    const sink = new ScriptedSink(clock, [() => { throw new Error("boom"); }, () => [delivered]]);
+    const sink = new ScriptedSink(clock, [
+      () => {
+        throw new Error("boom");
+      },
+      () => [delivered],
+    ]);
     const drainer = drainerFor(sink);
     add(transition(1), transition(2));
     drainer.notify();
@@ -276,10 +310,17 @@ describe("Drainer", () => {
     add(...[1, 2, 3, 4, 5, 6, 7].map((i) => transition(i)));
     drainer.notify();
     await flushAsync();
-    expect(sink.sent).toEqual([["r1", "r2"], ["r3", "r4"]]); // two full batches in flight, the third waits
+    expect(sink.sent).toEqual([
+      ["r1", "r2"],
+      ["r3", "r4"],
+    ]); // two full batches in flight, the third waits
     sink.release((n) => Array.from({ length: n }, () => delivered));
     await flushAsync();
-    expect(sink.sent).toEqual([["r1", "r2"], ["r3", "r4"], ["r5", "r6"]]);
+    expect(sink.sent).toEqual([
+      ["r1", "r2"],
+      ["r3", "r4"],
+      ["r5", "r6"],
+    ]);
     sink.release((n) => Array.from({ length: n }, () => retry("busy", 5000)));
     await flushAsync();
     // A retry: nothing new starts until the pipeline is empty and the backoff is over.
@@ -330,7 +371,12 @@ function capturedLogger(): { logger: Logger; lines: () => Array<Record<string, u
   });
   return {
     logger: createLogger({ level: "debug", destination }),
-    lines: () => chunks.join("").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Record<string, unknown>),
+    lines: () =>
+      chunks
+        .join("")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
 }
 
@@ -367,7 +413,10 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     const log = capturedLogger();
     const metrics = new AgentMetrics();
     const fail = (batch: readonly OutboxEntry[]) => allOutcomes(batch, retry("down"));
-    const sink = new ScriptedSink(clock, Array.from({ length: 11 }, () => fail));
+    const sink = new ScriptedSink(
+      clock,
+      Array.from({ length: 11 }, () => fail),
+    );
     const drainer = drainerFor(sink, metrics, undefined, log.logger);
     expect(await metrics.render()).toMatch(/^sef_sink_failing\{sink="scripted"\} 0$/m);
     add(transition(1));
@@ -376,13 +425,21 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     const firstFailureMs = clock.monotonicMs();
     expect(await metrics.render()).toMatch(/^sef_sink_failing\{sink="scripted"\} 1$/m);
     await clock.advance(1000);
-    expect(drainer.status()).toMatchObject({ consecutiveFailures: 2, failingSinceMs: firstFailureMs, lastError: "down" });
+    expect(drainer.status()).toMatchObject({
+      consecutiveFailures: 2,
+      failingSinceMs: firstFailureMs,
+      lastError: "down",
+    });
     for (let i = 0; i < 20 && sink.sent.length < 12; i++) await clock.advance(30_000);
     expect(sink.sent).toHaveLength(12);
     const failed = log.lines().filter((l) => l.msg === "send failed, will retry");
-    expect(failed.map((l) => [l.attempt, l.level])).toEqual(Array.from({ length: 11 }, (_, i) => [i + 1, i === 0 || i === 9 ? "warn" : "debug"]));
+    expect(failed.map((l) => [l.attempt, l.level])).toEqual(
+      Array.from({ length: 11 }, (_, i) => [i + 1, i === 0 || i === 9 ? "warn" : "debug"]),
+    );
     expect(failed[0]).toMatchObject({ sink: "scripted", reason: "down", delayMs: 1000 });
-    expect(log.lines().filter((l) => l.msg === "sink recovered")).toEqual([expect.objectContaining({ level: "info", sink: "scripted", afterAttempts: 11 })]);
+    expect(log.lines().filter((l) => l.msg === "sink recovered")).toEqual([
+      expect.objectContaining({ level: "info", sink: "scripted", afterAttempts: 11 }),
+    ]);
     const text = await metrics.render();
     expect(text).toMatch(/^sef_sink_retries_total\{sink="scripted"\} 11$/m);
     expect(text).not.toMatch(/^sef_sink_throttled_seconds_total\{sink="scripted"\}/m); // no hint, no throttling
@@ -424,7 +481,11 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
   it("dead-letters with the reason (or 'rejected without a reason'), counts and logs them per sink, and counts them since the last delivery", async () => {
     const log = capturedLogger();
     const metrics = new AgentMetrics();
-    const sink = new ScriptedSink(clock, [() => [delivered, rejected("too large")], () => [rejected("   ")], () => [delivered]]);
+    const sink = new ScriptedSink(clock, [
+      () => [delivered, rejected("too large")],
+      () => [rejected("   ")],
+      () => [delivered],
+    ]);
     const drainer = drainerFor(sink, metrics, undefined, log.logger);
     add(transition(1), transition(2));
     drainer.notify();
@@ -440,17 +501,29 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
       ["r2", "too large"],
       ["r3", "rejected without a reason"],
     ]);
-    const lines = readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { reason: string });
+    const lines = readFileSync(join(dir, "dead-letter", "scripted.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { reason: string });
     expect(lines.map((l) => l.reason)).toEqual(["too large", "rejected without a reason"]);
     const text = await metrics.render();
     expect(text).toMatch(/^sef_sink_dead_letters_total\{sink="scripted"\} 2$/m);
     expect(text).toMatch(/^sef_sink_sent_total\{sink="scripted"\} 2$/m);
-    expect(log.lines().filter((l) => l.msg === "records dead-lettered")[0]).toMatchObject({ level: "error", sink: "scripted", records: 1, reason: "too large", file: join(dir, "dead-letter", "scripted.jsonl") });
+    expect(log.lines().filter((l) => l.msg === "records dead-lettered")[0]).toMatchObject({
+      level: "error",
+      sink: "scripted",
+      records: 1,
+      reason: "too large",
+      file: join(dir, "dead-letter", "scripted.jsonl"),
+    });
     await drainer.stop(clock.monotonicMs());
   });
 
   it("schedules each retried record by its own hint, or by the send's backoff — never sooner — and says when an operator is needed", async () => {
-    const sink = new ScriptedSink(clock, [() => [retry("429", 7000), retry("busy", undefined, true)], (b) => allOutcomes(b, delivered)]);
+    const sink = new ScriptedSink(clock, [
+      () => [retry("429", 7000), retry("busy", undefined, true)],
+      (b) => allOutcomes(b, delivered),
+    ]);
     const drainer = drainerFor(sink);
     add(transition(1), transition(2));
     drainer.notify();
@@ -460,7 +533,10 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     await clock.advance(1000);
     expect(store.due("scripted", 10, clock.monotonicMs())).toEqual([]); // the record without a hint waits for the hinted send too
     await clock.advance(9500); // 7 s × 1.5 (random ≈ 1)
-    expect(sink.sent).toEqual([["r1", "r2"], ["r1", "r2"]]);
+    expect(sink.sent).toEqual([
+      ["r1", "r2"],
+      ["r1", "r2"],
+    ]);
     expect(drainer.status().needsOperator).toBeNull();
     await drainer.stop(clock.monotonicMs());
   });
@@ -492,7 +568,10 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     await flushAsync();
     rename("sinks_away", "sinks");
     expect(drainer.status().lastError).toMatch(/^could not record the outcome of a send: .*sinks/);
-    expect(log.lines().find((l) => l.msg === "could not read the outbox depth")).toMatchObject({ level: "warn", sink: "scripted" });
+    expect(log.lines().find((l) => l.msg === "could not read the outbox depth")).toMatchObject({
+      level: "warn",
+      sink: "scripted",
+    });
     expect(pending()).toBe(1);
     await clock.advance(1000);
     expect(sink.sent).toEqual([["r1"], ["r1"]]);
@@ -507,7 +586,12 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     await flushAsync();
     store.opened.database.exec("ALTER TABLE deliveries RENAME TO deliveries_away");
     drainer.notify();
-    await vi.waitFor(() => expect(log.lines().find((l) => l.msg === "drain loop stopped unexpectedly")).toMatchObject({ level: "error", sink: "scripted" }));
+    await vi.waitFor(() =>
+      expect(log.lines().find((l) => l.msg === "drain loop stopped unexpectedly")).toMatchObject({
+        level: "error",
+        sink: "scripted",
+      }),
+    );
     store.opened.database.exec("ALTER TABLE deliveries_away RENAME TO deliveries");
     await drainer.stop(clock.monotonicMs());
   });
@@ -603,7 +687,10 @@ describe("Drainer: what operators see, and the edges of its waits", () => {
     const readsBefore = reads;
     await clock.advance(1479);
     expect(sink.sent).toHaveLength(1);
-    expect(reads - readsBefore, "reads of the outbox while nothing is due (it sleeps until the attempt, it does not poll)").toBeLessThanOrEqual(2);
+    expect(
+      reads - readsBefore,
+      "reads of the outbox while nothing is due (it sleeps until the attempt, it does not poll)",
+    ).toBeLessThanOrEqual(2);
     await clock.advance(1);
     expect(sink.sendTimes.map((t) => t - sink.sendTimes[0]!)).toEqual([0, 5980]);
     // Nothing waits now: time passing while idle is not a stall.
@@ -739,7 +826,12 @@ describe("Drainer.stop", () => {
     await drainer.stop(clock.monotonicMs() + 50);
     expect(performance.now() - startedMs).toBeLessThan(900);
     expect(sink.events).toEqual(["send r1", "aborted r1: shutdown deadline reached", "close"]);
-    expect(log.lines().filter((l) => l.level === "warn").map((l) => l.msg)).toEqual(["send failed, will retry"]);
+    expect(
+      log
+        .lines()
+        .filter((l) => l.level === "warn")
+        .map((l) => l.msg),
+    ).toEqual(["send failed, will retry"]);
     expect(pending("aborting")).toBe(1);
   });
 
@@ -751,7 +843,9 @@ describe("Drainer.stop", () => {
     await flushAsync();
     expect(sink.events).toEqual(["send r1,r2", "send r3,r4"]);
     await drainer.stop(clock.monotonicMs());
-    expect(sink.events.slice(2).sort()).toEqual(["aborted r1,r2: shutdown deadline reached", "aborted r3,r4: shutdown deadline reached", "close"].sort());
+    expect(sink.events.slice(2).sort()).toEqual(
+      ["aborted r1,r2: shutdown deadline reached", "aborted r3,r4: shutdown deadline reached", "close"].sort(),
+    );
     expect(sink.events.at(-1)).toBe("close");
   });
 
@@ -797,7 +891,12 @@ describe("Drainer.stop", () => {
     const startedMs = performance.now();
     await drainer.stop(clock.monotonicMs() + 50);
     expect(performance.now() - startedMs).toBeGreaterThanOrEqual(1000);
-    expect(log.lines().filter((l) => l.level === "warn").map((l) => [l.msg, l.sink, l.timeoutMs])).toEqual([
+    expect(
+      log
+        .lines()
+        .filter((l) => l.level === "warn")
+        .map((l) => [l.msg, l.sink, l.timeoutMs]),
+    ).toEqual([
       ["sink did not stop sending by the shutdown deadline; leaving it", "aborting", undefined],
       ["sink did not close in time; leaving it", "aborting", 1000],
     ]);
@@ -806,6 +905,12 @@ describe("Drainer.stop", () => {
     Object.defineProperty(refusing, "name", { value: "refusing" });
     const second = drainerFor(refusing, new AgentMetrics(), undefined, failing.logger);
     await second.stop(clock.monotonicMs());
-    expect(failing.lines().filter((l) => l.level === "warn")).toEqual([expect.objectContaining({ msg: "sink close failed", sink: "refusing", err: expect.objectContaining({ message: "close refused" }) })]);
+    expect(failing.lines().filter((l) => l.level === "warn")).toEqual([
+      expect.objectContaining({
+        msg: "sink close failed",
+        sink: "refusing",
+        err: expect.objectContaining({ message: "close refused" }),
+      }),
+    ]);
   });
 });

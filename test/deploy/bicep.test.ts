@@ -68,7 +68,11 @@ describe("Bicep syntax", () => {
   });
 
   it("the syntax check catches a broken template", () => {
-    const broken = parseBicep(parser, join(bicepRoot, "broken.bicep"), "resource x 'A/b@2020-01-01' = {\n  name: 'x'\n");
+    const broken = parseBicep(
+      parser,
+      join(bicepRoot, "broken.bicep"),
+      "resource x 'A/b@2020-01-01' = {\n  name: 'x'\n",
+    );
     expect(syntaxProblems(broken)).not.toEqual([]);
     const garbage = parseBicep(parser, join(bicepRoot, "garbage.bicep"), "param location string = = 'x'\n");
     expect(syntaxProblems(garbage)).not.toEqual([]);
@@ -82,7 +86,11 @@ describe("Bicep syntax", () => {
     expect(text).toMatch(/^using 'main\.bicep'$/m);
     const declared = parameterDeclarations(byName("main.bicep"));
     expect(params.length).toBeGreaterThan(0);
-    for (const name of params) expect(declared.map((d) => d.name), `param ${name}`).toContain(name);
+    for (const name of params)
+      expect(
+        declared.map((d) => d.name),
+        `param ${name}`,
+      ).toContain(name);
     for (const d of declared.filter((p) => !p.hasDefault)) expect(params, `required param ${d.name}`).toContain(d.name);
   });
 });
@@ -122,7 +130,11 @@ describe("Bicep references", () => {
   });
 
   it("the kql source check rejects an inline query string", () => {
-    const inline = parseBicep(parser, join(bicepRoot, "inline.bicep"), "var q = {\n  query: 'ScheduledEvents_CL | take 1'\n}\n");
+    const inline = parseBicep(
+      parser,
+      join(bicepRoot, "inline.bicep"),
+      "var q = {\n  query: 'ScheduledEvents_CL | take 1'\n}\n",
+    );
     expect(kqlSources([inline]).problems).toHaveLength(1);
   });
 });
@@ -138,8 +150,12 @@ describe("Bicep contents", () => {
     expect(table).toEqual(["schema.tableColumns"]);
     const ingestion = byName("modules/ingestion.bicep");
     expect(propertiesNamed(ingestion, "columns").map((p) => p.value.text)).toEqual(["schema.streamColumns"]);
-    expect(propertiesNamed(ingestion, "outputStream").map((p) => p.value.text)).toEqual(["'Custom-${schema.tableName}'"]);
-    expect(propertiesNamed(ingestion, "streams").map((p) => p.value.text.replace(/\s+/g, " "))).toEqual(["[ schema.streamName ]"]);
+    expect(propertiesNamed(ingestion, "outputStream").map((p) => p.value.text)).toEqual([
+      "'Custom-${schema.tableName}'",
+    ]);
+    expect(propertiesNamed(ingestion, "streams").map((p) => p.value.text.replace(/\s+/g, " "))).toEqual([
+      "[ schema.streamName ]",
+    ]);
   });
 
   it("Event Hubs is Standard with local (SAS) auth disabled", () => {
@@ -150,12 +166,19 @@ describe("Bicep contents", () => {
   });
 
   it("the agents' identity gets exactly the two data-plane roles, sef fleet's identity the two reader roles", () => {
-    const rolesIn = (name: string) => new Set(byName(name).text.match(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g) ?? []);
+    const rolesIn = (name: string) =>
+      new Set(byName(name).text.match(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g) ?? []);
     // The rollout's remediation identity has its own roles (policy/initiative.bicep's roleIds, vmapp-policy.test.ts).
-    const agentRoles = files.filter((f) => !["bicep/modules/fleet.bicep", "bicep/policy/initiative.bicep"].includes(f.name)).flatMap((f) => f.text.match(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g) ?? []);
-    expect(new Set(agentRoles)).toEqual(new Set(["'3913510d-42f4-4e42-8a64-420c390055eb'", "'2b629674-e913-4c01-ae53-ef4638d8f975'"]));
+    const agentRoles = files
+      .filter((f) => !["bicep/modules/fleet.bicep", "bicep/policy/initiative.bicep"].includes(f.name))
+      .flatMap((f) => f.text.match(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g) ?? []);
+    expect(new Set(agentRoles)).toEqual(
+      new Set(["'3913510d-42f4-4e42-8a64-420c390055eb'", "'2b629674-e913-4c01-ae53-ef4638d8f975'"]),
+    );
     // Azure Event Hubs Data Receiver and Storage Blob Data Contributor.
-    expect(rolesIn("modules/fleet.bicep")).toEqual(new Set(["'a638d3c7-ab3a-418d-83e6-5f17a39d4fde'", "'ba92f5b4-2d11-453d-a403-e96b0029c9fe'"]));
+    expect(rolesIn("modules/fleet.bicep")).toEqual(
+      new Set(["'a638d3c7-ab3a-418d-83e6-5f17a39d4fde'", "'ba92f5b4-2d11-453d-a403-e96b0029c9fe'"]),
+    );
     const scopes = files.flatMap((f) =>
       resourceDeclarations(f)
         .filter((r) => r.typeAndVersion.startsWith("Microsoft.Authorization/roleAssignments@"))
@@ -176,7 +199,12 @@ describe("Bicep contents", () => {
   it("the alert rules cover each EventType, new EventTypes, stuck-started and silent agents", () => {
     const alerts = byName("modules/alerts.bicep");
     const keys = propertiesNamed(alerts, "key").map((p) => stringLiteral(p.value) ?? p.value.text);
-    expect(keys).toEqual(["'event-${toLower(rule.eventType)}'", "event-other-type", "event-started-too-long", "silent-agent"]);
+    expect(keys).toEqual([
+      "'event-${toLower(rule.eventType)}'",
+      "event-other-type",
+      "event-started-too-long",
+      "silent-agent",
+    ]);
     const eventTypes = propertiesNamed(alerts, "eventType").map((p) => stringLiteral(p.value));
     expect(eventTypes).toEqual(["Freeze", "Reboot", "Redeploy", "Preempt", "Terminate"]);
     expect(propertiesNamed(alerts, "kind").map((p) => stringLiteral(p.value))).toEqual(["LogAlert"]);
@@ -208,13 +236,22 @@ describe("alerts reach someone and mean something", () => {
     expect(fails).toHaveLength(1);
     expect(actionGroupId?.text).toContain(fails[0]!.node.text);
     const message = stringLiteral(fails[0]!.args[0]) ?? "";
-    for (const name of ["existingActionGroupResourceId", "alertEmailAddresses", "alertSmsReceivers", "alertWebhookUrls", "alertLogicAppReceivers"]) {
+    for (const name of [
+      "existingActionGroupResourceId",
+      "alertEmailAddresses",
+      "alertSmsReceivers",
+      "alertWebhookUrls",
+      "alertLogicAppReceivers",
+    ]) {
       expect(message).toContain(name);
     }
     // Every rule notifies that id (the fail() is evaluated whenever a rule is deployed).
-    expect(propertiesNamed(alerts, "actionGroups").map((p) => p.value.text.replace(/\s+/g, " "))).toEqual(["[ actionGroupId ]"]);
+    expect(propertiesNamed(alerts, "actionGroups").map((p) => p.value.text.replace(/\s+/g, " "))).toEqual([
+      "[ actionGroupId ]",
+    ]);
     const receiverCount = variables(alerts).get("receiverCount")?.text ?? "";
-    for (const param of ["emailAddresses", "smsReceivers", "webhookUrls", "logicAppReceivers"]) expect(receiverCount).toContain(`length(${param})`);
+    for (const param of ["emailAddresses", "smsReceivers", "webhookUrls", "logicAppReceivers"])
+      expect(receiverCount).toContain(`length(${param})`);
 
     const main = parameterDetails(byName("main.bicep"));
     const defaults = Object.fromEntries(main.map((p) => [p.name, p.defaultText]));
@@ -229,7 +266,9 @@ describe("alerts reach someone and mean something", () => {
     const params = readFileSync(join(bicepRoot, "main.bicepparam"), "utf8");
     const code = params.replace(/\/\/.*$/gm, "");
     expect(code).not.toMatch(/@[a-z0-9.-]+\.[a-z]+'/i);
-    expect(code).toMatch(/^param existingActionGroupResourceId = readEnvironmentVariable\('SEF_ACTION_GROUP_ID', ''\)$/m);
+    expect(code).toMatch(
+      /^param existingActionGroupResourceId = readEnvironmentVariable\('SEF_ACTION_GROUP_ID', ''\)$/m,
+    );
     expect(code).toMatch(/^param alertEmailAddresses = .*readEnvironmentVariable\('SEF_ALERT_EMAIL', ''\)/m);
   });
 
@@ -241,7 +280,13 @@ describe("alerts reach someone and mean something", () => {
       return { value: Number(p.defaultText), decorators: p.decorators };
     };
     expect(severity("freezeAlertSeverity").value).toBe(3);
-    for (const name of ["rebootAlertSeverity", "redeployAlertSeverity", "preemptAlertSeverity", "terminateAlertSeverity", "otherEventTypeAlertSeverity"]) {
+    for (const name of [
+      "rebootAlertSeverity",
+      "redeployAlertSeverity",
+      "preemptAlertSeverity",
+      "terminateAlertSeverity",
+      "otherEventTypeAlertSeverity",
+    ]) {
       expect(severity(name).value, name).toBeGreaterThanOrEqual(0);
       expect(severity(name).value, name).toBeLessThanOrEqual(2);
     }
@@ -250,16 +295,34 @@ describe("alerts reach someone and mean something", () => {
     }
     const alerts = byName("modules/alerts.bicep");
     const severities = propertiesNamed(alerts, "severity").map((p) => p.value.text);
-    expect(severities).toEqual(["freezeSeverity", "rebootSeverity", "redeploySeverity", "preemptSeverity", "terminateSeverity", "rule.severity", "otherEventTypeSeverity", "1", "2", "rule.severity"]);
-    expect(variables(alerts).get("rules")?.text).toBe("filter(concat(eventRules, remainingRules), rule => rule.severity >= 0)");
+    expect(severities).toEqual([
+      "freezeSeverity",
+      "rebootSeverity",
+      "redeploySeverity",
+      "preemptSeverity",
+      "terminateSeverity",
+      "rule.severity",
+      "otherEventTypeSeverity",
+      "1",
+      "2",
+      "rule.severity",
+    ]);
+    expect(variables(alerts).get("rules")?.text).toBe(
+      "filter(concat(eventRules, remainingRules), rule => rule.severity >= 0)",
+    );
   });
 
   it("event alerts window on ingestion_time() like the rule's window, over a 2-day range, and report ObservedAtUtc", () => {
     const alerts = byName("modules/alerts.bicep");
-    const rules = descendantsWithProperty(alerts, "query").filter((rule) => /event-of-(other-)?type\.kql/.test(rule.text));
+    const rules = descendantsWithProperty(alerts, "query").filter((rule) =>
+      /event-of-(other-)?type\.kql/.test(rule.text),
+    );
     expect(rules).toHaveLength(2);
     for (const rule of rules) {
-      const props = (key: string): string[] => rule.namedChildren.filter((c) => c?.type === "object_property" && c.namedChildren[0]?.text === key).map((c) => c!.namedChildren.at(-1)!.text);
+      const props = (key: string): string[] =>
+        rule.namedChildren
+          .filter((c) => c?.type === "object_property" && c.namedChildren[0]?.text === key)
+          .map((c) => c!.namedChildren.at(-1)!.text);
       expect(props("evaluationFrequency")).toEqual(["'PT5M'"]);
       expect(props("windowSize")).toEqual(["'PT5M'"]);
       expect(props("overrideQueryTimeRange")).toEqual(["'P2D'"]);

@@ -4,7 +4,12 @@
 import { writeFileSync } from "node:fs";
 import { cloudInitPath, renderCloudInit } from "./support/cloud-init.js";
 import { renderSchemaFile, schemaFilePath } from "./support/schema-file.js";
-import { managementGroupEntryPath, policyDefinitionPaths, renderManagementGroupEntry, renderPolicyDefinition } from "./support/vmapp-generated.js";
+import {
+  managementGroupEntryPath,
+  policyDefinitionPaths,
+  renderManagementGroupEntry,
+  renderPolicyDefinition,
+} from "./support/vmapp-generated.js";
 import { renderWorkbook, workbookPath } from "./support/workbook.js";
 
 for (const [path, text] of [

@@ -22,12 +22,23 @@ const values = parse(readFileSync(join(repoRoot, chart, "values.yaml"), "utf8"))
 const clientId = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
 /** One values file per credential mode the chart supports. */
 const credentialModes: Record<string, object> = {
-  "node pool identity": { config: { sinks: ["eventhubs"], eventhubs: { fullyQualifiedNamespace: "ns.servicebus.windows.net", eventHubName: "se" } } },
+  "node pool identity": {
+    config: {
+      sinks: ["eventhubs"],
+      eventhubs: { fullyQualifiedNamespace: "ns.servicebus.windows.net", eventHubName: "se" },
+    },
+  },
   "workload identity": {
     workloadIdentity: { clientId },
-    config: { sinks: ["eventhubs"], eventhubs: { fullyQualifiedNamespace: "ns.servicebus.windows.net", eventHubName: "se", credential: "default" } },
+    config: {
+      sinks: ["eventhubs"],
+      eventhubs: { fullyQualifiedNamespace: "ns.servicebus.windows.net", eventHubName: "se", credential: "default" },
+    },
   },
-  "existing secret": { existingSecret: "sef-credentials", config: { sinks: ["eventhubs"], eventhubs: { connectionStringEnv: "SEF_EH" } } },
+  "existing secret": {
+    existingSecret: "sef-credentials",
+    config: { sinks: ["eventhubs"], eventhubs: { connectionStringEnv: "SEF_EH" } },
+  },
 };
 
 interface Metadata {
@@ -102,7 +113,10 @@ function valuesFile(overrides: object): string {
 
 /** `helm template sef <chart>` with `overrides` as a values file (JSON is YAML), the output parsed strictly. */
 function render(overrides: object = {}): Rendered {
-  const result = runHelm(["template", "sef", chart, "--namespace", "sef-system", "--values", valuesFile(overrides)], scratch);
+  const result = runHelm(
+    ["template", "sef", chart, "--namespace", "sef-system", "--values", valuesFile(overrides)],
+    scratch,
+  );
   const manifests: Manifest[] = [];
   if (result.status === 0) {
     for (const doc of parseAllDocuments(result.stdout, { uniqueKeys: true })) {
@@ -135,7 +149,10 @@ function agentContainer(ds: DaemonSet): Container {
 }
 
 /** The rendered config.json, written out and read by the agent's own loader (as `sef run --config` would, NODE_NAME set by the pod spec). */
-function loadRenderedConfig(manifests: Manifest[], env: NodeJS.ProcessEnv = { NODE_NAME: "aks-nodepool1-0" }): ReturnType<typeof loadConfig> & { json: Record<string, unknown> } {
+function loadRenderedConfig(
+  manifests: Manifest[],
+  env: NodeJS.ProcessEnv = { NODE_NAME: "aks-nodepool1-0" },
+): ReturnType<typeof loadConfig> & { json: Record<string, unknown> } {
   const text = only(manifests, "ConfigMap").data?.["config.json"];
   expect(text).toBeTypeOf("string");
   const file = join(scratch, `config-${++valuesFiles}.json`);
@@ -146,7 +163,11 @@ function loadRenderedConfig(manifests: Manifest[], env: NodeJS.ProcessEnv = { NO
 describe("helm lint", () => {
   it("passes --strict (no warnings) with the default values and with each credential mode", () => {
     const monitored = { metrics: { serviceMonitor: { enabled: true } } };
-    for (const [mode, overrides] of [["defaults", {}] as const, ["ServiceMonitor", monitored] as const, ...Object.entries(credentialModes)]) {
+    for (const [mode, overrides] of [
+      ["defaults", {}] as const,
+      ["ServiceMonitor", monitored] as const,
+      ...Object.entries(credentialModes),
+    ]) {
       const result = runHelm(["lint", "--strict", chart, "--values", valuesFile(overrides)], scratch);
       expect(result.stdout, mode).toContain("1 chart(s) linted, 0 chart(s) failed");
       expect(result.stdout, mode).not.toMatch(/\[(WARNING|ERROR)\]/);
@@ -155,7 +176,10 @@ describe("helm lint", () => {
   });
 
   it("fails on values the schema refuses", () => {
-    const result = runHelm(["lint", "--strict", chart, "--values", valuesFile({ image: { pullPolicy: "Sometimes" } })], scratch);
+    const result = runHelm(
+      ["lint", "--strict", chart, "--values", valuesFile({ image: { pullPolicy: "Sometimes" } })],
+      scratch,
+    );
     expect(result.status).not.toBe(0);
     expect(result.stdout + result.stderr).toContain("/image/pullPolicy");
   });
@@ -177,9 +201,16 @@ describe("helm template with the default values", () => {
     ]);
     const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version;
     for (const m of manifests) {
-      expect(m.metadata.labels).toEqual({ "app.kubernetes.io/name": "sef", "app.kubernetes.io/instance": "sef", "app.kubernetes.io/version": version });
+      expect(m.metadata.labels).toEqual({
+        "app.kubernetes.io/name": "sef",
+        "app.kubernetes.io/instance": "sef",
+        "app.kubernetes.io/version": version,
+      });
     }
-    expect(ds.spec.selector.matchLabels).toEqual({ "app.kubernetes.io/name": "sef", "app.kubernetes.io/instance": "sef" });
+    expect(ds.spec.selector.matchLabels).toEqual({
+      "app.kubernetes.io/name": "sef",
+      "app.kubernetes.io/instance": "sef",
+    });
     expect(ds.spec.template.metadata.labels).toMatchObject(ds.spec.selector.matchLabels);
     expect(ds.spec.updateStrategy).toEqual({ type: "RollingUpdate" });
     expect(pod.serviceAccountName).toBe("sef-sef");
@@ -196,7 +227,10 @@ describe("helm template with the default values", () => {
 
   it("runs on every Linux node, tainted ones included (Spot pools named too), as a node-critical pod", () => {
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
-    expect(pod.tolerations).toEqual([{ operator: "Exists" }, { key: "kubernetes.azure.com/scalesetpriority", operator: "Equal", value: "spot", effect: "NoSchedule" }]);
+    expect(pod.tolerations).toEqual([
+      { operator: "Exists" },
+      { key: "kubernetes.azure.com/scalesetpriority", operator: "Equal", value: "spot", effect: "NoSchedule" },
+    ]);
     expect(pod.priorityClassName).toBe("system-node-critical");
   });
 
@@ -223,8 +257,14 @@ describe("helm template with the default values", () => {
     ]);
     expect(manifests.filter((m) => m.kind === "Role" || m.kind === "RoleBinding")).toEqual([]);
     const binding = only(manifests, "ClusterRoleBinding");
-    expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name });
-    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: "sef-system" }]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: role.metadata.name,
+    });
+    expect(binding.subjects).toEqual([
+      { kind: "ServiceAccount", name: pod.serviceAccountName, namespace: "sef-system" },
+    ]);
   });
 
   it("keeps the agent's state on the hostPath /var/lib/sef and its config from the ConfigMap, read-only", () => {
@@ -257,7 +297,11 @@ describe("helm template with the default values", () => {
     const init = pod.initContainers[0]!;
     expect(init.image).toBe(agent.image);
     expect(init.command).toEqual(["/opt/sef/node", "-e", "require('node:fs').chownSync('/var/lib/sef', 65532, 65532)"]);
-    expect(init.securityContext).toMatchObject({ runAsUser: 0, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["CHOWN"] } });
+    expect(init.securityContext).toMatchObject({
+      runAsUser: 0,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"], add: ["CHOWN"] },
+    });
     expect(init.volumeMounts).toEqual([{ name: "data", mountPath: "/var/lib/sef" }]);
   });
 
@@ -276,7 +320,11 @@ describe("helm template with the default values", () => {
     // No host: the kubelet probes the pod's IP, which is the node's on the host network.
     expect(agent.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "metrics" });
     expect(agent.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "metrics" });
-    expect(ds.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": "9464", "prometheus.io/path": "/metrics" });
+    expect(ds.spec.template.metadata.annotations).toMatchObject({
+      "prometheus.io/scrape": "true",
+      "prometheus.io/port": "9464",
+      "prometheus.io/path": "/metrics",
+    });
     expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.shutdownFlushMs);
     expect(manifests.map((m) => m.kind)).not.toContain("ServiceMonitor");
   });
@@ -299,7 +347,10 @@ describe("helm template with each credential mode", () => {
     expect(ds.spec.template.metadata.labels).not.toHaveProperty("azure.workload.identity/use");
     expect(agentContainer(ds)).not.toHaveProperty("envFrom");
     const { sinkSettings } = loadRenderedConfig(manifests);
-    expect(sinkSettings.eventhubs).toMatchObject({ fullyQualifiedNamespace: "ns.servicebus.windows.net", credential: "managedIdentity" });
+    expect(sinkSettings.eventhubs).toMatchObject({
+      fullyQualifiedNamespace: "ns.servicebus.windows.net",
+      credential: "managedIdentity",
+    });
   });
 
   it("workload identity: the pod label and the service account's client-id annotation, next to its own annotations", () => {
@@ -308,7 +359,10 @@ describe("helm template with each credential mode", () => {
     const ds = only(manifests, "DaemonSet");
     expect(ds.spec.template.metadata.labels?.["azure.workload.identity/use"]).toBe("true");
     const sa = only(manifests, "ServiceAccount");
-    expect(sa.metadata.annotations).toEqual({ "azure.workload.identity/client-id": clientId, "example.com/owner": "ops" });
+    expect(sa.metadata.annotations).toEqual({
+      "azure.workload.identity/client-id": clientId,
+      "example.com/owner": "ops",
+    });
     expect(ds.spec.template.spec.serviceAccountName).toBe(sa.metadata.name);
     expect(agentContainer(ds)).not.toHaveProperty("envFrom");
     expect(loadRenderedConfig(manifests).sinkSettings.eventhubs).toMatchObject({ credential: "default" });
@@ -322,8 +376,11 @@ describe("helm template with each credential mode", () => {
     expect(ds.spec.template.metadata.labels).not.toHaveProperty("azure.workload.identity/use");
     // The config names the variable the secret must hold; the agent refuses the config until it is set.
     expect(() => loadRenderedConfig(manifests)).toThrow(/SEF_EH/);
-    const connectionString = "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=abc=;EntityPath=se";
-    expect(loadRenderedConfig(manifests, { SEF_EH: connectionString, NODE_NAME: "aks-nodepool1-0" }).sinkSettings.eventhubs).toMatchObject({ connectionStringEnv: "SEF_EH" });
+    const connectionString =
+      "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=abc=;EntityPath=se";
+    expect(
+      loadRenderedConfig(manifests, { SEF_EH: connectionString, NODE_NAME: "aks-nodepool1-0" }).sinkSettings.eventhubs,
+    ).toMatchObject({ connectionStringEnv: "SEF_EH" });
   });
 });
 
@@ -358,7 +415,9 @@ describe("helm template with other values", () => {
     expect(pod.tolerations).toEqual([{ key: "CriticalAddonsOnly", operator: "Exists" }]);
     expect(pod.terminationGracePeriodSeconds).toBe(45);
     expect(agentContainer(ds).readinessProbe?.httpGet).toEqual({ host: "127.0.0.1", path: "/readyz", port: "metrics" });
-    expect(agentContainer(ds).ports).toEqual([{ name: "metrics", containerPort: 9500, hostPort: 9500, protocol: "TCP" }]);
+    expect(agentContainer(ds).ports).toEqual([
+      { name: "metrics", containerPort: 9500, hostPort: 9500, protocol: "TCP" },
+    ]);
     expect(loadRenderedConfig(manifests).config.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9500 });
     // listenOn config: no node IP given, so the file's loopback address is where it listens; nothing to scrape.
     expect(agentContainer(ds).env?.map((e) => e.name)).not.toContain("SEF_METRICS_HOST");
@@ -376,35 +435,65 @@ describe("helm template with other values", () => {
   });
 
   it("listenOn config with an address other than loopback: scraped there, probed there; scrapeAnnotations false leaves them out", () => {
-    const ds = only(renderOk({ metrics: { listenOn: "config" }, config: { metrics: { host: "0.0.0.0" } } }), "DaemonSet");
-    expect(ds.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": "9464" });
+    const ds = only(
+      renderOk({ metrics: { listenOn: "config" }, config: { metrics: { host: "0.0.0.0" } } }),
+      "DaemonSet",
+    );
+    expect(ds.spec.template.metadata.annotations).toMatchObject({
+      "prometheus.io/scrape": "true",
+      "prometheus.io/port": "9464",
+    });
     expect(agentContainer(ds).livenessProbe?.httpGet).toEqual({ host: "0.0.0.0", path: "/healthz", port: "metrics" });
     const quiet = only(renderOk({ metrics: { scrapeAnnotations: false } }), "DaemonSet");
     expect(Object.keys(quiet.spec.template.metadata.annotations ?? {})).toEqual(["checksum/config"]);
   });
 
   it("serviceMonitor.enabled: a headless Service of the sef pods' metrics port and a ServiceMonitor that selects it", () => {
-    const manifests = renderOk({ metrics: { serviceMonitor: { enabled: true, interval: "15s", labels: { release: "kube-prometheus-stack" } } } });
+    const manifests = renderOk({
+      metrics: { serviceMonitor: { enabled: true, interval: "15s", labels: { release: "kube-prometheus-stack" } } },
+    });
     const service = only(manifests, "Service");
     const monitor = only(manifests, "ServiceMonitor");
     const ds = only(manifests, "DaemonSet");
     expect(service.metadata.name).toBe("sef-sef-metrics");
-    expect(service.spec).toEqual({ clusterIP: "None", selector: ds.spec.selector.matchLabels, ports: [{ name: "metrics", port: 9464, targetPort: "metrics", protocol: "TCP" }] });
+    expect(service.spec).toEqual({
+      clusterIP: "None",
+      selector: ds.spec.selector.matchLabels,
+      ports: [{ name: "metrics", port: 9464, targetPort: "metrics", protocol: "TCP" }],
+    });
     expect(agentContainer(ds).ports?.map((p) => p.name)).toEqual(["metrics"]);
     expect(monitor.apiVersion).toBe("monitoring.coreos.com/v1");
-    expect(monitor.metadata.labels).toMatchObject({ release: "kube-prometheus-stack", "app.kubernetes.io/name": "sef" });
+    expect(monitor.metadata.labels).toMatchObject({
+      release: "kube-prometheus-stack",
+      "app.kubernetes.io/name": "sef",
+    });
     const selector = (monitor.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
     expect(service.metadata.labels).toMatchObject(selector);
-    expect(selector).toEqual({ "app.kubernetes.io/name": "sef", "app.kubernetes.io/instance": "sef", "app.kubernetes.io/component": "metrics" });
+    expect(selector).toEqual({
+      "app.kubernetes.io/name": "sef",
+      "app.kubernetes.io/instance": "sef",
+      "app.kubernetes.io/component": "metrics",
+    });
     expect((monitor.spec as { endpoints: unknown[] }).endpoints).toEqual([
-      { port: "metrics", path: "/metrics", interval: "15s", relabelings: [{ sourceLabels: ["__meta_kubernetes_pod_node_name"], targetLabel: "node" }] },
+      {
+        port: "metrics",
+        path: "/metrics",
+        interval: "15s",
+        relabelings: [{ sourceLabels: ["__meta_kubernetes_pod_node_name"], targetLabel: "node" }],
+      },
     ]);
-    const azure = only(renderOk({ metrics: { serviceMonitor: { enabled: true, apiVersion: "azmonitoring.coreos.com/v1" } } }), "ServiceMonitor");
+    const azure = only(
+      renderOk({ metrics: { serviceMonitor: { enabled: true, apiVersion: "azmonitoring.coreos.com/v1" } } }),
+      "ServiceMonitor",
+    );
     expect(azure.apiVersion).toBe("azmonitoring.coreos.com/v1");
   });
 
   it("serviceMonitor.enabled where Prometheus cannot reach the agent (loopback, or metrics off) fails with the reason", () => {
-    for (const overrides of [{ metrics: { listenOn: "config", serviceMonitor: { enabled: true } } }, { metrics: { serviceMonitor: { enabled: true } }, config: { metrics: { enabled: false } } }]) {
+    for (const overrides of [
+      { metrics: { listenOn: "config", serviceMonitor: { enabled: true } } },
+      { metrics: { serviceMonitor: { enabled: true } }, config: { metrics: { enabled: false } } },
+    ]) {
       const { status, stderr } = render(overrides);
       expect(status).not.toBe(0);
       expect(stderr).toContain("metrics.serviceMonitor.enabled needs the agent to listen where Prometheus reaches it");
@@ -412,7 +501,8 @@ describe("helm template with other values", () => {
   });
 
   it("a changed config changes the pod template's checksum (pods roll); the same values give the same one", () => {
-    const checksum = (overrides: object): string | undefined => only(renderOk(overrides), "DaemonSet").spec.template.metadata.annotations?.["checksum/config"];
+    const checksum = (overrides: object): string | undefined =>
+      only(renderOk(overrides), "DaemonSet").spec.template.metadata.annotations?.["checksum/config"];
     const base = checksum({});
     expect(base).toMatch(/^[0-9a-f]{64}$/);
     expect(checksum({})).toBe(base);
@@ -428,8 +518,14 @@ describe("helm template with other values", () => {
   });
 
   it("a policy set in the values reaches the agent; the rest keeps the chart's defaults", () => {
-    const { config } = loadRenderedConfig(renderOk({ config: { kubernetes: { policy: { Freeze: "taint", Reboot: "cordon" }, drainLeadMs: 120_000 } } }));
-    expect(config.kubernetes?.policy).toMatchObject({ Freeze: "taint", Reboot: "cordon", Preempt: "drain-then-approve" });
+    const { config } = loadRenderedConfig(
+      renderOk({ config: { kubernetes: { policy: { Freeze: "taint", Reboot: "cordon" }, drainLeadMs: 120_000 } } }),
+    );
+    expect(config.kubernetes?.policy).toMatchObject({
+      Freeze: "taint",
+      Reboot: "cordon",
+      Preempt: "drain-then-approve",
+    });
     expect(config.kubernetes?.drainLeadMs).toBe(120_000);
   });
 
@@ -438,14 +534,22 @@ describe("helm template with other values", () => {
     expect(named.map((m) => m.kind).sort()).toEqual(["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet"]);
     expect(only(named, "ClusterRoleBinding").subjects?.[0]?.name).toBe("sef-existing");
     expect(only(named, "DaemonSet").spec.template.spec.serviceAccountName).toBe("sef-existing");
-    expect(only(renderOk({ serviceAccount: { create: false } }), "DaemonSet").spec.template.spec.serviceAccountName).toBe("default");
+    expect(
+      only(renderOk({ serviceAccount: { create: false } }), "DaemonSet").spec.template.spec.serviceAccountName,
+    ).toBe("default");
   });
 
   it("the data directory on the node comes from dataHostPath; inside the container it stays /var/lib/sef", () => {
     const manifests = renderOk({ dataHostPath: "/mnt/sef-state" });
     const pod = only(manifests, "DaemonSet").spec.template.spec;
-    expect(pod.volumes.find((v) => v.name === "data")?.hostPath).toEqual({ path: "/mnt/sef-state", type: "DirectoryOrCreate" });
-    expect(agentContainer(only(manifests, "DaemonSet")).volumeMounts).toContainEqual({ name: "data", mountPath: "/var/lib/sef" });
+    expect(pod.volumes.find((v) => v.name === "data")?.hostPath).toEqual({
+      path: "/mnt/sef-state",
+      type: "DirectoryOrCreate",
+    });
+    expect(agentContainer(only(manifests, "DaemonSet")).volumeMounts).toContainEqual({
+      name: "data",
+      mountPath: "/var/lib/sef",
+    });
     expect(loadRenderedConfig(manifests).config.dataDir).toBe("/var/lib/sef");
   });
 });
@@ -455,7 +559,11 @@ describe("values.schema.json", () => {
     ["an unknown pull policy", { image: { pullPolicy: "Sometimes" } }, "/image/pullPolicy"],
     ["an image tag that is not a string", { image: { tag: 1 } }, "/image/tag"],
     ["a grace period in words", { terminationGracePeriodSeconds: "30s" }, "/terminationGracePeriodSeconds"],
-    ["a workload identity client id that is not a GUID", { workloadIdentity: { clientId: "sef-identity" } }, "/workloadIdentity/clientId"],
+    [
+      "a workload identity client id that is not a GUID",
+      { workloadIdentity: { clientId: "sef-identity" } },
+      "/workloadIdentity/clientId",
+    ],
     ["a misspelt top-level key", { existingSecrets: "sef-credentials" }, "existingSecrets"],
     ["a secret name Kubernetes would refuse", { existingSecret: "Sef_Credentials" }, "/existingSecret"],
     ["a dataDir other than the mount", { config: { dataDir: "/data" } }, "/config/dataDir"],
@@ -463,12 +571,24 @@ describe("values.schema.json", () => {
     ["a relative dataHostPath", { dataHostPath: "var/lib/sef" }, "/dataHostPath"],
     ["tolerations as a map", { tolerations: { operator: "Exists" } }, "/tolerations"],
     ["a node selector value that is not a string", { nodeSelector: { spot: true } }, "/nodeSelector/spot"],
-    ["an unknown node policy", { config: { kubernetes: { policy: { Reboot: "evict" } } } }, "/config/kubernetes/policy/Reboot"],
+    [
+      "an unknown node policy",
+      { config: { kubernetes: { policy: { Reboot: "evict" } } } },
+      "/config/kubernetes/policy/Reboot",
+    ],
     ["a misspelt kubernetes setting", { config: { kubernetes: { drainLead: 5 } } }, "drainLead"],
     ["force that is not a boolean", { config: { kubernetes: { force: "yes" } } }, "/config/kubernetes/force"],
     ["an unknown metrics listen mode", { metrics: { listenOn: "podIP" } }, "/metrics/listenOn"],
-    ["a ServiceMonitor API group Prometheus does not watch", { metrics: { serviceMonitor: { apiVersion: "monitoring.coreos.com/v2" } } }, "/metrics/serviceMonitor/apiVersion"],
-    ["a scrape interval in words", { metrics: { serviceMonitor: { interval: "30 seconds" } } }, "/metrics/serviceMonitor/interval"],
+    [
+      "a ServiceMonitor API group Prometheus does not watch",
+      { metrics: { serviceMonitor: { apiVersion: "monitoring.coreos.com/v2" } } },
+      "/metrics/serviceMonitor/apiVersion",
+    ],
+    [
+      "a scrape interval in words",
+      { metrics: { serviceMonitor: { interval: "30 seconds" } } },
+      "/metrics/serviceMonitor/interval",
+    ],
   ];
   for (const [what, overrides, path] of refused) {
     it(`helm template refuses ${what}`, () => {

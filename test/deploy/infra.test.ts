@@ -87,7 +87,9 @@ describe("infra/linux/sef.service", () => {
 
   it("passes `systemd-analyze verify` (npm test's set-up step installs systemd's tools)", () => {
     // verify checks that ExecStart's binary exists: point it at this Node when the package is not installed here.
-    const unitText = existsSync("/usr/bin/sef") ? text : text.replace("ExecStart=/usr/bin/sef", `ExecStart=${process.execPath}`);
+    const unitText = existsSync("/usr/bin/sef")
+      ? text
+      : text.replace("ExecStart=/usr/bin/sef", `ExecStart=${process.execPath}`);
     const path = join(scratch, "sef.service");
     writeFileSync(path, unitText);
     const result = spawnSync("systemd-analyze", ["verify", path], { encoding: "utf8" });
@@ -155,14 +157,20 @@ describe("infra/linux/cloud-init.yaml", () => {
 
   it("is #cloud-config YAML that downloads the package and runs the install script (no nodejs, no npm)", () => {
     expect(text.split("\n")[0]).toBe("#cloud-config");
-    const data = parse(text) as { packages: string[]; write_files: { path: string; content: string }[]; runcmd: string[][] };
+    const data = parse(text) as {
+      packages: string[];
+      write_files: { path: string; content: string }[];
+      runcmd: string[][];
+    };
     expect(data.packages).not.toEqual(expect.arrayContaining(["nodejs"]));
     expect(data.packages).not.toEqual(expect.arrayContaining(["npm"]));
     expect(text).not.toMatch(/npm (install|ci)/);
     const byPath = new Map(data.write_files.map((f) => [f.path, f.content]));
     expect(byPath.get(`${installerDir}/install.sh`)).toBe(read("infra/linux/install.sh"));
     expect(byPath.get(`${installerDir}/package-url`)).toMatch(/\.deb\n$/);
-    expect(JSON.parse(byPath.get(`${installerDir}/config.json`) ?? "")).toEqual(JSON.parse(read("infra/config/both.json")));
+    expect(JSON.parse(byPath.get(`${installerDir}/config.json`) ?? "")).toEqual(
+      JSON.parse(read("infra/config/both.json")),
+    );
     expect(data.runcmd.flat().join(" ")).toContain('./install.sh --package "${file}" --config config.json');
   });
 
@@ -170,7 +178,10 @@ describe("infra/linux/cloud-init.yaml", () => {
     const data = parse(text) as { runcmd: string[][] };
     for (const command of data.runcmd) {
       expect(command.slice(0, 2)).toEqual(["bash", "-c"]);
-      const result = spawnSync("shellcheck", ["-s", "bash", "-"], { input: `#!/usr/bin/env bash\n${command[2]}\n`, encoding: "utf8" });
+      const result = spawnSync("shellcheck", ["-s", "bash", "-"], {
+        input: `#!/usr/bin/env bash\n${command[2]}\n`,
+        encoding: "utf8",
+      });
       expect(result.stdout).toBe("");
       expect(result.status).toBe(0);
     }
@@ -211,7 +222,17 @@ describe("infra/windows/sef-service.xml (WinSW)", () => {
 });
 
 describe("infra/config examples", () => {
-  const topKeys = ["imdsUrl", "apiVersion", "pollIntervalMs", "dataDir", "sinks", "logLevel", "heartbeatIntervalMs", "eventhubs", "loganalytics"];
+  const topKeys = [
+    "imdsUrl",
+    "apiVersion",
+    "pollIntervalMs",
+    "dataDir",
+    "sinks",
+    "logLevel",
+    "heartbeatIntervalMs",
+    "eventhubs",
+    "loganalytics",
+  ];
   const sectionKeys: Record<string, string[]> = {
     eventhubs: ["fullyQualifiedNamespace", "eventHubName", "credential", "managedIdentityClientId"],
     loganalytics: ["endpoint", "ruleId", "streamName", "credential", "managedIdentityClientId"],
@@ -229,7 +250,11 @@ describe("infra/config examples", () => {
       const config = JSON.parse(read(`infra/config/${name}`)) as Record<string, unknown>;
       expect(config.sinks).toEqual(sinks);
       for (const key of Object.keys(config)) expect(topKeys, `${name}: ${key}`).toContain(key);
-      expect(config).toMatchObject({ imdsUrl: "http://169.254.169.254", apiVersion: "2020-07-01", dataDir: "/var/lib/sef" });
+      expect(config).toMatchObject({
+        imdsUrl: "http://169.254.169.254",
+        apiVersion: "2020-07-01",
+        dataDir: "/var/lib/sef",
+      });
       for (const [section, keys] of Object.entries(sectionKeys)) {
         const value = config[section] as Record<string, unknown> | undefined;
         expect(value !== undefined, `${name}: section ${section} iff sink ${section}`).toBe(sinks.includes(section));
@@ -259,7 +284,10 @@ describe("infra/linux/sef-privileged-hooks.conf (drop-in for drain-then-approve 
     writeFileSync(join(unitDir, "sef.service"), read("infra/linux/sef.service"));
     if (withDropIn) {
       mkdirSync(join(root, "etc/systemd/system/sef.service.d"), { recursive: true });
-      writeFileSync(join(root, "etc/systemd/system/sef.service.d/privileged-hooks.conf"), read("infra/linux/sef-privileged-hooks.conf"));
+      writeFileSync(
+        join(root, "etc/systemd/system/sef.service.d/privileged-hooks.conf"),
+        read("infra/linux/sef-privileged-hooks.conf"),
+      );
     }
     const args = ["security", "--offline=true", `--root=${root}`, "--no-pager", "sef.service"];
     const text = spawnSync("systemd-analyze", args, { encoding: "utf8" });
@@ -276,7 +304,16 @@ describe("infra/linux/sef-privileged-hooks.conf (drop-in for drain-then-approve 
     expect(base.failing.has("UserOrDynamicUser")).toBe(false);
     expect(base.failing.has("NoNewPrivileges")).toBe(false);
     // root (kubectl's config, systemctl), new privileges (sudo), all capabilities, no syscall filter, writable /.
-    for (const field of ["UserOrDynamicUser", "NoNewPrivileges", "CapabilityBoundingSet_CAP_SYS_BOOT", "CapabilityBoundingSet_CAP_KILL", "SystemCallFilter_privileged", "RestrictSUIDSGID", "ProtectSystem", "ProtectHome"]) {
+    for (const field of [
+      "UserOrDynamicUser",
+      "NoNewPrivileges",
+      "CapabilityBoundingSet_CAP_SYS_BOOT",
+      "CapabilityBoundingSet_CAP_KILL",
+      "SystemCallFilter_privileged",
+      "RestrictSUIDSGID",
+      "ProtectSystem",
+      "ProtectHome",
+    ]) {
       expect(relaxed.failing.has(field), field).toBe(true);
       expect(base.failing.has(field), field).toBe(false);
     }
@@ -298,7 +335,9 @@ describe("infra/container/Dockerfile and infra/helm/sef/Chart.yaml", () => {
     expect(dockerfile).toMatch(/^ARG BASE_IMAGE=[^\s@]+@sha256:[0-9a-f]{64}\nFROM \$\{BASE_IMAGE\}$/m);
     expect(dockerfile.match(/^FROM /gm)).toHaveLength(1);
     expect(dockerfile).toMatch(/^USER 65532:65532$/m);
-    expect(dockerfile).toContain('ENTRYPOINT ["/opt/sef/node", "--optimize-for-size", "--liftoff-only", "--no-maglev", "--no-turbofan", "/opt/sef/sef.mjs"]');
+    expect(dockerfile).toContain(
+      'ENTRYPOINT ["/opt/sef/node", "--optimize-for-size", "--liftoff-only", "--no-maglev", "--no-turbofan", "/opt/sef/sef.mjs"]',
+    );
   });
 
   const chartDir = join(repoRoot, "infra/helm/sef");
@@ -313,7 +352,8 @@ describe("infra/container/Dockerfile and infra/helm/sef/Chart.yaml", () => {
   // helm.test.ts renders the chart with helm; this catches a template reading a value values.yaml does not have, which
   // helm renders as empty without a word (even `helm lint --strict`).
   it("every .Values path the templates use exists in values.yaml", () => {
-    const lookup = (path: string[]): unknown => path.reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], values);
+    const lookup = (path: string[]): unknown =>
+      path.reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], values);
     const missing: string[] = [];
     for (const name of readdirSync(join(chartDir, "templates"))) {
       const text = readFileSync(join(chartDir, "templates", name), "utf8");

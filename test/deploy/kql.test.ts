@@ -24,7 +24,9 @@ beforeAll(async () => {
 describe("KQL compiles against the contract's table", () => {
   it("every query file loaded by a template compiles without errors", () => {
     expect(sources.length).toBeGreaterThanOrEqual(14);
-    const failures = sources.flatMap((s) => checker.errors(readFileSync(s.path, "utf8"), tablesFor(s)).map((e) => `${label(s)} @${e.start}: ${e.message}`));
+    const failures = sources.flatMap((s) =>
+      checker.errors(readFileSync(s.path, "utf8"), tablesFor(s)).map((e) => `${label(s)} @${e.start}: ${e.message}`),
+    );
     expect(failures).toEqual([]);
   });
 
@@ -73,7 +75,8 @@ describe("the node-drain query", () => {
     const text = readFileSync(source!.path, "utf8");
     expect(checker.errors(text, tablesFor(source!))).toEqual([]);
     expect(text).toContain('RecordType == "Kubernetes" and Outcome in ("Drained", "DrainIncomplete")');
-    for (const field of ["node", "podsEvicted", "podsBlockedByPdb", "pdbHeldSeconds", "podsLeft"]) expect(text).toContain(`Step.${field}`);
+    for (const field of ["node", "podsEvicted", "podsBlockedByPdb", "pdbHeldSeconds", "podsLeft"])
+      expect(text).toContain(`Step.${field}`);
   });
 });
 

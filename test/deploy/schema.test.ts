@@ -18,7 +18,9 @@ const checkedIn = readFileSync(schemaFilePath, "utf8");
 
 describe("bicep/schema/columns.json", () => {
   it(`is up to date with src/contract (regenerate with: ${regenerateCommand})`, () => {
-    expect(checkedIn, `bicep/schema/columns.json drifted from src/contract; run: ${regenerateCommand}`).toBe(renderSchemaFile());
+    expect(checkedIn, `bicep/schema/columns.json drifted from src/contract; run: ${regenerateCommand}`).toBe(
+      renderSchemaFile(),
+    );
   });
 
   it("declares the contract's columns, in order, for both the stream and the table", () => {
@@ -54,7 +56,9 @@ describe("kusto-schema", () => {
   });
 
   it("renders the schema and an ADX create command", () => {
-    expect(kustoTableSchema()).toMatch(/^\(TimeGenerated:datetime, ObservedAt:datetime, RecordId:string, .*Detail:string\)$/);
+    expect(kustoTableSchema()).toMatch(
+      /^\(TimeGenerated:datetime, ObservedAt:datetime, RecordId:string, .*Detail:string\)$/,
+    );
     expect(kustoCreateTableCommand()).toBe(`.create-merge table ScheduledEvents_CL ${kustoTableSchema()}`);
   });
 });

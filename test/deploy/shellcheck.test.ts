@@ -11,12 +11,19 @@ const shebang = /^#!\s*(?:\/usr\/bin\/env\s+|\/(?:usr\/)?bin\/)(sh|bash|dash)\b/
 
 /** Repository-relative paths of the shell scripts, sorted. */
 function shellScripts(): string[] {
-  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: repoRoot, encoding: "utf8", maxBuffer: 1 << 26 });
+  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: repoRoot,
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+  });
   if (listed.status !== 0) throw new Error(`git ls-files failed: ${listed.stderr}`);
   return listed.stdout
     .split("\0")
     .filter((file) => file !== "" && existsSync(join(repoRoot, file)))
-    .filter((file) => file.endsWith(".sh") || shebang.test(readFileSync(join(repoRoot, file)).subarray(0, 64).toString("latin1")))
+    .filter(
+      (file) =>
+        file.endsWith(".sh") || shebang.test(readFileSync(join(repoRoot, file)).subarray(0, 64).toString("latin1")),
+    )
     .sort();
 }
 
@@ -25,7 +32,14 @@ const scripts = shellScripts();
 describe("shell scripts", () => {
   it("are found by name and shebang (the ones known today among them)", () => {
     expect(scripts).toEqual(
-      expect.arrayContaining([".ci/run", "infra/linux/install.sh", "infra/linux/sef", "infra/linux/deb/postinst", "infra/linux/rpm/pre.sh", "test/package/throwaway-root.sh"]),
+      expect.arrayContaining([
+        ".ci/run",
+        "infra/linux/install.sh",
+        "infra/linux/sef",
+        "infra/linux/deb/postinst",
+        "infra/linux/rpm/pre.sh",
+        "test/package/throwaway-root.sh",
+      ]),
     );
     expect(scripts).not.toContain("package.json");
   });
@@ -33,7 +47,10 @@ describe("shell scripts", () => {
   it.each(scripts)("%s is shellcheck-clean", (script) => {
     const head = readFileSync(join(repoRoot, script)).subarray(0, 64).toString("latin1");
     const dialect = shebang.exec(head)?.[1] ?? "sh";
-    const result = spawnSync("shellcheck", ["--shell", dialect === "dash" ? "dash" : dialect, join(repoRoot, script)], { encoding: "utf8", timeout: 60_000 });
+    const result = spawnSync("shellcheck", ["--shell", dialect === "dash" ? "dash" : dialect, join(repoRoot, script)], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     expect(result.error, "shellcheck must be installed (npm test's set-up step installs it)").toBeUndefined();
     expect(result.stdout).toBe("");
     expect(result.status).toBe(0);

@@ -11,7 +11,10 @@ import { repoRoot } from "./support/bicep.js";
 import { powershellSyntaxErrors } from "./support/powershell.js";
 
 const vmapp = join(repoRoot, "infra/vmapp");
-type Commands = Record<"linux" | "windows", Record<"install" | "update" | "remove" | "packageFileName" | "configFileName", string>>;
+type Commands = Record<
+  "linux" | "windows",
+  Record<"install" | "update" | "remove" | "packageFileName" | "configFileName", string>
+>;
 const commands = JSON.parse(readFileSync(join(vmapp, "commands.json"), "utf8")) as Commands;
 const scratch = mkdtempSync(join(tmpdir(), "sef-vmapp-scripts-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -28,7 +31,9 @@ describe("infra/vmapp/commands.json", () => {
     for (const action of ["install", "update", "remove"] as const) {
       const command = commands.linux[action];
       expect(spawnSync("bash", ["-n", "-c", command]).status, action).toBe(0);
-      expect(command).toContain(`p=${commands.linux.packageFileName}; [ -f "$p" ] || p="$(basename "$(dirname "$PWD")")"`);
+      expect(command).toContain(
+        `p=${commands.linux.packageFileName}; [ -f "$p" ] || p="$(basename "$(dirname "$PWD")")"`,
+      );
       expect(command.endsWith(`bash bundle/vmapp.sh ${action}`), action).toBe(true);
     }
   });
@@ -40,7 +45,9 @@ describe("infra/vmapp/commands.json", () => {
       expect(script).toContain(`& .\\bundle\\vmapp.ps1 ${action}; exit $LASTEXITCODE`);
       expect(script).toContain(`$p = '${commands.windows.packageFileName}'`);
     }
-    expect(await powershellSyntaxErrors(powershellPayload(commands.windows.install).replace("}; Expand", "; Expand"))).not.toEqual([]);
+    expect(
+      await powershellSyntaxErrors(powershellPayload(commands.windows.install).replace("}; Expand", "; Expand")),
+    ).not.toEqual([]);
   });
 
   it("names the files as settings.packageFileName and configFileName", () => {
@@ -66,17 +73,34 @@ describe("infra/vmapp/vmapp.ps1", () => {
 describe("infra/vmapp/bundle.sh and upload.sh", () => {
   const artifacts = join(scratch, "artifacts");
   mkdirSync(artifacts, { recursive: true });
-  for (const name of ["sef_9.8.7_amd64.deb", "sef-9.8.7-1.x86_64.rpm", "sef-9.8.7-1.aarch64.rpm", "sef-9.8.7-win-x64.zip", "sef_9.8.6_amd64.deb"]) writeFileSync(join(artifacts, name), name);
+  for (const name of [
+    "sef_9.8.7_amd64.deb",
+    "sef-9.8.7-1.x86_64.rpm",
+    "sef-9.8.7-1.aarch64.rpm",
+    "sef-9.8.7-win-x64.zip",
+    "sef_9.8.6_amd64.deb",
+  ])
+    writeFileSync(join(artifacts, name), name);
 
   it("bundle.sh packs vmapp.sh, install.sh and the version's Linux packages in a tar, vmapp.ps1 and the sef zip in a zip", () => {
     const out = join(scratch, "bundles");
     const result = spawnSync("bash", [join(vmapp, "bundle.sh"), artifacts, "9.8.7", out], { encoding: "utf8" });
     expect(result.status, result.stderr).toBe(0);
-    expect(result.stdout.trim().split("\n")).toEqual([join(out, "sef-9.8.7-vmapp-linux.tar"), join(out, "sef-9.8.7-vmapp-windows.zip")]);
+    expect(result.stdout.trim().split("\n")).toEqual([
+      join(out, "sef-9.8.7-vmapp-linux.tar"),
+      join(out, "sef-9.8.7-vmapp-windows.zip"),
+    ]);
     const tar = spawnSync("tar", ["-tvf", join(out, "sef-9.8.7-vmapp-linux.tar")], { encoding: "utf8" }).stdout;
-    expect(tar.split("\n").filter(Boolean).map((l) => l.split(/\s+/).at(-1))).toEqual(["install.sh", "sef-9.8.7-1.aarch64.rpm", "sef-9.8.7-1.x86_64.rpm", "sef_9.8.7_amd64.deb", "vmapp.sh"]);
+    expect(
+      tar
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l.split(/\s+/).at(-1)),
+    ).toEqual(["install.sh", "sef-9.8.7-1.aarch64.rpm", "sef-9.8.7-1.x86_64.rpm", "sef_9.8.7_amd64.deb", "vmapp.sh"]);
     expect(tar).toMatch(/^-rwxr-xr-x 0\/0 .* vmapp\.sh$/m);
-    const zip = spawnSync("python3", ["-m", "zipfile", "-l", join(out, "sef-9.8.7-vmapp-windows.zip")], { encoding: "utf8" }).stdout;
+    const zip = spawnSync("python3", ["-m", "zipfile", "-l", join(out, "sef-9.8.7-vmapp-windows.zip")], {
+      encoding: "utf8",
+    }).stdout;
     expect(zip).toMatch(/^vmapp\.ps1 /m);
     expect(zip).toMatch(/^sef-9\.8\.7-win-x64\.zip /m);
     const missing = spawnSync("bash", [join(vmapp, "bundle.sh"), artifacts, "1.2.3", out], { encoding: "utf8" });
@@ -87,33 +111,81 @@ describe("infra/vmapp/bundle.sh and upload.sh", () => {
   it("upload.sh --dry-run uploads the bundles and config and creates each version with commands.json's commands and names", () => {
     const config = join(scratch, "config.json");
     writeFileSync(config, '{"sinks":["stdout"]}\n');
-    const args = ["--resource-group", "sef-rg", "--storage-account", "sefpkgs", "--gallery", "sef_gallery", "--version", "9.8.7", "--artifacts", artifacts, "--config", config, "--location", "westeurope", "--target-regions", "westeurope northeurope", "--dry-run"];
+    const args = [
+      "--resource-group",
+      "sef-rg",
+      "--storage-account",
+      "sefpkgs",
+      "--gallery",
+      "sef_gallery",
+      "--version",
+      "9.8.7",
+      "--artifacts",
+      artifacts,
+      "--config",
+      config,
+      "--location",
+      "westeurope",
+      "--target-regions",
+      "westeurope northeurope",
+      "--dry-run",
+    ];
     const result = spawnSync("bash", [join(vmapp, "upload.sh"), ...args], { encoding: "utf8" });
     expect(result.status, result.stderr).toBe(0);
     const lines = result.stderr.split("\n"); // --dry-run prints the az commands on stderr
-    expect(result.stdout).toContain("upload.sh: sef-linux 9.8.7: /subscriptions/.../resourceGroups/sef-rg/providers/Microsoft.Compute/galleries/sef_gallery/applications/sef-linux/versions/9.8.7");
-    const quoted = (s: string): string => spawnSync("bash", ["-c", 'printf %q "$1"', "_", s], { encoding: "utf8" }).stdout;
+    expect(result.stdout).toContain(
+      "upload.sh: sef-linux 9.8.7: /subscriptions/.../resourceGroups/sef-rg/providers/Microsoft.Compute/galleries/sef_gallery/applications/sef-linux/versions/9.8.7",
+    );
+    const quoted = (s: string): string =>
+      spawnSync("bash", ["-c", 'printf %q "$1"', "_", s], { encoding: "utf8" }).stdout;
     for (const os of ["linux", "windows"] as const) {
-      const create = lines.find((l) => l.startsWith("az sig gallery-application version create") && l.includes(`--application-name sef-${os}`));
+      const create = lines.find(
+        (l) => l.startsWith("az sig gallery-application version create") && l.includes(`--application-name sef-${os}`),
+      );
       expect(create, os).toBeDefined();
-      for (const action of ["install", "update", "remove"] as const) expect(create).toContain(`--${action}-command ${quoted(commands[os][action])}`);
+      for (const action of ["install", "update", "remove"] as const)
+        expect(create).toContain(`--${action}-command ${quoted(commands[os][action])}`);
       expect(create).toContain(`--package-file-name ${commands[os].packageFileName}`);
       expect(create).toContain(`--config-file-name ${commands[os].configFileName}`);
       expect(create).toContain("--version-name 9.8.7");
-      expect(create).toContain(quoted('[{"name": "westeurope", "regionalReplicaCount": 1}, {"name": "northeurope", "regionalReplicaCount": 1}]'));
+      expect(create).toContain(
+        quoted(
+          '[{"name": "westeurope", "regionalReplicaCount": 1}, {"name": "northeurope", "regionalReplicaCount": 1}]',
+        ),
+      );
     }
     const uploads = lines.filter((l) => l.startsWith("az storage blob upload")).map((l) => /--name (\S+)/.exec(l)?.[1]);
-    expect(uploads).toEqual(["9.8.7/config.json", "9.8.7/sef-9.8.7-vmapp-linux.tar", "9.8.7/sef-9.8.7-vmapp-windows.zip"]);
-    expect(lines.filter((l) => l.includes("generate-sas")).every((l) => l.includes("--as-user") && l.includes("--permissions r"))).toBe(true);
+    expect(uploads).toEqual([
+      "9.8.7/config.json",
+      "9.8.7/sef-9.8.7-vmapp-linux.tar",
+      "9.8.7/sef-9.8.7-vmapp-windows.zip",
+    ]);
+    expect(
+      lines
+        .filter((l) => l.includes("generate-sas"))
+        .every((l) => l.includes("--as-user") && l.includes("--permissions r")),
+    ).toBe(true);
     expect(result.stderr).not.toMatch(/account-key|connection-string/);
   }, 120_000);
 
   it("upload.sh refuses a bad version name and missing inputs before running anything", () => {
     const run = (...args: string[]) => spawnSync("bash", [join(vmapp, "upload.sh"), ...args], { encoding: "utf8" });
     expect(run("--help").stdout).toMatch(/^Usage: upload\.sh --resource-group RG/);
-    const base = ["--resource-group", "rg", "--storage-account", "sa", "--gallery", "g", "--artifacts", artifacts, "--dry-run"];
+    const base = [
+      "--resource-group",
+      "rg",
+      "--storage-account",
+      "sa",
+      "--gallery",
+      "g",
+      "--artifacts",
+      artifacts,
+      "--dry-run",
+    ];
     expect(run(...base, "--version", "v1").stderr).toContain("--version must be MAJOR.MINOR.PATCH");
     expect(run(...base).stderr).toContain("--version is required");
-    expect(run(...base, "--version", "1.0.0", "--config", join(scratch, "nope.json")).stderr).toContain("no such config file");
+    expect(run(...base, "--version", "1.0.0", "--config", join(scratch, "nope.json")).stderr).toContain(
+      "no such config file",
+    );
   }, 60_000);
 });

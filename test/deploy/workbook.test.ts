@@ -7,20 +7,52 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { kustoTableSchema } from "../../src/contract/kusto-schema.js";
 import { tableName } from "../../src/contract/stream-schema.js";
-import { bicepRoot, callsOf, filesUnder, loadBicepParser, loadedPath, parseBicep, propertiesNamed, resourceDeclarations, stringLiteral } from "./support/bicep.js";
+import {
+  bicepRoot,
+  callsOf,
+  filesUnder,
+  loadBicepParser,
+  loadedPath,
+  parseBicep,
+  propertiesNamed,
+  resourceDeclarations,
+  stringLiteral,
+} from "./support/bicep.js";
 import { loadKqlChecker, type KqlChecker } from "./support/kusto.js";
-import { regenerateCommand, renderWorkbook, stepQueryPath, workbookDir, workbookPath, workbookSchemaUrl, workbookSteps, workspaceToken } from "./support/workbook.js";
+import {
+  regenerateCommand,
+  renderWorkbook,
+  stepQueryPath,
+  workbookDir,
+  workbookPath,
+  workbookSchemaUrl,
+  workbookSteps,
+  workspaceToken,
+} from "./support/workbook.js";
 
 const workspaceType = z.literal("microsoft.operationalinsights/workspaces");
 const common = { name: z.string().min(1), customWidth: z.string().regex(/^\d+$/).optional() };
-const markdownItem = z.object({ type: z.literal(1), content: z.object({ json: z.string().min(1) }).strict(), ...common }).strict();
+const markdownItem = z
+  .object({ type: z.literal(1), content: z.object({ json: z.string().min(1) }).strict(), ...common })
+  .strict();
 const parametersItem = z
   .object({
     type: z.literal(9),
     content: z
       .object({
         version: z.literal("KqlParameterItem/1.0"),
-        parameters: z.array(z.object({ id: z.string().uuid(), version: z.literal("KqlParameterItem/1.0"), name: z.string().regex(/^\w+$/), type: z.number().int() }).passthrough()).min(1),
+        parameters: z
+          .array(
+            z
+              .object({
+                id: z.string().uuid(),
+                version: z.literal("KqlParameterItem/1.0"),
+                name: z.string().regex(/^\w+$/),
+                type: z.number().int(),
+              })
+              .passthrough(),
+          )
+          .min(1),
         style: z.enum(["pills", "above", "formHorizontal", "formVertical"]),
         queryType: z.literal(0),
         resourceType: workspaceType,
@@ -42,11 +74,26 @@ const queryItem = z
         timeContextFromParameter: z.string().optional(),
         queryType: z.literal(0),
         resourceType: workspaceType,
-        visualization: z.enum(["table", "timechart", "barchart", "piechart", "tiles", "areachart", "linechart", "scatterchart", "categoricalbar", "graph", "map"]),
+        visualization: z.enum([
+          "table",
+          "timechart",
+          "barchart",
+          "piechart",
+          "tiles",
+          "areachart",
+          "linechart",
+          "scatterchart",
+          "categoricalbar",
+          "graph",
+          "map",
+        ]),
         gridSettings: z.object({ filter: z.boolean() }).passthrough().optional(),
       })
       .strict()
-      .refine((c) => (c.timeContext === undefined) !== (c.timeContextFromParameter === undefined), "a query needs exactly one of timeContext and timeContextFromParameter"),
+      .refine(
+        (c) => (c.timeContext === undefined) !== (c.timeContextFromParameter === undefined),
+        "a query needs exactly one of timeContext and timeContextFromParameter",
+      ),
     ...common,
   })
   .strict();
@@ -60,11 +107,19 @@ const workbookSchema = z
   .strict()
   .superRefine((wb, ctx) => {
     const names = wb.items.map((i) => i.name);
-    if (new Set(names).size !== names.length) ctx.addIssue({ code: "custom", message: `item names must be unique: ${names.join(", ")}` });
+    if (new Set(names).size !== names.length)
+      ctx.addIssue({ code: "custom", message: `item names must be unique: ${names.join(", ")}` });
     const parameters = new Set(wb.items.flatMap((i) => (i.type === 9 ? i.content.parameters.map((p) => p.name) : [])));
     for (const item of wb.items) {
-      if (item.type === 3 && item.content.timeContextFromParameter !== undefined && !parameters.has(item.content.timeContextFromParameter)) {
-        ctx.addIssue({ code: "custom", message: `${item.name}: unknown parameter ${item.content.timeContextFromParameter}` });
+      if (
+        item.type === 3 &&
+        item.content.timeContextFromParameter !== undefined &&
+        !parameters.has(item.content.timeContextFromParameter)
+      ) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${item.name}: unknown parameter ${item.content.timeContextFromParameter}`,
+        });
       }
     }
   });
@@ -94,7 +149,9 @@ describe("fleet workbook", () => {
     expect(problemsOf({ ...broken, version: "Notebook/2.0" })).not.toEqual([]);
     expect(problemsOf({ ...broken, items: [...broken.items, { type: 7, name: "x", content: {} }] })).not.toEqual([]);
     expect(problemsOf({ ...broken, items: [...broken.items, broken.items[2]] })).not.toEqual([]);
-    const withoutQuery = broken.items.map((i) => (i.type === 3 ? { ...i, content: { ...(i.content as object), query: undefined } } : i));
+    const withoutQuery = broken.items.map((i) =>
+      i.type === 3 ? { ...i, content: { ...(i.content as object), query: undefined } } : i,
+    );
     expect(problemsOf({ ...broken, items: withoutQuery })).not.toEqual([]);
   });
 
@@ -115,25 +172,37 @@ describe("fleet workbook", () => {
     };
     expect(query("upcoming-events")).toMatch(/MinutesLeft = round\(\(NotBefore - now\(\)\) \/ 1m, 1\)/);
     expect(query("silent-agents")).toBe(readFileSync(join(bicepRoot, "queries/silent-agents.kql"), "utf8"));
-    for (const field of ["undelivered", "deadLettered", "failedPolls"]) expect(query("agent-health")).toContain(`Stats.${field}`);
+    for (const field of ["undelivered", "deadLettered", "failedPolls"])
+      expect(query("agent-health")).toContain(`Stats.${field}`);
     expect(workbook.fallbackResourceIds).toEqual([workspaceToken]);
   });
 
   it("every query compiles against the contract's table, and every .kql under bicep/workbook is a step", () => {
     const failures = workbookSteps.flatMap((step) =>
-      checker.errors(readFileSync(stepQueryPath(step), "utf8"), { [tableName]: kustoTableSchema() }).map((e) => `${step.file} @${e.start}: ${e.message}`),
+      checker
+        .errors(readFileSync(stepQueryPath(step), "utf8"), { [tableName]: kustoTableSchema() })
+        .map((e) => `${step.file} @${e.start}: ${e.message}`),
     );
     expect(failures).toEqual([]);
-    expect(filesUnder(workbookDir, ".kql").sort()).toEqual(workbookSteps.filter((s) => s.file.startsWith("workbook/")).map(stepQueryPath).sort());
+    expect(filesUnder(workbookDir, ".kql").sort()).toEqual(
+      workbookSteps
+        .filter((s) => s.file.startsWith("workbook/"))
+        .map(stepQueryPath)
+        .sort(),
+    );
   });
 
   it("workbook.bicep deploys the generated file as a shared workbook of the workspace, and main.bicep deploys it", async () => {
     const parser = await loadBicepParser();
     const file = parseBicep(parser, join(bicepRoot, "modules/workbook.bicep"));
-    expect(resourceDeclarations(file).map((r) => r.typeAndVersion)).toEqual(["Microsoft.Insights/workbooks@2023-06-01"]);
+    expect(resourceDeclarations(file).map((r) => r.typeAndVersion)).toEqual([
+      "Microsoft.Insights/workbooks@2023-06-01",
+    ]);
     expect(callsOf(file, "loadTextContent").map((c) => loadedPath(file, c))).toEqual([workbookPath]);
     const serialized = propertiesNamed(file, "serializedData")[0]?.value.text ?? "";
-    expect(serialized).toBe(`replace(loadTextContent('../workbook/fleet.workbook.json'), '${workspaceToken}', workspaceResourceId)`);
+    expect(serialized).toBe(
+      `replace(loadTextContent('../workbook/fleet.workbook.json'), '${workspaceToken}', workspaceResourceId)`,
+    );
     expect(propertiesNamed(file, "sourceId").map((p) => p.value.text)).toEqual(["workspaceResourceId"]);
     expect(propertiesNamed(file, "kind").map((p) => stringLiteral(p.value))).toEqual(["shared"]);
     expect(readFileSync(workbookPath, "utf8").split(workspaceToken)).toHaveLength(2);

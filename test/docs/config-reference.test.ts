@@ -33,9 +33,21 @@ describe("configuration reference", () => {
 
   it("shows type, unit, default, flag and variable", () => {
     const poll = entries.find((e) => e.path === "pollIntervalMs");
-    expect(poll).toMatchObject({ type: "integer 200–60000", unit: "ms", defaultText: "`1000`", flag: "--poll-interval-ms", variable: "SEF_POLL_INTERVAL_MS" });
+    expect(poll).toMatchObject({
+      type: "integer 200–60000",
+      unit: "ms",
+      defaultText: "`1000`",
+      flag: "--poll-interval-ms",
+      variable: "SEF_POLL_INTERVAL_MS",
+    });
     expect(entries.find((e) => e.path === "loganalytics.ruleId")).toMatchObject({ type: "string", required: true });
-    expect(entries.find((e) => e.path === "hooks[].onInterrupted")).toMatchObject({ type: "one of `skip`, `rerun`", defaultText: '`"skip"`' });
-    expect(entries.find((e) => e.path === "eventhubs.maxBatchRecords")).toMatchObject({ unit: "records", defaultText: "`2000`" });
+    expect(entries.find((e) => e.path === "hooks[].onInterrupted")).toMatchObject({
+      type: "one of `skip`, `rerun`",
+      defaultText: '`"skip"`',
+    });
+    expect(entries.find((e) => e.path === "eventhubs.maxBatchRecords")).toMatchObject({
+      unit: "records",
+      defaultText: "`2000`",
+    });
   });
 });

@@ -32,7 +32,9 @@ describe("CONTRIBUTING.md", () => {
 });
 
 describe("the delivery promise", () => {
-  const statements = ["README.md", "src/contract/README.md", "src/agent/delivery/README.md"].map((file) => [file, unwrapped(read(file))] as const);
+  const statements = ["README.md", "src/contract/README.md", "src/agent/delivery/README.md"].map(
+    (file) => [file, unwrapped(read(file))] as const,
+  );
 
   it("is at least once with a stable RecordId to dedupe on, in the README, the record contract and delivery", () => {
     for (const [file, doc] of statements) {
@@ -43,6 +45,7 @@ describe("the delivery promise", () => {
   });
 
   it("is nowhere stated as no repeats", () => {
-    for (const [file, doc] of statements) expect(doc, file).not.toMatch(/neither lose nor repeat|exactly once|never (sent|delivered) twice/i);
+    for (const [file, doc] of statements)
+      expect(doc, file).not.toMatch(/neither lose nor repeat|exactly once|never (sent|delivered) twice/i);
   });
 });

@@ -32,8 +32,11 @@ export function brokenLink(root: string, file: string, target: string): string |
   if (!resolved.startsWith(root)) return "points outside the repository";
   if (!existsSync(resolved)) return "no such file";
   if (anchor === undefined || anchor === "") return undefined;
-  if (statSync(resolved).isDirectory() || !resolved.endsWith(".md")) return "an anchor into something that is not Markdown";
-  return markdownAnchors(readFileSync(resolved, "utf8")).has(decodeURIComponent(anchor)) ? undefined : `no heading #${anchor}`;
+  if (statSync(resolved).isDirectory() || !resolved.endsWith(".md"))
+    return "an anchor into something that is not Markdown";
+  return markdownAnchors(readFileSync(resolved, "utf8")).has(decodeURIComponent(anchor))
+    ? undefined
+    : `no heading #${anchor}`;
 }
 
 describe("links in the docs", () => {
@@ -56,7 +59,7 @@ describe("links in the docs", () => {
   });
 
   it("finds links across line breaks and skips code", () => {
-    const text = "see [the\nstore](a.md#x) and `[not](b.md)`\n\n```\n[nor](c.md)\n```\n[yes](d.md \"title\")";
+    const text = 'see [the\nstore](a.md#x) and `[not](b.md)`\n\n```\n[nor](c.md)\n```\n[yes](d.md "title")';
     expect(markdownLinks(text)).toEqual([
       { target: "a.md#x", line: 1 },
       { target: "d.md", line: 7 },
@@ -64,7 +67,14 @@ describe("links in the docs", () => {
   });
 
   it("names anchors as GitHub does", () => {
-    const anchors = markdownAnchors("# Fleet notifications: `sef fleet`\n## Finding IMDS (endpoint discovery)\n## Notes\n## Notes\n");
-    expect([...anchors]).toEqual(["fleet-notifications-sef-fleet", "finding-imds-endpoint-discovery", "notes", "notes-1"]);
+    const anchors = markdownAnchors(
+      "# Fleet notifications: `sef fleet`\n## Finding IMDS (endpoint discovery)\n## Notes\n## Notes\n",
+    );
+    expect([...anchors]).toEqual([
+      "fleet-notifications-sef-fleet",
+      "finding-imds-endpoint-discovery",
+      "notes",
+      "notes-1",
+    ]);
   });
 });

@@ -33,7 +33,9 @@ describe("README", () => {
     const named = [...allDocs.matchAll(/\bnpm (?:run ([\w:-]+)|(start|test)\b)/g)].map((m) => m[1] ?? m[2]!);
     expect(named).toEqual(expect.arrayContaining(["start", "test", "package", "bench"]));
     for (const script of new Set(named)) expect(scripts, `npm script ${script}`).toHaveProperty(script);
-    const paths = [...readme.matchAll(/(?:^|\s)((?:infra|bicep|src|test)\/[\w./-]+)/gm)].map((m) => m[1]!.replace(/[.,:]$/, ""));
+    const paths = [...readme.matchAll(/(?:^|\s)((?:infra|bicep|src|test)\/[\w./-]+)/gm)].map((m) =>
+      m[1]!.replace(/[.,:]$/, ""),
+    );
     expect(paths.length).toBeGreaterThan(5);
     for (const path of new Set(paths)) expect(existsSync(join(repoRoot, path)), path).toBe(true);
   });
@@ -45,7 +47,12 @@ describe("commands the docs show", () => {
     const text = read(file);
     const prose = new Set(proseLines(text).map((l) => l.line));
     const fenced = text.split("\n").filter((_line, index) => !prose.has(index + 1));
-    const spans = [...proseLines(text).map((l) => l.text).join("\n").matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const spans = [
+      ...proseLines(text)
+        .map((l) => l.text)
+        .join("\n")
+        .matchAll(/`([^`]+)`/g),
+    ].map((m) => m[1]!);
     return [...fenced, ...spans];
   });
   /** `prog word [word]` at the start of a code fragment: the (sub)commands the docs show. */
@@ -60,19 +67,25 @@ describe("commands the docs show", () => {
     }
     return commands;
   };
-  const commandsIn = (help: string): string[] => [...(help.split("\nCommands:\n")[1] ?? "").matchAll(/^ {2}([a-z][a-z-]*)/gm)].map((m) => m[1]!);
+  const commandsIn = (help: string): string[] =>
+    [...(help.split("\nCommands:\n")[1] ?? "").matchAll(/^ {2}([a-z][a-z-]*)/gm)].map((m) => m[1]!);
 
-  for (const [prog, path] of [["sef", cliPath], ["sef-testbed", testbedCliPath]] as const) {
+  for (const [prog, path] of [
+    ["sef", cliPath],
+    ["sef-testbed", testbedCliPath],
+  ] as const) {
     it(`${prog}: every command and subcommand exists`, async () => {
       const commands = shown(prog);
       expect(commands.size).toBeGreaterThan(prog === "sef" ? 5 : 1);
-      const help = async (...args: string[]): Promise<string[]> => commandsIn((await runProcess(process.execPath, [path, ...args, "--help"], 30_000)).stdout);
+      const help = async (...args: string[]): Promise<string[]> =>
+        commandsIn((await runProcess(process.execPath, [path, ...args, "--help"], 30_000)).stdout);
       const top = await help();
       const nested = await Promise.all([...commands.keys()].map((command) => help(command)));
       [...commands].forEach(([command, subs], index) => {
         expect(top, `${prog} ${command}`).toContain(command);
         // A leaf command has no subcommands: the next word shown is its argument.
-        if (nested[index]!.length > 0) for (const sub of subs) expect(nested[index], `${prog} ${command} ${sub}`).toContain(sub);
+        if (nested[index]!.length > 0)
+          for (const sub of subs) expect(nested[index], `${prog} ${command} ${sub}`).toContain(sub);
       });
     }, 60_000);
   }

@@ -49,7 +49,10 @@ function declaredCodes(): string[] {
         if (name !== "dist" && name !== "node_modules") walk(path);
       } else if (name.endsWith(".ts") && !name.endsWith(".d.ts")) {
         const text = readFileSync(path, "utf8");
-        for (const m of text.matchAll(/export class (\w+) extends [^{]+\{[^}]*?override readonly code = "(SEF_ERR_[A-Z_]+)"/g)) found.push(`${m[2]} ${m[1]} ${relative(repoRoot, path)}`);
+        for (const m of text.matchAll(
+          /export class (\w+) extends [^{]+\{[^}]*?override readonly code = "(SEF_ERR_[A-Z_]+)"/g,
+        ))
+          found.push(`${m[2]} ${m[1]} ${relative(repoRoot, path)}`);
       }
     }
   };
@@ -68,12 +71,16 @@ describe("SefError", () => {
 
   it("gives every class a different code, and tests every class the code defines", () => {
     expect(new Set(errors.map(([, err]) => err.code)).size).toBe(errors.length);
-    expect(declaredCodes().map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual(errors.map(([name, , code]) => `${code} ${name}`).sort());
+    expect(declaredCodes().map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual(
+      errors.map(([name, , code]) => `${code} ${name}`).sort(),
+    );
   });
 
   it("lists exactly the declared codes in src/errors/README.md, each with its class and file", () => {
     const readme = readFileSync(join(repoRoot, "src/errors/README.md"), "utf8");
-    const listed = [...readme.matchAll(/^- `(SEF_ERR_[A-Z_]+)` — `(\w+)` \(`([^`]+)`\)/gm)].map((m) => `${m[1]} ${m[2]} ${m[3]}`);
+    const listed = [...readme.matchAll(/^- `(SEF_ERR_[A-Z_]+)` — `(\w+)` \(`([^`]+)`\)/gm)].map(
+      (m) => `${m[1]} ${m[2]} ${m[3]}`,
+    );
     expect(listed.sort()).toEqual(declaredCodes());
   });
 });

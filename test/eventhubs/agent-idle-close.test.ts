@@ -24,21 +24,46 @@ describe("agent + eventhubs sink idle close", () => {
     cleanups.push(() => sim.close());
     const dir = mkdtempSync(join(tmpdir(), "sef-eh-idle-"));
     const config = join(dir, "config.json");
-    writeFileSync(config, JSON.stringify({ eventhubs: { idleCloseMs: 200, lingerMs: 0, maxRetries: 1, retryDelayMs: 50 } }));
+    writeFileSync(
+      config,
+      JSON.stringify({ eventhubs: { idleCloseMs: 200, lingerMs: 0, maxRetries: 1, retryDelayMs: 50 } }),
+    );
     const agent = runCli(
-      ["run", "--config", config, "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", "eventhubs", "--heartbeat-interval-ms", "1000", "--metrics-port", "0"],
+      [
+        "run",
+        "--config",
+        config,
+        "--imds-url",
+        sim.url,
+        "--data-dir",
+        join(dir, "data"),
+        "--sink",
+        "eventhubs",
+        "--heartbeat-interval-ms",
+        "1000",
+        "--metrics-port",
+        "0",
+      ],
       { env: { SEF_EVENTHUBS_CONNECTION_STRING: peer.connectionString } },
     );
     cleanups.push(() => agent.stop("SIGKILL"));
 
-    await waitUntil(() => peer.events().length >= 3, 20_000, `three heartbeats at the peer; stderr:\n${agent.stderr().slice(-2000)}`);
+    await waitUntil(
+      () => peer.events().length >= 3,
+      20_000,
+      `three heartbeats at the peer; stderr:\n${agent.stderr().slice(-2000)}`,
+    );
     expect(peer.stats.connectionsOpened).toBeGreaterThanOrEqual(2);
     expect(peer.stats.connectionsPeak).toBe(1);
     const url = /"url":"(http:\/\/[^"]+)"/.exec(agent.stderr())?.[1];
     expect(url, agent.stderr().slice(-2000)).toBeDefined();
     const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metricValue(metrics, /^sef_eventhubs_connection_opens_total\{sink="eventhubs"\} (\d+)$/m)).toBeGreaterThanOrEqual(2);
-    expect(metricValue(metrics, /^sef_eventhubs_connection_closes_total\{sink="eventhubs",reason="idle"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+    expect(
+      metricValue(metrics, /^sef_eventhubs_connection_opens_total\{sink="eventhubs"\} (\d+)$/m),
+    ).toBeGreaterThanOrEqual(2);
+    expect(
+      metricValue(metrics, /^sef_eventhubs_connection_closes_total\{sink="eventhubs",reason="idle"\} (\d+)$/m),
+    ).toBeGreaterThanOrEqual(1);
     expect(metrics).toMatch(/^sef_eventhubs_connection_open\{sink="eventhubs"\} [01]$/m);
 
     expect(await agent.stop("SIGTERM")).toBe(0);

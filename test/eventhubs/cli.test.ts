@@ -5,7 +5,9 @@ import { once } from "node:events";
 import { entries, interleavedTransitions, sinkFor } from "./fixtures.js";
 
 function sef(args: string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ["--import", "tsx", "src/agent/cli/main.ts", ...args], { env: { ...process.env, ...env } });
+  return spawn(process.execPath, ["--import", "tsx", "src/agent/cli/main.ts", ...args], {
+    env: { ...process.env, ...env },
+  });
 }
 
 function testbed(args: string[]): ChildProcessWithoutNullStreams {
@@ -38,17 +40,35 @@ describe("sef-testbed emulate eventhubs / sef tail eventhubs", () => {
 
     const records = interleavedTransitions(2);
     const sink = sinkFor(connectionString);
-    expect((await sink.send(entries(records), new AbortController().signal)).every((o) => o.kind === "delivered")).toBe(true);
+    expect((await sink.send(entries(records), new AbortController().signal)).every((o) => o.kind === "delivered")).toBe(
+      true,
+    );
     await sink.close();
 
-    const tail = sef(["tail", "eventhubs", "--connection-string-env", "SEF_TEST_CS", "--from-start", "--max", String(records.length), "--timeout-ms", "20000"], {
-      SEF_TEST_CS: connectionString,
-    });
+    const tail = sef(
+      [
+        "tail",
+        "eventhubs",
+        "--connection-string-env",
+        "SEF_TEST_CS",
+        "--from-start",
+        "--max",
+        String(records.length),
+        "--timeout-ms",
+        "20000",
+      ],
+      {
+        SEF_TEST_CS: connectionString,
+      },
+    );
     let tailed = "";
     tail.stdout.on("data", (d: Buffer) => (tailed += d.toString()));
     const [tailCode] = await once(tail, "exit");
     expect(tailCode).toBe(0);
-    const printed = tailed.trim().split("\n").map((l) => JSON.parse(l) as { RecordId: string });
+    const printed = tailed
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { RecordId: string });
     expect(printed.map((r) => r.RecordId).sort()).toEqual(records.map((r) => r.RecordId).sort());
 
     peer.kill("SIGTERM");

@@ -28,11 +28,18 @@ function sink(emulator: EventHubsEmulator, overrides: Record<string, unknown> = 
 
 /** Two transitions per event, grouped by event: key groups are contiguous runs of the batch. */
 function groupedTransitions(events: number): TransitionRecord[] {
-  return Array.from({ length: events }, (_, e) => [transition(`EV-${e}`, "Scheduled", 2 * e), transition(`EV-${e}`, "Started", 2 * e + 1)]).flat();
+  return Array.from({ length: events }, (_, e) => [
+    transition(`EV-${e}`, "Scheduled", 2 * e),
+    transition(`EV-${e}`, "Started", 2 * e + 1),
+  ]).flat();
 }
 
 /** Every record stored at least once, only records we sent, and per EventId the first sightings in emitted order. */
-function expectAllDelivered(emulator: EventHubsEmulator, records: readonly TransitionRecord[], exactlyOnce: boolean): void {
+function expectAllDelivered(
+  emulator: EventHubsEmulator,
+  records: readonly TransitionRecord[],
+  exactlyOnce: boolean,
+): void {
   const stored = emulator.events();
   const ids = stored.map((e) => e.messageId);
   expect(new Set(ids)).toEqual(new Set(records.map((r) => r.RecordId)));
@@ -40,7 +47,9 @@ function expectAllDelivered(emulator: EventHubsEmulator, records: readonly Trans
   const eventOf = new Map(records.map((r) => [r.RecordId, r.EventId]));
   for (const eventId of new Set(records.map((r) => r.EventId))) {
     const firstSeen: string[] = [];
-    for (const event of stored) if (eventOf.get(event.messageId!) === eventId && !firstSeen.includes(event.messageId!)) firstSeen.push(event.messageId!);
+    for (const event of stored)
+      if (eventOf.get(event.messageId!) === eventId && !firstSeen.includes(event.messageId!))
+        firstSeen.push(event.messageId!);
     expect(firstSeen).toEqual(records.filter((r) => r.EventId === eventId).map((r) => r.RecordId));
     // One event's transitions all land on one partition.
     expect(new Set(stored.filter((e) => eventOf.get(e.messageId!) === eventId).map((e) => e.partitionId)).size).toBe(1);
@@ -54,7 +63,11 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator, { maxConcurrentBatches: 1 });
     emulator.faults.failNextSends(1, "server-busy");
     const { results } = await drainUntilDone(s, entries(records));
-    expect(results[0]![0]).toMatchObject({ kind: "retry", reason: expect.stringContaining("ServerBusyError"), afterMs: 4000 });
+    expect(results[0]![0]).toMatchObject({
+      kind: "retry",
+      reason: expect.stringContaining("ServerBusyError"),
+      afterMs: 4000,
+    });
     expect(tally(results.at(-1)!)).toMatchObject({ retry: 0, rejected: 0 });
     expectAllDelivered(emulator, records, true);
   });
@@ -77,43 +90,60 @@ describe("eventhubs sink under injected faults", () => {
   it.each([
     [2, "drop-connection"],
     [128, "server-busy"],
-  ] as const)("interleaved keys, %i in flight, %s mid-send: the retry skips what the hub already accepted", async (maxConcurrentBatches, fault) => {
-    const emulator = await peer();
-    const records = interleavedTransitions(6);
-    const s = sink(emulator, { maxConcurrentBatches });
-    emulator.faults.planSends(["ok", "ok", "ok", fault]);
-    const { results } = await drainUntilDone(s, entries(records));
-    // Whole key groups were accepted (their records are spread over the batch); the retry carries only the rest.
-    const first = tally(results[0]!);
-    expect(first.retry).toBeGreaterThan(0);
-    expect(first.delivered).toBeGreaterThanOrEqual(9);
-    expect(results.slice(1).reduce((n, r) => n + r.length, 0)).toBe(first.retry);
-    expectAllDelivered(emulator, records, true);
-  });
+  ] as const)(
+    "interleaved keys, %i in flight, %s mid-send: the retry skips what the hub already accepted",
+    async (maxConcurrentBatches, fault) => {
+      const emulator = await peer();
+      const records = interleavedTransitions(6);
+      const s = sink(emulator, { maxConcurrentBatches });
+      emulator.faults.planSends(["ok", "ok", "ok", fault]);
+      const { results } = await drainUntilDone(s, entries(records));
+      // Whole key groups were accepted (their records are spread over the batch); the retry carries only the rest.
+      const first = tally(results[0]!);
+      expect(first.retry).toBeGreaterThan(0);
+      expect(first.delivered).toBeGreaterThanOrEqual(9);
+      expect(results.slice(1).reduce((n, r) => n + r.length, 0)).toBe(first.retry);
+      expectAllDelivered(emulator, records, true);
+    },
+  );
 
-  it.each(["detach", "drop-connection"] as const)("%s before the accept: retryable, then exactly once", async (fault) => {
-    const emulator = await peer();
-    const records = groupedTransitions(3);
-    const s = sink(emulator, { maxConcurrentBatches: 1 });
-    emulator.faults.failNextSends(1, fault);
-    const { results } = await drainUntilDone(s, entries(records));
-    expect(tally(results[0]!).retry).toBeGreaterThan(0);
-    expectAllDelivered(emulator, records, true);
-  });
+  it.each(["detach", "drop-connection"] as const)(
+    "%s before the accept: retryable, then exactly once",
+    async (fault) => {
+      const emulator = await peer();
+      const records = groupedTransitions(3);
+      const s = sink(emulator, { maxConcurrentBatches: 1 });
+      emulator.faults.failNextSends(1, fault);
+      const { results } = await drainUntilDone(s, entries(records));
+      expect(tally(results[0]!).retry).toBeGreaterThan(0);
+      expectAllDelivered(emulator, records, true);
+    },
+  );
 
-  it.each(["detach", "server-busy"] as const)("makes one attempt per send, even with maxRetries set: a %s is the drainer's to retry", async (fault) => {
-    const emulator = await peer();
-    const records = groupedTransitions(1); // one event: one AMQP batch per send
-    const s = sink(emulator, { maxRetries: 3, retryDelayMs: 20, maxConcurrentBatches: 1 });
-    emulator.faults.failNextSends(1, fault);
-    expect(tally(await s.send(entries(records), new AbortController().signal))).toEqual({ delivered: 0, retry: 2, rejected: 0 });
-    expect(emulator.stats.sendsReceived).toBe(1);
-    expect(emulator.events()).toEqual([]);
-    // The drainer's retry is the next attempt.
-    expect(tally(await s.send(entries(records), new AbortController().signal))).toEqual({ delivered: 2, retry: 0, rejected: 0 });
-    expect(emulator.stats.sendsReceived).toBe(2);
-    expectAllDelivered(emulator, records, true);
-  });
+  it.each(["detach", "server-busy"] as const)(
+    "makes one attempt per send, even with maxRetries set: a %s is the drainer's to retry",
+    async (fault) => {
+      const emulator = await peer();
+      const records = groupedTransitions(1); // one event: one AMQP batch per send
+      const s = sink(emulator, { maxRetries: 3, retryDelayMs: 20, maxConcurrentBatches: 1 });
+      emulator.faults.failNextSends(1, fault);
+      expect(tally(await s.send(entries(records), new AbortController().signal))).toEqual({
+        delivered: 0,
+        retry: 2,
+        rejected: 0,
+      });
+      expect(emulator.stats.sendsReceived).toBe(1);
+      expect(emulator.events()).toEqual([]);
+      // The drainer's retry is the next attempt.
+      expect(tally(await s.send(entries(records), new AbortController().signal))).toEqual({
+        delivered: 2,
+        retry: 0,
+        rejected: 0,
+      });
+      expect(emulator.stats.sendsReceived).toBe(2);
+      expectAllDelivered(emulator, records, true);
+    },
+  );
 
   it("stored-then-dropped (in doubt): the retry duplicates with the same messageId, nothing is lost", async () => {
     const emulator = await peer();
@@ -153,11 +183,19 @@ describe("eventhubs sink under injected faults", () => {
 
   it("quota exceeded on a batch: finds and dead-letters the refused record, sends the rest", async () => {
     const emulator = await peer();
-    const records = [transition("EV-Q", "Scheduled", 0), transition("EV-Q", "Started", 1), transition("EV-Q", "Completed", 2)];
+    const records = [
+      transition("EV-Q", "Scheduled", 0),
+      transition("EV-Q", "Started", 1),
+      transition("EV-Q", "Completed", 2),
+    ];
     const s = sink(emulator);
     emulator.faults.planSends(["quota-exceeded", "ok", "quota-exceeded", "ok"]);
     const result = await s.send(entries(records), new AbortController().signal);
-    expect(result).toEqual([{ kind: "delivered" }, { kind: "rejected", reason: expect.stringContaining("QuotaExceededError") }, { kind: "delivered" }]);
+    expect(result).toEqual([
+      { kind: "delivered" },
+      { kind: "rejected", reason: expect.stringContaining("QuotaExceededError") },
+      { kind: "delivered" },
+    ]);
     expect(emulator.events().map((e) => e.messageId)).toEqual([records[0]!.RecordId, records[2]!.RecordId]);
   });
 
@@ -167,7 +205,10 @@ describe("eventhubs sink under injected faults", () => {
     const s = sinkFor(wrong, {});
     cleanups.push(() => s.close());
     const result = await s.send(entries(groupedTransitions(1)), new AbortController().signal);
-    expect(result).toMatchObject([{ kind: "retry", reason: expect.stringContaining("not authorized") }, { kind: "retry" }]);
+    expect(result).toMatchObject([
+      { kind: "retry", reason: expect.stringContaining("not authorized") },
+      { kind: "retry" },
+    ]);
     expect(JSON.stringify(result)).not.toContain("s3cr3t");
     expect(emulator.events()).toEqual([]);
   });
@@ -177,8 +218,15 @@ describe("eventhubs sink under injected faults", () => {
     const s = sink(emulator);
     const aborted = new AbortController();
     aborted.abort(new Error("shutting down"));
-    expect(tally(await s.send(entries(groupedTransitions(1)), aborted.signal))).toEqual({ delivered: 0, retry: 2, rejected: 0 });
+    expect(tally(await s.send(entries(groupedTransitions(1)), aborted.signal))).toEqual({
+      delivered: 0,
+      retry: 2,
+      rejected: 0,
+    });
     await s.close();
-    expect(await s.send(entries(groupedTransitions(1)), new AbortController().signal)).toMatchObject([{ kind: "retry", reason: "eventhubs sink is closed" }, { kind: "retry" }]);
+    expect(await s.send(entries(groupedTransitions(1)), new AbortController().signal)).toMatchObject([
+      { kind: "retry", reason: "eventhubs sink is closed" },
+      { kind: "retry" },
+    ]);
   });
 });

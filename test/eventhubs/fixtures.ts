@@ -1,10 +1,20 @@
 // Test fixtures for the Event Hubs sink: outbox entries of transition and heartbeat records, a sink factory for a peer,
 // and a tally of per-record outcomes (drains go through the real drainer: test/helpers/ledger-drain.ts).
 import { transitionRecord } from "../helpers/records.js";
-import { unknownVmIdentity, type EventStatus, type HeartbeatRecord, type SefRecord, type TransitionRecord } from "../../src/contract/record.js";
+import {
+  unknownVmIdentity,
+  type EventStatus,
+  type HeartbeatRecord,
+  type SefRecord,
+  type TransitionRecord,
+} from "../../src/contract/record.js";
 import { heartbeatRecord } from "../../src/agent/observability/heartbeat.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
-import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/agent/sinks/eventhubs/index.js";
+import {
+  createEventHubsSink,
+  eventHubsSettingsSchema,
+  type EventHubsSink,
+} from "../../src/agent/sinks/eventhubs/index.js";
 import type { OutboxEntry, SendOutcomes } from "../../src/agent/sinks/sink.js";
 
 export const vmId = "6c5d0d4a-1111-2222-3333-444455556666";
@@ -29,7 +39,12 @@ export function transition(eventId: string, status: EventStatus, index: number, 
 
 /** A Heartbeat record as the agent builds it (no EventId: its partition key falls back to the VmId). */
 export function heartbeat(index: number): HeartbeatRecord {
-  return heartbeatRecord({ ...unknownVmIdentity, VmName: "web-vmss_3", VmId: vmId, AgentId: "00000000-0000-4000-8000-000000000001" }, 1_700_000_000_000 + index, {}, "0.1.0");
+  return heartbeatRecord(
+    { ...unknownVmIdentity, VmName: "web-vmss_3", VmId: vmId, AgentId: "00000000-0000-4000-8000-000000000001" },
+    1_700_000_000_000 + index,
+    {},
+    "0.1.0",
+  );
 }
 
 export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {
@@ -40,13 +55,20 @@ export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntr
 export function interleavedTransitions(events: number, padding = ""): TransitionRecord[] {
   const out: TransitionRecord[] = [];
   for (const status of statuses) {
-    for (let e = 0; e < events; e++) out.push(transition(`EV-${String(e).padStart(5, "0")}`, status, out.length, padding));
+    for (let e = 0; e < events; e++)
+      out.push(transition(`EV-${String(e).padStart(5, "0")}`, status, out.length, padding));
   }
   return out;
 }
 
 export function sinkFor(connectionString: string, overrides: Record<string, unknown> = {}): EventHubsSink {
-  const settings = eventHubsSettingsSchema.parse({ connectionString, maxRetries: 0, retryDelayMs: 50, tryTimeoutMs: 5000, ...overrides });
+  const settings = eventHubsSettingsSchema.parse({
+    connectionString,
+    maxRetries: 0,
+    retryDelayMs: 50,
+    tryTimeoutMs: 5000,
+    ...overrides,
+  });
   return createEventHubsSink(settings, { logger: silentLogger() }, {});
 }
 

@@ -3,7 +3,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
-import { createEventHubsSink, eventHubsSettingsSchema, type EventHubsSink } from "../../src/agent/sinks/eventhubs/index.js";
+import {
+  createEventHubsSink,
+  eventHubsSettingsSchema,
+  type EventHubsSink,
+} from "../../src/agent/sinks/eventhubs/index.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { entries, heartbeat, transition } from "./fixtures.js";
 import { waitUntil } from "../helpers/wait.js";
@@ -20,20 +24,29 @@ async function peer(): Promise<EventHubsEmulator> {
 }
 
 function sink(emulator: EventHubsEmulator, idleCloseMs: number, metrics?: AgentMetrics): EventHubsSink {
-  const settings = eventHubsSettingsSchema.parse({ connectionString: emulator.connectionString, maxRetries: 0, retryDelayMs: 50, tryTimeoutMs: 5000, idleCloseMs });
+  const settings = eventHubsSettingsSchema.parse({
+    connectionString: emulator.connectionString,
+    maxRetries: 0,
+    retryDelayMs: 50,
+    tryTimeoutMs: 5000,
+    idleCloseMs,
+  });
   const s = createEventHubsSink(settings, { logger: silentLogger(), ...(metrics ? { metrics } : {}) }, {});
   cleanups.push(() => s.close());
   return s;
 }
 
-const until = (condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> => waitUntil(condition, timeoutMs, what);
+const until = (condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> =>
+  waitUntil(condition, timeoutMs, what);
 
 async function metricValues(metrics: AgentMetrics): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const metric of await metrics.registry.getMetricsAsJSON()) {
     if (!metric.name.startsWith("sef_eventhubs_connection")) continue;
     for (const v of metric.values) {
-      const labels = Object.entries(v.labels).filter(([k]) => k !== "sink").map(([k, l]) => `${k}=${String(l)}`);
+      const labels = Object.entries(v.labels)
+        .filter(([k]) => k !== "sink")
+        .map(([k, l]) => `${k}=${String(l)}`);
       out[`${metric.name}${labels.length ? `{${labels.join(",")}}` : ""}`] = v.value;
     }
   }
@@ -50,7 +63,10 @@ describe("eventhubs sink closes an idle connection", () => {
 
     expect(await s.send(entries([transition("EV-1", "Scheduled", 0)], 1), signal())).toEqual([{ kind: "delivered" }]);
     expect(emulator.stats.connectionsCurrent).toBe(1);
-    expect(await metricValues(metrics)).toMatchObject({ sef_eventhubs_connection_opens_total: 1, sef_eventhubs_connection_open: 1 });
+    expect(await metricValues(metrics)).toMatchObject({
+      sef_eventhubs_connection_opens_total: 1,
+      sef_eventhubs_connection_open: 1,
+    });
 
     await until(() => emulator.stats.connectionsCurrent === 0, "the idle connection to close");
     expect(await metricValues(metrics)).toMatchObject({
@@ -63,7 +79,12 @@ describe("eventhubs sink closes an idle connection", () => {
     expect(emulator.stats.connectionsCurrent).toBe(1);
     expect(emulator.stats.connectionsOpened).toBe(2);
     expect(emulator.stats.connectionsPeak).toBe(1);
-    expect(emulator.events().map((e) => (JSON.parse(String(e.body)) as { RecordType: string }).RecordType).sort()).toEqual(["Heartbeat", "Transition"]);
+    expect(
+      emulator
+        .events()
+        .map((e) => (JSON.parse(String(e.body)) as { RecordType: string }).RecordType)
+        .sort(),
+    ).toEqual(["Heartbeat", "Transition"]);
 
     await s.close();
     await until(() => emulator.stats.connectionsCurrent === 0, "the connection to close at shutdown");
@@ -79,13 +100,17 @@ describe("eventhubs sink closes an idle connection", () => {
     const emulator = await peer();
     emulator.faults.setAcceptDelayMs(400);
     const slow = sink(emulator, 150);
-    expect(await slow.send(entries([transition("EV-2", "Scheduled", 0)], 1), signal())).toEqual([{ kind: "delivered" }]);
+    expect(await slow.send(entries([transition("EV-2", "Scheduled", 0)], 1), signal())).toEqual([
+      { kind: "delivered" },
+    ]);
     expect(emulator.stats.connectionsOpened).toBe(1);
     emulator.faults.setAcceptDelayMs(0);
     await until(() => emulator.stats.connectionsCurrent === 0, "the idle connection to close");
 
     const forever = sink(emulator, 0);
-    expect(await forever.send(entries([transition("EV-3", "Scheduled", 0)], 1), signal())).toEqual([{ kind: "delivered" }]);
+    expect(await forever.send(entries([transition("EV-3", "Scheduled", 0)], 1), signal())).toEqual([
+      { kind: "delivered" },
+    ]);
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(emulator.stats.connectionsCurrent).toBe(1);
   });

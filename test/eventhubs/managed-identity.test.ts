@@ -29,9 +29,15 @@ async function tokenServer(audienceOverride?: string): Promise<{ url: string; re
   return { url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`, requests };
 }
 
-function runChild(env: Record<string, string>, input: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runChild(
+  env: Record<string, string>,
+  input: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "test/eventhubs/mi-child.ts"], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "test/eventhubs/mi-child.ts"], {
+      env: { ...process.env, ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -56,7 +62,12 @@ describe("eventhubs sink with a managed identity over TLS", () => {
     const ok = await runChild(env, JSON.stringify(entries(records)));
     expect(ok.stdout.trim(), ok.stderr).toBe(JSON.stringify(records.map(() => ({ kind: "delivered" }))));
     expect(tokens.requests.length).toBeGreaterThan(0);
-    expect(emulator.events().map((e) => e.messageId).sort()).toEqual(records.map((r) => r.RecordId).sort());
+    expect(
+      emulator
+        .events()
+        .map((e) => e.messageId)
+        .sort(),
+    ).toEqual(records.map((r) => r.RecordId).sort());
   });
 
   it("reopens after an idle close with the token the credential already holds (one token request, two connections)", async () => {

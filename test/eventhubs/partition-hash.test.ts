@@ -8,9 +8,13 @@ import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 describe("partitionIndexForKey", () => {
   it("matches the SDK's service-equivalent mapping for EventIds and any string, every length and partition count", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.string({ unit: "grapheme", maxLength: 30 })), fc.integer({ min: 1, max: 32 }), (key, count) => {
-        expect(partitionIndexForKey(key, count)).toBe(mapPartitionKeyToId(key, count));
-      }),
+      fc.property(
+        fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.string({ unit: "grapheme", maxLength: 30 })),
+        fc.integer({ min: 1, max: 32 }),
+        (key, count) => {
+          expect(partitionIndexForKey(key, count)).toBe(mapPartitionKeyToId(key, count));
+        },
+      ),
       propertyParams(3501, 2000),
     );
   });

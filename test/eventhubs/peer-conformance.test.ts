@@ -7,14 +7,20 @@ import { EventHubConsumerClient, EventHubProducerClient, earliestEventPosition }
 import { parseNodeAddress } from "../../src/testbed/peers/eventhubs/addresses.js";
 import { checkPutToken } from "../../src/testbed/peers/eventhubs/cbs-auth.js";
 import { installFullLengthPerformatives } from "../../src/testbed/peers/eventhubs/full-performatives.js";
-import { maxMessageSizeByTier, startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
+import {
+  maxMessageSizeByTier,
+  startEventHubsEmulator,
+  type EventHubsEmulator,
+} from "../../src/testbed/peers/eventhubs/server.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function peer(options: { consumerGroups?: string[]; tier?: "basic" | "standard" } = {}): Promise<EventHubsEmulator> {
+async function peer(
+  options: { consumerGroups?: string[]; tier?: "basic" | "standard" } = {},
+): Promise<EventHubsEmulator> {
   const emulator = await startEventHubsEmulator({ hubName: "conform", partitionCount: 1, ...options });
   cleanups.push(() => emulator.close());
   return emulator;
@@ -41,7 +47,9 @@ describe("peer: AMQP performatives as the service writes them", () => {
   it("writes BEGIN and ATTACH with all fields, handle-max and properties set (clients read them by position)", () => {
     installFullLengthPerformatives();
     const frames = createRequire(import.meta.url)("rhea/lib/frames.js") as RheaFrames;
-    const begin = frames.write_frame(frames.amqp_frame(0, frames.begin({ next_outgoing_id: 0, incoming_window: 10, outgoing_window: 10 })));
+    const begin = frames.write_frame(
+      frames.amqp_frame(0, frames.begin({ next_outgoing_id: 0, incoming_window: 10, outgoing_window: 10 })),
+    );
     expect(performativeFieldCount(begin)).toBe(8);
     expect(begin.includes(Buffer.from([0x70, 0xff, 0xff, 0xff, 0xff]))).toBe(true); // handle-max: uint 4294967295
     const attach = frames.write_frame(frames.amqp_frame(0, frames.attach({ name: "l", handle: 0, role: false })));
@@ -53,8 +61,16 @@ describe("peer: link addresses", () => {
   it("knows $cbs, $management, the hub, partitions and consumer groups, with or without an amqps://host/ prefix", () => {
     expect(parseNodeAddress("$cbs", "Hub")).toEqual({ kind: "cbs" });
     expect(parseNodeAddress("$management", "Hub")).toEqual({ kind: "management" });
-    expect(parseNodeAddress("amqps://ns.example:5671/hub", "Hub")).toEqual({ kind: "hub", entityPath: "hub", partitionId: undefined });
-    expect(parseNodeAddress("amqps://127.0.0.2/Hub/Partitions/1", "Hub")).toEqual({ kind: "hub", entityPath: "Hub/Partitions/1", partitionId: "1" });
+    expect(parseNodeAddress("amqps://ns.example:5671/hub", "Hub")).toEqual({
+      kind: "hub",
+      entityPath: "hub",
+      partitionId: undefined,
+    });
+    expect(parseNodeAddress("amqps://127.0.0.2/Hub/Partitions/1", "Hub")).toEqual({
+      kind: "hub",
+      entityPath: "Hub/Partitions/1",
+      partitionId: "1",
+    });
     expect(parseNodeAddress("amqps://h/hub/ConsumerGroups/$Default/Partitions/0", "hub")).toEqual({
       kind: "consumer",
       entityPath: "hub/ConsumerGroups/$Default/Partitions/0",
@@ -78,9 +94,17 @@ describe("peer: put-token fields as Microsoft's clients send them", () => {
 
   it("accepts the type as binary, and a SAS token put with type jwt (azure-eventhub 5.11's pure-Python client does)", () => {
     const binaryType = Buffer.from("servicebus.windows.net:sastoken");
-    expect(checkPutToken({ name: "sb://127.0.0.2:5671/hub", type: binaryType, token }, options)).toEqual({ ok: true, entityPath: "hub" });
-    expect(checkPutToken({ name: "sb://127.0.0.2:5671/hub", type: "jwt", token: Buffer.from(token) }, options)).toEqual({ ok: true, entityPath: "hub" });
-    expect(checkPutToken({ name: "sb://127.0.0.2:5671/hub", type: "basic", token }, options)).toMatchObject({ ok: false, reason: expect.stringContaining("unsupported token type") });
+    expect(checkPutToken({ name: "sb://127.0.0.2:5671/hub", type: binaryType, token }, options)).toEqual({
+      ok: true,
+      entityPath: "hub",
+    });
+    expect(checkPutToken({ name: "sb://127.0.0.2:5671/hub", type: "jwt", token: Buffer.from(token) }, options)).toEqual(
+      { ok: true, entityPath: "hub" },
+    );
+    expect(checkPutToken({ name: "sb://127.0.0.2:5671/hub", type: "basic", token }, options)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("unsupported token type"),
+    });
   });
 });
 
@@ -137,20 +161,28 @@ describe("peer: every send gets its own outcome", () => {
     ["ok", "server-busy", "server-busy", "ok"],
     ["server-busy", "ok", "server-busy", "ok"],
   ];
-  it.each(plans)("plan %s,%s,%s,%s: a send is told it succeeded exactly when the hub stored its event", async (...plan) => {
-    const emulator = await startEventHubsEmulator({ hubName: "conform", partitionCount: 2 });
-    cleanups.push(() => emulator.close());
-    const producer = new EventHubProducerClient(emulator.connectionString, { retryOptions: { maxRetries: 0 } });
-    cleanups.push(() => producer.close());
-    await producer.getPartitionIds(); // the link is open: the four transfers below go out together
-    emulator.faults.planSends(plan);
-    const keys = ["k0", "k1", "k2", "k3"];
-    const results = await Promise.allSettled(keys.map((key) => producer.sendBatch([{ body: key, messageId: key }], { partitionKey: key })));
-    const told = keys.filter((_, i) => results[i]!.status === "fulfilled").sort();
-    const stored = emulator.events().map((e) => String(e.messageId)).sort();
-    expect(told).toEqual(stored);
-    expect(stored).toHaveLength(plan.filter((p) => p === "ok").length);
-  });
+  it.each(plans)(
+    "plan %s,%s,%s,%s: a send is told it succeeded exactly when the hub stored its event",
+    async (...plan) => {
+      const emulator = await startEventHubsEmulator({ hubName: "conform", partitionCount: 2 });
+      cleanups.push(() => emulator.close());
+      const producer = new EventHubProducerClient(emulator.connectionString, { retryOptions: { maxRetries: 0 } });
+      cleanups.push(() => producer.close());
+      await producer.getPartitionIds(); // the link is open: the four transfers below go out together
+      emulator.faults.planSends(plan);
+      const keys = ["k0", "k1", "k2", "k3"];
+      const results = await Promise.allSettled(
+        keys.map((key) => producer.sendBatch([{ body: key, messageId: key }], { partitionKey: key })),
+      );
+      const told = keys.filter((_, i) => results[i]!.status === "fulfilled").sort();
+      const stored = emulator
+        .events()
+        .map((e) => String(e.messageId))
+        .sort();
+      expect(told).toEqual(stored);
+      expect(stored).toHaveLength(plan.filter((p) => p === "ok").length);
+    },
+  );
 
   it("an event over the size limit among accepted ones is refused alone", async () => {
     const emulator = await startEventHubsEmulator({ hubName: "conform", partitionCount: 1, tier: "basic" });
@@ -159,8 +191,15 @@ describe("peer: every send gets its own outcome", () => {
     cleanups.push(() => producer.close());
     await producer.getPartitionIds();
     const sizes = [10, 300 * 1024, 10, 10];
-    const results = await Promise.allSettled(sizes.map((size, i) => producer.sendBatch([{ body: Buffer.alloc(size), messageId: `m${i}` }])));
+    const results = await Promise.allSettled(
+      sizes.map((size, i) => producer.sendBatch([{ body: Buffer.alloc(size), messageId: `m${i}` }])),
+    );
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
-    expect(emulator.events().map((e) => e.messageId).sort()).toEqual(["m0", "m2", "m3"]);
+    expect(
+      emulator
+        .events()
+        .map((e) => e.messageId)
+        .sort(),
+    ).toEqual(["m0", "m2", "m3"]);
   });
 });

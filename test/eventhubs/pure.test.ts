@@ -6,7 +6,12 @@ import { parseSelector, startIndex } from "../../src/testbed/peers/eventhubs/sel
 import { HubStore } from "../../src/testbed/peers/eventhubs/store.js";
 import { checkPutToken } from "../../src/testbed/peers/eventhubs/cbs-auth.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import { groupByPartitionKey, partitionForKey, partitionKeyOf, toEventData } from "../../src/agent/sinks/eventhubs/encode.js";
+import {
+  groupByPartitionKey,
+  partitionForKey,
+  partitionKeyOf,
+  toEventData,
+} from "../../src/agent/sinks/eventhubs/encode.js";
 import { classifySendError } from "../../src/agent/sinks/eventhubs/classify.js";
 import { eventHubsSettingsSchema, resolveEventHubsAuth } from "../../src/agent/sinks/eventhubs/settings.js";
 import { entries, heartbeat, interleavedTransitions, transition } from "./fixtures.js";
@@ -29,10 +34,19 @@ describe("peer: selectors and store", () => {
   const events = store.events("0");
 
   it("assigns sequence numbers and byte offsets, and the same key to the same partition", () => {
-    expect(events.map((e) => [e.sequenceNumber, e.offset])).toEqual([[0, "0"], [1, "10"], [2, "30"]]);
+    expect(events.map((e) => [e.sequenceNumber, e.offset])).toEqual([
+      [0, "0"],
+      [1, "10"],
+      [2, "30"],
+    ]);
     const four = new HubStore(4);
     expect(four.assignPartition("EV-1")).toBe(four.assignPartition("EV-1"));
-    expect(store.info("0")).toMatchObject({ beginSequenceNumber: 0, lastEnqueuedSequenceNumber: 2, lastEnqueuedOffset: "30", isEmpty: false });
+    expect(store.info("0")).toMatchObject({
+      beginSequenceNumber: 0,
+      lastEnqueuedSequenceNumber: 2,
+      lastEnqueuedOffset: "30",
+      isEmpty: false,
+    });
   });
 
   it.each([
@@ -59,22 +73,48 @@ describe("peer: $cbs put-token", () => {
 
   it("accepts a local JWT for https://eventhubs.azure.net naming this hub, refuses other audiences or hubs", () => {
     const good = mintLocalToken("https://eventhubs.azure.net/.default", { nowMs }).token;
-    expect(checkPutToken({ name: "sb://localhost/hub", type: "jwt", token: good }, options)).toEqual({ ok: true, entityPath: "hub" });
+    expect(checkPutToken({ name: "sb://localhost/hub", type: "jwt", token: good }, options)).toEqual({
+      ok: true,
+      entityPath: "hub",
+    });
     const wrongAudience = mintLocalToken("https://storage.azure.com", { nowMs }).token;
-    expect(checkPutToken({ name: "sb://localhost/hub", type: "jwt", token: wrongAudience }, options)).toMatchObject({ ok: false });
-    expect(checkPutToken({ name: "sb://localhost/other", type: "jwt", token: good }, options)).toMatchObject({ ok: false, reason: expect.stringContaining("hub") });
+    expect(checkPutToken({ name: "sb://localhost/hub", type: "jwt", token: wrongAudience }, options)).toMatchObject({
+      ok: false,
+    });
+    expect(checkPutToken({ name: "sb://localhost/other", type: "jwt", token: good }, options)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("hub"),
+    });
   });
 
   it("verifies SAS tokens: resource, expiry and signature; reasons never quote the token", () => {
     const expiry = Math.floor(nowMs / 1000) + 600;
     const good = sas("sb://localhost:5672/hub", "k3y", expiry);
-    expect(checkPutToken({ name: "sb://localhost:5672/hub/Partitions/0", type: "servicebus.windows.net:sastoken", token: good }, options)).toMatchObject({ ok: true });
+    expect(
+      checkPutToken(
+        { name: "sb://localhost:5672/hub/Partitions/0", type: "servicebus.windows.net:sastoken", token: good },
+        options,
+      ),
+    ).toMatchObject({ ok: true });
     const forged = sas("sb://localhost:5672/hub", "wrong", expiry);
-    const refused = checkPutToken({ name: "sb://localhost:5672/hub", type: "servicebus.windows.net:sastoken", token: forged }, options);
+    const refused = checkPutToken(
+      { name: "sb://localhost:5672/hub", type: "servicebus.windows.net:sastoken", token: forged },
+      options,
+    );
     expect(refused).toEqual({ ok: false, reason: "SAS token signature is invalid" });
     const expired = sas("sb://localhost:5672/hub", "k3y", Math.floor(nowMs / 1000) - 1);
-    expect(checkPutToken({ name: "sb://localhost:5672/hub", type: "servicebus.windows.net:sastoken", token: expired }, options)).toMatchObject({ ok: false, reason: "SAS token has expired" });
-    expect(checkPutToken({ name: "sb://localhost:5672/hub", type: "servicebus.windows.net:sastoken", token: "garbage" }, options)).toMatchObject({ ok: false });
+    expect(
+      checkPutToken(
+        { name: "sb://localhost:5672/hub", type: "servicebus.windows.net:sastoken", token: expired },
+        options,
+      ),
+    ).toMatchObject({ ok: false, reason: "SAS token has expired" });
+    expect(
+      checkPutToken(
+        { name: "sb://localhost:5672/hub", type: "servicebus.windows.net:sastoken", token: "garbage" },
+        options,
+      ),
+    ).toMatchObject({ ok: false });
   });
 });
 
@@ -85,7 +125,12 @@ describe("sink: encoding", () => {
     expect(event.messageId).toBe(entry!.record.RecordId);
     expect(event.contentType).toBe("application/json");
     expect((event.body as Buffer).toString()).toBe(entry!.json);
-    expect(event.properties).toEqual({ RecordType: "Transition", EventStatus: "Started", EventType: "Reboot", VmId: entry!.record.VmId });
+    expect(event.properties).toEqual({
+      RecordType: "Transition",
+      EventStatus: "Started",
+      EventType: "Reboot",
+      VmId: entry!.record.VmId,
+    });
   });
 
   it("uses EventId, falls back to VmId for heartbeats, and honours none", () => {
@@ -95,8 +140,15 @@ describe("sink: encoding", () => {
   });
 
   it("groups by key in order of first appearance", () => {
-    const batch = entries([transition("A", "Scheduled", 0), transition("B", "Scheduled", 1), transition("A", "Started", 2)]);
-    expect(groupByPartitionKey(batch, "EventId").map((g) => [g.partitionKey, g.indexes])).toEqual([["A", [0, 2]], ["B", [1]]]);
+    const batch = entries([
+      transition("A", "Scheduled", 0),
+      transition("B", "Scheduled", 1),
+      transition("A", "Started", 2),
+    ]);
+    expect(groupByPartitionKey(batch, "EventId").map((g) => [g.partitionKey, g.indexes])).toEqual([
+      ["A", [0, 2]],
+      ["B", [1]],
+    ]);
   });
 });
 
@@ -113,7 +165,10 @@ describe("sink: classification", () => {
   });
 
   it("decides on the last error of the SDK's AggregateError and redacts secrets", () => {
-    const err = new AggregateError([messagingError("ServerBusyError"), messagingError("MessageTooLargeError", "too big, SharedAccessKey=abc123")]);
+    const err = new AggregateError([
+      messagingError("ServerBusyError"),
+      messagingError("MessageTooLargeError", "too big, SharedAccessKey=abc123"),
+    ]);
     const c = classifySendError(err);
     expect(c.kind).toBe("reject-record");
     expect(c.reason).not.toContain("abc123");
@@ -140,13 +195,30 @@ describe("sink: settings", () => {
   });
 
   it("resolves credentials: namespace → Entra ID, else config, else the environment; errors quote no secret", () => {
-    const ns = eventHubsSettingsSchema.parse({ fullyQualifiedNamespace: "x.servicebus.windows.net", eventHubName: "h", managedIdentityClientId: "cid" });
-    expect(resolveEventHubsAuth(ns, {})).toMatchObject({ kind: "tokenCredential", credential: "managedIdentity", managedIdentityClientId: "cid" });
-    const env = resolveEventHubsAuth(eventHubsSettingsSchema.parse({}), { SEF_EVENTHUBS_CONNECTION_STRING: "Endpoint=sb://x/;SharedAccessKeyName=n;SharedAccessKey=s" });
-    expect(env).toMatchObject({ kind: "connectionString", source: "environment variable SEF_EVENTHUBS_CONNECTION_STRING" });
-    expect(() => resolveEventHubsAuth(eventHubsSettingsSchema.parse({}), {})).toThrow(/SEF_EVENTHUBS_CONNECTION_STRING/);
+    const ns = eventHubsSettingsSchema.parse({
+      fullyQualifiedNamespace: "x.servicebus.windows.net",
+      eventHubName: "h",
+      managedIdentityClientId: "cid",
+    });
+    expect(resolveEventHubsAuth(ns, {})).toMatchObject({
+      kind: "tokenCredential",
+      credential: "managedIdentity",
+      managedIdentityClientId: "cid",
+    });
+    const env = resolveEventHubsAuth(eventHubsSettingsSchema.parse({}), {
+      SEF_EVENTHUBS_CONNECTION_STRING: "Endpoint=sb://x/;SharedAccessKeyName=n;SharedAccessKey=s",
+    });
+    expect(env).toMatchObject({
+      kind: "connectionString",
+      source: "environment variable SEF_EVENTHUBS_CONNECTION_STRING",
+    });
+    expect(() => resolveEventHubsAuth(eventHubsSettingsSchema.parse({}), {})).toThrow(
+      /SEF_EVENTHUBS_CONNECTION_STRING/,
+    );
     expect(() => eventHubsSettingsSchema.parse({ fullyQualifiedNamespace: "x" })).toThrow(/eventHubName/);
-    expect(() => eventHubsSettingsSchema.parse({ fullyQualifiedNamespace: "x", eventHubName: "h", connectionString: "c" })).toThrow(/either/);
+    expect(() =>
+      eventHubsSettingsSchema.parse({ fullyQualifiedNamespace: "x", eventHubName: "h", connectionString: "c" }),
+    ).toThrow(/either/);
   });
 });
 
@@ -165,6 +237,7 @@ describe("hash routing", () => {
     expect(groups.every((g) => g.partitionKey === undefined && ids.includes(g.partitionId!))).toBe(true);
     expect(groups.flatMap((g) => g.indexes).sort((a, b) => a - b)).toEqual(records.map((_, i) => i));
     for (const g of groups) expect(g.indexes).toEqual([...g.indexes].sort((a, b) => a - b));
-    for (const g of groups) for (const i of g.indexes) expect(partitionForKey(records[i]!.EventId, ids)).toBe(g.partitionId);
+    for (const g of groups)
+      for (const i of g.indexes) expect(partitionForKey(records[i]!.EventId, ids)).toBe(g.partitionId);
   });
 });

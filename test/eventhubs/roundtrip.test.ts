@@ -1,7 +1,12 @@
 // The Event Hubs sink against the local AMQP peer, read back with the real EventHubConsumerClient.
 import { afterEach, describe, expect, it } from "vitest";
 import { partitionForKey } from "../../src/agent/sinks/eventhubs/encode.js";
-import { EventHubConsumerClient, EventHubProducerClient, earliestEventPosition, type ReceivedEventData } from "@azure/event-hubs";
+import {
+  EventHubConsumerClient,
+  EventHubProducerClient,
+  earliestEventPosition,
+  type ReceivedEventData,
+} from "@azure/event-hubs";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { EventHubsSink } from "../../src/agent/sinks/eventhubs/index.js";
@@ -31,7 +36,10 @@ function sink(emulator: EventHubsEmulator, overrides: Record<string, unknown> = 
 }
 
 /** Reads `count` events from every partition from the start, with the real consumer client. */
-async function readBack(emulator: EventHubsEmulator, count: number): Promise<Array<ReceivedEventData & { partitionId: string }>> {
+async function readBack(
+  emulator: EventHubsEmulator,
+  count: number,
+): Promise<Array<ReceivedEventData & { partitionId: string }>> {
   const consumer = new EventHubConsumerClient("$Default", emulator.connectionString);
   const received: Array<ReceivedEventData & { partitionId: string }> = [];
   try {
@@ -106,12 +114,17 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     const emulator = await peer({ maxMessageSize: 256 * 1024, partitionCount: 1 });
     // One event, 40 transitions of ~20 KiB each (same key): ~800 KiB cannot fit one 256 KiB batch.
     const padding = "x".repeat(20_000);
-    const records = Array.from({ length: 40 }, (_, i) => transition("EV-BIG", i % 2 === 0 ? "Scheduled" : "Started", i, padding)).map((r, i) => ({
+    const records = Array.from({ length: 40 }, (_, i) =>
+      transition("EV-BIG", i % 2 === 0 ? "Scheduled" : "Started", i, padding),
+    ).map((r, i) => ({
       ...r,
       RecordId: `${r.RecordId}-${i}`,
     }));
     const s = sink(emulator);
-    expect(tally(await s.send(entries(records), new AbortController().signal))).toMatchObject({ retry: 0, rejected: 0 });
+    expect(tally(await s.send(entries(records), new AbortController().signal))).toMatchObject({
+      retry: 0,
+      rejected: 0,
+    });
     expect(emulator.stats.sendsAccepted).toBeGreaterThanOrEqual(4);
     const stored = emulator.events();
     expect(stored.map((e) => e.messageId)).toEqual(records.map((r) => r.RecordId));
@@ -123,9 +136,17 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     const huge = transition("EV-HUGE", "Scheduled", 99, "y".repeat(300 * 1024));
     const outbox = entries([records[0]!, huge, ...records.slice(1)]);
     const result = await sink(emulator).send(outbox, new AbortController().signal);
-    expect(result[1]).toEqual({ kind: "rejected", reason: expect.stringMatching(/does not fit in one event \(max message size \d+ bytes\)/) });
+    expect(result[1]).toEqual({
+      kind: "rejected",
+      reason: expect.stringMatching(/does not fit in one event \(max message size \d+ bytes\)/),
+    });
     expect(tally(result)).toEqual({ delivered: outbox.length - 1, retry: 0, rejected: 1 });
-    expect(emulator.events().map((e) => e.messageId).sort()).toEqual(records.map((r) => r.RecordId).sort());
+    expect(
+      emulator
+        .events()
+        .map((e) => e.messageId)
+        .sort(),
+    ).toEqual(records.map((r) => r.RecordId).sort());
   });
 
   it("honours partitionKeyField VmId and none", async () => {
@@ -143,20 +164,29 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     const emulator = await peer({ partitionCount: 4 });
     const records = interleavedTransitions(40);
     const s = sink(emulator, { partitionRouting: "hash" });
-    expect(tally(await s.send(entries(records), new AbortController().signal))).toMatchObject({ retry: 0, rejected: 0 });
+    expect(tally(await s.send(entries(records), new AbortController().signal))).toMatchObject({
+      retry: 0,
+      rejected: 0,
+    });
     // 120 records of 40 events in at most one batch per partition, not one per event.
     expect(emulator.stats.sendsAccepted).toBeLessThanOrEqual(4);
     const ids = ["0", "1", "2", "3"];
     for (const eventId of new Set(records.map((r) => r.EventId))) {
       const stored = emulator.events().filter((e) => JSON.parse(String(e.body)).EventId === eventId);
       expect(new Set(stored.map((e) => e.partitionId))).toEqual(new Set([partitionForKey(eventId, ids)]));
-      expect(stored.map((e) => JSON.parse(String(e.body)).EventStatus)).toEqual(records.filter((r) => r.EventId === eventId).map((r) => r.EventStatus));
+      expect(stored.map((e) => JSON.parse(String(e.body)).EventStatus)).toEqual(
+        records.filter((r) => r.EventId === eventId).map((r) => r.EventStatus),
+      );
     }
     expect(new Set(emulator.events().map((e) => e.partitionId)).size).toBeGreaterThan(1);
     // Key routing (the service assigns the partition from the key) places every event exactly where hash routing did.
     const keyed = await peer({ partitionCount: 4 });
-    expect(tally(await sink(keyed).send(entries(records), new AbortController().signal))).toMatchObject({ retry: 0, rejected: 0 });
-    const placement = (events: ReturnType<typeof emulator.events>) => new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
+    expect(tally(await sink(keyed).send(entries(records), new AbortController().signal))).toMatchObject({
+      retry: 0,
+      rejected: 0,
+    });
+    const placement = (events: ReturnType<typeof emulator.events>) =>
+      new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
     expect(placement(keyed.events())).toEqual(placement(emulator.events()));
   });
 
@@ -184,12 +214,15 @@ describe("eventhubs sink → local peer → EventHubConsumerClient", () => {
     expect(tally(await s.send(entries(later, 100), signal))).toMatchObject({ retry: 0, rejected: 0 });
     const ids = ["0", "1", "2", "3", "4", "5", "6", "7"];
     const landed = emulator.events().filter((e) => JSON.parse(String(e.body)).EventId.startsWith("LATER-"));
-    expect(landed.map((e) => e.partitionId)).toEqual(landed.map((e) => partitionForKey(JSON.parse(String(e.body)).EventId, ids)));
+    expect(landed.map((e) => e.partitionId)).toEqual(
+      landed.map((e) => partitionForKey(JSON.parse(String(e.body)).EventId, ids)),
+    );
     // Some keys now map to the new partitions, as the service itself routes them with key routing.
     expect(landed.some((e) => Number(e.partitionId) >= 2)).toBe(true);
     const keyed = await peer({ partitionCount: 8 });
     expect(tally(await sink(keyed).send(entries(later, 100), signal))).toMatchObject({ retry: 0, rejected: 0 });
-    const placement = (events: ReturnType<typeof emulator.events>) => new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
+    const placement = (events: ReturnType<typeof emulator.events>) =>
+      new Map(events.map((e) => [JSON.parse(String(e.body)).RecordId as string, e.partitionId]));
     expect(placement(landed)).toEqual(placement(keyed.events()));
   });
 });

@@ -15,12 +15,31 @@ export interface Azurite {
 }
 
 export async function startAzurite(timeoutMs = 20_000): Promise<Azurite> {
-  const child = spawn(process.execPath, [azuriteBlob, "--blobHost", "127.0.0.1", "--blobPort", "0", "--inMemoryPersistence", "--extentMemoryLimit", "4096", "--disableTelemetry", "--skipApiVersionCheck", "--loose"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      azuriteBlob,
+      "--blobHost",
+      "127.0.0.1",
+      "--blobPort",
+      "0",
+      "--inMemoryPersistence",
+      "--extentMemoryLimit",
+      "4096",
+      "--disableTelemetry",
+      "--skipApiVersionCheck",
+      "--loose",
+    ],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let out = "";
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Azurite did not start within ${timeoutMs} ms: ${out}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`Azurite did not start within ${timeoutMs} ms: ${out}`)),
+      timeoutMs,
+    );
     const onData = (d: Buffer): void => {
       out += d.toString();
       const m = /successfully listens on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);

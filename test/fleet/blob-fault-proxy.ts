@@ -26,8 +26,15 @@ function kindOf(path: string): BlobRequestKind {
 
 /** The answer Blob Storage gives when it is too busy (the SDK classifies it as retriable). */
 function serverBusy(res: import("node:http").ServerResponse): void {
-  const body = '<?xml version="1.0" encoding="utf-8"?><Error><Code>ServerBusy</Code><Message>test fault: the server is busy</Message></Error>';
-  res.writeHead(503, { "content-type": "application/xml", "x-ms-error-code": "ServerBusy", "content-length": Buffer.byteLength(body) }).end(body);
+  const body =
+    '<?xml version="1.0" encoding="utf-8"?><Error><Code>ServerBusy</Code><Message>test fault: the server is busy</Message></Error>';
+  res
+    .writeHead(503, {
+      "content-type": "application/xml",
+      "x-ms-error-code": "ServerBusy",
+      "content-length": Buffer.byteLength(body),
+    })
+    .end(body);
 }
 
 export async function startBlobFaultProxy(azuriteConnectionString: string): Promise<BlobFaultProxy> {
@@ -49,18 +56,24 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
       req.on("end", () => serverBusy(res));
       return;
     }
-    const forwarded = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      if (isWrite) count(kind, answer.statusCode ?? 0);
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const forwarded = request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        if (isWrite) count(kind, answer.statusCode ?? 0);
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     forwarded.on("error", () => res.destroy());
     req.pipe(forwarded);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    connectionString: azuriteConnectionString.replace(/BlobEndpoint=http:\/\/[^/]+\//, `BlobEndpoint=http://127.0.0.1:${port}/`),
+    connectionString: azuriteConnectionString.replace(
+      /BlobEndpoint=http:\/\/[^/]+\//,
+      `BlobEndpoint=http://127.0.0.1:${port}/`,
+    ),
     failNextWrites: (kind, n) => void faults.set(kind, n),
     writes: (kind) => ({ ...(counts.get(kind) ?? {}) }),
     close: () =>

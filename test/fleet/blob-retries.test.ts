@@ -21,7 +21,11 @@ let service: FleetService | undefined;
 const logs: Array<{ msg?: string; partitionId?: string }> = [];
 
 beforeAll(async () => {
-  [hub, azurite, peer] = await Promise.all([startEventHubsEmulator({ hubName: "fleet", partitionCount: 1 }), startAzurite(), startNotifyPeer()]);
+  [hub, azurite, peer] = await Promise.all([
+    startEventHubsEmulator({ hubName: "fleet", partitionCount: 1 }),
+    startAzurite(),
+    startNotifyPeer(),
+  ]);
   proxy = await startBlobFaultProxy(azurite.connectionString);
 }, 60_000);
 
@@ -31,11 +35,15 @@ afterAll(async () => {
   await Promise.all([hub?.close(), azurite?.stop(), peer?.close()]);
 }, 30_000);
 
-const logged = (msg: string, partitionId?: string): number => logs.filter((l) => l.msg === msg && (partitionId === undefined || l.partitionId === partitionId)).length;
+const logged = (msg: string, partitionId?: string): number =>
+  logs.filter((l) => l.msg === msg && (partitionId === undefined || l.partitionId === partitionId)).length;
 
 it("makes one Blob request per retry: ownership claims per load-balancing cycle, fleet state and checkpoints per fleet retry", async () => {
   const settings = fleetSettingsSchema.parse({
-    eventHubs: { consumerGroup: "$Default", connection: { connectionString: hub.connectionString, maxRetries: 1, retryDelayMs: 100, tryTimeoutMs: 5000 } },
+    eventHubs: {
+      consumerGroup: "$Default",
+      connection: { connectionString: hub.connectionString, maxRetries: 1, retryDelayMs: 100, tryTimeoutMs: 5000 },
+    },
     checkpoints: { connectionStringEnv: "TEST_STORAGE", containerName: "fleet-retries" },
     targets: [{ name: "chat", type: "slack", urlEnv: "TEST_SLACK_URL" }],
     rules: [{ name: "freezes only", eventTypes: ["Freeze"], targets: ["chat"] }], // the Reboot sent below notifies nobody
@@ -43,7 +51,10 @@ it("makes one Blob request per retry: ownership claims per load-balancing cycle,
     loadBalancing: { updateIntervalMs: 300, ownershipExpirationMs: 3000 },
     metrics: { host: "127.0.0.1", port: 0 },
   });
-  const logger = pino({ level: "info" }, { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) });
+  const logger = pino(
+    { level: "info" },
+    { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) },
+  );
   const env = { TEST_STORAGE: proxy.connectionString, TEST_SLACK_URL: `${peer.url}/slack/services/T000/B000/XXXX` };
 
   proxy.failNextWrites("ownership", 2);
@@ -58,11 +69,20 @@ it("makes one Blob request per retry: ownership claims per load-balancing cycle,
   const producer = new EventHubProducerClient(hub.connectionString);
   try {
     const one = vm(0);
-    await producer.sendBatch([{ body: fleetTransition("E7E7E7E7-0000-4000-8000-000000000001", "Scheduled", one, [one]), contentType: "application/json" }]);
+    await producer.sendBatch([
+      {
+        body: fleetTransition("E7E7E7E7-0000-4000-8000-000000000001", "Scheduled", one, [one]),
+        contentType: "application/json",
+      },
+    ]);
   } finally {
     await producer.close();
   }
-  await waitFor("the checkpoint written after the faults", () => (proxy.writes("checkpoint")["201"] ?? 0) + (proxy.writes("checkpoint")["200"] ?? 0) >= 1, { timeoutMs: 30_000 });
+  await waitFor(
+    "the checkpoint written after the faults",
+    () => (proxy.writes("checkpoint")["201"] ?? 0) + (proxy.writes("checkpoint")["200"] ?? 0) >= 1,
+    { timeoutMs: 30_000 },
+  );
   // Each 503 was one attempt of the fleet's own retry loop, logged once; the next attempt was answered.
   expect(proxy.writes("state")["503"]).toBe(3);
   expect(logged("could not save the partition's fleet state; retrying the batch")).toBe(3);

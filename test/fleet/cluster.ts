@@ -54,7 +54,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     startNotifyPeer(),
   ]);
   const dir = mkdtempSync(join(tmpdir(), "sef-fleet-"));
-  const ownTargets: InstanceTargets = { pagerDutyUrl: `${peer.url}/v2/enqueue`, slackUrl: `${peer.url}/slack/services/T0/B0/X` };
+  const ownTargets: InstanceTargets = {
+    pagerDutyUrl: `${peer.url}/v2/enqueue`,
+    slackUrl: `${peer.url}/slack/services/T0/B0/X`,
+  };
   const writeConfig = (name: string, targets: InstanceTargets): string => {
     const configPath = join(dir, name);
     writeFileSync(configPath, fleetConfig(targets, options.ownershipExpirationMs));
@@ -81,7 +84,14 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     send: async (records) => {
       const byKey = new Map<string, TransitionRecord[]>();
       for (const r of records) byKey.set(r.EventId, [...(byKey.get(r.EventId) ?? []), r]);
-      await Promise.all([...byKey].map(([partitionKey, group]) => producer.sendBatch(group.map((r) => ({ body: r })), { partitionKey })));
+      await Promise.all(
+        [...byKey].map(([partitionKey, group]) =>
+          producer.sendBatch(
+            group.map((r) => ({ body: r })),
+            { partitionKey },
+          ),
+        ),
+      );
     },
     kill: (index) => instances[index]!.child.kill("SIGKILL"),
     stop: async () => {
@@ -104,7 +114,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 
 function fleetConfig(targets: InstanceTargets, ownershipExpirationMs: number): string {
   return JSON.stringify({
-    eventHubs: { consumerGroup: "$Default", connection: { connectionStringEnv: "FLEET_EH", maxRetries: 2, retryDelayMs: 200, tryTimeoutMs: 10_000 } },
+    eventHubs: {
+      consumerGroup: "$Default",
+      connection: { connectionStringEnv: "FLEET_EH", maxRetries: 2, retryDelayMs: 200, tryTimeoutMs: 10_000 },
+    },
     checkpoints: { connectionStringEnv: "FLEET_STORAGE", containerName: "fleet" },
     targets: [
       { name: "oncall", type: "pagerduty", url: targets.pagerDutyUrl, routingKeyEnv: "FLEET_PD_KEY" },
@@ -123,7 +136,10 @@ function fleetConfig(targets: InstanceTargets, ownershipExpirationMs: number): s
 
 /** Starts one `sef fleet` and resolves once it says it is ready (with its metrics port). */
 async function startInstance(configPath: string, env: NodeJS.ProcessEnv): Promise<FleetInstance> {
-  const child = spawn(process.execPath, [fleetCliPath, "--config", configPath], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [fleetCliPath, "--config", configPath], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let err = "";
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
   let out = "";
@@ -139,11 +155,19 @@ async function startInstance(configPath: string, env: NodeJS.ProcessEnv): Promis
 }
 
 /** `events` maintenance events, each reported by `vmsPerEvent` VMs of a fleet of `fleetSize`. */
-export function maintenanceWave(events: number, vmsPerEvent: number, fleetSize: number, status: "Scheduled" | "Completed", timeMs: number): TransitionRecord[] {
+export function maintenanceWave(
+  events: number,
+  vmsPerEvent: number,
+  fleetSize: number,
+  status: "Scheduled" | "Completed",
+  timeMs: number,
+): TransitionRecord[] {
   const records: TransitionRecord[] = [];
   for (let e = 0; e < events; e++) {
     const id = `00000000-0000-4000-8000-${String(e).padStart(12, "0")}`;
-    const affected: VmFixture[] = Array.from({ length: vmsPerEvent }, (_, i) => vm((e * vmsPerEvent + i) % fleetSize, `vmss-${e % 20}`));
+    const affected: VmFixture[] = Array.from({ length: vmsPerEvent }, (_, i) =>
+      vm((e * vmsPerEvent + i) % fleetSize, `vmss-${e % 20}`),
+    );
     for (const reporter of affected) records.push(fleetTransition(id, status, reporter, affected, { timeMs }));
   }
   return records;
@@ -189,15 +213,26 @@ function countBy(ids: readonly string[]): Map<string, number> {
   return counts;
 }
 
-const beyondOne = (counts: Map<string, number>): number => [...counts.values()].reduce((n, c) => n + Math.max(0, c - 1), 0);
-const repeated = (counts: Map<string, number>): string[] => [...counts].filter(([, c]) => c > 1).map(([id]) => id).sort();
+const beyondOne = (counts: Map<string, number>): number =>
+  [...counts.values()].reduce((n, c) => n + Math.max(0, c - 1), 0);
+const repeated = (counts: Map<string, number>): string[] =>
+  [...counts]
+    .filter(([, c]) => c > 1)
+    .map(([id]) => id)
+    .sort();
 
 /** What the targets got for event ids `0..events-1` of `maintenanceWave`. */
 export function tally(peer: NotifyPeer, events: number): DeliveryTally {
   const incidents = peer.incidents().filter((i) => waveEventId.test(i.dedupKey));
   const pdRequests = peer.requests("pagerduty").filter((r) => r.status >= 200 && r.status < 300);
-  const pdBodies = pdRequests.map((r) => r.body as { event_action?: string; dedup_key?: string; payload?: { summary?: string } });
-  const pdTriggerRequests = countBy(pdBodies.filter((b) => b.event_action === "trigger" && !b.payload?.summary?.startsWith("Update: ")).map((b) => b.dedup_key ?? ""));
+  const pdBodies = pdRequests.map(
+    (r) => r.body as { event_action?: string; dedup_key?: string; payload?: { summary?: string } },
+  );
+  const pdTriggerRequests = countBy(
+    pdBodies
+      .filter((b) => b.event_action === "trigger" && !b.payload?.summary?.startsWith("Update: "))
+      .map((b) => b.dedup_key ?? ""),
+  );
   const pdResolveRequests = countBy(pdBodies.filter((b) => b.event_action === "resolve").map((b) => b.dedup_key ?? ""));
   const pages = countBy(incidents.map((i) => i.dedupKey));
   const pdResolvedEvents = new Set(incidents.filter((i) => i.status === "resolved").map((i) => i.dedupKey));
@@ -266,10 +301,16 @@ export function inDoubtResends(cluster: Cluster): InDoubtResend[] {
   const found: InDoubtResend[] = [];
   for (const instance of cluster.instances) {
     for (const line of instance.stderr().split("\n")) {
-      if (!line.includes("re-sending a claim left by an instance") && !line.includes("unanswered attempt may have reached the target")) continue;
+      if (
+        !line.includes("re-sending a claim left by an instance") &&
+        !line.includes("unanswered attempt may have reached the target")
+      )
+        continue;
       try {
         const entry = JSON.parse(line) as { target: string; action: string; eventId: string };
-        const cause = line.includes("re-sending a claim left by an instance") ? "claim_taken_over" : "attempt_unanswered";
+        const cause = line.includes("re-sending a claim left by an instance")
+          ? "claim_taken_over"
+          : "attempt_unanswered";
         found.push({ target: entry.target, action: entry.action, eventId: entry.eventId, cause });
       } catch {
         // not a JSON log line
@@ -292,7 +333,12 @@ export async function startSilentReceiver(): Promise<SilentReceiver> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => received.push({ path: req.url ?? "/", body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "null") as unknown }));
+    req.on("end", () =>
+      received.push({
+        path: req.url ?? "/",
+        body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "null") as unknown,
+      }),
+    );
     res.on("error", () => undefined);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -24,11 +24,15 @@ const routingKey = "R0UT1NGKEY0000000000000000000001";
 /** Webhook targets of the rules' test, one per rule (the notify peer tells them apart by path). */
 const ruleTargets = ["witness", "ops", "soon", "either"] as const;
 
-const until = <T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> => waitFor(what, probe, { timeoutMs, intervalMs: 50 });
+const until = <T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> =>
+  waitFor(what, probe, { timeoutMs, intervalMs: 50 });
 
 function settingsFor() {
   return fleetSettingsSchema.parse({
-    eventHubs: { consumerGroup: "$Default", connection: { connectionString: hub.connectionString, maxRetries: 1, retryDelayMs: 100, tryTimeoutMs: 5000 } },
+    eventHubs: {
+      consumerGroup: "$Default",
+      connection: { connectionString: hub.connectionString, maxRetries: 1, retryDelayMs: 100, tryTimeoutMs: 5000 },
+    },
     checkpoints: { connectionStringEnv: "TEST_STORAGE", containerName: "fleet-test" },
     targets: [
       { name: "oncall", type: "pagerduty", url: `${peer.url}/v2/enqueue`, routingKeyEnv: "TEST_PD_KEY" },
@@ -36,10 +40,19 @@ function settingsFor() {
       { name: "channel", type: "teams", urlEnv: "TEST_TEAMS_URL" },
       { name: "hook", type: "webhook", urlEnv: "TEST_HOOK_URL", hmacSecretEnv: "TEST_HOOK_SECRET" },
       { name: "broken", type: "pagerduty", url: `${peer.url}/v2/enqueue`, routingKeyEnv: "TEST_BAD_KEY" },
-      ...ruleTargets.map((name) => ({ name, type: "webhook", url: `${peer.url}/hook/${name}`, hmacSecretEnv: "TEST_HOOK_SECRET" })),
+      ...ruleTargets.map((name) => ({
+        name,
+        type: "webhook",
+        url: `${peer.url}/hook/${name}`,
+        hmacSecretEnv: "TEST_HOOK_SECRET",
+      })),
     ],
     rules: [
-      { name: "impactful", eventTypes: ["Reboot", "Redeploy", "Preempt", "Terminate"], targets: ["oncall", "chat", "channel", "hook"] },
+      {
+        name: "impactful",
+        eventTypes: ["Reboot", "Redeploy", "Preempt", "Terminate"],
+        targets: ["oncall", "chat", "channel", "hook"],
+      },
       { name: "freezes", eventTypes: ["Freeze"], targets: ["chat"] },
       { name: "misconfigured", vmNamePatterns: ["db-*"], targets: ["broken"] },
       // The rules' own test (last in this file): VMs named rules-*, each rule to a webhook target of its own.
@@ -47,7 +60,12 @@ function settingsFor() {
       { name: "ops only", vmNamePatterns: ["rules-*"], resourceGroups: ["RG-OPS"], targets: ["ops"] },
       { name: "at a minute's notice", vmNamePatterns: ["rules-*"], noticeWithinSeconds: 60, targets: ["soon"] },
       { name: "either, now", vmNamePatterns: ["rules-*"], targets: ["either"] },
-      { name: "either, at a minute's notice", vmNamePatterns: ["rules-*"], noticeWithinSeconds: 60, targets: ["either"] },
+      {
+        name: "either, at a minute's notice",
+        vmNamePatterns: ["rules-*"],
+        noticeWithinSeconds: 60,
+        targets: ["either"],
+      },
     ],
     updateIntervalMs: 0,
     tickMs: 200,
@@ -59,8 +77,16 @@ function settingsFor() {
 
 async function send(records: SefRecord[]): Promise<void> {
   const byKey = new Map<string, SefRecord[]>();
-  for (const r of records) byKey.set(r.RecordType === "Transition" ? r.EventId : r.VmId, [...(byKey.get(r.RecordType === "Transition" ? r.EventId : r.VmId) ?? []), r]);
-  for (const [partitionKey, group] of byKey) await producer.sendBatch(group.map((r) => ({ body: r, contentType: "application/json" })), { partitionKey });
+  for (const r of records)
+    byKey.set(r.RecordType === "Transition" ? r.EventId : r.VmId, [
+      ...(byKey.get(r.RecordType === "Transition" ? r.EventId : r.VmId) ?? []),
+      r,
+    ]);
+  for (const [partitionKey, group] of byKey)
+    await producer.sendBatch(
+      group.map((r) => ({ body: r, contentType: "application/json" })),
+      { partitionKey },
+    );
 }
 
 beforeAll(async () => {
@@ -78,7 +104,8 @@ beforeAll(async () => {
     TEST_HOOK_URL: `${peer.url}/hook/sef`,
     TEST_HOOK_SECRET: "hook-secret",
   };
-  for (let i = 0; i < 2; i++) services.push(await startFleetService({ settings: settingsFor(), env, logger: silentLogger() }));
+  for (let i = 0; i < 2; i++)
+    services.push(await startFleetService({ settings: settingsFor(), env, logger: silentLogger() }));
   producer = new EventHubProducerClient(hub.connectionString);
 }, 60_000);
 
@@ -108,10 +135,14 @@ describe("the partition state blob", () => {
 describe("sef fleet", () => {
   it("shares the partitions between instances through the Blob checkpoint store", async () => {
     let owned: string[][] = [];
-    await until("all 4 partitions owned, each by one instance, both instances owning some", () => {
-      owned = services.map((s) => s.ownedPartitions());
-      return owned.flat().length === 4 && new Set(owned.flat()).size === 4 && owned.every((o) => o.length >= 1);
-    }, 50_000).catch((err: Error) => {
+    await until(
+      "all 4 partitions owned, each by one instance, both instances owning some",
+      () => {
+        owned = services.map((s) => s.ownedPartitions());
+        return owned.flat().length === 4 && new Set(owned.flat()).size === 4 && owned.every((o) => o.length >= 1);
+      },
+      50_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}: ${JSON.stringify(owned)}`);
     });
   }, 60_000);
@@ -122,14 +153,23 @@ describe("sef fleet", () => {
     peer.injectFault({ kind: "slack", status: 429, retryAfter: "0", count: 2 });
     await send(web.slice(0, 3).map((v) => fleetTransition(id, "Scheduled", v, web)));
     await until("a PagerDuty trigger", () => peer.requests("pagerduty").some((r) => r.status === 202));
-    await until("trigger on every target", () => ["slack", "teams", "webhook"].every((k) => peer.requests(k as "slack").some((r) => r.status >= 200 && r.status < 300)));
+    await until("trigger on every target", () =>
+      ["slack", "teams", "webhook"].every((k) =>
+        peer.requests(k as "slack").some((r) => r.status >= 200 && r.status < 300),
+      ),
+    );
     await send(web.slice(3).map((v) => fleetTransition(id, "Scheduled", v, web)));
     await send(web.map((v) => fleetTransition(id, "Started", v, web)));
     await send(web.map((v) => fleetTransition(id, "Completed", v, web)));
     await until("PagerDuty resolve", () => peer.incidents().find((i) => i.dedupKey === id && i.status === "resolved"));
 
-    const ok = (kind: "slack" | "teams" | "webhook" | "pagerduty") => peer.requests(kind).filter((r) => r.status >= 200 && r.status < 300);
-    await until("resolves on the chat targets", () => ["slack", "teams", "webhook"].every((k) => ok(k as "slack").some((r) => JSON.stringify(r.body).includes("Resolved"))));
+    const ok = (kind: "slack" | "teams" | "webhook" | "pagerduty") =>
+      peer.requests(kind).filter((r) => r.status >= 200 && r.status < 300);
+    await until("resolves on the chat targets", () =>
+      ["slack", "teams", "webhook"].every((k) =>
+        ok(k as "slack").some((r) => JSON.stringify(r.body).includes("Resolved")),
+      ),
+    );
     // One incident for the event, however many VMs reported it.
     expect(peer.incidents().filter((i) => i.dedupKey === id)).toHaveLength(1);
     for (const kind of ["slack", "teams", "webhook"] as const) {
@@ -151,7 +191,10 @@ describe("sef fleet", () => {
   });
 
   it("counts and skips what is not a valid record, and dead-letters what a target refuses, with the reason", async () => {
-    await producer.sendBatch([{ body: Buffer.from("{not json") }, { body: { RecordType: "Transition", ContractVersion: 9 } }], { partitionKey: "junk" });
+    await producer.sendBatch(
+      [{ body: Buffer.from("{not json") }, { body: { RecordType: "Transition", ContractVersion: 9 } }],
+      { partitionKey: "junk" },
+    );
     const db = [vm(0, "db-vmss")];
     const id = "DEADBEEF-0000-4000-8000-00000000000B";
     await send([fleetTransition(id, "Scheduled", db[0]!, db, { eventType: "Freeze" })]);
@@ -160,12 +203,19 @@ describe("sef fleet", () => {
     const deadline = performance.now() + 20_000;
     while (performance.now() < deadline) {
       metrics = await text();
-      if (/^sef_fleet_records_total\{outcome="malformed-json"\} 1$/m.test(metrics) && /^sef_fleet_records_total\{outcome="unknown-version"\} 1$/m.test(metrics) && /^sef_fleet_notifications_total\{target="broken",action="trigger",outcome="dead_lettered"\} 1$/m.test(metrics)) break;
+      if (
+        /^sef_fleet_records_total\{outcome="malformed-json"\} 1$/m.test(metrics) &&
+        /^sef_fleet_records_total\{outcome="unknown-version"\} 1$/m.test(metrics) &&
+        /^sef_fleet_notifications_total\{target="broken",action="trigger",outcome="dead_lettered"\} 1$/m.test(metrics)
+      )
+        break;
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(metrics).toMatch(/^sef_fleet_records_total\{outcome="malformed-json"\} 1$/m);
     expect(metrics).toMatch(/^sef_fleet_records_total\{outcome="unknown-version"\} 1$/m);
-    expect(metrics).toMatch(/^sef_fleet_notifications_total\{target="broken",action="trigger",outcome="dead_lettered"\} 1$/m);
+    expect(metrics).toMatch(
+      /^sef_fleet_notifications_total\{target="broken",action="trigger",outcome="dead_lettered"\} 1$/m,
+    );
     // The Freeze went to the chat only (its rule), and the refused page is in the dead-letter container with the reason.
     await until("freeze on slack", () => peer.requests("slack").some((r) => JSON.stringify(r.body).includes("Freeze")));
     const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("fleet-test");
@@ -194,17 +244,25 @@ describe("sef fleet's rules, as targets see them", () => {
     const web = "A1B2C3D4-0000-4000-8000-0000000000C1";
     const ops = "A1B2C3D4-0000-4000-8000-0000000000C2";
     const later = "A1B2C3D4-0000-4000-8000-0000000000C3";
-    await send([...webVms.map((v) => fleetTransition(web, "Scheduled", v, webVms)), ...opsVms.map((v) => fleetTransition(ops, "Scheduled", v, opsVms))]);
+    await send([
+      ...webVms.map((v) => fleetTransition(web, "Scheduled", v, webVms)),
+      ...opsVms.map((v) => fleetTransition(ops, "Scheduled", v, opsVms)),
+    ]);
     await send(webVms.map((v) => fleetTransition(later, "Scheduled", v, webVms, { notBefore: inAnHour })));
 
     // The group's rule takes the event of its group (names compared case-insensitively) and not the other.
     await until("the ops event at the ops target", () => sentTo("ops", ops).length >= 1);
     await send(webVms.map((v) => fleetTransition(web, "Completed", v, webVms)));
-    await until("the web event resolved at the witness (every rule's decision on it taken twice)", () => sentTo("witness", web).some((b) => b.action === "resolve"));
+    await until("the web event resolved at the witness (every rule's decision on it taken twice)", () =>
+      sentTo("witness", web).some((b) => b.action === "resolve"),
+    );
     expect(sentTo("ops", web)).toEqual([]);
 
     // An hour before NotBefore: the target of a rule allowing it now (the other says not yet) has it at once…
-    await until("the later event at the target one of whose rules lets it through", () => sentTo("either", later).length >= 1);
+    await until(
+      "the later event at the target one of whose rules lets it through",
+      () => sentTo("either", later).length >= 1,
+    );
     expect(sentTo("either", later).map((b) => [b.action, b.event.status])).toEqual([["trigger", "Scheduled"]]);
     // …the target whose only rule waits for a minute's notice has it once the event starts, NotBefore or not.
     await send(webVms.map((v) => fleetTransition(later, "Started", v, webVms, { notBefore: null })));

@@ -4,7 +4,16 @@
 // (claim_taken_over). Every maintenance event is paged once and resolved: none lost, and a repeat at the targets can
 // only be a re-send in doubt — the victim itself delivered nothing, so none of its claims may show up twice.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { inDoubtCounted, inDoubtResends, maintenanceWave, startCluster, startSilentReceiver, tally, type Cluster, type SilentReceiver } from "./cluster.js";
+import {
+  inDoubtCounted,
+  inDoubtResends,
+  maintenanceWave,
+  startCluster,
+  startSilentReceiver,
+  tally,
+  type Cluster,
+  type SilentReceiver,
+} from "./cluster.js";
 import { waitUntil } from "../helpers/wait.js";
 
 let cluster: Cluster;
@@ -18,7 +27,10 @@ beforeAll(async () => {
     instances: 3,
     partitions: 8,
     ownershipExpirationMs: 3000,
-    targetsOf: (i) => (i === victim ? { pagerDutyUrl: `${silent.url}/v2/enqueue`, slackUrl: `${silent.url}/slack/services/T0/B0/X` } : undefined),
+    targetsOf: (i) =>
+      i === victim
+        ? { pagerDutyUrl: `${silent.url}/v2/enqueue`, slackUrl: `${silent.url}/slack/services/T0/B0/X` }
+        : undefined,
   });
 }, 90_000);
 
@@ -55,7 +67,12 @@ it("re-sends, in doubt, the claims of an instance killed with SIGKILL mid-send, 
   await cluster.send(scheduled.slice(scheduled.length / 2));
   await until("every event paged", () => tally(cluster.peer, events).pagerDutyIncidents >= events, 60_000);
   await cluster.send(maintenanceWave(events, 4, 200, "Completed", t0 + 1000));
-  await until("every event resolved", () => tally(cluster.peer, events).pagerDutyResolved === events && tally(cluster.peer, events).slackResolves >= events, 60_000);
+  await until(
+    "every event resolved",
+    () =>
+      tally(cluster.peer, events).pagerDutyResolved === events && tally(cluster.peer, events).slackResolves >= events,
+    60_000,
+  );
   const result = tally(cluster.peer, events);
   expect(result).toMatchObject({ pagerDutyIncidents: events, pagerDutyResolved: events, slackResolves: events });
   expect(result.pagerDuty).toMatchObject({ triggersMissing: 0, resolvesMissing: 0, repeatedTriggers: 0 });
@@ -66,17 +83,29 @@ it("re-sends, in doubt, the claims of an instance killed with SIGKILL mid-send, 
   const takenOver = inDoubt.filter((d) => d.cause === "claim_taken_over");
   const takenOverKeys = new Set(takenOver.map((d) => `${d.target}|${d.action}|${d.eventId}`));
   expect(inFlight.size, "the victim's claims in flight").toBeGreaterThan(0);
-  for (const claim of inFlight) expect(takenOverKeys.has(claim), `${claim} left by the victim, not re-sent in doubt`).toBe(true);
+  for (const claim of inFlight)
+    expect(takenOverKeys.has(claim), `${claim} left by the victim, not re-sent in doubt`).toBe(true);
   const survivors = cluster.instances.filter((_, i) => i !== victim);
-  const counted = (await Promise.all(survivors.map((s) => inDoubtCounted(s, "claim_taken_over")))).reduce((a, b) => a + b, 0);
+  const counted = (await Promise.all(survivors.map((s) => inDoubtCounted(s, "claim_taken_over")))).reduce(
+    (a, b) => a + b,
+    0,
+  );
   expect(counted, "claim_taken_over counted as logged").toBe(takenOver.length);
 
   // A repeat at the targets can only be a re-send in doubt of a claim the victim did not hold (it delivered nothing):
   // one that a live instance handed over mid-send. So the repeats are bounded by those re-sends, and each is explained.
   const othersInDoubt = inDoubt.filter((d) => !inFlight.has(`${d.target}|${d.action}|${d.eventId}`));
-  const explained = (target: string, action: string, id: string) => othersInDoubt.some((d) => d.target === target && d.action === action && d.eventId === id);
-  for (const id of result.slack.repeatedTriggerEvents) expect(explained("chat", "trigger", id), `Slack trigger of ${id} repeated without an in-doubt re-send`).toBe(true);
-  for (const id of result.slack.repeatedResolveEvents) expect(explained("chat", "resolve", id), `Slack resolve of ${id} repeated without an in-doubt re-send`).toBe(true);
-  for (const id of result.pagerDuty.repeatedTriggerRequestEvents) expect(explained("oncall", "trigger", id), `PagerDuty trigger of ${id} repeated without an in-doubt re-send`).toBe(true);
-  expect(result.slack.repeatedTriggers + result.slack.repeatedResolves + result.pagerDuty.repeatedTriggerRequests).toBeLessThanOrEqual(othersInDoubt.length);
+  const explained = (target: string, action: string, id: string) =>
+    othersInDoubt.some((d) => d.target === target && d.action === action && d.eventId === id);
+  for (const id of result.slack.repeatedTriggerEvents)
+    expect(explained("chat", "trigger", id), `Slack trigger of ${id} repeated without an in-doubt re-send`).toBe(true);
+  for (const id of result.slack.repeatedResolveEvents)
+    expect(explained("chat", "resolve", id), `Slack resolve of ${id} repeated without an in-doubt re-send`).toBe(true);
+  for (const id of result.pagerDuty.repeatedTriggerRequestEvents)
+    expect(explained("oncall", "trigger", id), `PagerDuty trigger of ${id} repeated without an in-doubt re-send`).toBe(
+      true,
+    );
+  expect(
+    result.slack.repeatedTriggers + result.slack.repeatedResolves + result.pagerDuty.repeatedTriggerRequests,
+  ).toBeLessThanOrEqual(othersInDoubt.length);
 }, 150_000);

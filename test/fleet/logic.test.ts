@@ -29,7 +29,10 @@ function fold(records: FleetTransition[]): FleetEvent {
   return event!;
 }
 
-const ref = (action: NotificationAction) => ({ action, idempotencyKey: notificationIdempotencyKey("e1", "t", action, 1) });
+const ref = (action: NotificationAction) => ({
+  action,
+  idempotencyKey: notificationIdempotencyKey("e1", "t", action, 1),
+});
 
 function read(record: object): FleetTransition {
   const input = readRecord(Buffer.from(JSON.stringify(record)));
@@ -43,7 +46,11 @@ describe("readRecord", () => {
     expect(readRecord(Buffer.from("[1]"))).toMatchObject({ kind: "rejected", reason: "not-a-record" });
     const good = fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 });
     expect(readRecord({ ...good, ContractVersion: 2 })).toMatchObject({ kind: "rejected", reason: "unknown-version" });
-    expect(readRecord({ ...good, Resources: "web-vmss_0" })).toMatchObject({ kind: "rejected", reason: "contract", detail: expect.stringContaining("Resources") });
+    expect(readRecord({ ...good, Resources: "web-vmss_0" })).toMatchObject({
+      kind: "rejected",
+      reason: "contract",
+      detail: expect.stringContaining("Resources"),
+    });
     expect(readRecord({ ...good, RecordType: "Heartbeat" })).toEqual({ kind: "other", recordType: "Heartbeat" });
     expect(readRecord(JSON.stringify(good))).toMatchObject({ kind: "transition" });
   });
@@ -66,7 +73,8 @@ describe("foldRecord", () => {
     expect(event.resources).toEqual(vms.map((v) => v.name).sort());
     event = foldRecord(event, read(fleetTransition("E1", "Started", vms[0]!, vms, { timeMs: t0 + 1000 })));
     expect(event.status).toBe("Started");
-    for (const v of vms) event = foldRecord(event, read(fleetTransition("E1", "Completed", v, vms, { timeMs: t0 + 2000 })));
+    for (const v of vms)
+      event = foldRecord(event, read(fleetTransition("E1", "Completed", v, vms, { timeMs: t0 + 2000 })));
     expect(event.status).toBe("Completed");
     // A late, repeated Scheduled report never moves a VM back.
     event = foldRecord(event, read(fleetTransition("E1", "Scheduled", vms[1]!, vms, { timeMs: t0 + 3000 })));
@@ -76,7 +84,13 @@ describe("foldRecord", () => {
 });
 
 describe("rules", () => {
-  const event = fold(vms.map((v) => read(fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }))));
+  const event = fold(
+    vms.map((v) =>
+      read(
+        fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }),
+      ),
+    ),
+  );
   it("match on type, source, VM and scale-set patterns and resource group", () => {
     const rules: Rule[] = [
       { name: "reboots", targets: ["pd"], eventTypes: ["Reboot"] },
@@ -84,14 +98,19 @@ describe("rules", () => {
       { name: "web", targets: ["teams"], vmNamePatterns: ["WEB-VMSS_*"], resourceGroups: ["RG-WEB"] },
       { name: "db", targets: ["hook"], scaleSetPatterns: ["db-*"] },
     ];
-    expect(selectTargets(rules, event, t0).map((s) => s.target).sort()).toEqual(["pd", "teams"]);
+    expect(
+      selectTargets(rules, event, t0)
+        .map((s) => s.target)
+        .sort(),
+    ).toEqual(["pd", "teams"]);
   });
   it("match on resource tags from the records: every listed tag on one reporting VM, names case-insensitive, values as globs", () => {
     const prod = { ...vm(0), tags: { Env: "prod-eu", Team: "web" } };
     const dev = { ...vm(1), tags: { env: "dev" } };
     const affected = [prod, dev];
     const tagged = fold(affected.map((v) => read(fleetTransition("E2", "Scheduled", v, affected, { timeMs: t0 }))));
-    const targetsOf = (tags: Record<string, string>) => selectTargets([{ name: "t", targets: ["pd"], tags }], tagged, t0).map((s) => s.target);
+    const targetsOf = (tags: Record<string, string>) =>
+      selectTargets([{ name: "t", targets: ["pd"], tags }], tagged, t0).map((s) => s.target);
     expect(targetsOf({ env: "prod*" })).toEqual(["pd"]);
     expect(targetsOf({ env: "PROD-??" })).toEqual(["pd"]);
     expect(targetsOf({ env: "prod*", team: "web" })).toEqual(["pd"]);
@@ -111,15 +130,28 @@ describe("rules", () => {
     const quiet = { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" };
     expect(inQuietHours(quiet, Date.parse("2026-11-23T21:30:00Z"))).toBe(true); // 22:30 in Berlin
     expect(inQuietHours(quiet, Date.parse("2026-11-23T06:30:00Z"))).toBe(false); // 07:30
-    expect(selectTargets([{ name: "q", targets: ["pd"], quietHours: quiet }], event, Date.parse("2026-11-23T23:00:00Z"))[0]!.canNotifyNow).toBe(false);
+    expect(
+      selectTargets([{ name: "q", targets: ["pd"], quietHours: quiet }], event, Date.parse("2026-11-23T23:00:00Z"))[0]!
+        .canNotifyNow,
+    ).toBe(false);
   });
 });
 
 describe("rules: what each filter stops", () => {
   const inRg = (index: number, resourceGroup: string) => ({ ...vm(index), resourceGroup });
   const mixed = [inRg(0, "rg-web"), inRg(1, "rg-ops")];
-  const event = fold(mixed.map((v) => read(fleetTransition("E7", "Scheduled", v, mixed, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }))));
-  const targetsOf = (rule: Omit<Rule, "name" | "targets">, e: FleetEvent = event) => selectTargets([{ name: "r", targets: ["pd"], ...rule }], e, t0).map((s) => s.target);
+  const event = fold(
+    mixed.map((v) =>
+      read(
+        fleetTransition("E7", "Scheduled", v, mixed, {
+          timeMs: t0,
+          notBefore: new Date(t0 + 30 * 60_000).toISOString(),
+        }),
+      ),
+    ),
+  );
+  const targetsOf = (rule: Omit<Rule, "name" | "targets">, e: FleetEvent = event) =>
+    selectTargets([{ name: "r", targets: ["pd"], ...rule }], e, t0).map((s) => s.target);
 
   it("a resource-group list passes an event one of whose reporting VMs is in a listed group, and no other; an empty list passes any", () => {
     expect(targetsOf({ resourceGroups: ["RG-OPS"] })).toEqual(["pd"]);
@@ -150,8 +182,20 @@ describe("rules: what each filter stops", () => {
     expect(selectTargets([rule], event, t0 + 20 * 60_000 - 1)).toEqual([{ target: "pd", canNotifyNow: false }]);
     expect(selectTargets([rule], event, t0 + 20 * 60_000)).toEqual([{ target: "pd", canNotifyNow: true }]);
     // Started records carry no NotBefore: the event keeps the one it was scheduled with, still half an hour away.
-    let started = fold(mixed.map((v) => read(fleetTransition("E9", "Scheduled", v, mixed, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }))));
-    started = foldRecord(started, read(fleetTransition("E9", "Started", mixed[0]!, mixed, { timeMs: t0, notBefore: null })));
+    let started = fold(
+      mixed.map((v) =>
+        read(
+          fleetTransition("E9", "Scheduled", v, mixed, {
+            timeMs: t0,
+            notBefore: new Date(t0 + 30 * 60_000).toISOString(),
+          }),
+        ),
+      ),
+    );
+    started = foldRecord(
+      started,
+      read(fleetTransition("E9", "Started", mixed[0]!, mixed, { timeMs: t0, notBefore: null })),
+    );
     expect(started.status).toBe("Started");
     expect(started.notBefore).toBe(new Date(t0 + 30 * 60_000).toISOString());
     expect(selectTargets([rule], started, t0)).toEqual([{ target: "pd", canNotifyNow: true }]);
@@ -175,16 +219,21 @@ describe("rules: what each filter stops", () => {
     ["12:00-12:00 UTC, 12:00", "12:00", "12:00", "2026-11-23T12:00:00Z", false],
     ["12:00-12:00 UTC, 18:00", "12:00", "12:00", "2026-11-23T18:00:00Z", false],
   ])("quiet hours %s", (_name, start, end, iso, expected) => {
-    expect(inQuietHours({ start: start as string, end: end as string, timeZone: "UTC" }, Date.parse(iso as string))).toBe(expected);
+    expect(
+      inQuietHours({ start: start as string, end: end as string, timeZone: "UTC" }, Date.parse(iso as string)),
+    ).toBe(expected);
   });
 });
 
 describe("rules: event sources and quiet hours", () => {
-  const event = fold(vms.map((v) => read(fleetTransition("E3", "Scheduled", v, vms, { timeMs: t0, eventSource: "Platform" }))));
+  const event = fold(
+    vms.map((v) => read(fleetTransition("E3", "Scheduled", v, vms, { timeMs: t0, eventSource: "Platform" }))),
+  );
   const at = (iso: string): number => Date.parse(iso);
 
   it("match on EventSource, case-insensitively; an empty list matches any", () => {
-    const targetsOf = (eventSources: string[]) => selectTargets([{ name: "s", targets: ["pd"], eventSources }], event, t0).map((s) => s.target);
+    const targetsOf = (eventSources: string[]) =>
+      selectTargets([{ name: "s", targets: ["pd"], eventSources }], event, t0).map((s) => s.target);
     expect(targetsOf(["User"])).toEqual([]);
     expect(targetsOf(["platform"])).toEqual(["pd"]);
     expect(targetsOf(["User", "Platform"])).toEqual(["pd"]);
@@ -198,35 +247,71 @@ describe("rules: event sources and quiet hours", () => {
     ["12:00-14:00 UTC, 13:59", { start: "12:00", end: "14:00", timeZone: "UTC" }, "2026-11-23T13:59:00Z", true],
     ["12:00-14:00 UTC, 14:00", { start: "12:00", end: "14:00", timeZone: "UTC" }, "2026-11-23T14:00:00Z", false],
     // across midnight, in a time zone (Berlin is UTC+1 in November)
-    ["22:00-07:00 Berlin, 21:59", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-23T20:59:00Z", false],
-    ["22:00-07:00 Berlin, 22:00", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-23T21:00:00Z", true],
-    ["22:00-07:00 Berlin, 00:00", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-23T23:00:00Z", true],
-    ["22:00-07:00 Berlin, 06:59", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-24T05:59:00Z", true],
-    ["22:00-07:00 Berlin, 07:00", { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" }, "2026-11-24T06:00:00Z", false],
+    [
+      "22:00-07:00 Berlin, 21:59",
+      { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" },
+      "2026-11-23T20:59:00Z",
+      false,
+    ],
+    [
+      "22:00-07:00 Berlin, 22:00",
+      { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" },
+      "2026-11-23T21:00:00Z",
+      true,
+    ],
+    [
+      "22:00-07:00 Berlin, 00:00",
+      { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" },
+      "2026-11-23T23:00:00Z",
+      true,
+    ],
+    [
+      "22:00-07:00 Berlin, 06:59",
+      { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" },
+      "2026-11-24T05:59:00Z",
+      true,
+    ],
+    [
+      "22:00-07:00 Berlin, 07:00",
+      { start: "22:00", end: "07:00", timeZone: "Europe/Berlin" },
+      "2026-11-24T06:00:00Z",
+      false,
+    ],
   ])("quiet hours %s", (_name, quiet, iso, expected) => {
     expect(inQuietHours(quiet, at(iso as string))).toBe(expected);
   });
 
   const options = { updateIntervalMs: 30_000, staleClaimMs: 60_000, lateNoticeMs: 3_600_000 };
   const quietRule: Rule = { name: "q", targets: ["pd"], quietHours: { start: "12:00", end: "14:00", timeZone: "UTC" } };
-  const plan = (e: FleetEvent, states: Record<string, NotificationState>, iso: string) => planNotifications(e, selectTargets([quietRule], e, at(iso)), states, at(iso), options);
+  const plan = (e: FleetEvent, states: Record<string, NotificationState>, iso: string) =>
+    planNotifications(e, selectTargets([quietRule], e, at(iso)), states, at(iso), options);
 
   it("holds a trigger during quiet hours and sends it when they end", () => {
-    const scheduled = fold([read(fleetTransition("E4", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") }))]);
+    const scheduled = fold([
+      read(fleetTransition("E4", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") })),
+    ]);
     expect(plan(scheduled, {}, "2026-11-23T12:30:00Z")).toEqual([]);
     expect(plan(scheduled, {}, "2026-11-23T13:59:00Z")).toEqual([]);
     expect(plan(scheduled, {}, "2026-11-23T14:00:00Z")).toEqual([{ target: "pd", action: "trigger" }]);
   });
 
   it("sends a resolve during quiet hours for an event already notified; one that began and ended inside them is told when they end", () => {
-    let notified = fold([read(fleetTransition("E5", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T11:00:00Z") }))]);
+    let notified = fold([
+      read(fleetTransition("E5", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T11:00:00Z") })),
+    ]);
     const told = afterDelivery(emptyNotificationState, "trigger", notified, "2026-11-23T11:00:00.000Z");
-    notified = foldRecord(notified, read(fleetTransition("E5", "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") })));
+    notified = foldRecord(
+      notified,
+      read(fleetTransition("E5", "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") })),
+    );
     expect(plan(notified, { pd: told }, "2026-11-23T12:30:00Z")).toEqual([{ target: "pd", action: "resolve" }]);
 
     // (within lateNoticeMs of the end of the quiet hours: an event that ended longer before is old history, not told)
     let unseen = fold([read(fleetTransition("E6", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T13:10:00Z") }))]);
-    unseen = foldRecord(unseen, read(fleetTransition("E6", "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T13:40:00Z") })));
+    unseen = foldRecord(
+      unseen,
+      read(fleetTransition("E6", "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T13:40:00Z") })),
+    );
     expect(plan(unseen, {}, "2026-11-23T13:40:00Z")).toEqual([]);
     expect(plan(unseen, {}, "2026-11-23T14:00:00Z")).toEqual([{ target: "pd", action: "trigger" }]);
     const toldAfter = afterDelivery(emptyNotificationState, "trigger", unseen, "2026-11-23T14:00:00.000Z");
@@ -246,9 +331,12 @@ describe("planNotifications", () => {
     const told: NotificationState = afterDelivery(emptyNotificationState, "trigger", one, new Date(t0).toISOString());
     expect(planNotifications(one, sel, { pd: told }, t0 + 60_000, options)).toEqual([]);
     expect(planNotifications(two, sel, { pd: told }, t0 + 10_000, options)).toEqual([]);
-    expect(planNotifications(two, sel, { pd: told }, t0 + 30_000, options)).toEqual([{ target: "pd", action: "update" }]);
+    expect(planNotifications(two, sel, { pd: told }, t0 + 30_000, options)).toEqual([
+      { target: "pd", action: "update" },
+    ]);
     let ended = fold([0, 1].map((i) => read(fleetTransition("E1", "Scheduled", vms[i]!, vms, { timeMs: t0 }))));
-    for (const v of [vms[0]!, vms[1]!]) ended = foldRecord(ended, read(fleetTransition("E1", "Canceled", v, vms, { timeMs: t0 })));
+    for (const v of [vms[0]!, vms[1]!])
+      ended = foldRecord(ended, read(fleetTransition("E1", "Canceled", v, vms, { timeMs: t0 })));
     expect(planNotifications(ended, sel, { pd: told }, t0, options)).toEqual([{ target: "pd", action: "resolve" }]);
     const resolved = afterDelivery(told, "resolve", ended, new Date(t0).toISOString());
     expect(planNotifications(ended, sel, { pd: resolved }, t0, options)).toEqual([]);
@@ -266,8 +354,13 @@ describe("planNotifications", () => {
 
   it("updates when the event's status moves on, with the same VMs", () => {
     const told = afterDelivery(emptyNotificationState, "trigger", one, new Date(t0).toISOString());
-    const started = foldRecord(fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]), read(fleetTransition("E1", "Started", vms[0]!, vms, { timeMs: t0, notBefore: null })));
-    expect(planNotifications(started, sel, { pd: told }, t0 + 30_000, options)).toEqual([{ target: "pd", action: "update" }]);
+    const started = foldRecord(
+      fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]),
+      read(fleetTransition("E1", "Started", vms[0]!, vms, { timeMs: t0, notBefore: null })),
+    );
+    expect(planNotifications(started, sel, { pd: told }, t0 + 30_000, options)).toEqual([
+      { target: "pd", action: "update" },
+    ]);
   });
 
   it("remembers what it told: every affected VM, and one more notification sent (the next one's sequence)", () => {
@@ -292,7 +385,9 @@ describe("planNotifications", () => {
   it("leaves another instance's fresh claim alone and takes over a stale one", () => {
     const claimed: NotificationState = { ...emptyNotificationState, pending: { action: "trigger", claimedAtMs: t0 } };
     expect(planNotifications(one, sel, { pd: claimed }, t0 + 59_000, options)).toEqual([]);
-    expect(planNotifications(one, sel, { pd: claimed }, t0 + 60_000, options)).toEqual([{ target: "pd", action: "trigger" }]);
+    expect(planNotifications(one, sel, { pd: claimed }, t0 + 60_000, options)).toEqual([
+      { target: "pd", action: "trigger" },
+    ]);
   });
 });
 
@@ -312,7 +407,9 @@ describe("payloads", () => {
     for (const action of ["trigger", "update", "resolve"] as const) {
       expect(teamsProblems(JSON.parse(buildTargetRequest("teams", event, ref(action), t0, {}).body))).toEqual([]);
       expect(slackProblems(JSON.parse(buildTargetRequest("slack", event, ref(action), t0, {}).body))).toEqual([]);
-      const pd = JSON.parse(buildTargetRequest("pagerduty", event, ref(action), t0, { routingKey: "R".repeat(32) }).body);
+      const pd = JSON.parse(
+        buildTargetRequest("pagerduty", event, ref(action), t0, { routingKey: "R".repeat(32) }).body,
+      );
       expect(pagerDutyProblems(pd)).toEqual([]);
       expect(pd.dedup_key).toBe("E1");
       expect(pd.event_action).toBe(action === "resolve" ? "resolve" : "trigger");
@@ -328,7 +425,12 @@ describe("payloads", () => {
     expect(req.headers["x-sef-signature-256"]).toBe(webhookSignature(req.body, "s3cret"));
   });
   it("give the generic webhook one Idempotency-Key per event, target, action and sequence, the same on every re-send", () => {
-    const key = notificationIdempotencyKey("e1", "hook", "update", nextSequence({ ...emptyNotificationState, sent: 1 }));
+    const key = notificationIdempotencyKey(
+      "e1",
+      "hook",
+      "update",
+      nextSequence({ ...emptyNotificationState, sent: 1 }),
+    );
     expect(key).toBe(notificationIdempotencyKey("e1", "hook", "update", 2));
     expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const others = [
@@ -344,7 +446,9 @@ describe("payloads", () => {
     expect(again.headers["idempotency-key"]).toBe(first.headers["idempotency-key"]);
     expect(JSON.parse(first.body)).toMatchObject({ notificationId: key, action: "update" });
     // Targets without idempotency get no such header.
-    expect(buildTargetRequest("slack", event, { action: "update", idempotencyKey: key }, t0, {}).headers["idempotency-key"]).toBeUndefined();
+    expect(
+      buildTargetRequest("slack", event, { action: "update", idempotencyKey: key }, t0, {}).headers["idempotency-key"],
+    ).toBeUndefined();
   });
 });
 
@@ -361,22 +465,33 @@ describe("the example config", () => {
   it("takes rules on tags as {name: glob}", async () => {
     const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
     const base = {
-      eventHubs: { connection: { connectionString: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b;EntityPath=h" } },
+      eventHubs: {
+        connection: { connectionString: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b;EntityPath=h" },
+      },
       targets: [{ name: "a", type: "slack", urlEnv: "A" }],
     };
-    const parsed = fleetSettingsSchema.parse({ ...base, rules: [{ name: "prod", targets: ["a"], tags: { env: "prod*" } }] });
+    const parsed = fleetSettingsSchema.parse({
+      ...base,
+      rules: [{ name: "prod", targets: ["a"], tags: { env: "prod*" } }],
+    });
     expect(parsed.rules[0]!.tags).toEqual({ env: "prod*" });
-    expect(fleetSettingsSchema.safeParse({ ...base, rules: [{ name: "bad", targets: ["a"], tags: { env: 1 } }] }).success).toBe(false);
+    expect(
+      fleetSettingsSchema.safeParse({ ...base, rules: [{ name: "bad", targets: ["a"], tags: { env: 1 } }] }).success,
+    ).toBe(false);
   });
   it("refuses a rule naming a target that does not exist, naming the field", async () => {
     const { fleetSettingsSchema } = await import("../../src/fleet/settings.js");
     const parsed = fleetSettingsSchema.safeParse({
-      eventHubs: { connection: { connectionString: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b;EntityPath=h" } },
+      eventHubs: {
+        connection: { connectionString: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b;EntityPath=h" },
+      },
       targets: [{ name: "a", type: "slack", urlEnv: "A" }],
       rules: [{ name: "r", targets: ["b"] }],
     });
     expect(parsed.success).toBe(false);
-    expect(parsed.error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toContain('rules.0.targets.0: no target named "b"');
+    expect(parsed.error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toContain(
+      'rules.0.targets.0: no target named "b"',
+    );
   });
 });
 
@@ -385,9 +500,25 @@ describe("the PagerDuty peer", () => {
     const { startNotifyPeer } = await import("../../src/testbed/peers/notify/server.js");
     const peer = await startNotifyPeer();
     try {
-      const post = (body: object) => fetch(`${peer.url}/v2/enqueue`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-      const trigger = { routing_key: "R".repeat(32), event_action: "trigger", dedup_key: "E1", payload: { summary: "reboot", source: "vm", severity: "warning" } };
-      for (const body of [trigger, trigger, { ...trigger, event_action: "resolve" }, { ...trigger, event_action: "resolve" }]) expect((await post(body)).status).toBe(202);
+      const post = (body: object) =>
+        fetch(`${peer.url}/v2/enqueue`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      const trigger = {
+        routing_key: "R".repeat(32),
+        event_action: "trigger",
+        dedup_key: "E1",
+        payload: { summary: "reboot", source: "vm", severity: "warning" },
+      };
+      for (const body of [
+        trigger,
+        trigger,
+        { ...trigger, event_action: "resolve" },
+        { ...trigger, event_action: "resolve" },
+      ])
+        expect((await post(body)).status).toBe(202);
       expect(peer.incidents()).toEqual([{ dedupKey: "E1", status: "resolved", triggers: 2, resolves: 1 }]);
       expect(peer.pagerDutyResolvesDropped()).toBe(1);
       await post(trigger);
@@ -408,10 +539,17 @@ describe("deliver", () => {
     const port = (silent.address() as { port: number }).port;
     try {
       const req = { body: "{}", headers: { "content-type": "application/json" } };
-      expect(await deliver(`http://127.0.0.1:${port}/`, req, { timeoutMs: 200 })).toMatchObject({ kind: "retry", inDoubt: true });
+      expect(await deliver(`http://127.0.0.1:${port}/`, req, { timeoutMs: 200 })).toMatchObject({
+        kind: "retry",
+        inDoubt: true,
+      });
       silent.closeAllConnections();
       await new Promise<void>((r) => silent.close(() => r()));
-      expect(await deliver(`http://127.0.0.1:${port}/`, req, { timeoutMs: 2000 })).toMatchObject({ kind: "retry", reason: "network: ECONNREFUSED", inDoubt: false });
+      expect(await deliver(`http://127.0.0.1:${port}/`, req, { timeoutMs: 2000 })).toMatchObject({
+        kind: "retry",
+        reason: "network: ECONNREFUSED",
+        inDoubt: false,
+      });
     } finally {
       silent.close();
     }

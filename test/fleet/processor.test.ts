@@ -7,8 +7,19 @@ import { Writable } from "node:stream";
 import type { FleetEvent } from "../../src/fleet/fleet-event.js";
 import { FleetMetrics } from "../../src/fleet/metrics.js";
 import { notificationIdempotencyKey } from "../../src/fleet/notification-plan.js";
-import { PartitionProcessor, type NotificationIdentity, type ProcessorOptions, type ReceivedEvent } from "../../src/fleet/partition-processor.js";
-import { emptyPartitionState, OwnershipLostError, type LoadedPartitionState, type PartitionState, type PartitionStateStore } from "../../src/fleet/partition-state.js";
+import {
+  PartitionProcessor,
+  type NotificationIdentity,
+  type ProcessorOptions,
+  type ReceivedEvent,
+} from "../../src/fleet/partition-processor.js";
+import {
+  emptyPartitionState,
+  OwnershipLostError,
+  type LoadedPartitionState,
+  type PartitionState,
+  type PartitionStateStore,
+} from "../../src/fleet/partition-state.js";
 import type { DeliveryOutcome } from "../../src/fleet/targets/deliver.js";
 import { fleetTransition, vm } from "./records.js";
 import { FakeClock, flushAsync, instantClock } from "../helpers/fake-clock.js";
@@ -30,13 +41,17 @@ class MemoryStore implements PartitionStateStore {
   readonly failing = new Set<number>();
   private calls = 0;
   async load(): Promise<LoadedPartitionState> {
-    return { state: JSON.parse(this.saved) as PartitionState, etag: this.version === 0 ? undefined : String(this.version) };
+    return {
+      state: JSON.parse(this.saved) as PartitionState,
+      etag: this.version === 0 ? undefined : String(this.version),
+    };
   }
   async save(_partitionId: string, state: PartitionState, etag: string | undefined): Promise<string> {
     const body = JSON.stringify(state);
     if (this.hold) await this.hold;
     if (this.failing.has(++this.calls)) throw new Error("blob storage is unavailable");
-    if (etag !== (this.version === 0 ? undefined : String(this.version))) throw new OwnershipLostError("written by another holder");
+    if (etag !== (this.version === 0 ? undefined : String(this.version)))
+      throw new OwnershipLostError("written by another holder");
     this.saves++;
     this.saved = body;
     return String(++this.version);
@@ -49,10 +64,17 @@ interface Sent {
   readonly eventId: string;
 }
 
-function setup(store: MemoryStore, answer: (sent: Sent, requestSignal: AbortSignal) => Promise<DeliveryOutcome>, nowMs = () => t0) {
+function setup(
+  store: MemoryStore,
+  answer: (sent: Sent, requestSignal: AbortSignal) => Promise<DeliveryOutcome>,
+  nowMs = () => t0,
+) {
   const sent: Sent[] = [];
   const lines: string[] = [];
-  const logger = pino({ level: "warn" }, new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
+  const logger = pino(
+    { level: "warn" },
+    new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }),
+  );
   const metrics = new FleetMetrics(["pd", "chat"]);
   const options: ProcessorOptions = {
     partitionId: "0",
@@ -79,7 +101,9 @@ function setup(store: MemoryStore, answer: (sent: Sent, requestSignal: AbortSign
 function wave(events: number, firstSequence = 0): ReceivedEvent[] {
   const vms = [vm(0), vm(1)];
   return Array.from({ length: events }, (_, e) => ({
-    body: fleetTransition(`00000000-0000-4000-8000-${String(e).padStart(12, "0")}`, "Scheduled", vms[0]!, vms, { timeMs: t0 }),
+    body: fleetTransition(`00000000-0000-4000-8000-${String(e).padStart(12, "0")}`, "Scheduled", vms[0]!, vms, {
+      timeMs: t0,
+    }),
     sequenceNumber: firstSequence + e,
     offset: String(firstSequence + e),
   }));
@@ -92,7 +116,10 @@ describe("PartitionProcessor", () => {
     const store = new MemoryStore();
     let release!: () => void;
     const answers: Array<() => void> = [];
-    const { sent, options, metrics } = setup(store, () => new Promise((resolve) => answers.push(() => resolve(delivered))));
+    const { sent, options, metrics } = setup(
+      store,
+      () => new Promise((resolve) => answers.push(() => resolve(delivered))),
+    );
     const processor = await PartitionProcessor.open(options);
     const done = processor.processBatch(wave(50));
     while (answers.length < 100) await new Promise((r) => setImmediate(r));
@@ -120,14 +147,22 @@ describe("PartitionProcessor", () => {
     const store = new MemoryStore();
     let now = t0;
     // The stopped instance: claims saved, requests sent, killed before any outcome was saved.
-    const first = setup(store, () => new Promise<DeliveryOutcome>(() => undefined), () => now);
+    const first = setup(
+      store,
+      () => new Promise<DeliveryOutcome>(() => undefined),
+      () => now,
+    );
     const stopped = await PartitionProcessor.open(first.options);
     void stopped.processBatch(wave(1));
     while (first.sent.length < 2) await new Promise((r) => setImmediate(r));
     const keyOf = (target: string) => first.sent.find((s) => s.target === target)!.notification.idempotencyKey;
     expect(keyOf("pd")).toBe(notificationIdempotencyKey("00000000-0000-4000-8000-000000000000", "pd", "trigger", 1));
 
-    const next = setup(store, async () => delivered, () => now);
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
     const owner = await PartitionProcessor.open(next.options);
     await owner.tick();
     expect(next.sent).toEqual([]); // a fresh claim belongs to its holder
@@ -137,10 +172,16 @@ describe("PartitionProcessor", () => {
       ["pd", "trigger", keyOf("pd")],
       ["chat", "trigger", keyOf("chat")],
     ]);
-    const warnings = next.lines.map((l) => JSON.parse(l) as { msg: string; target: string; action: string; claimAgeMs: number });
-    expect(warnings.filter((w) => w.msg.startsWith("re-sending a claim left by an instance that stopped mid-send"))).toHaveLength(2);
+    const warnings = next.lines.map(
+      (l) => JSON.parse(l) as { msg: string; target: string; action: string; claimAgeMs: number },
+    );
+    expect(
+      warnings.filter((w) => w.msg.startsWith("re-sending a claim left by an instance that stopped mid-send")),
+    ).toHaveLength(2);
     expect(warnings[0]).toMatchObject({ action: "trigger", claimAgeMs: 10_000 });
-    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).toContain('sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="claim_taken_over"} 1');
+    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).toContain(
+      'sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="claim_taken_over"} 1',
+    );
     await owner.tick();
     expect(next.sent).toHaveLength(2); // once
   });
@@ -155,13 +196,19 @@ describe("PartitionProcessor", () => {
       (_sent, requestSignal) =>
         new Promise((resolve) => {
           answers.push(() => resolve(delivered));
-          requestSignal.addEventListener("abort", () => resolve({ kind: "retry", reason: "shutting down", inDoubt: true }));
+          requestSignal.addEventListener("abort", () =>
+            resolve({ kind: "retry", reason: "shutting down", inDoubt: true }),
+          );
         }),
       () => now,
     );
     const controller = new AbortController();
     // Time stands still (nothing advances this clock): the close waits for the answers, not for its bound.
-    const holder = await PartitionProcessor.open({ ...closing.options, clock: processorClock(new FakeClock(t0), () => now), signal: controller.signal });
+    const holder = await PartitionProcessor.open({
+      ...closing.options,
+      clock: processorClock(new FakeClock(t0), () => now),
+      signal: controller.signal,
+    });
     void holder.processBatch(wave(1)).catch(() => undefined);
     while (closing.sent.length < 2) await new Promise((r) => setImmediate(r));
     controller.abort(); // ownership lost while both requests are in flight
@@ -169,16 +216,27 @@ describe("PartitionProcessor", () => {
     for (const answer of answers) answer();
     await settled;
     const { state } = await store.load();
-    expect(Object.values(state.notifications["00000000-0000-4000-8000-000000000000"]!).map((s) => ({ pending: s.pending, sent: s.sent }))).toEqual([
+    expect(
+      Object.values(state.notifications["00000000-0000-4000-8000-000000000000"]!).map((s) => ({
+        pending: s.pending,
+        sent: s.sent,
+      })),
+    ).toEqual([
       { pending: null, sent: 1 },
       { pending: null, sent: 1 },
     ]);
-    const next = setup(store, async () => delivered, () => now);
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
     const owner = await PartitionProcessor.open(next.options);
     now = t0 + 60_000;
     await owner.tick();
     expect(next.sent).toEqual([]);
-    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).not.toContain("claim_taken_over\"} 1");
+    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).not.toContain(
+      'claim_taken_over"} 1',
+    );
   });
 
   it("gives up waiting for a closing partition's requests after the bound", async () => {
@@ -186,7 +244,11 @@ describe("PartitionProcessor", () => {
     const { options, sent } = setup(store, () => new Promise<DeliveryOutcome>(() => undefined));
     const clock = new FakeClock(t0);
     const controller = new AbortController();
-    const holder = await PartitionProcessor.open({ ...options, clock: processorClock(clock), signal: controller.signal });
+    const holder = await PartitionProcessor.open({
+      ...options,
+      clock: processorClock(clock),
+      signal: controller.signal,
+    });
     void holder.processBatch(wave(1)).catch(() => undefined);
     while (sent.length < 2) await flushAsync(1);
     controller.abort();
@@ -201,7 +263,11 @@ describe("PartitionProcessor", () => {
   it("keeps outcomes whose save failed and saves them with the next run instead of sending again", async () => {
     const store = new MemoryStore();
     let now = t0;
-    const { sent, options } = setup(store, async () => delivered, () => now);
+    const { sent, options } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
     const processor = await PartitionProcessor.open(options);
     store.failing.add(2); // the claims are saved, the requests answered, then the outcomes' write fails
     await expect(processor.processBatch(wave(1))).rejects.toThrow("blob storage is unavailable");
@@ -222,22 +288,44 @@ describe("PartitionProcessor", () => {
     let now = t0;
     // The old holder claims and sends; its answers are slow.
     const answers: Array<() => void> = [];
-    const old = setup(store, () => new Promise((resolve) => answers.push(() => resolve(delivered))), () => now);
+    const old = setup(
+      store,
+      () => new Promise((resolve) => answers.push(() => resolve(delivered))),
+      () => now,
+    );
     const oldHolder = await PartitionProcessor.open(old.options);
     const oldRun = oldHolder.processBatch(wave(1));
     while (old.sent.length < 2) await new Promise((r) => setImmediate(r));
     // The partition moves: the new holder reads the state (the old holder's claims) and folds a new event.
-    const next = setup(store, async () => delivered, () => now);
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
     const newHolder = await PartitionProcessor.open(next.options);
-    await newHolder.processBatch(wave(2).slice(1).map((e) => ({ ...e, sequenceNumber: 1 })));
-    expect(next.sent.map((s) => s.eventId)).toEqual(["00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000001"]);
+    await newHolder.processBatch(
+      wave(2)
+        .slice(1)
+        .map((e) => ({ ...e, sequenceNumber: 1 })),
+    );
+    expect(next.sent.map((s) => s.eventId)).toEqual([
+      "00000000-0000-4000-8000-000000000001",
+      "00000000-0000-4000-8000-000000000001",
+    ]);
     // The old holder's answers arrive: its write conflicts, it reads the new state and records its outcomes there.
     for (const answer of answers) answer();
     await oldRun;
     const { state } = await store.load();
-    const told = (key: string) => Object.values(state.notifications[key]!).map((s) => ({ pending: s.pending, sent: s.sent }));
-    expect(told("00000000-0000-4000-8000-000000000000")).toEqual([{ pending: null, sent: 1 }, { pending: null, sent: 1 }]);
-    expect(told("00000000-0000-4000-8000-000000000001")).toEqual([{ pending: null, sent: 1 }, { pending: null, sent: 1 }]);
+    const told = (key: string) =>
+      Object.values(state.notifications[key]!).map((s) => ({ pending: s.pending, sent: s.sent }));
+    expect(told("00000000-0000-4000-8000-000000000000")).toEqual([
+      { pending: null, sent: 1 },
+      { pending: null, sent: 1 },
+    ]);
+    expect(told("00000000-0000-4000-8000-000000000001")).toEqual([
+      { pending: null, sent: 1 },
+      { pending: null, sent: 1 },
+    ]);
     now = t0 + 60_000;
     await newHolder.tick();
     await oldHolder.tick();
@@ -251,14 +339,18 @@ describe("PartitionProcessor", () => {
       { kind: "retry", reason: "network: ECONNREFUSED", inDoubt: false },
       delivered,
     ];
-    const { sent, options, metrics, lines } = setup(store, async (s) => (s.target === "pd" ? (answers.shift() ?? delivered) : delivered));
+    const { sent, options, metrics, lines } = setup(store, async (s) =>
+      s.target === "pd" ? (answers.shift() ?? delivered) : delivered,
+    );
     const processor = await PartitionProcessor.open(options);
     await processor.processBatch(wave(1));
     const pd = sent.filter((s) => s.target === "pd");
     expect(pd).toHaveLength(3);
     expect(new Set(pd.map((s) => s.notification.idempotencyKey)).size).toBe(1);
     const text = await metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total");
-    expect(text).toContain('sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="attempt_unanswered"} 1');
+    expect(text).toContain(
+      'sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="attempt_unanswered"} 1',
+    );
     expect(lines.filter((l) => l.includes("unanswered attempt may have reached the target"))).toHaveLength(1);
   });
 });

@@ -29,7 +29,10 @@ export function fleetTransition(
     EventStatus: status,
     EventType: options.eventType ?? "Reboot",
     Resources: affected.map((v) => v.name),
-    NotBefore: options.notBefore === undefined ? new Date((options.timeMs ?? Date.now()) + 15 * 60_000).toISOString() : options.notBefore,
+    NotBefore:
+      options.notBefore === undefined
+        ? new Date((options.timeMs ?? Date.now()) + 15 * 60_000).toISOString()
+        : options.notBefore,
     Description: "Host server is undergoing maintenance.",
     EventSource: options.eventSource ?? "Platform",
     AffectsThisVm: affected.some((v) => v.name === reporter.name),

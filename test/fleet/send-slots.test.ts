@@ -49,7 +49,12 @@ describe("SendSlots", () => {
 describe("requests in flight per target", () => {
   const settings = (targetExtra: Record<string, unknown> = {}, top: Record<string, unknown> = {}) =>
     fleetSettingsSchema.parse({
-      eventHubs: { consumerGroup: "$Default", connection: { connectionString: "Endpoint=sb://127.0.0.1/;SharedAccessKeyName=k;SharedAccessKey=v;EntityPath=h" } },
+      eventHubs: {
+        consumerGroup: "$Default",
+        connection: {
+          connectionString: "Endpoint=sb://127.0.0.1/;SharedAccessKeyName=k;SharedAccessKey=v;EntityPath=h",
+        },
+      },
       checkpoints: { connectionStringEnv: "S", containerName: "sef-fleet" },
       targets: [
         { name: "chat", type: "slack", urlEnv: "A", ...targetExtra },

@@ -16,7 +16,9 @@ export interface AgentCopy {
 
 export async function copyAgentForOtherUsers(): Promise<AgentCopy> {
   const repoRoot = resolve(import.meta.dirname, "../..");
-  const version = (JSON.parse(readFileSync(join(repoRoot, "src", "agent", "package.json"), "utf8")) as { version: string }).version;
+  const version = (
+    JSON.parse(readFileSync(join(repoRoot, "src", "agent", "package.json"), "utf8")) as { version: string }
+  ).version;
   const dir = mkdtempSync(join(tmpdir(), "sef-agent-copy-"));
   chmodSync(dir, 0o755);
   const bundleDir = join(dir, "sef");

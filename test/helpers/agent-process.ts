@@ -31,7 +31,9 @@ export interface RunningProcess {
 /** The V8 flags the Linux launcher (`infra/linux/sef`) gives `sef run`, read from the launcher itself. */
 export function launcherRunFlags(): string[] {
   const launcher = readFileSync(fileURLToPath(new URL("../../infra/linux/sef", import.meta.url)), "utf8");
-  const line = /exec "\$\{here\}\/\.\.\/lib\/sef\/node" ((?:--[\w-]+ )+)"\$\{here\}\/\.\.\/lib\/sef\/sef\.mjs"/.exec(launcher);
+  const line = /exec "\$\{here\}\/\.\.\/lib\/sef\/node" ((?:--[\w-]+ )+)"\$\{here\}\/\.\.\/lib\/sef\/sef\.mjs"/.exec(
+    launcher,
+  );
   if (!line) throw new Error("infra/linux/sef: no `exec node FLAGS sef.mjs` line for run");
   return line[1]!.trim().split(" ");
 }
@@ -40,7 +42,10 @@ export function launcherRunFlags(): string[] {
  * `nodeFlags`: V8/Node flags before the CLI (e.g. `launcherRunFlags()`, to run it as the packaged launcher does);
  * `cli`: another entry point than the built dist/ (e.g. the esbuild bundle the packages ship, `sef.mjs`); `cwd`: where it runs.
  */
-export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; nodeFlags?: readonly string[]; cli?: string; cwd?: string } = {}): RunningProcess {
+export function runCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; nodeFlags?: readonly string[]; cli?: string; cwd?: string } = {},
+): RunningProcess {
   const child = spawn(process.execPath, [...(options.nodeFlags ?? []), options.cli ?? cliPath, ...args], {
     env: { ...process.env, ...options.env },
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
@@ -54,7 +59,9 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; nodeF
     for (const l of listeners) l();
   });
   child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+  const exited = new Promise<number | string>((resolve) =>
+    child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
+  );
   return {
     child,
     stdout: () => out,
@@ -72,7 +79,11 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; nodeF
         };
         const timer = setTimeout(() => {
           listeners.delete(check);
-          reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms; stdout:\n${out}\nstderr:\n${err.slice(-3000)}`));
+          reject(
+            new Error(
+              `no line matching ${pattern} within ${timeoutMs} ms; stdout:\n${out}\nstderr:\n${err.slice(-3000)}`,
+            ),
+          );
         }, timeoutMs);
         listeners.add(check);
         check();
@@ -103,7 +114,8 @@ export async function waitForMetricsUrl(proc: RunningProcess, timeoutMs = 15_000
   let url: string | undefined;
   await waitUntil(
     () => {
-      url = logLines(proc.stderr()).find((l) => typeof l.url === "string" && /endpoints listening/.test(String(l.msg)))?.url as string | undefined;
+      url = logLines(proc.stderr()).find((l) => typeof l.url === "string" && /endpoints listening/.test(String(l.msg)))
+        ?.url as string | undefined;
       return url !== undefined;
     },
     timeoutMs,

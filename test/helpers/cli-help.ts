@@ -55,11 +55,17 @@ export function parseOptions(help: string): HelpOption[] {
 /** `prog args… --help`, parsed. */
 async function helpOf(cliJs: string, path: readonly string[]): Promise<HelpCommand> {
   const result = await runProcess(process.execPath, [cliJs, ...path, "--help"], 60_000);
-  if (result.code !== 0) throw new Error(`${[cliJs, ...path].join(" ")} --help exited ${result.code}: ${result.stderr}`);
+  if (result.code !== 0)
+    throw new Error(`${[cliJs, ...path].join(" ")} --help exited ${result.code}: ${result.stderr}`);
   const subcommands = section(result.stdout, "Commands")
     .map((line) => /^ {2}([a-z][\w-]*)/.exec(line)?.[1])
     .filter((name): name is string => name !== undefined && name !== "help");
-  return { path, usage: /^Usage: (.*)$/m.exec(result.stdout)?.[1] ?? "", options: parseOptions(result.stdout), subcommands };
+  return {
+    path,
+    usage: /^Usage: (.*)$/m.exec(result.stdout)?.[1] ?? "",
+    options: parseOptions(result.stdout),
+    subcommands,
+  };
 }
 
 /** Every command of the CLI, the program first, depth first. */

@@ -8,18 +8,21 @@ import { workspacePackages } from "../../infra/build.js";
 export const repoRoot = resolve(import.meta.dirname, "../..");
 
 /** Each workspace package's sources and the directory they are built into (infra/build.ts). */
-export const builtTrees: readonly { readonly srcDir: string; readonly distDir: string }[] = workspacePackages.map((name) => ({
-  srcDir: join(repoRoot, "src", name),
-  distDir: join(repoRoot, "src", name, "dist"),
-}));
+export const builtTrees: readonly { readonly srcDir: string; readonly distDir: string }[] = workspacePackages.map(
+  (name) => ({
+    srcDir: join(repoRoot, "src", name),
+    distDir: join(repoRoot, "src", name, "dist"),
+  }),
+);
 
 const builtInputs = ["**/*.ts", "**/*.json"];
 
 /** Why `distDir` is out of date with `srcDir` (a missing or older built file), or undefined when it is current. */
 export function staleReason(srcDir: string, distDir: string): string | undefined {
-  const sources = globSync(builtInputs, { cwd: srcDir, exclude: (path) => path === "dist" || path === "node_modules" }).filter(
-    (file) => !file.endsWith(".d.ts") && (file.endsWith(".ts") || file.includes("scenarios/")),
-  );
+  const sources = globSync(builtInputs, {
+    cwd: srcDir,
+    exclude: (path) => path === "dist" || path === "node_modules",
+  }).filter((file) => !file.endsWith(".d.ts") && (file.endsWith(".ts") || file.includes("scenarios/")));
   let oldestBuiltMs = Infinity;
   for (const file of globSync("**/*", { cwd: distDir, withFileTypes: true })) {
     if (file.isFile()) oldestBuiltMs = Math.min(oldestBuiltMs, statSync(join(file.parentPath, file.name)).mtimeMs);
@@ -41,6 +44,7 @@ export function staleReason(srcDir: string, distDir: string): string | undefined
 export function assertBuiltTreesCurrent(): void {
   for (const { srcDir, distDir } of builtTrees) {
     const reason = staleReason(srcDir, distDir);
-    if (reason !== undefined) throw new Error(`the built code is stale: ${reason}; run \`npm run build\` (vitest's global set-up does it)`);
+    if (reason !== undefined)
+      throw new Error(`the built code is stale: ${reason}; run \`npm run build\` (vitest's global set-up does it)`);
   }
 }

@@ -14,25 +14,47 @@ export const vmNames = (count: number): string[] => Array.from({ length: count }
 /** The IMDS simulator whose scenario VM is instance 0 of a VMSS Uniform scale set (any other instance by X-Sef-Sim-Vm). */
 export function startScaleSetSimulator(): Promise<Simulator> {
   const idle = loadScenario("idle");
-  return startSimulator({ scenario: { ...idle, vm: { ...idle.vm, name: vmNames(1)[0]!, vmScaleSetName: scaleSet, resourceGroupName: "MC_sef_aks_norwayeast" } } });
+  return startSimulator({
+    scenario: {
+      ...idle,
+      vm: { ...idle.vm, name: vmNames(1)[0]!, vmScaleSetName: scaleSet, resourceGroupName: "MC_sef_aks_norwayeast" },
+    },
+  });
 }
 
 /** The nodes of the cluster for the first `count` instances. */
 export const scaleSetNodes = (sim: Simulator, count: number): ClusterNode[] => clusterNodes(sim, vmNames(count));
 
 /** sef's own pod on a node (a DaemonSet pod: never evicted), as POD_NAMESPACE/POD_NAME name it. */
-export const sefPodOf = (node: string): { namespace: string; name: string } => ({ namespace: "sef-system", name: `sef-${node.slice(-6)}` });
+export const sefPodOf = (node: string): { namespace: string; name: string } => ({
+  namespace: "sef-system",
+  name: `sef-${node.slice(-6)}`,
+});
 
 /**
  * `count` pods on `node`: sef's own and kube-proxy (DaemonSet pods), then ReplicaSet pods `<n>-web-<i>` that stop
  * `stopsAfterSeconds` after their eviction; with `budgeted`, the first of them is `<n>-db-0` (label app=db-<n>) for a
  * PodDisruptionBudget of the test's.
  */
-export function podsOn(node: string, count: number, options: { budgeted?: boolean; stopsAfterSeconds?: number } = {}): PodSeed[] {
+export function podsOn(
+  node: string,
+  count: number,
+  options: { budgeted?: boolean; stopsAfterSeconds?: number } = {},
+): PodSeed[] {
   const short = node.slice(-6);
   const pods: PodSeed[] = [
-    { namespace: sefPodOf(node).namespace, name: sefPodOf(node).name, nodeName: node, ownerReferences: [{ kind: "DaemonSet", name: "sef" }] },
-    { namespace: "kube-system", name: `kube-proxy-${short}`, nodeName: node, ownerReferences: [{ kind: "DaemonSet", name: "kube-proxy" }] },
+    {
+      namespace: sefPodOf(node).namespace,
+      name: sefPodOf(node).name,
+      nodeName: node,
+      ownerReferences: [{ kind: "DaemonSet", name: "sef" }],
+    },
+    {
+      namespace: "kube-system",
+      name: `kube-proxy-${short}`,
+      nodeName: node,
+      ownerReferences: [{ kind: "DaemonSet", name: "kube-proxy" }],
+    },
   ];
   for (let i = 0; pods.length < count; i++) {
     const db = options.budgeted === true && i === 0;
@@ -50,7 +72,19 @@ export function podsOn(node: string, count: number, options: { budgeted?: boolea
 }
 
 /** The agent of one node: its VM to IMDS (X-Sef-Sim-Vm), its NODE_NAME, its own pod. */
-export function nodeAgent(sim: Simulator, peer: KubernetesPeer, member: ClusterNode, kubernetes: Record<string, unknown> = {}, config: Record<string, unknown> = {}): KubeAgent {
+export function nodeAgent(
+  sim: Simulator,
+  peer: KubernetesPeer,
+  member: ClusterNode,
+  kubernetes: Record<string, unknown> = {},
+  config: Record<string, unknown> = {},
+): KubeAgent {
   const self = sefPodOf(member.node.name);
-  return kubeAgent(sim, peer, { nodeName: member.node.name, ...kubernetes }, { imdsExtraHeaders: { "X-Sef-Sim-Vm": member.vmName }, ...config }, { POD_NAME: self.name, POD_NAMESPACE: self.namespace });
+  return kubeAgent(
+    sim,
+    peer,
+    { nodeName: member.node.name, ...kubernetes },
+    { imdsExtraHeaders: { "X-Sef-Sim-Vm": member.vmName }, ...config },
+    { POD_NAME: self.name, POD_NAMESPACE: self.namespace },
+  );
 }

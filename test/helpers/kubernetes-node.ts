@@ -6,7 +6,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeFor } from "../../src/testbed/simulator/compute.js";
 import type { Simulator } from "../../src/testbed/simulator/server.js";
-import { azureNodeSeed, startKubernetesPeer, type KubernetesPeer, type NodeSeed, type PodSeed, type KubernetesSeed } from "../../src/testbed/peers/kubernetes/index.js";
+import {
+  azureNodeSeed,
+  startKubernetesPeer,
+  type KubernetesPeer,
+  type NodeSeed,
+  type PodSeed,
+  type KubernetesSeed,
+} from "../../src/testbed/peers/kubernetes/index.js";
 import type { KubeObject } from "../../src/testbed/peers/kubernetes/index.js";
 import { readJsonl, runCli, waitUntil, type RunningProcess } from "./agent-process.js";
 import type { KubernetesRecord, SefRecord } from "../../src/contract/record.js";
@@ -35,7 +42,11 @@ export interface ClusterNode {
  * virtualMachines/<n>`, node `<set>00000n`); without one, VMs by name (`.../virtualMachines/<name>`, as VMSS Flex and
  * standalone VMs are). `extra` adds labels, taints, ... to every node.
  */
-export function clusterNodes(sim: Simulator, vmNames: readonly string[], extra: Omit<NodeSeed, "name" | "providerID"> = {}): ClusterNode[] {
+export function clusterNodes(
+  sim: Simulator,
+  vmNames: readonly string[],
+  extra: Omit<NodeSeed, "name" | "providerID"> = {},
+): ClusterNode[] {
   return vmNames.map((vmName) => {
     const resourceId = computeFor(sim.scenario.vm, vmName).resourceId;
     return { vmName, resourceId, node: azureNodeSeed(resourceId, extra) };
@@ -46,11 +57,31 @@ export function clusterNodes(sim: Simulator, vmNames: readonly string[], extra: 
  * `count` pods on the node: 2 DaemonSet pods (one of them sef's own), one pod `db-0` behind a PodDisruptionBudget
  * (maxUnavailable 1) held at zero disruptions for `pdbBlockMs`, and plain ReplicaSet pods that stop within a second.
  */
-export function nodePods(count: number, options: { graceSeconds?: number; stopsAfterSeconds?: number } = {}): PodSeed[] {
+export function nodePods(
+  count: number,
+  options: { graceSeconds?: number; stopsAfterSeconds?: number } = {},
+): PodSeed[] {
   const pods: PodSeed[] = [
-    { namespace: selfPod.namespace, name: selfPod.name, nodeName, ownerReferences: [{ kind: "DaemonSet", name: "sef" }] },
-    { namespace: "kube-system", name: "kube-proxy-x1", nodeName, ownerReferences: [{ kind: "DaemonSet", name: "kube-proxy" }] },
-    { namespace: "apps", name: "db-0", nodeName, labels: { app: "db" }, ownerReferences: [{ kind: "StatefulSet", name: "db" }], stopsAfterSeconds: 1 },
+    {
+      namespace: selfPod.namespace,
+      name: selfPod.name,
+      nodeName,
+      ownerReferences: [{ kind: "DaemonSet", name: "sef" }],
+    },
+    {
+      namespace: "kube-system",
+      name: "kube-proxy-x1",
+      nodeName,
+      ownerReferences: [{ kind: "DaemonSet", name: "kube-proxy" }],
+    },
+    {
+      namespace: "apps",
+      name: "db-0",
+      nodeName,
+      labels: { app: "db" },
+      ownerReferences: [{ kind: "StatefulSet", name: "db" }],
+      stopsAfterSeconds: 1,
+    },
   ];
   for (let i = pods.length; i < count; i++) {
     pods.push({
@@ -72,10 +103,26 @@ export async function startNodePeer(
   options: { pdbBlockMs?: number; unschedulable?: boolean; providerID?: string } = {},
 ): Promise<KubernetesPeer> {
   const seed: KubernetesSeed = {
-    nodes: [{ name: nodeName, providerID: options.providerID ?? providerIdOf(sim), ...(options.unschedulable ? { unschedulable: true } : {}) }],
+    nodes: [
+      {
+        name: nodeName,
+        providerID: options.providerID ?? providerIdOf(sim),
+        ...(options.unschedulable ? { unschedulable: true } : {}),
+      },
+    ],
     pods,
     ...(options.pdbBlockMs !== undefined
-      ? { podDisruptionBudgets: [{ namespace: "apps", name: "db", matchLabels: { app: "db" }, maxUnavailable: 1, blockForMs: options.pdbBlockMs }] }
+      ? {
+          podDisruptionBudgets: [
+            {
+              namespace: "apps",
+              name: "db",
+              matchLabels: { app: "db" },
+              maxUnavailable: 1,
+              blockForMs: options.pdbBlockMs,
+            },
+          ],
+        }
       : {}),
   };
   return startKubernetesPeer({ seed });
@@ -110,21 +157,36 @@ export function kubeAgent(
       sinks: [`jsonl:${out}`],
       heartbeatIntervalMs: 0,
       metricsPort: 0,
-      kubernetes: { nodeName, kubeconfig: peer.kubeconfigPath, deadlineReserveMs: 2_000, pdbRetryInitialMs: 250, pdbRetryMaxMs: 1_000, podPollMs: 200, ...kubernetes },
+      kubernetes: {
+        nodeName,
+        kubeconfig: peer.kubeconfigPath,
+        deadlineReserveMs: 2_000,
+        pdbRetryInitialMs: 250,
+        pdbRetryMaxMs: 1_000,
+        podPollMs: 200,
+        ...kubernetes,
+      },
       ...config,
     }),
   );
   const records = (): SefRecord[] => readJsonl<SefRecord>(out);
   return {
     dataDir,
-    start: () => runCli(["run", "--config", configPath], { env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "", ...env } }),
+    start: () =>
+      runCli(["run", "--config", configPath], {
+        env: { POD_NAME: selfPod.name, POD_NAMESPACE: selfPod.namespace, NODE_NAME: "", ...env },
+      }),
     records,
     kubernetesRecords: () => records().filter((r): r is KubernetesRecord => r.RecordType === "Kubernetes"),
   };
 }
 
 /** The end of a test: every agent killed (if still running), then the peer and the simulator closed. */
-export async function tearDown(agents: ReadonlyArray<RunningProcess | undefined>, peer: KubernetesPeer, sim: Simulator): Promise<void> {
+export async function tearDown(
+  agents: ReadonlyArray<RunningProcess | undefined>,
+  peer: KubernetesPeer,
+  sim: Simulator,
+): Promise<void> {
   for (const agent of agents) await agent?.stop("SIGKILL");
   await peer.close();
   await sim.close();
@@ -132,19 +194,30 @@ export async function tearDown(agents: ReadonlyArray<RunningProcess | undefined>
 
 /** Waits until the agent polls and its kubernetes action has loaded the client (seconds on a loaded machine). */
 export async function waitForKubernetesReady(agent: RunningProcess, timeoutMs = 90_000): Promise<void> {
-  await waitUntil(() => agent.stderr().includes("the kubernetes action is ready"), timeoutMs, "the kubernetes action to load its client").catch((err: unknown) => {
+  await waitUntil(
+    () => agent.stderr().includes("the kubernetes action is ready"),
+    timeoutMs,
+    "the kubernetes action to load its client",
+  ).catch((err: unknown) => {
     throw new Error(`${String(err)}\n${agent.stderr().slice(-2000)}`);
   });
 }
 
-export const nodeSpec = (node: KubeObject | undefined) => (node?.spec ?? {}) as { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
+export const nodeSpec = (node: KubeObject | undefined) =>
+  (node?.spec ?? {}) as { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
 
 /** What sef may leave on a node: whether it is cordoned, its taints, and the names of sef's annotations (`event.sef.azure.com/<EventId>`, and the previous release's `sef.azure.com/…`). */
-export function sefMarksOn(node: KubeObject | undefined): { cordoned: boolean; taints: unknown[]; sefAnnotations: string[] } {
+export function sefMarksOn(node: KubeObject | undefined): {
+  cordoned: boolean;
+  taints: unknown[];
+  sefAnnotations: string[];
+} {
   return {
     cordoned: nodeSpec(node).unschedulable === true,
     taints: nodeSpec(node).taints ?? [],
-    sefAnnotations: Object.keys(node?.metadata.annotations ?? {}).filter((k) => k.startsWith("sef.azure.com/") || k.startsWith("event.sef.azure.com/")),
+    sefAnnotations: Object.keys(node?.metadata.annotations ?? {}).filter(
+      (k) => k.startsWith("sef.azure.com/") || k.startsWith("event.sef.azure.com/"),
+    ),
   };
 }
 
@@ -153,16 +226,25 @@ export function sefMarkOf(node: KubeObject | undefined, eventId: string): Record
   const text = node?.metadata.annotations?.[`event.sef.azure.com/${eventId}`];
   return text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
 }
-export const eventReasons = (peer: KubernetesPeer): string[] => peer.state.events().map((e) => String((e as unknown as { reason?: string }).reason));
+export const eventReasons = (peer: KubernetesPeer): string[] =>
+  peer.state.events().map((e) => String((e as unknown as { reason?: string }).reason));
 
 /**
  * The peer's HTTP control API under /__peer/ (bearer token, like the API): POST `seed` adds objects and rules to the
  * running peer (pods with tolerations or already terminating, fault rules, returning-pod rules), GET `evictions`,
  * `returned-pods`, `faults` read its logs. Rejects on any answer other than 2xx, naming it.
  */
-export function peerControl(peer: KubernetesPeer, method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<unknown> {
+export function peerControl(
+  peer: KubernetesPeer,
+  method: "GET" | "POST" | "DELETE",
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
-  const headers = { authorization: `Bearer ${peer.token}`, ...(payload !== undefined ? { "content-type": "application/json" } : {}) };
+  const headers = {
+    authorization: `Bearer ${peer.token}`,
+    ...(payload !== undefined ? { "content-type": "application/json" } : {}),
+  };
   return new Promise((resolve, reject) => {
     const req = request(`${peer.url}/__peer/${path}`, { method, ca: peer.caPem, timeout: 10_000, headers }, (res) => {
       const chunks: Buffer[] = [];

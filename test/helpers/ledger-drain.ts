@@ -87,7 +87,10 @@ export async function drainThroughLedger(
   try {
     while (store.depth(sink.name).records > 0) {
       if (results.length > (options.maxAttempts ?? 50)) throw new Error(`not drained after ${results.length} attempts`);
-      if (Date.now() > deadline) throw new Error(`not drained in time (${store.depth(sink.name).records} pending after ${results.length} sends)`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `not drained in time (${store.depth(sink.name).records} pending after ${results.length} sends)`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
   } finally {

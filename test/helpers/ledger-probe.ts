@@ -26,11 +26,20 @@ function query<T>(dataDir: string, body: (db: DatabaseSync) => T): T | undefined
 export function actionsSettled(dataDir: string): boolean {
   return (
     query(dataDir, (db) => {
-      const planned = (db.prepare("SELECT value FROM action_progress WHERE key = 'planned_through_seq'").get() as { value: number } | undefined)?.value;
+      const planned = (
+        db.prepare("SELECT value FROM action_progress WHERE key = 'planned_through_seq'").get() as
+          { value: number } | undefined
+      )?.value;
       if (planned === undefined) return false;
-      const unplanned = (db.prepare("SELECT count(*) AS n FROM outbox WHERE seq > ? AND record_type = 'Transition'").get(planned) as { n: number }).n;
+      const unplanned = (
+        db.prepare("SELECT count(*) AS n FROM outbox WHERE seq > ? AND record_type = 'Transition'").get(planned) as {
+          n: number;
+        }
+      ).n;
       const open = db
-        .prepare("SELECT a.kind, s.state FROM actions a LEFT JOIN action_steps s ON s.action_key = a.action_key WHERE a.status IN ('pending', 'running')")
+        .prepare(
+          "SELECT a.kind, s.state FROM actions a LEFT JOIN action_steps s ON s.action_key = a.action_key WHERE a.status IN ('pending', 'running')",
+        )
         .all() as Array<{ kind: string; state: string | null }>;
       const waitingForTheEnd = (row: { kind: string; state: string | null }): boolean => {
         if (row.kind !== "kubernetes" || row.state === null) return false;
@@ -44,12 +53,23 @@ export function actionsSettled(dataDir: string): boolean {
 
 /** The persisted steps of the node actions (their state JSON, parsed), in no particular order. */
 export function actionSteps(dataDir: string): unknown[] {
-  return query(dataDir, (db) => (db.prepare("SELECT state FROM action_steps").all() as Array<{ state: string }>).map((r) => JSON.parse(r.state) as unknown)) ?? [];
+  return (
+    query(dataDir, (db) =>
+      (db.prepare("SELECT state FROM action_steps").all() as Array<{ state: string }>).map(
+        (r) => JSON.parse(r.state) as unknown,
+      ),
+    ) ?? []
+  );
 }
 
 /** True once no sink has a record pending delivery. */
 export function deliveriesSettled(dataDir: string): boolean {
-  return query(dataDir, (db) => (db.prepare("SELECT coalesce(sum(pending), 0) AS n FROM sinks").get() as { n: number }).n === 0) ?? false;
+  return (
+    query(
+      dataDir,
+      (db) => (db.prepare("SELECT coalesce(sum(pending), 0) AS n FROM sinks").get() as { n: number }).n === 0,
+    ) ?? false
+  );
 }
 
 /** Both ledgers settled: the agent has acted on everything it recorded, and delivered every record it wrote. */

@@ -21,7 +21,9 @@ function assertions(path: string): Array<{ line: number; seeded: boolean }> {
   const found: Array<{ line: number; seeded: boolean }> = [];
   const visit = (node: ts.Node): void => {
     if (ts.isCallExpression(node) && node.expression.getText(source) === "fc.assert") {
-      const seeded = node.arguments.some((a) => ts.isCallExpression(a) && a.expression.getText(source) === "propertyParams");
+      const seeded = node.arguments.some(
+        (a) => ts.isCallExpression(a) && a.expression.getText(source) === "propertyParams",
+      );
       found.push({ line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1, seeded });
     }
     ts.forEachChild(node, visit);
@@ -32,7 +34,9 @@ function assertions(path: string): Array<{ line: number; seeded: boolean }> {
 
 describe("fast-check properties", () => {
   it("every fc.assert takes the shared seed (propertyParams from test/helpers/seed.ts)", () => {
-    const all = testFiles(testRoot).flatMap((path) => assertions(path).map((a) => ({ ...a, file: relative(testRoot, path) })));
+    const all = testFiles(testRoot).flatMap((path) =>
+      assertions(path).map((a) => ({ ...a, file: relative(testRoot, path) })),
+    );
     expect(all.length).toBeGreaterThanOrEqual(18);
     expect(all.filter((a) => !a.seeded).map((a) => `${a.file}:${a.line}`)).toEqual([]);
   });

@@ -38,11 +38,17 @@ export function transitionRecord(overrides: Partial<TransitionRecord> = {}): Tra
     AgentVersion: "0.1.0",
     ...overrides,
   };
-  return { ...record, RecordId: record.RecordId || transitionRecordId(record.VmId, record.EventId, record.EventStatus) };
+  return {
+    ...record,
+    RecordId: record.RecordId || transitionRecordId(record.VmId, record.EventId, record.EventStatus),
+  };
 }
 
 /** Heartbeat record `i` (RecordId `${tag}-${i}` unless `recordId` is given, times 1 ms apart from a fixed instant). */
-export function heartbeatRecord(i: number, options: { tag?: string; detail?: string; recordId?: string; agentId?: string } = {}): HeartbeatRecord {
+export function heartbeatRecord(
+  i: number,
+  options: { tag?: string; detail?: string; recordId?: string; agentId?: string } = {},
+): HeartbeatRecord {
   const at = new Date(1_700_000_000_000 + i).toISOString();
   return {
     RecordId: options.recordId ?? `${options.tag ?? "rid"}-${i}`,

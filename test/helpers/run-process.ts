@@ -8,9 +8,19 @@ export interface ProcessResult {
   stderr: string;
 }
 
-export function runProcess(command: string, args: readonly string[], timeoutMs: number, options: { env?: NodeJS.ProcessEnv } = {}): Promise<ProcessResult> {
+export function runProcess(
+  command: string,
+  args: readonly string[],
+  timeoutMs: number,
+  options: { env?: NodeJS.ProcessEnv } = {},
+): Promise<ProcessResult> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs, killSignal: "SIGKILL" });
+    const child = spawn(command, args, {
+      env: options.env ?? process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: timeoutMs,
+      killSignal: "SIGKILL",
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));

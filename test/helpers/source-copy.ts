@@ -22,7 +22,9 @@ function filesBelow(root: string, dir = root): string[] {
 export function changedFiles(before: string, after: string): string[] {
   const a = new Set(filesBelow(before));
   const b = new Set(filesBelow(after));
-  return [...new Set([...a, ...b])].filter((f) => !a.has(f) || !b.has(f) || !readFileSync(join(before, f)).equals(readFileSync(join(after, f)))).sort();
+  return [...new Set([...a, ...b])]
+    .filter((f) => !a.has(f) || !b.has(f) || !readFileSync(join(before, f)).equals(readFileSync(join(after, f))))
+    .sort();
 }
 
 /** The lines `after` adds to `before` when it only adds lines (undefined when it removes or changes one). */
@@ -41,7 +43,13 @@ export function addedLines(before: string, after: string): string[] | undefined 
  * Copies src/ (and what running it from source needs) into `copy`, adds the fixture folder `fixture` (a path in the
  * repository) as `folder` (a path in the copy), and appends `line` to `registry` (a path in the copy).
  */
-export function copyWithFolderAndLine(copy: string, fixture: string, folder: string, registry: string, line: string): void {
+export function copyWithFolderAndLine(
+  copy: string,
+  fixture: string,
+  folder: string,
+  registry: string,
+  line: string,
+): void {
   cpSync(join(repo, "src"), join(copy, "src"), { recursive: true, filter: (from) => !notSource(basename(from)) });
   cpSync(join(repo, "package.json"), join(copy, "package.json"));
   symlinkSync(join(repo, "node_modules"), join(copy, "node_modules"), "dir");
@@ -51,4 +59,10 @@ export function copyWithFolderAndLine(copy: string, fixture: string, folder: str
 }
 
 /** Arguments that run the copy's `sef` from source (as `npm run dev` would), from the copy's directory. */
-export const sefFromSource = (args: string[]): string[] => ["--conditions=source", "--import", "tsx", "src/agent/cli/main.ts", ...args];
+export const sefFromSource = (args: string[]): string[] => [
+  "--conditions=source",
+  "--import",
+  "tsx",
+  "src/agent/cli/main.ts",
+  ...args,
+];

@@ -14,14 +14,20 @@ export interface WaitOptions {
  * Probes until `probe` returns a value other than undefined or false (sync or async) and returns it; throws
  * `timed out waiting for <what>` after `timeoutMs`.
  */
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, options: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  options: WaitOptions = {},
+): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 15_000;
   const deadlineMs = performance.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined && value !== false) return value;
     if (performance.now() > deadlineMs) {
-      throw new Error(`timed out waiting for ${what} (${timeoutMs} ms)${options.detail ? `\n${options.detail()}` : ""}`);
+      throw new Error(
+        `timed out waiting for ${what} (${timeoutMs} ms)${options.detail ? `\n${options.detail()}` : ""}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 25));
   }

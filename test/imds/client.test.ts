@@ -75,18 +75,24 @@ describe("ImdsClient", () => {
   it("refuses a body over the cap, declared or streamed", async () => {
     const big = JSON.stringify({ DocumentIncarnation: 1, Events: [], pad: "x".repeat(200_000) });
     const declared = await serve((_req, res) => json(res, 200, big));
-    await expect(client(declared.url, { maxBodyBytes: 100_000 }).getScheduledEvents()).rejects.toMatchObject({ kind: "too_large" });
+    await expect(client(declared.url, { maxBodyBytes: 100_000 }).getScheduledEvents()).rejects.toMatchObject({
+      kind: "too_large",
+    });
     const chunked = await serve((_req, res) => {
       res.writeHead(200, { "Content-Type": "application/json" });
       for (let i = 0; i < 20; i++) res.write("x".repeat(10_000));
       res.end();
     });
-    await expect(client(chunked.url, { maxBodyBytes: 100_000 }).getScheduledEvents()).rejects.toMatchObject({ kind: "too_large" });
+    await expect(client(chunked.url, { maxBodyBytes: 100_000 }).getScheduledEvents()).rejects.toMatchObject({
+      kind: "too_large",
+    });
   });
 
   it("classifies 400 as bad_request without retrying it", async () => {
     const peer = await serve((_req, res) => json(res, 400, { error: "Bad request. api-version is invalid" }));
-    const err = (await client(peer.url).getScheduledEvents().catch((e: unknown) => e)) as ImdsRequestError;
+    const err = (await client(peer.url)
+      .getScheduledEvents()
+      .catch((e: unknown) => e)) as ImdsRequestError;
     expect(err).toBeInstanceOf(ImdsRequestError);
     expect(err.kind).toBe("bad_request");
     expect(peer.requests.length).toBe(1);
@@ -111,7 +117,10 @@ describe("ImdsClient", () => {
 
   it("reports a throttle with its Retry-After hint", async () => {
     const peer = await serve((_req, res) => json(res, 429, { error: "Too many requests" }, { "Retry-After": "3" }));
-    await expect(client(peer.url).getScheduledEvents()).rejects.toMatchObject({ kind: "throttled", retryAfterMs: 3000 });
+    await expect(client(peer.url).getScheduledEvents()).rejects.toMatchObject({
+      kind: "throttled",
+      retryAfterMs: 3000,
+    });
     expect(peer.requests.length).toBe(1);
   });
 
@@ -124,7 +133,9 @@ describe("ImdsClient", () => {
 
   it("times out a request that never answers", async () => {
     const silent = await serve(() => undefined);
-    await expect(client(silent.url, { firstCallTimeoutMs: 200 }).getScheduledEvents()).rejects.toMatchObject({ kind: "timeout" });
+    await expect(client(silent.url, { firstCallTimeoutMs: 200 }).getScheduledEvents()).rejects.toMatchObject({
+      kind: "timeout",
+    });
   });
 
   it("never starts more than 5 requests in any second", async () => {
@@ -135,19 +146,39 @@ describe("ImdsClient", () => {
     // arrival by tens of ms: 69 ms seen in CI beside two soaks); the limiter's exact 1000 ms window is asserted on a fake
     // clock in rate-limiter.test.ts. A limiter out of the path lets all 12 start within a few ms.
     const arrivalJitterMs = 150;
-    for (let i = 5; i < peer.starts.length; i++) expect(peer.starts[i]! - peer.starts[i - 5]!).toBeGreaterThanOrEqual(1000 - arrivalJitterMs);
+    for (let i = 5; i < peer.starts.length; i++)
+      expect(peer.starts[i]! - peer.starts[i - 5]!).toBeGreaterThanOrEqual(1000 - arrivalJitterMs);
     expect(peer.starts[10]! - peer.starts[0]!).toBeGreaterThanOrEqual(2000 - arrivalJitterMs);
   });
 
   it("reads the VM's tags from tagsList, else from the tags string; none is {}", () => {
-    expect(parseTags([{ name: "env", value: "prod" }, { name: "owner", value: "a;b:c" }], "env:prod;owner:a;b:c")).toEqual({ env: "prod", owner: "a;b:c" });
+    expect(
+      parseTags(
+        [
+          { name: "env", value: "prod" },
+          { name: "owner", value: "a;b:c" },
+        ],
+        "env:prod;owner:a;b:c",
+      ),
+    ).toEqual({ env: "prod", owner: "a;b:c" });
     expect(parseTags(undefined, "env:prod;team:web:blue;flag")).toEqual({ env: "prod", team: "web:blue", flag: "" });
-    expect(parseTags([{ name: "env", value: 1 }, "x", null, { name: "a", value: "1" }, { name: "a", value: "2" }], "")).toEqual({ a: "1" });
+    expect(
+      parseTags([{ name: "env", value: 1 }, "x", null, { name: "a", value: "1" }, { name: "a", value: "2" }], ""),
+    ).toEqual({ a: "1" });
     expect(parseTags([], "env:prod")).toEqual({});
     expect(parseTags(undefined, undefined)).toEqual({});
     expect(parseTags(undefined, "")).toEqual({});
-    expect(Object.keys(parseTags(Array.from({ length: 60 }, (_, i) => ({ name: `t${i}`, value: "v" })), ""))).toHaveLength(maxTags);
-    expect(parseCompute(JSON.stringify({ name: "vm1", tagsList: [{ name: "env", value: "prod" }], tags: "env:prod" })).Tags).toEqual({ env: "prod" });
+    expect(
+      Object.keys(
+        parseTags(
+          Array.from({ length: 60 }, (_, i) => ({ name: `t${i}`, value: "v" })),
+          "",
+        ),
+      ),
+    ).toHaveLength(maxTags);
+    expect(
+      parseCompute(JSON.stringify({ name: "vm1", tagsList: [{ name: "env", value: "prod" }], tags: "env:prod" })).Tags,
+    ).toEqual({ env: "prod" });
   });
 
   it("reads compute into the VM identity and posts approvals", async () => {
@@ -161,7 +192,15 @@ describe("ImdsClient", () => {
       json(res, 200, { name: "vm1", vmId: "id1", location: "westeurope", zone: "2", resourceGroupName: "rg" });
     });
     const c = client(peer.url);
-    expect(await c.getCompute()).toMatchObject({ VmName: "vm1", VmId: "id1", Location: "westeurope", Zone: "2", ResourceGroup: "rg", VmScaleSetName: "", Tags: {} });
+    expect(await c.getCompute()).toMatchObject({
+      VmName: "vm1",
+      VmId: "id1",
+      Location: "westeurope",
+      Zone: "2",
+      ResourceGroup: "rg",
+      VmScaleSetName: "",
+      Tags: {},
+    });
     const posted = await c.postStartRequests(["E1"]);
     expect(posted.status).toBe(200);
     expect(JSON.parse(posted.body)).toEqual({ received: { StartRequests: [{ EventId: "E1" }] } });

@@ -17,7 +17,9 @@ afterEach(async () => {
   await Promise.all(simulators.splice(0).map((s) => s.close()));
 });
 
-async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; requests: IncomingMessage[] }> {
+async function serve(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ url: string; requests: IncomingMessage[] }> {
   const requests: IncomingMessage[] = [];
   const server = createServer((req, res) => {
     requests.push(req);
@@ -121,14 +123,21 @@ describe("conditional polls (ImdsClient)", () => {
 });
 
 /** One GET of the simulator's scheduled events with raw node:http (no client logic in between). */
-function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; etag: string | undefined; body: string }> {
+function rawGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; etag: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/metadata/scheduledevents?api-version=2020-07-01`, { headers: { Metadata: "true", ...headers } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, etag: res.headers.etag, body }));
-    });
+    const req = request(
+      `${url}/metadata/scheduledevents?api-version=2020-07-01`,
+      { headers: { Metadata: "true", ...headers } },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, etag: res.headers.etag, body }));
+      },
+    );
     req.on("error", reject);
     req.end();
   });
@@ -146,7 +155,10 @@ describe("conditional polls (simulator)", () => {
     const matching = await rawGet(sim.url, { "If-None-Match": plain.etag! });
     expect(matching).toEqual({ status: 304, etag: plain.etag, body: "" });
     expect(await rawGet(sim.url, { "If-None-Match": `W/${plain.etag!}, "other"` })).toMatchObject({ status: 304 });
-    expect(await rawGet(sim.url, { "If-None-Match": '"something-else"' })).toMatchObject({ status: 200, etag: plain.etag });
+    expect(await rawGet(sim.url, { "If-None-Match": '"something-else"' })).toMatchObject({
+      status: 200,
+      etag: plain.etag,
+    });
 
     sim.setEvents([{ EventId: "0c3b6a52-8f0e-4b8a-9d4e-2f6c1a7e9b31", EventType: "Reboot", Resources: ["WestNO_0"] }]);
     const changed = await rawGet(sim.url, { "If-None-Match": plain.etag! });

@@ -14,7 +14,22 @@ import { plainGetBytes } from "../../src/agent/imds/plain-request.js";
 import { systemClock } from "../../src/agent/util/clock.js";
 import { propertyParams } from "../helpers/seed.js";
 
-const body = JSON.stringify({ DocumentIncarnation: 7, Events: [{ EventId: "e1", EventType: "Freeze", ResourceType: "VirtualMachine", Resources: ["vm"], EventStatus: "Scheduled", NotBefore: "", Description: "", EventSource: "Platform", DurationInSeconds: -1 }] });
+const body = JSON.stringify({
+  DocumentIncarnation: 7,
+  Events: [
+    {
+      EventId: "e1",
+      EventType: "Freeze",
+      ResourceType: "VirtualMachine",
+      Resources: ["vm"],
+      EventStatus: "Scheduled",
+      NotBefore: "",
+      Description: "",
+      EventSource: "Platform",
+      DurationInSeconds: -1,
+    },
+  ],
+});
 const contentLengthAnswer = `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nETag: "abc"\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 const chunkedAnswer = (parts: readonly string[]): string =>
   `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nETag: "abc"\r\n\r\n${parts.map((p) => `${Buffer.byteLength(p).toString(16)}\r\n${p}\r\n`).join("")}0\r\n\r\n`;
@@ -73,16 +88,33 @@ async function writeInPieces(socket: Socket, bytes: Buffer, cuts: readonly numbe
 }
 
 function poller(port: number, over: Partial<ConstructorParameters<typeof PlainHttpPoller>[0]> = {}): PlainHttpPoller {
-  const p = new PlainHttpPoller({ host: "127.0.0.1", port, connectTimeoutMs: 2000, maxBodyBytes: 64 * 1024, idleSocketMs: 30_000, ...over });
+  const p = new PlainHttpPoller({
+    host: "127.0.0.1",
+    port,
+    connectTimeoutMs: 2000,
+    maxBodyBytes: 64 * 1024,
+    idleSocketMs: 30_000,
+    ...over,
+  });
   pollers.push(p);
   return p;
 }
 
 const request = (port: number, etag?: string): Buffer =>
-  plainGetBytes("127.0.0.1", port, "/metadata/scheduledevents?api-version=2020-07-01", { Metadata: "true", ...(etag ? { "If-None-Match": etag } : {}) })!;
+  plainGetBytes("127.0.0.1", port, "/metadata/scheduledevents?api-version=2020-07-01", {
+    Metadata: "true",
+    ...(etag ? { "If-None-Match": etag } : {}),
+  })!;
 
 function client(url: string, over: Partial<ConstructorParameters<typeof ImdsClient>[0]> = {}): ImdsClient {
-  const c = new ImdsClient({ imdsUrl: url, apiVersion: "2020-07-01", clock: systemClock, firstCallTimeoutMs: 2000, requestTimeoutMs: 2000, ...over });
+  const c = new ImdsClient({
+    imdsUrl: url,
+    apiVersion: "2020-07-01",
+    clock: systemClock,
+    firstCallTimeoutMs: 2000,
+    requestTimeoutMs: 2000,
+    ...over,
+  });
   clients.push(c);
   return c;
 }
@@ -101,7 +133,9 @@ afterEach(async () => {
 
 describe("ResponseReader", () => {
   it("reads the same answer whatever the segmentation (Content-Length and chunked)", () => {
-    const answers = [contentLengthAnswer, chunkedAnswer([body.slice(0, 17), body.slice(17)])].map((a) => Buffer.from(a, "latin1"));
+    const answers = [contentLengthAnswer, chunkedAnswer([body.slice(0, 17), body.slice(17)])].map((a) =>
+      Buffer.from(a, "latin1"),
+    );
     fc.assert(
       fc.property(fc.constantFrom(...answers), fc.array(fc.nat(), { maxLength: 8 }), (bytes, rawCuts) => {
         const cuts = [...new Set(rawCuts.map((c) => c % bytes.length))].sort((a, b) => a - b);
@@ -115,7 +149,11 @@ describe("ResponseReader", () => {
           progress = reader.push(Buffer.from(bytes.subarray(from, cut)));
           from = cut;
         }
-        expect(progress).toMatchObject({ state: "complete", reusable: true, answer: { status: 200, text: body, headers: { etag: '"abc"' } } });
+        expect(progress).toMatchObject({
+          state: "complete",
+          reusable: true,
+          answer: { status: 200, text: body, headers: { etag: '"abc"' } },
+        });
       }),
       propertyParams(2601, 300),
     );
@@ -125,22 +163,27 @@ describe("ResponseReader", () => {
     const piece = fc.string({ unit: fc.constantFrom("a", "{", "é", "€", "𝄞", "\n"), maxLength: 16 });
     const text = fc.tuple(piece, fc.integer({ min: 0, max: 1500 })).map(([p, times]) => p.repeat(times)); // up to ~96 KB
     fc.assert(
-      fc.property(fc.array(fc.tuple(text, fc.boolean(), fc.integer({ min: 1, max: 5000 })), { minLength: 1, maxLength: 6 }), (answers) => {
-        const reader = new ResponseReader(256 * 1024);
-        const scratch = Buffer.alloc(5000);
-        for (const [bodyText, chunked, segment] of answers) {
-          const head = chunked ? chunkedAnswer([bodyText]) : `HTTP/1.1 200 OK\r\nContent-Length: ${Buffer.byteLength(bodyText)}\r\n\r\n${bodyText}`;
-          const bytes = Buffer.from(head, "utf8");
-          reader.start();
-          let progress = reader.push(Buffer.alloc(0));
-          for (let from = 0; from < bytes.length; from += segment) {
-            const length = bytes.copy(scratch, 0, from, from + segment);
-            progress = reader.push(scratch.subarray(0, length));
-            scratch.fill(0x7a); // the caller's bytes are its own again
+      fc.property(
+        fc.array(fc.tuple(text, fc.boolean(), fc.integer({ min: 1, max: 5000 })), { minLength: 1, maxLength: 6 }),
+        (answers) => {
+          const reader = new ResponseReader(256 * 1024);
+          const scratch = Buffer.alloc(5000);
+          for (const [bodyText, chunked, segment] of answers) {
+            const head = chunked
+              ? chunkedAnswer([bodyText])
+              : `HTTP/1.1 200 OK\r\nContent-Length: ${Buffer.byteLength(bodyText)}\r\n\r\n${bodyText}`;
+            const bytes = Buffer.from(head, "utf8");
+            reader.start();
+            let progress = reader.push(Buffer.alloc(0));
+            for (let from = 0; from < bytes.length; from += segment) {
+              const length = bytes.copy(scratch, 0, from, from + segment);
+              progress = reader.push(scratch.subarray(0, length));
+              scratch.fill(0x7a); // the caller's bytes are its own again
+            }
+            expect(progress).toMatchObject({ state: "complete", answer: { status: 200, text: bodyText } });
           }
-          expect(progress).toMatchObject({ state: "complete", answer: { status: 200, text: bodyText } });
-        }
-      }),
+        },
+      ),
       propertyParams(2602, 150),
     );
   });
@@ -152,7 +195,11 @@ describe("PlainHttpPoller", () => {
     let answer = Buffer.alloc(0);
     const server = await rawServer((socket) => writeInPieces(socket, answer, cuts));
     const p = poller(server.port);
-    const variants = [contentLengthAnswer, chunkedAnswer([body]), chunkedAnswer([body.slice(0, 1), body.slice(1, 40), body.slice(40)])].map((a) => Buffer.from(a, "latin1"));
+    const variants = [
+      contentLengthAnswer,
+      chunkedAnswer([body]),
+      chunkedAnswer([body.slice(0, 1), body.slice(1, 40), body.slice(40)]),
+    ].map((a) => Buffer.from(a, "latin1"));
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...variants), fc.array(fc.nat(), { maxLength: 5 }), async (bytes, rawCuts) => {
         answer = bytes;
@@ -205,8 +252,14 @@ describe("PlainHttpPoller", () => {
       else socket.end(contentLengthAnswer.slice(0, -10));
     });
     const p = poller(server.port);
-    expect(await p.get(request(server.port), 2000)).toMatchObject({ ok: false, error: { code: "ECONNRESET", message: "socket hang up" } });
-    expect(await p.get(request(server.port), 2000)).toMatchObject({ ok: false, error: { code: "ECONNRESET", message: "the answer was cut off" } });
+    expect(await p.get(request(server.port), 2000)).toMatchObject({
+      ok: false,
+      error: { code: "ECONNRESET", message: "socket hang up" },
+    });
+    expect(await p.get(request(server.port), 2000)).toMatchObject({
+      ok: false,
+      error: { code: "ECONNRESET", message: "the answer was cut off" },
+    });
   });
 
   it("takes a body delimited by the server's close", async () => {
@@ -223,9 +276,15 @@ describe("PlainHttpPoller", () => {
     });
     const p = poller(server.port);
     const started = performance.now();
-    expect(await p.get(request(server.port), 300)).toMatchObject({ ok: false, error: { code: "SEF_DEADLINE", headersReceived: false } });
+    expect(await p.get(request(server.port), 300)).toMatchObject({
+      ok: false,
+      error: { code: "SEF_DEADLINE", headersReceived: false },
+    });
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
-    expect(await p.get(request(server.port), 300)).toMatchObject({ ok: false, error: { code: "SEF_DEADLINE", headersReceived: true } });
+    expect(await p.get(request(server.port), 300)).toMatchObject({
+      ok: false,
+      error: { code: "SEF_DEADLINE", headersReceived: true },
+    });
     expect(performance.now() - started).toBeLessThan(1500);
   });
 
@@ -239,10 +298,20 @@ describe("PlainHttpPoller", () => {
     ];
     const server = await rawServer((socket, _request, index) => void socket.write(answers[index]!));
     const p = poller(server.port);
-    expect(await p.get(request(server.port), 2000)).toMatchObject({ ok: false, error: { code: "HPE_INVALID_CONSTANT" } });
-    expect(await p.get(request(server.port), 2000)).toMatchObject({ ok: false, error: { code: "HPE_HEADER_OVERFLOW" } });
+    expect(await p.get(request(server.port), 2000)).toMatchObject({
+      ok: false,
+      error: { code: "HPE_INVALID_CONSTANT" },
+    });
+    expect(await p.get(request(server.port), 2000)).toMatchObject({
+      ok: false,
+      error: { code: "HPE_HEADER_OVERFLOW" },
+    });
     const declared = await p.get(request(server.port), 2000);
-    expect(declared.ok ? undefined : declared.error).toMatchObject({ kind: "too_large", status: 200, message: expect.stringContaining(`of ${big.length} bytes`) });
+    expect(declared.ok ? undefined : declared.error).toMatchObject({
+      kind: "too_large",
+      status: 200,
+      message: expect.stringContaining(`of ${big.length} bytes`),
+    });
     const streamed = await p.get(request(server.port), 2000);
     expect(streamed.ok ? undefined : streamed.error).toMatchObject({ kind: "too_large", status: 200 });
     expect(server.connections).toBe(4); // each failure closed its connection
@@ -292,7 +361,9 @@ describe("PlainHttpPoller", () => {
       `process.stdout.write(String(outcome.ok && outcome.answer.status));`,
     ].join("\n");
     const startedMs = performance.now();
-    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let stdout = "";
     child.stdout.on("data", (bytes: Buffer) => (stdout += bytes.toString()));
     const exitCode = await new Promise<number | null>((resolve) => {
@@ -317,7 +388,9 @@ describe("ImdsClient over the plain-http poller", () => {
     const server = await rawServer((socket, req, index) => {
       if (index === 0) return void socket.write(contentLengthAnswer);
       expect(req).toContain('If-None-Match: "abc"\r\n');
-      socket.write(index === 1 ? 'HTTP/1.1 304 Not Modified\r\nETag: "abc"\r\n\r\n' : "HTTP/1.1 304 Not Modified\r\n\r\n");
+      socket.write(
+        index === 1 ? 'HTTP/1.1 304 Not Modified\r\nETag: "abc"\r\n\r\n' : "HTTP/1.1 304 Not Modified\r\n\r\n",
+      );
     });
     const c = client(server.url);
     const first = await c.getScheduledEvents();
@@ -336,7 +409,9 @@ describe("ImdsClient over the plain-http poller", () => {
 
   it("polls over the poller: a kept-alive connection the server closes on the next request is replaced without a failed poll", async () => {
     // node:http hands this reset to the caller (a failed poll); the poller replaces the connection once
-    const server = await rawServer((socket, _request, index) => (index === 1 ? void socket.destroy() : void socket.write(contentLengthAnswer)));
+    const server = await rawServer((socket, _request, index) =>
+      index === 1 ? void socket.destroy() : void socket.write(contentLengthAnswer),
+    );
     const c = client(server.url);
     await c.getScheduledEvents();
     await expect(c.getScheduledEvents()).resolves.toMatchObject({ body });
@@ -344,7 +419,9 @@ describe("ImdsClient over the plain-http poller", () => {
   });
 
   it("ends a poll in flight when the caller's signal aborts, and polls on a new connection after", async () => {
-    const server = await rawServer((socket, _request, index) => (index === 0 ? undefined : void socket.write(contentLengthAnswer)));
+    const server = await rawServer((socket, _request, index) =>
+      index === 0 ? undefined : void socket.write(contentLengthAnswer),
+    );
     const c = client(server.url, { requestTimeoutMs: 5000, firstCallTimeoutMs: 5000 });
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("stopping")), 100);
@@ -365,10 +442,21 @@ describe("ImdsClient over the plain-http poller", () => {
 async function pollOutcome(c: ImdsClient): Promise<unknown> {
   try {
     const fetched = await c.getScheduledEvents();
-    return { ok: true, incarnation: fetched.document.DocumentIncarnation, body: fetched.body, notModified: fetched.notModified };
+    return {
+      ok: true,
+      incarnation: fetched.document.DocumentIncarnation,
+      body: fetched.body,
+      notModified: fetched.notModified,
+    };
   } catch (err) {
     if (!(err instanceof ImdsRequestError)) throw err;
-    return { ok: false, kind: err.kind, message: err.message, status: err.status, retryAfterMs: err.retryAfterMs === undefined ? undefined : Math.round(err.retryAfterMs / 1000) };
+    return {
+      ok: false,
+      kind: err.kind,
+      message: err.message,
+      status: err.status,
+      retryAfterMs: err.retryAfterMs === undefined ? undefined : Math.round(err.retryAfterMs / 1000),
+    };
   }
 }
 
@@ -376,7 +464,9 @@ describe("conformance with the node:http path", () => {
   const corpus: Record<string, string[]> = {
     "200 with Content-Length": [contentLengthAnswer],
     "200 chunked": [chunkedAnswer([body.slice(0, 10), body.slice(10)])],
-    "200 chunked with a chunk extension": [`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)};name=value\r\n${body}\r\n0\r\n\r\n`],
+    "200 chunked with a chunk extension": [
+      `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)};name=value\r\n${body}\r\n0\r\n\r\n`,
+    ],
     "200 delimited by the close": [`HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n${body}`],
     "HTTP/1.0 200": [`HTTP/1.0 200 OK\r\nContent-Length: ${body.length}\r\n\r\n${body}`],
     "100 Continue, then 200": [`HTTP/1.1 100 Continue\r\n\r\n${contentLengthAnswer}`],
@@ -384,10 +474,14 @@ describe("conformance with the node:http path", () => {
     "200 empty body": ["HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"],
     "400": ['HTTP/1.1 400 Bad Request\r\nContent-Length: 17\r\n\r\n{"error":"nope"} '],
     "404 with Retry-After": ["HTTP/1.1 404 Not Found\r\nRetry-After: 7\r\nContent-Length: 0\r\n\r\n"],
-    "429 with Retry-After, twice": ["HTTP/1.1 429 Too Many\r\nRetry-After: 3\r\nRetry-After: 9\r\nContent-Length: 0\r\n\r\n"],
+    "429 with Retry-After, twice": [
+      "HTTP/1.1 429 Too Many\r\nRetry-After: 3\r\nRetry-After: 9\r\nContent-Length: 0\r\n\r\n",
+    ],
     "500 chunked": [chunkedAnswer(["oops"]).replace("200 OK", "500 Internal Server Error")],
     "410 delimited by the close": ["HTTP/1.1 410 Gone\r\n\r\ngone"],
-    "302 redirect (not followed)": ["HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/elsewhere\r\nContent-Length: 0\r\n\r\n"],
+    "302 redirect (not followed)": [
+      "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/elsewhere\r\nContent-Length: 0\r\n\r\n",
+    ],
     "204 no content": ["HTTP/1.1 204 No Content\r\n\r\n"],
     "unsolicited 304": ["HTTP/1.1 304 Not Modified\r\n\r\n"],
     "200, then 304": [contentLengthAnswer, 'HTTP/1.1 304 Not Modified\r\nETag: "abc"\r\n\r\n'],
@@ -405,9 +499,17 @@ describe("conformance with the node:http path", () => {
     const seen: unknown[] = [];
     for (const plainHttpPoller of [true, false]) {
       const server = await rawServer((socket, req, index) => {
-        const matches = Buffer.from(req, "latin1").includes(Buffer.concat([Buffer.from("If-None-Match: "), etag, Buffer.from("\r\n")]));
+        const matches = Buffer.from(req, "latin1").includes(
+          Buffer.concat([Buffer.from("If-None-Match: "), etag, Buffer.from("\r\n")]),
+        );
         if (index > 0 && matches) return void socket.write("HTTP/1.1 304 Not Modified\r\n\r\n");
-        socket.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nETag: `), etag, Buffer.from(`\r\n\r\n${body}`)]));
+        socket.write(
+          Buffer.concat([
+            Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nETag: `),
+            etag,
+            Buffer.from(`\r\n\r\n${body}`),
+          ]),
+        );
       });
       const c = client(server.url, { plainHttpPoller });
       await c.getScheduledEvents();
@@ -422,7 +524,8 @@ describe("conformance with the node:http path", () => {
       const answers = corpus[name]!;
       const server = await rawServer((socket, _request, index) => {
         const answer = answers[Math.min(index, answers.length - 1)]!;
-        const closes = answer === "" || !/Content-Length|chunked/.test(answer) || answer === corpus["cut off mid-body"]![0];
+        const closes =
+          answer === "" || !/Content-Length|chunked/.test(answer) || answer === corpus["cut off mid-body"]![0];
         if (closes) socket.end(answer);
         else socket.write(answer);
       });

@@ -59,7 +59,11 @@ describe("IMDS total request deadline", () => {
     const agent = runCli(["run", "--config", config]);
     try {
       await waitUntil(() => scheduledEventsRequests >= 2, 15_000, "a second poll");
-      await waitUntil(() => agent.stderr().includes(`did not complete within ${requestTimeoutMs} ms`), 3 * requestTimeoutMs, "the deadline to end the poll");
+      await waitUntil(
+        () => agent.stderr().includes(`did not complete within ${requestTimeoutMs} ms`),
+        3 * requestTimeoutMs,
+        "the deadline to end the poll",
+      );
       // Counted in the peer's bytes, not timed: the deadline cut the answer off after about requestTimeoutMs /
       // byteEveryMs bytes (~4), far short of the 40-byte body a per-read timeout would have let through in full.
       await waitUntil(() => bytesAtClose.length > 0, 5000, "the agent to close the stalled answer");

@@ -23,11 +23,21 @@ async function fakeImds() {
     if (path === "/metadata/scheduledevents") send(200, state.document);
     else if (path === "/metadata/instance/compute" && state.computeUp) {
       state.computeServed += 1;
-      send(200, { name: "vm-from-imds", vmId: "9d3c5f2a-0000-4000-8000-0000000000aa", location: "norwayeast", resourceGroupName: "rg", subscriptionId: "s" });
+      send(200, {
+        name: "vm-from-imds",
+        vmId: "9d3c5f2a-0000-4000-8000-0000000000aa",
+        location: "norwayeast",
+        resourceGroupName: "rg",
+        subscriptionId: "s",
+      });
     } else send(503, { error: "unavailable" });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { state, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    state,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 const event = (status: "Scheduled" | "Started") => ({
@@ -45,13 +55,33 @@ describe("agent identity", () => {
     imds.state.document = { DocumentIncarnation: 1, Events: [event("Scheduled")] };
     const dirs = [0, 1].map(() => mkdtempSync(join(tmpdir(), "sef-agent-id-")));
     const start = (dir: string): RunningProcess =>
-      runCli(["run", "--imds-url", imds.url, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "out.jsonl")}`, "--heartbeat-interval-ms", "0"], {
-        env: { SEF_METRICS_PORT: "0" },
-      });
-    const transitions = (dir: string) => readJsonl<TransitionRecord>(join(dir, "out.jsonl")).filter((r) => r.RecordType === "Transition");
+      runCli(
+        [
+          "run",
+          "--imds-url",
+          imds.url,
+          "--poll-interval-ms",
+          "200",
+          "--data-dir",
+          join(dir, "data"),
+          "--sink",
+          `jsonl:${join(dir, "out.jsonl")}`,
+          "--heartbeat-interval-ms",
+          "0",
+        ],
+        {
+          env: { SEF_METRICS_PORT: "0" },
+        },
+      );
+    const transitions = (dir: string) =>
+      readJsonl<TransitionRecord>(join(dir, "out.jsonl")).filter((r) => r.RecordType === "Transition");
     let agents = dirs.map(start);
     try {
-      await waitUntil(() => dirs.every((d) => transitions(d).length === 1), 20_000, "a Scheduled record from each agent");
+      await waitUntil(
+        () => dirs.every((d) => transitions(d).length === 1),
+        20_000,
+        "a Scheduled record from each agent",
+      );
       const [a, b] = dirs.map((d) => transitions(d)[0]!);
       expect(a!.VmId).toBe("");
       expect(b!.VmId).toBe("");
@@ -65,7 +95,12 @@ describe("agent identity", () => {
       await waitUntil(() => imds.state.computeServed >= 2, 15_000, "both agents to read instance metadata again");
       imds.state.document = { DocumentIncarnation: 2, Events: [event("Started")] };
       await waitUntil(() => dirs.every((d) => transitions(d).length === 2), 15_000, "a Started record from each agent");
-      for (const d of dirs) expect(transitions(d)[1]).toMatchObject({ EventStatus: "Started", VmName: "vm-from-imds", VmId: "9d3c5f2a-0000-4000-8000-0000000000aa" });
+      for (const d of dirs)
+        expect(transitions(d)[1]).toMatchObject({
+          EventStatus: "Started",
+          VmName: "vm-from-imds",
+          VmId: "9d3c5f2a-0000-4000-8000-0000000000aa",
+        });
 
       // Restart the first agent: same AgentId, and the RecordId follows the documented formula.
       expect(await agents[0]!.stop("SIGTERM")).toBe(0);

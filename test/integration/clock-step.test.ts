@@ -20,14 +20,31 @@ describe("wall-clock steps", () => {
     const offsetFile = join(dir, "offset");
     const records = join(dir, "records.jsonl");
     const agent = runCli(
-      ["run", "--imds-url", sim.url, "--poll-interval-ms", String(pollIntervalMs), "--data-dir", join(dir, "data"), "--sink", `jsonl:${records}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"],
+      [
+        "run",
+        "--imds-url",
+        sim.url,
+        "--poll-interval-ms",
+        String(pollIntervalMs),
+        "--data-dir",
+        join(dir, "data"),
+        "--sink",
+        `jsonl:${records}`,
+        "--heartbeat-interval-ms",
+        "0",
+        "--metrics-port",
+        "0",
+      ],
       { env: { NODE_OPTIONS: `--import ${preload}`, SEF_TEST_CLOCK_OFFSET_FILE: offsetFile } },
     );
     const step = (offsetMs: number): void => {
       writeFileSync(offsetFile, String(offsetMs));
       agent.child.kill("SIGUSR2");
     };
-    const pollsSoFar = (): number => Object.entries(sim.status().requests).filter(([path]) => path.includes("scheduledevents")).reduce((n, [, byStatus]) => n + Object.values(byStatus).reduce((a, b) => a + b, 0), 0);
+    const pollsSoFar = (): number =>
+      Object.entries(sim.status().requests)
+        .filter(([path]) => path.includes("scheduledevents"))
+        .reduce((n, [, byStatus]) => n + Object.values(byStatus).reduce((a, b) => a + b, 0), 0);
     /** Sets the events, then returns how many polls the agent made until the Scheduled record of `eventId` was in the file. */
     const pollsToDeliver = async (events: Parameters<typeof sim.setEvents>[0], eventId: string): Promise<number> => {
       const before = pollsSoFar();
@@ -40,10 +57,24 @@ describe("wall-clock steps", () => {
       const before = pollsSoFar();
       await waitUntil(() => pollsSoFar() - before >= 3, 5000, "three more polls after the step");
     };
-    const eventA = { EventId: "C10C0000-0000-4000-8000-00000000000A", EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900 };
-    const eventB = { EventId: "C10C0000-0000-4000-8000-00000000000B", EventType: "Freeze", Resources: ["WestNO_0"], notBeforeInSeconds: 900 };
+    const eventA = {
+      EventId: "C10C0000-0000-4000-8000-00000000000A",
+      EventType: "Reboot",
+      Resources: ["WestNO_0"],
+      notBeforeInSeconds: 900,
+    };
+    const eventB = {
+      EventId: "C10C0000-0000-4000-8000-00000000000B",
+      EventType: "Freeze",
+      Resources: ["WestNO_0"],
+      notBeforeInSeconds: 900,
+    };
     try {
-      await waitUntil(() => pollsSoFar() >= 10, 15_000, "the agent to poll (the rate limiter's window full of recent starts)");
+      await waitUntil(
+        () => pollsSoFar() >= 10,
+        15_000,
+        "the agent to poll (the rate limiter's window full of recent starts)",
+      );
 
       step(-hourMs);
       await pollsGoOn();
@@ -64,7 +95,11 @@ describe("wall-clock steps", () => {
     // Event A stayed in the document throughout: it was recorded once, as Scheduled, and never ended.
     const ofA = readJsonl(records).filter((r) => r.EventId === eventA.EventId);
     expect(ofA.map((r) => r.EventStatus)).toEqual(["Scheduled"]);
-    const steps = agent.stderr().split("\n").filter((l) => l.includes("wall clock stepped")).map((l) => JSON.parse(l) as { direction: string });
+    const steps = agent
+      .stderr()
+      .split("\n")
+      .filter((l) => l.includes("wall clock stepped"))
+      .map((l) => JSON.parse(l) as { direction: string });
     expect(steps.map((s) => s.direction)).toEqual(["back", "forward"]);
   });
 });

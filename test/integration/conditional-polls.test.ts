@@ -16,18 +16,39 @@ function seriesValue(metrics: string, series: string): number {
 describe("conditional polls of the built agent", () => {
   it("counts 304s, records each transition once, and reads the poll series when scraped", async () => {
     const sim = await startSimulator({ scenario: "idle" });
-    sim.setEvents([{ EventId: "5b1e7c2a-3d4f-4a6b-8c9d-0e1f2a3b4c5d", EventType: "Freeze", Resources: ["WestNO_0"], notBeforeInSeconds: 86_400 }]);
+    sim.setEvents([
+      {
+        EventId: "5b1e7c2a-3d4f-4a6b-8c9d-0e1f2a3b4c5d",
+        EventType: "Freeze",
+        Resources: ["WestNO_0"],
+        notBeforeInSeconds: 86_400,
+      },
+    ]);
     const dir = mkdtempSync(join(tmpdir(), "sef-conditional-"));
     const jsonl = join(dir, "out.jsonl");
-    const agent = runCli(["run", "--imds-url", sim.url, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${jsonl}`], {
-      env: { SEF_METRICS_PORT: "0" },
-    });
+    const agent = runCli(
+      [
+        "run",
+        "--imds-url",
+        sim.url,
+        "--poll-interval-ms",
+        "200",
+        "--data-dir",
+        join(dir, "data"),
+        "--sink",
+        `jsonl:${jsonl}`,
+      ],
+      {
+        env: { SEF_METRICS_PORT: "0" },
+      },
+    );
     try {
       const url = await waitForMetricsUrl(agent);
       const scrape = async (): Promise<string> => (await fetch(`${url}/metrics`)).text();
       const notModified = (): number => sim.status().requests["/metadata/scheduledevents"]?.["304"] ?? 0;
       await waitUntil(() => notModified() >= 5, 15_000, "five 304 answers");
-      const transitions = (): Array<{ EventStatus: string }> => readJsonl<{ RecordType: string; EventStatus: string }>(jsonl).filter((r) => r.RecordType === "Transition");
+      const transitions = (): Array<{ EventStatus: string }> =>
+        readJsonl<{ RecordType: string; EventStatus: string }>(jsonl).filter((r) => r.RecordType === "Transition");
       expect(transitions().map((r) => r.EventStatus)).toEqual(["Scheduled"]);
       let metrics = await scrape();
       expect(seriesValue(metrics, "sef_imds_not_modified_total")).toBeGreaterThanOrEqual(5);

@@ -12,21 +12,58 @@ import { replayable, testRuns, testSeed } from "../helpers/seed.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 
 function agentArgs(imdsUrl: string, dir: string): string[] {
-  return ["run", "--imds-url", imdsUrl, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "records.jsonl")}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"];
+  return [
+    "run",
+    "--imds-url",
+    imdsUrl,
+    "--poll-interval-ms",
+    "200",
+    "--data-dir",
+    join(dir, "data"),
+    "--sink",
+    `jsonl:${join(dir, "records.jsonl")}`,
+    "--heartbeat-interval-ms",
+    "0",
+    "--metrics-port",
+    "0",
+  ];
 }
 
 /** Ten overlapping events, each Scheduled → Started → gone, over about 7 s at speed 60. */
 function busyScenario() {
   const steps: Array<{ at: number; events: Array<Record<string, unknown>> }> = [];
-  const lifetimes = Array.from({ length: 10 }, (_, i) => ({ id: `C0FFEE00-0000-4000-8000-00000000000${i}`, scheduledAt: 20 + i * 30, startedAt: 80 + i * 30, goneAt: 140 + i * 30 }));
+  const lifetimes = Array.from({ length: 10 }, (_, i) => ({
+    id: `C0FFEE00-0000-4000-8000-00000000000${i}`,
+    scheduledAt: 20 + i * 30,
+    startedAt: 80 + i * 30,
+    goneAt: 140 + i * 30,
+  }));
   const times = [...new Set(lifetimes.flatMap((l) => [l.scheduledAt, l.startedAt, l.goneAt]))].sort((a, b) => a - b);
   for (const at of times) {
     const events = lifetimes
       .filter((l) => l.scheduledAt <= at && at < l.goneAt)
-      .map((l) => ({ EventId: l.id, EventType: "Reboot", Resources: ["WestNO_0"], EventStatus: at >= l.startedAt ? "Started" : "Scheduled", notBeforeInSeconds: 600, autoStart: false }));
+      .map((l) => ({
+        EventId: l.id,
+        EventType: "Reboot",
+        Resources: ["WestNO_0"],
+        EventStatus: at >= l.startedAt ? "Started" : "Scheduled",
+        notBeforeInSeconds: 600,
+        autoStart: false,
+      }));
     steps.push({ at, events });
   }
-  return parseScenario({ name: "crash-test", description: "overlapping events for kill -9 tests", speed: 60, durationSeconds: 460, vm: { name: "WestNO_0" }, steps, expect: [] }, "crash-test");
+  return parseScenario(
+    {
+      name: "crash-test",
+      description: "overlapping events for kill -9 tests",
+      speed: 60,
+      durationSeconds: 460,
+      vm: { name: "WestNO_0" },
+      steps,
+      expect: [],
+    },
+    "crash-test",
+  );
 }
 
 /** `EventId:Status` pairs the agent logged as committed to its store. */
@@ -44,48 +81,55 @@ describe("crash and restart", () => {
     const seed = testSeed(4242);
     const killDelaysMs = fc.sample(fc.integer({ min: 150, max: 1200 }), { numRuns: testRuns(6), seed });
     await replayable(seed, async () => {
-    const sim = await startSimulator({ scenario: busyScenario() });
-    const dir = mkdtempSync(join(tmpdir(), "sef-crash-"));
-    let logs = "";
-    let agent: RunningProcess | undefined;
-    try {
-      for (const delayMs of killDelaysMs) {
+      const sim = await startSimulator({ scenario: busyScenario() });
+      const dir = mkdtempSync(join(tmpdir(), "sef-crash-"));
+      let logs = "";
+      let agent: RunningProcess | undefined;
+      try {
+        for (const delayMs of killDelaysMs) {
+          agent = runCli(agentArgs(sim.url, dir));
+          await new Promise((r) => setTimeout(r, delayMs));
+          await agent.stop("SIGKILL");
+          logs += agent.stderr();
+        }
         agent = runCli(agentArgs(sim.url, dir));
-        await new Promise((r) => setTimeout(r, delayMs));
-        await agent.stop("SIGKILL");
+        await sim.waitForEnd();
+        await new Promise((r) => setTimeout(r, 1000));
+        expect(await agent.stop("SIGTERM")).toBe(0);
         logs += agent.stderr();
+      } finally {
+        await agent?.stop("SIGKILL");
+        await sim.close();
       }
-      agent = runCli(agentArgs(sim.url, dir));
-      await sim.waitForEnd();
-      await new Promise((r) => setTimeout(r, 1000));
-      expect(await agent.stop("SIGTERM")).toBe(0);
-      logs += agent.stderr();
-    } finally {
-      await agent?.stop("SIGKILL");
-      await sim.close();
-    }
 
-    const records = readJsonl<TransitionRecord>(join(dir, "records.jsonl"));
-    const byPair = new Map<string, TransitionRecord[]>();
-    for (const r of records) byPair.set(`${r.EventId}:${r.EventStatus}`.toLowerCase(), [...(byPair.get(`${r.EventId}:${r.EventStatus}`.toLowerCase()) ?? []), r]);
-    // A record may reach the sink again after a crash, but only as the very same record.
-    for (const [pair, copies] of byPair) {
-      expect(new Set(copies.map((c) => JSON.stringify(c))).size, pair).toBe(1);
-    }
-    // Everything the agent committed reached the sink.
-    const committed = committedPairs(logs);
-    expect(committed.size).toBeGreaterThan(0);
-    for (const pair of committed) expect(byPair.has(pair), `${pair} was committed but never delivered`).toBe(true);
-    // Every event the agent saw at all (one may live and end entirely between two crashes) was seen to its end exactly once.
-    let seen = 0;
-    for (let i = 0; i < 10; i++) {
-      const id = `c0ffee00-0000-4000-8000-00000000000${i}`;
-      const pairs = [...byPair.keys()].filter((k) => k.startsWith(id));
-      if (pairs.length === 0) continue;
-      seen += 1;
-      expect(pairs.filter((k) => k.endsWith(":completed") || k.endsWith(":canceled")), id).toHaveLength(1);
-    }
-    expect(seen).toBeGreaterThanOrEqual(5);
+      const records = readJsonl<TransitionRecord>(join(dir, "records.jsonl"));
+      const byPair = new Map<string, TransitionRecord[]>();
+      for (const r of records)
+        byPair.set(`${r.EventId}:${r.EventStatus}`.toLowerCase(), [
+          ...(byPair.get(`${r.EventId}:${r.EventStatus}`.toLowerCase()) ?? []),
+          r,
+        ]);
+      // A record may reach the sink again after a crash, but only as the very same record.
+      for (const [pair, copies] of byPair) {
+        expect(new Set(copies.map((c) => JSON.stringify(c))).size, pair).toBe(1);
+      }
+      // Everything the agent committed reached the sink.
+      const committed = committedPairs(logs);
+      expect(committed.size).toBeGreaterThan(0);
+      for (const pair of committed) expect(byPair.has(pair), `${pair} was committed but never delivered`).toBe(true);
+      // Every event the agent saw at all (one may live and end entirely between two crashes) was seen to its end exactly once.
+      let seen = 0;
+      for (let i = 0; i < 10; i++) {
+        const id = `c0ffee00-0000-4000-8000-00000000000${i}`;
+        const pairs = [...byPair.keys()].filter((k) => k.startsWith(id));
+        if (pairs.length === 0) continue;
+        seen += 1;
+        expect(
+          pairs.filter((k) => k.endsWith(":completed") || k.endsWith(":canceled")),
+          id,
+        ).toHaveLength(1);
+      }
+      expect(seen).toBeGreaterThanOrEqual(5);
     });
   }, 60_000);
 
@@ -117,7 +161,9 @@ describe("crash and restart", () => {
     }
     const records = readJsonl<TransitionRecord>(out);
     expect(new Set(records.map((r) => r.RecordId)).size).toBe(4);
-    const endings = [...new Map(records.map((r) => [r.RecordId, r])).values()].filter((r) => r.EventStatus !== "Scheduled");
+    const endings = [...new Map(records.map((r) => [r.RecordId, r])).values()].filter(
+      (r) => r.EventStatus !== "Scheduled",
+    );
     expect(endings.map((r) => [r.EventId, r.PreviousStatus, r.EventStatus, r.ObservationGap]).sort()).toEqual(
       [
         [ran, "Scheduled", "Completed", true],

@@ -12,7 +12,21 @@ import { isHeld } from "../../src/agent/store/data-dir-lock.js";
 import { copyAgentForOtherUsers } from "../helpers/agent-copy.js";
 
 function args(imdsUrl: string, dir: string): string[] {
-  return ["run", "--imds-url", imdsUrl, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${join(dir, "records.jsonl")}`, "--heartbeat-interval-ms", "0", "--metrics-port", "0"];
+  return [
+    "run",
+    "--imds-url",
+    imdsUrl,
+    "--poll-interval-ms",
+    "200",
+    "--data-dir",
+    join(dir, "data"),
+    "--sink",
+    `jsonl:${join(dir, "records.jsonl")}`,
+    "--heartbeat-interval-ms",
+    "0",
+    "--metrics-port",
+    "0",
+  ];
 }
 
 describe("one agent per data directory", () => {
@@ -29,12 +43,18 @@ describe("one agent per data directory", () => {
       const second = runCli(args(sim.url, dir));
       expect(await second.exited).toBe(75);
       expect(performance.now() - startedMs).toBeLessThan(5000);
-      expect(second.stderr()).toContain(`data directory ${join(dir, "data")} is in use by another sef (pid ${first.child.pid})`);
+      expect(second.stderr()).toContain(
+        `data directory ${join(dir, "data")} is in use by another sef (pid ${first.child.pid})`,
+      );
 
       // The first agent still records and delivers.
       const eventId = "DA7AD1E0-0000-4000-8000-000000000001";
       sim.setEvents([{ EventId: eventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 300 }]);
-      await waitUntil(() => readJsonl(join(dir, "records.jsonl")).some((r) => r.EventId === eventId), 10_000, "the first agent's record");
+      await waitUntil(
+        () => readJsonl(join(dir, "records.jsonl")).some((r) => r.EventId === eventId),
+        10_000,
+        "the first agent's record",
+      );
 
       // kill -9: the OS drops the lock with the process.
       await first.stop("SIGKILL");
@@ -46,7 +66,9 @@ describe("one agent per data directory", () => {
       // the jsonl line was written but before the ledger settled it: the next agent then sends the same record — the
       // same RecordId — again, which is the in-doubt repeat the ledger allows. A second agent recording the event
       // anew would have made a second RecordId.)
-      const scheduled = readJsonl(join(dir, "records.jsonl")).filter((r) => r.EventId === eventId && r.EventStatus === "Scheduled");
+      const scheduled = readJsonl(join(dir, "records.jsonl")).filter(
+        (r) => r.EventId === eventId && r.EventStatus === "Scheduled",
+      );
       expect(scheduled.length).toBeGreaterThanOrEqual(1);
       expect(new Set(scheduled.map((r) => r.RecordId)).size).toBe(1);
     } finally {
@@ -70,7 +92,11 @@ describe("a store the service user cannot write", () => {
       expect(await asRoot.stop("SIGTERM")).toBe(0);
       chownSync(join(dir, "data"), 65534, 65534);
       const asNobody = () =>
-        spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", copy.node, copy.cli, ...args(sim.url, dir)], { cwd: "/", encoding: "utf8", timeout: 10_000 });
+        spawnSync(
+          "setpriv",
+          ["--reuid=65534", "--regid=65534", "--clear-groups", copy.node, copy.cli, ...args(sim.url, dir)],
+          { cwd: "/", encoding: "utf8", timeout: 10_000 },
+        );
 
       let run = asNobody();
       expect(run.error).toBeUndefined();

@@ -11,7 +11,8 @@ import { startDhcpResponder } from "../../src/testbed/dhcp/index.js";
 import { waitForMetricsUrl, runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import type { SefRecord } from "../../src/contract/record.js";
 
-const leaseFor127002 = "lease {\n  interface \"eth0\";\n  fixed-address 10.0.0.4;\n  option unknown-245 7f:0:0:2;\n  expire never;\n}\n";
+const leaseFor127002 =
+  'lease {\n  interface "eth0";\n  fixed-address 10.0.0.4;\n  option unknown-245 7f:0:0:2;\n  expire never;\n}\n';
 
 function setUp(sim: Simulator, discovery: Record<string, unknown> = {}) {
   const dir = mkdtempSync(join(tmpdir(), "sef-discovery-e2e-"));
@@ -46,7 +47,14 @@ async function metricsUrl(agent: RunningProcess): Promise<string> {
   return waitForMetricsUrl(agent);
 }
 
-const reboot = (id: string) => ({ EventId: id, EventType: "Reboot", EventSource: "Platform", Resources: ["WestNO_0"], notBeforeInSeconds: 900, autoStart: false });
+const reboot = (id: string) => ({
+  EventId: id,
+  EventType: "Reboot",
+  EventSource: "Platform",
+  Resources: ["WestNO_0"],
+  notBeforeInSeconds: 900,
+  autoStart: false,
+});
 
 describe.concurrent("IMDS endpoint discovery end to end", () => {
   it("finds IMDS through a dhclient lease file, forwards a record, and reuses the endpoint after a restart", async () => {
@@ -74,7 +82,11 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
       await waitUntil(() => agent.stderr().includes("IMDS endpoint chosen"), 15_000, "the endpoint after restart");
       expect(agent.stderr()).toMatch(/"source":"dhclient","reused":true/);
       sim.setEvents([reboot("DDDD0000-0000-4000-8000-000000000002")]);
-      await waitUntil(() => records().some((r) => r.RecordType === "Transition" && r.EventId.endsWith("2")), 15_000, "a record after restart");
+      await waitUntil(
+        () => records().some((r) => r.RecordType === "Transition" && r.EventId.endsWith("2")),
+        15_000,
+        "a record after restart",
+      );
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");
@@ -86,7 +98,15 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
     const sim = await startSimulator({ scenario: "idle", host: "127.0.0.2" });
     const responder = await startDhcpResponder({ option245: "127.0.0.2", script: [["wrong-xid", "ok"]] });
     const { start, records } = setUp(sim, {
-      activeDhcp: { enabled: true, interface: "lo", serverAddress: "127.0.0.1", serverPort: responder.port, clientPort: 0, bindAddress: "127.0.0.1", timeoutMs: 2000 },
+      activeDhcp: {
+        enabled: true,
+        interface: "lo",
+        serverAddress: "127.0.0.1",
+        serverPort: responder.port,
+        clientPort: 0,
+        bindAddress: "127.0.0.1",
+        timeoutMs: 2000,
+      },
     });
     const agent = start();
     try {
@@ -109,14 +129,19 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
   it("stays up and not ready with the reason while nothing is found, then recovers when a lease appears", async () => {
     const sim = await startSimulator({ scenario: "idle", host: "127.0.0.2" });
     const { dir, start, records } = setUp(sim);
-    writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), "lease {\n  option unknown-245 7f:0:0:2:1;\n  expire never;\n}\n");
+    writeFileSync(
+      join(dir, "leases", "dhclient.eth0.leases"),
+      "lease {\n  option unknown-245 7f:0:0:2:1;\n  expire never;\n}\n",
+    );
     const agent = start();
     try {
       const url = await metricsUrl(agent);
       const readyz = await fetch(`${url}/readyz`);
       expect(readyz.status).toBe(503);
       const body = (await readyz.json()) as { failed: string[] };
-      expect(body.failed.join("\n")).toMatch(/imds endpoint: no IMDS endpoint found \(link-local: not-answering; dhclient: wrong-length/);
+      expect(body.failed.join("\n")).toMatch(
+        /imds endpoint: no IMDS endpoint found \(link-local: not-answering; dhclient: wrong-length/,
+      );
       expect(agent.child.exitCode).toBeNull();
       writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), leaseFor127002);
       await waitUntil(() => agent.stderr().includes("IMDS endpoint chosen"), 15_000, "discovery on retry");
@@ -138,12 +163,24 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
     try {
       await waitUntil(() => agent.stderr().includes("IMDS endpoint chosen"), 15_000, "the first endpoint");
       first.setEvents([reboot("ABAB0000-0000-4000-8000-000000000001")]);
-      await waitUntil(() => records().some((r) => r.RecordType === "Transition"), 15_000, "a record from the first address");
+      await waitUntil(
+        () => records().some((r) => r.RecordType === "Transition"),
+        15_000,
+        "a record from the first address",
+      );
       writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), leaseFor127002.replace("7f:0:0:2", "7f:0:0:4"));
       await first.close();
-      await waitUntil(() => /"endpoint":"http:\/\/127\.0\.0\.4:\d+","source":"dhclient".*"why":"rediscover"/.test(agent.stderr()), 20_000, "rediscovery");
+      await waitUntil(
+        () => /"endpoint":"http:\/\/127\.0\.0\.4:\d+","source":"dhclient".*"why":"rediscover"/.test(agent.stderr()),
+        20_000,
+        "rediscovery",
+      );
       second.setEvents([reboot("ABAB0000-0000-4000-8000-000000000002")]);
-      await waitUntil(() => records().some((r) => r.RecordType === "Transition" && r.EventId.endsWith("2")), 15_000, "a record from the new address");
+      await waitUntil(
+        () => records().some((r) => r.RecordType === "Transition" && r.EventId.endsWith("2")),
+        15_000,
+        "a record from the new address",
+      );
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");
@@ -156,11 +193,16 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
     const sim = await startSimulator({ scenario: "idle", host: "127.0.0.2" });
     const { dir, configPath } = setUp(sim);
     try {
-      writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), "lease {\n  option unknown-245 7f:0:0:2:1;\n  expire never;\n}\n");
+      writeFileSync(
+        join(dir, "leases", "dhclient.eth0.leases"),
+        "lease {\n  option unknown-245 7f:0:0:2:1;\n  expire never;\n}\n",
+      );
       const none = runCli(["discover", "--config", configPath], { env: { CLOUDCONTROLIP: "" } });
       expect(await none.exited).toBe(1);
       expect(none.stdout()).toMatch(/^link-local +not-answering +127\.0\.0\.13:\d+: ECONNREFUSED$/m);
-      expect(none.stdout()).toMatch(/^dhclient +wrong-length +\S+dhclient\.eth0\.leases: option 245 has 5 bytes, expected 4$/m);
+      expect(none.stdout()).toMatch(
+        /^dhclient +wrong-length +\S+dhclient\.eth0\.leases: option 245 has 5 bytes, expected 4$/m,
+      );
       expect(none.stdout()).toContain("no IMDS endpoint found");
       writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), leaseFor127002);
       const found = runCli(["discover", "--config", configPath], { env: { CLOUDCONTROLIP: "" } });

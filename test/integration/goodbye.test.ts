@@ -10,7 +10,9 @@ import { loadScenario } from "../../src/testbed/simulator/scenarios.js";
 import { readJsonl, runCli } from "../helpers/agent-process.js";
 
 const reasonOf = (r: SefRecord): string | undefined =>
-  r.RecordType === "Heartbeat" && r.Outcome === "Stopping" ? (JSON.parse(r.Detail) as { reason: string }).reason : undefined;
+  r.RecordType === "Heartbeat" && r.Outcome === "Stopping"
+    ? (JSON.parse(r.Detail) as { reason: string }).reason
+    : undefined;
 
 describe("goodbye heartbeat", () => {
   it("is written when this VM's Terminate is scheduled, and is the last record after SIGTERM", async () => {
@@ -19,7 +21,19 @@ describe("goodbye heartbeat", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-goodbye-"));
     const out = join(dir, "records.jsonl");
     const agent = runCli(
-      ["run", "--imds-url", sim.url, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--heartbeat-interval-ms", "60000"],
+      [
+        "run",
+        "--imds-url",
+        sim.url,
+        "--poll-interval-ms",
+        "200",
+        "--data-dir",
+        join(dir, "data"),
+        "--sink",
+        `jsonl:${out}`,
+        "--heartbeat-interval-ms",
+        "60000",
+      ],
       { env: { SEF_METRICS_PORT: "0" } },
     );
     try {
@@ -31,7 +45,9 @@ describe("goodbye heartbeat", () => {
       await sim.close();
     }
     const records = readJsonl<SefRecord>(out);
-    const summary = records.map((r) => (r.RecordType === "Transition" ? `${r.EventType}:${r.EventStatus}` : `${r.RecordType}:${reasonOf(r) ?? "beat"}`));
+    const summary = records.map((r) =>
+      r.RecordType === "Transition" ? `${r.EventType}:${r.EventStatus}` : `${r.RecordType}:${reasonOf(r) ?? "beat"}`,
+    );
     const detail = `records: ${summary.join(", ")}\nstderr:\n${agent.stderr().slice(-3000)}`;
     expect(summary[0], detail).toBe("Heartbeat:beat");
     const scheduledAt = summary.indexOf("Terminate:Scheduled");
@@ -46,6 +62,10 @@ describe("goodbye heartbeat", () => {
     expect(identified.filter((r) => r.RecordType === "Transition").length).toBeGreaterThan(0);
     for (const r of identified) expect(r.Tags, `${r.RecordType} ${r.RecordId}`).toEqual(tags);
     // The statistics the fleet workbook reads: backlog and dead-letters per sink.
-    expect(JSON.parse((records.at(-1) as { Detail: string }).Detail)).toMatchObject({ state: "Stopping", undelivered: { [`jsonl:${out}`]: 0 }, deadLettered: {} });
+    expect(JSON.parse((records.at(-1) as { Detail: string }).Detail)).toMatchObject({
+      state: "Stopping",
+      undelivered: { [`jsonl:${out}`]: 0 },
+      deadLettered: {},
+    });
   });
 });

@@ -8,7 +8,13 @@ import { startKubernetesPeer, type KubernetesPeer } from "../../src/testbed/peer
 import { waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import { actionsSettled } from "../helpers/ledger-probe.js";
 import { nodeAgent, podsOn, scaleSetNodes, startScaleSetSimulator, vmNames } from "../helpers/kubernetes-cluster.js";
-import { eventReasons, sefMarksOn, tearDown, waitForKubernetesReady, type KubeAgent } from "../helpers/kubernetes-node.js";
+import {
+  eventReasons,
+  sefMarksOn,
+  tearDown,
+  waitForKubernetesReady,
+  type KubeAgent,
+} from "../helpers/kubernetes-node.js";
 
 const reboot = (id: string, resources: string[]) => ({
   EventId: id,
@@ -25,13 +31,28 @@ const markKey = (id: string): string => `event.sef.azure.com/${id}`;
 
 /** When each node's mark first said it drained (the write that set the mark without cordoning). */
 function drainedWriteMs(peer: KubernetesPeer, node: string, id: string): number | undefined {
-  return peer.state.nodeWrites().find((w) => w.node === node && w.cordoned === undefined && w.annotationsSet.includes(markKey(id)))?.atMs;
+  return peer.state
+    .nodeWrites()
+    .find((w) => w.node === node && w.cordoned === undefined && w.annotationsSet.includes(markKey(id)))?.atMs;
 }
 
 /** Ends the event (gone from the document), waits for every node's undo and every ledger to settle, stops the agents. */
-async function endAndSettle(sim: { setEvents(e: never[]): unknown }, setups: KubeAgent[], agents: RunningProcess[], peer: KubernetesPeer, nodes: string[]): Promise<void> {
+async function endAndSettle(
+  sim: { setEvents(e: never[]): unknown },
+  setups: KubeAgent[],
+  agents: RunningProcess[],
+  peer: KubernetesPeer,
+  nodes: string[],
+): Promise<void> {
   sim.setEvents([]);
-  await waitUntil(() => nodes.every((n) => sefMarksOn(peer.state.node(n)).taints.length === 0 && !sefMarksOn(peer.state.node(n)).cordoned), 60_000, "every node's undo");
+  await waitUntil(
+    () =>
+      nodes.every(
+        (n) => sefMarksOn(peer.state.node(n)).taints.length === 0 && !sefMarksOn(peer.state.node(n)).cordoned,
+      ),
+    60_000,
+    "every node's undo",
+  );
   await waitUntil(() => setups.every((s) => actionsSettled(s.dataDir)), 60_000, "every agent's actions to settle");
   for (const agent of agents) expect(await agent.stop("SIGTERM")).toBe(0);
 }
@@ -46,7 +67,15 @@ describe("kubernetes action: events naming several nodes", () => {
       seed: {
         nodes: members.map((m) => m.node),
         pods: [...podsOn(nodes[0]!, 4), ...podsOn(nodes[1]!, 14), ...podsOn(nodes[2]!, 8, { budgeted: true })],
-        podDisruptionBudgets: [{ namespace: "apps", name: budget, matchLabels: { app: budget }, maxUnavailable: 1, blockForMs: Number.POSITIVE_INFINITY }],
+        podDisruptionBudgets: [
+          {
+            namespace: "apps",
+            name: budget,
+            matchLabels: { app: budget },
+            maxUnavailable: 1,
+            blockForMs: Number.POSITIVE_INFINITY,
+          },
+        ],
       },
     });
     const setups = members.map((m) => nodeAgent(sim, peer, m, {}, rulesForEveryVm));
@@ -57,7 +86,11 @@ describe("kubernetes action: events naming several nodes", () => {
       for (const setup of setups) agents.push(setup.start());
       for (const agent of agents) await waitForKubernetesReady(agent);
       sim.setEvents([reboot(id, vmNames(3))]);
-      await waitUntil(() => peer.state.evictions().some((e) => e.pod === `${nodes[2]!.slice(-6)}-db-0` && e.outcome === "blocked"), 90_000, "the PDB to hold the third node's drain");
+      await waitUntil(
+        () => peer.state.evictions().some((e) => e.pod === `${nodes[2]!.slice(-6)}-db-0` && e.outcome === "blocked"),
+        90_000,
+        "the PDB to hold the third node's drain",
+      );
       heldFromMs = Date.now();
       peer.state.blockDisruptions("apps", budget, 10_000);
       await waitUntil(() => sim.status().approvals.length > 0, 120_000, "the approval");
@@ -71,7 +104,14 @@ describe("kubernetes action: events naming several nodes", () => {
     for (const [i, atMs] of drained.entries()) expect(atMs, `${nodes[i]} drained`).toBeDefined();
     expect(drained[2]! - heldFromMs).toBeGreaterThanOrEqual(10_000); // the PDB held the last node's drain
     expect(Math.max(...(drained as number[]))).toBeLessThan(approvedAtMs);
-    expect(Math.max(...peer.state.evictions().filter((e) => e.outcome === "evicted").map((e) => e.atMs))).toBeLessThan(approvedAtMs);
+    expect(
+      Math.max(
+        ...peer.state
+          .evictions()
+          .filter((e) => e.outcome === "evicted")
+          .map((e) => e.atMs),
+      ),
+    ).toBeLessThan(approvedAtMs);
     // The first node approved, saying why; the others approved nothing (their approval was declined, not sent).
     const approvals = setups.map((s) => s.records().filter((r): r is ApprovalRecord => r.RecordType === "Approval"));
     expect(approvals[0]!.map((r) => r.Outcome)).toEqual(["Approved"]);
@@ -79,12 +119,32 @@ describe("kubernetes action: events naming several nodes", () => {
     expect(approvals[1]).toEqual([]);
     expect(approvals[2]).toEqual([]);
     // What each node said it waited for.
-    const waiting = setups.map((s) => s.kubernetesRecords().filter((r: KubernetesRecord) => r.Outcome === "Waiting").map((r) => JSON.parse(r.Detail) as Record<string, unknown>));
-    expect(waiting[0]).toEqual([expect.objectContaining({ approver: nodes[0], nodesNamed: nodes, waitingFor: expect.arrayContaining([nodes[2]]) })]);
-    for (const i of [1, 2]) expect(waiting[i]).toEqual([expect.objectContaining({ approver: nodes[0], nodesNamed: nodes })]);
-    const firstNodeEvents = peer.state.events().filter((e) => (e as unknown as { involvedObject: { name: string } }).involvedObject.name === nodes[0]);
-    const messages = firstNodeEvents.map((e) => `${(e as unknown as { reason: string }).reason}: ${(e as unknown as { message: string }).message}`);
-    expect(messages).toContainEqual(expect.stringMatching(new RegExp(`^ScheduledEventWaiting: Reboot ${id}: waiting for [12] of 3 nodes: .*${nodes[2]}`)));
+    const waiting = setups.map((s) =>
+      s
+        .kubernetesRecords()
+        .filter((r: KubernetesRecord) => r.Outcome === "Waiting")
+        .map((r) => JSON.parse(r.Detail) as Record<string, unknown>),
+    );
+    expect(waiting[0]).toEqual([
+      expect.objectContaining({
+        approver: nodes[0],
+        nodesNamed: nodes,
+        waitingFor: expect.arrayContaining([nodes[2]]),
+      }),
+    ]);
+    for (const i of [1, 2])
+      expect(waiting[i]).toEqual([expect.objectContaining({ approver: nodes[0], nodesNamed: nodes })]);
+    const firstNodeEvents = peer.state
+      .events()
+      .filter((e) => (e as unknown as { involvedObject: { name: string } }).involvedObject.name === nodes[0]);
+    const messages = firstNodeEvents.map(
+      (e) => `${(e as unknown as { reason: string }).reason}: ${(e as unknown as { message: string }).message}`,
+    );
+    expect(messages).toContainEqual(
+      expect.stringMatching(
+        new RegExp(`^ScheduledEventWaiting: Reboot ${id}: waiting for [12] of 3 nodes: .*${nodes[2]}`),
+      ),
+    );
     expect(messages).toContainEqual(expect.stringMatching(/^ScheduledEventNodesDrained: /));
   }, 400_000);
 
@@ -107,7 +167,10 @@ describe("kubernetes action: events naming several nodes", () => {
     expect(sim.status().approvals.map((a) => [a.EventId, a.count])).toEqual([[id, 1]]);
     expect(drainedWriteMs(peer, node, id)).toBeLessThan(sim.status().approvals[0]!.atMs);
     const approval = setup.records().find((r): r is ApprovalRecord => r.RecordType === "Approval")!;
-    expect(approval).toMatchObject({ Outcome: "Approved", Detail: expect.stringContaining("outside this cluster, not waited for: other-vmss_4") });
+    expect(approval).toMatchObject({
+      Outcome: "Approved",
+      Detail: expect.stringContaining("outside this cluster, not waited for: other-vmss_4"),
+    });
     expect(setup.kubernetesRecords().map((r) => r.Outcome)).toEqual(["Cordoned", "Draining", "Drained", "Uncordoned"]);
     expect(eventReasons(peer)).not.toContain("ScheduledEventWaiting");
   }, 300_000);

@@ -4,7 +4,17 @@
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil, waitForMetricsUrl } from "../helpers/agent-process.js";
-import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, sefMarkOf, sefMarksOn, startNodePeer } from "../helpers/kubernetes-node.js";
+import {
+  eventReasons,
+  kubeAgent,
+  waitForKubernetesReady,
+  nodeName,
+  nodePods,
+  nodeSpec,
+  sefMarkOf,
+  sefMarksOn,
+  startNodePeer,
+} from "../helpers/kubernetes-node.js";
 
 const taintKey = "sef.azure.com/scheduled-event-reboot";
 const event = (id: string, over: Record<string, unknown> = {}) => ({
@@ -33,9 +43,20 @@ describe("kubernetes action: drain, approve, undo", () => {
       peer.state.blockDisruptions("apps", "db", Number.POSITIVE_INFINITY);
       sim.setEvents([event(id)]);
       await waitUntil(() => nodeSpec(peer.state.node(nodeName)).unschedulable === true, 30_000, "the cordon");
-      expect(nodeSpec(peer.state.node(nodeName)).taints).toContainEqual(expect.objectContaining({ key: taintKey, value: id, effect: "NoSchedule" }));
-      expect(sefMarkOf(peer.state.node(nodeName), id)).toMatchObject({ eventId: id, eventType: "Reboot", policy: "drain-then-approve", cordoned: true });
-      await waitUntil(() => peer.state.evictions().some((e) => e.pod === "db-0" && e.outcome === "blocked"), 60_000, "the first refusal by the PDB");
+      expect(nodeSpec(peer.state.node(nodeName)).taints).toContainEqual(
+        expect.objectContaining({ key: taintKey, value: id, effect: "NoSchedule" }),
+      );
+      expect(sefMarkOf(peer.state.node(nodeName), id)).toMatchObject({
+        eventId: id,
+        eventType: "Reboot",
+        policy: "drain-then-approve",
+        cordoned: true,
+      });
+      await waitUntil(
+        () => peer.state.evictions().some((e) => e.pod === "db-0" && e.outcome === "blocked"),
+        60_000,
+        "the first refusal by the PDB",
+      );
       const heldFromMs = Date.now();
       peer.state.blockDisruptions("apps", "db", pdbBlockMs);
       await waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval after the drain");
@@ -43,12 +64,27 @@ describe("kubernetes action: drain, approve, undo", () => {
       const evictions = peer.state.evictions();
       const evicted = evictions.filter((e) => e.outcome === "evicted");
       // 17 ReplicaSet pods and db-0; never a DaemonSet pod, never sef's own.
-      expect(evicted.map((e) => e.pod).sort()).toEqual([...nodePods(20).slice(2).map((p) => p.name)].sort());
+      expect(evicted.map((e) => e.pod).sort()).toEqual(
+        [
+          ...nodePods(20)
+            .slice(2)
+            .map((p) => p.name),
+        ].sort(),
+      );
       expect(evictions.filter((e) => e.pod === "db-0").map((e) => e.outcome)).toContain("blocked");
       expect(evicted.find((e) => e.pod === "db-0")!.atMs - heldFromMs).toBeGreaterThanOrEqual(pdbBlockMs);
       expect(Math.max(...evicted.map((e) => e.atMs))).toBeLessThan(approvedAtMs);
-      expect(peer.state.pods({ nodeName }).map((p) => p.metadata.name).sort()).toEqual(["kube-proxy-x1", "sef-abcde"]);
-      await waitUntil(() => setup.records().some((r) => r.RecordType === "Transition" && r.EventStatus === "Started"), 15_000, "the event to start");
+      expect(
+        peer.state
+          .pods({ nodeName })
+          .map((p) => p.metadata.name)
+          .sort(),
+      ).toEqual(["kube-proxy-x1", "sef-abcde"]);
+      await waitUntil(
+        () => setup.records().some((r) => r.RecordType === "Transition" && r.EventStatus === "Started"),
+        15_000,
+        "the event to start",
+      );
       metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
       sim.setEvents([]);
       await waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === "Uncordoned"), 15_000, "the undo");
@@ -61,20 +97,40 @@ describe("kubernetes action: drain, approve, undo", () => {
     const node = peer.state.node(nodeName);
     expect(sefMarksOn(node)).toEqual({ cordoned: false, taints: [], sefAnnotations: [] });
     expect(sim.status().approvals).toHaveLength(1);
-    expect(eventReasons(peer)).toEqual(["ScheduledEventNoticed", "ScheduledEventDraining", "ScheduledEventDrained", "ScheduledEventUncordoned"]);
+    expect(eventReasons(peer)).toEqual([
+      "ScheduledEventNoticed",
+      "ScheduledEventDraining",
+      "ScheduledEventDrained",
+      "ScheduledEventUncordoned",
+    ]);
     const steps = setup.kubernetesRecords();
     // Within one poll: the node is patched right after the poll that recorded the Scheduled transition (no waiting).
     const scheduled = setup.records().find((r) => r.RecordType === "Transition" && r.EventStatus === "Scheduled")!;
-    const firstPatch = peer.state.requests().find((r) => r.method === "PATCH" && r.path.startsWith(`/api/v1/nodes/${nodeName}`))!;
+    const firstPatch = peer.state
+      .requests()
+      .find((r) => r.method === "PATCH" && r.path.startsWith(`/api/v1/nodes/${nodeName}`))!;
     expect(firstPatch.atMs - Date.parse(scheduled.TimeGenerated)).toBeLessThan(3_000);
-    expect(steps.map((r) => `${r.EventStatus}:${r.Outcome}`)).toEqual(["Scheduled:Cordoned", "Scheduled:Draining", "Scheduled:Drained", "Completed:Uncordoned"]);
+    expect(steps.map((r) => `${r.EventStatus}:${r.Outcome}`)).toEqual([
+      "Scheduled:Cordoned",
+      "Scheduled:Draining",
+      "Scheduled:Drained",
+      "Completed:Uncordoned",
+    ]);
     const drained = JSON.parse(steps[2]!.Detail) as Record<string, unknown>;
-    expect(drained).toMatchObject({ node: nodeName, policy: "drain-then-approve", podsEvicted: 18, podsBlockedByPdb: ["apps/db-0"] });
+    expect(drained).toMatchObject({
+      node: nodeName,
+      policy: "drain-then-approve",
+      podsEvicted: 18,
+      podsBlockedByPdb: ["apps/db-0"],
+    });
     expect(drained.pdbHeldSeconds).toBeGreaterThan(5);
     expect(steps[2]!.ElapsedMs).toBeGreaterThan(5_000);
     const kinds = setup.records().map((r) => r.RecordType);
     expect(kinds.lastIndexOf("Kubernetes", kinds.indexOf("Approval"))).toBeGreaterThan(-1);
-    expect(setup.records().find((r) => r.RecordType === "Approval")).toMatchObject({ Outcome: "Approved", Detail: expect.stringContaining("drain-then-approve") });
+    expect(setup.records().find((r) => r.RecordType === "Approval")).toMatchObject({
+      Outcome: "Approved",
+      Detail: expect.stringContaining("drain-then-approve"),
+    });
     expect(metrics).toMatch(/^sef_kubernetes_evictions_total\{outcome="evicted"\} 18$/m);
     expect(metrics).toMatch(/^sef_kubernetes_evictions_total\{outcome="pdb_refused"\} [1-9]\d*$/m);
     expect(metrics).toMatch(/^sef_kubernetes_drain_duration_seconds_count\{outcome="drained"\} 1$/m);

@@ -4,7 +4,16 @@ import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitForMetricsUrl, waitUntil } from "../helpers/agent-process.js";
 import { actionsSettled } from "../helpers/ledger-probe.js";
-import { eventReasons, kubeAgent, nodeName, nodePods, nodeSpec, providerIdOf, startNodePeer, waitForKubernetesReady } from "../helpers/kubernetes-node.js";
+import {
+  eventReasons,
+  kubeAgent,
+  nodeName,
+  nodePods,
+  nodeSpec,
+  providerIdOf,
+  startNodePeer,
+  waitForKubernetesReady,
+} from "../helpers/kubernetes-node.js";
 
 const event = (id: string, over: Record<string, unknown> = {}) => ({
   EventId: id,
@@ -19,7 +28,13 @@ describe.concurrent("kubernetes action: incomplete drain, another VM's node, in-
   it("in-cluster credentials (service-account token and CA, KUBERNETES_SERVICE_HOST/PORT) as a pod has them", async () => {
     const sim = await startSimulator({ scenario: "idle" });
     const peer = await startNodePeer(sim, nodePods(4));
-    const setup = kubeAgent(sim, peer, { kubeconfig: undefined, inClusterPathPrefix: peer.inCluster.pathPrefix, drainLeadMs: 60_000 }, {}, peer.inCluster.env);
+    const setup = kubeAgent(
+      sim,
+      peer,
+      { kubeconfig: undefined, inClusterPathPrefix: peer.inCluster.pathPrefix, drainLeadMs: 60_000 },
+      {},
+      peer.inCluster.env,
+    );
     const agent = setup.start();
     try {
       await waitForKubernetesReady(agent);
@@ -44,8 +59,16 @@ describe.concurrent("kubernetes action: incomplete drain, another VM's node, in-
     try {
       await waitForKubernetesReady(agent);
       sim.setEvents([event(id, { notBeforeInSeconds: 25 })]);
-      await waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === "DrainIncomplete"), 60_000, "the incomplete drain");
-      await waitUntil(() => actionsSettled(setup.dataDir), 30_000, "the actions to settle after it (no approval to follow)");
+      await waitUntil(
+        () => setup.kubernetesRecords().some((r) => r.Outcome === "DrainIncomplete"),
+        60_000,
+        "the incomplete drain",
+      );
+      await waitUntil(
+        () => actionsSettled(setup.dataDir),
+        30_000,
+        "the actions to settle after it (no approval to follow)",
+      );
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");
@@ -53,13 +76,19 @@ describe.concurrent("kubernetes action: incomplete drain, another VM's node, in-
       await sim.close();
     }
     const incomplete = setup.kubernetesRecords().find((r) => r.Outcome === "DrainIncomplete")!;
-    expect(JSON.parse(incomplete.Detail)).toMatchObject({ podsLeft: ["apps/db-0"], podsBlockedByPdb: ["apps/db-0"], podsEvicted: 3 });
+    expect(JSON.parse(incomplete.Detail)).toMatchObject({
+      podsLeft: ["apps/db-0"],
+      podsBlockedByPdb: ["apps/db-0"],
+      podsEvicted: 3,
+    });
     const transition = setup.records().find((r) => r.RecordType === "Transition")! as { NotBefore: string };
     // The deadline is NotBefore minus the reserve: the step is written after it, and before NotBefore.
     expect(Date.parse(incomplete.TimeGenerated)).toBeGreaterThanOrEqual(Date.parse(transition.NotBefore) - 5_000);
     expect(sim.status().approvals).toEqual([]);
     expect(eventReasons(peer)).toContain("ScheduledEventDrainIncomplete");
-    expect(peer.state.events().find((e) => (e as unknown as { reason: string }).reason === "ScheduledEventDrainIncomplete")).toMatchObject({ type: "Warning" });
+    expect(
+      peer.state.events().find((e) => (e as unknown as { reason: string }).reason === "ScheduledEventDrainIncomplete"),
+    ).toMatchObject({ type: "Warning" });
     expect(nodeSpec(peer.state.node(nodeName)).unschedulable).toBe(true);
   }, 150_000);
 

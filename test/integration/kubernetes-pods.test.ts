@@ -8,13 +8,27 @@ import { startSimulator, type Simulator } from "../../src/testbed/simulator/serv
 import type { KubernetesPeer, PodSeed } from "../../src/testbed/peers/kubernetes/index.js";
 import type { KubernetesRecord } from "../../src/contract/record.js";
 import { waitForMetricsUrl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
-import { kubeAgent, nodeName, nodePods, peerControl, startNodePeer, waitForKubernetesReady, type KubeAgent } from "../helpers/kubernetes-node.js";
+import {
+  kubeAgent,
+  nodeName,
+  nodePods,
+  peerControl,
+  startNodePeer,
+  waitForKubernetesReady,
+  type KubeAgent,
+} from "../helpers/kubernetes-node.js";
 
 const optOut = { "sef.azure.com/drain": "skip" };
 /** sef's DaemonSet pod, kube-proxy, db-0 (StatefulSet), web-3, web-4, web-5 (ReplicaSet; web-5 with an emptyDir). */
 const basePods = (): PodSeed[] => nodePods(6);
 const bare: PodSeed = { namespace: "apps", name: "debug-shell", nodeName, stopsAfterSeconds: 0.5 };
-const optedOut: PodSeed = { namespace: "apps", name: "batch-7", nodeName, labels: optOut, ownerReferences: [{ kind: "Job", name: "batch" }] };
+const optedOut: PodSeed = {
+  namespace: "apps",
+  name: "batch-7",
+  nodeName,
+  labels: optOut,
+  ownerReferences: [{ kind: "Job", name: "batch" }],
+};
 
 interface Node {
   sim: Simulator;
@@ -52,13 +66,23 @@ async function drainScenario(
     await waitForKubernetesReady(agent);
     await prepare({ sim, peer });
     const eventId = "C0DE0035-0000-4000-8000-000000000003";
-    sim.setEvents([{ EventId: eventId, EventType: "Reboot", EventSource: "Platform", Resources: ["WestNO_0"], notBeforeInSeconds, autoStart: false }]);
+    sim.setEvents([
+      {
+        EventId: eventId,
+        EventType: "Reboot",
+        EventSource: "Platform",
+        Resources: ["WestNO_0"],
+        notBeforeInSeconds,
+        autoStart: false,
+      },
+    ]);
     const node = { sim, peer, setup, agent, metricsUrl };
     await body(node, eventId);
     metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
     expect(await agent.stop("SIGTERM")).toBe(0);
     const steps = setup.kubernetesRecords();
-    const detail = (outcome: string) => JSON.parse(steps.find((r) => r.Outcome === outcome)?.Detail ?? "null") as Record<string, unknown>;
+    const detail = (outcome: string) =>
+      JSON.parse(steps.find((r) => r.Outcome === outcome)?.Detail ?? "null") as Record<string, unknown>;
     return { node, metrics, steps, detail };
   } finally {
     await agent.stop("SIGKILL");
@@ -68,18 +92,36 @@ async function drainScenario(
 }
 
 const evictionsOf = (peer: KubernetesPeer, pod: string) => peer.state.evictions().filter((e) => e.pod === pod);
-const remaining = (peer: KubernetesPeer) => peer.state.pods({ nodeName }).map((p) => p.metadata.name).sort();
-const counter = (metrics: string, outcome: string): number => Number(new RegExp(`^sef_kubernetes_evictions_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(metrics)?.[1] ?? NaN);
-const untilApproved = ({ sim }: Node) => waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval after the drain");
-const waitForStep = (setup: KubeAgent, outcome: string, timeoutMs = 90_000) => waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === outcome), timeoutMs, `the ${outcome} step`);
+const remaining = (peer: KubernetesPeer) =>
+  peer.state
+    .pods({ nodeName })
+    .map((p) => p.metadata.name)
+    .sort();
+const counter = (metrics: string, outcome: string): number =>
+  Number(
+    new RegExp(`^sef_kubernetes_evictions_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(metrics)?.[1] ?? NaN,
+  );
+const untilApproved = ({ sim }: Node) =>
+  waitUntil(() => sim.status().approvals.length > 0, 90_000, "the approval after the drain");
+const waitForStep = (setup: KubeAgent, outcome: string, timeoutMs = 90_000) =>
+  waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === outcome), timeoutMs, `the ${outcome} step`);
 
 describe("kubernetes action: pods as kubectl drain treats them", () => {
   it("a bare pod is left: DrainIncomplete names it as soon as the rest is gone (not at the deadline), a Warning Event, no approval; an opted-out pod is left and named", async () => {
-    const { node, steps, detail, metrics } = await drainScenario([...basePods(), bare, optedOut], {}, 150, async ({ setup, agent }) => {
-      await waitForStep(setup, "DrainIncomplete");
-      // The drain's end leads to the approval rules (off here) in the same step, before this line is logged.
-      await waitUntil(() => agent.stderr().includes("not approving after the drain"), 15_000, "the approval decision");
-    });
+    const { node, steps, detail, metrics } = await drainScenario(
+      [...basePods(), bare, optedOut],
+      {},
+      150,
+      async ({ setup, agent }) => {
+        await waitForStep(setup, "DrainIncomplete");
+        // The drain's end leads to the approval rules (off here) in the same step, before this line is logged.
+        await waitUntil(
+          () => agent.stderr().includes("not approving after the drain"),
+          15_000,
+          "the approval decision",
+        );
+      },
+    );
     const { peer, sim } = node;
     expect(steps.map((r) => r.Outcome)).toEqual(["Cordoned", "Draining", "DrainIncomplete"]);
     expect(detail("DrainIncomplete")).toMatchObject({
@@ -90,13 +132,20 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
       incompleteBecause: expect.stringMatching(/without a controller.*force/),
     });
     // Ended as soon as only the bare pod was left: long before the deadline (NotBefore − 2 s).
-    const transition = node.setup.records().find((r) => r.RecordType === "Transition") as unknown as { NotBefore: string };
+    const transition = node.setup.records().find((r) => r.RecordType === "Transition") as unknown as {
+      NotBefore: string;
+    };
     const incomplete = steps.find((r) => r.Outcome === "DrainIncomplete")!;
     expect(Date.parse(transition.NotBefore) - Date.parse(incomplete.TimeGenerated)).toBeGreaterThan(60_000);
     expect(evictionsOf(peer, "debug-shell")).toEqual([]);
     expect(evictionsOf(peer, "batch-7")).toEqual([]);
     expect(remaining(peer)).toEqual(["batch-7", "debug-shell", "kube-proxy-x1", "sef-abcde"]);
-    const warning = peer.state.events().find((e) => (e as unknown as { reason: string }).reason === "ScheduledEventDrainIncomplete") as unknown as { type: string; message: string };
+    const warning = peer.state
+      .events()
+      .find((e) => (e as unknown as { reason: string }).reason === "ScheduledEventDrainIncomplete") as unknown as {
+      type: string;
+      message: string;
+    };
     expect(warning).toMatchObject({ type: "Warning", message: expect.stringContaining("apps/debug-shell") });
     expect(warning.message).toMatch(/without a controller/);
     expect(sim.status().approvals).toEqual([]);
@@ -104,7 +153,12 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
   }, 200_000);
 
   it("force: the bare pod is evicted too, the drain completes and is approved; the opted-out pod stays, named", async () => {
-    const { node, steps, detail } = await drainScenario([...basePods(), bare, optedOut], { force: true }, 150, untilApproved);
+    const { node, steps, detail } = await drainScenario(
+      [...basePods(), bare, optedOut],
+      { force: true },
+      150,
+      untilApproved,
+    );
     expect(steps.map((r) => r.Outcome)).toEqual(["Cordoned", "Draining", "Drained"]);
     expect(detail("Drained")).toMatchObject({ podsEvicted: 5, podsOptedOut: ["apps/batch-7"] });
     expect(detail("Drained")).not.toHaveProperty("podsWithoutController");
@@ -124,8 +178,18 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
         await waitForStep(setup, "DrainIncomplete");
       },
       async ({ peer }) => {
-        peer.state.addPodDisruptionBudget({ namespace: "apps", name: "db", matchLabels: { app: "db" }, maxUnavailable: 1 });
-        peer.state.addPodDisruptionBudget({ namespace: "apps", name: "db-too", matchLabels: { app: "db" }, maxUnavailable: 1 });
+        peer.state.addPodDisruptionBudget({
+          namespace: "apps",
+          name: "db",
+          matchLabels: { app: "db" },
+          maxUnavailable: 1,
+        });
+        peer.state.addPodDisruptionBudget({
+          namespace: "apps",
+          name: "db-too",
+          matchLabels: { app: "db" },
+          maxUnavailable: 1,
+        });
       },
     );
     const refused = evictionsOf(node.peer, "db-0");
@@ -137,7 +201,9 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
       podsLeft: ["apps/db-0"],
       incompleteBecause: "at its deadline",
       podsBlockedByPdb: [],
-      evictionErrors: [{ pod: "apps/db-0", status: 500, message: expect.stringContaining("more than one PodDisruptionBudget") }],
+      evictionErrors: [
+        { pod: "apps/db-0", status: 500, message: expect.stringContaining("more than one PodDisruptionBudget") },
+      ],
     });
     expect(counter(metrics, "error")).toBe(refused.length);
     expect(counter(metrics, "pdb_refused")).toBe(0);
@@ -147,7 +213,14 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
   it("pods that come back are evicted once each: those tolerating sef's taint are left (named), those that do not are evicted once", async () => {
     const pods: PodSeed[] = [
       ...basePods().map((p) => (p.name.startsWith("web-") ? { ...p, labels: { app: "web" } } : p)),
-      { namespace: "apps", name: "api-0", nodeName, labels: { app: "api" }, ownerReferences: [{ kind: "ReplicaSet", name: "api-5c" }], stopsAfterSeconds: 0.5 },
+      {
+        namespace: "apps",
+        name: "api-0",
+        nodeName,
+        labels: { app: "api" },
+        ownerReferences: [{ kind: "ReplicaSet", name: "api-5c" }],
+        stopsAfterSeconds: 0.5,
+      },
     ];
     let returned: Array<{ replaced: string; pod: string }> = [];
     const { node, detail } = await drainScenario(
@@ -164,7 +237,14 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
             // web pods come back tolerating everything (operator Exists), as often as they go.
             { namespace: "apps", matchLabels: { app: "web" }, delayMs: 200 },
             // api pods come back twice without tolerating the taint (bound to the node by name).
-            { namespace: "apps", matchLabels: { app: "api" }, delayMs: 200, maxReturns: 2, tolerations: [], stopsAfterSeconds: 0.5 },
+            {
+              namespace: "apps",
+              matchLabels: { app: "api" },
+              delayMs: 200,
+              maxReturns: 2,
+              tolerations: [],
+              stopsAfterSeconds: 0.5,
+            },
           ],
         });
       },
@@ -176,32 +256,48 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
     // Three web pods, db-0, api-0 and its two comebacks; never a tolerating comeback.
     const webComebacks = remaining(node.peer).filter((name) => name.startsWith("web-7d9f-"));
     expect(webComebacks).toHaveLength(3);
-    expect(returned.filter((r) => r.pod.startsWith("apps/web-7d9f-")).map((r) => r.pod.slice("apps/".length)).sort()).toEqual(webComebacks);
+    expect(
+      returned
+        .filter((r) => r.pod.startsWith("apps/web-7d9f-"))
+        .map((r) => r.pod.slice("apps/".length))
+        .sort(),
+    ).toEqual(webComebacks);
     expect(evictions.filter((e) => e.pod.startsWith("web-7d9f-"))).toEqual([]);
     expect(evictions.filter((e) => e.pod.startsWith("api-5c-")).map((e) => e.outcome)).toEqual(["evicted", "evicted"]);
-    expect(detail("Drained")).toMatchObject({ podsEvicted: 7, podsArrivedTolerating: webComebacks.map((n) => `apps/${n}`) });
+    expect(detail("Drained")).toMatchObject({
+      podsEvicted: 7,
+      podsArrivedTolerating: webComebacks.map((n) => `apps/${n}`),
+    });
   }, 200_000);
 
   // Needs the peer's pods seeded terminating (k8s-peer: PodSeed `terminatingForSeconds`, a kubelet that never confirms).
   it("a pod stuck terminating past its grace does not hold the drain; one within its grace is waited for until it is past", async () => {
     let seededAtMs = 0;
-    const { node, detail, steps } = await drainScenario(
-      basePods(),
-      {},
-      150,
-      untilApproved,
-      async ({ peer }) => {
-        seededAtMs = Date.now();
-        await peerControl(peer, "POST", "seed", {
-          pods: [
-            // Deletion began a minute ago with a 5 s grace: long past it (a finalizer or a kubelet that is gone).
-            { namespace: "apps", name: "stuck-0", nodeName, ownerReferences: [{ kind: "ReplicaSet", name: "stuck-6b" }], terminationGracePeriodSeconds: 5, terminatingForSeconds: 60 },
-            // Deletion begins now with an 8 s grace: waited for until 8 s plus the 10 s allowance have passed.
-            { namespace: "apps", name: "hangs-0", nodeName, ownerReferences: [{ kind: "ReplicaSet", name: "hangs-6b" }], terminationGracePeriodSeconds: 8, terminatingForSeconds: 0 },
-          ],
-        });
-      },
-    );
+    const { node, detail, steps } = await drainScenario(basePods(), {}, 150, untilApproved, async ({ peer }) => {
+      seededAtMs = Date.now();
+      await peerControl(peer, "POST", "seed", {
+        pods: [
+          // Deletion began a minute ago with a 5 s grace: long past it (a finalizer or a kubelet that is gone).
+          {
+            namespace: "apps",
+            name: "stuck-0",
+            nodeName,
+            ownerReferences: [{ kind: "ReplicaSet", name: "stuck-6b" }],
+            terminationGracePeriodSeconds: 5,
+            terminatingForSeconds: 60,
+          },
+          // Deletion begins now with an 8 s grace: waited for until 8 s plus the 10 s allowance have passed.
+          {
+            namespace: "apps",
+            name: "hangs-0",
+            nodeName,
+            ownerReferences: [{ kind: "ReplicaSet", name: "hangs-6b" }],
+            terminationGracePeriodSeconds: 8,
+            terminatingForSeconds: 0,
+          },
+        ],
+      });
+    });
     const drained = steps.find((r) => r.Outcome === "Drained")!;
     // 8 s of grace plus the 10 s allowance, less up to 1 s: deletionTimestamp is written in whole seconds.
     expect(Date.parse(drained.TimeGenerated) - seededAtMs).toBeGreaterThanOrEqual(17_000);
@@ -218,7 +314,15 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
       150,
       untilApproved,
       async ({ peer }) => {
-        await peerControl(peer, "POST", "seed", { faults: [{ match: { verbs: ["create"], resources: ["pods/eviction"] }, answer: { kind: "throttle", retryAfterSeconds: 2 }, count: 3 }] });
+        await peerControl(peer, "POST", "seed", {
+          faults: [
+            {
+              match: { verbs: ["create"], resources: ["pods/eviction"] },
+              answer: { kind: "throttle", retryAfterSeconds: 2 },
+              count: 3,
+            },
+          ],
+        });
       },
     );
     const evictions = node.peer.state.evictions();
@@ -239,17 +343,22 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
 
   // Needs the peer's fault rules (k8s-peer: /__peer/seed `faults`).
   it("a 403 on an eviction is logged, counted as an error, retried until allowed, and named in Detail", async () => {
-    const { node, detail, metrics } = await drainScenario(
-      basePods(),
-      {},
-      150,
-      untilApproved,
-      async ({ peer }) => {
-        await peerControl(peer, "POST", "seed", { faults: [{ match: { verbs: ["create"], resources: ["pods/eviction"], names: ["web-4"] }, answer: { kind: "forbidden" }, count: 2 }] });
-      },
-    );
+    const { node, detail, metrics } = await drainScenario(basePods(), {}, 150, untilApproved, async ({ peer }) => {
+      await peerControl(peer, "POST", "seed", {
+        faults: [
+          {
+            match: { verbs: ["create"], resources: ["pods/eviction"], names: ["web-4"] },
+            answer: { kind: "forbidden" },
+            count: 2,
+          },
+        ],
+      });
+    });
     expect(evictionsOf(node.peer, "web-4").map((e) => e.code)).toEqual([403, 403, 201]);
-    expect(detail("Drained")).toMatchObject({ podsEvicted: 4, evictionErrors: [{ pod: "apps/web-4", status: 403, message: expect.stringContaining("forbidden") }] });
+    expect(detail("Drained")).toMatchObject({
+      podsEvicted: 4,
+      evictionErrors: [{ pod: "apps/web-4", status: 403, message: expect.stringContaining("forbidden") }],
+    });
     expect(counter(metrics, "error")).toBe(2);
     expect(node.agent.stderr()).toContain("eviction failed; retrying until the deadline");
   }, 200_000);

@@ -5,7 +5,16 @@ import { describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil } from "../helpers/agent-process.js";
 import { actionSteps, actionsSettled } from "../helpers/ledger-probe.js";
-import { eventReasons, kubeAgent, waitForKubernetesReady, nodeName, nodePods, nodeSpec, sefMarksOn, startNodePeer } from "../helpers/kubernetes-node.js";
+import {
+  eventReasons,
+  kubeAgent,
+  waitForKubernetesReady,
+  nodeName,
+  nodePods,
+  nodeSpec,
+  sefMarksOn,
+  startNodePeer,
+} from "../helpers/kubernetes-node.js";
 
 const event = (id: string, over: Record<string, unknown> = {}) => ({
   EventId: id,
@@ -41,7 +50,10 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
     expect(sefMarksOn(node)).toEqual({ cordoned: false, taints: [], sefAnnotations: [] });
     expect(peer.state.evictions()).toEqual([]);
     expect(sim.status().approvals).toEqual([]);
-    expect(setup.kubernetesRecords().map((r) => `${r.EventStatus}:${r.Outcome}`)).toEqual(["Scheduled:Cordoned", "Canceled:Uncordoned"]);
+    expect(setup.kubernetesRecords().map((r) => `${r.EventStatus}:${r.Outcome}`)).toEqual([
+      "Scheduled:Cordoned",
+      "Canceled:Uncordoned",
+    ]);
     expect(eventReasons(peer)).toEqual(["ScheduledEventNoticed", "ScheduledEventUncordoned"]);
   }, 150_000);
 
@@ -78,11 +90,21 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
     const before = JSON.stringify(peer.state.node(nodeName));
     try {
       await waitForKubernetesReady(agent);
-      sim.setEvents([event("D1B2C3D4-0000-4000-8000-000000000004", { EventType: "Freeze", DurationInSeconds: 5, notBeforeInSeconds: 30 })]);
+      sim.setEvents([
+        event("D1B2C3D4-0000-4000-8000-000000000004", {
+          EventType: "Freeze",
+          DurationInSeconds: 5,
+          notBeforeInSeconds: 30,
+        }),
+      ]);
       await waitUntil(() => setup.records().some((r) => r.RecordType === "Transition"), 15_000, "the transition");
       await waitUntil(() => actionsSettled(setup.dataDir), 15_000, "the actions on the Freeze to settle");
       sim.setEvents([]);
-      await waitUntil(() => setup.records().some((r) => r.RecordType === "Transition" && r.EventStatus === "Canceled"), 15_000, "the end of the event");
+      await waitUntil(
+        () => setup.records().some((r) => r.RecordType === "Transition" && r.EventStatus === "Canceled"),
+        15_000,
+        "the end of the event",
+      );
       await waitUntil(() => actionsSettled(setup.dataDir), 15_000, "the actions on its end to settle");
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
@@ -119,7 +141,9 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
     expect(evicted).toHaveLength(8);
     for (const e of evicted) expect(e.gracePeriodSeconds ?? 99, e.pod).toBeLessThanOrEqual(28);
     expect(setup.kubernetesRecords().map((r) => r.Outcome)).toEqual(["Cordoned", "Draining", "Drained"]);
-    expect(nodeSpec(peer.state.node(nodeName)).taints).toContainEqual(expect.objectContaining({ key: "sef.azure.com/scheduled-event-preempt", value: id }));
+    expect(nodeSpec(peer.state.node(nodeName)).taints).toContainEqual(
+      expect.objectContaining({ key: "sef.azure.com/scheduled-event-preempt", value: id }),
+    );
   }, 150_000);
 
   it("kill -9 mid-drain: the restarted agent resumes the drain, approves once, and takes no step twice", async () => {
@@ -133,8 +157,16 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
       await waitForKubernetesReady(first);
       peer.state.blockDisruptions("apps", "db", Number.POSITIVE_INFINITY);
       sim.setEvents([event(id, { notBeforeInSeconds: 120 })]);
-      await waitUntil(() => peer.state.evictions().some((e) => e.pod === "db-0" && e.outcome === "blocked"), 60_000, "the drain to be held by the PDB");
-      await waitUntil(() => peer.state.evictions().filter((e) => e.outcome === "evicted").length === 9, 60_000, "the other pods' evictions");
+      await waitUntil(
+        () => peer.state.evictions().some((e) => e.pod === "db-0" && e.outcome === "blocked"),
+        60_000,
+        "the drain to be held by the PDB",
+      );
+      await waitUntil(
+        () => peer.state.evictions().filter((e) => e.outcome === "evicted").length === 9,
+        60_000,
+        "the other pods' evictions",
+      );
       // Once the progress is persisted (after each group of evictions), while the PDB still holds db-0.
       const persisted = (step: unknown) => {
         const drain = (step as { drain?: { evicted: string[]; pdbBlocked: string[] } }).drain;
@@ -143,11 +175,18 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
       await waitUntil(() => actionSteps(setup.dataDir).some(persisted), 15_000, "the drain's progress in the ledger");
       expect(peer.state.pods({ nodeName }).map((p) => p.metadata.name)).toContain("db-0");
       expect(await first.stop("SIGKILL")).toBe("SIGKILL");
-      const blockedBeforeKill = peer.state.evictions().filter((e) => e.pod === "db-0" && e.outcome === "blocked").length;
+      const blockedBeforeKill = peer.state
+        .evictions()
+        .filter((e) => e.pod === "db-0" && e.outcome === "blocked").length;
       expect(sim.status().approvals).toEqual([]);
       second = setup.start();
       await waitForKubernetesReady(second);
-      await waitUntil(() => peer.state.evictions().filter((e) => e.pod === "db-0" && e.outcome === "blocked").length > blockedBeforeKill, 60_000, "the resumed drain to ask again");
+      await waitUntil(
+        () =>
+          peer.state.evictions().filter((e) => e.pod === "db-0" && e.outcome === "blocked").length > blockedBeforeKill,
+        60_000,
+        "the resumed drain to ask again",
+      );
       peer.state.allowDisruptions("apps", "db");
       await waitUntil(() => sim.status().approvals.length > 0, 60_000, "the approval after the resumed drain");
       await waitUntil(() => actionsSettled(setup.dataDir), 30_000, "the actions to settle after the approval");
@@ -160,9 +199,17 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
     }
     expect(sim.status().approvals.map((a) => [a.EventId, a.count])).toEqual([[id, 1]]);
     expect(peer.state.evictions().filter((e) => e.pod === "db-0" && e.outcome === "evicted")).toHaveLength(1);
-    expect(peer.state.pods({ nodeName }).map((p) => p.metadata.name).sort()).toEqual(["kube-proxy-x1", "sef-abcde"]);
+    expect(
+      peer.state
+        .pods({ nodeName })
+        .map((p) => p.metadata.name)
+        .sort(),
+    ).toEqual(["kube-proxy-x1", "sef-abcde"]);
     const outcomes = setup.kubernetesRecords().map((r) => r.Outcome);
     expect(outcomes).toEqual(["Cordoned", "Draining", "Drained"]);
-    expect(JSON.parse(setup.kubernetesRecords()[2]!.Detail)).toMatchObject({ podsEvicted: 10, podsBlockedByPdb: ["apps/db-0"] });
+    expect(JSON.parse(setup.kubernetesRecords()[2]!.Detail)).toMatchObject({
+      podsEvicted: 10,
+      podsBlockedByPdb: ["apps/db-0"],
+    });
   }, 200_000);
 });

@@ -2,7 +2,17 @@
 // after start-up as unsupported): bin/sef, the Windows service launcher and the container entry point give node the
 // same flags, and nothing in the agent calls v8.setFlagsFromString. The launchers run for real here, on a stand-in
 // bundle that prints the flags node was started with.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync, copyFileSync, chmodSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  copyFileSync,
+  chmodSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -65,7 +75,9 @@ describe("nothing in the agent changes V8's flags while it runs", () => {
     });
 
   it("no source file of the agent or the workspace packages it bundles calls setFlagsFromString", () => {
-    const sources = ["agent", "contract", "retry", "errors", "redaction"].flatMap((name) => files(join(repoRoot, "src", name)));
+    const sources = ["agent", "contract", "retry", "errors", "redaction"].flatMap((name) =>
+      files(join(repoRoot, "src", name)),
+    );
     expect(sources.length).toBeGreaterThan(50);
     expect(sources.filter((file) => /setFlagsFromString/.test(readFileSync(file, "utf8")))).toEqual([]);
   });

@@ -17,7 +17,19 @@ describe("malformed events", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-malformed-"));
     const out = join(dir, "records.jsonl");
     const agent = runCli(
-      ["run", "--imds-url", sim.url, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--heartbeat-interval-ms", "0"],
+      [
+        "run",
+        "--imds-url",
+        sim.url,
+        "--poll-interval-ms",
+        "200",
+        "--data-dir",
+        join(dir, "data"),
+        "--sink",
+        `jsonl:${out}`,
+        "--heartbeat-interval-ms",
+        "0",
+      ],
       { env: { SEF_METRICS_PORT: "0" } },
     );
     let metrics = "";
@@ -32,8 +44,16 @@ describe("malformed events", () => {
       await sim.close();
     }
     const records = readJsonl<SefRecord>(out);
-    const transitions = records.filter((r) => r.RecordType === "Transition").map((r) => `${r.EventId.slice(-4)}:${(r as { EventStatus: string }).EventStatus}`);
-    expect(transitions, agent.stderr().slice(-3000)).toEqual(["F00A:Scheduled", "B1BE:Scheduled", "F00A:Started", "F00A:Completed", "B1BE:Canceled"]);
+    const transitions = records
+      .filter((r) => r.RecordType === "Transition")
+      .map((r) => `${r.EventId.slice(-4)}:${(r as { EventStatus: string }).EventStatus}`);
+    expect(transitions, agent.stderr().slice(-3000)).toEqual([
+      "F00A:Scheduled",
+      "B1BE:Scheduled",
+      "F00A:Started",
+      "F00A:Completed",
+      "B1BE:Canceled",
+    ]);
     const hibernate = records.find((r) => r.RecordType === "Transition" && r.EventId.endsWith("B1BE"));
     expect(hibernate).toMatchObject({ EventType: "Hibernate", EventSource: "Guest" });
 

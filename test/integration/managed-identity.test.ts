@@ -34,7 +34,11 @@ function startAgent(sim: Simulator, hub: EventHubsEmulator, extra: Record<string
     }),
   );
   return runCli(["run", "--config", configPath], {
-    env: { AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url, NODE_EXTRA_CA_CERTS: hub.caCertPath!, SEF_EVENTHUBS_CONNECTION_STRING: "" },
+    env: {
+      AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url,
+      NODE_EXTRA_CA_CERTS: hub.caCertPath!,
+      SEF_EVENTHUBS_CONNECTION_STRING: "",
+    },
   });
 }
 
@@ -64,8 +68,16 @@ describe("managed identity through the agent", () => {
       await sim.close();
     }
     const [event] = hub.events();
-    expect(JSON.parse(String(event!.body))).toMatchObject({ EventId: eventId, EventStatus: "Scheduled", EventType: "Preempt" });
-    expect(event!.properties).toMatchObject({ RecordType: "Transition", EventStatus: "Scheduled", EventType: "Preempt" });
+    expect(JSON.parse(String(event!.body))).toMatchObject({
+      EventId: eventId,
+      EventStatus: "Scheduled",
+      EventType: "Preempt",
+    });
+    expect(event!.properties).toMatchObject({
+      RecordType: "Transition",
+      EventStatus: "Scheduled",
+      EventType: "Preempt",
+    });
     expect(event!.partitionKey).toBe(eventId);
     // The token came from the simulator, for the user-assigned identity asked for.
     expect(tokenRequests(sim)["200"]).toBeGreaterThan(0);
@@ -79,12 +91,26 @@ describe("managed identity through the agent", () => {
     const agent = startAgent(sim, hub, { retry: { initialDelayMs: 200, maxDelayMs: 400 } });
     try {
       const metricsUrl = await waitForMetricsUrl(agent);
-      sim.setEvents([{ EventId: "E0E0E0E0-0000-4000-8000-00000000000B", EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 30 }]);
-      await waitUntil(() => hub.events().length >= 1, 30_000, "the record in the Event Hubs peer once the token endpoint answers");
+      sim.setEvents([
+        {
+          EventId: "E0E0E0E0-0000-4000-8000-00000000000B",
+          EventType: "Reboot",
+          Resources: ["WestNO_0"],
+          notBeforeInSeconds: 30,
+        },
+      ]);
+      await waitUntil(
+        () => hub.events().length >= 1,
+        30_000,
+        "the record in the Event Hubs peer once the token endpoint answers",
+      );
       const metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
       const failedSends = Number(/^sef_sink_retries_total\{sink="eventhubs"\} (\d+)$/m.exec(metrics)?.[1]);
       // Every failed attempt asked for one token and got a 503; the attempt that got a token sent the record.
-      expect({ failedSends, tokens: tokenRequests(sim) }).toEqual({ failedSends: failures, tokens: { "503": failures, "200": 1 } });
+      expect({ failedSends, tokens: tokenRequests(sim) }).toEqual({
+        failedSends: failures,
+        tokens: { "503": failures, "200": 1 },
+      });
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");

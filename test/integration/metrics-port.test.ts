@@ -17,12 +17,27 @@ describe("metrics port in use", () => {
     const port = (squatter.address() as AddressInfo).port;
     const sim = await startSimulator({ scenario: "idle" });
     const dir = mkdtempSync(join(tmpdir(), "sef-port-"));
-    const agent = runCli(["run", "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", "stdout", "--metrics-port", String(port)]);
+    const agent = runCli([
+      "run",
+      "--imds-url",
+      sim.url,
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      "stdout",
+      "--metrics-port",
+      String(port),
+    ]);
     try {
       const code = await agent.exited;
       expect(code, agent.stderr()).toBe(exitCodes.config);
-      const plain = agent.stderr().split("\n").filter((l) => l.startsWith("sef: "));
-      expect(plain).toEqual([expect.stringMatching(new RegExp(`^sef: config: metrics\\.port: 127\\.0\\.0\\.1:${port} is already in use`))]);
+      const plain = agent
+        .stderr()
+        .split("\n")
+        .filter((l) => l.startsWith("sef: "));
+      expect(plain).toEqual([
+        expect.stringMatching(new RegExp(`^sef: config: metrics\\.port: 127\\.0\\.0\\.1:${port} is already in use`)),
+      ]);
       expect(agent.stderr()).not.toMatch(/^\s+at /m);
     } finally {
       await agent.stop("SIGKILL");
@@ -34,7 +49,10 @@ describe("metrics port in use", () => {
   it("SEF_METRICS_HOST sets the listen address (another loopback address here; the chart's is the node's IP)", async () => {
     const sim = await startSimulator({ scenario: "idle" });
     const dir = mkdtempSync(join(tmpdir(), "sef-host-"));
-    const agent = runCli(["run", "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", "stdout", "--metrics-port", "0"], { env: { SEF_METRICS_HOST: "127.0.0.2" } });
+    const agent = runCli(
+      ["run", "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", "stdout", "--metrics-port", "0"],
+      { env: { SEF_METRICS_HOST: "127.0.0.2" } },
+    );
     try {
       const url = await waitForMetricsUrl(agent, 30_000);
       expect(new URL(url).hostname).toBe("127.0.0.2");
@@ -52,11 +70,21 @@ describe("metrics port in use", () => {
     const sim = await startSimulator({ scenario: "idle" });
     const dir = mkdtempSync(join(tmpdir(), "sef-host-"));
     // 192.0.2.1 (TEST-NET-1) is bound to no interface: binding it fails before any packet is sent.
-    const agent = runCli(["run", "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", "stdout", "--metrics-port", "9464"], { env: { SEF_METRICS_HOST: "192.0.2.1" } });
+    const agent = runCli(
+      ["run", "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", "stdout", "--metrics-port", "9464"],
+      { env: { SEF_METRICS_HOST: "192.0.2.1" } },
+    );
     try {
       expect(await agent.exited, agent.stderr()).toBe(exitCodes.config);
-      const plain = agent.stderr().split("\n").filter((l) => l.startsWith("sef: "));
-      expect(plain).toEqual([expect.stringMatching(/^sef: config: metrics\.host: 192\.0\.2\.1:9464 is not an address of this machine \(EADDRNOTAVAIL\); set metrics\.host, --metrics-host or SEF_METRICS_HOST/)]);
+      const plain = agent
+        .stderr()
+        .split("\n")
+        .filter((l) => l.startsWith("sef: "));
+      expect(plain).toEqual([
+        expect.stringMatching(
+          /^sef: config: metrics\.host: 192\.0\.2\.1:9464 is not an address of this machine \(EADDRNOTAVAIL\); set metrics\.host, --metrics-host or SEF_METRICS_HOST/,
+        ),
+      ]);
     } finally {
       await agent.stop("SIGKILL");
       await sim.close();

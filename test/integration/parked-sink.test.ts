@@ -10,7 +10,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
-import { logLines, readJsonl, runCli, waitForMetricsUrl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import {
+  logLines,
+  readJsonl,
+  runCli,
+  waitForMetricsUrl,
+  waitUntil,
+  type RunningProcess,
+} from "../helpers/agent-process.js";
 
 const transitions = 150;
 
@@ -33,7 +40,10 @@ async function startReceiver(status: number): Promise<Receiver> {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       if (answer === 200) {
-        for (const r of JSON.parse(Buffer.concat(chunks).toString("utf8")) as Array<{ RecordType: string; RecordId: string }>) {
+        for (const r of JSON.parse(Buffer.concat(chunks).toString("utf8")) as Array<{
+          RecordType: string;
+          RecordId: string;
+        }>) {
           if (r.RecordType === "Transition") accepted.add(r.RecordId);
         }
       }
@@ -52,7 +62,15 @@ async function startReceiver(status: number): Promise<Receiver> {
 
 function startAgent(dir: string, imdsUrl: string, sinks: Record<string, unknown>): RunningProcess {
   const path = join(dir, "config.json");
-  const config = { imdsUrl, pollIntervalMs: 200, dataDir: join(dir, "data"), heartbeatIntervalMs: 0, metricsPort: 0, retry: { initialDelayMs: 100, maxDelayMs: 500 }, ...sinks };
+  const config = {
+    imdsUrl,
+    pollIntervalMs: 200,
+    dataDir: join(dir, "data"),
+    heartbeatIntervalMs: 0,
+    metricsPort: 0,
+    retry: { initialDelayMs: 100, maxDelayMs: 500 },
+    ...sinks,
+  };
   writeFileSync(path, JSON.stringify(config));
   return runCli(["run", "--config", path]);
 }
@@ -63,7 +81,10 @@ async function sef(...args: string[]): Promise<{ code: number | string; stdout: 
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
 
-const transitionIds = (file: string): string[] => readJsonl<{ RecordType: string; RecordId: string }>(file).filter((r) => r.RecordType === "Transition").map((r) => r.RecordId);
+const transitionIds = (file: string): string[] =>
+  readJsonl<{ RecordType: string; RecordId: string }>(file)
+    .filter((r) => r.RecordType === "Transition")
+    .map((r) => r.RecordId);
 
 /** Run 1: webhook (down) + jsonl, 150 events; run 2: jsonl only, the webhook's 150 parked. Returns their RecordIds. */
 async function parkWebhookBacklog(dir: string, sim: Simulator, down: Receiver): Promise<string[]> {
@@ -71,7 +92,14 @@ async function parkWebhookBacklog(dir: string, sim: Simulator, down: Receiver): 
   const first = startAgent(dir, sim.url, { sinks: ["webhook", `jsonl:${jsonl}`], webhook: { url: down.url } });
   try {
     await waitForMetricsUrl(first);
-    sim.setEvents(Array.from({ length: transitions }, (_, i) => ({ EventId: `9A4CED00-0000-4000-8000-${String(i).padStart(12, "0")}`, EventType: "Freeze", Resources: ["WestNO_0"], notBeforeInSeconds: 900 })));
+    sim.setEvents(
+      Array.from({ length: transitions }, (_, i) => ({
+        EventId: `9A4CED00-0000-4000-8000-${String(i).padStart(12, "0")}`,
+        EventType: "Freeze",
+        Resources: ["WestNO_0"],
+        notBeforeInSeconds: 900,
+      })),
+    );
     await waitUntil(() => transitionIds(jsonl).length >= transitions, 20_000, "150 transitions written");
     await waitUntil(() => down.hits() >= 2, 10_000, "the webhook to fail twice");
     expect(await first.stop("SIGTERM")).toBe(0);
@@ -92,8 +120,19 @@ async function parkWebhookBacklog(dir: string, sim: Simulator, down: Receiver): 
     expect(parkedMetrics).toMatch(/^sef_outbox_parked_sinks 1$/m);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     // A record appended now is not for the parked sink.
-    sim.setEvents([{ EventId: "9A4CED00-0000-4000-8000-999999999999", EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 900 }]);
-    await waitUntil(() => transitionIds(jsonl).length > transitions, 10_000, "a record written while the webhook is parked");
+    sim.setEvents([
+      {
+        EventId: "9A4CED00-0000-4000-8000-999999999999",
+        EventType: "Reboot",
+        Resources: ["WestNO_0"],
+        notBeforeInSeconds: 900,
+      },
+    ]);
+    await waitUntil(
+      () => transitionIds(jsonl).length > transitions,
+      10_000,
+      "a record written while the webhook is parked",
+    );
     expect(await second.stop("SIGTERM")).toBe(0);
   } finally {
     await second.stop("SIGKILL");
@@ -104,7 +143,9 @@ async function parkWebhookBacklog(dir: string, sim: Simulator, down: Receiver): 
   expect(parsed.parked).toEqual([{ sink: "webhook", pending: transitions, deadLettered: 0 }]);
   expect(parsed.sinks.map((s) => s.sink)).toEqual([`jsonl:${jsonl}`]);
   const table = await sef("outbox", "status", "--data-dir", join(dir, "data"));
-  expect(table.stdout).toMatch(new RegExp(`^parked .*\\nSINK\\s+PENDING\\s+DEAD_LETTERED\\nwebhook\\s+${transitions}\\s+0$`, "m"));
+  expect(table.stdout).toMatch(
+    new RegExp(`^parked .*\\nSINK\\s+PENDING\\s+DEAD_LETTERED\\nwebhook\\s+${transitions}\\s+0$`, "m"),
+  );
   return ids;
 }
 
@@ -123,9 +164,15 @@ describe("a sink taken out of the configuration", () => {
         const base = await waitForMetricsUrl(third);
         await waitUntil(() => up.accepted.size >= transitions, 20_000, "the 150 parked records delivered");
         expect([...up.accepted].sort()).toEqual([...ids].sort());
-        expect(logLines(third.stderr()).find((l) => String(l["msg"]).startsWith("new sinks start at the head"))).toMatchObject({ sinks: [`jsonl:${renamed}`] });
+        expect(
+          logLines(third.stderr()).find((l) => String(l["msg"]).startsWith("new sinks start at the head")),
+        ).toMatchObject({ sinks: [`jsonl:${renamed}`] });
         expect(existsSync(renamed) ? transitionIds(renamed) : []).toEqual([]);
-        expect(logLines(third.stderr()).find((l) => l["sink"] === "webhook" && l["level"] === "info" && String(l["msg"]).includes("resuming"))).toMatchObject({ records: transitions });
+        expect(
+          logLines(third.stderr()).find(
+            (l) => l["sink"] === "webhook" && l["level"] === "info" && String(l["msg"]).includes("resuming"),
+          ),
+        ).toMatchObject({ records: transitions });
         const resumedMetrics = await (await fetch(`${base}/metrics`)).text();
         expect(resumedMetrics).toMatch(/^sef_outbox_parked_records 0$/m);
         expect(resumedMetrics).toMatch(/^sef_outbox_parked_sinks 0$/m);
@@ -162,13 +209,21 @@ describe("a sink taken out of the configuration", () => {
       const dropped = await sef("outbox", "drop-sink", "webhook", "--data-dir", dataDir);
       expect(dropped.code, dropped.stderr).toBe(0);
       expect(JSON.parse(dropped.stdout)).toMatchObject({ sink: "webhook", parked: true, deadLettered: transitions });
-      const lines = readFileSync(join(dataDir, "dead-letter", "webhook.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { sink: string; reason: string; record: { RecordId: string } });
+      const lines = readFileSync(join(dataDir, "dead-letter", "webhook.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { sink: string; reason: string; record: { RecordId: string } });
       expect(lines.map((l) => l.record.RecordId).sort()).toEqual([...ids].sort());
       for (const line of lines) {
         expect(line.sink).toBe("webhook");
-        expect(line.reason).toMatch(/^given up by the operator \(sef outbox drop-sink webhook\): the sink was no longer configured/);
+        expect(line.reason).toMatch(
+          /^given up by the operator \(sef outbox drop-sink webhook\): the sink was no longer configured/,
+        );
       }
-      const status = JSON.parse((await sef("outbox", "status", "--data-dir", dataDir, "--json")).stdout) as { parked: unknown[]; outboxBytes: number };
+      const status = JSON.parse((await sef("outbox", "status", "--data-dir", dataDir, "--json")).stdout) as {
+        parked: unknown[];
+        outboxBytes: number;
+      };
       expect(status).toMatchObject({ parked: [], outboxBytes: 0 });
     } finally {
       await Promise.all([down.close(), sim.close()]);

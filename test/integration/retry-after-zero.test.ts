@@ -20,7 +20,18 @@ const maxRequestsPerSecond = 20;
 function agentConfig(dir: string, imdsUrl: string, extra: Record<string, unknown>): string {
   const path = join(dir, "config.json");
   // A heartbeat at start is the one record every sink gets to send (and be throttled on).
-  writeFileSync(path, JSON.stringify({ imdsUrl, pollIntervalMs: 500, dataDir: join(dir, "data"), heartbeatIntervalMs: 3_600_000, metricsPort: 0, shutdownFlushMs: 500, ...extra }));
+  writeFileSync(
+    path,
+    JSON.stringify({
+      imdsUrl,
+      pollIntervalMs: 500,
+      dataDir: join(dir, "data"),
+      heartbeatIntervalMs: 3_600_000,
+      metricsPort: 0,
+      shutdownFlushMs: 500,
+      ...extra,
+    }),
+  );
   return path;
 }
 
@@ -67,7 +78,11 @@ describe("Retry-After: 0 is clamped to the minimum backoff", () => {
     const sim = await startSimulator({ scenario: "idle" });
     const dir = mkdtempSync(join(tmpdir(), "sef-ra0-wh-"));
     const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/hook`;
-    const agent = runCli(["run", "--config", agentConfig(dir, sim.url, { sinks: [`webhook:${url}`], webhook: { lingerMs: 0 } })]);
+    const agent = runCli([
+      "run",
+      "--config",
+      agentConfig(dir, sim.url, { sinks: [`webhook:${url}`], webhook: { lingerMs: 0 } }),
+    ]);
     try {
       const rate = await measureRate(() => requests);
       expect(rate).toBeLessThanOrEqual(maxRequestsPerSecond);

@@ -13,9 +13,23 @@ const names = listScenarioNames();
 describe.concurrent("scenarios end to end", () => {
   it("ships the scenarios the issue asks for", () => {
     for (const required of [
-      "live-migration", "user-reboot", "redeploy", "cancelled-maintenance", "hardware-failure", "spot-preempt", "scaleset-terminate",
-      "degraded-hardware", "two-events", "neighbour-event", "disable-reset", "fault-500-burst", "fault-410", "fault-429",
-      "fault-slow-first-call", "fault-malformed-json", "fault-huge-body",
+      "live-migration",
+      "user-reboot",
+      "redeploy",
+      "cancelled-maintenance",
+      "hardware-failure",
+      "spot-preempt",
+      "scaleset-terminate",
+      "degraded-hardware",
+      "two-events",
+      "neighbour-event",
+      "disable-reset",
+      "fault-500-burst",
+      "fault-410",
+      "fault-429",
+      "fault-slow-first-call",
+      "fault-malformed-json",
+      "fault-huge-body",
     ]) {
       expect(names).toContain(required);
     }
@@ -28,7 +42,21 @@ describe.concurrent("scenarios end to end", () => {
       const dir = mkdtempSync(join(tmpdir(), `sef-it-${name}-`));
       const out = join(dir, "records.jsonl");
       const agent = runCli(
-        ["run", "--imds-url", sim.url, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--log-level", "info", "--heartbeat-interval-ms", "0"],
+        [
+          "run",
+          "--imds-url",
+          sim.url,
+          "--poll-interval-ms",
+          "200",
+          "--data-dir",
+          join(dir, "data"),
+          "--sink",
+          `jsonl:${out}`,
+          "--log-level",
+          "info",
+          "--heartbeat-interval-ms",
+          "0",
+        ],
         { env: { SEF_METRICS_PORT: "0" } },
       );
       try {
@@ -50,7 +78,10 @@ describe.concurrent("scenarios end to end", () => {
       const expected = (scenario.expect ?? []).map((e) => ({ ...e }));
       expect(got, `stderr:\n${agent.stderr().slice(-4000)}`).toEqual(expected);
       const logs = agent.stderr();
-      if (name.startsWith("fault-")) expect(logs).toMatch(/IMDS poll failed|IMDS rejected|IMDS request failed|IMDS answered slowly|event that cannot be read/);
+      if (name.startsWith("fault-"))
+        expect(logs).toMatch(
+          /IMDS poll failed|IMDS rejected|IMDS request failed|IMDS answered slowly|event that cannot be read/,
+        );
     });
   }
 });

@@ -38,7 +38,11 @@ async function sentTo(metricsUrl: string, sink: string): Promise<number> {
 
 describe("bounded shutdown", () => {
   it("ends within shutdownFlushMs + margin while the Event Hubs peer is frozen, keeping the record in the outbox", async () => {
-    const peer = spawn(process.execPath, [testbedCliPath, "emulate", "eventhubs", "--port", "0", "--hub", "scheduled-events", "--partitions", "2"], { stdio: ["ignore", "pipe", "pipe"] });
+    const peer = spawn(
+      process.execPath,
+      [testbedCliPath, "emulate", "eventhubs", "--port", "0", "--hub", "scheduled-events", "--partitions", "2"],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     let peerOut = "";
     peer.stdout.on("data", (c: Buffer) => (peerOut += c.toString()));
     const sim = await startSimulator({ scenario: "idle" });
@@ -51,7 +55,16 @@ describe("bounded shutdown", () => {
       const config = join(dir, "config.json");
       writeFileSync(
         config,
-        JSON.stringify({ imdsUrl: sim.url, pollIntervalMs: 200, dataDir: join(dir, "data"), sinks: ["eventhubs"], heartbeatIntervalMs: 3_600_000, metricsPort: 0, shutdownFlushMs, eventhubs: { lingerMs: 0 } }),
+        JSON.stringify({
+          imdsUrl: sim.url,
+          pollIntervalMs: 200,
+          dataDir: join(dir, "data"),
+          sinks: ["eventhubs"],
+          heartbeatIntervalMs: 3_600_000,
+          metricsPort: 0,
+          shutdownFlushMs,
+          eventhubs: { lingerMs: 0 },
+        }),
       );
       agent = runCli(["run", "--config", config], { env: { SEF_EVENTHUBS_CONNECTION_STRING: connectionString } });
       const metricsUrl = `${await waitForMetricsUrl(agent)}/metrics`;
@@ -63,15 +76,23 @@ describe("bounded shutdown", () => {
       sim.setEvents([{ EventId: eventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 300 }]);
       await waitUntil(() => agent!.stderr().includes("transitions recorded"), 10_000, "the record to be committed");
       // The send is under way: the record's transfer (its JSON alone is over a kilobyte) waits in the frozen peer's socket.
-      await waitUntil(() => unreadBytesAt(Number(port)) - unreadBefore >= 1024, 10_000, "the record's transfer at the frozen peer");
+      await waitUntil(
+        () => unreadBytesAt(Number(port)) - unreadBefore >= 1024,
+        10_000,
+        "the record's transfer at the frozen peer",
+      );
 
       const startedMs = performance.now();
       expect(await agent.stop("SIGTERM")).toBe(0);
       expect(performance.now() - startedMs).toBeLessThan(shutdownFlushMs + marginMs + 500);
 
       const db = new DatabaseSync(join(dir, "data", "sef.db"), { readOnly: true });
-      const row = db.prepare("SELECT seq FROM outbox WHERE json LIKE ?").get(`%${eventId}%`) as { seq: number } | undefined;
-      const delivery = row ? (db.prepare("SELECT state FROM deliveries WHERE sink = 'eventhubs' AND seq = ?").get(row.seq) as { state: string } | undefined) : undefined;
+      const row = db.prepare("SELECT seq FROM outbox WHERE json LIKE ?").get(`%${eventId}%`) as
+        { seq: number } | undefined;
+      const delivery = row
+        ? (db.prepare("SELECT state FROM deliveries WHERE sink = 'eventhubs' AND seq = ?").get(row.seq) as
+            { state: string } | undefined)
+        : undefined;
       db.close();
       expect(row, "the record is still in the outbox").toBeDefined();
       expect(delivery?.state, "still pending for the Event Hubs sink").toBe("pending");
@@ -88,7 +109,17 @@ describe("bounded shutdown", () => {
     const silent = createServer(() => undefined);
     await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
     const dir = mkdtempSync(join(tmpdir(), "sef-startup-stop-"));
-    const agent = runCli(["run", "--imds-url", `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, "--data-dir", join(dir, "data"), "--sink", "stdout", "--metrics-port", "0"]);
+    const agent = runCli([
+      "run",
+      "--imds-url",
+      `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      "stdout",
+      "--metrics-port",
+      "0",
+    ]);
     try {
       await waitUntil(() => agent.stderr().includes("agent starting"), 15_000, "start-up to begin");
       const startedMs = performance.now();

@@ -11,9 +11,24 @@ import { startSimulator, type Simulator } from "../../src/testbed/simulator/serv
 import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/server.js";
 import { waitForMetricsUrl, runCli, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 
-function startAgent(dir: string, imdsUrl: string, extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): RunningProcess {
+function startAgent(
+  dir: string,
+  imdsUrl: string,
+  extra: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = {},
+): RunningProcess {
   const path = join(dir, "config.json");
-  writeFileSync(path, JSON.stringify({ imdsUrl, pollIntervalMs: 200, dataDir: join(dir, "data"), heartbeatIntervalMs: 3_600_000, metricsPort: 0, ...extra }));
+  writeFileSync(
+    path,
+    JSON.stringify({
+      imdsUrl,
+      pollIntervalMs: 200,
+      dataDir: join(dir, "data"),
+      heartbeatIntervalMs: 3_600_000,
+      metricsPort: 0,
+      ...extra,
+    }),
+  );
   return runCli(["run", "--config", path], { env });
 }
 
@@ -39,7 +54,12 @@ async function target(status: number): Promise<{ url: string; hits: () => number
 
 function threeEvents(sim: Simulator): void {
   sim.setEvents(
-    [1, 2, 3].map((i) => ({ EventId: `5EA17E00-0000-4000-8000-00000000000${i}`, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 600 })),
+    [1, 2, 3].map((i) => ({
+      EventId: `5EA17E00-0000-4000-8000-00000000000${i}`,
+      EventType: "Reboot",
+      Resources: ["WestNO_0"],
+      notBeforeInSeconds: 600,
+    })),
   );
 }
 
@@ -49,9 +69,17 @@ describe("sink health", () => {
     const peer = await startLogsIngestionEmulator();
     peer.faults.failNext(100_000, { status: 403 });
     const dir = mkdtempSync(join(tmpdir(), "sef-health-la-"));
-    const agent = startAgent(dir, sim.url, { sinks: ["loganalytics"], loganalytics: { endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath, lingerMs: 0 } }, {
-      AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url,
-    });
+    const agent = startAgent(
+      dir,
+      sim.url,
+      {
+        sinks: ["loganalytics"],
+        loganalytics: { endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath, lingerMs: 0 },
+      },
+      {
+        AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url,
+      },
+    );
     try {
       const base = await baseUrl(agent);
       await waitUntil(() => (peer.requests().statuses["403"] ?? 0) >= 2, 15_000, "two 403 answers");
@@ -82,7 +110,9 @@ describe("sink health", () => {
     try {
       const base = await baseUrl(agent);
       threeEvents(sim);
-      await expect.poll(async () => (await readyz(base)).failed.join("\n"), { timeout: 10_000 }).toMatch(/^sink webhook: dead-lettered the last \d+ records/m);
+      await expect
+        .poll(async () => (await readyz(base)).failed.join("\n"), { timeout: 10_000 })
+        .toMatch(/^sink webhook: dead-lettered the last \d+ records/m);
       expect((await readyz(base)).status).toBe(503);
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
@@ -96,11 +126,17 @@ describe("sink health", () => {
     const sim = await startSimulator({ scenario: "idle" });
     const hook = await target(500);
     const dir = mkdtempSync(join(tmpdir(), "sef-health-stall-"));
-    const agent = startAgent(dir, sim.url, { sinks: [`webhook:${hook.url}`], webhook: { lingerMs: 0 }, readiness: { sinkStallMs: 1000 } });
+    const agent = startAgent(dir, sim.url, {
+      sinks: [`webhook:${hook.url}`],
+      webhook: { lingerMs: 0 },
+      readiness: { sinkStallMs: 1000 },
+    });
     try {
       const base = await baseUrl(agent);
       await waitUntil(() => hook.hits() >= 1, 10_000, "the first attempt");
-      await expect.poll(async () => (await readyz(base)).failed.join("\n"), { timeout: 10_000 }).toMatch(/^sink webhook: delivered nothing for \d+ ms while records wait \(limit 1000 ms\)$/m);
+      await expect
+        .poll(async () => (await readyz(base)).failed.join("\n"), { timeout: 10_000 })
+        .toMatch(/^sink webhook: delivered nothing for \d+ ms while records wait \(limit 1000 ms\)$/m);
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");

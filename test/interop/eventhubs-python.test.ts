@@ -41,7 +41,11 @@ interface ClientResult {
 describe("azure-eventhub (Python, pure-Python AMQP transport) → local Event Hubs peer", () => {
   it("reads hub and partition properties, sends events and keyed batches with properties, receives from earliest, sequence, offset and latest", async () => {
     const emulator = await peer();
-    const result = await runPythonJson<ClientResult>("eventhubs_client.py", [emulator.connectionString, emulator.caCertPath!, "pyamqp"], { timeoutMs: 120_000 });
+    const result = await runPythonJson<ClientResult>(
+      "eventhubs_client.py",
+      [emulator.connectionString, emulator.caCertPath!, "pyamqp"],
+      { timeoutMs: 120_000 },
+    );
 
     expect(result.hub.eventhub_name).toBe("py-hub");
     expect(result.partition_ids).toEqual(["0", "1"]);
@@ -63,13 +67,19 @@ describe("azure-eventhub (Python, pure-Python AMQP transport) → local Event Hu
     expect(earliest0.map((e) => e.sequence_number)).toEqual(earliest0.map((_, i) => i));
     expect(earliest0.map((e) => e.body)).toEqual(partition0.slice(0, earliest0.length));
     const readKeyed = (result.earliest[keyedPartition] ?? []).filter((e) => e.partition_key === "vm-42");
-    expect(readKeyed.map((e) => [e.body, e.properties])).toEqual([0, 1, 2].map((i) => [`keyed-${i}`, { Index: i, Kind: "keyed" }]));
+    expect(readKeyed.map((e) => [e.body, e.properties])).toEqual(
+      [0, 1, 2].map((i) => [`keyed-${i}`, { Index: i, Kind: "keyed" }]),
+    );
     expect(result.partition0_after.last_enqueued_sequence_number).toBe(earliest0.length - 1);
     expect(result.partition0_after.last_enqueued_offset).toBe(earliest0.at(-1)!.offset);
 
     // A receive returns whole prefetched batches: what matters is where each starts, and that nothing is skipped.
-    expect(result.from_sequence_inclusive.map((e) => e.sequence_number)).toEqual(earliest0.slice(1).map((e) => e.sequence_number));
-    expect(result.from_offset_exclusive.map((e) => e.sequence_number)).toEqual(earliest0.slice(1).map((e) => e.sequence_number));
+    expect(result.from_sequence_inclusive.map((e) => e.sequence_number)).toEqual(
+      earliest0.slice(1).map((e) => e.sequence_number),
+    );
+    expect(result.from_offset_exclusive.map((e) => e.sequence_number)).toEqual(
+      earliest0.slice(1).map((e) => e.sequence_number),
+    );
     expect(result.latest.map((e) => e.body)).toEqual(["latest"]);
   }, 150_000);
 });
@@ -79,12 +89,18 @@ describe("azure-eventhub (Python) with ManagedIdentityCredential → IMDS simula
     const emulator = await peer();
     const simulator = await startSimulator({ scenario: "idle" });
     cleanups.push(() => simulator.close());
-    const result = await runPythonJson<{ partition_ids: string[]; sent: number }>("eventhubs_token_client.py", [emulator.host, emulator.hubName, emulator.caCertPath!], {
-      timeoutMs: 90_000,
-      env: { AZURE_POD_IDENTITY_AUTHORITY_HOST: simulator.url },
-    });
+    const result = await runPythonJson<{ partition_ids: string[]; sent: number }>(
+      "eventhubs_token_client.py",
+      [emulator.host, emulator.hubName, emulator.caCertPath!],
+      {
+        timeoutMs: 90_000,
+        env: { AZURE_POD_IDENTITY_AUTHORITY_HOST: simulator.url },
+      },
+    );
     expect(result).toEqual({ partition_ids: ["0", "1"], sent: 1 });
-    expect(emulator.events().map((e) => [e.partitionKey, e.body?.toString("utf8")])).toEqual([["token-key", "sent with a managed-identity token"]]);
+    expect(emulator.events().map((e) => [e.partitionKey, e.body?.toString("utf8")])).toEqual([
+      ["token-key", "sent with a managed-identity token"],
+    ]);
   }, 120_000);
 });
 
@@ -103,15 +119,31 @@ describe("uamqp (Python, the C AMQP stack) → local Event Hubs peer", () => {
     const keyedPartition = String(partitionIndexForKey("vm-7", 2));
     const result = await runPythonJson<UamqpResult>(
       "uamqp_client.py",
-      [emulator.host, emulator.hubName, "RootManageSharedAccessKey", "SAS_KEY_VALUE", emulator.caCertPath!, keyedPartition],
+      [
+        emulator.host,
+        emulator.hubName,
+        "RootManageSharedAccessKey",
+        "SAS_KEY_VALUE",
+        emulator.caCertPath!,
+        keyedPartition,
+      ],
       { timeoutMs: 90_000 },
     );
-    expect(result.hub).toEqual({ name: "py-hub", type: "com.microsoft:eventhub", partition_count: 2, partition_ids: ["0", "1"] });
+    expect(result.hub).toEqual({
+      name: "py-hub",
+      type: "com.microsoft:eventhub",
+      partition_count: 2,
+      partition_ids: ["0", "1"],
+    });
     expect(result.keyed_batch).toEqual(["MessageState.SendComplete"]);
     expect(result.single).toEqual(["MessageState.SendComplete"]);
     const keyed = emulator.events().filter((e) => e.partitionKey === "vm-7");
-    expect(keyed.map((e) => [e.partitionId, e.body?.toString("utf8")])).toEqual([0, 1, 2].map((i) => [keyedPartition, `u-keyed-${i}`]));
-    expect(result.partition1_earliest.map((e) => [e.body, e.properties])).toEqual([[keyedPartition === "1" ? "u-keyed-0" : "u-single", keyedPartition === "1" ? {} : { Kind: "single" }]]);
+    expect(keyed.map((e) => [e.partitionId, e.body?.toString("utf8")])).toEqual(
+      [0, 1, 2].map((i) => [keyedPartition, `u-keyed-${i}`]),
+    );
+    expect(result.partition1_earliest.map((e) => [e.body, e.properties])).toEqual([
+      [keyedPartition === "1" ? "u-keyed-0" : "u-single", keyedPartition === "1" ? {} : { Kind: "single" }],
+    ]);
     expect(result.keyed_from_sequence_1.map((e) => [e.body, e.sequence_number, e.partition_key])).toEqual([
       ["u-keyed-1", 1, "vm-7"],
       ["u-keyed-2", 2, "vm-7"],

@@ -5,7 +5,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startLogsIngestionEmulator, type LogsIngestionEmulator, type LogsIngestionEmulatorOptions } from "../../src/testbed/peers/logs-ingestion/index.js";
+import {
+  startLogsIngestionEmulator,
+  type LogsIngestionEmulator,
+  type LogsIngestionEmulatorOptions,
+} from "../../src/testbed/peers/logs-ingestion/index.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/index.js";
 import { transitionRecord } from "../loganalytics/helpers.js";
 import { runPythonJson } from "./python.js";
@@ -21,7 +25,11 @@ interface UploadResult {
   error?: { status: number; message: string };
 }
 
-async function setup(options: LogsIngestionEmulatorOptions = {}): Promise<{ peer: LogsIngestionEmulator; simulator: Simulator; upload: (rows: unknown[], clientId?: string) => Promise<UploadResult> }> {
+async function setup(options: LogsIngestionEmulatorOptions = {}): Promise<{
+  peer: LogsIngestionEmulator;
+  simulator: Simulator;
+  upload: (rows: unknown[], clientId?: string) => Promise<UploadResult>;
+}> {
   const peer = await startLogsIngestionEmulator(options);
   cleanups.push(() => peer.close());
   const simulator = await startSimulator({ scenario: "idle" });
@@ -31,10 +39,14 @@ async function setup(options: LogsIngestionEmulatorOptions = {}): Promise<{ peer
   const upload = async (rows: unknown[], clientId?: string): Promise<UploadResult> => {
     const file = join(dir, `rows-${randomBytes(4).toString("hex")}.json`);
     writeFileSync(file, JSON.stringify(rows));
-    return runPythonJson<UploadResult>("logs_ingestion_client.py", [peer.endpoint, peer.ruleId, peer.streamName, file, ...(clientId ? [clientId] : [])], {
-      timeoutMs: 90_000,
-      env: { AZURE_POD_IDENTITY_AUTHORITY_HOST: simulator.url, REQUESTS_CA_BUNDLE: peer.caCertPath },
-    });
+    return runPythonJson<UploadResult>(
+      "logs_ingestion_client.py",
+      [peer.endpoint, peer.ruleId, peer.streamName, file, ...(clientId ? [clientId] : [])],
+      {
+        timeoutMs: 90_000,
+        env: { AZURE_POD_IDENTITY_AUTHORITY_HOST: simulator.url, REQUESTS_CA_BUNDLE: peer.caCertPath },
+      },
+    );
   };
   return { peer, simulator, upload };
 }
@@ -48,7 +60,9 @@ describe("azure-monitor-ingestion (Python) with ManagedIdentityCredential → IM
   it("uploads rows gzipped in chunks under 1 MB with a managed-identity token: every row stored, nothing dropped, no 413", async () => {
     const { peer, simulator, upload } = await setup();
     // About 2.5 MB of JSON: the client must split it into several requests.
-    const rows = Array.from({ length: 1200 }, (_, i) => transitionRecord(i, { RecordId: `py-${i}`, Description: randomBytes(1000).toString("base64") }));
+    const rows = Array.from({ length: 1200 }, (_, i) =>
+      transitionRecord(i, { RecordId: `py-${i}`, Description: randomBytes(1000).toString("base64") }),
+    );
     expect(await upload(rows)).toEqual({ uploaded: 1200, failures: [] });
     expect(peer.rows().map((r) => r.RecordId)).toEqual(rows.map((r) => r.RecordId));
     expect(peer.rows()[0]).toEqual(JSON.parse(JSON.stringify(rows[0])));
@@ -68,7 +82,10 @@ describe("azure-monitor-ingestion (Python) with ManagedIdentityCredential → IM
 
   it("gets 403 for a user-assigned identity without access to the rule", async () => {
     const { peer, upload } = await setup({ authorizedClientIds: ["system"] });
-    expect(await upload([transitionRecord(1)], "00000000-0000-0000-0000-0000000000aa")).toEqual({ uploaded: 1, failures: [{ status: 403, code: "OperationFailed", rows: 1 }] });
+    expect(await upload([transitionRecord(1)], "00000000-0000-0000-0000-0000000000aa")).toEqual({
+      uploaded: 1,
+      failures: [{ status: 403, code: "OperationFailed", rows: 1 }],
+    });
     expect(peer.rows()).toHaveLength(0);
   }, 120_000);
 });

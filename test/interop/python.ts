@@ -13,12 +13,21 @@ export interface PythonRun {
 }
 
 /** Runs `script` (a file of test/interop/python/) with `args`; killed after `timeoutMs`. Never throws. */
-export function runPython(script: string, args: readonly string[], options: { timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<PythonRun> {
+export function runPython(
+  script: string,
+  args: readonly string[],
+  options: { timeoutMs: number; env?: NodeJS.ProcessEnv },
+): Promise<PythonRun> {
   return new Promise((resolve) => {
     execFile(
       systemPython,
       [scriptsDir + script, ...args],
-      { timeout: options.timeoutMs, killSignal: "SIGKILL", maxBuffer: 16 * 1024 * 1024, env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1", ...options.env } },
+      {
+        timeout: options.timeoutMs,
+        killSignal: "SIGKILL",
+        maxBuffer: 16 * 1024 * 1024,
+        env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1", ...options.env },
+      },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : null) : 0;
         resolve({ code, stdout, stderr });
@@ -28,7 +37,11 @@ export function runPython(script: string, args: readonly string[], options: { ti
 }
 
 /** Runs a script that prints one JSON object; fails with its stderr when it exits non-zero. */
-export async function runPythonJson<T = Record<string, unknown>>(script: string, args: readonly string[], options: { timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<T> {
+export async function runPythonJson<T = Record<string, unknown>>(
+  script: string,
+  args: readonly string[],
+  options: { timeoutMs: number; env?: NodeJS.ProcessEnv },
+): Promise<T> {
   const run = await runPython(script, args, options);
   if (run.code !== 0) throw new Error(`${script} exited ${String(run.code)}:\n${run.stderr.slice(-4000)}`);
   return JSON.parse(run.stdout) as T;

@@ -5,18 +5,25 @@ import { RestError, createHttpHeaders } from "@azure/core-rest-pipeline";
 import { AggregateLogsUploadError } from "@azure/monitor-ingestion";
 import { describe, expect, it } from "vitest";
 import { parseFaultSpec } from "../../src/testbed/peers/logs-ingestion/faults.js";
+import { classifyUploadError, oldestUndeliveredAgeWarning } from "../../src/agent/sinks/loganalytics/classify.js";
 import {
-  classifyUploadError,
-  oldestUndeliveredAgeWarning,
-} from "../../src/agent/sinks/loganalytics/classify.js";
-import { jsonArrayBytes, jsonArrayOf, planRequests, rowFitsRequest } from "../../src/agent/sinks/loganalytics/encode.js";
+  jsonArrayBytes,
+  jsonArrayOf,
+  planRequests,
+  rowFitsRequest,
+} from "../../src/agent/sinks/loganalytics/encode.js";
 import { PreEncodedBodies } from "../../src/agent/sinks/loganalytics/pre-encoded-body.js";
 import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 
 const nowMs = Date.parse("2024-05-01T12:00:00.000Z");
 const headers = (h: Record<string, string>) => (name: string) => h[name.toLowerCase()];
 
-function restError(status: number, h: Record<string, string> = {}, code?: string, message = `status ${status}`): RestError {
+function restError(
+  status: number,
+  h: Record<string, string> = {},
+  code?: string,
+  message = `status ${status}`,
+): RestError {
   const pipelineHeaders = createHttpHeaders(h);
   return new RestError(message, {
     statusCode: status,
@@ -46,19 +53,32 @@ describe("classifyUploadError", () => {
   it("rejects the request's rows on 400/413 with the service's message", () => {
     for (const status of [400, 413]) {
       const failure = classifyUploadError(restError(status, {}, "InvalidStream", "row 3 is bad"), nowMs);
-      expect(failure).toEqual({ kind: "reject", statusCode: status, reason: `HTTP ${status} InvalidStream: row 3 is bad` });
+      expect(failure).toEqual({
+        kind: "reject",
+        statusCode: status,
+        reason: `HTTP ${status} InvalidStream: row 3 is bad`,
+      });
     }
   });
   it("retries 401/403/404 (Azure-side changes clear them) and marks them as needing an operator", () => {
     for (const status of [401, 403, 404]) {
       const failure = classifyUploadError(restError(status, {}, "Forbidden", "no role"), nowMs);
       expect(failure).toMatchObject({ kind: "retry", statusCode: status, needsOperator: true });
-      expect(failure.reason).toMatch(new RegExp(`^HTTP ${status} Forbidden: no role \\(.+; records stay in the outbox\\)$`));
+      expect(failure.reason).toMatch(
+        new RegExp(`^HTTP ${status} Forbidden: no role \\(.+; records stay in the outbox\\)$`),
+      );
     }
   });
   it("retries 429/503 with the server's hint, and without one when absent", () => {
-    expect(classifyUploadError(restError(429, { "retry-after": "2" }), nowMs)).toMatchObject({ kind: "retry", retryAfterMs: 2000, statusCode: 429 });
-    expect(classifyUploadError(restError(503, { "retry-after-ms": "40" }), nowMs)).toMatchObject({ kind: "retry", retryAfterMs: 40 });
+    expect(classifyUploadError(restError(429, { "retry-after": "2" }), nowMs)).toMatchObject({
+      kind: "retry",
+      retryAfterMs: 2000,
+      statusCode: 429,
+    });
+    expect(classifyUploadError(restError(503, { "retry-after-ms": "40" }), nowMs)).toMatchObject({
+      kind: "retry",
+      retryAfterMs: 40,
+    });
     const bare = classifyUploadError(restError(429), nowMs);
     expect(bare.kind).toBe("retry");
     expect("retryAfterMs" in bare).toBe(false);
@@ -67,8 +87,13 @@ describe("classifyUploadError", () => {
     expect(classifyUploadError(restError(408), nowMs).kind).toBe("retry");
     expect(classifyUploadError(restError(500), nowMs).kind).toBe("retry");
     const reset = Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
-    expect(classifyUploadError(reset, nowMs)).toMatchObject({ kind: "retry", reason: "Error (ECONNRESET): socket hang up" });
-    const aggregate = new AggregateLogsUploadError([{ failedLogs: [], cause: restError(403, {}, "Forbidden", "no role") }]);
+    expect(classifyUploadError(reset, nowMs)).toMatchObject({
+      kind: "retry",
+      reason: "Error (ECONNRESET): socket hang up",
+    });
+    const aggregate = new AggregateLogsUploadError([
+      { failedLogs: [], cause: restError(403, {}, "Forbidden", "no role") },
+    ]);
     expect(classifyUploadError(aggregate, nowMs)).toMatchObject({ kind: "retry", statusCode: 403 });
   });
   it("never puts a bearer token in a reason", () => {
@@ -113,14 +138,19 @@ describe("oldestUndeliveredAgeWarning", () => {
     expect(oldestUndeliveredAgeWarning(nowMs, undefined)).toBeUndefined();
     expect(oldestUndeliveredAgeWarning(nowMs, hoursAgo(35))).toBeUndefined();
     expect(oldestUndeliveredAgeWarning(nowMs, hoursAgo(37))?.message).toMatch(/37\.0 h old: past 48 h/);
-    expect(oldestUndeliveredAgeWarning(nowMs, hoursAgo(50))?.message).toMatch(/replaces a TimeGenerated older than 48 h/);
+    expect(oldestUndeliveredAgeWarning(nowMs, hoursAgo(50))?.message).toMatch(
+      /replaces a TimeGenerated older than 48 h/,
+    );
     expect(oldestUndeliveredAgeWarning(nowMs, hoursAgo(2), 3_600_000)?.ageMs).toBe(2 * 3_600_000);
   });
 });
 
 describe("parseFaultSpec", () => {
   it("parses statuses, headers, resets and slow answers", () => {
-    expect(parseFaultSpec("2*429:retry-after=1")).toEqual({ count: 2, fault: { status: 429, headers: { "Retry-After": "1" } } });
+    expect(parseFaultSpec("2*429:retry-after=1")).toEqual({
+      count: 2,
+      fault: { status: 429, headers: { "Retry-After": "1" } },
+    });
     expect(parseFaultSpec("1*503:x-ms-retry-after-ms=20,delay-ms=5")).toEqual({
       count: 1,
       fault: { status: 503, headers: { "x-ms-retry-after-ms": "20" }, delayMs: 5 },
@@ -155,6 +185,8 @@ describe("PreEncodedBodies (encoding once)", () => {
   it("jsonArrayOf is JSON.stringify of the parsed rows", () => {
     const rows = [{ a: 1, b: [1, "x"] }, { c: "ü\n" }];
     expect(jsonArrayOf(rows.map((r) => JSON.stringify(r)))).toBe(JSON.stringify(rows));
-    expect(jsonArrayBytes(rows.map((r) => Buffer.byteLength(JSON.stringify(r))))).toBe(Buffer.byteLength(JSON.stringify(rows)));
+    expect(jsonArrayBytes(rows.map((r) => Buffer.byteLength(JSON.stringify(r))))).toBe(
+      Buffer.byteLength(JSON.stringify(rows)),
+    );
   });
 });

@@ -32,7 +32,21 @@ describe("sef-testbed emulate logs-ingestion", () => {
     const caFile = join(dir, "ca.pem");
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", "src/testbed/cli.ts", "emulate", "logs-ingestion", "--port", "0", "--rule-id", "dcr-cli", "--ca-cert-out", caFile, "--fault", "1*503:retry-after-ms=5"],
+      [
+        "--import",
+        "tsx",
+        "src/testbed/cli.ts",
+        "emulate",
+        "logs-ingestion",
+        "--port",
+        "0",
+        "--rule-id",
+        "dcr-cli",
+        "--ca-cert-out",
+        caFile,
+        "--fault",
+        "1*503:retry-after-ms=5",
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     let stdout = "";

@@ -9,7 +9,10 @@ describe("loganalytics sink factory", () => {
     expect(parseSinkSpec("loganalytics")).toEqual({ type: "loganalytics", argument: undefined });
     expect(() => parseSinkSpec("loganalytics:x")).toThrow(/takes no argument/);
     const factory = findSinkFactory("loganalytics");
-    const settings = factory.settingsSchema.parse({ endpoint: "https://dce.westeurope-1.ingest.monitor.azure.com", ruleId: "dcr-1" });
+    const settings = factory.settingsSchema.parse({
+      endpoint: "https://dce.westeurope-1.ingest.monitor.azure.com",
+      ruleId: "dcr-1",
+    });
     expect(settings).toEqual({
       endpoint: "https://dce.westeurope-1.ingest.monitor.azure.com",
       ruleId: "dcr-1",
@@ -24,9 +27,15 @@ describe("loganalytics sink factory", () => {
       requestTimeoutMs: 30_000,
       staleWarningHours: 36,
     });
-    expect(() => factory.settingsSchema.parse({ endpoint: "https://x", ruleId: "dcr-1", maxRequestBytes: 2_000_000 })).toThrow();
+    expect(() =>
+      factory.settingsSchema.parse({ endpoint: "https://x", ruleId: "dcr-1", maxRequestBytes: 2_000_000 }),
+    ).toThrow();
     expect(() => factory.settingsSchema.parse({ endpoint: "https://x", ruleId: "dcr-1", typo: 1 })).toThrow();
-    const sink = await factory.create({ argument: undefined, settings, context: { logger: silentLogger(), dataDir: "/tmp", agentVersion: "0.1.0" } });
+    const sink = await factory.create({
+      argument: undefined,
+      settings,
+      context: { logger: silentLogger(), dataDir: "/tmp", agentVersion: "0.1.0" },
+    });
     expect(sink).toMatchObject({ name: "loganalytics", maxBatchRecords: 10_000, lingerMs: 1000 });
     await sink.close();
   });

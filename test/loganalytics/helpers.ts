@@ -1,6 +1,14 @@
 // Test fixtures for the Log Analytics sink: full records of every type, outbox entries, a local-token
 // credential (the fake clock is test/helpers/fake-clock.ts; drains go through the real drainer: test/helpers/ledger-drain.ts).
-import type { ApprovalRecord, HeartbeatRecord, HookRecord, KubernetesRecord, MalformedEventRecord, SefRecord, TransitionRecord } from "../../src/contract/record.js";
+import type {
+  ApprovalRecord,
+  HeartbeatRecord,
+  HookRecord,
+  KubernetesRecord,
+  MalformedEventRecord,
+  SefRecord,
+  TransitionRecord,
+} from "../../src/contract/record.js";
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { transitionRecord as baseTransition } from "../helpers/records.js";
@@ -87,11 +95,23 @@ export function oneRecordOfEachType(): SefRecord[] {
     Outcome: "Drained",
     HttpStatus: 0,
     ElapsedMs: 42_000,
-    Detail: JSON.stringify({ node: "aks-nodepool1-0", policy: "drain-then-approve", podsEvicted: 18, podsBlockedByPdb: ["apps/db-0"], pdbHeldSeconds: 30 }),
+    Detail: JSON.stringify({
+      node: "aks-nodepool1-0",
+      policy: "drain-then-approve",
+      podsEvicted: 18,
+      podsBlockedByPdb: ["apps/db-0"],
+      pdbHeldSeconds: 30,
+    }),
     AgentVersion: "0.1.0",
     ...vm,
   };
-  const rawEvent = { EventId: "EVT-BAD", EventType: "Reboot", EventStatus: "Scheduled", Resources: "vm-1", NotBefore: "" };
+  const rawEvent = {
+    EventId: "EVT-BAD",
+    EventType: "Reboot",
+    EventStatus: "Scheduled",
+    Resources: "vm-1",
+    NotBefore: "",
+  };
   const malformed: MalformedEventRecord = {
     RecordId: deterministicUuid("MalformedEvent", vm.VmId, "EVT-BAD"),
     RecordType: "MalformedEvent",
@@ -110,7 +130,15 @@ export function oneRecordOfEachType(): SefRecord[] {
     AgentVersion: "0.1.0",
     ...vm,
   };
-  return [transitionRecord(1, { NotBefore: null }), transitionRecord(2), malformed, heartbeat, approval, hook, kubernetes];
+  return [
+    transitionRecord(1, { NotBefore: null }),
+    transitionRecord(2),
+    malformed,
+    heartbeat,
+    approval,
+    hook,
+    kubernetes,
+  ];
 }
 
 export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {

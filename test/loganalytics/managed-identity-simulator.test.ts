@@ -2,7 +2,10 @@
 // gets a local token from the simulator and the Logs Ingestion peer accepts it; a failing token endpoint is asked once
 // per send (the drain loop is the only retry owner).
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
+import {
+  startLogsIngestionEmulator,
+  type LogsIngestionEmulator,
+} from "../../src/testbed/peers/logs-ingestion/index.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/index.js";
 import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
@@ -36,12 +39,20 @@ function tokenRequests(): Record<string, number> {
 
 it("delivers with a managed-identity token served by the IMDS simulator", async () => {
   const sink = new LogAnalyticsSink({
-    settings: logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath }),
+    settings: logAnalyticsSettingsSchema.parse({
+      endpoint: peer.endpoint,
+      ruleId: peer.ruleId,
+      caCertFile: peer.caCertPath,
+    }),
     logger: silentLogger(),
     pauses: new RulePauses(),
   });
   try {
-    expect((await sink.send(entries([transitionRecord(1, { RecordId: "sim-1" })]), new AbortController().signal)).every((o) => o.kind === "delivered")).toBe(true);
+    expect(
+      (await sink.send(entries([transitionRecord(1, { RecordId: "sim-1" })]), new AbortController().signal)).every(
+        (o) => o.kind === "delivered",
+      ),
+    ).toBe(true);
   } finally {
     await sink.close();
   }
@@ -52,15 +63,30 @@ it("delivers with a managed-identity token served by the IMDS simulator", async 
 it("asks a failing token endpoint once per send: no credential retry inside the drain loop's", async () => {
   simulator.setTokenFault({ count: 2, status: 500 });
   // Another user-assigned identity: MSAL's token cache (one per process) holds none for it yet.
-  const settings = { endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath, managedIdentityClientId: "22222222-3333-4444-5555-666666666666" };
-  const sink = new LogAnalyticsSink({ settings: logAnalyticsSettingsSchema.parse(settings), logger: silentLogger(), pauses: new RulePauses() });
+  const settings = {
+    endpoint: peer.endpoint,
+    ruleId: peer.ruleId,
+    caCertFile: peer.caCertPath,
+    managedIdentityClientId: "22222222-3333-4444-5555-666666666666",
+  };
+  const sink = new LogAnalyticsSink({
+    settings: logAnalyticsSettingsSchema.parse(settings),
+    logger: silentLogger(),
+    pauses: new RulePauses(),
+  });
   const before = tokenRequests();
   const perSend: Array<{ outcome: string; tokens: Record<string, number> }> = [];
   try {
     for (let send = 0; send < 3; send++) {
-      const [outcome] = await sink.send(entries([transitionRecord(2, { RecordId: "sim-2" })]), new AbortController().signal);
+      const [outcome] = await sink.send(
+        entries([transitionRecord(2, { RecordId: "sim-2" })]),
+        new AbortController().signal,
+      );
       const now = tokenRequests();
-      perSend.push({ outcome: outcome!.kind, tokens: { "500": now["500"] ?? 0, "200": (now["200"] ?? 0) - (before["200"] ?? 0) } });
+      perSend.push({
+        outcome: outcome!.kind,
+        tokens: { "500": now["500"] ?? 0, "200": (now["200"] ?? 0) - (before["200"] ?? 0) },
+      });
     }
   } finally {
     await sink.close();

@@ -4,7 +4,10 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localTokenResponse } from "../../src/testbed/peers/local-tokens.js";
-import { startLogsIngestionEmulator, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
+import {
+  startLogsIngestionEmulator,
+  type LogsIngestionEmulator,
+} from "../../src/testbed/peers/logs-ingestion/index.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
@@ -27,7 +30,9 @@ function startTokenServer(): Promise<{ server: Server; url: string; requests: To
     // MSAL asks for `/metadata/identity/oauth2/token/` (trailing slash) when the host comes from the environment.
     if (url.pathname.replace(/\/$/, "") !== "/metadata/identity/oauth2/token" || req.headers.metadata !== "true") {
       res.writeHead(400, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: "invalid_request", error_description: "Required metadata header not specified" }));
+      res.end(
+        JSON.stringify({ error: "invalid_request", error_description: "Required metadata header not specified" }),
+      );
       return;
     }
     const resource = url.searchParams.get("resource");
@@ -65,7 +70,12 @@ afterAll(async () => {
 /** A sink for the peer that authenticates with the SDK's managed-identity credential (settings `extra` on top). */
 function sinkWith(extra: Record<string, unknown>): LogAnalyticsSink {
   return new LogAnalyticsSink({
-    settings: logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath, ...extra }),
+    settings: logAnalyticsSettingsSchema.parse({
+      endpoint: peer.endpoint,
+      ruleId: peer.ruleId,
+      caCertFile: peer.caCertPath,
+      ...extra,
+    }),
     logger: silentLogger(),
     pauses: new RulePauses(),
   });
@@ -73,10 +83,15 @@ function sinkWith(extra: Record<string, unknown>): LogAnalyticsSink {
 
 describe("managed identity", () => {
   it("a user-assigned identity's token for https://monitor.azure.com is fetched and accepted", async () => {
-    const sink = sinkWith({ credential: "managedIdentity", managedIdentityClientId: "11111111-2222-3333-4444-555555555555" });
+    const sink = sinkWith({
+      credential: "managedIdentity",
+      managedIdentityClientId: "11111111-2222-3333-4444-555555555555",
+    });
     const records = [transitionRecord(1, { RecordId: "mi-1" }), transitionRecord(2, { RecordId: "mi-2" })];
     try {
-      expect((await sink.send(entries(records), new AbortController().signal)).every((o) => o.kind === "delivered")).toBe(true);
+      expect(
+        (await sink.send(entries(records), new AbortController().signal)).every((o) => o.kind === "delivered"),
+      ).toBe(true);
     } finally {
       await sink.close();
     }
@@ -92,8 +107,16 @@ describe("managed identity", () => {
     const sink = sinkWith({});
     try {
       const before = tokenServer.requests.filter((r) => r.clientId === null).length;
-      expect((await sink.send(entries([transitionRecord(3, { RecordId: "mi-3" })]), new AbortController().signal)).every((o) => o.kind === "delivered")).toBe(true);
-      expect((await sink.send(entries([transitionRecord(4, { RecordId: "mi-4" })], 2), new AbortController().signal)).every((o) => o.kind === "delivered")).toBe(true);
+      expect(
+        (await sink.send(entries([transitionRecord(3, { RecordId: "mi-3" })]), new AbortController().signal)).every(
+          (o) => o.kind === "delivered",
+        ),
+      ).toBe(true);
+      expect(
+        (await sink.send(entries([transitionRecord(4, { RecordId: "mi-4" })], 2), new AbortController().signal)).every(
+          (o) => o.kind === "delivered",
+        ),
+      ).toBe(true);
       expect(tokenServer.requests.filter((r) => r.clientId === null).length - before).toBe(1);
     } finally {
       await sink.close();
@@ -104,8 +127,14 @@ describe("managed identity", () => {
   it("an identity the token endpoint refuses makes the send retryable, never dead-lettered", async () => {
     const sink = sinkWith({ managedIdentityClientId: unknownClientId });
     try {
-      const result = await sink.send(entries([transitionRecord(5, { RecordId: "mi-5" })]), new AbortController().signal);
-      expect(result[0]).toMatchObject({ kind: "retry", reason: expect.stringMatching(/^CredentialUnavailableError: .*Identity not found/) });
+      const result = await sink.send(
+        entries([transitionRecord(5, { RecordId: "mi-5" })]),
+        new AbortController().signal,
+      );
+      expect(result[0]).toMatchObject({
+        kind: "retry",
+        reason: expect.stringMatching(/^CredentialUnavailableError: .*Identity not found/),
+      });
     } finally {
       await sink.close();
     }

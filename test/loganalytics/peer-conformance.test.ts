@@ -5,7 +5,14 @@ import { request } from "node:https";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
-import { azureRuleLimits, keepDeclaredColumns, RuleWindow, startLogsIngestionEmulator, type LogsIngestionEmulator, type LogsIngestionEmulatorOptions } from "../../src/testbed/peers/logs-ingestion/index.js";
+import {
+  azureRuleLimits,
+  keepDeclaredColumns,
+  RuleWindow,
+  startLogsIngestionEmulator,
+  type LogsIngestionEmulator,
+  type LogsIngestionEmulatorOptions,
+} from "../../src/testbed/peers/logs-ingestion/index.js";
 import { transitionRecord } from "./helpers.js";
 
 const peers: LogsIngestionEmulator[] = [];
@@ -28,10 +35,19 @@ interface Answer {
 async function post(
   to: LogsIngestionEmulator,
   body: Buffer | string,
-  options: { gzip?: boolean; token?: string | null; ruleId?: string; stream?: string; path?: string; method?: string } = {},
+  options: {
+    gzip?: boolean;
+    token?: string | null;
+    ruleId?: string;
+    stream?: string;
+    path?: string;
+    method?: string;
+  } = {},
 ): Promise<Answer> {
   const token = options.token === undefined ? mintLocalToken("https://monitor.azure.com").token : options.token;
-  const path = options.path ?? `/dataCollectionRules/${options.ruleId ?? to.ruleId}/streams/${options.stream ?? to.streamName}?api-version=2023-01-01`;
+  const path =
+    options.path ??
+    `/dataCollectionRules/${options.ruleId ?? to.ruleId}/streams/${options.stream ?? to.streamName}?api-version=2023-01-01`;
   const payload = options.gzip ? gzipSync(body) : Buffer.from(body);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -49,7 +65,13 @@ async function post(
       (res) => {
         let text = "";
         res.on("data", (c: Buffer) => (text += c.toString()));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, ...(text ? (JSON.parse(text) as { error?: Answer["error"] }) : {}) }));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            ...(text ? (JSON.parse(text) as { error?: Answer["error"] }) : {}),
+          }),
+        );
       },
     );
     req.on("timeout", () => req.destroy(new Error("request timed out")));
@@ -66,7 +88,10 @@ describe("logs ingestion peer: 1 MB before and after gzip", () => {
     const big = JSON.stringify([{ ...transitionRecord(1), Description: "x".repeat(1024 * 1024) }]);
     const plain = await post(p, big);
     expect(plain.status).toBe(413);
-    expect(plain.error).toEqual({ code: "ContentLengthLimitExceeded", message: expect.stringMatching(/^Maximum allowed content length: 1048576 bytes \(1 MB\)\./) });
+    expect(plain.error).toEqual({
+      code: "ContentLengthLimitExceeded",
+      message: expect.stringMatching(/^Maximum allowed content length: 1048576 bytes \(1 MB\)\./),
+    });
     const zipped = await post(p, big, { gzip: true });
     expect(gzipSync(big).length).toBeLessThan(20_000);
     expect(zipped.status).toBe(413);
@@ -80,21 +105,35 @@ describe("logs ingestion peer: 1 MB before and after gzip", () => {
 describe("logs ingestion peer: token, rule and stream errors", () => {
   it("401 without a token or with another audience, 404 for an unknown rule, 403 for an identity without access, 404 for an undeclared stream", async () => {
     const p = await peer({ authorizedClientIds: ["system"] });
-    expect(await post(p, rows(1), { token: null })).toMatchObject({ status: 401, error: { code: "InvalidAuthenticationToken" } });
-    expect(await post(p, rows(1), { token: "not.a.jwt" })).toMatchObject({ status: 401, error: { code: "InvalidAuthenticationToken" } });
+    expect(await post(p, rows(1), { token: null })).toMatchObject({
+      status: 401,
+      error: { code: "InvalidAuthenticationToken" },
+    });
+    expect(await post(p, rows(1), { token: "not.a.jwt" })).toMatchObject({
+      status: 401,
+      error: { code: "InvalidAuthenticationToken" },
+    });
     expect(await post(p, rows(1), { token: mintLocalToken("https://eventhubs.azure.net").token })).toMatchObject({
       status: 401,
       error: { code: "InvalidAuthenticationTokenAudience" },
     });
     expect(await post(p, rows(1), { ruleId: "dcr-ffffffffffffffffffffffffffffffff" })).toMatchObject({
       status: 404,
-      error: { code: "NotFound", message: "Data collection rule with immutable Id 'dcr-ffffffffffffffffffffffffffffffff' not found." },
+      error: {
+        code: "NotFound",
+        message: "Data collection rule with immutable Id 'dcr-ffffffffffffffffffffffffffffffff' not found.",
+      },
     });
-    expect(await post(p, rows(1), { token: mintLocalToken("https://monitor.azure.com", { clientId: "other-app" }).token })).toMatchObject({
+    expect(
+      await post(p, rows(1), { token: mintLocalToken("https://monitor.azure.com", { clientId: "other-app" }).token }),
+    ).toMatchObject({
       status: 403,
       error: { code: "OperationFailed", message: expect.stringContaining("does not have access to ingest data") },
     });
-    expect(await post(p, rows(1), { stream: "Custom-Other" })).toMatchObject({ status: 404, error: { code: "InvalidStream" } });
+    expect(await post(p, rows(1), { stream: "Custom-Other" })).toMatchObject({
+      status: 404,
+      error: { code: "InvalidStream" },
+    });
     expect(await post(p, rows(1))).toMatchObject({ status: 204 });
     expect(p.rows()).toHaveLength(1);
   });
@@ -111,7 +150,10 @@ describe("logs ingestion peer: token, rule and stream errors", () => {
         .on("error", reject)
         .end();
     });
-    expect(stats).toMatchObject({ rowsKept: 1, dropped: { undeclaredColumns: { Extra: 1 }, mistypedColumns: {}, nonObjectRows: 1, total: 2 } });
+    expect(stats).toMatchObject({
+      rowsKept: 1,
+      dropped: { undeclaredColumns: { Extra: 1 }, mistypedColumns: {}, nonObjectRows: 1, total: 2 },
+    });
   });
 });
 
@@ -126,7 +168,16 @@ describe("logs ingestion peer: what a stream declaration keeps of a row", () => 
       { name: "Payload", type: "dynamic" },
       { name: "Name", type: "string" },
     ];
-    const row = { TimeGenerated: "2026-01-01T00:00:00Z", Count: 2 ** 31, Big: 2 ** 40, Ratio: 0.5, Flag: "yes", Payload: { a: [1] }, Name: null, Extra: 1 };
+    const row = {
+      TimeGenerated: "2026-01-01T00:00:00Z",
+      Count: 2 ** 31,
+      Big: 2 ** 40,
+      Ratio: 0.5,
+      Flag: "yes",
+      Payload: { a: [1] },
+      Name: null,
+      Extra: 1,
+    };
     expect(keepDeclaredColumns(row, columns)).toEqual({
       row: { TimeGenerated: "2026-01-01T00:00:00Z", Big: 2 ** 40, Ratio: 0.5, Payload: { a: [1] }, Name: null },
       undeclaredColumns: ["Extra"],
@@ -158,7 +209,11 @@ describe("logs ingestion peer: per-rule limits", () => {
     expect(first.admitted).toBe(true);
     first.entry!.addBytes(600);
     window.admit(20_000).entry!.addBytes(600);
-    expect(window.admit(30_000)).toEqual({ admitted: false, retryAfterSeconds: 30, reason: "more than 1000 bytes per minute" });
+    expect(window.admit(30_000)).toEqual({
+      admitted: false,
+      retryAfterSeconds: 30,
+      reason: "more than 1000 bytes per minute",
+    });
     expect(window.admit(60_000).admitted).toBe(true);
     expect(window.requestsInWindow(60_000)).toBe(2);
   });

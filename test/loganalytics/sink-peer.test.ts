@@ -2,7 +2,12 @@
 // normal delivery, every fault ending delivered or dead-lettered, size bounds, schema drift, throttling pauses.
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { maxRequestBodyBytes, startLogsIngestionEmulator, type Fault, type LogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/index.js";
+import {
+  maxRequestBodyBytes,
+  startLogsIngestionEmulator,
+  type Fault,
+  type LogsIngestionEmulator,
+} from "../../src/testbed/peers/logs-ingestion/index.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { LogAnalyticsSink, type LogAnalyticsSinkOptions } from "../../src/agent/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "../../src/agent/sinks/loganalytics/settings.js";
@@ -34,10 +39,18 @@ afterEach(() => {
 });
 
 function settings(overrides: Partial<LogAnalyticsSettings> = {}): LogAnalyticsSettings {
-  return logAnalyticsSettingsSchema.parse({ endpoint: peer.endpoint, ruleId: peer.ruleId, caCertFile: peer.caCertPath, ...overrides });
+  return logAnalyticsSettingsSchema.parse({
+    endpoint: peer.endpoint,
+    ruleId: peer.ruleId,
+    caCertFile: peer.caCertPath,
+    ...overrides,
+  });
 }
 
-function makeSink(overrides: Partial<LogAnalyticsSettings> = {}, options: Partial<LogAnalyticsSinkOptions> = {}): LogAnalyticsSink {
+function makeSink(
+  overrides: Partial<LogAnalyticsSettings> = {},
+  options: Partial<LogAnalyticsSinkOptions> = {},
+): LogAnalyticsSink {
   const sink = new LogAnalyticsSink({
     settings: settings(overrides),
     logger: silentLogger(),
@@ -51,7 +64,10 @@ function makeSink(overrides: Partial<LogAnalyticsSettings> = {}, options: Partia
 
 /** Records with ids unique to this test, so the shared peer's rows can be told apart. */
 function records(count: number, tag = randomBytes(4).toString("hex"), extra: Partial<SefRecord> = {}): SefRecord[] {
-  return Array.from({ length: count }, (_, i) => ({ ...transitionRecord(i, { EventId: `${tag}-${i}`, RecordId: `${tag}-${i}` }), ...extra }) as SefRecord);
+  return Array.from(
+    { length: count },
+    (_, i) => ({ ...transitionRecord(i, { EventId: `${tag}-${i}`, RecordId: `${tag}-${i}` }), ...extra }) as SefRecord,
+  );
 }
 
 function deliveredCounts(all: readonly SefRecord[]): Map<string, number> {
@@ -72,7 +88,10 @@ function expectExactlyOnce(all: readonly SefRecord[]): void {
 
 describe("normal delivery", () => {
   it("delivers every record exactly once, every record type, over HTTPS with a bearer token", async () => {
-    const all = [...records(250), ...oneRecordOfEachType().map((r) => ({ ...r, RecordId: `${r.RecordId}-${randomBytes(3).toString("hex")}` }))];
+    const all = [
+      ...records(250),
+      ...oneRecordOfEachType().map((r) => ({ ...r, RecordId: `${r.RecordId}-${randomBytes(3).toString("hex")}` })),
+    ];
     const sink = makeSink();
     const result = await sink.send(entries(all), new AbortController().signal);
     expect(result.every((o) => o.kind === "delivered")).toBe(true);
@@ -83,7 +102,9 @@ describe("normal delivery", () => {
   });
 
   it("refuses a plain-http endpoint", () => {
-    expect(() => logAnalyticsSettingsSchema.parse({ endpoint: "http://127.0.0.1:1", ruleId: "dcr-1" })).toThrow(/https/);
+    expect(() => logAnalyticsSettingsSchema.parse({ endpoint: "http://127.0.0.1:1", ruleId: "dcr-1" })).toThrow(
+      /https/,
+    );
   });
 
   it("does not trust the peer's certificate without the CA setting", async () => {
@@ -97,9 +118,17 @@ describe("normal delivery", () => {
 describe("faults end with every record delivered or dead-lettered", () => {
   const retryFaults: { name: string; fault: Fault; waitMs: number | undefined }[] = [
     { name: "429 with Retry-After seconds", fault: { status: 429, headers: { "Retry-After": "1" } }, waitMs: 1000 },
-    { name: "429 with Retry-After HTTP date", fault: { status: 429, headers: { "Retry-After": "DATE" } }, waitMs: undefined },
+    {
+      name: "429 with Retry-After HTTP date",
+      fault: { status: 429, headers: { "Retry-After": "DATE" } },
+      waitMs: undefined,
+    },
     { name: "429 with retry-after-ms", fault: { status: 429, headers: { "retry-after-ms": "30" } }, waitMs: 30 },
-    { name: "429 with x-ms-retry-after-ms", fault: { status: 429, headers: { "x-ms-retry-after-ms": "40" } }, waitMs: 40 },
+    {
+      name: "429 with x-ms-retry-after-ms",
+      fault: { status: 429, headers: { "x-ms-retry-after-ms": "40" } },
+      waitMs: 40,
+    },
     { name: "429 without a hint", fault: { status: 429 }, waitMs: undefined },
     { name: "503 with Retry-After", fault: { status: 503, headers: { "Retry-After": "2" } }, waitMs: 2000 },
     { name: "503 without a hint", fault: { status: 503 }, waitMs: undefined },
@@ -111,7 +140,9 @@ describe("faults end with every record delivered or dead-lettered", () => {
     it(`${name}: retried, then delivered exactly once`, async () => {
       const clock = instantClock(Date.now());
       const withDate =
-        fault.headers?.["Retry-After"] === "DATE" ? { ...fault, headers: { "Retry-After": new Date(Date.now() + 60_000).toUTCString() } } : fault;
+        fault.headers?.["Retry-After"] === "DATE"
+          ? { ...fault, headers: { "Retry-After": new Date(Date.now() + 60_000).toUTCString() } }
+          : fault;
       peer.faults.failNext(2, withDate);
       const all = records(30);
       const sink = makeSink({}, { clock });
@@ -170,7 +201,9 @@ describe("faults end with every record delivered or dead-lettered", () => {
       const sink = makeSink();
       const first = (await sink.send(entries(all), new AbortController().signal))[0]!;
       expect(first).toMatchObject({ kind: "retry", needsOperator: true });
-      expect(first.kind === "retry" && first.reason).toMatch(new RegExp(`^HTTP ${status} ServiceError: injected fault: HTTP ${status} \\(.*records stay in the outbox\\)$`));
+      expect(first.kind === "retry" && first.reason).toMatch(
+        new RegExp(`^HTTP ${status} ServiceError: injected fault: HTTP ${status} \\(.*records stay in the outbox\\)$`),
+      );
       const outcome = await drainUntilDone(sink, entries(all));
       expect(outcome.rejected).toEqual([]);
       expect(outcome.attempts).toBe(2);
@@ -182,13 +215,22 @@ describe("faults end with every record delivered or dead-lettered", () => {
     const sink = makeSink({}, { credential: localTokenCredential("https://eventhubs.azure.net") });
     const result = (await sink.send(entries(records(3)), new AbortController().signal))[0]!;
     expect(result).toMatchObject({ kind: "retry", needsOperator: true });
-    expect(result.kind === "retry" && result.reason).toMatch(/^HTTP 401 InvalidAuthenticationTokenAudience: The access token has the wrong audience/);
+    expect(result.kind === "retry" && result.reason).toMatch(
+      /^HTTP 401 InvalidAuthenticationTokenAudience: The access token has the wrong audience/,
+    );
   });
 
   it("an unknown rule: 404, retried (never dead-lettered)", async () => {
-    const result = (await makeSink({ ruleId: "dcr-ffffffffffffffffffffffffffffffff" }).send(entries(records(2)), new AbortController().signal))[0]!;
+    const result = (
+      await makeSink({ ruleId: "dcr-ffffffffffffffffffffffffffffffff" }).send(
+        entries(records(2)),
+        new AbortController().signal,
+      )
+    )[0]!;
     expect(result).toMatchObject({ kind: "retry", needsOperator: true });
-    expect(result.kind === "retry" && result.reason).toMatch(/^HTTP 404 NotFound: Data collection rule with immutable Id 'dcr-ffffffffffffffffffffffffffffffff' not found/);
+    expect(result.kind === "retry" && result.reason).toMatch(
+      /^HTTP 404 NotFound: Data collection rule with immutable Id 'dcr-ffffffffffffffffffffffffffffffff' not found/,
+    );
   });
 });
 
@@ -200,7 +242,11 @@ describe("schema drift", () => {
     const { request } = await import("node:https");
     const { readFileSync } = await import("node:fs");
     const { mintLocalToken } = await import("../../src/testbed/peers/local-tokens.js");
-    const body = JSON.stringify([transitionRecord(1), { ...transitionRecord(2), Undeclared: "x" }, { ...transitionRecord(3), DurationInSeconds: "60" }]);
+    const body = JSON.stringify([
+      transitionRecord(1),
+      { ...transitionRecord(2), Undeclared: "x" },
+      { ...transitionRecord(3), DurationInSeconds: "60" },
+    ]);
     try {
       const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
         const req = request(
@@ -208,7 +254,10 @@ describe("schema drift", () => {
           {
             method: "POST",
             ca: readFileSync(own.caCertPath),
-            headers: { authorization: `Bearer ${mintLocalToken("https://monitor.azure.com").token}`, "content-type": "application/json" },
+            headers: {
+              authorization: `Bearer ${mintLocalToken("https://monitor.azure.com").token}`,
+              "content-type": "application/json",
+            },
           },
           (res) => {
             let text = "";
@@ -223,7 +272,12 @@ describe("schema drift", () => {
       expect(own.rows()).toHaveLength(3);
       expect(own.rows()[1]).not.toHaveProperty("Undeclared");
       expect(own.rows()[2]).not.toHaveProperty("DurationInSeconds");
-      expect(own.droppedColumns()).toEqual({ undeclaredColumns: { Undeclared: 1 }, mistypedColumns: { DurationInSeconds: 1 }, nonObjectRows: 0, total: 2 });
+      expect(own.droppedColumns()).toEqual({
+        undeclaredColumns: { Undeclared: 1 },
+        mistypedColumns: { DurationInSeconds: 1 },
+        nonObjectRows: 0,
+        total: 2,
+      });
     } finally {
       await own.close();
     }
@@ -235,7 +289,9 @@ describe("schema drift", () => {
     const batch = entries([...all.slice(0, 2), drifted, ...all.slice(3)]);
     const before = peer.requests().statuses["400"] ?? 0;
     const outcome = await drainUntilDone(makeSink(), batch);
-    expect(outcome.rejected).toEqual([{ seq: 3, reason: expect.stringContaining(`column "Undeclared" is not declared`) }]);
+    expect(outcome.rejected).toEqual([
+      { seq: 3, reason: expect.stringContaining(`column "Undeclared" is not declared`) },
+    ]);
     expect(deliveredCounts(all).size).toBe(5);
     expect(peer.requests().statuses["400"] ?? 0).toBe(before);
     expect(peer.droppedColumns().total).toBe(0);
@@ -247,7 +303,10 @@ describe("size bounds", () => {
     const before = peer.requests();
     // Random text compresses poorly, so the wire size stays close to the JSON size.
     const all = Array.from({ length: 4000 }, (_, i) => ({
-      ...transitionRecord(i, { RecordId: `big-${i}-${randomBytes(3).toString("hex")}`, Description: randomBytes(1900).toString("base64") }),
+      ...transitionRecord(i, {
+        RecordId: `big-${i}-${randomBytes(3).toString("hex")}`,
+        Description: randomBytes(1900).toString("base64"),
+      }),
     })) as SefRecord[];
     const total = all.reduce((n, r) => n + JSON.stringify(r).length, 0);
     expect(total).toBeGreaterThan(10_000_000);
@@ -268,7 +327,12 @@ describe("size bounds", () => {
     const all = records(3);
     const huge = { ...all[1]!, Description: "x".repeat(1_000_000) } as SefRecord;
     const outcome = await drainUntilDone(makeSink(), entries([all[0]!, huge, all[2]!]));
-    expect(outcome.rejected).toEqual([{ seq: 2, reason: expect.stringMatching(/^record is 10\d{5} bytes of JSON, more than one request may carry \(1000000\)$/) }]);
+    expect(outcome.rejected).toEqual([
+      {
+        seq: 2,
+        reason: expect.stringMatching(/^record is 10\d{5} bytes of JSON, more than one request may carry \(1000000\)$/),
+      },
+    ]);
     expect(deliveredCounts([all[0]!, all[2]!]).size).toBe(2);
   });
 });
@@ -284,9 +348,22 @@ describe("partial progress", () => {
     peer.faults.failNext(1, { status: 500 });
     const batch = entries([drifted, ...all.slice(1)]);
     const outcome = await drainUntilDone(sink, batch);
-    expect(outcome.results[0]!.map((o) => o.kind)).toEqual(["rejected", "delivered", "delivered", "delivered", "retry", "retry", "retry", "retry", "retry"]);
+    expect(outcome.results[0]!.map((o) => o.kind)).toEqual([
+      "rejected",
+      "delivered",
+      "delivered",
+      "delivered",
+      "retry",
+      "retry",
+      "retry",
+      "retry",
+      "retry",
+    ]);
     expect(outcome.results[0]![4]).toMatchObject({ reason: expect.stringContaining("HTTP 500") });
-    expect(outcome.sentSeqs).toEqual([[1, 2, 3, 4, 5, 6, 7, 8, 9], [5, 6, 7, 8, 9]]);
+    expect(outcome.sentSeqs).toEqual([
+      [1, 2, 3, 4, 5, 6, 7, 8, 9],
+      [5, 6, 7, 8, 9],
+    ]);
     expect(outcome.rejected).toEqual([{ seq: 1, reason: expect.stringContaining("Undeclared") }]);
     expectExactlyOnce(all.slice(1));
   });
@@ -315,11 +392,20 @@ describe("throttling pauses the whole rule", () => {
     const other = makeSink({ ruleId: "dcr-ffffffffffffffffffffffffffffffff" }, { clock, pauses });
     peer.faults.failNext(1, { status: 429, headers: { "Retry-After": "30" } });
     const all = records(4);
-    expect((await a.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 30_000 });
+    expect((await a.send(entries(all), new AbortController().signal))[0]).toMatchObject({
+      kind: "retry",
+      afterMs: 30_000,
+    });
     const count = peer.requests().count;
     clock.jump(10_000);
-    expect((await a.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 20_000 });
-    expect((await b.send(entries(all), new AbortController().signal))[0]).toMatchObject({ kind: "retry", afterMs: 20_000 });
+    expect((await a.send(entries(all), new AbortController().signal))[0]).toMatchObject({
+      kind: "retry",
+      afterMs: 20_000,
+    });
+    expect((await b.send(entries(all), new AbortController().signal))[0]).toMatchObject({
+      kind: "retry",
+      afterMs: 20_000,
+    });
     expect(peer.requests().count).toBe(count); // nothing reached the service during the pause
     expect(pauses.remainingMs("dcr-ffffffffffffffffffffffffffffffff", clock.now())).toBe(0);
     const outcome = (await other.send(entries(records(1)), new AbortController().signal))[0]!;
@@ -338,7 +424,10 @@ describe("stale records", () => {
     const { pino } = await import("pino");
     const logger = pino({ level: "warn" }, { write: (line: string) => lines.push(line) });
     const sink = makeSink({ staleWarningHours: 36 }, { clock, logger });
-    const old = records(2).map((r, i) => ({ ...r, TimeGenerated: new Date(clock.now() - (40 - i) * 3_600_000).toISOString() }));
+    const old = records(2).map((r, i) => ({
+      ...r,
+      TimeGenerated: new Date(clock.now() - (40 - i) * 3_600_000).toISOString(),
+    }));
     expect((await sink.send(entries(old), new AbortController().signal))[0]!.kind).toBe("delivered");
     expect(sink.stats.staleBatches).toBe(1);
     expect(sink.stats.lastOldestRecordAgeMs).toBe(40 * 3_600_000);

@@ -27,7 +27,9 @@ describe("stream schema", () => {
 
   it("names an undeclared column (schema drift)", () => {
     const drifted = { ...transitionRecord(1), MaintenanceWindow: "02:00" };
-    expect(validateRow(drifted)).toEqual([`column "MaintenanceWindow" is not declared in stream Custom-ScheduledEvents`]);
+    expect(validateRow(drifted)).toEqual([
+      `column "MaintenanceWindow" is not declared in stream Custom-ScheduledEvents`,
+    ]);
   });
 
   it("checks JSON types against the declared column types", () => {

@@ -36,13 +36,19 @@ interface Position {
 
 interface ReportFile {
   source: string;
-  mutants: Array<{ mutatorName: string; replacement?: string; status: string; location: { start: Position; end: Position } }>;
+  mutants: Array<{
+    mutatorName: string;
+    replacement?: string;
+    status: string;
+    location: { start: Position; end: Position };
+  }>;
 }
 
 /** The source text between two 1-based positions (end exclusive). */
 export function sliceSource(source: string, start: Position, end: Position): string {
   const lines = source.split("\n");
-  const offset = (p: Position): number => lines.slice(0, p.line - 1).reduce((n, l) => n + l.length + 1, 0) + p.column - 1;
+  const offset = (p: Position): number =>
+    lines.slice(0, p.line - 1).reduce((n, l) => n + l.length + 1, 0) + p.column - 1;
   return source.slice(offset(start), offset(end));
 }
 
@@ -68,7 +74,10 @@ export function readReport(path: string, modules: readonly string[]): ReportedMu
     }
   }
   const missing = modules.filter((m) => !seen.has(m));
-  if (missing.length > 0) throw new Error(`${path}: no mutants reported for ${missing.join(", ")} (moved? update test/mutation/stryker.config.ts)`);
+  if (missing.length > 0)
+    throw new Error(
+      `${path}: no mutants reported for ${missing.join(", ")} (moved? update test/mutation/stryker.config.ts)`,
+    );
   return mutants;
 }
 
@@ -118,7 +127,11 @@ export interface ModuleScore {
 }
 
 /** Stryker's mutation score per module: (killed + timed out) / (killed + timed out + survived + no coverage). */
-export function moduleScores(mutants: readonly ReportedMutant[], modules: readonly string[], listed: ReadonlySet<ReportedMutant>): ModuleScore[] {
+export function moduleScores(
+  mutants: readonly ReportedMutant[],
+  modules: readonly string[],
+  listed: ReadonlySet<ReportedMutant>,
+): ModuleScore[] {
   return modules.map((module) => {
     const own = mutants.filter((m) => m.file === module);
     const count = (status: string): number => own.filter((m) => m.status === status).length;

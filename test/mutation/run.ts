@@ -19,7 +19,12 @@ const groupDeadlineMs = 40 * 60_000;
  */
 function writeGroupTsconfig(modules: readonly string[]): void {
   // The ambient declarations (*.d.ts) are in every project: nothing imports them.
-  const tsconfig = { extends: "../../tsconfig.json", include: ["../../src/**/*.d.ts"], exclude: ["../../src/*/dist"], files: modules.map((m) => `../../${m}`) };
+  const tsconfig = {
+    extends: "../../tsconfig.json",
+    include: ["../../src/**/*.d.ts"],
+    exclude: ["../../src/*/dist"],
+    files: modules.map((m) => `../../${m}`),
+  };
   writeFileSync(join(import.meta.dirname, "tsconfig.group.json"), `${JSON.stringify(tsconfig, null, 2)}\n`);
 }
 
@@ -75,13 +80,22 @@ async function main(): Promise<number> {
   }
   const minutes = (performance.now() - startedMs) / 60_000;
 
-  const equivalents = JSON.parse(readFileSync(join(import.meta.dirname, "equivalent-mutants.json"), "utf8")) as EquivalentMutant[];
+  const equivalents = JSON.parse(
+    readFileSync(join(import.meta.dirname, "equivalent-mutants.json"), "utf8"),
+  ) as EquivalentMutant[];
   const modules = selected.flatMap((g) => g.modules);
-  const check = checkEquivalents(mutants, equivalents.filter((e) => modules.includes(e.file)));
+  const check = checkEquivalents(
+    mutants,
+    equivalents.filter((e) => modules.includes(e.file)),
+  );
   const scores = moduleScores(mutants, modules, check.listed);
 
-  console.log(`\nmutation scores (threshold ${thresholdPercent} %; score = killed and timed out over valid mutants; equivalent survivors count against it):`);
-  console.log(`${"module".padEnd(44)} ${pad("mutants", 7)} ${pad("killed", 6)} ${pad("timeout", 7)} ${pad("survived", 8)} ${pad("no cov.", 7)} ${pad("equiv.", 6)} ${pad("score", 7)}`);
+  console.log(
+    `\nmutation scores (threshold ${thresholdPercent} %; score = killed and timed out over valid mutants; equivalent survivors count against it):`,
+  );
+  console.log(
+    `${"module".padEnd(44)} ${pad("mutants", 7)} ${pad("killed", 6)} ${pad("timeout", 7)} ${pad("survived", 8)} ${pad("no cov.", 7)} ${pad("equiv.", 6)} ${pad("score", 7)}`,
+  );
   let failed = false;
   for (const s of scores) {
     const ok = s.scorePercent >= thresholdPercent;
@@ -92,13 +106,19 @@ async function main(): Promise<number> {
   }
   for (const m of check.unlisted) {
     failed = true;
-    console.log(`survived, not listed as equivalent: ${m.file}:${m.line}:${m.column} ${m.mutator}: ${JSON.stringify(m.original)} → ${JSON.stringify(m.replacement)}`);
+    console.log(
+      `survived, not listed as equivalent: ${m.file}:${m.line}:${m.column} ${m.mutator}: ${JSON.stringify(m.original)} → ${JSON.stringify(m.replacement)}`,
+    );
   }
   for (const e of check.stale) {
     failed = true;
-    console.log(`listed as equivalent but no such mutant survived (remove it): ${e.file} ${e.mutator}: ${JSON.stringify(e.original)} → ${JSON.stringify(e.replacement)}`);
+    console.log(
+      `listed as equivalent but no such mutant survived (remove it): ${e.file} ${e.mutator}: ${JSON.stringify(e.original)} → ${JSON.stringify(e.replacement)}`,
+    );
   }
-  console.log(`\nmutate: ${mutants.length} mutants in ${modules.length} modules, ${check.listed.size} equivalent, ${minutes.toFixed(1)} min: ${failed ? "FAILED" : "passed"}`);
+  console.log(
+    `\nmutate: ${mutants.length} mutants in ${modules.length} modules, ${check.listed.size} equivalent, ${minutes.toFixed(1)} min: ${failed ? "FAILED" : "passed"}`,
+  );
   return failed ? 1 : 0;
 }
 

@@ -35,7 +35,12 @@ export const groups: readonly MutationGroup[] = [
       "src/agent/sinks/webhook/classify.ts",
       "src/agent/sinks/webhook/encode.ts",
     ],
-    tests: ["test/eventhubs/pure.test.ts", "test/loganalytics/classify.test.ts", "test/webhook/webhook-sink.test.ts", "test/sinks/classify-encode.test.ts"],
+    tests: [
+      "test/eventhubs/pure.test.ts",
+      "test/loganalytics/classify.test.ts",
+      "test/webhook/webhook-sink.test.ts",
+      "test/sinks/classify-encode.test.ts",
+    ],
   },
   {
     name: "delivery",
@@ -97,7 +102,8 @@ export const reportDir = "node_modules/.cache/sef-mutation";
 const groupName = process.env.SEF_MUTATION_GROUP;
 /** The group SEF_MUTATION_GROUP names (run.ts sets it); every group when unset (one long run, by hand). */
 export const selectedGroups = groupName ? groups.filter((g) => g.name === groupName) : groups;
-if (selectedGroups.length === 0) throw new Error(`SEF_MUTATION_GROUP=${groupName}: no such group in test/mutation/stryker.config.ts`);
+if (selectedGroups.length === 0)
+  throw new Error(`SEF_MUTATION_GROUP=${groupName}: no such group in test/mutation/stryker.config.ts`);
 
 const options: PartialStrykerOptions = {
   mutate: selectedGroups.flatMap((g) => [...g.modules]),

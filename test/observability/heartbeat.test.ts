@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { departureSignal, goodbyeHeartbeatRecord, heartbeatRecord, startHeartbeats } from "../../src/agent/observability/heartbeat.js";
+import {
+  departureSignal,
+  goodbyeHeartbeatRecord,
+  heartbeatRecord,
+  startHeartbeats,
+} from "../../src/agent/observability/heartbeat.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { deterministicUuid, recordSource } from "../../src/contract/record-id.js";
 import { FakeClock } from "../helpers/fake-clock.js";
@@ -52,7 +57,11 @@ describe("startHeartbeats", () => {
     await clock.advance(1);
     expect(times).toEqual(["2024-01-01T00:00:00.000Z", "2024-01-01T00:15:00.000Z"]);
     await clock.advance(3 * 900_000);
-    expect(times.slice(2)).toEqual(["2024-01-01T00:30:00.000Z", "2024-01-01T00:45:00.000Z", "2024-01-01T01:00:00.000Z"]);
+    expect(times.slice(2)).toEqual([
+      "2024-01-01T00:30:00.000Z",
+      "2024-01-01T00:45:00.000Z",
+      "2024-01-01T01:00:00.000Z",
+    ]);
     await handle.stop();
     await clock.advance(10 * 900_000);
     expect(times).toHaveLength(5);
@@ -63,7 +72,12 @@ describe("startHeartbeats", () => {
     const clock = new FakeClock(t0);
     const { times, handle } = collect(clock, 60_000, () => clock.sleep(5_000));
     await clock.advance(3 * 60_000);
-    expect(times).toEqual(["2024-01-01T00:00:00.000Z", "2024-01-01T00:01:00.000Z", "2024-01-01T00:02:00.000Z", "2024-01-01T00:03:00.000Z"]);
+    expect(times).toEqual([
+      "2024-01-01T00:00:00.000Z",
+      "2024-01-01T00:01:00.000Z",
+      "2024-01-01T00:02:00.000Z",
+      "2024-01-01T00:03:00.000Z",
+    ]);
     const stopping = handle.stop(); // waits for the emit in progress
     await clock.advance(5_000);
     await stopping;
@@ -114,7 +128,12 @@ describe("startHeartbeats", () => {
 describe("the goodbye heartbeat", () => {
   it("is a Heartbeat with Outcome Stopping, the reason and stats in Detail, and its own deterministic id", () => {
     const record = goodbyeHeartbeatRecord(vm, t0, "shutdown", { polls: 3 }, "1.2.3");
-    expect(record).toMatchObject({ RecordType: "Heartbeat", Outcome: "Stopping", TimeGenerated: "2024-01-01T00:00:00.000Z", ObservedAt: "2024-01-01T00:00:00.000Z" });
+    expect(record).toMatchObject({
+      RecordType: "Heartbeat",
+      Outcome: "Stopping",
+      TimeGenerated: "2024-01-01T00:00:00.000Z",
+      ObservedAt: "2024-01-01T00:00:00.000Z",
+    });
     expect(JSON.parse(record.Detail)).toEqual({ state: "Stopping", reason: "shutdown", polls: 3 });
     expect(record.RecordId).toBe(deterministicUuid(recordSource(vm), "HeartbeatStopping", "2024-01-01T00:00:00.000Z"));
     expect(record.RecordId).not.toBe(heartbeatRecord(vm, t0, {}, "1.2.3").RecordId);
@@ -122,18 +141,36 @@ describe("the goodbye heartbeat", () => {
   });
 
   it("is triggered by this VM's own Terminate or Preempt (Scheduled or Started) and undone by its Canceled", () => {
-    const mine = (EventType: string, EventStatus: "Scheduled" | "Started" | "Completed" | "Canceled") => transition({ EventType, EventStatus, EventId: "E1", AffectsThisVm: true });
-    expect(departureSignal([mine("Terminate", "Scheduled")])).toEqual({ kind: "goodbye", reason: "Terminate Scheduled E1" });
+    const mine = (EventType: string, EventStatus: "Scheduled" | "Started" | "Completed" | "Canceled") =>
+      transition({ EventType, EventStatus, EventId: "E1", AffectsThisVm: true });
+    expect(departureSignal([mine("Terminate", "Scheduled")])).toEqual({
+      kind: "goodbye",
+      reason: "Terminate Scheduled E1",
+    });
     expect(departureSignal([mine("Preempt", "Started")])).toEqual({ kind: "goodbye", reason: "Preempt Started E1" });
-    expect(departureSignal([mine("Terminate", "Canceled")])).toEqual({ kind: "resume", reason: "Terminate Canceled E1" });
-    expect(departureSignal([mine("Reboot", "Scheduled"), mine("Freeze", "Started"), mine("Terminate", "Completed")])).toBeUndefined();
-    expect(departureSignal([transition({ EventType: "Terminate", EventStatus: "Scheduled", AffectsThisVm: false })])).toBeUndefined();
+    expect(departureSignal([mine("Terminate", "Canceled")])).toEqual({
+      kind: "resume",
+      reason: "Terminate Canceled E1",
+    });
+    expect(
+      departureSignal([mine("Reboot", "Scheduled"), mine("Freeze", "Started"), mine("Terminate", "Completed")]),
+    ).toBeUndefined();
+    expect(
+      departureSignal([transition({ EventType: "Terminate", EventStatus: "Scheduled", AffectsThisVm: false })]),
+    ).toBeUndefined();
   });
 
   it("pauses the beats after a goodbye, resumes at once on resume, and stop(reason) writes the goodbye last", async () => {
     const clock = new FakeClock(t0);
     const written: HeartbeatRecord[] = [];
-    const handle = startHeartbeats({ intervalMs: 60_000, clock, vm, agentVersion: "1", stats: () => ({}), emit: (r) => void written.push(r) });
+    const handle = startHeartbeats({
+      intervalMs: 60_000,
+      clock,
+      vm,
+      agentVersion: "1",
+      stats: () => ({}),
+      emit: (r) => void written.push(r),
+    });
     await clock.advance(0);
     expect(written.map((r) => r.Outcome ?? "beat")).toEqual(["beat"]);
     await handle.goodbye("Terminate Scheduled E1");

@@ -16,16 +16,30 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-const healthy: ReadinessSnapshot = { lastGoodPollAgeMs: 800, storeWritable: true, sinks: [{ name: "stdout", stuckForMs: 0 }] };
+const healthy: ReadinessSnapshot = {
+  lastGoodPollAgeMs: 800,
+  storeWritable: true,
+  sinks: [{ name: "stdout", stuckForMs: 0 }],
+};
 const limits = defaultReadinessLimits(1000);
 
 async function start(readiness: () => ReadinessSnapshot, metrics = new AgentMetrics()): Promise<ObservabilityServer> {
-  const server = await startObservabilityServer({ host: "127.0.0.1", port: 0, metrics, readiness, limits, logger: silentLogger() });
+  const server = await startObservabilityServer({
+    host: "127.0.0.1",
+    port: 0,
+    metrics,
+    readiness,
+    limits,
+    logger: silentLogger(),
+  });
   servers.push(server);
   return server;
 }
 
-async function get(url: string, method: "GET" | "HEAD" | "POST" = "GET"): Promise<{ status: number; type: string; body: string }> {
+async function get(
+  url: string,
+  method: "GET" | "HEAD" | "POST" = "GET",
+): Promise<{ status: number; type: string; body: string }> {
   const res = await request(url, { method });
   return { status: res.statusCode, type: String(res.headers["content-type"]), body: await res.body.text() };
 }
@@ -142,7 +156,14 @@ describe("observability server", () => {
   it("rejects when the port is taken", async () => {
     const first = await start(() => healthy);
     await expect(
-      startObservabilityServer({ host: "127.0.0.1", port: first.port, metrics: new AgentMetrics(), readiness: () => healthy, limits, logger: silentLogger() }),
+      startObservabilityServer({
+        host: "127.0.0.1",
+        port: first.port,
+        metrics: new AgentMetrics(),
+        readiness: () => healthy,
+        limits,
+        logger: silentLogger(),
+      }),
     ).rejects.toThrow(/EADDRINUSE/);
   });
 });
@@ -154,7 +175,10 @@ describe("readiness rules", () => {
   });
 
   it("is not ready before the first successful poll; limits are inclusive", () => {
-    expect(evaluateReadiness({ ...healthy, lastGoodPollAgeMs: null }, limits)).toEqual({ ready: false, failed: ["poll: no successful poll yet"] });
+    expect(evaluateReadiness({ ...healthy, lastGoodPollAgeMs: null }, limits)).toEqual({
+      ready: false,
+      failed: ["poll: no successful poll yet"],
+    });
     expect(evaluateReadiness({ ...healthy, lastGoodPollAgeMs: 30_000 }, limits).ready).toBe(true);
     expect(evaluateReadiness({ ...healthy, lastGoodPollAgeMs: 30_001 }, limits).ready).toBe(false);
     expect(evaluateReadiness({ ...healthy, sinks: [{ name: "a", stuckForMs: 600_000 }] }, limits).ready).toBe(true);

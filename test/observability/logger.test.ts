@@ -14,12 +14,15 @@ function capture() {
   return { logger: createLogger({ level: "debug", destination }), text: () => lines.join("") };
 }
 
-const connectionString = "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=c2VjcmV0LWtleS12YWx1ZQ==;EntityPath=hub";
+const connectionString =
+  "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=c2VjcmV0LWtleS12YWx1ZQ==;EntityPath=hub";
 const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJhdWQiOiJodHRwczovL21vbml0b3IuYXp1cmUuY29tIn0.c2lnbmF0dXJl";
 
 describe("logger", () => {
   it("redacts secrets in free text", () => {
-    const text = redactSecrets(`failed with ${connectionString} and Authorization: Bearer ${jwt} at https://x/?sig=abc123&se=1`);
+    const text = redactSecrets(
+      `failed with ${connectionString} and Authorization: Bearer ${jwt} at https://x/?sig=abc123&se=1`,
+    );
     expect(text).not.toContain("c2VjcmV0LWtleS12YWx1ZQ==");
     expect(text).not.toContain(jwt);
     expect(text).not.toContain("abc123");
@@ -28,12 +31,20 @@ describe("logger", () => {
 
   it("redacts secret fields, messages and error messages in log lines", () => {
     const { logger, text } = capture();
-    logger.info({ connectionString, settings: { token: jwt }, headers: { authorization: `Bearer ${jwt}` } }, "starting");
+    logger.info(
+      { connectionString, settings: { token: jwt }, headers: { authorization: `Bearer ${jwt}` } },
+      "starting",
+    );
     logger.error({ err: new Error(`cannot connect with ${connectionString}`) }, `retrying with Bearer ${jwt}`);
     const out = text();
     expect(out).not.toContain("c2VjcmV0LWtleS12YWx1ZQ==");
     expect(out).not.toContain(jwt);
     expect(out).toContain("[REDACTED]");
-    expect(out.trim().split("\n").map((l) => JSON.parse(l).msg)).toEqual(["starting", "retrying with Bearer [REDACTED]"]);
+    expect(
+      out
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).msg),
+    ).toEqual(["starting", "retrying with Bearer [REDACTED]"]);
   });
 });

@@ -1,7 +1,11 @@
 // The pure readiness judgement for sinks: a failure that needs an operator is reported at once, a stall only past
 // the configured limit, and a run of dead-letters with nothing delivered in between; each line names the sink.
 import { describe, expect, it } from "vitest";
-import { defaultReadinessLimits, evaluateReadiness, readinessConfigSchema } from "../../src/agent/observability/http-server.js";
+import {
+  defaultReadinessLimits,
+  evaluateReadiness,
+  readinessConfigSchema,
+} from "../../src/agent/observability/http-server.js";
 
 const healthy = { lastGoodPollAgeMs: 100, storeWritable: true };
 const limits = defaultReadinessLimits(1000, 60_000);
@@ -9,7 +13,13 @@ const limits = defaultReadinessLimits(1000, 60_000);
 describe("evaluateReadiness: sinks", () => {
   it("is ready while sinks flow, or idle, or have a short stall or a lone dead-letter", () => {
     const verdict = evaluateReadiness(
-      { ...healthy, sinks: [{ name: "jsonl:/x", stuckForMs: 0 }, { name: "webhook", stuckForMs: 59_000, deadLetteredSinceDelivery: 2, needsOperator: null }] },
+      {
+        ...healthy,
+        sinks: [
+          { name: "jsonl:/x", stuckForMs: 0 },
+          { name: "webhook", stuckForMs: 59_000, deadLetteredSinceDelivery: 2, needsOperator: null },
+        ],
+      },
       limits,
     );
     expect(verdict).toEqual({ ready: true, failed: [] });

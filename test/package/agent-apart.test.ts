@@ -12,7 +12,11 @@ const repoRoot = resolve(import.meta.dirname, "../..");
 /** Every module specifier a file imports statically, re-exports, or loads with `import()`. */
 export function importSpecifiers(source: string): string[] {
   const specs: string[] = [];
-  const patterns = [/\b(?:import|export)\s[^;'"]*?\bfrom\s*["']([^"']+)["']/g, /\bimport\s*["']([^"']+)["']/g, /\bimport\(\s*["']([^"']+)["']\s*\)/g];
+  const patterns = [
+    /\b(?:import|export)\s[^;'"]*?\bfrom\s*["']([^"']+)["']/g,
+    /\bimport\s*["']([^"']+)["']/g,
+    /\bimport\(\s*["']([^"']+)["']\s*\)/g,
+  ];
   for (const pattern of patterns) for (const match of source.matchAll(pattern)) specs.push(match[1]!);
   return specs;
 }
@@ -29,7 +33,13 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
     expect(bundle.inputs).toContain("src/agent/cli/main.ts");
     expect(bundle.inputs).toContain("src/agent/sinks/eventhubs/index.ts");
     expect(bundle.inputs.filter((i) => i.startsWith("src/testbed/") || i.startsWith("src/fleet/"))).toEqual([]);
-    expect(bundle.inputs.filter((i) => /node_modules\/(selfsigned|vitest|tsx|typescript|fast-check|@azure\/storage-blob|@azure\/eventhubs-checkpointstore-blob)\//.test(i))).toEqual([]);
+    expect(
+      bundle.inputs.filter((i) =>
+        /node_modules\/(selfsigned|vitest|tsx|typescript|fast-check|@azure\/storage-blob|@azure\/eventhubs-checkpointstore-blob)\//.test(
+          i,
+        ),
+      ),
+    ).toEqual([]);
     const text = bundle.files.map((f) => readFileSync(join(outDir, f), "utf8")).join("\n");
     expect(text).not.toContain("sef-testbed");
     expect(text).not.toContain("__sim/");
@@ -44,7 +54,9 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
   it("never asks ICU to compare or format: the first localeCompare or Intl call keeps ~2.5 MB of collation data resident", () => {
     const agentSources = bundle.inputs.filter((i) => i.startsWith("src/"));
     expect(agentSources.some((i) => i.endsWith("collector/transitions.ts"))).toBe(true); // the sorting modules are in it
-    const callers = agentSources.filter((i) => /\.localeCompare\(|\bIntl\./.test(readFileSync(join(repoRoot, i), "utf8")));
+    const callers = agentSources.filter((i) =>
+      /\.localeCompare\(|\bIntl\./.test(readFileSync(join(repoRoot, i), "utf8")),
+    );
     expect(callers).toEqual([]);
   });
 
@@ -52,7 +64,9 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
     const rhea = bundle.inputs.filter((i) => i.includes("node_modules/rhea/"));
     expect(rhea.length).toBeGreaterThan(0);
     expect(bundle.inputs.some((i) => i.includes("node_modules/rhea-promise/"))).toBe(true);
-    const agentSources = bundle.inputs.filter((i) => i.startsWith("src/")).map((i) => readFileSync(join(repoRoot, i), "utf8"));
+    const agentSources = bundle.inputs
+      .filter((i) => i.startsWith("src/"))
+      .map((i) => readFileSync(join(repoRoot, i), "utf8"));
     expect(agentSources.flatMap(importSpecifiers).filter((s) => s === "rhea" || s.startsWith("rhea/"))).toEqual([]);
   });
 
@@ -61,7 +75,8 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
     try {
       const second = await bundleAgent(repoRoot, again, "9.8.7-test");
       expect(second.files).toEqual(bundle.files);
-      for (const file of bundle.files) expect(readFileSync(join(again, file)).equals(readFileSync(join(outDir, file))), file).toBe(true);
+      for (const file of bundle.files)
+        expect(readFileSync(join(again, file)).equals(readFileSync(join(outDir, file))), file).toBe(true);
     } finally {
       rmSync(again, { recursive: true, force: true });
     }
@@ -78,20 +93,30 @@ describe("the packaged bundle (esbuild, as `npm run package` makes it)", () => {
   });
 
   /** Runs the bundle with a loader hook that lists every module it loads (file URLs and node: built-ins). */
-  function runBundle(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; loaded: string[] } {
+  function runBundle(
+    args: string[],
+    env: NodeJS.ProcessEnv = {},
+  ): { status: number | null; stdout: string; loaded: string[] } {
     const scratch = mkdtempSync(join(tmpdir(), "sef-bundle-run-"));
     try {
       const hooks = join(scratch, "hooks.mjs");
       const log = join(scratch, "loaded.txt");
-      writeFileSync(hooks, `import { registerHooks } from "node:module"; import { appendFileSync } from "node:fs";
+      writeFileSync(
+        hooks,
+        `import { registerHooks } from "node:module"; import { appendFileSync } from "node:fs";
 registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + "\\n"); return next(url, context); } });
-process.on("exit", () => appendFileSync(${JSON.stringify(log)}, process.moduleLoadList.filter((m) => m.startsWith("NativeModule ")).map((m) => "node:" + m.slice(13)).join("\\n") + "\\n"));`);
+process.on("exit", () => appendFileSync(${JSON.stringify(log)}, process.moduleLoadList.filter((m) => m.startsWith("NativeModule ")).map((m) => "node:" + m.slice(13)).join("\\n") + "\\n"));`,
+      );
       const run = spawnSync(process.execPath, ["--import", hooks, join(outDir, "sef.mjs"), ...args], {
         encoding: "utf8",
         timeout: 15_000,
         env: { PATH: process.env.PATH, HOME: scratch, NODE_COMPILE_CACHE: "", ...env },
       });
-      return { status: run.status, stdout: run.stdout, loaded: existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : [] };
+      return {
+        status: run.status,
+        stdout: run.stdout,
+        loaded: existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : [],
+      };
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
@@ -103,7 +128,11 @@ process.on("exit", () => appendFileSync(${JSON.stringify(log)}, process.moduleLo
     expect(version.status).toBe(0);
     expect(version.stdout.trim()).toBe("9.8.7-test");
     expect(version.loaded.some((u) => commandChunk("program").test(u))).toBe(true); // the hook sees the chunks
-    for (const name of ["run", "check-config", "tail", "discover", "ledger"]) expect(version.loaded.filter((u) => commandChunk(name).test(u)), name).toEqual([]);
+    for (const name of ["run", "check-config", "tail", "discover", "ledger"])
+      expect(
+        version.loaded.filter((u) => commandChunk(name).test(u)),
+        name,
+      ).toEqual([]);
     expect(version.loaded.filter((u) => ["node:sqlite", "node:http", "node:worker_threads"].includes(u))).toEqual([]);
 
     const dir = mkdtempSync(join(tmpdir(), "sef-check-config-"));
@@ -112,7 +141,11 @@ process.on("exit", () => appendFileSync(${JSON.stringify(log)}, process.moduleLo
       const check = runBundle(["check-config", "--config", join(dir, "config.json")]);
       expect(check.status).toBe(0);
       expect(check.loaded.some((u) => commandChunk("check-config").test(u))).toBe(true);
-      for (const name of ["run", "tail"]) expect(check.loaded.filter((u) => commandChunk(name).test(u)), name).toEqual([]);
+      for (const name of ["run", "tail"])
+        expect(
+          check.loaded.filter((u) => commandChunk(name).test(u)),
+          name,
+        ).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -29,7 +29,10 @@ function underQemu(nodeArgs: readonly string[]): string[] {
 /** The V8 flags the tarball's launcher (bin/sef) gives `sef run`. */
 function launcherRunFlags(): string[] {
   const launcher = readFileSync(join(top, "bin/sef"), "utf8");
-  const line = /exec "\$\{here\}\/\.\.\/lib\/sef\/node" ((?:--[\w-]+ )+)"\$\{here\}\/\.\.\/lib\/sef\/sef\.mjs" "\$@"/.exec(launcher);
+  const line =
+    /exec "\$\{here\}\/\.\.\/lib\/sef\/node" ((?:--[\w-]+ )+)"\$\{here\}\/\.\.\/lib\/sef\/sef\.mjs" "\$@"/.exec(
+      launcher,
+    );
   if (!line) throw new Error(`${join(top, "bin/sef")}: no \`exec node FLAGS sef.mjs\` line for run`);
   return line[1]!.trim().split(" ");
 }
@@ -39,7 +42,10 @@ describe("the arm64 runtime under qemu-user", () => {
     const node = spawnSync("qemu-aarch64", underQemu(["--version"]), { encoding: "utf8", timeout: 120_000 });
     expect(node.status, node.stderr).toBe(0);
     expect(node.stdout.trim()).toBe(process.version); // the pinned runtime, the same release as the x64 one
-    const sef = spawnSync("qemu-aarch64", underQemu([join(top, "lib/sef/sef.mjs"), "--version"]), { encoding: "utf8", timeout: 120_000 });
+    const sef = spawnSync("qemu-aarch64", underQemu([join(top, "lib/sef/sef.mjs"), "--version"]), {
+      encoding: "utf8",
+      timeout: 120_000,
+    });
     expect(sef.status, sef.stderr).toBe(0);
     expect(sef.stdout.trim()).toBe(packageVersion);
   }, 240_000);
@@ -48,20 +54,54 @@ describe("the arm64 runtime under qemu-user", () => {
     const sim = await startSimulator({ scenario: "idle" });
     const dir = mkdtempSync(join(scratch, "run-"));
     const out = join(dir, "records.jsonl");
-    const args = [join(top, "lib/sef/sef.mjs"), "run", "--imds-url", sim.url, "--data-dir", join(dir, "data"), "--sink", `jsonl:${out}`, "--metrics-port", "0", "--poll-interval-ms", "250"];
-    const agent = spawn("qemu-aarch64", underQemu([...launcherRunFlags(), ...args]), { stdio: ["ignore", "ignore", "pipe"] });
+    const args = [
+      join(top, "lib/sef/sef.mjs"),
+      "run",
+      "--imds-url",
+      sim.url,
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      `jsonl:${out}`,
+      "--metrics-port",
+      "0",
+      "--poll-interval-ms",
+      "250",
+    ];
+    const agent = spawn("qemu-aarch64", underQemu([...launcherRunFlags(), ...args]), {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
     agent.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | string>((resolve) => agent.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+    const exited = new Promise<number | string>((resolve) =>
+      agent.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
+    );
     const eventId = "A4A4A4A4-0000-4000-8000-000000000064";
     try {
-      await waitFor("the agent to poll", () => sim.requestLog("/metadata/scheduledevents").length > 0, { timeoutMs: 150_000, detail: () => stderr.slice(-2000) });
-      sim.setEvents([{ EventId: eventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 600 }]);
-      const line = await waitFor("a transition record in the jsonl sink", () => (existsSync(out) ? readFileSync(out, "utf8").split("\n").find((l) => l.includes(eventId)) : undefined), {
-        timeoutMs: 60_000,
+      await waitFor("the agent to poll", () => sim.requestLog("/metadata/scheduledevents").length > 0, {
+        timeoutMs: 150_000,
         detail: () => stderr.slice(-2000),
       });
-      expect(JSON.parse(line)).toMatchObject({ RecordType: "Transition", EventId: eventId, EventStatus: "Scheduled", AgentVersion: packageVersion });
+      sim.setEvents([{ EventId: eventId, EventType: "Reboot", Resources: ["WestNO_0"], notBeforeInSeconds: 600 }]);
+      const line = await waitFor(
+        "a transition record in the jsonl sink",
+        () =>
+          existsSync(out)
+            ? readFileSync(out, "utf8")
+                .split("\n")
+                .find((l) => l.includes(eventId))
+            : undefined,
+        {
+          timeoutMs: 60_000,
+          detail: () => stderr.slice(-2000),
+        },
+      );
+      expect(JSON.parse(line)).toMatchObject({
+        RecordType: "Transition",
+        EventId: eventId,
+        EventStatus: "Scheduled",
+        AgentVersion: packageVersion,
+      });
       agent.kill("SIGTERM");
       expect(await exited).toBe(0);
     } finally {

@@ -5,21 +5,42 @@
 // Markdown): a content hash, so an edit rebuilds them and a commit that changes none of them does not.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { buildArtifacts, type Target } from "../../infra/package/main.js";
 import type { CompressionProfile } from "../../infra/package/compression.js";
 
 export const repoRoot = resolve(import.meta.dirname, "../..");
 /** The agent package's version: the one the artifacts carry. */
-export const packageVersion = (JSON.parse(readFileSync(join(repoRoot, "src", "agent", "package.json"), "utf8")) as { version: string }).version;
+export const packageVersion = (
+  JSON.parse(readFileSync(join(repoRoot, "src", "agent", "package.json"), "utf8")) as { version: string }
+).version;
 
 /** The version of the older build the package tests upgrade from (built beside the current one). */
 export const olderPackageVersion = "0.0.1";
 
-export type LinuxTarget = "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64" | "fleet-tar-x64" | "deb-arm64" | "rpm-arm64" | "tar-arm64";
+export type LinuxTarget =
+  "deb-x64" | "rpm-x64" | "tar-x64" | "txz-x64" | "fleet-tar-x64" | "deb-arm64" | "rpm-arm64" | "tar-arm64";
 /** Every artifact the package tests inspect, at the current version. */
-export const linuxTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64", "tar-x64", "txz-x64", "fleet-tar-x64", "deb-arm64", "rpm-arm64", "tar-arm64"];
+export const linuxTargets: readonly LinuxTarget[] = [
+  "deb-x64",
+  "rpm-x64",
+  "tar-x64",
+  "txz-x64",
+  "fleet-tar-x64",
+  "deb-arm64",
+  "rpm-arm64",
+  "tar-arm64",
+];
 /**
  * How each artifact of the set is compressed (infra/package/compression.ts), by what the tests do with it: as a release
  * compresses it, on every core (`fast`), when they compare it with a release build or hold its size to the budget; at
@@ -40,7 +61,8 @@ export const testCompression: Readonly<Record<LinuxTarget, CompressionProfile>> 
 /** The targets also built at {@link olderPackageVersion}, stored: what the upgrade tests start from (installed only). */
 export const olderTargets: readonly LinuxTarget[] = ["deb-x64", "rpm-x64"];
 
-const fleetVersion = (JSON.parse(readFileSync(join(repoRoot, "src/fleet/package.json"), "utf8")) as { version: string }).version;
+const fleetVersion = (JSON.parse(readFileSync(join(repoRoot, "src/fleet/package.json"), "utf8")) as { version: string })
+  .version;
 
 /** The file name `npm run package` gives a target's artifact at `version` (the fleet's carries the fleet's version). */
 export function artifactName(target: LinuxTarget, version = packageVersion): string {
@@ -66,7 +88,10 @@ export function artifactName(target: LinuxTarget, version = packageVersion): str
 
 /** Whether `dir` holds the whole set: every target at the current version and the older builds. */
 function holdsWholeSet(dir: string): boolean {
-  return linuxTargets.every((t) => existsSync(join(dir, artifactName(t)))) && olderTargets.every((t) => existsSync(join(dir, artifactName(t, olderPackageVersion))));
+  return (
+    linuxTargets.every((t) => existsSync(join(dir, artifactName(t)))) &&
+    olderTargets.every((t) => existsSync(join(dir, artifactName(t, olderPackageVersion))))
+  );
 }
 
 /** What the artifacts are built from: the bundle's sources, the packaging code and files, the pinned dependencies. */
@@ -79,23 +104,37 @@ const cachedDirPrefix = "test-artifacts-";
  * sorted. Markdown is left out: no artifact carries a doc from src/ or infra/.
  */
 function inputFiles(root: string): string[] {
-  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...inputRoots, ":(exclude)*.md"], { cwd: root, encoding: "utf8", maxBuffer: 1 << 26 });
-  if (listed.status !== 0) throw new Error(`git ls-files failed (the artifacts' inputs are the files git sees): ${listed.stderr}`);
+  const listed = spawnSync(
+    "git",
+    ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...inputRoots, ":(exclude)*.md"],
+    { cwd: root, encoding: "utf8", maxBuffer: 1 << 26 },
+  );
+  if (listed.status !== 0)
+    throw new Error(`git ls-files failed (the artifacts' inputs are the files git sees): ${listed.stderr}`);
   return [...new Set(listed.stdout.split("\0"))].filter((file) => file !== "" && existsSync(join(root, file))).sort();
 }
 
 /** A hash of the inputs' paths and bytes (a few MB: tens of milliseconds). */
 export function inputsStamp(root: string = repoRoot): string {
   const hash = createHash("sha256");
-  for (const file of inputFiles(root)) hash.update(`${file}\0`).update(readFileSync(join(root, file))).update("\0");
+  for (const file of inputFiles(root))
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(join(root, file)))
+      .update("\0");
   return hash.digest("hex").slice(0, 16);
 }
 
 /** The directory of the current inputs' whole set when it is there (said to `log`), else undefined. */
-export function currentTestArtifactsIfReady(log: (line: string) => void = () => undefined, stamp = inputsStamp()): string | undefined {
+export function currentTestArtifactsIfReady(
+  log: (line: string) => void = () => undefined,
+  stamp = inputsStamp(),
+): string | undefined {
   const dir = join(cacheRoot, cachedDirPrefix + stamp);
   if (!holdsWholeSet(dir)) return undefined;
-  log(`package artifacts: reusing ${relative(repoRoot, dir)} (built from the current src/, infra/, package.json, package-lock.json)`);
+  log(
+    `package artifacts: reusing ${relative(repoRoot, dir)} (built from the current src/, infra/, package.json, package-lock.json)`,
+  );
   return dir;
 }
 
@@ -129,9 +168,12 @@ async function waitForOtherBuilder(stamp: string, dir: string, log: (line: strin
   const deadlineMs = performance.now() + waitForBuilderMs;
   let builder = liveBuilder(stamp);
   if (builder === undefined || builder === process.pid) return;
-  log(`package artifacts: waiting for the build in progress (pid ${builder}; log: ${relative(repoRoot, backgroundBuildLog)})`);
+  log(
+    `package artifacts: waiting for the build in progress (pid ${builder}; log: ${relative(repoRoot, backgroundBuildLog)})`,
+  );
   while (builder !== undefined && builder !== process.pid && !holdsWholeSet(dir)) {
-    if (performance.now() > deadlineMs) throw new Error(`the package artifacts' build by pid ${builder} took over ${waitForBuilderMs / 60_000} min`);
+    if (performance.now() > deadlineMs)
+      throw new Error(`the package artifacts' build by pid ${builder} took over ${waitForBuilderMs / 60_000} min`);
     await new Promise((resolve) => setTimeout(resolve, 2000));
     builder = liveBuilder(stamp);
   }
@@ -162,12 +204,27 @@ async function buildSet(stamp: string, dir: string, log: (line: string) => void)
   rmSync(dir, { recursive: true, force: true }); // an incomplete set (a file deleted by hand)
   const scratch = mkdtempSync(join(cacheRoot, "building-"));
   const startedMs = performance.now();
-  log(`package artifacts: building ${linuxTargets.join(" ")} into ${relative(repoRoot, dir)} (inputs changed or none built yet; takes a few minutes)`);
+  log(
+    `package artifacts: building ${linuxTargets.join(" ")} into ${relative(repoRoot, dir)} (inputs changed or none built yet; takes a few minutes)`,
+  );
   try {
     const progress = (step: string): void => log(`package artifacts: ${step}`);
     await Promise.all([
-      buildArtifacts({ repoRoot, targets: linuxTargets as Target[], outDir: scratch, progress, compression: (target) => testCompression[target as LinuxTarget] }),
-      buildArtifacts({ repoRoot, targets: olderTargets as Target[], outDir: scratch, progress: (step) => progress(`${olderPackageVersion}: ${step}`), version: olderPackageVersion, compression: "stored" }),
+      buildArtifacts({
+        repoRoot,
+        targets: linuxTargets as Target[],
+        outDir: scratch,
+        progress,
+        compression: (target) => testCompression[target as LinuxTarget],
+      }),
+      buildArtifacts({
+        repoRoot,
+        targets: olderTargets as Target[],
+        outDir: scratch,
+        progress: (step) => progress(`${olderPackageVersion}: ${step}`),
+        version: olderPackageVersion,
+        compression: "stored",
+      }),
     ]);
     try {
       renameSync(scratch, dir);
@@ -179,7 +236,8 @@ async function buildSet(stamp: string, dir: string, log: (line: string) => void)
     rmSync(scratch, { recursive: true, force: true });
   }
   for (const entry of readdirSync(cacheRoot)) {
-    if (entry.startsWith(cachedDirPrefix) && entry !== cachedDirPrefix + stamp && !entry.endsWith(".building")) rmSync(join(cacheRoot, entry), { recursive: true, force: true });
+    if (entry.startsWith(cachedDirPrefix) && entry !== cachedDirPrefix + stamp && !entry.endsWith(".building"))
+      rmSync(join(cacheRoot, entry), { recursive: true, force: true });
   }
   log(`package artifacts: built in ${Math.round((performance.now() - startedMs) / 1000)} s`);
 }
@@ -188,9 +246,15 @@ async function buildSet(stamp: string, dir: string, log: (line: string) => void)
  * Paths of the requested artifacts at `version`: SEF_TEST_PACKAGE_DIR's when it holds them all, else the current cached
  * set.
  */
-export async function linuxArtifacts(targets: readonly LinuxTarget[], version = packageVersion): Promise<Record<string, string>> {
+export async function linuxArtifacts(
+  targets: readonly LinuxTarget[],
+  version = packageVersion,
+): Promise<Record<string, string>> {
   const prebuilt = process.env.SEF_TEST_PACKAGE_DIR;
-  const dir = prebuilt !== undefined && targets.every((t) => existsSync(join(prebuilt, artifactName(t, version)))) ? prebuilt : await currentTestArtifacts();
+  const dir =
+    prebuilt !== undefined && targets.every((t) => existsSync(join(prebuilt, artifactName(t, version))))
+      ? prebuilt
+      : await currentTestArtifacts();
   return Object.fromEntries(targets.map((t) => [t, join(dir, artifactName(t, version))]));
 }
 

@@ -9,7 +9,19 @@
 // only containers/image's blob-info cache, fixed at /var/lib/containers/cache for root, is the machine's.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -40,21 +52,38 @@ const podmanEnv: NodeJS.ProcessEnv = {
  * cgroup v1 host whose cgroup2 mount has a controller enabled, as here).
  */
 const podmanGlobal = [
-  "--root", join(scratch, "storage"),
-  "--runroot", join(scratch, "run"),
-  "--tmpdir", join(scratch, "libpod"),
-  "--network-config-dir", join(scratch, "net.d"),
-  "--storage-driver", "vfs",
-  "--cgroup-manager", "cgroupfs",
-  "--events-backend", "file",
-  "--runtime", "runc",
-  "--runtime-flag", `root=${join(scratch, "runc")}`,
+  "--root",
+  join(scratch, "storage"),
+  "--runroot",
+  join(scratch, "run"),
+  "--tmpdir",
+  join(scratch, "libpod"),
+  "--network-config-dir",
+  join(scratch, "net.d"),
+  "--storage-driver",
+  "vfs",
+  "--cgroup-manager",
+  "cgroupfs",
+  "--events-backend",
+  "file",
+  "--runtime",
+  "runc",
+  "--runtime-flag",
+  `root=${join(scratch, "runc")}`,
 ];
 /**
  * For every container: podman's default limits (nofile 1048576, nproc 4194304) are above this machine's hard limits
  * and root here lacks CAP_SYS_RESOURCE to raise them; these are low enough for any machine and ample for the agent.
  */
-const runDefaults = ["--cgroup-parent", cgroupParent, "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "--pull=never"];
+const runDefaults = [
+  "--cgroup-parent",
+  cgroupParent,
+  "--ulimit",
+  "nofile=4096:4096",
+  "--ulimit",
+  "nproc=4096:4096",
+  "--pull=never",
+];
 
 function podman(args: string[], timeoutMs: number): Promise<ProcessResult> {
   return runProcess("podman", [...podmanGlobal, ...args], timeoutMs, { env: podmanEnv });
@@ -62,11 +91,10 @@ function podman(args: string[], timeoutMs: number): Promise<ProcessResult> {
 
 async function podmanOk(args: string[], timeoutMs: number): Promise<string> {
   const result = await podman(args, timeoutMs);
-  if (result.code !== 0) throw new Error(`podman ${args.join(" ")} exited with ${result.code}:\n${result.stderr}${result.stdout}`);
+  if (result.code !== 0)
+    throw new Error(`podman ${args.join(" ")} exited with ${result.code}:\n${result.stderr}${result.stdout}`);
   return result.stdout;
 }
-
-
 
 /**
  * The stand-in for gcr.io/distroless/cc-debian12:nonroot: what the shipped node binary loads (per ldd, at the same
@@ -77,14 +105,23 @@ async function buildBaseRootfs(node: string, rootfs: string): Promise<string[]> 
   expect(ldd.code, ldd.stderr).toBe(0);
   // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and the loader "/lib64/ld-linux-x86-64.so.2 (0x...)".
   const libraries = [...ldd.stdout.matchAll(/^\s*(?:\S+ => )?(\/\S+) \(0x[0-9a-f]+\)$/gm)].map((m) => m[1]!);
-  expect(libraries.some((l) => l.includes("/ld-linux")), ldd.stdout).toBe(true);
-  expect(libraries.some((l) => l.endsWith("/libstdc++.so.6")), ldd.stdout).toBe(true);
+  expect(
+    libraries.some((l) => l.includes("/ld-linux")),
+    ldd.stdout,
+  ).toBe(true);
+  expect(
+    libraries.some((l) => l.endsWith("/libstdc++.so.6")),
+    ldd.stdout,
+  ).toBe(true);
   for (const library of libraries) {
     mkdirSync(join(rootfs, dirname(library)), { recursive: true });
     copyFileSync(library, join(rootfs, library)); // follows symlinks: the image gets the files themselves
   }
   mkdirSync(join(rootfs, "etc"), { recursive: true });
-  writeFileSync(join(rootfs, "etc/passwd"), `root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:${nonroot}:${nonroot}:nonroot:/home/nonroot:/sbin/nologin\n`);
+  writeFileSync(
+    join(rootfs, "etc/passwd"),
+    `root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:${nonroot}:${nonroot}:nonroot:/home/nonroot:/sbin/nologin\n`,
+  );
   writeFileSync(join(rootfs, "etc/group"), `root:x:0:\nnobody:x:65534:\nnonroot:x:${nonroot}:\n`);
   mkdirSync(join(rootfs, "tmp"));
   chmodSync(join(rootfs, "tmp"), 0o1777);
@@ -97,7 +134,8 @@ async function buildBaseRootfs(node: string, rootfs: string): Promise<string[]> 
 /** The host uids/gids (real, effective, saved, fs), effective capabilities and NoNewPrivs of a process. */
 function processIdentity(pid: number): { uid: string; gid: string; capEff: string; noNewPrivs: string } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const field = (name: string): string => new RegExp(`^${name}:\\s*(.*)$`, "m").exec(status)?.[1]?.trim().replace(/\s+/g, " ") ?? "";
+  const field = (name: string): string =>
+    new RegExp(`^${name}:\\s*(.*)$`, "m").exec(status)?.[1]?.trim().replace(/\s+/g, " ") ?? "";
   return { uid: field("Uid"), gid: field("Gid"), capEff: field("CapEff"), noNewPrivs: field("NoNewPrivs") };
 }
 
@@ -132,7 +170,10 @@ let agent: ChildProcess | undefined;
 beforeAll(() => {
   for (const dir of ["net.d", "runc", "tmp"]) mkdirSync(join(scratch, dir));
   writeFileSync(join(scratch, "containers.conf"), `[engine]\nimage_copy_tmp_dir = "${join(scratch, "tmp")}"\n`);
-  writeFileSync(join(scratch, "storage.conf"), `[storage]\ndriver = "vfs"\ngraphroot = "${join(scratch, "storage")}"\nrunroot = "${join(scratch, "run")}"\n`);
+  writeFileSync(
+    join(scratch, "storage.conf"),
+    `[storage]\ndriver = "vfs"\ngraphroot = "${join(scratch, "storage")}"\nrunroot = "${join(scratch, "run")}"\n`,
+  );
   writeFileSync(join(scratch, "registries.conf"), "");
 });
 
@@ -145,15 +186,22 @@ afterAll(async () => {
   // Containers and images first, then whatever else is in the private store; nothing of it may stay mounted.
   await podman(["rm", "--force", "--all", "--time", "0"], 30_000);
   await podman(["system", "reset", "--force"], 60_000);
-  const mounts = readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m.startsWith(scratch));
+  const mounts = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((l) => l.split(" ")[4] ?? "")
+    .filter((m) => m.startsWith(scratch));
   for (const mount of mounts.reverse()) await runProcess("umount", ["--lazy", mount], 10_000);
   rmSync(scratch, { recursive: true, force: true });
   // runc leaves the containers' (empty) cgroups under the parent here: remove the whole subtree, deepest first.
   const removeCgroup = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) removeCgroup(join(dir, entry.name));
+    for (const entry of readdirSync(dir, { withFileTypes: true }))
+      if (entry.isDirectory()) removeCgroup(join(dir, entry.name));
     rmdirSync(dir);
   };
-  const cgroupDirs = [join("/sys/fs/cgroup", cgroupParent), ...readdirSync("/sys/fs/cgroup").map((c) => join("/sys/fs/cgroup", c, cgroupParent))];
+  const cgroupDirs = [
+    join("/sys/fs/cgroup", cgroupParent),
+    ...readdirSync("/sys/fs/cgroup").map((c) => join("/sys/fs/cgroup", c, cgroupParent)),
+  ];
   for (const dir of cgroupDirs.filter((d) => existsSync(d))) removeCgroup(dir);
   expect(mounts, "mounts left under the test's directory").toEqual([]);
 }, 120_000);
@@ -167,10 +215,34 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
 
     const libraries = await importBaseImage(join(context, "sef/lib/sef/node"));
 
-    await podmanOk(["build", "--pull=never", "--build-arg", `BASE_IMAGE=${baseImage}`, "--file", join(repoRoot, "infra/container/Dockerfile"), "--tag", image, context], 120_000);
-    const config = (JSON.parse(await podmanOk(["image", "inspect", image], 30_000)) as { Config: { User: string; Entrypoint: string[]; Cmd: string[]; Env: string[] } }[])[0]!.Config;
+    await podmanOk(
+      [
+        "build",
+        "--pull=never",
+        "--build-arg",
+        `BASE_IMAGE=${baseImage}`,
+        "--file",
+        join(repoRoot, "infra/container/Dockerfile"),
+        "--tag",
+        image,
+        context,
+      ],
+      120_000,
+    );
+    const config = (
+      JSON.parse(await podmanOk(["image", "inspect", image], 30_000)) as {
+        Config: { User: string; Entrypoint: string[]; Cmd: string[]; Env: string[] };
+      }[]
+    )[0]!.Config;
     expect(config.User).toBe(`${nonroot}:${nonroot}`);
-    expect(config.Entrypoint).toEqual(["/opt/sef/node", "--optimize-for-size", "--liftoff-only", "--no-maglev", "--no-turbofan", "/opt/sef/sef.mjs"]);
+    expect(config.Entrypoint).toEqual([
+      "/opt/sef/node",
+      "--optimize-for-size",
+      "--liftoff-only",
+      "--no-maglev",
+      "--no-turbofan",
+      "/opt/sef/sef.mjs",
+    ]);
     expect(config.Cmd).toEqual(["run", "--config", "/etc/sef/config.json"]);
     expect(config.Env).toEqual(expect.arrayContaining(["NODE_ENV=production", "SEF_DATA_DIR=/var/lib/sef"]));
     const version = await podmanOk(["run", "--rm", ...runDefaults, "--network", "none", image, "--version"], 30_000);
@@ -184,8 +256,30 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
     const initCommand = /- name: data-owner\n[\s\S]*?\n\s+command: (\[.*\])\n/.exec(daemonset)?.[1];
     expect(initCommand, "the chart's data-owner init container command").toBeDefined();
     const [entrypoint, ...initArgs] = JSON.parse(initCommand!) as string[];
-    await podmanOk(["run", "--rm", ...runDefaults, "--network", "none", "--user", "0", "--cap-drop", "ALL", "--cap-add", "CHOWN",
-      "--security-opt", "no-new-privileges", "--volume", `${dataDir}:/var/lib/sef`, "--entrypoint", entrypoint!, image, ...initArgs], 30_000);
+    await podmanOk(
+      [
+        "run",
+        "--rm",
+        ...runDefaults,
+        "--network",
+        "none",
+        "--user",
+        "0",
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "CHOWN",
+        "--security-opt",
+        "no-new-privileges",
+        "--volume",
+        `${dataDir}:/var/lib/sef`,
+        "--entrypoint",
+        entrypoint!,
+        image,
+        ...initArgs,
+      ],
+      30_000,
+    );
     expect(statSync(dataDir).uid).toBe(nonroot);
     const afterBuildMs = Date.now() - started;
 
@@ -195,38 +289,78 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
     let stdout = "";
     let stderr = "";
     const exited = new Promise<number | null>((resolve) => {
-      agent = spawn("podman", [...podmanGlobal, "run", "--name", name, ...runDefaults, "--network", "host", "--read-only",
-        "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--volume", `${dataDir}:/var/lib/sef`,
-        "--env", `SEF_IMDS_URL=${sim!.url}`, "--env", "SEF_METRICS_PORT=0", image], { env: podmanEnv, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000, killSignal: "SIGKILL" });
+      agent = spawn(
+        "podman",
+        [
+          ...podmanGlobal,
+          "run",
+          "--name",
+          name,
+          ...runDefaults,
+          "--network",
+          "host",
+          "--read-only",
+          "--cap-drop",
+          "ALL",
+          "--security-opt",
+          "no-new-privileges",
+          "--volume",
+          `${dataDir}:/var/lib/sef`,
+          "--env",
+          `SEF_IMDS_URL=${sim!.url}`,
+          "--env",
+          "SEF_METRICS_PORT=0",
+          image,
+        ],
+        { env: podmanEnv, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000, killSignal: "SIGKILL" },
+      );
       agent.stdout!.on("data", (c: Buffer) => (stdout += c.toString()));
       agent.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
       agent.on("close", (code) => resolve(code));
     });
     const output = (): string => `stdout:\n${stdout}\nstderr:\n${stderr}`;
 
-    const record = await waitFor("a Transition record on the container's stdout", () => {
-      const line = stdout.split("\n").find((l) => l.includes('"RecordType":"Transition"'));
-      return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
-    }, { timeoutMs: 20_000, intervalMs: 100, detail: output });
+    const record = await waitFor(
+      "a Transition record on the container's stdout",
+      () => {
+        const line = stdout.split("\n").find((l) => l.includes('"RecordType":"Transition"'));
+        return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
+      },
+      { timeoutMs: 20_000, intervalMs: 100, detail: output },
+    );
     expect(record).toMatchObject({ RecordType: "Transition", AgentVersion: packageVersion, EventStatus: "Scheduled" });
 
     // Not root: the agent process, seen from the host (no user namespace: ids are the same inside), and its files.
     const pid = Number((await podmanOk(["inspect", "--format", "{{.State.Pid}}", name], 15_000)).trim());
     expect(pid).toBeGreaterThan(0);
     // V8's flags on node's command line, from the entry point (the agent never changes them).
-    expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(0, config.Entrypoint.length)).toEqual(config.Entrypoint);
-    expect(processIdentity(pid)).toEqual({ uid: `${nonroot} ${nonroot} ${nonroot} ${nonroot}`, gid: `${nonroot} ${nonroot} ${nonroot} ${nonroot}`, capEff: "0000000000000000", noNewPrivs: "1" });
+    expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(0, config.Entrypoint.length)).toEqual(
+      config.Entrypoint,
+    );
+    expect(processIdentity(pid)).toEqual({
+      uid: `${nonroot} ${nonroot} ${nonroot} ${nonroot}`,
+      gid: `${nonroot} ${nonroot} ${nonroot} ${nonroot}`,
+      capEff: "0000000000000000",
+      noNewPrivs: "1",
+    });
     const dataFiles = readdirSync(dataDir);
     expect(dataFiles.length, "the agent's state in the data dir").toBeGreaterThan(0);
     for (const file of dataFiles) expect(statSync(join(dataDir, file)).uid, file).toBe(nonroot);
 
     // /readyz on the host network's loopback, at the port the agent logged (SEF_METRICS_PORT=0: any free port).
-    const metricsUrl = await waitFor("the observability endpoints' address in the log",
-      () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*observability endpoints listening/.exec(stderr)?.[1], { timeoutMs: 10_000, intervalMs: 100, detail: output });
-    const ready = await waitFor("/readyz 200", async () => {
-      const res = await fetch(`${metricsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined);
-      return res?.status === 200 ? await res.text() : undefined;
-    }, { timeoutMs: 15_000, intervalMs: 100, detail: output });
+    const metricsUrl = await waitFor(
+      "the observability endpoints' address in the log",
+      () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*observability endpoints listening/.exec(stderr)?.[1],
+      { timeoutMs: 10_000, intervalMs: 100, detail: output },
+    );
+    const ready = await waitFor(
+      "/readyz 200",
+      async () => {
+        const res = await fetch(`${metricsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined);
+        return res?.status === 200 ? await res.text() : undefined;
+      },
+      { timeoutMs: 15_000, intervalMs: 100, detail: output },
+    );
     expect(ready.length).toBeGreaterThan(0);
 
     // `podman stop` sends SIGTERM and waits 10 s before SIGKILL: the agent must be gone well before, with exit code 0.
@@ -240,7 +374,9 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
 
     const scheduledPolls = Object.entries(sim.status().requests).filter(([path]) => path.includes("scheduledevents"));
     expect(scheduledPolls.length, "the agent polled the simulator").toBeGreaterThan(0);
-    console.info(`container image: base from ${libraries.length} libraries; built and data dir handed over in ${afterBuildMs} ms; stopped in ${stopMs} ms; total ${Date.now() - started} ms`);
+    console.info(
+      `container image: base from ${libraries.length} libraries; built and data dir handed over in ${afterBuildMs} ms; stopped in ${stopMs} ms; total ${Date.now() - started} ms`,
+    );
   }, 240_000);
 
   it("the fleet image (infra/fleet/Dockerfile) runs the fleet service as bicep/modules/fleet.bicep tells Container Apps to", async () => {
@@ -255,8 +391,25 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
     expect(shipped.filter((f) => f.startsWith("sef.mjs"))).toEqual([]);
     await importBaseImage(join(context, "sef-fleet/lib/sef-fleet/node"));
     const fleetImage = `localhost/sef-fleet:test-${suffix}`;
-    await podmanOk(["build", "--pull=never", "--build-arg", `BASE_IMAGE=${baseImage}`, "--file", join(repoRoot, "infra/fleet/Dockerfile"), "--tag", fleetImage, context], 120_000);
-    const config = (JSON.parse(await podmanOk(["image", "inspect", fleetImage], 30_000)) as { Config: { User: string; Entrypoint: string[] } }[])[0]!.Config;
+    await podmanOk(
+      [
+        "build",
+        "--pull=never",
+        "--build-arg",
+        `BASE_IMAGE=${baseImage}`,
+        "--file",
+        join(repoRoot, "infra/fleet/Dockerfile"),
+        "--tag",
+        fleetImage,
+        context,
+      ],
+      120_000,
+    );
+    const config = (
+      JSON.parse(await podmanOk(["image", "inspect", fleetImage], 30_000)) as {
+        Config: { User: string; Entrypoint: string[] };
+      }[]
+    )[0]!.Config;
     expect(config.User).toBe(`${nonroot}:${nonroot}`);
     expect(config.Entrypoint).toEqual(["/opt/sef-fleet/node", "/opt/sef-fleet/sef-fleet.mjs"]);
 
@@ -269,8 +422,23 @@ describe("the container image (infra/container/Dockerfile, built with podman on 
     const configVariable = args[1]!;
     expect(configVariable).toMatch(/^[A-Z_]+$/);
 
-    const result = await podman(["run", "--rm", ...runDefaults, "--network", "none", "--read-only", "--cap-drop", "ALL",
-      "--env", `${configVariable}={"eventHubs":{}}`, fleetImage, ...args], 30_000);
+    const result = await podman(
+      [
+        "run",
+        "--rm",
+        ...runDefaults,
+        "--network",
+        "none",
+        "--read-only",
+        "--cap-drop",
+        "ALL",
+        "--env",
+        `${configVariable}={"eventHubs":{}}`,
+        fleetImage,
+        ...args,
+      ],
+      30_000,
+    );
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(2);
     expect(result.stderr).toMatch(/^sef fleet: eventHubs\.connection: /m);
     expect(result.stderr).toMatch(/^sef fleet: targets: /m);

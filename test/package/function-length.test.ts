@@ -25,8 +25,13 @@ function functionsOf(file: string): { where: string; lines: number }[] {
     if (ts.isFunctionLike(node) && "body" in node && node.body) {
       const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
       const last = source.getLineAndCharacterOfPosition(node.end).line;
-      const named = node.name ?? (ts.isVariableDeclaration(node.parent) || ts.isPropertyAssignment(node.parent) ? node.parent.name : undefined);
-      found.push({ where: `${relative(repo, file)}:${first + 1} ${named ? named.getText(source) : "(anonymous)"}`, lines: last - first + 1 });
+      const named =
+        node.name ??
+        (ts.isVariableDeclaration(node.parent) || ts.isPropertyAssignment(node.parent) ? node.parent.name : undefined);
+      found.push({
+        where: `${relative(repo, file)}:${first + 1} ${named ? named.getText(source) : "(anonymous)"}`,
+        lines: last - first + 1,
+      });
     }
     ts.forEachChild(node, visit);
   };

@@ -26,7 +26,14 @@ export function importSites(fileName: string, text: string): ImportSite[] {
   const visit = (node: ts.Node): void => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
       const clause = node.importClause;
-      const typeOnly = clause !== undefined && (clause.isTypeOnly || (clause.name === undefined && clause.namedBindings !== undefined && ts.isNamedImports(clause.namedBindings) && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+      const typeOnly =
+        clause !== undefined &&
+        (clause.isTypeOnly ||
+          (clause.name === undefined &&
+            clause.namedBindings !== undefined &&
+            ts.isNamedImports(clause.namedBindings) &&
+            clause.namedBindings.elements.length > 0 &&
+            clause.namedBindings.elements.every((e) => e.isTypeOnly)));
       sites.push({ specifier: node.moduleSpecifier.text, typeOnly });
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
       sites.push({ specifier: node.moduleSpecifier.text, typeOnly: node.isTypeOnly });
@@ -34,10 +41,17 @@ export function importSites(fileName: string, text: string): ImportSite[] {
       const callee = node.expression;
       const isImport = callee.kind === ts.SyntaxKind.ImportKeyword;
       const isRequire = ts.isIdentifier(callee) && callee.text === "require";
-      const isCreatedRequire = ts.isCallExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === "createRequire";
-      const isMetaResolve = ts.isPropertyAccessExpression(callee) && ts.isMetaProperty(callee.expression) && callee.name.text === "resolve";
-      if (isImport || isRequire || isCreatedRequire || isMetaResolve) sites.push({ specifier: node.arguments[0].text, typeOnly: false });
-    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      const isCreatedRequire =
+        ts.isCallExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === "createRequire";
+      const isMetaResolve =
+        ts.isPropertyAccessExpression(callee) && ts.isMetaProperty(callee.expression) && callee.name.text === "resolve";
+      if (isImport || isRequire || isCreatedRequire || isMetaResolve)
+        sites.push({ specifier: node.arguments[0].text, typeOnly: false });
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
       sites.push({ specifier: node.argument.literal.text, typeOnly: true });
     }
     ts.forEachChild(node, visit);
@@ -84,11 +98,17 @@ describe("workspace packages import only what they own or declare", () => {
   for (const dir of packageDirs) {
     describe(`src/${dir}`, () => {
       const root = join(srcRoot, dir);
-      const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { name: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+      const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+        name: string;
+        dependencies?: Record<string, string>;
+        devDependencies?: Record<string, string>;
+      };
       const runtimeDeclared = new Set(Object.keys(manifest.dependencies ?? {}));
       const typesDeclared = new Set([...runtimeDeclared, ...Object.keys(manifest.devDependencies ?? {})]);
       const files = sourceFiles(root);
-      const sites = files.flatMap((file) => importSites(file, readFileSync(file, "utf8")).map((site) => ({ ...site, file: relative(srcRoot, file) })));
+      const sites = files.flatMap((file) =>
+        importSites(file, readFileSync(file, "utf8")).map((site) => ({ ...site, file: relative(srcRoot, file) })),
+      );
 
       it("has source files", () => {
         expect(files.length).toBeGreaterThan(0);

@@ -12,7 +12,9 @@ import { runProcess } from "../helpers/run-process.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "sef-vmapp-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-const commands = (JSON.parse(readFileSync(join(repoRoot, "infra/vmapp/commands.json"), "utf8")) as { linux: Record<string, string> }).linux;
+const commands = (
+  JSON.parse(readFileSync(join(repoRoot, "infra/vmapp/commands.json"), "utf8")) as { linux: Record<string, string> }
+).linux;
 const agentEnv = {
   ...process.env,
   VMAPP_INSTALL: commands.install!,
@@ -27,7 +29,9 @@ function bundle(version: string, packages: readonly string[]): string {
   const dir = join(scratch, `artifacts-${version}`);
   mkdirSync(dir, { recursive: true });
   for (const p of packages) symlinkSync(p, join(dir, p.split("/").at(-1)!));
-  const result = spawnSync("bash", [join(repoRoot, "infra/vmapp/bundle.sh"), dir, version, join(scratch, "bundles")], { encoding: "utf8" });
+  const result = spawnSync("bash", [join(repoRoot, "infra/vmapp/bundle.sh"), dir, version, join(scratch, "bundles")], {
+    encoding: "utf8",
+  });
   if (result.status !== 0) throw new Error(`bundle.sh: ${result.stderr}`);
   return result.stdout.trim();
 }
@@ -65,23 +69,43 @@ let bundles: { older: string; current: string };
 beforeAll(async () => {
   const current = await linuxArtifacts(["deb-x64", "rpm-x64"]);
   const older = await linuxArtifacts(["deb-x64", "rpm-x64"], olderPackageVersion);
-  bundles = { older: bundle(olderPackageVersion, Object.values(older)), current: bundle(packageVersion, Object.values(current)) };
+  bundles = {
+    older: bundle(olderPackageVersion, Object.values(older)),
+    current: bundle(packageVersion, Object.values(current)),
+  };
 }, 900_000);
 
 describe.concurrent("the Linux VM Application, run as the VM Application agent runs it", () => {
   for (const family of ["deb", "rpm"] as const) {
     it(`on ${family === "deb" ? "a Debian" : "an RPM-based"} root: install, update, rollback, remove and reinstall keep /var/lib/sef and the config; a broken config fails`, async () => {
-      const args = [join(repoRoot, "test/package/throwaway-root-vmapp.sh"), join(scratch, family), family, bundles.older, bundles.current, ...(family === "rpm" ? [baseSystemRpm()] : [])];
-      const result = await runProcess("unshare", ["--mount", "--propagation", "private", ...args], 600_000, { env: agentEnv });
+      const args = [
+        join(repoRoot, "test/package/throwaway-root-vmapp.sh"),
+        join(scratch, family),
+        family,
+        bundles.older,
+        bundles.current,
+        ...(family === "rpm" ? [baseSystemRpm()] : []),
+      ];
+      const result = await runProcess("unshare", ["--mount", "--propagation", "private", ...args], 600_000, {
+        env: agentEnv,
+      });
       const log = `${result.stdout}\n${result.stderr}`;
       expect(result.code, log).toBe(0);
-      expect(result.stdout).toContain(`ok: install of ${olderPackageVersion} (${family}, package and config under the application's name) with its config, 0640 root:sef`);
+      expect(result.stdout).toContain(
+        `ok: install of ${olderPackageVersion} (${family}, package and config under the application's name) with its config, 0640 root:sef`,
+      );
       expect(result.stdout).toContain(`ok: update to ${packageVersion} keeps /var/lib/sef and the config`);
-      expect(result.stdout).toContain(`ok: rollback from ${packageVersion} to ${olderPackageVersion} keeps /var/lib/sef and the config`);
+      expect(result.stdout).toContain(
+        `ok: rollback from ${packageVersion} to ${olderPackageVersion} keeps /var/lib/sef and the config`,
+      );
       expect(result.stdout).toContain("ok: remove keeps /var/lib/sef and the config");
-      expect(result.stdout).toContain(`ok: remove then install again keeps /var/lib/sef and the config: ${packageVersion}`);
+      expect(result.stdout).toContain(
+        `ok: remove then install again keeps /var/lib/sef and the config: ${packageVersion}`,
+      );
       expect(result.stdout).toMatch(/^ok: a broken config fails the install: .*FAILED: /m);
-      expect(result.stdout).toMatch(/^ok: remove twice: sef vmapp: sef is not installed \((deb|rpm)\): nothing to remove$/m);
+      expect(result.stdout).toMatch(
+        /^ok: remove twice: sef vmapp: sef is not installed \((deb|rpm)\): nothing to remove$/m,
+      );
     }, 660_000);
   }
 });

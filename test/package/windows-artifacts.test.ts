@@ -13,7 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildArtifacts } from "../../infra/package/main.js";
 import { sourceDateEpoch } from "../../infra/package/reproducible.js";
 import { fetchRegistryPackage, fetchRuntime } from "../../infra/package/runtime.js";
-import { configDirSddl, configFileSddl, msiProductCode, msiUpgradeCode, readWinswService } from "../../infra/package/windows-msi.js";
+import {
+  configDirSddl,
+  configFileSddl,
+  msiProductCode,
+  msiUpgradeCode,
+  readWinswService,
+} from "../../infra/package/windows-msi.js";
 import { winswPackage } from "../../infra/package/windows.js";
 import { packageVersion, repoRoot } from "./artifacts.js";
 
@@ -32,7 +38,11 @@ beforeAll(async () => {
   const written = await buildArtifacts({ repoRoot, targets: ["zip-win-x64", "msi-win-x64"], outDir: first, epochS });
   expect(written.map((file) => relative(first, file))).toEqual([zipName, msiName]);
   const entries = unzipSync(readFileSync(join(first, zipName)));
-  zip = new Map(Object.entries(entries).filter(([name]) => !name.endsWith("/")).map(([name, bytes]) => [name.slice(top.length + 1), Buffer.from(bytes)]));
+  zip = new Map(
+    Object.entries(entries)
+      .filter(([name]) => !name.endsWith("/"))
+      .map(([name, bytes]) => [name.slice(top.length + 1), Buffer.from(bytes)]),
+  );
 }, 300_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -99,7 +109,10 @@ describe("the Windows zip", () => {
     const imported = new Set(["sef.mjs"]);
     for (const name of modules) {
       const dir = name.includes("/") ? name.slice(0, name.lastIndexOf("/") + 1) : "";
-      for (const [, spec] of zip.get(name)!.toString("utf8").matchAll(/["'](\.\.?\/[^"'\s]+\.mjs)["']/g)) {
+      for (const [, spec] of zip
+        .get(name)!
+        .toString("utf8")
+        .matchAll(/["'](\.\.?\/[^"'\s]+\.mjs)["']/g)) {
         const target = new URL(spec!, `file:///${dir}`).pathname.slice(1);
         expect(zip.has(target), `${name} imports ${spec}`).toBe(true);
         imported.add(target);
@@ -127,7 +140,10 @@ describe("sef-service.mjs, the launcher WinSW runs (on Linux here, with the zip'
   const node = fetchRuntime("linux-x64", cacheDir).binary;
   const launch = (args: string[]): Promise<{ code: number | null; stderr: string }> =>
     new Promise((resolve) => {
-      const child = spawn(node, [join(unpacked, "sef-service.mjs"), ...args], { stdio: ["ignore", "ignore", "pipe"], timeout: 60_000 });
+      const child = spawn(node, [join(unpacked, "sef-service.mjs"), ...args], {
+        stdio: ["ignore", "ignore", "pipe"],
+        timeout: 60_000,
+      });
       let stderr = "";
       child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       child.on("close", (code) => resolve({ code, stderr }));
@@ -157,7 +173,11 @@ describe("sef-service.mjs, the launcher WinSW runs (on Linux here, with the zip'
   it("runs the bundle: --version prints the package version; check-config accepts the shipped config", () => {
     const version = spawnSync(node, [join(unpacked, "sef.mjs"), "--version"], { encoding: "utf8" });
     expect(version.stdout.trim()).toBe(packageVersion);
-    const check = spawnSync(node, [join(unpacked, "sef-service.mjs"), "check-config", "--config", join(unpacked, "config.json")], { encoding: "utf8" });
+    const check = spawnSync(
+      node,
+      [join(unpacked, "sef-service.mjs"), "check-config", "--config", join(unpacked, "config.json")],
+      { encoding: "utf8" },
+    );
     expect(check.status, check.stderr).toBe(0);
   });
 
@@ -168,14 +188,25 @@ describe("sef-service.mjs, the launcher WinSW runs (on Linux here, with the zip'
     expect(badConfig.code).toBe(0);
     const notADir = join(scratch, "not-a-directory");
     writeFileSync(notADir, "");
-    const store = await launch(["run", "--config", writeConfig("store.json", { sinks: ["stdout"], dataDir: notADir, imdsUrl: "http://127.0.0.1:9", metricsPort: 0 })]);
+    const store = await launch([
+      "run",
+      "--config",
+      writeConfig("store.json", { sinks: ["stdout"], dataDir: notADir, imdsUrl: "http://127.0.0.1:9", metricsPort: 0 }),
+    ]);
     expect(store.stderr).toContain("the agent exited with 78");
     expect(store.code).toBe(0);
   }, 60_000);
 
   it("passes other failures on (the SCM restarts): 75 when another sef holds the data directory", async () => {
-    const config = writeConfig("busy.json", { sinks: ["stdout"], dataDir: join(scratch, "busy"), imdsUrl: "http://127.0.0.1:9", metricsPort: 0 });
-    const holder = spawn(node, [join(unpacked, "sef.mjs"), "run", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
+    const config = writeConfig("busy.json", {
+      sinks: ["stdout"],
+      dataDir: join(scratch, "busy"),
+      imdsUrl: "http://127.0.0.1:9",
+      metricsPort: 0,
+    });
+    const holder = spawn(node, [join(unpacked, "sef.mjs"), "run", "--config", config], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     try {
       await started(holder);
       const second = await launch(["run", "--config", config]);
@@ -187,8 +218,16 @@ describe("sef-service.mjs, the launcher WinSW runs (on Linux here, with the zip'
   }, 60_000);
 
   it("on Ctrl+C (SIGINT to the process group, as WinSW's stop) waits for the agent to flush and exits 0", async () => {
-    const config = writeConfig("stop.json", { sinks: ["stdout"], dataDir: join(scratch, "stop"), imdsUrl: "http://127.0.0.1:9", metricsPort: 0 });
-    const child = spawn(node, [join(unpacked, "sef-service.mjs"), "run", "--config", config], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const config = writeConfig("stop.json", {
+      sinks: ["stdout"],
+      dataDir: join(scratch, "stop"),
+      imdsUrl: "http://127.0.0.1:9",
+      metricsPort: 0,
+    });
+    const child = spawn(node, [join(unpacked, "sef-service.mjs"), "run", "--config", config], {
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -218,16 +257,41 @@ describe("the MSI", () => {
     expect(components.find((c) => c.Component === wrapper.Component_)!.KeyPath).toBe(wrapper.File);
     expect(msiTable(msi, "ServiceInstall")).toEqual([
       expect.objectContaining({
-        Name: "sef", DisplayName: "sef (Scheduled Events Forwarder)", Description: service.description,
-        ServiceType: "16", StartType: "2", ErrorControl: "1", StartName: "LocalSystem", Arguments: "", Component_: wrapper.Component_,
+        Name: "sef",
+        DisplayName: "sef (Scheduled Events Forwarder)",
+        Description: service.description,
+        ServiceType: "16",
+        StartType: "2",
+        ErrorControl: "1",
+        StartName: "LocalSystem",
+        Arguments: "",
+        Component_: wrapper.Component_,
       }),
     ]);
     // 1 start on install, 2 stop on install (an upgrade's), 32 stop and 128 remove on uninstall; wait for each.
-    expect(msiTable(msi, "ServiceControl")).toEqual([expect.objectContaining({ Name: "sef", Event: String(1 + 2 + 32 + 128), Wait: "1", Component_: wrapper.Component_ })]);
+    expect(msiTable(msi, "ServiceControl")).toEqual([
+      expect.objectContaining({
+        Name: "sef",
+        Event: String(1 + 2 + 32 + 128),
+        Wait: "1",
+        Component_: wrapper.Component_,
+      }),
+    ]);
     // The recovery actions of sef-service.xml (10/30/60 s, reset after 1 hour), applied by MsiConfigureServices.
-    expect(service.failureActions).toEqual([{ action: 1, delayMs: 10_000 }, { action: 1, delayMs: 30_000 }, { action: 1, delayMs: 60_000 }]);
+    expect(service.failureActions).toEqual([
+      { action: 1, delayMs: 10_000 },
+      { action: 1, delayMs: 30_000 },
+      { action: 1, delayMs: 60_000 },
+    ]);
     expect(msiTable(msi, "MsiServiceConfigFailureActions")).toEqual([
-      expect.objectContaining({ Name: "sef", Event: "5", ResetPeriod: "3600", Actions: "1[~]1[~]1", DelayActions: "10000[~]30000[~]60000", Component_: wrapper.Component_ }),
+      expect.objectContaining({
+        Name: "sef",
+        Event: "5",
+        ResetPeriod: "3600",
+        Actions: "1[~]1[~]1",
+        DelayActions: "10000[~]30000[~]60000",
+        Component_: wrapper.Component_,
+      }),
     ]);
     const sequence = new Map(msiTable(msi, "InstallExecuteSequence").map((row) => [row.Action!, Number(row.Sequence)]));
     expect(sequence.get("InstallServices")).toBeLessThan(sequence.get("MsiConfigureServices")!);
@@ -241,15 +305,32 @@ describe("the MSI", () => {
     expect(msiProductCode("0.1.1")).not.toBe(msiProductCode("0.1.0"));
     expect(properties.get("ProductVersion")).toBe(packageVersion);
     expect(properties.get("ALLUSERS")).toBe("1");
-    expect(msiTable(msi, "Upgrade")).toEqual(expect.arrayContaining([
-      expect.objectContaining({ UpgradeCode: `{${msiUpgradeCode}}`, VersionMin: "", VersionMax: packageVersion, ActionProperty: "WIX_UPGRADE_DETECTED" }),
-      expect.objectContaining({ UpgradeCode: `{${msiUpgradeCode}}`, VersionMin: packageVersion, Attributes: "2", ActionProperty: "WIX_DOWNGRADE_DETECTED" }),
-    ]));
+    expect(msiTable(msi, "Upgrade")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          UpgradeCode: `{${msiUpgradeCode}}`,
+          VersionMin: "",
+          VersionMax: packageVersion,
+          ActionProperty: "WIX_UPGRADE_DETECTED",
+        }),
+        expect.objectContaining({
+          UpgradeCode: `{${msiUpgradeCode}}`,
+          VersionMin: packageVersion,
+          Attributes: "2",
+          ActionProperty: "WIX_DOWNGRADE_DETECTED",
+        }),
+      ]),
+    );
     const sequence = new Map(msiTable(msi, "InstallExecuteSequence").map((row) => [row.Action!, Number(row.Sequence)]));
     expect(sequence.get("RemoveExistingProducts")).toBeGreaterThan(sequence.get("InstallValidate")!);
     expect(sequence.get("RemoveExistingProducts")).toBeLessThan(sequence.get("InstallInitialize")!);
-    expect(msiTable(msi, "LaunchCondition")).toEqual([expect.objectContaining({ Condition: "NOT WIX_DOWNGRADE_DETECTED" })]);
-    const summary = spawnSync("msiinfo", ["suminfo", msi], { encoding: "utf8", env: { ...process.env, TZ: "UTC" } }).stdout;
+    expect(msiTable(msi, "LaunchCondition")).toEqual([
+      expect.objectContaining({ Condition: "NOT WIX_DOWNGRADE_DETECTED" }),
+    ]);
+    const summary = spawnSync("msiinfo", ["suminfo", msi], {
+      encoding: "utf8",
+      env: { ...process.env, TZ: "UTC" },
+    }).stdout;
     expect(summary).toMatch(/^Template: x64;1033$/m);
     expect(summary).toMatch(/^Version: 500 /m);
   });
@@ -267,14 +348,17 @@ describe("the MSI", () => {
     expect(attributes & 128, "NeverOverwrite").toBe(128);
     const folder = msiTable(msi, "CreateFolder").find((row) => row.Directory_ === configDir.Directory);
     expect(Number(components.get(folder!.Component_!)!.Attributes) & 16, "the folder is Permanent too").toBe(16);
-    expect(msiTable(msi, "MsiLockPermissionsEx")).toEqual(expect.arrayContaining([
-      expect.objectContaining({ LockObject: configDir.Directory, Table: "CreateFolder", SDDL: configDirSddl }),
-      expect.objectContaining({ LockObject: config.File, Table: "File", SDDL: configFileSddl }),
-    ]));
+    expect(msiTable(msi, "MsiLockPermissionsEx")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ LockObject: configDir.Directory, Table: "CreateFolder", SDDL: configDirSddl }),
+        expect.objectContaining({ LockObject: config.File, Table: "File", SDDL: configFileSddl }),
+      ]),
+    );
     // Protected (no inheritance from C:\ProgramData), LocalSystem and Administrators only.
     expect(configDirSddl).toBe("D:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)");
     // Every other file goes to ProgramFiles64Folder\sef.
-    const ancestry = (dir: string): string[] => (dir === "" ? [] : [dir, ...ancestry(directories.get(dir)!.Directory_Parent!)]);
+    const ancestry = (dir: string): string[] =>
+      dir === "" ? [] : [dir, ...ancestry(directories.get(dir)!.Directory_Parent!)];
     expect(ancestry("INSTALLDIR")).toEqual(["INSTALLDIR", "ProgramFiles64Folder", "TARGETDIR"]);
     expect(directories.get("INSTALLDIR")!.DefaultDir).toBe("sef");
     for (const file of msiTable(msi, "File").filter((f) => f.File !== config.File)) {
@@ -290,7 +374,8 @@ describe("the MSI", () => {
     // Both target folders are named sef: msiextract writes them into one.
     const extracted = filesUnder(join(out, "sef")).sort();
     expect(extracted).toEqual([...zip.keys()].filter((name) => name !== "install.ps1").sort());
-    for (const name of extracted) expect(sha256(readFileSync(join(out, "sef", name))), name).toBe(sha256(zip.get(name)!));
+    for (const name of extracted)
+      expect(sha256(readFileSync(join(out, "sef", name))), name).toBe(sha256(zip.get(name)!));
     expect([...readFileSync(join(out, "sef", "config.json")).subarray(0, 3)]).not.toEqual([0xef, 0xbb, 0xbf]);
   });
 });
@@ -302,7 +387,10 @@ describe("reproducible Windows builds", () => {
     for (const name of [zipName, msiName]) {
       expect(sha256(readFileSync(join(second, name))), name).toBe(sha256(readFileSync(join(first, name))));
     }
-    const summary = spawnSync("msiinfo", ["suminfo", join(first, msiName)], { encoding: "utf8", env: { ...process.env, TZ: "UTC" } }).stdout;
+    const summary = spawnSync("msiinfo", ["suminfo", join(first, msiName)], {
+      encoding: "utf8",
+      env: { ...process.env, TZ: "UTC" },
+    }).stdout;
     const stamp = new Date(epochS * 1000).toUTCString().slice(17, 25);
     expect(summary).toMatch(new RegExp(`^Created: .* ${stamp} ${new Date(epochS * 1000).getUTCFullYear()}$`, "m"));
   }, 300_000);

@@ -40,10 +40,16 @@ describe("retry", () => {
   it("retries a failing attempt with the policy's backoff until it answers", async () => {
     const clock = new FakeClock();
     const r = recorder(clock);
-    const value = await drive(clock, retry(r.attempt(async (n) => {
-      if (n < 4) throw new Error(`fail ${n}`);
-      return "ok";
-    }), { policy, clock, random: whole, onRetry: r.onRetry }));
+    const value = await drive(
+      clock,
+      retry(
+        r.attempt(async (n) => {
+          if (n < 4) throw new Error(`fail ${n}`);
+          return "ok";
+        }),
+        { policy, clock, random: whole, onRetry: r.onRetry },
+      ),
+    );
     expect(value).toBe("ok");
     expect(r.waitsMs).toEqual([100, 200, 400]);
     expect(r.startedAtMs).toEqual([0, 100, 300, 700]);
@@ -53,13 +59,20 @@ describe("retry", () => {
     const clock = new FakeClock();
     const r = recorder(clock);
     const hints = [0, 3_600_000, undefined];
-    const end = await drive(clock, retryAttempts(r.attempt(async (n) => (n <= hints.length ? "busy" : "done")), {
-      policy,
+    const end = await drive(
       clock,
-      random: () => 0,
-      verdict: (settled, n) => (settled.ok && settled.value === "busy" ? { retry: true, afterMs: hints[n - 1] } : { retry: false }),
-      onRetry: r.onRetry,
-    }));
+      retryAttempts(
+        r.attempt(async (n) => (n <= hints.length ? "busy" : "done")),
+        {
+          policy,
+          clock,
+          random: () => 0,
+          verdict: (settled, n) =>
+            settled.ok && settled.value === "busy" ? { retry: true, afterMs: hints[n - 1] } : { retry: false },
+          onRetry: r.onRetry,
+        },
+      ),
+    );
     expect(end).toMatchObject({ end: "settled", attempts: 4, last: { ok: true, value: "done" } });
     // Retry-After 0 waits the first backoff, an hour waits the cap, no hint: the exponential backoff (3rd: 400 → 200–400).
     expect(r.waitsMs).toEqual([100, 1000, 200]);
@@ -69,7 +82,11 @@ describe("retry", () => {
     const clock = new FakeClock();
     await expect(retry(async () => "at once", { policy, clock })).resolves.toBe("at once");
     const refused = new Error("400 bad request");
-    const end = await retryAttempts(async () => Promise.reject(refused), { policy, clock, verdict: () => ({ retry: false }) });
+    const end = await retryAttempts(async () => Promise.reject(refused), {
+      policy,
+      clock,
+      verdict: () => ({ retry: false }),
+    });
     expect(end).toEqual({ end: "settled", last: { ok: false, error: refused }, attempts: 1 });
     expect(clock.pendingSleeps).toBe(0);
   });
@@ -77,7 +94,10 @@ describe("retry", () => {
   it("gives up after maxAttempts with the last error", async () => {
     const clock = new FakeClock();
     const r = recorder(clock);
-    const run = retry(r.attempt(async (n) => Promise.reject(new Error(`fail ${n}`))), { policy, clock, random: whole, maxAttempts: 3, onRetry: r.onRetry });
+    const run = retry(
+      r.attempt(async (n) => Promise.reject(new Error(`fail ${n}`))),
+      { policy, clock, random: whole, maxAttempts: 3, onRetry: r.onRetry },
+    );
     await expect(drive(clock, run)).rejects.toThrow("fail 3");
     expect(r.startedAtMs).toEqual([0, 100, 300]);
   });
@@ -86,7 +106,13 @@ describe("retry", () => {
     const clock = new FakeClock();
     const r = recorder(clock);
     const deadlineMs = clock.monotonicMs() + 450;
-    const end = await drive(clock, retryAttempts(r.attempt(async () => Promise.reject(new Error("down"))), { policy, clock, random: whole, deadlineMs, onRetry: r.onRetry }));
+    const end = await drive(
+      clock,
+      retryAttempts(
+        r.attempt(async () => Promise.reject(new Error("down"))),
+        { policy, clock, random: whole, deadlineMs, onRetry: r.onRetry },
+      ),
+    );
     expect(end.end).toBe("exhausted");
     expect(r.waitsMs).toEqual([100, 200, 150]);
     expect(r.startedAtMs).toEqual([0, 100, 300, 450]);
@@ -96,7 +122,10 @@ describe("retry", () => {
     const clock = new FakeClock();
     const r = recorder(clock);
     const stop = new AbortController();
-    const run = retryAttempts(r.attempt(async () => Promise.reject(new Error("down"))), { policy, clock, random: whole, signal: stop.signal, onRetry: r.onRetry });
+    const run = retryAttempts(
+      r.attempt(async () => Promise.reject(new Error("down"))),
+      { policy, clock, random: whole, signal: stop.signal, onRetry: r.onRetry },
+    );
     await clock.advance(100);
     await flushAsync();
     expect(r.startedAtMs).toEqual([0, 100]);
@@ -107,7 +136,9 @@ describe("retry", () => {
     await expect(retry(async () => "never", { policy, clock, signal: stop.signal })).rejects.toThrow("stopping");
     const plain = new AbortController();
     plain.abort();
-    await expect(retry(async () => "never", { policy, clock, signal: plain.signal })).rejects.toMatchObject({ name: "AbortError" });
+    await expect(retry(async () => "never", { policy, clock, signal: plain.signal })).rejects.toMatchObject({
+      name: "AbortError",
+    });
   });
 
   it("an abort while an attempt is out ends the loop with that attempt: no retry announced, no wait begun", async () => {

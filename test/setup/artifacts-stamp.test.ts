@@ -25,8 +25,10 @@ describe("the package artifacts' input stamp", () => {
       "src/agent/sinks/notes.md": "# notes\n",
       "infra/linux/sef.service": "[Service]\n",
       "test/a.test.ts": "// a test\n",
-    })) write(file, text);
-    const git = (...args: string[]) => expect(spawnSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...args], { cwd: root }).status).toBe(0);
+    }))
+      write(file, text);
+    const git = (...args: string[]) =>
+      expect(spawnSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...args], { cwd: root }).status).toBe(0);
     git("init", "-q");
     git("add", "-A");
     git("commit", "-qm", "first");

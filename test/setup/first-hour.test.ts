@@ -16,25 +16,51 @@ afterAll(() => rmSync(clone, { recursive: true, force: true }), 600_000);
 
 /** A newcomer's environment: no npm script's variables, no SEF_* setting, no node_modules/.bin of this checkout on PATH. */
 const env: NodeJS.ProcessEnv = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(npm_|SEF_|VITEST|NODE_OPTIONS$|INIT_CWD$)/.test(name))),
-  PATH: (process.env.PATH ?? "").split(delimiter).filter((dir) => !dir.includes("node_modules")).join(delimiter),
+  ...Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(npm_|SEF_|VITEST|NODE_OPTIONS$|INIT_CWD$)/.test(name)),
+  ),
+  PATH: (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter((dir) => !dir.includes("node_modules"))
+    .join(delimiter),
 };
 
-function inClone(command: string, timeoutMs: number): { status: number | null; stdout: string; stderr: string; seconds: number } {
+function inClone(
+  command: string,
+  timeoutMs: number,
+): { status: number | null; stdout: string; stderr: string; seconds: number } {
   const startedMs = performance.now();
-  const result = spawnSync("sh", ["-c", command], { cwd: clone, env, encoding: "utf8", timeout: timeoutMs, maxBuffer: 1 << 26 });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr, seconds: Math.round((performance.now() - startedMs) / 100) / 10 };
+  const result = spawnSync("sh", ["-c", command], {
+    cwd: clone,
+    env,
+    encoding: "utf8",
+    timeout: timeoutMs,
+    maxBuffer: 1 << 26,
+  });
+  return {
+    status: result.status,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    seconds: Math.round((performance.now() - startedMs) / 100) / 10,
+  };
 }
 
 /** The commands of CONTRIBUTING.md's "The inner loop" block, comments stripped. */
 function innerLoop(): string[] {
   const text = readFileSync(join(clone, "CONTRIBUTING.md"), "utf8");
   const block = /## The inner loop[\s\S]*?```bash\n([\s\S]*?)```/.exec(text)?.[1] ?? "";
-  return block.split("\n").map((line) => line.replace(/\s+#\s.*$/, "").trim()).filter((line) => line !== "");
+  return block
+    .split("\n")
+    .map((line) => line.replace(/\s+#\s.*$/, "").trim())
+    .filter((line) => line !== "");
 }
 
 beforeAll(() => {
-  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: repoRoot, encoding: "utf8", maxBuffer: 1 << 26 });
+  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: repoRoot,
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+  });
   for (const file of listed.stdout.split("\0").filter((f) => f !== "" && existsSync(join(repoRoot, f)))) {
     mkdirSync(dirname(join(clone, file)), { recursive: true });
     cpSync(join(repoRoot, file), join(clone, file), { verbatimSymlinks: true });
@@ -46,7 +72,8 @@ beforeAll(() => {
 
 describe("a clean clone after npm ci", () => {
   it("has the sef, sef-testbed and sef-fleet commands: their --help, and sef --version", () => {
-    const version = (JSON.parse(readFileSync(join(repoRoot, "src/agent/package.json"), "utf8")) as { version: string }).version;
+    const version = (JSON.parse(readFileSync(join(repoRoot, "src/agent/package.json"), "utf8")) as { version: string })
+      .version;
     for (const [command, says] of [
       ["npx sef --help", /^Usage: sef \[options\] \[command\]/m],
       ["npx sef-testbed --help", /^Usage: sef-testbed \[options\] \[command\]/m],
@@ -69,13 +96,19 @@ describe("a clean clone after npm ci", () => {
     for (const [command, where] of elsewhere) {
       expect(commands, command).toContain(command);
       if (where.startsWith("test/")) expect(existsSync(join(repoRoot, where)), where).toBe(true);
-      else expect((JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { test: string } }).scripts.test).toContain(command);
+      else
+        expect(
+          (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { test: string } }).scripts
+            .test,
+        ).toContain(command);
     }
     const background = commands.filter((c) => c.endsWith("&"));
     const agent = commands.find((c) => c.startsWith("npx sef run "));
     expect(background).toHaveLength(1);
     expect(agent).toBeDefined();
-    for (const command of commands.slice(1).filter((c) => !elsewhere.has(c) && !background.includes(c) && c !== agent)) {
+    for (const command of commands
+      .slice(1)
+      .filter((c) => !elsewhere.has(c) && !background.includes(c) && c !== agent)) {
       const result = inClone(command, 600_000);
       expect(result.status, `${command}:\n${result.stdout.slice(-2000)}\n${result.stderr.slice(-2000)}`).toBe(0);
       console.log(`first hour: ${command} took ${result.seconds} s`);
@@ -87,14 +120,23 @@ describe("a clean clone after npm ci", () => {
 /** The simulator in the background and the agent in the foreground, as printed, until a transition arrives; Ctrl+C. */
 async function runAgentWithSimulator(simulator: string, agent: string): Promise<void> {
   const script = `ip link set lo up\n${simulator}\n${agent}\n`;
-  const child = spawn("unshare", ["--net", "sh", "-c", script], { cwd: clone, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("unshare", ["--net", "sh", "-c", script], {
+    cwd: clone,
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise((resolve) => child.once("close", resolve));
   try {
-    await waitUntil(() => stdout.includes('"RecordType":"Transition"'), 180_000, `a transition record on the agent's stdout\n${stderr.slice(-3000)}`);
+    await waitUntil(
+      () => stdout.includes('"RecordType":"Transition"'),
+      180_000,
+      `a transition record on the agent's stdout\n${stderr.slice(-3000)}`,
+    );
   } finally {
     process.kill(-child.pid!, "SIGINT"); // Ctrl+C: the terminal's foreground process group
     await exited;

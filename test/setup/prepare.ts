@@ -44,8 +44,13 @@ export function ensureSystemTools(): number {
     return 1;
   }
   say(`Debian tools: installing ${missing.map((p) => p.name).join(" ")} (apt-get update, then install)`);
-  if (!apt(["update", "-qq"]) || !apt(["install", "-y", "-qq", "--no-install-recommends", ...missing.map((p) => p.name)])) {
-    process.stderr.write(`prepare: apt-get failed; install these yourself, then run npm test again:\n  ${installCommand(missing)}\n`);
+  if (
+    !apt(["update", "-qq"]) ||
+    !apt(["install", "-y", "-qq", "--no-install-recommends", ...missing.map((p) => p.name)])
+  ) {
+    process.stderr.write(
+      `prepare: apt-get failed; install these yourself, then run npm test again:\n  ${installCommand(missing)}\n`,
+    );
     return 1;
   }
   const still = missingPackages();
@@ -63,16 +68,21 @@ export function ensureSystemTools(): number {
  * Its output goes to .package-cache/build.log; it ends with the set in place, or with the error in that log.
  */
 async function buildArtifactsInBackground(): Promise<void> {
-  const { backgroundBuildLog, claimBuild, currentTestArtifactsIfReady, inputsStamp } = await import("../package/artifacts.js");
+  const { backgroundBuildLog, claimBuild, currentTestArtifactsIfReady, inputsStamp } =
+    await import("../package/artifacts.js");
   if (currentTestArtifactsIfReady(say) !== undefined) return;
   mkdirSync(dirname(backgroundBuildLog), { recursive: true });
   const log = openSync(backgroundBuildLog, "w");
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--artifacts-only"], { stdio: ["ignore", log, log] });
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--artifacts-only"], {
+    stdio: ["ignore", log, log],
+  });
   closeSync(log);
   claimBuild(inputsStamp(), child.pid!);
   setPriority(child.pid!, 10);
   child.unref();
-  say(`package artifacts: building in the background at a lower priority (pid ${child.pid}, log ${relative(process.cwd(), backgroundBuildLog)}); the package tests wait for them`);
+  say(
+    `package artifacts: building in the background at a lower priority (pid ${child.pid}, log ${relative(process.cwd(), backgroundBuildLog)}); the package tests wait for them`,
+  );
 }
 
 async function main(args: readonly string[]): Promise<number> {

@@ -7,7 +7,8 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 export class ArtifactTestsLast extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const needsArtifacts = (file: TestSpecification): boolean => readFileSync(file.moduleId, "utf8").includes("linuxArtifacts(");
+    const needsArtifacts = (file: TestSpecification): boolean =>
+      readFileSync(file.moduleId, "utf8").includes("linuxArtifacts(");
     return [...sorted.filter((f) => !needsArtifacts(f)), ...sorted.filter(needsArtifacts)];
   }
 }

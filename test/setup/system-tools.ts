@@ -21,28 +21,62 @@ export interface SystemPackage {
 }
 
 export const systemPackages: readonly SystemPackage[] = [
-  { name: "git", usedBy: "packaging (SOURCE_DATE_EPOCH from the last commit) and test/deploy/shellcheck.test.ts (lists the scripts)", commands: ["git"] },
-  { name: "shellcheck", usedBy: "test/deploy/shellcheck.test.ts (every shell script), test/deploy/infra.test.ts", commands: ["shellcheck"] },
-  { name: "systemd", usedBy: "test/deploy/infra.test.ts (systemd-analyze verify of sef.service)", commands: ["systemd-analyze"] },
+  {
+    name: "git",
+    usedBy: "packaging (SOURCE_DATE_EPOCH from the last commit) and test/deploy/shellcheck.test.ts (lists the scripts)",
+    commands: ["git"],
+  },
+  {
+    name: "shellcheck",
+    usedBy: "test/deploy/shellcheck.test.ts (every shell script), test/deploy/infra.test.ts",
+    commands: ["shellcheck"],
+  },
+  {
+    name: "systemd",
+    usedBy: "test/deploy/infra.test.ts (systemd-analyze verify of sef.service)",
+    commands: ["systemd-analyze"],
+  },
   { name: "dpkg", usedBy: "packaging (.deb) and test/package/linux-packages.test.ts", commands: ["dpkg", "dpkg-deb"] },
   { name: "xz-utils", usedBy: "packaging (.tar.xz) and test/package/linux-packages.test.ts", commands: ["xz"] },
-  { name: "util-linux", usedBy: "unshare (throwaway roots, net namespaces) and setpriv (test/integration/data-dir.test.ts)", commands: ["unshare", "setpriv"] },
+  {
+    name: "util-linux",
+    usedBy: "unshare (throwaway roots, net namespaces) and setpriv (test/integration/data-dir.test.ts)",
+    commands: ["unshare", "setpriv"],
+  },
   { name: "rpm", usedBy: "packaging (.rpm) and test/package/linux-packages.test.ts", commands: ["rpm", "rpmbuild"] },
   { name: "wixl", usedBy: "test/package/windows-artifacts.test.ts (builds the MSI)", commands: ["wixl"] },
-  { name: "msitools", usedBy: "test/package/windows-artifacts.test.ts (reads the MSI)", commands: ["msiinfo", "msiextract"] },
+  {
+    name: "msitools",
+    usedBy: "test/package/windows-artifacts.test.ts (reads the MSI)",
+    commands: ["msiinfo", "msiextract"],
+  },
   { name: "podman", usedBy: "test/package/container-image.test.ts", commands: ["podman"] },
   { name: "runc", usedBy: "test/package/container-image.test.ts (podman's runtime)", commands: ["runc"] },
-  { name: "qemu-user", usedBy: "test/package/arm64-qemu.test.ts (runs the arm64 package's runtime)", commands: ["qemu-aarch64"] },
+  {
+    name: "qemu-user",
+    usedBy: "test/package/arm64-qemu.test.ts (runs the arm64 package's runtime)",
+    commands: ["qemu-aarch64"],
+  },
   {
     name: "python3-azure",
     usedBy: "test/interop/*-python.test.ts (Microsoft's Python clients)",
     pythonModules: ["azure.eventhub", "azure.identity", "azure.monitor.ingestion"],
   },
-  { name: "python3-uamqp", usedBy: "test/interop/eventhubs-python.test.ts (the C AMQP stack)", pythonModules: ["uamqp"] },
+  {
+    name: "python3-uamqp",
+    usedBy: "test/interop/eventhubs-python.test.ts (the C AMQP stack)",
+    pythonModules: ["uamqp"],
+  },
   ...(["libc6", "libgcc-s1", "libstdc++6"] as const).map((lib) => ({
     name: `${lib}-arm64-cross`,
     usedBy: "test/package/arm64-qemu.test.ts (the arm64 runtime's libraries, given to qemu-aarch64 with -L)",
-    files: [join(arm64SysrootDir, "lib", { libc6: "libc.so.6", "libgcc-s1": "libgcc_s.so.1", "libstdc++6": "libstdc++.so.6" }[lib])],
+    files: [
+      join(
+        arm64SysrootDir,
+        "lib",
+        { libc6: "libc.so.6", "libgcc-s1": "libgcc_s.so.1", "libstdc++6": "libstdc++.so.6" }[lib],
+      ),
+    ],
   })),
 ];
 
@@ -63,7 +97,10 @@ export function onPath(command: string, path: string = process.env.PATH ?? ""): 
 
 /** Whether Debian's Python imports every one of `modules`. */
 export function pythonImports(modules: readonly string[]): boolean {
-  const run = spawnSync(systemPython, ["-c", modules.map((m) => `import ${m}`).join("; ")], { stdio: "ignore", timeout: 60_000 });
+  const run = spawnSync(systemPython, ["-c", modules.map((m) => `import ${m}`).join("; ")], {
+    stdio: "ignore",
+    timeout: 60_000,
+  });
   return run.status === 0;
 }
 

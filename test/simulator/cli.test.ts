@@ -15,7 +15,8 @@ let scratchDir = "";
 beforeAll(() => {
   scratchDir = mkdtempSync(join(tmpdir(), "sef-simulate-cli-"));
   mainJs = join(repo, "src", "testbed", "dist", "cli.js");
-  if (!existsSync(mainJs)) throw new Error("the build did not produce src/testbed/dist/cli.js: run npm run build first");
+  if (!existsSync(mainJs))
+    throw new Error("the build did not produce src/testbed/dist/cli.js: run npm run build first");
 });
 
 afterAll(() => {
@@ -51,21 +52,30 @@ function run(args: string[]): Running {
 const listening = /^sef-testbed simulate listening on http:\/\/127\.0\.0\.1:(\d+)$/;
 
 describe("sef-testbed simulate (built CLI)", () => {
-  it.each(["SIGTERM", "SIGINT"] as const)("prints the listening line, serves the scenario, logs JSON on stderr and exits 0 on %s", async (signal) => {
-    const sim = run(["simulate", "--scenario", "live-migration", "--port", "0", "--speed", "6000"]);
-    const line = await sim.firstLine;
-    const port = Number(listening.exec(line)?.[1]);
-    expect(port).toBeGreaterThan(0);
-    const res = await request(`http://127.0.0.1:${port}/metadata/scheduledevents?api-version=2020-07-01`, { headers: { Metadata: "true" } });
-    expect(res.statusCode).toBe(200);
-    expect(await res.body.json()).toMatchObject({ DocumentIncarnation: 0, Events: [] });
-    sim.child.kill(signal);
-    expect(await sim.exit).toBe(0);
-    expect(sim.stdout).toEqual([line]);
-    const logs = sim.stderr().trim().split("\n").map((l) => JSON.parse(l) as { msg: string });
-    expect(logs.map((l) => l.msg)).toContain("simulator listening");
-    expect(logs.map((l) => l.msg)).toContain("simulator stopping");
-  });
+  it.each(["SIGTERM", "SIGINT"] as const)(
+    "prints the listening line, serves the scenario, logs JSON on stderr and exits 0 on %s",
+    async (signal) => {
+      const sim = run(["simulate", "--scenario", "live-migration", "--port", "0", "--speed", "6000"]);
+      const line = await sim.firstLine;
+      const port = Number(listening.exec(line)?.[1]);
+      expect(port).toBeGreaterThan(0);
+      const res = await request(`http://127.0.0.1:${port}/metadata/scheduledevents?api-version=2020-07-01`, {
+        headers: { Metadata: "true" },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(await res.body.json()).toMatchObject({ DocumentIncarnation: 0, Events: [] });
+      sim.child.kill(signal);
+      expect(await sim.exit).toBe(0);
+      expect(sim.stdout).toEqual([line]);
+      const logs = sim
+        .stderr()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { msg: string });
+      expect(logs.map((l) => l.msg)).toContain("simulator listening");
+      expect(logs.map((l) => l.msg)).toContain("simulator stopping");
+    },
+  );
 
   it("lists the built-in scenarios", async () => {
     const sim = run(["simulate", "--list"]);
@@ -76,8 +86,28 @@ describe("sef-testbed simulate (built CLI)", () => {
 
   it("plays a scenario file and exits 0 at its end with --exit-at-end", async () => {
     const file = join(scratchDir, "tiny.json");
-    writeFileSync(file, JSON.stringify({ name: "tiny", description: "d", speed: 100, durationSeconds: 20, steps: [{ at: 10, events: [{ EventId: "X", EventType: "Freeze", Resources: ["a"] }] }] }));
-    const sim = run(["simulate", "--scenario", file, "--port", "0", "--host", "127.0.0.1", "--start-on", "listen", "--exit-at-end"]);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        name: "tiny",
+        description: "d",
+        speed: 100,
+        durationSeconds: 20,
+        steps: [{ at: 10, events: [{ EventId: "X", EventType: "Freeze", Resources: ["a"] }] }],
+      }),
+    );
+    const sim = run([
+      "simulate",
+      "--scenario",
+      file,
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--start-on",
+      "listen",
+      "--exit-at-end",
+    ]);
     expect(await sim.firstLine).toMatch(listening);
     expect(await sim.exit).toBe(0);
     expect(sim.stderr()).toContain("scenario ended");
@@ -92,6 +122,16 @@ describe("sef-testbed simulate (built CLI)", () => {
     expect(badSpeed.stderr()).toContain("expected a positive number");
     const help = spawnSync(process.execPath, [mainJs, "simulate", "--help"], { encoding: "utf8" });
     expect(help.status).toBe(0);
-    for (const flag of ["--scenario", "--port", "--speed", "--host", "--loop", "--list", "--exit-at-end", "X-Sef-Sim-Vm"]) expect(help.stdout).toContain(flag);
+    for (const flag of [
+      "--scenario",
+      "--port",
+      "--speed",
+      "--host",
+      "--loop",
+      "--list",
+      "--exit-at-end",
+      "X-Sef-Sim-Vm",
+    ])
+      expect(help.stdout).toContain(flag);
   });
 });

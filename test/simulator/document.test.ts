@@ -1,6 +1,12 @@
 // Document rendering per api-version, RFC 1123 NotBefore, and the broken bodies served by faults.
 import { describe, expect, it } from "vitest";
-import { formatRfc1123, hugeBody, malformedBody, malformedVariants, renderDocument } from "../../src/testbed/simulator/document.js";
+import {
+  formatRfc1123,
+  hugeBody,
+  malformedBody,
+  malformedVariants,
+  renderDocument,
+} from "../../src/testbed/simulator/document.js";
 import type { LiveEvent } from "../../src/testbed/simulator/timeline.js";
 
 const notBeforeMs = Date.UTC(2022, 3, 11, 22, 26, 58, 700);
@@ -47,8 +53,14 @@ describe("renderDocument", () => {
     expect(keys("2019-04-01")).toEqual([...base, "Description"]);
     expect(keys("2019-08-01")).toEqual([...base, "Description", "EventSource"]);
     expect(keys("2020-07-01")).toEqual([...base, "Description", "EventSource", "DurationInSeconds"]);
-    expect(renderDocument({ incarnation: 1, events: [scheduled] }, "2017-03-01").Events[0]?.Resources).toEqual(["_WestNO_0", "_WestNO_1"]);
-    expect(renderDocument({ incarnation: 1, events: [scheduled] }, "2017-08-01").Events[0]?.Resources).toEqual(["WestNO_0", "WestNO_1"]);
+    expect(renderDocument({ incarnation: 1, events: [scheduled] }, "2017-03-01").Events[0]?.Resources).toEqual([
+      "_WestNO_0",
+      "_WestNO_1",
+    ]);
+    expect(renderDocument({ incarnation: 1, events: [scheduled] }, "2017-08-01").Events[0]?.Resources).toEqual([
+      "WestNO_0",
+      "WestNO_1",
+    ]);
   });
 
   it("writes NotBefore as an empty string once Started", () => {

@@ -21,7 +21,11 @@ async function pollThrough(name: string, speedFactor: number): Promise<{ agent: 
   while (Date.now() < endMs) {
     const started = Date.now();
     try {
-      const res = await request(`${sim.url}/metadata/scheduledevents?api-version=2020-07-01`, { headers: { Metadata: "true" }, headersTimeout: 1000, bodyTimeout: 1000 });
+      const res = await request(`${sim.url}/metadata/scheduledevents?api-version=2020-07-01`, {
+        headers: { Metadata: "true" },
+        headersTimeout: 1000,
+        bodyTimeout: 1000,
+      });
       const text = await res.body.text();
       if (res.statusCode !== 200 || text.length > 1024 * 1024) throw new Error(`status ${res.statusCode}`);
       const doc = JSON.parse(text) as ImdsDocument;
@@ -29,7 +33,12 @@ async function pollThrough(name: string, speedFactor: number): Promise<{ agent: 
       const nowMs = Date.now();
       agent.document(
         doc.DocumentIncarnation,
-        doc.Events.map((e) => ({ EventId: e.EventId, EventStatus: e.EventStatus as "Scheduled" | "Started", Resources: e.Resources, notBeforeMs: e.NotBefore ? Date.parse(e.NotBefore) : null })),
+        doc.Events.map((e) => ({
+          EventId: e.EventId,
+          EventStatus: e.EventStatus as "Scheduled" | "Started",
+          Resources: e.Resources,
+          notBeforeMs: e.NotBefore ? Date.parse(e.NotBefore) : null,
+        })),
         nowMs,
       );
     } catch {

@@ -30,7 +30,8 @@ export class ReferenceAgent {
   }
 
   document(incarnation: number, events: readonly PolledEvent[], nowMs: number): void {
-    const affects = (resources: string[]): boolean => resources.some((r) => r.toLowerCase() === this.vmName.toLowerCase());
+    const affects = (resources: string[]): boolean =>
+      resources.some((r) => r.toLowerCase() === this.vmName.toLowerCase());
     if (incarnation !== this.lastIncarnation) {
       this.lastIncarnation = incarnation;
       const present = new Set<string>();
@@ -38,14 +39,25 @@ export class ReferenceAgent {
         present.add(event.EventId);
         const before = this.known.get(event.EventId);
         if (before?.status !== event.EventStatus) {
-          this.records.push({ EventId: event.EventId, EventStatus: event.EventStatus, PreviousStatus: before?.status ?? "", AffectsThisVm: affects(event.Resources), ObservationGap: this.gap });
+          this.records.push({
+            EventId: event.EventId,
+            EventStatus: event.EventStatus,
+            PreviousStatus: before?.status ?? "",
+            AffectsThisVm: affects(event.Resources),
+            ObservationGap: this.gap,
+          });
         }
-        this.known.set(event.EventId, { status: event.EventStatus, notBeforeMs: event.notBeforeMs, resources: event.Resources });
+        this.known.set(event.EventId, {
+          status: event.EventStatus,
+          notBeforeMs: event.notBeforeMs,
+          resources: event.Resources,
+        });
       }
       for (const [id, before] of this.known) {
         if (present.has(id)) continue;
         this.known.delete(id);
-        const ranUnseen = before.status === "Scheduled" && this.gap && before.notBeforeMs !== null && before.notBeforeMs <= nowMs;
+        const ranUnseen =
+          before.status === "Scheduled" && this.gap && before.notBeforeMs !== null && before.notBeforeMs <= nowMs;
         this.records.push({
           EventId: id,
           EventStatus: before.status === "Started" || ranUnseen ? "Completed" : "Canceled",
@@ -60,7 +72,10 @@ export class ReferenceAgent {
 }
 
 /** Records a continuously polling agent emits for `vmName`, polling the pure timeline every `pollIntervalMs` of wall time. */
-export function referenceRecords(scenario: Scenario, options: { pollIntervalMs: number; vmName?: string; speed?: number }): ExpectedRecord[] {
+export function referenceRecords(
+  scenario: Scenario,
+  options: { pollIntervalMs: number; vmName?: string; speed?: number },
+): ExpectedRecord[] {
   const agent = new ReferenceAgent(options.vmName ?? scenario.vm.name);
   const timeline = new Timeline(scenario, { speed: options.speed });
   const startMs = 1_700_000_000_000;
@@ -78,4 +93,5 @@ export function referenceRecords(scenario: Scenario, options: { pollIntervalMs: 
   return agent.records;
 }
 
-export const sortRecords = (records: readonly ExpectedRecord[]): string[] => records.map((r) => JSON.stringify(r)).sort();
+export const sortRecords = (records: readonly ExpectedRecord[]): string[] =>
+  records.map((r) => JSON.stringify(r)).sort();

@@ -28,8 +28,6 @@ const required = [
   "fault-huge-body",
 ];
 
-
-
 /** Wall-clock ms between consecutive document changes (and from start to the first one) at the default speed. */
 function changeSpacingMs(scenario: Scenario): number[] {
   const tl = new Timeline(scenario);
@@ -46,12 +44,15 @@ describe("built-in scenarios", () => {
     for (const scenario of listScenarios()) expect(listScenarioNames()).toContain(scenario.name);
   });
 
-  it.each(listScenarioNames())("%s: expect matches the record contract for a continuous poller (100 ms and 250 ms)", (name) => {
-    const scenario = loadScenario(name);
-    const wanted = sortRecords(scenario.expect);
-    expect(sortRecords(referenceRecords(scenario, { pollIntervalMs: 100 }))).toEqual(wanted);
-    expect(sortRecords(referenceRecords(scenario, { pollIntervalMs: 250 }))).toEqual(wanted);
-  });
+  it.each(listScenarioNames())(
+    "%s: expect matches the record contract for a continuous poller (100 ms and 250 ms)",
+    (name) => {
+      const scenario = loadScenario(name);
+      const wanted = sortRecords(scenario.expect);
+      expect(sortRecords(referenceRecords(scenario, { pollIntervalMs: 100 }))).toEqual(wanted);
+      expect(sortRecords(referenceRecords(scenario, { pollIntervalMs: 250 }))).toEqual(wanted);
+    },
+  );
 
   it.each(listScenarioNames())("%s: short at its default speed, every document lasting at least ~1 s", (name) => {
     const scenario = loadScenario(name);
@@ -62,7 +63,10 @@ describe("built-in scenarios", () => {
 
   it("fault scenarios carry events and at least one fault", () => {
     for (const scenario of listScenarios().filter((s) => s.name.startsWith("fault-"))) {
-      expect(scenario.steps.some((s) => s.fault), scenario.name).toBe(true);
+      expect(
+        scenario.steps.some((s) => s.fault),
+        scenario.name,
+      ).toBe(true);
       expect(scenario.expect.length, scenario.name).toBeGreaterThan(0);
     }
   });
@@ -70,7 +74,9 @@ describe("built-in scenarios", () => {
   it("the reference poller sees the neighbour event as not affecting this VM, and would as WestNO_1", () => {
     const scenario = loadScenario("neighbour-event");
     expect(referenceRecords(scenario, { pollIntervalMs: 100 }).every((r) => !r.AffectsThisVm)).toBe(true);
-    expect(referenceRecords(scenario, { pollIntervalMs: 100, vmName: "westno_1" }).every((r) => r.AffectsThisVm)).toBe(true);
+    expect(referenceRecords(scenario, { pollIntervalMs: 100, vmName: "westno_1" }).every((r) => r.AffectsThisVm)).toBe(
+      true,
+    );
   });
 });
 
@@ -126,10 +132,18 @@ describe("scenario loading and validation", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-scenario-"));
     const file = join(dir, "mine.json");
     writeFileSync(file, JSON.stringify({ name: "mine", description: "d", durationSeconds: 1, steps: [] }));
-    expect(loadScenario(file)).toMatchObject({ name: "mine", speed: 1, startedForSeconds: 600, vm: { name: "WestNO_0" }, expect: [] });
+    expect(loadScenario(file)).toMatchObject({
+      name: "mine",
+      speed: 1,
+      startedForSeconds: 600,
+      vm: { name: "WestNO_0" },
+      expect: [],
+    });
     writeFileSync(join(dir, "broken.json"), "{ not json");
     expect(() => loadScenario(join(dir, "broken.json"))).toThrow(/is not valid JSON/);
     expect(() => loadScenario(join(dir, "missing.json"))).toThrow(/does not exist/);
-    expect(() => loadScenario("no-such-scenario")).toThrow(/unknown scenario "no-such-scenario"; built-in scenarios: .*live-migration/);
+    expect(() => loadScenario("no-such-scenario")).toThrow(
+      /unknown scenario "no-such-scenario"; built-in scenarios: .*live-migration/,
+    );
   });
 });

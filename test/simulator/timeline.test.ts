@@ -32,11 +32,22 @@ describe("Timeline", () => {
     tl.advance(t0 + 10_000);
     const scheduled = tl.snapshot();
     expect(scheduled.incarnation).toBe(1);
-    expect(scheduled.events[0]).toMatchObject({ EventId: "E1", EventStatus: "Scheduled", EventType: "Freeze", notBeforeMs: t0 + 110_000, EventSource: "Platform", DurationInSeconds: -1 });
+    expect(scheduled.events[0]).toMatchObject({
+      EventId: "E1",
+      EventStatus: "Scheduled",
+      EventType: "Freeze",
+      notBeforeMs: t0 + 110_000,
+      EventSource: "Platform",
+      DurationInSeconds: -1,
+    });
     tl.advance(t0 + 25_000);
     expect(tl.incarnation).toBe(1);
     tl.advance(t0 + 30_000);
-    expect(tl.snapshot().events[0]).toMatchObject({ EventStatus: "Started", startedAtMs: t0 + 30_000, EventType: "Freeze" });
+    expect(tl.snapshot().events[0]).toMatchObject({
+      EventStatus: "Started",
+      startedAtMs: t0 + 30_000,
+      EventType: "Freeze",
+    });
     expect(tl.incarnation).toBe(2);
     tl.advance(t0 + 60_000);
     expect(tl.snapshot()).toEqual({ incarnation: 3, events: [] });
@@ -85,7 +96,10 @@ describe("Timeline", () => {
     );
     tl.start(t0);
     expect(tl.approve(["E1", "nope"], t0 + 10_000)).toEqual(["started", "unknown"]);
-    expect(tl.snapshot()).toMatchObject({ incarnation: 2, events: [{ EventStatus: "Started", startedAtMs: t0 + 10_000 }] });
+    expect(tl.snapshot()).toMatchObject({
+      incarnation: 2,
+      events: [{ EventStatus: "Started", startedAtMs: t0 + 10_000 }],
+    });
     expect(tl.approve(["E1"], t0 + 11_000)).toEqual(["already-started"]);
     expect(tl.incarnation).toBe(2);
     tl.advance(t0 + 39_999);
@@ -122,7 +136,9 @@ describe("Timeline", () => {
     expect(tl.replaceEvents([freeze], t0)).toBe(1);
     expect(tl.replaceEvents([{ EventId: "E1" }], t0 + 1)).toBe(2);
     expect(tl.snapshot().events[0]?.EventType).toBe("Freeze");
-    expect(() => tl.replaceEvents([{ EventId: "E9" }], t0 + 2)).toThrow(/Events\[0\]\.EventType: required on the first appearance/);
+    expect(() => tl.replaceEvents([{ EventId: "E9" }], t0 + 2)).toThrow(
+      /Events\[0\]\.EventType: required on the first appearance/,
+    );
     expect(tl.replaceEvents([], t0 + 3)).toBe(3);
     expect(tl.snapshot().events).toEqual([]);
   });
@@ -171,7 +187,15 @@ describe("Timeline", () => {
   });
 
   it("skip moves scenario time forward, pending NotBefore included", () => {
-    const tl = new Timeline(scenario({ speed: 10, steps: [{ at: 0, events: [freeze] }, { at: 500, events: [] }] }));
+    const tl = new Timeline(
+      scenario({
+        speed: 10,
+        steps: [
+          { at: 0, events: [freeze] },
+          { at: 500, events: [] },
+        ],
+      }),
+    );
     tl.start(t0);
     expect(tl.snapshot().events[0]?.notBeforeMs).toBe(t0 + 10_000);
     tl.fastForward(100, t0);

@@ -7,7 +7,12 @@ import { MessagingError } from "@azure/event-hubs";
 import { RestError, createHttpHeaders } from "@azure/core-rest-pipeline";
 import { AggregateLogsUploadError } from "@azure/monitor-ingestion";
 import { classifySendError, serverBusyRetryAfterMs } from "../../src/agent/sinks/eventhubs/classify.js";
-import { groupByPartitionKey, partitionForKey, partitionKeyOf, toEventData } from "../../src/agent/sinks/eventhubs/encode.js";
+import {
+  groupByPartitionKey,
+  partitionForKey,
+  partitionKeyOf,
+  toEventData,
+} from "../../src/agent/sinks/eventhubs/encode.js";
 import { classifyAppendError } from "../../src/agent/sinks/jsonl/classify.js";
 import { jsonLines as jsonlLines } from "../../src/agent/sinks/jsonl/encode.js";
 import { classifyWriteError } from "../../src/agent/sinks/stdout/classify.js";
@@ -30,33 +35,55 @@ function messagingError(code: string, message = "boom"): MessagingError {
 
 describe("Event Hubs: classifySendError", () => {
   it("asks for the service's server-busy pause, and gives no hint for anything else", () => {
-    expect(classifySendError(messagingError("ServerBusyError", "busy"))).toEqual({ kind: "retryable", reason: "ServerBusyError: busy", retryAfterMs: serverBusyRetryAfterMs });
-    expect(classifySendError(messagingError("OperationTimeoutError", "slow"))).toEqual({ kind: "retryable", reason: "OperationTimeoutError: slow" });
-    expect(classifySendError(messagingError("MessageTooLargeError", "big"))).toEqual({ kind: "reject-record", reason: "MessageTooLargeError: big" });
+    expect(classifySendError(messagingError("ServerBusyError", "busy"))).toEqual({
+      kind: "retryable",
+      reason: "ServerBusyError: busy",
+      retryAfterMs: serverBusyRetryAfterMs,
+    });
+    expect(classifySendError(messagingError("OperationTimeoutError", "slow"))).toEqual({
+      kind: "retryable",
+      reason: "OperationTimeoutError: slow",
+    });
+    expect(classifySendError(messagingError("MessageTooLargeError", "big"))).toEqual({
+      kind: "reject-record",
+      reason: "MessageTooLargeError: big",
+    });
   });
 
   it("says what to check when not authorized", () => {
     expect(classifySendError(messagingError("UnauthorizedError", "no claim"))).toEqual({
       kind: "retryable",
-      reason: 'not authorized to send (check the credential and its "Azure Event Hubs Data Sender" role): UnauthorizedError: no claim',
+      reason:
+        'not authorized to send (check the credential and its "Azure Event Hubs Data Sender" role): UnauthorizedError: no claim',
     });
   });
 
   it("takes only the SDK's MessagingErrors by their code; anything else thrown is retried, described as it is", () => {
     const plain = Object.assign(new Error("not the SDK's"), { code: "MessageTooLargeError" });
     expect(classifySendError(plain)).toEqual({ kind: "retryable", reason: "MessageTooLargeError: not the SDK's" });
-    expect(classifySendError(Object.assign(new Error("odd"), { code: 7 }))).toEqual({ kind: "retryable", reason: "Error: odd" });
+    expect(classifySendError(Object.assign(new Error("odd"), { code: 7 }))).toEqual({
+      kind: "retryable",
+      reason: "Error: odd",
+    });
     expect(classifySendError(null)).toEqual({ kind: "retryable", reason: "null" });
     expect(classifySendError(undefined)).toEqual({ kind: "retryable", reason: "undefined" });
     expect(classifySendError("socket closed")).toEqual({ kind: "retryable", reason: "socket closed" });
-    expect(classifySendError(new AggregateError([], "every attempt failed"))).toEqual({ kind: "retryable", reason: "AggregateError: every attempt failed" });
+    expect(classifySendError(new AggregateError([], "every attempt failed"))).toEqual({
+      kind: "retryable",
+      reason: "AggregateError: every attempt failed",
+    });
   });
 });
 
 describe("Event Hubs: encode", () => {
   it("gives a record without EventStatus or EventType empty properties, never the field names of another record", () => {
     const record = heartbeat(0);
-    expect(toEventData(entries([record])[0]!).properties).toEqual({ RecordType: "Heartbeat", EventStatus: "", EventType: "", VmId: record.VmId });
+    expect(toEventData(entries([record])[0]!).properties).toEqual({
+      RecordType: "Heartbeat",
+      EventStatus: "",
+      EventType: "",
+      VmId: record.VmId,
+    });
   });
 
   it("keys a record by VmId when the configured field is empty, and leaves it unkeyed when VmId is empty too", () => {
@@ -77,7 +104,11 @@ describe("Event Hubs: encode", () => {
     const ids = ["0", "1"];
     // K0, K1 and K4 go to partition 0; K2 to partition 1.
     expect(["K0", "K1", "K2", "K4"].map((k) => partitionForKey(k, ids))).toEqual(["0", "0", "1", "0"]);
-    const groups = groupByPartitionKey(entries(["K0", "K2", "K1", "K4"].map((k, i) => transition(k, "Scheduled", i))), "EventId", ids);
+    const groups = groupByPartitionKey(
+      entries(["K0", "K2", "K1", "K4"].map((k, i) => transition(k, "Scheduled", i))),
+      "EventId",
+      ids,
+    );
     expect(groups.map((g) => [g.partitionId, g.partitionKey, g.indexes])).toEqual([
       ["0", undefined, [0, 2, 3]],
       ["1", undefined, [1]],
@@ -97,27 +128,52 @@ describe("jsonl and stdout sinks", () => {
     }
   });
   it("retry a failed write, saying what failed", () => {
-    expect(classifyAppendError("/data/records.jsonl", new Error("ENOSPC: no space left on device"))).toEqual({ kind: "retry", reason: "cannot append to /data/records.jsonl: ENOSPC: no space left on device" });
+    expect(classifyAppendError("/data/records.jsonl", new Error("ENOSPC: no space left on device"))).toEqual({
+      kind: "retry",
+      reason: "cannot append to /data/records.jsonl: ENOSPC: no space left on device",
+    });
     expect(classifyWriteError(new Error("EPIPE"))).toEqual({ kind: "retry", reason: "stdout write failed: EPIPE" });
   });
 });
 
-function restError(status: number, h: Record<string, string> = {}, code?: string, message = `status ${status}`): RestError {
-  return new RestError(message, { statusCode: status, ...(code ? { code } : {}), response: { status, headers: createHttpHeaders(h), request: undefined as never } });
+function restError(
+  status: number,
+  h: Record<string, string> = {},
+  code?: string,
+  message = `status ${status}`,
+): RestError {
+  return new RestError(message, {
+    statusCode: status,
+    ...(code ? { code } : {}),
+    response: { status, headers: createHttpHeaders(h), request: undefined as never },
+  });
 }
 
 describe("Log Analytics: classifyUploadError", () => {
   it("describes what it got: the status and the service's code when there are, the error's name or a plain value otherwise", () => {
-    expect(classifyUploadError(restError(500, {}, undefined, "oops"), nowMs)).toEqual({ kind: "retry", reason: "HTTP 500: oops", statusCode: 500 });
+    expect(classifyUploadError(restError(500, {}, undefined, "oops"), nowMs)).toEqual({
+      kind: "retry",
+      reason: "HTTP 500: oops",
+      statusCode: 500,
+    });
     expect(classifyUploadError(new Error("reset"), nowMs)).toEqual({ kind: "retry", reason: "Error: reset" });
-    expect(classifyUploadError(Object.assign(new Error("odd"), { code: 5 }), nowMs)).toEqual({ kind: "retry", reason: "Error: odd" });
+    expect(classifyUploadError(Object.assign(new Error("odd"), { code: 5 }), nowMs)).toEqual({
+      kind: "retry",
+      reason: "Error: odd",
+    });
     expect(classifyUploadError({ message: "no name" }, nowMs)).toEqual({ kind: "retry", reason: "Error: no name" });
     expect(classifyUploadError("just text", nowMs)).toEqual({ kind: "retry", reason: "Error: just text" });
-    expect(classifyUploadError(Object.assign(restError(502, {}, undefined, "bad gateway"), { code: 12 }), nowMs)).toEqual({ kind: "retry", reason: "HTTP 502: bad gateway", statusCode: 502 });
+    expect(
+      classifyUploadError(Object.assign(restError(502, {}, undefined, "bad gateway"), { code: 12 }), nowMs),
+    ).toEqual({ kind: "retry", reason: "HTTP 502: bad gateway", statusCode: 502 });
   });
 
   it("takes a hint only from 429 and 503", () => {
-    expect(classifyUploadError(restError(500, { "retry-after": "2" }), nowMs)).toEqual({ kind: "retry", reason: "HTTP 500: status 500", statusCode: 500 });
+    expect(classifyUploadError(restError(500, { "retry-after": "2" }), nowMs)).toEqual({
+      kind: "retry",
+      reason: "HTTP 500: status 500",
+      statusCode: 500,
+    });
     expect(classifyUploadError(restError(503, { "retry-after": "2" }), nowMs)).toMatchObject({ retryAfterMs: 2000 });
   });
 
@@ -146,7 +202,9 @@ describe("Log Analytics: the stale-record warning", () => {
   });
   it("says the time will be replaced up to 48 h exactly, and has been past it", () => {
     expect(oldestUndeliveredAgeWarning(nowMs, ago(48 * hour))?.message).toMatch(/past 48 h Log Analytics will replace/);
-    expect(oldestUndeliveredAgeWarning(nowMs, ago(48 * hour + 1))?.message).toMatch(/replaces a TimeGenerated older than 48 h/);
+    expect(oldestUndeliveredAgeWarning(nowMs, ago(48 * hour + 1))?.message).toMatch(
+      /replaces a TimeGenerated older than 48 h/,
+    );
   });
 });
 
@@ -171,13 +229,21 @@ describe("webhook: classifyResponse", () => {
     expect(classifyResponse(300, undefined, "", nowMs).kind).toBe("retryable");
   });
   it("retries 408, 429 and 5xx with the hint when given (and no hint property otherwise), reasons with the body on one line", () => {
-    expect(classifyResponse(503, "3", "  down \n for now ", nowMs)).toEqual({ kind: "retryable", reason: "HTTP 503: down for now", retryAfterMs: 3000 });
+    expect(classifyResponse(503, "3", "  down \n for now ", nowMs)).toEqual({
+      kind: "retryable",
+      reason: "HTTP 503: down for now",
+      retryAfterMs: 3000,
+    });
     const bare = classifyResponse(429, undefined, "   ", nowMs);
     expect(bare).toEqual({ kind: "retryable", reason: "HTTP 429" });
     expect("retryAfterMs" in bare).toBe(false);
   });
   it("keeps records for an operator on 401/403 and on a redirect it did not follow (3xx), splits on 413, dead-letters other 4xx", () => {
-    expect(classifyResponse(401, undefined, "", nowMs)).toEqual({ kind: "retryable", reason: "HTTP 401 (check the webhook headers/credentials)", needsOperator: true });
+    expect(classifyResponse(401, undefined, "", nowMs)).toEqual({
+      kind: "retryable",
+      reason: "HTTP 401 (check the webhook headers/credentials)",
+      needsOperator: true,
+    });
     for (const status of [300, 302, 399]) {
       expect(classifyResponse(status, undefined, "", nowMs)).toEqual({
         kind: "retryable",
@@ -199,7 +265,9 @@ describe("webhook: classifyResponse", () => {
 describe("webhook: redirectTarget", () => {
   it("follows only a 307 or 308 to the same origin", () => {
     expect(redirectTarget(307, "/next", "http://127.0.0.1:8080/hook")?.href).toBe("http://127.0.0.1:8080/next");
-    expect(redirectTarget(308, "http://127.0.0.1:8080/other", "http://127.0.0.1:8080/hook")?.href).toBe("http://127.0.0.1:8080/other");
+    expect(redirectTarget(308, "http://127.0.0.1:8080/other", "http://127.0.0.1:8080/hook")?.href).toBe(
+      "http://127.0.0.1:8080/other",
+    );
     expect(redirectTarget(301, "/next", "http://127.0.0.1:8080/hook")).toBeUndefined();
     expect(redirectTarget(302, "/next", "http://127.0.0.1:8080/hook")).toBeUndefined();
     expect(redirectTarget(307, "http://127.0.0.1:8081/hook", "http://127.0.0.1:8080/hook")).toBeUndefined();
@@ -223,7 +291,11 @@ describe("webhook: planChunks", () => {
           const batch = jsons.map(entryOf);
           const chunks = planChunks(batch, maxBytes, maxRecords);
           // Every record once, in order.
-          expect(chunks.flatMap((c) => (c.kind === "body" ? Array.from({ length: c.end - c.start }, (_, k) => c.start + k) : [c.index]))).toEqual(batch.map((_, i) => i));
+          expect(
+            chunks.flatMap((c) =>
+              c.kind === "body" ? Array.from({ length: c.end - c.start }, (_, k) => c.start + k) : [c.index],
+            ),
+          ).toEqual(batch.map((_, i) => i));
           chunks.forEach((c, n) => {
             if (c.kind === "oversize") {
               expect(c.bytes).toBe(bytes(jsons[c.index]!) + 2);

@@ -22,7 +22,11 @@ function linesOf(path: string): unknown[] {
 
 function entries(count: number, padBytes: number, firstSeq = 1): OutboxEntry[] {
   return Array.from({ length: count }, (_, i) => {
-    const record = { RecordId: `r-${firstSeq + i}`, RecordType: "Heartbeat", Pad: "x".repeat(padBytes) } as unknown as SefRecord;
+    const record = {
+      RecordId: `r-${firstSeq + i}`,
+      RecordType: "Heartbeat",
+      Pad: "x".repeat(padBytes),
+    } as unknown as SefRecord;
     return { seq: firstSeq + i, record, json: JSON.stringify(record) };
   });
 }
@@ -46,9 +50,27 @@ describe("jsonl sink: torn lines", () => {
     expect(readFileSync(file, "utf8").endsWith("\n")).toBe(false);
 
     const sim = await startSimulator({ scenario: "idle" });
-    const agent = runCli(["run", "--imds-url", sim.url, "--poll-interval-ms", "200", "--data-dir", join(dir, "data"), "--sink", `jsonl:${file}`, "--heartbeat-interval-ms", "3600000", "--metrics-port", "0"]);
+    const agent = runCli([
+      "run",
+      "--imds-url",
+      sim.url,
+      "--poll-interval-ms",
+      "200",
+      "--data-dir",
+      join(dir, "data"),
+      "--sink",
+      `jsonl:${file}`,
+      "--heartbeat-interval-ms",
+      "3600000",
+      "--metrics-port",
+      "0",
+    ]);
     try {
-      await waitUntil(() => readFileSync(file, "utf8").includes('"RecordType":"Heartbeat"'), 15_000, "the heartbeat in the file");
+      await waitUntil(
+        () => readFileSync(file, "utf8").includes('"RecordType":"Heartbeat"'),
+        15_000,
+        "the heartbeat in the file",
+      );
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");
@@ -82,7 +104,9 @@ describe("jsonl sink: torn lines", () => {
       rmSync(filler);
       expect(new Set((await sink.send(entries(60, 1000, 11))).map((o) => o.kind))).toEqual(new Set(["delivered"]));
       await sink.close();
-      expect((linesOf(file) as Array<{ RecordId: string }>).map((r) => r.RecordId)).toEqual(Array.from({ length: 70 }, (_, i) => `r-${i + 1}`));
+      expect((linesOf(file) as Array<{ RecordId: string }>).map((r) => r.RecordId)).toEqual(
+        Array.from({ length: 70 }, (_, i) => `r-${i + 1}`),
+      );
     } finally {
       execFileSync("umount", [mountPoint]);
       rmSync(mountPoint, { recursive: true, force: true });

@@ -14,7 +14,13 @@ import { propertyParams } from "../helpers/seed.js";
 import pino from "pino";
 import { emptyCollectorState, type CollectorState, type EmittedKey } from "../../src/agent/collector/state.js";
 import { eventIdOfKey } from "../../src/agent/collector/emitted-keys.js";
-import { applyDocument, applyPollFailure, resumeAfterRestart, type CollectContext, type EmittedToRecall } from "../../src/agent/collector/transitions.js";
+import {
+  applyDocument,
+  applyPollFailure,
+  resumeAfterRestart,
+  type CollectContext,
+  type EmittedToRecall,
+} from "../../src/agent/collector/transitions.js";
 import { Store } from "../../src/agent/store/store.js";
 import { Outbox } from "../../src/agent/delivery/outbox.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
@@ -31,15 +37,28 @@ const t0 = Date.parse("2026-11-23T10:00:00Z");
 const vm = { ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" };
 const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 0 };
 /** What the collect stage hands the collector (config above, no clock step). */
-const ctx = (nowMs: number): CollectContext => ({ nowMs, vm, agentVersion: "t", gapThresholdMs: 10_000, emittedRetentionMs: 0 });
+const ctx = (nowMs: number): CollectContext => ({
+  nowMs,
+  vm,
+  agentVersion: "t",
+  gapThresholdMs: 10_000,
+  emittedRetentionMs: 0,
+});
 
 /** Table `emitted` and the outbox's records as a second connection reads them. */
 function tables(path: string): { emitted: Map<string, EmittedKey>; records: SefRecord[] } {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    const rows = db.prepare("SELECT key, emitted_ms, ended_ms FROM emitted").all() as Array<{ key: string; emitted_ms: number; ended_ms: number | null }>;
+    const rows = db.prepare("SELECT key, emitted_ms, ended_ms FROM emitted").all() as Array<{
+      key: string;
+      emitted_ms: number;
+      ended_ms: number | null;
+    }>;
     const records = db.prepare("SELECT json FROM outbox ORDER BY seq").all() as Array<{ json: string }>;
-    return { emitted: new Map(rows.map((r) => [r.key, { emittedMs: r.emitted_ms, endedMs: r.ended_ms }])), records: records.map((r) => JSON.parse(r.json) as SefRecord) };
+    return {
+      emitted: new Map(rows.map((r) => [r.key, { emittedMs: r.emitted_ms, endedMs: r.ended_ms }])),
+      records: records.map((r) => JSON.parse(r.json) as SefRecord),
+    };
   } finally {
     db.close();
   }
@@ -51,15 +70,34 @@ function openAgent(dir: string, clock: { nowMs: number }): { store: Store; colle
   const outbox = Outbox.open(store);
   const logger = pino({ level: "silent" });
   const metrics = new AgentMetrics();
-  const commit = new CommitStage({ outbox, deadLetters: new DeadLetterFile(join(dir, "dead-letter")), metrics, logger, clock: { ...systemClock, now: () => clock.nowMs }, maxOutboxBytes: 1 << 30 });
+  const commit = new CommitStage({
+    outbox,
+    deadLetters: new DeadLetterFile(join(dir, "dead-letter")),
+    metrics,
+    logger,
+    clock: { ...systemClock, now: () => clock.nowMs },
+    maxOutboxBytes: 1 << 30,
+  });
   const recallEmitted = (wanted: EmittedToRecall) => store.emittedKeysOf(wanted);
-  const collect = new CollectStage(store.loadCollectorState(), { config, commit, vm: () => vm, agentVersion: "t", metrics, logger, recallEmitted });
+  const collect = new CollectStage(store.loadCollectorState(), {
+    config,
+    commit,
+    vm: () => vm,
+    agentVersion: "t",
+    metrics,
+    logger,
+    recallEmitted,
+  });
   return { store, collect };
 }
 
 /** Ingests documents one second apart into whichever collect stage `agent()` returns (the agent may be reopened). */
-function documentsInto(agent: () => { collect: CollectStage }, clock: { nowMs: number }): (incarnation: number, ...events: ImdsEvent[]) => boolean {
-  return (incarnation, ...events) => agent().collect.ingest({ DocumentIncarnation: incarnation, Events: events }, (clock.nowMs += 1000), 0);
+function documentsInto(
+  agent: () => { collect: CollectStage },
+  clock: { nowMs: number },
+): (incarnation: number, ...events: ImdsEvent[]) => boolean {
+  return (incarnation, ...events) =>
+    agent().collect.ingest({ DocumentIncarnation: incarnation, Events: events }, (clock.nowMs += 1000), 0);
 }
 
 const event = (id: string, status: "Scheduled" | "Started"): ImdsEvent => ({
@@ -82,7 +120,11 @@ const malformed = (index: number, eventId: string | null, variant: number): Malf
 });
 
 type Step =
-  | { kind: "doc"; events: Array<{ id: string; status: "Scheduled" | "Started" }>; malformed: Array<{ id: string | null; variant: number }> }
+  | {
+      kind: "doc";
+      events: Array<{ id: string; status: "Scheduled" | "Started" }>;
+      malformed: Array<{ id: string | null; variant: number }>;
+    }
   | { kind: "failedCommit" }
   | { kind: "fail" }
   | { kind: "restart" }
@@ -94,8 +136,14 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     weight: 8,
     arbitrary: fc.record({
       kind: fc.constant("doc" as const),
-      events: fc.uniqueArray(fc.record({ id: idArb, status: fc.constantFrom("Scheduled" as const, "Started" as const) }), { selector: (e) => e.id.toLowerCase(), maxLength: 3 }),
-      malformed: fc.array(fc.record({ id: fc.option(fc.constantFrom("e1", "e5")), variant: fc.integer({ min: 0, max: 1 }) }), { maxLength: 1 }),
+      events: fc.uniqueArray(
+        fc.record({ id: idArb, status: fc.constantFrom("Scheduled" as const, "Started" as const) }),
+        { selector: (e) => e.id.toLowerCase(), maxLength: 3 },
+      ),
+      malformed: fc.array(
+        fc.record({ id: fc.option(fc.constantFrom("e1", "e5")), variant: fc.integer({ min: 0, max: 1 }) }),
+        { maxLength: 1 },
+      ),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: "failedCommit" as const }) },
@@ -129,9 +177,14 @@ describe("emitted keys between memory and the store", () => {
               if (model.lastSuccessMs !== null) model = resumeAfterRestart(model);
             } else if (step.kind === "failedCommit") {
               // The store refuses the collector's write: the document changes nothing, in memory or on disk.
-              const document: ScheduledEventsDocument = { DocumentIncarnation: ++incarnation, Events: [event("e4", "Started")] };
+              const document: ScheduledEventsDocument = {
+                DocumentIncarnation: ++incarnation,
+                Events: [event("e4", "Started")],
+              };
               const expected = applyDocument(model, document, ctx(clock.nowMs));
-              agent.store.database.exec("CREATE TEMP TRIGGER refuse BEFORE INSERT ON meta WHEN NEW.key = 'collector' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+              agent.store.database.exec(
+                "CREATE TEMP TRIGGER refuse BEFORE INSERT ON meta WHEN NEW.key = 'collector' BEGIN SELECT RAISE(ABORT, 'refused'); END",
+              );
               try {
                 if (expected.changed) expect(() => agent.collect.ingest(document, clock.nowMs, 0)).toThrow(/refused/);
                 else expect(agent.collect.ingest(document, clock.nowMs, 0)).toBe(false);
@@ -184,12 +237,24 @@ describe("emitted keys between memory and the store", () => {
       agent.store.close();
       agent = openAgent(dir, clock);
       expect(agent.collect.state.emitted.size).toBe(0); // the restart loaded no key of an event not tracked
-      const plan = agent.store.database.prepare("EXPLAIN QUERY PLAN DELETE FROM emitted WHERE ended_ms < ?").all(0) as Array<{ detail: string }>;
-      expect(plan.map((p) => p.detail).join(" ")).toMatch(/USING COVERING INDEX emitted_by_end|USING INDEX emitted_by_end/);
+      const plan = agent.store.database
+        .prepare("EXPLAIN QUERY PLAN DELETE FROM emitted WHERE ended_ms < ?")
+        .all(0) as Array<{ detail: string }>;
+      expect(plan.map((p) => p.detail).join(" ")).toMatch(
+        /USING COVERING INDEX emitted_by_end|USING INDEX emitted_by_end/,
+      );
       for (let i = 1; i <= 20; i++) {
         clock.nowMs += 60 * 60_000; // an hour: 60 of the old keys expire at each change
-        expect(agent.collect.ingest({ DocumentIncarnation: i, Events: [event(`n${i}`, "Scheduled"), event(`n${i - 1}`, "Started")] }, clock.nowMs, 0)).toBe(true);
-        expect([...agent.collect.state.emitted].map(([key]) => key).sort()).toEqual([`n${i - 1}|Scheduled`, `n${i - 1}|Started`, `n${i}|Scheduled`].filter((k) => k !== "n0|Scheduled").sort());
+        expect(
+          agent.collect.ingest(
+            { DocumentIncarnation: i, Events: [event(`n${i}`, "Scheduled"), event(`n${i - 1}`, "Started")] },
+            clock.nowMs,
+            0,
+          ),
+        ).toBe(true);
+        expect([...agent.collect.state.emitted].map(([key]) => key).sort()).toEqual(
+          [`n${i - 1}|Scheduled`, `n${i - 1}|Started`, `n${i}|Scheduled`].filter((k) => k !== "n0|Scheduled").sort(),
+        );
       }
       const { emitted } = tables(agent.store.path);
       const expired = Math.ceil((clock.nowMs - t0) / 60_000); // old key i ended at t0 - 7 days + i minutes
@@ -215,7 +280,9 @@ describe("emitted keys between memory and the store", () => {
       agent = openAgent(dir, clock);
       ingest(3, event("A", "Started"), event("B", "Scheduled"));
       ingest(4);
-      const statuses = tables(agent.store.path).records.map((r) => `${(r as { EventId: string }).EventId}:${(r as { EventStatus: string }).EventStatus}`);
+      const statuses = tables(agent.store.path).records.map(
+        (r) => `${(r as { EventId: string }).EventId}:${(r as { EventStatus: string }).EventStatus}`,
+      );
       expect(statuses).toEqual(["A:Started", "A:Completed", "B:Scheduled", "B:Canceled"]);
     } finally {
       agent.store.close();

@@ -23,16 +23,41 @@ describe("ledger commands", () => {
     const store = openOutbox({ dataDir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["webhook", "stdout"]);
     store.append([record(1), record(2), record(3)], Date.now() - 60_000);
-    store.applyOutcomes("stdout", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), Date.now());
-    store.applyOutcomes("webhook", [{ seq: 1, kind: "rejected", reason: "HTTP 400: bad" }, { seq: 2, kind: "delivered" }], Date.now());
+    store.applyOutcomes(
+      "stdout",
+      [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })),
+      Date.now(),
+    );
+    store.applyOutcomes(
+      "webhook",
+      [
+        { seq: 1, kind: "rejected", reason: "HTTP 400: bad" },
+        { seq: 2, kind: "delivered" },
+      ],
+      Date.now(),
+    );
     const agentLock = acquireDataDir(dataDir); // this test process plays the running agent: it holds the data directory
 
     const status = await sef("outbox", "status", "--data-dir", dataDir, "--json");
     expect(status.code, status.stderr).toBe(0);
     const parsed = JSON.parse(status.stdout) as { sinks: Array<Record<string, unknown>> };
     expect(parsed.sinks).toEqual([
-      { sink: "stdout", pending: 0, oldestPendingAgeSeconds: null, deadLettered: 0, delivered: 3, lastDelivery: expect.any(String) },
-      { sink: "webhook", pending: 1, oldestPendingAgeSeconds: expect.any(Number), deadLettered: 1, delivered: 1, lastDelivery: expect.any(String) },
+      {
+        sink: "stdout",
+        pending: 0,
+        oldestPendingAgeSeconds: null,
+        deadLettered: 0,
+        delivered: 3,
+        lastDelivery: expect.any(String),
+      },
+      {
+        sink: "webhook",
+        pending: 1,
+        oldestPendingAgeSeconds: expect.any(Number),
+        deadLettered: 1,
+        delivered: 1,
+        lastDelivery: expect.any(String),
+      },
     ]);
     expect(parsed.sinks[1]!["oldestPendingAgeSeconds"]).toBeGreaterThanOrEqual(59);
     const table = await sef("outbox", "status", "--data-dir", dataDir);
@@ -40,13 +65,26 @@ describe("ledger commands", () => {
 
     const list = await sef("dead-letter", "list", "--data-dir", dataDir, "--sink", "webhook");
     expect(list.code, list.stderr).toBe(0);
-    expect(list.stdout.trim().split("\n").map((l) => JSON.parse(l))).toEqual([
-      expect.objectContaining({ sink: "webhook", seq: 1, recordId: "rid-1", reason: "HTTP 400: bad", record: expect.objectContaining({ RecordId: "rid-1" }) }),
+    expect(
+      list.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      expect.objectContaining({
+        sink: "webhook",
+        seq: 1,
+        recordId: "rid-1",
+        reason: "HTTP 400: bad",
+        record: expect.objectContaining({ RecordId: "rid-1" }),
+      }),
     ]);
 
     const refused = await sef("dead-letter", "replay", "--data-dir", dataDir);
     expect(refused.code).toBe(75);
-    expect(refused.stderr).toMatch(new RegExp(`refusing to replay while an agent holds .*in use by another sef \\(pid ${process.pid}\\)`));
+    expect(refused.stderr).toMatch(
+      new RegExp(`refusing to replay while an agent holds .*in use by another sef \\(pid ${process.pid}\\)`),
+    );
     expect(store.deadLetters()).toHaveLength(1);
 
     agentLock.release();
@@ -68,8 +106,24 @@ describe("ledger commands", () => {
     store.registerSinks(["webhook", "loganalytics"]);
     store.append([record(1), record(2), record(3), record(4)], Date.now());
     const tenDaysAgo = Date.now() - 10 * 86_400_000;
-    store.applyOutcomes("webhook", [{ seq: 1, kind: "rejected", reason: "HTTP 400: bad" }, { seq: 2, kind: "rejected", reason: "HTTP 413: too large" }, { seq: 3, kind: "delivered" }], tenDaysAgo);
-    store.applyOutcomes("loganalytics", [{ seq: 1, kind: "delivered" }, { seq: 2, kind: "delivered" }, { seq: 3, kind: "rejected", reason: "HTTP 400: column" }], Date.now());
+    store.applyOutcomes(
+      "webhook",
+      [
+        { seq: 1, kind: "rejected", reason: "HTTP 400: bad" },
+        { seq: 2, kind: "rejected", reason: "HTTP 413: too large" },
+        { seq: 3, kind: "delivered" },
+      ],
+      tenDaysAgo,
+    );
+    store.applyOutcomes(
+      "loganalytics",
+      [
+        { seq: 1, kind: "delivered" },
+        { seq: 2, kind: "delivered" },
+        { seq: 3, kind: "rejected", reason: "HTTP 400: column" },
+      ],
+      Date.now(),
+    );
     const bytesBefore = store.bytesInOutbox;
     const agentLock = acquireDataDir(dataDir);
 
@@ -86,7 +140,11 @@ describe("ledger commands", () => {
     // Only the webhook's 400 (ten days old): record 1 is then needed by no sink and leaves the outbox.
     const first = await sef("dead-letter", "purge", "--data-dir", dataDir, "--older-than-days", "7", "--reason", "400");
     expect(first.code, first.stderr).toBe(0);
-    const firstOut = JSON.parse(first.stdout) as { purged: number; bySink: Record<string, number>; outboxBytes: number };
+    const firstOut = JSON.parse(first.stdout) as {
+      purged: number;
+      bySink: Record<string, number>;
+      outboxBytes: number;
+    };
     expect(firstOut).toMatchObject({ purged: 1, bySink: { webhook: 1 } });
     expect(firstOut.outboxBytes).toBeLessThan(bytesBefore);
     // The Log Analytics 400 is recent: not older than 7 days.

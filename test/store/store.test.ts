@@ -24,9 +24,15 @@ const earlierStoreSql = readFileSync(join(import.meta.dirname, "fixtures", "stor
 function contents(path: string): { schema: string[]; rows: Record<string, unknown[]> } {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    const objects = db.prepare("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name").all() as Array<{ type: string; name: string; sql: string }>;
+    const objects = db
+      .prepare("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name")
+      .all() as Array<{ type: string; name: string; sql: string }>;
     const rows: Record<string, unknown[]> = {};
-    for (const o of objects.filter((x) => x.type === "table")) rows[o.name] = db.prepare(`SELECT * FROM "${o.name}" ORDER BY 1, 2`).all().map((r) => ({ ...r }));
+    for (const o of objects.filter((x) => x.type === "table"))
+      rows[o.name] = db
+        .prepare(`SELECT * FROM "${o.name}" ORDER BY 1, 2`)
+        .all()
+        .map((r) => ({ ...r }));
     return { schema: objects.map((o) => `${o.type} ${o.name}: ${o.sql.replace(/\s+/g, " ")}`), rows };
   } finally {
     db.close();
@@ -38,7 +44,9 @@ function contents(path: string): { schema: string[]; rows: Record<string, unknow
  * (src/agent/actions/action-ledger-v1.ts): the holds table and the actions' `gated` column. The only change allowed.
  */
 function withoutActionLedgerUpgrade(schema: string[]): string[] {
-  return schema.filter((entry) => !entry.startsWith("table action_holds:")).map((entry) => entry.replace(", gated INTEGER NOT NULL DEFAULT 0)", ")"));
+  return schema
+    .filter((entry) => !entry.startsWith("table action_holds:"))
+    .map((entry) => entry.replace(", gated INTEGER NOT NULL DEFAULT 0)", ")"));
 }
 
 const record = (i: number, pad = 0): HeartbeatRecord =>
@@ -55,7 +63,20 @@ describe("Store", () => {
     const state = emptyCollectorState();
     state.lastIncarnation = 4;
     state.lastSuccessMs = 123;
-    state.events.set("a", { status: "Started", lastSeenMs: 5, fields: { EventId: "A", EventType: "Reboot", ResourceType: "VirtualMachine", Resources: ["x"], NotBefore: null, Description: "", EventSource: "", DurationInSeconds: -1 } });
+    state.events.set("a", {
+      status: "Started",
+      lastSeenMs: 5,
+      fields: {
+        EventId: "A",
+        EventType: "Reboot",
+        ResourceType: "VirtualMachine",
+        Resources: ["x"],
+        NotBefore: null,
+        Description: "",
+        EventSource: "",
+        DurationInSeconds: -1,
+      },
+    });
     state.emitted.set("a|Started", { emittedMs: 5, endedMs: null });
     const entries = store.commitDocument(state, [record(1), record(2)], 1000);
     expect(entries.map((e) => e.seq)).toEqual([1, 2]);
@@ -85,8 +106,19 @@ describe("Store", () => {
     const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["a", "b"]);
     store.append([record(1), record(2), record(3)], 1);
-    store.applyOutcomes("a", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), 10);
-    store.applyOutcomes("b", [{ seq: 1, kind: "delivered" }, { seq: 2, kind: "retry", reason: "busy", nextAttemptMs: 500 }], 10);
+    store.applyOutcomes(
+      "a",
+      [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })),
+      10,
+    );
+    store.applyOutcomes(
+      "b",
+      [
+        { seq: 1, kind: "delivered" },
+        { seq: 2, kind: "retry", reason: "busy", nextAttemptMs: 500 },
+      ],
+      10,
+    );
     expect(store.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3]);
     expect(store.depth("b")).toEqual({ records: 2, oldestCreatedMs: 1 });
     expect(store.depth("a").records).toBe(0);
@@ -100,7 +132,9 @@ describe("Store", () => {
     expect(store.parkedSinks()).toEqual([{ sink: "b", pending: 2, deadLettered: 0 }]);
     expect(store.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3]);
     const lines: string[] = [];
-    expect(store.dropSink("b", "given up", (items) => lines.push(...items.map((i) => `${i.sink}:${i.seq}:${i.reason}`)))).toEqual({ sink: "b", pending: 2, deadLettered: 0 });
+    expect(
+      store.dropSink("b", "given up", (items) => lines.push(...items.map((i) => `${i.sink}:${i.seq}:${i.reason}`))),
+    ).toEqual({ sink: "b", pending: 2, deadLettered: 0 });
     expect(lines).toEqual(["b:2:given up", "b:3:given up"]);
     expect(store.parkedSinks()).toEqual([]);
     expect(store.readAfter(0, 10)).toEqual([]);
@@ -112,7 +146,11 @@ describe("Store", () => {
     const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["webhook", "stdout"]);
     store.append([record(1), record(2), record(3)], 1);
-    store.applyOutcomes("stdout", [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })), 5);
+    store.applyOutcomes(
+      "stdout",
+      [1, 2, 3].map((seq) => ({ seq, kind: "delivered" as const })),
+      5,
+    );
     store.applyOutcomes("webhook", [{ seq: 1, kind: "rejected", reason: "HTTP 400" }], 5);
     expect(store.registerSinks(["stdout"])).toEqual([]);
     expect(store.parkedSinks()).toEqual([{ sink: "webhook", pending: 2, deadLettered: 1 }]);
@@ -138,27 +176,53 @@ describe("Store", () => {
 
   it("applies any set of deliveries exactly, whether few runs of consecutive records or many scattered ones", () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 120 }), { maxLength: 120 }), fc.boolean(), (delivered, retryOthers) => {
-        const d = mkdtempSync(join(tmpdir(), "sef-store-runs-"));
-        const store = openOutbox({ dataDir: d, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
-        try {
-          store.registerSinks(["a", "b"]);
-          store.append(Array.from({ length: 120 }, (_, i) => record(i + 1, 10)), 1);
-          // The others have a retry pending for "a" (not due): a range delete must not take them along.
-          const others = Array.from({ length: 120 }, (_, i) => i + 1).filter((seq) => !delivered.includes(seq));
-          if (retryOthers) store.applyOutcomes("a", others.map((seq) => ({ seq, kind: "retry" as const, reason: "busy", nextAttemptMs: 1e12 })), 5);
-          store.applyOutcomes("b", Array.from({ length: 60 }, (_, i) => ({ seq: 2 * i + 1, kind: "delivered" as const })), 5);
-          expect(store.applyOutcomes("a", delivered.map((seq) => ({ seq, kind: "delivered" as const })), 10).delivered).toBe(delivered.length);
-          expect(store.depth("a").records).toBe(others.length);
-          expect(store.due("a", 200, 2e12).map((e) => e.seq)).toEqual(others);
-          // A record leaves the outbox once neither sink needs it: delivered to "a" and odd (delivered to "b").
-          expect(store.readAfter(0, 200).map((e) => e.seq)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1).filter((seq) => !(delivered.includes(seq) && seq % 2 === 1)));
-          expect(store.bytesInOutbox).toBe(store.readAfter(0, 200).reduce((n, e) => n + Buffer.byteLength(e.json), 0));
-        } finally {
-          store.close();
-          rmSync(d, { recursive: true, force: true });
-        }
-      }),
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 1, max: 120 }), { maxLength: 120 }),
+        fc.boolean(),
+        (delivered, retryOthers) => {
+          const d = mkdtempSync(join(tmpdir(), "sef-store-runs-"));
+          const store = openOutbox({ dataDir: d, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
+          try {
+            store.registerSinks(["a", "b"]);
+            store.append(
+              Array.from({ length: 120 }, (_, i) => record(i + 1, 10)),
+              1,
+            );
+            // The others have a retry pending for "a" (not due): a range delete must not take them along.
+            const others = Array.from({ length: 120 }, (_, i) => i + 1).filter((seq) => !delivered.includes(seq));
+            if (retryOthers)
+              store.applyOutcomes(
+                "a",
+                others.map((seq) => ({ seq, kind: "retry" as const, reason: "busy", nextAttemptMs: 1e12 })),
+                5,
+              );
+            store.applyOutcomes(
+              "b",
+              Array.from({ length: 60 }, (_, i) => ({ seq: 2 * i + 1, kind: "delivered" as const })),
+              5,
+            );
+            expect(
+              store.applyOutcomes(
+                "a",
+                delivered.map((seq) => ({ seq, kind: "delivered" as const })),
+                10,
+              ).delivered,
+            ).toBe(delivered.length);
+            expect(store.depth("a").records).toBe(others.length);
+            expect(store.due("a", 200, 2e12).map((e) => e.seq)).toEqual(others);
+            // A record leaves the outbox once neither sink needs it: delivered to "a" and odd (delivered to "b").
+            expect(store.readAfter(0, 200).map((e) => e.seq)).toEqual(
+              Array.from({ length: 120 }, (_, i) => i + 1).filter((seq) => !(delivered.includes(seq) && seq % 2 === 1)),
+            );
+            expect(store.bytesInOutbox).toBe(
+              store.readAfter(0, 200).reduce((n, e) => n + Buffer.byteLength(e.json), 0),
+            );
+          } finally {
+            store.close();
+            rmSync(d, { recursive: true, force: true });
+          }
+        },
+      ),
       propertyParams(3401, 60),
     );
   });
@@ -182,8 +246,22 @@ describe("Store", () => {
     const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     store.registerSinks(["a", "b"]);
     store.append([record(1), record(2)], 1);
-    store.applyOutcomes("a", [{ seq: 1, kind: "rejected", reason: "HTTP 400: bad column" }, { seq: 2, kind: "delivered" }], 5);
-    store.applyOutcomes("b", [{ seq: 1, kind: "rejected", reason: "HTTP 413" }, { seq: 2, kind: "delivered" }], 5);
+    store.applyOutcomes(
+      "a",
+      [
+        { seq: 1, kind: "rejected", reason: "HTTP 400: bad column" },
+        { seq: 2, kind: "delivered" },
+      ],
+      5,
+    );
+    store.applyOutcomes(
+      "b",
+      [
+        { seq: 1, kind: "rejected", reason: "HTTP 413" },
+        { seq: 2, kind: "delivered" },
+      ],
+      5,
+    );
     expect(() => store.applyOutcomes("b", [{ seq: 1, kind: "rejected", reason: " " }], 5)).toThrow(/reason/);
     expect(store.deadLetters().map((d) => [d.sink, d.recordId, d.reason])).toEqual([
       ["a", "r1", "HTTP 400: bad column"],
@@ -192,7 +270,10 @@ describe("Store", () => {
     expect(store.replayDeadLetters({ reasonContains: "400" })).toEqual(new Map([["a", 1]]));
     expect(store.replayDeadLetters({ reasonContains: "400" })).toEqual(new Map());
     expect(store.due("a", 10, 0).map((e) => e.record.RecordId)).toEqual(["r1"]);
-    expect(store.status().map((s) => [s.sink, s.pending, s.deadLettered])).toEqual([["a", 1, 0], ["b", 0, 1]]);
+    expect(store.status().map((s) => [s.sink, s.pending, s.deadLettered])).toEqual([
+      ["a", 1, 0],
+      ["b", 0, 1],
+    ]);
     expect(store.readAfter(0, 10)).toHaveLength(1); // the same outbox row: no copy
     store.close();
   });
@@ -209,8 +290,16 @@ describe("Store", () => {
     const deadLetters = new DeadLetterFile(join(dir, "dead-letter"));
     const counts = store.evictOverCap(deadLetters, 41);
     const lines = (sink: string): Array<{ record: { RecordId: string } }> =>
-      existsSync(deadLetters.pathFor(sink)) ? readFileSync(deadLetters.pathFor(sink), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
-    const written = [...lines("slow").map((l) => `slow:${Number(l.record.RecordId.slice(1)) + 1}`), ...lines("fast").map((l) => `fast:${Number(l.record.RecordId.slice(1)) + 1}`)];
+      existsSync(deadLetters.pathFor(sink))
+        ? readFileSync(deadLetters.pathFor(sink), "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l))
+        : [];
+    const written = [
+      ...lines("slow").map((l) => `slow:${Number(l.record.RecordId.slice(1)) + 1}`),
+      ...lines("fast").map((l) => `fast:${Number(l.record.RecordId.slice(1)) + 1}`),
+    ];
     expect(store.isEvictionBlocked()).toBe(false);
     expect(written[0]).toBe("slow:1");
     expect(written).not.toContain("fast:1");
@@ -227,14 +316,26 @@ describe("Store", () => {
     store.registerSinks(["gone", "here"]);
     for (let i = 0; i < 15; i++) store.append([record(i, 50_000)], i);
     store.registerSinks(["here"]);
-    store.applyOutcomes("here", Array.from({ length: 15 }, (_, i) => ({ seq: i + 1, kind: "delivered" as const })), 20);
+    store.applyOutcomes(
+      "here",
+      Array.from({ length: 15 }, (_, i) => ({ seq: i + 1, kind: "delivered" as const })),
+      20,
+    );
     expect(store.bytesInOutbox).toBeGreaterThan(700_000); // held for the parked sink alone
     for (let i = 15; i < 30; i++) store.append([record(i, 50_000)], i);
     const deadLetters = new DeadLetterFile(join(dir, "dead-letter"));
     const counts = store.evictOverCap(deadLetters, 40);
     const lines = (sink: string): Array<{ record: { RecordId: string } }> =>
-      existsSync(deadLetters.pathFor(sink)) ? readFileSync(deadLetters.pathFor(sink), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
-    const written = [...lines("gone").map((l) => `gone:${Number(l.record.RecordId.slice(1)) + 1}`), ...lines("here").map((l) => `here:${Number(l.record.RecordId.slice(1)) + 1}`)];
+      existsSync(deadLetters.pathFor(sink))
+        ? readFileSync(deadLetters.pathFor(sink), "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l))
+        : [];
+    const written = [
+      ...lines("gone").map((l) => `gone:${Number(l.record.RecordId.slice(1)) + 1}`),
+      ...lines("here").map((l) => `here:${Number(l.record.RecordId.slice(1)) + 1}`),
+    ];
     expect(written[0]).toBe("gone:1");
     expect(counts.get("gone")!.pending).toBe(written.filter((w) => w.startsWith("gone:")).length);
     expect(store.parkedSinks()).toEqual([{ sink: "gone", pending: 15 - counts.get("gone")!.pending, deadLettered: 0 }]);
@@ -268,13 +369,20 @@ describe("Store", () => {
       CREATE TABLE cursors (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
       INSERT INTO cursors VALUES ('a', 1), ('b', 2);
     `);
-    for (let i = 1; i <= 3; i++) db.prepare("INSERT INTO outbox(record_id, record_type, json, created_ms) VALUES (?, 'Heartbeat', ?, ?)").run(`r${i}`, JSON.stringify(record(i)), i);
+    for (let i = 1; i <= 3; i++)
+      db.prepare("INSERT INTO outbox(record_id, record_type, json, created_ms) VALUES (?, 'Heartbeat', ?, ?)").run(
+        `r${i}`,
+        JSON.stringify(record(i)),
+        i,
+      );
     db.close();
     const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
     expect(store.due("a", 10, 0).map((e) => e.seq)).toEqual([2, 3]);
     expect(store.due("b", 10, 0).map((e) => e.seq)).toEqual([3]);
     expect(store.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3]);
-    expect(store.bytesInOutbox).toBe(Buffer.byteLength(JSON.stringify(record(2))) + Buffer.byteLength(JSON.stringify(record(3))));
+    expect(store.bytesInOutbox).toBe(
+      Buffer.byteLength(JSON.stringify(record(2))) + Buffer.byteLength(JSON.stringify(record(3))),
+    );
     store.close();
   });
 
@@ -286,11 +394,18 @@ describe("Store", () => {
     const before = contents(path);
     const store = openOutbox({ dataDir: dir, checkpointInWorker: false });
     const actions = ActionLedger.open(store.opened);
-    expect(store.opened.loadVmIdentity()).toMatchObject({ VmName: "WestNO_0", VmScaleSetName: "WestNO", Tags: { env: "prod" } });
+    expect(store.opened.loadVmIdentity()).toMatchObject({
+      VmName: "WestNO_0",
+      VmScaleSetName: "WestNO",
+      Tags: { env: "prod" },
+    });
     const collector = store.opened.loadCollectorState();
     expect([...collector.events.keys()]).toEqual(["f1xture0-0000-4000-8000-000000000002"]);
     expect(collector.lastIncarnation).toBe(2);
-    expect(endpointMemoryIn(store.opened.meta).load()).toEqual({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), source: "link-local" });
+    expect(endpointMemoryIn(store.opened.meta).load()).toEqual({
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      source: "link-local",
+    });
     expect(store.status()).toMatchObject([
       { sink: "jsonl:/var/log/sef/records.jsonl", pending: 0, delivered: 3 },
       { sink: "webhook", pending: 3, delivered: 0 },
@@ -300,7 +415,9 @@ describe("Store", () => {
       "F1XTURE0-0000-4000-8000-000000000002",
       "F1XTURE0-0000-4000-8000-000000000001",
     ]);
-    expect(actions.withStatus("running").map((a) => a.actionKey)).toEqual(["hook:f1xture0-0000-4000-8000-000000000001:Scheduled:prepare"]);
+    expect(actions.withStatus("running").map((a) => a.actionKey)).toEqual([
+      "hook:f1xture0-0000-4000-8000-000000000001:Scheduled:prepare",
+    ]);
     store.close();
     const after = contents(path);
     expect(after.schema).not.toEqual(before.schema);
@@ -312,7 +429,16 @@ describe("Store", () => {
       ...rows,
       deliveries: rows.deliveries!.map((d) => ({ ...(d as object), next_attempt_ms: 0 })),
       actions: rows.actions!.map((a) => ({ ...(a as object), gated: 0 })),
-      action_holds: [{ event_key: "f1xture0-0000-4000-8000-000000000001", holder: prepareHook, may_approve: 0, reason: "", verdict: "", updated_ms: expect.any(Number) }],
+      action_holds: [
+        {
+          event_key: "f1xture0-0000-4000-8000-000000000001",
+          holder: prepareHook,
+          may_approve: 0,
+          reason: "",
+          verdict: "",
+          updated_ms: expect.any(Number),
+        },
+      ],
     });
     expect(after.rows).toEqual(dueAtOpen(before.rows));
   });

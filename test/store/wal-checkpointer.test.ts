@@ -35,7 +35,12 @@ describe("WAL checkpoint worker", () => {
     writeRows(db, 2000);
     const sizeBefore = statSync(path).size;
     const errors: string[] = [];
-    const checkpointer = new WalCheckpointer({ path, everyBytes: 1_000_000, idleExitMs: 300, onError: (r) => errors.push(r) });
+    const checkpointer = new WalCheckpointer({
+      path,
+      everyBytes: 1_000_000,
+      idleExitMs: 300,
+      onError: (r) => errors.push(r),
+    });
     checkpointer.noteWritten(400_000);
     expect(checkpointer.running).toBe(false); // under the threshold: nothing started
     checkpointer.noteWritten(700_000);
@@ -60,7 +65,13 @@ describe("WAL checkpoint worker", () => {
     let nowMs = 0;
     const errors: string[] = [];
     // The worker outlives the steps below (close() ends it).
-    const options = { path, everyBytes: 1_000_000, idleExitMs: 10_000, now: () => nowMs, onError: (r: string) => errors.push(r) };
+    const options = {
+      path,
+      everyBytes: 1_000_000,
+      idleExitMs: 10_000,
+      now: () => nowMs,
+      onError: (r: string) => errors.push(r),
+    };
     const checkpointer = new WalCheckpointer({ ...options, checkpointHere: () => passiveCheckpoint(db) });
     writeRows(db, 2000);
     const sizeBefore = statSync(path).size;
@@ -111,7 +122,13 @@ describe("WAL checkpoint worker", () => {
   it("checkpoints a run of small commits on the agent's thread, however fast they come; joined writes are not commits", async () => {
     const { path, db } = walDatabase();
     const nowMs = 0; // no time passes: by bytes this would be a backlog
-    const checkpointer = new WalCheckpointer({ path, everyCommits: 3, idleExitMs: 10_000, now: () => nowMs, checkpointHere: () => passiveCheckpoint(db) });
+    const checkpointer = new WalCheckpointer({
+      path,
+      everyCommits: 3,
+      idleExitMs: 10_000,
+      now: () => nowMs,
+      checkpointHere: () => passiveCheckpoint(db),
+    });
     writeRows(db, 500);
     const sizeBefore = statSync(path).size;
     checkpointer.noteWritten(1_000);
@@ -151,7 +168,11 @@ describe("WAL checkpoint worker", () => {
 
   it("gives the worker up after three failures; the store's own checkpoint remains", async () => {
     const errors: string[] = [];
-    const checkpointer = new WalCheckpointer({ path: join(tmpdir(), "sef-no-such-dir", "x", "test.db"), everyBytes: 1, onError: (r) => errors.push(r) });
+    const checkpointer = new WalCheckpointer({
+      path: join(tmpdir(), "sef-no-such-dir", "x", "test.db"),
+      everyBytes: 1,
+      onError: (r) => errors.push(r),
+    });
     for (let i = 0; i < 6; i++) {
       checkpointer.noteWritten(10);
       await waitUntil(() => !checkpointer.running, 10_000, "the failing worker to end");
@@ -168,14 +189,20 @@ describe("WAL checkpoint worker", () => {
     const backlog = transitionBacklog(6000).map((e) => e.record);
     store.append(backlog, Date.now());
     const due = store.due("s", 3000, Number.MAX_SAFE_INTEGER);
-    store.applyOutcomes("s", due.map((e) => ({ seq: e.seq, kind: "delivered" as const })), Date.now());
+    store.applyOutcomes(
+      "s",
+      due.map((e) => ({ seq: e.seq, kind: "delivered" as const })),
+      Date.now(),
+    );
     // ~6 MB appended, ~3 MB freed: one checkpoint, and one more asked for while it ran.
     expect(store.opened.checkpointer?.counts!.requested).toBe(1);
     await waitUntil(() => store.opened.checkpointer?.counts!.completed === 2, 10_000, "two completed checkpoints");
     expect(store.depth("s").records).toBe(3000);
     store.close();
     const reopened = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30, checkpointInWorker: false });
-    expect(reopened.due("s", 10_000, Number.MAX_SAFE_INTEGER).map((e) => e.record.RecordId)).toEqual(backlog.slice(3000).map((r) => r.RecordId));
+    expect(reopened.due("s", 10_000, Number.MAX_SAFE_INTEGER).map((e) => e.record.RecordId)).toEqual(
+      backlog.slice(3000).map((r) => r.RecordId),
+    );
     reopened.close();
   });
 });

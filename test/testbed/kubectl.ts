@@ -20,14 +20,24 @@ export function removeKubectlHome(): void {
   rmSync(home, { recursive: true, force: true });
 }
 
-export async function kubectl(kubeconfigPath: string, args: readonly string[], deadlineMs = 60_000): Promise<KubectlResult> {
+export async function kubectl(
+  kubeconfigPath: string,
+  args: readonly string[],
+  deadlineMs = 60_000,
+): Promise<KubectlResult> {
   const binary = kubectlPath();
   const startedMs = performance.now();
   return new Promise((resolve, reject) => {
-    execFile(binary, ["--kubeconfig", kubeconfigPath, ...args], { encoding: "utf8", timeout: deadlineMs, killSignal: "SIGKILL", env: { PATH: "/usr/bin:/bin", HOME: home } }, (error, stdout, stderr) => {
-      const elapsedMs = performance.now() - startedMs;
-      if (error && typeof error.code !== "number") reject(new Error(`kubectl ${args.join(" ")} did not finish: ${error.message}\n${stderr}`));
-      else resolve({ exitCode: error ? Number(error.code) : 0, stdout, stderr, elapsedMs });
-    });
+    execFile(
+      binary,
+      ["--kubeconfig", kubeconfigPath, ...args],
+      { encoding: "utf8", timeout: deadlineMs, killSignal: "SIGKILL", env: { PATH: "/usr/bin:/bin", HOME: home } },
+      (error, stdout, stderr) => {
+        const elapsedMs = performance.now() - startedMs;
+        if (error && typeof error.code !== "number")
+          reject(new Error(`kubectl ${args.join(" ")} did not finish: ${error.message}\n${stderr}`));
+        else resolve({ exitCode: error ? Number(error.code) : 0, stdout, stderr, elapsedMs });
+      },
+    );
   });
 }

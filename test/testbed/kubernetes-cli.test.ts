@@ -39,19 +39,54 @@ describe("sef-testbed emulate kubernetes", () => {
     const kubeconfigPath = join(scratch, "kubeconfig");
     const seed = {
       nodes: [{ name: "aks-pool-0", unschedulable: true }],
-      pods: [{ namespace: "apps", name: "web-1", nodeName: "aks-pool-0", labels: { app: "web" }, ownerReferences: [{ kind: "ReplicaSet", name: "web-5d" }] }],
-      podDisruptionBudgets: [{ namespace: "apps", name: "web", matchLabels: { app: "web" }, minAvailable: 0, blockForMs: "forever" }],
+      pods: [
+        {
+          namespace: "apps",
+          name: "web-1",
+          nodeName: "aks-pool-0",
+          labels: { app: "web" },
+          ownerReferences: [{ kind: "ReplicaSet", name: "web-5d" }],
+        },
+      ],
+      podDisruptionBudgets: [
+        { namespace: "apps", name: "web", matchLabels: { app: "web" }, minAvailable: 0, blockForMs: "forever" },
+      ],
       leases: [{ namespace: "kube-node-lease", name: "aks-pool-0", holderIdentity: "aks-pool-0" }],
-      faults: [{ match: { verbs: ["create"], resources: ["pods/eviction"] }, answer: { kind: "throttle", retryAfterSeconds: 1 }, count: 1 }],
+      faults: [
+        {
+          match: { verbs: ["create"], resources: ["pods/eviction"] },
+          answer: { kind: "throttle", retryAfterSeconds: 1 },
+          count: 1,
+        },
+      ],
     };
     writeFileSync(seedFile, JSON.stringify(seed));
-    const child = spawn(process.execPath, [cliJs, "emulate", "kubernetes", "--seed", seedFile, "--kubeconfig-out", kubeconfigPath, "--token", "cli-test-token", "--log-level", "warn"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      [
+        cliJs,
+        "emulate",
+        "kubernetes",
+        "--seed",
+        seedFile,
+        "--kubeconfig-out",
+        kubeconfigPath,
+        "--token",
+        "cli-test-token",
+        "--log-level",
+        "warn",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     try {
       const lines = createInterface({ input: child.stdout });
       const printed: string[] = [];
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no kubeconfig line within 20 s: ${printed.join("\n")}`)), 20_000);
+        const timer = setTimeout(
+          () => reject(new Error(`no kubeconfig line within 20 s: ${printed.join("\n")}`)),
+          20_000,
+        );
         lines.on("line", (line) => {
           printed.push(line);
           if (line.startsWith("kubeconfig: ")) {
@@ -69,13 +104,31 @@ describe("sef-testbed emulate kubernetes", () => {
       expect(pods.stdout).toBe("pod/web-1\n");
       const budgets = await kubectl(kubeconfigPath, ["get", "pdb", "-n", "apps", "--no-headers"]);
       expect(budgets.stdout).toMatch(/^web\s+0\s+N\/A\s+0\s/);
-      expect((await kubectl(kubeconfigPath, ["get", "leases", "-A", "-o", "name"])).stdout).toBe("lease.coordination.k8s.io/aks-pool-0\n");
+      expect((await kubectl(kubeconfigPath, ["get", "leases", "-A", "-o", "name"])).stdout).toBe(
+        "lease.coordination.k8s.io/aks-pool-0\n",
+      );
       // The control surface: the seeded fault is listed, a new one is installed, the stats count requests.
-      const endpoint = { url: (printed[0] ?? "").replace(/^.* on /, ""), caPem: caOf(kubeconfigPath), token: "cli-test-token" };
-      expect(JSON.parse((await requestPeer(endpoint, "GET", "/__peer/faults")).text)).toMatchObject([{ id: "fault-1", answer: { kind: "throttle" }, hits: 0 }]);
-      expect((await requestPeer(endpoint, "POST", "/__peer/faults", { body: { match: { resources: ["leases"] }, answer: { kind: "internal-error" } } })).body).toEqual({ id: "fault-2" });
-      expect((await kubectl(kubeconfigPath, ["get", "leases", "-A"])).stderr).toContain("Internal error occurred: etcdserver: leader changed");
-      expect((await requestPeer(endpoint, "GET", "/__peer/stats")).body).toMatchObject({ requests: { byCode: { "500": 1 }, faulted: 1 } });
+      const endpoint = {
+        url: (printed[0] ?? "").replace(/^.* on /, ""),
+        caPem: caOf(kubeconfigPath),
+        token: "cli-test-token",
+      };
+      expect(JSON.parse((await requestPeer(endpoint, "GET", "/__peer/faults")).text)).toMatchObject([
+        { id: "fault-1", answer: { kind: "throttle" }, hits: 0 },
+      ]);
+      expect(
+        (
+          await requestPeer(endpoint, "POST", "/__peer/faults", {
+            body: { match: { resources: ["leases"] }, answer: { kind: "internal-error" } },
+          })
+        ).body,
+      ).toEqual({ id: "fault-2" });
+      expect((await kubectl(kubeconfigPath, ["get", "leases", "-A"])).stderr).toContain(
+        "Internal error occurred: etcdserver: leader changed",
+      );
+      expect((await requestPeer(endpoint, "GET", "/__peer/stats")).body).toMatchObject({
+        requests: { byCode: { "500": 1 }, faulted: 1 },
+      });
     } finally {
       child.kill("SIGTERM");
     }

@@ -15,13 +15,42 @@ const replicaSet = (name: string): PodSeed["ownerReferences"] => [{ kind: "Repli
 /** A node with 2 DaemonSet pods, a mirror pod, an emptyDir pod and two pods under a budget (blocked by `blockForMs`). */
 function drainSeed(blockForMs: number): KubernetesSeed {
   return {
-    nodes: [{ name: "node-a", providerID: "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/pool/virtualMachines/0" }, { name: "node-b" }],
+    nodes: [
+      {
+        name: "node-a",
+        providerID:
+          "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/pool/virtualMachines/0",
+      },
+      { name: "node-b" },
+    ],
     pods: [
-      { namespace: "kube-system", name: "kube-proxy-a", nodeName: "node-a", ownerReferences: [{ kind: "DaemonSet", name: "kube-proxy" }] },
-      { namespace: "kube-system", name: "sef-a", nodeName: "node-a", ownerReferences: [{ kind: "DaemonSet", name: "sef" }] },
+      {
+        namespace: "kube-system",
+        name: "kube-proxy-a",
+        nodeName: "node-a",
+        ownerReferences: [{ kind: "DaemonSet", name: "kube-proxy" }],
+      },
+      {
+        namespace: "kube-system",
+        name: "sef-a",
+        nodeName: "node-a",
+        ownerReferences: [{ kind: "DaemonSet", name: "sef" }],
+      },
       { namespace: "kube-system", name: "etcd-node-a", nodeName: "node-a", mirror: true },
-      { name: "cache-1", nodeName: "node-a", emptyDirVolumes: ["scratch"], ownerReferences: replicaSet("cache-6b"), terminationGracePeriodSeconds: 1 },
-      { name: "web-1", nodeName: "node-a", labels: { app: "web" }, ownerReferences: replicaSet("web-5d"), terminationGracePeriodSeconds: 2 },
+      {
+        name: "cache-1",
+        nodeName: "node-a",
+        emptyDirVolumes: ["scratch"],
+        ownerReferences: replicaSet("cache-6b"),
+        terminationGracePeriodSeconds: 1,
+      },
+      {
+        name: "web-1",
+        nodeName: "node-a",
+        labels: { app: "web" },
+        ownerReferences: replicaSet("web-5d"),
+        terminationGracePeriodSeconds: 2,
+      },
       { name: "web-2", nodeName: "node-b", labels: { app: "web" }, ownerReferences: replicaSet("web-5d") },
     ],
     podDisruptionBudgets: [{ name: "web", matchLabels: { app: "web" }, minAvailable: 1, blockForMs }],
@@ -68,9 +97,19 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
 
   it("drains: skips DaemonSet and mirror pods, evicts the emptyDir pod, retries the budget's 429 until allowed and waits for deletion", async () => {
     const p = await start(drainSeed(3_000));
-    const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=40s"]);
-    expect(drain.stderr).toContain(`error when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.`);
-    expect(drain.stderr).toContain("Warning: ignoring DaemonSet-managed Pods: kube-system/kube-proxy-a, kube-system/sef-a");
+    const drain = await kubectl(p.kubeconfigPath, [
+      "drain",
+      "node-a",
+      "--ignore-daemonsets",
+      "--delete-emptydir-data",
+      "--timeout=40s",
+    ]);
+    expect(drain.stderr).toContain(
+      `error when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.`,
+    );
+    expect(drain.stderr).toContain(
+      "Warning: ignoring DaemonSet-managed Pods: kube-system/kube-proxy-a, kube-system/sef-a",
+    );
     expect(drain.stdout).toContain("pod/cache-1 evicted");
     expect(drain.stdout).toContain("pod/web-1 evicted");
     expect(drain.stdout).toContain("node/node-a drained");
@@ -85,9 +124,17 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
       ["evicted", 201],
     ]);
     expect(web[1]?.gracePeriodSeconds).toBe(2);
-    expect(p.state.evictions().map((e) => e.pod).sort()).toEqual(["cache-1", "web-1", "web-1"]);
+    expect(
+      p.state
+        .evictions()
+        .map((e) => e.pod)
+        .sort(),
+    ).toEqual(["cache-1", "web-1", "web-1"]);
     // kubectl waited for the pod to go (its 2 s grace period) by polling GET until 404.
-    const lastWebGet = p.state.requests().filter((r) => r.path === "/api/v1/namespaces/default/pods/web-1").at(-1);
+    const lastWebGet = p.state
+      .requests()
+      .filter((r) => r.path === "/api/v1/namespaces/default/pods/web-1")
+      .at(-1);
     expect(lastWebGet?.code).toBe(404);
     expect((lastWebGet?.atMs ?? 0) - (web[1]?.atMs ?? 0)).toBeGreaterThanOrEqual(2_000);
   });
@@ -96,26 +143,55 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     const p = await start(drainSeed(0));
     const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--timeout=20s"]);
     expect(drain.exitCode).toBe(1);
-    expect(drain.stderr).toContain("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/kube-proxy-a, kube-system/sef-a");
-    expect(drain.stderr).toContain("cannot delete Pods with local storage (use --delete-emptydir-data to override): default/cache-1");
+    expect(drain.stderr).toContain(
+      "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/kube-proxy-a, kube-system/sef-a",
+    );
+    expect(drain.stderr).toContain(
+      "cannot delete Pods with local storage (use --delete-emptydir-data to override): default/cache-1",
+    );
     expect(p.state.evictions()).toEqual([]);
-    expect(p.state.requests().filter((r) => r.path.startsWith("/apis/apps/v1/namespaces/kube-system/daemonsets/")).map((r) => r.code)).toEqual([200, 200]);
+    expect(
+      p.state
+        .requests()
+        .filter((r) => r.path.startsWith("/apis/apps/v1/namespaces/kube-system/daemonsets/"))
+        .map((r) => r.code),
+    ).toEqual([200, 200]);
   });
 
   it("fails the drain naming the pod when the budget still blocks at --timeout", async () => {
     const p = await start(drainSeed(Number.POSITIVE_INFINITY));
-    const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=7s"]);
+    const drain = await kubectl(p.kubeconfigPath, [
+      "drain",
+      "node-a",
+      "--ignore-daemonsets",
+      "--delete-emptydir-data",
+      "--timeout=7s",
+    ]);
     expect(drain.exitCode).toBe(1);
-    expect(drain.stderr).toContain(`There are pending pods in node "node-a" when an error occurred: error when evicting pods/"web-1" -n "default": global timeout reached: 7s`);
+    expect(drain.stderr).toContain(
+      `There are pending pods in node "node-a" when an error occurred: error when evicting pods/"web-1" -n "default": global timeout reached: 7s`,
+    );
     expect(drain.stderr).toMatch(/^pod\/web-1$/m);
     expect(drain.stderr).toContain(`error: unable to drain node "node-a"`);
     expect(p.state.pod("default", "web-1")?.metadata.deletionTimestamp).toBeUndefined();
     expect(p.state.pod("default", "cache-1")).toBeUndefined();
-    expect(new Set(p.state.evictions().filter((e) => e.pod === "web-1").map((e) => e.outcome))).toEqual(new Set(["blocked"]));
+    expect(
+      new Set(
+        p.state
+          .evictions()
+          .filter((e) => e.pod === "web-1")
+          .map((e) => e.outcome),
+      ),
+    ).toEqual(new Set(["blocked"]));
   });
 
   it("honours the eviction's grace period (--grace-period) over the pod's own", async () => {
-    const p = await start({ nodes: [{ name: "node-a" }], pods: [{ name: "slow", nodeName: "node-a", ownerReferences: replicaSet("slow-1"), terminationGracePeriodSeconds: 300 }] });
+    const p = await start({
+      nodes: [{ name: "node-a" }],
+      pods: [
+        { name: "slow", nodeName: "node-a", ownerReferences: replicaSet("slow-1"), terminationGracePeriodSeconds: 300 },
+      ],
+    });
     const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--grace-period=1", "--timeout=30s"]);
     expect(drain.exitCode).toBe(0);
     expect(p.state.evictions()).toMatchObject([{ pod: "slow", outcome: "evicted", gracePeriodSeconds: 1 }]);
@@ -123,7 +199,9 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
   });
 
   it("taints and untaints a node, keeping the taints it did not name", async () => {
-    const p = await start({ nodes: [{ name: "node-a", taints: [{ key: "operator", value: "1", effect: "PreferNoSchedule" }] }] });
+    const p = await start({
+      nodes: [{ name: "node-a", taints: [{ key: "operator", value: "1", effect: "PreferNoSchedule" }] }],
+    });
     const taint = await kubectl(p.kubeconfigPath, ["taint", "nodes", "node-a", "sef.io/reboot=E1:NoSchedule"]);
     expect(taint).toMatchObject({ exitCode: 0, stdout: "node/node-a tainted\n" });
     expect((p.state.node("node-a")?.spec as { taints?: unknown[] }).taints).toEqual([
@@ -132,25 +210,49 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     ]);
     const untaint = await kubectl(p.kubeconfigPath, ["taint", "nodes", "node-a", "sef.io/reboot:NoSchedule-"]);
     expect(untaint).toMatchObject({ exitCode: 0, stdout: "node/node-a untainted\n" });
-    expect((p.state.node("node-a")?.spec as { taints?: unknown[] }).taints).toEqual([{ key: "operator", value: "1", effect: "PreferNoSchedule" }]);
+    expect((p.state.node("node-a")?.spec as { taints?: unknown[] }).taints).toEqual([
+      { key: "operator", value: "1", effect: "PreferNoSchedule" },
+    ]);
     const label = await kubectl(p.kubeconfigPath, ["label", "node", "node-a", "sef.io/draining=true"]);
     expect(label.exitCode).toBe(0);
-    expect(p.state.node("node-a")?.metadata.labels).toMatchObject({ "sef.io/draining": "true", "kubernetes.io/hostname": "node-a" });
+    expect(p.state.node("node-a")?.metadata.labels).toMatchObject({
+      "sef.io/draining": "true",
+      "kubernetes.io/hostname": "node-a",
+    });
   });
 
   it("drains with --disable-eviction: DELETE with a protobuf DeleteOptions carrying the grace period", async () => {
-    const p = await start({ nodes: [{ name: "node-a" }], pods: [{ name: "slow", nodeName: "node-a", ownerReferences: replicaSet("slow-1"), terminationGracePeriodSeconds: 300 }] });
-    const drain = await kubectl(p.kubeconfigPath, ["drain", "node-a", "--disable-eviction", "--grace-period=1", "--timeout=30s"]);
+    const p = await start({
+      nodes: [{ name: "node-a" }],
+      pods: [
+        { name: "slow", nodeName: "node-a", ownerReferences: replicaSet("slow-1"), terminationGracePeriodSeconds: 300 },
+      ],
+    });
+    const drain = await kubectl(p.kubeconfigPath, [
+      "drain",
+      "node-a",
+      "--disable-eviction",
+      "--grace-period=1",
+      "--timeout=30s",
+    ]);
     expect(drain.stdout).toContain("pod/slow deleted");
     expect(drain.exitCode).toBe(0);
     const deletes = p.state.requests().filter((r) => r.method === "DELETE");
-    expect(deletes.map((r) => [r.path, r.contentType, r.code])).toEqual([["/api/v1/namespaces/default/pods/slow", "application/vnd.kubernetes.protobuf", 200]]);
+    expect(deletes.map((r) => [r.path, r.contentType, r.code])).toEqual([
+      ["/api/v1/namespaces/default/pods/slow", "application/vnd.kubernetes.protobuf", 200],
+    ]);
     expect(p.state.pod("default", "slow")).toBeUndefined();
     expect(drain.elapsedMs).toBeLessThan(20_000);
   });
 
   it("deletes a pod and waits for it through a watch (kubectl delete, kubectl wait --for=delete)", async () => {
-    const p = await start({ nodes: [{ name: "node-a" }], pods: [{ name: "p1", nodeName: "node-a", terminationGracePeriodSeconds: 2 }, { name: "p2", nodeName: "node-a", terminationGracePeriodSeconds: 2 }] });
+    const p = await start({
+      nodes: [{ name: "node-a" }],
+      pods: [
+        { name: "p1", nodeName: "node-a", terminationGracePeriodSeconds: 2 },
+        { name: "p2", nodeName: "node-a", terminationGracePeriodSeconds: 2 },
+      ],
+    });
     const deleted = await kubectl(p.kubeconfigPath, ["delete", "pod", "p1"]);
     expect(deleted).toMatchObject({ exitCode: 0, stdout: `pod "p1" deleted\n`, stderr: "" });
     expect(deleted.elapsedMs).toBeGreaterThanOrEqual(2_000);
@@ -197,7 +299,14 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     expect(all.stdout).toMatch(/^NAMESPACE\s+LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/m);
     expect(all.stdout).toMatch(/^default\s+\S+\s+Normal\s+Draining\s+node\/node-a\s+draining for Reboot 5F1A$/m);
     expect(all.stdout).toMatch(/^default\s+\S+\s+Warning\s+Cordoned\s+node\/node-a\s+cordoned for Reboot 5F1A$/m);
-    const warnings = await kubectl(p.kubeconfigPath, ["get", "events", "--field-selector", "type=Warning", "-o", "name"]);
+    const warnings = await kubectl(p.kubeconfigPath, [
+      "get",
+      "events",
+      "--field-selector",
+      "type=Warning",
+      "-o",
+      "name",
+    ]);
     expect(warnings.stdout).toBe("event/node-a.cordoned\n");
     const described = await kubectl(p.kubeconfigPath, ["describe", "node", "node-a"]);
     expect(described.stdout).toMatch(/Normal\s+Draining\s+\S+\s+sef\.example\/agent\s+draining for Reboot 5F1A/);
@@ -206,7 +315,10 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
   it("refuses requests without the bearer token (kubectl reports Unauthorized)", async () => {
     const p = await start({ nodes: [{ name: "node-a" }] });
     const withoutToken = `${p.kubeconfigPath}.no-token`;
-    writeFileSync(withoutToken, readFileSync(p.kubeconfigPath, "utf8").replace(/^\s+token: .*$/m, "    token: wrong-token"));
+    writeFileSync(
+      withoutToken,
+      readFileSync(p.kubeconfigPath, "utf8").replace(/^\s+token: .*$/m, "    token: wrong-token"),
+    );
     const refused = await kubectl(withoutToken, ["get", "nodes"]);
     expect(refused.exitCode).toBe(1);
     expect(refused.stderr).toContain("error: You must be logged in to the server");
@@ -216,11 +328,20 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
 
 async function post(p: KubernetesPeer, path: string, body: unknown): Promise<{ code: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${p.url}${path}`, { method: "POST", ca: p.caPem, timeout: 10_000, headers: { authorization: `Bearer ${p.token}`, "content-type": "application/json" } }, (res) => {
-      let text = "";
-      res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
-      res.on("end", () => resolve({ code: res.statusCode ?? 0, body: JSON.parse(text) as unknown }));
-    });
+    const req = request(
+      `${p.url}${path}`,
+      {
+        method: "POST",
+        ca: p.caPem,
+        timeout: 10_000,
+        headers: { authorization: `Bearer ${p.token}`, "content-type": "application/json" },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+        res.on("end", () => resolve({ code: res.statusCode ?? 0, body: JSON.parse(text) as unknown }));
+      },
+    );
     req.on("timeout", () => req.destroy(new Error("request timed out")));
     req.on("error", reject);
     req.end(JSON.stringify(body));

@@ -24,16 +24,25 @@ export interface PeerRequestOptions {
 function jsonObjectOr(text: string): Record<string, unknown> {
   try {
     const parsed = JSON.parse(text) as unknown;
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
   } catch (_notJson) {
     // a watch stream or plain text
   }
   return { text };
 }
 
-export function requestPeer(p: Pick<KubernetesPeer, "url" | "caPem" | "token">, method: string, path: string, options: PeerRequestOptions = {}): Promise<PeerAnswer> {
+export function requestPeer(
+  p: Pick<KubernetesPeer, "url" | "caPem" | "token">,
+  method: string,
+  path: string,
+  options: PeerRequestOptions = {},
+): Promise<PeerAnswer> {
   const token = options.token === undefined ? p.token : options.token;
-  const payload = options.body === undefined ? undefined : Buffer.from(typeof options.body === "string" ? options.body : JSON.stringify(options.body));
+  const payload =
+    options.body === undefined
+      ? undefined
+      : Buffer.from(typeof options.body === "string" ? options.body : JSON.stringify(options.body));
   const headers: Record<string, string> = {
     "content-type": options.contentType ?? "application/json",
     ...(payload ? { "content-length": String(payload.length) } : {}),
@@ -41,11 +50,17 @@ export function requestPeer(p: Pick<KubernetesPeer, "url" | "caPem" | "token">, 
     ...(options.accept ? { accept: options.accept } : {}),
   };
   return new Promise((resolve, reject) => {
-    const req = request(`${p.url}${path}`, { method, ca: p.caPem, timeout: options.deadlineMs ?? 10_000, headers }, (res) => {
-      let text = "";
-      res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
-      res.on("end", () => resolve({ code: res.statusCode ?? 0, headers: res.headers, text, body: jsonObjectOr(text) }));
-    });
+    const req = request(
+      `${p.url}${path}`,
+      { method, ca: p.caPem, timeout: options.deadlineMs ?? 10_000, headers },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+        res.on("end", () =>
+          resolve({ code: res.statusCode ?? 0, headers: res.headers, text, body: jsonObjectOr(text) }),
+        );
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`${method} ${path} timed out`)));
     req.on("error", reject);
     req.end(payload);

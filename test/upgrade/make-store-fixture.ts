@@ -9,7 +9,16 @@
 // only: the old release parks the jsonl sink): a Reboot event, its hook "note" succeeds and its hook "slow" is running
 // when the agent is killed (kill -9).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -38,7 +47,12 @@ const webhookUrl = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}
 
 function config(name: string, sinks: string[]): string {
   const path = join(scratch, `${name}.json`);
-  const hook = (hookName: string, command: string[], eventTypes: string[]) => ({ name: hookName, on: ["Scheduled"], command, eventTypes });
+  const hook = (hookName: string, command: string[], eventTypes: string[]) => ({
+    name: hookName,
+    on: ["Scheduled"],
+    command,
+    eventTypes,
+  });
   writeFileSync(
     path,
     JSON.stringify({
@@ -49,7 +63,10 @@ function config(name: string, sinks: string[]): string {
       heartbeatIntervalMs: 0,
       metricsPort: 0,
       approval: { mode: "on", rules: [{ eventType: ["Freeze"] }] },
-      hooks: [hook(fixtureHookNames.note, ["/bin/true"], ["Freeze", "Reboot"]), hook(fixtureHookNames.slow, ["/bin/sleep", "600"], ["Reboot"])],
+      hooks: [
+        hook(fixtureHookNames.note, ["/bin/true"], ["Freeze", "Reboot"]),
+        hook(fixtureHookNames.slow, ["/bin/sleep", "600"], ["Reboot"]),
+      ],
     }),
   );
   return path;
@@ -57,10 +74,14 @@ function config(name: string, sinks: string[]): string {
 
 /** The old agent (its own Node 24 and build), its stderr kept for the errors. */
 function oldAgent(configPath: string): { child: ChildProcess; stderr: () => string; exited: Promise<number | string> } {
-  const child = spawn(join(oldTree, "node_modules/.bin/node"), [oldCli, "run", "--config", configPath], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(join(oldTree, "node_modules/.bin/node"), [oldCli, "run", "--config", configPath], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   let stderr = "";
   child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<number | string>((r) => child.on("exit", (code, signal) => r(code ?? signal ?? "unknown")));
+  const exited = new Promise<number | string>((r) =>
+    child.on("exit", (code, signal) => r(code ?? signal ?? "unknown")),
+  );
   return { child, stderr: () => stderr, exited };
 }
 
@@ -76,7 +97,8 @@ function ask<T>(sql: string): T[] {
     db.close();
   }
 }
-const actions = () => ask<{ name: string; status: string; event_key: string }>("SELECT name, status, event_key FROM actions");
+const actions = () =>
+  ask<{ name: string; status: string; event_key: string }>("SELECT name, status, event_key FROM actions");
 const outboxRecords = () => ask<{ n: number }>("SELECT count(*) AS n FROM outbox")[0]?.n ?? 0;
 
 try {
@@ -84,10 +106,17 @@ try {
   const a = oldAgent(config("run-a", [`webhook:${webhookUrl}`, parkedSinkSpec]));
   sim.setEvents([fixtureEvents.freeze]);
   // Four records: the Freeze Scheduled, its hook's and its approval's reports, the Freeze Started (once approved).
-  await waitFor("the approval and the note hook of the Freeze, and the Freeze started", () => sim.status().approvals.length === 1 && actions().some((x) => x.name === fixtureHookNames.note && x.status === "succeeded") && outboxRecords() === 4, {
-    timeoutMs: 60_000,
-    detail: () => a.stderr().slice(-2000),
-  });
+  await waitFor(
+    "the approval and the note hook of the Freeze, and the Freeze started",
+    () =>
+      sim.status().approvals.length === 1 &&
+      actions().some((x) => x.name === fixtureHookNames.note && x.status === "succeeded") &&
+      outboxRecords() === 4,
+    {
+      timeoutMs: 60_000,
+      detail: () => a.stderr().slice(-2000),
+    },
+  );
   a.child.kill("SIGTERM");
   if ((await a.exited) !== 0) throw new Error(`run A did not stop cleanly: ${a.stderr().slice(-2000)}`);
 
@@ -95,12 +124,20 @@ try {
   const b = oldAgent(config("run-b", [`webhook:${webhookUrl}`]));
   sim.setEvents([fixtureEvents.reboot]);
   // Three more: the Freeze Completed, the Reboot Scheduled, its note hook's report.
-  await waitFor("the slow hook of the Reboot to be running, the rest recorded", () => actions().some((x) => x.name === fixtureHookNames.slow && x.status === "running") && outboxRecords() === 7, {
-    timeoutMs: 60_000,
-    detail: () => b.stderr().slice(-2000),
-  });
-  if (!/parked/.test(b.stderr())) throw new Error(`run B did not say it parked the jsonl sink: ${b.stderr().slice(-2000)}`);
-  const hookPids = spawnSync("ps", ["-o", "pid=", "--ppid", String(b.child.pid)], { encoding: "utf8" }).stdout.split("\n").filter((l) => l.trim() !== "").map(Number);
+  await waitFor(
+    "the slow hook of the Reboot to be running, the rest recorded",
+    () => actions().some((x) => x.name === fixtureHookNames.slow && x.status === "running") && outboxRecords() === 7,
+    {
+      timeoutMs: 60_000,
+      detail: () => b.stderr().slice(-2000),
+    },
+  );
+  if (!/parked/.test(b.stderr()))
+    throw new Error(`run B did not say it parked the jsonl sink: ${b.stderr().slice(-2000)}`);
+  const hookPids = spawnSync("ps", ["-o", "pid=", "--ppid", String(b.child.pid)], { encoding: "utf8" })
+    .stdout.split("\n")
+    .filter((l) => l.trim() !== "")
+    .map(Number);
   b.child.kill("SIGKILL");
   await b.exited;
   for (const pid of hookPids) process.kill(-pid, "SIGKILL"); // the killed agent's hook, in its own process group
@@ -114,7 +151,9 @@ try {
   for (const file of ["sef.db", "agent-id"]) copyFileSync(join(dataDir, file), join(outDir, file));
   const summary = {
     commit,
-    actions: actions().map((x) => `${x.event_key} ${x.name} ${x.status}`).sort(),
+    actions: actions()
+      .map((x) => `${x.event_key} ${x.name} ${x.status}`)
+      .sort(),
     pending: ask<{ sink: string; pending: number }>("SELECT sink, pending FROM sinks ORDER BY sink"),
     dataDirFiles: readdirSync(dataDir).sort(),
   };

@@ -28,11 +28,27 @@ function leftByTheOldAgent(dataDir: string) {
   const db = new DatabaseSync(join(dataDir, "sef.db"));
   try {
     const pending = (sink: string) =>
-      (db.prepare("SELECT o.record_id AS id FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' ORDER BY d.seq").all(sink) as Array<{ id: string }>).map((r) => r.id);
-    const actions = (db.prepare("SELECT event_key, name, status FROM actions ORDER BY rowid").all() as Array<{ event_key: string; name: string; status: string }>).map(
-      (a) => `${a.event_key} ${a.name} ${a.status}`,
-    );
-    const schema = (db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>).map((r) => r.name);
+      (
+        db
+          .prepare(
+            "SELECT o.record_id AS id FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' ORDER BY d.seq",
+          )
+          .all(sink) as Array<{ id: string }>
+      ).map((r) => r.id);
+    const actions = (
+      db.prepare("SELECT event_key, name, status FROM actions ORDER BY rowid").all() as Array<{
+        event_key: string;
+        name: string;
+        status: string;
+      }>
+    ).map((a) => `${a.event_key} ${a.name} ${a.status}`);
+    const schema = (
+      db
+        .prepare(
+          "SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )
+        .all() as Array<{ name: string }>
+    ).map((r) => r.name);
     return { webhookPending: pending("webhook"), parkedPending: pending(parkedSinkSpec), actions, schema };
   } finally {
     db.close();
@@ -57,7 +73,11 @@ async function startReceiver(): Promise<Receiver> {
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, records, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    records,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 async function sef(...args: string[]): Promise<{ code: number | string; stdout: string; stderr: string }> {
@@ -82,15 +102,30 @@ describe("upgrading over a store an older release wrote", () => {
     expect(old.schema).not.toContain("emitted_by_end");
     const freeze = fixtureEvents.freeze.EventId.toLowerCase();
     const reboot = fixtureEvents.reboot.EventId.toLowerCase();
-    expect(old.actions.sort()).toEqual([`${reboot} note succeeded`, `${reboot} slow running`, `${freeze} approval approved`, `${freeze} note succeeded`].sort());
+    expect(old.actions.sort()).toEqual(
+      [
+        `${reboot} note succeeded`,
+        `${reboot} slow running`,
+        `${freeze} approval approved`,
+        `${freeze} note succeeded`,
+      ].sort(),
+    );
 
     // The simulator still lists the Reboot (Scheduled) as the old agent last saw it; the Freeze is over.
     const sim = await startSimulator({ scenario: "idle" });
     sim.setEvents([fixtureEvents.reboot]);
     const receiver = await startReceiver();
-    cleanups.push(() => sim.close(), () => receiver.close());
+    cleanups.push(
+      () => sim.close(),
+      () => receiver.close(),
+    );
     const hookRuns = join(dir, "hook-runs.log");
-    const hook = (name: string, eventTypes: string[]) => ({ name, on: ["Scheduled"], eventTypes, command: ["/bin/sh", "-c", `echo "$SEF_HOOK_NAME" >> '${hookRuns}'`] });
+    const hook = (name: string, eventTypes: string[]) => ({
+      name,
+      on: ["Scheduled"],
+      eventTypes,
+      command: ["/bin/sh", "-c", `echo "$SEF_HOOK_NAME" >> '${hookRuns}'`],
+    });
     const configPath = join(dir, "config.json");
     writeFileSync(
       configPath,
@@ -115,11 +150,21 @@ describe("upgrading over a store an older release wrote", () => {
         db.close();
       }
     };
-    await waitFor("every old pending record delivered, and the interrupted hook reported", () => old.webhookPending.every((id) => receiver.records.some((r) => r.RecordId === id)) && receiver.records.some((r) => r.RecordType === "Hook" && r.Outcome === "Interrupted"), {
-      timeoutMs: 30_000,
-      detail: () => agent.stderr().slice(-2000),
-    });
-    await waitFor("the actions settled and nothing pending for the webhook", () => actionsSettled(dataDir) && webhookPendingNow() === 0, { timeoutMs: 20_000, detail: () => agent.stderr().slice(-2000) });
+    await waitFor(
+      "every old pending record delivered, and the interrupted hook reported",
+      () =>
+        old.webhookPending.every((id) => receiver.records.some((r) => r.RecordId === id)) &&
+        receiver.records.some((r) => r.RecordType === "Hook" && r.Outcome === "Interrupted"),
+      {
+        timeoutMs: 30_000,
+        detail: () => agent.stderr().slice(-2000),
+      },
+    );
+    await waitFor(
+      "the actions settled and nothing pending for the webhook",
+      () => actionsSettled(dataDir) && webhookPendingNow() === 0,
+      { timeoutMs: 20_000, detail: () => agent.stderr().slice(-2000) },
+    );
     expect(await agent.stop("SIGTERM")).toBe(0);
 
     // Each old record once, and beside them only the report of the interrupted hook.
@@ -127,18 +172,27 @@ describe("upgrading over a store an older release wrote", () => {
     expect(ids.filter((id) => old.webhookPending.includes(id)).sort()).toEqual([...old.webhookPending].sort());
     const fresh = receiver.records.filter((r) => !old.webhookPending.includes(r.RecordId));
     expect(fresh).toHaveLength(1);
-    expect(fresh[0]).toMatchObject({ RecordType: "Hook", EventId: fixtureEvents.reboot.EventId, EventStatus: "Scheduled", Outcome: "Interrupted" });
+    expect(fresh[0]).toMatchObject({
+      RecordType: "Hook",
+      EventId: fixtureEvents.reboot.EventId,
+      EventStatus: "Scheduled",
+      Outcome: "Interrupted",
+    });
     expect(existsSync(hookRuns) ? readFileSync(hookRuns, "utf8") : "", "a hook run again").toBe("");
     expect(sim.status().approvals).toEqual([]);
 
     // The parked sink is still parked with its records, and can be given up.
     const status = await sef("outbox", "status", "--data-dir", dataDir, "--json");
     expect(status.code, status.stderr).toBe(0);
-    expect((JSON.parse(status.stdout) as { parked: unknown[] }).parked).toEqual([{ sink: parkedSinkSpec, pending: 4, deadLettered: 0 }]);
+    expect((JSON.parse(status.stdout) as { parked: unknown[] }).parked).toEqual([
+      { sink: parkedSinkSpec, pending: 4, deadLettered: 0 },
+    ]);
     const dropped = await sef("outbox", "drop-sink", parkedSinkSpec, "--data-dir", dataDir);
     expect(dropped.code, dropped.stderr).toBe(0);
     expect(JSON.parse(dropped.stdout)).toMatchObject({ sink: parkedSinkSpec, parked: true, deadLettered: 4 });
-    const deadLettered = readJsonl<{ record: { RecordId: string } }>(JSON.parse(dropped.stdout).deadLetterFile as string).map((l) => l.record.RecordId);
+    const deadLettered = readJsonl<{ record: { RecordId: string } }>(
+      JSON.parse(dropped.stdout).deadLetterFile as string,
+    ).map((l) => l.record.RecordId);
     expect(deadLettered.sort()).toEqual([...old.parkedPending].sort());
     const after = await sef("outbox", "status", "--data-dir", dataDir, "--json");
     expect((JSON.parse(after.stdout) as { parked: unknown[] }).parked).toEqual([]);

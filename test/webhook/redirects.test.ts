@@ -44,7 +44,12 @@ async function target(redirects: Record<string, [number, string]>): Promise<{ ba
 function sinkFor(url: string): { sink: WebhookSink; logs: () => string } {
   let logs = "";
   const stream = new Writable({ write: (chunk: Buffer, _e, cb) => ((logs += chunk.toString()), cb()) });
-  const sink = createWebhookSink({ argument: undefined, settings: webhookSettingsSchema.parse({ url }), logger: createLogger({ level: "debug", destination: stream }), agentVersion: "0.1.0" });
+  const sink = createWebhookSink({
+    argument: undefined,
+    settings: webhookSettingsSchema.parse({ url }),
+    logger: createLogger({ level: "debug", destination: stream }),
+    agentVersion: "0.1.0",
+  });
   sinks.push(sink);
   return { sink, logs: () => logs };
 }
@@ -71,8 +76,16 @@ describe("webhook redirects", () => {
 
   it("retries (never dead-letters) a 302, a 307 to another origin and a redirect loop, with a clear log line", async () => {
     const other = await target({});
-    const t = await target({ "/found": [302, "/elsewhere"], "/away": [307, `${other.base}/in`], "/loop": [307, "/loop"] });
-    for (const [path, requests] of [["/found", 1], ["/away", 1], ["/loop", 4]] as const) {
+    const t = await target({
+      "/found": [302, "/elsewhere"],
+      "/away": [307, `${other.base}/in`],
+      "/loop": [307, "/loop"],
+    });
+    for (const [path, requests] of [
+      ["/found", 1],
+      ["/away", 1],
+      ["/loop", 4],
+    ] as const) {
       t.hits.length = 0;
       const { sink, logs } = sinkFor(`${t.base}${path}`);
       const result = (await sink.send(entries(1), signal))[0]!;

@@ -34,7 +34,11 @@ async function startReceiver(...responders: Responder[]): Promise<{ url: string;
     req.on("data", (c: Buffer) => parts.push(c));
     req.on("end", () => {
       const raw = Buffer.concat(parts);
-      const r: Received = { headers: req.headers, raw, records: JSON.parse(raw.toString("utf8")) as { RecordId: string }[] };
+      const r: Received = {
+        headers: req.headers,
+        raw,
+        records: JSON.parse(raw.toString("utf8")) as { RecordId: string }[],
+      };
       received.push(r);
       const responder = responders[Math.min(received.length - 1, responders.length - 1)] ?? ok;
       responder(r, res);
@@ -59,7 +63,13 @@ function entries(count: number, startSeq = 1): OutboxEntry[] {
   });
 }
 
-function sink(url: string, settings: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, clock?: FakeClock, logger = silentLogger()): WebhookSink {
+function sink(
+  url: string,
+  settings: Record<string, unknown> = {},
+  env: NodeJS.ProcessEnv = {},
+  clock?: FakeClock,
+  logger = silentLogger(),
+): WebhookSink {
   const s = createWebhookSink({
     argument: undefined,
     settings: webhookSettingsSchema.parse({ url, ...settings }),
@@ -76,7 +86,13 @@ const signal = new AbortController().signal;
 
 /** Outcomes in short: "delivered", "retry:REASON[@MS]", "rejected:REASON". */
 function brief(outcomes: SendOutcomes): string[] {
-  return outcomes.map((o) => (o.kind === "delivered" ? "delivered" : o.kind === "retry" ? `retry:${o.reason}${o.afterMs !== undefined ? `@${o.afterMs}` : ""}` : `rejected:${o.reason}`));
+  return outcomes.map((o) =>
+    o.kind === "delivered"
+      ? "delivered"
+      : o.kind === "retry"
+        ? `retry:${o.reason}${o.afterMs !== undefined ? `@${o.afterMs}` : ""}`
+        : `rejected:${o.reason}`,
+  );
 }
 const times = (n: number, text: string): string[] => Array.from({ length: n }, () => text);
 
@@ -86,7 +102,10 @@ describe("webhook sink", () => {
     const env = { SEF_WEBHOOK_TOKEN: "Bearer t0ken-value", SEF_WEBHOOK_SECRET: "s3cret" };
     const s = sink(
       receiver.url,
-      { headers: { Authorization: { fromEnv: "SEF_WEBHOOK_TOKEN" }, "X-Team": "sre" }, signature: { secretEnv: "SEF_WEBHOOK_SECRET" } },
+      {
+        headers: { Authorization: { fromEnv: "SEF_WEBHOOK_TOKEN" }, "X-Team": "sre" },
+        signature: { secretEnv: "SEF_WEBHOOK_SECRET" },
+      },
       env,
     );
     const batch = entries(3);
@@ -173,7 +192,9 @@ describe("webhook sink", () => {
     expect(brief(await s.send(batch, signal))).toEqual(times(batch.length, "delivered"));
     expect(receiver.received.length).toBeGreaterThan(1);
     for (const r of receiver.received) expect(r.raw.length).toBeLessThanOrEqual(maxBatchBytes);
-    expect(receiver.received.flatMap((r) => r.records.map((x) => x.RecordId))).toEqual(batch.map((e) => e.record.RecordId));
+    expect(receiver.received.flatMap((r) => r.records.map((x) => x.RecordId))).toEqual(
+      batch.map((e) => e.record.RecordId),
+    );
 
     const byCount = await startReceiver(ok);
     const s2 = sink(byCount.url, { maxBatchRecords: 4 });
@@ -190,7 +211,9 @@ describe("webhook sink", () => {
 
   it("through the real drainer: after a 503 part-way, the records the endpoint took are never POSTed again", async () => {
     let calls = 0;
-    const receiver = await startReceiver((_r, res) => (++calls === 2 ? res.writeHead(503).end() : res.writeHead(200).end()));
+    const receiver = await startReceiver((_r, res) =>
+      ++calls === 2 ? res.writeHead(503).end() : res.writeHead(200).end(),
+    );
     const all = entries(10);
     const outcome = await drainThroughLedger(sink(receiver.url, { maxBatchRecords: 4 }), all);
     expect(outcome.rejected).toEqual([]);
@@ -211,10 +234,14 @@ describe("webhook sink", () => {
     const big = transition({ EventId: "big", Description: "d".repeat(4000) });
     batch[2] = { seq: 3, record: big, json: JSON.stringify(big) };
     const limit = 3000;
-    const receiver = await startReceiver((r, res) => (r.raw.length > limit ? res.writeHead(413).end("too large") : res.writeHead(200).end()));
+    const receiver = await startReceiver((r, res) =>
+      r.raw.length > limit ? res.writeHead(413).end("too large") : res.writeHead(200).end(),
+    );
     const result = await sink(receiver.url).send(batch, signal);
     expect(brief(result)).toEqual(["delivered", "delivered", "rejected:HTTP 413: too large", "delivered"]);
-    const delivered = receiver.received.filter((r) => r.raw.length <= limit).flatMap((r) => r.records.map((x) => x.RecordId));
+    const delivered = receiver.received
+      .filter((r) => r.raw.length <= limit)
+      .flatMap((r) => r.records.map((x) => x.RecordId));
     expect(delivered).toEqual([batch[0], batch[1], batch[3]].map((e) => e!.record.RecordId));
   });
 
@@ -225,7 +252,10 @@ describe("webhook sink", () => {
     batch[1] = { seq: 2, record: big, json: JSON.stringify(big) };
     const result = await sink(receiver.url, { maxBatchBytes: 2048 }).send(batch, signal);
     expect(brief(result)).toEqual(["delivered", expect.stringMatching(/^rejected:record is \d+ bytes/), "delivered"]);
-    expect(receiver.received.flatMap((r) => r.records.map((x) => x.RecordId))).toEqual([batch[0]!.record.RecordId, batch[2]!.record.RecordId]);
+    expect(receiver.received.flatMap((r) => r.records.map((x) => x.RecordId))).toEqual([
+      batch[0]!.record.RecordId,
+      batch[2]!.record.RecordId,
+    ]);
   });
 
   it("keeps a rejected record rejected when a later send fails", async () => {
@@ -248,7 +278,13 @@ describe("webhook sink", () => {
     const logger = createLogger({ level: "debug", destination });
     const receiver = await startReceiver(status(500, {}, "upstream down"), reset, ok);
     const env = { TOKEN: "tok-VERY-SECRET-1", SECRET: "hmac-VERY-SECRET-2" };
-    const s = sink(receiver.url, { headers: { "X-Api-Key": { fromEnv: "TOKEN" } }, signature: { secretEnv: "SECRET" } }, env, undefined, logger);
+    const s = sink(
+      receiver.url,
+      { headers: { "X-Api-Key": { fromEnv: "TOKEN" } }, signature: { secretEnv: "SECRET" } },
+      env,
+      undefined,
+      logger,
+    );
     await s.send(entries(1), signal);
     await s.send(entries(1), signal);
     await s.send(entries(1), signal);
@@ -259,27 +295,51 @@ describe("webhook sink", () => {
   });
 
   it("fails to start, naming the variable but not values, when an env variable is missing", () => {
-    const settings = webhookSettingsSchema.parse({ url: "http://127.0.0.1:1/x", headers: { Authorization: { fromEnv: "NOPE" } } });
-    expect(() => createWebhookSink({ argument: undefined, settings, logger: silentLogger(), agentVersion: "0", env: {} })).toThrow(
-      /header "Authorization": environment variable NOPE is not set/,
-    );
+    const settings = webhookSettingsSchema.parse({
+      url: "http://127.0.0.1:1/x",
+      headers: { Authorization: { fromEnv: "NOPE" } },
+    });
+    expect(() =>
+      createWebhookSink({ argument: undefined, settings, logger: silentLogger(), agentVersion: "0", env: {} }),
+    ).toThrow(/header "Authorization": environment variable NOPE is not set/);
     const signed = webhookSettingsSchema.parse({ url: "http://127.0.0.1:1/x", signature: { secretEnv: "NOSECRET" } });
-    expect(() => createWebhookSink({ argument: undefined, settings: signed, logger: silentLogger(), agentVersion: "0", env: {} })).toThrow(/NOSECRET/);
-    expect(() => createWebhookSink({ argument: undefined, settings: webhookSettingsSchema.parse({}), logger: silentLogger(), agentVersion: "0" })).toThrow(
-      /needs a URL/,
-    );
+    expect(() =>
+      createWebhookSink({ argument: undefined, settings: signed, logger: silentLogger(), agentVersion: "0", env: {} }),
+    ).toThrow(/NOSECRET/);
+    expect(() =>
+      createWebhookSink({
+        argument: undefined,
+        settings: webhookSettingsSchema.parse({}),
+        logger: silentLogger(),
+        agentVersion: "0",
+      }),
+    ).toThrow(/needs a URL/);
   });
 
   it("is registered as --sink webhook[:URL] with defaults in its settings schema", async () => {
     expect(parseSinkSpec("webhook")).toEqual({ type: "webhook", argument: undefined });
-    expect(parseSinkSpec("webhook:http://127.0.0.1:9/x")).toEqual({ type: "webhook", argument: "http://127.0.0.1:9/x" });
+    expect(parseSinkSpec("webhook:http://127.0.0.1:9/x")).toEqual({
+      type: "webhook",
+      argument: "http://127.0.0.1:9/x",
+    });
     const factory = findSinkFactory("webhook");
     const settings = factory.settingsSchema.parse({ url: "http://127.0.0.1:9/x" });
-    expect(settings).toEqual({ url: "http://127.0.0.1:9/x", headers: {}, timeoutMs: 10_000, maxBatchRecords: 500, maxBatchBytes: 1_048_576, lingerMs: 0 });
+    expect(settings).toEqual({
+      url: "http://127.0.0.1:9/x",
+      headers: {},
+      timeoutMs: 10_000,
+      maxBatchRecords: 500,
+      maxBatchBytes: 1_048_576,
+      lingerMs: 0,
+    });
     expect(factory.settingsSchema.safeParse({ url: "ftp://x/" }).success).toBe(false);
     expect(factory.settingsSchema.safeParse({ url: "http://x/", header: {} }).success).toBe(false);
     const receiver = await startReceiver(ok);
-    const created = (await factory.create({ argument: receiver.url, settings, context: { logger: silentLogger(), dataDir: "/tmp", agentVersion: "0" } })) as WebhookSink;
+    const created = (await factory.create({
+      argument: receiver.url,
+      settings,
+      context: { logger: silentLogger(), dataDir: "/tmp", agentVersion: "0" },
+    })) as WebhookSink;
     sinks.push(created);
     expect(created.name).toBe("webhook");
     expect(await created.send(entries(1), signal)).toEqual([{ kind: "delivered" }]);

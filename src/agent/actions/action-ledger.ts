@@ -11,7 +11,15 @@ import { upgradeFromV1 } from "./action-ledger-v1.js";
  * pending: planned, not started (or due again) · running: started; if found at start-up the process died mid-action ·
  * succeeded / failed / approved: finished · interrupted: a run was cut off and is not run again · skipped: not done, with the reason.
  */
-export const actionStatuses = ["pending", "running", "succeeded", "failed", "approved", "interrupted", "skipped"] as const;
+export const actionStatuses = [
+  "pending",
+  "running",
+  "succeeded",
+  "failed",
+  "approved",
+  "interrupted",
+  "skipped",
+] as const;
 export type ActionStatus = (typeof actionStatuses)[number];
 /** An action's kind, as its registry entry names it (`hook`, `approval`, `kubernetes`, …). */
 export type ActionKind = string;
@@ -141,23 +149,39 @@ export class ActionLedger {
         SELECT * FROM actions a WHERE a.status = 'pending' AND a.kind IN (SELECT value FROM json_each(?))
           AND NOT (a.gated = 1 AND EXISTS (SELECT 1 FROM action_holds h WHERE h.event_key = a.event_key AND h.verdict = ''))
         ORDER BY a.rowid LIMIT 1`),
-      activeOfKind: db.prepare("SELECT * FROM actions WHERE kind = ? AND status IN ('pending', 'running') ORDER BY rowid"),
+      activeOfKind: db.prepare(
+        "SELECT * FROM actions WHERE kind = ? AND status IN ('pending', 'running') ORDER BY rowid",
+      ),
       getStep: db.prepare("SELECT state FROM action_steps WHERE action_key = ?"),
-      setStep: db.prepare("INSERT INTO action_steps(action_key, state) VALUES (?, ?) ON CONFLICT(action_key) DO UPDATE SET state = excluded.state"),
+      setStep: db.prepare(
+        "INSERT INTO action_steps(action_key, state) VALUES (?, ?) ON CONFLICT(action_key) DO UPDATE SET state = excluded.state",
+      ),
       forgetSteps: db.prepare("DELETE FROM action_steps WHERE action_key NOT IN (SELECT action_key FROM actions)"),
-      forgetHolds: db.prepare("DELETE FROM action_holds WHERE verdict != '' AND event_key NOT IN (SELECT event_key FROM actions)"),
+      forgetHolds: db.prepare(
+        "DELETE FROM action_holds WHERE verdict != '' AND event_key NOT IN (SELECT event_key FROM actions)",
+      ),
       withStatus: db.prepare("SELECT * FROM actions WHERE status = ? ORDER BY rowid"),
-      forEvent: db.prepare("SELECT * FROM actions WHERE event_key = ? AND event_status = ? AND kind = ? ORDER BY rowid"),
-      setStatus: db.prepare("UPDATE actions SET status = ?, reason = ?, attempts = attempts + ?, updated_ms = ? WHERE action_key = ?"),
-      hold: db.prepare("INSERT OR IGNORE INTO action_holds(event_key, holder, may_approve, updated_ms) VALUES (?, ?, ?, ?)"),
-      release: db.prepare("UPDATE action_holds SET verdict = ?, reason = ?, updated_ms = ? WHERE event_key = ? AND holder = ? AND verdict = ''"),
+      forEvent: db.prepare(
+        "SELECT * FROM actions WHERE event_key = ? AND event_status = ? AND kind = ? ORDER BY rowid",
+      ),
+      setStatus: db.prepare(
+        "UPDATE actions SET status = ?, reason = ?, attempts = attempts + ?, updated_ms = ? WHERE action_key = ?",
+      ),
+      hold: db.prepare(
+        "INSERT OR IGNORE INTO action_holds(event_key, holder, may_approve, updated_ms) VALUES (?, ?, ?, ?)",
+      ),
+      release: db.prepare(
+        "UPDATE action_holds SET verdict = ?, reason = ?, updated_ms = ? WHERE event_key = ? AND holder = ? AND verdict = ''",
+      ),
       // A row's own hold (its holder is its key) ends with it at the latest.
       releaseOwn: db.prepare(
         "UPDATE action_holds SET verdict = ?, reason = ?, updated_ms = ? WHERE event_key = (SELECT event_key FROM actions WHERE action_key = ?) AND holder = ? AND verdict = ''",
       ),
       holdsOn: db.prepare("SELECT * FROM action_holds WHERE event_key = ? ORDER BY rowid"),
       getProgress: db.prepare("SELECT value FROM action_progress WHERE key = ?"),
-      setProgress: db.prepare("INSERT INTO action_progress(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = MAX(value, excluded.value)"),
+      setProgress: db.prepare(
+        "INSERT INTO action_progress(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = MAX(value, excluded.value)",
+      ),
       eventStatus: db.prepare("SELECT status FROM events WHERE event_key = ?"),
       forget: db.prepare("DELETE FROM actions WHERE status NOT IN ('pending', 'running') AND updated_ms < ?"),
     };
@@ -167,7 +191,17 @@ export class ActionLedger {
   plan(actions: readonly PlannedAction[], nowMs: number): number {
     let added = 0;
     for (const a of actions) {
-      const info = this.statements.insert.run(a.actionKey, a.kind, a.eventKey, a.eventStatus, a.name, a.recordJson, a.gated ? 1 : 0, nowMs, nowMs);
+      const info = this.statements.insert.run(
+        a.actionKey,
+        a.kind,
+        a.eventKey,
+        a.eventStatus,
+        a.name,
+        a.recordJson,
+        a.gated ? 1 : 0,
+        nowMs,
+        nowMs,
+      );
       added += Number(info.changes);
     }
     return added;

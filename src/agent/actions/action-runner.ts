@@ -40,7 +40,9 @@ export class ActionRunner {
   private readonly queued: ReadonlyMap<string, Action & Required<Pick<Action, "run">>>;
 
   constructor(private readonly options: ActionRunnerOptions) {
-    this.queued = new Map(options.actions.flatMap((a) => (a.run ? [[a.kind, a as Action & Required<Pick<Action, "run">>] as const] : [])));
+    this.queued = new Map(
+      options.actions.flatMap((a) => (a.run ? [[a.kind, a as Action & Required<Pick<Action, "run">>] as const] : [])),
+    );
   }
 
   /**
@@ -51,7 +53,8 @@ export class ActionRunner {
     this.recoverInterrupted();
     this.catchUp();
     this.options.ledger.forgetFinished(this.options.clock.now() - finishedActionRetentionMs);
-    if (this.queued.size > 0) this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "action runner failed"));
+    if (this.queued.size > 0)
+      this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "action runner failed"));
     for (const action of this.options.actions) action.start?.();
   }
 
@@ -65,7 +68,10 @@ export class ActionRunner {
       this.catchUp();
     } catch (err) {
       // Not lost: the records stay in the outbox past the planned position; the next commit or start plans them.
-      this.options.logger.error({ err }, "could not record planned actions; trying again at the next transition or start");
+      this.options.logger.error(
+        { err },
+        "could not record planned actions; trying again at the next transition or start",
+      );
     }
     this.wake();
     for (const action of this.options.actions) action.committed?.(entries);
@@ -101,7 +107,8 @@ export class ActionRunner {
   private planFor(record: TransitionRecord): PlannedAction[] {
     const { actions, ledger, clock } = this.options;
     const eventKey = record.EventId.toLowerCase();
-    for (const action of actions) for (const hold of action.holdsFor?.(record) ?? []) ledger.hold(eventKey, hold, clock.now());
+    for (const action of actions)
+      for (const hold of action.holdsFor?.(record) ?? []) ledger.hold(eventKey, hold, clock.now());
     return actions.flatMap((action) => action.plan(record));
   }
 
@@ -164,7 +171,8 @@ export class ActionRunner {
     logger.error({ err, action: row.actionKey, errors }, "action could not be carried out");
     if (errors >= maxErrorsPerAction) {
       try {
-        if (ledger.get(row.actionKey)?.status === "pending") ledger.setStatus(row.actionKey, "failed", `internal error: ${(err as Error).message}`, clock.now());
+        if (ledger.get(row.actionKey)?.status === "pending")
+          ledger.setStatus(row.actionKey, "failed", `internal error: ${(err as Error).message}`, clock.now());
         this.errorsByKey.delete(row.actionKey);
       } catch {
         // the store is still failing: the action stays pending

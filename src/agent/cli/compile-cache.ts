@@ -14,7 +14,8 @@ export function compileCacheDir(env: NodeJS.ProcessEnv = process.env): string | 
   if (env.NODE_COMPILE_CACHE) return env.NODE_COMPILE_CACHE;
   const systemd = env.CACHE_DIRECTORY?.split(":")[0];
   if (systemd) return join(systemd, "compile-cache");
-  if (process.platform === "win32") return env.LOCALAPPDATA ? join(env.LOCALAPPDATA, "sef", "compile-cache") : undefined;
+  if (process.platform === "win32")
+    return env.LOCALAPPDATA ? join(env.LOCALAPPDATA, "sef", "compile-cache") : undefined;
   if (env.XDG_CACHE_HOME) return join(env.XDG_CACHE_HOME, "sef", "compile-cache");
   let home: string;
   try {

@@ -15,17 +15,35 @@ export function addConfigOptions(command: Command): Command {
     .option("-c, --config <file>", "JSON config file (also SEF_CONFIG)")
     .option("--imds-url <url>", withDefault("IMDS base URL", "imdsUrl"))
     .option("--api-version <version>", withDefault("scheduled events api-version", "apiVersion"))
-    .option("--poll-interval-ms <n>", withDefault(`poll period in ms, at least ${settingMinimum("pollIntervalMs")}`, "pollIntervalMs"))
+    .option(
+      "--poll-interval-ms <n>",
+      withDefault(`poll period in ms, at least ${settingMinimum("pollIntervalMs")}`, "pollIntervalMs"),
+    )
     .option("--data-dir <dir>", withDefault("durable state and outbox directory", "dataDir"))
-    .option("--sink <spec>", withDefault(`sink, repeatable: ${sinkFactories.map((f) => f.summary).join("; ")}`, "sinks"), (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
-    .addOption(new Option("--log-level <level>", withDefault(`log level: ${settingChoices("logLevel").join(", ")}`, "logLevel")))
+    .option(
+      "--sink <spec>",
+      withDefault(`sink, repeatable: ${sinkFactories.map((f) => f.summary).join("; ")}`, "sinks"),
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .addOption(
+      new Option("--log-level <level>", withDefault(`log level: ${settingChoices("logLevel").join(", ")}`, "logLevel")),
+    )
     .option("--heartbeat-interval-ms <n>", withDefault("heartbeat record period in ms, 0 = off", "heartbeatIntervalMs"))
-    .option("--shutdown-flush-ms <n>", withDefault("how long SIGTERM may spend flushing sinks, in ms", "shutdownFlushMs"))
+    .option(
+      "--shutdown-flush-ms <n>",
+      withDefault("how long SIGTERM may spend flushing sinks, in ms", "shutdownFlushMs"),
+    )
     .option(
       "--metrics-port <n>",
-      withDefault(`port of the /metrics, /healthz, /readyz server on ${settingDefault("metrics.host")}, 0 = any; overrides metrics.port`, "metrics.port"),
+      withDefault(
+        `port of the /metrics, /healthz, /readyz server on ${settingDefault("metrics.host")}, 0 = any; overrides metrics.port`,
+        "metrics.port",
+      ),
     )
-    .option("--metrics-host <address>", withDefault("listen address of the /metrics, /healthz, /readyz server; overrides metrics.host", "metrics.host"))
+    .option(
+      "--metrics-host <address>",
+      withDefault("listen address of the /metrics, /healthz, /readyz server; overrides metrics.host", "metrics.host"),
+    )
     .addHelpText(
       "after",
       `\nEnvironment variables:\n${Object.entries(environmentVariables)

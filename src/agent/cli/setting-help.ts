@@ -10,7 +10,8 @@ type Schema = z.core.$ZodType;
 /** The schema inside a default or optional wrapper. */
 function unwrap(schema: Schema): Schema {
   let inner = schema;
-  while (inner._zod.def.type === "default" || inner._zod.def.type === "optional") inner = (inner._zod.def as unknown as { innerType: Schema }).innerType;
+  while (inner._zod.def.type === "default" || inner._zod.def.type === "optional")
+    inner = (inner._zod.def as unknown as { innerType: Schema }).innerType;
   return inner;
 }
 

@@ -29,7 +29,10 @@ export function listenForStop(logger: Logger, flushMs: number, exitCode: number)
     logger.info({ signal }, "stopping");
     const hardDeadlineMs = flushMs + shutdownMarginMs;
     setTimeout(() => {
-      logger.error({ afterMs: hardDeadlineMs }, "shutdown did not finish in time (a sink or peer is not answering); exiting: undelivered records stay in the outbox");
+      logger.error(
+        { afterMs: hardDeadlineMs },
+        "shutdown did not finish in time (a sink or peer is not answering); exiting: undelivered records stay in the outbox",
+      );
       process.exit(exitCode);
     }, hardDeadlineMs).unref();
     resolveArrived();

@@ -55,7 +55,13 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
   /** A new view with this one's keys, to be changed by the next document (costs this view's overlay, not the map). */
   derive(): EmittedKeys {
     this.check();
-    return new EmittedKeys(this.shared, this.baseVersion, new Map(this.upserts), new Set(this.deletes), this.expiredBefore);
+    return new EmittedKeys(
+      this.shared,
+      this.baseVersion,
+      new Map(this.upserts),
+      new Set(this.deletes),
+      this.expiredBefore,
+    );
   }
 
   get(key: string): EmittedKey | undefined {
@@ -146,7 +152,8 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
    */
   keepOnlyEvents(tracked: { has(eventId: string): boolean }): void {
     this.check();
-    if (this.upserts.size > 0 || this.deletes.size > 0) throw new InternalError("emitted keys forgotten from a view not settled");
+    if (this.upserts.size > 0 || this.deletes.size > 0)
+      throw new InternalError("emitted keys forgotten from a view not settled");
     for (const key of this.shared.map.keys()) if (!tracked.has(eventIdOfKey(key))) this.shared.map.delete(key);
   }
 
@@ -156,6 +163,7 @@ export class EmittedKeys implements Iterable<[string, EmittedKey]> {
   }
 
   private check(): void {
-    if (this.baseVersion !== this.shared.version) throw new InternalError("emitted keys read from a state older than the one adopted since");
+    if (this.baseVersion !== this.shared.version)
+      throw new InternalError("emitted keys read from a state older than the one adopted since");
   }
 }

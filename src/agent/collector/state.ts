@@ -26,7 +26,14 @@ export interface CollectorState {
 }
 
 export function emptyCollectorState(): CollectorState {
-  return { lastIncarnation: null, lastDocumentHash: null, lastSuccessMs: null, interrupted: false, events: new Map(), emitted: EmittedKeys.from() };
+  return {
+    lastIncarnation: null,
+    lastDocumentHash: null,
+    lastSuccessMs: null,
+    interrupted: false,
+    events: new Map(),
+    emitted: EmittedKeys.from(),
+  };
 }
 
 export function emittedKey(eventId: string, status: string): string {

@@ -2,9 +2,20 @@
 // Pure: no I/O, no clock; time, identity and the previous state come in as arguments.
 import { codeUnitOrder } from "../util/code-unit-order.js";
 import { hash } from "node:crypto";
-import type { EventFields, EventStatus, MalformedEventRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
+import type {
+  EventFields,
+  EventStatus,
+  MalformedEventRecord,
+  RecordIdentity,
+  TransitionRecord,
+} from "@sef/contract/record.js";
 import { deterministicUuid, recordSource, transitionRecordId } from "@sef/contract/record-id.js";
-import { normalizeResourceName, type ScheduledEventsDocument, type ImdsEvent, type MalformedImdsEvent } from "../imds/document.js";
+import {
+  normalizeResourceName,
+  type ScheduledEventsDocument,
+  type ImdsEvent,
+  type MalformedImdsEvent,
+} from "../imds/document.js";
 import { emittedKey, type CollectorState, type TrackedEvent } from "./state.js";
 import type { EmittedKeys } from "./emitted-keys.js";
 
@@ -97,7 +108,12 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
   pruneEmitted(emitted, ctx.nowMs, ctx.emittedRetentionMs);
 
   if (prev.lastIncarnation === doc.DocumentIncarnation && prev.lastDocumentHash === hash) {
-    return { state: { ...prev, emitted, lastSuccessMs: ctx.nowMs, interrupted: false }, records: [], malformed: [], changed: false };
+    return {
+      state: { ...prev, emitted, lastSuccessMs: ctx.nowMs, interrupted: false },
+      records: [],
+      malformed: [],
+      changed: false,
+    };
   }
   const moves = documentMoves(prev, doc, gap, ctx);
   // Dedupe on EventId + status last: each key is forwarded once, the first time a document shows its transition.
@@ -105,7 +121,14 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
   const malformed = notYetEmitted(emitted, moves.malformed, ctx.nowMs);
   markEnded(emitted, prev, moves.events, ctx.nowMs);
   return {
-    state: { lastIncarnation: doc.DocumentIncarnation, lastDocumentHash: hash, lastSuccessMs: ctx.nowMs, interrupted: false, events: moves.events, emitted },
+    state: {
+      lastIncarnation: doc.DocumentIncarnation,
+      lastDocumentHash: hash,
+      lastSuccessMs: ctx.nowMs,
+      interrupted: false,
+      events: moves.events,
+      emitted,
+    },
     records,
     malformed,
     changed: true,
@@ -117,13 +140,27 @@ export function applyDocument(prev: CollectorState, doc: ScheduledEventsDocument
  * event finish before the next one in the same document moves; then new and started events; then malformed sightings.
  * An event that became unreadable is still present: it has not ended, and what was known of it is kept.
  */
-function documentMoves(prev: CollectorState, doc: ScheduledEventsDocument, gap: boolean, ctx: CollectContext): DocumentMoves {
+function documentMoves(
+  prev: CollectorState,
+  doc: ScheduledEventsDocument,
+  gap: boolean,
+  ctx: CollectContext,
+): DocumentMoves {
   const records: Candidate<TransitionRecord>[] = [];
   const move = (fields: EventFields, status: EventStatus, previous: EventStatus | ""): void => {
-    records.push({ key: emittedKey(fields.EventId, status), record: buildRecord(fields, status, previous, doc.DocumentIncarnation, gap, ctx), endedMs: null });
+    records.push({
+      key: emittedKey(fields.EventId, status),
+      record: buildRecord(fields, status, previous, doc.DocumentIncarnation, gap, ctx),
+      endedMs: null,
+    });
   };
   const malformedEvents = doc.Malformed ?? [];
-  const present = new Set([...doc.Events.map((e) => e.EventId), ...malformedEvents.flatMap((m) => (m.eventId === null ? [] : [m.eventId]))].map((id) => id.toLowerCase()));
+  const present = new Set(
+    [
+      ...doc.Events.map((e) => e.EventId),
+      ...malformedEvents.flatMap((m) => (m.eventId === null ? [] : [m.eventId])),
+    ].map((id) => id.toLowerCase()),
+  );
   for (const [key, tracked] of prev.events) {
     if (!present.has(key)) move(tracked.fields, endedStatus(tracked, gap, ctx.nowMs), tracked.status);
   }
@@ -167,7 +204,12 @@ function notYetEmitted<R>(emitted: EmittedKeys, candidates: readonly Candidate<R
 }
 
 /** Every key of an event `prev` tracked and the document no longer lists ends now (its retention starts), its ending's included. */
-function markEnded(emitted: EmittedKeys, prev: CollectorState, events: ReadonlyMap<string, TrackedEvent>, nowMs: number): void {
+function markEnded(
+  emitted: EmittedKeys,
+  prev: CollectorState,
+  events: ReadonlyMap<string, TrackedEvent>,
+  nowMs: number,
+): void {
   for (const [key, tracked] of prev.events) {
     if (events.has(key)) continue;
     for (const status of ["Scheduled", "Started", "Completed", "Canceled"]) {
@@ -256,10 +298,19 @@ function buildRecord(
   };
 }
 
-function buildMalformedRecord(m: MalformedImdsEvent, key: string, incarnation: number, ctx: CollectContext): MalformedEventRecord {
-  const raw = typeof m.raw === "object" && m.raw !== null && !Array.isArray(m.raw) ? (m.raw as Record<string, unknown>) : {};
+function buildMalformedRecord(
+  m: MalformedImdsEvent,
+  key: string,
+  incarnation: number,
+  ctx: CollectContext,
+): MalformedEventRecord {
+  const raw =
+    typeof m.raw === "object" && m.raw !== null && !Array.isArray(m.raw) ? (m.raw as Record<string, unknown>) : {};
   const text = (field: string): string => (typeof raw[field] === "string" ? (raw[field] as string) : "");
-  const resources = Array.isArray(raw.Resources) && raw.Resources.every((r) => typeof r === "string") ? (raw.Resources as string[]).map(normalizeResourceName) : [];
+  const resources =
+    Array.isArray(raw.Resources) && raw.Resources.every((r) => typeof r === "string")
+      ? (raw.Resources as string[]).map(normalizeResourceName)
+      : [];
   return {
     RecordId: deterministicUuid("MalformedEvent", recordSource(ctx.vm), key),
     RecordType: "MalformedEvent",

@@ -122,7 +122,8 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   const sinkSettings: Record<string, unknown> = {};
   for (const spec of config.sinks) {
     const { type } = parseSinkSpec(spec);
-    if (!(type in sinkSettings)) sinkSettings[type] = sinkSection(config, type) ?? findSinkFactory(type).settingsSchema.parse({});
+    if (!(type in sinkSettings))
+      sinkSettings[type] = sinkSection(config, type) ?? findSinkFactory(type).settingsSchema.parse({});
   }
   return { config, sinkSettings, file };
 }
@@ -131,13 +132,24 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
  * When some settings are invalid, the cross-field rules still judge the others (so every problem shows at once): the
  * bad top-level settings are set aside, and problems about them (or about the sinks, if those were bad) are left out.
  */
-function crossFieldProblemsOfTheRest(merged: Record<string, unknown>, error: z.core.$ZodError, env: NodeJS.ProcessEnv): string[] {
-  const bad = new Set(error.issues.flatMap((issue) => (issue.code === "unrecognized_keys" && issue.path.length === 0 ? [] : [String(issue.path[0] ?? "")])));
+function crossFieldProblemsOfTheRest(
+  merged: Record<string, unknown>,
+  error: z.core.$ZodError,
+  env: NodeJS.ProcessEnv,
+): string[] {
+  const bad = new Set(
+    error.issues.flatMap((issue) =>
+      issue.code === "unrecognized_keys" && issue.path.length === 0 ? [] : [String(issue.path[0] ?? "")],
+    ),
+  );
   if (bad.has("") || bad.has("sinks")) return [];
   const rest = Object.fromEntries(Object.entries(merged).filter(([key]) => !bad.has(key)));
-  const reparsed = agentConfigSchema.safeParse(Object.fromEntries(Object.entries(rest).filter(([key]) => key in agentConfigSchema.shape)));
+  const reparsed = agentConfigSchema.safeParse(
+    Object.fromEntries(Object.entries(rest).filter(([key]) => key in agentConfigSchema.shape)),
+  );
   if (!reparsed.success) return [];
-  const about = (problem: string): string => (problem.startsWith("environment variable") ? "eventhubs" : (/^[a-z]+/i.exec(problem)?.[0] ?? ""));
+  const about = (problem: string): string =>
+    problem.startsWith("environment variable") ? "eventhubs" : (/^[a-z]+/i.exec(problem)?.[0] ?? "");
   return crossFieldProblems(reparsed.data, env).filter((problem) => !bad.has(about(problem)));
 }
 
@@ -147,7 +159,11 @@ function convert(raw: string, kind: "string" | "integer" | "list", name: string,
     if (n === undefined) problems.push(`${name}: expected a whole number, got "${raw}"`);
     return n;
   }
-  if (kind === "list") return raw.split(",").map((s) => s.trim()).filter(Boolean);
+  if (kind === "list")
+    return raw
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
   return raw;
 }
 
@@ -155,7 +171,10 @@ function unknownVariables(env: NodeJS.ProcessEnv, merged: Record<string, unknown
   const known = Object.keys(environmentVariables);
   const allowed = new Set([...known, ...actionVariables, ...reservedVariables, ...referencedVariables(merged)]);
   return Object.keys(env)
-    .filter((name) => name.startsWith("SEF_") && !allowed.has(name) && !reservedVariablePrefixes.some((p) => name.startsWith(p)))
+    .filter(
+      (name) =>
+        name.startsWith("SEF_") && !allowed.has(name) && !reservedVariablePrefixes.some((p) => name.startsWith(p)),
+    )
     .sort()
     .map((name) => `${name}: ${unknownNameMessage("environment variable", name, known)}`);
 }
@@ -165,7 +184,9 @@ function readConfigFile(path: string, problems: string[]): Record<string, unknow
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    problems.push(`config file ${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    problems.push(
+      `config file ${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
     return {};
   }
   try {
@@ -183,14 +204,28 @@ function readConfigFile(path: string, problems: string[]): Record<string, unknow
 }
 
 interface SchemaNode {
-  _zod?: { def: { type: string; innerType?: SchemaNode; shape?: Record<string, SchemaNode>; element?: SchemaNode; valueType?: SchemaNode; in?: SchemaNode } };
+  _zod?: {
+    def: {
+      type: string;
+      innerType?: SchemaNode;
+      shape?: Record<string, SchemaNode>;
+      element?: SchemaNode;
+      valueType?: SchemaNode;
+      in?: SchemaNode;
+    };
+  };
 }
 
 /** The keys an object schema accepts at `path` (through defaults, optionals, arrays and records), for suggestions. */
 function keysAt(schema: SchemaNode, path: readonly PropertyKey[]): string[] {
   let node: SchemaNode | undefined = schema;
   const unwrap = (): void => {
-    while (node?._zod && ["default", "optional", "nullable", "prefault", "readonly", "nonoptional", "catch", "pipe"].includes(node._zod.def.type)) {
+    while (
+      node?._zod &&
+      ["default", "optional", "nullable", "prefault", "readonly", "nonoptional", "catch", "pipe"].includes(
+        node._zod.def.type,
+      )
+    ) {
       node = node._zod.def.innerType ?? node._zod.def.in;
     }
   };
@@ -211,7 +246,8 @@ function formatIssues(error: z.core.$ZodError, schema: unknown, origin: Readonly
   return error.issues.flatMap((issue) => {
     const path = issue.path.map(String).join(".");
     const from = issue.path.length > 0 ? origin.get(String(issue.path[0])) : undefined;
-    const where = (name: string): string => (from === undefined || from.startsWith("config file") ? name : `${name} (${from})`);
+    const where = (name: string): string =>
+      from === undefined || from.startsWith("config file") ? name : `${name} (${from})`;
     if (issue.code === "unrecognized_keys") {
       const known = keysAt(schema as SchemaNode, issue.path);
       return issue.keys.map((key) => {

@@ -8,7 +8,9 @@ import { findSinkFactory, parseSinkSpec, sinkFactories } from "../sinks/registry
 
 /** zod's message, with "expected string, received undefined" said plainly. */
 export function describeIssue(issue: { code: string; message: string }): string {
-  return issue.code === "invalid_type" && /received undefined$/.test(issue.message) ? "required, but not set" : issue.message;
+  return issue.code === "invalid_type" && /received undefined$/.test(issue.message)
+    ? "required, but not set"
+    : issue.message;
 }
 
 /** Problems as `field: message` lines; empty when the configuration holds together. */
@@ -32,17 +34,27 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
     if (sinkSection(config, type) !== undefined) continue;
     const result = findSinkFactory(type).settingsSchema.safeParse({});
     if (!result.success) {
-      for (const issue of result.error.issues) problems.push(`${[type, ...issue.path.map(String)].join(".")}: ${describeIssue(issue)} (the ${type} sink is in use)`);
+      for (const issue of result.error.issues)
+        problems.push(
+          `${[type, ...issue.path.map(String)].join(".")}: ${describeIssue(issue)} (the ${type} sink is in use)`,
+        );
     }
   }
 
   // Each sink's own rules, sinks in the order of their names (the registry's order).
   for (const factory of sinkFactories) {
-    const rules = factory.rules?.({ settings: sinkSection(config, factory.type), inUse: used.has(factory.type), argument: used.get(factory.type), env }) ?? [];
+    const rules =
+      factory.rules?.({
+        settings: sinkSection(config, factory.type),
+        inUse: used.has(factory.type),
+        argument: used.get(factory.type),
+        env,
+      }) ?? [];
     problems.push(...rules);
   }
   // Each action's own rules, in the order of their sections.
-  for (const entry of actionEntryList) problems.push(...(entry.rules?.(actionSection(config, entry.section), env) ?? []));
+  for (const entry of actionEntryList)
+    problems.push(...(entry.rules?.(actionSection(config, entry.section), env) ?? []));
   return problems;
 }
 

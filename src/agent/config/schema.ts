@@ -20,31 +20,48 @@ const positiveMs = z.number().check(z.int(), z.positive());
 
 const coreShape = {
   imdsUrl: documented(z.optional(z.url({ protocol: /^https?$/ })), {
-    description: "IMDS base URL; when set, it is used as is and nothing is discovered (nor remembered). Unset: the endpoint is discovered (169.254.169.254, then the DHCP option 245 sources; see src/agent/imds/README.md).",
+    description:
+      "IMDS base URL; when set, it is used as is and nothing is discovered (nor remembered). Unset: the endpoint is discovered (169.254.169.254, then the DHCP option 245 sources; see src/agent/imds/README.md).",
     defaultText: "(discovered)",
   }),
-  imdsDiscovery: documented(z._default(imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings), { description: "How the IMDS endpoint is found when `imdsUrl` is unset." }),
-  apiVersion: documented(z._default(z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}$/, "must look like 2020-07-01")), imdsDefaults.apiVersion), {
-    description: "Scheduled events api-version (older versions work: missing fields get defaults).",
+  imdsDiscovery: documented(z._default(imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings), {
+    description: "How the IMDS endpoint is found when `imdsUrl` is unset.",
   }),
+  apiVersion: documented(
+    z._default(z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}$/, "must look like 2020-07-01")), imdsDefaults.apiVersion),
+    {
+      description: "Scheduled events api-version (older versions work: missing fields get defaults).",
+    },
+  ),
   pollIntervalMs: documented(z._default(z.number().check(z.int(), z.minimum(200), z.maximum(60_000)), 1000), {
     description: "Poll period (IMDS allows 5 requests a second, so at least 200).",
   }),
-  dataDir: documented(z._default(z.string().check(z.minLength(1)), () => platformDataDir()), {
-    description: "Durable state (`sef.db`), outbox and dead-letter files.",
-    defaultText: "`/var/lib/sef` (Windows: `C:\\ProgramData\\sef\\data`)",
-  }),
-  sinks: documented(z._default(z.array(z.string().check(z.minLength(1))).check(z.minLength(1, "at least one sink is needed")), ["stdout"]), {
-    description: "Where records go: `stdout`, `jsonl:PATH`, `eventhubs`, `loganalytics`, `webhook[:URL]` (`--sink` is repeatable; `SEF_SINKS` is comma-separated).",
-  }),
+  dataDir: documented(
+    z._default(z.string().check(z.minLength(1)), () => platformDataDir()),
+    {
+      description: "Durable state (`sef.db`), outbox and dead-letter files.",
+      defaultText: "`/var/lib/sef` (Windows: `C:\\ProgramData\\sef\\data`)",
+    },
+  ),
+  sinks: documented(
+    z._default(z.array(z.string().check(z.minLength(1))).check(z.minLength(1, "at least one sink is needed")), [
+      "stdout",
+    ]),
+    {
+      description:
+        "Where records go: `stdout`, `jsonl:PATH`, `eventhubs`, `loganalytics`, `webhook[:URL]` (`--sink` is repeatable; `SEF_SINKS` is comma-separated).",
+    },
+  ),
   logLevel: documented(z._default(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]), "info"), {
     description: "Level of the pino JSON logs on stderr.",
   }),
   shutdownFlushMs: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 5000), {
-    description: "How long SIGTERM/SIGINT may spend flushing sinks; the process ends within this + 3 s whatever a sink does.",
+    description:
+      "How long SIGTERM/SIGINT may spend flushing sinks; the process ends within this + 3 s whatever a sink does.",
   }),
   imdsFirstCallTimeoutMs: documented(z._default(positiveMs, imdsDefaults.firstCallTimeoutMs), {
-    description: "IMDS total deadline per request until the first answer (the service may take up to 2 minutes to enable).",
+    description:
+      "IMDS total deadline per request until the first answer (the service may take up to 2 minutes to enable).",
   }),
   imdsRequestTimeoutMs: documented(z._default(positiveMs, imdsDefaults.requestTimeoutMs), {
     description: "IMDS total deadline per request after the first answer, from connect to the body's last byte.",
@@ -59,23 +76,40 @@ const coreShape = {
     description: "A longer pause between good polls marks the next records with `ObservationGap`.",
     defaultText: "5 × poll interval, at least 10000",
   }),
-  emittedRetentionMs: documented(z._default(z.number().check(z.int(), z.minimum(7 * 24 * 3600 * 1000, "must be at least 7 days")), 7 * 24 * 3600 * 1000), {
-    description: "How long emitted (EventId, EventStatus) keys are kept after an event ended (at least 7 days).",
-  }),
-  maxOutboxBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024 * 1024)), outboxDefaults.maxOutboxBytes), {
-    description: "Outbox size cap (bytes of JSON, 256 MiB by default); past it the oldest records are dead-lettered (\"evicted\") and removed: see src/agent/store/README.md.",
-  }),
+  emittedRetentionMs: documented(
+    z._default(
+      z.number().check(z.int(), z.minimum(7 * 24 * 3600 * 1000, "must be at least 7 days")),
+      7 * 24 * 3600 * 1000,
+    ),
+    {
+      description: "How long emitted (EventId, EventStatus) keys are kept after an event ended (at least 7 days).",
+    },
+  ),
+  maxOutboxBytes: documented(
+    z._default(z.number().check(z.int(), z.minimum(1024 * 1024)), outboxDefaults.maxOutboxBytes),
+    {
+      description:
+        'Outbox size cap (bytes of JSON, 256 MiB by default); past it the oldest records are dead-lettered ("evicted") and removed: see src/agent/store/README.md.',
+    },
+  ),
   heartbeatIntervalMs: documented(z._default(z.number().check(z.int(), z.minimum(0)), defaultHeartbeatIntervalMs), {
     description: "`Heartbeat` record period; 0 turns heartbeats (and the goodbye) off.",
   }),
   retry: documented(
     z._default(
       z.strictObject({
-        initialDelayMs: documented(z._default(positiveMs, defaultRetryPolicy.initialDelayMs), { description: "First retry delay of the shared sink retry policy." }),
-        maxDelayMs: documented(z._default(positiveMs, defaultRetryPolicy.maxDelayMs), { description: "Longest retry delay." }),
-        multiplier: documented(z._default(z.number().check(z.minimum(1), z.maximum(10)), defaultRetryPolicy.multiplier), {
-          description: "Growth of the delay per retry.",
+        initialDelayMs: documented(z._default(positiveMs, defaultRetryPolicy.initialDelayMs), {
+          description: "First retry delay of the shared sink retry policy.",
         }),
+        maxDelayMs: documented(z._default(positiveMs, defaultRetryPolicy.maxDelayMs), {
+          description: "Longest retry delay.",
+        }),
+        multiplier: documented(
+          z._default(z.number().check(z.minimum(1), z.maximum(10)), defaultRetryPolicy.multiplier),
+          {
+            description: "Growth of the delay per retry.",
+          },
+        ),
       }),
       defaultRetryPolicy,
     ),
@@ -89,7 +123,8 @@ const coreShape = {
     defaultText: "(unset)",
   }),
   metricsHost: documented(z.optional(z.string().check(z.minLength(1))), {
-    description: "Overrides `metrics.host` (the Helm chart sets `SEF_METRICS_HOST` to the node's IP from the downward API, `status.hostIP`).",
+    description:
+      "Overrides `metrics.host` (the Helm chart sets `SEF_METRICS_HOST` to the node's IP from the downward API, `status.hostIP`).",
     defaultText: "(unset)",
   }),
   imdsExtraHeaders: documented(z._default(z.record(z.string(), z.string()), {}), {
@@ -102,12 +137,20 @@ const coreShape = {
  * required fields are checked for the sinks in use (rules.ts). Their values are read with `sinkSection`.
  */
 const sinkShape: Record<string, z.ZodMiniType<unknown>> = Object.fromEntries(
-  sinkFactories.map((factory) => [factory.type, documented(z.optional(factory.settingsSchema as z.ZodMiniType<unknown>), { description: factory.settingsDescription })]),
+  sinkFactories.map((factory) => [
+    factory.type,
+    documented(z.optional(factory.settingsSchema as z.ZodMiniType<unknown>), {
+      description: factory.settingsDescription,
+    }),
+  ]),
 );
 
 /** Action sections, one per registered action and named after it, each with its own default (or absent = off). */
 const actionShape = Object.fromEntries(
-  actionEntryList.map((entry) => [entry.section, documented(entry.settingsSchema, { description: entry.settingsDescription })]),
+  actionEntryList.map((entry) => [
+    entry.section,
+    documented(entry.settingsSchema, { description: entry.settingsDescription }),
+  ]),
 ) as { [Section in keyof typeof actionEntries]: (typeof actionEntries)[Section]["settingsSchema"] };
 
 const servicesShape = {

@@ -13,7 +13,11 @@ export function inlineSecrets(config: AgentConfig): string[] {
 }
 
 /** A warning when `file` holds a secret and is readable by others (mode o+r); undefined otherwise or on Windows. */
-export function secretFileWarning(file: string | undefined, config: AgentConfig, platform = process.platform): { file: string; mode: string; settings: string[] } | undefined {
+export function secretFileWarning(
+  file: string | undefined,
+  config: AgentConfig,
+  platform = process.platform,
+): { file: string; mode: string; settings: string[] } | undefined {
   if (file === undefined || platform === "win32") return undefined;
   const settings = inlineSecrets(config);
   if (settings.length === 0) return undefined;

@@ -22,13 +22,20 @@ export class DeadLetterFile {
   }
 
   /** Appends and fsyncs; throws when the file cannot be written (the caller must not move the cursor then). */
-  async write(sink: string, items: ReadonlyArray<{ entry: Pick<OutboxEntry, "json">; reason: string }>, nowMs: number): Promise<void> {
+  async write(
+    sink: string,
+    items: ReadonlyArray<{ entry: Pick<OutboxEntry, "json">; reason: string }>,
+    nowMs: number,
+  ): Promise<void> {
     if (items.length === 0) return;
     await mkdir(this.directory, { recursive: true });
     const handle = await open(this.pathFor(sink), "a");
     try {
       const at = new Date(nowMs).toISOString();
-      const lines = items.map(({ entry, reason }) => `{"deadLetteredAt":${JSON.stringify(at)},"sink":${JSON.stringify(sink)},"reason":${JSON.stringify(redactSecrets(reason))},"record":${entry.json}}\n`);
+      const lines = items.map(
+        ({ entry, reason }) =>
+          `{"deadLetteredAt":${JSON.stringify(at)},"sink":${JSON.stringify(sink)},"reason":${JSON.stringify(redactSecrets(reason))},"record":${entry.json}}\n`,
+      );
       await handle.appendFile(lines.join(""));
       await handle.datasync();
     } finally {

@@ -4,7 +4,15 @@
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import { allOutcomes, isUrgent, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../sinks/sink.js";
+import {
+  allOutcomes,
+  isUrgent,
+  retry,
+  type OutboxEntry,
+  type RecordOutcome,
+  type SendOutcomes,
+  type Sink,
+} from "../sinks/sink.js";
 import type { Outbox, LedgerOutcome } from "./outbox.js";
 import { retryDelayMs, type RetryPolicy } from "@sef/retry/policy.js";
 import type { DeadLetterFile } from "./dead-letter.js";
@@ -108,8 +116,14 @@ export class Drainer {
       }
     } finally {
       clearTimeout(timer);
-      const close = this.options.sink.close().catch((err: unknown) => this.options.logger.warn({ err, sink: this.name }, "sink close failed"));
-      if (!(await settlesWithin(close, sinkCloseTimeoutMs))) this.options.logger.warn({ sink: this.name, timeoutMs: sinkCloseTimeoutMs }, "sink did not close in time; leaving it");
+      const close = this.options.sink
+        .close()
+        .catch((err: unknown) => this.options.logger.warn({ err, sink: this.name }, "sink close failed"));
+      if (!(await settlesWithin(close, sinkCloseTimeoutMs)))
+        this.options.logger.warn(
+          { sink: this.name, timeoutMs: sinkCloseTimeoutMs },
+          "sink did not close in time; leaving it",
+        );
     }
   }
 
@@ -169,7 +183,12 @@ export class Drainer {
         await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
-      if (sink.lingerMs > 0 && !this.stopRequested && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
+      if (
+        sink.lingerMs > 0 &&
+        !this.stopRequested &&
+        batch.length < sink.maxBatchRecords &&
+        !batch.some((e) => isUrgent(e.record))
+      ) {
         await this.waitForWake("urgent", sink.lingerMs);
         batch = outbox.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
         if (batch.length === 0) continue;
@@ -229,7 +248,8 @@ export class Drainer {
     const rejectedItems: Array<{ entry: OutboxEntry; reason: string }> = [];
     batch.forEach((entry, i) => {
       const o = outcomes[i]!;
-      if (o.kind === "rejected") rejectedItems.push({ entry, reason: o.reason.trim() === "" ? "rejected without a reason" : o.reason });
+      if (o.kind === "rejected")
+        rejectedItems.push({ entry, reason: o.reason.trim() === "" ? "rejected without a reason" : o.reason });
     });
     let deadLetterError: string | undefined;
     if (rejectedItems.length > 0) {
@@ -240,7 +260,10 @@ export class Drainer {
       }
     }
     const retries = outcomes.filter((o): o is Extract<RecordOutcome, { kind: "retry" }> => o.kind === "retry");
-    const hintMs = retries.reduce<number | undefined>((max, o) => (o.afterMs === undefined ? max : Math.max(max ?? 0, o.afterMs)), undefined);
+    const hintMs = retries.reduce<number | undefined>(
+      (max, o) => (o.afterMs === undefined ? max : Math.max(max ?? 0, o.afterMs)),
+      undefined,
+    );
     const anyRetry = retries.length > 0 || deadLetterError !== undefined;
     this.needsOperator = retries.find((o) => o.needsOperator)?.reason ?? null;
     const delayMs = anyRetry ? this.failed(retries[0]?.reason ?? deadLetterError!, hintMs) : undefined;
@@ -248,10 +271,18 @@ export class Drainer {
       const o = outcomes[i]!;
       if (o.kind === "delivered") return { seq: entry.seq, kind: "delivered" };
       if (o.kind === "rejected") {
-        if (deadLetterError !== undefined) return { seq: entry.seq, kind: "retry", reason: deadLetterError, nextAttemptMs: nowMs + delayMs! };
-        return { seq: entry.seq, kind: "rejected", reason: o.reason.trim() === "" ? "rejected without a reason" : o.reason };
+        if (deadLetterError !== undefined)
+          return { seq: entry.seq, kind: "retry", reason: deadLetterError, nextAttemptMs: nowMs + delayMs! };
+        return {
+          seq: entry.seq,
+          kind: "rejected",
+          reason: o.reason.trim() === "" ? "rejected without a reason" : o.reason,
+        };
       }
-      const recordDelayMs = o.afterMs === undefined ? delayMs! : retryDelayMs(this.options.retryPolicy, this.failures, o.afterMs, this.random());
+      const recordDelayMs =
+        o.afterMs === undefined
+          ? delayMs!
+          : retryDelayMs(this.options.retryPolicy, this.failures, o.afterMs, this.random());
       return { seq: entry.seq, kind: "retry", reason: o.reason, nextAttemptMs: nowMs + recordDelayMs };
     });
     const applied = outbox.applyOutcomes(sink.name, ledgerOutcomes, clock.now());
@@ -259,7 +290,15 @@ export class Drainer {
     if (applied.delivered > 0) metrics.sent.inc({ sink: sink.name }, applied.delivered);
     if (applied.rejected > 0) {
       metrics.deadLetters.inc({ sink: sink.name }, applied.rejected);
-      logger.error({ sink: sink.name, records: applied.rejected, reason: rejectedItems[0]!.reason, file: deadLetters.pathFor(sink.name) }, "records dead-lettered");
+      logger.error(
+        {
+          sink: sink.name,
+          records: applied.rejected,
+          reason: rejectedItems[0]!.reason,
+          file: deadLetters.pathFor(sink.name),
+        },
+        "records dead-lettered",
+      );
     }
     if (!anyRetry) this.recovered();
     return delayMs;
@@ -281,7 +320,8 @@ export class Drainer {
   }
 
   private recovered(): void {
-    if (this.failures > 0) this.options.logger.info({ sink: this.name, afterAttempts: this.failures }, "sink recovered");
+    if (this.failures > 0)
+      this.options.logger.info({ sink: this.name, afterAttempts: this.failures }, "sink recovered");
     this.failures = 0;
     this.failingSinceMs = null;
     this.lastError = null;
@@ -302,7 +342,10 @@ export class Drainer {
     const { sink, outbox, metrics, clock } = this.options;
     const depth = outbox.depth(sink.name);
     metrics.outboxDepth.set({ sink: sink.name }, depth.records);
-    metrics.outboxOldestAge.set({ sink: sink.name }, depth.oldestCreatedMs === null ? 0 : (clock.now() - depth.oldestCreatedMs) / 1000);
+    metrics.outboxOldestAge.set(
+      { sink: sink.name },
+      depth.oldestCreatedMs === null ? 0 : (clock.now() - depth.oldestCreatedMs) / 1000,
+    );
   }
 
   /**

@@ -108,7 +108,9 @@ export class DeliveryLedger {
 
   /** Pending records of `sink` after `afterSeq` whose next attempt is due at `nowMs`, oldest first. */
   due(sink: string, limit: number, nowMs: number, afterSeq = 0): OutboxEntry[] {
-    return this.s.due.all(sink, afterSeq, nowMs, limit).map((row) => ({ seq: row.seq, json: row.json, record: JSON.parse(row.json) as SefRecord }));
+    return this.s.due
+      .all(sink, afterSeq, nowMs, limit)
+      .map((row) => ({ seq: row.seq, json: row.json, record: JSON.parse(row.json) as SefRecord }));
   }
 
   /** Earliest next attempt among the sink's pending records (null when none is pending). */
@@ -121,7 +123,11 @@ export class DeliveryLedger {
    * Applies the outcomes of one send. Call inside a transaction. Only pending rows change: an outcome for a record
    * already delivered or dead-lettered is ignored, so applying the same outcomes twice is harmless.
    */
-  apply(sink: string, outcomes: readonly LedgerOutcome[], nowMs: number): { delivered: number; retried: number; rejected: number } {
+  apply(
+    sink: string,
+    outcomes: readonly LedgerOutcome[],
+    nowMs: number,
+  ): { delivered: number; retried: number; rejected: number } {
     let delivered = 0;
     let retried = 0;
     let rejected = 0;
@@ -149,7 +155,8 @@ export class DeliveryLedger {
     const runs = consecutiveRuns(seqs);
     if (runs.length > maxRunsPerDelivery) {
       const removed = this.s.deliver.all(sink, JSON.stringify(seqs));
-      if (removed.length > 0) for (const row of this.s.dropIfUnneeded.all(JSON.stringify(removed.map((r) => r.seq)))) this.bytes -= row.bytes;
+      if (removed.length > 0)
+        for (const row of this.s.dropIfUnneeded.all(JSON.stringify(removed.map((r) => r.seq)))) this.bytes -= row.bytes;
       return removed.length;
     }
     let delivered = 0;
@@ -169,7 +176,8 @@ export class DeliveryLedger {
    */
   register(names: readonly string[], nowMs: number): string[] {
     const configured = new Set(names);
-    for (const row of this.s.sinkCounts.all()) if (!configured.has(row.sink) && row.pending === 0 && row.dead === 0) this.s.dropSink.run(row.sink);
+    for (const row of this.s.sinkCounts.all())
+      if (!configured.has(row.sink) && row.pending === 0 && row.dead === 0) this.s.dropSink.run(row.sink);
     const added: string[] = [];
     for (const sink of names) if (Number(this.s.registerSink.run(sink, nowMs).changes) > 0) added.push(sink);
     this.s.setConfigured.run(JSON.stringify([...configured].sort()));
@@ -193,7 +201,11 @@ export class DeliveryLedger {
    * needs any more leave the outbox. Its dead-lettered rows already have their lines. Call inside a transaction.
    * Returns what it held, or undefined when the ledger knows no such sink.
    */
-  dropSink(sink: string, reason: string, writeDeadLetters: (items: readonly EvictedDelivery[]) => void): ParkedSink | undefined {
+  dropSink(
+    sink: string,
+    reason: string,
+    writeDeadLetters: (items: readonly EvictedDelivery[]) => void,
+  ): ParkedSink | undefined {
     const row = this.s.sinkRow.get(sink);
     if (row === undefined) return undefined;
     const pending = this.s.pendingOf.all(sink).map((r) => ({ sink, seq: r.seq, json: r.json, reason }));
@@ -214,7 +226,8 @@ export class DeliveryLedger {
 
   /** Makes every record still held from `from` on pending for `sink` (except those it already has a row for). Call inside a transaction. */
   backfill(sink: string, from: ReplayFrom): number {
-    const info = "seq" in from ? this.s.backfillFromSeq.run(sink, from.seq) : this.s.backfillSince.run(sink, from.sinceMs);
+    const info =
+      "seq" in from ? this.s.backfillFromSeq.run(sink, from.seq) : this.s.backfillSince.run(sink, from.sinceMs);
     const added = Number(info.changes);
     if (added > 0) this.s.addPending.run(added, sink);
     return added;
@@ -222,13 +235,25 @@ export class DeliveryLedger {
 
   count(sink: string): { pending: number; deadLettered: number; delivered: number; lastDeliveryMs: number | null } {
     const row = this.s.sinkRow.get(sink);
-    return { pending: row?.pending ?? 0, deadLettered: row?.dead ?? 0, delivered: row?.delivered ?? 0, lastDeliveryMs: row?.last_delivery_ms ?? null };
+    return {
+      pending: row?.pending ?? 0,
+      deadLettered: row?.dead ?? 0,
+      delivered: row?.delivered ?? 0,
+      lastDeliveryMs: row?.last_delivery_ms ?? null,
+    };
   }
 
   status(sink: string): SinkLedgerStatus {
     const c = this.count(sink);
     const oldest = c.pending > 0 ? (this.s.oldestPending.get(sink)?.created_ms ?? null) : null;
-    return { sink, pending: c.pending, deadLettered: c.deadLettered, delivered: c.delivered, oldestPendingCreatedMs: oldest, lastDeliveryMs: c.lastDeliveryMs };
+    return {
+      sink,
+      pending: c.pending,
+      deadLettered: c.deadLettered,
+      delivered: c.delivered,
+      oldestPendingCreatedMs: oldest,
+      lastDeliveryMs: c.lastDeliveryMs,
+    };
   }
 
   headSeq(): number {
@@ -250,7 +275,8 @@ export class DeliveryLedger {
   /** Makes dead-lettered deliveries pending again (same record, same RecordId). Call inside a transaction. */
   replay(filter: { sink?: string; reasonContains?: string }): Map<string, number> {
     const bySink = new Map<string, number>();
-    for (const row of this.s.replay.all(filter.sink ?? null, filter.reasonContains ?? null)) bySink.set(row.sink, (bySink.get(row.sink) ?? 0) + 1);
+    for (const row of this.s.replay.all(filter.sink ?? null, filter.reasonContains ?? null))
+      bySink.set(row.sink, (bySink.get(row.sink) ?? 0) + 1);
     for (const [sink, n] of bySink) this.s.unpend.run(n, n, sink);
     return bySink;
   }
@@ -262,7 +288,11 @@ export class DeliveryLedger {
   purge(filter: { sink?: string; reasonContains?: string; deadLetteredUpToMs?: number }): Map<string, number> {
     const bySink = new Map<string, number>();
     const seqs: number[] = [];
-    for (const row of this.s.purge.all(filter.sink ?? null, filter.reasonContains ?? null, filter.deadLetteredUpToMs ?? null)) {
+    for (const row of this.s.purge.all(
+      filter.sink ?? null,
+      filter.reasonContains ?? null,
+      filter.deadLetteredUpToMs ?? null,
+    )) {
       bySink.set(row.sink, (bySink.get(row.sink) ?? 0) + 1);
       seqs.push(row.seq);
     }
@@ -279,7 +309,11 @@ export class DeliveryLedger {
    * still pending are handed to `writeDeadLetters` (which must make them durable) before anything is deleted; if it
    * throws, nothing is deleted. Call inside a transaction.
    */
-  evictDownTo(targetBytes: number, reason: string, writeDeadLetters: (items: readonly EvictedDelivery[]) => void): EvictionCounts {
+  evictDownTo(
+    targetBytes: number,
+    reason: string,
+    writeDeadLetters: (items: readonly EvictedDelivery[]) => void,
+  ): EvictionCounts {
     const counts: EvictionCounts = new Map();
     if (this.bytes <= targetBytes) return counts;
     let remaining = this.bytes;
@@ -324,7 +358,10 @@ export class DeliveryLedger {
     const stored = this.s.getBytes.get();
     this.bytes = stored ? Number(stored.value) : 0;
     const configured = this.configuredSinks();
-    this.sinkNames = this.s.sinkRows.all().map((r) => r.sink).filter((sink) => configured === undefined || configured.has(sink));
+    this.sinkNames = this.s.sinkRows
+      .all()
+      .map((r) => r.sink)
+      .filter((sink) => configured === undefined || configured.has(sink));
   }
 
   private saveBytes(): void {
@@ -335,14 +372,23 @@ export class DeliveryLedger {
 /** The statements of the delivery path: appending records, due reads, settling a send's outcomes. */
 function deliveryStatements(db: DatabaseSync) {
   return {
-    insertRecord: query<[string, string, string, number, number], never>(db, "INSERT INTO outbox(record_id, record_type, json, created_ms, bytes) VALUES (?, ?, ?, ?, ?)"),
-    insertPending: query<[number, string], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) VALUES (?, ?, 'pending')"),
+    insertRecord: query<[string, string, string, number, number], never>(
+      db,
+      "INSERT INTO outbox(record_id, record_type, json, created_ms, bytes) VALUES (?, ?, ?, ?, ?)",
+    ),
+    insertPending: query<[number, string], never>(
+      db,
+      "INSERT OR IGNORE INTO deliveries(seq, sink, state) VALUES (?, ?, 'pending')",
+    ),
     addPending: query<[number, string], never>(db, "UPDATE sinks SET pending = pending + ? WHERE sink = ?"),
     due: query<[string, number, number, number], { seq: number; json: string }>(
       db,
       "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' AND d.seq > ? AND d.next_attempt_ms <= ? ORDER BY d.seq LIMIT ?",
     ),
-    nextAttempt: query<[string], { at: number | null }>(db, "SELECT MIN(next_attempt_ms) AS at FROM deliveries WHERE sink = ? AND state = 'pending'"),
+    nextAttempt: query<[string], { at: number | null }>(
+      db,
+      "SELECT MIN(next_attempt_ms) AS at FROM deliveries WHERE sink = ? AND state = 'pending'",
+    ),
     // Delivered seqs travel as one JSON array: one statement per batch instead of one per record.
     deliver: query<[string, string], { seq: number }>(
       db,
@@ -353,7 +399,10 @@ function deliveryStatements(db: DatabaseSync) {
       "DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
     ),
     // The same two for a run of consecutive seqs (a backlog drains in runs): a range scan instead of a list lookup.
-    deliverRun: query<[string, number, number], never>(db, "DELETE FROM deliveries WHERE sink = ? AND state = 'pending' AND seq BETWEEN ? AND ?"),
+    deliverRun: query<[string, number, number], never>(
+      db,
+      "DELETE FROM deliveries WHERE sink = ? AND state = 'pending' AND seq BETWEEN ? AND ?",
+    ),
     dropRunIfUnneeded: query<[number, number], { bytes: number }>(
       db,
       "DELETE FROM outbox WHERE seq BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
@@ -376,32 +425,70 @@ function deliveryStatements(db: DatabaseSync) {
 /** The statements of sink registration, status, backfill, dead letters, eviction and the outbox's byte count. */
 function sinkAndLedgerStatements(db: DatabaseSync) {
   return {
-    sinkRow: query<[string], { pending: number; dead: number; delivered: number; last_delivery_ms: number | null }>(db, "SELECT * FROM sinks WHERE sink = ?"),
+    sinkRow: query<[string], { pending: number; dead: number; delivered: number; last_delivery_ms: number | null }>(
+      db,
+      "SELECT * FROM sinks WHERE sink = ?",
+    ),
     sinkRows: query<[], { sink: string }>(db, "SELECT sink FROM sinks ORDER BY sink"),
     registerSink: query<[string, number], never>(db, "INSERT OR IGNORE INTO sinks(sink, registered_ms) VALUES (?, ?)"),
     dropSinkDeliveries: query<[string], never>(db, "DELETE FROM deliveries WHERE sink = ?"),
-    sinkCounts: query<[], { sink: string; pending: number; dead: number }>(db, "SELECT sink, pending, dead FROM sinks ORDER BY sink"),
+    sinkCounts: query<[], { sink: string; pending: number; dead: number }>(
+      db,
+      "SELECT sink, pending, dead FROM sinks ORDER BY sink",
+    ),
     pendingOf: query<[string], { seq: number; json: string }>(
       db,
       "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' ORDER BY d.seq",
     ),
     getConfigured: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'configured_sinks'"),
-    setConfigured: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('configured_sinks', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+    setConfigured: query<[string], never>(
+      db,
+      "INSERT INTO meta(key, value) VALUES ('configured_sinks', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    ),
     dropSink: query<[string], never>(db, "DELETE FROM sinks WHERE sink = ?"),
-    dropOrphans: query<[], { bytes: number }>(db, "DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes"),
+    dropOrphans: query<[], { bytes: number }>(
+      db,
+      "DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq) RETURNING bytes",
+    ),
     oldestPending: query<[string], { created_ms: number }>(
       db,
       "SELECT o.created_ms AS created_ms FROM outbox o WHERE o.seq = (SELECT MIN(seq) FROM deliveries WHERE sink = ? AND state = 'pending')",
     ),
     headSeq: query<[], { seq: number | null }>(db, "SELECT MAX(seq) AS seq FROM outbox"),
-    recordsAfter: query<[number], { seq: number; json: string; bytes: number }>(db, "SELECT seq, json, bytes FROM outbox WHERE seq > ? ORDER BY seq LIMIT 500"),
-    deliveriesOf: query<[number, number], { seq: number; sink: string; state: string }>(db, "SELECT seq, sink, state FROM deliveries WHERE seq BETWEEN ? AND ?"),
+    recordsAfter: query<[number], { seq: number; json: string; bytes: number }>(
+      db,
+      "SELECT seq, json, bytes FROM outbox WHERE seq > ? ORDER BY seq LIMIT 500",
+    ),
+    deliveriesOf: query<[number, number], { seq: number; sink: string; state: string }>(
+      db,
+      "SELECT seq, sink, state FROM deliveries WHERE seq BETWEEN ? AND ?",
+    ),
     dropDeliveriesUpTo: query<[number], never>(db, "DELETE FROM deliveries WHERE seq <= ?"),
     dropRecordsUpTo: query<[number], never>(db, "DELETE FROM outbox WHERE seq <= ?"),
-    forget: query<[number, number, string], never>(db, "UPDATE sinks SET pending = pending - ?, dead = dead - ? WHERE sink = ?"),
-    backfillFromSeq: query<[string, number], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq >= ?"),
-    backfillSince: query<[string, number], never>(db, "INSERT OR IGNORE INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE created_ms >= ?"),
-    deadLetters: query<[string | null], { sink: string; seq: number; reason: string; settled_ms: number; attempts: number; record_id: string; json: string }>(
+    forget: query<[number, number, string], never>(
+      db,
+      "UPDATE sinks SET pending = pending - ?, dead = dead - ? WHERE sink = ?",
+    ),
+    backfillFromSeq: query<[string, number], never>(
+      db,
+      "INSERT OR IGNORE INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq >= ?",
+    ),
+    backfillSince: query<[string, number], never>(
+      db,
+      "INSERT OR IGNORE INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE created_ms >= ?",
+    ),
+    deadLetters: query<
+      [string | null],
+      {
+        sink: string;
+        seq: number;
+        reason: string;
+        settled_ms: number;
+        attempts: number;
+        record_id: string;
+        json: string;
+      }
+    >(
       db,
       "SELECT d.sink AS sink, d.seq AS seq, d.reason AS reason, d.settled_ms AS settled_ms, d.attempts AS attempts, o.record_id AS record_id, o.json AS json " +
         "FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.state = 'dead' AND (?1 IS NULL OR d.sink = ?1) ORDER BY d.sink, d.seq",
@@ -411,13 +498,18 @@ function sinkAndLedgerStatements(db: DatabaseSync) {
       "UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_ms = 0, reason = NULL, settled_ms = NULL " +
         "WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) RETURNING sink",
     ),
-    unpend: query<[number, number, string], never>(db, "UPDATE sinks SET pending = pending + ?, dead = dead - ? WHERE sink = ?"),
+    unpend: query<[number, number, string], never>(
+      db,
+      "UPDATE sinks SET pending = pending + ?, dead = dead - ? WHERE sink = ?",
+    ),
     purge: query<[string | null, string | null, number | null], { sink: string; seq: number }>(
       db,
       "DELETE FROM deliveries WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) AND (?3 IS NULL OR settled_ms <= ?3) RETURNING sink, seq",
     ),
     getBytes: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'outbox_bytes'"),
-    setBytes: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
-
+    setBytes: query<[string], never>(
+      db,
+      "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    ),
   };
 }

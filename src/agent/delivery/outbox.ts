@@ -18,7 +18,15 @@ import {
   type SinkLedgerStatus,
 } from "./ledger.js";
 
-export type { DeadLetterEntry, EvictedDelivery, EvictionCounts, LedgerOutcome, ParkedSink, ReplayFrom, SinkLedgerStatus } from "./ledger.js";
+export type {
+  DeadLetterEntry,
+  EvictedDelivery,
+  EvictionCounts,
+  LedgerOutcome,
+  ParkedSink,
+  ReplayFrom,
+  SinkLedgerStatus,
+} from "./ledger.js";
 
 export const outboxDefaults = { maxOutboxBytes: 256 * 1024 * 1024 } as const;
 
@@ -40,7 +48,10 @@ export class Outbox {
     private readonly options: OutboxOptions,
   ) {
     this.ledger = new DeliveryLedger(store.database);
-    this.readAfterQuery = query<[number, number], { seq: number; json: string }>(store.database, "SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?");
+    this.readAfterQuery = query<[number, number], { seq: number; json: string }>(
+      store.database,
+      "SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+    );
   }
 
   /**
@@ -48,7 +59,12 @@ export class Outbox {
    * meaningful only within one process, so a writable store has every pending record due at open.
    */
   static open(store: Store, options: OutboxOptions = { maxOutboxBytes: Number.MAX_SAFE_INTEGER }): Outbox {
-    if (!store.readOnly) store.write(() => store.database.exec("UPDATE deliveries SET next_attempt_ms = 0 WHERE state = 'pending' AND next_attempt_ms <> 0"));
+    if (!store.readOnly)
+      store.write(() =>
+        store.database.exec(
+          "UPDATE deliveries SET next_attempt_ms = 0 WHERE state = 'pending' AND next_attempt_ms <> 0",
+        ),
+      );
     return new Outbox(store, options);
   }
 
@@ -70,7 +86,9 @@ export class Outbox {
 
   /** Records held in the outbox after `seq`, oldest first (whatever their delivery state). */
   readAfter(seq: number, limit: number): OutboxEntry[] {
-    return this.readAfterQuery.all(seq, limit).map((row) => ({ seq: row.seq, json: row.json, record: JSON.parse(row.json) as SefRecord }));
+    return this.readAfterQuery
+      .all(seq, limit)
+      .map((row) => ({ seq: row.seq, json: row.json, record: JSON.parse(row.json) as SefRecord }));
   }
 
   /**
@@ -90,7 +108,11 @@ export class Outbox {
    * Gives a sink up for good: its pending records go to `writeDeadLetters` with `reason` (durable before anything is
    * deleted), then its rows. Returns what it held, or undefined when the outbox knows no such sink.
    */
-  dropSink(sink: string, reason: string, writeDeadLetters: (items: readonly EvictedDelivery[]) => void): ParkedSink | undefined {
+  dropSink(
+    sink: string,
+    reason: string,
+    writeDeadLetters: (items: readonly EvictedDelivery[]) => void,
+  ): ParkedSink | undefined {
     return this.write(() => this.ledger.dropSink(sink, reason, writeDeadLetters));
   }
 
@@ -110,7 +132,11 @@ export class Outbox {
   }
 
   /** Applies one send's per-record outcomes in one transaction. */
-  applyOutcomes(sink: string, outcomes: readonly LedgerOutcome[], nowMs: number): { delivered: number; retried: number; rejected: number } {
+  applyOutcomes(
+    sink: string,
+    outcomes: readonly LedgerOutcome[],
+    nowMs: number,
+  ): { delivered: number; retried: number; rejected: number } {
     return this.write(() => this.ledger.apply(sink, outcomes, nowMs));
   }
 
@@ -135,7 +161,11 @@ export class Outbox {
   }
 
   /** Forgets dead-lettered deliveries (the dead-letter files keep their lines); returns how many, by sink. */
-  purgeDeadLetters(filter: { sink?: string; reasonContains?: string; deadLetteredUpToMs?: number }): Map<string, number> {
+  purgeDeadLetters(filter: {
+    sink?: string;
+    reasonContains?: string;
+    deadLetteredUpToMs?: number;
+  }): Map<string, number> {
     return this.write(() => this.ledger.purge(filter));
   }
 
@@ -152,7 +182,9 @@ export class Outbox {
     }
     const target = Math.floor(this.options.maxOutboxBytes * 0.9);
     try {
-      const counts = this.write(() => this.ledger.evictDownTo(target, overCapReason, (items) => deadLetters.writeSync(items, nowMs)));
+      const counts = this.write(() =>
+        this.ledger.evictDownTo(target, overCapReason, (items) => deadLetters.writeSync(items, nowMs)),
+      );
       this.evictionBlocked = false;
       return counts;
     } catch (err) {

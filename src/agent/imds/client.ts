@@ -14,7 +14,12 @@ import { SlidingWindowRateLimiter } from "./rate-limiter.js";
 import { ImdsRequestError, classifyStatus } from "./errors.js";
 import { parseRetryAfterMs } from "@sef/retry/retry-after.js";
 import { settlesWithin } from "../util/deadline.js";
-import { MalformedDocumentError, parseCompute, parseScheduledEventsDocument, type ScheduledEventsDocument } from "./document.js";
+import {
+  MalformedDocumentError,
+  parseCompute,
+  parseScheduledEventsDocument,
+  type ScheduledEventsDocument,
+} from "./document.js";
 import { PlainHttpPoller, connectTimeoutCode, deadlineCode, type RequestOutcome } from "./plain-http-poller.js";
 import type { ImdsAnswer } from "./response-reader.js";
 import { plainGetBytes } from "./plain-request.js";
@@ -65,7 +70,15 @@ export interface ImdsEndpointSource {
 }
 
 /** Error codes that mean the endpoint could not be reached (discovery hears of them and may look again). */
-const connectionFailureCodes = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EHOSTDOWN", "ECONNRESET", "EPIPE", connectTimeoutCode]);
+const connectionFailureCodes = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EHOSTDOWN",
+  "ECONNRESET",
+  "EPIPE",
+  connectTimeoutCode,
+]);
 
 export const imdsDefaults = {
   imdsUrl: "http://169.254.169.254",
@@ -120,7 +133,9 @@ export class ImdsClient {
   private readonly inFlight = new Set<Promise<unknown>>();
   private closed = false;
   private readonly limiter: SlidingWindowRateLimiter;
-  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "endpoint">> & { extraHeaders: Record<string, string> };
+  private readonly options: Required<Omit<ImdsClientOptions, "extraHeaders" | "endpoint">> & {
+    extraHeaders: Record<string, string>;
+  };
   private readonly endpoint: ImdsEndpointSource | undefined;
   private answeredOnce = false;
   private lastStartMs: number | undefined;
@@ -157,7 +172,10 @@ export class ImdsClient {
   }
 
   /** POST StartRequests (approval). Returns the status and body; network failures throw ImdsRequestError. */
-  async postStartRequests(eventIds: readonly string[], signal?: AbortSignal): Promise<{ status: number; body: string }> {
+  async postStartRequests(
+    eventIds: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<{ status: number; body: string }> {
     const body = JSON.stringify({ StartRequests: eventIds.map((EventId) => ({ EventId })) });
     const answer = await this.send((routes) => routes.post, signal, body);
     return { status: answer.status, body: answer.text };
@@ -184,15 +202,22 @@ export class ImdsClient {
 
   private async fetchEvents(signal: AbortSignal | undefined): Promise<FetchedDocument> {
     const last = this.lastEvents;
-    const conditional = last?.conditional !== undefined && this.pollsSinceUnconditional < this.options.unconditionalEvery - 1;
+    const conditional =
+      last?.conditional !== undefined && this.pollsSinceUnconditional < this.options.unconditionalEvery - 1;
     this.pollsSinceUnconditional = conditional ? this.pollsSinceUnconditional + 1 : 0;
-    const answer = await this.send((routes) => (conditional ? last!.conditional! : routes.events), signal, undefined, true);
+    const answer = await this.send(
+      (routes) => (conditional ? last!.conditional! : routes.events),
+      signal,
+      undefined,
+      true,
+    );
     if (answer.status === 304 && last !== undefined) {
       this.counts.notModified += 1;
       return { document: last.document, body: last.body, notModified: true };
     }
     const text = this.expectOk(answer, "/metadata/scheduledevents");
-    const etag = typeof answer.headers.etag === "string" && answer.headers.etag !== "" ? answer.headers.etag : undefined;
+    const etag =
+      typeof answer.headers.etag === "string" && answer.headers.etag !== "" ? answer.headers.etag : undefined;
     let document: ScheduledEventsDocument;
     if (last !== undefined && text === last.body) {
       this.counts.unchangedBodies += 1;
@@ -201,7 +226,8 @@ export class ImdsClient {
       try {
         document = parseScheduledEventsDocument(text);
       } catch (err) {
-        if (err instanceof MalformedDocumentError) throw new ImdsRequestError("malformed", `malformed scheduled events document: ${err.message}`, 200);
+        if (err instanceof MalformedDocumentError)
+          throw new ImdsRequestError("malformed", `malformed scheduled events document: ${err.message}`, 200);
         throw err;
       }
     }
@@ -217,7 +243,12 @@ export class ImdsClient {
   private expectOk(answer: ImdsAnswer, pathname: string): string {
     if (answer.status === 200) return answer.text;
     const retryAfterMs = parseRetryAfterMs(answer.headers["retry-after"], this.options.clock.now());
-    throw new ImdsRequestError(classifyStatus(answer.status), `IMDS answered ${answer.status} for ${pathname}: ${answer.text.slice(0, 300)}`, answer.status, retryAfterMs);
+    throw new ImdsRequestError(
+      classifyStatus(answer.status),
+      `IMDS answered ${answer.status} for ${pathname}: ${answer.text.slice(0, 300)}`,
+      answer.status,
+      retryAfterMs,
+    );
   }
 
   /** The request options of each route on the current endpoint (rebuilt only when the endpoint changes). */
@@ -229,14 +260,27 @@ export class ImdsClient {
     const hostname = url.hostname.replace(/^\[|\]$/g, ""); // an IPv6 literal without its brackets
     const route = (method: string, path: string, headers: Record<string, string>): Route => {
       const target = new URL(path, url);
-      const options: RequestOptions = { protocol: url.protocol, hostname, port: url.port, method, path: `${target.pathname}${target.search}`, headers };
+      const options: RequestOptions = {
+        protocol: url.protocol,
+        hostname,
+        port: url.port,
+        method,
+        path: `${target.pathname}${target.search}`,
+        headers,
+      };
       return { options, https, pathname: target.pathname };
     };
     this.poller?.retire(); // a request in flight to the old endpoint finishes there, as with node:http
     this.poller = undefined;
     if (!https && this.options.plainHttpPoller) {
       const { connectTimeoutMs, maxBodyBytes } = this.options;
-      this.poller = new PlainHttpPoller({ host: hostname, port: Number(url.port || 80), connectTimeoutMs, maxBodyBytes, idleSocketMs });
+      this.poller = new PlainHttpPoller({
+        host: hostname,
+        port: Number(url.port || 80),
+        connectTimeoutMs,
+        maxBodyBytes,
+        idleSocketMs,
+      });
     }
     const headers = { ...extraHeaders, Metadata: "true" };
     const eventsPath = `/metadata/scheduledevents?api-version=${encodeURIComponent(apiVersion)}`;
@@ -254,18 +298,25 @@ export class ImdsClient {
    * One request within the rate limit and one total deadline, from connect to the body's last byte (a per-read
    * socket timeout would restart on every byte, so a server trickling its body could hold a poll forever).
    */
-  private async send(pick: (routes: NonNullable<ImdsClient["routes"]>) => Route, signal: AbortSignal | undefined, body: string | undefined, isPoll = false): Promise<ImdsAnswer> {
+  private async send(
+    pick: (routes: NonNullable<ImdsClient["routes"]>) => Route,
+    signal: AbortSignal | undefined,
+    body: string | undefined,
+    isPoll = false,
+  ): Promise<ImdsAnswer> {
     if (!this.limiter.tryAcquire()) await this.limiter.acquire(signal);
     if (isPoll) this.lastStartMs = this.options.clock.monotonicMs();
     const base = this.endpoint?.current() ?? { url: this.options.imdsUrl };
     if ("error" in base) throw new ImdsRequestError("no_endpoint", `IMDS endpoint unknown: ${base.error}`);
     const route = pick(this.routesFor(base.url));
     const method = route.options.method!;
-    if (this.closed) throw new ImdsRequestError("network_error", `IMDS ${method} ${route.pathname} not sent: the client is closed`);
+    if (this.closed)
+      throw new ImdsRequestError("network_error", `IMDS ${method} ${route.pathname} not sent: the client is closed`);
     const timeoutMs = this.answeredOnce ? this.options.requestTimeoutMs : this.options.firstCallTimeoutMs;
-    const outcome = route.plainRequest !== undefined && this.poller !== undefined && !this.poller.busy
-      ? this.plainGet(this.poller, route.plainRequest, signal, timeoutMs)
-      : this.exchangeFor(route, body, signal, timeoutMs);
+    const outcome =
+      route.plainRequest !== undefined && this.poller !== undefined && !this.poller.busy
+        ? this.plainGet(this.poller, route.plainRequest, signal, timeoutMs)
+        : this.exchangeFor(route, body, signal, timeoutMs);
     this.inFlight.add(outcome);
     const result = await outcome;
     this.inFlight.delete(outcome);
@@ -278,30 +329,58 @@ export class ImdsClient {
   }
 
   /** One request with node:http (or node:https). */
-  private async exchangeFor(route: Route, body: string | undefined, signal: AbortSignal | undefined, timeoutMs: number): Promise<RequestOutcome> {
+  private async exchangeFor(
+    route: Route,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): Promise<RequestOutcome> {
     const transport = route.https ? await this.httpsTransport() : { request: nodeHttp.request, agent: this.httpAgent };
-    const options = body === undefined ? route.options : { ...route.options, headers: { ...route.options.headers, "Content-Length": String(Buffer.byteLength(body)) } };
+    const options =
+      body === undefined
+        ? route.options
+        : {
+            ...route.options,
+            headers: { ...route.options.headers, "Content-Length": String(Buffer.byteLength(body)) },
+          };
     return this.exchange(transport.request, { ...options, agent: transport.agent }, body, signal, timeoutMs);
   }
 
   /** The scheduled-events GET over the plain-http poller's kept-alive socket. */
-  private plainGet(poller: PlainHttpPoller, request: Buffer, signal: AbortSignal | undefined, timeoutMs: number): Promise<RequestOutcome> {
+  private plainGet(
+    poller: PlainHttpPoller,
+    request: Buffer,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): Promise<RequestOutcome> {
     if (signal === undefined) return poller.get(request, timeoutMs);
     if (signal.aborted) return Promise.resolve({ ok: false, error: signal.reason as NodeJS.ErrnoException });
     return poller.get(request, timeoutMs, (onAbort) => this.watchAbort(signal, () => onAbort(signal.reason)));
   }
 
   /** Classifies a failed exchange (the signal's abort is passed through as it is: the caller is stopping). */
-  private requestFailure(err: NodeJS.ErrnoException, method: string, pathname: string, timeoutMs: number, signal: AbortSignal | undefined): Error {
+  private requestFailure(
+    err: NodeJS.ErrnoException,
+    method: string,
+    pathname: string,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Error {
     if (err instanceof ImdsRequestError) return err;
     if (signal?.aborted) return err;
     const code = err.code ?? "";
     if (connectionFailureCodes.has(code)) this.endpoint?.connectionFailed();
     if (code === deadlineCode) {
-      const during = (err as { headersReceived?: boolean }).headersReceived ? "IMDS answer did not complete" : `IMDS did not answer ${method} ${pathname}`;
+      const during = (err as { headersReceived?: boolean }).headersReceived
+        ? "IMDS answer did not complete"
+        : `IMDS did not answer ${method} ${pathname}`;
       return new ImdsRequestError("timeout", `${during} within ${timeoutMs} ms`);
     }
-    if (code === connectTimeoutCode) return new ImdsRequestError("timeout", `IMDS did not answer ${method} ${pathname} within ${this.options.connectTimeoutMs} ms`);
+    if (code === connectTimeoutCode)
+      return new ImdsRequestError(
+        "timeout",
+        `IMDS did not answer ${method} ${pathname} within ${this.options.connectTimeoutMs} ms`,
+      );
     return new ImdsRequestError("network_error", `IMDS ${method} ${pathname} failed: ${code || err.message}`);
   }
 
@@ -330,7 +409,11 @@ export class ImdsClient {
         resolve(outcome);
       };
       const fail = (error: unknown): void => finish({ ok: false, error: error as NodeJS.ErrnoException });
-      const deadline = setTimeout(() => fail(Object.assign(new Error(`deadline of ${timeoutMs} ms passed`), { code: deadlineCode, headersReceived })), timeoutMs);
+      const deadline = setTimeout(
+        () =>
+          fail(Object.assign(new Error(`deadline of ${timeoutMs} ms passed`), { code: deadlineCode, headersReceived })),
+        timeoutMs,
+      );
       const unwatch = signal ? this.watchAbort(signal, () => fail(signal.reason ?? new Error("aborted"))) : undefined;
       // Every listener above runs later (timers, events): `req` is set by then.
       const req = request(options, (res) => {
@@ -340,7 +423,15 @@ export class ImdsClient {
       req.on("error", fail);
       req.once("socket", (socket) => {
         if (!socket.connecting) return; // a kept-alive connection
-        const timer = setTimeout(() => fail(Object.assign(new Error(`connection not open after ${connectTimeoutMs} ms`), { code: connectTimeoutCode })), connectTimeoutMs);
+        const timer = setTimeout(
+          () =>
+            fail(
+              Object.assign(new Error(`connection not open after ${connectTimeoutMs} ms`), {
+                code: connectTimeoutCode,
+              }),
+            ),
+          connectTimeoutMs,
+        );
         const clear = (): void => clearTimeout(timer);
         socket.once("connect", clear);
         socket.once("close", clear);
@@ -354,9 +445,13 @@ export class ImdsClient {
     let watchers = this.abortWatchers.get(signal);
     if (watchers === undefined) {
       const created = new Set<() => void>();
-      signal.addEventListener("abort", () => {
-        for (const watcher of [...created]) watcher();
-      }, { once: true });
+      signal.addEventListener(
+        "abort",
+        () => {
+          for (const watcher of [...created]) watcher();
+        },
+        { once: true },
+      );
       this.abortWatchers.set(signal, created);
       watchers = created;
     }
@@ -379,7 +474,14 @@ export class ImdsClient {
 function readAnswer(res: IncomingMessage, maxBodyBytes: number, finish: (outcome: RequestOutcome) => void): void {
   const status = res.statusCode ?? 0;
   const tooLarge = (detail: string): void => {
-    finish({ ok: false, error: new ImdsRequestError("too_large", `IMDS body ${detail} the ${maxBodyBytes}-byte cap`, status) as unknown as NodeJS.ErrnoException });
+    finish({
+      ok: false,
+      error: new ImdsRequestError(
+        "too_large",
+        `IMDS body ${detail} the ${maxBodyBytes}-byte cap`,
+        status,
+      ) as unknown as NodeJS.ErrnoException,
+    });
   };
   const declared = Number(res.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBodyBytes) return tooLarge(`of ${declared} bytes exceeds`);
@@ -396,15 +498,26 @@ function readAnswer(res: IncomingMessage, maxBodyBytes: number, finish: (outcome
     const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
     finish({ ok: true, answer: { status, headers: res.headers, text } });
   });
-  res.on("error", (err) => finish({ ok: false, error: Object.assign(new Error(`reading the IMDS body failed: ${err.message}`), { code: (err as NodeJS.ErrnoException).code }) }));
+  res.on("error", (err) =>
+    finish({
+      ok: false,
+      error: Object.assign(new Error(`reading the IMDS body failed: ${err.message}`), {
+        code: (err as NodeJS.ErrnoException).code,
+      }),
+    }),
+  );
   res.on("close", () => {
-    if (!ended) finish({ ok: false, error: Object.assign(new Error("the answer was cut off"), { code: "ECONNRESET" }) });
+    if (!ended)
+      finish({ ok: false, error: Object.assign(new Error("the answer was cut off"), { code: "ECONNRESET" }) });
   });
 }
 
 /** The route with one more header (its plain-http request rebuilt to match, if it had one). */
 function withHeader(route: Route, name: string, value: string): Route {
-  const options = { ...route.options, headers: { ...(route.options.headers as Record<string, string>), [name]: value } };
+  const options = {
+    ...route.options,
+    headers: { ...(route.options.headers as Record<string, string>), [name]: value },
+  };
   return withPlainRequest({ options, https: route.https, pathname: route.pathname }, route.plainRequest !== undefined);
 }
 
@@ -412,7 +525,12 @@ function withHeader(route: Route, name: string, value: string): Route {
 function withPlainRequest(route: Route, wanted: boolean): Route {
   if (!wanted) return route;
   const { hostname, port, path, headers } = route.options;
-  const plainRequest = plainGetBytes(hostname!, port === undefined || port === "" ? undefined : Number(port), path!, headers as Record<string, string>);
+  const plainRequest = plainGetBytes(
+    hostname!,
+    port === undefined || port === "" ? undefined : Number(port),
+    path!,
+    headers as Record<string, string>,
+  );
   return plainRequest === undefined ? route : { ...route, plainRequest };
 }
 

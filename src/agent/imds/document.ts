@@ -7,7 +7,6 @@ export interface ImdsEvent extends EventFields {
   EventStatus: ImdsEventStatus;
 }
 
-
 /** One event the document carried that cannot be read; kept raw so it can still be forwarded. */
 export interface MalformedImdsEvent {
   /** Position in the document's Events array. */
@@ -43,11 +42,13 @@ export class MalformedEventError extends SefReasonError<MalformedEventReason> {
 /** RFC 1123 (`Mon, 11 Apr 2022 22:26:58 GMT`) or ISO 8601 → ISO 8601 UTC; "" → null. Unparseable → error. */
 export function parseNotBefore(value: unknown): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== "string") throw new MalformedEventError("not_before", `NotBefore is not a string: ${JSON.stringify(value)}`);
+  if (typeof value !== "string")
+    throw new MalformedEventError("not_before", `NotBefore is not a string: ${JSON.stringify(value)}`);
   const text = value.trim();
   if (text === "") return null;
   const ms = Date.parse(text);
-  if (Number.isNaN(ms)) throw new MalformedEventError("not_before", `NotBefore is not a date: ${JSON.stringify(value)}`);
+  if (Number.isNaN(ms))
+    throw new MalformedEventError("not_before", `NotBefore is not a date: ${JSON.stringify(value)}`);
   return new Date(ms).toISOString();
 }
 
@@ -59,31 +60,42 @@ export function normalizeResourceName(name: string): string {
 function optionalString(event: Record<string, unknown>, field: string): string {
   const value = event[field];
   if (value === undefined || value === null) return "";
-  if (typeof value !== "string") throw new MalformedEventError("field_type", `${field} is not a string: ${JSON.stringify(value)}`);
+  if (typeof value !== "string")
+    throw new MalformedEventError("field_type", `${field} is not a string: ${JSON.stringify(value)}`);
   return value;
 }
 
 /** Reads one event; throws MalformedEventError naming the first bad field. Unknown EventType/EventSource values are kept as they are. */
 export function parseEvent(raw: unknown): ImdsEvent {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new MalformedEventError("not_an_object", "event is not a JSON object");
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new MalformedEventError("not_an_object", "event is not a JSON object");
   const event = raw as Record<string, unknown>;
   const eventId = event.EventId;
-  if (typeof eventId !== "string" || eventId.trim() === "") throw new MalformedEventError("event_id", "EventId is missing or not a string");
+  if (typeof eventId !== "string" || eventId.trim() === "")
+    throw new MalformedEventError("event_id", "EventId is missing or not a string");
   const status = event.EventStatus;
   if (status !== "Scheduled" && status !== "Started") {
-    throw new MalformedEventError("event_status", `EventStatus is ${JSON.stringify(status)}, expected Scheduled or Started`);
+    throw new MalformedEventError(
+      "event_status",
+      `EventStatus is ${JSON.stringify(status)}, expected Scheduled or Started`,
+    );
   }
   const resources = event.Resources ?? [];
   if (!Array.isArray(resources) || resources.some((r) => typeof r !== "string")) {
-    throw new MalformedEventError("resources", `Resources is not an array of strings: ${JSON.stringify(event.Resources)}`);
+    throw new MalformedEventError(
+      "resources",
+      `Resources is not an array of strings: ${JSON.stringify(event.Resources)}`,
+    );
   }
   // IMDS always sends NotBefore (empty once Started); a Scheduled event without it has no start time to act on.
-  if (status === "Scheduled" && !("NotBefore" in event)) throw new MalformedEventError("not_before", "NotBefore is missing");
+  if (status === "Scheduled" && !("NotBefore" in event))
+    throw new MalformedEventError("not_before", "NotBefore is missing");
   const duration = event.DurationInSeconds;
   let durationInSeconds = -1;
   if (duration !== undefined && duration !== null) {
     const n = typeof duration === "string" && duration.trim() !== "" ? Number(duration) : duration;
-    if (typeof n !== "number" || !Number.isInteger(n)) throw new MalformedEventError("duration", `DurationInSeconds is not an integer: ${JSON.stringify(duration)}`);
+    if (typeof n !== "number" || !Number.isInteger(n))
+      throw new MalformedEventError("duration", `DurationInSeconds is not an integer: ${JSON.stringify(duration)}`);
     durationInSeconds = n;
   }
   return {
@@ -116,7 +128,8 @@ export function parseScheduledEventsDocument(body: string): ScheduledEventsDocum
   } catch (err) {
     throw new MalformedDocumentError(`body is not JSON: ${(err as Error).message}`);
   }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new MalformedDocumentError("body is not a JSON object");
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw new MalformedDocumentError("body is not a JSON object");
   const doc = json as Record<string, unknown>;
   const incarnation = doc.DocumentIncarnation;
   if (typeof incarnation !== "number" || !Number.isInteger(incarnation) || incarnation < 0) {
@@ -135,10 +148,18 @@ export function parseScheduledEventsDocument(body: string): ScheduledEventsDocum
       events.push(event);
     } catch (err) {
       if (!(err instanceof MalformedEventError)) throw err;
-      malformed.push({ index, eventId: rawEventId(raw), reason: err.reason, problem: `Events[${index}]: ${err.message}`, raw });
+      malformed.push({
+        index,
+        eventId: rawEventId(raw),
+        reason: err.reason,
+        problem: `Events[${index}]: ${err.message}`,
+        raw,
+      });
     }
   });
-  return malformed.length > 0 ? { DocumentIncarnation: incarnation, Events: events, Malformed: malformed } : { DocumentIncarnation: incarnation, Events: events };
+  return malformed.length > 0
+    ? { DocumentIncarnation: incarnation, Events: events, Malformed: malformed }
+    : { DocumentIncarnation: incarnation, Events: events };
 }
 
 /** Parses instance/compute into the VM identity fields records carry. */

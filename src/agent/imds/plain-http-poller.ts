@@ -63,7 +63,11 @@ export class PlainHttpPoller {
    * Sends `request` and reads its whole answer within `timeoutMs`; never rejects. `watchAbort`, if given, registers
    * the caller's cancellation and returns its unregistration.
    */
-  get(request: Buffer, timeoutMs: number, watchAbort?: (onAbort: (reason: unknown) => void) => () => void): Promise<RequestOutcome> {
+  get(
+    request: Buffer,
+    timeoutMs: number,
+    watchAbort?: (onAbort: (reason: unknown) => void) => () => void,
+  ): Promise<RequestOutcome> {
     return new Promise<RequestOutcome>((resolve) => {
       const finish = (outcome: RequestOutcome): void => {
         if (this.current !== exchange) return;
@@ -76,10 +80,15 @@ export class PlainHttpPoller {
       const exchange: Exchange = { request, resolve: finish, retried: false, reusedSocket: false };
       this.current = exchange;
       const deadline = setTimeout(() => {
-        const error = Object.assign(new Error(`deadline of ${timeoutMs} ms passed`), { code: deadlineCode, headersReceived: this.reader.headersReceived });
+        const error = Object.assign(new Error(`deadline of ${timeoutMs} ms passed`), {
+          code: deadlineCode,
+          headersReceived: this.reader.headersReceived,
+        });
         finish({ ok: false, error });
       }, timeoutMs);
-      const unwatch = watchAbort?.((reason) => finish({ ok: false, error: (reason ?? new Error("aborted")) as NodeJS.ErrnoException }));
+      const unwatch = watchAbort?.((reason) =>
+        finish({ ok: false, error: (reason ?? new Error("aborted")) as NodeJS.ErrnoException }),
+      );
       this.send(exchange);
     });
   }
@@ -92,7 +101,10 @@ export class PlainHttpPoller {
 
   /** Closes the connection; a request in flight fails. */
   close(): void {
-    this.current?.resolve({ ok: false, error: Object.assign(new Error("the client is closed"), { code: "ECONNRESET" }) });
+    this.current?.resolve({
+      ok: false,
+      error: Object.assign(new Error("the client is closed"), { code: "ECONNRESET" }),
+    });
     this.dropSocket();
   }
 
@@ -119,7 +131,10 @@ export class PlainHttpPoller {
     this.socket = socket;
     this.socketServed = false;
     const connectTimer = setTimeout(() => {
-      this.onSocketFailure(socket, Object.assign(new Error(`connection not open after ${connectTimeoutMs} ms`), { code: connectTimeoutCode }));
+      this.onSocketFailure(
+        socket,
+        Object.assign(new Error(`connection not open after ${connectTimeoutMs} ms`), { code: connectTimeoutCode }),
+      );
     }, connectTimeoutMs);
     socket.once("connect", () => clearTimeout(connectTimer));
     this.lastAnswerMs = performance.now();
@@ -177,7 +192,12 @@ export class PlainHttpPoller {
 
   /** Like node:http's agent with a reused socket: a connection the server closed before answering is replaced once. */
   private mayRetry(exchange: Exchange, code: string | undefined): boolean {
-    return exchange.reusedSocket && !exchange.retried && !this.reader.anyByteReceived && (code === "ECONNRESET" || code === "EPIPE");
+    return (
+      exchange.reusedSocket &&
+      !exchange.retried &&
+      !this.reader.anyByteReceived &&
+      (code === "ECONNRESET" || code === "EPIPE")
+    );
   }
 
   private retry(exchange: Exchange): void {

@@ -10,7 +10,12 @@ const valuePattern = /^[\t\x20-\x7e\x80-\xff]*$/;
  * The GET's bytes, or undefined when a header name or value could not be sent as it is (the caller then uses
  * node:http, which reports it).
  */
-export function plainGetBytes(hostname: string, port: number | undefined, path: string, headers: Readonly<Record<string, string>>): Buffer | undefined {
+export function plainGetBytes(
+  hostname: string,
+  port: number | undefined,
+  path: string,
+  headers: Readonly<Record<string, string>>,
+): Buffer | undefined {
   if (!/^\/[\x21-\x7e]*$/.test(path)) return undefined;
   const bracketed = hostname.includes(":") ? `[${hostname}]` : hostname;
   const host = port === undefined || port === 80 ? bracketed : `${bracketed}:${port}`;

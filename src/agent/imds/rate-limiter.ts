@@ -41,9 +41,11 @@ export class SlidingWindowRateLimiter {
       }
       this.starts.push(this.clock.monotonicMs());
     });
-    this.queue = turn.catch(() => undefined).finally(() => {
-      this.waiting -= 1;
-    });
+    this.queue = turn
+      .catch(() => undefined)
+      .finally(() => {
+        this.waiting -= 1;
+      });
     return turn;
   }
 }

@@ -59,7 +59,8 @@ export class ResponseReader {
     private readonly maxHeaderBytes = maxHeaderBytesDefault,
   ) {
     this.parser.maxHeaderSize = Number.MAX_SAFE_INTEGER; // checked here, per response, over all its segments
-    this.parser[HTTPParser.kOnHeadersComplete] = (info) => this.onHeaders(info.statusCode, info.headers, info.shouldKeepAlive);
+    this.parser[HTTPParser.kOnHeadersComplete] = (info) =>
+      this.onHeaders(info.statusCode, info.headers, info.shouldKeepAlive);
     this.parser[HTTPParser.kOnBody] = (chunk, offset, length) => this.onBody(chunk.subarray(offset, offset + length));
     this.parser[HTTPParser.kOnMessageComplete] = () => this.onComplete();
   }
@@ -118,7 +119,8 @@ export class ResponseReader {
     }
     this.headers = headers;
     const declared = Number(headers["content-length"]);
-    if (Number.isFinite(declared) && declared > this.maxBodyBytes) this.fail(this.tooLarge(`of ${declared} bytes exceeds`));
+    if (Number.isFinite(declared) && declared > this.maxBodyBytes)
+      this.fail(this.tooLarge(`of ${declared} bytes exceeds`));
     return 0;
   }
 
@@ -126,7 +128,8 @@ export class ResponseReader {
     if (this.outcome.state !== "partial") return;
     const end = this.bodyBytes + chunk.length;
     if (end > this.maxBodyBytes) return this.fail(this.tooLarge("exceeds"));
-    if (end > this.body.length) this.body = grown(this.body, this.bodyBytes, Math.min(this.maxBodyBytes, Math.max(end, 2 * this.body.length)));
+    if (end > this.body.length)
+      this.body = grown(this.body, this.bodyBytes, Math.min(this.maxBodyBytes, Math.max(end, 2 * this.body.length)));
     chunk.copy(this.body, this.bodyBytes); // a copy: the bytes pushed are the caller's to reuse once push returns
     this.bodyBytes = end;
   }
@@ -145,7 +148,11 @@ export class ResponseReader {
   }
 
   private tooLarge(detail: string): NodeJS.ErrnoException {
-    return new ImdsRequestError("too_large", `IMDS body ${detail} the ${this.maxBodyBytes}-byte cap`, this.status) as unknown as NodeJS.ErrnoException;
+    return new ImdsRequestError(
+      "too_large",
+      `IMDS body ${detail} the ${this.maxBodyBytes}-byte cap`,
+      this.status,
+    ) as unknown as NodeJS.ErrnoException;
   }
 }
 

@@ -25,7 +25,10 @@ export function safeDebugNamespaces(value: string | undefined): string | undefin
 export async function routeDebugOutput(logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const requested = env.DEBUG;
   if (requested && /rhea|\*/.test(requested)) {
-    logger.warn({ refused: refusedDebugNamespaces }, "DEBUG: rhea namespaces that print AMQP payloads (SAS tokens) stay off; the others go to the log at level debug");
+    logger.warn(
+      { refused: refusedDebugNamespaces },
+      "DEBUG: rhea namespaces that print AMQP payloads (SAS tokens) stay off; the others go to the log at level debug",
+    );
   }
   env.DEBUG = safeDebugNamespaces(requested);
   const write = (namespace: string | undefined, args: unknown[]): void => {

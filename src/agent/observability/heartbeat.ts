@@ -9,7 +9,12 @@ import type { Clock } from "../util/clock.js";
 export const defaultHeartbeatIntervalMs = 15 * 60_000;
 
 /** A Heartbeat record at `nowMs`; RecordId is deterministic from (AgentId, VmId, "Heartbeat", TimeGenerated); `stats` go into Detail as JSON. */
-export function heartbeatRecord(vm: RecordIdentity, nowMs: number, stats: object, agentVersion: string): HeartbeatRecord {
+export function heartbeatRecord(
+  vm: RecordIdentity,
+  nowMs: number,
+  stats: object,
+  agentVersion: string,
+): HeartbeatRecord {
   const timeGenerated = new Date(nowMs).toISOString();
   return {
     ...pickVm(vm),
@@ -26,7 +31,13 @@ export function heartbeatRecord(vm: RecordIdentity, nowMs: number, stats: object
  * The goodbye: a Heartbeat with Outcome "Stopping" and `{ state: "Stopping", reason, ...stats }` in Detail, so the
  * silent-agent query leaves the VM out. RecordId is deterministic from (VmId, "HeartbeatStopping", TimeGenerated).
  */
-export function goodbyeHeartbeatRecord(vm: RecordIdentity, nowMs: number, reason: string, stats: object, agentVersion: string): HeartbeatRecord {
+export function goodbyeHeartbeatRecord(
+  vm: RecordIdentity,
+  nowMs: number,
+  reason: string,
+  stats: object,
+  agentVersion: string,
+): HeartbeatRecord {
   const timeGenerated = new Date(nowMs).toISOString();
   return {
     ...heartbeatRecord(vm, nowMs, { state: "Stopping", reason, ...stats }, agentVersion),
@@ -42,7 +53,9 @@ const departingEventTypes: ReadonlySet<string> = new Set(["Terminate", "Preempt"
  * What this VM's own transitions mean for the heartbeats: a Terminate or Preempt affecting it, Scheduled or Started →
  * say goodbye (the VM is about to go); the same event Canceled → resume. Undefined when they change nothing.
  */
-export function departureSignal(records: readonly TransitionRecord[]): { kind: "goodbye"; reason: string } | { kind: "resume"; reason: string } | undefined {
+export function departureSignal(
+  records: readonly TransitionRecord[],
+): { kind: "goodbye"; reason: string } | { kind: "resume"; reason: string } | undefined {
   let signal: { kind: "goodbye"; reason: string } | { kind: "resume"; reason: string } | undefined;
   for (const r of records) {
     if (!r.AffectsThisVm || !departingEventTypes.has(r.EventType)) continue;
@@ -54,8 +67,20 @@ export function departureSignal(records: readonly TransitionRecord[]): { kind: "
 }
 
 function pickVm(vm: RecordIdentity): RecordIdentity {
-  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, Tags, AgentId } = vm;
-  return { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, Tags: Tags ?? {}, AgentId };
+  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, Tags, AgentId } =
+    vm;
+  return {
+    VmName,
+    VmId,
+    VmResourceId,
+    SubscriptionId,
+    ResourceGroup,
+    Location,
+    VmScaleSetName,
+    Zone,
+    Tags: Tags ?? {},
+    AgentId,
+  };
 }
 
 export interface HeartbeatOptions {
@@ -82,7 +107,8 @@ export interface HeartbeatHandle {
 
 /** Emits one heartbeat at once, then one every `intervalMs` (on a fixed grid from the start: no drift). */
 export function startHeartbeats(options: HeartbeatOptions): HeartbeatHandle {
-  if (options.intervalMs <= 0) return { stop: async () => undefined, goodbye: async () => undefined, resume: async () => undefined };
+  if (options.intervalMs <= 0)
+    return { stop: async () => undefined, goodbye: async () => undefined, resume: async () => undefined };
   const { clock, intervalMs } = options;
   const stopped = new AbortController();
   let paused = false;
@@ -94,7 +120,8 @@ export function startHeartbeats(options: HeartbeatOptions): HeartbeatHandle {
       options.logger?.warn({ err }, "heartbeat could not be written");
     }
   };
-  const beat = (): Promise<void> => write((stats) => heartbeatRecord(vmNow(), clock.now(), stats, options.agentVersion));
+  const beat = (): Promise<void> =>
+    write((stats) => heartbeatRecord(vmNow(), clock.now(), stats, options.agentVersion));
   const sayGoodbye = (reason: string): Promise<void> => {
     options.logger?.info({ reason }, "writing the goodbye heartbeat");
     return write((stats) => goodbyeHeartbeatRecord(vmNow(), clock.now(), reason, stats, options.agentVersion));

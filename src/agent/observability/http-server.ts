@@ -15,8 +15,12 @@ const minMaxPollAgeMs = 30_000;
 
 export const metricsServerConfigSchema = z.strictObject({
   enabled: documented(z._default(z.boolean(), true), { description: "Serve `/metrics`, `/healthz` and `/readyz`." }),
-  host: documented(z._default(z.string().check(z.minLength(1)), "127.0.0.1"), { description: "Listen address; keep the loopback default unless a scraper elsewhere needs it." }),
-  port: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(65535)), defaultMetricsPort), { description: "Listen port (0: a free port)." }),
+  host: documented(z._default(z.string().check(z.minLength(1)), "127.0.0.1"), {
+    description: "Listen address; keep the loopback default unless a scraper elsewhere needs it.",
+  }),
+  port: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(65535)), defaultMetricsPort), {
+    description: "Listen port (0: a free port).",
+  }),
 });
 export type MetricsServerConfig = z.infer<typeof metricsServerConfigSchema>;
 
@@ -44,11 +48,16 @@ export const deadLetterStreakLimit = 3;
 
 /** Config section `readiness`: how long a sink may deliver nothing while records wait before /readyz fails. */
 export const readinessConfigSchema = z.strictObject({
-  sinkStallMs: documented(z._default(z.number().check(z.int(), z.minimum(1000)), defaultMaxSinkStuckMs), { description: "`/readyz` fails when a sink delivered nothing for this long while records wait for it." }),
+  sinkStallMs: documented(z._default(z.number().check(z.int(), z.minimum(1000)), defaultMaxSinkStuckMs), {
+    description: "`/readyz` fails when a sink delivered nothing for this long while records wait for it.",
+  }),
 });
 
 /** Default limits: polls may be at most max(10 × poll interval, 30 s) old; a sink may be stuck for 10 min. */
-export function defaultReadinessLimits(pollIntervalMs: number, sinkStallMs: number = defaultMaxSinkStuckMs): ReadinessLimits {
+export function defaultReadinessLimits(
+  pollIntervalMs: number,
+  sinkStallMs: number = defaultMaxSinkStuckMs,
+): ReadinessLimits {
   return { maxPollAgeMs: Math.max(10 * pollIntervalMs, minMaxPollAgeMs), maxSinkStuckMs: sinkStallMs };
 }
 
@@ -70,10 +79,14 @@ export function evaluateReadiness(snapshot: ReadinessSnapshot, limits: Readiness
   for (const sink of snapshot.sinks) {
     if (sink.needsOperator) failed.push(`sink ${sink.name}: failing: ${sink.needsOperator}`);
     if (sink.stuckForMs > limits.maxSinkStuckMs) {
-      failed.push(`sink ${sink.name}: delivered nothing for ${Math.round(sink.stuckForMs)} ms while records wait (limit ${limits.maxSinkStuckMs} ms)`);
+      failed.push(
+        `sink ${sink.name}: delivered nothing for ${Math.round(sink.stuckForMs)} ms while records wait (limit ${limits.maxSinkStuckMs} ms)`,
+      );
     }
     if ((sink.deadLetteredSinceDelivery ?? 0) >= deadLetterStreakLimit) {
-      failed.push(`sink ${sink.name}: dead-lettered the last ${sink.deadLetteredSinceDelivery} records it was given, none delivered since`);
+      failed.push(
+        `sink ${sink.name}: dead-lettered the last ${sink.deadLetteredSinceDelivery} records it was given, none delivered since`,
+      );
     }
   }
   return { ready: failed.length === 0, failed };
@@ -141,8 +154,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: Observ
     case "/readyz": {
       const snapshot = options.readiness();
       const verdict = evaluateReadiness(snapshot, options.limits);
-      const imdsEndpoint = snapshot.imdsEndpoint ? { url: snapshot.imdsEndpoint.url, source: snapshot.imdsEndpoint.source } : undefined;
-      send(res, verdict.ready ? 200 : 503, "application/json", JSON.stringify({ ready: verdict.ready, failed: verdict.failed, imdsEndpoint }) + "\n");
+      const imdsEndpoint = snapshot.imdsEndpoint
+        ? { url: snapshot.imdsEndpoint.url, source: snapshot.imdsEndpoint.source }
+        : undefined;
+      send(
+        res,
+        verdict.ready ? 200 : 503,
+        "application/json",
+        JSON.stringify({ ready: verdict.ready, failed: verdict.failed, imdsEndpoint }) + "\n",
+      );
       return;
     }
     default:
@@ -151,6 +171,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: Observ
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {
-  res.writeHead(status, { "Content-Type": contentType, "Content-Length": Buffer.byteLength(body), "Cache-Control": "no-store" });
+  res.writeHead(status, {
+    "Content-Type": contentType,
+    "Content-Length": Buffer.byteLength(body),
+    "Cache-Control": "no-store",
+  });
   res.end(res.req.method === "HEAD" ? undefined : body);
 }

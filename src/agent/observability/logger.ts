@@ -9,7 +9,14 @@ export type { Logger } from "pino";
 export { redactSecrets };
 
 /** syslog priorities of pino levels, as journald reads them from a `<N>` line prefix (sd-daemon(3)). */
-export const journalPriorities: Readonly<Record<string, number>> = { fatal: 2, error: 3, warn: 4, info: 6, debug: 7, trace: 7 };
+export const journalPriorities: Readonly<Record<string, number>> = {
+  fatal: 2,
+  error: 3,
+  warn: 4,
+  info: 6,
+  debug: 7,
+  trace: 7,
+};
 
 /**
  * Whether stderr is the journal stream systemd connected: JOURNAL_STREAM holds `device:inode` of that stream

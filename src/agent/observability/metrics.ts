@@ -6,7 +6,16 @@ import { registerProcessMetrics } from "./process-metrics.js";
 import { recordTypes } from "@sef/contract/record.js";
 import { malformedEventReasons } from "@sef/contract/record.js";
 
-export const pollOutcomes = ["ok", "unchanged", "http_error", "bad_request", "throttled", "timeout", "network_error", "malformed"] as const;
+export const pollOutcomes = [
+  "ok",
+  "unchanged",
+  "http_error",
+  "bad_request",
+  "throttled",
+  "timeout",
+  "network_error",
+  "malformed",
+] as const;
 export type PollOutcome = (typeof pollOutcomes)[number];
 /** Label values of sef_approvals_total and sef_hooks_total, as the actions module writes them. */
 export const approvalOutcomes = ["approved", "failed", "dry_run", "interrupted"] as const;
@@ -148,11 +157,23 @@ export class AgentMetrics {
     labelNames: ["status"] as const,
     registers: [this.registry],
     collect: () => {
-      if (this.source) for (const status of ["Scheduled", "Started"] as const) this.eventsByStatus.set({ status }, this.source.eventsWithStatus(status));
+      if (this.source)
+        for (const status of ["Scheduled", "Started"] as const)
+          this.eventsByStatus.set({ status }, this.source.eventsWithStatus(status));
     },
   });
-  readonly recordsWritten = new Counter({ name: "sef_records_total", help: "Records appended to the outbox, by type", labelNames: ["type"] as const, registers: [this.registry] });
-  readonly outboxDepth = new Gauge({ name: "sef_outbox_depth", help: "Records not yet delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly recordsWritten = new Counter({
+    name: "sef_records_total",
+    help: "Records appended to the outbox, by type",
+    labelNames: ["type"] as const,
+    registers: [this.registry],
+  });
+  readonly outboxDepth = new Gauge({
+    name: "sef_outbox_depth",
+    help: "Records not yet delivered, per sink",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
   readonly outboxOldestAge = new Gauge({
     name: "sef_outbox_oldest_age_seconds",
     help: "Age of the oldest undelivered record, per sink (0 when empty)",
@@ -164,17 +185,40 @@ export class AgentMetrics {
     help: "Records held for sinks no longer configured (parked until a sink of that name returns or `sef outbox drop-sink` gives it up); per sink: sef outbox status",
     registers: [this.registry],
   });
-  readonly outboxParkedSinks = new Gauge({ name: "sef_outbox_parked_sinks", help: "Sinks no longer configured whose records are kept (parked)", registers: [this.registry] });
-  readonly sent = new Counter({ name: "sef_sink_sent_total", help: "Records delivered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
-  readonly retries = new Counter({ name: "sef_sink_retries_total", help: "Send attempts that will be retried, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
-  readonly deadLetters = new Counter({ name: "sef_sink_dead_letters_total", help: "Records dead-lettered, per sink", labelNames: ["sink"] as const, registers: [this.registry] });
+  readonly outboxParkedSinks = new Gauge({
+    name: "sef_outbox_parked_sinks",
+    help: "Sinks no longer configured whose records are kept (parked)",
+    registers: [this.registry],
+  });
+  readonly sent = new Counter({
+    name: "sef_sink_sent_total",
+    help: "Records delivered, per sink",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: "sef_sink_retries_total",
+    help: "Send attempts that will be retried, per sink",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+  readonly deadLetters = new Counter({
+    name: "sef_sink_dead_letters_total",
+    help: "Records dead-lettered, per sink",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
   readonly throttledSeconds = new Counter({
     name: "sef_sink_throttled_seconds_total",
     help: "Time spent waiting on a server's retry-after hint, per sink",
     labelNames: ["sink"] as const,
     registers: [this.registry],
   });
-  readonly storeErrors = new Counter({ name: "sef_store_errors_total", help: "Failed store writes", registers: [this.registry] });
+  readonly storeErrors = new Counter({
+    name: "sef_store_errors_total",
+    help: "Failed store writes",
+    registers: [this.registry],
+  });
   readonly outboxEvicted = new Counter({
     name: "sef_outbox_evicted_records_total",
     help: "Records evicted from the outbox over maxOutboxBytes, by sink and reason (over_cap: pending for the sink; over_cap_dead_lettered: already dead-lettered)",
@@ -186,8 +230,18 @@ export class AgentMetrics {
     help: "Records removed from the outbox by the size cap before every sink had them",
     registers: [this.registry],
   });
-  readonly approvals = new Counter({ name: "sef_approvals_total", help: "Approval attempts by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
-  readonly hooks = new Counter({ name: "sef_hooks_total", help: "Hook runs by outcome", labelNames: ["outcome"] as const, registers: [this.registry] });
+  readonly approvals = new Counter({
+    name: "sef_approvals_total",
+    help: "Approval attempts by outcome",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly hooks = new Counter({
+    name: "sef_hooks_total",
+    help: "Hook runs by outcome",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
   readonly timeGeneratedAgeWarnings = new Counter({
     name: "sef_time_generated_age_warnings_total",
     help: "Times the oldest undelivered record neared the 2-day TimeGenerated limit of Log Analytics",

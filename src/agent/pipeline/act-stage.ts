@@ -14,7 +14,10 @@ import { actionEntryList } from "../actions/registry.js";
 import type { CommitStage } from "./commit-stage.js";
 import type { DocumentsRead } from "./documents-read.js";
 
-export interface ActStageOptions extends Pick<ActionContext, "postStartRequest" | "vm" | "hasPolled" | "clock" | "logger" | "metrics" | "agentVersion"> {
+export interface ActStageOptions extends Pick<
+  ActionContext,
+  "postStartRequest" | "vm" | "hasPolled" | "clock" | "logger" | "metrics" | "agentVersion"
+> {
   /** The configuration: each action reads its own section. */
   config: AgentConfig;
   store: Store;
@@ -48,7 +51,9 @@ export class ActStage {
     if (!this.actionsOn || this.runner !== undefined) return;
     const { config, outbox, clock, logger } = this.options;
     const context = this.context();
-    const made = await Promise.all(actionEntryList.map((entry) => entry.create(actionSection(config, entry.section), context)));
+    const made = await Promise.all(
+      actionEntryList.map((entry) => entry.create(actionSection(config, entry.section), context)),
+    );
     const actions = made.filter((action): action is Action => action !== undefined);
     this.runner = new ActionRunner({
       actions,
@@ -63,7 +68,8 @@ export class ActStage {
 
   /** Settles what the last run left and starts working through pending actions. */
   start(): void {
-    if (this.actionsOn && this.runner === undefined) throw new Error("the act stage starts after prepare() (the actions are not made yet)");
+    if (this.actionsOn && this.runner === undefined)
+      throw new Error("the act stage starts after prepare() (the actions are not made yet)");
     if (this.runner) this.runner.start();
     else this.planCommitted([]);
   }

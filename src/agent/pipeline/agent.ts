@@ -78,17 +78,34 @@ export class Agent {
     const sinkNames = this.registerSinks(deps.sinks.map((s) => s.name));
     const id = loadOrCreateAgentId(config.dataDir);
     this.agentId = id.agentId;
-    if (id.replaced !== undefined) logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
+    if (id.replaced !== undefined)
+      logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
     else if (id.created) logger.info({ agentId: id.agentId }, "created the agent id of this installation");
     const deadLetters = new DeadLetterFile(join(config.dataDir, "dead-letter"));
     const metrics = this.metrics;
     const agentVersion = deps.agentVersion;
     const vm = (): RecordIdentity => this.vmIdentity;
 
-    this.commit = new CommitStage({ outbox: this.outbox, deadLetters, metrics, logger, clock, maxOutboxBytes: config.maxOutboxBytes });
+    this.commit = new CommitStage({
+      outbox: this.outbox,
+      deadLetters,
+      metrics,
+      logger,
+      clock,
+      maxOutboxBytes: config.maxOutboxBytes,
+    });
     const recallEmitted: CollectStageOptions["recallEmitted"] = (wanted) => this.store.emittedKeysOf(wanted);
     const documentsRead = new DocumentsRead();
-    this.collect = new CollectStage(this.store.loadCollectorState(), { config, commit: this.commit, vm, agentVersion, metrics, logger, recallEmitted, documentsRead });
+    this.collect = new CollectStage(this.store.loadCollectorState(), {
+      config,
+      commit: this.commit,
+      vm,
+      agentVersion,
+      metrics,
+      logger,
+      recallEmitted,
+      documentsRead,
+    });
     this.poll = new PollStage(
       {
         config,
@@ -114,7 +131,16 @@ export class Agent {
       conditional: () => poll.imds.conditionalCounts,
     });
     // The followers of the records-committed signal, in the order they hear of a batch: drain, act, heartbeat.
-    this.drain = new DrainStage({ sinks: deps.sinks, outbox: this.outbox, committed: this.commit.committed, clock, retryPolicy: config.retry, deadLetters, logger, metrics });
+    this.drain = new DrainStage({
+      sinks: deps.sinks,
+      outbox: this.outbox,
+      committed: this.commit.committed,
+      clock,
+      retryPolicy: config.retry,
+      deadLetters,
+      logger,
+      metrics,
+    });
     this.act = new ActStage({
       config,
       store: this.store,
@@ -136,9 +162,24 @@ export class Agent {
       metrics,
       imdsEndpointSource: () => deps.imdsEndpoint?.snapshot?.()?.source ?? null,
     };
-    this.heartbeat = new HeartbeatStage({ intervalMs: config.heartbeatIntervalMs, commit: this.commit, vm, sources, agentVersion, clock, logger });
+    this.heartbeat = new HeartbeatStage({
+      intervalMs: config.heartbeatIntervalMs,
+      commit: this.commit,
+      vm,
+      sources,
+      agentVersion,
+      clock,
+      logger,
+    });
     logger.info(
-      { dataDir: config.dataDir, agentId: this.agentId, sinks: sinkNames, resumed: this.collect.resumed, knownEvents: this.collect.state.events.size, outbox: this.outbox.headSeq() },
+      {
+        dataDir: config.dataDir,
+        agentId: this.agentId,
+        sinks: sinkNames,
+        resumed: this.collect.resumed,
+        knownEvents: this.collect.state.events.size,
+        outbox: this.outbox.headSeq(),
+      },
       "agent starting",
     );
   }
@@ -227,7 +268,8 @@ export class Agent {
     await this.poll.stopped();
     for (const hook of [...this.stopHooks, () => this.act.stop(), () => this.heartbeat.stop()]) {
       const stopped = hook().catch((err: unknown) => logger.warn({ err }, "stopping a service failed"));
-      if (!(await settlesWithin(stopped, stopHookTimeoutMs))) logger.warn({ timeoutMs: stopHookTimeoutMs }, "a service did not stop in time; leaving it");
+      if (!(await settlesWithin(stopped, stopHookTimeoutMs)))
+        logger.warn({ timeoutMs: stopHookTimeoutMs }, "a service did not stop in time; leaving it");
     }
     await this.drain.stop(clock.monotonicMs() + config.shutdownFlushMs);
     const left = this.drain.undelivered();
@@ -243,7 +285,10 @@ export class Agent {
     const added = this.outbox.registerSinks(sinkNames, clock.now());
     reportParkedSinks(parkedBefore, this.outbox.parkedSinks(), config.dataDir, logger, this.metrics);
     if (added.length > 0 && this.outbox.headSeq() > 0) {
-      logger.info({ sinks: added }, "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)");
+      logger.info(
+        { sinks: added },
+        "new sinks start at the head of the outbox (records already held are not sent to them; see --replay-from)",
+      );
     }
     if (replayFrom) {
       for (const sink of sinkNames) {

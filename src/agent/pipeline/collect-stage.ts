@@ -6,7 +6,13 @@ import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
 import type { RecordIdentity } from "@sef/contract/record.js";
 import type { CollectorState, EmittedKey } from "../collector/state.js";
-import { applyDocument, applyPollFailure, emittedToRecall, resumeAfterRestart, type EmittedToRecall } from "../collector/transitions.js";
+import {
+  applyDocument,
+  applyPollFailure,
+  emittedToRecall,
+  resumeAfterRestart,
+  type EmittedToRecall,
+} from "../collector/transitions.js";
 import type { ScheduledEventsDocument } from "../imds/document.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { CommitStage } from "./commit-stage.js";
@@ -74,7 +80,9 @@ export class CollectStage {
       emittedRetentionMs: config.emittedRetentionMs,
     });
     // An unchanged document changes nothing worth a disk write: keep the hot path free of fsyncs.
-    const entries = result.changed ? commit.commitDocument(result.state, [...result.records, ...result.malformed], nowMs) : [];
+    const entries = result.changed
+      ? commit.commitDocument(result.state, [...result.records, ...result.malformed], nowMs)
+      : [];
     // Durable: the document's emitted keys join the shared map (its earlier states become stale; unchanged
     // documents' pruning waits in the view for the next commit), and memory keeps those of tracked events only.
     if (result.changed) {
@@ -83,12 +91,23 @@ export class CollectStage {
     }
     for (const m of result.malformed) {
       metrics.malformedEvents.inc({ reason: m.Outcome });
-      logger.warn({ eventId: m.EventId, reason: m.Outcome, detail: m.Detail }, "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record");
+      logger.warn(
+        { eventId: m.EventId, reason: m.Outcome, detail: m.Detail },
+        "IMDS listed an event that cannot be read; forwarded as a MalformedEvent record",
+      );
     }
     this.current = result.state;
     this.lastDocument = document;
     if (entries.length > 0) {
-      logger.info({ records: entries.map((e) => `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`) }, "transitions recorded");
+      logger.info(
+        {
+          records: entries.map(
+            (e) =>
+              `${(e.record as { EventId?: string }).EventId}:${(e.record as { EventStatus?: string }).EventStatus}`,
+          ),
+        },
+        "transitions recorded",
+      );
     }
     return result.changed;
   }

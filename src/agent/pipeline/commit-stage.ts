@@ -61,11 +61,17 @@ export class CommitStage {
       if (counts.size > 0) metrics.setParked(outbox.parkedSinks());
       if (total > 0) {
         metrics.storeDroppedRecords.inc(total);
-        logger.error({ deliveries: total, capBytes: maxOutboxBytes, directory: deadLetters.directory }, "outbox over its size cap: oldest records moved to the dead-letter files");
+        logger.error(
+          { deliveries: total, capBytes: maxOutboxBytes, directory: deadLetters.directory },
+          "outbox over its size cap: oldest records moved to the dead-letter files",
+        );
       }
     } catch (err) {
       metrics.storeErrors.inc();
-      logger.error({ err }, "outbox over its size cap but the dead-letter file cannot be written: nothing evicted; not ready");
+      logger.error(
+        { err },
+        "outbox over its size cap but the dead-letter file cannot be written: nothing evicted; not ready",
+      );
     }
   }
 }

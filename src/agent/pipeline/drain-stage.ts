@@ -43,7 +43,9 @@ export class DrainStage {
    * Per sink, for /readyz (`nowMs` monotonic): how long it has delivered nothing while records wait for it, how many
    * records it dead-lettered since it last delivered one, and the reason of a failure that needs an operator.
    */
-  sinkHealth(nowMs: number): Array<{ name: string; stuckForMs: number; deadLetteredSinceDelivery: number; needsOperator: string | null }> {
+  sinkHealth(
+    nowMs: number,
+  ): Array<{ name: string; stuckForMs: number; deadLetteredSinceDelivery: number; needsOperator: string | null }> {
     return this.drainers.map((d) => {
       const status = d.status();
       const waiting = this.options.outbox.depth(d.name).records > 0;

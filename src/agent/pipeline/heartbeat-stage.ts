@@ -39,7 +39,9 @@ export class HeartbeatStage {
 
   constructor(private readonly options: HeartbeatStageOptions) {
     options.commit.committed.follow((entries) => {
-      const transitions = entries.flatMap((e) => (e.record.RecordType === "Transition" ? [e.record as TransitionRecord] : []));
+      const transitions = entries.flatMap((e) =>
+        e.record.RecordType === "Transition" ? [e.record as TransitionRecord] : [],
+      );
       const signal = transitions.length > 0 ? departureSignal(transitions) : undefined;
       if (signal?.kind === "goodbye") void this.heartbeats?.goodbye(signal.reason);
       else if (signal?.kind === "resume") void this.heartbeats?.resume();

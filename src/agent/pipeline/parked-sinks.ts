@@ -6,10 +6,17 @@ import type { ParkedSink } from "../delivery/outbox.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { sefCommandHint } from "../util/sef-command-hint.js";
 
-export function reportParkedSinks(before: readonly ParkedSink[], after: readonly ParkedSink[], dataDir: string, logger: Logger, metrics: AgentMetrics): void {
+export function reportParkedSinks(
+  before: readonly ParkedSink[],
+  after: readonly ParkedSink[],
+  dataDir: string,
+  logger: Logger,
+  metrics: AgentMetrics,
+): void {
   const stillParked = new Set(after.map((p) => p.sink));
   for (const p of before) {
-    if (!stillParked.has(p.sink) && p.pending > 0) logger.info({ sink: p.sink, records: p.pending }, "sink configured again: resuming the records parked for it");
+    if (!stillParked.has(p.sink) && p.pending > 0)
+      logger.info({ sink: p.sink, records: p.pending }, "sink configured again: resuming the records parked for it");
   }
   for (const p of after) {
     logger.warn(

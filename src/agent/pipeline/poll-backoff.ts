@@ -19,16 +19,27 @@ export const identityRetryPolicy: RetryPolicy = { initialDelayMs: 2_000, maxDela
 
 /** The policy after a failed poll of `kind`: never waits less than half a poll interval, never more than the cap. */
 export function pollRetryPolicy(kind: ImdsFailureKind, pollIntervalMs: number): RetryPolicy {
-  if (kind === "bad_request") return { initialDelayMs: badRequestRetryMs, maxDelayMs: badRequestRetryMs, multiplier: 1 };
+  if (kind === "bad_request")
+    return { initialDelayMs: badRequestRetryMs, maxDelayMs: badRequestRetryMs, multiplier: 1 };
   const capMs = kind === "no_endpoint" ? noEndpointMaxBackoffMs : maxPollBackoffMs;
-  return { initialDelayMs: pollIntervalMs, maxDelayMs: Math.max(capMs, pollIntervalMs), multiplier: pollBackoffMultiplier };
+  return {
+    initialDelayMs: pollIntervalMs,
+    maxDelayMs: Math.max(capMs, pollIntervalMs),
+    multiplier: pollBackoffMultiplier,
+  };
 }
 
 /**
  * The wait after the `consecutiveFailures`-th failed poll in a row; `random` in [0, 1) picks the jitter. Only a 429's
  * Retry-After is honoured (within the policy: 0 waits the poll interval, an hour waits the cap).
  */
-export function pollBackoffMs(kind: ImdsFailureKind, consecutiveFailures: number, pollIntervalMs: number, retryAfterMs: number | undefined, random: number): number {
+export function pollBackoffMs(
+  kind: ImdsFailureKind,
+  consecutiveFailures: number,
+  pollIntervalMs: number,
+  retryAfterMs: number | undefined,
+  random: number,
+): number {
   const hintMs = kind === "throttled" ? retryAfterMs : undefined;
   return retryDelayMs(pollRetryPolicy(kind, pollIntervalMs), consecutiveFailures, hintMs, random);
 }

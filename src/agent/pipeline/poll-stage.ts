@@ -112,7 +112,8 @@ export class PollStage {
     const { config, clock } = this.options;
     while (!this.signal.aborted) {
       const startedMs = clock.monotonicMs();
-      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? this.computeRetryMs : config.computeRefreshMs)) void this.refreshIdentity(false);
+      if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? this.computeRetryMs : config.computeRefreshMs))
+        void this.refreshIdentity(false);
       const waitMs = await this.pollOnce();
       if (this.signal.aborted) break;
       // Count the period from when the request really went out: after a rate-limit wait the schedule moves with it
@@ -135,9 +136,13 @@ export class PollStage {
       const changed = this.options.ingest(fetched.document, nowMs, stepMs);
       this.recordPoll(changed ? "ok" : "unchanged", startedMs, endedMs);
       if (endedMs - startedMs > Math.max(2000, 2 * config.pollIntervalMs)) {
-        logger.warn({ latencyMs: Math.round(endedMs - startedMs) }, "IMDS answered slowly (its first call after enabling may take up to 2 minutes)");
+        logger.warn(
+          { latencyMs: Math.round(endedMs - startedMs) },
+          "IMDS answered slowly (its first call after enabling may take up to 2 minutes)",
+        );
       }
-      if (this.stats.consecutiveFailures > 0) logger.info({ afterFailures: this.stats.consecutiveFailures }, "IMDS polls recovered");
+      if (this.stats.consecutiveFailures > 0)
+        logger.info({ afterFailures: this.stats.consecutiveFailures }, "IMDS polls recovered");
       this.stats.consecutiveFailures = 0;
       this.stats.lastError = null;
       this.lastIncarnation = fetched.document.DocumentIncarnation;
@@ -161,10 +166,25 @@ export class PollStage {
     this.stats.consecutiveFailures += 1;
     this.stats.lastError = err.message;
     this.recordPoll(outcomeOf(err), startedMs, clock.monotonicMs());
-    const waitMs = pollBackoffMs(err.kind, this.stats.consecutiveFailures, config.pollIntervalMs, err.retryAfterMs, (this.options.random ?? Math.random)());
-    const fields = { kind: err.kind, status: err.status, consecutiveFailures: this.stats.consecutiveFailures, retryInMs: waitMs, err: err.message };
+    const waitMs = pollBackoffMs(
+      err.kind,
+      this.stats.consecutiveFailures,
+      config.pollIntervalMs,
+      err.retryAfterMs,
+      (this.options.random ?? Math.random)(),
+    );
+    const fields = {
+      kind: err.kind,
+      status: err.status,
+      consecutiveFailures: this.stats.consecutiveFailures,
+      retryInMs: waitMs,
+      err: err.message,
+    };
     if (err.kind === "bad_request") {
-      logger.error(fields, "IMDS rejected the request as malformed (400): check imdsUrl and apiVersion; retrying slowly");
+      logger.error(
+        fields,
+        "IMDS rejected the request as malformed (400): check imdsUrl and apiVersion; retrying slowly",
+      );
     } else if (this.stats.consecutiveFailures === 1 || this.stats.consecutiveFailures % 10 === 0) {
       logger.warn(fields, "IMDS poll failed; no transitions inferred from a failed poll");
     }
@@ -220,9 +240,17 @@ export class PollStage {
       (err: unknown) => {
         this.computeInFlight = false;
         this.computeFailures += 1;
-        this.computeRetryMs = retryDelayMs(identityRetryPolicy, this.computeFailures, undefined, (this.options.random ?? Math.random)());
+        this.computeRetryMs = retryDelayMs(
+          identityRetryPolicy,
+          this.computeFailures,
+          undefined,
+          (this.options.random ?? Math.random)(),
+        );
         if (!this.signal.aborted && (this.computeFailures === 1 || this.computeFailures % 10 === 0)) {
-          logger.warn({ err, failures: this.computeFailures }, "instance metadata unavailable; records keep the last known VM identity; retrying");
+          logger.warn(
+            { err, failures: this.computeFailures },
+            "instance metadata unavailable; records keep the last known VM identity; retrying",
+          );
         }
       },
     );

@@ -3,7 +3,11 @@
 import type { Logger } from "pino";
 import type { Agent } from "./agent.js";
 import type { AgentConfig } from "../config/schema.js";
-import { startObservabilityServer, defaultReadinessLimits, type ReadinessSnapshot } from "../observability/http-server.js";
+import {
+  startObservabilityServer,
+  defaultReadinessLimits,
+  type ReadinessSnapshot,
+} from "../observability/http-server.js";
 
 export interface AgentServices {
   /** The observability server's URL, when enabled. */
@@ -12,7 +16,10 @@ export interface AgentServices {
 }
 
 /** Where the observability server listens: `metricsHost`/`metricsPort` (flags, SEF_* variables) over the `metrics` section. */
-export function metricsAddress(config: Pick<AgentConfig, "metrics" | "metricsHost" | "metricsPort">): { host: string; port: number } {
+export function metricsAddress(config: Pick<AgentConfig, "metrics" | "metricsHost" | "metricsPort">): {
+  host: string;
+  port: number;
+} {
   return { host: config.metricsHost ?? config.metrics.host, port: config.metricsPort ?? config.metrics.port };
 }
 

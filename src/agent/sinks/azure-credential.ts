@@ -14,7 +14,15 @@ export type AzureCredentialKind = "managedIdentity" | "default";
 const oneTryPerToken = { retryOptions: { maxRetries: 0 } };
 
 /** `managedIdentity` → ManagedIdentityCredential; `default` → DefaultAzureCredential; both honour a user-assigned client id. */
-export function createAzureCredential(kind: AzureCredentialKind, managedIdentityClientId: string | undefined): TokenCredential {
-  if (kind === "default") return new DefaultAzureCredential(managedIdentityClientId ? { managedIdentityClientId, ...oneTryPerToken } : oneTryPerToken);
-  return managedIdentityClientId ? new ManagedIdentityCredential({ clientId: managedIdentityClientId, ...oneTryPerToken }) : new ManagedIdentityCredential(oneTryPerToken);
+export function createAzureCredential(
+  kind: AzureCredentialKind,
+  managedIdentityClientId: string | undefined,
+): TokenCredential {
+  if (kind === "default")
+    return new DefaultAzureCredential(
+      managedIdentityClientId ? { managedIdentityClientId, ...oneTryPerToken } : oneTryPerToken,
+    );
+  return managedIdentityClientId
+    ? new ManagedIdentityCredential({ clientId: managedIdentityClientId, ...oneTryPerToken })
+    : new ManagedIdentityCredential(oneTryPerToken);
 }

@@ -24,10 +24,14 @@ export function parseSinkSpec(spec: string): ParsedSinkSpec {
   const argument = colon === -1 ? undefined : spec.slice(colon + 1);
   const factory = sinkFactories.find((f) => f.type === type);
   if (!factory) {
-    throw new SinkSpecError(`unknown sink "${type}" in "${spec}" (known: ${sinkFactories.map((f) => f.type).join(", ")})`);
+    throw new SinkSpecError(
+      `unknown sink "${type}" in "${spec}" (known: ${sinkFactories.map((f) => f.type).join(", ")})`,
+    );
   }
-  if (factory.argument === "required" && !argument) throw new SinkSpecError(`sink "${type}" needs an argument: ${type}:VALUE`);
-  if (factory.argument === "none" && argument !== undefined) throw new SinkSpecError(`sink "${type}" takes no argument (got "${spec}")`);
+  if (factory.argument === "required" && !argument)
+    throw new SinkSpecError(`sink "${type}" needs an argument: ${type}:VALUE`);
+  if (factory.argument === "none" && argument !== undefined)
+    throw new SinkSpecError(`sink "${type}" takes no argument (got "${spec}")`);
   return { type, argument };
 }
 

@@ -34,7 +34,12 @@ export type SendOutcomes = readonly RecordOutcome[];
 export const delivered: RecordOutcome = { kind: "delivered" };
 
 export function retry(reason: string, afterMs?: number, needsOperator = false): RecordOutcome {
-  return { kind: "retry", reason, ...(afterMs === undefined ? {} : { afterMs }), ...(needsOperator ? { needsOperator } : {}) };
+  return {
+    kind: "retry",
+    reason,
+    ...(afterMs === undefined ? {} : { afterMs }),
+    ...(needsOperator ? { needsOperator } : {}),
+  };
 }
 
 export function rejected(reason: string): RecordOutcome {

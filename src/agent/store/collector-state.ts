@@ -38,12 +38,24 @@ export class CollectorStateTables {
   constructor(private readonly db: DatabaseSync) {
     this.s = {
       getMeta: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'collector'"),
-      setMeta: query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('collector', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
-      allEvents: query<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>(db, "SELECT * FROM events"),
+      setMeta: query<[string], never>(
+        db,
+        "INSERT INTO meta(key, value) VALUES ('collector', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+      ),
+      allEvents: query<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>(
+        db,
+        "SELECT * FROM events",
+      ),
       deleteEvents: query<[], never>(db, "DELETE FROM events"),
-      insertEvent: query<[string, string, string, number], never>(db, "INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, ?)"),
+      insertEvent: query<[string, string, string, number], never>(
+        db,
+        "INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, ?)",
+      ),
       // `${id}|…` sorts from `${id}|` up to `${id}}` ('}' follows '|'): one range of the primary key.
-      emittedOfEvent: query<[string, string], EmittedRow>(db, "SELECT key, emitted_ms, ended_ms FROM emitted WHERE key >= ? AND key < ?"),
+      emittedOfEvent: query<[string, string], EmittedRow>(
+        db,
+        "SELECT key, emitted_ms, ended_ms FROM emitted WHERE key >= ? AND key < ?",
+      ),
       emittedKey: query<[string], EmittedRow>(db, "SELECT key, emitted_ms, ended_ms FROM emitted WHERE key = ?"),
       upsertEmitted: query<[string, number, number | null], never>(
         db,
@@ -66,7 +78,11 @@ export class CollectorStateTables {
     const meta = this.s.getMeta.get();
     if (meta) Object.assign(state, JSON.parse(meta.value) as CollectorMeta);
     for (const row of this.s.allEvents.all()) {
-      state.events.set(row.event_key, { status: row.status as TrackedEvent["status"], fields: JSON.parse(row.fields), lastSeenMs: row.last_seen_ms });
+      state.events.set(row.event_key, {
+        status: row.status as TrackedEvent["status"],
+        fields: JSON.parse(row.fields),
+        lastSeenMs: row.last_seen_ms,
+      });
     }
     state.emitted = EmittedKeys.from(this.emittedKeysOf({ eventIds: [...state.events.keys()], keys: [] }));
     this.known = state.emitted.base;
@@ -90,7 +106,11 @@ export class CollectorStateTables {
    * collector's adoption). After a rollback nothing changed, and the table still agrees with what it did.
    */
   write(state: CollectorState): () => void {
-    const meta: CollectorMeta = { lastIncarnation: state.lastIncarnation, lastDocumentHash: state.lastDocumentHash, lastSuccessMs: state.lastSuccessMs };
+    const meta: CollectorMeta = {
+      lastIncarnation: state.lastIncarnation,
+      lastDocumentHash: state.lastDocumentHash,
+      lastSuccessMs: state.lastSuccessMs,
+    };
     this.s.setMeta.run(JSON.stringify(meta));
     this.s.deleteEvents.run();
     for (const [key, e] of state.events) this.s.insertEvent.run(key, e.status, JSON.stringify(e.fields), e.lastSeenMs);
@@ -127,6 +147,11 @@ export class CollectorStateTables {
   private agreesWithBaseOf(emitted: EmittedKeys): boolean {
     const base = emitted.base;
     const known = this.known;
-    return known !== undefined && known.shared === base.shared && known.version === base.version && known.settledBy === base.settledBy;
+    return (
+      known !== undefined &&
+      known.shared === base.shared &&
+      known.version === base.version &&
+      known.settledBy === base.settledBy
+    );
   }
 }

@@ -17,7 +17,9 @@ export class DataDirLockedError extends SefError {
     /** The holder's pid, when it could be read. */
     readonly holderPid: number | undefined,
   ) {
-    super(`data directory ${dataDir} is in use by another sef${holderPid !== undefined ? ` (pid ${holderPid})` : ""}: only one agent may use a data directory`);
+    super(
+      `data directory ${dataDir} is in use by another sef${holderPid !== undefined ? ` (pid ${holderPid})` : ""}: only one agent may use a data directory`,
+    );
   }
 }
 
@@ -34,11 +36,12 @@ export function acquire(dataDir: string): DataDirLock {
   try {
     // EXCLUSIVE locking mode: the first write takes the file's exclusive lock and keeps it until the connection closes.
     db.exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = DELETE;");
-    db.exec("CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, started_ms INTEGER NOT NULL)");
-    db.prepare("INSERT INTO holder(id, pid, started_ms) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, started_ms = excluded.started_ms").run(
-      process.pid,
-      Date.now(),
+    db.exec(
+      "CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, started_ms INTEGER NOT NULL)",
     );
+    db.prepare(
+      "INSERT INTO holder(id, pid, started_ms) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, started_ms = excluded.started_ms",
+    ).run(process.pid, Date.now());
   } catch (err) {
     db.close();
     if (isBusy(err)) throw new DataDirLockedError(dataDir, readHolderPid(dataDir));

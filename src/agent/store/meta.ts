@@ -9,7 +9,10 @@ export class MetaValues {
   constructor(db: DatabaseSync) {
     this.statements = {
       get: query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?"),
-      set: query<[string, string], never>(db, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+      set: query<[string, string], never>(
+        db,
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+      ),
     };
   }
 

@@ -38,15 +38,31 @@ const tables = [
 /** Brings the database to `schemaVersion` (inside the caller's transaction); a newer store is refused. */
 export function migrate(db: DatabaseSync): void {
   db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-  const found = Number(query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get()?.value ?? 0);
+  const found = Number(
+    query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get()?.value ?? 0,
+  );
   if (found > schemaVersion) {
-    throw new StoreError(`store schema version ${found} is newer than this agent understands (${schemaVersion})`, "", "schema");
+    throw new StoreError(
+      `store schema version ${found} is newer than this agent understands (${schemaVersion})`,
+      "",
+      "schema",
+    );
   }
-  const cursorsOfVersion1 = query<[], { name: string }>(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cursors'").get() !== undefined;
-  if (cursorsOfVersion1) db.exec("ALTER TABLE outbox ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0; UPDATE outbox SET bytes = LENGTH(CAST(json AS BLOB));");
+  const cursorsOfVersion1 =
+    query<[], { name: string }>(
+      db,
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cursors'",
+    ).get() !== undefined;
+  if (cursorsOfVersion1)
+    db.exec(
+      "ALTER TABLE outbox ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0; UPDATE outbox SET bytes = LENGTH(CAST(json AS BLOB));",
+    );
   for (const sql of tables) db.exec(sql);
   if (cursorsOfVersion1) cursorsToDeliveries(db);
-  query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(schemaVersion));
+  query<[string], never>(
+    db,
+    "INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+  ).run(String(schemaVersion));
 }
 
 /**
@@ -56,10 +72,22 @@ export function migrate(db: DatabaseSync): void {
 function cursorsToDeliveries(db: DatabaseSync): void {
   const nowMs = Date.now();
   for (const c of query<[], { sink: string; seq: number }>(db, "SELECT sink, seq FROM cursors").all()) {
-    const info = query<[string, number], never>(db, "INSERT INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq > ?").run(c.sink, c.seq);
-    query<[string, number, number], never>(db, "INSERT INTO sinks(sink, pending, registered_ms) VALUES (?, ?, ?)").run(c.sink, Number(info.changes), nowMs);
+    const info = query<[string, number], never>(
+      db,
+      "INSERT INTO deliveries(seq, sink, state) SELECT seq, ?, 'pending' FROM outbox WHERE seq > ?",
+    ).run(c.sink, c.seq);
+    query<[string, number, number], never>(db, "INSERT INTO sinks(sink, pending, registered_ms) VALUES (?, ?, ?)").run(
+      c.sink,
+      Number(info.changes),
+      nowMs,
+    );
   }
-  db.exec("DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq); DROP TABLE cursors;");
+  db.exec(
+    "DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = outbox.seq); DROP TABLE cursors;",
+  );
   const bytes = query<[], { n: number | null }>(db, "SELECT SUM(bytes) AS n FROM outbox").get()?.n ?? 0;
-  query<[string], never>(db, "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(bytes));
+  query<[string], never>(
+    db,
+    "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+  ).run(String(bytes));
 }

@@ -81,12 +81,18 @@ export class Store {
       mkdirSync(options.dataDir, { recursive: true });
       accessSync(options.dataDir, constants.W_OK);
     } catch (err) {
-      throw new StoreError(`data directory ${options.dataDir} is not writable: ${(err as Error).message}`, options.dataDir, "unwritable");
+      throw new StoreError(
+        `data directory ${options.dataDir} is not writable: ${(err as Error).message}`,
+        options.dataDir,
+        "unwritable",
+      );
     }
     let db: DatabaseSync | undefined;
     try {
       db = new DatabaseSync(path, { timeout: 2000 });
-      db.exec(`PRAGMA cache_size = -${pageCacheKib}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;`);
+      db.exec(
+        `PRAGMA cache_size = -${pageCacheKib}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;`,
+      );
       const check = Object.values(db.prepare("PRAGMA quick_check").get() ?? {})[0];
       if (check !== "ok") throw new StoreError(`store ${path} is corrupt (${String(check)})`, path, "corrupt");
       const opened = db;
@@ -94,7 +100,11 @@ export class Store {
       probeWritable(db);
       if (options.checkpointInWorker === false) return new Store(path, db, false, options);
       db.exec(`PRAGMA wal_autocheckpoint = ${safetyNetPages}`);
-      const checkpointer = new WalCheckpointer({ path, checkpointHere: () => passiveCheckpoint(opened), ...(options.onCheckpointError ? { onError: options.onCheckpointError } : {}) });
+      const checkpointer = new WalCheckpointer({
+        path,
+        checkpointHere: () => passiveCheckpoint(opened),
+        ...(options.onCheckpointError ? { onError: options.onCheckpointError } : {}),
+      });
       return new Store(path, db, false, options, checkpointer);
     } catch (err) {
       if (db?.isOpen) db.close();
@@ -108,13 +118,18 @@ export class Store {
    */
   static openReadOnly(dataDir: string): Store {
     const path = join(dataDir, "sef.db");
-    if (!existsSync(path)) throw new StoreError(`no store at ${path} (has the agent run with --data-dir ${dataDir}?)`, path, "unwritable");
+    if (!existsSync(path))
+      throw new StoreError(`no store at ${path} (has the agent run with --data-dir ${dataDir}?)`, path, "unwritable");
     let db: DatabaseSync | undefined;
     try {
       db = new DatabaseSync(path, { readOnly: true, timeout: 2000 });
       const version = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
       if (Number(version?.value ?? 0) !== schemaVersion) {
-        throw new StoreError(`store ${path} has schema version ${version?.value ?? "none"}; start the agent once to upgrade it to ${schemaVersion}`, path, "schema");
+        throw new StoreError(
+          `store ${path} has schema version ${version?.value ?? "none"}; start the agent once to upgrade it to ${schemaVersion}`,
+          path,
+          "schema",
+        );
       }
       return new Store(path, db, true);
     } catch (err) {
@@ -212,7 +227,6 @@ export class Store {
       this.collectorTables.forget();
     }
   }
-
 }
 
 function translateOpenError(err: unknown, path: string): unknown {
@@ -222,7 +236,11 @@ function translateOpenError(err: unknown, path: string): unknown {
     return withAdvice(new StoreError(`store ${path} is corrupt: ${(err as Error).message}`, path, "corrupt"));
   }
   if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
-    return new StoreError(`store ${path} is locked by another process (is another sef running with this data directory?)`, path, "locked");
+    return new StoreError(
+      `store ${path} is locked by another process (is another sef running with this data directory?)`,
+      path,
+      "locked",
+    );
   }
   if (code === "SQLITE_READONLY" || code === "SQLITE_CANTOPEN" || code === "SQLITE_PERM" || code === "SQLITE_IOERR") {
     return new StoreError(

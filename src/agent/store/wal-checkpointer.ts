@@ -169,7 +169,8 @@ export class WalCheckpointer {
       if (answer === undefined) return; // a transaction is open: the next crossing, or the safety net, does it
       this.stats.requested++;
       this.stats.onAgentThread++;
-      if (answer.kind === "failed") this.options.onError?.(`checkpoint on the agent's thread failed: ${answer.reason ?? "unknown"}`);
+      if (answer.kind === "failed")
+        this.options.onError?.(`checkpoint on the agent's thread failed: ${answer.reason ?? "unknown"}`);
       else if (answer.log !== undefined && answer.log === answer.checkpointed) this.stats.completed++;
     });
     this.hereSoon.unref();
@@ -192,7 +193,11 @@ export class WalCheckpointer {
     try {
       worker = new Worker(workerSource, {
         eval: true,
-        workerData: { path: this.options.path, idleExitMs: this.options.idleExitMs ?? 30_000, busyTimeoutMs: this.options.busyTimeoutMs ?? 1000 },
+        workerData: {
+          path: this.options.path,
+          idleExitMs: this.options.idleExitMs ?? 30_000,
+          busyTimeoutMs: this.options.busyTimeoutMs ?? 1000,
+        },
         // A checkpointing thread needs little heap: keep its footprint small.
         resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
       });
@@ -216,7 +221,9 @@ export class WalCheckpointer {
   private failed(reason: string): void {
     this.failures++;
     const givingUp = this.failures >= maxFailures;
-    this.options.onError?.(givingUp ? `${reason}; checkpoints are left to SQLite's automatic checkpoint from now on` : reason);
+    this.options.onError?.(
+      givingUp ? `${reason}; checkpoints are left to SQLite's automatic checkpoint from now on` : reason,
+    );
     if (givingUp) this.close();
   }
 

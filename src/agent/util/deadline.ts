@@ -7,7 +7,13 @@ export async function settlesWithin(work: Promise<unknown>, timeoutMs: number): 
     timer = setTimeout(() => resolve(false), Math.max(0, timeoutMs));
   });
   try {
-    return await Promise.race([work.then(() => true as const, () => true as const), timedOut]);
+    return await Promise.race([
+      work.then(
+        () => true as const,
+        () => true as const,
+      ),
+      timedOut,
+    ]);
   } finally {
     clearTimeout(timer);
   }

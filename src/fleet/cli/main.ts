@@ -30,7 +30,8 @@ async function runFleet(flags: FleetFlags): Promise<void> {
   }
   const parsed = fleetSettingsSchema.safeParse(raw);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) process.stderr.write(`sef fleet: ${issue.path.join(".") || "(config)"}: ${issue.message}\n`);
+    for (const issue of parsed.error.issues)
+      process.stderr.write(`sef fleet: ${issue.path.join(".") || "(config)"}: ${issue.message}\n`);
     process.exit(2);
   }
   const settings = parsed.data;

@@ -11,7 +11,14 @@ export type DeliveryOutcome =
   | { readonly kind: "rejected"; readonly reason: string };
 
 /** Network errors that happen before a request can have left: retrying them can never repeat a notification. */
-const notSentCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const notSentCodes = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 
 export interface DeliverOptions {
   /** Deadline for the whole request, connect to last byte, in milliseconds. */
@@ -26,7 +33,13 @@ export async function deliver(url: string, req: TargetRequest, options: DeliverO
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
   try {
-    const res = await request(url, { method: "POST", body: req.body, headers: req.headers, signal, maxRedirections: 0 } as Parameters<typeof request>[1]);
+    const res = await request(url, {
+      method: "POST",
+      body: req.body,
+      headers: req.headers,
+      signal,
+      maxRedirections: 0,
+    } as Parameters<typeof request>[1]);
     const text = (await res.body.text()).slice(0, maxQuotedBodyChars);
     if (res.statusCode >= 200 && res.statusCode < 300) return { kind: "delivered", status: res.statusCode };
     const header = (name: string): string | undefined => {
@@ -43,6 +56,10 @@ export async function deliver(url: string, req: TargetRequest, options: DeliverO
     const e = err as Error & { code?: string; cause?: { code?: string } };
     if (deadline.aborted) return { kind: "retry", reason: `timed out after ${options.timeoutMs} ms`, inDoubt: true };
     const code = e.code ?? e.cause?.code;
-    return { kind: "retry", reason: `network: ${code ?? e.name}`, inDoubt: code === undefined || !notSentCodes.has(code) };
+    return {
+      kind: "retry",
+      reason: `network: ${code ?? e.name}`,
+      inDoubt: code === undefined || !notSentCodes.has(code),
+    };
   }
 }

@@ -29,7 +29,14 @@ export function describeEvent(event: FleetEvent, action: NotificationAction, now
   const names = vms.length > 0 ? vms.map((v) => v.vmName || v.vmId) : [...event.resources];
   const zones = [...new Set(vms.map((v) => v.zone).filter((z) => z !== ""))].sort();
   const scaleSets = [...new Set(vms.map((v) => v.vmScaleSetName).filter((s) => s !== ""))].sort();
-  const verb = action === "resolve" ? (event.status === "Canceled" ? "canceled" : "completed") : event.status === "Started" ? "started" : `scheduled ${noticeLeft(event.notBefore, nowMs)}`;
+  const verb =
+    action === "resolve"
+      ? event.status === "Canceled"
+        ? "canceled"
+        : "completed"
+      : event.status === "Started"
+        ? "started"
+        : `scheduled ${noticeLeft(event.notBefore, nowMs)}`;
   const prefix = action === "update" ? "Update: " : action === "resolve" ? "Resolved: " : "";
   const title = `${prefix}${event.eventType || "Maintenance"} ${verb} on ${names.length} VM${names.length === 1 ? "" : "s"}`;
   const facts: Array<readonly [string, string]> = [

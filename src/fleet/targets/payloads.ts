@@ -51,12 +51,20 @@ export function slackBody(event: FleetEvent, action: NotificationAction, nowMs: 
     text: truncate(m.summary, 3000),
     blocks: [
       { type: "header", text: { type: "plain_text", text: truncate(m.title, 150) } },
-      { type: "section", fields: m.facts.slice(0, 10).map(([k, v]) => ({ type: "mrkdwn", text: truncate(`*${k}*\n${v}`, 2000) })) },
+      {
+        type: "section",
+        fields: m.facts.slice(0, 10).map(([k, v]) => ({ type: "mrkdwn", text: truncate(`*${k}*\n${v}`, 2000) })),
+      },
     ],
   };
 }
 
-export function pagerDutyBody(event: FleetEvent, action: NotificationAction, nowMs: number, routingKey: string): unknown {
+export function pagerDutyBody(
+  event: FleetEvent,
+  action: NotificationAction,
+  nowMs: number,
+  routingKey: string,
+): unknown {
   const m = describeEvent(event, action, nowMs);
   const base = { routing_key: routingKey, dedup_key: event.eventId };
   if (action === "resolve") return { ...base, event_action: "resolve" };
@@ -69,14 +77,26 @@ export function pagerDutyBody(event: FleetEvent, action: NotificationAction, now
       severity: pagerDutySeverity(event.eventType),
       timestamp: new Date(nowMs).toISOString(),
       component: event.eventType,
-      group: [...new Set(Object.values(event.vms).map((v) => v.vmScaleSetName).filter((s) => s !== ""))].join(",") || undefined,
+      group:
+        [
+          ...new Set(
+            Object.values(event.vms)
+              .map((v) => v.vmScaleSetName)
+              .filter((s) => s !== ""),
+          ),
+        ].join(",") || undefined,
       class: "azure-scheduled-event",
       custom_details: Object.fromEntries(m.facts),
     },
   };
 }
 
-export function webhookBody(event: FleetEvent, action: NotificationAction, nowMs: number, notificationId: string): unknown {
+export function webhookBody(
+  event: FleetEvent,
+  action: NotificationAction,
+  nowMs: number,
+  notificationId: string,
+): unknown {
   const m = describeEvent(event, action, nowMs);
   return { notificationId, action, title: m.title, event, sentAt: new Date(nowMs).toISOString() };
 }
@@ -108,7 +128,13 @@ export interface NotificationRef {
 }
 
 /** The request one target gets for one notification. */
-export function buildTargetRequest(type: TargetType, event: FleetEvent, notification: NotificationRef, nowMs: number, secrets: TargetSecrets): TargetRequest {
+export function buildTargetRequest(
+  type: TargetType,
+  event: FleetEvent,
+  notification: NotificationRef,
+  nowMs: number,
+  secrets: TargetSecrets,
+): TargetRequest {
   const { action, idempotencyKey } = notification;
   const json = { "content-type": "application/json" };
   switch (type) {

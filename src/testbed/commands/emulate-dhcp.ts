@@ -13,7 +13,8 @@ interface EmulateDhcpFlags {
 function parseReplies(value: string, previous: DhcpReplyKind[][]): DhcpReplyKind[][] {
   const kinds = value.split(",").map((k) => k.trim());
   const bad = kinds.find((k) => !(dhcpReplyKinds as readonly string[]).includes(k));
-  if (bad !== undefined) throw new InvalidArgumentError(`unknown reply kind "${bad}" (expected ${dhcpReplyKinds.join(", ")})`);
+  if (bad !== undefined)
+    throw new InvalidArgumentError(`unknown reply kind "${bad}" (expected ${dhcpReplyKinds.join(", ")})`);
   return [...previous, kinds as DhcpReplyKind[]];
 }
 
@@ -24,9 +25,19 @@ export function registerEmulateDhcpCommand(emulate: Command): void {
     port: { protocol: "UDP", note: "67 needs root" },
   })
     .option("--option-245 <ipv4>", "address carried in option 245", "127.0.0.1")
-    .option("--reply <kinds>", `replies to the next request, comma-separated, repeatable per request (last repeats): ${dhcpReplyKinds.join(", ")}`, parseReplies, [])
+    .option(
+      "--reply <kinds>",
+      `replies to the next request, comma-separated, repeatable per request (last repeats): ${dhcpReplyKinds.join(", ")}`,
+      parseReplies,
+      [],
+    )
     .action(async (flags: EmulateDhcpFlags) => {
-      const responder = await startDhcpResponder({ port: flags.port, host: flags.host, option245: flags.option245, script: flags.reply.length > 0 ? flags.reply : undefined });
+      const responder = await startDhcpResponder({
+        port: flags.port,
+        host: flags.host,
+        option245: flags.option245,
+        script: flags.reply.length > 0 ? flags.reply : undefined,
+      });
       process.stdout.write(`sef-testbed emulate dhcp listening on udp://${responder.host}:${responder.port}\n`);
       await stopSignal();
       await responder.close();

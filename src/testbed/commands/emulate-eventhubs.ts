@@ -1,7 +1,12 @@
 // `sef-testbed emulate eventhubs`: the local AMQP 1.0 Event Hubs peer (see emulators/eventhubs), with fault-injection flags.
 import type { Command } from "commander";
 import { createLogger } from "../support/logger.js";
-import { defaultConsumerGroup, eventHubsTiers, startEventHubsEmulator, type EventHubsTier } from "../peers/eventhubs/server.js";
+import {
+  defaultConsumerGroup,
+  eventHubsTiers,
+  startEventHubsEmulator,
+  type EventHubsTier,
+} from "../peers/eventhubs/server.js";
 import { sendFaults, type SendFault } from "../peers/eventhubs/faults.js";
 import { collect, integerFrom, oneOf, peerCommand, stopSignal } from "./options.js";
 
@@ -44,7 +49,14 @@ async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> 
   process.stderr.write(`connection string: ${emulator.connectionString}\n`);
   if (emulator.caCertPath) process.stderr.write(`CA certificate (NODE_EXTRA_CA_CERTS): ${emulator.caCertPath}\n`);
   logger.info(
-    { hub: flags.hub, partitions: flags.partitions, tier: flags.tier, maxMessageSize: emulator.maxMessageSize, consumerGroups: flags.consumerGroup, url: emulator.url },
+    {
+      hub: flags.hub,
+      partitions: flags.partitions,
+      tier: flags.tier,
+      maxMessageSize: emulator.maxMessageSize,
+      consumerGroups: flags.consumerGroup,
+      url: emulator.url,
+    },
     "eventhubs peer ready",
   );
   await stopSignal();
@@ -54,16 +66,39 @@ async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> 
 }
 
 export function registerEmulateEventHubsCommand(emulate: Command): void {
-  peerCommand(emulate, { name: "eventhubs", description: "local AMQP 1.0 Event Hubs peer the real @azure/event-hubs clients talk to", port: { default: defaultEmulateEventHubsPort } })
+  peerCommand(emulate, {
+    name: "eventhubs",
+    description: "local AMQP 1.0 Event Hubs peer the real @azure/event-hubs clients talk to",
+    port: { default: defaultEmulateEventHubsPort },
+  })
     .option("--tls", "serve AMQPS with a self-signed certificate (for token credentials)")
     .option("--hub <name>", "event hub name", "sef")
     .option("--partitions <n>", "partition count", integerFrom(1, 32), 2)
-    .option("--tier <tier>", `namespace tier, sets the message/batch size limit: ${eventHubsTiers.join(", ")}`, oneOf(eventHubsTiers), "standard" as EventHubsTier)
-    .option("--max-message-size <bytes>", "message/batch size limit in bytes, overriding the tier's (262144 = Basic)", integerFrom(1024, 16 * 1024 * 1024))
-    .option("--consumer-group <name>", `a consumer group that exists (repeat for more; default ${defaultConsumerGroup})`, collect, [] as string[])
+    .option(
+      "--tier <tier>",
+      `namespace tier, sets the message/batch size limit: ${eventHubsTiers.join(", ")}`,
+      oneOf(eventHubsTiers),
+      "standard" as EventHubsTier,
+    )
+    .option(
+      "--max-message-size <bytes>",
+      "message/batch size limit in bytes, overriding the tier's (262144 = Basic)",
+      integerFrom(1024, 16 * 1024 * 1024),
+    )
+    .option(
+      "--consumer-group <name>",
+      `a consumer group that exists (repeat for more; default ${defaultConsumerGroup})`,
+      collect,
+      [] as string[],
+    )
     .option("--ca-cert-out <file>", "where to write the certificate PEM (with --tls)")
     .option("--fail-next-sends <n>", "make the next N sends fail (see --fail-with)", integerFrom(0, 1_000_000), 0)
-    .option("--fail-with <fault>", `fault for --fail-next-sends: ${sendFaults.join(", ")}`, oneOf(sendFaults), "server-busy" as SendFault)
+    .option(
+      "--fail-with <fault>",
+      `fault for --fail-next-sends: ${sendFaults.join(", ")}`,
+      oneOf(sendFaults),
+      "server-busy" as SendFault,
+    )
     .option("--accept-delay-ms <ms>", "delay every accept by this many ms (a slow service)", integerFrom(0, 600_000), 0)
     .option("--log-level <level>", "log level (logs go to stderr)", "info")
     .action(async (flags: EmulateEventHubsFlags) => runEmulateEventHubs(flags));

@@ -18,7 +18,10 @@ interface EmulateKubernetesFlags {
 
 async function readSeed(path: string): Promise<KubernetesSeed> {
   const parsed = JSON.parse(await readFile(path, "utf8")) as unknown;
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error(`${path}: a seed file holds one JSON object (nodes, pods, daemonSets, podDisruptionBudgets, leases, namespaces, faults, returningPods)`);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new Error(
+      `${path}: a seed file holds one JSON object (nodes, pods, daemonSets, podDisruptionBudgets, leases, namespaces, faults, returningPods)`,
+    );
   return parsed as KubernetesSeed;
 }
 
@@ -35,10 +38,20 @@ async function runEmulateKubernetes(flags: EmulateKubernetesFlags): Promise<void
   process.stdout.write(`sef-testbed emulate kubernetes listening on ${peer.url}\n`);
   process.stdout.write(`kubeconfig: ${peer.kubeconfigPath}\n`);
   process.stderr.write(`CA certificate: ${peer.caFile}\ntoken file: ${peer.tokenFile}\n`);
-  logger.info({ url: peer.url, nodes: peer.state.nodes().length, pods: peer.state.pods().length }, "kubernetes peer ready");
+  logger.info(
+    { url: peer.url, nodes: peer.state.nodes().length, pods: peer.state.pods().length },
+    "kubernetes peer ready",
+  );
   await stopSignal();
   await peer.close();
-  logger.info({ evictions: peer.state.evictions().length, events: peer.state.events().length, requests: peer.state.stats().requests }, "kubernetes peer stopped");
+  logger.info(
+    {
+      evictions: peer.state.evictions().length,
+      events: peer.state.events().length,
+      requests: peer.state.stats().requests,
+    },
+    "kubernetes peer stopped",
+  );
   process.exitCode = 0;
 }
 
@@ -50,7 +63,10 @@ export function registerEmulateKubernetesCommand(emulate: Command): void {
   })
     .option("--token <token>", "bearer token clients must send (default: a random one, written to the token file)")
     .option("--kubeconfig-out <file>", "where to write the kubeconfig (default: a temporary file removed on exit)")
-    .option("--seed <file>", "JSON file with nodes, pods, daemonSets, podDisruptionBudgets, leases, namespaces, faults, returningPods (see the peer's README)")
+    .option(
+      "--seed <file>",
+      "JSON file with nodes, pods, daemonSets, podDisruptionBudgets, leases, namespaces, faults, returningPods (see the peer's README)",
+    )
     .option("--log-level <level>", "log level (logs go to stderr)", "info")
     .action(async (flags: EmulateKubernetesFlags) => runEmulateKubernetes(flags));
 }

@@ -1,7 +1,13 @@
 // `sef-testbed emulate logs-ingestion`: runs the local HTTPS Logs Ingestion peer until SIGTERM/SIGINT.
 import type { Command } from "commander";
 import { createLogger } from "../support/logger.js";
-import { azureRuleLimits, defaultLocalRuleId, parseFaultSpec, startLogsIngestionEmulator, type Fault } from "../peers/logs-ingestion/index.js";
+import {
+  azureRuleLimits,
+  defaultLocalRuleId,
+  parseFaultSpec,
+  startLogsIngestionEmulator,
+  type Fault,
+} from "../peers/logs-ingestion/index.js";
 import { streamName as contractStreamName } from "@sef/contract/stream-schema.js";
 import { collect, integerFrom, peerCommand, stopSignal } from "./options.js";
 
@@ -20,13 +26,31 @@ interface EmulateLogsIngestionFlags {
 const positiveInteger = integerFrom(1);
 
 export function registerEmulateLogsIngestionCommand(emulate: Command): void {
-  peerCommand(emulate, { name: "logs-ingestion", description: "local HTTPS Logs Ingestion API peer (self-signed certificate, local managed-identity tokens)" })
+  peerCommand(emulate, {
+    name: "logs-ingestion",
+    description: "local HTTPS Logs Ingestion API peer (self-signed certificate, local managed-identity tokens)",
+  })
     .option("--rule-id <id>", "immutable id of the data collection rule served", defaultLocalRuleId)
     .option("--stream <name>", "stream declared by the rule", contractStreamName)
     .option("--ca-cert-out <file>", "write the certificate clients must trust to FILE (default: a temporary file)")
-    .option("--requests-per-minute <n>", "requests per minute the rule accepts before 429 + Retry-After", positiveInteger, azureRuleLimits.requestsPerMinute)
-    .option("--bytes-per-minute <n>", "bytes per minute (after gunzip) the rule accepts before 429 + Retry-After", positiveInteger, azureRuleLimits.bytesPerMinute)
-    .option("--authorized-client-id <id>", "only this identity (token appid; \"system\" = system-assigned) may ingest, others get 403 (repeatable)", collect, [])
+    .option(
+      "--requests-per-minute <n>",
+      "requests per minute the rule accepts before 429 + Retry-After",
+      positiveInteger,
+      azureRuleLimits.requestsPerMinute,
+    )
+    .option(
+      "--bytes-per-minute <n>",
+      "bytes per minute (after gunzip) the rule accepts before 429 + Retry-After",
+      positiveInteger,
+      azureRuleLimits.bytesPerMinute,
+    )
+    .option(
+      "--authorized-client-id <id>",
+      'only this identity (token appid; "system" = system-assigned) may ingest, others get 403 (repeatable)',
+      collect,
+      [],
+    )
     .option(
       "--fault <spec>",
       "fail the next requests: N*KIND[:OPTIONS], KIND = HTTP status | reset | slow; e.g. 2*429:retry-after=1, 1*503, 1*reset, 3*slow:2000 (repeatable)",
@@ -47,7 +71,10 @@ export function registerEmulateLogsIngestionCommand(emulate: Command): void {
         ...(flags.caCertOut ? { caCertPath: flags.caCertOut } : {}),
       });
       for (const { count, fault } of faults) peer.faults.failNext(count, fault);
-      logger.info({ ruleId: peer.ruleId, streamName: peer.streamName, caCertPath: peer.caCertPath }, "logs ingestion peer ready");
+      logger.info(
+        { ruleId: peer.ruleId, streamName: peer.streamName, caCertPath: peer.caCertPath },
+        "logs ingestion peer ready",
+      );
       process.stdout.write(`sef-testbed emulate logs-ingestion listening on ${peer.endpoint}\n`);
       await stopSignal();
       await peer.close();

@@ -6,7 +6,9 @@ import { registerEmulateDhcpCommand } from "./emulate-dhcp.js";
 import { registerEmulateKubernetesCommand } from "./emulate-kubernetes.js";
 
 export function registerEmulateCommand(program: Command): void {
-  const emulate = program.command("emulate").description("run a local peer that speaks an Azure service's (or the Kubernetes API's) protocol");
+  const emulate = program
+    .command("emulate")
+    .description("run a local peer that speaks an Azure service's (or the Kubernetes API's) protocol");
   registerEmulateEventHubsCommand(emulate);
   registerEmulateLogsIngestionCommand(emulate);
   registerEmulateDhcpCommand(emulate);

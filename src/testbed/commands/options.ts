@@ -18,7 +18,8 @@ export const parsePort = integerFrom(0, 65535);
 /** A parser that accepts only one of `allowed`. */
 export function oneOf<T extends string>(allowed: readonly T[]): (value: string) => T {
   return (value) => {
-    if (!(allowed as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${allowed.join(", ")}`);
+    if (!(allowed as readonly string[]).includes(value))
+      throw new InvalidArgumentError(`expected one of ${allowed.join(", ")}`);
     return value as T;
   };
 }
@@ -49,6 +50,11 @@ export function peerCommand(emulate: Command, spec: PeerCommandSpec): Command {
   return emulate
     .command(spec.name)
     .description(spec.description)
-    .option("--port <n>", `${spec.port?.protocol ?? "TCP"} port (0 = any free port${spec.port?.note ? `; ${spec.port.note}` : ""})`, parsePort, spec.port?.default ?? 0)
+    .option(
+      "--port <n>",
+      `${spec.port?.protocol ?? "TCP"} port (0 = any free port${spec.port?.note ? `; ${spec.port.note}` : ""})`,
+      parsePort,
+      spec.port?.default ?? 0,
+    )
     .option("--host <addr>", "listen address", "127.0.0.1");
 }

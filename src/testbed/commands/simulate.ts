@@ -2,7 +2,13 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { createLogger } from "../support/logger.js";
 import { integerFrom, oneOf, parsePort } from "./options.js";
-import { defaultSimulatorHost, listScenarios, loadScenario, ScenarioError, startSimulator } from "../simulator/index.js";
+import {
+  defaultSimulatorHost,
+  listScenarios,
+  loadScenario,
+  ScenarioError,
+  startSimulator,
+} from "../simulator/index.js";
 
 export const defaultSimulatePort = 8169;
 export const defaultScenarioName = "live-migration";
@@ -26,7 +32,8 @@ function parseTokenFault(value: string): { count: number; status: number } {
   const match = /^(\d+)\*(\d{3})$/.exec(value);
   const count = Number(match?.[1]);
   const status = Number(match?.[2]);
-  if (!match || count < 1 || status < 400 || status > 599) throw new InvalidArgumentError("expected N*STATUS, e.g. 3*503 (STATUS 400–599)");
+  if (!match || count < 1 || status < 400 || status > 599)
+    throw new InvalidArgumentError("expected N*STATUS, e.g. 3*503 (STATUS 400–599)");
   return { count, status };
 }
 
@@ -85,16 +92,32 @@ async function runSimulate(flags: SimulateFlags): Promise<void> {
 export function registerSimulateCommand(program: Command): void {
   program
     .command("simulate")
-    .description("serve a local IMDS (Scheduled Events, instance metadata, managed-identity tokens) that plays a scenario")
+    .description(
+      "serve a local IMDS (Scheduled Events, instance metadata, managed-identity tokens) that plays a scenario",
+    )
     .option("--scenario <name|file>", "built-in scenario name or path to a scenario JSON file", defaultScenarioName)
     .option("--port <n>", "TCP port (0 = any free port)", parsePort, defaultSimulatePort)
     .option("--host <host>", "address to bind", defaultSimulatorHost)
     .option("--speed <x>", "scenario seconds per wall-clock second (default: the scenario's own speed)", parseSpeed)
     .option("--loop", "restart the scenario when it ends")
     .option("--exit-at-end", "exit 0 when the scenario ends instead of serving the final document")
-    .option("--start-on <when>", "start scenario time at the first scheduled-events request (first-request) or at listen", oneOf(["first-request", "listen"] as const), "first-request")
-    .option("--approval-delay-ms <ms>", "test-only: hold each StartRequests POST this long before applying and answering it", integerFrom(0), 0)
-    .option("--token-fault <N*STATUS>", "test-only: answer the first N managed-identity token requests with STATUS (e.g. 3*503)", parseTokenFault)
+    .option(
+      "--start-on <when>",
+      "start scenario time at the first scheduled-events request (first-request) or at listen",
+      oneOf(["first-request", "listen"] as const),
+      "first-request",
+    )
+    .option(
+      "--approval-delay-ms <ms>",
+      "test-only: hold each StartRequests POST this long before applying and answering it",
+      integerFrom(0),
+      0,
+    )
+    .option(
+      "--token-fault <N*STATUS>",
+      "test-only: answer the first N managed-identity token requests with STATUS (e.g. 3*503)",
+      parseTokenFault,
+    )
     .option("--list", "list the built-in scenarios and exit")
     .option("--log-level <level>", "log level (logs go to stderr)", "info")
     .addHelpText(

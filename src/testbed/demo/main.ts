@@ -23,7 +23,9 @@ function agentCliPath(): string {
   const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { bin: { sef: string } };
   return join(dirname(manifestPath), manifest.bin.sef);
 }
-const color = process.stdout.isTTY ? (code: number, text: string) => `\u001b[${code}m${text}\u001b[0m` : (_: number, text: string) => text;
+const color = process.stdout.isTTY
+  ? (code: number, text: string) => `\u001b[${code}m${text}\u001b[0m`
+  : (_: number, text: string) => text;
 
 function describe(record: SefRecord): string {
   const time = record.TimeGenerated.slice(11, 23);
@@ -40,10 +42,14 @@ function describe(record: SefRecord): string {
 /** Runs `sef tail eventhubs --from-start` and counts the records it prints. */
 function tailEventHubs(connectionString: string, expected: number): Promise<number> {
   return new Promise((resolve) => {
-    const tail = spawn(process.execPath, [cliPath, "tail", "eventhubs", "--from-start", "--max", String(Math.max(1, expected)), "--timeout-ms", "10000"], {
-      env: { ...process.env, SEF_EVENTHUBS_CONNECTION_STRING: connectionString },
-      stdio: ["ignore", "pipe", "ignore"],
-    });
+    const tail = spawn(
+      process.execPath,
+      [cliPath, "tail", "eventhubs", "--from-start", "--max", String(Math.max(1, expected)), "--timeout-ms", "10000"],
+      {
+        env: { ...process.env, SEF_EVENTHUBS_CONNECTION_STRING: connectionString },
+        stdio: ["ignore", "pipe", "ignore"],
+      },
+    );
     let out = "";
     tail.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     tail.on("exit", () => resolve(out.split("\n").filter((l) => l.trim().startsWith("{")).length));
@@ -76,7 +82,14 @@ function writeAgentConfig(dir: string, { sim, logs }: Peers, jsonlPath: string):
     metricsPort: 0,
     logLevel: "warn",
     eventhubs: { lingerMs: 20 },
-    loganalytics: { endpoint: logs.endpoint, ruleId: logs.ruleId, streamName: logs.streamName, credential: "managedIdentity", caCertFile: logs.caCertPath, lingerMs: 100 },
+    loganalytics: {
+      endpoint: logs.endpoint,
+      ruleId: logs.ruleId,
+      streamName: logs.streamName,
+      credential: "managedIdentity",
+      caCertFile: logs.caCertPath,
+      lingerMs: 100,
+    },
   };
   writeFileSync(configPath, JSON.stringify(config, null, 2));
   return configPath;
@@ -86,7 +99,9 @@ function printSetup({ sim, hub, logs }: Peers, configPath: string): void {
   console.log(color(1, `sef demo: scenario "${sim.scenario.name}" at ${sim.speed}x — ${sim.scenario.description}`));
   console.log(`  IMDS simulator      ${sim.url}`);
   console.log(`  Event Hubs peer     ${hub.url} (hub ${hub.hubName})`);
-  console.log(`  Logs Ingestion peer ${logs.endpoint} (rule ${logs.ruleId}, managed-identity tokens from the simulator)`);
+  console.log(
+    `  Logs Ingestion peer ${logs.endpoint} (rule ${logs.ruleId}, managed-identity tokens from the simulator)`,
+  );
   console.log(`  agent               sef run --config ${configPath}\n`);
 }
 
@@ -100,7 +115,11 @@ interface RunningAgent {
 
 function startAgent({ sim, hub }: Peers, configPath: string): RunningAgent {
   const agent = spawn(process.execPath, [cliPath, "run", "--config", configPath], {
-    env: { ...process.env, SEF_EVENTHUBS_CONNECTION_STRING: hub.connectionString, AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url },
+    env: {
+      ...process.env,
+      SEF_EVENTHUBS_CONNECTION_STRING: hub.connectionString,
+      AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const stdoutRecords: SefRecord[] = [];
@@ -131,15 +150,23 @@ function startAgent({ sim, hub }: Peers, configPath: string): RunningAgent {
 /** Waits (at most 10 s, monotonic) until every sink but jsonl holds `expected` records: the sinks drain the last documents. */
 async function waitForSinks({ hub, logs }: Peers, agent: RunningAgent, expected: number): Promise<void> {
   const deadlineMs = performance.now() + 10_000;
-  while (performance.now() < deadlineMs && (hub.events().length < expected || logs.rows().length < expected || agent.stdoutRecords.length < expected)) {
+  while (
+    performance.now() < deadlineMs &&
+    (hub.events().length < expected || logs.rows().length < expected || agent.stdoutRecords.length < expected)
+  ) {
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 /** What each sink received (and `sef tail eventhubs` read back), printed against the scenario's count; true when all match. */
-function printSummary(counts: ReadonlyArray<[string, number]>, expected: number, agentExitCode: number | null): boolean {
+function printSummary(
+  counts: ReadonlyArray<[string, number]>,
+  expected: number,
+  agentExitCode: number | null,
+): boolean {
   console.log(color(1, `\nsummary: the scenario expects ${expected} transition records`));
-  for (const [sink, n] of counts) console.log(`  ${sink.padEnd(40)} ${n} record(s) ${n === expected ? color(32, "ok") : color(31, "MISSING")}`);
+  for (const [sink, n] of counts)
+    console.log(`  ${sink.padEnd(40)} ${n} record(s) ${n === expected ? color(32, "ok") : color(31, "MISSING")}`);
   console.log(`  agent exit code                          ${agentExitCode}`);
   return agentExitCode === 0 && counts.every(([, n]) => n === expected);
 }

@@ -4,8 +4,19 @@
 // no magic cookie, or no answer at all).
 import { createSocket, type RemoteInfo, type Socket } from "node:dgram";
 
-export type DhcpReplyKind = "ok" | "wrong-xid" | "wrong-mac" | "truncated" | "short" | "no-option-245" | "wrong-length" | "bad-cookie" | "silent";
-export const dhcpReplyKinds: readonly DhcpReplyKind[] = ["ok", "wrong-xid", "wrong-mac", "truncated", "short", "no-option-245", "wrong-length", "bad-cookie", "silent"];
+export type DhcpReplyKind =
+  "ok" | "wrong-xid" | "wrong-mac" | "truncated" | "short" | "no-option-245" | "wrong-length" | "bad-cookie" | "silent";
+export const dhcpReplyKinds: readonly DhcpReplyKind[] = [
+  "ok",
+  "wrong-xid",
+  "wrong-mac",
+  "truncated",
+  "short",
+  "no-option-245",
+  "wrong-length",
+  "bad-cookie",
+  "silent",
+];
 
 export interface DhcpResponderOptions {
   /** UDP port to listen on (67 on a real network; tests use any free port: 0). */
@@ -66,7 +77,11 @@ function ipv4Bytes(address: string): number[] {
 }
 
 /** One reply to `request` of the given kind (undefined for "silent"). */
-export function buildReply(request: Buffer, kind: DhcpReplyKind, options: Pick<DhcpResponderOptions, "option245" | "offeredAddress">): Buffer | undefined {
+export function buildReply(
+  request: Buffer,
+  kind: DhcpReplyKind,
+  options: Pick<DhcpResponderOptions, "option245" | "offeredAddress">,
+): Buffer | undefined {
   if (kind === "silent") return undefined;
   const requestType = findOption(request, 53)?.[0] ?? 1;
   const reply = Buffer.alloc(240);
@@ -84,15 +99,40 @@ export function buildReply(request: Buffer, kind: DhcpReplyKind, options: Pick<D
   if (kind === "bad-cookie") reply.fill(0, 236, 240);
   const server = [168, 63, 129, 16];
   const options245 =
-    kind === "no-option-245" ? [] : kind === "wrong-length" ? [245, 5, ...ipv4Bytes(options.option245), 0] : [245, 4, ...ipv4Bytes(options.option245)];
+    kind === "no-option-245"
+      ? []
+      : kind === "wrong-length"
+        ? [245, 5, ...ipv4Bytes(options.option245), 0]
+        : [245, 4, ...ipv4Bytes(options.option245)];
   const body = Buffer.from([
-    53, 1, requestType === 8 ? 5 : 2, // DHCPACK for an INFORM, DHCPOFFER for a DISCOVER
-    54, 4, ...server, // server identifier
-    1, 4, 255, 255, 255, 0, // subnet mask
-    3, 4, 10, 0, 0, 1, // router
-    51, 4, 0xff, 0xff, 0xff, 0xff, // lease time
+    53,
+    1,
+    requestType === 8 ? 5 : 2, // DHCPACK for an INFORM, DHCPOFFER for a DISCOVER
+    54,
+    4,
+    ...server, // server identifier
+    1,
+    4,
+    255,
+    255,
+    255,
+    0, // subnet mask
+    3,
+    4,
+    10,
+    0,
+    0,
+    1, // router
+    51,
+    4,
+    0xff,
+    0xff,
+    0xff,
+    0xff, // lease time
     ...options245,
-    15, 8, ...Buffer.from("internal"), // domain name
+    15,
+    8,
+    ...Buffer.from("internal"), // domain name
     255,
   ]);
   const full = Buffer.concat([reply, body]);

@@ -23,7 +23,10 @@ function sign(input: string): string {
 }
 
 /** Mints a token for `resource` (an audience such as `https://eventhubs.azure.net`), valid for `lifetimeSeconds`. */
-export function mintLocalToken(resource: string, options: { clientId?: string; nowMs?: number; lifetimeSeconds?: number } = {}): {
+export function mintLocalToken(
+  resource: string,
+  options: { clientId?: string; nowMs?: number; lifetimeSeconds?: number } = {},
+): {
   token: string;
   claims: LocalTokenClaims;
 } {
@@ -44,7 +47,11 @@ export type TokenCheck = { ok: true; claims: LocalTokenClaims } | { ok: false; r
 
 /** Normalizes an audience for comparison: lower case, no trailing slashes, no `/.default`. */
 export function normalizeAudience(audience: string): string {
-  return audience.trim().toLowerCase().replace(/\/\.default$/, "").replace(/\/+$/, "");
+  return audience
+    .trim()
+    .toLowerCase()
+    .replace(/\/\.default$/, "")
+    .replace(/\/+$/, "");
 }
 
 /** Verifies signature, expiry and audience (compared after normalization). Never echoes the token. */
@@ -54,7 +61,8 @@ export function verifyLocalToken(token: string, expectedAudience: string, nowMs:
   const [head, body, signature] = parts as [string, string, string];
   const expected = Buffer.from(sign(`${head}.${body}`));
   const given = Buffer.from(signature);
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return { ok: false, reason: "token signature is invalid" };
+  if (expected.length !== given.length || !timingSafeEqual(expected, given))
+    return { ok: false, reason: "token signature is invalid" };
   let claims: LocalTokenClaims;
   try {
     claims = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as LocalTokenClaims;

@@ -33,7 +33,11 @@ export function stableGuid(seed: string): string {
  * Compute metadata for `name` (default: the scenario VM); other names share the scenario VM's subscription, group,
  * scale set and tags unless `tags` gives theirs.
  */
-export function computeFor(vm: ScenarioVm, name: string = vm.name, tags: Readonly<Record<string, string>> = vm.tags): ComputeMetadata {
+export function computeFor(
+  vm: ScenarioVm,
+  name: string = vm.name,
+  tags: Readonly<Record<string, string>> = vm.tags,
+): ComputeMetadata {
   const isDefault = name === vm.name;
   const group = `/subscriptions/${vm.subscriptionId}/resourceGroups/${vm.resourceGroupName}/providers/Microsoft.Compute`;
   const instance = /_(\d+)$/.exec(name)?.[1] ?? name;

@@ -38,7 +38,8 @@ export function renderDocument(
         EventType: event.EventType,
         ResourceType: event.ResourceType,
         Resources: event.Resources.map((name) => (shape.underscoreResourceNames ? `_${name}` : name)),
-        NotBefore: event.EventStatus === "Scheduled" && event.notBeforeMs !== null ? formatRfc1123(event.notBeforeMs) : "",
+        NotBefore:
+          event.EventStatus === "Scheduled" && event.notBeforeMs !== null ? formatRfc1123(event.notBeforeMs) : "",
       };
       if (shape.hasDescription) out.Description = event.Description;
       if (shape.hasEventSource) out.EventSource = event.EventSource;
@@ -88,7 +89,9 @@ export function hugeBody(document: ImdsDocument, sizeBytes: number): string {
   let length = head.length;
   let index = 0;
   while (length < sizeBytes) {
-    const text = (parts.length > 1 || document.Events.length > 0 ? "," : "") + JSON.stringify({ ...junk, EventId: `huge-body-junk-${index}` });
+    const text =
+      (parts.length > 1 || document.Events.length > 0 ? "," : "") +
+      JSON.stringify({ ...junk, EventId: `huge-body-junk-${index}` });
     parts.push(text);
     length += text.length;
     index += 1;

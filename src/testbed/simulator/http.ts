@@ -15,9 +15,18 @@ export class HttpError extends Error {
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -45,13 +54,20 @@ export function sendDocument(req: IncomingMessage, res: ServerResponse, document
     res.end();
     return "304";
   }
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text), ETag: etag });
+  res.writeHead(200, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": Buffer.byteLength(text),
+    ETag: etag,
+  });
   res.end(text);
   return "200";
 }
 
 export function sendText(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -60,7 +76,8 @@ async function readBody(req: IncomingMessage): Promise<string> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > maxRequestBodyBytes) throw new HttpError(400, { error: `Bad request. Body larger than ${maxRequestBodyBytes} bytes.` });
+    if (size > maxRequestBodyBytes)
+      throw new HttpError(400, { error: `Bad request. Body larger than ${maxRequestBodyBytes} bytes.` });
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString("utf8");

@@ -1,6 +1,11 @@
 // Pure request checks of the simulated IMDS: routes, methods, `Metadata: true`, X-Forwarded-For, duplicate and api-version rules.
 import type { IncomingHttpHeaders } from "node:http";
-import { identityApiVersions, instanceApiVersions, newestVersions, scheduledEventsApiVersions } from "./api-versions.js";
+import {
+  identityApiVersions,
+  instanceApiVersions,
+  newestVersions,
+  scheduledEventsApiVersions,
+} from "./api-versions.js";
 
 export type ImdsRoute = "scheduledevents" | "compute" | "instance" | "token";
 export type SimRoute = "sim-status" | "sim-document" | "sim-advance";
@@ -11,7 +16,11 @@ interface RouteSpec {
 }
 
 const imdsRoutes: Record<string, { route: ImdsRoute } & RouteSpec> = {
-  "/metadata/scheduledevents": { route: "scheduledevents", methods: ["GET", "POST"], apiVersions: scheduledEventsApiVersions },
+  "/metadata/scheduledevents": {
+    route: "scheduledevents",
+    methods: ["GET", "POST"],
+    apiVersions: scheduledEventsApiVersions,
+  },
   "/metadata/instance/compute": { route: "compute", methods: ["GET"], apiVersions: instanceApiVersions },
   "/metadata/instance": { route: "instance", methods: ["GET"], apiVersions: instanceApiVersions },
   "/metadata/identity/oauth2/token": { route: "token", methods: ["GET"], apiVersions: identityApiVersions },
@@ -66,34 +75,57 @@ export function checkRequest(method: string, rawUrl: string, headers: IncomingHt
   const path = normalizedPath(rawUrl);
   const sim = simRoutes[path];
   if (sim) {
-    if (method !== sim.method) return { ok: false, status: 405, body: { error: "Method not allowed" }, headers: { Allow: sim.method } };
+    if (method !== sim.method)
+      return { ok: false, status: 405, body: { error: "Method not allowed" }, headers: { Allow: sim.method } };
     return { ok: true, kind: "sim", route: sim.route, path };
   }
   const spec = imdsRoutes[path];
   if (!spec) return { ok: false, status: 404, body: { error: "Not found" } };
   if (!spec.methods.includes(method)) {
-    return { ok: false, status: 405, body: { error: "Method not allowed" }, headers: { Allow: spec.methods.join(", ") } };
+    return {
+      ok: false,
+      status: 405,
+      body: { error: "Method not allowed" },
+      headers: { Allow: spec.methods.join(", ") },
+    };
   }
   const isToken = spec.route === "token";
   if (header(headers, "x-forwarded-for") !== undefined) {
-    return { ok: false, status: 400, body: isToken ? { error: "invalid_request", error_description: "X-Forwarded-For header is not allowed" } : { error: "Bad request. X-Forwarded-For header is not allowed." } };
+    return {
+      ok: false,
+      status: 400,
+      body: isToken
+        ? { error: "invalid_request", error_description: "X-Forwarded-For header is not allowed" }
+        : { error: "Bad request. X-Forwarded-For header is not allowed." },
+    };
   }
   if (header(headers, "metadata")?.trim().toLowerCase() !== "true") {
     return {
       ok: false,
       status: 400,
-      body: isToken ? { error: "invalid_request", error_description: "Required metadata header not specified" } : { error: "Required metadata header not specified" },
+      body: isToken
+        ? { error: "invalid_request", error_description: "Required metadata header not specified" }
+        : { error: "Required metadata header not specified" },
     };
   }
   const seen = new Set<string>();
   for (const key of url.searchParams.keys()) {
     const normalized = key.toLowerCase();
-    if (seen.has(normalized)) return { ok: false, status: 400, body: { error: `Bad request. Query parameter '${key}' is specified more than once.` } };
+    if (seen.has(normalized))
+      return {
+        ok: false,
+        status: 400,
+        body: { error: `Bad request. Query parameter '${key}' is specified more than once.` },
+      };
     seen.add(normalized);
   }
   const apiVersion = url.searchParams.get("api-version");
   if (apiVersion === null || !spec.apiVersions.includes(apiVersion)) {
-    return { ok: false, status: 400, body: { error: apiVersionError, "newest-versions": newestVersions(spec.apiVersions) } };
+    return {
+      ok: false,
+      status: 400,
+      body: { error: apiVersionError, "newest-versions": newestVersions(spec.apiVersions) },
+    };
   }
   return { ok: true, kind: "imds", route: spec.route, path, apiVersion, query: url.searchParams };
 }

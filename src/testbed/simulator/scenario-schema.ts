@@ -49,7 +49,12 @@ export const faultSchema = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("huge-body"),
     /** Body size in bytes (default 8 MiB): the real document plus junk events a capped client must never see. */
-    sizeBytes: z.number().int().min(1024).max(256 * 1024 * 1024).optional(),
+    sizeBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(256 * 1024 * 1024)
+      .optional(),
     ...faultWindow,
   }),
   z.strictObject({
@@ -140,11 +145,19 @@ export const scenarioSchema = z
     let previousAt = 0;
     scenario.steps.forEach((step, stepIndex) => {
       if (step.at < previousAt) {
-        ctx.addIssue({ code: "custom", path: ["steps", stepIndex, "at"], message: `steps must be in time order (${step.at} < ${previousAt})` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["steps", stepIndex, "at"],
+          message: `steps must be in time order (${step.at} < ${previousAt})`,
+        });
       }
       previousAt = step.at;
       if (step.at > scenario.durationSeconds) {
-        ctx.addIssue({ code: "custom", path: ["steps", stepIndex, "at"], message: `after durationSeconds (${scenario.durationSeconds})` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["steps", stepIndex, "at"],
+          message: `after durationSeconds (${scenario.durationSeconds})`,
+        });
       }
       step.events?.forEach((event, eventIndex) => {
         if (!seen.has(event.EventId)) {
@@ -163,7 +176,11 @@ export const scenarioSchema = z
     });
     scenario.expect.forEach((record, index) => {
       if (!seen.has(record.EventId)) {
-        ctx.addIssue({ code: "custom", path: ["expect", index, "EventId"], message: `no step lists event ${record.EventId}` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["expect", index, "EventId"],
+          message: `no step lists event ${record.EventId}`,
+        });
       }
     });
   });

@@ -39,9 +39,12 @@ export function loadScenario(nameOrPath: string): Scenario {
   }
   const file = join(builtInScenarioDir, `${nameOrPath}.json`);
   if (!/^[a-z0-9][a-z0-9-]*$/.test(nameOrPath) || !existsSync(file)) {
-    throw new ScenarioError(`unknown scenario "${nameOrPath}"; built-in scenarios: ${listScenarioNames().join(", ") || "(none found)"}`);
+    throw new ScenarioError(
+      `unknown scenario "${nameOrPath}"; built-in scenarios: ${listScenarioNames().join(", ") || "(none found)"}`,
+    );
   }
   const scenario = parseScenario(readJson(file), file);
-  if (scenario.name !== nameOrPath) throw new ScenarioError(`scenario file ${file}: name "${scenario.name}" does not match the file name`);
+  if (scenario.name !== nameOrPath)
+    throw new ScenarioError(`scenario file ${file}: name "${scenario.name}" does not match the file name`);
   return scenario;
 }

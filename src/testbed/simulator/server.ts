@@ -13,7 +13,18 @@ import { checkRequest, normalizedPath } from "./imds-request.js";
 import type { scenarioEventSchema, Scenario } from "./scenario-schema.js";
 import { loadScenario } from "./scenarios.js";
 import { Timeline } from "./timeline.js";
-import { advance, countRequest, setEvents, startTimeline, status, sync, type RequestLogEntry, type SimState, type SimStatus, type TokenFault } from "./sim-state.js";
+import {
+  advance,
+  countRequest,
+  setEvents,
+  startTimeline,
+  status,
+  sync,
+  type RequestLogEntry,
+  type SimState,
+  type SimStatus,
+  type TokenFault,
+} from "./sim-state.js";
 
 export { requestLogLimit, type RequestLogEntry } from "./sim-state.js";
 import { serveControl } from "./routes/control.js";
@@ -151,7 +162,8 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     setVmTags: (vmName, tags) => void state.vmTags.set(vmName, { ...tags }),
     setTokenFault: (fault) => void (state.tokenFault = { ...fault }),
     waitForEnd: () => endPromise,
-    requestLog: (path) => (path === undefined ? [...state.requestLog] : state.requestLog.filter((r) => r.path === path)),
+    requestLog: (path) =>
+      path === undefined ? [...state.requestLog] : state.requestLog.filter((r) => r.path === path),
     close: () => {
       closing ??= new Promise<void>((resolve) => {
         clearInterval(tick);

@@ -73,7 +73,12 @@ export interface SimState {
 export function logChanges(state: SimState, changes: readonly DocumentChange[]): void {
   for (const change of changes) {
     state.logger.info(
-      { incarnation: change.incarnation, cause: change.cause, events: change.events, scenarioSeconds: Math.round(state.timeline.scenarioSeconds(change.atMs)) },
+      {
+        incarnation: change.incarnation,
+        cause: change.cause,
+        events: change.events,
+        scenarioSeconds: Math.round(state.timeline.scenarioSeconds(change.atMs)),
+      },
       "document changed",
     );
   }
@@ -143,7 +148,10 @@ export function status(state: SimState): SimStatus {
 }
 
 /** Replaces the Events array now (new incarnation). */
-export function setEvents(state: SimState, events: readonly z.input<typeof scenarioEventSchema>[]): { changedAtMs: number; incarnation: number } {
+export function setEvents(
+  state: SimState,
+  events: readonly z.input<typeof scenarioEventSchema>[],
+): { changedAtMs: number; incarnation: number } {
   const parsed = z.array(scenarioEventSchema).parse(events);
   const changedAtMs = state.clock.now();
   sync(state, changedAtMs);

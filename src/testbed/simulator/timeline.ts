@@ -60,11 +60,16 @@ export class Timeline {
   private faults: ActiveFault[] = [];
   private readonly changeLog: DocumentChange[] = [];
 
-  constructor(readonly scenario: Scenario, options: TimelineOptions = {}) {
+  constructor(
+    readonly scenario: Scenario,
+    options: TimelineOptions = {},
+  ) {
     this.speed = options.speed ?? scenario.speed;
-    if (!(this.speed > 0) || !Number.isFinite(this.speed)) throw new ScenarioError(`speed must be a positive number, got ${this.speed}`);
+    if (!(this.speed > 0) || !Number.isFinite(this.speed))
+      throw new ScenarioError(`speed must be a positive number, got ${this.speed}`);
     this.loop = options.loop ?? false;
-    if (this.loop && scenario.durationSeconds <= 0) throw new ScenarioError("cannot loop a scenario whose durationSeconds is 0");
+    if (this.loop && scenario.durationSeconds <= 0)
+      throw new ScenarioError("cannot loop a scenario whose durationSeconds is 0");
   }
 
   get started(): boolean {
@@ -112,7 +117,10 @@ export class Timeline {
   }
 
   snapshot(): { incarnation: number; events: readonly LiveEvent[] } {
-    return { incarnation: this.incarnationValue, events: this.events.map((e) => ({ ...e, Resources: [...e.Resources] })) };
+    return {
+      incarnation: this.incarnationValue,
+      events: this.events.map((e) => ({ ...e, Resources: [...e.Resources] })),
+    };
   }
 
   /** Document changes so far (oldest first). */
@@ -175,7 +183,10 @@ export class Timeline {
       ids.add(event.EventId);
       if (this.known.has(event.EventId)) return;
       for (const field of ["EventType", "Resources"] as const) {
-        if (event[field] === undefined) throw new ScenarioError(`Events[${index}].${field}: required on the first appearance of event ${event.EventId}`);
+        if (event[field] === undefined)
+          throw new ScenarioError(
+            `Events[${index}].${field}: required on the first appearance of event ${event.EventId}`,
+          );
       }
     });
     if (this.loopStartMs === null) this.loopStartMs = nowMs;
@@ -202,7 +213,9 @@ export class Timeline {
   /** The fault to serve for a GET of the document at `nowMs`, if any (consumes one from a counted fault). */
   takeFault(nowMs: number): Fault | null {
     this.advance(nowMs);
-    this.faults = this.faults.filter((f) => (f.untilMs === null || nowMs < f.untilMs) && (f.remaining === null || f.remaining > 0));
+    this.faults = this.faults.filter(
+      (f) => (f.untilMs === null || nowMs < f.untilMs) && (f.remaining === null || f.remaining > 0),
+    );
     const active = this.faults[0];
     if (!active) return null;
     if (active.remaining !== null) active.remaining -= 1;
@@ -212,8 +225,10 @@ export class Timeline {
   private nextAutomaticMs(): number {
     let next = Infinity;
     for (const event of this.events) {
-      if (event.EventStatus === "Scheduled" && event.autoStart && event.notBeforeMs !== null) next = Math.min(next, event.notBeforeMs);
-      if (event.EventStatus === "Started" && event.startedAtMs !== null) next = Math.min(next, event.startedAtMs + event.startedForMs);
+      if (event.EventStatus === "Scheduled" && event.autoStart && event.notBeforeMs !== null)
+        next = Math.min(next, event.notBeforeMs);
+      if (event.EventStatus === "Started" && event.startedAtMs !== null)
+        next = Math.min(next, event.startedAtMs + event.startedForMs);
     }
     return next;
   }
@@ -245,13 +260,22 @@ export class Timeline {
     let changed = false;
     const kept: LiveEvent[] = [];
     for (const event of this.events) {
-      if (event.EventStatus === "Scheduled" && event.autoStart && event.notBeforeMs !== null && event.notBeforeMs <= atMs) {
+      if (
+        event.EventStatus === "Scheduled" &&
+        event.autoStart &&
+        event.notBeforeMs !== null &&
+        event.notBeforeMs <= atMs
+      ) {
         event.EventStatus = "Started";
         event.startedAtMs = event.notBeforeMs;
         this.dynamic.set(event.EventId, { startedAtMs: event.notBeforeMs });
         changed = true;
       }
-      if (event.EventStatus === "Started" && event.startedAtMs !== null && event.startedAtMs + event.startedForMs <= atMs) {
+      if (
+        event.EventStatus === "Started" &&
+        event.startedAtMs !== null &&
+        event.startedAtMs + event.startedForMs <= atMs
+      ) {
         this.dynamic.set(event.EventId, { ended: true });
         changed = true;
         continue;
@@ -280,7 +304,10 @@ export class Timeline {
             : previous
               ? previous.notBeforeMs
               : atMs + this.wallMs(defaultNotBeforeSeconds),
-        startedForMs: item.startedForSeconds !== undefined ? this.wallMs(item.startedForSeconds) : (previous?.startedForMs ?? this.wallMs(this.scenario.startedForSeconds)),
+        startedForMs:
+          item.startedForSeconds !== undefined
+            ? this.wallMs(item.startedForSeconds)
+            : (previous?.startedForMs ?? this.wallMs(this.scenario.startedForSeconds)),
         autoStart: item.autoStart ?? previous?.autoStart ?? true,
       };
       this.known.set(item.EventId, definition);
@@ -331,7 +358,12 @@ export class Timeline {
 
   private record(atMs: number, cause: DocumentChange["cause"], incarnation: number): DocumentChange {
     this.incarnationValue = incarnation;
-    const change: DocumentChange = { atMs, incarnation, cause, events: this.events.map((e) => `${e.EventId}:${e.EventStatus}`) };
+    const change: DocumentChange = {
+      atMs,
+      incarnation,
+      cause,
+      events: this.events.map((e) => `${e.EventId}:${e.EventStatus}`),
+    };
     this.changeLog.push(change);
     if (this.changeLog.length > 1000) this.changeLog.shift();
     return change;

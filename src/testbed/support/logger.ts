@@ -4,7 +4,10 @@ import { pino, type Logger } from "pino";
 export type { Logger } from "pino";
 
 export function createLogger(options: { level?: string } = {}): Logger {
-  return pino({ level: options.level ?? "info", base: { app: "sef-testbed" } }, pino.destination({ dest: 2, sync: true }));
+  return pino(
+    { level: options.level ?? "info", base: { app: "sef-testbed" } },
+    pino.destination({ dest: 2, sync: true }),
+  );
 }
 
 /** A logger that discards everything (tests that do not inspect logs). */

@@ -31,7 +31,17 @@ export async function generateLocalTlsIdentity(options: LocalTlsOptions): Promis
     algorithm: "sha256",
     notBeforeDate,
     notAfterDate,
-    ...(options.clientCommonName ? { clientCertificate: { cn: options.clientCommonName, keyType: "ec" as const, algorithm: "sha256", notBeforeDate, notAfterDate } } : {}),
+    ...(options.clientCommonName
+      ? {
+          clientCertificate: {
+            cn: options.clientCommonName,
+            keyType: "ec" as const,
+            algorithm: "sha256",
+            notBeforeDate,
+            notAfterDate,
+          },
+        }
+      : {}),
     extensions: [
       { name: "basicConstraints", cA: true, critical: true },
       { name: "keyUsage", digitalSignature: true, keyCertSign: true, critical: true },
@@ -40,6 +50,7 @@ export async function generateLocalTlsIdentity(options: LocalTlsOptions): Promis
       { name: "subjectAltName", altNames: [...dnsNames, { type: 7, ip: "127.0.0.1" }, { type: 7, ip: "::1" }] },
     ],
   });
-  const client = pems.clientcert && pems.clientprivate ? { client: { certPem: pems.clientcert, keyPem: pems.clientprivate } } : {};
+  const client =
+    pems.clientcert && pems.clientprivate ? { client: { certPem: pems.clientcert, keyPem: pems.clientprivate } } : {};
   return { certPem: pems.cert, keyPem: pems.private, ...client };
 }

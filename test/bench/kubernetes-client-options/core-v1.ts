@@ -14,7 +14,9 @@ export function coreV1(k8s: Parts): K8s.CoreV1Api {
 export async function fiveCallsOverCoreV1(k8s: Parts, core: K8s.CoreV1Api): Promise<void> {
   const name = peer.node;
   const node = await core.readNode({ name });
-  const body = { metadata: { resourceVersion: node.metadata?.resourceVersion, annotations: { "sef.azure.com/bench": "1" } } };
+  const body = {
+    metadata: { resourceVersion: node.metadata?.resourceVersion, annotations: { "sef.azure.com/bench": "1" } },
+  };
   await core.patchNode({ name, body }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
   await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` });
   const eviction = { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: "web-9", namespace: "apps" } };

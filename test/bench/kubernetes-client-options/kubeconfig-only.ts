@@ -14,5 +14,9 @@ const options = async (): Promise<Https.RequestOptions> => {
   return opts;
 };
 const first = await options();
-await fiveCallsOverHttps(config.getCurrentCluster()!.server, first.agent as Https.Agent, async () => (await options()).headers as Record<string, string>);
+await fiveCallsOverHttps(
+  config.getCurrentCluster()!.server,
+  first.agent as Https.Agent,
+  async () => (await options()).headers as Record<string, string>,
+);
 await report(started, loaded, performance.now());

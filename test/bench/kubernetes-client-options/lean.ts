@@ -7,7 +7,11 @@ const { createKubeApi } = await import("../../../src/agent/actions/kubernetes/cl
 const api = await createKubeApi({ kubeconfig: peer.kubeconfig, requestTimeoutMs: 10_000 });
 const loaded = performance.now();
 const node = await api.readNode(peer.node);
-await api.patchNode(peer.node, { taints: node.taints, annotations: { "sef.azure.com/bench": "1" } }, node.resourceVersion);
+await api.patchNode(
+  peer.node,
+  { taints: node.taints, annotations: { "sef.azure.com/bench": "1" } },
+  node.resourceVersion,
+);
 await api.listPods(peer.node);
 await api.evict({ namespace: "apps", name: "web-9" }, 30);
 await api.nodeEvent(node, "Bench", "bench", "Normal");

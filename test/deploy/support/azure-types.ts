@@ -114,7 +114,10 @@ function shapeOf(mapper: Mapper, mappers: Record<string, Mapper>, seen: Set<stri
 function putOperation(dir: string, type: string): { bodyParameter: string; apiVersionParameter: string } {
   const [namespace, ...names] = type.split("/");
   const tail = `/providers/${namespace}/${names.map((n) => `${n}/\\{[^}]+\\}`).join("/")}"`;
-  const spec = new RegExp(`path:\\s*"[^"]*${tail.replace(/\./g, "\\.")},\\s*httpMethod:\\s*"PUT",[\\s\\S]*?requestBody:\\s*Parameters\\.(\\w+),[\\s\\S]*?queryParameters:\\s*\\[([^\\]]*)\\]`, "i");
+  const spec = new RegExp(
+    `path:\\s*"[^"]*${tail.replace(/\./g, "\\.")},\\s*httpMethod:\\s*"PUT",[\\s\\S]*?requestBody:\\s*Parameters\\.(\\w+),[\\s\\S]*?queryParameters:\\s*\\[([^\\]]*)\\]`,
+    "i",
+  );
   for (const file of readdirSync(join(dir, "operations")).filter((f) => f.endsWith(".js"))) {
     const text = readFileSync(join(dir, "operations", file), "utf8");
     for (const block of text.split(/\nconst \w+OperationSpec = /)) {
@@ -136,11 +139,20 @@ export function resourceType(pkg: string, type: string): Promise<ResourceType> {
     found = (async () => {
       const dir = esmDir(pkg);
       const mappers = (await importFrom(dir, "models/mappers.js")) as unknown as Record<string, Mapper>;
-      const parameters = (await importFrom(dir, "models/parameters.js")) as unknown as Record<string, { mapper: Mapper }>;
+      const parameters = (await importFrom(dir, "models/parameters.js")) as unknown as Record<
+        string,
+        { mapper: Mapper }
+      >;
       const { bodyParameter, apiVersionParameter } = putOperation(dir, type);
       const body = parameters[bodyParameter]!.mapper;
       const apiVersion = String(parameters[apiVersionParameter]!.mapper.defaultValue);
-      return { type, apiVersion, model: body.type.className ?? "", shape: shapeOf(body, mappers, new Set()), source: pkg };
+      return {
+        type,
+        apiVersion,
+        model: body.type.className ?? "",
+        shape: shapeOf(body, mappers, new Set()),
+        source: pkg,
+      };
     })();
     cache.set(key, found);
   }
@@ -181,13 +193,17 @@ export function jsonProblems(value: unknown, shape: Shape, where: string): strin
     return value.flatMap((item, i) => jsonProblems(item, shape.element, `${where}[${i}]`));
   }
   if (shape.kind === "scalar") {
-    if (typeof value === "object") return [`${where}: expected a ${shape.type}, got ${Array.isArray(value) ? "an array" : "an object"}`];
+    if (typeof value === "object")
+      return [`${where}: expected a ${shape.type}, got ${Array.isArray(value) ? "an array" : "an object"}`];
     return [];
   }
   if (typeof value !== "object" || Array.isArray(value)) return [`${where}: expected an object`];
   return Object.entries(value as Record<string, unknown>).flatMap(([key, item]) => {
     const property = shape.properties.get(key);
-    if (property === undefined) return shape.additional === undefined ? [`${where}.${key}: no such property`] : jsonProblems(item, shape.additional, `${where}.${key}`);
+    if (property === undefined)
+      return shape.additional === undefined
+        ? [`${where}.${key}: no such property`]
+        : jsonProblems(item, shape.additional, `${where}.${key}`);
     if (property.readOnly) return [`${where}.${key}: read-only`];
     return jsonProblems(item, property.shape, `${where}.${key}`);
   });

@@ -11,11 +11,16 @@ type Value = unknown;
 type Scope = ReadonlyMap<string, Value>;
 
 function named(node: Node): Node[] {
-  return node.namedChildren.filter((c): c is Node => c !== null && c.type !== "comment" && c.type !== "diagnostic_comment");
+  return node.namedChildren.filter(
+    (c): c is Node => c !== null && c.type !== "comment" && c.type !== "diagnostic_comment",
+  );
 }
 
 function operator(node: Node): string {
-  return node.children.filter((c) => c !== null && !c.isNamed).map((c) => c!.text).join("");
+  return node.children
+    .filter((c) => c !== null && !c.isNamed)
+    .map((c) => c!.text)
+    .join("");
 }
 
 const escapes: Record<string, string> = { "\\'": "'", "\\\\": "\\", "\\n": "\n", "\\r": "\r", "\\t": "\t", "\\$": "$" };
@@ -30,7 +35,9 @@ export class BicepEvaluator {
 
   /** Calls a user-defined function of the file with arguments. */
   call(name: string, args: readonly Value[]): Value {
-    const declaration = this.file.root.descendantsOfType("user_defined_function").find((n) => n !== null && named(n)[0]?.text === name);
+    const declaration = this.file.root
+      .descendantsOfType("user_defined_function")
+      .find((n) => n !== null && named(n)[0]?.text === name);
     if (declaration === undefined || declaration === null) throw new Error(`${this.file.name}: no func ${name}`);
     const [, parameterList, , body] = named(declaration);
     const names = named(parameterList!).map((p) => named(p)[0]!.text);
@@ -39,7 +46,9 @@ export class BicepEvaluator {
 
   /** A top-level variable's value. */
   variable(name: string): Value {
-    const declaration = named(this.file.root).find((n) => n.type === "variable_declaration" && named(n)[0]?.text === name);
+    const declaration = named(this.file.root).find(
+      (n) => n.type === "variable_declaration" && named(n)[0]?.text === name,
+    );
     if (declaration === undefined) throw new Error(`${this.file.name}: no var ${name}`);
     return this.evaluate(named(declaration).at(-1)!, new Map());
   }
@@ -48,11 +57,23 @@ export class BicepEvaluator {
     const parts = named(node);
     switch (node.type) {
       case "object":
-        return Object.fromEntries(parts.filter((p) => p.type === "object_property").map((p) => [this.key(named(p)[0]!), this.evaluate(named(p).at(-1)!, scope)]));
+        return Object.fromEntries(
+          parts
+            .filter((p) => p.type === "object_property")
+            .map((p) => [this.key(named(p)[0]!), this.evaluate(named(p).at(-1)!, scope)]),
+        );
       case "array":
         return parts.map((p) => this.evaluate(p, scope));
       case "string":
-        return parts.map((p) => (p.type === "interpolation" ? String(this.evaluate(named(p)[0]!, scope)) : p.type === "escape_sequence" ? (escapes[p.text] ?? p.text) : p.text)).join("");
+        return parts
+          .map((p) =>
+            p.type === "interpolation"
+              ? String(this.evaluate(named(p)[0]!, scope))
+              : p.type === "escape_sequence"
+                ? (escapes[p.text] ?? p.text)
+                : p.text,
+          )
+          .join("");
       case "number":
         return Number(node.text);
       case "boolean":
@@ -81,11 +102,15 @@ export class BicepEvaluator {
       case "binary_expression":
         return this.binary(operator(node), parts, scope);
       case "ternary_expression":
-        return this.evaluate(parts[0]!, scope) === true ? this.evaluate(parts[1]!, scope) : this.evaluate(parts[2]!, scope);
+        return this.evaluate(parts[0]!, scope) === true
+          ? this.evaluate(parts[1]!, scope)
+          : this.evaluate(parts[2]!, scope);
       case "call_expression":
         return this.callExpression(node, scope);
     }
-    throw new Error(`${this.file.name}:${node.startPosition.row + 1}: cannot evaluate ${node.type} ${node.text.slice(0, 60)}`);
+    throw new Error(
+      `${this.file.name}:${node.startPosition.row + 1}: cannot evaluate ${node.type} ${node.text.slice(0, 60)}`,
+    );
   }
 
   private key(node: Node): string {
@@ -108,7 +133,9 @@ export class BicepEvaluator {
     if (node.type !== "lambda_expression") throw new Error(`${node.text}: expected a lambda`);
     const [parameter, body] = named(node);
     if (!["parenthesized_expression", "identifier", "object", "array", "string"].includes(body!.type)) {
-      throw new Error(`${this.file.name}:${node.startPosition.row + 1}: parenthesize the lambda's body (${node.text.slice(0, 40)})`);
+      throw new Error(
+        `${this.file.name}:${node.startPosition.row + 1}: parenthesize the lambda's body (${node.text.slice(0, 40)})`,
+      );
     }
     return (arg) => this.evaluate(body!, new Map([...scope, [parameter!.text, arg]]));
   }
@@ -133,14 +160,21 @@ export class BicepEvaluator {
         return Object.assign({}, ...args.map((_, i) => value(i) as object));
       case "empty": {
         const v = value(0);
-        return v === null || v === undefined || (typeof v === "string" || Array.isArray(v) ? v.length === 0 : isObject(v) && Object.keys(v).length === 0);
+        return (
+          v === null ||
+          v === undefined ||
+          (typeof v === "string" || Array.isArray(v) ? v.length === 0 : isObject(v) && Object.keys(v).length === 0)
+        );
       }
       case "length":
         return (value(0) as string | Value[]).length;
       case "loadJsonContent":
         return JSON.parse(readFileSync(resolve(dirname(this.file.path), String(value(0))), "utf8")) as Value;
       default:
-        return this.call(name, args.map((_, i) => value(i)));
+        return this.call(
+          name,
+          args.map((_, i) => value(i)),
+        );
     }
   }
 }

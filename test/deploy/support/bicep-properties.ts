@@ -9,7 +9,9 @@ import type { Shape } from "./azure-types.js";
 const bicepResourceKeys = new Set(["name", "parent", "scope", "dependsOn"]);
 
 function named(node: Node): Node[] {
-  return node.namedChildren.filter((c): c is Node => c !== null && c.type !== "comment" && c.type !== "diagnostic_comment");
+  return node.namedChildren.filter(
+    (c): c is Node => c !== null && c.type !== "comment" && c.type !== "diagnostic_comment",
+  );
 }
 
 function keyOf(property: Node): string {
@@ -45,20 +47,25 @@ function literals(node: Node): Node[] {
 export function bicepValueProblems(value: Node, shape: Shape, where: string): string[] {
   if (shape.kind === "any") return [];
   // `[for x in xs: {...}]`: each element is the loop's body.
-  if (value.type === "for_statement" && shape.kind === "array") return bicepValueProblems(named(value).at(-1)!, shape.element, `${where}[]`);
+  if (value.type === "for_statement" && shape.kind === "array")
+    return bicepValueProblems(named(value).at(-1)!, shape.element, `${where}[]`);
   return literals(value).flatMap((literal) => {
     if (literal.type === "array") {
       if (shape.kind !== "array") return [`${where}: an array where the type has a ${shape.kind}`];
       return named(literal).flatMap((item, i) => bicepValueProblems(item, shape.element, `${where}[${i}]`));
     }
-    if (shape.kind !== "object") return [`${where}: an object where the type has a ${shape.kind === "array" ? "array" : shape.type}`];
+    if (shape.kind !== "object")
+      return [`${where}: an object where the type has a ${shape.kind === "array" ? "array" : shape.type}`];
     return named(literal)
       .filter((p) => p.type === "object_property")
       .flatMap((property) => {
         const key = keyOf(property);
         const value = named(property).at(-1)!;
         const known = shape.properties.get(key);
-        if (known === undefined) return shape.additional === undefined ? [`${where}.${key}: no such property`] : bicepValueProblems(value, shape.additional, `${where}.${key}`);
+        if (known === undefined)
+          return shape.additional === undefined
+            ? [`${where}.${key}: no such property`]
+            : bicepValueProblems(value, shape.additional, `${where}.${key}`);
         if (known.readOnly) return [`${where}.${key}: read-only`];
         return bicepValueProblems(value, known.shape, `${where}.${key}`);
       });
@@ -77,7 +84,9 @@ export function bicepResourceProblems(file: BicepFile, declaration: Node, shape:
 
 /** The object a user-defined function returns (`func f(...) object => { ... }`), by name. */
 export function functionBody(file: BicepFile, name: string): Node {
-  const declaration = file.root.descendantsOfType("user_defined_function").find((n) => n !== null && named(n)[0]?.text === name);
+  const declaration = file.root
+    .descendantsOfType("user_defined_function")
+    .find((n) => n !== null && named(n)[0]?.text === name);
   if (declaration === undefined || declaration === null) throw new Error(`${file.name}: no func ${name}`);
   return named(declaration).at(-1)!;
 }

@@ -49,7 +49,8 @@ function where(node: Node): string {
 export function syntaxProblems(file: BicepFile): string[] {
   const problems: string[] = [];
   const visit = (node: Node): void => {
-    if (node.isError) problems.push(`${file.name}:${where(node)} syntax error near ${JSON.stringify(node.text.slice(0, 60))}`);
+    if (node.isError)
+      problems.push(`${file.name}:${where(node)} syntax error near ${JSON.stringify(node.text.slice(0, 60))}`);
     else if (node.isMissing) problems.push(`${file.name}:${where(node)} missing ${node.type}`);
     if (node.hasError || node.isMissing) for (const child of node.children) if (child) visit(child);
   };
@@ -59,7 +60,9 @@ export function syntaxProblems(file: BicepFile): string[] {
 
 /** Named children without comments. */
 function parts(node: Node): Node[] {
-  return node.namedChildren.filter((c): c is Node => c !== null && c.type !== "comment" && c.type !== "diagnostic_comment");
+  return node.namedChildren.filter(
+    (c): c is Node => c !== null && c.type !== "comment" && c.type !== "diagnostic_comment",
+  );
 }
 
 function descendants(root: Node, type: string): Node[] {
@@ -185,10 +188,13 @@ export function variables(file: BicepFile): Map<string, Node> {
  */
 export function bicepparamAsBicep(text: string): { text: string; params: string[] } {
   const params: string[] = [];
-  const rewritten = text.replace(/^param(\s+)([A-Za-z_][A-Za-z0-9_]*)(\s*=)/gm, (_m, s1: string, name: string, s2: string) => {
-    params.push(name);
-    return `var  ${s1}${name}${s2}`;
-  });
+  const rewritten = text.replace(
+    /^param(\s+)([A-Za-z_][A-Za-z0-9_]*)(\s*=)/gm,
+    (_m, s1: string, name: string, s2: string) => {
+      params.push(name);
+      return `var  ${s1}${name}${s2}`;
+    },
+  );
   return { text: rewritten, params };
 }
 

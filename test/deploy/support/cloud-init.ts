@@ -18,9 +18,24 @@ export function renderCloudInit(): string {
     // The package carries its own Node.js runtime: nothing but a downloader is needed on the VM.
     packages: ["curl", "ca-certificates"],
     write_files: [
-      { path: `${installerDir}/install.sh`, owner: "root:root", permissions: "0700", content: read("infra/linux/install.sh") },
-      { path: `${installerDir}/config.json`, owner: "root:root", permissions: "0600", content: read("infra/config/both.json") },
-      { path: `${installerDir}/package-url`, owner: "root:root", permissions: "0600", content: `${packageUrlPlaceholder}\n` },
+      {
+        path: `${installerDir}/install.sh`,
+        owner: "root:root",
+        permissions: "0700",
+        content: read("infra/linux/install.sh"),
+      },
+      {
+        path: `${installerDir}/config.json`,
+        owner: "root:root",
+        permissions: "0600",
+        content: read("infra/config/both.json"),
+      },
+      {
+        path: `${installerDir}/package-url`,
+        owner: "root:root",
+        permissions: "0600",
+        content: `${packageUrlPlaceholder}\n`,
+      },
     ],
     runcmd: [
       [

@@ -22,14 +22,18 @@ export interface KqlSources {
 
 /** The .kql file a `loadTextContent('...kql')` call loads, or undefined. */
 function loadTextPath(file: BicepFile, node: Node | undefined): string | undefined {
-  if (node?.type !== "call_expression" || node.childForFieldName("function")?.text !== "loadTextContent") return undefined;
+  if (node?.type !== "call_expression" || node.childForFieldName("function")?.text !== "loadTextContent")
+    return undefined;
   const args = node.childForFieldName("arguments")?.namedChildren.filter((c): c is Node => c !== null) ?? [];
   const path = loadedPath(file, { node, args });
   return path?.endsWith(".kql") ? path : undefined;
 }
 
 function callArgs(node: Node): Node[] {
-  return node.childForFieldName("arguments")?.namedChildren.filter((c): c is Node => c !== null && c.type !== "comment") ?? [];
+  return (
+    node.childForFieldName("arguments")?.namedChildren.filter((c): c is Node => c !== null && c.type !== "comment") ??
+    []
+  );
 }
 
 export function kqlSources(files: readonly BicepFile[]): KqlSources {
@@ -63,9 +67,12 @@ export function kqlSources(files: readonly BicepFile[]): KqlSources {
           forwarded.push(value);
           continue;
         }
-        problems.push(`${where}: must be loadTextContent('<file>.kql') or replace(loadTextContent('<file>.kql'), '<literal>', '<text>'), got ${value.text.slice(0, 80)}`);
+        problems.push(
+          `${where}: must be loadTextContent('<file>.kql') or replace(loadTextContent('<file>.kql'), '<literal>', '<text>'), got ${value.text.slice(0, 80)}`,
+        );
       }
-      if (forwarded.length > 0 && direct === 0) problems.push(`${file.name}: ${property} forwards ${forwarded[0]?.text} but no entry loads a .kql file`);
+      if (forwarded.length > 0 && direct === 0)
+        problems.push(`${file.name}: ${property} forwards ${forwarded[0]?.text} but no entry loads a .kql file`);
     }
   }
   return { queries, problems };

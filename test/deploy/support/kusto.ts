@@ -28,7 +28,9 @@ export function loadKqlChecker(): KqlChecker {
     const key = JSON.stringify(Object.entries(tables).sort());
     let globals = globalsBySchema.get(key);
     if (globals === undefined) {
-      const symbols = Object.entries(tables).map(([name, schema]) => kusto.Symbols.TableSymbol.From(schema).WithName(name));
+      const symbols = Object.entries(tables).map(([name, schema]) =>
+        kusto.Symbols.TableSymbol.From(schema).WithName(name),
+      );
       const database = new kusto.Symbols.DatabaseSymbol.ctor("sef", symbols);
       globals = kusto.GlobalState.Default.WithDatabase(database);
       globalsBySchema.set(key, globals);

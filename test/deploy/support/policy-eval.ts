@@ -12,7 +12,19 @@ export interface Context {
 }
 
 /** Top-level resource keys an alias path may start with (everything else is under `properties`). */
-const topLevel = new Set(["identity", "sku", "zones", "plan", "extendedLocation", "tags", "location", "kind", "name", "type", "id"]);
+const topLevel = new Set([
+  "identity",
+  "sku",
+  "zones",
+  "plan",
+  "extendedLocation",
+  "tags",
+  "location",
+  "kind",
+  "name",
+  "type",
+  "id",
+]);
 
 const lower = (v: Json): Json => (typeof v === "string" ? v.toLowerCase() : v);
 
@@ -59,7 +71,8 @@ function tokenize(text: string): Token[] {
 
 /** Evaluates a template expression string (`[...]`); other strings are literals (`[[` escapes a leading bracket). */
 export function expression(value: Json, context: Context, current?: Element): Json {
-  if (typeof value !== "string" || !value.startsWith("[") || value.startsWith("[[")) return typeof value === "string" && value.startsWith("[[") ? value.slice(1) : value;
+  if (typeof value !== "string" || !value.startsWith("[") || value.startsWith("[["))
+    return typeof value === "string" && value.startsWith("[[") ? value.slice(1) : value;
   const tokens = tokenize(value.slice(1, -1));
   let at = 0;
   const expect = (text: string): void => {
@@ -101,7 +114,9 @@ function call(name: string, args: Json[], context: Context, current?: Element): 
     case "concat":
       return args.every(Array.isArray) ? args.flat() : args.map(String).join("");
     case "length":
-      return Array.isArray(args[0]) || typeof args[0] === "string" ? args[0].length : Object.keys(args[0] as object).length;
+      return Array.isArray(args[0]) || typeof args[0] === "string"
+        ? args[0].length
+        : Object.keys(args[0] as object).length;
     case "tolower":
       return String(args[0]).toLowerCase();
     case "coalesce":
@@ -158,17 +173,40 @@ export function fieldValue(field: string, context: Context, current?: Element): 
 
 // ---- conditions -------------------------------------------------------------------------------------------------
 
-const operators = ["equals", "notEquals", "like", "notLike", "in", "notIn", "contains", "notContains", "containsKey", "notContainsKey", "exists", "greater", "greaterOrEquals", "less", "lessOrEquals"] as const;
+const operators = [
+  "equals",
+  "notEquals",
+  "like",
+  "notLike",
+  "in",
+  "notIn",
+  "contains",
+  "notContains",
+  "containsKey",
+  "notContainsKey",
+  "exists",
+  "greater",
+  "greaterOrEquals",
+  "less",
+  "lessOrEquals",
+] as const;
 
 function like(value: Json, pattern: string): boolean {
   if (typeof value !== "string") return false;
-  const regex = new RegExp(`^${pattern.split("*").map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "i");
+  const regex = new RegExp(
+    `^${pattern
+      .split("*")
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+      .join(".*")}$`,
+    "i",
+  );
   return regex.test(value);
 }
 
 function compare(value: Json, target: Json): number | undefined {
   if (typeof value === "number" && typeof target === "number") return value - target;
-  if (typeof value === "string" && typeof target === "string") return value.toLowerCase().localeCompare(target.toLowerCase());
+  if (typeof value === "string" && typeof target === "string")
+    return value.toLowerCase().localeCompare(target.toLowerCase());
   return undefined;
 }
 
@@ -201,7 +239,13 @@ function test(operator: (typeof operators)[number], value: Json, target: Json): 
     default: {
       const order = compare(value, target);
       if (order === undefined) return false;
-      return operator === "greater" ? order > 0 : operator === "greaterOrEquals" ? order >= 0 : operator === "less" ? order < 0 : order <= 0;
+      return operator === "greater"
+        ? order > 0
+        : operator === "greaterOrEquals"
+          ? order >= 0
+          : operator === "less"
+            ? order < 0
+            : order <= 0;
     }
   }
 }
@@ -222,7 +266,10 @@ export function evaluate(condition: Json, context: Context, current?: Element): 
     const items = fieldValue(field, context, current);
     const elements = Array.isArray(items) ? items : [];
     const prefix = field.slice(0, -3);
-    const matching = count.where === undefined ? elements : elements.filter((value) => evaluate(count.where, context, { prefix, value }));
+    const matching =
+      count.where === undefined
+        ? elements
+        : elements.filter((value) => evaluate(count.where, context, { prefix, value }));
     return test(operator, matching.length, target);
   }
   if (c.value !== undefined) return test(operator, expression(c.value, context, current), target);
@@ -230,7 +277,14 @@ export function evaluate(condition: Json, context: Context, current?: Element): 
   const field = String(expression(c.field, context, current));
   const value = fieldValue(field, context, current);
   // `[*]` outside a count: true when every element passes (and so for none).
-  if (field.includes("[*]") && !(current !== undefined && field.toLowerCase().startsWith(`${current.prefix.toLowerCase()}[*]`) && !field.slice(current.prefix.length + 3).includes("[*]"))) {
+  if (
+    field.includes("[*]") &&
+    !(
+      current !== undefined &&
+      field.toLowerCase().startsWith(`${current.prefix.toLowerCase()}[*]`) &&
+      !field.slice(current.prefix.length + 3).includes("[*]")
+    )
+  ) {
     return (Array.isArray(value) ? value : []).every((v) => test(operator, v, target));
   }
   return test(operator, value, target);
@@ -243,5 +297,10 @@ export function fieldsNamed(condition: Json, parameters: Readonly<Record<string,
   const c = condition as Record<string, Json>;
   const context: Context = { resource: {}, parameters, resourceGroup: "" };
   const own = typeof c.field === "string" ? [String(expression(c.field, context))] : [];
-  return [...own, ...Object.entries(c).filter(([k]) => k !== "field").flatMap(([, v]) => fieldsNamed(v, parameters))];
+  return [
+    ...own,
+    ...Object.entries(c)
+      .filter(([k]) => k !== "field")
+      .flatMap(([, v]) => fieldsNamed(v, parameters)),
+  ];
 }

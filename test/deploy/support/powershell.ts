@@ -23,7 +23,9 @@ export async function powershellSyntaxErrors(text: string): Promise<string[]> {
   const problems: string[] = [];
   const walk = (node: Node): void => {
     if (node.isError || node.isMissing) {
-      problems.push(`${node.startPosition.row + 1}:${node.startPosition.column + 1}: ${node.isMissing ? "MISSING" : "ERROR"} ${node.text.slice(0, 60)}`);
+      problems.push(
+        `${node.startPosition.row + 1}:${node.startPosition.column + 1}: ${node.isMissing ? "MISSING" : "ERROR"} ${node.text.slice(0, 60)}`,
+      );
       return;
     }
     if (!node.hasError) return;

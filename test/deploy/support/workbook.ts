@@ -9,7 +9,8 @@ export const workbookDir = fileURLToPath(new URL("../../../bicep/workbook/", imp
 export const workbookPath = join(workbookDir, "fleet.workbook.json");
 /** Replaced by the workspace's resource id at deployment (bicep/modules/workbook.bicep). */
 export const workspaceToken = "__SEF_WORKSPACE_RESOURCE_ID__";
-export const workbookSchemaUrl = "https://github.com/Microsoft/Application-Insights-Workbooks/blob/master/schema/workbook.json";
+export const workbookSchemaUrl =
+  "https://github.com/Microsoft/Application-Insights-Workbooks/blob/master/schema/workbook.json";
 const workspaceResourceType = "microsoft.operationalinsights/workspaces";
 
 export type Visualization = "table" | "timechart" | "barchart" | "piechart" | "tiles";
@@ -28,14 +29,56 @@ export interface QueryStep {
 const day = 86_400_000;
 
 export const workbookSteps: readonly QueryStep[] = [
-  { name: "upcoming-events", title: "Upcoming and running events: minutes left before NotBefore", file: "workbook/upcoming-events.kql", visualization: "table", fixedRangeMs: 7 * day },
+  {
+    name: "upcoming-events",
+    title: "Upcoming and running events: minutes left before NotBefore",
+    file: "workbook/upcoming-events.kql",
+    visualization: "table",
+    fixedRangeMs: 7 * day,
+  },
   { name: "events-by-type", title: "Events by type", file: "workbook/events-by-type.kql", visualization: "timechart" },
-  { name: "events-by-zone", title: "Events by region and zone", file: "workbook/events-by-zone.kql", visualization: "table", width: "50" },
-  { name: "events-by-scale-set", title: "Events by scale set", file: "workbook/events-by-scale-set.kql", visualization: "table", width: "50" },
-  { name: "vm-timeline", title: "Per-VM timeline (filter by VmName)", file: "workbook/vm-timeline.kql", visualization: "table" },
-  { name: "silent-agents", title: "Silent agents (no record for 45 minutes, no goodbye)", file: "queries/silent-agents.kql", visualization: "table", fixedRangeMs: 2 * day },
-  { name: "agent-health", title: "Agent health: outbox backlog, dead-lettered records, failed polls (latest heartbeat)", file: "workbook/agent-health.kql", visualization: "table", fixedRangeMs: 2 * day },
-  { name: "agent-versions", title: "Agent versions", file: "workbook/agent-versions.kql", visualization: "piechart", fixedRangeMs: 2 * day, width: "50" },
+  {
+    name: "events-by-zone",
+    title: "Events by region and zone",
+    file: "workbook/events-by-zone.kql",
+    visualization: "table",
+    width: "50",
+  },
+  {
+    name: "events-by-scale-set",
+    title: "Events by scale set",
+    file: "workbook/events-by-scale-set.kql",
+    visualization: "table",
+    width: "50",
+  },
+  {
+    name: "vm-timeline",
+    title: "Per-VM timeline (filter by VmName)",
+    file: "workbook/vm-timeline.kql",
+    visualization: "table",
+  },
+  {
+    name: "silent-agents",
+    title: "Silent agents (no record for 45 minutes, no goodbye)",
+    file: "queries/silent-agents.kql",
+    visualization: "table",
+    fixedRangeMs: 2 * day,
+  },
+  {
+    name: "agent-health",
+    title: "Agent health: outbox backlog, dead-lettered records, failed polls (latest heartbeat)",
+    file: "workbook/agent-health.kql",
+    visualization: "table",
+    fixedRangeMs: 2 * day,
+  },
+  {
+    name: "agent-versions",
+    title: "Agent versions",
+    file: "workbook/agent-versions.kql",
+    visualization: "piechart",
+    fixedRangeMs: 2 * day,
+    width: "50",
+  },
 ];
 
 export function stepQueryPath(step: QueryStep): string {
@@ -50,7 +93,14 @@ const timeRangeParameter = {
   type: 4,
   isRequired: true,
   value: { durationMs: 7 * day },
-  typeSettings: { selectableValues: [{ durationMs: 3_600_000 }, { durationMs: day }, { durationMs: 7 * day }, { durationMs: 30 * day }] },
+  typeSettings: {
+    selectableValues: [
+      { durationMs: 3_600_000 },
+      { durationMs: day },
+      { durationMs: 7 * day },
+      { durationMs: 30 * day },
+    ],
+  },
 };
 
 /** The workbook as an object (Notebook/1.0). */
@@ -69,7 +119,13 @@ export function workbookContent(): Record<string, unknown> {
     {
       type: 9,
       name: "parameters",
-      content: { version: "KqlParameterItem/1.0", parameters: [timeRangeParameter], style: "pills", queryType: 0, resourceType: workspaceResourceType },
+      content: {
+        version: "KqlParameterItem/1.0",
+        parameters: [timeRangeParameter],
+        style: "pills",
+        queryType: 0,
+        resourceType: workspaceResourceType,
+      },
     },
     ...workbookSteps.map((step) => ({
       type: 3,
@@ -79,7 +135,9 @@ export function workbookContent(): Record<string, unknown> {
         query: readFileSync(stepQueryPath(step), "utf8"),
         size: 0,
         title: step.title,
-        ...(step.fixedRangeMs !== undefined ? { timeContext: { durationMs: step.fixedRangeMs } } : { timeContextFromParameter: "TimeRange" }),
+        ...(step.fixedRangeMs !== undefined
+          ? { timeContext: { durationMs: step.fixedRangeMs } }
+          : { timeContextFromParameter: "TimeRange" }),
         queryType: 0,
         resourceType: workspaceResourceType,
         visualization: step.visualization,

@@ -40,10 +40,19 @@ describe("active DHCP query in a private network namespace", () => {
     const file = join(mkdtempSync(join(tmpdir(), "sef-netns-")), "query.mjs");
     writeFileSync(file, script);
     const stdout = await new Promise<string>((resolve, reject) => {
-      execFile("unshare", ["--net", "sh", "-c", setUpNamespace, process.execPath, file, root], { timeout: 15_000 }, (err, out, errOut) =>
-        err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out),
+      execFile(
+        "unshare",
+        ["--net", "sh", "-c", setUpNamespace, process.execPath, file, root],
+        { timeout: 15_000 },
+        (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out)),
       );
     });
-    expect(JSON.parse(stdout.trim())).toEqual({ address: "168.63.129.16", skipped: ["wrong-mac"], requests: 1, broadcastFlag: 0x8000, messageType: 1 });
+    expect(JSON.parse(stdout.trim())).toEqual({
+      address: "168.63.129.16",
+      skipped: ["wrong-mac"],
+      requests: 1,
+      broadcastFlag: 0x8000,
+      messageType: 1,
+    });
   });
 });

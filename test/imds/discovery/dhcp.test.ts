@@ -7,7 +7,12 @@ import { buildDhcpRequest, parseDhcpReply, dhcpMagicCookie } from "../../../src/
 import { queryOption245 } from "../../../src/agent/imds/discovery/dhcp-client.js";
 import { activeDhcpSettingsSchema } from "../../../src/agent/imds/discovery/settings.js";
 import { DiscoveryParseError } from "../../../src/agent/imds/discovery/failure.js";
-import { buildReply, startDhcpResponder, type DhcpReplyKind, type DhcpResponder } from "../../../src/testbed/dhcp/index.js";
+import {
+  buildReply,
+  startDhcpResponder,
+  type DhcpReplyKind,
+  type DhcpResponder,
+} from "../../../src/testbed/dhcp/index.js";
 
 const xid = Buffer.from([1, 2, 3, 4]);
 const mac = Buffer.from([0x00, 0x0d, 0x3a, 0x16, 0xa7, 0x1a]);
@@ -55,9 +60,14 @@ describe("DHCP packets", () => {
       "bad-cookie": "bad-cookie",
     };
     for (const [reason, kind] of Object.entries(kinds)) {
-      expect(reasonOf(() => parseDhcpReply(buildReply(request, kind, { option245: "168.63.129.16" })!, { xid, mac })), kind).toBe(reason);
+      expect(
+        reasonOf(() => parseDhcpReply(buildReply(request, kind, { option245: "168.63.129.16" })!, { xid, mac })),
+        kind,
+      ).toBe(reason);
     }
-    expect(reasonOf(() => parseDhcpReply(buildReply(request, "short", { option245: "168.63.129.16" })!, { xid, mac }))).toBe("truncated");
+    expect(
+      reasonOf(() => parseDhcpReply(buildReply(request, "short", { option245: "168.63.129.16" })!, { xid, mac })),
+    ).toBe("truncated");
     expect(reasonOf(() => parseDhcpReply(request, { xid, mac }))).toBe("malformed"); // a request is not a reply
   });
 });
@@ -71,7 +81,15 @@ describe("the DHCP client against the testbed responder (UDP on loopback)", () =
   async function query(script: DhcpReplyKind[][], timeoutMs = 400) {
     const responder = await startDhcpResponder({ option245: "127.0.0.2", script });
     responders.push(responder);
-    const settings = activeDhcpSettingsSchema.parse({ enabled: true, interface: "lo", serverAddress: "127.0.0.1", serverPort: responder.port, clientPort: 0, bindAddress: "127.0.0.1", timeoutMs });
+    const settings = activeDhcpSettingsSchema.parse({
+      enabled: true,
+      interface: "lo",
+      serverAddress: "127.0.0.1",
+      serverPort: responder.port,
+      clientPort: 0,
+      bindAddress: "127.0.0.1",
+      timeoutMs,
+    });
     const skipped: string[] = [];
     const started = performance.now();
     try {
@@ -113,7 +131,11 @@ describe("the DHCP client against the testbed responder (UDP on loopback)", () =
 
 describe("sef-testbed emulate dhcp", () => {
   it("runs the responder from the command line with a reply script", async () => {
-    const child = spawn(process.execPath, [testbedCliPath, "emulate", "dhcp", "--option-245", "127.0.0.7", "--reply", "wrong-mac,ok"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      [testbedCliPath, "emulate", "dhcp", "--option-245", "127.0.0.7", "--reply", "wrong-mac,ok"],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     try {
       const port = await new Promise<number>((resolve, reject) => {
         let out = "";
@@ -128,7 +150,15 @@ describe("sef-testbed emulate dhcp", () => {
         });
       });
       const skipped: string[] = [];
-      const settings = activeDhcpSettingsSchema.parse({ enabled: true, interface: "lo", serverAddress: "127.0.0.1", serverPort: port, clientPort: 0, bindAddress: "127.0.0.1", timeoutMs: 2000 });
+      const settings = activeDhcpSettingsSchema.parse({
+        enabled: true,
+        interface: "lo",
+        serverAddress: "127.0.0.1",
+        serverPort: port,
+        clientPort: 0,
+        bindAddress: "127.0.0.1",
+        timeoutMs: 2000,
+      });
       const result = await queryOption245(settings, (err) => skipped.push(err.reason));
       expect(result.address).toBe("127.0.0.7");
       expect(skipped).toEqual(["wrong-mac"]);

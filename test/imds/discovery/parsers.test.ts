@@ -50,12 +50,16 @@ describe("dhclient leases", () => {
   });
 
   it("reads the quoted form dhclient prints when every byte is printable", () => {
-    expect(parseDhclientLeases('lease {\n  option unknown-245 "ABC\\001";\n  expire never;\n}\n', nowMs)).toBe("65.66.67.1");
+    expect(parseDhclientLeases('lease {\n  option unknown-245 "ABC\\001";\n  expire never;\n}\n', nowMs)).toBe(
+      "65.66.67.1",
+    );
   });
 
   it("skips dhclient6's nested lease6 blocks: an IPv6-only file has no option 245, and is not malformed", () => {
     expect(reasonOf(() => parseDhclientLeases(fixture("dhclient6.leases"), nowMs))).toBe("no-option-245");
-    expect(parseDhclientLeases(fixture("dhclient6.leases") + fixture("dhclient-dotted.leases"), nowMs)).toBe("168.63.129.16");
+    expect(parseDhclientLeases(fixture("dhclient6.leases") + fixture("dhclient-dotted.leases"), nowMs)).toBe(
+      "168.63.129.16",
+    );
   });
 
   it("reports expired, missing, wrong-length and malformed leases by reason", () => {
@@ -63,7 +67,9 @@ describe("dhclient leases", () => {
     expect(reasonOf(() => parseDhclientLeases(fixture("dhclient-no-option.leases"), nowMs))).toBe("no-option-245");
     expect(reasonOf(() => parseDhclientLeases(fixture("dhclient-wrong-length.leases"), nowMs))).toBe("wrong-length");
     expect(reasonOf(() => parseDhclientLeases(fixture("dhclient-malformed.leases"), nowMs))).toBe("malformed");
-    expect(reasonOf(() => parseDhclientLeases("lease {\n  option unknown-245 a8:3f:81:10;\n", nowMs))).toBe("malformed");
+    expect(reasonOf(() => parseDhclientLeases("lease {\n  option unknown-245 a8:3f:81:10;\n", nowMs))).toBe(
+      "malformed",
+    );
     expect(reasonOf(() => parseDhclientLeases("lease6 {\n  ia-na 1 {\n}\n", nowMs))).toBe("malformed");
     expect(reasonOf(() => parseDhclientLeases("lease {\n  expire someday;\n}\n", nowMs))).toBe("malformed");
   });
@@ -80,8 +86,12 @@ describe("systemd-networkd leases", () => {
     expect(reasonOf(() => parseNetworkdLease(fixture("networkd-wrong-length.lease")))).toBe("wrong-length");
     expect(reasonOf(() => parseNetworkdLease(fixture("networkd-malformed.lease")))).toBe("malformed");
     expect(reasonOf(() => parseNetworkdLease('{"Address": [10,0,0,4], '))).toBe("malformed");
-    expect(reasonOf(() => parseNetworkdLease('{"Private_Options": [{"Option": 245, "Data": "a83f81"}]}'))).toBe("wrong-length");
-    expect(reasonOf(() => parseNetworkdLease('{"Private_Options": [{"Option": 249, "Data": "00"}]}'))).toBe("no-option-245");
+    expect(reasonOf(() => parseNetworkdLease('{"Private_Options": [{"Option": 245, "Data": "a83f81"}]}'))).toBe(
+      "wrong-length",
+    );
+    expect(reasonOf(() => parseNetworkdLease('{"Private_Options": [{"Option": 249, "Data": "00"}]}'))).toBe(
+      "no-option-245",
+    );
   });
 });
 

@@ -43,7 +43,11 @@ function sandbox(port: number, over: Record<string, unknown> = {}): { dir: strin
     port,
     probeTimeoutMs: 300,
     wireServerEndpointFile: join(dir, "WireServerEndpoint"),
-    leaseFiles: { dhclient: [join(dir, "dhclient", "dhclient*.leases")], networkd: [join(dir, "networkd", "*")], networkManager: [join(dir, "nm", "*")] },
+    leaseFiles: {
+      dhclient: [join(dir, "dhclient", "dhclient*.leases")],
+      networkd: [join(dir, "networkd", "*")],
+      networkManager: [join(dir, "nm", "*")],
+    },
     retryInitialDelayMs: 1000,
     retryMaxDelayMs: 4000,
     rediscoverAfterFailures: 3,
@@ -52,7 +56,11 @@ function sandbox(port: number, over: Record<string, unknown> = {}): { dir: strin
   return { dir, settings };
 }
 
-function request(settings: ImdsDiscoverySettings, over: Partial<ResolveRequest> = {}, env: NodeJS.ProcessEnv = {}): ResolveRequest {
+function request(
+  settings: ImdsDiscoverySettings,
+  over: Partial<ResolveRequest> = {},
+  env: NodeJS.ProcessEnv = {},
+): ResolveRequest {
   return { settings, probe: tcpProbe, context: { env, platform: "linux", nowMs: Date.UTC(2026, 10, 23) }, ...over };
 }
 
@@ -60,7 +68,10 @@ describe("resolveImdsEndpoint", () => {
   it("takes an explicit URL without probing anything", async () => {
     const { settings } = sandbox(1);
     const outcome = await resolveImdsEndpoint(request(settings, { explicitUrl: "http://127.0.0.9:1" }));
-    expect(outcome).toEqual({ endpoint: { url: "http://127.0.0.9:1", source: "explicit", reused: false }, failures: [] });
+    expect(outcome).toEqual({
+      endpoint: { url: "http://127.0.0.9:1", source: "explicit", reused: false },
+      failures: [],
+    });
   });
 
   it("uses the link-local address when it answers", async () => {
@@ -76,10 +87,20 @@ describe("resolveImdsEndpoint", () => {
     writeFileSync(join(dir, "WireServerEndpoint"), "127.0.0.5\n"); // nothing listens there
     copyFileSync(fixture("dhclient-malformed.leases"), join(dir, "dhclient", "dhclient.eth0.leases"));
     copyFileSync(fixture("dhclient-wrong-length.leases"), join(dir, "dhclient", "dhclient.eth1.leases"));
-    writeFileSync(join(dir, "networkd", "2"), "# This is private data. Do not parse.\nADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
+    writeFileSync(
+      join(dir, "networkd", "2"),
+      "# This is private data. Do not parse.\nADDRESS=10.0.0.4\nOPTION_245=7F000002\n",
+    );
     copyFileSync(fixture("nm-device-state"), join(dir, "nm", "2")); // never read: networkd answered first
     const outcome = await resolveImdsEndpoint(
-      request(settings, { context: { env: { CLOUDCONTROLIP: "banana" }, platform: "linux", nowMs: Date.UTC(2026, 10, 23), runRegQuery: async () => "\r\nHKEY_LOCAL_MACHINE\\Software\\CloudControl\r\n" } }),
+      request(settings, {
+        context: {
+          env: { CLOUDCONTROLIP: "banana" },
+          platform: "linux",
+          nowMs: Date.UTC(2026, 10, 23),
+          runRegQuery: async () => "\r\nHKEY_LOCAL_MACHINE\\Software\\CloudControl\r\n",
+        },
+      }),
     );
     expect(outcome.endpoint).toEqual({ url: `http://127.0.0.2:${port}`, source: "networkd", reused: false });
     expect(outcome.failures.map((f) => `${f.source}:${f.reason}`)).toEqual([
@@ -90,7 +111,9 @@ describe("resolveImdsEndpoint", () => {
       "dhclient:malformed",
       "dhclient:wrong-length",
     ]);
-    expect(outcome.failures.find((f) => f.source === "dhclient")?.file).toBe(join(dir, "dhclient", "dhclient.eth0.leases"));
+    expect(outcome.failures.find((f) => f.source === "dhclient")?.file).toBe(
+      join(dir, "dhclient", "dhclient.eth0.leases"),
+    );
   });
 
   it("reports every source when nothing is found", async () => {
@@ -100,7 +123,12 @@ describe("resolveImdsEndpoint", () => {
     mkdirSync(join(dir, "nm", "3")); // a directory matching the pattern is skipped, not an error
     const outcome = await resolveImdsEndpoint(request(settings));
     expect(outcome.endpoint).toBeUndefined();
-    expect(outcome.failures.map((f) => `${f.source}:${f.reason}`)).toEqual(["link-local:not-answering", "waagent:unreadable", "networkd:no-option-245", "networkmanager:malformed"]);
+    expect(outcome.failures.map((f) => `${f.source}:${f.reason}`)).toEqual([
+      "link-local:not-answering",
+      "waagent:unreadable",
+      "networkd:no-option-245",
+      "networkmanager:malformed",
+    ]);
     expect(outcome.failures[1]!.detail).toBe("ENAMETOOLONG");
   });
 });
@@ -112,20 +140,36 @@ describe("EndpointDiscovery", () => {
     const clock = new FakeClock();
     const registry = new Registry();
     // The longest jitter: each wait is the whole backoff (1000 ms, then 2000 ms).
-    const discovery = new EndpointDiscovery({ settings, clock, logger: silentLogger, registry, env: {}, platform: "linux", random: () => 0.999999 });
+    const discovery = new EndpointDiscovery({
+      settings,
+      clock,
+      logger: silentLogger,
+      registry,
+      env: {},
+      platform: "linux",
+      random: () => 0.999999,
+    });
     await discovery.start();
     expect(discovery.current()).toEqual({ error: expect.stringContaining("link-local: not-answering") });
     expect(discovery.snapshot()).toMatchObject({ url: null, error: expect.stringContaining("no IMDS endpoint found") });
     copyFileSync(fixture("dhclient-wrong-length.leases"), join(dir, "dhclient", "dhclient.eth0.leases"));
     await clock.advance(1000);
     await waitUntil(() => /wrong-length/.test(discovery.snapshot().error ?? ""), 5000, "the second round");
-    writeFileSync(join(dir, "dhclient", "dhclient.eth0.leases"), "lease {\n  option unknown-245 7f:0:0:2;\n  expire never;\n}\n");
+    writeFileSync(
+      join(dir, "dhclient", "dhclient.eth0.leases"),
+      "lease {\n  option unknown-245 7f:0:0:2;\n  expire never;\n}\n",
+    );
     await clock.advance(1999); // the next round waits 2000 ms
     await flushAsync();
     expect(discovery.snapshot().url).toBeNull();
     await clock.advance(1);
     await waitUntil(() => discovery.snapshot().url !== null, 5000, "the third round");
-    expect(discovery.snapshot()).toEqual({ url: `http://127.0.0.2:${port}`, source: "dhclient", reused: false, error: null });
+    expect(discovery.snapshot()).toEqual({
+      url: `http://127.0.0.2:${port}`,
+      source: "dhclient",
+      reused: false,
+      error: null,
+    });
     const text = await registry.metrics();
     expect(text).toContain(`sef_imds_endpoint_info{source="dhclient",endpoint="http://127.0.0.2:${port}"} 1`);
     expect(text).toContain('sef_imds_discovery_errors_total{source="link-local",reason="not-answering"} 3');
@@ -137,10 +181,24 @@ describe("EndpointDiscovery", () => {
     const port = await listenOn("127.0.0.2");
     const { settings } = sandbox(port);
     const saved: RememberedEndpoint[] = [];
-    const memory = { load: () => ({ url: `http://127.0.0.2:${port}`, source: "dhcp" as const }), save: (e: RememberedEndpoint) => saved.push(e) };
-    const discovery = new EndpointDiscovery({ settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+    const memory = {
+      load: () => ({ url: `http://127.0.0.2:${port}`, source: "dhcp" as const }),
+      save: (e: RememberedEndpoint) => saved.push(e),
+    };
+    const discovery = new EndpointDiscovery({
+      settings,
+      clock: systemClock,
+      logger: silentLogger,
+      env: {},
+      platform: "linux",
+    });
     await discovery.start(memory);
-    expect(discovery.snapshot()).toEqual({ url: `http://127.0.0.2:${port}`, source: "dhcp", reused: true, error: null });
+    expect(discovery.snapshot()).toEqual({
+      url: `http://127.0.0.2:${port}`,
+      source: "dhcp",
+      reused: true,
+      error: null,
+    });
     expect(saved).toEqual([{ url: `http://127.0.0.2:${port}`, source: "dhcp" }]);
     await discovery.stop();
   });
@@ -151,9 +209,20 @@ describe("EndpointDiscovery", () => {
     const { dir, settings } = sandbox(port);
     writeFileSync(join(dir, "networkd", "2"), "ADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
     for (const url of [`http://127.0.0.2:${other}`, "not a url"]) {
-      const discovery = new EndpointDiscovery({ settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+      const discovery = new EndpointDiscovery({
+        settings,
+        clock: systemClock,
+        logger: silentLogger,
+        env: {},
+        platform: "linux",
+      });
       await discovery.start({ load: () => ({ url, source: "dhcp" }), save: () => undefined });
-      expect(discovery.snapshot(), url).toEqual({ url: `http://127.0.0.2:${port}`, source: "networkd", reused: false, error: null });
+      expect(discovery.snapshot(), url).toEqual({
+        url: `http://127.0.0.2:${port}`,
+        source: "networkd",
+        reused: false,
+        error: null,
+      });
       await discovery.stop();
     }
   });
@@ -162,7 +231,13 @@ describe("EndpointDiscovery", () => {
     const port = await listenOn("127.0.0.2");
     const { dir, settings } = sandbox(port);
     writeFileSync(join(dir, "networkd", "2"), "ADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
-    const discovery = new EndpointDiscovery({ settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+    const discovery = new EndpointDiscovery({
+      settings,
+      clock: systemClock,
+      logger: silentLogger,
+      env: {},
+      platform: "linux",
+    });
     await discovery.start();
     expect(discovery.snapshot().url).toBe(`http://127.0.0.2:${port}`);
     await new Promise((r) => servers.shift()!.close(r)); // the old address stops answering
@@ -183,7 +258,14 @@ describe("EndpointDiscovery", () => {
 
   it("never rediscovers an explicit URL", async () => {
     const { settings } = sandbox(9);
-    const discovery = new EndpointDiscovery({ explicitUrl: "http://127.0.0.9:9", settings, clock: systemClock, logger: silentLogger, env: {}, platform: "linux" });
+    const discovery = new EndpointDiscovery({
+      explicitUrl: "http://127.0.0.9:9",
+      settings,
+      clock: systemClock,
+      logger: silentLogger,
+      env: {},
+      platform: "linux",
+    });
     await discovery.start();
     for (let i = 0; i < 10; i++) discovery.connectionFailed();
     await flushAsync();

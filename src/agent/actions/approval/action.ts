@@ -34,7 +34,17 @@ export class ApprovalAction implements Action {
     if (record.EventStatus !== "Scheduled") return [];
     const { policy, context } = this.options;
     const eventKey = record.EventId.toLowerCase();
-    const planned = [{ actionKey: approvalKey(eventKey), kind: this.kind, eventKey, eventStatus: record.EventStatus, name: "approval", recordJson: JSON.stringify(record), gated: true }];
+    const planned = [
+      {
+        actionKey: approvalKey(eventKey),
+        kind: this.kind,
+        eventKey,
+        eventStatus: record.EventStatus,
+        name: "approval",
+        recordJson: JSON.stringify(record),
+        gated: true,
+      },
+    ];
     if (context.ledger.holdsOn(eventKey).some((h) => h.mayApprove && h.verdict === undefined)) return planned;
     if (policy.mode === "off") return [];
     // Everything but the holders' outcome can be judged now; the rest is judged when the approval's turn comes.
@@ -48,14 +58,20 @@ export class ApprovalAction implements Action {
   recover(row: ActionRow): void {
     const { ledger, clock, logger, metrics, agentVersion } = this.options.context;
     const record = JSON.parse(row.recordJson) as TransitionRecord;
-    const why = "outcome unknown: the agent ended while the StartRequests POST was in flight; not sent again (the event starts at NotBefore at the latest)";
+    const why =
+      "outcome unknown: the agent ended while the StartRequests POST was in flight; not sent again (the event starts at NotBefore at the latest)";
     const nowMs = clock.now();
     ledger.transaction(() => {
-      this.options.context.append([interruptedApprovalRecord(record, this.options.context.vm(), why, nowMs, agentVersion)]);
+      this.options.context.append([
+        interruptedApprovalRecord(record, this.options.context.vm(), why, nowMs, agentVersion),
+      ]);
       ledger.setStatus(row.actionKey, "interrupted", why, nowMs);
     });
     metrics.approvals.inc({ outcome: "interrupted" });
-    logger.warn({ eventId: record.EventId }, "an approval was in flight when the agent last stopped; its outcome is unknown and it is not sent again");
+    logger.warn(
+      { eventId: record.EventId },
+      "an approval was in flight when the agent last stopped; its outcome is unknown and it is not sent again",
+    );
   }
 
   async run(row: ActionRow, stopping: AbortSignal): Promise<void> {
@@ -71,7 +87,8 @@ export class ApprovalAction implements Action {
     const asked = holds.find((h) => h.verdict === "approve");
     if (this.options.policy.mode === "off" && !asked) return skip("approval is off");
     const current = ledger.committedEventStatus(row.eventKey);
-    if (current !== "Scheduled") return skip(current === undefined ? "the event has ended" : `the event is ${current} now`);
+    if (current !== "Scheduled")
+      return skip(current === undefined ? "the event has ended" : `the event is ${current} now`);
     const decision = asked ? this.askedDecision(row, asked, holds) : this.rulesDecision(row, record, holds);
     if (!decision.approve) return skip(decision.reason);
     const cutOff = cutOffAfterGrace(stopping, this.options.context);
@@ -83,27 +100,45 @@ export class ApprovalAction implements Action {
   }
 
   private alreadyApproved(eventKey: string): boolean {
-    return this.options.context.ledger.legacyApproved(eventKey) || this.options.context.ledger.get(approvalKey(eventKey))?.status === "approved";
+    return (
+      this.options.context.ledger.legacyApproved(eventKey) ||
+      this.options.context.ledger.get(approvalKey(eventKey))?.status === "approved"
+    );
   }
 
   /** By the rules; with `requirePrepareHookSuccess`, every hold (the prepare hooks) must have been released without failing. */
   private rulesDecision(row: ActionRow, record: TransitionRecord, holds: readonly Hold[]): ApprovalDecision {
     const { ledger, vm } = this.options.context;
     const prepareSucceeded = holds.every((h) => h.verdict !== "failed");
-    return decideApproval(record, vm().VmName, this.options.policy, ledger.legacyApproved(row.eventKey), prepareSucceeded);
+    return decideApproval(
+      record,
+      vm().VmName,
+      this.options.policy,
+      ledger.legacyApproved(row.eventKey),
+      prepareSucceeded,
+    );
   }
 
   /** A holder asked for the approval (drain-then-approve): no rule is needed, even with approval off. */
   private askedDecision(row: ActionRow, asked: Hold, holds: readonly Hold[]): ApprovalDecision {
     if (this.options.context.ledger.legacyApproved(row.eventKey)) return { approve: false, reason: "already approved" };
     if (this.options.policy.requirePrepareHookSuccess && holds.some((h) => h.verdict === "failed")) {
-      return { approve: false, reason: `${asked.reason || "asked for"}, but a prepare hook did not succeed (requirePrepareHookSuccess)` };
+      return {
+        approve: false,
+        reason: `${asked.reason || "asked for"}, but a prepare hook did not succeed (requirePrepareHookSuccess)`,
+      };
     }
     return { approve: true, reason: asked.reason || `asked for by ${asked.holder}` };
   }
 
   /** The POST, its Approval record and the row's new state; the intent is durable before anything is sent. */
-  private async post(row: ActionRow, record: TransitionRecord, reason: string, stopping: AbortSignal, cutOff: AbortSignal): Promise<void> {
+  private async post(
+    row: ActionRow,
+    record: TransitionRecord,
+    reason: string,
+    stopping: AbortSignal,
+    cutOff: AbortSignal,
+  ): Promise<void> {
     const { ledger, clock, logger, metrics, agentVersion, postStartRequest } = this.options.context;
     const attempts = this.options.attempts ?? 3;
     const target = { ...record, reason };
@@ -112,7 +147,16 @@ export class ApprovalAction implements Action {
       const mode = this.options.policy.mode === "dry-run" ? "dry-run" : "on"; // asked for with approval off: still approves
       // A POST found `running` at start-up is never repeated.
       if (mode === "on") ledger.setStatus(row.actionKey, "running", "", clock.now(), true);
-      const result = await attemptApproval([target], { vm, mode, postStartRequest, agentVersion, logger, metrics, clock, signal: cutOff });
+      const result = await attemptApproval([target], {
+        vm,
+        mode,
+        postStartRequest,
+        agentVersion,
+        logger,
+        metrics,
+        clock,
+        signal: cutOff,
+      });
       const nowMs = clock.now();
       const settle = (records: ApprovalRecord[], status: ActionRow["status"], why: string): void =>
         ledger.transaction(() => {
@@ -149,7 +193,10 @@ export class ApprovalAction implements Action {
 }
 
 /** A signal that aborts `approvalStopGraceMs` after `stopping` does (a POST in flight gets that long to be answered). */
-function cutOffAfterGrace(stopping: AbortSignal, { clock }: Pick<ActionContext, "clock">): { signal: AbortSignal; dispose(): void } {
+function cutOffAfterGrace(
+  stopping: AbortSignal,
+  { clock }: Pick<ActionContext, "clock">,
+): { signal: AbortSignal; dispose(): void } {
   const cutOff = new AbortController();
   const disposed = new AbortController();
   const onStop = (): void => {

@@ -43,7 +43,12 @@ export function approvalRecordId(vmId: string, eventId: string, outcome: Approva
   return deterministicUuid(vmId, eventId.toLowerCase(), "Approval", outcome);
 }
 
-const metricOutcome: Record<ApprovalRecord["Outcome"], string> = { Approved: "approved", Failed: "failed", DryRun: "dry_run", Interrupted: "interrupted" };
+const metricOutcome: Record<ApprovalRecord["Outcome"], string> = {
+  Approved: "approved",
+  Failed: "failed",
+  DryRun: "dry_run",
+  Interrupted: "interrupted",
+};
 
 /**
  * What became of the POST: `approved` (2xx); `refused` (IMDS answered otherwise: it did not start the event, a new
@@ -69,7 +74,10 @@ export async function approveEvents(targets: readonly ApprovalTarget[], deps: Ap
 }
 
 /** `approveEvents`, also saying whether the POST certainly did or did not reach IMDS (see `ApprovalDelivery`). */
-export async function attemptApproval(targets: readonly ApprovalTarget[], deps: ApproverDeps): Promise<ApprovalAttempt> {
+export async function attemptApproval(
+  targets: readonly ApprovalTarget[],
+  deps: ApproverDeps,
+): Promise<ApprovalAttempt> {
   if (targets.length === 0) return { records: [], delivery: deps.mode === "dry-run" ? "dry-run" : "not-sent" };
   const clock = deps.clock ?? systemClock;
   const eventIds = targets.map((t) => t.EventId);
@@ -102,23 +110,21 @@ export async function attemptApproval(targets: readonly ApprovalTarget[], deps: 
     }
   }
   const timeGenerated = new Date(clock.now()).toISOString();
-  const records = targets.map(
-    (t): ApprovalRecord => ({
-      ...deps.vm,
-      RecordId: approvalRecordId(recordSource(deps.vm), t.EventId, outcome),
-      RecordType: "Approval",
-      TimeGenerated: timeGenerated,
-      ObservedAt: timeGenerated,
-      EventId: t.EventId,
-      EventType: t.EventType,
-      EventStatus: t.EventStatus,
-      DocumentIncarnation: t.DocumentIncarnation,
-      Outcome: outcome,
-      HttpStatus: httpStatus,
-      Detail: `${detail} (${t.reason})`,
-      AgentVersion: deps.agentVersion,
-    }),
-  );
+  const records = targets.map((t): ApprovalRecord => ({
+    ...deps.vm,
+    RecordId: approvalRecordId(recordSource(deps.vm), t.EventId, outcome),
+    RecordType: "Approval",
+    TimeGenerated: timeGenerated,
+    ObservedAt: timeGenerated,
+    EventId: t.EventId,
+    EventType: t.EventType,
+    EventStatus: t.EventStatus,
+    DocumentIncarnation: t.DocumentIncarnation,
+    Outcome: outcome,
+    HttpStatus: httpStatus,
+    Detail: `${detail} (${t.reason})`,
+    AgentVersion: deps.agentVersion,
+  }));
   deps.metrics?.approvals.inc({ outcome: metricOutcome[outcome] }, targets.length);
   const log = { eventIds, outcome, httpStatus };
   if (outcome === "Failed") deps.logger.warn({ ...log, detail }, "approval failed");
@@ -130,7 +136,13 @@ export async function attemptApproval(targets: readonly ApprovalTarget[], deps: 
  * The report for an approval whose POST was in flight when the agent died or stopped: Outcome Interrupted, HttpStatus 0.
  * Its outcome is unknown, so it is never sent again (see README.md in this folder, "Actions are persisted").
  */
-export function interruptedApprovalRecord(target: Omit<ApprovalTarget, "reason">, vm: RecordIdentity, detail: string, nowMs: number, agentVersion: string): ApprovalRecord {
+export function interruptedApprovalRecord(
+  target: Omit<ApprovalTarget, "reason">,
+  vm: RecordIdentity,
+  detail: string,
+  nowMs: number,
+  agentVersion: string,
+): ApprovalRecord {
   return {
     ...vm,
     RecordId: approvalRecordId(recordSource(vm), target.EventId, "Interrupted"),

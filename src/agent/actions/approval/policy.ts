@@ -11,11 +11,22 @@ export type ApprovalMode = (typeof approvalModes)[number];
 /** One rule: an event matches when every condition given holds. A rule with no condition is refused (it would approve everything). */
 export const approvalRuleSchema = z
   .strictObject({
-    eventSource: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), { description: "EventSource values (case-insensitive), e.g. `[\"User\"]`." }),
-    eventType: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), { description: "EventType values (case-insensitive), e.g. `[\"Freeze\"]`." }),
-    minDurationSeconds: documented(z.optional(z.number().check(z.int())), { description: "`DurationInSeconds` ≥ this (inclusive; IMDS uses -1 for unknown)." }),
-    maxDurationSecondsExclusive: documented(z.optional(z.number().check(z.int())), { description: "`DurationInSeconds` < this (exclusive).", unit: "seconds" }),
-    affectsThisVm: documented(z.optional(z.boolean()), { description: "This VM's name is (true) or is not (false) in `Resources`." }),
+    eventSource: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), {
+      description: 'EventSource values (case-insensitive), e.g. `["User"]`.',
+    }),
+    eventType: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), {
+      description: 'EventType values (case-insensitive), e.g. `["Freeze"]`.',
+    }),
+    minDurationSeconds: documented(z.optional(z.number().check(z.int())), {
+      description: "`DurationInSeconds` ≥ this (inclusive; IMDS uses -1 for unknown).",
+    }),
+    maxDurationSecondsExclusive: documented(z.optional(z.number().check(z.int())), {
+      description: "`DurationInSeconds` < this (exclusive).",
+      unit: "seconds",
+    }),
+    affectsThisVm: documented(z.optional(z.boolean()), {
+      description: "This VM's name is (true) or is not (false) in `Resources`.",
+    }),
   })
   .check(
     z.refine((rule) => Object.values(rule).some((v) => v !== undefined), {
@@ -25,10 +36,20 @@ export const approvalRuleSchema = z
 export type ApprovalRule = z.infer<typeof approvalRuleSchema>;
 
 export const approvalPolicySchema = z.strictObject({
-  mode: documented(z._default(z.enum(approvalModes), "off"), { description: "`off`, `dry-run` (records `DryRun` Approval records, sends nothing), `on`." }),
-  rules: documented(z._default(z.array(approvalRuleSchema), []), { description: "Approve when any rule matches; a rule matches when all of its conditions hold (a rule without conditions is refused)." }),
-  approver: documented(z._default(z.enum(["first-resource", "this-vm"]), "first-resource"), { description: "`first-resource` (only the VM named first in `Resources` approves: one approver per fleet) or `this-vm` (every affected VM approves)." }),
-  requirePrepareHookSuccess: documented(z._default(z.boolean(), false), { description: "Approve only after every `Scheduled` hook for the event succeeded (drain, then approve)." }),
+  mode: documented(z._default(z.enum(approvalModes), "off"), {
+    description: "`off`, `dry-run` (records `DryRun` Approval records, sends nothing), `on`.",
+  }),
+  rules: documented(z._default(z.array(approvalRuleSchema), []), {
+    description:
+      "Approve when any rule matches; a rule matches when all of its conditions hold (a rule without conditions is refused).",
+  }),
+  approver: documented(z._default(z.enum(["first-resource", "this-vm"]), "first-resource"), {
+    description:
+      "`first-resource` (only the VM named first in `Resources` approves: one approver per fleet) or `this-vm` (every affected VM approves).",
+  }),
+  requirePrepareHookSuccess: documented(z._default(z.boolean(), false), {
+    description: "Approve only after every `Scheduled` hook for the event succeeded (drain, then approve).",
+  }),
 });
 export type ApprovalPolicy = z.infer<typeof approvalPolicySchema>;
 
@@ -60,7 +81,8 @@ export function ruleMatches(rule: ApprovalRule, event: EventFields, vmName: stri
   if (rule.eventSource && !inList(event.EventSource, rule.eventSource)) return false;
   if (rule.eventType && !inList(event.EventType, rule.eventType)) return false;
   if (rule.minDurationSeconds !== undefined && !(event.DurationInSeconds >= rule.minDurationSeconds)) return false;
-  if (rule.maxDurationSecondsExclusive !== undefined && !(event.DurationInSeconds < rule.maxDurationSecondsExclusive)) return false;
+  if (rule.maxDurationSecondsExclusive !== undefined && !(event.DurationInSeconds < rule.maxDurationSecondsExclusive))
+    return false;
   if (rule.affectsThisVm !== undefined && affectsVm(event.Resources, vmName) !== rule.affectsThisVm) return false;
   return true;
 }
@@ -96,7 +118,10 @@ export function decideApproval(
     return no(prepareHookSucceeded === false ? "a prepare hook failed" : "waiting for prepare hooks to succeed");
   }
   const who = policy.approver === "first-resource" ? "first in Resources" : "affected VM";
-  return { approve: true, reason: `rule ${index + 1} matches (${describeRule(policy.rules[index]!)}); this VM is ${who}` };
+  return {
+    approve: true,
+    reason: `rule ${index + 1} matches (${describeRule(policy.rules[index]!)}); this VM is ${who}`,
+  };
 }
 
 /** Short text form of a rule for logs and record details, e.g. `EventType in [Freeze], 0 <= DurationInSeconds < 9`. */

@@ -8,7 +8,8 @@ import { interruptedHookRecord, runHook, selectHooks, type HookConfig } from "./
 /** A hook with `onInterrupted: "rerun"` is started at most this many times in all. */
 export const maxHookRuns = 3;
 
-const hookKey = (record: TransitionRecord, hookName: string): string => `hook:${record.EventId.toLowerCase()}:${record.EventStatus}:${hookName}`;
+const hookKey = (record: TransitionRecord, hookName: string): string =>
+  `hook:${record.EventId.toLowerCase()}:${record.EventStatus}:${hookName}`;
 
 export class HooksAction implements Action {
   readonly kind = "hook";
@@ -27,17 +28,44 @@ export class HooksAction implements Action {
   plan(record: TransitionRecord): PlannedAction[] {
     const eventKey = record.EventId.toLowerCase();
     const recordJson = JSON.stringify(record);
-    return selectHooks(this.hooks, record).map((hook) => ({ actionKey: hookKey(record, hook.name), kind: this.kind, eventKey, eventStatus: record.EventStatus, name: hook.name, recordJson }));
+    return selectHooks(this.hooks, record).map((hook) => ({
+      actionKey: hookKey(record, hook.name),
+      kind: this.kind,
+      eventKey,
+      eventStatus: record.EventStatus,
+      name: hook.name,
+      recordJson,
+    }));
   }
 
   /** A hook found `running`: reported once (Interrupted), then re-run or left per its `onInterrupted`. */
   recover(row: ActionRow): void {
     const { clock, logger, metrics } = this.context;
     const record = JSON.parse(row.recordJson) as TransitionRecord;
-    const next = this.afterInterrupted(this.hooks.find((h) => h.name === row.name), row.attempts);
-    this.settleInterrupted(row.name, row, record, `interrupted: the agent ended while it ran (run ${row.attempts}); ${next.why}`, row.attempts, next, clock.now());
+    const next = this.afterInterrupted(
+      this.hooks.find((h) => h.name === row.name),
+      row.attempts,
+    );
+    this.settleInterrupted(
+      row.name,
+      row,
+      record,
+      `interrupted: the agent ended while it ran (run ${row.attempts}); ${next.why}`,
+      row.attempts,
+      next,
+      clock.now(),
+    );
     metrics.hooks.inc({ outcome: "interrupted" });
-    logger.warn({ hook: row.name, eventId: record.EventId, eventStatus: record.EventStatus, run: row.attempts, next: next.status }, "hook was interrupted by the last stop");
+    logger.warn(
+      {
+        hook: row.name,
+        eventId: record.EventId,
+        eventStatus: record.EventStatus,
+        run: row.attempts,
+        next: next.status,
+      },
+      "hook was interrupted by the last stop",
+    );
   }
 
   async run(row: ActionRow, stopping: AbortSignal): Promise<void> {
@@ -54,17 +82,38 @@ export class HooksAction implements Action {
     const nowMs = clock.now();
     if (result.Outcome === "Interrupted") {
       const next = this.afterInterrupted(hook, run);
-      this.settleInterrupted(hook.name, row, record, `interrupted: the agent stopped while it ran (run ${run}); ${next.why}`, run, next, nowMs);
+      this.settleInterrupted(
+        hook.name,
+        row,
+        record,
+        `interrupted: the agent stopped while it ran (run ${run}); ${next.why}`,
+        run,
+        next,
+        nowMs,
+      );
       return;
     }
     ledger.transaction(() => {
       this.context.append([result]);
-      ledger.setStatus(row.actionKey, result.Outcome === "Succeeded" ? "succeeded" : "failed", result.Outcome === "Succeeded" ? "" : result.Detail, nowMs);
+      ledger.setStatus(
+        row.actionKey,
+        result.Outcome === "Succeeded" ? "succeeded" : "failed",
+        result.Outcome === "Succeeded" ? "" : result.Detail,
+        nowMs,
+      );
     });
   }
 
   /** The Interrupted record of run `run` and the row's next status, in one transaction. */
-  private settleInterrupted(name: string, row: ActionRow, record: TransitionRecord, detail: string, run: number, next: { status: "pending" | "interrupted"; why: string }, nowMs: number): void {
+  private settleInterrupted(
+    name: string,
+    row: ActionRow,
+    record: TransitionRecord,
+    detail: string,
+    run: number,
+    next: { status: "pending" | "interrupted"; why: string },
+    nowMs: number,
+  ): void {
     const { ledger, agentVersion } = this.context;
     ledger.transaction(() => {
       this.context.append([interruptedHookRecord(name, record, run, detail, nowMs, agentVersion)]);
@@ -72,7 +121,10 @@ export class HooksAction implements Action {
     });
   }
 
-  private afterInterrupted(hook: HookConfig | undefined, runs: number): { status: "pending" | "interrupted"; why: string } {
+  private afterInterrupted(
+    hook: HookConfig | undefined,
+    runs: number,
+  ): { status: "pending" | "interrupted"; why: string } {
     if (!hook) return { status: "interrupted", why: "the hook is no longer configured" };
     if (hook.onInterrupted === "skip") return { status: "interrupted", why: "not run again (onInterrupted: skip)" };
     if (runs >= maxHookRuns) return { status: "interrupted", why: `not run again: started ${runs} times (the most)` };

@@ -22,25 +22,42 @@ const exitToCloseGraceMs = 1000;
 export const hookInterruptedPolicies = ["skip", "rerun"] as const;
 
 export const hookSchema = z.strictObject({
-  name: documented(z.string().check(z.minLength(1)), { description: "Unique name: appears in records, logs and the RecordId." }),
-  on: documented(z.array(z.enum(["Scheduled", "Started", "Completed", "Canceled"])).check(z.minLength(1)), { description: "Statuses that trigger the hook: `Scheduled`, `Started`, `Completed`, `Canceled`." }),
+  name: documented(z.string().check(z.minLength(1)), {
+    description: "Unique name: appears in records, logs and the RecordId.",
+  }),
+  on: documented(z.array(z.enum(["Scheduled", "Started", "Completed", "Canceled"])).check(z.minLength(1)), {
+    description: "Statuses that trigger the hook: `Scheduled`, `Started`, `Completed`, `Canceled`.",
+  }),
   command: documented(
     z.array(z.string()).check(
       z.minLength(1),
       z.refine((argv) => argv[0] !== "", { message: "command[0] must name an executable" }),
     ),
-    { description: "Executable and arguments (`[\"/path/exe\", \"arg\"]`), run without a shell." },
+    { description: 'Executable and arguments (`["/path/exe", "arg"]`), run without a shell.' },
   ),
-  timeoutMs: documented(z._default(z.number().check(z.int(), z.positive()), defaultHookTimeoutMs), { description: "Run time limit; then the hook's process group gets SIGTERM, then SIGKILL after `killGraceMs`." }),
-  killGraceMs: documented(z._default(z.number().check(z.int(), z.nonnegative()), defaultHookKillGraceMs), { description: "Time between SIGTERM and SIGKILL." }),
-  eventTypes: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), { description: "Only these EventTypes (case-insensitive); all when absent." }),
-  affectsThisVmOnly: documented(z._default(z.boolean(), true), { description: "Only events whose `Resources` include this VM." }),
-  onInterrupted: documented(z._default(z.enum(hookInterruptedPolicies), "skip"), { description: "A run cut off by a crash, `kill -9` or a shutdown: `skip` reports it `Interrupted` and leaves it; `rerun` also runs it again (at most 3 runs in all)." }),
+  timeoutMs: documented(z._default(z.number().check(z.int(), z.positive()), defaultHookTimeoutMs), {
+    description: "Run time limit; then the hook's process group gets SIGTERM, then SIGKILL after `killGraceMs`.",
+  }),
+  killGraceMs: documented(z._default(z.number().check(z.int(), z.nonnegative()), defaultHookKillGraceMs), {
+    description: "Time between SIGTERM and SIGKILL.",
+  }),
+  eventTypes: documented(z.optional(z.array(z.string().check(z.minLength(1))).check(z.minLength(1))), {
+    description: "Only these EventTypes (case-insensitive); all when absent.",
+  }),
+  affectsThisVmOnly: documented(z._default(z.boolean(), true), {
+    description: "Only events whose `Resources` include this VM.",
+  }),
+  onInterrupted: documented(z._default(z.enum(hookInterruptedPolicies), "skip"), {
+    description:
+      "A run cut off by a crash, `kill -9` or a shutdown: `skip` reports it `Interrupted` and leaves it; `rerun` also runs it again (at most 3 runs in all).",
+  }),
 });
 export type HookConfig = z.infer<typeof hookSchema>;
 
 export const hooksConfigSchema = z._default(z.array(hookSchema), []).check(
-  z.refine((hooks) => new Set(hooks.map((h) => h.name)).size === hooks.length, { message: "hook names must be unique" }),
+  z.refine((hooks) => new Set(hooks.map((h) => h.name)).size === hooks.length, {
+    message: "hook names must be unique",
+  }),
 );
 export type HooksConfig = z.infer<typeof hooksConfigSchema>;
 
@@ -60,7 +77,13 @@ export function hookRecordId(vmId: string, eventId: string, eventStatus: string,
 }
 
 /** RecordId of the report that run number `attempt` of a hook was interrupted (one per interruption). */
-export function interruptedHookRecordId(vmId: string, eventId: string, eventStatus: string, hookName: string, attempt: number): string {
+export function interruptedHookRecordId(
+  vmId: string,
+  eventId: string,
+  eventStatus: string,
+  hookName: string,
+  attempt: number,
+): string {
   return deterministicUuid(vmId, eventId.toLowerCase(), eventStatus, "Hook", hookName, "Interrupted", String(attempt));
 }
 
@@ -111,7 +134,11 @@ interface ChildEnd {
  * SEF_* variables in the environment. Past `timeoutMs` the process (group) gets SIGTERM, then SIGKILL after
  * `killGraceMs`. Never throws: a command that cannot start is a `Failed` record with ExitCode -1.
  */
-export async function runHook(hook: HookConfig, record: TransitionRecord, options: RunHookOptions): Promise<HookRecord> {
+export async function runHook(
+  hook: HookConfig,
+  record: TransitionRecord,
+  options: RunHookOptions,
+): Promise<HookRecord> {
   const clock = options.clock ?? systemClock;
   const startedMs = clock.monotonicMs();
   const hookProcess = startHookProcess(hook, record, options.env);
@@ -124,7 +151,14 @@ export async function runHook(hook: HookConfig, record: TransitionRecord, option
   const detail = truncate(`${hook.name}: ${why}${stderrText ? `; stderr: ${stderrText}` : ""}`, maxDetailChars);
 
   options.metrics?.hooks.inc({ outcome: metricOutcome[outcome] });
-  const log = { hook: hook.name, eventId: record.EventId, eventStatus: record.EventStatus, outcome, exitCode, elapsedMs };
+  const log = {
+    hook: hook.name,
+    eventId: record.EventId,
+    eventStatus: record.EventStatus,
+    outcome,
+    exitCode,
+    elapsedMs,
+  };
   if (outcome === "Succeeded") options.logger.info(log, "hook finished");
   else options.logger.warn({ ...log, detail }, "hook did not succeed");
 
@@ -228,12 +262,20 @@ async function superviseHookProcess(
 }
 
 /** How a hook run ended, as a record's Outcome and the words for its Detail (pure). */
-function hookOutcome(end: ChildEnd, killedBy: "timeout" | "abort" | undefined, hook: HookConfig): { outcome: HookRecord["Outcome"]; why: string } {
-  if (end.spawnError) return { outcome: "Failed", why: `cannot start ${hook.command[0]}: ${spawnFailureText(end.spawnError)}` };
+function hookOutcome(
+  end: ChildEnd,
+  killedBy: "timeout" | "abort" | undefined,
+  hook: HookConfig,
+): { outcome: HookRecord["Outcome"]; why: string } {
+  if (end.spawnError)
+    return { outcome: "Failed", why: `cannot start ${hook.command[0]}: ${spawnFailureText(end.spawnError)}` };
   if (killedBy === "timeout") return { outcome: "TimedOut", why: `timed out after ${hook.timeoutMs} ms` };
   if (killedBy === "abort") return { outcome: "Interrupted", why: "interrupted: the agent stopped while it ran" };
   if (end.exitCode === 0) return { outcome: "Succeeded", why: "exit 0" };
-  return { outcome: "Failed", why: end.exitCode !== null ? `exit ${end.exitCode}` : `killed by ${end.signal ?? "a signal"}` };
+  return {
+    outcome: "Failed",
+    why: end.exitCode !== null ? `exit ${end.exitCode}` : `killed by ${end.signal ?? "a signal"}`,
+  };
 }
 
 /**
@@ -296,7 +338,12 @@ function hookRecord(record: TransitionRecord, result: HookResult): HookRecord {
   };
 }
 
-const metricOutcome: Record<HookRecord["Outcome"], string> = { Succeeded: "succeeded", Failed: "failed", TimedOut: "timed_out", Interrupted: "interrupted" };
+const metricOutcome: Record<HookRecord["Outcome"], string> = {
+  Succeeded: "succeeded",
+  Failed: "failed",
+  TimedOut: "timed_out",
+  Interrupted: "interrupted",
+};
 
 const spawnFailureReasons: Record<string, string> = {
   ENOENT: "no such file or directory",

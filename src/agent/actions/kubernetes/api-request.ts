@@ -85,20 +85,33 @@ export class ApiTransport {
   private async once(call: ApiCall, deadline: AbortSignal): Promise<ApiAnswer> {
     const prepared = await raceAbort(this.endpoint.prepare(), deadline).catch((err: unknown) => {
       if (deadline.aborted) throw err;
-      throw new KubeApiError(0, `could not get credentials (${this.endpoint.source}): ${(err as Error).message || String(err)}`);
+      throw new KubeApiError(
+        0,
+        `could not get credentials (${this.endpoint.source}): ${(err as Error).message || String(err)}`,
+      );
     });
     const payload = call.body === undefined ? undefined : Buffer.from(JSON.stringify(call.body));
     const headers: Record<string, string> = {
       ...prepared.headers,
       Accept: "application/json",
       "User-Agent": this.userAgent,
-      ...(payload ? { "Content-Type": call.contentType ?? "application/json", "Content-Length": String(payload.length) } : {}),
+      ...(payload
+        ? { "Content-Type": call.contentType ?? "application/json", "Content-Length": String(payload.length) }
+        : {}),
     };
-    const module = (this.endpoint.server.startsWith("https:") ? process.getBuiltinModule("node:https") : process.getBuiltinModule("node:http")) as typeof Https;
+    const module = (
+      this.endpoint.server.startsWith("https:")
+        ? process.getBuiltinModule("node:https")
+        : process.getBuiltinModule("node:http")
+    ) as typeof Https;
     return new Promise<ApiAnswer>((resolve, reject) => {
-      const request = module.request(`${this.endpoint.server}${call.path}`, { method: call.method, agent: prepared.agent as Https.Agent, headers, signal: deadline }, (response) => {
-        readAnswer(response).then(resolve, reject);
-      });
+      const request = module.request(
+        `${this.endpoint.server}${call.path}`,
+        { method: call.method, agent: prepared.agent as Https.Agent, headers, signal: deadline },
+        (response) => {
+          readAnswer(response).then(resolve, reject);
+        },
+      );
       request.on("error", reject);
       request.end(payload);
     });
@@ -133,7 +146,11 @@ async function readAnswer(response: Http.IncomingMessage): Promise<ApiAnswer> {
 /** The answer as a KubeApiError: `HTTP 403 on GET /api/v1/nodes/n1: <the Status's message>`. */
 export function errorOf(answer: ApiAnswer, what: string): KubeApiError {
   const status = (answer.body ?? {}) as StatusBody;
-  return new KubeApiError(answer.status, `HTTP ${answer.status} on ${what}: ${status.message ?? "no message"}`, status.reason);
+  return new KubeApiError(
+    answer.status,
+    `HTTP ${answer.status} on ${what}: ${status.message ?? "no message"}`,
+    status.reason,
+  );
 }
 
 function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {

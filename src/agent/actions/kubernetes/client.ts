@@ -70,10 +70,17 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
     },
     async listNodes(labelSelector) {
       const query = labelSelector === "" ? "" : `?labelSelector=${enc(labelSelector)}`;
-      return ((await api.json<{ items?: NodeJson[] }>({ method: "GET", path: `/api/v1/nodes${query}` })).items ?? []).map(nodeView);
+      return (
+        (await api.json<{ items?: NodeJson[] }>({ method: "GET", path: `/api/v1/nodes${query}` })).items ?? []
+      ).map(nodeView);
     },
     async patchNode(name, patch, resourceVersion) {
-      await api.json({ method: "PATCH", path: `/api/v1/nodes/${enc(name)}`, body: nodeMergePatch(patch, resourceVersion), contentType: mergePatch });
+      await api.json({
+        method: "PATCH",
+        path: `/api/v1/nodes/${enc(name)}`,
+        body: nodeMergePatch(patch, resourceVersion),
+        contentType: mergePatch,
+      });
     },
     async listPods(nodeName) {
       const path = `/api/v1/pods?fieldSelector=${enc(`spec.nodeName=${nodeName}`)}`;
@@ -81,10 +88,17 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
     },
     async evict(pod, gracePeriodSeconds) {
       const path = `/api/v1/namespaces/${enc(pod.namespace)}/pods/${enc(pod.name)}/eviction`;
-      return evictionOutcomeOf(await api.send({ method: "POST", path, body: evictionBody(pod, gracePeriodSeconds) }), Date.now());
+      return evictionOutcomeOf(
+        await api.send({ method: "POST", path, body: evictionBody(pod, gracePeriodSeconds) }),
+        Date.now(),
+      );
     },
     async nodeEvent(node, reason, message, type) {
-      await api.json({ method: "POST", path: "/api/v1/namespaces/default/events", body: nodeEventBody(node, reason, message, type, new Date()) });
+      await api.json({
+        method: "POST",
+        path: "/api/v1/namespaces/default/events",
+        body: nodeEventBody(node, reason, message, type, new Date()),
+      });
     },
     close() {
       api.close();

@@ -42,7 +42,13 @@ export class ClusterApproval {
     const nodeName = this.host.io.nodeName;
     let named = state.named;
     if (named === undefined && record.Resources.length > 1) {
-      if (this.host.clock.now() >= this.host.deadlineMs(record, state)) return this.host.release(row, state, "decline", "the nodes the event names could not be listed before the deadline; the event starts at NotBefore");
+      if (this.host.clock.now() >= this.host.deadlineMs(record, state))
+        return this.host.release(
+          row,
+          state,
+          "decline",
+          "the nodes the event names could not be listed before the deadline; the event starts at NotBefore",
+        );
       named = namedNodes(record.Resources, await this.host.api().listNodes(""));
       state = { ...state, named };
       this.host.saveState(row, state);
@@ -50,23 +56,49 @@ export class ClusterApproval {
     const step = settleStep({ policy, drained: state.phase === "drained", thisNode: nodeName, named });
     if ("waitFor" in step) return this.startWaiting(row, record, state, policy, step.waitFor);
     if (named !== undefined && named.nodes.length > 1) await this.announceApprover(row, record, state, policy, named);
-    if (step.release !== "approve" && policy === "drain-then-approve") logger.info({ eventId: record.EventId, verdict: step.release, why: step.reason || "the approval rules decide" }, "not approving after the drain");
+    if (step.release !== "approve" && policy === "drain-then-approve")
+      logger.info(
+        { eventId: record.EventId, verdict: step.release, why: step.reason || "the approval rules decide" },
+        "not approving after the drain",
+      );
     return this.host.release(row, state, step.release, step.reason);
   }
 
   /** A node that does not approve a multi-node event says which one does (a Waiting record and a Node Event). */
-  private async announceApprover(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, named: NamedNodes): Promise<void> {
+  private async announceApprover(
+    row: ActionRow,
+    record: TransitionRecord,
+    state: NodeActionState,
+    policy: NodePolicy,
+    named: NamedNodes,
+  ): Promise<void> {
     const approver = named.nodes[0]!.node;
     if (approver === this.host.io.nodeName) return;
     const nodes = named.nodes.map((n) => n.node);
     const node = await this.host.io.readNode();
-    await this.host.io.nodeEvent(node, "ScheduledEventWaiting", `${record.EventType} ${record.EventId} names ${nodes.length} nodes of this cluster: ${approver} approves it once all have drained`, "Normal");
-    const detail = { policy, nodesNamed: nodes, ...(named.outside.length > 0 ? { outsideCluster: named.outside } : {}), approver };
+    await this.host.io.nodeEvent(
+      node,
+      "ScheduledEventWaiting",
+      `${record.EventType} ${record.EventId} names ${nodes.length} nodes of this cluster: ${approver} approves it once all have drained`,
+      "Normal",
+    );
+    const detail = {
+      policy,
+      nodesNamed: nodes,
+      ...(named.outside.length > 0 ? { outsideCluster: named.outside } : {}),
+      approver,
+    };
     this.host.commitStep(row, state, this.host.io.record(record, "Scheduled", "Waiting", detail, 0));
   }
 
   /** The approving node of a multi-node event starts waiting for the other named nodes to drain. */
-  private async startWaiting(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, others: string[]): Promise<number> {
+  private async startWaiting(
+    row: ActionRow,
+    record: TransitionRecord,
+    state: NodeActionState,
+    policy: NodePolicy,
+    others: string[],
+  ): Promise<number> {
     const undrained = await this.undrained(others, record.EventId);
     const next: NodeActionState = { ...state, phase: "waiting", waitingFor: undrained };
     if (undrained.length === 0) return this.wait(row, record, next, policy);
@@ -74,8 +106,19 @@ export class ClusterApproval {
     const nodes = named.nodes.map((n) => n.node);
     const node = await this.host.io.readNode();
     const text = waitingText(nodes, undrained);
-    await this.host.io.nodeEvent(node, "ScheduledEventWaiting", `${record.EventType} ${record.EventId}: ${text}; this node approves it once all have drained`, "Normal");
-    const detail = { policy, nodesNamed: nodes, ...(named.outside.length > 0 ? { outsideCluster: named.outside } : {}), approver: this.host.io.nodeName, waitingFor: undrained };
+    await this.host.io.nodeEvent(
+      node,
+      "ScheduledEventWaiting",
+      `${record.EventType} ${record.EventId}: ${text}; this node approves it once all have drained`,
+      "Normal",
+    );
+    const detail = {
+      policy,
+      nodesNamed: nodes,
+      ...(named.outside.length > 0 ? { outsideCluster: named.outside } : {}),
+      approver: this.host.io.nodeName,
+      waitingFor: undrained,
+    };
     this.host.commitStep(row, next, this.host.io.record(record, "Scheduled", "Waiting", detail, 0));
     this.host.logger.info({ eventId: record.EventId, waitingFor: undrained }, text);
     return 0;
@@ -89,24 +132,52 @@ export class ClusterApproval {
     const deadlineMs = this.host.deadlineMs(record, state);
     const step = waitStep(policy, nodes, undrained, clock.now(), deadlineMs);
     if ("waitingFor" in step) {
-      if (step.waitingFor.length !== (state.waitingFor ?? []).length) this.host.saveState(row, { ...state, waitingFor: step.waitingFor });
+      if (step.waitingFor.length !== (state.waitingFor ?? []).length)
+        this.host.saveState(row, { ...state, waitingFor: step.waitingFor });
       return Math.max(50, Math.min(podPollMs, deadlineMs - clock.now()));
     }
     if (step.release === "decline") await this.notApproved(row, record, state, policy, undrained, step.reason);
     else {
       const node = await this.host.io.readNode();
-      await this.host.io.nodeEvent(node, "ScheduledEventNodesDrained", `${record.EventType} ${record.EventId}: ${step.reason}`, "Normal");
+      await this.host.io.nodeEvent(
+        node,
+        "ScheduledEventNodesDrained",
+        `${record.EventType} ${record.EventId}: ${step.reason}`,
+        "Normal",
+      );
     }
     return this.host.release(row, { ...state, waitingFor: undrained }, step.release, step.reason);
   }
 
   /** The wait ended at the deadline with nodes still draining: a NotApproved record and a Warning Event. */
-  private async notApproved(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, undrained: string[], reason: string): Promise<void> {
+  private async notApproved(
+    row: ActionRow,
+    record: TransitionRecord,
+    state: NodeActionState,
+    policy: NodePolicy,
+    undrained: string[],
+    reason: string,
+  ): Promise<void> {
     const node = await this.host.io.readNode();
-    await this.host.io.nodeEvent(node, "ScheduledEventNotApproved", `${record.EventType} ${record.EventId}: ${reason}`, "Warning");
+    await this.host.io.nodeEvent(
+      node,
+      "ScheduledEventNotApproved",
+      `${record.EventType} ${record.EventId}: ${reason}`,
+      "Warning",
+    );
     this.host.logger.warn({ eventId: record.EventId, waitingFor: undrained }, reason);
     const nodes = (state.named?.nodes ?? []).map((n) => n.node);
-    this.host.commitStep(row, state, this.host.io.record(record, "Scheduled", "NotApproved", { policy, nodesNamed: nodes, approver: this.host.io.nodeName, waitingFor: undrained, reason }, 0));
+    this.host.commitStep(
+      row,
+      state,
+      this.host.io.record(
+        record,
+        "Scheduled",
+        "NotApproved",
+        { policy, nodesNamed: nodes, approver: this.host.io.nodeName, waitingFor: undrained, reason },
+        0,
+      ),
+    );
   }
 
   /** The nodes among `nodes` whose mark does not say they drained for the event (a node gone from the cluster holds nothing). */

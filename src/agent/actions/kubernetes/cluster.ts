@@ -36,7 +36,10 @@ export interface NamedNodes {
 }
 
 /** Which of the event's VMs (`resources`) are nodes of the cluster (`clusterNodes`), case-insensitively. */
-export function namedNodes(resources: readonly string[], clusterNodes: ReadonlyArray<{ name: string; providerID: string }>): NamedNodes {
+export function namedNodes(
+  resources: readonly string[],
+  clusterNodes: ReadonlyArray<{ name: string; providerID: string }>,
+): NamedNodes {
   const byVm = new Map<string, string>();
   for (const node of clusterNodes) {
     const vmName = vmNameOfProviderID(node.providerID);
@@ -82,20 +85,33 @@ const list = (nodes: readonly string[]): string => nodes.join(", ");
 export function settleStep({ policy, drained, thisNode, named }: SettleInput): SettleStep {
   const nodes = named?.nodes.map((n) => n.node) ?? [thisNode];
   if (!nodes.includes(thisNode)) {
-    return { release: "decline", reason: `this node (${thisNode}) is not among the nodes the event names; it leaves the approval to them` };
+    return {
+      release: "decline",
+      reason: `this node (${thisNode}) is not among the nodes the event names; it leaves the approval to them`,
+    };
   }
   const elected = nodes[0]!;
   if (elected !== thisNode) {
-    return { release: "decline", reason: `the event names ${nodes.length} nodes of this cluster (${list(nodes)}): ${elected} approves it once all have drained` };
+    return {
+      release: "decline",
+      reason: `the event names ${nodes.length} nodes of this cluster (${list(nodes)}): ${elected} approves it once all have drained`,
+    };
   }
   const others = nodes.filter((n) => n !== thisNode);
   if (!policyIncludes(policy, "drain")) return { release: "done", reason: "" };
   if (!drained) {
-    return others.length > 0 ? { release: "decline", reason: "this node's drain is incomplete: the event is not approved before NotBefore" } : { release: "done", reason: "" };
+    return others.length > 0
+      ? { release: "decline", reason: "this node's drain is incomplete: the event is not approved before NotBefore" }
+      : { release: "done", reason: "" };
   }
   if (others.length > 0) return { waitFor: others };
-  const outside = named !== undefined && named.outside.length > 0 ? `; outside this cluster, not waited for: ${list(named.outside)}` : "";
-  return policy === "drain-then-approve" ? { release: "approve", reason: `${drainedReason}${outside}` } : { release: "done", reason: "" };
+  const outside =
+    named !== undefined && named.outside.length > 0
+      ? `; outside this cluster, not waited for: ${list(named.outside)}`
+      : "";
+  return policy === "drain-then-approve"
+    ? { release: "approve", reason: `${drainedReason}${outside}` }
+    : { release: "done", reason: "" };
 }
 
 /** What the elected node does while it waits for the others: go on waiting, release the approval, or give up at the deadline. */
@@ -105,12 +121,22 @@ export type WaitStep = { waitingFor: string[] } | { release: HoldVerdict; reason
  * The elected node's wait: released (`approve` under drain-then-approve, else `done` for the rules) once no named node
  * is left undrained; `decline` once the deadline has passed with nodes still draining (the event starts at NotBefore).
  */
-export function waitStep(policy: NodePolicy, allNodes: readonly string[], undrained: readonly string[], nowMs: number, deadlineMs: number): WaitStep {
+export function waitStep(
+  policy: NodePolicy,
+  allNodes: readonly string[],
+  undrained: readonly string[],
+  nowMs: number,
+  deadlineMs: number,
+): WaitStep {
   if (undrained.length === 0) {
     const reason = `every node the event names has drained (${allNodes.length} of ${allNodes.length}: ${list(allNodes)})`;
     return { release: policy === "drain-then-approve" ? "approve" : "done", reason };
   }
-  if (nowMs >= deadlineMs) return { release: "decline", reason: `not every node had drained by the deadline: ${waitingText(allNodes, undrained)}; the event starts at NotBefore` };
+  if (nowMs >= deadlineMs)
+    return {
+      release: "decline",
+      reason: `not every node had drained by the deadline: ${waitingText(allNodes, undrained)}; the event starts at NotBefore`,
+    };
   return { waitingFor: [...undrained] };
 }
 

@@ -53,7 +53,8 @@ export async function loadKubeEndpoint(options: EndpointOptions): Promise<KubeEn
   const { load } = await import("js-yaml");
   const document = load(readFileSync(options.kubeconfig, "utf8")) as Record<string, unknown> | null;
   const entry = await currentEntry(document ?? {});
-  if (needsWholeKubeConfig(entry.cluster, entry.user, entry.rawUser)) return wholeKubeConfigEndpoint(options.kubeconfig);
+  if (needsWholeKubeConfig(entry.cluster, entry.user, entry.rawUser))
+    return wholeKubeConfigEndpoint(options.kubeconfig);
   return kubeconfigEndpoint(options, entry, dirname(options.kubeconfig));
 }
 
@@ -69,12 +70,20 @@ async function currentEntry(document: Record<string, unknown>): Promise<Kubeconf
   const { newClusters, newContexts, newUsers } = await import("@kubernetes/client-node/dist/config_types.js");
   const contextName = document["current-context"];
   const context = newContexts(document.contexts).find((c) => c.name === contextName);
-  if (context === undefined) throw new KubeCredentialsError(`kubeconfig: current-context "${String(contextName)}" is not among its contexts`);
+  if (context === undefined)
+    throw new KubeCredentialsError(`kubeconfig: current-context "${String(contextName)}" is not among its contexts`);
   const cluster = newClusters(document.clusters).find((c) => c.name === context.cluster);
-  if (cluster === undefined) throw new KubeCredentialsError(`kubeconfig: context "${context.name}" names cluster "${context.cluster}", which is not in it`);
-  const rawUsers = Array.isArray(document.users) ? (document.users as Array<{ name?: string; user?: Record<string, unknown> }>) : [];
+  if (cluster === undefined)
+    throw new KubeCredentialsError(
+      `kubeconfig: context "${context.name}" names cluster "${context.cluster}", which is not in it`,
+    );
+  const rawUsers = Array.isArray(document.users)
+    ? (document.users as Array<{ name?: string; user?: Record<string, unknown> }>)
+    : [];
   const rawUser = rawUsers.find((u) => u.name === context.user)?.user ?? {};
-  const user = newUsers(rawUsers.map((u) => ({ ...u, user: withoutTokenFile(u.user) }))).find((u) => u.name === context.user) ?? { name: "" };
+  const user = newUsers(rawUsers.map((u) => ({ ...u, user: withoutTokenFile(u.user) }))).find(
+    (u) => u.name === context.user,
+  ) ?? { name: "" };
   return { cluster, user, rawUser };
 }
 
@@ -87,7 +96,9 @@ function withoutTokenFile(user: Record<string, unknown> | undefined): Record<str
 
 /** Auth-provider plugins (oidc, azure, gcp), basic auth, impersonation and proxies: client-node's KubeConfig does those. */
 function needsWholeKubeConfig(cluster: Cluster, user: User, rawUser: Record<string, unknown>): boolean {
-  return Boolean(cluster.proxyUrl || user.authProvider || user.username || user.impersonateUser || rawUser["auth-provider"]);
+  return Boolean(
+    cluster.proxyUrl || user.authProvider || user.username || user.impersonateUser || rawUser["auth-provider"],
+  );
 }
 
 interface Authenticator {
@@ -98,12 +109,24 @@ interface Authenticator {
 /** Builds the authenticator a user needs (client-node's ExecAuth or FileAuth), fresh: no cached credential. */
 type AuthenticatorFactory = () => Promise<Authenticator | undefined>;
 
-async function kubeconfigEndpoint(options: EndpointOptions, entry: KubeconfigEntry, root: string): Promise<KubeEndpoint> {
+async function kubeconfigEndpoint(
+  options: EndpointOptions,
+  entry: KubeconfigEntry,
+  root: string,
+): Promise<KubeEndpoint> {
   const { cluster, user, rawUser } = entry;
-  const absolute = (file: string | undefined): string | undefined => (file === undefined || isAbsolute(file) ? file : join(root, file));
-  const tokenFile = typeof rawUser["token-file"] === "string" && !user.token ? absolute(rawUser["token-file"]) : undefined;
-  const fileUser: User | undefined = tokenFile ? { name: user.name, authProvider: { name: "tokenFile", config: { tokenFile } } } : undefined;
-  const factory: AuthenticatorFactory = user.exec ? () => execAuthenticator(options.execTimeoutMs) : fileUser ? fileAuthenticator : async () => undefined;
+  const absolute = (file: string | undefined): string | undefined =>
+    file === undefined || isAbsolute(file) ? file : join(root, file);
+  const tokenFile =
+    typeof rawUser["token-file"] === "string" && !user.token ? absolute(rawUser["token-file"]) : undefined;
+  const fileUser: User | undefined = tokenFile
+    ? { name: user.name, authProvider: { name: "tokenFile", config: { tokenFile } } }
+    : undefined;
+  const factory: AuthenticatorFactory = user.exec
+    ? () => execAuthenticator(options.execTimeoutMs)
+    : fileUser
+      ? fileAuthenticator
+      : async () => undefined;
   const tls: Https.AgentOptions = {
     ...(cluster.skipTLSVerify ? { rejectUnauthorized: false } : {}),
     ...(cluster.tlsServerName ? { servername: cluster.tlsServerName } : {}),
@@ -111,7 +134,15 @@ async function kubeconfigEndpoint(options: EndpointOptions, entry: KubeconfigEnt
     ...optional("cert", fileOrData(absolute(user.certFile), user.certData)),
     ...optional("key", fileOrData(absolute(user.keyFile), user.keyData)),
   };
-  const describe = user.exec ? "kubeconfig (exec plugin)" : tokenFile ? "kubeconfig (token file)" : user.token ? "kubeconfig (token)" : user.certData || user.certFile ? "kubeconfig (client certificate)" : "kubeconfig";
+  const describe = user.exec
+    ? "kubeconfig (exec plugin)"
+    : tokenFile
+      ? "kubeconfig (token file)"
+      : user.token
+        ? "kubeconfig (token)"
+        : user.certData || user.certFile
+          ? "kubeconfig (client certificate)"
+          : "kubeconfig";
   return authenticatedEndpoint(cluster, fileUser ?? user, tls, factory, describe);
 }
 
@@ -119,18 +150,38 @@ function inClusterEndpoint(options: EndpointOptions): KubeEndpoint {
   const env = options.env ?? process.env;
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
-  if (!host || !port) throw new KubeCredentialsError("in-cluster credentials: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a pod? set kubernetes.kubeconfig)");
+  if (!host || !port)
+    throw new KubeCredentialsError(
+      "in-cluster credentials: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a pod? set kubernetes.kubeconfig)",
+    );
   const dir = `${options.inClusterPathPrefix ?? ""}${serviceAccountDir}`;
-  const cluster: Cluster = { name: "inCluster", server: `https://${host.includes(":") ? `[${host}]` : host}:${port}`, skipTLSVerify: false };
-  const user: User = { name: "inClusterUser", authProvider: { name: "tokenFile", config: { tokenFile: `${dir}/token` } } };
+  const cluster: Cluster = {
+    name: "inCluster",
+    server: `https://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    skipTLSVerify: false,
+  };
+  const user: User = {
+    name: "inClusterUser",
+    authProvider: { name: "tokenFile", config: { tokenFile: `${dir}/token` } },
+  };
   return authenticatedEndpoint(cluster, user, { ca: readFileSync(`${dir}/ca.crt`) }, fileAuthenticator, "in-cluster");
 }
 
 /** One kept-alive agent with the cluster's TLS settings; an exec credential's client certificate replaces it. */
-function authenticatedEndpoint(cluster: Cluster, user: User, tls: Https.AgentOptions, factory: AuthenticatorFactory, source: string): KubeEndpoint {
+function authenticatedEndpoint(
+  cluster: Cluster,
+  user: User,
+  tls: Https.AgentOptions,
+  factory: AuthenticatorFactory,
+  source: string,
+): KubeEndpoint {
   const plain = cluster.server.startsWith("http:");
-  if (plain && !cluster.skipTLSVerify) throw new KubeCredentialsError(`kubeconfig: plain http to ${cluster.server} needs insecure-skip-tls-verify (as client-node asks)`);
-  const newAgent = (extra: Https.AgentOptions = {}): Http.Agent => (plain ? new (http().Agent)({ keepAlive: true }) : new (https().Agent)({ keepAlive: true, ...tls, ...extra }));
+  if (plain && !cluster.skipTLSVerify)
+    throw new KubeCredentialsError(
+      `kubeconfig: plain http to ${cluster.server} needs insecure-skip-tls-verify (as client-node asks)`,
+    );
+  const newAgent = (extra: Https.AgentOptions = {}): Http.Agent =>
+    plain ? new (http().Agent)({ keepAlive: true }) : new (https().Agent)({ keepAlive: true, ...tls, ...extra });
   let agent = newAgent();
   let agentCert: string | Buffer | undefined;
   let authenticator: Promise<Authenticator | undefined> | undefined;
@@ -169,7 +220,10 @@ async function fileAuthenticator(): Promise<Authenticator> {
 
 /** client-node's ExecAuth, its plugin run with a deadline (ExecAuth itself would wait for a hung plugin forever). */
 async function execAuthenticator(timeoutMs: number): Promise<Authenticator> {
-  const [{ ExecAuth }, { spawn }] = await Promise.all([import("@kubernetes/client-node/dist/exec_auth.js"), import("node:child_process")]);
+  const [{ ExecAuth }, { spawn }] = await Promise.all([
+    import("@kubernetes/client-node/dist/exec_auth.js"),
+    import("node:child_process"),
+  ]);
   const auth = new ExecAuth();
   // ExecAuth spawns through its `execFn` (the seam its own tests use): the same spawn, with a timeout and SIGKILL.
   (auth as unknown as { execFn: typeof spawn }).execFn = ((command: string, args: readonly string[], opts: object) =>

@@ -5,7 +5,17 @@ import type { Logger } from "pino";
 import type { Clock } from "../../util/clock.js";
 import type { EvictionOutcome, KubeApi } from "./client.js";
 import { gracePeriodSeconds, pdbRetryDelayMs, throttleWaitMs, type Taint } from "./plan.js";
-import { drainVerdict, podIdentity, podRef, selectEvictions, skippedFor, type DrainRules, type DrainVerdict, type EvictionSelection, type PodView } from "./pods.js";
+import {
+  drainVerdict,
+  podIdentity,
+  podRef,
+  selectEvictions,
+  skippedFor,
+  type DrainRules,
+  type DrainVerdict,
+  type EvictionSelection,
+  type PodView,
+} from "./pods.js";
 import type { EvictionMetricOutcome } from "./metrics.js";
 
 /** Evictions sent at once (a node of 100 pods is asked in 13 rounds of requests, not 100 in a row). */
@@ -156,7 +166,8 @@ class DrainRun {
   }
 
   notePdbHolds(nowMs: number): void {
-    for (const retry of this.retries.values()) if (this.pdbBlocked.has(retry.ref)) this.pdbHeldMs = Math.max(this.pdbHeldMs, nowMs - retry.firstRefusedAtMs);
+    for (const retry of this.retries.values())
+      if (this.pdbBlocked.has(retry.ref)) this.pdbHeldMs = Math.max(this.pdbHeldMs, nowMs - retry.firstRefusedAtMs);
   }
 
   result(verdict: Exclude<DrainVerdict, { kind: "continue" }>, selection: EvictionSelection): DrainResult {
@@ -175,7 +186,9 @@ class DrainRun {
     const { clock } = this.options;
     const toEvict = new Set(pods.map(podIdentity));
     for (const id of this.retries.keys()) if (!toEvict.has(id)) this.retries.delete(id); // gone, or no longer to evict
-    const due = pods.filter((pod) => (this.retries.get(podIdentity(pod))?.nextAtMs ?? Number.NEGATIVE_INFINITY) <= clock.monotonicMs());
+    const due = pods.filter(
+      (pod) => (this.retries.get(podIdentity(pod))?.nextAtMs ?? Number.NEGATIVE_INFINITY) <= clock.monotonicMs(),
+    );
     for (let i = 0; i < due.length; i += evictionConcurrency) {
       if (this.pausedUntilMs > clock.monotonicMs()) return; // throttled: the rest waits for the pause to end
       await Promise.all(due.slice(i, i + evictionConcurrency).map((pod) => this.evictOne(pod)));
@@ -206,7 +219,8 @@ class DrainRun {
     if (result.kind === "evicted") {
       this.evicted.push(ref);
       this.evictedIds.add(id);
-      if (retry && this.pdbBlocked.has(ref)) this.pdbHeldMs = Math.max(this.pdbHeldMs, clock.now() - retry.firstRefusedAtMs);
+      if (retry && this.pdbBlocked.has(ref))
+        this.pdbHeldMs = Math.max(this.pdbHeldMs, clock.now() - retry.firstRefusedAtMs);
       this.retries.delete(id);
     } else if (result.kind === "gone") this.retries.delete(id);
     else if (result.kind === "throttled") this.pauseFor(ref, result);
@@ -217,22 +231,43 @@ class DrainRun {
 
   /** A throttled eviction pauses every eviction for the bounded Retry-After; it is not a refusal of the pod. */
   private pauseFor(ref: string, result: Extract<EvictionOutcome, { kind: "throttled" }>): void {
-    const waitMs = throttleWaitMs(result.retryAfterMs, this.options.pdbRetryMaxMs, this.options.random?.() ?? Math.random());
+    const waitMs = throttleWaitMs(
+      result.retryAfterMs,
+      this.options.pdbRetryMaxMs,
+      this.options.random?.() ?? Math.random(),
+    );
     this.pausedUntilMs = Math.max(this.pausedUntilMs, this.options.clock.monotonicMs() + waitMs);
     this.throttled++;
-    const log = this.throttled === 1 ? this.options.logger.info.bind(this.options.logger) : this.options.logger.debug.bind(this.options.logger);
-    log({ pod: ref, retryAfterMs: result.retryAfterMs, waitMs, detail: result.message }, "the API server throttled an eviction (429, no disruption budget); evictions wait");
+    const log =
+      this.throttled === 1
+        ? this.options.logger.info.bind(this.options.logger)
+        : this.options.logger.debug.bind(this.options.logger);
+    log(
+      { pod: ref, retryAfterMs: result.retryAfterMs, waitMs, detail: result.message },
+      "the API server throttled an eviction (429, no disruption budget); evictions wait",
+    );
   }
 
   /** A PodDisruptionBudget refusal or a failed eviction: retried with backoff until the deadline. */
-  private retryLater(id: string, ref: string, result: Extract<EvictionOutcome, { kind: "pdb" | "error" }>, retry: PodRetry | undefined): void {
+  private retryLater(
+    id: string,
+    ref: string,
+    result: Extract<EvictionOutcome, { kind: "pdb" | "error" }>,
+    retry: PodRetry | undefined,
+  ): void {
     const { clock, logger, pdbRetryInitialMs, pdbRetryMaxMs } = this.options;
     const count = (retry?.retries ?? 0) + 1;
-    const nextAtMs = clock.monotonicMs() + pdbRetryDelayMs(count, pdbRetryInitialMs, pdbRetryMaxMs, this.options.random?.() ?? Math.random());
+    const nextAtMs =
+      clock.monotonicMs() +
+      pdbRetryDelayMs(count, pdbRetryInitialMs, pdbRetryMaxMs, this.options.random?.() ?? Math.random());
     this.retries.set(id, { ref, retries: count, nextAtMs, firstRefusedAtMs: retry?.firstRefusedAtMs ?? clock.now() });
     if (result.kind === "pdb") {
       this.pdbBlocked.add(ref);
-      if (count === 1) logger.info({ pod: ref, detail: result.message }, "a PodDisruptionBudget holds the pod; retrying until the deadline");
+      if (count === 1)
+        logger.info(
+          { pod: ref, detail: result.message },
+          "a PodDisruptionBudget holds the pod; retrying until the deadline",
+        );
       return;
     }
     const previous = this.errors.get(ref);

@@ -15,9 +15,12 @@ export const actionEntry: ActionEntry<KubernetesSettings | undefined> = {
     if (settings === undefined) return [];
     const problems: string[] = [];
     if (settings.nodeName === undefined && !env.NODE_NAME?.trim()) {
-      problems.push("kubernetes.nodeName: required when the environment variable NODE_NAME is not set (the chart sets it from the downward API)");
+      problems.push(
+        "kubernetes.nodeName: required when the environment variable NODE_NAME is not set (the chart sets it from the downward API)",
+      );
     }
-    if (settings.pdbRetryMaxMs < settings.pdbRetryInitialMs) problems.push("kubernetes.pdbRetryMaxMs: must be at least pdbRetryInitialMs");
+    if (settings.pdbRetryMaxMs < settings.pdbRetryInitialMs)
+      problems.push("kubernetes.pdbRetryMaxMs: must be at least pdbRetryInitialMs");
     return problems;
   },
   async create(settings, context) {

@@ -3,7 +3,15 @@
 // release's keys), the patches that put them on, and the undo of the marks whose events are over. The Node is the
 // truth for what sef left on it; the ledger is not needed to take it off.
 import { knownEventTypes } from "./settings.js";
-import { taintKeyFor, taintKeyPrefix, taintValueFor, type EventOnNode, type NodePatch, type NodeView, type Taint } from "./plan.js";
+import {
+  taintKeyFor,
+  taintKeyPrefix,
+  taintValueFor,
+  type EventOnNode,
+  type NodePatch,
+  type NodeView,
+  type Taint,
+} from "./plan.js";
 
 /**
  * One annotation per event: key `event.sef.azure.com/<taint-safe EventId>` (a DNS-subdomain prefix of sef's own and a
@@ -90,7 +98,17 @@ export function eventTypeOfTaintKey(key: string): string {
   return knownEventTypes.find((t) => t.toLowerCase() === name) ?? name;
 }
 
-const emptyMark = (eventId: string): SefMark => ({ eventId, eventType: "", notBefore: null, policy: "", cordoned: false, markedAt: "", drainedAt: null, annotationKeys: [], taints: [] });
+const emptyMark = (eventId: string): SefMark => ({
+  eventId,
+  eventType: "",
+  notBefore: null,
+  policy: "",
+  cordoned: false,
+  markedAt: "",
+  drainedAt: null,
+  annotationKeys: [],
+  taints: [],
+});
 
 /**
  * Adds what one annotation or taint says about an event's mark to the marks found so far: the first one read (the
@@ -138,7 +156,12 @@ export function marksOn(node: Pick<NodeView, "annotations" | "taints">): SefMark
     if (!key.startsWith(markAnnotationPrefix)) continue;
     // A value sef cannot read still marks the event its key names.
     const value = decodeMark(text);
-    merge(marks, { ...emptyMark(key.slice(markAnnotationPrefix.length)), ...value, drainedAt: value?.drainedAt ?? null, annotationKeys: [key] });
+    merge(marks, {
+      ...emptyMark(key.slice(markAnnotationPrefix.length)),
+      ...value,
+      drainedAt: value?.drainedAt ?? null,
+      annotationKeys: [key],
+    });
   }
   mergeLegacy(marks, node.annotations);
   for (const taint of node.taints) {
@@ -163,7 +186,12 @@ function annotationKeyFor(mark: SefMark | undefined, eventId: string): string {
   return mark?.annotationKeys.find((k) => k.startsWith(markAnnotationPrefix)) ?? markAnnotationKey(eventId);
 }
 
-function withTaint(node: Pick<NodeView, "taints">, event: Pick<EventOnNode, "EventId" | "EventType">, effect: "NoSchedule" | "NoExecute", nowIso: string): Taint[] {
+function withTaint(
+  node: Pick<NodeView, "taints">,
+  event: Pick<EventOnNode, "EventId" | "EventType">,
+  effect: "NoSchedule" | "NoExecute",
+  nowIso: string,
+): Taint[] {
   const key = taintKeyFor(event.EventType);
   const value = taintValueFor(event.EventId);
   const has = node.taints.some((t) => t.key === key && t.value === value && t.effect === effect);
@@ -176,7 +204,13 @@ function withTaint(node: Pick<NodeView, "taints">, event: Pick<EventOnNode, "Eve
  * the cordon on it is already sef's (another of sef's marks, or this event's from before a crash, claims it); an
  * operator's or AKS's cordon is never claimed. The node's other taints are kept (a merge patch replaces the list).
  */
-export function markPatch(node: NodeView, event: EventOnNode, policy: string, cordon: boolean, nowIso: string): NodePatch {
+export function markPatch(
+  node: NodeView,
+  event: EventOnNode,
+  policy: string,
+  cordon: boolean,
+  nowIso: string,
+): NodePatch {
   const marks = marksOn(node);
   const own = marks.find((m) => isMarkOf(m, event.EventId));
   const sefCordonOn = node.unschedulable && marks.some((m) => m.cordoned);
@@ -197,7 +231,13 @@ export function markPatch(node: NodeView, event: EventOnNode, policy: string, co
 }
 
 /** After a complete drain, in one patch: the mark says when the node drained, and the NoExecute taint when configured. */
-export function drainedPatch(node: NodeView, event: EventOnNode, policy: string, noExecute: boolean, nowIso: string): NodePatch {
+export function drainedPatch(
+  node: NodeView,
+  event: EventOnNode,
+  policy: string,
+  noExecute: boolean,
+  nowIso: string,
+): NodePatch {
   const own = markOf(node, event.EventId);
   const value: MarkValue = {
     eventId: event.EventId,
@@ -208,7 +248,10 @@ export function drainedPatch(node: NodeView, event: EventOnNode, policy: string,
     markedAt: own?.markedAt || nowIso,
     drainedAt: nowIso,
   };
-  return { taints: noExecute ? withTaint(node, event, "NoExecute", nowIso) : node.taints, annotations: { [annotationKeyFor(own, event.EventId)]: encodeMark(value) } };
+  return {
+    taints: noExecute ? withTaint(node, event, "NoExecute", nowIso) : node.taints,
+    annotations: { [annotationKeyFor(own, event.EventId)]: encodeMark(value) },
+  };
 }
 
 export interface UndoDecision {
@@ -242,13 +285,23 @@ export function undoMarks(node: NodeView, undo: (mark: SefMark) => boolean): Und
   const removed = marks.filter(undo);
   if (removed.length === 0) return { patch: undefined, undone: [], uncordon: false, keptCordonedBecause: undefined };
   const keptClaims = marks.filter((m) => !undo(m) && m.cordoned).length;
-  const reason = node.unschedulable ? keptCordonedReason(node, removed.some((m) => m.cordoned), keptClaims) : undefined;
+  const reason = node.unschedulable
+    ? keptCordonedReason(
+        node,
+        removed.some((m) => m.cordoned),
+        keptClaims,
+      )
+    : undefined;
   const uncordon = node.unschedulable && reason === undefined;
   const removedTaints = new Set(removed.flatMap((m) => m.taints));
   const annotations: Record<string, null> = {};
   for (const key of removed.flatMap((m) => m.annotationKeys)) annotations[key] = null;
   return {
-    patch: { taints: node.taints.filter((t) => !removedTaints.has(t)), ...(uncordon ? { unschedulable: false } : {}), annotations },
+    patch: {
+      taints: node.taints.filter((t) => !removedTaints.has(t)),
+      ...(uncordon ? { unschedulable: false } : {}),
+      annotations,
+    },
     undone: removed,
     uncordon,
     keptCordonedBecause: reason,
@@ -256,7 +309,10 @@ export function undoMarks(node: NodeView, undo: (mark: SefMark) => boolean): Und
 }
 
 /** The marks reconciliation takes off: those of events the document no longer lists and no node action of sef's still owns. */
-export function orphanedMark(listedEventIds: readonly string[], ownedEventIds: readonly string[]): (mark: SefMark) => boolean {
+export function orphanedMark(
+  listedEventIds: readonly string[],
+  ownedEventIds: readonly string[],
+): (mark: SefMark) => boolean {
   const keep = new Set([...listedEventIds, ...ownedEventIds].map(eventMatchKey));
   return (mark) => mark.eventId === "" || !keep.has(eventMatchKey(mark.eventId));
 }

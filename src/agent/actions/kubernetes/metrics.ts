@@ -28,13 +28,22 @@ export class KubernetesMetrics {
       labelNames: ["outcome"] as const,
       registers,
     });
-    this.steps = new Counter({ name: "sef_kubernetes_steps_total", help: "Node steps taken, by outcome (as in Kubernetes records)", labelNames: ["outcome"] as const, registers });
+    this.steps = new Counter({
+      name: "sef_kubernetes_steps_total",
+      help: "Node steps taken, by outcome (as in Kubernetes records)",
+      labelNames: ["outcome"] as const,
+      registers,
+    });
     this.nodeMismatch = new Counter({
       name: "sef_kubernetes_node_mismatch_total",
       help: "Events not acted on because the Node named by NODE_NAME is not this VM (providerID vs instance metadata)",
       registers,
     });
-    this.apiErrors = new Counter({ name: "sef_kubernetes_api_errors_total", help: "Kubernetes API requests that failed (steps retried)", registers });
+    this.apiErrors = new Counter({
+      name: "sef_kubernetes_api_errors_total",
+      help: "Kubernetes API requests that failed (steps retried)",
+      registers,
+    });
     for (const outcome of evictionOutcomes) this.evictions.inc({ outcome }, 0);
     for (const outcome of kubernetesOutcomes) this.steps.inc({ outcome }, 0);
   }

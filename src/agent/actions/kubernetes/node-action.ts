@@ -6,7 +6,13 @@
 // directory) resumes where it was or takes off what is no longer wanted (reconcile.ts).
 import { retryDelayMs, type RetryPolicy } from "@sef/retry/policy.js";
 import type { Logger } from "pino";
-import type { EventStatus, KubernetesOutcome, KubernetesRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
+import type {
+  EventStatus,
+  KubernetesOutcome,
+  KubernetesRecord,
+  RecordIdentity,
+  TransitionRecord,
+} from "@sef/contract/record.js";
 import type { Action, ActionContext } from "../action.js";
 import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "../action-ledger.js";
 import type { Clock } from "../../util/clock.js";
@@ -34,7 +40,8 @@ export const kubernetesRetryPolicy: RetryPolicy = { initialDelayMs: 1_000, maxDe
  * planned → marking → marked → draining → drained | incomplete → [waiting: an event naming several nodes, on the node
  * that approves it] → settled; undoing → done once the event is over.
  */
-export type NodePhase = "planned" | "marking" | "marked" | "draining" | "drained" | "incomplete" | "waiting" | "settled" | "undoing" | "done";
+export type NodePhase =
+  "planned" | "marking" | "marked" | "draining" | "drained" | "incomplete" | "waiting" | "settled" | "undoing" | "done";
 
 export interface NodeActionState {
   phase: NodePhase;
@@ -124,7 +131,9 @@ export class NodeActions implements Action {
   /** A Scheduled event naming this VM whose policy is not `none` gets a node action, which holds the event's approval. */
   holdsFor(record: TransitionRecord): HoldRequest[] {
     const policy = this.policyToAct(record);
-    return policy === undefined ? [] : [{ holder: nodeActionKey(record.EventId.toLowerCase()), mayApprove: policy === "drain-then-approve" }];
+    return policy === undefined
+      ? []
+      : [{ holder: nodeActionKey(record.EventId.toLowerCase()), mayApprove: policy === "drain-then-approve" }];
   }
 
   /**
@@ -140,7 +149,18 @@ export class NodeActions implements Action {
       return [];
     }
     const policy = this.policyToAct(record);
-    return policy === undefined ? [] : [{ actionKey, kind: this.kind, eventKey, eventStatus: record.EventStatus, name: policy, recordJson: JSON.stringify(record) }];
+    return policy === undefined
+      ? []
+      : [
+          {
+            actionKey,
+            kind: this.kind,
+            eventKey,
+            eventStatus: record.EventStatus,
+            name: policy,
+            recordJson: JSON.stringify(record),
+          },
+        ];
   }
 
   start(): void {
@@ -205,7 +225,9 @@ export class NodeActions implements Action {
         logger.info("Kubernetes client loaded; the kubernetes action is ready");
       } catch (err) {
         logger.error({ err }, "could not load the Kubernetes client; trying again");
-        await clock.sleep(retryDelayMs(kubernetesRetryPolicy, failures, undefined, Math.random()), stop).catch(() => undefined);
+        await clock
+          .sleep(retryDelayMs(kubernetesRetryPolicy, failures, undefined, Math.random()), stop)
+          .catch(() => undefined);
       }
     }
   }
@@ -243,14 +265,22 @@ export class NodeActions implements Action {
   }
 
   /** Checks that NODE_NAME is this VM before anything is done to it. */
-  private async checkNode(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
+  private async checkNode(
+    row: ActionRow,
+    record: TransitionRecord,
+    state: NodeActionState,
+    policy: NodePolicy,
+  ): Promise<number> {
     const { nodeName, ledger, clock, logger, metrics } = this.options;
     const vm = this.options.vm();
     const node = await this.io.readNode();
     if (!nodeIsThisVm(node.providerID, vm.VmResourceId)) {
       const why = `node ${nodeName} is not this VM (providerID "${node.providerID}", VM resource id "${vm.VmResourceId}"): nothing done to it`;
       metrics.nodeMismatch.inc();
-      logger.warn({ eventId: record.EventId, node: nodeName, providerID: node.providerID, vmResourceId: vm.VmResourceId }, "the node is not this VM; the kubernetes action does nothing");
+      logger.warn(
+        { eventId: record.EventId, node: nodeName, providerID: node.providerID, vmResourceId: vm.VmResourceId },
+        "the node is not this VM; the kubernetes action does nothing",
+      );
       ledger.transaction(() => {
         this.options.release(row.eventKey, row.actionKey, "done", why);
         ledger.setStatus(row.actionKey, "skipped", why, clock.now());
@@ -266,37 +296,76 @@ export class NodeActions implements Action {
    * The NoSchedule taint, the event's annotation and (per policy) the cordon, in one patch guarded by the node's
    * resourceVersion: whether sef cordoned the node is written with the cordon (see marks.ts); a Noticed Event and a record.
    */
-  private async mark(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy, nodeRead?: KubeNode): Promise<number> {
+  private async mark(
+    row: ActionRow,
+    record: TransitionRecord,
+    state: NodeActionState,
+    policy: NodePolicy,
+    nodeRead?: KubeNode,
+  ): Promise<number> {
     const { clock } = this.options;
     const startedMs = clock.monotonicMs();
     const cordon = policyIncludes(policy, "cordon");
     const node = nodeRead ?? (await this.io.readNode());
-    await this.io.patch(markPatch(node, record, policy, cordon, new Date(clock.now()).toISOString()), node.resourceVersion);
+    await this.io.patch(
+      markPatch(node, record, policy, cordon, new Date(clock.now()).toISOString()),
+      node.resourceVersion,
+    );
     const taint = `${taintKeyFor(record.EventType)}=${taintValueFor(record.EventId)}:NoSchedule`;
     const outcome: KubernetesOutcome = cordon ? "Cordoned" : "Tainted";
     const notBefore = record.NotBefore ?? "unknown";
-    this.commitStep(row, { ...state, phase: "marked", failures: 0 }, this.io.record(record, "Scheduled", outcome, { policy, taint }, clock.monotonicMs() - startedMs), true);
+    this.commitStep(
+      row,
+      { ...state, phase: "marked", failures: 0 },
+      this.io.record(record, "Scheduled", outcome, { policy, taint }, clock.monotonicMs() - startedMs),
+      true,
+    );
     // Events are for people and best-effort: written after the step's record, so a slow answer never holds it up.
-    await this.io.nodeEvent(node, "ScheduledEventNoticed", `${record.EventType} ${record.EventId} scheduled (NotBefore ${notBefore}): ${cordon ? "tainted and cordoned" : "tainted"} by sef (policy ${policy})`, "Normal");
+    await this.io.nodeEvent(
+      node,
+      "ScheduledEventNoticed",
+      `${record.EventType} ${record.EventId} scheduled (NotBefore ${notBefore}): ${cordon ? "tainted and cordoned" : "tainted"} by sef (policy ${policy})`,
+      "Normal",
+    );
     return 0;
   }
 
   /** Waits for the drain's start (NotBefore minus drainLeadMs), then persists that the drain started. */
-  private async startDrain(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
+  private async startDrain(
+    row: ActionRow,
+    record: TransitionRecord,
+    state: NodeActionState,
+    policy: NodePolicy,
+  ): Promise<number> {
     const { settings, clock } = this.options;
-    if (!policyIncludes(policy, "drain")) return this.approval.settle(row, record, { ...state, phase: "settled" }, policy);
+    if (!policyIncludes(policy, "drain"))
+      return this.approval.settle(row, record, { ...state, phase: "settled" }, policy);
     const nowMs = clock.now();
     const startMs = drainStartMs(record.NotBefore, settings.drainLeadMs, nowMs);
     if (startMs > nowMs) return startMs - nowMs;
     const deadline = new Date(drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs)).toISOString();
     const node = await this.io.readNode();
-    this.commitStep(row, { ...state, phase: "draining", drainStartedAtMs: nowMs, failures: 0 }, this.io.record(record, "Scheduled", "Draining", { policy, deadline }, 0));
-    await this.io.nodeEvent(node, "ScheduledEventDraining", `draining for ${record.EventType} ${record.EventId}: evicting pods until ${deadline}`, "Normal");
+    this.commitStep(
+      row,
+      { ...state, phase: "draining", drainStartedAtMs: nowMs, failures: 0 },
+      this.io.record(record, "Scheduled", "Draining", { policy, deadline }, 0),
+    );
+    await this.io.nodeEvent(
+      node,
+      "ScheduledEventDraining",
+      `draining for ${record.EventType} ${record.EventId}: evicting pods until ${deadline}`,
+      "Normal",
+    );
     return 0;
   }
 
   /** Runs (or resumes) the drain until done, the deadline, or the event is no longer Scheduled. */
-  private async drain(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
+  private async drain(
+    row: ActionRow,
+    record: TransitionRecord,
+    state: NodeActionState,
+    policy: NodePolicy,
+  ): Promise<number> {
     const { settings, clock, nodeName, ledger, metrics, logger } = this.options;
     const api = this.api;
     const startedAtMs = state.drainStartedAtMs ?? clock.now();
@@ -325,26 +394,66 @@ export class NodeActions implements Action {
       return 0;
     }
     const elapsedMs = Math.max(0, clock.now() - startedAtMs);
-    metrics.drainDuration.observe({ outcome: result.outcome === "drained" ? "drained" : "incomplete" }, elapsedMs / 1000);
-    const detail: Omit<KubernetesStepDetail, "node"> = { policy, ...drainDetail(result, new Date(deadlineMs).toISOString()) };
+    metrics.drainDuration.observe(
+      { outcome: result.outcome === "drained" ? "drained" : "incomplete" },
+      elapsedMs / 1000,
+    );
+    const detail: Omit<KubernetesStepDetail, "node"> = {
+      policy,
+      ...drainDetail(result, new Date(deadlineMs).toISOString()),
+    };
     const node = await api.readNode(nodeName);
     const seconds = Math.round(elapsedMs / 1000);
     // The mark says the node drained for the event (what the node approving a multi-node event waits for).
-    if (result.outcome === "drained") await this.io.patch(drainedPatch(node, record, policy, settings.noExecuteTaintAfterDrain, new Date(clock.now()).toISOString()), node.resourceVersion);
+    if (result.outcome === "drained")
+      await this.io.patch(
+        drainedPatch(node, record, policy, settings.noExecuteTaintAfterDrain, new Date(clock.now()).toISOString()),
+        node.resourceVersion,
+      );
     else logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft, why: result.reason }, "drain incomplete");
     const phase = result.outcome === "drained" ? "drained" : "incomplete";
-    const next: NodeActionState = { ...state, phase, drain: result, podsLeft: result.outcome === "incomplete" ? result.podsLeft : [], failures: 0 };
-    this.commitStep(row, next, this.io.record(record, "Scheduled", result.outcome === "drained" ? "Drained" : "DrainIncomplete", detail, elapsedMs));
+    const next: NodeActionState = {
+      ...state,
+      phase,
+      drain: result,
+      podsLeft: result.outcome === "incomplete" ? result.podsLeft : [],
+      failures: 0,
+    };
+    this.commitStep(
+      row,
+      next,
+      this.io.record(
+        record,
+        "Scheduled",
+        result.outcome === "drained" ? "Drained" : "DrainIncomplete",
+        detail,
+        elapsedMs,
+      ),
+    );
     if (result.outcome === "drained") {
-      await this.io.nodeEvent(node, "ScheduledEventDrained", `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`, "Normal");
+      await this.io.nodeEvent(
+        node,
+        "ScheduledEventDrained",
+        `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`,
+        "Normal",
+      );
     } else {
-      await this.io.nodeEvent(node, "ScheduledEventDrainIncomplete", `drain for ${record.EventType} ${record.EventId} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`, "Warning");
+      await this.io.nodeEvent(
+        node,
+        "ScheduledEventDrainIncomplete",
+        `drain for ${record.EventType} ${record.EventId} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`,
+        "Warning",
+      );
     }
     return 0;
   }
 
   private deadlineMs(record: TransitionRecord, state: NodeActionState): number {
-    return drainDeadlineMs(record.NotBefore, this.options.settings.deadlineReserveMs, state.drainStartedAtMs ?? this.options.clock.now());
+    return drainDeadlineMs(
+      record.NotBefore,
+      this.options.settings.deadlineReserveMs,
+      state.drainStartedAtMs ?? this.options.clock.now(),
+    );
   }
 
   /** Releases the node action's hold with a verdict; the node action then waits for the end of the event. */
@@ -375,8 +484,17 @@ export class NodeActions implements Action {
       (mark) => isMarkOf(mark, record.EventId),
       () => ({ event: record, ended, detail: { policy: row.name } }),
     );
-    const what = decision.patch === undefined ? "nothing of sef's was left on the node" : decision.uncordon ? "uncordoned and untainted" : "untainted";
-    if (decision.patch === undefined) this.options.logger.info({ eventId: record.EventId }, "the event is over and none of sef's marks for it is on the node (taken off already)");
+    const what =
+      decision.patch === undefined
+        ? "nothing of sef's was left on the node"
+        : decision.uncordon
+          ? "uncordoned and untainted"
+          : "untainted";
+    if (decision.patch === undefined)
+      this.options.logger.info(
+        { eventId: record.EventId },
+        "the event is over and none of sef's marks for it is on the node (taken off already)",
+      );
     ledger.transaction(() => {
       this.options.append(records);
       this.saveState(row.actionKey, { ...state, phase: "done" });
@@ -395,7 +513,15 @@ export class NodeActions implements Action {
       const state = this.loadState(row.actionKey) ?? initialNodeState();
       const failures = state.failures + 1;
       const record = JSON.parse(row.recordJson) as TransitionRecord;
-      const failed = this.io.record(record, "Scheduled", "Failed", { policy: row.name, error: (err as Error).message }, 0, status, failures);
+      const failed = this.io.record(
+        record,
+        "Scheduled",
+        "Failed",
+        { policy: row.name, error: (err as Error).message },
+        0,
+        status,
+        failures,
+      );
       ledger.transaction(() => {
         if (failures === 1) this.options.append([failed]);
         this.saveState(row.actionKey, { ...state, failures });

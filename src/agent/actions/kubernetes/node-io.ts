@@ -51,7 +51,12 @@ export class NodeIo {
   }
 
   /** Kubernetes Events are for people: one that cannot be written is logged, and the step goes on. */
-  async nodeEvent(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType): Promise<void> {
+  async nodeEvent(
+    node: { name: string; uid: string },
+    reason: string,
+    message: string,
+    type: NodeEventType,
+  ): Promise<void> {
     try {
       await this.options.api().nodeEvent(node, reason, message.slice(0, 1000), type);
     } catch (err) {
@@ -89,7 +94,11 @@ export class NodeIo {
    * per event taken off, and returns the decision and a record per event (`report` says how; a mark of no known event
    * gets no record). Nothing is patched when none of them is on the node.
    */
-  async undo(node: KubeNode, pick: (mark: SefMark) => boolean, report: (mark: SefMark) => UndoReport | undefined): Promise<{ decision: UndoDecision; records: KubernetesRecord[] }> {
+  async undo(
+    node: KubeNode,
+    pick: (mark: SefMark) => boolean,
+    report: (mark: SefMark) => UndoReport | undefined,
+  ): Promise<{ decision: UndoDecision; records: KubernetesRecord[] }> {
     const startedMs = this.options.clock.monotonicMs();
     const decision = undoMarks(node, pick);
     if (decision.patch === undefined) return { decision, records: [] };
@@ -104,13 +113,23 @@ export class NodeIo {
     for (const mark of decision.undone) {
       const how = report(mark);
       if (how === undefined) {
-        this.options.logger.info({ node: node.name, keys: mark.annotationKeys }, "took off a mark sef left without an event (the previous release's cordon flag)");
+        this.options.logger.info(
+          { node: node.name, keys: mark.annotationKeys },
+          "took off a mark sef left without an event (the previous release's cordon flag)",
+        );
         continue;
       }
       const { event, ended, detail } = how;
-      await this.nodeEvent(node, decision.uncordon ? "ScheduledEventUncordoned" : "ScheduledEventReleased", `${event.EventType} ${event.EventId} ${ended}: ${what} by sef`, "Normal");
+      await this.nodeEvent(
+        node,
+        decision.uncordon ? "ScheduledEventUncordoned" : "ScheduledEventReleased",
+        `${event.EventType} ${event.EventId} ${ended}: ${what} by sef`,
+        "Normal",
+      );
       const kept = decision.keptCordonedBecause !== undefined ? { keptCordoned: decision.keptCordonedBecause } : {};
-      records.push(this.record(event, ended, outcome, { ...detail, ...kept }, this.options.clock.monotonicMs() - startedMs));
+      records.push(
+        this.record(event, ended, outcome, { ...detail, ...kept }, this.options.clock.monotonicMs() - startedMs),
+      );
     }
     return { decision, records };
   }

@@ -30,13 +30,23 @@ export interface EventOnNode {
 
 /** The taint key of an EventType: `sef.azure.com/scheduled-event-<type lower-cased>` (other characters become `-`). */
 export function taintKeyFor(eventType: string): string {
-  const name = eventType.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 40) || "unknown";
+  const name =
+    eventType
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-|-$/g, "")
+      .slice(0, 40) || "unknown";
   return `${taintKeyPrefix}${name}`;
 }
 
 /** A taint value holds at most 63 characters of [A-Za-z0-9._-], starting and ending alphanumeric (a GUID EventId fits as is). */
 export function taintValueFor(eventId: string): string {
-  return eventId.replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "") || "unknown";
+  return (
+    eventId
+      .replace(/[^A-Za-z0-9._-]/g, "-")
+      .slice(0, 63)
+      .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "") || "unknown"
+  );
 }
 
 export interface NodePatch {
@@ -53,7 +63,12 @@ export function drainStartMs(notBefore: string | null, drainLeadMs: number, nowM
 }
 
 /** The drain's deadline (wall ms): NotBefore minus the reserve; with no NotBefore, `fallbackMs` from now. */
-export function drainDeadlineMs(notBefore: string | null, deadlineReserveMs: number, nowMs: number, fallbackMs = 30_000): number {
+export function drainDeadlineMs(
+  notBefore: string | null,
+  deadlineReserveMs: number,
+  nowMs: number,
+  fallbackMs = 30_000,
+): number {
   const notBeforeMs = parseNotBefore(notBefore);
   return notBeforeMs === undefined ? nowMs + fallbackMs : notBeforeMs - deadlineReserveMs;
 }
@@ -91,7 +106,12 @@ export const throttleFloorMs = 1_000;
  */
 export function throttleWaitMs(retryAfterMs: number, capMs: number, random: number): number {
   const hintMs = Number.isFinite(retryAfterMs) ? retryAfterMs : 0;
-  return retryDelayMs({ initialDelayMs: Math.min(throttleFloorMs, capMs), maxDelayMs: capMs, multiplier: 2 }, 1, hintMs, random);
+  return retryDelayMs(
+    { initialDelayMs: Math.min(throttleFloorMs, capMs), maxDelayMs: capMs, multiplier: 2 },
+    1,
+    hintMs,
+    random,
+  );
 }
 
 /** The scheme of an Azure Node's providerID (`azure:///subscriptions/…`: the scheme, then the VM's resource id). */

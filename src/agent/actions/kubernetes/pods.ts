@@ -44,7 +44,11 @@ export interface PodObject {
     ownerReferences?: Array<{ kind: string; controller?: boolean }>;
     deletionTimestamp?: string | Date;
   };
-  spec?: { terminationGracePeriodSeconds?: number; volumes?: Array<{ emptyDir?: unknown }>; tolerations?: Toleration[] };
+  spec?: {
+    terminationGracePeriodSeconds?: number;
+    volumes?: Array<{ emptyDir?: unknown }>;
+    tolerations?: Toleration[];
+  };
   status?: { phase?: string };
 }
 
@@ -52,7 +56,8 @@ export interface PodObject {
 export function podViewOf(pod: PodObject): PodView {
   const meta = pod.metadata ?? {};
   const deletion = meta.deletionTimestamp;
-  const deletionMs = deletion === undefined ? undefined : deletion instanceof Date ? deletion.getTime() : Date.parse(deletion);
+  const deletionMs =
+    deletion === undefined ? undefined : deletion instanceof Date ? deletion.getTime() : Date.parse(deletion);
   return {
     namespace: meta.namespace ?? "default",
     name: meta.name ?? "",
@@ -97,7 +102,8 @@ export function toleratesTaint(toleration: Toleration, taint: Pick<Taint, "key" 
   return false;
 }
 
-export type SkipReason = "daemonset" | "mirror" | "self" | "finished" | "opted-out" | "tolerating-arrival" | "no-controller" | "emptydir";
+export type SkipReason =
+  "daemonset" | "mirror" | "self" | "finished" | "opted-out" | "tolerating-arrival" | "no-controller" | "emptydir";
 
 /** What decides which pods of the node a drain evicts. */
 export interface DrainRules {
@@ -133,8 +139,13 @@ export function selectEvictions(pods: readonly PodView[], rules: DrainRules): Ev
   for (const pod of pods) {
     const reason = keptReason(pod, rules);
     if (reason !== undefined) selection.skipped.push({ pod, reason });
-    else if (pod.deletionTimestampMs !== undefined) (rules.nowMs > pod.deletionTimestampMs + stuckTerminatingAllowanceMs ? selection.stuck : selection.terminating).push(pod);
-    else if (rules.evicted.has(podIdentity(pod))) selection.terminating.push(pod); // accepted once: waited for, never asked again
+    else if (pod.deletionTimestampMs !== undefined)
+      (rules.nowMs > pod.deletionTimestampMs + stuckTerminatingAllowanceMs
+        ? selection.stuck
+        : selection.terminating
+      ).push(pod);
+    else if (rules.evicted.has(podIdentity(pod)))
+      selection.terminating.push(pod); // accepted once: waited for, never asked again
     else {
       const choice = choiceReason(pod, rules);
       if (choice !== undefined) selection.skipped.push({ pod, reason: choice });
@@ -164,10 +175,14 @@ function choiceReason(pod: PodView, rules: DrainRules): SkipReason | undefined {
 }
 
 export const skippedFor = (selection: EvictionSelection, reason: SkipReason): string[] =>
-  selection.skipped.filter((s) => s.reason === reason).map((s) => podRef(s.pod)).sort();
+  selection.skipped
+    .filter((s) => s.reason === reason)
+    .map((s) => podRef(s.pod))
+    .sort();
 
 /** Where a drain stands after a look at the node's pods. */
-export type DrainVerdict = { kind: "continue" } | { kind: "drained" } | { kind: "incomplete"; podsLeft: string[]; reason: string };
+export type DrainVerdict =
+  { kind: "continue" } | { kind: "drained" } | { kind: "incomplete"; podsLeft: string[]; reason: string };
 
 /**
  * Over when nothing is left to evict or wait for: drained, unless pods without a controller stay (the reboot would
@@ -177,9 +192,15 @@ export function drainVerdict(selection: EvictionSelection, nowMs: number, deadli
   const withoutController = skippedFor(selection, "no-controller");
   if (selection.evict.length === 0 && selection.terminating.length === 0) {
     if (withoutController.length === 0) return { kind: "drained" };
-    return { kind: "incomplete", podsLeft: withoutController, reason: "pods without a controller are not evicted unless force is set" };
+    return {
+      kind: "incomplete",
+      podsLeft: withoutController,
+      reason: "pods without a controller are not evicted unless force is set",
+    };
   }
   if (nowMs < deadlineMs) return { kind: "continue" };
-  const podsLeft = [...new Set([...selection.evict.map(podRef), ...selection.terminating.map(podRef), ...withoutController])].sort();
+  const podsLeft = [
+    ...new Set([...selection.evict.map(podRef), ...selection.terminating.map(podRef), ...withoutController]),
+  ].sort();
   return { kind: "incomplete", podsLeft, reason: "at its deadline" };
 }

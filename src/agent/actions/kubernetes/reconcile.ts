@@ -79,21 +79,31 @@ export class NodeReconciler {
     const { io, logger } = this.options;
     const node = await io.readNode();
     if (!nodeIsThisVm(node.providerID, this.options.vmResourceId())) {
-      logger.warn({ node: node.name, providerID: node.providerID }, "NODE_NAME names another VM's node: its marks are not reconciled with this VM's events");
+      logger.warn(
+        { node: node.name, providerID: node.providerID },
+        "NODE_NAME names another VM's node: its marks are not reconciled with this VM's events",
+      );
       return;
     }
     const { decision, records } = await io.undo(node, orphanedMark(listed, this.options.ownedEventIds()), reportOf);
     if (decision.undone.length === 0) return;
     this.options.commit(records);
     for (const record of records) this.options.metrics.steps.inc({ outcome: record.Outcome });
-    logger.info({ events: decision.undone.map((m) => m.eventId), uncordoned: decision.uncordon }, "took sef's marks of events IMDS no longer lists off the node");
+    logger.info(
+      { events: decision.undone.map((m) => m.eventId), uncordoned: decision.uncordon },
+      "took sef's marks of events IMDS no longer lists off the node",
+    );
   }
 }
 
 /** A reconciled mark's record: its EventType from the mark, Completed (the document no longer says how it ended). */
 function reportOf(mark: SefMark): UndoReport | undefined {
   if (mark.eventId === "") return undefined;
-  return { event: { EventId: mark.eventId, EventType: mark.eventType || "Unknown" }, ended: "Completed", detail: { policy: mark.policy, reason: reconciledReason } };
+  return {
+    event: { EventId: mark.eventId, EventType: mark.eventType || "Unknown" },
+    ended: "Completed",
+    detail: { policy: mark.policy, reason: reconciledReason },
+  };
 }
 
 const keyOf = (eventIds: readonly string[]): string => eventIds.map(eventMatchKey).sort().join(",");

@@ -63,7 +63,12 @@ export interface KubernetesRecordInput {
 }
 
 /** RecordId: deterministic from (AgentId and VmId, lower-cased EventId, "Kubernetes", Outcome[, attempt]): a step recorded twice is deduplicated downstream. */
-export function kubernetesRecordId(source: string, eventId: string, outcome: KubernetesOutcome, attempt?: number): string {
+export function kubernetesRecordId(
+  source: string,
+  eventId: string,
+  outcome: KubernetesOutcome,
+  attempt?: number,
+): string {
   return attempt === undefined
     ? deterministicUuid(source, eventId.toLowerCase(), "Kubernetes", outcome)
     : deterministicUuid(source, eventId.toLowerCase(), "Kubernetes", outcome, String(attempt));
@@ -89,7 +94,10 @@ export function kubernetesRecord(input: KubernetesRecordInput): KubernetesRecord
 }
 
 /** The drain's part of Detail (Drained, DrainIncomplete): counts, PDB holds, the pods left and why; empty lists left out. */
-export function drainDetail(result: Exclude<DrainResult, { outcome: "interrupted" }>, deadlineIso: string): Omit<KubernetesStepDetail, "node" | "policy"> {
+export function drainDetail(
+  result: Exclude<DrainResult, { outcome: "interrupted" }>,
+  deadlineIso: string,
+): Omit<KubernetesStepDetail, "node" | "policy"> {
   const named = (key: keyof KubernetesStepDetail, pods: string[]) => (pods.length > 0 ? { [key]: pods } : {});
   return {
     podsEvicted: result.evicted.length,
@@ -101,6 +109,8 @@ export function drainDetail(result: Exclude<DrainResult, { outcome: "interrupted
     ...named("podsStuckTerminating", result.podsStuckTerminating),
     ...((result.evictionErrors ?? []).length > 0 ? { evictionErrors: result.evictionErrors } : {}),
     ...((result.throttled ?? 0) > 0 ? { evictionsThrottled: result.throttled } : {}),
-    ...(result.outcome === "incomplete" ? { podsLeft: result.podsLeft, incompleteBecause: result.reason, deadline: deadlineIso } : {}),
+    ...(result.outcome === "incomplete"
+      ? { podsLeft: result.podsLeft, incompleteBecause: result.reason, deadline: deadlineIso }
+      : {}),
   };
 }

@@ -41,7 +41,9 @@ export const kubernetesDefaults = {
 const ms = z.number().check(z.int(), z.nonnegative());
 const positiveMs = z.number().check(z.int(), z.positive());
 const policy = (type: string, defaultPolicy: NodePolicy) =>
-  documented(z._default(z.enum(nodePolicies), defaultPolicy), { description: `What a Scheduled ${type} does to the node.` });
+  documented(z._default(z.enum(nodePolicies), defaultPolicy), {
+    description: `What a Scheduled ${type} does to the node.`,
+  });
 
 export const kubernetesSettingsSchema = z.strictObject({
   nodeName: documented(z.optional(z.string().check(z.minLength(1))), {
@@ -62,18 +64,32 @@ export const kubernetesSettingsSchema = z.strictObject({
     ),
     { description: "What each EventType does to this VM's node (see src/agent/actions/kubernetes/README.md)." },
   ),
-  drainLeadMs: documented(z._default(ms, kubernetesDefaults.drainLeadMs), { description: "The drain starts this long before `NotBefore` (at once when that is past); the taint and cordon come at the notice." }),
-  deadlineReserveMs: documented(z._default(ms, kubernetesDefaults.deadlineReserveMs), { description: "The drain's deadline is `NotBefore` minus this." }),
-  pdbRetryInitialMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryInitialMs), { description: "First wait after a PodDisruptionBudget refused an eviction (429); doubles each time." }),
-  pdbRetryMaxMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryMaxMs), {
-    description: "Longest wait between retries of a refused or failed eviction, and the longest a throttled eviction (429 without a disruption budget) waits whatever its Retry-After (at least 1 s).",
+  drainLeadMs: documented(z._default(ms, kubernetesDefaults.drainLeadMs), {
+    description:
+      "The drain starts this long before `NotBefore` (at once when that is past); the taint and cordon come at the notice.",
   }),
-  evictEmptyDir: documented(z._default(z.boolean(), true), { description: "Evict pods with emptyDir volumes (their data is lost, as with `kubectl drain --delete-emptydir-data`)." }),
+  deadlineReserveMs: documented(z._default(ms, kubernetesDefaults.deadlineReserveMs), {
+    description: "The drain's deadline is `NotBefore` minus this.",
+  }),
+  pdbRetryInitialMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryInitialMs), {
+    description: "First wait after a PodDisruptionBudget refused an eviction (429); doubles each time.",
+  }),
+  pdbRetryMaxMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryMaxMs), {
+    description:
+      "Longest wait between retries of a refused or failed eviction, and the longest a throttled eviction (429 without a disruption budget) waits whatever its Retry-After (at least 1 s).",
+  }),
+  evictEmptyDir: documented(z._default(z.boolean(), true), {
+    description:
+      "Evict pods with emptyDir volumes (their data is lost, as with `kubectl drain --delete-emptydir-data`).",
+  }),
   force: documented(z._default(z.boolean(), false), {
     description:
       "Evict pods without a controller too (no ownerReference with `controller: true`), as `kubectl drain --force`: nothing recreates them. Off: they stay, and the drain ends `DrainIncomplete` naming them (no drain-then-approve).",
   }),
-  noExecuteTaintAfterDrain: documented(z._default(z.boolean(), false), { description: "After a complete drain, also taint NoExecute (never before: it would evict without PodDisruptionBudgets)." }),
+  noExecuteTaintAfterDrain: documented(z._default(z.boolean(), false), {
+    description:
+      "After a complete drain, also taint NoExecute (never before: it would evict without PodDisruptionBudgets).",
+  }),
   kubeconfig: documented(z.optional(z.string().check(z.minLength(1))), {
     description: "Kubeconfig file (tests, an agent outside the cluster).",
     defaultText: "in-cluster: the service-account token and CA, `KUBERNETES_SERVICE_HOST`/`PORT`",
@@ -82,8 +98,13 @@ export const kubernetesSettingsSchema = z.strictObject({
     description:
       "Prefix of the service-account directory (`<prefix>/var/run/secrets/kubernetes.io/serviceaccount`) read for in-cluster credentials; for tests and unusual mounts.",
   }),
-  requestTimeoutMs: documented(z._default(positiveMs, kubernetesDefaults.requestTimeoutMs), { description: "Deadline of each Kubernetes API request, credentials included (an exec plugin still running then is stopped)." }),
-  podPollMs: documented(z._default(positiveMs, kubernetesDefaults.podPollMs), { description: "How often the pods left are listed while evicted pods terminate." }),
+  requestTimeoutMs: documented(z._default(positiveMs, kubernetesDefaults.requestTimeoutMs), {
+    description:
+      "Deadline of each Kubernetes API request, credentials included (an exec plugin still running then is stopped).",
+  }),
+  podPollMs: documented(z._default(positiveMs, kubernetesDefaults.podPollMs), {
+    description: "How often the pods left are listed while evicted pods terminate.",
+  }),
 });
 export type KubernetesSettings = z.infer<typeof kubernetesSettingsSchema>;
 

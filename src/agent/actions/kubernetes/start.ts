@@ -8,7 +8,10 @@ import { NodeActions } from "./node-action.js";
 import type { KubernetesSettings } from "./settings.js";
 
 /** The node name (config, else NODE_NAME) and sef's own pod (POD_NAMESPACE/POD_NAME, when both are set). */
-export function nodeIdentity(settings: KubernetesSettings, env: NodeJS.ProcessEnv): { nodeName: string | undefined; self: { namespace: string; name: string } | undefined } {
+export function nodeIdentity(
+  settings: KubernetesSettings,
+  env: NodeJS.ProcessEnv,
+): { nodeName: string | undefined; self: { namespace: string; name: string } | undefined } {
   const nodeName = settings.nodeName ?? (env.NODE_NAME?.trim() || undefined);
   const name = env.POD_NAME?.trim();
   const namespace = env.POD_NAMESPACE?.trim();
@@ -18,7 +21,8 @@ export function nodeIdentity(settings: KubernetesSettings, env: NodeJS.ProcessEn
 /** The node action worker; the Kubernetes client itself is loaded by the worker once it starts (see NodeActions). */
 export function createNodeActions(settings: KubernetesSettings, context: ActionContext): NodeActions {
   const { nodeName, self } = nodeIdentity(settings, context.env);
-  if (nodeName === undefined) throw new InternalError("kubernetes: no node name (the config rules require kubernetes.nodeName or NODE_NAME)");
+  if (nodeName === undefined)
+    throw new InternalError("kubernetes: no node name (the config rules require kubernetes.nodeName or NODE_NAME)");
   const loadApi = () =>
     createKubeApi({
       ...(settings.kubeconfig !== undefined ? { kubeconfig: settings.kubeconfig } : {}),
@@ -26,7 +30,15 @@ export function createNodeActions(settings: KubernetesSettings, context: ActionC
       requestTimeoutMs: settings.requestTimeoutMs,
       userAgent: `sef/${context.agentVersion}`,
     });
-  context.logger.info({ node: nodeName, self: self ? `${self.namespace}/${self.name}` : null, policy: settings.policy, credentials: settings.kubeconfig ?? "in-cluster" }, "kubernetes action on");
+  context.logger.info(
+    {
+      node: nodeName,
+      self: self ? `${self.namespace}/${self.name}` : null,
+      policy: settings.policy,
+      credentials: settings.kubeconfig ?? "in-cluster",
+    },
+    "kubernetes action on",
+  );
   return new NodeActions({
     settings,
     nodeName,

@@ -38,7 +38,11 @@ interface ObjectMeta {
 
 export interface NodeJson {
   metadata?: ObjectMeta;
-  spec?: { providerID?: string; unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string; timeAdded?: string }> };
+  spec?: {
+    providerID?: string;
+    unschedulable?: boolean;
+    taints?: Array<{ key: string; value?: string; effect: string; timeAdded?: string }>;
+  };
 }
 
 /** A pod as the API serves it (the fields the drain reads: pods.ts). */
@@ -70,16 +74,30 @@ export function podView(pod: PodJson): PodView {
 export function nodeMergePatch(patch: NodePatch, resourceVersion: string | undefined): object {
   return {
     metadata: { annotations: patch.annotations, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
-    spec: { taints: patch.taints, ...(patch.unschedulable !== undefined ? { unschedulable: patch.unschedulable } : {}) },
+    spec: {
+      taints: patch.taints,
+      ...(patch.unschedulable !== undefined ? { unschedulable: patch.unschedulable } : {}),
+    },
   };
 }
 
 export function evictionBody(pod: Pick<PodView, "namespace" | "name">, gracePeriodSeconds: number): object {
-  return { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: pod.name, namespace: pod.namespace }, deleteOptions: { gracePeriodSeconds } };
+  return {
+    apiVersion: "policy/v1",
+    kind: "Eviction",
+    metadata: { name: pod.name, namespace: pod.namespace },
+    deleteOptions: { gracePeriodSeconds },
+  };
 }
 
 /** A core/v1 Event on the Node, reported by sef. */
-export function nodeEventBody(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType, now: Date): object {
+export function nodeEventBody(
+  node: { name: string; uid: string },
+  reason: string,
+  message: string,
+  type: NodeEventType,
+  now: Date,
+): object {
   const at = now.toISOString();
   return {
     metadata: { generateName: `${node.name}.sef.`, namespace: "default" },
@@ -96,11 +114,13 @@ export function nodeEventBody(node: { name: string; uid: string }, reason: strin
   };
 }
 
-
 /** Whether a 429's Status names a PodDisruptionBudget: a DisruptionBudget cause (JSON `reason`), or its message says so. */
 export function namesDisruptionBudget(status: StatusBody): boolean {
   const causes = status.details?.causes ?? [];
-  return causes.some((c) => c.reason === "DisruptionBudget" || c.type === "DisruptionBudget") || /disruption budget/i.test(status.message ?? "");
+  return (
+    causes.some((c) => c.reason === "DisruptionBudget" || c.type === "DisruptionBudget") ||
+    /disruption budget/i.test(status.message ?? "")
+  );
 }
 
 /** What an eviction's answer means (see EvictionOutcome); `nowMs` reads an HTTP-date Retry-After. */
@@ -111,8 +131,13 @@ export function evictionOutcomeOf(answer: ApiAnswer, nowMs: number): EvictionOut
   if (answer.status === 404) return { kind: "gone" };
   if (answer.status !== 429) return { kind: "error", status: answer.status, message };
   if (namesDisruptionBudget(status)) return { kind: "pdb", message };
-  const hintMs = parseRetryAfterMs(answer.header("retry-after"), nowMs, throttleBoundsMs.max) ?? secondsToMs(status.details?.retryAfterSeconds);
-  const retryAfterMs = Math.min(throttleBoundsMs.max, Math.max(throttleBoundsMs.min, hintMs ?? throttleBoundsMs.fallback));
+  const hintMs =
+    parseRetryAfterMs(answer.header("retry-after"), nowMs, throttleBoundsMs.max) ??
+    secondsToMs(status.details?.retryAfterSeconds);
+  const retryAfterMs = Math.min(
+    throttleBoundsMs.max,
+    Math.max(throttleBoundsMs.min, hintMs ?? throttleBoundsMs.fallback),
+  );
   return { kind: "throttled", retryAfterMs, message };
 }
 

@@ -5,17 +5,21 @@ import { ConfigError } from "../../config/load.js";
 import { addConfigOptions, exitCodes, loadFromOptions, reportConfigError } from "../config-options.js";
 
 export function registerCheckConfigCommand(program: Command): void {
-  addConfigOptions(program.command("check-config").description("validate the configuration (file, SEF_* variables, flags) as `sef run` would; start nothing")).action(
-    (opts: Record<string, unknown>) => {
-      process.exitCode = checkConfig(opts);
-    },
-  );
+  addConfigOptions(
+    program
+      .command("check-config")
+      .description("validate the configuration (file, SEF_* variables, flags) as `sef run` would; start nothing"),
+  ).action((opts: Record<string, unknown>) => {
+    process.exitCode = checkConfig(opts);
+  });
 }
 
 function checkConfig(opts: Record<string, unknown>): number {
   try {
     const { config, file } = loadFromOptions(opts);
-    process.stdout.write(`sef: configuration is valid${file ? ` (${file})` : ""}: sinks ${config.sinks.join(", ")}; data dir ${config.dataDir}\n`);
+    process.stdout.write(
+      `sef: configuration is valid${file ? ` (${file})` : ""}: sinks ${config.sinks.join(", ")}; data dir ${config.dataDir}\n`,
+    );
     return exitCodes.ok;
   } catch (err) {
     if (err instanceof ConfigError) return reportConfigError(err);

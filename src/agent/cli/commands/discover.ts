@@ -26,7 +26,10 @@ export function registerDiscoverCommand(program: Command): void {
         settings: config.imdsDiscovery,
         probe: tcpProbe,
         context: { env: process.env, platform: process.platform, nowMs: Date.now() },
-        onFailure: (f) => process.stdout.write(`${f.source.padEnd(15)} ${f.reason.padEnd(14)} ${f.file ? `${f.file}: ` : ""}${f.detail}\n`),
+        onFailure: (f) =>
+          process.stdout.write(
+            `${f.source.padEnd(15)} ${f.reason.padEnd(14)} ${f.file ? `${f.file}: ` : ""}${f.detail}\n`,
+          ),
       });
       if (outcome.endpoint) {
         process.stdout.write(`endpoint ${outcome.endpoint.url} (source: ${outcome.endpoint.source})\n`);

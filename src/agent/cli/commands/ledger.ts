@@ -15,7 +15,10 @@ import { join } from "node:path";
 
 /** `--data-dir`, the same for every ledger command: $SEF_DATA_DIR, else the setting's default. */
 const dataDirOption = (): Option =>
-  new Option("--data-dir <dir>", "the agent's data directory").default(process.env["SEF_DATA_DIR"] ?? platformDataDir(), `$SEF_DATA_DIR, else ${settingDefault("dataDir")}`);
+  new Option("--data-dir <dir>", "the agent's data directory").default(
+    process.env["SEF_DATA_DIR"] ?? platformDataDir(),
+    `$SEF_DATA_DIR, else ${settingDefault("dataDir")}`,
+  );
 const exitCodes = { ok: 0, usage: 2, refused: 75, store: 78 } as const;
 
 interface DataDirFlags {
@@ -36,10 +39,14 @@ export function registerLedgerCommands(program: Command): void {
   outbox
     .command("drop-sink")
     .argument("<name>", "the sink, as `sef outbox status` names it")
-    .description("give a sink up: its pending records go to dead-letter/<sink>.jsonl with the reason, then its rows leave the ledger; the agent must be stopped")
+    .description(
+      "give a sink up: its pending records go to dead-letter/<sink>.jsonl with the reason, then its rows leave the ledger; the agent must be stopped",
+    )
     .addOption(dataDirOption())
     .action((name: string, flags: DataDirFlags) => {
-      process.exitCode = withAgentStopped(flags.dataDir, "drop a sink", (outbox) => dropSink(outbox, name, flags.dataDir));
+      process.exitCode = withAgentStopped(flags.dataDir, "drop a sink", (outbox) =>
+        dropSink(outbox, name, flags.dataDir),
+      );
     });
 
   const deadLetter = program.command("dead-letter").description("list, replay or purge dead-lettered deliveries");
@@ -66,13 +73,18 @@ export function registerLedgerCommands(program: Command): void {
     .option("--reason <text>", "only deliveries whose reason contains this text")
     .action((flags: DataDirFlags & { sink?: string; reason?: string }) => {
       process.exitCode = withAgentStopped(flags.dataDir, "replay", (outbox) => {
-        const replayed = outbox.replayDeadLetters({ ...(flags.sink ? { sink: flags.sink } : {}), ...(flags.reason ? { reasonContains: flags.reason } : {}) });
+        const replayed = outbox.replayDeadLetters({
+          ...(flags.sink ? { sink: flags.sink } : {}),
+          ...(flags.reason ? { reasonContains: flags.reason } : {}),
+        });
         process.stdout.write(JSON.stringify({ replayed: sum(replayed), bySink: Object.fromEntries(replayed) }) + "\n");
       });
     });
   deadLetter
     .command("purge")
-    .description("forget dead-lettered deliveries for good (their lines stay in dead-letter/<sink>.jsonl); the agent must be stopped")
+    .description(
+      "forget dead-lettered deliveries for good (their lines stay in dead-letter/<sink>.jsonl); the agent must be stopped",
+    )
     .addOption(dataDirOption())
     .option("--sink <name>", "only this sink")
     .option("--reason <text>", "only deliveries whose reason contains this text")
@@ -80,7 +92,9 @@ export function registerLedgerCommands(program: Command): void {
     .action((flags: DataDirFlags & { sink?: string; reason?: string; olderThanDays?: string }) => {
       const days = flags.olderThanDays === undefined ? undefined : Number(flags.olderThanDays);
       if (days !== undefined && !(Number.isFinite(days) && days >= 0)) {
-        process.stderr.write(`sef: --older-than-days must be a number of days (0 or more), not ${JSON.stringify(flags.olderThanDays)}\n`);
+        process.stderr.write(
+          `sef: --older-than-days must be a number of days (0 or more), not ${JSON.stringify(flags.olderThanDays)}\n`,
+        );
         process.exitCode = exitCodes.usage;
         return;
       }
@@ -90,7 +104,13 @@ export function registerLedgerCommands(program: Command): void {
           ...(flags.reason ? { reasonContains: flags.reason } : {}),
           ...(days !== undefined ? { deadLetteredUpToMs: Date.now() - days * 86_400_000 } : {}),
         });
-        process.stdout.write(JSON.stringify({ purged: sum(purged), bySink: Object.fromEntries(purged), outboxBytes: outbox.bytesInOutbox }) + "\n");
+        process.stdout.write(
+          JSON.stringify({
+            purged: sum(purged),
+            bySink: Object.fromEntries(purged),
+            outboxBytes: outbox.bytesInOutbox,
+          }) + "\n",
+        );
       });
     });
 }
@@ -101,24 +121,41 @@ function printOutboxStatus(outbox: Outbox, flags: DataDirFlags): void {
   const sinks = outbox.status().map((s) => ({
     sink: s.sink,
     pending: s.pending,
-    oldestPendingAgeSeconds: s.oldestPendingCreatedMs === null ? null : Math.max(0, Math.round((nowMs - s.oldestPendingCreatedMs) / 1000)),
+    oldestPendingAgeSeconds:
+      s.oldestPendingCreatedMs === null ? null : Math.max(0, Math.round((nowMs - s.oldestPendingCreatedMs) / 1000)),
     deadLettered: s.deadLettered,
     delivered: s.delivered,
     lastDelivery: s.lastDeliveryMs === null ? null : new Date(s.lastDeliveryMs).toISOString(),
   }));
   const parked = outbox.parkedSinks();
   if (flags.json) {
-    process.stdout.write(JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks, parked }) + "\n");
+    process.stdout.write(
+      JSON.stringify({ dataDir: flags.dataDir, outboxBytes: outbox.bytesInOutbox, sinks, parked }) + "\n",
+    );
     return;
   }
   process.stdout.write(`outbox: ${outbox.bytesInOutbox} bytes of JSON held (${flags.dataDir})\n`);
   const header = ["SINK", "PENDING", "OLDEST_AGE_S", "DEAD_LETTERED", "DELIVERED", "LAST_DELIVERY"];
-  const rows = sinks.map((s) => [s.sink, String(s.pending), s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds), String(s.deadLettered), String(s.delivered), s.lastDelivery ?? "-"]);
+  const rows = sinks.map((s) => [
+    s.sink,
+    String(s.pending),
+    s.oldestPendingAgeSeconds === null ? "-" : String(s.oldestPendingAgeSeconds),
+    String(s.deadLettered),
+    String(s.delivered),
+    s.lastDelivery ?? "-",
+  ]);
   process.stdout.write(table([header, ...rows]));
   if (parked.length === 0) return;
   process.stdout.write("parked (no longer configured; resume when a sink of that name returns):\n");
-  process.stdout.write(table([["SINK", "PENDING", "DEAD_LETTERED"], ...parked.map((p) => [p.sink, String(p.pending), String(p.deadLettered)])]));
-  process.stdout.write(`give a parked sink up (with the agent stopped):\n${parked.map((p) => `  ${sefCommandHint(["outbox", "drop-sink", p.sink], flags.dataDir)}\n`).join("")}`);
+  process.stdout.write(
+    table([
+      ["SINK", "PENDING", "DEAD_LETTERED"],
+      ...parked.map((p) => [p.sink, String(p.pending), String(p.deadLettered)]),
+    ]),
+  );
+  process.stdout.write(
+    `give a parked sink up (with the agent stopped):\n${parked.map((p) => `  ${sefCommandHint(["outbox", "drop-sink", p.sink], flags.dataDir)}\n`).join("")}`,
+  );
 }
 
 /**
@@ -143,16 +180,27 @@ function dropSink(outbox: Outbox, name: string, dataDir: string): number {
     dropped = outbox.dropSink(name, reason, writeDeadLetters);
   } catch (err) {
     if (writeFailure === undefined) throw err;
-    process.stderr.write(`sef: nothing dropped: the dead-letter file ${deadLetters.pathFor(name)} cannot be written: ${writeFailure.message}\n`);
+    process.stderr.write(
+      `sef: nothing dropped: the dead-letter file ${deadLetters.pathFor(name)} cannot be written: ${writeFailure.message}\n`,
+    );
     return exitCodes.store;
   }
   if (dropped === undefined) {
     const known = [...outbox.status().map((s) => s.sink), ...outbox.parkedSinks().map((p) => p.sink)];
-    process.stderr.write(`sef: the ledger holds no sink named ${JSON.stringify(name)} (it holds: ${known.join(", ") || "none"})\n`);
+    process.stderr.write(
+      `sef: the ledger holds no sink named ${JSON.stringify(name)} (it holds: ${known.join(", ") || "none"})\n`,
+    );
     return exitCodes.usage;
   }
   process.stdout.write(
-    JSON.stringify({ sink: name, parked: wasParked, deadLettered: dropped.pending, forgottenDeadLettered: dropped.deadLettered, deadLetterFile: deadLetters.pathFor(name), outboxBytes: outbox.bytesInOutbox }) + "\n",
+    JSON.stringify({
+      sink: name,
+      parked: wasParked,
+      deadLettered: dropped.pending,
+      forgottenDeadLettered: dropped.deadLettered,
+      deadLetterFile: deadLetters.pathFor(name),
+      outboxBytes: outbox.bytesInOutbox,
+    }) + "\n",
   );
   return exitCodes.ok;
 }
@@ -168,7 +216,9 @@ function withAgentStopped(dataDir: string, verb: string, body: (outbox: Outbox) 
     lock = acquireDataDir(dataDir);
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err;
-    process.stderr.write(`sef: refusing to ${verb} while an agent holds ${dataDir}: ${err.message}. Stop the agent, ${verb}, start it again.\n`);
+    process.stderr.write(
+      `sef: refusing to ${verb} while an agent holds ${dataDir}: ${err.message}. Stop the agent, ${verb}, start it again.\n`,
+    );
     return exitCodes.refused;
   }
   try {
@@ -191,7 +241,9 @@ function withReadOnlyStore(dataDir: string, body: (outbox: Outbox) => void): num
 function storeExists(dataDir: string): boolean {
   const file = join(dataDir, "sef.db");
   if (existsSync(file)) return true;
-  process.stderr.write(`sef: no store at ${file} (is ${dataDir} the agent's data directory? name it with --data-dir or SEF_DATA_DIR)\n`);
+  process.stderr.write(
+    `sef: no store at ${file} (is ${dataDir} the agent's data directory? name it with --data-dir or SEF_DATA_DIR)\n`,
+  );
   return false;
 }
 
@@ -225,5 +277,13 @@ function storeFailure(err: unknown): number {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join("  ").trimEnd() + "\n").join("");
+  return rows
+    .map(
+      (r) =>
+        r
+          .map((cell, c) => cell.padEnd(widths[c]!))
+          .join("  ")
+          .trimEnd() + "\n",
+    )
+    .join("");
 }

@@ -17,7 +17,12 @@ import { AgentMetrics } from "../../observability/metrics.js";
 import { routeDebugOutput } from "../../observability/debug-output.js";
 import { secretFileWarning } from "../../config/secret-file.js";
 import { EndpointDiscovery, endpointMemoryIn } from "../../imds/discovery/index.js";
-import { acquire as acquireDataDir, DataDirLockedError, lockFileName, type DataDirLock } from "../../store/data-dir-lock.js";
+import {
+  acquire as acquireDataDir,
+  DataDirLockedError,
+  lockFileName,
+  type DataDirLock,
+} from "../../store/data-dir-lock.js";
 import { settlesWithin } from "../../util/deadline.js";
 import { listenForStop, type StopSignal } from "../stop-signal.js";
 import { shellCommand } from "../../util/sef-command-hint.js";
@@ -40,7 +45,12 @@ export async function runAgent(opts: Record<string, unknown>): Promise<number> {
   let replayFrom: ReplayFrom | undefined;
   if (opts.replayFrom !== undefined) {
     replayFrom = parseReplayFrom(String(opts.replayFrom));
-    if (!replayFrom) return reportConfigError(new ConfigError([`--replay-from: must be an ISO time (2024-05-01T12:00:00Z) or an outbox sequence number, got "${String(opts.replayFrom)}"`]));
+    if (!replayFrom)
+      return reportConfigError(
+        new ConfigError([
+          `--replay-from: must be an ISO time (2024-05-01T12:00:00Z) or an outbox sequence number, got "${String(opts.replayFrom)}"`,
+        ]),
+      );
   }
   const logger = createLogger({ level: config.logLevel });
   // Listening from the first moment the agent can log: a SIGTERM during start-up is a clean stop (exit 0).
@@ -50,7 +60,10 @@ export async function runAgent(opts: Record<string, unknown>): Promise<number> {
     const exposed = secretFileWarning(loaded.file, config);
     if (exposed !== undefined) {
       const chmod = shellCommand(["chmod", "o-r", resolve(exposed.file)]);
-      logger.warn(exposed, `config file holds a secret and other users may read it: ${chmod} (or move the secret to an environment variable)`);
+      logger.warn(
+        exposed,
+        `config file holds a secret and other users may read it: ${chmod} (or move the secret to an environment variable)`,
+      );
     }
     if (stop.requested) return exitCodes.ok;
     const lock = lockDataDir(config.dataDir, logger);
@@ -80,7 +93,13 @@ function lockDataDir(dataDir: string, logger: Logger): DataDirLock | number {
   }
 }
 
-async function runUntilStopped(config: AgentConfig, sinkSettings: SinkSettings, logger: Logger, stop: StopSignal, replayFrom: ReplayFrom | undefined): Promise<number> {
+async function runUntilStopped(
+  config: AgentConfig,
+  sinkSettings: SinkSettings,
+  logger: Logger,
+  stop: StopSignal,
+  replayFrom: ReplayFrom | undefined,
+): Promise<number> {
   const metrics = new AgentMetrics({ processMetrics: true });
   const sinks: Sink[] = [];
   let agent: Agent;
@@ -88,11 +107,32 @@ async function runUntilStopped(config: AgentConfig, sinkSettings: SinkSettings, 
   try {
     for (const spec of config.sinks) {
       const { type, argument } = parseSinkSpec(spec);
-      sinks.push(await findSinkFactory(type).create({ argument, settings: sinkSettings[type], context: { logger, dataDir: config.dataDir, agentVersion, metrics } }));
+      sinks.push(
+        await findSinkFactory(type).create({
+          argument,
+          settings: sinkSettings[type],
+          context: { logger, dataDir: config.dataDir, agentVersion, metrics },
+        }),
+      );
     }
     metrics.initSinks(sinks.map((s) => s.name));
-    imdsEndpoint = new EndpointDiscovery({ explicitUrl: config.imdsUrl, settings: config.imdsDiscovery, clock: systemClock, logger, registry: metrics.registry });
-    agent = new Agent({ config, sinks, logger, clock: systemClock, agentVersion, metrics, imdsEndpoint, ...(replayFrom ? { replayFrom } : {}) });
+    imdsEndpoint = new EndpointDiscovery({
+      explicitUrl: config.imdsUrl,
+      settings: config.imdsDiscovery,
+      clock: systemClock,
+      logger,
+      registry: metrics.registry,
+    });
+    agent = new Agent({
+      config,
+      sinks,
+      logger,
+      clock: systemClock,
+      agentVersion,
+      metrics,
+      imdsEndpoint,
+      ...(replayFrom ? { replayFrom } : {}),
+    });
   } catch (err) {
     await Promise.all(sinks.map((s) => s.close().catch(() => undefined)));
     if (err instanceof StoreError) {

@@ -7,8 +7,15 @@ import { addConfigOptions } from "../config-options.js";
 const exitGraceMs = 500;
 
 export function registerRunCommand(program: Command): void {
-  addConfigOptions(program.command("run").description("run the agent: poll IMDS scheduled events and forward transitions to the sinks"))
-    .option("--replay-from <time|seq>", "send the records still held in the outbox from this ISO time or outbox sequence number on to every sink again (backfills a new sink)")
+  addConfigOptions(
+    program
+      .command("run")
+      .description("run the agent: poll IMDS scheduled events and forward transitions to the sinks"),
+  )
+    .option(
+      "--replay-from <time|seq>",
+      "send the records still held in the outbox from this ISO time or outbox sequence number on to every sink again (backfills a new sink)",
+    )
     .action(async (opts: Record<string, unknown>) => {
       const { runAgent } = await import("./run-agent.js");
       const code = await runAgent(opts);

@@ -2,7 +2,12 @@
 // (EventHubConsumerClient, $Default consumer group), with the same auth options as the Event Hubs sink.
 import { earliestEventPosition, latestEventPosition } from "@azure/event-hubs";
 import { createLogger, redactSecrets } from "../../observability/logger.js";
-import { createConsumerClient, describeTarget, eventHubsSettingsSchema, resolveEventHubsAuth } from "../../sinks/eventhubs/index.js";
+import {
+  createConsumerClient,
+  describeTarget,
+  eventHubsSettingsSchema,
+  resolveEventHubsAuth,
+} from "../../sinks/eventhubs/index.js";
 
 export interface TailFlags {
   connectionStringEnv?: string;

@@ -15,12 +15,24 @@ export function registerTailCommand(program: Command): void {
   tail
     .command("eventhubs")
     .description("print records from an event hub, one JSON per line")
-    .option("--connection-string-env <name>", withDefault("environment variable holding the connection string", "eventhubs.connectionStringEnv"))
-    .option("--namespace <fqdn>", "fully qualified namespace: use Entra ID (managed identity) instead of a connection string")
+    .option(
+      "--connection-string-env <name>",
+      withDefault("environment variable holding the connection string", "eventhubs.connectionStringEnv"),
+    )
+    .option(
+      "--namespace <fqdn>",
+      "fully qualified namespace: use Entra ID (managed identity) instead of a connection string",
+    )
     .option("--hub <name>", "event hub name (required with --namespace; else EntityPath of the connection string)")
     .option("--custom-endpoint <url>", "connect to this address instead (amqps://host:port)")
-    .option("--credential <kind>", withDefault(`with --namespace: ${settingChoices("eventhubs.credential").join(" or ")}`, "eventhubs.credential"))
-    .option("--client-id <id>", withDefault("user-assigned managed identity client id", "eventhubs.managedIdentityClientId"))
+    .option(
+      "--credential <kind>",
+      withDefault(`with --namespace: ${settingChoices("eventhubs.credential").join(" or ")}`, "eventhubs.credential"),
+    )
+    .option(
+      "--client-id <id>",
+      withDefault("user-assigned managed identity client id", "eventhubs.managedIdentityClientId"),
+    )
     .option("--consumer-group <name>", "consumer group", "$Default")
     .option("--from-start", "read from the start of each partition (without it: only new events)")
     .option("--max <n>", "stop after N records", positiveInteger)

@@ -24,11 +24,21 @@ export function pickInterface(name: string | undefined): { mac: Buffer; address:
   throw new DiscoveryParseError("unreadable", name ? `no IPv4 interface named ${name}` : "no external IPv4 interface");
 }
 
-export async function queryOption245(settings: ActiveDhcpSettings, onSkipped: (err: DiscoveryParseError) => void, signal?: AbortSignal): Promise<DhcpQueryResult> {
+export async function queryOption245(
+  settings: ActiveDhcpSettings,
+  onSkipped: (err: DiscoveryParseError) => void,
+  signal?: AbortSignal,
+): Promise<DhcpQueryResult> {
   const nic = pickInterface(settings.interface);
   const xid = randomBytes(4);
   const broadcast = settings.serverAddress === "255.255.255.255";
-  const request = buildDhcpRequest({ xid, mac: nic.mac, messageType: settings.messageType, clientAddress: settings.messageType === "inform" ? nic.address : undefined, broadcast });
+  const request = buildDhcpRequest({
+    xid,
+    mac: nic.mac,
+    messageType: settings.messageType,
+    clientAddress: settings.messageType === "inform" ? nic.address : undefined,
+    broadcast,
+  });
   const socket = createSocket({ type: "udp4", reuseAddr: true });
   const skipped: DiscoveryParseError[] = [];
   try {
@@ -39,7 +49,10 @@ export async function queryOption245(settings: ActiveDhcpSettings, onSkipped: (e
         resolve();
       });
     }).catch((err: NodeJS.ErrnoException) => {
-      throw new DiscoveryParseError("unreadable", `cannot bind UDP ${settings.bindAddress}:${settings.clientPort} (${err.code ?? err.message}; needs root or CAP_NET_BIND_SERVICE)`);
+      throw new DiscoveryParseError(
+        "unreadable",
+        `cannot bind UDP ${settings.bindAddress}:${settings.clientPort} (${err.code ?? err.message}; needs root or CAP_NET_BIND_SERVICE)`,
+      );
     });
     if (broadcast) socket.setBroadcast(true);
     return await new Promise<DhcpQueryResult>((resolve, reject) => {
@@ -50,7 +63,15 @@ export async function queryOption245(settings: ActiveDhcpSettings, onSkipped: (e
         fn();
       };
       const timer = setTimeout(
-        () => finish(() => reject(new DiscoveryParseError("timeout", `no usable DHCP reply within ${settings.timeoutMs} ms (${skipped.length} skipped)`))),
+        () =>
+          finish(() =>
+            reject(
+              new DiscoveryParseError(
+                "timeout",
+                `no usable DHCP reply within ${settings.timeoutMs} ms (${skipped.length} skipped)`,
+              ),
+            ),
+          ),
         settings.timeoutMs,
       );
       const onAbort = (): void => finish(() => reject(new DiscoveryParseError("timeout", "DHCP query aborted")));
@@ -62,7 +83,11 @@ export async function queryOption245(settings: ActiveDhcpSettings, onSkipped: (e
         } catch (err) {
           if (!(err instanceof DiscoveryParseError)) return finish(() => reject(err));
           // Not ours (or too short to tell): note it and keep listening. Ours but unusable: that is the answer.
-          if (err.reason === "wrong-xid" || err.reason === "wrong-mac" || (err.reason === "truncated" && message.length < 240)) {
+          if (
+            err.reason === "wrong-xid" ||
+            err.reason === "wrong-mac" ||
+            (err.reason === "truncated" && message.length < 240)
+          ) {
             skipped.push(err);
             onSkipped(err);
           } else {
@@ -72,7 +97,15 @@ export async function queryOption245(settings: ActiveDhcpSettings, onSkipped: (e
       };
       socket.on("message", onMessage);
       socket.send(request, settings.serverPort, settings.serverAddress, (err) => {
-        if (err) finish(() => reject(new DiscoveryParseError("unreadable", `cannot send to ${settings.serverAddress}:${settings.serverPort} (${(err as NodeJS.ErrnoException).code ?? err.message})`)));
+        if (err)
+          finish(() =>
+            reject(
+              new DiscoveryParseError(
+                "unreadable",
+                `cannot send to ${settings.serverAddress}:${settings.serverPort} (${(err as NodeJS.ErrnoException).code ?? err.message})`,
+              ),
+            ),
+          );
       });
     });
   } finally {

@@ -51,16 +51,33 @@ export interface DhcpReply {
  * "wrong-mac", "no-option-245", "wrong-length".
  */
 export function parseDhcpReply(packet: Buffer, request: { xid: Buffer; mac: Buffer }): DhcpReply {
-  if (packet.length < optionsOffset) throw new DiscoveryParseError("truncated", `reply of ${packet.length} bytes is shorter than the ${optionsOffset}-byte DHCP header`);
+  if (packet.length < optionsOffset)
+    throw new DiscoveryParseError(
+      "truncated",
+      `reply of ${packet.length} bytes is shorter than the ${optionsOffset}-byte DHCP header`,
+    );
   if (packet[0] !== 2) throw new DiscoveryParseError("malformed", `op is ${packet[0]}, expected 2 (BOOTREPLY)`);
-  if (!packet.subarray(headerBytes, optionsOffset).equals(dhcpMagicCookie)) throw new DiscoveryParseError("bad-cookie", "reply lacks the DHCP magic cookie");
+  if (!packet.subarray(headerBytes, optionsOffset).equals(dhcpMagicCookie))
+    throw new DiscoveryParseError("bad-cookie", "reply lacks the DHCP magic cookie");
   const xid = packet.subarray(4, 8);
-  if (!xid.equals(request.xid)) throw new DiscoveryParseError("wrong-xid", `reply for transaction ${xid.toString("hex")}, expected ${request.xid.toString("hex")}`);
+  if (!xid.equals(request.xid))
+    throw new DiscoveryParseError(
+      "wrong-xid",
+      `reply for transaction ${xid.toString("hex")}, expected ${request.xid.toString("hex")}`,
+    );
   const mac = packet.subarray(28, 34);
-  if (!mac.equals(request.mac)) throw new DiscoveryParseError("wrong-mac", `reply for client ${formatMac(mac)}, expected ${formatMac(request.mac)}`);
+  if (!mac.equals(request.mac))
+    throw new DiscoveryParseError(
+      "wrong-mac",
+      `reply for client ${formatMac(mac)}, expected ${formatMac(request.mac)}`,
+    );
   const options = readOptions(packet);
   const option245 = options.get(245);
-  if (option245 === undefined) throw new DiscoveryParseError("no-option-245", `reply carries options ${[...options.keys()].join(",") || "(none)"} but not 245`);
+  if (option245 === undefined)
+    throw new DiscoveryParseError(
+      "no-option-245",
+      `reply carries options ${[...options.keys()].join(",") || "(none)"} but not 245`,
+    );
   return { option245: ipv4FromOptionBytes(option245), options };
 }
 
@@ -74,9 +91,14 @@ function readOptions(packet: Buffer): Map<number, Buffer> {
       continue;
     }
     if (code === 255) return options;
-    if (i + 1 >= packet.length) throw new DiscoveryParseError("truncated", `option ${code} at offset ${i} has no length byte`);
+    if (i + 1 >= packet.length)
+      throw new DiscoveryParseError("truncated", `option ${code} at offset ${i} has no length byte`);
     const length = packet[i + 1]!;
-    if (i + 2 + length > packet.length) throw new DiscoveryParseError("truncated", `option ${code} at offset ${i} runs ${i + 2 + length - packet.length} bytes past the end`);
+    if (i + 2 + length > packet.length)
+      throw new DiscoveryParseError(
+        "truncated",
+        `option ${code} at offset ${i} runs ${i + 2 + length - packet.length} bytes past the end`,
+      );
     if (!options.has(code)) options.set(code, packet.subarray(i + 2, i + 2 + length));
     i += 2 + length;
   }
@@ -88,6 +110,7 @@ export function formatMac(mac: Buffer): string {
 }
 
 export function parseMac(text: string): Buffer {
-  if (!/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(text)) throw new DiscoveryParseError("malformed", `"${text}" is not a MAC address`);
+  if (!/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(text))
+    throw new DiscoveryParseError("malformed", `"${text}" is not a MAC address`);
   return Buffer.from(text.split(":").map((h) => parseInt(h, 16)));
 }

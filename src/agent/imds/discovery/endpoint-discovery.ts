@@ -62,9 +62,20 @@ export class EndpointDiscovery implements ImdsEndpointSource {
 
   constructor(private readonly options: EndpointDiscoveryOptions) {
     if (options.registry) {
-      this.info = new Gauge({ name: "sef_imds_endpoint_info", help: "The IMDS endpoint in use (value 1) and the discovery source that found it", labelNames: ["source", "endpoint"] as const, registers: [options.registry] });
-      this.errors = new Counter({ name: "sef_imds_discovery_errors_total", help: "IMDS endpoint discovery failures, by source and reason", labelNames: ["source", "reason"] as const, registers: [options.registry] });
-      for (const source of discoveredSources) for (const reason of discoveryFailureReasons) this.errors.inc({ source, reason }, 0);
+      this.info = new Gauge({
+        name: "sef_imds_endpoint_info",
+        help: "The IMDS endpoint in use (value 1) and the discovery source that found it",
+        labelNames: ["source", "endpoint"] as const,
+        registers: [options.registry],
+      });
+      this.errors = new Counter({
+        name: "sef_imds_discovery_errors_total",
+        help: "IMDS endpoint discovery failures, by source and reason",
+        labelNames: ["source", "reason"] as const,
+        registers: [options.registry],
+      });
+      for (const source of discoveredSources)
+        for (const reason of discoveryFailureReasons) this.errors.inc({ source, reason }, 0);
     }
   }
 
@@ -79,15 +90,28 @@ export class EndpointDiscovery implements ImdsEndpointSource {
   }
 
   snapshot(): EndpointSnapshot {
-    return { url: this.endpoint?.url ?? null, source: this.endpoint?.source ?? null, reused: this.endpoint?.reused ?? false, error: this.endpoint ? null : this.error };
+    return {
+      url: this.endpoint?.url ?? null,
+      source: this.endpoint?.source ?? null,
+      reused: this.endpoint?.reused ?? false,
+      error: this.endpoint ? null : this.error,
+    };
   }
 
   /** The IMDS client could not connect; after `rediscoverAfterFailures` in a row, discovery runs again. */
   connectionFailed(): void {
     if (this.endpoint?.source === "explicit" || this.options.settings.rediscoverAfterFailures === 0) return;
     this.consecutiveConnectionFailures += 1;
-    if (this.consecutiveConnectionFailures < this.options.settings.rediscoverAfterFailures || this.round || this.retryLoop) return;
-    this.options.logger.warn({ endpoint: this.endpoint?.url, connectionFailures: this.consecutiveConnectionFailures }, "IMDS endpoint keeps refusing connections; discovering it again");
+    if (
+      this.consecutiveConnectionFailures < this.options.settings.rediscoverAfterFailures ||
+      this.round ||
+      this.retryLoop
+    )
+      return;
+    this.options.logger.warn(
+      { endpoint: this.endpoint?.url, connectionFailures: this.consecutiveConnectionFailures },
+      "IMDS endpoint keeps refusing connections; discovering it again",
+    );
     this.consecutiveConnectionFailures = 0;
     void this.runRound("rediscover");
   }
@@ -128,7 +152,13 @@ export class EndpointDiscovery implements ImdsEndpointSource {
       settings,
       probe: this.options.probe ?? tcpProbe,
       sources: this.options.sources,
-      context: { env: this.options.env ?? process.env, platform: this.options.platform ?? process.platform, nowMs: clock.now(), signal: this.stopController.signal, runRegQuery: this.options.runRegQuery },
+      context: {
+        env: this.options.env ?? process.env,
+        platform: this.options.platform ?? process.platform,
+        nowMs: clock.now(),
+        signal: this.stopController.signal,
+        runRegQuery: this.options.runRegQuery,
+      },
       onFailure: (failure) => {
         failures.push(failure);
         this.errors?.inc({ source: failure.source, reason: failure.reason });
@@ -139,22 +169,33 @@ export class EndpointDiscovery implements ImdsEndpointSource {
     const summary = failures.map((f) => `${f.source}: ${f.reason}${f.file ? ` (${f.file})` : ""}`).join("; ");
     const level = summary === this.lastFailureSummary ? "debug" : "warn";
     this.lastFailureSummary = summary;
-    for (const f of failures) logger[level]({ source: f.source, reason: f.reason, file: f.file, detail: f.detail }, `IMDS endpoint discovery: ${f.source} ${f.reason}`);
+    for (const f of failures)
+      logger[level](
+        { source: f.source, reason: f.reason, file: f.file, detail: f.detail },
+        `IMDS endpoint discovery: ${f.source} ${f.reason}`,
+      );
 
     if (outcome.endpoint) {
       const changed = outcome.endpoint.url !== this.endpoint?.url;
       this.endpoint = outcome.endpoint;
       this.error = null;
       if (changed || why === "start") {
-        logger.info({ endpoint: outcome.endpoint.url, source: outcome.endpoint.source, reused: outcome.endpoint.reused, why }, "IMDS endpoint chosen");
+        logger.info(
+          { endpoint: outcome.endpoint.url, source: outcome.endpoint.source, reused: outcome.endpoint.reused, why },
+          "IMDS endpoint chosen",
+        );
         this.info?.reset();
         this.info?.set({ source: outcome.endpoint.source, endpoint: outcome.endpoint.url }, 1);
       }
-      if (outcome.endpoint.source !== "explicit") this.saveMemory({ url: outcome.endpoint.url, source: outcome.endpoint.source });
+      if (outcome.endpoint.source !== "explicit")
+        this.saveMemory({ url: outcome.endpoint.url, source: outcome.endpoint.source });
       return;
     }
     if (this.endpoint) {
-      logger.warn({ endpoint: this.endpoint.url, failures: summary }, "IMDS endpoint discovery found nothing better; keeping the current endpoint");
+      logger.warn(
+        { endpoint: this.endpoint.url, failures: summary },
+        "IMDS endpoint discovery found nothing better; keeping the current endpoint",
+      );
       return;
     }
     this.error = `no IMDS endpoint found (${summary || "no source had an address"})`;
@@ -197,11 +238,15 @@ export class EndpointDiscovery implements ImdsEndpointSource {
     try {
       const url = new URL(remembered.url);
       const port = url.port === "" ? 80 : Number(url.port);
-      if (url.protocol === "http:" && port === this.options.settings.port && typeof remembered.source === "string") return remembered;
+      if (url.protocol === "http:" && port === this.options.settings.port && typeof remembered.source === "string")
+        return remembered;
     } catch {
       // fall through: not a URL
     }
-    this.options.logger.info({ remembered }, "ignoring the remembered IMDS endpoint (malformed, or another port than configured)");
+    this.options.logger.info(
+      { remembered },
+      "ignoring the remembered IMDS endpoint (malformed, or another port than configured)",
+    );
     return undefined;
   }
 

@@ -15,7 +15,16 @@ export type DiscoverySource =
   | "dhcp"; // an active DHCPDISCOVER/DHCPINFORM (opt-in, needs privileges)
 
 /** Every source a discovery error can name (the explicit and remembered endpoints are not discovered). */
-export const discoveredSources: readonly DiscoverySource[] = ["link-local", "env", "registry", "waagent", "dhclient", "networkd", "networkmanager", "dhcp"];
+export const discoveredSources: readonly DiscoverySource[] = [
+  "link-local",
+  "env",
+  "registry",
+  "waagent",
+  "dhclient",
+  "networkd",
+  "networkmanager",
+  "dhcp",
+];
 
 /** Every failure reason, for metrics that exist at 0 from start. */
 export const discoveryFailureReasons: readonly DiscoveryFailureReason[] = [

@@ -17,7 +17,8 @@ export function parseDhclientLeases(text: string, nowMs: number): string {
   const withOption = leases.filter((l) => l.option245 !== undefined);
   const current = withOption.filter((l) => l.expiresMs === null || l.expiresMs > nowMs);
   if (current.length > 0) return current[current.length - 1]!.option245!;
-  if (withOption.length > 0) throw new DiscoveryParseError("expired", `all ${withOption.length} lease(s) carrying option 245 have expired`);
+  if (withOption.length > 0)
+    throw new DiscoveryParseError("expired", `all ${withOption.length} lease(s) carrying option 245 have expired`);
   const bad = leases.find((l) => l.option245Error !== undefined);
   if (bad) throw bad.option245Error!;
   throw new DiscoveryParseError("no-option-245", `none of ${leases.length} lease(s) carries option 245`);
@@ -40,7 +41,8 @@ function splitLeaseBlocks(text: string): string[][] {
     if (current === undefined) {
       if (/^lease\s*\{$/.test(line)) current = [];
       else if (/^[a-z0-9-]+(\s+\S+)*\s*\{$/i.test(line)) skippedDepth = 1;
-      else if (!line.endsWith(";")) throw new DiscoveryParseError("malformed", `${where}: expected "lease {" or a statement ending in ";"`);
+      else if (!line.endsWith(";"))
+        throw new DiscoveryParseError("malformed", `${where}: expected "lease {" or a statement ending in ";"`);
       return;
     }
     if (line === "}") {
@@ -54,7 +56,8 @@ function splitLeaseBlocks(text: string): string[][] {
       current.push(line.slice(0, -1).trim());
     }
   });
-  if (current !== undefined || skippedDepth > 0) throw new DiscoveryParseError("malformed", "the last block is not closed");
+  if (current !== undefined || skippedDepth > 0)
+    throw new DiscoveryParseError("malformed", "the last block is not closed");
   return blocks;
 }
 

@@ -30,11 +30,14 @@ function parseJsonLease(text: string): string {
   } catch (err) {
     throw new DiscoveryParseError("malformed", `not valid JSON (${(err as Error).message})`);
   }
-  if (typeof lease !== "object" || lease === null || Array.isArray(lease)) throw new DiscoveryParseError("malformed", "not a JSON object");
+  if (typeof lease !== "object" || lease === null || Array.isArray(lease))
+    throw new DiscoveryParseError("malformed", "not a JSON object");
   const options = (lease as { Private_Options?: unknown }).Private_Options;
   if (options === undefined) throw new DiscoveryParseError("no-option-245", "no Private_Options");
   if (!Array.isArray(options)) throw new DiscoveryParseError("malformed", "Private_Options is not an array");
-  const option = options.find((o) => typeof o === "object" && o !== null && (o as { Option?: unknown }).Option === 245) as { Data?: unknown } | undefined;
+  const option = options.find(
+    (o) => typeof o === "object" && o !== null && (o as { Option?: unknown }).Option === 245,
+  ) as { Data?: unknown } | undefined;
   if (option === undefined) throw new DiscoveryParseError("no-option-245", "Private_Options has no option 245");
   if (typeof option.Data === "string") return decodeOption245Text(option.Data);
   if (Array.isArray(option.Data) && option.Data.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) {

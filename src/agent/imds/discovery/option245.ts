@@ -4,7 +4,8 @@ import { DiscoveryParseError } from "./failure.js";
 
 /** 4 option bytes → dotted IPv4. */
 export function ipv4FromOptionBytes(bytes: Uint8Array): string {
-  if (bytes.length !== 4) throw new DiscoveryParseError("wrong-length", `option 245 has ${bytes.length} bytes, expected 4`);
+  if (bytes.length !== 4)
+    throw new DiscoveryParseError("wrong-length", `option 245 has ${bytes.length} bytes, expected 4`);
   return Array.from(bytes).join(".");
 }
 
@@ -14,15 +15,20 @@ export function decodeOption245Text(raw: string): string {
   if (text === "") throw new DiscoveryParseError("malformed", "option 245 value is empty");
   if (/^\d{1,3}(\.\d{1,3})+$/.test(text)) {
     const parts = text.split(".").map(Number);
-    if (parts.length !== 4) throw new DiscoveryParseError("wrong-length", `option 245 "${text}" has ${parts.length} bytes, expected 4`);
-    if (parts.some((p) => p > 255)) throw new DiscoveryParseError("malformed", `option 245 "${text}" is not an IPv4 address`);
+    if (parts.length !== 4)
+      throw new DiscoveryParseError("wrong-length", `option 245 "${text}" has ${parts.length} bytes, expected 4`);
+    if (parts.some((p) => p > 255))
+      throw new DiscoveryParseError("malformed", `option 245 "${text}" is not an IPv4 address`);
     return parts.join(".");
   }
   if (/^[0-9a-f]{1,2}(:[0-9a-f]{1,2})*$/i.test(text)) {
     return ipv4FromOptionBytes(Uint8Array.from(text.split(":").map((h) => parseInt(h, 16))));
   }
   if (/^([0-9a-f]{2})+$/i.test(text)) return ipv4FromOptionBytes(Uint8Array.from(Buffer.from(text, "hex")));
-  throw new DiscoveryParseError("malformed", `option 245 value "${text.slice(0, 60)}" is neither hex bytes nor a dotted IPv4 address`);
+  throw new DiscoveryParseError(
+    "malformed",
+    `option 245 value "${text.slice(0, 60)}" is neither hex bytes nor a dotted IPv4 address`,
+  );
 }
 
 /** Strict dotted IPv4 check for addresses given by people (CLOUDCONTROLIP, the registry, the waagent file). */

@@ -2,7 +2,12 @@
 // besides the opt-in DHCP query; no HTTP request is sent.)
 import { connect } from "node:net";
 
-export type Probe = (host: string, port: number, timeoutMs: number, signal?: AbortSignal) => Promise<{ answered: boolean; detail: string }>;
+export type Probe = (
+  host: string,
+  port: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+) => Promise<{ answered: boolean; detail: string }>;
 
 export const tcpProbe: Probe = (host, port, timeoutMs, signal) =>
   new Promise((resolve) => {

@@ -8,7 +8,8 @@ export const registryValueName = "CloudControlIp";
 
 export function parseRegQueryOutput(output: string): string {
   const line = output.split(/\r?\n/).find((l) => new RegExp(`^\\s+${registryValueName}\\s+REG_`, "i").test(l));
-  if (line === undefined) throw new DiscoveryParseError("no-option-245", `no ${registryValueName} value in the reg query output`);
+  if (line === undefined)
+    throw new DiscoveryParseError("no-option-245", `no ${registryValueName} value in the reg query output`);
   const match = /^\s+\S+\s+(REG_[A-Z_]+)\s*(.*)$/i.exec(line)!;
   const type = match[1]!.toUpperCase();
   const value = match[2]!.trim();
@@ -17,7 +18,8 @@ export function parseRegQueryOutput(output: string): string {
     case "REG_EXPAND_SZ":
       return parseIpv4(value);
     case "REG_DWORD": {
-      if (!/^0x[0-9a-f]{1,8}$/i.test(value)) throw new DiscoveryParseError("malformed", `REG_DWORD value "${value}" is not 0x…`);
+      if (!/^0x[0-9a-f]{1,8}$/i.test(value))
+        throw new DiscoveryParseError("malformed", `REG_DWORD value "${value}" is not 0x…`);
       return decodeOption245Text(value.slice(2).padStart(8, "0"));
     }
     case "REG_BINARY":

@@ -40,7 +40,8 @@ export async function resolveImdsEndpoint(request: ResolveRequest): Promise<Reso
     failures.push(failure);
     request.onFailure?.(failure);
   };
-  if (request.explicitUrl !== undefined) return { endpoint: { url: request.explicitUrl, source: "explicit", reused: false }, failures };
+  if (request.explicitUrl !== undefined)
+    return { endpoint: { url: request.explicitUrl, source: "explicit", reused: false }, failures };
 
   const answers = async (source: DiscoverySource, url: string, file?: string): Promise<boolean> => {
     const parsed = new URL(url);
@@ -50,11 +51,16 @@ export async function resolveImdsEndpoint(request: ResolveRequest): Promise<Reso
     return result.answered;
   };
 
-  if (request.remembered && request.remembered.source !== "explicit" && (await answers("remembered", request.remembered.url))) {
+  if (
+    request.remembered &&
+    request.remembered.source !== "explicit" &&
+    (await answers("remembered", request.remembered.url))
+  ) {
     return { endpoint: { url: request.remembered.url, source: request.remembered.source, reused: true }, failures };
   }
   const linkLocal = endpointUrl(settings.linkLocalAddress, settings.port);
-  if (await answers("link-local", linkLocal)) return { endpoint: { url: linkLocal, source: "link-local", reused: false }, failures };
+  if (await answers("link-local", linkLocal))
+    return { endpoint: { url: linkLocal, source: "link-local", reused: false }, failures };
 
   const tried = new Set<string>([linkLocal]);
   for (const reader of request.sources ?? discoverySources) {
@@ -65,7 +71,8 @@ export async function resolveImdsEndpoint(request: ResolveRequest): Promise<Reso
       const url = endpointUrl(candidate.address, settings.port);
       if (tried.has(url)) continue;
       tried.add(url);
-      if (await answers(candidate.source, url, candidate.file)) return { endpoint: { url, source: candidate.source, reused: false }, failures };
+      if (await answers(candidate.source, url, candidate.file))
+        return { endpoint: { url, source: candidate.source, reused: false }, failures };
     }
   }
   return { failures };

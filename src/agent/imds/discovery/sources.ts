@@ -48,13 +48,27 @@ export const discoverySources: readonly DiscoverySourceReader[] = [
     source: "waagent",
     read: async ({ settings }) => readOneFile("waagent", settings.wireServerEndpointFile, (t) => parseIpv4(t)),
   },
-  { source: "dhclient", read: (c) => readLeaseFiles("dhclient", c.settings.leaseFiles.dhclient, (t) => parseDhclientLeases(t, c.nowMs)) },
+  {
+    source: "dhclient",
+    read: (c) => readLeaseFiles("dhclient", c.settings.leaseFiles.dhclient, (t) => parseDhclientLeases(t, c.nowMs)),
+  },
   { source: "networkd", read: (c) => readLeaseFiles("networkd", c.settings.leaseFiles.networkd, parseNetworkdLease) },
-  { source: "networkmanager", read: (c) => readLeaseFiles("networkmanager", c.settings.leaseFiles.networkManager, (t) => parseNetworkManagerLease(t, c.nowMs)) },
+  {
+    source: "networkmanager",
+    read: (c) =>
+      readLeaseFiles("networkmanager", c.settings.leaseFiles.networkManager, (t) =>
+        parseNetworkManagerLease(t, c.nowMs),
+      ),
+  },
   { source: "dhcp", read: readActiveDhcp },
 ];
 
-function fromText(source: DiscoverySource, text: string | undefined, file: string | undefined, parse: (text: string) => string): SourceResult {
+function fromText(
+  source: DiscoverySource,
+  text: string | undefined,
+  file: string | undefined,
+  parse: (text: string) => string,
+): SourceResult {
   if (text === undefined || text.trim() === "") return { candidates: [], failures: [] };
   try {
     return { candidates: [{ source, address: parse(text), file }], failures: [] };
@@ -68,16 +82,22 @@ export function toFailure(source: DiscoverySource, err: unknown, file?: string):
   return { source, reason: "unreadable", detail: (err as NodeJS.ErrnoException).code ?? (err as Error).message, file };
 }
 
-async function readOneFile(source: DiscoverySource, path: string, parse: (text: string) => string): Promise<SourceResult> {
+async function readOneFile(
+  source: DiscoverySource,
+  path: string,
+  parse: (text: string) => string,
+): Promise<SourceResult> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
   } catch (err) {
     // A file that is not there is not an error: this kind of VM simply does not have it. Nor is a directory a pattern matched.
-    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "EISDIR") return { candidates: [], failures: [] };
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "EISDIR")
+      return { candidates: [], failures: [] };
     return { candidates: [], failures: [toFailure(source, err, path)] };
   }
-  if (text.trim() === "") return { candidates: [], failures: [{ source, reason: "malformed", detail: "file is empty", file: path }] };
+  if (text.trim() === "")
+    return { candidates: [], failures: [{ source, reason: "malformed", detail: "file is empty", file: path }] };
   return fromText(source, text, path, parse);
 }
 
@@ -86,16 +106,29 @@ export async function expandPattern(pattern: string): Promise<string[]> {
   const dir = dirname(pattern);
   const name = basename(pattern);
   if (!name.includes("*")) return [pattern];
-  const matcher = new RegExp(`^${name.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
+  const matcher = new RegExp(
+    `^${name
+      .split("*")
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+      .join(".*")}$`,
+  );
   try {
-    return (await readdir(dir)).filter((f) => matcher.test(f)).sort().map((f) => join(dir, f));
+    return (await readdir(dir))
+      .filter((f) => matcher.test(f))
+      .sort()
+      .map((f) => join(dir, f));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") return [];
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR")
+      return [];
     throw err;
   }
 }
 
-async function readLeaseFiles(source: DiscoverySource, patterns: readonly string[], parse: (text: string) => string): Promise<SourceResult> {
+async function readLeaseFiles(
+  source: DiscoverySource,
+  patterns: readonly string[],
+  parse: (text: string) => string,
+): Promise<SourceResult> {
   const result: SourceResult = { candidates: [], failures: [] };
   for (const pattern of patterns) {
     let files: string[];
@@ -130,7 +163,12 @@ async function readRegistry(context: SourceContext): Promise<SourceResult> {
 
 function runRegQuery(): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile("reg", ["query", registryKey, "/v", registryValueName], { timeout: 5000, windowsHide: true }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+    execFile(
+      "reg",
+      ["query", registryKey, "/v", registryValueName],
+      { timeout: 5000, windowsHide: true },
+      (err, stdout) => (err ? reject(err) : resolve(stdout)),
+    );
   });
 }
 
@@ -138,7 +176,11 @@ async function readActiveDhcp(context: SourceContext): Promise<SourceResult> {
   if (!context.settings.activeDhcp.enabled) return { candidates: [], failures: [] };
   const failures: DiscoveryFailure[] = [];
   try {
-    const { address } = await queryOption245(context.settings.activeDhcp, (skipped) => failures.push(toFailure("dhcp", skipped)), context.signal);
+    const { address } = await queryOption245(
+      context.settings.activeDhcp,
+      (skipped) => failures.push(toFailure("dhcp", skipped)),
+      context.signal,
+    );
     return { candidates: [{ source: "dhcp", address }], failures };
   } catch (err) {
     return { candidates: [], failures: [...failures, toFailure("dhcp", err)] };

@@ -50,7 +50,10 @@ export function classifySendError(err: unknown): SendErrorClass {
   if (isMessagingError(last) && last.code !== undefined) {
     if (recordRejectionCodes.has(last.code)) return { kind: "reject-record", reason };
     if (authCodes.has(last.code)) {
-      return { kind: "retryable", reason: `not authorized to send (check the credential and its "Azure Event Hubs Data Sender" role): ${reason}` };
+      return {
+        kind: "retryable",
+        reason: `not authorized to send (check the credential and its "Azure Event Hubs Data Sender" role): ${reason}`,
+      };
     }
     if (last.code === "ServerBusyError") return { kind: "retryable", reason, retryAfterMs: serverBusyRetryAfterMs };
   }

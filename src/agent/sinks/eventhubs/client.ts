@@ -1,7 +1,12 @@
 // Builds @azure/event-hubs clients from the sink's settings: the sink's producer (held only while sending) and the
 // consumer of `sef tail`; SAS connection string, managed identity or the default Entra ID chain; SDK retries off for
 // the sink (maxRetries 0: its drainer is the only retry loop).
-import { EventHubConsumerClient, EventHubProducerClient, RetryMode, type EventHubClientOptions } from "@azure/event-hubs";
+import {
+  EventHubConsumerClient,
+  EventHubProducerClient,
+  RetryMode,
+  type EventHubClientOptions,
+} from "@azure/event-hubs";
 import type { TokenCredential } from "@azure/identity";
 import type { Logger } from "pino";
 import { redactSecrets } from "../../observability/logger.js";
@@ -41,7 +46,8 @@ export function tokenCredentialFor(auth: Extract<EventHubsAuth, { kind: "tokenCr
 
 /** A human-readable description of where the client connects, without secrets. */
 export function describeTarget(auth: EventHubsAuth): string {
-  if (auth.kind === "tokenCredential") return `${auth.fullyQualifiedNamespace}/${auth.eventHubName} (${auth.credential === "default" ? "DefaultAzureCredential" : "managed identity"})`;
+  if (auth.kind === "tokenCredential")
+    return `${auth.fullyQualifiedNamespace}/${auth.eventHubName} (${auth.credential === "default" ? "DefaultAzureCredential" : "managed identity"})`;
   const endpoint = /Endpoint=([^;]+)/i.exec(auth.connectionString)?.[1] ?? "?";
   const entity = auth.eventHubName ?? /EntityPath=([^;]+)/i.exec(auth.connectionString)?.[1] ?? "?";
   return `${endpoint}${endpoint.endsWith("/") ? "" : "/"}${entity} (connection string from ${auth.source})`;
@@ -51,10 +57,19 @@ export function describeTarget(auth: EventHubsAuth): string {
  * A producer client; `credential` (Entra ID auth) lets clients opened one after another share one credential and so
  * its token cache (the sink reopens its client after each idle close).
  */
-export function createProducerClient(auth: EventHubsAuth, options: EventHubsClientOptions, credential?: TokenCredential): EventHubProducerClient {
+export function createProducerClient(
+  auth: EventHubsAuth,
+  options: EventHubsClientOptions,
+  credential?: TokenCredential,
+): EventHubProducerClient {
   const sdkOptions = sdkClientOptions(options);
   if (auth.kind === "tokenCredential") {
-    return new EventHubProducerClient(auth.fullyQualifiedNamespace, auth.eventHubName, credential ?? tokenCredentialFor(auth), sdkOptions);
+    return new EventHubProducerClient(
+      auth.fullyQualifiedNamespace,
+      auth.eventHubName,
+      credential ?? tokenCredentialFor(auth),
+      sdkOptions,
+    );
   }
   return auth.eventHubName
     ? new EventHubProducerClient(auth.connectionString, auth.eventHubName, sdkOptions)
@@ -65,10 +80,20 @@ export function createProducerClient(auth: EventHubsAuth, options: EventHubsClie
  * A consumer reading without checkpoints (`sef tail`). Its SDK retries (`maxRetries`) stay on: nothing of sef retries
  * a receive, so they are its only retry owner (the credential inside tries each token once).
  */
-export function createConsumerClient(auth: EventHubsAuth, consumerGroup: string, options: EventHubsClientOptions): EventHubConsumerClient {
+export function createConsumerClient(
+  auth: EventHubsAuth,
+  consumerGroup: string,
+  options: EventHubsClientOptions,
+): EventHubConsumerClient {
   const sdkOptions = sdkClientOptions(options);
   if (auth.kind === "tokenCredential") {
-    return new EventHubConsumerClient(consumerGroup, auth.fullyQualifiedNamespace, auth.eventHubName, tokenCredentialFor(auth), sdkOptions);
+    return new EventHubConsumerClient(
+      consumerGroup,
+      auth.fullyQualifiedNamespace,
+      auth.eventHubName,
+      tokenCredentialFor(auth),
+      sdkOptions,
+    );
   }
   return auth.eventHubName
     ? new EventHubConsumerClient(consumerGroup, auth.connectionString, auth.eventHubName, sdkOptions)
@@ -98,7 +123,9 @@ export function createSinkProducer(
   const credential = auth.kind === "tokenCredential" ? tokenCredentialFor(auth) : undefined;
   try {
     // Built once here so broken settings fail at start-up, not at the first record; the SDK connects lazily.
-    void createProducerClient(auth, clientOptions, credential).close().catch(() => undefined);
+    void createProducerClient(auth, clientOptions, credential)
+      .close()
+      .catch(() => undefined);
   } catch (err) {
     // The SDK quotes the connection string in some validation errors.
     throw new SinkConfigError(`eventhubs sink: invalid settings: ${redactSecrets((err as Error).message)}`);

@@ -8,16 +8,29 @@ const closesName = "sef_eventhubs_connection_closes_total";
 const openName = "sef_eventhubs_connection_open";
 
 function counter(registry: Registry, name: string, help: string, labelNames: string[]): Counter {
-  return (registry.getSingleMetric(name) as Counter | undefined) ?? new Counter({ name, help, labelNames, registers: [registry] });
+  return (
+    (registry.getSingleMetric(name) as Counter | undefined) ??
+    new Counter({ name, help, labelNames, registers: [registry] })
+  );
 }
 
 /** An observer that counts the sink's connection opens/closes and keeps the open gauge in `registry`. */
 export function connectionMetrics(registry: Registry, sink: string): ConnectionObserver {
   const opens = counter(registry, opensName, "Event Hubs AMQP connections opened, per sink", ["sink"]);
-  const closes = counter(registry, closesName, "Event Hubs AMQP connections closed, per sink and reason (idle, shutdown)", ["sink", "reason"]);
+  const closes = counter(
+    registry,
+    closesName,
+    "Event Hubs AMQP connections closed, per sink and reason (idle, shutdown)",
+    ["sink", "reason"],
+  );
   const open =
     (registry.getSingleMetric(openName) as Gauge | undefined) ??
-    new Gauge({ name: openName, help: "1 while the Event Hubs sink holds a connection, else 0", labelNames: ["sink"], registers: [registry] });
+    new Gauge({
+      name: openName,
+      help: "1 while the Event Hubs sink holds a connection, else 0",
+      labelNames: ["sink"],
+      registers: [registry],
+    });
   open.set({ sink }, 0);
   let held = 0;
   return {

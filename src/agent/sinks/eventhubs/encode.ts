@@ -56,16 +56,27 @@ export function partitionForKey(key: string, partitionIds: readonly string[]): s
  * Groups a send's entries: per partition key, or, when `partitionIds` is given (hash routing), per partition chosen
  * from the key. Groups are ordered by their first entry; entries without a key go in one unkeyed group.
  */
-export function groupByPartitionKey(batch: readonly OutboxEntry[], field: PartitionKeyField, partitionIds?: readonly string[]): KeyGroup[] {
+export function groupByPartitionKey(
+  batch: readonly OutboxEntry[],
+  field: PartitionKeyField,
+  partitionIds?: readonly string[],
+): KeyGroup[] {
   const groups = new Map<string, KeyGroup>();
   const ordered: KeyGroup[] = [];
   batch.forEach((entry, index) => {
     const partitionKey = partitionKeyOf(entry.record, field);
-    const partitionId = partitionKey !== undefined && partitionIds && partitionIds.length > 0 ? partitionForKey(partitionKey, partitionIds) : undefined;
-    const mapKey = partitionId !== undefined ? `p:${partitionId}` : partitionKey === undefined ? "\u0000none" : `k:${partitionKey}`;
+    const partitionId =
+      partitionKey !== undefined && partitionIds && partitionIds.length > 0
+        ? partitionForKey(partitionKey, partitionIds)
+        : undefined;
+    const mapKey =
+      partitionId !== undefined ? `p:${partitionId}` : partitionKey === undefined ? "\u0000none" : `k:${partitionKey}`;
     let group = groups.get(mapKey);
     if (!group) {
-      group = partitionId !== undefined ? { partitionKey: undefined, partitionId, indexes: [] } : { partitionKey, indexes: [] };
+      group =
+        partitionId !== undefined
+          ? { partitionKey: undefined, partitionId, indexes: [] }
+          : { partitionKey, indexes: [] };
       groups.set(mapKey, group);
       ordered.push(group);
     }

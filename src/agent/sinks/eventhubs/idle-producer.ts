@@ -1,6 +1,13 @@
 // An Event Hubs producer that holds its AMQP connection only while it has something to send: it opens a client on
 // the first operation, closes it once no operation ran for `idleCloseMs` (monotonic timer), and opens a new one next time.
-import type { CreateBatchOptions, EventData, EventDataBatch, EventHubProducerClient, GetPartitionIdsOptions, SendBatchOptions } from "@azure/event-hubs";
+import type {
+  CreateBatchOptions,
+  EventData,
+  EventDataBatch,
+  EventHubProducerClient,
+  GetPartitionIdsOptions,
+  SendBatchOptions,
+} from "@azure/event-hubs";
 import type { Logger } from "pino";
 import { SinkClosedError } from "../errors.js";
 
@@ -57,7 +64,9 @@ export class IdleClosingProducer implements ProducerOperations {
   }
 
   sendBatch(batch: EventDataBatch | EventData[], options?: SendBatchOptions): Promise<void> {
-    return this.use((client) => (Array.isArray(batch) ? client.sendBatch(batch, options) : client.sendBatch(batch, options)));
+    return this.use((client) =>
+      Array.isArray(batch) ? client.sendBatch(batch, options) : client.sendBatch(batch, options),
+    );
   }
 
   getPartitionIds(options?: GetPartitionIdsOptions): Promise<string[]> {
@@ -134,7 +143,8 @@ export class IdleClosingProducer implements ProducerOperations {
     });
     try {
       const outcome = await Promise.race([client.close().then(() => "closed" as const), deadline]);
-      if (outcome === "timeout") this.options.logger?.warn({ reason, timeoutMs }, "eventhubs connection close timed out; abandoned");
+      if (outcome === "timeout")
+        this.options.logger?.warn({ reason, timeoutMs }, "eventhubs connection close timed out; abandoned");
       else this.options.logger?.debug({ reason }, "eventhubs connection closed");
     } catch (err) {
       this.options.logger?.warn({ err, reason }, "eventhubs connection close failed");

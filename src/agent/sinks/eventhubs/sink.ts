@@ -3,7 +3,15 @@
 import { setMaxListeners } from "node:events";
 import type { EventDataBatch } from "@azure/event-hubs";
 import type { Logger } from "pino";
-import { allOutcomes, delivered, rejected as rejectedOutcome, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import {
+  allOutcomes,
+  delivered,
+  rejected as rejectedOutcome,
+  retry,
+  type OutboxEntry,
+  type SendOutcomes,
+  type Sink,
+} from "../sink.js";
 import { classifySendError } from "./classify.js";
 import { groupByPartitionKey, toEventData, type KeyGroup } from "./encode.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
@@ -88,7 +96,11 @@ export class EventHubsSink implements Sink {
       // Packing (createBatch opens the link) or anything unexpected: classify; never throw to the drainer.
       failure = { kind: "retryable", reason: classifySendError(err).reason };
     }
-    if (rejected.length > 0) this.options.logger.warn({ sink: this.name, rejected: rejected.length }, "records rejected by Event Hubs (dead-lettered)");
+    if (rejected.length > 0)
+      this.options.logger.warn(
+        { sink: this.name, rejected: rejected.length },
+        "records rejected by Event Hubs (dead-lettered)",
+      );
     const rejectedBySeq = new Map(rejected.map((r) => [r.seq, r.reason]));
     const notSent = failure ? retry(failure.reason, failure.retryAfterMs) : retry("not sent (internal: no outcome)");
     return batch.map((entry, index) => {
@@ -102,13 +114,21 @@ export class EventHubsSink implements Sink {
    * Packs the entries into EventDataBatches, per partition key, in order; records too large for any
    * batch are rejected.
    */
-  private async pack(batch: readonly OutboxEntry[], rejected: RejectedRecord[], signal: AbortSignal): Promise<SendUnit[]> {
+  private async pack(
+    batch: readonly OutboxEntry[],
+    rejected: RejectedRecord[],
+    signal: AbortSignal,
+  ): Promise<SendUnit[]> {
     const { producer } = this.options;
     const units: SendUnit[] = [];
     const partitionIds = this.options.partitionRouting === "hash" ? await this.partitionIds(signal) : undefined;
-    const groups = groupByPartitionKey(batch, this.options.partitionKeyField, partitionIds).filter((group) => group.indexes.length > 0);
+    const groups = groupByPartitionKey(batch, this.options.partitionKeyField, partitionIds).filter(
+      (group) => group.indexes.length > 0,
+    );
     // One empty batch per group up front, concurrently (createBatch is async but only reads the open link's size).
-    const firstBatches = await Promise.all(groups.map((group) => producer.createBatch(this.batchOptions(group, signal))));
+    const firstBatches = await Promise.all(
+      groups.map((group) => producer.createBatch(this.batchOptions(group, signal))),
+    );
     for (const [groupIndex, group] of groups.entries()) {
       const keyId = String(groupIndex);
       let current: SendUnit = { keyId, batch: firstBatches[groupIndex]!, indexes: [] };
@@ -137,9 +157,14 @@ export class EventHubsSink implements Sink {
     return units;
   }
 
-  private batchOptions(group: KeyGroup, signal: AbortSignal): { abortSignal: AbortSignal; partitionKey?: string; partitionId?: string } {
+  private batchOptions(
+    group: KeyGroup,
+    signal: AbortSignal,
+  ): { abortSignal: AbortSignal; partitionKey?: string; partitionId?: string } {
     if (group.partitionId !== undefined) return { abortSignal: signal, partitionId: group.partitionId };
-    return group.partitionKey !== undefined ? { abortSignal: signal, partitionKey: group.partitionKey } : { abortSignal: signal };
+    return group.partitionKey !== undefined
+      ? { abortSignal: signal, partitionKey: group.partitionKey }
+      : { abortSignal: signal };
   }
 
   /**
@@ -149,17 +174,24 @@ export class EventHubsSink implements Sink {
   private async partitionIds(signal: AbortSignal): Promise<readonly string[]> {
     const nowMs = (this.options.now ?? Date.now)();
     const previous = this.partitionIdsRead;
-    if (previous && nowMs - previous.atMs < (this.options.partitionIdsMaxAgeMs ?? defaultPartitionIdsMaxAgeMs)) return previous.ids;
+    if (previous && nowMs - previous.atMs < (this.options.partitionIdsMaxAgeMs ?? defaultPartitionIdsMaxAgeMs))
+      return previous.ids;
     let ids: readonly string[];
     try {
       ids = await this.options.producer.getPartitionIds({ abortSignal: signal });
     } catch (err) {
       if (!previous) throw err;
-      this.options.logger.debug({ sink: this.name, reason: classifySendError(err).reason }, "could not re-read the partition ids; using the last ones");
+      this.options.logger.debug(
+        { sink: this.name, reason: classifySendError(err).reason },
+        "could not re-read the partition ids; using the last ones",
+      );
       return previous.ids;
     }
     if (previous && ids.length !== previous.ids.length) {
-      this.options.logger.info({ sink: this.name, from: previous.ids.length, to: ids.length }, "event hub partition count changed; hash routing follows it");
+      this.options.logger.info(
+        { sink: this.name, from: previous.ids.length, to: ids.length },
+        "event hub partition count changed; hash routing follows it",
+      );
     }
     this.partitionIdsRead = { ids, atMs: nowMs };
     return ids;
@@ -266,7 +298,13 @@ export function createEventHubsSink(
 ): EventHubsSink {
   const { producer, auth } = createSinkProducer(settings, context, env);
   context.logger.info(
-    { sink: "eventhubs", target: describeTarget(auth), partitionKeyField: settings.partitionKeyField, partitionRouting: settings.partitionRouting, idleCloseMs: settings.idleCloseMs },
+    {
+      sink: "eventhubs",
+      target: describeTarget(auth),
+      partitionKeyField: settings.partitionKeyField,
+      partitionRouting: settings.partitionRouting,
+      idleCloseMs: settings.idleCloseMs,
+    },
     "eventhubs sink ready",
   );
   return new EventHubsSink({

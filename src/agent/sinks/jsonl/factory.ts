@@ -9,6 +9,7 @@ export const sinkFactory: SinkFactory<JsonlSettings> = {
   summary: "jsonl:PATH — append one JSON record per line to PATH (fsync after each batch)",
   argument: "required",
   settingsSchema: jsonlSettingsSchema,
-  settingsDescription: "The jsonl sink takes no settings besides the path in `jsonl:PATH`: the section, when given, is empty.",
+  settingsDescription:
+    "The jsonl sink takes no settings besides the path in `jsonl:PATH`: the section, when given, is empty.",
   create: ({ argument, context }) => new JsonlSink(resolve(argument ?? ""), context.logger),
 };

@@ -36,9 +36,14 @@ export class JsonlSink implements Sink {
     } catch (err) {
       // A failed append (ENOSPC, EIO) may have written part of the batch: cut the file back to where it was.
       if (this.handle && sizeBefore !== undefined) {
-        await this.handle.truncate(sizeBefore).catch((truncErr: unknown) =>
-          this.logger?.error({ err: truncErr, path: this.path }, "could not cut a failed append back; the file will be repaired when it is reopened"),
-        );
+        await this.handle
+          .truncate(sizeBefore)
+          .catch((truncErr: unknown) =>
+            this.logger?.error(
+              { err: truncErr, path: this.path },
+              "could not cut a failed append back; the file will be repaired when it is reopened",
+            ),
+          );
       }
       await this.handle?.close().catch(() => undefined);
       this.handle = undefined;
@@ -61,7 +66,10 @@ export class JsonlSink implements Sink {
       if (keep < size) {
         await handle.truncate(keep);
         await handle.datasync();
-        this.logger?.warn({ path: this.path, removedBytes: size - keep }, "jsonl file ended in a partial line (an interrupted write); cut back to the last complete line");
+        this.logger?.warn(
+          { path: this.path, removedBytes: size - keep },
+          "jsonl file ended in a partial line (an interrupted write); cut back to the last complete line",
+        );
       }
       return handle;
     } catch (err) {

@@ -17,15 +17,27 @@ const rejectingStatuses: ReadonlySet<number> = new Set([400, 413]);
  */
 const awaitingAzureStatuses: ReadonlyMap<number, string> = new Map([
   [401, "not authenticated: check the identity and the token audience"],
-  [403, "not authorized: the identity needs Monitoring Metrics Publisher on the DCR (a new role assignment can take minutes)"],
-  [404, "not found: check the DCE endpoint, the DCR immutable id and the stream (a DCR deployed after the agent is picked up)"],
+  [
+    403,
+    "not authorized: the identity needs Monitoring Metrics Publisher on the DCR (a new role assignment can take minutes)",
+  ],
+  [
+    404,
+    "not found: check the DCE endpoint, the DCR immutable id and the stream (a DCR deployed after the agent is picked up)",
+  ],
 ]);
 
 export type UploadFailure =
   /** The service will never accept these rows: dead-letter them with the reason. */
   | { readonly kind: "reject"; readonly reason: string; readonly statusCode: number }
   /** Try again later; `retryAfterMs` is the service's hint (throttling), absent when it gave none. */
-  | { readonly kind: "retry"; readonly reason: string; readonly statusCode?: number; readonly retryAfterMs?: number; readonly needsOperator?: boolean };
+  | {
+      readonly kind: "retry";
+      readonly reason: string;
+      readonly statusCode?: number;
+      readonly retryAfterMs?: number;
+      readonly needsOperator?: boolean;
+    };
 
 interface ErrorLike {
   name?: unknown;
@@ -66,11 +78,20 @@ export function classifyUploadError(err: unknown, nowMs: number): UploadFailure 
   const reason = clip(`HTTP ${status}${serviceCode}: ${message}`);
   if (rejectingStatuses.has(status)) return { kind: "reject", reason, statusCode: status };
   const hint = awaitingAzureStatuses.get(status);
-  if (hint !== undefined) return { kind: "retry", reason: clip(`${reason} (${hint}; records stay in the outbox)`), statusCode: status, needsOperator: true };
+  if (hint !== undefined)
+    return {
+      kind: "retry",
+      reason: clip(`${reason} (${hint}; records stay in the outbox)`),
+      statusCode: status,
+      needsOperator: true,
+    };
   if (status === 429 || status === 503) {
     const get = e.response?.headers?.get;
-    const retryAfterMs = typeof get === "function" ? retryAfterFromHeaders((n) => get.call(e.response?.headers, n), nowMs) : undefined;
-    return retryAfterMs === undefined ? { kind: "retry", reason, statusCode: status } : { kind: "retry", reason, statusCode: status, retryAfterMs };
+    const retryAfterMs =
+      typeof get === "function" ? retryAfterFromHeaders((n) => get.call(e.response?.headers, n), nowMs) : undefined;
+    return retryAfterMs === undefined
+      ? { kind: "retry", reason, statusCode: status }
+      : { kind: "retry", reason, statusCode: status, retryAfterMs };
   }
   // 408, other 5xx and anything unexpected: retry rather than lose records.
   return { kind: "retry", reason, statusCode: status };

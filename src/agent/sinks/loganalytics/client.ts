@@ -23,7 +23,9 @@ export function createLogsIngestionClient(
   bodies: PreEncodedBodies,
 ): { client: LogsIngestionClient; agent: HttpsAgent | undefined } {
   // An extra CA (private PKI, the local peer) is trusted for this client only, next to the public roots.
-  const agent = settings.caCertFile ? new HttpsAgent({ keepAlive: true, ca: [...rootCertificates, readFileSync(settings.caCertFile, "utf8")] }) : undefined;
+  const agent = settings.caCertFile
+    ? new HttpsAgent({ keepAlive: true, ca: [...rootCertificates, readFileSync(settings.caCertFile, "utf8")] })
+    : undefined;
   const client = new LogsIngestionClient(settings.endpoint, credential ?? createCredential(settings), {
     audience: settings.audience,
     // The drain loop owns retries and the rule-wide throttling pause: the SDK's pipeline answers at once.

@@ -21,12 +21,16 @@ export function rowFitsRequest(rowBytes: number, maxRequestBytes: number): boole
  * Groups items (each `bytes` long, all fitting on their own) into consecutive requests of at most
  * `maxRequestBytes` of JSON. Returns the items of each request, in order.
  */
-export function planRequests<T extends { readonly bytes: number }>(items: readonly T[], maxRequestBytes: number): T[][] {
+export function planRequests<T extends { readonly bytes: number }>(
+  items: readonly T[],
+  maxRequestBytes: number,
+): T[][] {
   const requests: T[][] = [];
   let current: T[] = [];
   let currentBytes = 2; // "[]"
   for (const item of items) {
-    if (!rowFitsRequest(item.bytes, maxRequestBytes)) throw new RangeError(`a row of ${item.bytes} bytes cannot fit a request`);
+    if (!rowFitsRequest(item.bytes, maxRequestBytes))
+      throw new RangeError(`a row of ${item.bytes} bytes cannot fit a request`);
     const added = item.bytes + (current.length === 0 ? 0 : 1);
     if (current.length > 0 && currentBytes + added > maxRequestBytes) {
       requests.push(current);

@@ -4,7 +4,8 @@ import { logAnalyticsSettingsRules, logAnalyticsSettingsSchema, type LogAnalytic
 
 export const sinkFactory: SinkFactory<LogAnalyticsSettings> = {
   type: "loganalytics",
-  summary: "loganalytics — Azure Monitor Logs Ingestion API (settings: config section `loganalytics`: endpoint, ruleId, …)",
+  summary:
+    "loganalytics — Azure Monitor Logs Ingestion API (settings: config section `loganalytics`: endpoint, ruleId, …)",
   argument: "none",
   settingsSchema: logAnalyticsSettingsSchema,
   settingsDescription: "The Log Analytics sink: see src/agent/sinks/loganalytics/README.md.",

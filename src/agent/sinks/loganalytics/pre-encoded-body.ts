@@ -38,7 +38,10 @@ export class PreEncodedBodies {
     } finally {
       this.waiting.delete(id);
     }
-    if (!slot.swapped) throw new InternalError("internal: the Logs Ingestion request was sent without its prepared body (SDK pipeline changed?)");
+    if (!slot.swapped)
+      throw new InternalError(
+        "internal: the Logs Ingestion request was sent without its prepared body (SDK pipeline changed?)",
+      );
   }
 }
 

@@ -17,19 +17,52 @@ export const logAnalyticsSettingsSchema = z.strictObject({
     ),
     { description: "Data collection endpoint, or the rule's logs-ingestion endpoint (`https://`)." },
   ),
-  ruleId: documented(z.string().check(z.minLength(1)), { description: "The data collection rule's immutable id (`dcr-…`)." }),
-  streamName: documented(z._default(z.string().check(z.minLength(1)), contractStreamName), { description: "Stream declared in the rule." }),
-  credential: documented(z._default(z.enum(["managedIdentity", "default"]), "managedIdentity"), { description: "`managedIdentity` (ManagedIdentityCredential) or `default` (DefaultAzureCredential)." }),
-  managedIdentityClientId: documented(z.optional(z.string().check(z.minLength(1))), { description: "Client id of a user-assigned identity.", defaultText: "(system-assigned)" }),
-  audience: documented(z._default(z.string().check(z.url()), "https://monitor.azure.com"), { description: "Token audience (`https://monitor.azure.us`, `https://monitor.azure.cn` for sovereign clouds)." }),
-  caCertFile: documented(z.optional(z.string().check(z.minLength(1))), { description: "PEM of an extra CA trusted for this endpoint only (public CAs stay trusted)." }),
-  maxRequestBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024), z.maximum(serviceMaxRequestBytes)), serviceMaxRequestBytes), { description: "JSON bytes per request before gzip (the service limit; on the wire it stays ≤ 1 MiB)." }),
-  maxBatchRecords: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100_000)), 10_000), { description: "Records per send, split into as many requests as needed.", unit: "records" }),
-  lingerMs: documented(z._default(z.number().check(z.int(), z.minimum(0)), 1000), { description: "Wait for a fuller batch of non-urgent records." }),
-  maxConcurrentRequests: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(16)), 2), { description: "Requests of one send in flight at once.", unit: "requests" }),
-  maxConcurrentSends: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(8)), 2), { description: "Sends in flight at once while a backlog fills whole batches of `maxBatchRecords` (the next batch is read from the outbox and sent while the previous one is answered; 1 = one at a time).", unit: "sends" }),
-  requestTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(100)), 30_000), { description: "Time limit per request, token included." }),
-  staleWarningHours: documented(z._default(z.number().check(z.positive()), 36), { description: "Warn (log and metric) when an undelivered record gets this old: Log Analytics replaces a `TimeGenerated` older than 2 days with the arrival time." }),
+  ruleId: documented(z.string().check(z.minLength(1)), {
+    description: "The data collection rule's immutable id (`dcr-…`).",
+  }),
+  streamName: documented(z._default(z.string().check(z.minLength(1)), contractStreamName), {
+    description: "Stream declared in the rule.",
+  }),
+  credential: documented(z._default(z.enum(["managedIdentity", "default"]), "managedIdentity"), {
+    description: "`managedIdentity` (ManagedIdentityCredential) or `default` (DefaultAzureCredential).",
+  }),
+  managedIdentityClientId: documented(z.optional(z.string().check(z.minLength(1))), {
+    description: "Client id of a user-assigned identity.",
+    defaultText: "(system-assigned)",
+  }),
+  audience: documented(z._default(z.string().check(z.url()), "https://monitor.azure.com"), {
+    description: "Token audience (`https://monitor.azure.us`, `https://monitor.azure.cn` for sovereign clouds).",
+  }),
+  caCertFile: documented(z.optional(z.string().check(z.minLength(1))), {
+    description: "PEM of an extra CA trusted for this endpoint only (public CAs stay trusted).",
+  }),
+  maxRequestBytes: documented(
+    z._default(z.number().check(z.int(), z.minimum(1024), z.maximum(serviceMaxRequestBytes)), serviceMaxRequestBytes),
+    { description: "JSON bytes per request before gzip (the service limit; on the wire it stays ≤ 1 MiB)." },
+  ),
+  maxBatchRecords: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100_000)), 10_000), {
+    description: "Records per send, split into as many requests as needed.",
+    unit: "records",
+  }),
+  lingerMs: documented(z._default(z.number().check(z.int(), z.minimum(0)), 1000), {
+    description: "Wait for a fuller batch of non-urgent records.",
+  }),
+  maxConcurrentRequests: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(16)), 2), {
+    description: "Requests of one send in flight at once.",
+    unit: "requests",
+  }),
+  maxConcurrentSends: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(8)), 2), {
+    description:
+      "Sends in flight at once while a backlog fills whole batches of `maxBatchRecords` (the next batch is read from the outbox and sent while the previous one is answered; 1 = one at a time).",
+    unit: "sends",
+  }),
+  requestTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(100)), 30_000), {
+    description: "Time limit per request, token included.",
+  }),
+  staleWarningHours: documented(z._default(z.number().check(z.positive()), 36), {
+    description:
+      "Warn (log and metric) when an undelivered record gets this old: Log Analytics replaces a `TimeGenerated` older than 2 days with the arrival time.",
+  }),
 });
 
 export type LogAnalyticsSettings = z.infer<typeof logAnalyticsSettingsSchema>;
@@ -40,7 +73,9 @@ const ruleIdPattern = /^dcr-[0-9a-f]{32}$/i;
 export function logAnalyticsSettingsRules({ settings: la }: SinkRulesInput<LogAnalyticsSettings>): string[] {
   if (la === undefined) return [];
   const problems: string[] = [];
-  if (!ruleIdPattern.test(la.ruleId)) problems.push(`loganalytics.ruleId: must be the DCR's immutable id: "dcr-" followed by 32 hex digits`);
-  if (!la.streamName.startsWith("Custom-")) problems.push(`loganalytics.streamName: must start with "Custom-" (got "${la.streamName}")`);
+  if (!ruleIdPattern.test(la.ruleId))
+    problems.push(`loganalytics.ruleId: must be the DCR's immutable id: "dcr-" followed by 32 hex digits`);
+  if (!la.streamName.startsWith("Custom-"))
+    problems.push(`loganalytics.streamName: must start with "Custom-" (got "${la.streamName}")`);
   return problems;
 }

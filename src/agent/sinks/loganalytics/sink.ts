@@ -85,7 +85,11 @@ export class LogAnalyticsSink implements Sink {
     this.lingerMs = this.settings.lingerMs;
     // Log Analytics keeps no order between requests (TimeGenerated orders the rows), so full batches may overlap.
     this.maxConcurrentSends = this.settings.maxConcurrentSends;
-    ({ client: this.client, agent: this.agent } = createLogsIngestionClient(this.settings, options.credential, this.bodies));
+    ({ client: this.client, agent: this.agent } = createLogsIngestionClient(
+      this.settings,
+      options.credential,
+      this.bodies,
+    ));
   }
 
   async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes> {
@@ -99,23 +103,32 @@ export class LogAnalyticsSink implements Sink {
     batch.forEach((entry, index) => {
       const problems = validateRow(entry.record);
       if (problems.length > 0) {
-        settled[index] = { rejected: `record does not match stream ${this.settings.streamName}: ${problems.join("; ")}` };
+        settled[index] = {
+          rejected: `record does not match stream ${this.settings.streamName}: ${problems.join("; ")}`,
+        };
         return;
       }
       const bytes = Buffer.byteLength(entry.json);
       if (!rowFitsRequest(bytes, this.settings.maxRequestBytes)) {
-        settled[index] = { rejected: `record is ${bytes} bytes of JSON, more than one request may carry (${this.settings.maxRequestBytes})` };
+        settled[index] = {
+          rejected: `record is ${bytes} bytes of JSON, more than one request may carry (${this.settings.maxRequestBytes})`,
+        };
         return;
       }
       const generated = entry.record.TimeGenerated;
-      if (oldestTimeGenerated === undefined || Date.parse(generated) < Date.parse(oldestTimeGenerated)) oldestTimeGenerated = generated;
+      if (oldestTimeGenerated === undefined || Date.parse(generated) < Date.parse(oldestTimeGenerated))
+        oldestTimeGenerated = generated;
       pending.push({ index, json: entry.json, bytes });
     });
     this.warnIfStale(oldestTimeGenerated);
 
     const failure = await this.sendRequests(planRequests(pending, this.settings.maxRequestBytes), settled, signal);
-    const notSent = failure ? retry(failure.reason, failure.retryAfterMs, failure.needsOperator ?? false) : retry("not sent (internal: no outcome)");
-    const outcomes = settled.map((s) => (s === undefined ? notSent : s.rejected !== undefined ? rejected(s.rejected) : delivered));
+    const notSent = failure
+      ? retry(failure.reason, failure.retryAfterMs, failure.needsOperator ?? false)
+      : retry("not sent (internal: no outcome)");
+    const outcomes = settled.map((s) =>
+      s === undefined ? notSent : s.rejected !== undefined ? rejected(s.rejected) : delivered,
+    );
     for (const o of outcomes) {
       if (o.kind === "delivered") this.stats.recordsAccepted += 1;
       else if (o.kind === "rejected") this.stats.recordsRejected += 1;
@@ -174,18 +187,31 @@ export class LogAnalyticsSink implements Sink {
       const failure = classifyUploadError(err, this.clock.now());
       if (failure.kind === "retry" && (failure.statusCode === 429 || failure.statusCode === 503)) {
         this.stats.throttledResponses += 1;
-        if (failure.retryAfterMs !== undefined) this.pauses.pauseUntil(this.settings.ruleId, this.clock.monotonicMs() + failure.retryAfterMs);
+        if (failure.retryAfterMs !== undefined)
+          this.pauses.pauseUntil(this.settings.ruleId, this.clock.monotonicMs() + failure.retryAfterMs);
       }
       const log = failure.kind === "reject" ? this.logger.error.bind(this.logger) : this.logger.warn.bind(this.logger);
-      log({ rows, statusCode: failure.statusCode, retryAfterMs: "retryAfterMs" in failure ? failure.retryAfterMs : undefined }, `logs ingestion request failed: ${failure.reason}`);
+      log(
+        {
+          rows,
+          statusCode: failure.statusCode,
+          retryAfterMs: "retryAfterMs" in failure ? failure.retryAfterMs : undefined,
+        },
+        `logs ingestion request failed: ${failure.reason}`,
+      );
       return failure;
     }
   }
 
   private warnIfStale(oldestTimeGenerated: string | undefined): void {
     const nowMs = this.clock.now();
-    this.stats.lastOldestRecordAgeMs = oldestTimeGenerated === undefined ? 0 : Math.max(0, nowMs - Date.parse(oldestTimeGenerated));
-    const warning = oldestUndeliveredAgeWarning(nowMs, oldestTimeGenerated, this.settings.staleWarningHours * 3_600_000);
+    this.stats.lastOldestRecordAgeMs =
+      oldestTimeGenerated === undefined ? 0 : Math.max(0, nowMs - Date.parse(oldestTimeGenerated));
+    const warning = oldestUndeliveredAgeWarning(
+      nowMs,
+      oldestTimeGenerated,
+      this.settings.staleWarningHours * 3_600_000,
+    );
     if (warning) {
       this.stats.staleBatches += 1;
       this.metrics?.timeGeneratedAgeWarnings.inc({ sink: this.name });

@@ -7,7 +7,12 @@ const maxBodyChars = 300;
 
 export type WebhookAnswer =
   | { readonly kind: "ok" }
-  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number; readonly needsOperator?: boolean }
+  | {
+      readonly kind: "retryable";
+      readonly reason: string;
+      readonly retryAfterMs?: number;
+      readonly needsOperator?: boolean;
+    }
   /** 413: the body was too large; split it, or reject the record when it was alone. */
   | { readonly kind: "too-large"; readonly reason: string }
   | { readonly kind: "permanent"; readonly reason: string };
@@ -18,7 +23,12 @@ export function clipBody(body: string): string {
   return clean.length > maxBodyChars ? `${clean.slice(0, maxBodyChars)}…` : clean;
 }
 
-export function classifyResponse(status: number, retryAfter: string | undefined, body: string, nowMs: number): WebhookAnswer {
+export function classifyResponse(
+  status: number,
+  retryAfter: string | undefined,
+  body: string,
+  nowMs: number,
+): WebhookAnswer {
   if (status >= 200 && status < 300) return { kind: "ok" };
   const reason = `HTTP ${status}${body.trim() ? `: ${clipBody(body)}` : ""}`;
   if (status === 408 || status === 429 || status >= 500) {
@@ -26,7 +36,8 @@ export function classifyResponse(status: number, retryAfter: string | undefined,
     return retryAfterMs === undefined ? { kind: "retryable", reason } : { kind: "retryable", reason, retryAfterMs };
   }
   // Credentials can be fixed without losing records: keep them in the outbox.
-  if (status === 401 || status === 403) return { kind: "retryable", reason: `${reason} (check the webhook headers/credentials)`, needsOperator: true };
+  if (status === 401 || status === 403)
+    return { kind: "retryable", reason: `${reason} (check the webhook headers/credentials)`, needsOperator: true };
   if (status === 413) return { kind: "too-large", reason };
   // A redirect the sink did not follow is a configuration to fix, never a reason to lose records.
   if (status >= 300 && status < 400) {

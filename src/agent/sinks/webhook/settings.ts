@@ -16,21 +16,44 @@ const headerValueSchema = z.union([z.string(), z.strictObject({ fromEnv: z.strin
 export type HeaderValue = z.infer<typeof headerValueSchema>;
 
 export const webhookSettingsSchema = z.strictObject({
-  url: documented(z.optional(z.url({ protocol: /^https?$/ })), { description: "Http(s) endpoint receiving POSTs of JSON arrays of records (the `:URL` argument of `--sink webhook:URL` overrides it)." }),
-  headers: documented(z._default(z.record(z.string().check(z.minLength(1)), headerValueSchema), {}), { description: "`{\"Name\": \"literal\"}` or `{\"Name\": {\"fromEnv\": \"VAR\"}}` (the agent does not start if `VAR` is unset)." }),
+  url: documented(z.optional(z.url({ protocol: /^https?$/ })), {
+    description:
+      "Http(s) endpoint receiving POSTs of JSON arrays of records (the `:URL` argument of `--sink webhook:URL` overrides it).",
+  }),
+  headers: documented(z._default(z.record(z.string().check(z.minLength(1)), headerValueSchema), {}), {
+    description:
+      '`{"Name": "literal"}` or `{"Name": {"fromEnv": "VAR"}}` (the agent does not start if `VAR` is unset).',
+  }),
   signature: documented(
     z.optional(
       z.strictObject({
-        secretEnv: documented(z.string().check(z.minLength(1)), { description: "Environment variable holding the HMAC secret." }),
-        header: documented(z._default(z.string().check(z.minLength(1)), defaultSignatureHeader), { description: "Header carrying the signature." }),
+        secretEnv: documented(z.string().check(z.minLength(1)), {
+          description: "Environment variable holding the HMAC secret.",
+        }),
+        header: documented(z._default(z.string().check(z.minLength(1)), defaultSignatureHeader), {
+          description: "Header carrying the signature.",
+        }),
       }),
     ),
-    { description: "Adds `sha256=<hex HMAC-SHA256 of the exact body>`, e.g. `{\"secretEnv\": \"SEF_WEBHOOK_SECRET\", \"header\": \"X-Sef-Signature\"}`.", defaultText: "none" },
+    {
+      description:
+        'Adds `sha256=<hex HMAC-SHA256 of the exact body>`, e.g. `{"secretEnv": "SEF_WEBHOOK_SECRET", "header": "X-Sef-Signature"}`.',
+      defaultText: "none",
+    },
   ),
-  timeoutMs: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookTimeoutMs), { description: "Time limit per request." }),
-  maxBatchRecords: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookMaxBatchRecords), { description: "Records per request; a larger batch is split.", unit: "records" }),
-  maxBatchBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024)), defaultWebhookMaxBatchBytes), { description: "Bytes per request; a larger batch is split, a single larger record is dead-lettered." }),
-  lingerMs: documented(z._default(z.number().check(z.int(), z.nonnegative()), 0), { description: "Wait for more records before sending a non-urgent batch." }),
+  timeoutMs: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookTimeoutMs), {
+    description: "Time limit per request.",
+  }),
+  maxBatchRecords: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookMaxBatchRecords), {
+    description: "Records per request; a larger batch is split.",
+    unit: "records",
+  }),
+  maxBatchBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024)), defaultWebhookMaxBatchBytes), {
+    description: "Bytes per request; a larger batch is split, a single larger record is dead-lettered.",
+  }),
+  lingerMs: documented(z._default(z.number().check(z.int(), z.nonnegative()), 0), {
+    description: "Wait for more records before sending a non-urgent batch.",
+  }),
 });
 export type WebhookSettings = z.infer<typeof webhookSettingsSchema>;
 
@@ -56,22 +79,32 @@ export function resolveHeaders(headers: Record<string, HeaderValue>, env: NodeJS
 /** Reads the signing secret; throws naming the variable when it is unset. */
 export function resolveSecret(secretEnv: string, env: NodeJS.ProcessEnv): string {
   const secret = env[secretEnv];
-  if (secret === undefined || secret === "") throw new SinkConfigError(`webhook signature: environment variable ${secretEnv} is not set`);
+  if (secret === undefined || secret === "")
+    throw new SinkConfigError(`webhook signature: environment variable ${secretEnv} is not set`);
   return secret;
 }
 
 const credentialHeader = /authorization|api-?key|token|secret|signature|password/i;
 
 /** Cross-field rules of a sink in use: a URL (from `webhook:URL` or `webhook.url`), the variables the section names set. */
-export function webhookSettingsRules({ settings: wh, inUse, argument, env }: SinkRulesInput<WebhookSettings>): string[] {
+export function webhookSettingsRules({
+  settings: wh,
+  inUse,
+  argument,
+  env,
+}: SinkRulesInput<WebhookSettings>): string[] {
   if (!inUse) return [];
   const problems: string[] = [];
-  if (argument !== undefined && !/^https?:\/\/[^/\s]+/i.test(argument)) problems.push(`sinks: webhook:URL needs an http:// or https:// URL (got "${argument}")`);
-  if (argument === undefined && wh?.url === undefined) problems.push("webhook.url: the webhook sink needs a URL: set webhook.url or use --sink webhook:URL");
+  if (argument !== undefined && !/^https?:\/\/[^/\s]+/i.test(argument))
+    problems.push(`sinks: webhook:URL needs an http:// or https:// URL (got "${argument}")`);
+  if (argument === undefined && wh?.url === undefined)
+    problems.push("webhook.url: the webhook sink needs a URL: set webhook.url or use --sink webhook:URL");
   for (const [name, value] of Object.entries(wh?.headers ?? {})) {
-    if (typeof value !== "string" && !env[value.fromEnv]) problems.push(`webhook.headers.${name}: environment variable ${value.fromEnv} is not set`);
+    if (typeof value !== "string" && !env[value.fromEnv])
+      problems.push(`webhook.headers.${name}: environment variable ${value.fromEnv} is not set`);
   }
-  if (wh?.signature && !env[wh.signature.secretEnv]) problems.push(`webhook.signature.secretEnv: environment variable ${wh.signature.secretEnv} is not set`);
+  if (wh?.signature && !env[wh.signature.secretEnv])
+    problems.push(`webhook.signature.secretEnv: environment variable ${wh.signature.secretEnv} is not set`);
   return problems;
 }
 
@@ -93,5 +126,7 @@ export function webhookReferencedVariables(section: unknown): string[] {
 
 /** Literal header values whose names say they are credentials. */
 export function webhookInlineSecrets(settings: WebhookSettings): string[] {
-  return Object.entries(settings.headers).flatMap(([name, value]) => (typeof value === "string" && credentialHeader.test(name) ? [`webhook.headers.${name}`] : []));
+  return Object.entries(settings.headers).flatMap(([name, value]) =>
+    typeof value === "string" && credentialHeader.test(name) ? [`webhook.headers.${name}`] : [],
+  );
 }

@@ -2,7 +2,15 @@
 // per-record outcomes; the pure pieces are its neighbours (settings, body splitting and signing, answer classification).
 import { request, type Agent, type Dispatcher } from "undici";
 import type { Logger } from "pino";
-import { delivered, rejected, retry, type OutboxEntry, type RecordOutcome, type SendOutcomes, type Sink } from "../sink.js";
+import {
+  delivered,
+  rejected,
+  retry,
+  type OutboxEntry,
+  type RecordOutcome,
+  type SendOutcomes,
+  type Sink,
+} from "../sink.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { resolveHeaders, resolveSecret, type WebhookSettings } from "./settings.js";
@@ -55,7 +63,9 @@ export class WebhookSink implements Sink {
     let failure: Exclude<RangeResult, { kind: "ok" }> | undefined;
     for (const chunk of planChunks(batch, this.options.maxBatchBytes, this.options.maxBatchRecords)) {
       if (chunk.kind === "oversize") {
-        outcomes[chunk.index] = rejected(`record is ${chunk.bytes} bytes as a JSON array, over maxBatchBytes ${this.options.maxBatchBytes}`);
+        outcomes[chunk.index] = rejected(
+          `record is ${chunk.bytes} bytes as a JSON array, over maxBatchBytes ${this.options.maxBatchBytes}`,
+        );
         continue;
       }
       const result = await this.sendRange(batch, chunk.start, chunk.end, chunk.body, signal, outcomes);
@@ -70,7 +80,10 @@ export class WebhookSink implements Sink {
     }
     this.options.logger.warn({ sink: this.name, kind: failure.kind, reason: failure.reason }, "webhook send failed");
     // Records the endpoint settled keep their outcome; the rest are retried (or rejected, on a permanent answer).
-    const rest = failure.kind === "retryable" ? retry(failure.reason, failure.retryAfterMs, failure.needsOperator ?? false) : rejected(failure.reason);
+    const rest =
+      failure.kind === "retryable"
+        ? retry(failure.reason, failure.retryAfterMs, failure.needsOperator ?? false)
+        : rejected(failure.reason);
     return outcomes.map((o) => o ?? rest);
   }
 
@@ -123,15 +136,26 @@ export class WebhookSink implements Sink {
         const location = firstHeader(response.headers["location"]);
         const next = hop < maxRedirectHops ? redirectTarget(response.statusCode, location, url) : undefined;
         if (next) {
-          this.options.logger.debug({ sink: this.name, status: response.statusCode, to: next.origin + next.pathname }, "webhook redirect followed");
+          this.options.logger.debug(
+            { sink: this.name, status: response.statusCode, to: next.origin + next.pathname },
+            "webhook redirect followed",
+          );
           url = next.toString();
           continue;
         }
         if (response.statusCode >= 300 && response.statusCode < 400) {
           const to = location ? safeLocation(location, url) : "(no Location)";
-          this.options.logger.warn({ sink: this.name, status: response.statusCode, location: to, hops: hop }, "webhook answered a redirect that is not followed (only 307/308 within the same origin, at most 3 hops); will retry");
+          this.options.logger.warn(
+            { sink: this.name, status: response.statusCode, location: to, hops: hop },
+            "webhook answered a redirect that is not followed (only 307/308 within the same origin, at most 3 hops); will retry",
+          );
         }
-        return classifyResponse(response.statusCode, firstHeader(response.headers["retry-after"]), text, this.clock.now());
+        return classifyResponse(
+          response.statusCode,
+          firstHeader(response.headers["retry-after"]),
+          text,
+          this.clock.now(),
+        );
       }
     } catch (err) {
       return { kind: "retryable", reason: `request to the webhook failed: ${errorText(err)}` };

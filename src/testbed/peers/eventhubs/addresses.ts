@@ -7,7 +7,12 @@ export type NodeAddress =
   /** A producer's target: the hub, or one partition of it. */
   | { readonly kind: "hub"; readonly entityPath: string; readonly partitionId: string | undefined }
   /** A consumer's source: one partition seen through one consumer group. */
-  | { readonly kind: "consumer"; readonly entityPath: string; readonly consumerGroup: string; readonly partitionId: string }
+  | {
+      readonly kind: "consumer";
+      readonly entityPath: string;
+      readonly consumerGroup: string;
+      readonly partitionId: string;
+    }
   | { readonly kind: "unknown"; readonly entityPath: string };
 
 /** The entity path of an address: no scheme, host or surrounding slashes (`amqps://h:1/Hub/Partitions/0` → `Hub/Partitions/0`). */
@@ -24,7 +29,8 @@ export function parseNodeAddress(address: string, hubName: string): NodeAddress 
   const lower = parts.map((p) => p.toLowerCase());
   const hub = hubName.toLowerCase();
   if (entityPath === "$cbs") return { kind: "cbs" };
-  if (entityPath === "$management" || (lower.length === 2 && lower[0] === hub && lower[1] === "$management")) return { kind: "management" };
+  if (entityPath === "$management" || (lower.length === 2 && lower[0] === hub && lower[1] === "$management"))
+    return { kind: "management" };
   if (lower[0] !== hub) return { kind: "unknown", entityPath };
   if (parts.length === 1) return { kind: "hub", entityPath, partitionId: undefined };
   if (parts.length === 3 && lower[1] === "partitions") return { kind: "hub", entityPath, partitionId: parts[2]! };

@@ -67,7 +67,8 @@ function checkSas(token: string, namePath: string, options: CbsAuthOptions): str
   const srPath = audiencePath(resource);
   if (srPath === undefined) return "SAS token sr is not a URL";
   const hub = options.hubName.toLowerCase();
-  if (srPath !== "" && !pathCovers(srPath, hub) && !pathCovers(hub, srPath)) return `SAS token is for another entity, not hub "${options.hubName}"`;
+  if (srPath !== "" && !pathCovers(srPath, hub) && !pathCovers(hub, srPath))
+    return `SAS token is for another entity, not hub "${options.hubName}"`;
   if (!pathCovers(srPath, namePath)) return "SAS token sr does not cover the requested audience";
   const expirySeconds = Number(se);
   if (!Number.isFinite(expirySeconds) || expirySeconds * 1000 <= options.nowMs) return "SAS token has expired";
@@ -86,15 +87,18 @@ function checkSas(token: string, namePath: string, options: CbsAuthOptions): str
 
 /** Checks one put-token request the way the service does: the token must be valid and name this hub. */
 export function checkPutToken(request: PutTokenRequest, options: CbsAuthOptions): PutTokenCheck {
-  if (typeof request.name !== "string" || request.name === "") return { ok: false, reason: "put-token has no name (audience)" };
+  if (typeof request.name !== "string" || request.name === "")
+    return { ok: false, reason: "put-token has no name (audience)" };
   const namePath = audiencePath(request.name);
   if (namePath === undefined) return { ok: false, reason: "put-token name is not a URL" };
   const hub = options.hubName.toLowerCase();
-  if (!pathCovers(hub, namePath)) return { ok: false, reason: `put-token audience does not name hub "${options.hubName}"` };
+  if (!pathCovers(hub, namePath))
+    return { ok: false, reason: `put-token audience does not name hub "${options.hubName}"` };
   const token = Buffer.isBuffer(request.token) ? request.token.toString("utf8") : request.token;
   if (typeof token !== "string" || token === "") return { ok: false, reason: "put-token carries no token" };
   const type = Buffer.isBuffer(request.type) ? request.type.toString("utf8") : request.type;
-  if (type !== jwtTokenType && type !== sasTokenType) return { ok: false, reason: `unsupported token type "${String(type)}"` };
+  if (type !== jwtTokenType && type !== sasTokenType)
+    return { ok: false, reason: `unsupported token type "${String(type)}"` };
   // The service reads the token by its shape, not by `type`: Microsoft's pure-Python AMQP client (azure-eventhub 5.11)
   // puts SAS tokens with type "jwt", and the service accepts them.
   if (token.startsWith("SharedAccessSignature ")) {

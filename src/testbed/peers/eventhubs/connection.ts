@@ -24,7 +24,8 @@ export function trackConnections(peer: Peer, container: Container): void {
   });
   const forget = (context: EventContext): void => {
     peer.connections.delete(context.connection);
-    for (const [sender, stream] of peer.streams) if (stream.sender.connection === context.connection) peer.streams.delete(sender);
+    for (const [sender, stream] of peer.streams)
+      if (stream.sender.connection === context.connection) peer.streams.delete(sender);
   };
   container.on("connection_close", forget);
   container.on("disconnected", forget);
@@ -88,7 +89,11 @@ export function detachLinks(peer: Peer): void {
       const linkAddress = String((link.is_receiver() ? link.target?.address : link.source?.address) ?? "");
       if (linkAddress !== "$cbs" && linkAddress !== "$management") links.push(link);
     });
-    for (const link of links) link.close({ condition: "amqp:link:detach-forced", description: "The link was force-detached (injected fault)." });
+    for (const link of links)
+      link.close({
+        condition: "amqp:link:detach-forced",
+        description: "The link was force-detached (injected fault).",
+      });
   }
 }
 

@@ -11,7 +11,13 @@
  *   (the producer cannot know: the in-doubt case that a retry turns into a duplicate).
  */
 export type SendFault = "server-busy" | "quota-exceeded" | "detach" | "drop-connection" | "store-then-drop";
-export const sendFaults: readonly SendFault[] = ["server-busy", "quota-exceeded", "detach", "drop-connection", "store-then-drop"];
+export const sendFaults: readonly SendFault[] = [
+  "server-busy",
+  "quota-exceeded",
+  "detach",
+  "drop-connection",
+  "store-then-drop",
+];
 
 export class FaultPlan {
   private readonly queued: Array<SendFault | "ok"> = [];

@@ -67,7 +67,9 @@ export function paddedComposite(o: TypedValue, list32: (items: unknown[]) => Typ
   const missingDefault = defaults !== undefined && [...defaults.keys()].some((i) => isNull(value[i]));
   if (value.length >= fieldCount && !missingDefault) return undefined;
   // rhea's writer encodes an undefined list item as null.
-  const items: unknown[] = Array.from({ length: fieldCount }, (_, i) => (isNull(value[i]) ? defaults?.get(i)?.() : value[i]));
+  const items: unknown[] = Array.from({ length: fieldCount }, (_, i) =>
+    isNull(value[i]) ? defaults?.get(i)?.() : value[i],
+  );
   const padded = list32(items);
   padded.descriptor = o.descriptor;
   return padded;

@@ -16,15 +16,26 @@ export interface HubDescription {
 }
 
 /** Answers one `$management` request from its application properties. */
-export function answerManagementRequest(properties: Record<string, unknown> | undefined, hub: HubDescription): ManagementResponse {
+export function answerManagementRequest(
+  properties: Record<string, unknown> | undefined,
+  hub: HubDescription,
+): ManagementResponse {
   const operation = properties?.["operation"];
   const type = properties?.["type"];
   const name = properties?.["name"];
   if (operation !== "READ") {
-    return { statusCode: 400, statusDescription: `unsupported operation "${String(operation)}"`, errorCondition: "com.microsoft:argument-error" };
+    return {
+      statusCode: 400,
+      statusDescription: `unsupported operation "${String(operation)}"`,
+      errorCondition: "com.microsoft:argument-error",
+    };
   }
   if (typeof name !== "string" || name.toLowerCase() !== hub.hubName.toLowerCase()) {
-    return { statusCode: 404, statusDescription: `The messaging entity '${String(name)}' could not be found.`, errorCondition: "amqp:not-found" };
+    return {
+      statusCode: 404,
+      statusDescription: `The messaging entity '${String(name)}' could not be found.`,
+      errorCondition: "amqp:not-found",
+    };
   }
   if (type === "com.microsoft:eventhub") {
     return {
@@ -64,5 +75,9 @@ export function answerManagementRequest(properties: Record<string, unknown> | un
       },
     };
   }
-  return { statusCode: 400, statusDescription: `unsupported entity type "${String(type)}"`, errorCondition: "com.microsoft:argument-error" };
+  return {
+    statusCode: 400,
+    statusDescription: `unsupported entity type "${String(type)}"`,
+    errorCondition: "com.microsoft:argument-error",
+  };
 }

@@ -6,7 +6,15 @@ import type { StoredEvent } from "./store.js";
 import { parseSelector, startIndex, type StartPosition } from "./selector.js";
 import { accepted } from "./settle-apart.js";
 import { isAuthorized } from "./cbs.js";
-import { destroyConnection, nodeOf, rejectDelivery, sendLogLimit, type Peer, type ReceiverStream, type SendLogEntry } from "./peer.js";
+import {
+  destroyConnection,
+  nodeOf,
+  rejectDelivery,
+  sendLogLimit,
+  type Peer,
+  type ReceiverStream,
+  type SendLogEntry,
+} from "./peer.js";
 
 /** One send received on a hub link (`partitionId` undefined) or a partition link. */
 export function handleSend(peer: Peer, context: EventContext, partitionId: string | undefined): void {
@@ -23,14 +31,24 @@ export function handleSend(peer: Peer, context: EventContext, partitionId: strin
   };
   const tooLarge = (sizeBytes: number): boolean => {
     if (sizeBytes <= peer.maxMessageSize) return false;
-    reject("amqp:link:message-size-exceeded", `The received message (size:${sizeBytes} bytes) exceeds the limit (${peer.maxMessageSize} bytes) currently allowed on the link.`);
+    reject(
+      "amqp:link:message-size-exceeded",
+      `The received message (size:${sizeBytes} bytes) exceeds the limit (${peer.maxMessageSize} bytes) currently allowed on the link.`,
+    );
     return true;
   };
   if (!Buffer.isBuffer(payload)) {
     // A plain (format 0) message: rhea decoded it already; store its re-encoding.
     const single = rhea.message.encode(payload as Message);
     if (tooLarge(single.length)) return;
-    return storeAndAccept(peer, context, delivery, logged, { partitionKey: messagePartitionKey(payload as Message), encoded: [single] }, single.length);
+    return storeAndAccept(
+      peer,
+      context,
+      delivery,
+      logged,
+      { partitionKey: messagePartitionKey(payload as Message), encoded: [single] },
+      single.length,
+    );
   }
   if (tooLarge(payload.length)) return;
   let split: { partitionKey: string | undefined; encoded: Buffer[] };
@@ -58,7 +76,12 @@ function storeAndAccept(
     case "server-busy":
       logged.outcome = "rejected:com.microsoft:server-busy";
       stats.sendsRejected++;
-      rejectDelivery(peer, delivery, "com.microsoft:server-busy", "The request was terminated because the entity is being throttled (injected fault).");
+      rejectDelivery(
+        peer,
+        delivery,
+        "com.microsoft:server-busy",
+        "The request was terminated because the entity is being throttled (injected fault).",
+      );
       return;
     case "quota-exceeded":
       logged.outcome = "rejected:amqp:resource-limit-exceeded";
@@ -67,7 +90,10 @@ function storeAndAccept(
       return;
     case "detach":
       logged.outcome = "detached";
-      context.receiver?.close({ condition: "amqp:link:detach-forced", description: "The link was force-detached (injected fault)." });
+      context.receiver?.close({
+        condition: "amqp:link:detach-forced",
+        description: "The link was force-detached (injected fault).",
+      });
       return;
     case "drop-connection":
       logged.outcome = "dropped";
@@ -116,7 +142,8 @@ function splitTransfer(payload: Buffer): { partitionKey: string | undefined; enc
   const partitionKey = typeof key === "string" ? key : undefined;
   const body = envelope.body as { multiple?: boolean; content?: unknown } | undefined;
   const content = body?.content;
-  if (Array.isArray(content) && content.every((c) => Buffer.isBuffer(c))) return { partitionKey, encoded: content as Buffer[] };
+  if (Array.isArray(content) && content.every((c) => Buffer.isBuffer(c)))
+    return { partitionKey, encoded: content as Buffer[] };
   if (Buffer.isBuffer(content)) return { partitionKey, encoded: [content] };
   return { partitionKey, encoded: [] };
 }
@@ -156,15 +183,24 @@ export function checkSendLink(peer: Peer, context: EventContext): void {
   const node = nodeOf(peer, address);
   if (node.kind === "cbs" || node.kind === "management") return;
   if (node.kind !== "hub") {
-    receiver.close({ condition: "amqp:not-found", description: `The messaging entity '${address}' could not be found.` });
+    receiver.close({
+      condition: "amqp:not-found",
+      description: `The messaging entity '${address}' could not be found.`,
+    });
     return;
   }
   if (node.partitionId !== undefined && !peer.store.hasPartition(node.partitionId)) {
-    receiver.close({ condition: "com.microsoft:argument-out-of-range", description: `The specified partition '${node.partitionId}' is invalid.` });
+    receiver.close({
+      condition: "com.microsoft:argument-out-of-range",
+      description: `The specified partition '${node.partitionId}' is invalid.`,
+    });
     return;
   }
   if (!isAuthorized(peer, context.connection, node.entityPath)) {
-    receiver.close({ condition: "amqp:unauthorized-access", description: `Unauthorized access to '${address}': put a valid token first.` });
+    receiver.close({
+      condition: "amqp:unauthorized-access",
+      description: `Unauthorized access to '${address}': put a valid token first.`,
+    });
   }
 }
 
@@ -181,16 +217,23 @@ export function openReader(peer: Peer, context: EventContext): void {
     return;
   }
   if (!peer.store.hasPartition(node.partitionId)) {
-    sender.close({ condition: "com.microsoft:argument-out-of-range", description: `The specified partition '${node.partitionId}' is invalid.` });
+    sender.close({
+      condition: "com.microsoft:argument-out-of-range",
+      description: `The specified partition '${node.partitionId}' is invalid.`,
+    });
     return;
   }
   if (!isAuthorized(peer, context.connection, node.entityPath)) {
-    sender.close({ condition: "amqp:unauthorized-access", description: `Unauthorized access to '${address}': put a valid token first.` });
+    sender.close({
+      condition: "amqp:unauthorized-access",
+      description: `Unauthorized access to '${address}': put a valid token first.`,
+    });
     return;
   }
   const filter = (sender.source as { filter?: Record<string, { value?: unknown } | string> } | undefined)?.filter;
   const selector = filter?.["apache.org:selector-filter:string"];
-  const selectorText = typeof selector === "string" ? selector : typeof selector?.value === "string" ? selector.value : undefined;
+  const selectorText =
+    typeof selector === "string" ? selector : typeof selector?.value === "string" ? selector.value : undefined;
   let position: StartPosition;
   try {
     position = parseSelector(selectorText);
@@ -200,7 +243,13 @@ export function openReader(peer: Peer, context: EventContext): void {
   }
   const epoch = epochOf(sender);
   if (!takeOwnership(peer, sender, node.partitionId, node.consumerGroup, epoch)) return;
-  const stream: ReceiverStream = { sender, partitionId: node.partitionId, consumerGroup: node.consumerGroup, epoch, nextIndex: startIndex(position, peer.store.events(node.partitionId)) };
+  const stream: ReceiverStream = {
+    sender,
+    partitionId: node.partitionId,
+    consumerGroup: node.consumerGroup,
+    epoch,
+    nextIndex: startIndex(position, peer.store.events(node.partitionId)),
+  };
   peer.streams.set(sender, stream);
   pump(peer, stream);
 }
@@ -210,16 +259,30 @@ export function openReader(peer: Peer, context: EventContext): void {
  * receivers with a lower or equal one and from those without; a receiver without one cannot join an owner. False (the
  * new reader closed) when it may not read.
  */
-function takeOwnership(peer: Peer, sender: Sender, partitionId: string, consumerGroup: string, epoch: number | undefined): boolean {
-  const rivals = [...peer.streams.values()].filter((s) => s.partitionId === partitionId && s.consumerGroup === consumerGroup);
+function takeOwnership(
+  peer: Peer,
+  sender: Sender,
+  partitionId: string,
+  consumerGroup: string,
+  epoch: number | undefined,
+): boolean {
+  const rivals = [...peer.streams.values()].filter(
+    (s) => s.partitionId === partitionId && s.consumerGroup === consumerGroup,
+  );
   if (epoch === undefined && rivals.some((s) => s.epoch !== undefined)) {
-    sender.close({ condition: "amqp:link:stolen", description: `A receiver with an epoch already owns partition '${partitionId}' of consumer group '${consumerGroup}'.` });
+    sender.close({
+      condition: "amqp:link:stolen",
+      description: `A receiver with an epoch already owns partition '${partitionId}' of consumer group '${consumerGroup}'.`,
+    });
     return false;
   }
   if (epoch === undefined) return true;
   for (const rival of rivals) {
     if (rival.epoch !== undefined && rival.epoch > epoch) {
-      sender.close({ condition: "amqp:link:stolen", description: `A receiver with a higher epoch '${rival.epoch}' already exists; this one ('${epoch}') cannot be created.` });
+      sender.close({
+        condition: "amqp:link:stolen",
+        description: `A receiver with a higher epoch '${rival.epoch}' already exists; this one ('${epoch}') cannot be created.`,
+      });
       return false;
     }
   }
@@ -235,8 +298,12 @@ function takeOwnership(peer: Peer, sender: Sender, partitionId: string, consumer
 
 /** The owner level a receiver attached with (the service's `com.microsoft:epoch` link property). */
 function epochOf(sender: Sender): number | undefined {
-  const properties = (sender as unknown as { remote?: { attach?: { properties?: Record<string, unknown> } } }).remote?.attach?.properties;
+  const properties = (sender as unknown as { remote?: { attach?: { properties?: Record<string, unknown> } } }).remote
+    ?.attach?.properties;
   const value = properties?.["com.microsoft:epoch"];
-  const n = typeof value === "object" && value !== null && "value" in value ? Number((value as { value: unknown }).value) : Number(value);
+  const n =
+    typeof value === "object" && value !== null && "value" in value
+      ? Number((value as { value: unknown }).value)
+      : Number(value);
   return value === undefined || value === null || Number.isNaN(n) ? undefined : n;
 }

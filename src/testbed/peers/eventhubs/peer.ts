@@ -78,7 +78,10 @@ export function nodeOf(peer: Peer, address: unknown): NodeAddress {
 }
 
 export function rejectDelivery(peer: Peer, delivery: Delivery, condition: string, description: string): void {
-  peer.settleApart.settle(delivery, { outcomeKey: rejectedKey(condition, description), apply: () => delivery.reject({ condition, description }) });
+  peer.settleApart.settle(delivery, {
+    outcomeKey: rejectedKey(condition, description),
+    apply: () => delivery.reject({ condition, description }),
+  });
 }
 
 /**
@@ -97,6 +100,7 @@ export function destroyConnection(connection: Connection): void {
 /** Application properties with binary values read as UTF-8 text (newer clients send the put-token `type` and `name` as binary). */
 export function textProperties(properties: Record<string, unknown> | undefined): Record<string, unknown> {
   const text: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(properties ?? {})) text[name] = Buffer.isBuffer(value) ? value.toString("utf8") : value;
+  for (const [name, value] of Object.entries(properties ?? {}))
+    text[name] = Buffer.isBuffer(value) ? value.toString("utf8") : value;
   return text;
 }

@@ -28,7 +28,9 @@ export function reply(peer: Peer, context: EventContext, request: Message, respo
   const connection = context.connection;
   const sameNode = (s: Sender): boolean => nodeOf(peer, s.source?.address).kind === node && s.is_open();
   const sender =
-    (to !== undefined ? connection.find_sender((s: Sender) => s.name === to || s.source?.address === to || s.target?.address === to) : undefined) ??
+    (to !== undefined
+      ? connection.find_sender((s: Sender) => s.name === to || s.source?.address === to || s.target?.address === to)
+      : undefined) ??
     connection.find_sender((s: Sender) => sameNode(s) && s.session === context.session) ??
     connection.find_sender(sameNode);
   if (!sender) {
@@ -38,8 +40,14 @@ export function reply(peer: Peer, context: EventContext, request: Message, respo
   }
   // The service types status-code as an AMQP int; uamqp refuses any other integer type.
   const properties = { ...response.application_properties };
-  if (typeof properties["status-code"] === "number") properties["status-code"] = rhea.types.wrap_int(properties["status-code"]);
-  const answer = { ...response, application_properties: properties, ...(to !== undefined ? { to } : {}), correlation_id: request.message_id };
+  if (typeof properties["status-code"] === "number")
+    properties["status-code"] = rhea.types.wrap_int(properties["status-code"]);
+  const answer = {
+    ...response,
+    application_properties: properties,
+    ...(to !== undefined ? { to } : {}),
+    correlation_id: request.message_id,
+  };
   // The answer goes after the request's accept disposition has gone out (rhea writes a turn's transfers before its
   // dispositions): uamqp drops a response that arrives before the disposition of its request.
   acceptRequest(peer, context, () =>

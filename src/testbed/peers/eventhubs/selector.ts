@@ -9,7 +9,8 @@ export type StartPosition =
   | { readonly kind: "sequenceNumber"; readonly sequenceNumber: number; readonly inclusive: boolean }
   | { readonly kind: "enqueuedTime"; readonly enqueuedTimeMs: number };
 
-const selectorPattern = /^\s*amqp\.annotation\.(x-opt-offset|x-opt-sequence-number|x-opt-enqueued-time)\s*(>=|>)\s*'([^']*)'\s*$/i;
+const selectorPattern =
+  /^\s*amqp\.annotation\.(x-opt-offset|x-opt-sequence-number|x-opt-enqueued-time)\s*(>=|>)\s*'([^']*)'\s*$/i;
 
 /** Parses a selector such as `amqp.annotation.x-opt-offset > '-1'`. No filter at all means "from the start". */
 export function parseSelector(filter: string | undefined): StartPosition {
@@ -43,9 +44,13 @@ export function startIndex(position: StartPosition, events: readonly StoredEvent
     case "latest":
       return events.length;
     case "offset":
-      return firstWhere((e) => (position.inclusive ? BigInt(e.offset) >= position.offset : BigInt(e.offset) > position.offset));
+      return firstWhere((e) =>
+        position.inclusive ? BigInt(e.offset) >= position.offset : BigInt(e.offset) > position.offset,
+      );
     case "sequenceNumber":
-      return firstWhere((e) => (position.inclusive ? e.sequenceNumber >= position.sequenceNumber : e.sequenceNumber > position.sequenceNumber));
+      return firstWhere((e) =>
+        position.inclusive ? e.sequenceNumber >= position.sequenceNumber : e.sequenceNumber > position.sequenceNumber,
+      );
     case "enqueuedTime":
       return firstWhere((e) => e.enqueuedTimeMs > position.enqueuedTimeMs);
   }

@@ -108,7 +108,14 @@ export interface EventHubsEmulator {
    * accepted/rejected, AMQP connections opened; client (TCP) connections open now and at most at once since start (a
    * namespace's connection quota counts these).
    */
-  readonly stats: { sendsReceived: number; sendsAccepted: number; sendsRejected: number; connectionsOpened: number; connectionsCurrent: number; connectionsPeak: number };
+  readonly stats: {
+    sendsReceived: number;
+    sendsAccepted: number;
+    sendsRejected: number;
+    connectionsOpened: number;
+    connectionsCurrent: number;
+    connectionsPeak: number;
+  };
   /** Every send received (the latest 10,000), in arrival order: when it came (wall clock, ms) and what became of it. */
   sendLog(): readonly SendLogEntry[];
   readonly faults: EventHubsFaults;
@@ -138,13 +145,21 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
   const peer: Peer = {
     hubName: options.hubName,
     sharedAccessKey: options.sharedAccessKey ?? defaultSharedAccessKey,
-    maxMessageSize: options.maxMessageSize ?? (options.tier ? maxMessageSizeByTier[options.tier] : defaultMaxMessageSizeBytes),
+    maxMessageSize:
+      options.maxMessageSize ?? (options.tier ? maxMessageSizeByTier[options.tier] : defaultMaxMessageSizeBytes),
     consumerGroups: new Set((options.consumerGroups ?? [defaultConsumerGroup]).map((name) => name.toLowerCase())),
     createdAt: new Date(),
     logger: options.logger ?? silentLogger(),
     store: new HubStore(options.partitionCount ?? 2),
     plan: new FaultPlan(),
-    stats: { sendsReceived: 0, sendsAccepted: 0, sendsRejected: 0, connectionsOpened: 0, connectionsCurrent: 0, connectionsPeak: 0 },
+    stats: {
+      sendsReceived: 0,
+      sendsAccepted: 0,
+      sendsRejected: 0,
+      connectionsOpened: 0,
+      connectionsCurrent: 0,
+      connectionsPeak: 0,
+    },
     sendLog: [],
     connections: new Map(),
     sockets: new Set(),
@@ -188,7 +203,8 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     maxMessageSize: peer.maxMessageSize,
     connectionString,
     caCertPath: tlsIdentity?.caCertPath,
-    events: (partitionId) => (partitionId === undefined ? peer.store.allEvents() : [...peer.store.events(partitionId)]).map(decodeStored),
+    events: (partitionId) =>
+      (partitionId === undefined ? peer.store.allEvents() : [...peer.store.events(partitionId)]).map(decodeStored),
     scalePartitions: (partitionCount) => peer.store.scalePartitions(partitionCount),
     stats: peer.stats,
     sendLog: () => peer.sendLog.map((entry) => ({ ...entry })),

@@ -58,7 +58,10 @@ export class SettleApart {
     setImmediate(() => {
       turn.nextTurnScheduled = false;
       turn.outcomeKey = undefined;
-      while (turn.waiting.length > 0 && (turn.outcomeKey === undefined || turn.outcomeKey === turn.waiting[0]!.outcomeKey)) {
+      while (
+        turn.waiting.length > 0 &&
+        (turn.outcomeKey === undefined || turn.outcomeKey === turn.waiting[0]!.outcomeKey)
+      ) {
         this.applyNow(turn, turn.waiting.shift()!);
       }
       if (turn.waiting.length > 0) this.scheduleNextTurn(turn);

@@ -30,8 +30,12 @@ export class HubStore {
   private roundRobin = 0;
   private readonly listeners = new Set<(partitionId: string) => void>();
 
-  constructor(partitionCount: number, private readonly now: () => number = Date.now) {
-    if (!Number.isInteger(partitionCount) || partitionCount < 1) throw new RangeError(`partitionCount must be a positive integer, got ${partitionCount}`);
+  constructor(
+    partitionCount: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    if (!Number.isInteger(partitionCount) || partitionCount < 1)
+      throw new RangeError(`partitionCount must be a positive integer, got ${partitionCount}`);
     this.ids = Array.from({ length: partitionCount }, (_, i) => String(i));
     this.partitions = this.ids.map(() => []);
     this.nextOffsets = this.ids.map(() => 0);
@@ -64,7 +68,8 @@ export class HubStore {
   /** Where a send without an explicit partition goes: by key hash, else round robin (one batch stays together). */
   assignPartition(partitionKey: string | undefined): string {
     // The service's own key → partition mapping, so keyed events land where they would in Azure.
-    if (partitionKey !== undefined && partitionKey !== "") return this.partitionIds[partitionIndexForKey(partitionKey, this.partitionIds.length)]!;
+    if (partitionKey !== undefined && partitionKey !== "")
+      return this.partitionIds[partitionIndexForKey(partitionKey, this.partitionIds.length)]!;
     const id = String(this.roundRobin % this.partitionIds.length);
     this.roundRobin++;
     return id;

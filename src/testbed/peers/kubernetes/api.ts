@@ -57,7 +57,8 @@ export function isDryRun(request: ApiRequest): boolean {
 
 export function requireObjectBody(request: ApiRequest): Record<string, unknown> {
   const body = request.body;
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("the request body must be a JSON object");
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw badRequest("the request body must be a JSON object");
   return body as Record<string, unknown>;
 }
 

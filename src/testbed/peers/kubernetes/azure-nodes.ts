@@ -25,7 +25,8 @@ export function aksNodeName(resourceId: string): string {
   if (uniform) {
     const [, scaleSet = "", instanceId = ""] = uniform;
     const instance = Number(instanceId);
-    if (Number.isInteger(instance) && instance >= 0) return `${dnsLabel(scaleSet)}${instance.toString(36).padStart(6, "0")}`;
+    if (Number.isInteger(instance) && instance >= 0)
+      return `${dnsLabel(scaleSet)}${instance.toString(36).padStart(6, "0")}`;
     return dnsLabel(`${scaleSet}-${instanceId}`);
   }
   const vm = vmPattern.exec(resourceId);
@@ -34,6 +35,9 @@ export function aksNodeName(resourceId: string): string {
 }
 
 /** A node seed for the VM with resource id `resourceId`: name (unless given) and providerID as AKS sets them. */
-export function azureNodeSeed(resourceId: string, extra: Omit<NodeSeed, "name" | "providerID"> & { name?: string } = {}): NodeSeed {
+export function azureNodeSeed(
+  resourceId: string,
+  extra: Omit<NodeSeed, "name" | "providerID"> & { name?: string } = {},
+): NodeSeed {
   return { ...extra, name: extra.name ?? aksNodeName(resourceId), providerID: azureProviderID(resourceId) };
 }

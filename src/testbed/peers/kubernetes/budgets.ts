@@ -18,7 +18,9 @@ function selectorOf(pdb: KubeObject): BudgetSelector | undefined {
 function isHealthy(pod: KubeObject): boolean {
   if (pod.metadata.deletionTimestamp) return false;
   const status = pod.status as { phase?: string; conditions?: { type: string; status: string }[] } | undefined;
-  return status?.phase === "Running" && (status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  return (
+    status?.phase === "Running" && (status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True")
+  );
 }
 
 function holdUntil(map: Map<string, number>, key: string, nowMs: number, forMs: number): void {
@@ -67,9 +69,15 @@ export class DisruptionBudgets {
   statusOf(pdb: KubeObject): BudgetStatus {
     const namespace = pdb.metadata.namespace ?? "default";
     const requirements = labelSelectorRequirements(selectorOf(pdb) ?? {});
-    const pods = this.store.list("pods", namespace).filter((pod) => requirements.length > 0 && matchesLabels(pod.metadata.labels, requirements));
+    const pods = this.store
+      .list("pods", namespace)
+      .filter((pod) => requirements.length > 0 && matchesLabels(pod.metadata.labels, requirements));
     const spec = pdb.spec as BudgetSpec;
-    return budgetStatus(spec, { expectedPods: pods.length, currentHealthy: pods.filter(isHealthy).length }, this.isBlocked(namespace, pdb.metadata.name));
+    return budgetStatus(
+      spec,
+      { expectedPods: pods.length, currentHealthy: pods.filter(isHealthy).length },
+      this.isBlocked(namespace, pdb.metadata.name),
+    );
   }
 
   /** The budget with its status filled in as the disruption controller would have it now. */
@@ -80,13 +88,22 @@ export class DisruptionBudgets {
     return {
       ...pdb,
       status: {
-        observedGeneration: this.isProcessing(pdb.metadata.namespace ?? "default", pdb.metadata.name) ? generation - 1 : generation,
+        observedGeneration: this.isProcessing(pdb.metadata.namespace ?? "default", pdb.metadata.name)
+          ? generation - 1
+          : generation,
         disruptionsAllowed: status.disruptionsAllowed,
         currentHealthy: status.currentHealthy,
         desiredHealthy: status.desiredHealthy,
         expectedPods: status.expectedPods,
         conditions: [
-          { type: "DisruptionAllowed", status: conditionTrue ? "True" : "False", reason: conditionTrue ? "SufficientPods" : "InsufficientPods", message: "", observedGeneration: pdb.metadata.generation ?? 1, lastTransitionTime: pdb.metadata.creationTimestamp },
+          {
+            type: "DisruptionAllowed",
+            status: conditionTrue ? "True" : "False",
+            reason: conditionTrue ? "SufficientPods" : "InsufficientPods",
+            message: "",
+            observedGeneration: pdb.metadata.generation ?? 1,
+            lastTransitionTime: pdb.metadata.creationTimestamp,
+          },
         ],
       },
     };

@@ -42,24 +42,35 @@ function faults(state: KubernetesPeerState, method: string, id: string | undefin
     state.clearFaults();
     return ok({ removed: "all" });
   }
-  if (method === "DELETE" && id !== undefined) return state.removeFault(id) ? ok({ removed: id }) : refused(404, `no fault rule ${id}`);
+  if (method === "DELETE" && id !== undefined)
+    return state.removeFault(id) ? ok({ removed: id }) : refused(404, `no fault rule ${id}`);
   return refused(405, `${method} is not served on /__peer/faults`);
 }
 
 /** The answer to a control request (`body`: the parsed JSON body, if any); errors in the input are 400s. */
-export function controlAnswer(state: KubernetesPeerState, method: string, pathname: string, body: unknown): ApiResponse {
+export function controlAnswer(
+  state: KubernetesPeerState,
+  method: string,
+  pathname: string,
+  body: unknown,
+): ApiResponse {
   const [what = "", id, ...extra] = pathname.slice(controlPrefix.length).split("/").map(decodeURIComponent);
   if (extra.length > 0) return refused(404, `no control path ${pathname}`);
   try {
     if (what === "faults" && method !== "GET") return faults(state, method, id, body);
     if (what === "seed") {
       if (method !== "POST") return refused(405, "the seed is POSTed");
-      if (!isObject(body)) return refused(400, "POST /__peer/seed takes one seed object (nodes, pods, leases, faults, returningPods, ...)");
+      if (!isObject(body))
+        return refused(
+          400,
+          "POST /__peer/seed takes one seed object (nodes, pods, leases, faults, returningPods, ...)",
+        );
       state.seed(body as KubernetesSeed);
       return ok({ seeded: true }, 201);
     }
     const read = reads[what];
-    if (read && id === undefined) return method === "GET" ? ok(read(state)) : refused(405, `${pathname} is read with GET`);
+    if (read && id === undefined)
+      return method === "GET" ? ok(read(state)) : refused(405, `${pathname} is read with GET`);
     return refused(404, `no control path ${pathname}`);
   } catch (error) {
     return refused(400, error instanceof Error ? error.message : String(error));

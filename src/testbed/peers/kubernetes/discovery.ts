@@ -29,20 +29,97 @@ export interface ApiResource {
 /** Resources per group/version ("v1" = core), with the verbs the peer serves. */
 export const apiResources: Readonly<Record<string, readonly ApiResource[]>> = {
   v1: [
-    { name: "events", singularName: "event", namespaced: true, kind: "Event", verbs: ["create", "delete", "get", "list", "patch", "watch"], shortNames: ["ev"] },
-    { name: "namespaces", singularName: "namespace", namespaced: false, kind: "Namespace", verbs: ["get", "list"], shortNames: ["ns"] },
-    { name: "nodes", singularName: "node", namespaced: false, kind: "Node", verbs: ["get", "list", "patch", "update", "watch"], shortNames: ["no"] },
-    { name: "pods", singularName: "pod", namespaced: true, kind: "Pod", verbs: ["delete", "get", "list", "patch", "watch"], shortNames: ["po"], categories: ["all"] },
-    { name: "pods/eviction", singularName: "", namespaced: true, group: "policy", version: "v1", kind: "Eviction", verbs: ["create"] },
+    {
+      name: "events",
+      singularName: "event",
+      namespaced: true,
+      kind: "Event",
+      verbs: ["create", "delete", "get", "list", "patch", "watch"],
+      shortNames: ["ev"],
+    },
+    {
+      name: "namespaces",
+      singularName: "namespace",
+      namespaced: false,
+      kind: "Namespace",
+      verbs: ["get", "list"],
+      shortNames: ["ns"],
+    },
+    {
+      name: "nodes",
+      singularName: "node",
+      namespaced: false,
+      kind: "Node",
+      verbs: ["get", "list", "patch", "update", "watch"],
+      shortNames: ["no"],
+    },
+    {
+      name: "pods",
+      singularName: "pod",
+      namespaced: true,
+      kind: "Pod",
+      verbs: ["delete", "get", "list", "patch", "watch"],
+      shortNames: ["po"],
+      categories: ["all"],
+    },
+    {
+      name: "pods/eviction",
+      singularName: "",
+      namespaced: true,
+      group: "policy",
+      version: "v1",
+      kind: "Eviction",
+      verbs: ["create"],
+    },
   ],
-  "apps/v1": [{ name: "daemonsets", singularName: "daemonset", namespaced: true, kind: "DaemonSet", verbs: ["get", "list", "watch"], shortNames: ["ds"], categories: ["all"] }],
-  "coordination.k8s.io/v1": [{ name: "leases", singularName: "lease", namespaced: true, kind: "Lease", verbs: ["create", "delete", "get", "list", "patch", "update", "watch"] }],
-  "events.k8s.io/v1": [{ name: "events", singularName: "event", namespaced: true, kind: "Event", verbs: ["create", "delete", "get", "list", "watch"], shortNames: ["ev"] }],
-  "policy/v1": [{ name: "poddisruptionbudgets", singularName: "poddisruptionbudget", namespaced: true, kind: "PodDisruptionBudget", verbs: ["get", "list", "watch"], shortNames: ["pdb"] }],
+  "apps/v1": [
+    {
+      name: "daemonsets",
+      singularName: "daemonset",
+      namespaced: true,
+      kind: "DaemonSet",
+      verbs: ["get", "list", "watch"],
+      shortNames: ["ds"],
+      categories: ["all"],
+    },
+  ],
+  "coordination.k8s.io/v1": [
+    {
+      name: "leases",
+      singularName: "lease",
+      namespaced: true,
+      kind: "Lease",
+      verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+    },
+  ],
+  "events.k8s.io/v1": [
+    {
+      name: "events",
+      singularName: "event",
+      namespaced: true,
+      kind: "Event",
+      verbs: ["create", "delete", "get", "list", "watch"],
+      shortNames: ["ev"],
+    },
+  ],
+  "policy/v1": [
+    {
+      name: "poddisruptionbudgets",
+      singularName: "poddisruptionbudget",
+      namespaced: true,
+      kind: "PodDisruptionBudget",
+      verbs: ["get", "list", "watch"],
+      shortNames: ["pdb"],
+    },
+  ],
 };
 
 export function apiVersions(serverAddress: string): unknown {
-  return { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress }] };
+  return {
+    kind: "APIVersions",
+    versions: ["v1"],
+    serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress }],
+  };
 }
 
 function groupDocument(groupVersion: string): unknown {

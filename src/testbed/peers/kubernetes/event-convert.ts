@@ -19,7 +19,13 @@ const renamed: ReadonlyArray<readonly [string, string]> = [
 const shared = ["metadata", "eventTime", "series", "reportingInstance", "action", "reason", "related", "type"];
 
 function isEmpty(value: unknown): boolean {
-  return value === undefined || value === null || value === "" || value === 0 || (typeof value === "object" && Object.keys(value).length === 0);
+  return (
+    value === undefined ||
+    value === null ||
+    value === "" ||
+    value === 0 ||
+    (typeof value === "object" && Object.keys(value).length === 0)
+  );
 }
 
 export function toEventsV1(core: KubeObject): KubeObject {
@@ -44,16 +50,24 @@ export function fromEventsV1(event: Fields): Fields {
 function reformat(value: unknown, field: string, format: (epochMs: number) => string): string | null | undefined {
   if (value === undefined || value === null) return value;
   const epochMs = typeof value === "string" ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(epochMs)) throw badRequest(`Event in version "v1" cannot be handled as a Event: ${field}: parsing time ${JSON.stringify(value)} failed`);
+  if (Number.isNaN(epochMs))
+    throw badRequest(
+      `Event in version "v1" cannot be handled as a Event: ${field}: parsing time ${JSON.stringify(value)} failed`,
+    );
   return format(epochMs);
 }
 
 /** Times as the API server stores them: Time fields to whole seconds, MicroTime fields to microseconds. */
 export function normalizeEventTimes(core: Fields): Fields {
   const result: Fields = { ...core };
-  for (const field of ["firstTimestamp", "lastTimestamp"]) if (field in result) result[field] = reformat(result[field], field, kubeTime);
+  for (const field of ["firstTimestamp", "lastTimestamp"])
+    if (field in result) result[field] = reformat(result[field], field, kubeTime);
   if ("eventTime" in result) result.eventTime = reformat(result.eventTime, "eventTime", kubeMicroTime);
   const series = result.series as Fields | undefined;
-  if (series && "lastObservedTime" in series) result.series = { ...series, lastObservedTime: reformat(series.lastObservedTime, "series.lastObservedTime", kubeMicroTime) };
+  if (series && "lastObservedTime" in series)
+    result.series = {
+      ...series,
+      lastObservedTime: reformat(series.lastObservedTime, "series.lastObservedTime", kubeMicroTime),
+    };
   return result;
 }

@@ -19,14 +19,20 @@ export interface CoreEventFields {
 }
 
 const required = (field: string): StatusCause => ({ field, reason: "FieldValueRequired", message: "Required value" });
-const invalidValue = (field: string, value: string, why: string): StatusCause => ({ field, reason: "FieldValueInvalid", message: `Invalid value: "${value}": ${why}` });
+const invalidValue = (field: string, value: string, why: string): StatusCause => ({
+  field,
+  reason: "FieldValueInvalid",
+  message: `Invalid value: "${value}": ${why}`,
+});
 
 function legacyCauses(event: CoreEventFields, namespace: string, eventsV1: boolean): StatusCause[] {
   const causes: StatusCause[] = [];
   const involvedNamespace = event.involvedObject?.namespace ?? "";
   if (!event.eventTime) {
-    const agrees = involvedNamespace === "" ? namespace === "" || namespace === "default" : namespace === involvedNamespace;
-    if (!agrees) causes.push(invalidValue("involvedObject.namespace", involvedNamespace, "does not match event.namespace"));
+    const agrees =
+      involvedNamespace === "" ? namespace === "" || namespace === "default" : namespace === involvedNamespace;
+    if (!agrees)
+      causes.push(invalidValue("involvedObject.namespace", involvedNamespace, "does not match event.namespace"));
     return causes;
   }
   if (involvedNamespace === "" && namespace !== "default" && namespace !== "kube-system") {
@@ -36,18 +42,25 @@ function legacyCauses(event: CoreEventFields, namespace: string, eventsV1: boole
   if (!event.reportingInstance) causes.push(required("reportingInstance"));
   if (!event.action) causes.push(required("action"));
   if (!event.reason) causes.push(required("reason"));
-  if ((event.message ?? "").length > 1024) causes.push({ field: eventsV1 ? "note" : "message", reason: "FieldValueTooLong", message: "Too long: may not be more than 1024 bytes" });
+  if ((event.message ?? "").length > 1024)
+    causes.push({
+      field: eventsV1 ? "note" : "message",
+      reason: "FieldValueTooLong",
+      message: "Too long: may not be more than 1024 bytes",
+    });
   return causes;
 }
 
 function strictCauses(event: CoreEventFields): StatusCause[] {
   const causes: StatusCause[] = [];
   if (!event.eventTime) causes.push(required("eventTime"));
-  if (event.type !== "Normal" && event.type !== "Warning") causes.push(invalidValue("type", "", `has invalid value: ${event.type ?? ""}`));
+  if (event.type !== "Normal" && event.type !== "Warning")
+    causes.push(invalidValue("type", "", `has invalid value: ${event.type ?? ""}`));
   if (event.firstTimestamp) causes.push(invalidValue("deprecatedFirstTimestamp", "", "needs to be unset"));
   if (event.lastTimestamp) causes.push(invalidValue("deprecatedLastTimestamp", "", "needs to be unset"));
   if (event.count) causes.push(invalidValue("deprecatedCount", "", "needs to be unset"));
-  if (event.source?.component || event.source?.host) causes.push(invalidValue("deprecatedSource", "", "needs to be unset"));
+  if (event.source?.component || event.source?.host)
+    causes.push(invalidValue("deprecatedSource", "", "needs to be unset"));
   return causes;
 }
 

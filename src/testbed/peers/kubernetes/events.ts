@@ -8,19 +8,61 @@ import { randomNameSuffix, type KubeObject } from "./objects.js";
 import { alreadyExists, badRequest, invalid, methodNotAllowed, notFound } from "./status.js";
 import { patchObject } from "./updates.js";
 
-const coreFields = ["metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"];
-const v1Fields = ["metadata.name", "metadata.namespace", "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath", "reason", "reportingController", "type"];
+const coreFields = [
+  "metadata.name",
+  "metadata.namespace",
+  "involvedObject.kind",
+  "involvedObject.namespace",
+  "involvedObject.name",
+  "involvedObject.uid",
+  "involvedObject.apiVersion",
+  "involvedObject.resourceVersion",
+  "involvedObject.fieldPath",
+  "reason",
+  "reportingComponent",
+  "source",
+  "type",
+];
+const v1Fields = [
+  "metadata.name",
+  "metadata.namespace",
+  "regarding.kind",
+  "regarding.namespace",
+  "regarding.name",
+  "regarding.uid",
+  "regarding.apiVersion",
+  "regarding.resourceVersion",
+  "regarding.fieldPath",
+  "reason",
+  "reportingController",
+  "type",
+];
 
 function createEvent(request: ApiRequest, cluster: Cluster, eventsV1: boolean): ApiResponse {
   const namespace = request.namespace;
   if (namespace === undefined) throw methodNotAllowed();
   const raw = requireObjectBody(request);
-  const core = normalizeEventTimes(eventsV1 ? fromEventsV1(raw) : { ...raw, apiVersion: "v1", kind: "Event" }) as unknown as KubeObject;
+  const core = normalizeEventTimes(
+    eventsV1 ? fromEventsV1(raw) : { ...raw, apiVersion: "v1", kind: "Event" },
+  ) as unknown as KubeObject;
   const metadata = { ...((raw.metadata ?? {}) as Partial<KubeObject["metadata"]>) };
-  if (metadata.namespace && metadata.namespace !== namespace) throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  if (metadata.namespace && metadata.namespace !== namespace)
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
   const name = metadata.name || (metadata.generateName ? `${metadata.generateName}${randomNameSuffix()}` : "");
   const group = eventsV1 ? "events.k8s.io" : "";
-  if (!name) throw invalid("Event", "", [{ field: "metadata.name", reason: "FieldValueRequired", message: "Required value: name or generateName is required" }], group);
+  if (!name)
+    throw invalid(
+      "Event",
+      "",
+      [
+        {
+          field: "metadata.name",
+          reason: "FieldValueRequired",
+          message: "Required value: name or generateName is required",
+        },
+      ],
+      group,
+    );
   const causes = eventCreateCauses(core as never, namespace, eventsV1);
   if (causes.length > 0) throw invalid("Event", name, causes, group);
   if (!cluster.store.hasNamespace(namespace)) throw notFound("namespaces", namespace);
@@ -38,7 +80,13 @@ function handleEvents(request: ApiRequest, cluster: Cluster, eventsV1: boolean):
   if (request.name === undefined) {
     if (request.method === "POST") return createEvent(request, cluster, eventsV1);
     if (request.method !== "GET") throw methodNotAllowed();
-    const shape = { resource: "events", apiVersion: eventsV1 ? "events.k8s.io/v1" : "v1", listKind: "EventList", selectableFields: eventsV1 ? v1Fields : coreFields, watch: { kind: "events" as const, view } };
+    const shape = {
+      resource: "events",
+      apiVersion: eventsV1 ? "events.k8s.io/v1" : "v1",
+      listKind: "EventList",
+      selectableFields: eventsV1 ? v1Fields : coreFields,
+      watch: { kind: "events" as const, view },
+    };
     return listAnswer(request, cluster, shape, cluster.store.list("events", request.namespace).map(view));
   }
   const event = cluster.store.get("events", request.namespace, request.name);
@@ -48,7 +96,10 @@ function handleEvents(request: ApiRequest, cluster: Cluster, eventsV1: boolean):
       return objectAnswer(request, cluster, "events", view(event));
     case "PATCH":
       if (eventsV1) throw methodNotAllowed();
-      return { code: 200, body: patchObject(request, cluster, { kind: "events", resource: "events", group, objectKind: "Event" }) };
+      return {
+        code: 200,
+        body: patchObject(request, cluster, { kind: "events", resource: "events", group, objectKind: "Event" }),
+      };
     case "DELETE":
       if (!isDryRun(request)) cluster.store.remove("events", request.namespace, request.name);
       return { code: 200, body: view(event) };

@@ -3,11 +3,27 @@
 // allows no disruption (or that the disruption controller has not processed yet) answers 429 TooManyRequests with a
 // DisruptionBudget cause; otherwise the pod starts its graceful deletion (deleteOptions.gracePeriodSeconds, else its
 // own) and the answer is 201 Success. Every request is written to the eviction log.
-import { isDryRun, requestedGracePeriodSeconds, requireObjectBody, type ApiRequest, type ApiResponse, type Cluster } from "./api.js";
+import {
+  isDryRun,
+  requestedGracePeriodSeconds,
+  requireObjectBody,
+  type ApiRequest,
+  type ApiResponse,
+  type Cluster,
+} from "./api.js";
 import type { KubeObject } from "./objects.js";
 import { budgetRefusalMessage } from "./pdb.js";
 import { PodTerminator } from "./pod-lifecycle.js";
-import { badRequest, failure, methodNotAllowed, notFound, preconditionFailed, StatusError, success, type Status } from "./status.js";
+import {
+  badRequest,
+  failure,
+  methodNotAllowed,
+  notFound,
+  preconditionFailed,
+  StatusError,
+  success,
+  type Status,
+} from "./status.js";
 import type { EvictionRecord } from "./peer-log.js";
 
 export const budgetRefusal = "Cannot evict pod as it would violate the pod's disruption budget.";
@@ -19,17 +35,23 @@ interface EvictionBody {
 
 function isReadyRunning(pod: KubeObject): boolean {
   const status = pod.status as { phase?: string; conditions?: { type: string; status: string }[] } | undefined;
-  return status?.phase === "Running" && (status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  return (
+    status?.phase === "Running" && (status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True")
+  );
 }
 
 function canIgnoreBudget(pod: KubeObject): boolean {
   const phase = (pod.status as { phase?: string } | undefined)?.phase;
-  return phase === "Succeeded" || phase === "Failed" || phase === "Pending" || pod.metadata.deletionTimestamp !== undefined;
+  return (
+    phase === "Succeeded" || phase === "Failed" || phase === "Pending" || pod.metadata.deletionTimestamp !== undefined
+  );
 }
 
 function validate(request: ApiRequest, body: EvictionBody, pod: KubeObject): void {
-  if (body.metadata?.name !== undefined && body.metadata.name !== request.name) throw badRequest("name in URL does not match name in Eviction object");
-  if (body.metadata?.namespace && body.metadata.namespace !== request.namespace) throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  if (body.metadata?.name !== undefined && body.metadata.name !== request.name)
+    throw badRequest("name in URL does not match name in Eviction object");
+  if (body.metadata?.namespace && body.metadata.namespace !== request.namespace)
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
   const uid = body.deleteOptions?.preconditions?.uid;
   if (uid !== undefined && uid !== pod.metadata.uid) {
     throw preconditionFailed("pods", pod.metadata.namespace, pod.metadata.name, "UID", uid, pod.metadata.uid);
@@ -38,11 +60,23 @@ function validate(request: ApiRequest, body: EvictionBody, pod: KubeObject): voi
 
 /** The refusal the API server writes when the budget allows no disruption now (429, DisruptionBudget cause). */
 function budgetRefusalError(cause: string, retryAfterSeconds = 0): StatusError {
-  return new StatusError(failure(429, "TooManyRequests", budgetRefusal, { causes: [{ reason: "DisruptionBudget", message: cause }], ...(retryAfterSeconds > 0 ? { retryAfterSeconds } : {}) }));
+  return new StatusError(
+    failure(429, "TooManyRequests", budgetRefusal, {
+      causes: [{ reason: "DisruptionBudget", message: cause }],
+      ...(retryAfterSeconds > 0 ? { retryAfterSeconds } : {}),
+    }),
+  );
 }
 
 /** More than one budget: a Status the eviction handler returns as its result (code 500, no reason). */
-const severalBudgets: Status = { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.", code: 500 };
+const severalBudgets: Status = {
+  kind: "Status",
+  apiVersion: "v1",
+  metadata: {},
+  status: "Failure",
+  message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+  code: 500,
+};
 
 /** The budget refusal, or undefined when the eviction may go ahead (the API server's order of checks). */
 function budgetCheck(pod: KubeObject, cluster: Cluster): { refusal?: StatusError; budget?: string } {
@@ -55,9 +89,14 @@ function budgetCheck(pod: KubeObject, cluster: Cluster): { refusal?: StatusError
   const name = budget.metadata.name;
   const status = cluster.budgets.statusOf(budget);
   const blocked = cluster.budgets.isBlocked(namespace, name);
-  if (!isReadyRunning(pod) && !blocked && status.currentHealthy >= status.desiredHealthy && status.desiredHealthy > 0) return { budget: name };
+  if (!isReadyRunning(pod) && !blocked && status.currentHealthy >= status.desiredHealthy && status.desiredHealthy > 0)
+    return { budget: name };
   // The disruption controller has not caught up with the budget's spec: 429 with Retry-After 10.
-  if (cluster.budgets.isProcessing(namespace, name)) return { refusal: budgetRefusalError(`The disruption budget ${name} is still being processed by the server.`, 10), budget: name };
+  if (cluster.budgets.isProcessing(namespace, name))
+    return {
+      refusal: budgetRefusalError(`The disruption budget ${name} is still being processed by the server.`, 10),
+      budget: name,
+    };
   if (status.disruptionsAllowed > 0) return { budget: name };
   return { refusal: budgetRefusalError(budgetRefusalMessage(name, status)), budget: name };
 }
@@ -91,10 +130,22 @@ export function handleEviction(request: ApiRequest, cluster: Cluster): ApiRespon
     if (check.refusal) throw check.refusal;
     const grace = PodTerminator.gracePeriodOf(pod, requestedGracePeriodSeconds(request, body.deleteOptions));
     if (!dryRun) cluster.terminator.beginDeletion(pod, grace);
-    record(cluster, { ...entry, outcome: "evicted", code: 201, ...(budget ? { budget } : {}), gracePeriodSeconds: grace });
+    record(cluster, {
+      ...entry,
+      outcome: "evicted",
+      code: 201,
+      ...(budget ? { budget } : {}),
+      gracePeriodSeconds: grace,
+    });
     return { code: 201, body: success(201) };
   } catch (error) {
-    if (error instanceof StatusError) record(cluster, { ...entry, outcome: refusedOutcome(error.status.code), code: error.status.code, ...(budget ? { budget } : {}) });
+    if (error instanceof StatusError)
+      record(cluster, {
+        ...entry,
+        outcome: refusedOutcome(error.status.code),
+        code: error.status.code,
+        ...(budget ? { budget } : {}),
+      });
     throw error;
   }
 }

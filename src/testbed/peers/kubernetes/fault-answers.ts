@@ -34,23 +34,40 @@ function forbidden(info: RequestInfo, user: string): ApiResponse {
   const [resource = ""] = (info.resource ?? "").split("/");
   const qualified = info.apiGroup ? `${resource}.${info.apiGroup}` : resource;
   const subject = info.name !== undefined ? `${qualified} "${info.name}"` : qualified;
-  const details = { ...(info.name !== undefined ? { name: info.name } : {}), ...(info.apiGroup ? { group: info.apiGroup } : {}), kind: resource };
-  return { code: 403, body: failure(403, "Forbidden", `${subject} is forbidden: ${forbiddenReason(info, user)}`, details) };
+  const details = {
+    ...(info.name !== undefined ? { name: info.name } : {}),
+    ...(info.apiGroup ? { group: info.apiGroup } : {}),
+    kind: resource,
+  };
+  return {
+    code: 403,
+    body: failure(403, "Forbidden", `${subject} is forbidden: ${forbiddenReason(info, user)}`, details),
+  };
 }
 
 /** The response a fault answers `info` with. */
 export function faultResponse(answer: FaultAnswer, info: RequestInfo): ApiResponse {
   switch (answer.kind) {
     case "throttle":
-      return { code: 429, body: throttledBody, headers: { "Retry-After": String(answer.retryAfterSeconds ?? 1), "X-Content-Type-Options": "nosniff" } };
+      return {
+        code: 429,
+        body: throttledBody,
+        headers: { "Retry-After": String(answer.retryAfterSeconds ?? 1), "X-Content-Type-Options": "nosniff" },
+      };
     case "forbidden":
       return forbidden(info, answer.user ?? defaultForbiddenUser);
     case "internal-error": {
       const message = answer.message ?? defaultInternalErrorMessage;
-      return { code: 500, body: failure(500, "InternalError", `Internal error occurred: ${message}`, { causes: [{ message }] }) };
+      return {
+        code: 500,
+        body: failure(500, "InternalError", `Internal error occurred: ${message}`, { causes: [{ message }] }),
+      };
     }
     case "status": {
-      const retry = answer.retryAfterSeconds !== undefined && answer.retryAfterSeconds > 0 ? { retryAfterSeconds: answer.retryAfterSeconds } : undefined;
+      const retry =
+        answer.retryAfterSeconds !== undefined && answer.retryAfterSeconds > 0
+          ? { retryAfterSeconds: answer.retryAfterSeconds }
+          : undefined;
       return { code: answer.code, body: failure(answer.code, answer.reason, answer.message, retry) };
     }
   }

@@ -21,7 +21,13 @@ export type FaultAnswer =
   /** 500 InternalError Status, `Internal error occurred: <message>` (default: etcdserver: leader changed). */
   | { readonly kind: "internal-error"; readonly message?: string }
   /** Any Status; `retryAfterSeconds` > 0 adds details.retryAfterSeconds and the Retry-After header. */
-  | { readonly kind: "status"; readonly code: number; readonly reason: string; readonly message: string; readonly retryAfterSeconds?: number };
+  | {
+      readonly kind: "status";
+      readonly code: number;
+      readonly reason: string;
+      readonly message: string;
+      readonly retryAfterSeconds?: number;
+    };
 
 export interface FaultRule {
   readonly match?: FaultMatch;
@@ -59,19 +65,34 @@ function listMatches(allowed: readonly string[] | undefined, value: string | und
 /** True when `match` covers the request (non-resource requests never match). */
 export function faultMatches(match: FaultMatch | undefined, info: RequestInfo): boolean {
   if (!info.isResourceRequest) return false;
-  return listMatches(match?.verbs, info.verb) && listMatches(match?.resources, info.resource) && listMatches(match?.namespaces, info.namespace) && listMatches(match?.names, info.name);
+  return (
+    listMatches(match?.verbs, info.verb) &&
+    listMatches(match?.resources, info.resource) &&
+    listMatches(match?.namespaces, info.namespace) &&
+    listMatches(match?.names, info.name)
+  );
 }
 
 /** Refuses rules the peer could not apply, naming the field. */
 export function validateFaultRule(rule: FaultRule): void {
   const kinds = ["throttle", "forbidden", "internal-error", "status"];
-  if (typeof rule !== "object" || rule === null || !kinds.includes(rule.answer?.kind)) throw new Error(`fault answer.kind must be one of ${kinds.join(", ")}`);
+  if (typeof rule !== "object" || rule === null || !kinds.includes(rule.answer?.kind))
+    throw new Error(`fault answer.kind must be one of ${kinds.join(", ")}`);
   for (const field of ["skip", "count", "forMs"] as const) {
     const value = rule[field];
-    if (value !== undefined && !(typeof value === "number" && value >= 0)) throw new Error(`fault ${field} must be a number >= 0`);
+    if (value !== undefined && !(typeof value === "number" && value >= 0))
+      throw new Error(`fault ${field} must be a number >= 0`);
   }
-  if (rule.answer.kind === "status" && !(Number.isInteger(rule.answer.code) && rule.answer.code >= 400 && rule.answer.code <= 599)) throw new Error("fault answer.code must be an HTTP error status (400-599)");
-  if (rule.answer.kind === "throttle" && rule.answer.retryAfterSeconds !== undefined && !(Number.isInteger(rule.answer.retryAfterSeconds) && rule.answer.retryAfterSeconds >= 1)) {
+  if (
+    rule.answer.kind === "status" &&
+    !(Number.isInteger(rule.answer.code) && rule.answer.code >= 400 && rule.answer.code <= 599)
+  )
+    throw new Error("fault answer.code must be an HTTP error status (400-599)");
+  if (
+    rule.answer.kind === "throttle" &&
+    rule.answer.retryAfterSeconds !== undefined &&
+    !(Number.isInteger(rule.answer.retryAfterSeconds) && rule.answer.retryAfterSeconds >= 1)
+  ) {
     throw new Error("fault answer.retryAfterSeconds must be a whole number of seconds >= 1");
   }
 }
@@ -120,6 +141,12 @@ export class FaultRules {
 
   list(): FaultRuleState[] {
     const nowMs = this.monotonicNowMs();
-    return this.installed.map((entry) => ({ ...structuredClone(entry.rule), id: entry.id, seen: entry.seen, hits: entry.hits, active: this.isActive(entry, nowMs) }));
+    return this.installed.map((entry) => ({
+      ...structuredClone(entry.rule),
+      id: entry.id,
+      seen: entry.seen,
+      hits: entry.hits,
+      active: this.isActive(entry, nowMs),
+    }));
   }
 }

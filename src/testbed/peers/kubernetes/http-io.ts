@@ -13,7 +13,8 @@ export async function readBody(request: IncomingMessage): Promise<Buffer> {
   let size = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > maxRequestBodyBytes) throw new StatusError(failure(413, "RequestEntityTooLarge", "the request body is too large"));
+    if (size > maxRequestBodyBytes)
+      throw new StatusError(failure(413, "RequestEntityTooLarge", "the request body is too large"));
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
@@ -24,7 +25,8 @@ export function parseBody(body: Buffer, method: string, contentType: string | un
   if (body.length === 0) return undefined;
   const media = (contentType ?? "application/json").split(";")[0]?.trim().toLowerCase() ?? "";
   if (media === protobufMediaType && method === "DELETE") return decodeDeleteOptions(body);
-  if (method === "PATCH" ? !media.endsWith("+json") : media !== "application/json") throw unsupportedMediaType(method === "PATCH");
+  if (method === "PATCH" ? !media.endsWith("+json") : media !== "application/json")
+    throw unsupportedMediaType(method === "PATCH");
   try {
     return JSON.parse(body.toString("utf8"));
   } catch (_error) {
@@ -33,9 +35,14 @@ export function parseBody(body: Buffer, method: string, contentType: string | un
 }
 
 /** The headers of an answer: `base` (APF's), the answer's own, and Retry-After for a Status that asks for a wait. */
-export function responseHeaders(result: ApiResponse, base: Readonly<Record<string, string>>): Record<string, string | string[]> {
+export function responseHeaders(
+  result: ApiResponse,
+  base: Readonly<Record<string, string>>,
+): Record<string, string | string[]> {
   const isText = typeof result.body === "string";
-  const retryAfterSeconds = isText ? undefined : (result.body as Partial<Status> | undefined)?.details?.retryAfterSeconds;
+  const retryAfterSeconds = isText
+    ? undefined
+    : (result.body as Partial<Status> | undefined)?.details?.retryAfterSeconds;
   return {
     ...base,
     "Content-Type": isText ? "text/plain; charset=utf-8" : "application/json",

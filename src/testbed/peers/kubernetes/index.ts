@@ -1,5 +1,10 @@
 // The local Kubernetes API peer's public surface: start it, seed it, inject faults, read back what clients did.
-export { startKubernetesPeer, defaultCloseDeadlineMs, type KubernetesPeer, type KubernetesPeerOptions } from "./server.js";
+export {
+  startKubernetesPeer,
+  defaultCloseDeadlineMs,
+  type KubernetesPeer,
+  type KubernetesPeerOptions,
+} from "./server.js";
 export { KubernetesPeerState } from "./state.js";
 export {
   mirrorPodAnnotation,
@@ -11,7 +16,15 @@ export {
   type PodDisruptionBudgetSeed,
   type LeaseSeed,
 } from "./seed.js";
-export type { EvictionRecord, NodeWriteRecord, RequestRecord, PeerStats, EvictionCounts, NodeMarkTimes, Stamp } from "./peer-log.js";
+export type {
+  EvictionRecord,
+  NodeWriteRecord,
+  RequestRecord,
+  PeerStats,
+  EvictionCounts,
+  NodeMarkTimes,
+  Stamp,
+} from "./peer-log.js";
 export type { StoreClock } from "./store.js";
 export type { KubeObject, Taint, Toleration, OwnerReference } from "./objects.js";
 export type { FaultRule, FaultMatch, FaultAnswer, FaultRuleState } from "./faults.js";

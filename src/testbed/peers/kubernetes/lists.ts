@@ -28,8 +28,20 @@ function decodeContinue(token: string): number {
   return offset;
 }
 
-function watchAnswer(request: ApiRequest, shape: ListShape, matches: (o: KubeObject) => boolean, selected: KubeObject[]): ApiResponse {
-  if (!shape.watch) throw new StatusError(failure(405, "MethodNotAllowed", `watch is not supported for ${shape.resource} by the sef testbed's Kubernetes peer`));
+function watchAnswer(
+  request: ApiRequest,
+  shape: ListShape,
+  matches: (o: KubeObject) => boolean,
+  selected: KubeObject[],
+): ApiResponse {
+  if (!shape.watch)
+    throw new StatusError(
+      failure(
+        405,
+        "MethodNotAllowed",
+        `watch is not supported for ${shape.resource} by the sef testbed's Kubernetes peer`,
+      ),
+    );
   const since = request.query.get("resourceVersion");
   const timeoutSeconds = Number(request.query.get("timeoutSeconds") ?? "0");
   const watch: WatchRequest = {
@@ -42,35 +54,59 @@ function watchAnswer(request: ApiRequest, shape: ListShape, matches: (o: KubeObj
     timeoutMs: timeoutSeconds > 0 ? timeoutSeconds * 1000 : defaultWatchTimeoutMs,
     ...(wantsTable(request.accept) ? { tableResource: shape.resource } : {}),
   };
-  if (watch.sinceResourceVersion !== undefined && !Number.isInteger(watch.sinceResourceVersion)) throw badRequest(`invalid resource version: ${since}`);
+  if (watch.sinceResourceVersion !== undefined && !Number.isInteger(watch.sinceResourceVersion))
+    throw badRequest(`invalid resource version: ${since}`);
   return { code: 200, body: undefined, watch };
 }
 
 /** Filters, pages and renders `objects` as the list answer the request asked for. */
-export function listAnswer(request: ApiRequest, cluster: Cluster, shape: ListShape, objects: readonly KubeObject[]): ApiResponse {
+export function listAnswer(
+  request: ApiRequest,
+  cluster: Cluster,
+  shape: ListShape,
+  objects: readonly KubeObject[],
+): ApiResponse {
   const fields = parseFieldSelector(request.query.get("fieldSelector") ?? "", shape.selectableFields);
   const labels = parseLabelSelector(request.query.get("labelSelector") ?? "");
-  const matches = (o: KubeObject): boolean => matchesFields(o, fields, shape.fieldDefaults) && matchesLabels(o.metadata.labels, labels);
+  const matches = (o: KubeObject): boolean =>
+    matchesFields(o, fields, shape.fieldDefaults) && matchesLabels(o.metadata.labels, labels);
   const selected = objects.filter(matches);
-  if (request.query.get("watch") === "true" || request.query.get("watch") === "1") return watchAnswer(request, shape, matches, selected);
+  if (request.query.get("watch") === "true" || request.query.get("watch") === "1")
+    return watchAnswer(request, shape, matches, selected);
   const limit = Number(request.query.get("limit") ?? "0");
   const offset = request.query.get("continue") ? decodeContinue(request.query.get("continue") ?? "") : 0;
   const page = limit > 0 ? selected.slice(offset, offset + limit) : selected.slice(offset);
   const remaining = selected.length - offset - page.length;
-  const continueToken = limit > 0 && remaining > 0 ? Buffer.from(String(offset + page.length)).toString("base64url") : undefined;
+  const continueToken =
+    limit > 0 && remaining > 0 ? Buffer.from(String(offset + page.length)).toString("base64url") : undefined;
   const resourceVersion = cluster.store.currentResourceVersion();
   if (wantsTable(request.accept)) {
-    return { code: 200, body: tableOf(shape.resource, page, cluster.store.clock.wallNowMs(), resourceVersion, continueToken) };
+    return {
+      code: 200,
+      body: tableOf(shape.resource, page, cluster.store.clock.wallNowMs(), resourceVersion, continueToken),
+    };
   }
   const items = page.map(({ apiVersion: _apiVersion, kind: _kind, ...rest }) => rest);
-  const metadata = { resourceVersion, ...(continueToken ? { continue: continueToken, remainingItemCount: remaining } : {}) };
+  const metadata = {
+    resourceVersion,
+    ...(continueToken ? { continue: continueToken, remainingItemCount: remaining } : {}),
+  };
   return { code: 200, body: { kind: shape.listKind, apiVersion: shape.apiVersion, metadata, items } };
 }
 
 /** One object, as JSON or as a one-row Table. */
-export function objectAnswer(request: ApiRequest, cluster: Cluster, resource: string, object: KubeObject, code = 200): ApiResponse {
+export function objectAnswer(
+  request: ApiRequest,
+  cluster: Cluster,
+  resource: string,
+  object: KubeObject,
+  code = 200,
+): ApiResponse {
   if (request.method === "GET" && wantsTable(request.accept)) {
-    return { code, body: tableOf(resource, [object], cluster.store.clock.wallNowMs(), object.metadata.resourceVersion) };
+    return {
+      code,
+      body: tableOf(resource, [object], cluster.store.clock.wallNowMs(), object.metadata.resourceVersion),
+    };
   }
   return { code, body: object };
 }

@@ -20,7 +20,8 @@ const shape = {
 function writeNode(request: ApiRequest, cluster: Cluster, write: typeof patchObject): ApiResponse {
   const before = cluster.store.get("nodes", undefined, request.name ?? "");
   const after = write(request, cluster, target);
-  if (before && !isDryRun(request) && after.metadata.resourceVersion !== before.metadata.resourceVersion) cluster.log.nodeWrite(before, after, request.method, request.contentType);
+  if (before && !isDryRun(request) && after.metadata.resourceVersion !== before.metadata.resourceVersion)
+    cluster.log.nodeWrite(before, after, request.method, request.contentType);
   return objectAnswer(request, cluster, "nodes", after);
 }
 

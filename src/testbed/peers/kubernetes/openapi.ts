@@ -8,7 +8,11 @@ import { apiResources, serverVersion, type ApiResource } from "./discovery.js";
 
 type Operation = Record<string, unknown>;
 
-const writeParameters = ["dryRun", "fieldManager", "fieldValidation"].map((name) => ({ name, in: "query", schema: { type: "string", uniqueItems: true } }));
+const writeParameters = ["dryRun", "fieldManager", "fieldValidation"].map((name) => ({
+  name,
+  in: "query",
+  schema: { type: "string", uniqueItems: true },
+}));
 
 /** The path key of a group-version ("api/v1", "apis/coordination.k8s.io/v1"). */
 export function groupVersionPath(groupVersion: string): string {
@@ -16,10 +20,17 @@ export function groupVersionPath(groupVersion: string): string {
 }
 
 function operation(action: string, resource: ApiResource, groupVersion: string, write: boolean): Operation {
-  const [group = "", version = groupVersion] = groupVersion.includes("/") ? groupVersion.split("/") : ["", groupVersion];
+  const [group = "", version = groupVersion] = groupVersion.includes("/")
+    ? groupVersion.split("/")
+    : ["", groupVersion];
   const gvk = { group: resource.group ?? group, version: resource.version ?? version, kind: resource.kind };
   const responses = { [action === "post" ? "201" : "200"]: { description: action === "post" ? "Created" : "OK" } };
-  return { "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk, parameters: write ? writeParameters : [], responses };
+  return {
+    "x-kubernetes-action": action,
+    "x-kubernetes-group-version-kind": gvk,
+    parameters: write ? writeParameters : [],
+    responses,
+  };
 }
 
 /** The paths of one resource: the collection (list, create) and the named object (get, update, patch, delete). */
@@ -27,7 +38,8 @@ function resourcePaths(resource: ApiResource, groupVersion: string): Record<stri
   const base = `/${groupVersionPath(groupVersion)}${resource.namespaced ? "/namespaces/{namespace}" : ""}`;
   const [plural = "", subresource] = resource.name.split("/");
   const has = (verb: string): boolean => resource.verbs.includes(verb);
-  if (subresource) return { [`${base}/${plural}/{name}/${subresource}`]: { post: operation("post", resource, groupVersion, true) } };
+  if (subresource)
+    return { [`${base}/${plural}/{name}/${subresource}`]: { post: operation("post", resource, groupVersion, true) } };
   const collection: Record<string, Operation> = {};
   if (has("list")) collection.get = operation("list", resource, groupVersion, false);
   if (has("create")) collection.post = operation("post", resource, groupVersion, true);
@@ -44,7 +56,12 @@ export function openApiDocument(groupVersion: string): unknown {
   const resources = apiResources[groupVersion];
   if (!resources) return undefined;
   const paths = Object.assign({}, ...resources.map((r) => resourcePaths(r, groupVersion))) as Record<string, unknown>;
-  return { openapi: "3.0.0", info: { title: "Kubernetes", version: serverVersion.gitVersion }, paths, components: { schemas: {} } };
+  return {
+    openapi: "3.0.0",
+    info: { title: "Kubernetes", version: serverVersion.gitVersion },
+    paths,
+    components: { schemas: {} },
+  };
 }
 
 function hashOf(document: unknown): string {
@@ -53,7 +70,10 @@ function hashOf(document: unknown): string {
 
 /** /openapi/v3: each group-version's document URL, with the hash of its content. */
 export function openApiIndex(): unknown {
-  const entries = Object.keys(apiResources).map((gv) => [groupVersionPath(gv), { serverRelativeURL: `/openapi/v3/${groupVersionPath(gv)}?hash=${hashOf(openApiDocument(gv))}` }]);
+  const entries = Object.keys(apiResources).map((gv) => [
+    groupVersionPath(gv),
+    { serverRelativeURL: `/openapi/v3/${groupVersionPath(gv)}?hash=${hashOf(openApiDocument(gv))}` },
+  ]);
   return { paths: Object.fromEntries(entries) };
 }
 

@@ -34,7 +34,8 @@ export function patchTypeOf(contentType: string | undefined): PatchType {
 
 export function applyPatch(type: PatchType, target: unknown, patch: unknown): unknown {
   if (type === "json") return applyJsonPatch(target, patch);
-  if (!isPlainObject(patch)) throw patchError(`${type === "merge" ? "merge" : "strategic merge"} patch must be a JSON object`);
+  if (!isPlainObject(patch))
+    throw patchError(`${type === "merge" ? "merge" : "strategic merge"} patch must be a JSON object`);
   return type === "merge" ? applyMergePatch(target, patch) : applyStrategicMergePatch(target, patch, "");
 }
 
@@ -91,7 +92,8 @@ function mergeStrategicList(target: unknown, patch: unknown[], path: string): un
   const current = Array.isArray(target) ? copyOf(target) : [];
   if (strategicMergeSets.has(path)) return [...current, ...patch.filter((item) => !current.includes(item))];
   const mergeKey = strategicMergeKeys[path];
-  if (mergeKey === undefined) return copyOf(patch.filter((item) => !(isPlainObject(item) && item.$patch !== undefined)));
+  if (mergeKey === undefined)
+    return copyOf(patch.filter((item) => !(isPlainObject(item) && item.$patch !== undefined)));
   const keyOf = (item: unknown): unknown => (isPlainObject(item) ? JSON.stringify(item[mergeKey]) : undefined);
   let result: unknown[] = current;
   for (const item of patch) {
@@ -119,7 +121,10 @@ interface JsonPatchOperation {
 function pointerTokens(pointer: string): string[] {
   if (pointer === "") return [];
   if (!pointer.startsWith("/")) throw patchError(`invalid JSON pointer "${pointer}"`);
-  return pointer.slice(1).split("/").map((t) => t.replace(/~1/g, "/").replace(/~0/g, "~"));
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((t) => t.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
 /** The container holding the pointer's last token (created nowhere: a missing parent is an error). */
@@ -127,7 +132,8 @@ function parentOf(document: unknown, tokens: string[], op: string): { parent: un
   let parent = document;
   for (const token of tokens.slice(0, -1)) {
     const next = Array.isArray(parent) ? parent[Number(token)] : isPlainObject(parent) ? parent[token] : undefined;
-    if (next === undefined) throw patchError(`jsonpatch ${op} operation does not apply: doc is missing path: /${tokens.join("/")}`);
+    if (next === undefined)
+      throw patchError(`jsonpatch ${op} operation does not apply: doc is missing path: /${tokens.join("/")}`);
     parent = next;
   }
   return { parent, last: tokens[tokens.length - 1] ?? "" };
@@ -156,7 +162,8 @@ function addAt(document: unknown, pointer: string, value: unknown, op: string, r
   const { parent, last } = parentOf(document, tokens, op);
   if (Array.isArray(parent)) {
     const index = last === "-" ? parent.length : Number(last);
-    if (!Number.isInteger(index) || index < 0 || index > parent.length) throw patchError(`jsonpatch ${op} operation does not apply: index out of range: ${pointer}`);
+    if (!Number.isInteger(index) || index < 0 || index > parent.length)
+      throw patchError(`jsonpatch ${op} operation does not apply: index out of range: ${pointer}`);
     parent.splice(index, replace ? 1 : 0, copyOf(value));
   } else if (isPlainObject(parent)) {
     parent[last] = copyOf(value);
@@ -181,7 +188,8 @@ export function applyJsonPatch(target: unknown, operations: unknown): unknown {
     } else if (op === "move") document = addAt(document, path, removeAt(document, raw.from ?? "", op), op, false);
     else if (op === "copy") document = addAt(document, path, getAt(document, raw.from ?? "", op), op, false);
     else if (op === "test") {
-      if (JSON.stringify(getAt(document, path, op)) !== JSON.stringify(raw.value)) throw patchError(`testing value ${path} failed`);
+      if (JSON.stringify(getAt(document, path, op)) !== JSON.stringify(raw.value))
+        throw patchError(`testing value ${path} failed`);
     } else throw patchError(`Unexpected kind: ${String(op)}`);
   }
   return document;

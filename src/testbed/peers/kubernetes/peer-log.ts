@@ -82,7 +82,10 @@ export interface NodeMarkTimes {
 export interface PeerStats {
   readonly requests: { readonly total: number; readonly byCode: Record<string, number>; readonly faulted: number };
   /** By `namespace/pod` and by node name. */
-  readonly evictions: { readonly byPod: Record<string, EvictionCounts>; readonly byNode: Record<string, EvictionCounts> };
+  readonly evictions: {
+    readonly byPod: Record<string, EvictionCounts>;
+    readonly byNode: Record<string, EvictionCounts>;
+  };
   readonly nodes: Record<string, NodeMarkTimes>;
 }
 
@@ -98,15 +101,25 @@ function taintLabel(taint: Taint): string {
   return `${taint.key}${taint.value ? `=${taint.value}` : ""}:${taint.effect}`;
 }
 
-function keysChanged(before: Record<string, string> | undefined, after: Record<string, string> | undefined): { set: string[]; removed: string[] } {
+function keysChanged(
+  before: Record<string, string> | undefined,
+  after: Record<string, string> | undefined,
+): { set: string[]; removed: string[] } {
   const old = before ?? {};
   const now = after ?? {};
-  return { set: Object.keys(now).filter((k) => old[k] !== now[k]), removed: Object.keys(old).filter((k) => !(k in now)) };
+  return {
+    set: Object.keys(now).filter((k) => old[k] !== now[k]),
+    removed: Object.keys(old).filter((k) => !(k in now)),
+  };
 }
 
 /** What a node write changed of cordon, taints and annotations (pure). */
-export function nodeWriteChanges(before: KubeObject, after: KubeObject): Pick<NodeWriteRecord, "cordoned" | "taintsAdded" | "taintsRemoved" | "annotationsSet" | "annotationsRemoved"> {
-  const spec = (node: KubeObject): { unschedulable?: boolean; taints?: Taint[] } => (node.spec ?? {}) as { unschedulable?: boolean; taints?: Taint[] };
+export function nodeWriteChanges(
+  before: KubeObject,
+  after: KubeObject,
+): Pick<NodeWriteRecord, "cordoned" | "taintsAdded" | "taintsRemoved" | "annotationsSet" | "annotationsRemoved"> {
+  const spec = (node: KubeObject): { unschedulable?: boolean; taints?: Taint[] } =>
+    (node.spec ?? {}) as { unschedulable?: boolean; taints?: Taint[] };
   const wasCordoned = spec(before).unschedulable === true;
   const isCordoned = spec(after).unschedulable === true;
   const oldTaints = (spec(before).taints ?? []).map(taintLabel);
@@ -121,8 +134,21 @@ export function nodeWriteChanges(before: KubeObject, after: KubeObject): Pick<No
   };
 }
 
-const emptyCounts = (): EvictionCounts => ({ requests: 0, evicted: 0, blocked: 0, throttled: 0, refused: 0, notFound: 0 });
-const countField: Record<EvictionRecord["outcome"], keyof EvictionCounts> = { evicted: "evicted", blocked: "blocked", throttled: "throttled", refused: "refused", "not-found": "notFound" };
+const emptyCounts = (): EvictionCounts => ({
+  requests: 0,
+  evicted: 0,
+  blocked: 0,
+  throttled: 0,
+  refused: 0,
+  notFound: 0,
+});
+const countField: Record<EvictionRecord["outcome"], keyof EvictionCounts> = {
+  evicted: "evicted",
+  blocked: "blocked",
+  throttled: "throttled",
+  refused: "refused",
+  "not-found": "notFound",
+};
 
 export class PeerLog {
   readonly requests: RequestRecord[] = [];
@@ -171,7 +197,14 @@ export class PeerLog {
     const stamp = this.now();
     const changes = nodeWriteChanges(before, after);
     const node = after.metadata.name;
-    const record: NodeWriteRecord = { ...stamp, node, method, ...(contentType ? { contentType } : {}), resourceVersion: after.metadata.resourceVersion, ...changes };
+    const record: NodeWriteRecord = {
+      ...stamp,
+      node,
+      method,
+      ...(contentType ? { contentType } : {}),
+      resourceVersion: after.metadata.resourceVersion,
+      ...changes,
+    };
     pushCapped(this.nodeWrites, record);
     for (const listener of this.nodeWriteListeners) listener(record);
     const marks = this.nodeMarks.get(node) ?? { writes: 0, firstTaint: {}, firstAnnotation: {} };
@@ -185,7 +218,11 @@ export class PeerLog {
   stats(): PeerStats {
     const record = <T>(map: Map<string, T>): Record<string, T> => structuredClone(Object.fromEntries(map));
     return {
-      requests: { total: this.requestTotal, byCode: Object.fromEntries([...this.requestsByCode].map(([code, n]) => [String(code), n])), faulted: this.faulted },
+      requests: {
+        total: this.requestTotal,
+        byCode: Object.fromEntries([...this.requestsByCode].map(([code, n]) => [String(code), n])),
+        faulted: this.faulted,
+      },
       evictions: { byPod: record(this.evictionsByPod), byNode: record(this.evictionsByNode) },
       nodes: record(this.nodeMarks),
     };

@@ -20,7 +20,11 @@ export class PodTerminator {
   setStopsAfterSeconds(namespace: string, name: string, stopsAfter: StopsAfter | undefined): void {
     const key = objectKey(namespace, name);
     if (stopsAfter === undefined) this.stopsAfter.delete(key);
-    else this.stopsAfter.set(key, stopsAfter === "never" || stopsAfter === Number.POSITIVE_INFINITY ? "never" : stopsAfter);
+    else
+      this.stopsAfter.set(
+        key,
+        stopsAfter === "never" || stopsAfter === Number.POSITIVE_INFINITY ? "never" : stopsAfter,
+      );
   }
 
   /** Grace period of a deletion: the request's, else the pod's own, else 30 s. */
@@ -42,7 +46,10 @@ export class PodTerminator {
     if (effectiveGrace === 0) return this.finalDelete(key, pod);
     const stopsAfter = this.stopsAfter.get(key) ?? effectiveGrace;
     if (current !== undefined && effectiveGrace >= current) return pod;
-    const startedMs = current !== undefined ? Date.parse(pod.metadata.deletionTimestamp ?? "") - current * 1000 : this.store.clock.wallNowMs();
+    const startedMs =
+      current !== undefined
+        ? Date.parse(pod.metadata.deletionTimestamp ?? "") - current * 1000
+        : this.store.clock.wallNowMs();
     pod.metadata.deletionTimestamp = kubeTime(startedMs + effectiveGrace * 1000);
     pod.metadata.deletionGracePeriodSeconds = effectiveGrace;
     const stored = this.store.replace("pods", pod);
@@ -77,7 +84,9 @@ export class PodTerminator {
       this.stopsAfter.delete(key);
       return undefined;
     }
-    const startedMs = pod.metadata.deletionTimestamp ? Date.parse(pod.metadata.deletionTimestamp) - (pod.metadata.deletionGracePeriodSeconds ?? 0) * 1000 : this.store.clock.wallNowMs();
+    const startedMs = pod.metadata.deletionTimestamp
+      ? Date.parse(pod.metadata.deletionTimestamp) - (pod.metadata.deletionGracePeriodSeconds ?? 0) * 1000
+      : this.store.clock.wallNowMs();
     pod.metadata.deletionTimestamp = kubeTime(startedMs);
     pod.metadata.deletionGracePeriodSeconds = 0;
     pod.status = stoppedStatus(pod.status, this.store.nowIso());
@@ -97,17 +106,29 @@ export class PodTerminator {
 
 /** The status the kubelet reports once it has stopped a deleted pod's containers: Succeeded, nothing ready. */
 export function stoppedStatus(status: unknown, nowIso: string): Record<string, unknown> {
-  const current = (status ?? {}) as { conditions?: { type: string; status: string }[]; containerStatuses?: { name: string; state?: { running?: { startedAt?: string } } }[] };
+  const current = (status ?? {}) as {
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { name: string; state?: { running?: { startedAt?: string } } }[];
+  };
   const notReady = new Set(["Ready", "ContainersReady"]);
   return {
     ...current,
     phase: "Succeeded",
-    conditions: (current.conditions ?? []).map((c) => (notReady.has(c.type) ? { ...c, status: "False", reason: "PodCompleted", lastTransitionTime: nowIso } : c)),
+    conditions: (current.conditions ?? []).map((c) =>
+      notReady.has(c.type) ? { ...c, status: "False", reason: "PodCompleted", lastTransitionTime: nowIso } : c,
+    ),
     containerStatuses: (current.containerStatuses ?? []).map((c) => ({
       ...c,
       ready: false,
       started: false,
-      state: { terminated: { exitCode: 0, reason: "Completed", startedAt: c.state?.running?.startedAt ?? nowIso, finishedAt: nowIso } },
+      state: {
+        terminated: {
+          exitCode: 0,
+          reason: "Completed",
+          startedAt: c.state?.running?.startedAt ?? nowIso,
+          finishedAt: nowIso,
+        },
+      },
     })),
   };
 }

@@ -14,12 +14,29 @@ function terminalOrUnbound(pod: KubeObject): boolean {
   return !(pod.spec as { nodeName?: string } | undefined)?.nodeName || phase === "Succeeded" || phase === "Failed";
 }
 
-const target: UpdateTarget = { kind: "pods", resource: "pods", group: "", objectKind: "Pod", mayDeleteDuringUpdate: terminalOrUnbound };
+const target: UpdateTarget = {
+  kind: "pods",
+  resource: "pods",
+  group: "",
+  objectKind: "Pod",
+  mayDeleteDuringUpdate: terminalOrUnbound,
+};
 const shape = {
   resource: "pods",
   apiVersion: "v1",
   listKind: "PodList",
-  selectableFields: ["metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"],
+  selectableFields: [
+    "metadata.name",
+    "metadata.namespace",
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+  ],
   // The API server compares strconv.FormatBool(pod.Spec.HostNetwork).
   fieldDefaults: { "spec.hostNetwork": "false" },
   watch: { kind: "pods" as const },
@@ -38,7 +55,8 @@ export function handlePods(request: ApiRequest, cluster: Cluster): ApiResponse {
   if (request.subresource === "eviction") return handleEviction(request, cluster);
   if (request.subresource !== undefined) throw notFound("pods", `${request.name}/${request.subresource}`);
   if (request.name === undefined) {
-    if (request.method === "GET") return listAnswer(request, cluster, shape, cluster.store.list("pods", request.namespace));
+    if (request.method === "GET")
+      return listAnswer(request, cluster, shape, cluster.store.list("pods", request.namespace));
     throw methodNotAllowed();
   }
   switch (request.method) {

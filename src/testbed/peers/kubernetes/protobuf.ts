@@ -73,7 +73,8 @@ export function decodeDeleteOptions(body: Buffer): Record<string, unknown> {
     if (field.number === 1) options.gracePeriodSeconds = int64(field.value);
     else if (field.number === 2 && Buffer.isBuffer(field.value)) {
       const preconditions: Record<string, string> = {};
-      for (const p of protobufFields(field.value)) preconditions[p.number === 1 ? "uid" : "resourceVersion"] = text(p.value);
+      for (const p of protobufFields(field.value))
+        preconditions[p.number === 1 ? "uid" : "resourceVersion"] = text(p.value);
       options.preconditions = preconditions;
     } else if (field.number === 3) options.orphanDependents = field.value === 1n;
     else if (field.number === 4) options.propagationPolicy = text(field.value);

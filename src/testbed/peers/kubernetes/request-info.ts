@@ -41,7 +41,8 @@ function resourceVerb(method: string, named: boolean, query: URLSearchParams): s
 /** The RequestInfo of `method` on `pathname` with `query`, as the API server's RequestInfoFactory derives it. */
 export function requestInfoOf(method: string, pathname: string, query: URLSearchParams): RequestInfo {
   const target = parseResourcePath(pathname);
-  if (!target || target.resource === "") return { isResourceRequest: false, verb: method.toLowerCase(), path: pathname };
+  if (!target || target.resource === "")
+    return { isResourceRequest: false, verb: method.toLowerCase(), path: pathname };
   const named = target.name !== undefined && target.name !== "";
   return {
     isResourceRequest: true,

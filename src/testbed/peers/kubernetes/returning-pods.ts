@@ -35,12 +35,19 @@ export interface ReturnedPodRecord extends Stamp {
 /** True when a change is the moment a pod goes: its deletion begins, or it is removed without having been terminating. */
 export function isDeparture(change: StoreChange): boolean {
   if (change.kind !== "pods") return false;
-  if (change.type === "MODIFIED") return change.object.metadata.deletionTimestamp !== undefined && change.previous?.metadata.deletionTimestamp === undefined;
+  if (change.type === "MODIFIED")
+    return (
+      change.object.metadata.deletionTimestamp !== undefined &&
+      change.previous?.metadata.deletionTimestamp === undefined
+    );
   return change.type === "DELETED" && change.object.metadata.deletionTimestamp === undefined;
 }
 
 /** The replacement's seed: same node, labels, owners and grace period, a new name, the rule's tolerations. */
-export function replacementSeed(rule: ReturningPodsRule, pod: KubeObject): PodSeed & { ownerReferences: OwnerReference[] } {
+export function replacementSeed(
+  rule: ReturningPodsRule,
+  pod: KubeObject,
+): PodSeed & { ownerReferences: OwnerReference[] } {
   const spec = (pod.spec ?? {}) as { nodeName?: string; terminationGracePeriodSeconds?: number };
   const controller = pod.metadata.ownerReferences?.find((o) => o.controller);
   const prefix = rule.namePrefix ?? `${controller?.name ?? pod.metadata.name}-`;
@@ -51,7 +58,9 @@ export function replacementSeed(rule: ReturningPodsRule, pod: KubeObject): PodSe
     ...(pod.metadata.labels ? { labels: { ...pod.metadata.labels } } : {}),
     ownerReferences: (pod.metadata.ownerReferences ?? []).map((o) => ({ ...o })),
     tolerations: structuredClone([...(rule.tolerations ?? [{ operator: "Exists" }])]),
-    ...(spec.terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds } : {}),
+    ...(spec.terminationGracePeriodSeconds !== undefined
+      ? { terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds }
+      : {}),
     ...(rule.stopsAfterSeconds !== undefined ? { stopsAfterSeconds: rule.stopsAfterSeconds } : {}),
   };
 }
@@ -78,7 +87,8 @@ export class ReturningPods {
   }
 
   add(rule: ReturningPodsRule): string {
-    if (typeof rule !== "object" || rule === null || typeof rule.matchLabels !== "object" || rule.matchLabels === null) throw new Error("a returning-pods rule needs matchLabels");
+    if (typeof rule !== "object" || rule === null || typeof rule.matchLabels !== "object" || rule.matchLabels === null)
+      throw new Error("a returning-pods rule needs matchLabels");
     const id = `returning-${this.nextId++}`;
     this.rules.push({ id, rule, returns: 0 });
     return id;
@@ -122,7 +132,13 @@ export class ReturningPods {
     if (!this.store.get("nodes", undefined, nodeName)) return;
     const seed = replacementSeed(rule, gone);
     this.addPod(seed);
-    this.log.push({ ...this.now(), rule: id, replaced: `${gone.metadata.namespace}/${gone.metadata.name}`, pod: `${seed.namespace}/${seed.name}`, nodeName });
+    this.log.push({
+      ...this.now(),
+      rule: id,
+      replaced: `${gone.metadata.namespace}/${gone.metadata.name}`,
+      pod: `${seed.namespace}/${seed.name}`,
+      nodeName,
+    });
   }
 
   close(): void {

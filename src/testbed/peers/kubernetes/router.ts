@@ -24,11 +24,21 @@ const handlers: Readonly<Record<string, ResourceHandler>> = {
   "events.k8s.io/v1/events": handleEventsV1,
 };
 
-const namespacedResources = new Set(["v1/pods", "v1/events", "apps/v1/daemonsets", "policy/v1/poddisruptionbudgets", "events.k8s.io/v1/events", "coordination.k8s.io/v1/leases"]);
+const namespacedResources = new Set([
+  "v1/pods",
+  "v1/events",
+  "apps/v1/daemonsets",
+  "policy/v1/poddisruptionbudgets",
+  "events.k8s.io/v1/events",
+  "coordination.k8s.io/v1/leases",
+]);
 
 /** Splits a resource path; undefined when it is not one. */
 export function parseResourcePath(pathname: string): ResourcePath | undefined {
-  const parts = pathname.split("/").filter((p) => p !== "").map(decodeURIComponent);
+  const parts = pathname
+    .split("/")
+    .filter((p) => p !== "")
+    .map(decodeURIComponent);
   let group = "";
   let version: string | undefined;
   let rest: string[];
@@ -43,7 +53,14 @@ export function parseResourcePath(pathname: string): ResourcePath | undefined {
   }
   const [resource = "", name, subresource, ...extra] = rest;
   if (extra.length > 0) return undefined;
-  return { group, version, resource, ...(namespace !== undefined ? { namespace } : {}), ...(name !== undefined ? { name } : {}), ...(subresource !== undefined ? { subresource } : {}) };
+  return {
+    group,
+    version,
+    resource,
+    ...(namespace !== undefined ? { namespace } : {}),
+    ...(name !== undefined ? { name } : {}),
+    ...(subresource !== undefined ? { subresource } : {}),
+  };
 }
 
 /** Discovery and health answers (GET only), or undefined for other paths. */

@@ -2,7 +2,14 @@
 // fault rules and returning-pod rules) and the pure builders that turn them into the full objects a real cluster
 // would serve.
 import type { FaultRule } from "./faults.js";
-import { kubeTime, type NewKubeObject, type ObjectMeta, type OwnerReference, type Taint, type Toleration } from "./objects.js";
+import {
+  kubeTime,
+  type NewKubeObject,
+  type ObjectMeta,
+  type OwnerReference,
+  type Taint,
+  type Toleration,
+} from "./objects.js";
 import type { IntOrPercent } from "./pdb.js";
 import type { StopsAfter } from "./pod-lifecycle.js";
 import type { ReturningPodsRule } from "./returning-pods.js";
@@ -24,7 +31,8 @@ export interface NodeSeed extends Omit<SeedMeta, "namespace"> {
 
 /** An owner reference in short: kind and name; apiVersion (default v1 for a Node, else apps/v1), a uid (default: the
  * seeded owner's) and controller (default true: the owner is the pod's controller) may be given. */
-export type OwnerSeed = Pick<OwnerReference, "kind" | "name"> & Partial<Pick<OwnerReference, "apiVersion" | "uid" | "controller">>;
+export type OwnerSeed = Pick<OwnerReference, "kind" | "name"> &
+  Partial<Pick<OwnerReference, "apiVersion" | "uid" | "controller">>;
 
 export interface PodSeed extends SeedMeta {
   nodeName?: string;
@@ -92,7 +100,6 @@ export interface KubernetesSeed {
   namespaces?: string[];
 }
 
-
 export function nodeObject(seed: NodeSeed, nowIso: string): NewKubeObject {
   const ready = seed.ready ?? true;
   return {
@@ -100,7 +107,12 @@ export function nodeObject(seed: NodeSeed, nowIso: string): NewKubeObject {
     kind: "Node",
     metadata: {
       name: seed.name,
-      labels: { "kubernetes.io/hostname": seed.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", ...seed.labels },
+      labels: {
+        "kubernetes.io/hostname": seed.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        ...seed.labels,
+      },
       annotations: { "node.alpha.kubernetes.io/ttl": "0", ...seed.annotations },
     },
     spec: {
@@ -110,10 +122,28 @@ export function nodeObject(seed: NodeSeed, nowIso: string): NewKubeObject {
     },
     status: {
       conditions: [
-        { type: "Ready", status: ready ? "True" : "False", reason: ready ? "KubeletReady" : "KubeletNotReady", message: ready ? "kubelet is posting ready status" : "kubelet stopped posting node status", lastHeartbeatTime: nowIso, lastTransitionTime: nowIso },
+        {
+          type: "Ready",
+          status: ready ? "True" : "False",
+          reason: ready ? "KubeletReady" : "KubeletNotReady",
+          message: ready ? "kubelet is posting ready status" : "kubelet stopped posting node status",
+          lastHeartbeatTime: nowIso,
+          lastTransitionTime: nowIso,
+        },
       ],
       addresses: [{ type: "Hostname", address: seed.name }],
-      nodeInfo: { kubeletVersion, kubeProxyVersion: "", operatingSystem: "linux", architecture: "amd64", osImage: "Ubuntu 22.04.5 LTS", kernelVersion: "5.15.0-1079-azure", containerRuntimeVersion: "containerd://1.7.27-1", machineID: "", systemUUID: "", bootID: "" },
+      nodeInfo: {
+        kubeletVersion,
+        kubeProxyVersion: "",
+        operatingSystem: "linux",
+        architecture: "amd64",
+        osImage: "Ubuntu 22.04.5 LTS",
+        kernelVersion: "5.15.0-1079-azure",
+        containerRuntimeVersion: "containerd://1.7.27-1",
+        machineID: "",
+        systemUUID: "",
+        bootID: "",
+      },
       capacity: { cpu: "4", memory: "16374572Ki", pods: "110" },
       allocatable: { cpu: "3860m", memory: "12880172Ki", pods: "110" },
     },
@@ -122,20 +152,37 @@ export function nodeObject(seed: NodeSeed, nowIso: string): NewKubeObject {
 
 export function ownerReference(owner: OwnerSeed, uid: string): OwnerReference {
   const apiVersion = owner.apiVersion ?? (owner.kind === "Node" ? "v1" : "apps/v1");
-  return { apiVersion, kind: owner.kind, name: owner.name, uid, controller: owner.controller ?? true, blockOwnerDeletion: true };
+  return {
+    apiVersion,
+    kind: owner.kind,
+    name: owner.name,
+    uid,
+    controller: owner.controller ?? true,
+    blockOwnerDeletion: true,
+  };
 }
 
 function containerState(phase: NonNullable<PodSeed["phase"]>, nowIso: string): object {
   if (phase === "Running") return { running: { startedAt: nowIso } };
   if (phase === "Pending") return { waiting: { reason: "ContainerCreating" } };
-  return { terminated: { exitCode: phase === "Succeeded" ? 0 : 1, reason: phase === "Succeeded" ? "Completed" : "Error", startedAt: nowIso, finishedAt: nowIso } };
+  return {
+    terminated: {
+      exitCode: phase === "Succeeded" ? 0 : 1,
+      reason: phase === "Succeeded" ? "Completed" : "Error",
+      startedAt: nowIso,
+      finishedAt: nowIso,
+    },
+  };
 }
 
 /** Where a seeded-terminating pod's deletion stands: started `terminatingForSeconds` ago with its grace period. */
 function seededDeletion(seed: PodSeed, nowMs: number): Partial<ObjectMeta> {
   if (seed.terminatingForSeconds === undefined) return {};
   const grace = seed.terminationGracePeriodSeconds ?? 30;
-  return { deletionTimestamp: kubeTime(nowMs - seed.terminatingForSeconds * 1000 + grace * 1000), deletionGracePeriodSeconds: grace };
+  return {
+    deletionTimestamp: kubeTime(nowMs - seed.terminatingForSeconds * 1000 + grace * 1000),
+    deletionGracePeriodSeconds: grace,
+  };
 }
 
 export function podObject(seed: PodSeed, owners: OwnerReference[], nowMs: number): NewKubeObject {
@@ -159,7 +206,14 @@ export function podObject(seed: PodSeed, owners: OwnerReference[], nowMs: number
     spec: {
       ...(seed.nodeName !== undefined ? { nodeName: seed.nodeName } : {}),
       ...(seed.tolerations && seed.tolerations.length > 0 ? { tolerations: structuredClone(seed.tolerations) } : {}),
-      containers: [{ name: "main", image: "registry.k8s.io/pause:3.10", imagePullPolicy: "IfNotPresent", volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: `/data/${v.name}` })) }],
+      containers: [
+        {
+          name: "main",
+          image: "registry.k8s.io/pause:3.10",
+          imagePullPolicy: "IfNotPresent",
+          volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: `/data/${v.name}` })),
+        },
+      ],
       ...(volumes.length > 0 ? { volumes } : {}),
       restartPolicy: "Always",
       terminationGracePeriodSeconds: seed.terminationGracePeriodSeconds ?? 30,
@@ -177,7 +231,17 @@ export function podObject(seed: PodSeed, owners: OwnerReference[], nowMs: number
         { type: "ContainersReady", status: ready ? "True" : "False", lastProbeTime: null, lastTransitionTime: nowIso },
       ],
       startTime: nowIso,
-      containerStatuses: [{ name: "main", ready, restartCount: 0, started: phase === "Running", image: "registry.k8s.io/pause:3.10", imageID: "", state: containerState(phase, nowIso) }],
+      containerStatuses: [
+        {
+          name: "main",
+          ready,
+          restartCount: 0,
+          started: phase === "Running",
+          image: "registry.k8s.io/pause:3.10",
+          imageID: "",
+          state: containerState(phase, nowIso),
+        },
+      ],
       qosClass: "BestEffort",
     },
   };
@@ -191,10 +255,19 @@ export function daemonSetObject(seed: DaemonSetSeed): NewKubeObject {
     metadata: { name: seed.name, namespace: seed.namespace ?? "default", generation: 1, labels: { ...labels } },
     spec: {
       selector: { matchLabels: { ...labels } },
-      template: { metadata: { labels: { ...labels } }, spec: { containers: [{ name: "main", image: "registry.k8s.io/pause:3.10" }] } },
+      template: {
+        metadata: { labels: { ...labels } },
+        spec: { containers: [{ name: "main", image: "registry.k8s.io/pause:3.10" }] },
+      },
       updateStrategy: { type: "RollingUpdate" },
     },
-    status: { currentNumberScheduled: 0, desiredNumberScheduled: 0, numberMisscheduled: 0, numberReady: 0, observedGeneration: 1 },
+    status: {
+      currentNumberScheduled: 0,
+      desiredNumberScheduled: 0,
+      numberMisscheduled: 0,
+      numberReady: 0,
+      observedGeneration: 1,
+    },
   };
 }
 
@@ -206,7 +279,12 @@ export function leaseObject(seed: LeaseSeed): NewKubeObject {
     ...(seed.renewTime !== undefined ? { renewTime: seed.renewTime } : {}),
     ...(seed.leaseTransitions !== undefined ? { leaseTransitions: seed.leaseTransitions } : {}),
   };
-  const metadata = { name: seed.name, namespace: seed.namespace ?? "default", ...(seed.labels ? { labels: { ...seed.labels } } : {}), ...(seed.annotations ? { annotations: { ...seed.annotations } } : {}) };
+  const metadata = {
+    name: seed.name,
+    namespace: seed.namespace ?? "default",
+    ...(seed.labels ? { labels: { ...seed.labels } } : {}),
+    ...(seed.annotations ? { annotations: { ...seed.annotations } } : {}),
+  };
   return { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata, spec };
 }
 

@@ -36,8 +36,14 @@ export function fieldValue(object: unknown, field: string, missing = ""): string
 }
 
 /** True when every requirement holds; `defaults` gives what a left-out field reads as (booleans: "false"). */
-export function matchesFields(object: unknown, requirements: readonly FieldRequirement[], defaults: Readonly<Record<string, string>> = {}): boolean {
-  return requirements.every((r) => (fieldValue(object, r.field, defaults[r.field]) === r.value) === (r.operator === "="));
+export function matchesFields(
+  object: unknown,
+  requirements: readonly FieldRequirement[],
+  defaults: Readonly<Record<string, string>> = {},
+): boolean {
+  return requirements.every(
+    (r) => (fieldValue(object, r.field, defaults[r.field]) === r.value) === (r.operator === "="),
+  );
 }
 
 /** Splits on commas that are not inside parentheses. */
@@ -60,11 +66,15 @@ function splitTerms(selector: string): string[] {
 function parseLabelTerm(term: string): LabelRequirement {
   const setMatch = /^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(term);
   if (setMatch) {
-    const values = (setMatch[3] ?? "").split(",").map((v) => v.trim()).filter((v) => v !== "");
+    const values = (setMatch[3] ?? "")
+      .split(",")
+      .map((v) => v.trim())
+      .filter((v) => v !== "");
     return { key: setMatch[1] ?? "", operator: setMatch[2] === "in" ? "in" : "notin", values };
   }
   const equality = /^([^=!\s]+)\s*(==|!=|=)\s*(\S*)$/.exec(term);
-  if (equality) return { key: equality[1] ?? "", operator: equality[2] === "!=" ? "notin" : "in", values: [equality[3] ?? ""] };
+  if (equality)
+    return { key: equality[1] ?? "", operator: equality[2] === "!=" ? "notin" : "in", values: [equality[3] ?? ""] };
   const exists = /^(!?)([^=!\s(),]+)$/.exec(term);
   if (exists) return { key: exists[2] ?? "", operator: exists[1] === "!" ? "!exists" : "exists" };
   throw badRequest(`unable to parse requirement: invalid label selector: '${term}'`);
@@ -74,7 +84,10 @@ export function parseLabelSelector(selector: string): LabelRequirement[] {
   return splitTerms(selector).map(parseLabelTerm);
 }
 
-export function matchesLabels(labels: Readonly<Record<string, string>> | undefined, requirements: readonly LabelRequirement[]): boolean {
+export function matchesLabels(
+  labels: Readonly<Record<string, string>> | undefined,
+  requirements: readonly LabelRequirement[],
+): boolean {
   const own = labels ?? {};
   return requirements.every((r) => {
     const present = Object.hasOwn(own, r.key);
@@ -96,7 +109,11 @@ export function labelSelectorRequirements(selector: {
   matchLabels?: Record<string, string>;
   matchExpressions?: { key: string; operator: string; values?: string[] }[];
 }): LabelRequirement[] {
-  const fromLabels: LabelRequirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({ key, operator: "in", values: [value] }));
+  const fromLabels: LabelRequirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({
+    key,
+    operator: "in",
+    values: [value],
+  }));
   const fromExpressions: LabelRequirement[] = (selector.matchExpressions ?? []).map((e) => {
     const operator = e.operator.toLowerCase();
     if (operator === "in" || operator === "notin") return { key: e.key, operator, values: e.values ?? [] };

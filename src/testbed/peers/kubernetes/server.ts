@@ -73,7 +73,10 @@ export interface KubernetesPeer {
    * In-cluster credentials as a pod sees them: the service-account files under `pathPrefix` (client-node's
    * `loadFromCluster(pathPrefix)`) and the environment that names the API server.
    */
-  readonly inCluster: { readonly pathPrefix: string; readonly env: { readonly KUBERNETES_SERVICE_HOST: string; readonly KUBERNETES_SERVICE_PORT: string } };
+  readonly inCluster: {
+    readonly pathPrefix: string;
+    readonly env: { readonly KUBERNETES_SERVICE_HOST: string; readonly KUBERNETES_SERVICE_PORT: string };
+  };
   /** A kubeconfig with the CA and the bearer token (current context `sef-testbed`, namespace default). */
   readonly kubeconfigPath: string;
   readonly state: KubernetesPeerState;
@@ -82,7 +85,12 @@ export interface KubernetesPeer {
   close(deadlineMs?: number): Promise<void>;
 }
 
-async function answer(request: IncomingMessage, url: URL, cluster: Cluster, serverAddress: string): Promise<ApiResponse> {
+async function answer(
+  request: IncomingMessage,
+  url: URL,
+  cluster: Cluster,
+  serverAddress: string,
+): Promise<ApiResponse> {
   const method = request.method ?? "GET";
   const discovery = discoveryAnswer(method, url.pathname, serverAddress);
   if (discovery) return discovery;
@@ -100,25 +108,46 @@ async function answer(request: IncomingMessage, url: URL, cluster: Cluster, serv
 }
 
 /** The API's answer, or the Status of the error it failed with. */
-async function apiAnswer(request: IncomingMessage, url: URL, cluster: Cluster, serverAddress: string): Promise<ApiResponse> {
+async function apiAnswer(
+  request: IncomingMessage,
+  url: URL,
+  cluster: Cluster,
+  serverAddress: string,
+): Promise<ApiResponse> {
   try {
     return await answer(request, url, cluster, serverAddress);
   } catch (error) {
     if (error instanceof StatusError) return { code: error.status.code, body: error.status };
     cluster.logger.error({ err: error, path: url.pathname }, "kubernetes peer handler failed");
-    return { code: 500, body: failure(500, "InternalError", "Internal error occurred: the peer failed to handle the request") };
+    return {
+      code: 500,
+      body: failure(500, "InternalError", "Internal error occurred: the peer failed to handle the request"),
+    };
   }
 }
 
 /** A fault rule's answer instead of the API's (the body is left unread); evictions it answers go to the eviction log. */
-function faultAnswer(request: IncomingMessage, cluster: Cluster, info: RequestInfo, fault: { id: string; answer: FaultAnswer }): ApiResponse {
+function faultAnswer(
+  request: IncomingMessage,
+  cluster: Cluster,
+  info: RequestInfo,
+  fault: { id: string; answer: FaultAnswer },
+): ApiResponse {
   request.resume();
   const result = faultResponse(fault.answer, info);
   if (info.resource === "pods/eviction" && info.verb === "create") {
     const namespace = info.namespace ?? "default";
-    const nodeName = (cluster.store.get("pods", namespace, info.name ?? "")?.spec as { nodeName?: string } | undefined)?.nodeName;
+    const nodeName = (cluster.store.get("pods", namespace, info.name ?? "")?.spec as { nodeName?: string } | undefined)
+      ?.nodeName;
     const outcome = fault.answer.kind === "throttle" ? "throttled" : "refused";
-    cluster.log.eviction({ namespace, pod: info.name ?? "", ...(nodeName ? { nodeName } : {}), outcome, code: result.code, fault: fault.id });
+    cluster.log.eviction({
+      namespace,
+      pod: info.name ?? "",
+      ...(nodeName ? { nodeName } : {}),
+      outcome,
+      code: result.code,
+      fault: fault.id,
+    });
   }
   return result;
 }
@@ -145,7 +174,8 @@ function requestHandler(context: HandlerContext) {
     if (!authenticated(request, token())) {
       request.resume();
       send(response, { code: 401, body: unauthorizedStatus }, {});
-      if (!isControlPath(url.pathname)) logRequest(cluster, request, url, requestInfoOf(method, url.pathname, url.searchParams), 401);
+      if (!isControlPath(url.pathname))
+        logRequest(cluster, request, url, requestInfoOf(method, url.pathname, url.searchParams), 401);
       return;
     }
     if (isControlPath(url.pathname)) {
@@ -154,7 +184,9 @@ function requestHandler(context: HandlerContext) {
     }
     const info = requestInfoOf(method, url.pathname, url.searchParams);
     const fault = cluster.faults.take(info);
-    const result = fault ? faultAnswer(request, cluster, info, fault) : await apiAnswer(request, url, cluster, context.serverAddress());
+    const result = fault
+      ? faultAnswer(request, cluster, info, fault)
+      : await apiAnswer(request, url, cluster, context.serverAddress());
     logRequest(cluster, request, url, info, result.code, fault?.id);
     if (!result.watch) {
       send(response, result, apfHeaders);
@@ -167,7 +199,14 @@ function requestHandler(context: HandlerContext) {
   };
 }
 
-function logRequest(cluster: Cluster, request: IncomingMessage, url: URL, info: RequestInfo, code: number, fault?: string): void {
+function logRequest(
+  cluster: Cluster,
+  request: IncomingMessage,
+  url: URL,
+  info: RequestInfo,
+  code: number,
+  fault?: string,
+): void {
   cluster.log.request({
     method: request.method ?? "GET",
     path: url.pathname + url.search,
@@ -205,7 +244,12 @@ async function controlResponse(state: KubernetesPeerState, request: IncomingMess
     const raw = await readBody(request);
     body = raw.length > 0 ? (JSON.parse(raw.toString("utf8")) as unknown) : undefined;
   } catch (error) {
-    return { code: 400, body: { error: `the body is not JSON within the size limit: ${error instanceof Error ? error.message : String(error)}` } };
+    return {
+      code: 400,
+      body: {
+        error: `the body is not JSON within the size limit: ${error instanceof Error ? error.message : String(error)}`,
+      },
+    };
   }
   return controlAnswer(state, request.method ?? "GET", url.pathname, body);
 }
@@ -215,7 +259,14 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   const store = new ClusterStore(options.clock ?? systemClock);
   const log = new PeerLog(store.clock);
   const faults = new FaultRules(() => store.clock.monotonicNowMs());
-  const cluster: Cluster = { store, budgets: new DisruptionBudgets(store), terminator: new PodTerminator(store), faults, log, logger };
+  const cluster: Cluster = {
+    store,
+    budgets: new DisruptionBudgets(store),
+    terminator: new PodTerminator(store),
+    faults,
+    log,
+    logger,
+  };
   const watches = new Set<() => void>();
   const peerState = new KubernetesPeerState(cluster);
   if (options.seed) peerState.seed(options.seed);
@@ -223,11 +274,21 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
   const identity = await generatePeerTlsIdentity(7, options.clientCertificates === true);
   const host = options.host ?? "127.0.0.1";
   let serverAddress = "";
-  const handler = requestHandler({ cluster, token: () => token, serverAddress: () => serverAddress, watches, control: (request, url) => controlResponse(peerState, request, url) });
-  const mutualTls = options.clientCertificates === true ? { requestCert: true, rejectUnauthorized: false, ca: [identity.certPem] } : {};
-  const server = createServer({ key: identity.keyPem, cert: identity.certPem, requestTimeout: 60_000, ...mutualTls }, (request, response) => {
-    void handler(request, response);
+  const handler = requestHandler({
+    cluster,
+    token: () => token,
+    serverAddress: () => serverAddress,
+    watches,
+    control: (request, url) => controlResponse(peerState, request, url),
   });
+  const mutualTls =
+    options.clientCertificates === true ? { requestCert: true, rejectUnauthorized: false, ca: [identity.certPem] } : {};
+  const server = createServer(
+    { key: identity.keyPem, cert: identity.certPem, requestTimeout: 60_000, ...mutualTls },
+    (request, response) => {
+      void handler(request, response);
+    },
+  );
   const port = await listen(server, options.port ?? 0, host);
   serverAddress = `${host.includes(":") ? `[${host}]` : host}:${port}`;
   const url = `https://${serverAddress}`;

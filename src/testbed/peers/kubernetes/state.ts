@@ -38,7 +38,11 @@ export class KubernetesPeerState {
   private readonly returning: ReturningPods;
 
   constructor(private readonly cluster: Cluster) {
-    this.returning = new ReturningPods(cluster.store, (seed) => this.addPod(seed), () => cluster.log.now());
+    this.returning = new ReturningPods(
+      cluster.store,
+      (seed) => this.addPod(seed),
+      () => cluster.log.now(),
+    );
   }
 
   /** Stops the returning-pod rules' pending replacements (the peer's close does). */
@@ -65,7 +69,8 @@ export class KubernetesPeerState {
 
   addDaemonSet(seed: DaemonSetSeed): KubeObject {
     const namespace = seed.namespace ?? "default";
-    if (this.cluster.store.get("daemonsets", namespace, seed.name)) throw alreadyExists("daemonsets", seed.name, "apps");
+    if (this.cluster.store.get("daemonsets", namespace, seed.name))
+      throw alreadyExists("daemonsets", seed.name, "apps");
     return this.cluster.store.create("daemonsets", daemonSetObject(seed));
   }
 
@@ -75,7 +80,8 @@ export class KubernetesPeerState {
       const existing = this.cluster.store.get("daemonsets", namespace, owner.name);
       return (existing ?? this.addDaemonSet({ namespace, name: owner.name })).metadata.uid;
     }
-    if (owner.kind === "Node") return this.cluster.store.get("nodes", undefined, owner.name)?.metadata.uid ?? randomUUID();
+    if (owner.kind === "Node")
+      return this.cluster.store.get("nodes", undefined, owner.name)?.metadata.uid ?? randomUUID();
     const key = `${owner.kind}/${namespace}/${owner.name}`;
     const uid = this.ownerUids.get(key) ?? randomUUID();
     this.ownerUids.set(key, uid);
@@ -86,27 +92,38 @@ export class KubernetesPeerState {
     const namespace = seed.namespace ?? "default";
     if (this.cluster.store.get("pods", namespace, seed.name)) throw alreadyExists("pods", seed.name);
     const owners: OwnerSeed[] = [...(seed.ownerReferences ?? [])];
-    if (seed.mirror && seed.nodeName && !owners.some((o) => o.kind === "Node")) owners.push({ kind: "Node", name: seed.nodeName, apiVersion: "v1" });
+    if (seed.mirror && seed.nodeName && !owners.some((o) => o.kind === "Node"))
+      owners.push({ kind: "Node", name: seed.nodeName, apiVersion: "v1" });
     const references: OwnerReference[] = owners.map((owner) => ownerReference(owner, this.ownerUid(namespace, owner)));
-    const pod = this.cluster.store.create("pods", podObject({ ...seed, namespace }, references, this.cluster.store.clock.wallNowMs()));
+    const pod = this.cluster.store.create(
+      "pods",
+      podObject({ ...seed, namespace }, references, this.cluster.store.clock.wallNowMs()),
+    );
     // A pod seeded terminating has a kubelet that never finishes it, unless its stop time is given.
-    this.cluster.terminator.setStopsAfterSeconds(namespace, seed.name, seed.stopsAfterSeconds ?? (seed.terminatingForSeconds !== undefined ? "never" : undefined));
+    this.cluster.terminator.setStopsAfterSeconds(
+      namespace,
+      seed.name,
+      seed.stopsAfterSeconds ?? (seed.terminatingForSeconds !== undefined ? "never" : undefined),
+    );
     return pod;
   }
 
   addPodDisruptionBudget(seed: PodDisruptionBudgetSeed): KubeObject {
     const namespace = seed.namespace ?? "default";
-    if (this.cluster.store.get("poddisruptionbudgets", namespace, seed.name)) throw alreadyExists("poddisruptionbudgets", seed.name, "policy");
+    if (this.cluster.store.get("poddisruptionbudgets", namespace, seed.name))
+      throw alreadyExists("poddisruptionbudgets", seed.name, "policy");
     const budget = this.cluster.store.create("poddisruptionbudgets", podDisruptionBudgetObject(seed));
     if (seed.blockForMs !== undefined) this.cluster.budgets.block(namespace, seed.name, durationMs(seed.blockForMs));
-    if (seed.processingForMs !== undefined) this.cluster.budgets.holdProcessing(namespace, seed.name, durationMs(seed.processingForMs));
+    if (seed.processingForMs !== undefined)
+      this.cluster.budgets.holdProcessing(namespace, seed.name, durationMs(seed.processingForMs));
     return this.cluster.budgets.withLiveStatus(budget);
   }
 
   /** A coordination.k8s.io/v1 Lease. */
   addLease(seed: LeaseSeed): KubeObject {
     const namespace = seed.namespace ?? "default";
-    if (this.cluster.store.get("leases", namespace, seed.name)) throw alreadyExists("leases", seed.name, "coordination.k8s.io");
+    if (this.cluster.store.get("leases", namespace, seed.name))
+      throw alreadyExists("leases", seed.name, "coordination.k8s.io");
     const lease = leaseObject({ ...seed, namespace });
     // As the API server would decode it: MicroTimes in UTC, a wrong type or precision refused (400).
     lease.spec = decodeLease({ spec: lease.spec }, "Ignore").lease.spec;
@@ -182,7 +199,11 @@ export class KubernetesPeerState {
 
   /** Pods, optionally only those on one node and/or in one namespace. */
   pods(filter: { nodeName?: string; namespace?: string } = {}): KubeObject[] {
-    return this.cluster.store.list("pods", filter.namespace).filter((pod) => filter.nodeName === undefined || (pod.spec as { nodeName?: string }).nodeName === filter.nodeName);
+    return this.cluster.store
+      .list("pods", filter.namespace)
+      .filter(
+        (pod) => filter.nodeName === undefined || (pod.spec as { nodeName?: string }).nodeName === filter.nodeName,
+      );
   }
 
   podDisruptionBudget(namespace: string, name: string): KubeObject | undefined {
@@ -192,7 +213,9 @@ export class KubernetesPeerState {
 
   /** Events in the stored core/v1 shape (created through either API group), oldest first. */
   events(namespace?: string): KubeObject[] {
-    return this.cluster.store.list("events", namespace).sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
+    return this.cluster.store
+      .list("events", namespace)
+      .sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
   }
 
   lease(namespace: string, name: string): KubeObject | undefined {

@@ -55,7 +55,8 @@ export class ClusterStore {
   }
 
   ensureNamespace(namespace: string): void {
-    if (!this.namespaceMeta.has(namespace)) this.namespaceMeta.set(namespace, { uid: randomUUID(), creationTimestamp: this.nowIso() });
+    if (!this.namespaceMeta.has(namespace))
+      this.namespaceMeta.set(namespace, { uid: randomUUID(), creationTimestamp: this.nowIso() });
   }
 
   hasNamespace(namespace: string): boolean {
@@ -63,7 +64,9 @@ export class ClusterStore {
   }
 
   namespaces(): Array<{ name: string; uid: string; creationTimestamp: string }> {
-    return [...this.namespaceMeta].map(([name, meta]) => ({ name, ...meta })).sort((a, b) => a.name.localeCompare(b.name));
+    return [...this.namespaceMeta]
+      .map(([name, meta]) => ({ name, ...meta }))
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** Calls `listener` with every change from now on; returns the unsubscribe function. */
@@ -75,12 +78,19 @@ export class ClusterStore {
   /** Remembered changes after `resourceVersion`, or undefined when older ones were already forgotten. */
   changesSince(resourceVersion: number): StoreChange[] | undefined {
     const oldest = this.changes[0];
-    if (oldest && oldest.resourceVersion > resourceVersion + 1 && this.changes.length >= changeHistoryLength) return undefined;
+    if (oldest && oldest.resourceVersion > resourceVersion + 1 && this.changes.length >= changeHistoryLength)
+      return undefined;
     return this.changes.filter((change) => change.resourceVersion > resourceVersion).map((change) => copyOf(change));
   }
 
   private record(kind: ResourceKind, type: StoreChange["type"], object: KubeObject, previous?: KubeObject): void {
-    const change: StoreChange = { kind, type, object: copyOf(object), ...(previous ? { previous: copyOf(previous) } : {}), resourceVersion: this.resourceVersion };
+    const change: StoreChange = {
+      kind,
+      type,
+      object: copyOf(object),
+      ...(previous ? { previous: copyOf(previous) } : {}),
+      resourceVersion: this.resourceVersion,
+    };
     this.changes.push(change);
     if (this.changes.length > changeHistoryLength) this.changes.shift();
     for (const listener of this.listeners) listener(copyOf(change));
@@ -114,8 +124,16 @@ export class ClusterStore {
 
   /** Objects of a kind, in one namespace or all, ordered by namespace then name (as etcd lists them). */
   list(kind: ResourceKind, namespace?: string): KubeObject[] {
-    const all = [...this.collection(kind).values()].filter((o) => namespace === undefined || o.metadata.namespace === namespace);
-    return all.map((o) => copyOf(o)).sort((a, b) => objectKey(a.metadata.namespace, a.metadata.name).localeCompare(objectKey(b.metadata.namespace, b.metadata.name)));
+    const all = [...this.collection(kind).values()].filter(
+      (o) => namespace === undefined || o.metadata.namespace === namespace,
+    );
+    return all
+      .map((o) => copyOf(o))
+      .sort((a, b) =>
+        objectKey(a.metadata.namespace, a.metadata.name).localeCompare(
+          objectKey(b.metadata.namespace, b.metadata.name),
+        ),
+      );
   }
 
   /** Replaces a stored object (identity fields kept from the stored one) and bumps its resourceVersion. */

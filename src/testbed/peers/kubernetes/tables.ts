@@ -14,7 +14,9 @@ type Cell = string | number;
 
 /** True when the client asked for a Table (kubectl does; client libraries do not). */
 export function wantsTable(accept: string): boolean {
-  return accept.split(",").some((part) => /as=Table/.test(part) && /g=meta\.k8s\.io/.test(part) && /v=v1(;|$|\s)/.test(part));
+  return accept
+    .split(",")
+    .some((part) => /as=Table/.test(part) && /g=meta\.k8s\.io/.test(part) && /v=v1(;|$|\s)/.test(part));
 }
 
 function column(name: string, priority = 0, format = "", type = "string"): Column {
@@ -44,7 +46,11 @@ function age(timestamp: unknown, nowMs: number): string {
 
 function nodeRow(node: KubeObject, nowMs: number): Cell[] {
   const spec = (node.spec ?? {}) as { unschedulable?: boolean };
-  const status = (node.status ?? {}) as { conditions?: { type: string; status: string }[]; nodeInfo?: { kubeletVersion?: string; osImage?: string; kernelVersion?: string; containerRuntimeVersion?: string }; addresses?: { type: string; address: string }[] };
+  const status = (node.status ?? {}) as {
+    conditions?: { type: string; status: string }[];
+    nodeInfo?: { kubeletVersion?: string; osImage?: string; kernelVersion?: string; containerRuntimeVersion?: string };
+    addresses?: { type: string; address: string }[];
+  };
   const ready = (status.conditions ?? []).find((c) => c.type === "Ready");
   const states = [ready ? (ready.status === "True" ? "Ready" : "NotReady") : "Unknown"];
   if (spec.unschedulable) states.push("SchedulingDisabled");
@@ -53,13 +59,28 @@ function nodeRow(node: KubeObject, nowMs: number): Cell[] {
     .map((l) => l.slice("node-role.kubernetes.io/".length));
   const address = (type: string): string => status.addresses?.find((a) => a.type === type)?.address ?? "<none>";
   const info = status.nodeInfo ?? {};
-  return [node.metadata.name, states.join(","), roles.length ? roles.join(",") : "<none>", age(node.metadata.creationTimestamp, nowMs), info.kubeletVersion ?? "", address("InternalIP"), address("ExternalIP"), info.osImage ?? "", info.kernelVersion ?? "", info.containerRuntimeVersion ?? ""];
+  return [
+    node.metadata.name,
+    states.join(","),
+    roles.length ? roles.join(",") : "<none>",
+    age(node.metadata.creationTimestamp, nowMs),
+    info.kubeletVersion ?? "",
+    address("InternalIP"),
+    address("ExternalIP"),
+    info.osImage ?? "",
+    info.kernelVersion ?? "",
+    info.containerRuntimeVersion ?? "",
+  ];
 }
 
 interface ContainerStatus {
   ready: boolean;
   restartCount: number;
-  state?: { waiting?: { reason?: string }; running?: object; terminated?: { reason?: string; exitCode?: number; signal?: number } };
+  state?: {
+    waiting?: { reason?: string };
+    running?: object;
+    terminated?: { reason?: string; exitCode?: number; signal?: number };
+  };
 }
 
 /** The STATUS column as the API server's pod printer words it: the phase, a container's waiting or terminated reason,
@@ -71,7 +92,8 @@ export function podStatusReason(pod: KubeObject): string {
     const { waiting, terminated } = container.state ?? {};
     if (waiting?.reason) reason = waiting.reason;
     else if (terminated?.reason) reason = terminated.reason;
-    else if (terminated) reason = terminated.signal ? `Signal:${terminated.signal}` : `ExitCode:${terminated.exitCode ?? 0}`;
+    else if (terminated)
+      reason = terminated.signal ? `Signal:${terminated.signal}` : `ExitCode:${terminated.exitCode ?? 0}`;
   }
   const terminal = status.phase === "Succeeded" || status.phase === "Failed";
   return pod.metadata.deletionTimestamp && !terminal ? "Terminating" : reason;
@@ -82,62 +104,165 @@ function podRow(pod: KubeObject, nowMs: number): Cell[] {
   const containers = status.containerStatuses ?? [];
   const restarts = containers.reduce((sum, c) => sum + c.restartCount, 0);
   const nodeName = (pod.spec as { nodeName?: string } | undefined)?.nodeName ?? "<none>";
-  return [pod.metadata.name, `${containers.filter((c) => c.ready).length}/${containers.length}`, podStatusReason(pod), restarts, age(pod.metadata.creationTimestamp, nowMs), status.podIP ?? "<none>", nodeName, "<none>", "<none>"];
+  return [
+    pod.metadata.name,
+    `${containers.filter((c) => c.ready).length}/${containers.length}`,
+    podStatusReason(pod),
+    restarts,
+    age(pod.metadata.creationTimestamp, nowMs),
+    status.podIP ?? "<none>",
+    nodeName,
+    "<none>",
+    "<none>",
+  ];
 }
 
 function eventRow(event: KubeObject, nowMs: number): Cell[] {
-  const e = event as unknown as { type?: string; reason?: string; message?: string; count?: number; firstTimestamp?: string; lastTimestamp?: string; eventTime?: string; source?: { component?: string; host?: string }; involvedObject?: { kind?: string; name?: string; fieldPath?: string }; reportingComponent?: string; series?: { count: number; lastObservedTime: string } };
+  const e = event as unknown as {
+    type?: string;
+    reason?: string;
+    message?: string;
+    count?: number;
+    firstTimestamp?: string;
+    lastTimestamp?: string;
+    eventTime?: string;
+    source?: { component?: string; host?: string };
+    involvedObject?: { kind?: string; name?: string; fieldPath?: string };
+    reportingComponent?: string;
+    series?: { count: number; lastObservedTime: string };
+  };
   const last = e.series?.lastObservedTime ?? e.lastTimestamp ?? e.eventTime;
   const first = e.firstTimestamp ?? e.eventTime;
-  const lastSeen = e.series ? `${age(last, nowMs)} (x${e.series.count} over ${age(first, nowMs)})` : (e.count ?? 1) > 1 ? `${age(last, nowMs)} (x${e.count} over ${age(first, nowMs)})` : age(last, nowMs);
+  const lastSeen = e.series
+    ? `${age(last, nowMs)} (x${e.series.count} over ${age(first, nowMs)})`
+    : (e.count ?? 1) > 1
+      ? `${age(last, nowMs)} (x${e.count} over ${age(first, nowMs)})`
+      : age(last, nowMs);
   const object = `${(e.involvedObject?.kind ?? "").toLowerCase()}/${e.involvedObject?.name ?? ""}`;
-  const source = e.source?.component ? [e.source.component, e.source.host].filter(Boolean).join(", ") : (e.reportingComponent ?? "");
-  return [lastSeen, e.type ?? "", e.reason ?? "", object, e.involvedObject?.fieldPath ?? "", source, e.message ?? "", age(first, nowMs), e.count ?? 1, event.metadata.name];
+  const source = e.source?.component
+    ? [e.source.component, e.source.host].filter(Boolean).join(", ")
+    : (e.reportingComponent ?? "");
+  return [
+    lastSeen,
+    e.type ?? "",
+    e.reason ?? "",
+    object,
+    e.involvedObject?.fieldPath ?? "",
+    source,
+    e.message ?? "",
+    age(first, nowMs),
+    e.count ?? 1,
+    event.metadata.name,
+  ];
 }
 
 function budgetRow(pdb: KubeObject, nowMs: number): Cell[] {
   const spec = (pdb.spec ?? {}) as { minAvailable?: number | string; maxUnavailable?: number | string };
   const status = (pdb.status ?? {}) as { disruptionsAllowed?: number };
-  return [pdb.metadata.name, spec.minAvailable ?? "N/A", spec.maxUnavailable ?? "N/A", status.disruptionsAllowed ?? 0, age(pdb.metadata.creationTimestamp, nowMs)];
+  return [
+    pdb.metadata.name,
+    spec.minAvailable ?? "N/A",
+    spec.maxUnavailable ?? "N/A",
+    status.disruptionsAllowed ?? 0,
+    age(pdb.metadata.creationTimestamp, nowMs),
+  ];
 }
 
 const layouts: Record<string, { columns: Column[]; row: (object: KubeObject, nowMs: number) => Cell[] }> = {
   nodes: {
-    columns: [column("Name", 0, "name"), column("Status"), column("Roles"), column("Age"), column("Version"), column("Internal-IP", 1), column("External-IP", 1), column("OS-Image", 1), column("Kernel-Version", 1), column("Container-Runtime", 1)],
+    columns: [
+      column("Name", 0, "name"),
+      column("Status"),
+      column("Roles"),
+      column("Age"),
+      column("Version"),
+      column("Internal-IP", 1),
+      column("External-IP", 1),
+      column("OS-Image", 1),
+      column("Kernel-Version", 1),
+      column("Container-Runtime", 1),
+    ],
     row: nodeRow,
   },
   pods: {
-    columns: [column("Name", 0, "name"), column("Ready"), column("Status"), column("Restarts", 0, "", "string"), column("Age"), column("IP", 1), column("Node", 1), column("Nominated Node", 1), column("Readiness Gates", 1)],
+    columns: [
+      column("Name", 0, "name"),
+      column("Ready"),
+      column("Status"),
+      column("Restarts", 0, "", "string"),
+      column("Age"),
+      column("IP", 1),
+      column("Node", 1),
+      column("Nominated Node", 1),
+      column("Readiness Gates", 1),
+    ],
     row: podRow,
   },
   events: {
-    columns: [column("Last Seen"), column("Type"), column("Reason"), column("Object"), column("Subobject", 1), column("Source", 1), column("Message"), column("First Seen", 1), column("Count", 1), column("Name", 1, "name")],
+    columns: [
+      column("Last Seen"),
+      column("Type"),
+      column("Reason"),
+      column("Object"),
+      column("Subobject", 1),
+      column("Source", 1),
+      column("Message"),
+      column("First Seen", 1),
+      column("Count", 1),
+      column("Name", 1, "name"),
+    ],
     row: eventRow,
   },
   namespaces: {
     columns: [column("Name", 0, "name"), column("Status"), column("Age")],
-    row: (ns, nowMs) => [ns.metadata.name, (ns.status as { phase?: string } | undefined)?.phase ?? "", age(ns.metadata.creationTimestamp, nowMs)],
+    row: (ns, nowMs) => [
+      ns.metadata.name,
+      (ns.status as { phase?: string } | undefined)?.phase ?? "",
+      age(ns.metadata.creationTimestamp, nowMs),
+    ],
   },
   leases: {
     columns: [column("Name", 0, "name"), column("Holder"), column("Age")],
-    row: (lease, nowMs) => [lease.metadata.name, (lease.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? "", age(lease.metadata.creationTimestamp, nowMs)],
+    row: (lease, nowMs) => [
+      lease.metadata.name,
+      (lease.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? "",
+      age(lease.metadata.creationTimestamp, nowMs),
+    ],
   },
   poddisruptionbudgets: {
-    columns: [column("Name", 0, "name"), column("Min Available"), column("Max Unavailable"), column("Allowed Disruptions", 0, "", "integer"), column("Age")],
+    columns: [
+      column("Name", 0, "name"),
+      column("Min Available"),
+      column("Max Unavailable"),
+      column("Allowed Disruptions", 0, "", "integer"),
+      column("Age"),
+    ],
     row: budgetRow,
   },
 };
 
-const defaultLayout = { columns: [column("Name", 0, "name"), column("Age")], row: (o: KubeObject, nowMs: number): Cell[] => [o.metadata.name, age(o.metadata.creationTimestamp, nowMs)] };
+const defaultLayout = {
+  columns: [column("Name", 0, "name"), column("Age")],
+  row: (o: KubeObject, nowMs: number): Cell[] => [o.metadata.name, age(o.metadata.creationTimestamp, nowMs)],
+};
 
 /** A Table of `objects` (rows carry PartialObjectMetadata, which kubectl reads for the NAMESPACE column). */
-export function tableOf(resource: string, objects: readonly KubeObject[], nowMs: number, resourceVersion: string, continueToken?: string): unknown {
+export function tableOf(
+  resource: string,
+  objects: readonly KubeObject[],
+  nowMs: number,
+  resourceVersion: string,
+  continueToken?: string,
+): unknown {
   const layout = layouts[resource] ?? defaultLayout;
   return {
     kind: "Table",
     apiVersion: "meta.k8s.io/v1",
     metadata: { resourceVersion, ...(continueToken ? { continue: continueToken } : {}) },
     columnDefinitions: layout.columns,
-    rows: objects.map((object) => ({ cells: layout.row(object, nowMs), object: { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: object.metadata } })),
+    rows: objects.map((object) => ({
+      cells: layout.row(object, nowMs),
+      object: { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: object.metadata },
+    })),
   };
 }

@@ -23,12 +23,25 @@ export interface UpdateTarget {
 
 function checkIdentity(target: UpdateTarget, current: KubeObject, next: KubeObject): void {
   if (next.metadata?.name !== current.metadata.name) {
-    throw invalid(target.objectKind, current.metadata.name, [{ field: "metadata.name", message: `Invalid value: "${String(next.metadata?.name)}": field is immutable` }], target.group);
+    throw invalid(
+      target.objectKind,
+      current.metadata.name,
+      [{ field: "metadata.name", message: `Invalid value: "${String(next.metadata?.name)}": field is immutable` }],
+      target.group,
+    );
   }
   if (next.metadata.uid !== undefined && next.metadata.uid !== current.metadata.uid) {
-    throw invalid(target.objectKind, current.metadata.name, [{ field: "metadata.uid", message: `Invalid value: "${next.metadata.uid}": field is immutable` }], target.group);
+    throw invalid(
+      target.objectKind,
+      current.metadata.name,
+      [{ field: "metadata.uid", message: `Invalid value: "${next.metadata.uid}": field is immutable` }],
+      target.group,
+    );
   }
-  if (next.metadata.resourceVersion !== undefined && next.metadata.resourceVersion !== current.metadata.resourceVersion) {
+  if (
+    next.metadata.resourceVersion !== undefined &&
+    next.metadata.resourceVersion !== current.metadata.resourceVersion
+  ) {
     throw conflict(target.resource, current.metadata.name, target.group);
   }
 }
@@ -42,10 +55,23 @@ function currentOrNotFound(request: ApiRequest, cluster: Cluster, target: Update
 /** ValidateObjectMetaUpdate's rule: no finalizer may be added once deletion has begun. */
 function checkNoNewFinalizers(target: UpdateTarget, current: KubeObject, next: KubeObject): void {
   if (current.metadata.deletionTimestamp === undefined) return;
-  const added = [...new Set(next.metadata.finalizers ?? [])].filter((f) => !(current.metadata.finalizers ?? []).includes(f)).sort();
+  const added = [...new Set(next.metadata.finalizers ?? [])]
+    .filter((f) => !(current.metadata.finalizers ?? []).includes(f))
+    .sort();
   if (added.length === 0) return;
   const found = `[]string{${added.map((f) => JSON.stringify(f)).join(", ")}}`;
-  throw invalid(target.objectKind, current.metadata.name, [{ field: "metadata.finalizers", reason: "FieldValueForbidden", message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${found}` }], target.group);
+  throw invalid(
+    target.objectKind,
+    current.metadata.name,
+    [
+      {
+        field: "metadata.finalizers",
+        reason: "FieldValueForbidden",
+        message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${found}`,
+      },
+    ],
+    target.group,
+  );
 }
 
 /** The generic store's rule: an update that removes the last finalizer of an object deleted with grace 0 deletes it. */
@@ -57,7 +83,13 @@ export function shouldDeleteDuringUpdate(current: KubeObject, next: KubeObject):
 }
 
 /** Stores `next` in place of `current` (dryRun: only answers), keeping what only deletion may change. */
-function commit(request: ApiRequest, cluster: Cluster, target: UpdateTarget, current: KubeObject, next: KubeObject): KubeObject {
+function commit(
+  request: ApiRequest,
+  cluster: Cluster,
+  target: UpdateTarget,
+  current: KubeObject,
+  next: KubeObject,
+): KubeObject {
   for (const field of ["deletionTimestamp", "deletionGracePeriodSeconds"] as const) {
     if (current.metadata[field] === undefined) delete next.metadata[field];
     else (next.metadata as unknown as Record<string, unknown>)[field] = current.metadata[field];
@@ -85,7 +117,12 @@ export function patchObject(request: ApiRequest, cluster: Cluster, target: Updat
 
 /** The 422 of an update without metadata.resourceVersion where the strategy requires one. */
 function resourceVersionRequired(target: UpdateTarget, name: string): StatusError {
-  return invalid(target.resource, name, [{ field: "metadata.resourceVersion", message: "Invalid value: 0x0: must be specified for an update" }], target.group);
+  return invalid(
+    target.resource,
+    name,
+    [{ field: "metadata.resourceVersion", message: "Invalid value: 0x0: must be specified for an update" }],
+    target.group,
+  );
 }
 
 /** PUT: replaces the stored object with the body (resourceVersion, when given, must be the current one). */
@@ -94,7 +131,8 @@ export function replaceObject(request: ApiRequest, cluster: Cluster, target: Upd
   const next = requireObjectBody(request) as unknown as KubeObject;
   next.metadata = { ...(next.metadata ?? {}) };
   checkIdentity(target, current, next);
-  if (target.requireResourceVersion && !next.metadata.resourceVersion) throw resourceVersionRequired(target, current.metadata.name);
+  if (target.requireResourceVersion && !next.metadata.resourceVersion)
+    throw resourceVersionRequired(target, current.metadata.name);
   next.metadata.resourceVersion = current.metadata.resourceVersion;
   next.metadata.namespace = current.metadata.namespace;
   next.apiVersion = current.apiVersion;

@@ -28,9 +28,15 @@ export interface WatchRequest {
 
 /** Streams the watch on `response`; returns the function that ends it (also called on timeout and disconnect). */
 export function streamWatch(response: ServerResponse, store: ClusterStore, watch: WatchRequest): () => void {
-  response.writeHead(200, { "content-type": "application/json", "cache-control": "no-cache, private", "transfer-encoding": "chunked" });
+  response.writeHead(200, {
+    "content-type": "application/json",
+    "cache-control": "no-cache, private",
+    "transfer-encoding": "chunked",
+  });
   const render = (object: KubeObject): unknown =>
-    watch.tableResource ? tableOf(watch.tableResource, [object], store.clock.wallNowMs(), object.metadata.resourceVersion) : object;
+    watch.tableResource
+      ? tableOf(watch.tableResource, [object], store.clock.wallNowMs(), object.metadata.resourceVersion)
+      : object;
   const send = (type: string, object: unknown): void => {
     response.write(`${JSON.stringify({ type, object })}\n`);
   };
@@ -54,7 +60,14 @@ export function streamWatch(response: ServerResponse, store: ClusterStore, watch
   } else {
     const replay = store.changesSince(watch.sinceResourceVersion);
     if (!replay) {
-      send("ERROR", failure(410, "Expired", `too old resource version: ${watch.sinceResourceVersion} (${store.currentResourceVersion()})`));
+      send(
+        "ERROR",
+        failure(
+          410,
+          "Expired",
+          `too old resource version: ${watch.sinceResourceVersion} (${store.currentResourceVersion()})`,
+        ),
+      );
       end();
       return end;
     }
@@ -68,7 +81,10 @@ export function streamWatch(response: ServerResponse, store: ClusterStore, watch
  * What a watch reports for a change, as the API server's filtered watch does: a MODIFIED object that starts matching
  * the selectors is ADDED, one that stops matching is DELETED; changes of other kinds, namespaces or objects are none.
  */
-export function watchEvent(watch: Pick<WatchRequest, "kind" | "namespace" | "matches" | "view">, change: StoreChange): { type: StoreChange["type"]; object: KubeObject } | undefined {
+export function watchEvent(
+  watch: Pick<WatchRequest, "kind" | "namespace" | "matches" | "view">,
+  change: StoreChange,
+): { type: StoreChange["type"]; object: KubeObject } | undefined {
   if (change.kind !== watch.kind) return undefined;
   if (watch.namespace !== undefined && change.object.metadata.namespace !== watch.namespace) return undefined;
   const object = watch.view(change.object);

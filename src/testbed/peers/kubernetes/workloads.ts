@@ -5,12 +5,24 @@ import { listAnswer, objectAnswer, type ListShape } from "./lists.js";
 import type { KubeObject } from "./objects.js";
 import { methodNotAllowed, notFound } from "./status.js";
 
-function readOnly(request: ApiRequest, cluster: Cluster, resource: string, group: string, objects: () => KubeObject[], listShape: Omit<ListShape, "resource" | "selectableFields">): ApiResponse {
+function readOnly(
+  request: ApiRequest,
+  cluster: Cluster,
+  resource: string,
+  group: string,
+  objects: () => KubeObject[],
+  listShape: Omit<ListShape, "resource" | "selectableFields">,
+): ApiResponse {
   if (request.method !== "GET") throw methodNotAllowed();
   if (request.subresource !== undefined) throw notFound(resource, `${request.name}/${request.subresource}`, group);
   const all = objects();
   if (request.name === undefined) {
-    return listAnswer(request, cluster, { resource, ...listShape, selectableFields: ["metadata.name", "metadata.namespace"] }, all);
+    return listAnswer(
+      request,
+      cluster,
+      { resource, ...listShape, selectableFields: ["metadata.name", "metadata.namespace"] },
+      all,
+    );
   }
   const found = all.find((o) => o.metadata.name === request.name);
   if (!found) throw notFound(resource, request.name, group);
@@ -18,12 +30,21 @@ function readOnly(request: ApiRequest, cluster: Cluster, resource: string, group
 }
 
 export function handleDaemonSets(request: ApiRequest, cluster: Cluster): ApiResponse {
-  return readOnly(request, cluster, "daemonsets", "apps", () => cluster.store.list("daemonsets", request.namespace), { apiVersion: "apps/v1", listKind: "DaemonSetList", watch: { kind: "daemonsets" } });
+  return readOnly(request, cluster, "daemonsets", "apps", () => cluster.store.list("daemonsets", request.namespace), {
+    apiVersion: "apps/v1",
+    listKind: "DaemonSetList",
+    watch: { kind: "daemonsets" },
+  });
 }
 
 export function handlePodDisruptionBudgets(request: ApiRequest, cluster: Cluster): ApiResponse {
-  const live = (): KubeObject[] => cluster.store.list("poddisruptionbudgets", request.namespace).map((pdb) => cluster.budgets.withLiveStatus(pdb));
-  return readOnly(request, cluster, "poddisruptionbudgets", "policy", live, { apiVersion: "policy/v1", listKind: "PodDisruptionBudgetList", watch: { kind: "poddisruptionbudgets", view: (pdb) => cluster.budgets.withLiveStatus(pdb) } });
+  const live = (): KubeObject[] =>
+    cluster.store.list("poddisruptionbudgets", request.namespace).map((pdb) => cluster.budgets.withLiveStatus(pdb));
+  return readOnly(request, cluster, "poddisruptionbudgets", "policy", live, {
+    apiVersion: "policy/v1",
+    listKind: "PodDisruptionBudgetList",
+    watch: { kind: "poddisruptionbudgets", view: (pdb) => cluster.budgets.withLiveStatus(pdb) },
+  });
 }
 
 export function handleNamespaces(request: ApiRequest, cluster: Cluster): ApiResponse {

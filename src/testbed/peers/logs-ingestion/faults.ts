@@ -42,7 +42,8 @@ export class FaultQueue {
  */
 export function parseFaultSpec(spec: string): { count: number; fault: Fault } {
   const match = /^(\d+)\*([a-z0-9]+)(?::(.*))?$/i.exec(spec.trim());
-  if (!match) throw new Error(`fault "${spec}" is not N*KIND[:OPTIONS] (e.g. 2*429:retry-after=1, 1*reset, 3*slow:2000)`);
+  if (!match)
+    throw new Error(`fault "${spec}" is not N*KIND[:OPTIONS] (e.g. 2*429:retry-after=1, 1*reset, 3*slow:2000)`);
   const count = Number(match[1]);
   const kind = match[2]!.toLowerCase();
   const options = match[3] ?? "";
@@ -72,7 +73,10 @@ export function parseFaultSpec(spec: string): { count: number; fault: Fault } {
         throw new Error(`unknown fault option "${key}" in "${spec}"`);
     }
   }
-  const extra = { ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(delayMs !== undefined ? { delayMs } : {}) };
+  const extra = {
+    ...(Object.keys(headers).length > 0 ? { headers } : {}),
+    ...(delayMs !== undefined ? { delayMs } : {}),
+  };
   if (kind === "reset") return { count, fault: { reset: true, ...extra } };
   if (kind === "slow") return { count, fault: { delayMs: delayMs ?? 1000 } };
   if (/^\d{3}$/.test(kind)) return { count, fault: { status: Number(kind), ...extra } };

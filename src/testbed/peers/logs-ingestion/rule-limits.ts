@@ -12,7 +12,9 @@ export const azureRuleLimits: RuleLimits = { requestsPerMinute: 12_000, bytesPer
 
 const windowMs = 60_000;
 
-export type Admission = { readonly admitted: true } | { readonly admitted: false; readonly retryAfterSeconds: number; readonly reason: string };
+export type Admission =
+  | { readonly admitted: true }
+  | { readonly admitted: false; readonly retryAfterSeconds: number; readonly reason: string };
 
 interface Entry {
   readonly atMs: number;
@@ -33,7 +35,11 @@ export class RuleWindow {
     const requests = this.entries.length - this.head;
     if (requests >= this.limits.requestsPerMinute) {
       const oldest = this.entries[this.head + requests - this.limits.requestsPerMinute]!;
-      return { admitted: false, retryAfterSeconds: secondsUntil(oldest.atMs + windowMs, nowMs), reason: `more than ${this.limits.requestsPerMinute} requests per minute` };
+      return {
+        admitted: false,
+        retryAfterSeconds: secondsUntil(oldest.atMs + windowMs, nowMs),
+        reason: `more than ${this.limits.requestsPerMinute} requests per minute`,
+      };
     }
     if (this.bytesInWindow >= this.limits.bytesPerMinute) {
       // Wait until enough of the oldest requests leave the window to bring the bytes under the limit.
@@ -41,7 +47,11 @@ export class RuleWindow {
       let index = this.head;
       do excess -= this.entries[index++]!.bytes;
       while (excess >= 0 && index < this.entries.length);
-      return { admitted: false, retryAfterSeconds: secondsUntil(this.entries[index - 1]!.atMs + windowMs, nowMs), reason: `more than ${this.limits.bytesPerMinute} bytes per minute` };
+      return {
+        admitted: false,
+        retryAfterSeconds: secondsUntil(this.entries[index - 1]!.atMs + windowMs, nowMs),
+        reason: `more than ${this.limits.bytesPerMinute} bytes per minute`,
+      };
     }
     const entry: Entry = { atMs: nowMs, bytes: 0 };
     this.entries.push(entry);

@@ -122,16 +122,29 @@ interface PeerState {
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = body === undefined ? "" : JSON.stringify(body);
-  res.writeHead(status, { ...(text ? { "content-type": "application/json" } : {}), "content-length": Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    ...(text ? { "content-type": "application/json" } : {}),
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
-function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+function sendError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   sendJson(res, status, { error: { code, message } }, headers);
 }
 
 /** Reads the body; `tooLarge` once it passes `limitBytes` (the rest is drained, not kept). */
-async function readBody(req: IncomingMessage, limitBytes: number): Promise<{ body: Buffer; receivedBytes: number; tooLarge: boolean }> {
+async function readBody(
+  req: IncomingMessage,
+  limitBytes: number,
+): Promise<{ body: Buffer; receivedBytes: number; tooLarge: boolean }> {
   const chunks: Buffer[] = [];
   let receivedBytes = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -165,15 +178,27 @@ interface Refusal {
   readonly headers?: Record<string, string>;
 }
 
-const refuse = (status: number, code: string, message: string, headers?: Record<string, string>): Refusal => ({ status, code, message, ...(headers ? { headers } : {}) });
+const refuse = (status: number, code: string, message: string, headers?: Record<string, string>): Refusal => ({
+  status,
+  code,
+  message,
+  ...(headers ? { headers } : {}),
+});
 
-async function handleIngest(state: PeerState, req: IncomingMessage, res: ServerResponse, url: URL, match: RegExpExecArray): Promise<void> {
+async function handleIngest(
+  state: PeerState,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  match: RegExpExecArray,
+): Promise<void> {
   const { body, receivedBytes, tooLarge } = await readBody(req, maxRequestBodyBytes);
   state.sizes.push(receivedBytes);
   if (await answeredByFault(state, req, res)) return;
 
   const admitted = admit(state, req, url, match);
-  const decoded = "status" in admitted ? admitted : await decodeRows(state, req, body, receivedBytes, tooLarge, admitted.entry);
+  const decoded =
+    "status" in admitted ? admitted : await decodeRows(state, req, body, receivedBytes, tooLarge, admitted.entry);
   if ("status" in decoded) {
     count(state, decoded.status);
     sendError(res, decoded.status, decoded.code, decoded.message, decoded.headers ?? {});
@@ -197,36 +222,68 @@ async function answeredByFault(state: PeerState, req: IncomingMessage, res: Serv
   }
   if (fault.status === undefined) return false;
   count(state, fault.status);
-  sendError(res, fault.status, fault.status === 429 ? "TooManyRequests" : "ServiceError", `injected fault: HTTP ${fault.status}`, { ...fault.headers });
+  sendError(
+    res,
+    fault.status,
+    fault.status === 429 ? "TooManyRequests" : "ServiceError",
+    `injected fault: HTTP ${fault.status}`,
+    { ...fault.headers },
+  );
   return true;
 }
 
 /** The service's checks before the body: token, rule, access, stream, api-version, then the rule's limits. */
-function admit(state: PeerState, req: IncomingMessage, url: URL, match: RegExpExecArray): Refusal | { entry: RuleWindowEntry | undefined } {
+function admit(
+  state: PeerState,
+  req: IncomingMessage,
+  url: URL,
+  match: RegExpExecArray,
+): Refusal | { entry: RuleWindowEntry | undefined } {
   const authorization = req.headers.authorization ?? "";
   const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
-  if (!token) return refuse(401, "InvalidAuthenticationToken", "Authentication failed. The 'Authorization' header is missing or is not a bearer token.");
+  if (!token)
+    return refuse(
+      401,
+      "InvalidAuthenticationToken",
+      "Authentication failed. The 'Authorization' header is missing or is not a bearer token.",
+    );
   const check = verifyLocalToken(token, logsIngestionAudience);
   if (!check.ok) {
-    if (check.reason.startsWith("token audience")) return refuse(401, "InvalidAuthenticationTokenAudience", `The access token has the wrong audience: ${check.reason}.`);
+    if (check.reason.startsWith("token audience"))
+      return refuse(
+        401,
+        "InvalidAuthenticationTokenAudience",
+        `The access token has the wrong audience: ${check.reason}.`,
+      );
     return refuse(401, "InvalidAuthenticationToken", `The access token is invalid: ${check.reason}.`);
   }
 
   const ruleId = decodeURIComponent(match[1]!);
   const stream = decodeURIComponent(match[2]!);
-  if (ruleId !== state.ruleId) return refuse(404, "NotFound", `Data collection rule with immutable Id '${ruleId}' not found.`);
+  if (ruleId !== state.ruleId)
+    return refuse(404, "NotFound", `Data collection rule with immutable Id '${ruleId}' not found.`);
   if (state.authorizedClientIds && !state.authorizedClientIds.has(check.claims.appid)) {
-    return refuse(403, "OperationFailed", `The authentication token provided does not have access to ingest data for the data collection rule with immutable Id '${ruleId}'.`);
+    return refuse(
+      403,
+      "OperationFailed",
+      `The authentication token provided does not have access to ingest data for the data collection rule with immutable Id '${ruleId}'.`,
+    );
   }
-  if (stream !== state.streamName) return refuse(404, "InvalidStream", `Stream '${stream}' is not declared in data collection rule '${ruleId}'.`);
+  if (stream !== state.streamName)
+    return refuse(404, "InvalidStream", `Stream '${stream}' is not declared in data collection rule '${ruleId}'.`);
   if (!logsIngestionApiVersions.includes(url.searchParams.get("api-version") ?? "")) {
     return refuse(400, "UnsupportedApiVersion", `api-version must be one of ${logsIngestionApiVersions.join(", ")}`);
   }
   const admission = state.ruleWindow.admit(state.monotonicNowMs());
   if (!admission.admitted) {
-    return refuse(429, "TooManyRequests", `Data collection rule '${ruleId}' received ${admission.reason}; retry after ${admission.retryAfterSeconds} s.`, {
-      "Retry-After": String(admission.retryAfterSeconds),
-    });
+    return refuse(
+      429,
+      "TooManyRequests",
+      `Data collection rule '${ruleId}' received ${admission.reason}; retry after ${admission.retryAfterSeconds} s.`,
+      {
+        "Retry-After": String(admission.retryAfterSeconds),
+      },
+    );
   }
   return { entry: admission.entry };
 }
@@ -254,13 +311,22 @@ async function decodeRows(
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
         state.uncompressedSizes.push(maxRequestBodyBytes + 1);
-        return refuse(413, "ContentLengthLimitExceeded", tooLargeMessage(" once decompressed (more than the limit)", receivedBytes));
+        return refuse(
+          413,
+          "ContentLengthLimitExceeded",
+          tooLargeMessage(" once decompressed (more than the limit)", receivedBytes),
+        );
       }
       return refuse(400, "InvalidContentEncoding", `body is not valid gzip: ${(err as Error).message}`);
     }
     state.uncompressedSizes.push(raw.length);
     entry?.addBytes(raw.length - receivedBytes);
-    if (raw.length > maxRequestBodyBytes) return refuse(413, "ContentLengthLimitExceeded", tooLargeMessage(` once decompressed (${raw.length} bytes)`, receivedBytes));
+    if (raw.length > maxRequestBodyBytes)
+      return refuse(
+        413,
+        "ContentLengthLimitExceeded",
+        tooLargeMessage(` once decompressed (${raw.length} bytes)`, receivedBytes),
+      );
     text = raw.toString("utf8");
   } else {
     state.uncompressedSizes.push(body.length);
@@ -287,7 +353,10 @@ function keepRows(state: PeerState, rows: readonly unknown[]): void {
     for (const name of kept.undeclaredColumns) state.undeclaredColumns[name] = (state.undeclaredColumns[name] ?? 0) + 1;
     for (const name of kept.mistypedColumns) state.mistypedColumns[name] = (state.mistypedColumns[name] ?? 0) + 1;
     if (kept.undeclaredColumns.length + kept.mistypedColumns.length > 0) {
-      state.logger.warn({ undeclared: kept.undeclaredColumns, mistyped: kept.mistypedColumns }, "dropped columns silently, as the service does");
+      state.logger.warn(
+        { undeclared: kept.undeclaredColumns, mistyped: kept.mistypedColumns },
+        "dropped columns silently, as the service does",
+      );
     }
     state.rows.push(kept.row);
   }
@@ -317,7 +386,12 @@ async function handle(state: PeerState, req: IncomingMessage, res: ServerRespons
     });
   }
   if (req.method === "GET" && url.pathname === "/__peer/requests") {
-    return sendJson(res, 200, { count: state.sizes.length, sizes: state.sizes, uncompressedSizes: state.uncompressedSizes, statuses: state.statuses });
+    return sendJson(res, 200, {
+      count: state.sizes.length,
+      sizes: state.sizes,
+      uncompressedSizes: state.uncompressedSizes,
+      statuses: state.statuses,
+    });
   }
   if (req.method === "POST" && url.pathname === "/__peer/faults") {
     const { body } = await readBody(req, 64 * 1024);
@@ -335,12 +409,15 @@ async function handle(state: PeerState, req: IncomingMessage, res: ServerRespons
 }
 
 /** Starts the peer; resolves once it listens. */
-export async function startLogsIngestionEmulator(options: LogsIngestionEmulatorOptions = {}): Promise<LogsIngestionEmulator> {
+export async function startLogsIngestionEmulator(
+  options: LogsIngestionEmulatorOptions = {},
+): Promise<LogsIngestionEmulator> {
   const host = options.host ?? "127.0.0.1";
   const logger = options.logger ?? silentLogger();
   const identity = await generateLocalTlsIdentity({ commonName: "sef local logs ingestion peer", validDays: 30 });
   const ownsCaFile = options.caCertPath === undefined;
-  const caCertPath = options.caCertPath ?? join(tmpdir(), `sef-logs-ingestion-ca-${process.pid}-${randomBytes(4).toString("hex")}.pem`);
+  const caCertPath =
+    options.caCertPath ?? join(tmpdir(), `sef-logs-ingestion-ca-${process.pid}-${randomBytes(4).toString("hex")}.pem`);
   writeFileSync(caCertPath, identity.certPem);
 
   const state: PeerState = {
@@ -378,7 +455,12 @@ export async function startLogsIngestionEmulator(options: LogsIngestionEmulatorO
     caCertPath,
     rows: () => state.rows,
     droppedColumns: () => drops(state),
-    requests: () => ({ count: state.sizes.length, sizes: [...state.sizes], uncompressedSizes: [...state.uncompressedSizes], statuses: { ...state.statuses } }),
+    requests: () => ({
+      count: state.sizes.length,
+      sizes: [...state.sizes],
+      uncompressedSizes: [...state.uncompressedSizes],
+      statuses: { ...state.statuses },
+    }),
     faults: {
       failNext: (n, fault) => state.faults.failNext(n, fault),
       clear: () => state.faults.clear(),

@@ -44,7 +44,8 @@ export function fitsColumnType(type: string, value: unknown): boolean {
 
 /** Keeps what the service would keep of one posted row; a row that is not a JSON object keeps nothing. */
 export function keepDeclaredColumns(posted: unknown, columns: readonly DeclaredColumn[]): KeptRow {
-  if (posted === null || typeof posted !== "object" || Array.isArray(posted)) return { row: {}, undeclaredColumns: [], mistypedColumns: [] };
+  if (posted === null || typeof posted !== "object" || Array.isArray(posted))
+    return { row: {}, undeclaredColumns: [], mistypedColumns: [] };
   const typeByName = new Map(columns.map((c) => [c.name, c.type]));
   const row: Record<string, unknown> = {};
   const undeclaredColumns: string[] = [];

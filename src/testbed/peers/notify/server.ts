@@ -62,7 +62,14 @@ export interface NotifyPeerOptions {
 }
 
 /** Documented limits: Teams messages 28 KB; PagerDuty events 512 KB; Slack 50 blocks, header 150 chars. */
-export const limits = { teamsBytes: 28 * 1024, pagerDutyBytes: 512 * 1024, slackBlocks: 50, slackHeaderChars: 150, slackTextChars: 40_000, pagerDutySummaryChars: 1024 } as const;
+export const limits = {
+  teamsBytes: 28 * 1024,
+  pagerDutyBytes: 512 * 1024,
+  slackBlocks: 50,
+  slackHeaderChars: 150,
+  slackTextChars: 40_000,
+  pagerDutySummaryChars: 1024,
+} as const;
 
 const maxBodyBytes = 4 * 1024 * 1024;
 
@@ -85,8 +92,14 @@ export function teamsProblems(body: unknown): string[] {
   if (!Array.isArray(attachments) || attachments.length === 0) return ["attachments must be a non-empty array"];
   const problems: string[] = [];
   for (const a of attachments) {
-    if (!isObject(a) || a.contentType !== "application/vnd.microsoft.card.adaptive") problems.push("attachment contentType must be application/vnd.microsoft.card.adaptive");
-    else if (!isObject(a.content) || a.content.type !== "AdaptiveCard" || typeof a.content.version !== "string" || !Array.isArray(a.content.body)) {
+    if (!isObject(a) || a.contentType !== "application/vnd.microsoft.card.adaptive")
+      problems.push("attachment contentType must be application/vnd.microsoft.card.adaptive");
+    else if (
+      !isObject(a.content) ||
+      a.content.type !== "AdaptiveCard" ||
+      typeof a.content.version !== "string" ||
+      !Array.isArray(a.content.body)
+    ) {
       problems.push("attachment content must be an AdaptiveCard with version and body");
     }
   }
@@ -103,8 +116,19 @@ export function slackProblems(body: unknown): string[] {
   if (!Array.isArray(blocks) || blocks.length > limits.slackBlocks) return ["invalid_blocks"];
   for (const b of blocks) {
     if (!isObject(b) || typeof b.type !== "string") return ["invalid_blocks"];
-    if (b.type === "header" && (!isObject(b.text) || b.text.type !== "plain_text" || typeof b.text.text !== "string" || b.text.text.length > limits.slackHeaderChars)) return ["invalid_blocks"];
-    if (b.type === "section" && Array.isArray(b.fields) && (b.fields.length > 10 || b.fields.some((f) => !isObject(f) || typeof f.text !== "string" || f.text.length > 2000))) {
+    if (
+      b.type === "header" &&
+      (!isObject(b.text) ||
+        b.text.type !== "plain_text" ||
+        typeof b.text.text !== "string" ||
+        b.text.text.length > limits.slackHeaderChars)
+    )
+      return ["invalid_blocks"];
+    if (
+      b.type === "section" &&
+      Array.isArray(b.fields) &&
+      (b.fields.length > 10 || b.fields.some((f) => !isObject(f) || typeof f.text !== "string" || f.text.length > 2000))
+    ) {
       return ["invalid_blocks"];
     }
   }
@@ -115,17 +139,23 @@ export function slackProblems(body: unknown): string[] {
 export function pagerDutyProblems(body: unknown): string[] {
   if (!isObject(body)) return ["Event object is invalid"];
   const problems: string[] = [];
-  if (typeof body.routing_key !== "string" || body.routing_key.length !== 32) problems.push("'routing_key' must be a 32-character integration key");
-  if (!["trigger", "acknowledge", "resolve"].includes(String(body.event_action))) problems.push("'event_action' is invalid");
-  if (body.dedup_key !== undefined && (typeof body.dedup_key !== "string" || body.dedup_key.length > 255)) problems.push("'dedup_key' must be at most 255 characters");
-  if (body.event_action !== "trigger" && typeof body.dedup_key !== "string") problems.push("'dedup_key' is required for acknowledge and resolve");
+  if (typeof body.routing_key !== "string" || body.routing_key.length !== 32)
+    problems.push("'routing_key' must be a 32-character integration key");
+  if (!["trigger", "acknowledge", "resolve"].includes(String(body.event_action)))
+    problems.push("'event_action' is invalid");
+  if (body.dedup_key !== undefined && (typeof body.dedup_key !== "string" || body.dedup_key.length > 255))
+    problems.push("'dedup_key' must be at most 255 characters");
+  if (body.event_action !== "trigger" && typeof body.dedup_key !== "string")
+    problems.push("'dedup_key' is required for acknowledge and resolve");
   if (body.event_action === "trigger") {
     const p = body.payload;
     if (!isObject(p)) problems.push("'payload' is missing");
     else {
-      if (typeof p.summary !== "string" || p.summary.length === 0 || p.summary.length > limits.pagerDutySummaryChars) problems.push("'payload.summary' is missing or longer than 1024 characters");
+      if (typeof p.summary !== "string" || p.summary.length === 0 || p.summary.length > limits.pagerDutySummaryChars)
+        problems.push("'payload.summary' is missing or longer than 1024 characters");
       if (typeof p.source !== "string" || p.source.length === 0) problems.push("'payload.source' is missing");
-      if (!["critical", "error", "warning", "info"].includes(String(p.severity))) problems.push("'payload.severity' is invalid");
+      if (!["critical", "error", "warning", "info"].includes(String(p.severity)))
+        problems.push("'payload.severity' is invalid");
     }
   }
   return problems;
@@ -158,33 +188,58 @@ class IncidentBook {
   }
 }
 
-function answer(res: ServerResponse, status: number, body: string, contentType = "application/json", headers: Record<string, string> = {}): number {
+function answer(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  contentType = "application/json",
+  headers: Record<string, string> = {},
+): number {
   res.writeHead(status, { "content-type": contentType, ...headers }).end(body);
   return status;
 }
 
 /** Answers a request that got past the injected faults as the target's service would; returns the status. */
-function answerTarget(kind: NotifyKind, req: IncomingMessage, res: ServerResponse, raw: Buffer, book: IncidentBook, autoKey: string, webhookSecret: string | undefined): number {
+function answerTarget(
+  kind: NotifyKind,
+  req: IncomingMessage,
+  res: ServerResponse,
+  raw: Buffer,
+  book: IncidentBook,
+  autoKey: string,
+  webhookSecret: string | undefined,
+): number {
   let body: unknown;
   try {
     body = JSON.parse(raw.toString("utf8"));
   } catch {
-    return kind === "slack" ? answer(res, 400, "invalid_payload", "text/plain") : answer(res, 400, JSON.stringify({ message: "body is not JSON" }));
+    return kind === "slack"
+      ? answer(res, 400, "invalid_payload", "text/plain")
+      : answer(res, 400, JSON.stringify({ message: "body is not JSON" }));
   }
   switch (kind) {
     case "teams": {
-      if (raw.length > limits.teamsBytes) return answer(res, 413, JSON.stringify({ message: "Message size exceeds the 28 KB limit" }));
+      if (raw.length > limits.teamsBytes)
+        return answer(res, 413, JSON.stringify({ message: "Message size exceeds the 28 KB limit" }));
       const problems = teamsProblems(body);
-      return problems.length ? answer(res, 400, JSON.stringify({ message: problems.join("; ") })) : answer(res, 202, "");
+      return problems.length
+        ? answer(res, 400, JSON.stringify({ message: problems.join("; ") }))
+        : answer(res, 202, "");
     }
     case "slack": {
       const problems = slackProblems(body);
       return problems.length ? answer(res, 400, problems[0]!, "text/plain") : answer(res, 200, "ok", "text/plain");
     }
     case "pagerduty": {
-      if (raw.length > limits.pagerDutyBytes) return answer(res, 413, JSON.stringify({ status: "invalid event", message: "Request too large" }));
+      if (raw.length > limits.pagerDutyBytes)
+        return answer(res, 413, JSON.stringify({ status: "invalid event", message: "Request too large" }));
       const problems = pagerDutyProblems(body);
-      if (problems.length) return answer(res, 400, JSON.stringify({ status: "invalid event", message: "Event object is invalid", errors: problems }));
+      if (problems.length)
+        return answer(
+          res,
+          400,
+          JSON.stringify({ status: "invalid event", message: "Event object is invalid", errors: problems }),
+        );
       const event = body as { event_action: string; dedup_key?: string };
       const dedupKey = event.dedup_key ?? autoKey;
       book.apply(event.event_action, dedupKey);
@@ -194,7 +249,8 @@ function answerTarget(kind: NotifyKind, req: IncomingMessage, res: ServerRespons
       if (webhookSecret) {
         const expected = Buffer.from(`sha256=${createHmac("sha256", webhookSecret).update(raw).digest("hex")}`);
         const given = Buffer.from(String(req.headers["x-sef-signature-256"] ?? ""));
-        if (given.length !== expected.length || !timingSafeEqual(given, expected)) return answer(res, 401, JSON.stringify({ message: "bad signature" }));
+        if (given.length !== expected.length || !timingSafeEqual(given, expected))
+          return answer(res, 401, JSON.stringify({ message: "bad signature" }));
       }
       return answer(res, 200, "{}");
     }
@@ -215,7 +271,13 @@ export async function startNotifyPeer(options: NotifyPeerOptions = {}): Promise<
         hanging.add(res);
         return 0;
       }
-      return answer(res, fault.status, JSON.stringify({ message: "injected fault" }), "application/json", fault.retryAfter !== undefined ? { "retry-after": fault.retryAfter } : {});
+      return answer(
+        res,
+        fault.status,
+        JSON.stringify({ message: "injected fault" }),
+        "application/json",
+        fault.retryAfter !== undefined ? { "retry-after": fault.retryAfter } : {},
+      );
     }
     return answerTarget(kind, req, res, raw, book, `auto-${recorded.length}`, options.webhookSecret);
   };

@@ -9,7 +9,12 @@ import { advance, setEvents, status, type SimState } from "../sim-state.js";
 const setEventsSchema = z.object({ Events: z.array(scenarioEventSchema) });
 const advanceSchema = z.object({ seconds: z.number().min(0) });
 
-export async function serveControl(state: SimState, req: IncomingMessage, res: ServerResponse, route: SimRoute): Promise<string> {
+export async function serveControl(
+  state: SimState,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: SimRoute,
+): Promise<string> {
   if (route === "sim-status") sendJson(res, 200, status(state));
   else if (route === "sim-document") {
     const body = await readJsonBody(req, setEventsSchema, "Body");

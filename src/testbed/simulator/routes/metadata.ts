@@ -10,7 +10,12 @@ import type { SimState } from "../sim-state.js";
 export const simVmHeader = "x-sef-sim-vm";
 const tokenLifetimeSeconds = 3599;
 
-export function serveInstanceMetadata(state: SimState, req: IncomingMessage, res: ServerResponse, route: "compute" | "instance"): string {
+export function serveInstanceMetadata(
+  state: SimState,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: "compute" | "instance",
+): string {
   const vmName = req.headers[simVmHeader];
   const name = typeof vmName === "string" && vmName.trim() !== "" ? vmName.trim() : state.scenario.vm.name;
   const compute = computeFor(state.scenario.vm, name, state.vmTags.get(name));
@@ -23,12 +28,18 @@ export function serveToken(state: SimState, res: ServerResponse, query: URLSearc
     state.tokenFault.count -= 1;
     const { status } = state.tokenFault;
     state.faultsServed[`token:${status}`] = (state.faultsServed[`token:${status}`] ?? 0) + 1;
-    sendJson(res, status, { error: "temporarily_unavailable", error_description: `test fault: the token endpoint answered ${status}` });
+    sendJson(res, status, {
+      error: "temporarily_unavailable",
+      error_description: `test fault: the token endpoint answered ${status}`,
+    });
     return String(status);
   }
   const resource = query.get("resource");
   if (!resource) {
-    sendJson(res, 400, { error: "invalid_request", error_description: "Required query variable 'resource' is missing" });
+    sendJson(res, 400, {
+      error: "invalid_request",
+      error_description: "Required query variable 'resource' is missing",
+    });
     return "400";
   }
   const clientId = query.get("client_id") ?? query.get("object_id") ?? query.get("msi_res_id") ?? undefined;

@@ -16,7 +16,13 @@ const startRequestsSchema = z.object({
   DocumentIncarnation: z.number().int().optional(),
 });
 
-export async function serveScheduledEvents(state: SimState, req: IncomingMessage, res: ServerResponse, apiVersion: ScheduledEventsApiVersion, nowMs: number): Promise<string> {
+export async function serveScheduledEvents(
+  state: SimState,
+  req: IncomingMessage,
+  res: ServerResponse,
+  apiVersion: ScheduledEventsApiVersion,
+  nowMs: number,
+): Promise<string> {
   startTimeline(state, nowMs);
   if (req.method === "POST") return approve(state, req, res, nowMs);
   const fault = state.timeline.takeFault(nowMs);
@@ -42,7 +48,13 @@ async function approve(state: SimState, req: IncomingMessage, res: ServerRespons
     state.approvals.push({ EventId: id, at: new Date(appliedMs).toISOString(), atMs: appliedMs, outcome, count });
     logger.info({ eventId: id, outcome, count }, "approval received");
   });
-  logChanges(state, timeline.changes().filter((c) => c.atMs === appliedMs && c.cause === "approval").slice(-1));
+  logChanges(
+    state,
+    timeline
+      .changes()
+      .filter((c) => c.atMs === appliedMs && c.cause === "approval")
+      .slice(-1),
+  );
   const unknown = ids.filter((_id, index) => outcomes[index] === "unknown");
   if (unknown.length > 0) throw new HttpError(400, { error: `Bad request. Unknown EventId: ${unknown.join(", ")}` });
   res.writeHead(200, { "Content-Length": 0 });
@@ -70,19 +82,36 @@ function faultLabel(fault: Fault): string {
   return fault.kind === "status" ? `status:${fault.status}` : fault.kind;
 }
 
-async function serveFault(state: SimState, fault: Fault, res: ServerResponse, req: IncomingMessage, apiVersion: ScheduledEventsApiVersion): Promise<string> {
+async function serveFault(
+  state: SimState,
+  fault: Fault,
+  res: ServerResponse,
+  req: IncomingMessage,
+  apiVersion: ScheduledEventsApiVersion,
+): Promise<string> {
   const label = faultLabel(fault);
   state.faultsServed[label] = (state.faultsServed[label] ?? 0) + 1;
   state.logger.debug({ fault: label }, "serving fault");
   switch (fault.kind) {
     case "status": {
-      const headers: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { "Retry-After": String(fault.retryAfterSeconds) };
-      const error = fault.status === 429 ? "Too many requests" : fault.status === 410 ? "Gone" : fault.status >= 500 ? "Internal server error" : "Error";
+      const headers: Record<string, string> =
+        fault.retryAfterSeconds === undefined ? {} : { "Retry-After": String(fault.retryAfterSeconds) };
+      const error =
+        fault.status === 429
+          ? "Too many requests"
+          : fault.status === 410
+            ? "Gone"
+            : fault.status >= 500
+              ? "Internal server error"
+              : "Error";
       sendJson(res, fault.status, { error }, headers);
       return String(fault.status);
     }
     case "malformed-json": {
-      const variant = fault.variant === undefined || fault.variant === "rotate" ? malformedVariants[state.malformedRotation++ % malformedVariants.length]! : fault.variant;
+      const variant =
+        fault.variant === undefined || fault.variant === "rotate"
+          ? malformedVariants[state.malformedRotation++ % malformedVariants.length]!
+          : fault.variant;
       sendText(res, 200, malformedBody(currentDocument(state, apiVersion), variant));
       return "200";
     }
