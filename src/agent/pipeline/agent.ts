@@ -49,6 +49,15 @@ export interface AgentDependencies {
   imdsEndpoint?: ImdsEndpointSource & { snapshot?(): { source: string | null } };
 }
 
+/** This installation's agent id, created on first start (or when its file was unreadable, which is logged). */
+function agentIdOf(dataDir: string, logger: Logger): string {
+  const id = loadOrCreateAgentId(dataDir);
+  if (id.replaced !== undefined)
+    logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
+  else if (id.created) logger.info({ agentId: id.agentId }, "created the agent id of this installation");
+  return id.agentId;
+}
+
 export class Agent {
   readonly metrics: AgentMetrics;
   readonly store: Store;
@@ -76,11 +85,7 @@ export class Agent {
     });
     this.outbox = Outbox.open(this.store, { maxOutboxBytes: config.maxOutboxBytes });
     const sinkNames = this.registerSinks(deps.sinks.map((s) => s.name));
-    const id = loadOrCreateAgentId(config.dataDir);
-    this.agentId = id.agentId;
-    if (id.replaced !== undefined)
-      logger.warn({ agentId: id.agentId, reason: id.replaced }, "agent id file was unreadable: created a new agent id");
-    else if (id.created) logger.info({ agentId: id.agentId }, "created the agent id of this installation");
+    this.agentId = agentIdOf(config.dataDir, logger);
     const deadLetters = new DeadLetterFile(join(config.dataDir, "dead-letter"));
     const metrics = this.metrics;
     const agentVersion = deps.agentVersion;
@@ -120,16 +125,7 @@ export class Agent {
       },
       this.stopController.signal,
     );
-    const poll = this.poll;
-    const collect = this.collect;
-    // Poll-side metrics are read when /metrics is scraped, not set on every poll.
-    metrics.readPollsFrom({
-      outcomes: poll.outcomes,
-      lastGoodPollWallMs: () => poll.lastGoodPollWallMs,
-      incarnation: () => poll.lastIncarnation,
-      eventsWithStatus: (status) => collect.eventsWithStatus(status),
-      conditional: () => poll.imds.conditionalCounts,
-    });
+    this.readPollMetrics();
     // The followers of the records-committed signal, in the order they hear of a batch: drain, act, heartbeat.
     this.drain = new DrainStage({
       sinks: deps.sinks,
@@ -141,36 +137,8 @@ export class Agent {
       logger,
       metrics,
     });
-    this.act = new ActStage({
-      config,
-      store: this.store,
-      outbox: this.outbox,
-      commit: this.commit,
-      documentsRead,
-      postStartRequest: (ids, signal) => this.poll.imds.postStartRequests(ids, signal),
-      vm,
-      hasPolled: () => this.poll.stats.lastGoodPollMs !== null,
-      clock,
-      logger,
-      metrics,
-      agentVersion,
-    });
-    const sources = {
-      pollStats: () => this.poll.stats,
-      collect: this.collect,
-      drain: this.drain,
-      metrics,
-      imdsEndpointSource: () => deps.imdsEndpoint?.snapshot?.()?.source ?? null,
-    };
-    this.heartbeat = new HeartbeatStage({
-      intervalMs: config.heartbeatIntervalMs,
-      commit: this.commit,
-      vm,
-      sources,
-      agentVersion,
-      clock,
-      logger,
-    });
+    this.act = this.createActStage(documentsRead, vm);
+    this.heartbeat = this.createHeartbeatStage(vm);
     logger.info(
       {
         dataDir: config.dataDir,
@@ -182,6 +150,58 @@ export class Agent {
       },
       "agent starting",
     );
+  }
+
+  /** Poll-side metrics are read when /metrics is scraped, not set on every poll. */
+  private readPollMetrics(): void {
+    const { poll, collect } = this;
+    this.metrics.readPollsFrom({
+      outcomes: poll.outcomes,
+      lastGoodPollWallMs: () => poll.lastGoodPollWallMs,
+      incarnation: () => poll.lastIncarnation,
+      eventsWithStatus: (status) => collect.eventsWithStatus(status),
+      conditional: () => poll.imds.conditionalCounts,
+    });
+  }
+
+  /** The actions' stage: hooks, approvals and the Kubernetes node action, following committed records. */
+  private createActStage(documentsRead: DocumentsRead, vm: () => RecordIdentity): ActStage {
+    const { config, clock, logger, agentVersion } = this.deps;
+    return new ActStage({
+      config,
+      store: this.store,
+      outbox: this.outbox,
+      commit: this.commit,
+      documentsRead,
+      postStartRequest: (ids, signal) => this.poll.imds.postStartRequests(ids, signal),
+      vm,
+      hasPolled: () => this.poll.stats.lastGoodPollMs !== null,
+      clock,
+      logger,
+      metrics: this.metrics,
+      agentVersion,
+    });
+  }
+
+  /** The heartbeat stage, reading the other stages' figures when a heartbeat is due. */
+  private createHeartbeatStage(vm: () => RecordIdentity): HeartbeatStage {
+    const { config, clock, logger, agentVersion } = this.deps;
+    const sources = {
+      pollStats: () => this.poll.stats,
+      collect: this.collect,
+      drain: this.drain,
+      metrics: this.metrics,
+      imdsEndpointSource: () => this.deps.imdsEndpoint?.snapshot?.()?.source ?? null,
+    };
+    return new HeartbeatStage({
+      intervalMs: config.heartbeatIntervalMs,
+      commit: this.commit,
+      vm,
+      sources,
+      agentVersion,
+      clock,
+      logger,
+    });
   }
 
   /** The records-committed signal (each durable batch of outbox entries). */

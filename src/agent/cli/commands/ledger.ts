@@ -27,6 +27,12 @@ interface DataDirFlags {
 }
 
 export function registerLedgerCommands(program: Command): void {
+  registerOutboxCommands(program);
+  registerDeadLetterCommands(program);
+}
+
+/** `sef outbox status` and `sef outbox drop-sink`. */
+function registerOutboxCommands(program: Command): void {
   const outbox = program.command("outbox").description("look at the outbox and its delivery ledger");
   outbox
     .command("status")
@@ -48,7 +54,10 @@ export function registerLedgerCommands(program: Command): void {
         dropSink(outbox, name, flags.dataDir),
       );
     });
+}
 
+/** `sef dead-letter list`, `replay` and `purge`. */
+function registerDeadLetterCommands(program: Command): void {
   const deadLetter = program.command("dead-letter").description("list, replay or purge dead-lettered deliveries");
   deadLetter
     .command("list")

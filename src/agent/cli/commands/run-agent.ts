@@ -100,6 +100,46 @@ async function runUntilStopped(
   stop: StopSignal,
   replayFrom: ReplayFrom | undefined,
 ): Promise<number> {
+  const built = await buildAgent(config, sinkSettings, logger, replayFrom);
+  if (typeof built === "number") return built;
+  const { agent, imdsEndpoint } = built;
+  let services: Awaited<ReturnType<typeof startAgentServices>>;
+  try {
+    await Promise.race([imdsEndpoint.start(endpointMemoryIn(agent.store.meta)), stop.arrived]);
+    agent.beforeStop(() => imdsEndpoint.stop());
+    if (!stop.requested) await Promise.race([agent.prepare(), stop.arrived]);
+    if (stop.requested) {
+      await agent.stop();
+      return exitCodes.ok;
+    }
+    services = await startAgentServices(agent, config, logger, imdsEndpoint);
+  } catch (err) {
+    await agent.stop();
+    if (err instanceof ConfigError) return reportConfigError(err);
+    const bindProblem = metricsBindProblem(err, config);
+    if (bindProblem !== undefined) {
+      logger.fatal({ err }, bindProblem);
+      return reportConfigError(new ConfigError([bindProblem]));
+    }
+    logger.fatal({ err }, "agent services could not start");
+    return exitCodes.fatal;
+  }
+  if (!stop.requested) {
+    agent.start();
+    await stop.arrived;
+  }
+  await agent.stop();
+  if (!(await settlesWithin(services.stop(), 1000))) logger.warn("metrics server did not close in time; leaving it");
+  return exitCodes.ok;
+}
+
+/** The sinks, the IMDS endpoint discovery and the agent, or the exit code of what stopped them being built. */
+async function buildAgent(
+  config: AgentConfig,
+  sinkSettings: SinkSettings,
+  logger: Logger,
+  replayFrom: ReplayFrom | undefined,
+): Promise<{ agent: Agent; imdsEndpoint: EndpointDiscovery } | number> {
   const metrics = new AgentMetrics({ processMetrics: true });
   const sinks: Sink[] = [];
   let agent: Agent;
@@ -144,35 +184,7 @@ async function runUntilStopped(
     logger.fatal({ err }, "agent could not start");
     return exitCodes.fatal;
   }
-
-  let services: Awaited<ReturnType<typeof startAgentServices>>;
-  try {
-    await Promise.race([imdsEndpoint.start(endpointMemoryIn(agent.store.meta)), stop.arrived]);
-    agent.beforeStop(() => imdsEndpoint.stop());
-    if (!stop.requested) await Promise.race([agent.prepare(), stop.arrived]);
-    if (stop.requested) {
-      await agent.stop();
-      return exitCodes.ok;
-    }
-    services = await startAgentServices(agent, config, logger, imdsEndpoint);
-  } catch (err) {
-    await agent.stop();
-    if (err instanceof ConfigError) return reportConfigError(err);
-    const bindProblem = metricsBindProblem(err, config);
-    if (bindProblem !== undefined) {
-      logger.fatal({ err }, bindProblem);
-      return reportConfigError(new ConfigError([bindProblem]));
-    }
-    logger.fatal({ err }, "agent services could not start");
-    return exitCodes.fatal;
-  }
-  if (!stop.requested) {
-    agent.start();
-    await stop.arrived;
-  }
-  await agent.stop();
-  if (!(await settlesWithin(services.stop(), 1000))) logger.warn("metrics server did not close in time; leaving it");
-  return exitCodes.ok;
+  return { agent, imdsEndpoint };
 }
 
 /** `--replay-from`: a non-negative integer is an outbox sequence number, anything else must parse as a time. */

@@ -2,7 +2,7 @@
 // module holds its options and public surface and wires the protocol modules: connection.ts (container, SASL,
 // sockets), cbs.ts ($cbs put-token), management-link.ts ($management READ), partitions.ts (sends, readers).
 import rhea from "rhea";
-import type { Delivery, EventContext, Message } from "rhea";
+import type { Container, Delivery, EventContext, Message } from "rhea";
 import type { Logger } from "pino";
 import { silentLogger } from "../../support/logger.js";
 import { HubStore, type StoredEvent } from "./store.js";
@@ -138,11 +138,9 @@ function decodeStored(event: StoredEvent): EmulatedEvent {
   };
 }
 
-/** Starts the peer; resolves once it listens. */
-export async function startEventHubsEmulator(options: EventHubsEmulatorOptions): Promise<EventHubsEmulator> {
-  const host = options.host ?? "127.0.0.1";
-  const keyName = options.sharedAccessKeyName ?? defaultSharedAccessKeyName;
-  const peer: Peer = {
+/** The peer's state before it listens: its hub, store, fault plan, counters and connection books. */
+function newPeer(options: EventHubsEmulatorOptions): Peer {
+  return {
     hubName: options.hubName,
     sharedAccessKey: options.sharedAccessKey ?? defaultSharedAccessKey,
     maxMessageSize:
@@ -167,10 +165,10 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     timers: new Set(),
     settleApart: new SettleApart(),
   };
-  const tlsIdentity = options.tls ? await createLocalTlsIdentity(options.caCertPath, host) : undefined;
+}
 
-  installFullLengthPerformatives();
-  const container = createContainer(peer.hubName);
+/** The AMQP container's handlers: links opened and closed, flow, messages; returns the store's unsubscribe. */
+function wireContainer(peer: Peer, container: Container): () => void {
   trackConnections(peer, container);
   const unsubscribe = peer.store.onAppend((partitionId) => {
     for (const stream of peer.streams.values()) if (stream.partitionId === partitionId) pump(peer, stream);
@@ -185,6 +183,19 @@ export async function startEventHubsEmulator(options: EventHubsEmulatorOptions):
     if (context.sender) peer.streams.delete(context.sender);
   });
   container.on("message", (context: EventContext) => routeMessage(peer, context));
+  return unsubscribe;
+}
+
+/** Starts the peer; resolves once it listens. */
+export async function startEventHubsEmulator(options: EventHubsEmulatorOptions): Promise<EventHubsEmulator> {
+  const host = options.host ?? "127.0.0.1";
+  const keyName = options.sharedAccessKeyName ?? defaultSharedAccessKeyName;
+  const peer = newPeer(options);
+  const tlsIdentity = options.tls ? await createLocalTlsIdentity(options.caCertPath, host) : undefined;
+
+  installFullLengthPerformatives();
+  const container = createContainer(peer.hubName);
+  const unsubscribe = wireContainer(peer, container);
 
   const server = await listenPeer(peer, container, { port: options.port ?? 0, host, tls: tlsIdentity });
   const address = server.address();
