@@ -140,20 +140,13 @@ describe("the chart's admission policies", () => {
     ]);
   });
 
-  it("the policies follow the service account's name, and are left out with admissionPolicy.enabled false or no kubernetes action", () => {
+  it("the policies follow the service account's name, and are left out with admissionPolicy.enabled false", () => {
     const named = renderPolicies({ serviceAccount: { create: false, name: "sef-agent" } });
     const p = named.find((m) => m.metadata.name === "sef-sef-own-node") as unknown as PolicyManifest;
     expect(p.spec.matchConditions?.[0]?.expression).toBe(
       "request.userInfo.username == 'system:serviceaccount:sef-system:sef-agent'",
     );
     expect(renderPolicies({ admissionPolicy: { enabled: false } })).toEqual([]);
-    expect(renderPolicies({ config: { kubernetes: null } })).toEqual([]);
-    // No policy drains: no pod rights, so no pod policy either.
-    const taintOnly = renderPolicies({
-      config: { kubernetes: { policy: { Reboot: "taint", Redeploy: "cordon", Preempt: "taint", Terminate: "none" } } },
-    });
-    expect(taintOnly.map((m) => m.metadata.name)).not.toContain("sef-sef-own-pods");
-    expect(taintOnly.map((m) => m.metadata.name)).toContain("sef-sef-own-node");
   });
 });
 

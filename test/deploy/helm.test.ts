@@ -584,6 +584,11 @@ describe("helm template with other values", () => {
     expect(only(manifests, "ClusterRole").rules).toEqual([
       { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "patch"] },
     ]);
+    // Nor the admission policy for pod deletion; the Node's and the Events' stay.
+    expect(manifests.filter((m) => m.kind === "ValidatingAdmissionPolicy").map((m) => m.metadata.name)).toEqual([
+      "sef-sef-own-node",
+      "sef-sef-own-node-events",
+    ]);
     const oneDrains = renderOk({
       config: { kubernetes: { policy: { Reboot: "drain", Redeploy: "taint", Preempt: "taint", Terminate: "none" } } },
     });
