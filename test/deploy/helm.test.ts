@@ -14,6 +14,7 @@ import { repoRoot } from "./support/bicep.js";
 import { runHelm } from "./support/helm.js";
 import { kubernetesSettingsSchema } from "../../src/agent/actions/kubernetes/settings.js";
 import { metricsAddress } from "../../src/agent/pipeline/services.js";
+import { nodeEventBody } from "../../src/agent/actions/kubernetes/views.js";
 
 const chart = "infra/helm/sef";
 const scratch = mkdtempSync(join(tmpdir(), "sef-helm-"));
@@ -277,6 +278,10 @@ describe("helm template with the default values", () => {
     // Events in one namespace: "default", where the agent writes those about its Node (as the kubelet does).
     const events = only(manifests, "Role");
     expect(events.metadata.namespace).toBe("default");
+    const eventBody = nodeEventBody({ name: "n", uid: "u" }, "Reason", "message", "Normal", new Date(0)) as {
+      metadata: { namespace: string };
+    };
+    expect(eventBody.metadata.namespace).toBe(events.metadata.namespace);
     expect(events.rules).toEqual([{ apiGroups: [""], resources: ["events"], verbs: ["create"] }]);
     const eventsBinding = only(manifests, "RoleBinding");
     expect(eventsBinding.metadata.namespace).toBe("default");
