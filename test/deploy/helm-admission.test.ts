@@ -6,8 +6,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { drainedPatch, markPatch, undoMarks } from "../../src/agent/actions/kubernetes/marks.js";
-import type { EventOnNode } from "../../src/agent/actions/kubernetes/plan.js";
+import {
+  drainedPatch,
+  legacyAnnotationKeys,
+  markAnnotationPrefix,
+  markPatch,
+  undoMarks,
+} from "../../src/agent/actions/kubernetes/marks.js";
+import { taintKeyPrefix, type EventOnNode } from "../../src/agent/actions/kubernetes/plan.js";
 import { nodeEventBody, nodeMergePatch, nodeView, type NodeJson } from "../../src/agent/actions/kubernetes/views.js";
 import { applyMergePatch } from "../../src/testbed/peers/kubernetes/patch.js";
 import { admit, type PolicyManifest, type Verdict } from "./support/admission-policy.js";
@@ -138,6 +144,16 @@ describe("the chart's admission policies", () => {
     expect(ownNode.spec.matchConstraints.resourceRules).toEqual([
       { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["nodes"] },
     ]);
+  });
+
+  it("names the agent's own keys: its taint prefix, its annotation prefix and the previous release's annotations", () => {
+    const expressions = ownNode.spec.validations.map((v) => v.expression).join("\n");
+    expect(expressions).toContain(`t.key.startsWith('${taintKeyPrefix}')`);
+    expect(expressions).toContain(`k.startsWith('${markAnnotationPrefix}')`);
+    const legacy = Object.values(legacyAnnotationKeys)
+      .map((k) => `'${k}'`)
+      .join(", ");
+    expect(expressions).toContain(`k in [${legacy}]`);
   });
 
   it("the policies follow the service account's name, and are left out with admissionPolicy.enabled false", () => {
