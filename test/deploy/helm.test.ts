@@ -1,8 +1,9 @@
 // The Helm chart (infra/helm/sef) through the real helm binary: `helm lint --strict`, `helm template` with default
 // values and with each credential mode, the rendered manifests parsed and checked (metrics for Prometheus on the
-// cluster, the exact RBAC rules, the optional ServiceMonitor and lease Role), the rendered config.json loaded by the
-// agent's own config loader, and values that values.schema.json must refuse. kubectl is not used: even
-// `--dry-run=client` needs an API server (discovery and the OpenAPI document).
+// cluster, the exact RBAC rules, the optional ServiceMonitor and lease Role, the pod on or off the host network), the
+// rendered config.json loaded by the agent's own config loader, and values that values.schema.json must refuse. The
+// admission policies' CEL: helm-admission.test.ts. kubectl is not used: even `--dry-run=client` needs an API server
+// (discovery and the OpenAPI document) that serves every kind the chart renders, and the testbed's peer serves a few.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +14,7 @@ import { repoRoot } from "./support/bicep.js";
 import { runHelm } from "./support/helm.js";
 import { kubernetesSettingsSchema } from "../../src/agent/actions/kubernetes/settings.js";
 import { metricsAddress } from "../../src/agent/pipeline/services.js";
+import { nodeEventBody } from "../../src/agent/actions/kubernetes/views.js";
 
 const chart = "infra/helm/sef";
 const scratch = mkdtempSync(join(tmpdir(), "sef-helm-"));
@@ -76,6 +78,7 @@ interface DaemonSet {
         serviceAccountName: string;
         priorityClassName?: string;
         hostNetwork?: boolean;
+        automountServiceAccountToken?: boolean;
         dnsPolicy?: string;
         terminationGracePeriodSeconds: number;
         securityContext?: Record<string, unknown>;
@@ -191,11 +194,19 @@ describe("helm template with the default values", () => {
   const pod = ds.spec.template.spec;
   const agent = agentContainer(ds);
 
-  it("renders a ServiceAccount, a ConfigMap, a DaemonSet and the kubernetes action's RBAC named after the release, with the chart's labels", () => {
+  it("renders a ServiceAccount, a ConfigMap, a DaemonSet, the kubernetes action's RBAC and admission policies named after the release, with the chart's labels", () => {
     expect(manifests.map((m) => `${m.apiVersion} ${m.kind} ${m.metadata.name}`).sort()).toEqual([
+      "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy sef-sef-own-node",
+      "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy sef-sef-own-node-events",
+      "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy sef-sef-own-pods",
+      "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding sef-sef-own-node",
+      "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding sef-sef-own-node-events",
+      "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding sef-sef-own-pods",
       "apps/v1 DaemonSet sef-sef",
       "rbac.authorization.k8s.io/v1 ClusterRole sef-sef-node-actions",
       "rbac.authorization.k8s.io/v1 ClusterRoleBinding sef-sef-node-actions",
+      "rbac.authorization.k8s.io/v1 Role sef-sef-node-events",
+      "rbac.authorization.k8s.io/v1 RoleBinding sef-sef-node-events",
       "v1 ConfigMap sef-sef",
       "v1 ServiceAccount sef-sef",
     ]);
@@ -216,9 +227,10 @@ describe("helm template with the default values", () => {
     expect(pod.serviceAccountName).toBe("sef-sef");
   });
 
-  it("runs on the node's network (IMDS is the node's) with the DNS policy that keeps cluster DNS", () => {
+  it("runs on the node's network (IMDS whatever the cluster's IMDS restriction) with the DNS policy that keeps cluster DNS", () => {
     expect(pod.hostNetwork).toBe(true);
     expect(pod.dnsPolicy).toBe("ClusterFirstWithHostNet");
+    expect(pod.automountServiceAccountToken).toBe(true);
   });
 
   it("filters system calls with the runtime's default seccomp profile (the kubelet applies none unless asked)", () => {
@@ -247,24 +259,38 @@ describe("helm template with the default values", () => {
     const { config } = loadRenderedConfig(manifests);
     expect(config.kubernetes).toEqual(kubernetesSettingsSchema.parse({}));
     const role = only(manifests, "ClusterRole");
-    // Exactly the calls the action makes: its Node read and patched, the cluster's Nodes listed (the other nodes an
-    // event names), the node's pods listed, evictions, Events created; nothing else (no Role at all).
+    // Cluster-wide, exactly the calls the action makes: its Node read and patched, the cluster's Nodes listed (the
+    // other nodes an event names), the node's pods listed, evicted, and deleted when still held at the deadline. The
+    // admission policies narrow the writes to its own node (helm-admission.test.ts).
     expect(role.rules).toEqual([
       { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "patch"] },
-      { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["list", "delete"] },
       { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] },
-      { apiGroups: [""], resources: ["events"], verbs: ["create"] },
     ]);
-    expect(manifests.filter((m) => m.kind === "Role" || m.kind === "RoleBinding")).toEqual([]);
     const binding = only(manifests, "ClusterRoleBinding");
     expect(binding.roleRef).toEqual({
       apiGroup: "rbac.authorization.k8s.io",
       kind: "ClusterRole",
       name: role.metadata.name,
     });
-    expect(binding.subjects).toEqual([
-      { kind: "ServiceAccount", name: pod.serviceAccountName, namespace: "sef-system" },
-    ]);
+    const subjects = [{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: "sef-system" }];
+    expect(binding.subjects).toEqual(subjects);
+    // Events in one namespace: "default", where the agent writes those about its Node (as the kubelet does).
+    const events = only(manifests, "Role");
+    expect(events.metadata.namespace).toBe("default");
+    const eventBody = nodeEventBody({ name: "n", uid: "u" }, "Reason", "message", "Normal", new Date(0)) as {
+      metadata: { namespace: string };
+    };
+    expect(eventBody.metadata.namespace).toBe(events.metadata.namespace);
+    expect(events.rules).toEqual([{ apiGroups: [""], resources: ["events"], verbs: ["create"] }]);
+    const eventsBinding = only(manifests, "RoleBinding");
+    expect(eventsBinding.metadata.namespace).toBe("default");
+    expect(eventsBinding.roleRef).toEqual({
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "Role",
+      name: events.metadata.name,
+    });
+    expect(eventsBinding.subjects).toEqual(subjects);
   });
 
   it("keeps the agent's state on the hostPath /var/lib/sef and its config from the ConfigMap, read-only", () => {
@@ -315,14 +341,14 @@ describe("helm template with the default values", () => {
   it("serves metrics on the node's IP at a named port, probed there, with Prometheus' scrape annotations", () => {
     // The agent as the pod runs it: the kubelet sets SEF_METRICS_HOST to the node's IP.
     const { config } = loadRenderedConfig(manifests, { NODE_NAME: "aks-nodepool1-0", SEF_METRICS_HOST: "10.224.0.4" });
-    expect(metricsAddress(config)).toEqual({ host: "10.224.0.4", port: 9464 });
-    expect(agent.ports).toEqual([{ name: "metrics", containerPort: 9464, hostPort: 9464, protocol: "TCP" }]);
+    expect(metricsAddress(config)).toEqual({ host: "10.224.0.4", port: 10464 });
+    expect(agent.ports).toEqual([{ name: "metrics", containerPort: 10464, hostPort: 10464, protocol: "TCP" }]);
     // No host: the kubelet probes the pod's IP, which is the node's on the host network.
     expect(agent.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "metrics" });
     expect(agent.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "metrics" });
     expect(ds.spec.template.metadata.annotations).toMatchObject({
       "prometheus.io/scrape": "true",
-      "prometheus.io/port": "9464",
+      "prometheus.io/port": "10464",
       "prometheus.io/path": "/metrics",
     });
     expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.shutdownFlushMs);
@@ -441,7 +467,7 @@ describe("helm template with other values", () => {
     );
     expect(ds.spec.template.metadata.annotations).toMatchObject({
       "prometheus.io/scrape": "true",
-      "prometheus.io/port": "9464",
+      "prometheus.io/port": "10464",
     });
     expect(agentContainer(ds).livenessProbe?.httpGet).toEqual({ host: "0.0.0.0", path: "/healthz", port: "metrics" });
     const quiet = only(renderOk({ metrics: { scrapeAnnotations: false } }), "DaemonSet");
@@ -459,7 +485,7 @@ describe("helm template with other values", () => {
     expect(service.spec).toEqual({
       clusterIP: "None",
       selector: ds.spec.selector.matchLabels,
-      ports: [{ name: "metrics", port: 9464, targetPort: "metrics", protocol: "TCP" }],
+      ports: [{ name: "metrics", port: 10464, targetPort: "metrics", protocol: "TCP" }],
     });
     expect(agentContainer(ds).ports?.map((p) => p.name)).toEqual(["metrics"]);
     expect(monitor.apiVersion).toBe("monitoring.coreos.com/v1");
@@ -509,9 +535,10 @@ describe("helm template with other values", () => {
     expect(checksum({ config: { logLevel: "debug" } })).not.toBe(base);
   });
 
-  it("config.kubernetes null: forwarding only, no RBAC, and the agent loads without NODE_NAME", () => {
+  it("config.kubernetes null: forwarding only, no RBAC, no policy, no API token in the pod, and the agent loads without NODE_NAME", () => {
     const manifests = renderOk({ config: { kubernetes: null } });
     expect(manifests.map((m) => m.kind).sort()).toEqual(["ConfigMap", "DaemonSet", "ServiceAccount"]);
+    expect(only(manifests, "DaemonSet").spec.template.spec.automountServiceAccountToken).toBe(false);
     const { config, json } = loadRenderedConfig(manifests, {});
     expect(json).not.toHaveProperty("kubernetes");
     expect(config.kubernetes).toBeUndefined();
@@ -529,14 +556,98 @@ describe("helm template with other values", () => {
     expect(config.kubernetes?.drainLeadMs).toBe(120_000);
   });
 
-  it("serviceAccount.create false: no ServiceAccount; the pods use the named one, or the namespace's default", () => {
+  it("serviceAccount.create false: no ServiceAccount; the pods and the bindings use the named one", () => {
     const named = renderOk({ serviceAccount: { create: false, name: "sef-existing" } });
-    expect(named.map((m) => m.kind).sort()).toEqual(["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet"]);
-    expect(only(named, "ClusterRoleBinding").subjects?.[0]?.name).toBe("sef-existing");
+    expect(named.map((m) => m.kind)).not.toContain("ServiceAccount");
+    const bindings = named.filter((m) => m.kind === "ClusterRoleBinding" || m.kind === "RoleBinding");
+    expect(bindings.map((m) => m.metadata.name).sort()).toEqual(["sef-sef-node-actions", "sef-sef-node-events"]);
+    for (const binding of bindings) {
+      expect(binding.subjects, binding.metadata.name).toEqual([
+        { kind: "ServiceAccount", name: "sef-existing", namespace: "sef-system" },
+      ]);
+    }
     expect(only(named, "DaemonSet").spec.template.spec.serviceAccountName).toBe("sef-existing");
-    expect(
-      only(renderOk({ serviceAccount: { create: false } }), "DaemonSet").spec.template.spec.serviceAccountName,
-    ).toBe("default");
+  });
+
+  it("never the namespace's default service account: create false without a name, or the name default, fails", () => {
+    for (const serviceAccount of [
+      { create: false },
+      { create: false, name: "default" },
+      { create: true, name: "default" },
+    ]) {
+      const { status, stderr, manifests } = render({ serviceAccount });
+      expect(status, JSON.stringify(serviceAccount)).not.toBe(0);
+      expect(manifests).toEqual([]);
+      expect(stderr).toContain("sef's rights are never given to the namespace's default service account");
+    }
+  });
+
+  it("no policy that drains: no pod rights at all (list, evict, delete)", () => {
+    const manifests = renderOk({
+      config: { kubernetes: { policy: { Reboot: "cordon", Redeploy: "taint", Preempt: "taint", Terminate: "none" } } },
+    });
+    expect(only(manifests, "ClusterRole").rules).toEqual([
+      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "patch"] },
+    ]);
+    // Nor the admission policy for pod deletion; the Node's and the Events' stay.
+    expect(manifests.filter((m) => m.kind === "ValidatingAdmissionPolicy").map((m) => m.metadata.name)).toEqual([
+      "sef-sef-own-node",
+      "sef-sef-own-node-events",
+    ]);
+    const oneDrains = renderOk({
+      config: { kubernetes: { policy: { Reboot: "drain", Redeploy: "taint", Preempt: "taint", Terminate: "none" } } },
+    });
+    expect(only(oneDrains, "ClusterRole").rules?.map((r) => r.resources[0])).toEqual([
+      "nodes",
+      "pods",
+      "pods/eviction",
+    ]);
+  });
+
+  it("drainConcurrency.enabled: a Role for Leases (get, create, update) in the release namespace, bound to the pods' account", () => {
+    const manifests = renderOk({ drainConcurrency: { enabled: true } });
+    const leases = manifests.find((m) => m.kind === "Role" && m.metadata.name === "sef-sef-drain-leases");
+    expect(leases?.metadata.namespace).toBe("sef-system");
+    expect(leases?.rules).toEqual([
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
+    ]);
+    const binding = manifests.find((m) => m.kind === "RoleBinding" && m.metadata.name === "sef-sef-drain-leases");
+    expect(binding?.metadata.namespace).toBe("sef-system");
+    expect(binding?.roleRef).toEqual({
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "Role",
+      name: "sef-sef-drain-leases",
+    });
+    expect(binding?.subjects).toEqual([{ kind: "ServiceAccount", name: "sef-sef", namespace: "sef-system" }]);
+    expect(renderOk().filter((m) => m.metadata.name === "sef-sef-drain-leases")).toEqual([]);
+  });
+
+  it("hostNetwork false: the pod's own IP and DNS, no host port, metrics on the pod's IP; listenOn nodeIP then fails", () => {
+    const manifests = renderOk({ hostNetwork: false, metrics: { listenOn: "podIP" } });
+    const ds = only(manifests, "DaemonSet");
+    const pod = ds.spec.template.spec;
+    expect(pod.hostNetwork).toBe(false);
+    expect(pod.dnsPolicy).toBe("ClusterFirst");
+    const agent = agentContainer(ds);
+    expect(agent.ports).toEqual([{ name: "metrics", containerPort: 10464, protocol: "TCP" }]);
+    expect(agent.env).toContainEqual({
+      name: "SEF_METRICS_HOST",
+      valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
+    });
+    expect(agent.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "metrics" });
+    expect(ds.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true" });
+    for (const listenOn of ["nodeIP", "config"]) {
+      const { status, stderr } = render({ hostNetwork: false, metrics: { listenOn } });
+      expect(status, listenOn).not.toBe(0);
+      expect(stderr).toContain("hostNetwork false needs metrics.listenOn podIP");
+    }
+    // On the host network podIP is the node's IP: the same address as nodeIP, from status.podIP.
+    const onHost = agentContainer(only(renderOk({ metrics: { listenOn: "podIP" } }), "DaemonSet"));
+    expect(onHost.ports?.[0]?.hostPort).toBe(10464);
+    expect(onHost.env).toContainEqual({
+      name: "SEF_METRICS_HOST",
+      valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
+    });
   });
 
   it("the data directory on the node comes from dataHostPath; inside the container it stays /var/lib/sef", () => {
@@ -578,7 +689,9 @@ describe("values.schema.json", () => {
     ],
     ["a misspelt kubernetes setting", { config: { kubernetes: { drainLead: 5 } } }, "drainLead"],
     ["force that is not a boolean", { config: { kubernetes: { force: "yes" } } }, "/config/kubernetes/force"],
-    ["an unknown metrics listen mode", { metrics: { listenOn: "podIP" } }, "/metrics/listenOn"],
+    ["an unknown metrics listen mode", { metrics: { listenOn: "hostIP" } }, "/metrics/listenOn"],
+    ["hostNetwork as a string", { hostNetwork: "true" }, "/hostNetwork"],
+    ["a misspelt drainConcurrency setting", { drainConcurrency: { enable: true } }, "enable"],
     [
       "a ServiceMonitor API group Prometheus does not watch",
       { metrics: { serviceMonitor: { apiVersion: "monitoring.coreos.com/v2" } } },
