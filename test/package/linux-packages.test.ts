@@ -62,6 +62,7 @@ describe.concurrent("the .deb", () => {
       expect(result.code, log).toBe(0);
       expect(result.stdout).toMatch(/^ok: installed in \d+ ms$/m);
       expect(result.stdout).toContain("ok: user sef, /etc/sef 0750 and its files 0640 root:sef");
+      expect(result.stdout).toContain("ok: sef.service enabled without systemd running");
       expect(result.stdout).toContain(`ok: version ${olderPackageVersion}`); // the older build, installed first
       expect(result.stdout).toContain(
         `ok: upgrade from ${olderPackageVersion} to ${packageVersion} keeps config and data`,
@@ -105,6 +106,7 @@ describe.concurrent("the .rpm", () => {
     expect(result.stdout).toContain(
       `ok: rpm -i: user sef, /etc/sef 0750, config and sef.env 0640 root:sef, version ${olderPackageVersion}`,
     );
+    expect(result.stdout).toContain("ok: sef.service enabled without systemd running");
     expect(result.stdout).toContain(
       `ok: rpm -U from ${olderPackageVersion} to ${packageVersion} keeps config and data`,
     );
