@@ -325,6 +325,60 @@ describe("infra/windows/install.ps1 and infra/vmapp/vmapp.ps1 under pwsh, Window
   });
 });
 
+describe("PowerShell's own parser (pwsh)", () => {
+  it("parses every script and the Windows commands; the stub defines exactly sef-platform.ps1's functions", async () => {
+    const payloads = (["install", "update", "remove"] as const).map((action) => {
+      const file = join(scratch, `command-${action}.ps1`);
+      writeFileSync(file, powershellPayload(commands[action]));
+      return file;
+    });
+    const broken = join(scratch, "broken.ps1");
+    writeFileSync(broken, 'function f( { $x = "\n');
+    const files = [
+      "infra/windows/install.ps1",
+      "infra/windows/sef-platform.ps1",
+      "infra/vmapp/vmapp.ps1",
+      "test/deploy/windows/platform-stub.ps1",
+      "test/deploy/windows/run-scenarios.ps1",
+      "test/deploy/windows/parse.ps1",
+    ].map((f) => join(repoRoot, f));
+    const run = await runProcess(
+      pwsh(),
+      [
+        "-NoProfile",
+        "-NonInteractive",
+        "-File",
+        join(repoRoot, "test/deploy/windows/parse.ps1"),
+        ...files,
+        ...payloads,
+        broken,
+      ],
+      120_000,
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const parsed = new Map(
+      run.stdout
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as { file: string; errors: string[]; functions: Record<string, string[]> })
+        .map((r) => [r.file, r]),
+    );
+    for (const file of [...files, ...payloads]) expect(parsed.get(file)?.errors, file).toEqual([]);
+    expect(parsed.get(broken)?.errors.length).toBeGreaterThan(0);
+    const real = parsed.get(files[1]!)!.functions;
+    const stubbed = parsed.get(files[3]!)!.functions;
+    expect(Object.keys(real).sort()).toEqual([
+      "Assert-SefAdministrator",
+      "Get-SefServiceStatus",
+      "Invoke-SefNative",
+      "Set-SefServiceAccount",
+      "Start-SefService",
+      "Stop-SefService",
+    ]);
+    for (const [name, parameters] of Object.entries(real)) expect(stubbed[name], name).toEqual(parameters);
+  }, 180_000);
+});
+
 /** The PowerShell a Windows command runs: the -Command "..." argument cmd.exe passes to powershell.exe. */
 function powershellPayload(command: string): string {
   const m = /^powershell\.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -Command "([^"]*)"$/.exec(command);
