@@ -135,7 +135,13 @@ describe.concurrent("reproducible builds", () => {
     });
     const stamp = /(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)/.exec(listing.stdout)!;
     const epochS = Date.parse(`${stamp[1]}T${stamp[2]}Z`) / 1000;
-    const [again] = await buildArtifacts({ repoRoot, targets: ["tar-x64"], outDir: join(scratch, "again"), epochS });
+    const [again] = await buildArtifacts({
+      repoRoot,
+      targets: ["tar-x64"],
+      outDir: join(scratch, "again"),
+      epochS,
+      integrity: false, // only the tarball is compared
+    });
     expect(sha256(again!), "the same sources as the first build").toBe(sha256(artifacts["tar-x64"]!));
   }, 300_000);
 });

@@ -427,7 +427,13 @@ describe("the MSI", () => {
 describe("reproducible Windows builds", () => {
   it("building the zip and the MSI again from the same inputs gives the same bytes", async () => {
     const second = join(scratch, "second");
-    await buildArtifacts({ repoRoot, targets: ["zip-win-x64", "msi-win-x64"], outDir: second, epochS });
+    await buildArtifacts({
+      repoRoot,
+      targets: ["zip-win-x64", "msi-win-x64"],
+      outDir: second,
+      epochS,
+      integrity: false, // only the zip and the MSI are compared
+    });
     for (const name of [zipName, msiName]) {
       expect(sha256(readFileSync(join(second, name))), name).toBe(sha256(readFileSync(join(first, name))));
     }
