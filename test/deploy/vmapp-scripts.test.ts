@@ -31,6 +31,19 @@ describe("infra/vmapp/commands.json", () => {
     }
   });
 
+  it("vmapp.sh refuses a malformed --sha256 and unknown arguments before anything else", () => {
+    const run = (...args: string[]) =>
+      spawnSync("bash", [join(vmapp, "vmapp.sh"), ...args], { encoding: "utf8", cwd: scratch });
+    expect(run("install", "--sha256", "abc")).toMatchObject({
+      status: 1,
+      stderr: expect.stringContaining("--sha256 needs 64 hex digits"),
+    });
+    expect(run("install", "--frob").stderr).toContain(
+      "usage: vmapp.sh install|update|remove [--sha256 HEX] [CONFIG_FILE]",
+    );
+    expect(run("deploy").status).toBe(1);
+  });
+
   it("names the files as settings.packageFileName and configFileName", () => {
     expect(commands.linux).toMatchObject({ packageFileName: "sef-vmapp.tar", configFileName: "sef-config.json" });
     expect(commands.windows).toMatchObject({ packageFileName: "sef-vmapp.zip", configFileName: "sef-config.json" });
