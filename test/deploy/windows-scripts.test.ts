@@ -125,7 +125,16 @@ interface Outcome {
 }
 
 /** Runs the scenarios in one pwsh (test/deploy/windows/run-scenarios.ps1), the event loop free for the /readyz peer. */
-async function runScenarios(scenarios: readonly Scenario[]): Promise<Map<string, Outcome>> {
+interface Parsed {
+  readonly file: string;
+  readonly errors: string[];
+  readonly functions: Record<string, string[]>;
+}
+
+async function runScenarios(
+  scenarios: readonly Scenario[],
+  parseFiles: readonly string[],
+): Promise<{ outcomes: Map<string, Outcome>; parsed: Map<string, Parsed> }> {
   const file = join(scratch, "scenarios.json");
   writeFileSync(
     file,
@@ -139,7 +148,8 @@ async function runScenarios(scenarios: readonly Scenario[]): Promise<Map<string,
       })),
     ),
   );
-  const run = await runProcess(pwsh(), ["-NoProfile", "-NonInteractive", "-File", driver, file], 120_000);
+  const args = ["-NoProfile", "-NonInteractive", "-File", driver, file, ...parseFiles];
+  const run = await runProcess(pwsh(), args, 120_000);
   if (run.code !== 0) throw new Error(`pwsh: ${run.code} ${run.stdout}\n${run.stderr}`);
   const stderrOf = new Map<string, string>();
   for (const part of run.stderr.split(/^=== /m).slice(1)) {
@@ -147,11 +157,13 @@ async function runScenarios(scenarios: readonly Scenario[]): Promise<Map<string,
     stderrOf.set(part.slice(0, newline), part.slice(newline + 1));
   }
   const outcomes = new Map<string, Outcome>();
+  const parsed = new Map<string, Parsed>();
   for (const line of run.stdout.split("\n").filter((l) => l.startsWith("{"))) {
-    const r = JSON.parse(line) as Omit<Outcome, "stderr"> & { name: string };
-    outcomes.set(r.name, { ...r, stderr: stderrOf.get(r.name) ?? "" });
+    const r = JSON.parse(line) as (Omit<Outcome, "stderr"> & { name: string }) | Parsed;
+    if ("file" in r) parsed.set(r.file, r);
+    else outcomes.set(r.name, { ...r, stderr: stderrOf.get(r.name) ?? "" });
   }
-  return outcomes;
+  return { outcomes, parsed };
 }
 
 const servers: Server[] = [];
@@ -176,6 +188,22 @@ describe("infra/windows/install.ps1 and infra/vmapp/vmapp.ps1 under pwsh, Window
     installFails: machine(undefined, { SEF_STUB_FAIL: "node.exe" }),
   };
   let outcomes: Map<string, Outcome>;
+  let parsed: Map<string, Parsed>;
+  const payloads = (["install", "update", "remove"] as const).map((action) => {
+    const file = join(scratch, `command-${action}.ps1`);
+    writeFileSync(file, powershellPayload(commands[action]));
+    return file;
+  });
+  const broken = join(scratch, "broken.ps1");
+  writeFileSync(broken, 'function f( { $x = "\n');
+  const scripts = [
+    "infra/windows/install.ps1",
+    "infra/windows/sef-platform.ps1",
+    "infra/vmapp/vmapp.ps1",
+    "test/deploy/windows/platform-stub.ps1",
+    "test/deploy/windows/run-scenarios.ps1",
+    "test/deploy/windows/parse.ps1",
+  ].map((f) => join(repoRoot, f));
   const outcome = (name: keyof typeof m): Outcome => outcomes.get(name)!;
   const configOf = (mm: Machine): string => join(mm.dir, "ProgramData", "sef", "config.json");
 
@@ -206,30 +234,49 @@ describe("infra/windows/install.ps1 and infra/vmapp/vmapp.ps1 under pwsh, Window
     const vmConfig = JSON.stringify({ sinks: ["stdout"], metrics: { enabled: false } });
     mkdirSync(join(m.remove.dir, "Program Files", "sef"), { recursive: true });
     writeFileSync(join(m.remove.dir, "Program Files", "sef", "sef-service.exe"), "winsw");
-    outcomes = await runScenarios([
-      install(m.fresh, "fresh", { ConfigPath: join(m.fresh.dir, "config.json") }),
-      install(m.upgrade, "upgrade", { NoStart: true }),
-      install(m.notAdmin, "notAdmin", { ConfigPath: join(m.fresh.dir, "config.json") }),
-      install(m.noConfig, "noConfig"),
-      install(m.icaclsFails, "icaclsFails", { ConfigPath: join(m.fresh.dir, "config.json"), NoStart: true }),
-      install(m.notReady, "notReady", { ConfigPath: join(m.notReady.dir, "config.json"), ReadyTimeoutSeconds: 2 }),
-      vmapp(m.underscore, "underscore", downloadDir(m.underscore, { "sef-windows_config": vmConfig }), {
-        Action: "install",
-      }),
-      vmapp(m.dash, "dash", downloadDir(m.dash, { "sef-windows-config": vmConfig }), { Action: "update" }),
-      vmapp(m.badSums, "badSums", downloadDir(m.badSums, {}, `${"0".repeat(64)}  ${top}.zip\n`), {
-        Action: "install",
-      }),
-      vmapp(m.badSha, "badSha", downloadDir(m.badSha, { "sef-config.json": vmConfig }), {
-        Action: "install",
-        Sha256: "ab".repeat(32),
-      }),
-      vmapp(m.remove, "remove", downloadDir(m.remove), { Action: "remove" }),
-      vmapp(m.installFails, "installFails", downloadDir(m.installFails, { "sef-config.json": vmConfig }), {
-        Action: "install",
-      }),
-    ]);
+    ({ outcomes, parsed } = await runScenarios(
+      [
+        install(m.fresh, "fresh", { ConfigPath: join(m.fresh.dir, "config.json") }),
+        install(m.upgrade, "upgrade", { NoStart: true }),
+        install(m.notAdmin, "notAdmin", { ConfigPath: join(m.fresh.dir, "config.json") }),
+        install(m.noConfig, "noConfig"),
+        install(m.icaclsFails, "icaclsFails", { ConfigPath: join(m.fresh.dir, "config.json"), NoStart: true }),
+        install(m.notReady, "notReady", { ConfigPath: join(m.notReady.dir, "config.json"), ReadyTimeoutSeconds: 2 }),
+        vmapp(m.underscore, "underscore", downloadDir(m.underscore, { "sef-windows_config": vmConfig }), {
+          Action: "install",
+        }),
+        vmapp(m.dash, "dash", downloadDir(m.dash, { "sef-windows-config": vmConfig }), { Action: "update" }),
+        vmapp(m.badSums, "badSums", downloadDir(m.badSums, {}, `${"0".repeat(64)}  ${top}.zip\n`), {
+          Action: "install",
+        }),
+        vmapp(m.badSha, "badSha", downloadDir(m.badSha, { "sef-config.json": vmConfig }), {
+          Action: "install",
+          Sha256: "ab".repeat(32),
+        }),
+        vmapp(m.remove, "remove", downloadDir(m.remove), { Action: "remove" }),
+        vmapp(m.installFails, "installFails", downloadDir(m.installFails, { "sef-config.json": vmConfig }), {
+          Action: "install",
+        }),
+      ],
+      [...scripts, ...payloads, broken],
+    ));
   }, 180_000);
+
+  it("PowerShell's own parser takes every script and the Windows commands; the stub has sef-platform.ps1's functions", () => {
+    for (const file of [...scripts, ...payloads]) expect(parsed.get(file)?.errors, file).toEqual([]);
+    expect(parsed.get(broken)?.errors.length).toBeGreaterThan(0);
+    const real = parsed.get(scripts[1]!)!.functions;
+    const stubbed = parsed.get(scripts[3]!)!.functions;
+    expect(Object.keys(real).sort()).toEqual([
+      "Assert-SefAdministrator",
+      "Get-SefServiceStatus",
+      "Invoke-SefNative",
+      "Set-SefServiceAccount",
+      "Start-SefService",
+      "Stop-SefService",
+    ]);
+    for (const [name, parameters] of Object.entries(real)) expect(stubbed[name], name).toEqual(parameters);
+  });
 
   it("install.ps1: ACLs for NT SERVICE\\sef, the files, WinSW, the virtual account, start, /readyz; config rewritten", () => {
     expect(outcome("fresh"), outcome("fresh").stderr).toMatchObject({ exitCode: 0, threw: null });
@@ -323,60 +370,6 @@ describe("infra/windows/install.ps1 and infra/vmapp/vmapp.ps1 under pwsh, Window
     expect(outcome("installFails")).toMatchObject({ exitCode: 1, threw: null });
     expect(outcome("installFails").stderr).toMatch(/^sef vmapp: FAILED: .*node\.exe .* failed with exit code 5/m);
   });
-});
-
-describe("PowerShell's own parser (pwsh)", () => {
-  it("parses every script and the Windows commands; the stub defines exactly sef-platform.ps1's functions", async () => {
-    const payloads = (["install", "update", "remove"] as const).map((action) => {
-      const file = join(scratch, `command-${action}.ps1`);
-      writeFileSync(file, powershellPayload(commands[action]));
-      return file;
-    });
-    const broken = join(scratch, "broken.ps1");
-    writeFileSync(broken, 'function f( { $x = "\n');
-    const files = [
-      "infra/windows/install.ps1",
-      "infra/windows/sef-platform.ps1",
-      "infra/vmapp/vmapp.ps1",
-      "test/deploy/windows/platform-stub.ps1",
-      "test/deploy/windows/run-scenarios.ps1",
-      "test/deploy/windows/parse.ps1",
-    ].map((f) => join(repoRoot, f));
-    const run = await runProcess(
-      pwsh(),
-      [
-        "-NoProfile",
-        "-NonInteractive",
-        "-File",
-        join(repoRoot, "test/deploy/windows/parse.ps1"),
-        ...files,
-        ...payloads,
-        broken,
-      ],
-      120_000,
-    );
-    expect(run.code, run.stderr).toBe(0);
-    const parsed = new Map(
-      run.stdout
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l) as { file: string; errors: string[]; functions: Record<string, string[]> })
-        .map((r) => [r.file, r]),
-    );
-    for (const file of [...files, ...payloads]) expect(parsed.get(file)?.errors, file).toEqual([]);
-    expect(parsed.get(broken)?.errors.length).toBeGreaterThan(0);
-    const real = parsed.get(files[1]!)!.functions;
-    const stubbed = parsed.get(files[3]!)!.functions;
-    expect(Object.keys(real).sort()).toEqual([
-      "Assert-SefAdministrator",
-      "Get-SefServiceStatus",
-      "Invoke-SefNative",
-      "Set-SefServiceAccount",
-      "Start-SefService",
-      "Stop-SefService",
-    ]);
-    for (const [name, parameters] of Object.entries(real)) expect(stubbed[name], name).toEqual(parameters);
-  }, 180_000);
 });
 
 /** The PowerShell a Windows command runs: the -Command "..." argument cmd.exe passes to powershell.exe. */

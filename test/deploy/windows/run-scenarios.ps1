@@ -3,9 +3,15 @@
   scenario). $ScenariosFile: a JSON array of { name, script, parameters, cwd, env }; each script is called with &
   and its parameters splatted, as a caller would, after setting its environment and working directory. Prints one
   JSON object a scenario: its exit code ($LASTEXITCODE after the script's own `exit`), the error it threw, its output.
-  What a script writes straight to stderr goes there, between "=== <name>" lines.
+  What a script writes straight to stderr goes there, between "=== <name>" lines. First, parse.ps1's lines for
+  $ParseFiles (PowerShell's parser over them), so the test needs no pwsh of its own for that.
 #>
-param([Parameter(Mandatory = $true)][string] $ScenariosFile)
+param(
+  [Parameter(Mandatory = $true, Position = 0)][string] $ScenariosFile,
+  [Parameter(ValueFromRemainingArguments = $true)][string[]] $ParseFiles = @()
+)
+
+if ($null -ne $ParseFiles -and $ParseFiles.Count -gt 0) { & (Join-Path $PSScriptRoot "parse.ps1") @ParseFiles }
 
 $scenarios = Get-Content -Raw -LiteralPath $ScenariosFile | ConvertFrom-Json
 foreach ($scenario in $scenarios) {
