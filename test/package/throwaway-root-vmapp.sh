@@ -38,8 +38,10 @@ if [[ "${family}" == rpm ]]; then
   printf 'NAME="Microsoft Azure Linux"\nID=azurelinux\nVERSION_ID="3.0"\n' >"${root}/etc/os-release"
   cp "${base_rpm}" "${root}/tmp/base.rpm"
   chroot "${root}" rpm -i /tmp/base.rpm >"${scratch}/base-rpm.log" 2>&1 || { cat "${scratch}/base-rpm.log" >&2; fail "installing the base rpm"; }
-  # The distribution's repository, unreachable from the VM: what loads repository metadata fails.
-  mkdir -p "${root}/etc/yum.repos.d"
+  # The distribution's repository, unreachable from the VM, and dnf configured as RHEL and Azure Linux ship it
+  # (skip_if_unavailable=False; Debian's dnf skips): whatever loads repository metadata fails.
+  mkdir -p "${root}/etc/yum.repos.d" "${root}/etc/dnf"
+  printf '[main]\ngpgcheck=True\ninstallonly_limit=3\nclean_requirements_on_remove=True\nbest=True\nskip_if_unavailable=False\n' >"${root}/etc/dnf/dnf.conf"
   printf '[azurelinux-base]\nname=base\nbaseurl=http://192.0.2.1/azurelinux/3.0/base/\nenabled=1\ngpgcheck=0\n' >"${root}/etc/yum.repos.d/azurelinux.repo"
   chroot "${root}" sh -c "command -v dnf" >/dev/null || fail "no dnf in the RPM root (npm test's set-up step installs it)"
 fi
