@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs (or upgrades) the sef agent from its artifact: a .deb (apt/dpkg), an .rpm (dnf/yum/rpm) or the
+# Installs (or upgrades) the sef agent from its artifact: a .deb (apt/dpkg), an .rpm (rpm) or the
 # sef-VERSION-linux-ARCH.tar.gz or .tar.xz (unpacked to /opt/sef, linked as /usr/bin/sef, unit to /etc/systemd/system). Then
 # installs the config, starts sef.service and checks it: config accepted, service active, /readyz ready within
 # 30 s. Fails loudly (exit 1, with the service's last log lines) otherwise. No npm, no compiler: the runtime ships inside.
@@ -107,10 +107,9 @@ case "${package}" in
     fi
     ;;
   *.rpm)
-    if command -v dnf >/dev/null; then dnf install -y "${package}"
-    elif command -v yum >/dev/null; then yum install -y "${package}"
-    else rpm -Uvh --replacepkgs "${package}"
-    fi
+    # rpm itself, not dnf or yum: they load every repository's metadata first and fail where none is reachable (an
+    # isolated VM, an image build); the .rpm needs only what any RPM system has installed.
+    rpm -Uvh --replacepkgs "${package}"
     ;;
   *.tar.gz | *.tgz | *.tar.xz) install_tarball ;;
   *) die "unknown package type: ${package} (.deb, .rpm, .tar.gz or .tar.xz)" ;;

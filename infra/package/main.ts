@@ -1,7 +1,7 @@
 // `npm run package`: bundles the agent (and, for the fleet-tar targets, the fleet service) and builds the artifacts into
 // artifacts/ (reproducible: same inputs, same bytes). `npm run package -- deb-x64 tar-x64` builds only the named
 // targets; the default is every target. SEF_PACKAGE_VERSION overrides the agent package's version (the package tests
-// build an older one to upgrade from).
+// build an older one to upgrade from). Beside the artifacts: a CycloneDX SBOM for each and SHA256SUMS (integrity.ts).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,6 +16,7 @@ import {
   type LinuxArch,
   type LinuxInputs,
 } from "./linux.js";
+import { workspaceSbom, writeSbom, writeSha256Sums } from "./integrity.js";
 import { sourceDateEpoch } from "./reproducible.js";
 import { fetchRuntime, type Runtime } from "./runtime.js";
 import { buildWindowsMsi } from "./windows-msi.js";
@@ -52,6 +53,8 @@ export interface PackageOptions {
   readonly version?: string;
   /** How the Linux artifacts are compressed, all alike or per target (default `release`; see compression.ts). */
   readonly compression?: CompressionProfile | ((target: Target) => CompressionProfile);
+  /** Write each artifact's SBOM (<artifact>.cdx.json) and add them all to outDir's SHA256SUMS (default true). */
+  readonly integrity?: boolean;
 }
 
 /** What every artifact of one build shares. */
@@ -96,12 +99,35 @@ export async function buildArtifacts(options: PackageOptions): Promise<string[]>
     const fleet = (["x64", "arm64"] as const)
       .filter((arch) => targets.includes(`fleet-tar-${arch}`))
       .map((arch) => buildFleet(context, arch, bundles.fleet, runtimes[arch]!));
-    const linuxFiles = (await Promise.all(linux)).flat();
+    const agentFiles = [...(await Promise.all(linux)).flat(), ...buildWindows(context, bundles.agent)];
     const fleetFiles = await Promise.all(fleet);
-    return [...linuxFiles, ...buildWindows(context, bundles.agent), ...fleetFiles];
+    const built = [...agentFiles, ...fleetFiles];
+    return options.integrity === false ? built : [...built, ...(await writeIntegrity(context, agentFiles, fleetFiles))];
   } finally {
     rmSync(context.workDir, { recursive: true, force: true });
   }
+}
+
+/** Each artifact's SBOM, then SHA256SUMS over the artifacts and SBOMs; returns the files written. */
+async function writeIntegrity(
+  context: BuildContext,
+  agentFiles: readonly string[],
+  fleetFiles: readonly string[],
+): Promise<string[]> {
+  const { repoRoot, epochS, progress } = context;
+  progress("writing the SBOMs (npm sbom, CycloneDX) and SHA256SUMS");
+  const sboms = [
+    ...(agentFiles.length === 0 ? [] : [workspaceSbom(repoRoot, "src/agent")]).flatMap((base) =>
+      agentFiles.map((artifact) => writeSbom(base, { artifact, name: "sef", version: context.version, epochS })),
+    ),
+    ...(fleetFiles.length === 0 ? [] : [workspaceSbom(repoRoot, "src/fleet")]).flatMap((base) =>
+      fleetFiles.map((artifact) =>
+        writeSbom(base, { artifact, name: "sef-fleet", version: packageVersionOf(repoRoot, "fleet"), epochS }),
+      ),
+    ),
+  ];
+  const sums = await writeSha256Sums([...agentFiles, ...fleetFiles, ...sboms]);
+  return [...sboms, ...(sums === undefined ? [] : [sums])];
 }
 
 function packageVersionOf(repoRoot: string, pkg: string): string {

@@ -5,15 +5,26 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { windowsDefaultConfig, windowsProgramFiles, type WindowsInputs } from "./windows.js";
+import {
+  virtualAccountSid,
+  windowsDefaultConfig,
+  windowsProgramFiles,
+  windowsServiceAccount,
+  windowsServiceName,
+  type WindowsInputs,
+} from "./windows.js";
 
 /** Never changes: Windows Installer finds the sef it replaces by it (MajorUpgrade). */
 export const msiUpgradeCode = "46FE0E39-C319-4E07-B263-489A8491E7DC";
 
-/** `C:\ProgramData\sef` and what is created in it later: Administrators and LocalSystem only, nothing inherited. */
-export const configDirSddl = "D:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)";
-/** `C:\ProgramData\sef\config.json` when the MSI installs it. */
-export const configFileSddl = "D:PAI(A;;FA;;;SY)(A;;FA;;;BA)";
+const serviceSid = virtualAccountSid(windowsServiceName);
+/**
+ * `C:\ProgramData\sef` and what is created in it later (data, logs): LocalSystem and Administrators full control, the
+ * service's virtual account modify (0x1301bf: no delete-child, no ACL or owner change), nothing inherited.
+ */
+export const configDirSddl = `D:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;${serviceSid})`;
+/** `C:\ProgramData\sef\config.json` when the MSI installs it: the service account reads it only. */
+export const configFileSddl = `D:PAI(A;;FA;;;SY)(A;;FA;;;BA)(A;;FR;;;${serviceSid})`;
 
 /** Component attribute bits (Component table): 16 Permanent, 128 NeverOverwrite, 256 64-bit. */
 const componentAttributes = { permanent: 16, neverOverwrite: 128, win64: 256 } as const;
@@ -151,11 +162,11 @@ function programFilesXml(node: DirectoryNode, relDir: string, service: WinswServ
   return lines;
 }
 
-/** ServiceInstall (LocalSystem, automatic) and ServiceControl: start on install, stop on install and uninstall, remove on uninstall. */
+/** ServiceInstall (NT SERVICE\sef, automatic) and ServiceControl: start on install, stop on install and uninstall, remove on uninstall. */
 function serviceXml(service: WinswService, pad: string): string[] {
   return [
     `${pad}<ServiceInstall Id="sef_service" Name="${escapeXml(service.id)}" DisplayName="${escapeXml(service.displayName)}" Description="${escapeXml(service.description)}"`,
-    `${pad}    Type="ownProcess" Start="auto" ErrorControl="normal" Account="LocalSystem" Interactive="no" Vital="yes"/>`,
+    `${pad}    Type="ownProcess" Start="auto" ErrorControl="normal" Account="${escapeXml(windowsServiceAccount)}" Interactive="no" Vital="yes"/>`,
     `${pad}<ServiceControl Id="sef_service_control" Name="${escapeXml(service.id)}" Start="install" Stop="both" Remove="uninstall" Wait="yes"/>`,
   ];
 }

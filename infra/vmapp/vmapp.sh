@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The Linux VM Application's install, update and remove actions for sef, run by Azure's VM Application agent as root
-# from its download directory (.../<application name>/<version>/), where the bundle (this script, install.sh and the
-# .deb/.rpm packages) was unpacked. Picks the .deb or .rpm for this machine and hands it to install.sh, the installer
-# sef already has: config and /var/lib/sef survive upgrade, rollback (a lower version) and remove.
+# from its download directory (.../<application name>/<version>/), where the bundle (this script, install.sh, the
+# .deb/.rpm packages and their SHA256SUMS) was unpacked. Picks the .deb or .rpm for this machine, checks it against the
+# bundle's SHA256SUMS (and --sha256 when given) and hands it to install.sh, the installer sef already has: config and
+# /var/lib/sef survive upgrade, rollback (a lower version) and remove.
 # The config is the VM Application's configuration file in the current directory: sef-config.json (the version's
-# settings.configFileName) or, without that setting, "<application name>-config"; none keeps the installed config.
-# Usage: vmapp.sh install|update|remove [CONFIG_FILE]
+# settings.configFileName) or, without that setting, Azure's default name, "<application name>_config" or
+# "<application name>-config"; none keeps the installed config.
+# Usage: vmapp.sh install|update|remove [--sha256 HEX] [CONFIG_FILE]
 set -euo pipefail
 
 readonly CONFIG_FILE=/etc/sef/config.json
@@ -17,13 +19,24 @@ die() {
   exit 1
 }
 
+readonly USAGE="usage: vmapp.sh install|update|remove [--sha256 HEX] [CONFIG_FILE]"
 action="${1:-}"
-config="${2:-}"
-[[ "${action}" =~ ^(install|update|remove)$ ]] || die "usage: vmapp.sh install|update|remove [CONFIG_FILE]"
+[[ "${action}" =~ ^(install|update|remove)$ ]] || die "${USAGE}"
+shift
+config=""
+sha256=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sha256) [[ $# -ge 2 && "$2" =~ ^[0-9a-fA-F]{64}$ ]] || die "--sha256 needs 64 hex digits"; sha256="${2,,}"; shift 2 ;;
+    -*) die "${USAGE}" ;;
+    *) [[ -z "${config}" ]] || die "${USAGE}"; config="$1"; shift ;;
+  esac
+done
 [[ "$(id -u)" -eq 0 ]] || die "must run as root (the VM Application agent runs it as root)"
 if [[ -z "${config}" ]]; then
   # The agent's working directory is .../<application name>/<application version>.
-  for candidate in sef-config.json "$(basename -- "$(dirname -- "${PWD}")")-config"; do
+  application="$(basename -- "$(dirname -- "${PWD}")")"
+  for candidate in sef-config.json "${application}_config" "${application}-config"; do
     if [[ -f "${candidate}" ]]; then config="${PWD}/${candidate}"; break; fi
   done
 fi
@@ -65,6 +78,19 @@ bundled_package() {
   echo "${found[0]}"
 }
 
+# Refuses PACKAGE unless its SHA-256 is its line's in the bundle's SHA256SUMS (and --sha256's, when given).
+check_sha256() {
+  local package="$1" name listed actual
+  name="${package##*/}"
+  [[ -f "${here}/SHA256SUMS" ]] || die "the bundle has no SHA256SUMS: refusing ${name}"
+  listed="$(awk -v n="${name}" '($2 == n || $2 == "*" n) && $1 ~ /^[0-9a-fA-F]+$/ && length($1) == 64 { print tolower($1) }' "${here}/SHA256SUMS")"
+  [[ -n "${listed}" && "${listed}" != *$'\n'* ]] || die "SHA256SUMS has no single line for ${name}: refusing it"
+  actual="$(sha256sum -- "${package}" | cut -d' ' -f1)"
+  for expected in "${listed}" ${sha256:+"${sha256}"}; do
+    [[ "${actual}" == "${expected}" ]] || die "${name} has SHA-256 ${actual}, not ${expected}: refusing to install it"
+  done
+}
+
 package_version() {
   case "$1" in
     *.deb) dpkg-deb -f "$1" Version ;;
@@ -79,7 +105,7 @@ installed_version() {
   esac
 }
 
-# Removes the package, keeping /etc/sef and /var/lib/sef: dpkg keeps the conffile; rpm -e renames an edited config to
+# Removes the package (no repository needed), keeping /etc/sef and /var/lib/sef: dpkg keeps the conffile; rpm -e renames an edited config to
 # config.json.rpmsave, which is put back (a later install then leaves it in place and writes config.json.rpmnew).
 remove_package() {
   local family="$1"
@@ -90,10 +116,7 @@ remove_package() {
       fi
       ;;
     rpm)
-      if command -v dnf >/dev/null; then dnf remove -y sef
-      elif command -v yum >/dev/null; then yum remove -y sef
-      else rpm -e sef
-      fi
+      rpm -e sef # not dnf or yum: they load the repositories' metadata first, and fail where none is reachable
       if [[ -f "${CONFIG_FILE}.rpmsave" && ! -e "${CONFIG_FILE}" ]]; then mv -- "${CONFIG_FILE}.rpmsave" "${CONFIG_FILE}"; fi
       ;;
   esac
@@ -113,6 +136,7 @@ if [[ "${action}" == remove ]]; then
 fi
 
 package="$(bundled_package "${family}")"
+check_sha256 "${package}"
 version="$(package_version "${package}")"
 # A rollback (the installed version is newer): package managers refuse a downgrade by default, so remove first
 # (config and data stay) and install this one.

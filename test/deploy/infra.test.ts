@@ -1,6 +1,9 @@
 // The VM install artifacts: the hardened systemd unit (and `systemd-analyze verify` where the tool exists), the
 // install script's interface, the cloud-init user data, the Windows installer and the example agent configs.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,8 +12,8 @@ import { parse } from "yaml";
 import { streamName } from "../../src/contract/stream-schema.js";
 import { exitCodes } from "../../src/agent/cli/config-options.js";
 import { repoRoot } from "./support/bicep.js";
-import { cloudInitPath, installerDir, renderCloudInit } from "./support/cloud-init.js";
-import { powershellSyntaxErrors } from "./support/powershell.js";
+import { cloudInitPath, installerDir, packageSha256Placeholder, renderCloudInit } from "./support/cloud-init.js";
+import { runProcess } from "../helpers/run-process.js";
 
 const read = (path: string): string => readFileSync(join(repoRoot, path), "utf8");
 const scratch = mkdtempSync(join(tmpdir(), "sef-deploy-"));
@@ -168,10 +171,45 @@ describe("infra/linux/cloud-init.yaml", () => {
     const byPath = new Map(data.write_files.map((f) => [f.path, f.content]));
     expect(byPath.get(`${installerDir}/install.sh`)).toBe(read("infra/linux/install.sh"));
     expect(byPath.get(`${installerDir}/package-url`)).toMatch(/\.deb\n$/);
+    expect(byPath.get(`${installerDir}/package-sha256`)).toBe(`${packageSha256Placeholder}\n`);
     expect(JSON.parse(byPath.get(`${installerDir}/config.json`) ?? "")).toEqual(
       JSON.parse(read("infra/config/both.json")),
     );
     expect(data.runcmd.flat().join(" ")).toContain('./install.sh --package "${file}" --config config.json');
+  });
+
+  it("its runcmd installs the download only when it has the SHA-256 given in package-sha256", async () => {
+    const data = parse(text) as { runcmd: string[][] };
+    const runcmd = data.runcmd[0]![2]!;
+    const bytes = Buffer.from("a sef package\n");
+    const server = createServer((req, res) => res.end(req.url === "/sef_9.9.9_amd64.deb?sv=x" ? bytes : ""));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/sef_9.9.9_amd64.deb?sv=x`;
+      const boot = async (sha: string) => {
+        const dir = mkdtempSync(join(scratch, "cloud-init-"));
+        writeFileSync(join(dir, "package-url"), `${url}\n`);
+        writeFileSync(join(dir, "package-sha256"), `${sha}\n`);
+        writeFileSync(join(dir, "install.sh"), '#!/bin/sh\necho "$@" > installed\n', { mode: 0o755 });
+        const result = await runProcess("bash", ["-c", runcmd.replace(`cd ${installerDir};`, `cd '${dir}';`)], 60_000);
+        return { ...result, dir, installed: existsSync(join(dir, "installed")) };
+      };
+      const right = await boot(createHash("sha256").update(bytes).digest("hex"));
+      expect(right.code, right.stderr).toBe(0);
+      expect(readFileSync(join(right.dir, "installed"), "utf8")).toBe(
+        "--package sef_9.9.9_amd64.deb --config config.json\n",
+      );
+      for (const wrong of ["0".repeat(64), packageSha256Placeholder]) {
+        const refused = await boot(wrong);
+        expect(refused.code).not.toBe(0);
+        expect(refused.installed).toBe(false);
+        expect(refused.stderr).toContain(
+          `sef: sef_9.9.9_amd64.deb does not have the SHA-256 in package-sha256 (${wrong}): not installing it`,
+        );
+      }
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("its runcmd is shellcheck-clean bash", () => {
@@ -192,20 +230,14 @@ describe("infra/windows/install.ps1", () => {
   const text = read("infra/windows/install.ps1");
 
   it("is a thin wrapper around the zip's WinSW service, config written as UTF-8 without BOM, no npm", () => {
-    expect(text).toContain('Invoke-Checked $Wrapper @("install")');
-    expect(text).toContain("Start-Service -Name $ServiceName");
+    expect(text).toContain('Invoke-SefNative $Wrapper @("install")');
+    expect(text).toContain("Start-SefService $ServiceName");
     expect(text).toContain("$Utf8NoBom = New-Object Text.UTF8Encoding $false");
     expect(text).toContain("[IO.File]::WriteAllText($ConfigFile, ($config | ConvertTo-Json -Depth 20), $Utf8NoBom)");
     expect(text).not.toMatch(/Set-Content|Out-File|ScheduledTask|npm/);
-    expect(text).toContain('"*S-1-5-18:(OI)(CI)F", "*S-1-5-32-544:(OI)(CI)F"');
+    expect(text).toContain('"*S-1-5-18:(OI)(CI)F", "*S-1-5-32-544:(OI)(CI)F"'); // run under pwsh: windows-scripts.test.ts
     expect(text).toContain("/readyz");
     expect(text).toMatch(/^\$ErrorActionPreference = "Stop"$/m);
-  });
-
-  it("parses as PowerShell (tree-sitter-powershell; Microsoft's parser needs pwsh, which no registry here ships)", async () => {
-    const errors = await powershellSyntaxErrors(text);
-    expect(errors).toEqual([]);
-    expect(await powershellSyntaxErrors('function f( { $x = "\n')).not.toEqual([]);
   });
 });
 

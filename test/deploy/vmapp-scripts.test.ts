@@ -1,14 +1,14 @@
 // The VM Application's scripts (infra/vmapp/): the commands in commands.json parse in the interpreter the agent uses
-// (bash; PowerShell through cmd.exe), vmapp.ps1 parses, bundle.sh builds the two bundles, upload.sh's az commands
-// (--dry-run) create versions with exactly those commands and file names. vmapp.sh runs for real in
-// test/package/vmapp.test.ts.
+// (bash), bundle.sh builds the two bundles with their SHA256SUMS, upload.sh's az commands (--dry-run) create versions
+// with exactly those commands and file names. vmapp.sh runs for real in test/package/vmapp.test.ts; the Windows
+// commands and vmapp.ps1 under pwsh in windows-scripts.test.ts.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { repoRoot } from "./support/bicep.js";
-import { powershellSyntaxErrors } from "./support/powershell.js";
 
 const vmapp = join(repoRoot, "infra/vmapp");
 type Commands = Record<
@@ -18,13 +18,6 @@ type Commands = Record<
 const commands = JSON.parse(readFileSync(join(vmapp, "commands.json"), "utf8")) as Commands;
 const scratch = mkdtempSync(join(tmpdir(), "sef-vmapp-scripts-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-
-/** The PowerShell a Windows command runs: the -Command "..." argument cmd.exe passes to powershell.exe. */
-function powershellPayload(command: string): string {
-  const m = /^powershell\.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -Command "([^"]*)"$/.exec(command);
-  if (m === null) throw new Error(`not a powershell.exe -Command "..." line: ${command}`);
-  return m[1]!;
-}
 
 describe("infra/vmapp/commands.json", () => {
   it("the Linux commands are bash that parses, find the package under either name and run vmapp.sh with their action", () => {
@@ -38,35 +31,26 @@ describe("infra/vmapp/commands.json", () => {
     }
   });
 
-  it("the Windows commands are one powershell.exe -Command each, whose script passes the PowerShell parser", async () => {
-    for (const action of ["install", "update", "remove"] as const) {
-      const script = powershellPayload(commands.windows[action]);
-      expect(await powershellSyntaxErrors(script), action).toEqual([]);
-      expect(script).toContain(`& .\\bundle\\vmapp.ps1 ${action}; exit $LASTEXITCODE`);
-      expect(script).toContain(`$p = '${commands.windows.packageFileName}'`);
-    }
-    expect(
-      await powershellSyntaxErrors(powershellPayload(commands.windows.install).replace("}; Expand", "; Expand")),
-    ).not.toEqual([]);
+  it("vmapp.sh refuses a malformed --sha256 and unknown arguments before anything else", () => {
+    const run = (...args: string[]) =>
+      spawnSync("bash", [join(vmapp, "vmapp.sh"), ...args], { encoding: "utf8", cwd: scratch });
+    expect(run("install", "--sha256", "abc")).toMatchObject({
+      status: 1,
+      stderr: expect.stringContaining("--sha256 needs 64 hex digits"),
+    });
+    expect(run("install", "--frob").stderr).toContain(
+      "usage: vmapp.sh install|update|remove [--sha256 HEX] [CONFIG_FILE]",
+    );
+    expect(run("deploy").status).toBe(1);
   });
 
   it("names the files as settings.packageFileName and configFileName", () => {
     expect(commands.linux).toMatchObject({ packageFileName: "sef-vmapp.tar", configFileName: "sef-config.json" });
     expect(commands.windows).toMatchObject({ packageFileName: "sef-vmapp.zip", configFileName: "sef-config.json" });
-    for (const name of ["sef-config.json", "-config"]) {
+    for (const name of ["sef-config.json", "_config", "-config"]) {
       expect(readFileSync(join(vmapp, "vmapp.sh"), "utf8")).toContain(name);
       expect(readFileSync(join(vmapp, "vmapp.ps1"), "utf8")).toContain(name);
     }
-  });
-});
-
-describe("infra/vmapp/vmapp.ps1", () => {
-  it("parses as PowerShell and calls the zip's install.ps1", async () => {
-    const text = readFileSync(join(vmapp, "vmapp.ps1"), "utf8");
-    expect(await powershellSyntaxErrors(text)).toEqual([]);
-    expect(text).toMatch(/ValidateSet\("install", "update", "remove"\)/);
-    expect(text).toContain('-Filter "install.ps1"');
-    expect(text).toContain("exit 1");
   });
 });
 
@@ -96,13 +80,36 @@ describe("infra/vmapp/bundle.sh and upload.sh", () => {
         .split("\n")
         .filter(Boolean)
         .map((l) => l.split(/\s+/).at(-1)),
-    ).toEqual(["install.sh", "sef-9.8.7-1.aarch64.rpm", "sef-9.8.7-1.x86_64.rpm", "sef_9.8.7_amd64.deb", "vmapp.sh"]);
+    ).toEqual([
+      "SHA256SUMS",
+      "install.sh",
+      "sef-9.8.7-1.aarch64.rpm",
+      "sef-9.8.7-1.x86_64.rpm",
+      "sef_9.8.7_amd64.deb",
+      "vmapp.sh",
+    ]);
+    const sums = spawnSync("tar", ["-xOf", join(out, "sef-9.8.7-vmapp-linux.tar"), "SHA256SUMS"], { encoding: "utf8" });
+    const hash = (name: string): string => createHash("sha256").update(name).digest("hex"); // each file holds its name
+    expect(sums.stdout).toBe(
+      ["sef_9.8.7_amd64.deb", "sef-9.8.7-1.x86_64.rpm", "sef-9.8.7-1.aarch64.rpm"]
+        .map((n) => `${hash(n)}  ${n}\n`)
+        .join(""),
+    );
     expect(tar).toMatch(/^-rwxr-xr-x 0\/0 .* vmapp\.sh$/m);
     const zip = spawnSync("python3", ["-m", "zipfile", "-l", join(out, "sef-9.8.7-vmapp-windows.zip")], {
       encoding: "utf8",
     }).stdout;
     expect(zip).toMatch(/^vmapp\.ps1 /m);
     expect(zip).toMatch(/^sef-9\.8\.7-win-x64\.zip /m);
+    expect(zip).toMatch(/^SHA256SUMS /m);
+    // With the release's SHA256SUMS beside the artifacts, a package that does not match it is refused.
+    writeFileSync(join(artifacts, "SHA256SUMS"), `${"0".repeat(64)}  sef-9.8.7-win-x64.zip\n`);
+    const mismatch = spawnSync("bash", [join(vmapp, "bundle.sh"), artifacts, "9.8.7", join(scratch, "no")], {
+      encoding: "utf8",
+    });
+    rmSync(join(artifacts, "SHA256SUMS"));
+    expect(mismatch.status).not.toBe(0);
+    expect(mismatch.stderr).toMatch(/sef_9\.8\.7_amd64\.deb does not match .*SHA256SUMS \(not listed\)/);
     const missing = spawnSync("bash", [join(vmapp, "bundle.sh"), artifacts, "1.2.3", out], { encoding: "utf8" });
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain("holds no sef 1.2.3");

@@ -224,6 +224,7 @@ async function buildSet(stamp: string, dir: string, log: (line: string) => void)
         progress: (step) => progress(`${olderPackageVersion}: ${step}`),
         version: olderPackageVersion,
         compression: "stored",
+        integrity: false, // the set's SHA256SUMS and SBOMs are the current build's
       }),
     ]);
     try {

@@ -3,8 +3,9 @@
 # Azure's VM Application agent runs them, for test/package/vmapp.test.ts: as root, in a new network namespace with no
 # interface up (no network), from .../VMApplicationManagerLinux/<application>/<version>/ holding the package and the
 # configuration under the names the agent gives them. The root is an overlay over this machine's Debian (as in
-# throwaway-root.sh); with FAMILY=rpm it is made an RPM system: an os-release of Azure Linux and, in the rpm database,
-# a base package providing what sef's .rpm requires. One "ok: ..." line per check; exits non-zero at the first failure.
+# throwaway-root.sh); with FAMILY=rpm it is made an RPM system: an os-release of Azure Linux, in the rpm database a
+# base package providing what sef's .rpm requires, and dnf with a repository it cannot reach (no network). One
+# "ok: ..." line per check; exits non-zero at the first failure.
 # The commands and file names come in the environment: VMAPP_INSTALL, VMAPP_UPDATE, VMAPP_REMOVE,
 # VMAPP_PACKAGE_FILE_NAME, VMAPP_CONFIG_FILE_NAME (infra/vmapp/commands.json's "linux" entry).
 # Usage: throwaway-root-vmapp.sh SCRATCH_DIR deb|rpm OLDER_BUNDLE BUNDLE [BASE_RPM]
@@ -37,17 +38,24 @@ if [[ "${family}" == rpm ]]; then
   printf 'NAME="Microsoft Azure Linux"\nID=azurelinux\nVERSION_ID="3.0"\n' >"${root}/etc/os-release"
   cp "${base_rpm}" "${root}/tmp/base.rpm"
   chroot "${root}" rpm -i /tmp/base.rpm >"${scratch}/base-rpm.log" 2>&1 || { cat "${scratch}/base-rpm.log" >&2; fail "installing the base rpm"; }
+  # The distribution's repository, unreachable from the VM, and dnf configured as RHEL and Azure Linux ship it
+  # (skip_if_unavailable=False; Debian's dnf skips): whatever loads repository metadata fails.
+  mkdir -p "${root}/etc/yum.repos.d" "${root}/etc/dnf"
+  printf '[main]\ngpgcheck=True\ninstallonly_limit=3\nclean_requirements_on_remove=True\nbest=True\nskip_if_unavailable=False\n' >"${root}/etc/dnf/dnf.conf"
+  printf '[azurelinux-base]\nname=base\nbaseurl=http://192.0.2.1/azurelinux/3.0/base/\nenabled=1\ngpgcheck=0\n' >"${root}/etc/yum.repos.d/azurelinux.repo"
+  chroot "${root}" sh -c "command -v dnf" >/dev/null || fail "no dnf in the RPM root (npm test's set-up step installs it)"
 fi
 
 agent_dir=/var/lib/waagent/Microsoft.CPlat.Core.VMApplicationManagerLinux/sef-linux
 # Puts a version's package (and config, when given) where the agent downloads them. NAMING "default": the package as
-# the application's name, the config as <application>-config; "settings": packageFileName and configFileName.
+# the application's name, the config as <application>_config (Azure's REST API's default name; vmapp-scripts.test.ts
+# checks <application>-config too); "settings": packageFileName and configFileName.
 stage_version() {
   local package="$2" naming="$3" config="${4:-}" dir="${root}${agent_dir}/$1"
   mkdir -p "${dir}"
   if [[ "${naming}" == default ]]; then
     cp "${package}" "${dir}/sef-linux"
-    if [[ -n "${config}" ]]; then cp "${config}" "${dir}/sef-linux-config"; fi
+    if [[ -n "${config}" ]]; then cp "${config}" "${dir}/sef-linux_config"; fi
   else
     cp "${package}" "${dir}/${VMAPP_PACKAGE_FILE_NAME:?}"
     if [[ -n "${config}" ]]; then cp "${config}" "${dir}/${VMAPP_CONFIG_FILE_NAME:?}"; fi
@@ -119,7 +127,19 @@ if run_action 0.1.0 install; then fail "install accepted a broken config"; fi
 cmp -s "${root}/etc/sef/config.json" "${scratch}/config-a.json" || fail "a broken config replaced the working one"
 echo "ok: a broken config fails the install: $(grep -m1 FAILED "${scratch}/0.1.0-install.log")"
 
-# 6. Remove when sef is already gone succeeds (the agent may run it twice).
+# 6. A bundle whose package does not have its SHA256SUMS hash is refused, and nothing is installed.
+mkdir -p "${scratch}/tampered"
+tar -xf "${bundle}" -C "${scratch}/tampered"
+sed -i -E 's/^[0-9a-f]{64}/0000000000000000000000000000000000000000000000000000000000000000/' "${scratch}/tampered/SHA256SUMS"
+tar -cf "${scratch}/tampered.tar" -C "${scratch}/tampered" .
+stage_version 0.2.0 "${scratch}/tampered.tar" settings
+before_tampered="$(version_of)"
+if run_action 0.2.0 update; then fail "update installed a package whose SHA-256 is not its SHA256SUMS one"; fi
+grep -q "refusing to install it" "${scratch}/0.2.0-update.log" || fail "the refusal does not say why: $(tail -2 "${scratch}/0.2.0-update.log")"
+[[ "$(version_of)" == "${before_tampered}" ]] || fail "a refused update changed sef to $(version_of)"
+echo "ok: a package that does not match SHA256SUMS is refused: $(grep -m1 FAILED "${scratch}/0.2.0-update.log")"
+
+# 7. Remove when sef is already gone succeeds (the agent may run it twice).
 expect_action 0.1.0 remove
 expect_action 0.1.0 remove
 grep -q "nothing to remove" "${scratch}/0.1.0-remove.log" || fail "a second remove did not say there was nothing to remove"

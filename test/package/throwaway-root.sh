@@ -41,6 +41,11 @@ in_root getent passwd sef >/dev/null || fail "no system user sef"
 [[ "$(in_root stat -c '%a %U %G' /etc/sef/sef.env)" == "640 root sef" ]] || fail "sef.env is $(in_root stat -c '%a %U %G' /etc/sef/sef.env)"
 [[ "$(in_root stat -c '%a %U %G' /etc/sef)" == "750 root sef" ]] || fail "/etc/sef is $(in_root stat -c '%a %U %G' /etc/sef)"
 echo "ok: user sef, /etc/sef 0750 and its files 0640 root:sef"
+# systemd is installed in this root but not running (as in an image build): the unit is enabled for the next boot.
+[[ -d /run/systemd/system ]] && fail "this test needs a root where systemd does not run"
+[[ "$(readlink "${root}/etc/systemd/system/multi-user.target.wants/sef.service")" == */sef.service ]] ||
+  fail "sef.service is not enabled after dpkg -i without systemd running"
+echo "ok: sef.service enabled without systemd running"
 echo "ok: version $(in_root /usr/bin/sef --version)"
 [[ "${imds_url}" != "--install-only" ]] || exit 0
 

@@ -1,7 +1,9 @@
 // The Linux VM Application (infra/vmapp: bundle.sh's tar of vmapp.sh, install.sh and the .deb/.rpm) on throwaway
 // roots, its commands run exactly as Azure's VM Application agent runs them (throwaway-root-vmapp.sh): an older build
 // installed, updated to this one, rolled back, removed and installed again, on a Debian root (the .deb) and an RPM
-// root (the .rpm); /var/lib/sef and the config survive each step, a broken config fails the install.
+// root (the .rpm, dnf there with its repository unreachable); the config under Azure's default name
+// (<application>_config) is found; /var/lib/sef and the config survive each step, a broken config fails the install,
+// a package that does not match the bundle's SHA256SUMS is refused.
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -103,6 +105,9 @@ describe.concurrent("the Linux VM Application, run as the VM Application agent r
         `ok: remove then install again keeps /var/lib/sef and the config: ${packageVersion}`,
       );
       expect(result.stdout).toMatch(/^ok: a broken config fails the install: .*FAILED: /m);
+      expect(result.stdout).toMatch(
+        /^ok: a package that does not match SHA256SUMS is refused: sef vmapp: FAILED: sef.* has SHA-256 [0-9a-f]{64}, not 0{64}: refusing to install it$/m,
+      );
       expect(result.stdout).toMatch(
         /^ok: remove twice: sef vmapp: sef is not installed \((deb|rpm)\): nothing to remove$/m,
       );

@@ -12,7 +12,7 @@ import { unzipSync } from "fflate";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildArtifacts } from "../../infra/package/main.js";
 import { sourceDateEpoch } from "../../infra/package/reproducible.js";
-import { fetchRegistryPackage, fetchRuntime } from "../../infra/package/runtime.js";
+import { fetchRegistryPackage, fetchRuntime, nodeRuntimeVersion } from "../../infra/package/runtime.js";
 import {
   configDirSddl,
   configFileSddl,
@@ -20,7 +20,7 @@ import {
   msiUpgradeCode,
   readWinswService,
 } from "../../infra/package/windows-msi.js";
-import { winswPackage } from "../../infra/package/windows.js";
+import { virtualAccountSid, winswPackage } from "../../infra/package/windows.js";
 import { packageVersion, repoRoot } from "./artifacts.js";
 
 const cacheDir = join(repoRoot, ".package-cache");
@@ -36,7 +36,13 @@ let zip: Map<string, Buffer>;
 beforeAll(async () => {
   first = join(scratch, "first");
   const written = await buildArtifacts({ repoRoot, targets: ["zip-win-x64", "msi-win-x64"], outDir: first, epochS });
-  expect(written.map((file) => relative(first, file))).toEqual([zipName, msiName]);
+  expect(written.map((file) => relative(first, file))).toEqual([
+    zipName,
+    msiName,
+    `${zipName}.cdx.json`,
+    `${msiName}.cdx.json`,
+    "SHA256SUMS",
+  ]);
   const entries = unzipSync(readFileSync(join(first, zipName)));
   zip = new Map(
     Object.entries(entries)
@@ -94,11 +100,11 @@ describe("the Windows zip", () => {
     expect(certificates.includes(Buffer.from("OpenJS Foundation"))).toBe(true);
   });
 
-  it("holds WinSW as sef-service.exe with its XML, the launcher, install.ps1, licences and a complete bundle", () => {
+  it("holds WinSW as sef-service.exe with its XML, the launcher, install.ps1 and sef-platform.ps1, licences and a complete bundle", () => {
     const winsw = fetchRegistryPackage(winswPackage.name, winswPackage.version, winswPackage.integrity, cacheDir);
     expect(zip.get("sef-service.exe")).toEqual(readFileSync(join(winsw, "bin/winsw/winsw.exe")));
     expect(zip.get("sef-service.exe.config")).toEqual(readFileSync(join(winsw, "bin/winsw/winsw.exe.config")));
-    for (const name of ["sef-service.xml", "sef-service.mjs", "install.ps1", "config.json"]) {
+    for (const name of ["sef-service.xml", "sef-service.mjs", "install.ps1", "sef-platform.ps1", "config.json"]) {
       expect(zip.get(name), name).toEqual(readFileSync(join(repoRoot, "infra/windows", name)));
     }
     expect(zip.get("LICENSE.node.txt")!.toString("utf8")).toMatch(/^Node\.js is licensed for use as follows:/);
@@ -132,6 +138,37 @@ describe("the Windows zip", () => {
     expect([...config.subarray(0, 3)]).not.toEqual([0xef, 0xbb, 0xbf]);
     const text = new TextDecoder("utf-8", { fatal: true }).decode(config);
     expect(JSON.parse(text)).toEqual({ sinks: ["stdout"], dataDir: "C:\\ProgramData\\sef\\data" });
+  });
+});
+
+describe("release integrity beside the Windows artifacts", () => {
+  it("SHA256SUMS checks with sha256sum -c; each artifact has a CycloneDX SBOM of the agent's dependencies and its Node.js", () => {
+    const check = spawnSync("sha256sum", ["--check", "--strict", "SHA256SUMS"], { cwd: first, encoding: "utf8" });
+    expect(check.status, check.stderr).toBe(0);
+    expect(check.stdout.trim().split("\n").sort()).toEqual(
+      [zipName, msiName, `${zipName}.cdx.json`, `${msiName}.cdx.json`].map((n) => `${n}: OK`).sort(),
+    );
+    for (const artifact of [zipName, msiName]) {
+      const sbom = JSON.parse(readFileSync(join(first, `${artifact}.cdx.json`), "utf8")) as {
+        bomFormat: string;
+        serialNumber: string;
+        metadata: { timestamp: string; component: { name: string; version: string; description: string } };
+        components: { name: string; version: string; purl?: string }[];
+      };
+      expect(sbom.bomFormat).toBe("CycloneDX");
+      expect(sbom.serialNumber).toMatch(
+        /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      );
+      expect(sbom.metadata.timestamp).toBe(new Date(epochS * 1000).toISOString());
+      expect(sbom.metadata.component).toMatchObject({ name: "sef", version: packageVersion, description: artifact });
+      const names = new Map(sbom.components.map((c) => [c.name, c.version]));
+      for (const dependency of ["@azure/event-hubs", "@azure/identity", "pino", "zod", "undici"]) {
+        expect(names.has(dependency), dependency).toBe(true);
+      }
+      expect(names.get("node")).toBe(nodeRuntimeVersion);
+      for (const devOnly of ["vitest", "typescript", "esbuild", "@azure/storage-blob"])
+        expect(names.has(devOnly), devOnly).toBe(false);
+    }
   });
 });
 
@@ -250,7 +287,7 @@ describe("the MSI", () => {
     msi = join(first, msiName);
   });
 
-  it("registers the service as WinSW would: automatic, LocalSystem, its name and description; started, stopped and removed", () => {
+  it("registers the service as WinSW would, as its virtual account NT SERVICE\\sef: automatic, its name and description; started, stopped and removed", () => {
     const files = msiTable(msi, "File");
     const components = msiTable(msi, "Component");
     const wrapper = files.find((f) => f.FileName === "sef-service.exe")!;
@@ -263,7 +300,7 @@ describe("the MSI", () => {
         ServiceType: "16",
         StartType: "2",
         ErrorControl: "1",
-        StartName: "LocalSystem",
+        StartName: "NT SERVICE\\sef",
         Arguments: "",
         Component_: wrapper.Component_,
       }),
@@ -354,8 +391,15 @@ describe("the MSI", () => {
         expect.objectContaining({ LockObject: config.File, Table: "File", SDDL: configFileSddl }),
       ]),
     );
-    // Protected (no inheritance from C:\ProgramData), LocalSystem and Administrators only.
-    expect(configDirSddl).toBe("D:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)");
+    // Protected (no inheritance from C:\ProgramData): LocalSystem and Administrators full control, the service's
+    // virtual account (its SID: `sc.exe showsid sef`) modify there and read only on the config.
+    const sid = "S-1-5-80-2955682943-1555227763-3375060471-2719680149-2931322413";
+    expect(virtualAccountSid("TrustedInstaller")).toBe(
+      "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464",
+    );
+    expect(virtualAccountSid("sef")).toBe(sid);
+    expect(configDirSddl).toBe(`D:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;${sid})`);
+    expect(configFileSddl).toBe(`D:PAI(A;;FA;;;SY)(A;;FA;;;BA)(A;;FR;;;${sid})`);
     // Every other file goes to ProgramFiles64Folder\sef.
     const ancestry = (dir: string): string[] =>
       dir === "" ? [] : [dir, ...ancestry(directories.get(dir)!.Directory_Parent!)];
@@ -383,7 +427,13 @@ describe("the MSI", () => {
 describe("reproducible Windows builds", () => {
   it("building the zip and the MSI again from the same inputs gives the same bytes", async () => {
     const second = join(scratch, "second");
-    await buildArtifacts({ repoRoot, targets: ["zip-win-x64", "msi-win-x64"], outDir: second, epochS });
+    await buildArtifacts({
+      repoRoot,
+      targets: ["zip-win-x64", "msi-win-x64"],
+      outDir: second,
+      epochS,
+      integrity: false, // only the zip and the MSI are compared
+    });
     for (const name of [zipName, msiName]) {
       expect(sha256(readFileSync(join(second, name))), name).toBe(sha256(readFileSync(join(first, name))));
     }

@@ -1,11 +1,13 @@
 // npm test's set-up step on a machine where it may not install anything (here: no apt-get and no tools on PATH): it
-// stops at once, non-zero, naming the one apt-get command that installs exactly what is missing.
+// stops at once, non-zero, naming the one apt-get command that installs exactly what is missing; without the .NET SDK,
+// the PowerShell step names the SDK and the one dotnet command that installs pwsh.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../package/artifacts.js";
+import { ensurePwsh, pwshInstallCommand, pwshVersion } from "./pwsh.js";
 import { installCommand, systemPackages } from "./system-tools.js";
 
 const emptyBin = mkdtempSync(join(tmpdir(), "sef-empty-path-"));
@@ -30,5 +32,18 @@ describe("test/setup/prepare.ts", () => {
     for (const p of commandPackages) expect(run.stderr).toContain(`  ${p.name}: ${p.usedBy}`);
     expect(run.stdout).not.toContain("installing");
     expect(run.stdout).not.toContain("package artifacts");
+  });
+
+  it("without dotnet on PATH: the PowerShell step installs nothing and names the .NET SDK and the pwsh install command", () => {
+    const toolDir = join(emptyBin, "tools", "pwsh");
+    const said: string[] = [];
+    let complaint = "";
+    const code = ensurePwsh({ toolDir, path: emptyBin, say: (l) => said.push(l), complain: (t) => (complaint += t) });
+    expect(code).toBe(1);
+    expect(said).toEqual([]);
+    expect(complaint).toContain(`PowerShell ${pwshVersion} (pwsh), a .NET tool`);
+    expect(complaint).toContain("Install the .NET SDK");
+    expect(complaint).toContain(`\n  dotnet tool install PowerShell --version ${pwshVersion} --tool-path ${toolDir}\n`);
+    expect(pwshInstallCommand(toolDir)).toBe(`dotnet tool install PowerShell --version 7.6.10 --tool-path ${toolDir}`);
   });
 });

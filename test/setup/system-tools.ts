@@ -44,6 +44,11 @@ export const systemPackages: readonly SystemPackage[] = [
     commands: ["unshare", "setpriv"],
   },
   { name: "rpm", usedBy: "packaging (.rpm) and test/package/linux-packages.test.ts", commands: ["rpm", "rpmbuild"] },
+  {
+    name: "dnf",
+    usedBy: "test/package/vmapp.test.ts (an RPM root whose repository is unreachable: installs must not need it)",
+    commands: ["dnf"],
+  },
   { name: "wixl", usedBy: "test/package/windows-artifacts.test.ts (builds the MSI)", commands: ["wixl"] },
   {
     name: "msitools",
