@@ -13,6 +13,7 @@ import type { ScheduledEventsDocument } from "../../src/agent/imds/document.js";
 import type { VmIdentity } from "../../src/contract/record.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { metricValue } from "../helpers/metrics.js";
+import { waitFor } from "../helpers/wait.js";
 
 type Answer = (req: IncomingMessage, res: ServerResponse) => void;
 const servers: Server[] = [];
@@ -41,10 +42,19 @@ const compute = {
   tagsList: [],
 };
 
+/** Requests each peer received, by kind (the last peer started). */
+const received = { polls: 0, computes: 0 };
+
 /** An IMDS peer answering each Scheduled Events request with the next answer queued (the last one repeats). */
 async function imdsPeer(answers: Answer[], computeAnswer: Answer = json(200, compute)): Promise<string> {
+  received.polls = 0;
+  received.computes = 0;
   const server = createServer((req, res) => {
-    if (req.url?.startsWith("/metadata/instance/compute")) return computeAnswer(req, res);
+    if (req.url?.startsWith("/metadata/instance/compute")) {
+      received.computes += 1;
+      return computeAnswer(req, res);
+    }
+    received.polls += 1;
     const answer = answers.length > 1 ? answers.shift()! : answers[0]!;
     answer(req, res);
   });
@@ -303,5 +313,55 @@ describe("PollStage.prepare", () => {
       msg: "instance metadata unavailable; records keep the last known VM identity; retrying",
       failures: 1,
     });
+  });
+});
+
+describe("PollStage's loop", () => {
+  it("polls every interval on the monotonic clock, reads the identity again after computeRefreshMs, and stops", async () => {
+    const h = harness(await imdsPeer([json(200, documentOf(1))]));
+    await h.stage.prepare();
+    expect(received.computes).toBe(1);
+    h.stage.start();
+    await waitFor("the first poll", () => h.ingested.length === 1);
+    await h.clock.advance(199); // the loop sleeps on the fake clock: no poll can start before the interval is over
+    expect(received.polls).toBe(1);
+    await h.clock.advance(1);
+    await waitFor("the second poll, at the interval", () => h.ingested.length === 2);
+    expect(received.computes).toBe(1);
+    h.clock.jump(60 * 60 * 1000 - 1 - 200); // 1 ms short of computeRefreshMs since the identity was read
+    await h.clock.advance(0); // wakes the loop (its interval long over): the third poll
+    await waitFor("the third poll", () => h.ingested.length === 3);
+    expect(received.computes).toBe(1); // 1 ms short of the hour
+    await h.clock.advance(200); // the fourth poll, an hour after the identity was read: it reads it again
+    await waitFor("the identity read again", () => received.computes === 2);
+    await waitFor("the fourth poll", () => h.ingested.length === 4);
+    expect(h.identities).toHaveLength(1); // the same VM: nothing to persist
+    h.abort.abort(new Error("stopping"));
+    await h.stage.stopped();
+    const polls = received.polls;
+    await h.clock.advance(10_000);
+    expect(received.polls).toBe(polls);
+  });
+
+  it("while the identity is unknown, reads it again after a short backoff rather than the hour", async () => {
+    let computeOk = false;
+    const h = harness(
+      await imdsPeer([json(200, documentOf(1))], (req, res) =>
+        computeOk ? json(200, compute)(req, res) : json(500, "down")(req, res),
+      ),
+    );
+    await h.stage.prepare();
+    expect(h.stage.vmIdentity.VmId).toBe("");
+    h.stage.start();
+    await waitFor("the first poll", () => h.ingested.length === 1);
+    computeOk = true;
+    await h.clock.advance(1000); // under the backoff after one failure (2 s, jitter 0.5: 1.5 s): not yet
+    await waitFor("the next poll", () => h.ingested.length >= 2);
+    expect(received.computes).toBe(1);
+    await h.clock.advance(2000);
+    await waitFor("the identity read again", () => h.identities.length === 1);
+    expect(h.stage.vmIdentity.VmId).toBe(compute.vmId);
+    h.abort.abort(new Error("stopping"));
+    await h.stage.stopped();
   });
 });
