@@ -260,7 +260,7 @@ async function main(): Promise<number> {
   const plans = await plan(selected, flags.has("--all") || wanted.length > 0);
   console.log("mutate: each group's committed result stands unless a file its tests load changed");
   for (const p of plans)
-    console.log(`  ${p.group.name.padEnd(12)} ${p.rerunBecause === null ? "reused" : `RERUN (${p.rerunBecause})`}`);
+    console.log(`  ${p.group.name.padEnd(14)} ${p.rerunBecause === null ? "reused" : `RERUN (${p.rerunBecause})`}`);
   if (flags.has("--status")) return plans.some((p) => p.rerunBecause !== null) ? 1 : 0;
 
   const startedMs = performance.now();
