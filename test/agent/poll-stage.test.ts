@@ -317,24 +317,27 @@ describe("PollStage.prepare", () => {
 });
 
 describe("PollStage's loop", () => {
+  /** Each step is a loopback request or two: seconds are plenty, and a broken loop fails fast (under mutation too). */
+  const soon = { timeoutMs: 5000 };
+
   it("polls every interval on the monotonic clock, reads the identity again after computeRefreshMs, and stops", async () => {
     const h = harness(await imdsPeer([json(200, documentOf(1))]));
     await h.stage.prepare();
     expect(received.computes).toBe(1);
     h.stage.start();
-    await waitFor("the first poll", () => h.ingested.length === 1);
+    await waitFor("the first poll", () => h.ingested.length === 1, soon);
     await h.clock.advance(199); // the loop sleeps on the fake clock: no poll can start before the interval is over
     expect(received.polls).toBe(1);
     await h.clock.advance(1);
-    await waitFor("the second poll, at the interval", () => h.ingested.length === 2);
+    await waitFor("the second poll, at the interval", () => h.ingested.length === 2, soon);
     expect(received.computes).toBe(1);
     h.clock.jump(60 * 60 * 1000 - 1 - 200); // 1 ms short of computeRefreshMs since the identity was read
     await h.clock.advance(0); // wakes the loop (its interval long over): the third poll
-    await waitFor("the third poll", () => h.ingested.length === 3);
+    await waitFor("the third poll", () => h.ingested.length === 3, soon);
     expect(received.computes).toBe(1); // 1 ms short of the hour
     await h.clock.advance(200); // the fourth poll, an hour after the identity was read: it reads it again
-    await waitFor("the identity read again", () => received.computes === 2);
-    await waitFor("the fourth poll", () => h.ingested.length === 4);
+    await waitFor("the identity read again", () => received.computes === 2, soon);
+    await waitFor("the fourth poll", () => h.ingested.length === 4, soon);
     expect(h.identities).toHaveLength(1); // the same VM: nothing to persist
     h.abort.abort(new Error("stopping"));
     await h.stage.stopped();
@@ -353,13 +356,13 @@ describe("PollStage's loop", () => {
     await h.stage.prepare();
     expect(h.stage.vmIdentity.VmId).toBe("");
     h.stage.start();
-    await waitFor("the first poll", () => h.ingested.length === 1);
+    await waitFor("the first poll", () => h.ingested.length === 1, soon);
     computeOk = true;
     await h.clock.advance(1000); // under the backoff after one failure (2 s, jitter 0.5: 1.5 s): not yet
-    await waitFor("the next poll", () => h.ingested.length >= 2);
+    await waitFor("the next poll", () => h.ingested.length >= 2, soon);
     expect(received.computes).toBe(1);
     await h.clock.advance(2000);
-    await waitFor("the identity read again", () => h.identities.length === 1);
+    await waitFor("the identity read again", () => h.identities.length === 1, soon);
     expect(h.stage.vmIdentity.VmId).toBe(compute.vmId);
     h.abort.abort(new Error("stopping"));
     await h.stage.stopped();
