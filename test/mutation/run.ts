@@ -1,4 +1,4 @@
-// `npm run mutate [group…] [--stale] [--all] [--status]`: the mutation gate. Each group of stryker.config.ts has a
+// `npm run mutate [group…] [--stale] [--all] [--status] [--judge]`: the mutation gate. Each group of stryker.config.ts has a
 // committed result (results/<group>.json) keyed on everything its tests load; a group whose key no longer matches the
 // tree is stale and runs again (Stryker over its modules against its unit tests, then each timed-out mutant again alone
 // with a generous timeout), the others' results stand. Then every module's score is printed, and the gate fails when a
@@ -248,11 +248,11 @@ async function main(): Promise<number> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith("--"));
   const unknown = [
     ...wanted.filter((name) => !groups.some((g) => g.name === name)),
-    ...[...flags].filter((f) => !["--stale", "--all", "--status"].includes(f)),
+    ...[...flags].filter((f) => !["--stale", "--all", "--status", "--judge"].includes(f)),
   ];
   if (unknown.length > 0) {
     console.error(
-      `mutate: no group or option ${unknown.join(", ")} (groups: ${groups.map((g) => g.name).join(", ")}; options: --stale, --all, --status)`,
+      `mutate: no group or option ${unknown.join(", ")} (groups: ${groups.map((g) => g.name).join(", ")}; options: --stale, --all, --status, --judge)`,
     );
     return 2;
   }
@@ -262,6 +262,11 @@ async function main(): Promise<number> {
   for (const p of plans)
     console.log(`  ${p.group.name.padEnd(14)} ${p.rerunBecause === null ? "reused" : `RERUN (${p.rerunBecause})`}`);
   if (flags.has("--status")) return plans.some((p) => p.rerunBecause !== null) ? 1 : 0;
+  if (flags.has("--judge")) {
+    // The committed results that still stand, judged against today's list and threshold; nothing runs.
+    const standing = plans.filter((p) => p.rerunBecause === null).map((p) => readResult(root, p.group.name)!);
+    return judge(standing) ? 1 : 0;
+  }
 
   const startedMs = performance.now();
   const results: GroupResult[] = [];
