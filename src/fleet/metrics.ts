@@ -2,6 +2,19 @@
 // partitions and lag per partition. Every series a dashboard needs exists from start.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 
+let processMetrics: Registry | undefined;
+/**
+ * prom-client's default metrics (process, heap, an event-loop monitor, a GC observer), collected once per process in a
+ * registry of their own: each collector starts a monitor that never stops, so one per FleetMetrics would pile up.
+ */
+function processDefaultMetrics(): Registry {
+  if (processMetrics === undefined) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics, prefix: "sef_fleet_" });
+  }
+  return processMetrics;
+}
+
 export class FleetMetrics {
   readonly registry = new Registry();
   readonly records = new Counter({
@@ -60,6 +73,7 @@ export class FleetMetrics {
       }
     this.ownedPartitions.set(0);
     this.activeEvents.set(0);
-    collectDefaultMetrics({ register: this.registry, prefix: "sef_fleet_" });
+    const defaults = processDefaultMetrics();
+    for (const { name } of defaults.getMetricsAsArray()) this.registry.registerMetric(defaults.getSingleMetric(name)!);
   }
 }

@@ -164,6 +164,16 @@ describe("EmittedKeys", () => {
     expect(() => next.keepOnlyEvents(new Set(["a"]))).toThrow(/not settled/);
   });
 
+  it("expires only the keys whose events ended before the cutoff, a live key of any spelling kept", () => {
+    const view = EmittedKeys.from([
+      ["Stryker was here", { emittedMs: 1, endedMs: null }],
+      ["a|Completed", { emittedMs: 1, endedMs: 2 }],
+    ]).derive();
+    view.expireBefore(10);
+    expect([...view].map(([key]) => key)).toEqual(["Stryker was here"]);
+    expect(view.has("Stryker was here")).toBe(true);
+  });
+
   it("names the EventId of a key, a malformed sighting's included", () => {
     expect(eventIdOfKey("3f1c-aa|Started")).toBe("3f1c-aa");
     expect(eventIdOfKey("3f1c-aa|Malformed:0123abcd")).toBe("3f1c-aa");

@@ -351,6 +351,15 @@ describe("malformed events in the collector", () => {
     expect(summary(healed.records)).toEqual(["A:Started>Completed"]);
   });
 
+  it("ends a tracked event gone from the document next to a malformed event without an EventId, whatever its id", () => {
+    // An EventId is whatever IMDS sends: a nameless malformed event must not stand in for any of them.
+    for (const id of ["A", "Stryker was here"]) {
+      const { state } = run([doc(1, event(id, "Started"))]);
+      const next = applyDocument(state, withBad(doc(2), bad(null)), ctx(t0 + 1000));
+      expect(summary(next.records)).toEqual([`${id}:Started>Completed`]);
+    }
+  });
+
   it("counts a document whose only change is a malformed event as changed", () => {
     const first = applyDocument(emptyCollectorState(), doc(1, event("A", "Scheduled")), ctx(t0));
     const next = applyDocument(first.state, withBad(doc(1, event("A", "Scheduled")), bad(null)), ctx(t0 + 1000));

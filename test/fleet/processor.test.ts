@@ -23,7 +23,10 @@ import {
 import type { DeliveryOutcome } from "../../src/fleet/targets/deliver.js";
 import { fleetTransition, vm } from "./records.js";
 import { FakeClock, flushAsync, instantClock } from "../helpers/fake-clock.js";
+import { metricValue } from "../helpers/metrics.js";
 
+/** The in-doubt series of the pd target's trigger taken over from a stopped instance. */
+const inDoubt = { target: "pd", action: "trigger", cause: "claim_taken_over" };
 const t0 = Date.parse("2026-11-23T10:00:00Z");
 
 /** The processor's clock over the tests' fake clock; the wall reading is the test's own `nowMs` when it moves it. */
@@ -135,7 +138,7 @@ describe("PartitionProcessor", () => {
     await done;
     // One write for the claims, one for the first outcome, one for the 99 answered meanwhile (not 100 one by one).
     expect(store.saves).toBe(3);
-    expect(await metrics.registry.getSingleMetricAsString("sef_fleet_outcome_saves_total")).toMatch(/ 2$/m);
+    expect(metricValue(await metrics.registry.metrics(), "sef_fleet_outcome_saves_total")).toBe(2);
     const { state } = await store.load();
     const states = Object.values(state.notifications).flatMap((byTarget) => Object.values(byTarget));
     expect(states).toHaveLength(100);
@@ -179,8 +182,8 @@ describe("PartitionProcessor", () => {
       warnings.filter((w) => w.msg.startsWith("re-sending a claim left by an instance that stopped mid-send")),
     ).toHaveLength(2);
     expect(warnings[0]).toMatchObject({ action: "trigger", claimAgeMs: 10_000 });
-    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).toContain(
-      'sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="claim_taken_over"} 1',
+    expect(metricValue(await next.metrics.registry.metrics(), "sef_fleet_notifications_in_doubt_total", inDoubt)).toBe(
+      1,
     );
     await owner.tick();
     expect(next.sent).toHaveLength(2); // once
@@ -234,8 +237,8 @@ describe("PartitionProcessor", () => {
     now = t0 + 60_000;
     await owner.tick();
     expect(next.sent).toEqual([]);
-    expect(await next.metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total")).not.toContain(
-      'claim_taken_over"} 1',
+    expect(metricValue(await next.metrics.registry.metrics(), "sef_fleet_notifications_in_doubt_total", inDoubt)).toBe(
+      0,
     );
   });
 
@@ -347,10 +350,10 @@ describe("PartitionProcessor", () => {
     const pd = sent.filter((s) => s.target === "pd");
     expect(pd).toHaveLength(3);
     expect(new Set(pd.map((s) => s.notification.idempotencyKey)).size).toBe(1);
-    const text = await metrics.registry.getSingleMetricAsString("sef_fleet_notifications_in_doubt_total");
-    expect(text).toContain(
-      'sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="attempt_unanswered"} 1',
-    );
+    const text = await metrics.registry.metrics();
+    expect(
+      metricValue(text, "sef_fleet_notifications_in_doubt_total", { ...inDoubt, cause: "attempt_unanswered" }),
+    ).toBe(1);
     expect(lines.filter((l) => l.includes("unanswered attempt may have reached the target"))).toHaveLength(1);
   });
 });

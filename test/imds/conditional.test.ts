@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { ImdsClient } from "../../src/agent/imds/client.js";
 import { systemClock } from "../../src/agent/util/clock.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
+import { waitFor } from "../helpers/wait.js";
 
 const servers: Server[] = [];
 const clients: ImdsClient[] = [];
@@ -104,7 +105,7 @@ describe("conditional polls (ImdsClient)", () => {
       add(...args);
     }) as AbortSignal["addEventListener"];
     const polls = [c.getScheduledEvents(stop.signal), c.getScheduledEvents(stop.signal)];
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor("both requests at the peer", () => peer.requests.length === 2);
     const startedMs = performance.now();
     stop.abort(new Error("stopping"));
     const outcomes = await Promise.allSettled(polls);

@@ -11,6 +11,7 @@ import { ResponseReader } from "../../src/agent/imds/response-reader.js";
 import { ImdsClient } from "../../src/agent/imds/client.js";
 import { ImdsRequestError } from "../../src/agent/imds/errors.js";
 import { plainGetBytes } from "../../src/agent/imds/plain-request.js";
+import { waitFor } from "../helpers/wait.js";
 import { systemClock } from "../../src/agent/util/clock.js";
 import { propertyParams } from "../helpers/seed.js";
 
@@ -325,29 +326,29 @@ describe("PlainHttpPoller", () => {
     });
     const p = poller(server.port);
     const answer = p.get(request(server.port), 2000);
-    await sleep(30);
+    await waitFor("the request at the server", () => server.requests.length === 1);
     p.retire();
     expect(answered(await answer).status).toBe(200);
-    await sleep(100);
-    expect(closed).toBe(true);
+    await waitFor("the retired connection closed", () => closed, { timeoutMs: 5000 });
   });
 
   it("closes a kept-alive connection once it served no answer for idleSocketMs, and never one polled more often", async () => {
+    // Times as the server saw them: its last answer on the connection, and the connection's close.
     const closedAtMs: number[] = [];
+    const answeredAtMs: number[] = [];
     const server = await rawServer((socket, _request, index) => {
       if (index === 0) socket.on("close", () => closedAtMs.push(performance.now()));
       socket.write(contentLengthAnswer);
+      answeredAtMs.push(performance.now());
     });
-    const p = poller(server.port, { idleSocketMs: 300 });
+    const p = poller(server.port, { idleSocketMs: 1000 });
     for (let i = 0; i < 8; i++) {
       expect(answered(await p.get(request(server.port), 2000)).status).toBe(200);
-      await sleep(100);
+      await sleep(100); // polls a tenth of the idle time apart
     }
     expect(server.connections).toBe(1);
-    const lastAnswerMs = performance.now() - 100;
-    await sleep(1200);
-    expect(closedAtMs).toHaveLength(1);
-    expect(closedAtMs[0]! - lastAnswerMs).toBeGreaterThanOrEqual(250);
+    await waitFor("the idle connection closed", () => closedAtMs.length === 1, { timeoutMs: 5000 });
+    expect(closedAtMs[0]! - answeredAtMs.at(-1)!).toBeGreaterThanOrEqual(950);
     expect(answered(await p.get(request(server.port), 2000)).status).toBe(200);
     expect(server.connections).toBe(2);
   });

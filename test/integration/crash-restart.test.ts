@@ -10,6 +10,7 @@ import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import { replayable, testRuns, testSeed } from "../helpers/seed.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
+import { waitForMorePolls } from "../helpers/polls.js";
 
 function agentArgs(imdsUrl: string, dir: string): string[] {
   return [
@@ -94,7 +95,7 @@ describe("crash and restart", () => {
         }
         agent = runCli(agentArgs(sim.url, dir));
         await sim.waitForEnd();
-        await new Promise((r) => setTimeout(r, 1000));
+        await waitForMorePolls(sim, 3, { detail: () => agent!.stderr().slice(-2000) });
         expect(await agent.stop("SIGTERM")).toBe(0);
         logs += agent.stderr();
       } finally {

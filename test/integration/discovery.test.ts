@@ -10,6 +10,7 @@ import { startSimulator, type Simulator } from "../../src/testbed/simulator/serv
 import { startDhcpResponder } from "../../src/testbed/dhcp/index.js";
 import { waitForMetricsUrl, runCli, readJsonl, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
 import type { SefRecord } from "../../src/contract/record.js";
+import { metricValue } from "../helpers/metrics.js";
 
 const leaseFor127002 =
   'lease {\n  interface "eth0";\n  fixed-address 10.0.0.4;\n  option unknown-245 7f:0:0:2;\n  expire never;\n}\n';
@@ -67,8 +68,15 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
       const ready = (await (await fetch(`${url}/readyz`)).json()) as { imdsEndpoint: unknown };
       expect(ready.imdsEndpoint).toEqual({ url: `http://127.0.0.2:${sim.port}`, source: "dhclient" });
       const metrics = await (await fetch(`${url}/metrics`)).text();
-      expect(metrics).toContain(`sef_imds_endpoint_info{source="dhclient",endpoint="http://127.0.0.2:${sim.port}"} 1`);
-      expect(metrics).toContain('sef_imds_discovery_errors_total{source="link-local",reason="not-answering"} 1');
+      expect(
+        metricValue(metrics, "sef_imds_endpoint_info", {
+          source: "dhclient",
+          endpoint: `http://127.0.0.2:${sim.port}`,
+        }),
+      ).toBe(1);
+      expect(
+        metricValue(metrics, "sef_imds_discovery_errors_total", { source: "link-local", reason: "not-answering" }),
+      ).toBe(1);
       expect(agent.stderr()).toMatch(/"source":"dhclient".*IMDS endpoint chosen/);
       sim.setEvents([reboot("DDDD0000-0000-4000-8000-000000000001")]);
       await waitUntil(() => records().some((r) => r.RecordType === "Transition"), 15_000, "a record in the jsonl sink");
@@ -112,8 +120,10 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
     try {
       const url = await metricsUrl(agent);
       const metrics = await (await fetch(`${url}/metrics`)).text();
-      expect(metrics).toContain(`sef_imds_endpoint_info{source="dhcp",endpoint="http://127.0.0.2:${sim.port}"} 1`);
-      expect(metrics).toContain('sef_imds_discovery_errors_total{source="dhcp",reason="wrong-xid"} 1');
+      expect(
+        metricValue(metrics, "sef_imds_endpoint_info", { source: "dhcp", endpoint: `http://127.0.0.2:${sim.port}` }),
+      ).toBe(1);
+      expect(metricValue(metrics, "sef_imds_discovery_errors_total", { source: "dhcp", reason: "wrong-xid" })).toBe(1);
       expect(agent.stderr()).toMatch(/"reason":"wrong-xid"/);
       sim.setEvents([reboot("EEEE0000-0000-4000-8000-000000000001")]);
       await waitUntil(() => records().some((r) => r.RecordType === "Transition"), 15_000, "a record in the jsonl sink");

@@ -8,6 +8,7 @@ import type { SefRecord } from "../../src/contract/record.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { loadScenario } from "../../src/testbed/simulator/scenarios.js";
 import { readJsonl, runCli } from "../helpers/agent-process.js";
+import { waitForMorePolls } from "../helpers/polls.js";
 
 const reasonOf = (r: SefRecord): string | undefined =>
   r.RecordType === "Heartbeat" && r.Outcome === "Stopping"
@@ -38,7 +39,7 @@ describe("goodbye heartbeat", () => {
     );
     try {
       await sim.waitForEnd();
-      await new Promise((r) => setTimeout(r, 500));
+      await waitForMorePolls(sim, 3, { detail: () => agent.stderr().slice(-2000) });
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");

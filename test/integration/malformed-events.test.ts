@@ -9,6 +9,7 @@ import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { loadScenario } from "../../src/testbed/simulator/scenarios.js";
 import { runCli, readJsonl, waitForMetricsUrl, logLines } from "../helpers/agent-process.js";
 import type { MalformedEventRecord, SefRecord } from "../../src/contract/record.js";
+import { waitForMorePolls } from "../helpers/polls.js";
 
 describe("malformed events", () => {
   it("forwards valid events as usual and the malformed one once, flagged, with its raw fields", async () => {
@@ -36,7 +37,7 @@ describe("malformed events", () => {
     try {
       const metricsUrl = await waitForMetricsUrl(agent);
       await sim.waitForEnd();
-      await new Promise((r) => setTimeout(r, 600));
+      await waitForMorePolls(sim, 3, { detail: () => agent.stderr().slice(-2000) });
       metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {

@@ -7,6 +7,7 @@ import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { listScenarioNames, loadScenario } from "../../src/testbed/simulator/scenarios.js";
 import { runCli, readJsonl } from "../helpers/agent-process.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
+import { waitForMorePolls } from "../helpers/polls.js";
 
 const names = listScenarioNames();
 
@@ -61,7 +62,7 @@ describe.concurrent("scenarios end to end", () => {
       );
       try {
         await sim.waitForEnd();
-        await new Promise((r) => setTimeout(r, 800)); // a few more polls after the last step
+        await waitForMorePolls(sim, 3, { detail: () => agent.stderr().slice(-2000) }); // the last step collected, twice
         expect(await agent.stop("SIGTERM")).toBe(0);
       } finally {
         await agent.stop("SIGKILL");

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { startLogsIngestionEmulator } from "../../src/testbed/peers/logs-ingestion/server.js";
 import { waitForMetricsUrl, runCli, waitUntil, type RunningProcess } from "../helpers/agent-process.js";
+import { metricValue } from "../helpers/metrics.js";
 
 function startAgent(
   dir: string,
@@ -86,14 +87,18 @@ describe("sink health", () => {
       const verdict = await readyz(base);
       expect(verdict.status).toBe(503);
       expect(verdict.failed.join("\n")).toMatch(/^sink loganalytics: failing: HTTP 403 .*records stay in the outbox/m);
-      expect(await (await fetch(`${base}/metrics`)).text()).toContain('sef_sink_failing{sink="loganalytics"} 1');
+      expect(
+        metricValue(await (await fetch(`${base}/metrics`)).text(), "sef_sink_failing", { sink: "loganalytics" }),
+      ).toBe(1);
       const deadLetters = join(dir, "data", "dead-letter");
       expect(existsSync(deadLetters) ? readdirSync(deadLetters) : []).toEqual([]);
 
       peer.faults.clear(); // the role assignment arrived
       await waitUntil(() => peer.rows().length >= 1, 15_000, "the record to be delivered");
       await expect.poll(async () => (await readyz(base)).status, { timeout: 5000 }).toBe(200);
-      expect(await (await fetch(`${base}/metrics`)).text()).toContain('sef_sink_failing{sink="loganalytics"} 0');
+      expect(
+        metricValue(await (await fetch(`${base}/metrics`)).text(), "sef_sink_failing", { sink: "loganalytics" }),
+      ).toBe(0);
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {
       await agent.stop("SIGKILL");

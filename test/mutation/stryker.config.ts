@@ -84,12 +84,40 @@ export const groups: readonly MutationGroup[] = [
   {
     name: "fleet",
     modules: ["src/fleet/rules.ts", "src/fleet/notification-plan.ts"],
-    tests: ["test/fleet/logic.test.ts"],
+    tests: ["test/fleet/logic.test.ts", "test/fleet/rules-edges.test.ts"],
   },
   {
     name: "config",
     modules: ["src/agent/config/rules.ts"],
     tests: ["test/config/load.test.ts"],
+  },
+  {
+    // The poll stage: what each poll hands the collect stage, its counts, logs and backoff, clock steps, the identity.
+    name: "poll-stage",
+    modules: ["src/agent/pipeline/poll-stage.ts"],
+    tests: ["test/agent/poll-stage.test.ts"],
+  },
+  {
+    // The Scheduled Events document as IMDS sends it: read, checked field by field, malformed events set apart.
+    name: "imds-document",
+    modules: ["src/agent/imds/document.ts"],
+    tests: ["test/collector/transitions.test.ts", "test/imds/client.test.ts", "test/agent/documents-read.test.ts"],
+  },
+  {
+    // The action ledger: which hooks and approvals ran, are running or were interrupted (what a restart must not rerun).
+    name: "action-ledger",
+    modules: ["src/agent/actions/action-ledger.ts"],
+    tests: ["test/actions/action-ledger.test.ts", "test/actions/action-runner.test.ts"],
+  },
+  {
+    // The approver: when an event is approved (StartRequests to IMDS), once, and what it reports.
+    name: "approver",
+    modules: ["src/agent/actions/approval/approver.ts", "src/agent/actions/approval/action.ts"],
+    tests: [
+      "test/actions/approver.test.ts",
+      "test/actions/approver-simulator.test.ts",
+      "test/actions/action-runner.test.ts",
+    ],
   },
 ];
 
@@ -99,33 +127,47 @@ export const thresholdPercent = 85;
 /** Where each group's JSON report goes (run.ts reads them). */
 export const reportDir = "node_modules/.cache/sef-mutation";
 
+/** A timed-out mutant's second run, alone (concurrency 1), may take this much longer than its tests did unmutated. */
+export const rerunTimeoutMs = 30_000;
+
 const groupName = process.env.SEF_MUTATION_GROUP;
 /** The group SEF_MUTATION_GROUP names (run.ts sets it); every group when unset (one long run, by hand). */
 export const selectedGroups = groupName ? groups.filter((g) => g.name === groupName) : groups;
 if (selectedGroups.length === 0)
   throw new Error(`SEF_MUTATION_GROUP=${groupName}: no such group in test/mutation/stryker.config.ts`);
+/**
+ * SEF_MUTATION_RERUN (run.ts sets it for the second pass): a JSON list of the timed-out mutants' exact places
+ * (`file:line:column-line:column`, Stryker's mutate ranges), run again one at a time with a generous timeout.
+ */
+const rerunRanges = process.env.SEF_MUTATION_RERUN ? (JSON.parse(process.env.SEF_MUTATION_RERUN) as string[]) : null;
 
-const options: PartialStrykerOptions = {
-  mutate: selectedGroups.flatMap((g) => [...g.modules]),
+/** Every option but which code is mutated and where the report goes: part of each group's result key (results.ts). */
+export const sharedOptions: PartialStrykerOptions = {
   testRunner: "vitest",
   vitest: { configFile: "test/mutation/vitest.config.ts", related: false },
   checkers: ["typescript"],
   tsconfigFile: "test/mutation/tsconfig.group.json", // written by run.ts for the group it runs
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
   coverageAnalysis: "perTest",
-  // Whole runs on fresh clones: an incremental file would have to be committed, and it diffs only the mutated files
-  // and the test files, not the helpers and other sources the tests also run.
+  // Whole runs: run.ts decides which groups run again (results.ts keys each group on everything its tests load);
+  // Stryker's incremental file diffs only the mutated files and the test files, not the helpers the tests also run.
   incremental: false,
   // The sandbox copy holds only what the unit tests read (node_modules is linked, not copied).
   ignorePatterns: ["/*", "!/src", "!/test", "!/infra", "!/package.json", "!/tsconfig.json", "/src/*/dist"],
   concurrency: 2,
   reporters: ["progress", "json"],
-  jsonReporter: { fileName: `${reportDir}/${groupName ?? "all"}.json` },
   tempDirName: ".stryker-tmp",
   cleanTempDir: "always",
   timeoutMS: 10_000,
   // Static mutants (a module-level constant, a Set) run their group's few test files: slow only by Stryker's measure.
   warnings: { unknownOptions: true, preprocessorErrors: true, unserializableOptions: true, slow: false },
+};
+
+const options: PartialStrykerOptions = {
+  ...sharedOptions,
+  mutate: rerunRanges ?? selectedGroups.flatMap((g) => [...g.modules]),
+  jsonReporter: { fileName: `${reportDir}/${groupName ?? "all"}${rerunRanges ? ".rerun" : ""}.json` },
+  ...(rerunRanges ? { concurrency: 1, timeoutMS: rerunTimeoutMs } : {}),
 };
 
 export default options;

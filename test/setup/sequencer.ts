@@ -1,12 +1,37 @@
 // vitest's file order, with the test files that need the package artifacts (they call `linuxArtifacts`) last: during
 // `npm test` the set-up step builds those artifacts in the background, and a file waiting for them would hold one of
-// the few workers while the rest of the suite could run.
+// the few workers while the rest of the suite could run. With `--sequence.shuffle` (and `--sequence.seed`, as .ci/run
+// passes) the files are shuffled by that seed first: a configured sequencer would otherwise keep vitest from doing it.
 import { readFileSync } from "node:fs";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
+/** The files in an order drawn from `seed` alone (mulberry32, Fisher–Yates): the same seed, the same order. */
+export function shuffledBySeed<T>(items: readonly T[], seed: number): T[] {
+  let state = seed >>> 0;
+  const next = (): number => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
 export class ArtifactTestsLast extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
+    const { shuffle, seed } = this.ctx.config.sequence;
+    const sorted = shuffle
+      ? shuffledBySeed(
+          [...files].sort((a, b) => (a.moduleId < b.moduleId ? -1 : 1)),
+          seed,
+        )
+      : await super.sort(files);
     const needsArtifacts = (file: TestSpecification): boolean =>
       readFileSync(file.moduleId, "utf8").includes("linuxArtifacts(");
     return [...sorted.filter((f) => !needsArtifacts(f)), ...sorted.filter(needsArtifacts)];

@@ -383,7 +383,8 @@ describe("Kubernetes peer API", () => {
     });
     const startRv = p.state.pod("default", "p1")?.metadata.resourceVersion ?? "";
     const lines = watchLines(p, "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dnode-a&timeoutSeconds=3");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The peer logs a watch request as it starts streaming it: from then on it sees every change.
+    await waitFor(() => p.state.requests().some((r) => r.path.includes("watch=true")), 5000);
     expect((await call(p, "DELETE", "/api/v1/namespaces/default/pods/p1")).code).toBe(200);
     const events = await lines;
     expect(

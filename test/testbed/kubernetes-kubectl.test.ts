@@ -9,6 +9,7 @@ import { kubectlPath } from "../helpers/kubectl-layer.js";
 import type { KubernetesPeer, KubernetesSeed, PodSeed } from "../../src/testbed/peers/kubernetes/index.js";
 import { kubectl, removeKubectlHome } from "./kubectl.js";
 import { peerPerTest } from "./peer-kit.js";
+import { waitFor } from "../helpers/wait.js";
 
 const replicaSet = (name: string): PodSeed["ownerReferences"] => [{ kind: "ReplicaSet", name }];
 
@@ -257,8 +258,11 @@ describe("kubectl 1.33 against the Kubernetes peer", () => {
     expect(deleted).toMatchObject({ exitCode: 0, stdout: `pod "p1" deleted\n`, stderr: "" });
     expect(deleted.elapsedMs).toBeGreaterThanOrEqual(2_000);
     expect(p.state.pod("default", "p1")).toBeUndefined();
+    const watches = () => p.state.requests().filter((r) => r.path.includes("watch=true")).length;
+    const watchesBefore = watches();
     const waiting = kubectl(p.kubeconfigPath, ["wait", "--for=delete", "pod/p2", "--timeout=20s"]);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // kubectl wait watches the pod: the peer logs the watch as it starts streaming it, then sees the delete.
+    await waitFor("kubectl wait's watch at the peer", () => watches() > watchesBefore, { timeoutMs: 15_000 });
     expect((await kubectl(p.kubeconfigPath, ["delete", "pod", "p2", "--wait=false"])).exitCode).toBe(0);
     expect(await waiting).toMatchObject({ exitCode: 0, stdout: "pod/p2 condition met\n" });
     expect(p.state.requests().some((r) => r.path.includes("watch=true") && r.code === 200)).toBe(true);

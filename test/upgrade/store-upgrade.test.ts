@@ -15,9 +15,12 @@ import type { SefRecord } from "../../src/contract/record.js";
 import { readJsonl, runCli, type RunningProcess } from "../helpers/agent-process.js";
 import { actionsSettled } from "../helpers/ledger-probe.js";
 import { waitFor } from "../helpers/wait.js";
+import { waitForMorePolls } from "../helpers/polls.js";
 import { fixtureEvents, fixtureHookNames, parkedSinkSpec } from "./fixture.js";
 
 const fixtureDir = join(import.meta.dirname, "store-3172375");
+/** A store of schema version 1 (a cursor per sink, before the delivery ledger): make-store-fixture-v1.ts. */
+const v1FixtureDir = join(import.meta.dirname, "store-v1-88168cb");
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -199,5 +202,69 @@ describe("upgrading over a store an older release wrote", () => {
 
     // Today's schema, added to the old store.
     expect(leftByTheOldAgent(dataDir).schema).toEqual(expect.arrayContaining(["action_steps", "emitted_by_end"]));
+  }, 90_000);
+
+  it("over a schema-version-1 store (one cursor per sink): delivers the record it left pending once, and reruns nothing", async () => {
+    // store-v1-88168cb/: written by commit 88168cb's agent (make-store-fixture-v1.ts): the Freeze's Scheduled record
+    // taken by its webhook (the cursor past it), the Reboot's refused and pending, both events tracked.
+    const dir = mkdtempSync(join(tmpdir(), "sef-upgrade-v1-"));
+    const dataDir = join(dir, "data");
+    mkdirSync(dataDir);
+    copyFileSync(join(v1FixtureDir, "sef.db"), join(dataDir, "sef.db"));
+    const old = new DatabaseSync(join(dataDir, "sef.db"), { readOnly: true });
+    const version = (old.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string })
+      .value;
+    const cursor = (old.prepare("SELECT seq FROM cursors WHERE sink = 'webhook'").get() as { seq: number }).seq;
+    const pending = (
+      old.prepare("SELECT record_id AS id FROM outbox WHERE seq > ? ORDER BY seq").all(cursor) as Array<{ id: string }>
+    ).map((r) => r.id);
+    old.close();
+    expect(version).toBe("1");
+    expect(pending).toHaveLength(1);
+
+    const sim = await startSimulator({ scenario: "idle" });
+    sim.setEvents([fixtureEvents.freeze, fixtureEvents.reboot]); // as the old agent last saw them
+    const receiver = await startReceiver();
+    cleanups.push(
+      () => sim.close(),
+      () => receiver.close(),
+    );
+    const agent = runCli([
+      "run",
+      "--imds-url",
+      sim.url,
+      "--poll-interval-ms",
+      "200",
+      "--data-dir",
+      dataDir,
+      "--sink",
+      `webhook:${receiver.url}`,
+      "--heartbeat-interval-ms",
+      "0",
+      "--metrics-port",
+      "0",
+    ]);
+    cleanups.push(() => agent.stop("SIGKILL"));
+    await waitFor("the pending record delivered", () => receiver.records.length >= 1, {
+      timeoutMs: 30_000,
+      detail: () => agent.stderr().slice(-2000),
+    });
+    await waitForMorePolls(sim, 3, { detail: () => agent.stderr().slice(-2000) }); // the same events, polled again
+    expect(await agent.stop("SIGTERM")).toBe(0);
+    // The pending record once; no transition recorded again for events the old agent had recorded.
+    expect(receiver.records.map((r) => r.RecordId)).toEqual(pending);
+    expect(receiver.records[0]).toMatchObject({
+      RecordType: "Transition",
+      EventId: fixtureEvents.reboot.EventId,
+      EventStatus: "Scheduled",
+    });
+    const db = new DatabaseSync(join(dataDir, "sef.db"), { readOnly: true });
+    try {
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "2" });
+      expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'cursors'").get()).toBeUndefined();
+      expect(db.prepare("SELECT count(*) AS n FROM deliveries WHERE state = 'pending'").get()).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
   }, 90_000);
 });

@@ -15,6 +15,7 @@ import { tcpProbe } from "../../../src/agent/imds/discovery/probe.js";
 import { systemClock } from "../../../src/agent/util/clock.js";
 import { FakeClock, flushAsync } from "../../helpers/fake-clock.js";
 import { waitUntil } from "../../helpers/agent-process.js";
+import { metricValue } from "../../helpers/metrics.js";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -171,9 +172,15 @@ describe("EndpointDiscovery", () => {
       error: null,
     });
     const text = await registry.metrics();
-    expect(text).toContain(`sef_imds_endpoint_info{source="dhclient",endpoint="http://127.0.0.2:${port}"} 1`);
-    expect(text).toContain('sef_imds_discovery_errors_total{source="link-local",reason="not-answering"} 3');
-    expect(text).toContain('sef_imds_discovery_errors_total{source="dhclient",reason="wrong-length"} 1');
+    expect(
+      metricValue(text, "sef_imds_endpoint_info", { source: "dhclient", endpoint: `http://127.0.0.2:${port}` }),
+    ).toBe(1);
+    expect(
+      metricValue(text, "sef_imds_discovery_errors_total", { source: "link-local", reason: "not-answering" }),
+    ).toBe(3);
+    expect(metricValue(text, "sef_imds_discovery_errors_total", { source: "dhclient", reason: "wrong-length" })).toBe(
+      1,
+    );
     await discovery.stop();
   });
 
