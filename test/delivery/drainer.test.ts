@@ -805,6 +805,17 @@ describe("Drainer.stop", () => {
     expect(pending("aborting")).toBe(0);
   });
 
+  it("leaves no timer behind: a drainer stopped well before its deadline holds no process open and aborts nothing later", async () => {
+    const sink = new AbortAwareSink();
+    const drainer = drainerFor(sink);
+    await flushAsync();
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const before = timers();
+    await drainer.stop(clock.monotonicMs() + 600_000);
+    expect(sink.events).toEqual(["close"]);
+    expect(timers()).toBe(before);
+  });
+
   it("at its deadline: sends nothing more", async () => {
     const sink = new ScriptedSink(clock, []);
     const drainer = drainerFor(sink);

@@ -50,8 +50,9 @@ export interface DrainerStatus {
 export class Drainer {
   private stopRequested = false;
   private flushDeadlineMs = 0;
-  private wake: ((urgent: boolean) => void) | undefined;
-  private pendingWake = false;
+  /** Ends the current wait (set while one runs); `wakeOn` says which new records may end it. */
+  private wake: (() => void) | undefined;
+  private wakeOn: "any" | "urgent" | "stop" = "any";
   private readonly abort = new AbortController();
   private failures = 0;
   private failingSinceMs: number | null = null;
@@ -86,8 +87,7 @@ export class Drainer {
 
   /** New records are in the outbox; `urgent` ends a linger early. */
   notify(urgent = false): void {
-    this.pendingWake = true;
-    this.wake?.(urgent);
+    if (this.wakeOn === "any" || (urgent && this.wakeOn === "urgent")) this.wake?.();
   }
 
   status(): DrainerStatus {
@@ -106,7 +106,7 @@ export class Drainer {
   async stop(deadlineMs: number): Promise<void> {
     this.stopRequested = true;
     this.flushDeadlineMs = deadlineMs;
-    this.wake?.(true);
+    this.wake?.();
     const untilDeadlineMs = Math.max(0, deadlineMs - this.options.clock.monotonicMs());
     const timer = setTimeout(() => this.abort.abort(new Error("shutdown deadline reached")), untilDeadlineMs);
     try {
@@ -149,7 +149,6 @@ export class Drainer {
         await Promise.all(this.inFlight);
         const retryAfterMs = this.pipelinedRetryMs;
         this.pipelinedRetryMs = undefined;
-        if (this.stopRequested) return;
         await this.waitForWake("stop", retryAfterMs);
         if (this.stopRequested) return;
         continue;
@@ -168,10 +167,9 @@ export class Drainer {
         const nextMs = outbox.nextAttemptMs(sink.name);
         if (nextMs === null) this.lastProgressMs = clock.monotonicMs(); // nothing waits: an idle sink is not a stalled one
         await this.waitForWake("any", nextMs === null ? undefined : Math.max(1, nextMs - clock.monotonicMs()));
-        if (outbox.nextAttemptMs(sink.name) === null) this.lastProgressMs = clock.monotonicMs();
         continue;
       }
-      if (pipelineDepth > 1 && batch.length === sink.maxBatchRecords && !this.stopRequested) {
+      if (batch.length === sink.maxBatchRecords && !this.stopRequested) {
         // A backlog: full batches go out without waiting for the previous one's answer, up to the sink's depth.
         this.lastSeqInFlight = batch[batch.length - 1]!.seq;
         const sending: Promise<void> = this.sendAndApply(batch).then((retryAfterMs) => {
@@ -183,12 +181,7 @@ export class Drainer {
         await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
-      if (
-        sink.lingerMs > 0 &&
-        !this.stopRequested &&
-        batch.length < sink.maxBatchRecords &&
-        !batch.some((e) => isUrgent(e.record))
-      ) {
+      if (sink.lingerMs > 0 && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
         await this.waitForWake("urgent", sink.lingerMs);
         batch = outbox.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
         if (batch.length === 0) continue;
@@ -197,7 +190,6 @@ export class Drainer {
       // One turn of the event loop per batch: a sink that answers without I/O cannot starve timers or other loops.
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (retryAfterMs !== undefined) {
-        if (this.stopRequested) return; // shutting down: the rest stays durable in the outbox
         await this.waitForWake("stop", retryAfterMs);
         if (this.stopRequested) return; // a failing sink is not retried early just because we are stopping
       }
@@ -252,12 +244,10 @@ export class Drainer {
         rejectedItems.push({ entry, reason: o.reason.trim() === "" ? "rejected without a reason" : o.reason });
     });
     let deadLetterError: string | undefined;
-    if (rejectedItems.length > 0) {
-      try {
-        await deadLetters.write(sink.name, rejectedItems, nowMs);
-      } catch (err) {
-        deadLetterError = `could not write the dead-letter file ${deadLetters.pathFor(sink.name)}: ${(err as Error).message}`;
-      }
+    try {
+      await deadLetters.write(sink.name, rejectedItems, nowMs);
+    } catch (err) {
+      deadLetterError = `could not write the dead-letter file ${deadLetters.pathFor(sink.name)}: ${(err as Error).message}`;
     }
     const retries = outcomes.filter((o): o is Extract<RecordOutcome, { kind: "retry" }> => o.kind === "retry");
     const hintMs = retries.reduce<number | undefined>(
@@ -287,7 +277,7 @@ export class Drainer {
     });
     const applied = outbox.applyOutcomes(sink.name, ledgerOutcomes, clock.now());
     this.delivered(applied.delivered, applied.rejected);
-    if (applied.delivered > 0) metrics.sent.inc({ sink: sink.name }, applied.delivered);
+    metrics.sent.inc({ sink: sink.name }, applied.delivered);
     if (applied.rejected > 0) {
       metrics.deadLetters.inc({ sink: sink.name }, applied.rejected);
       logger.error(
@@ -353,22 +343,16 @@ export class Drainer {
    * only an urgent one ("urgent", a linger), or nothing else ("stop", a retry backoff).
    */
   private async waitForWake(wakeOn: "any" | "urgent" | "stop", timeoutMs?: number): Promise<void> {
-    if (wakeOn === "any" && this.pendingWake) {
-      this.pendingWake = false;
-      return;
-    }
-    if (this.stopRequested && wakeOn !== "any") return;
+    if (this.stopRequested) return;
     const sleeper = new AbortController();
     const woken = new Promise<void>((resolve) => {
-      this.wake = (urgent) => {
-        if (this.stopRequested || wakeOn === "any" || (wakeOn === "urgent" && urgent)) resolve();
-      };
+      this.wake = resolve;
     });
+    this.wakeOn = wakeOn;
     const waits: Promise<unknown>[] = [woken];
     if (timeoutMs !== undefined) waits.push(this.options.clock.sleep(timeoutMs, sleeper.signal).catch(() => undefined));
     await Promise.race(waits);
     sleeper.abort();
     this.wake = undefined;
-    if (wakeOn === "any") this.pendingWake = false;
   }
 }
