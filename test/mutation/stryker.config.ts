@@ -43,9 +43,23 @@ export const groups: readonly MutationGroup[] = [
     ],
   },
   {
+    // The drainer in its layers (reading batches, applying outcomes, sink health) and the ledger under it.
     name: "delivery",
-    modules: ["src/agent/delivery/drainer.ts"],
-    tests: ["test/delivery/drainer.test.ts"],
+    modules: [
+      "src/agent/delivery/drainer.ts",
+      "src/agent/delivery/batch-reader.ts",
+      "src/agent/delivery/apply-outcomes.ts",
+      "src/agent/delivery/sink-health.ts",
+      "src/agent/delivery/ledger.ts",
+      "src/agent/delivery/outbox.ts",
+    ],
+    tests: [
+      "test/delivery/drainer.test.ts",
+      "test/delivery/batch-reader.test.ts",
+      "test/delivery/apply-outcomes.test.ts",
+      "test/delivery/sink-health.test.ts",
+      "test/store/store.test.ts",
+    ],
   },
   {
     // @sef/retry: the one backoff formula, Retry-After read and bounded, the retry loop (the drainer's, the poll's,
