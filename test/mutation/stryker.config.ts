@@ -43,22 +43,19 @@ export const groups: readonly MutationGroup[] = [
     ],
   },
   {
-    // The drainer in its layers (reading batches, applying outcomes, sink health) and the ledger under it.
+    // The drainer in its layers: reading batches, applying outcomes, sink health.
     name: "delivery",
     modules: [
       "src/agent/delivery/drainer.ts",
       "src/agent/delivery/batch-reader.ts",
       "src/agent/delivery/apply-outcomes.ts",
       "src/agent/delivery/sink-health.ts",
-      "src/agent/delivery/ledger.ts",
-      "src/agent/delivery/outbox.ts",
     ],
     tests: [
       "test/delivery/drainer.test.ts",
       "test/delivery/batch-reader.test.ts",
       "test/delivery/apply-outcomes.test.ts",
       "test/delivery/sink-health.test.ts",
-      "test/store/store.test.ts",
     ],
   },
   {
