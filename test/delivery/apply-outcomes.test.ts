@@ -10,14 +10,8 @@ import { SinkHealth } from "../../src/agent/delivery/sink-health.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
-import {
-  delivered,
-  rejected,
-  retry,
-  type OutboxEntry,
-  type SendOutcomes,
-  type Sink,
-} from "../../src/agent/sinks/sink.js";
+import { delivered, rejected, retry, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { transitionRecord } from "../helpers/records.js";
 import { FakeClock } from "../helpers/fake-clock.js";

@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BatchReader, type NextBatch } from "../../src/agent/delivery/batch-reader.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { transitionRecord } from "../helpers/records.js";
 import { FakeClock, flushAsync } from "../helpers/fake-clock.js";

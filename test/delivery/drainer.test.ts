@@ -11,15 +11,8 @@ import { Drainer } from "../../src/agent/delivery/drainer.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { createLogger, silentLogger } from "../../src/agent/observability/logger.js";
-import {
-  allOutcomes,
-  delivered,
-  rejected,
-  retry,
-  type OutboxEntry,
-  type SendOutcomes,
-  type Sink,
-} from "../../src/agent/sinks/sink.js";
+import { allOutcomes, delivered, rejected, retry, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { FakeClock, flushAsync } from "../helpers/fake-clock.js";

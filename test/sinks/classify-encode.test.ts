@@ -21,7 +21,7 @@ import { classifyUploadError, oldestUndeliveredAgeWarning } from "../../src/agen
 import { jsonArrayBytes, planRequests } from "../../src/agent/sinks/loganalytics/encode.js";
 import { classifyResponse, clipBody, redirectTarget } from "../../src/agent/sinks/webhook/classify.js";
 import { encodeBody, planChunks } from "../../src/agent/sinks/webhook/encode.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { entries, heartbeat, transition } from "../eventhubs/fixtures.js";
 import { propertyParams } from "../helpers/seed.js";
 

@@ -4,14 +4,8 @@
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import {
-  allOutcomes,
-  retry,
-  type OutboxEntry,
-  type RecordOutcome,
-  type SendOutcomes,
-  type Sink,
-} from "../sinks/sink.js";
+import { allOutcomes, retry, type RecordOutcome, type SendOutcomes, type Sink } from "../sinks/sink.js";
+import type { OutboxEntry } from "./outbox-entry.js";
 import type { Outbox, LedgerOutcome } from "./outbox.js";
 import type { DeadLetterFile } from "./dead-letter.js";
 import type { SinkHealth } from "./sink-health.js";

@@ -2,7 +2,8 @@
 // still in flight, up to the sink's depth); a batch that is not full lingers for more unless it holds an urgent record;
 // with nothing due it waits for new records or the next attempt. It decides what to send; the drainer sends it.
 import type { Clock } from "../util/clock.js";
-import { isUrgent, type OutboxEntry, type Sink } from "../sinks/sink.js";
+import { isUrgent, type Sink } from "../sinks/sink.js";
+import type { OutboxEntry } from "./outbox-entry.js";
 import type { Outbox } from "./outbox.js";
 
 /** What the drainer does next. */

@@ -5,7 +5,8 @@
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import type { OutboxEntry, Sink } from "../sinks/sink.js";
+import type { Sink } from "../sinks/sink.js";
+import type { OutboxEntry } from "./outbox-entry.js";
 import type { Outbox } from "./outbox.js";
 import type { RetryPolicy } from "@sef/retry/policy.js";
 import type { DeadLetterFile } from "./dead-letter.js";

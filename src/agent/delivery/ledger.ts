@@ -3,7 +3,7 @@
 // Per-sink counters and the outbox byte total are kept in the same transactions, so depth and bytes are O(1) lookups.
 import type { DatabaseSync } from "node:sqlite";
 import type { SefRecord } from "@sef/contract/record.js";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "./outbox-entry.js";
 import { query } from "../store/sql.js";
 import { InternalError } from "@sef/errors/sef-error.js";
 

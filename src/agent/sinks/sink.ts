@@ -4,16 +4,8 @@
 import type { Logger } from "pino";
 import type * as z from "zod/mini";
 import type { SefRecord } from "@sef/contract/record.js";
+import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-
-/** One record as the outbox hands it to a sink: its position, the record, and its JSON as stored (what sinks send). */
-export interface OutboxEntry {
-  /** Position in the outbox (monotonic, starts at 1). */
-  readonly seq: number;
-  readonly record: SefRecord;
-  /** The record serialized as JSON (what file and HTTP sinks write verbatim). */
-  readonly json: string;
-}
 
 /**
  * What became of one record of a send. Outcomes are values, not exceptions:

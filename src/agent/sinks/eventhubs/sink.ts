@@ -8,11 +8,11 @@ import {
   delivered,
   rejected as rejectedOutcome,
   retry,
-  type OutboxEntry,
   type RetryOutcome,
   type SendOutcomes,
   type Sink,
 } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { classifySendError } from "./classify.js";
 import { groupByPartitionKey, toEventData, type KeyGroup } from "./encode.js";
 import type { AgentMetrics } from "../../observability/metrics.js";

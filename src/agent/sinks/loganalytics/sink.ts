@@ -6,16 +6,8 @@ import type { Logger } from "pino";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { validateRow } from "@sef/contract/stream-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
-import {
-  allOutcomes,
-  delivered,
-  rejected,
-  retry,
-  type OutboxEntry,
-  type RetryOutcome,
-  type SendOutcomes,
-  type Sink,
-} from "../sink.js";
+import { allOutcomes, delivered, rejected, retry, type RetryOutcome, type SendOutcomes, type Sink } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { createLogsIngestionClient, type TokenCredential } from "./client.js";
 import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./classify.js";
 import { PreEncodedBodies } from "./pre-encoded-body.js";

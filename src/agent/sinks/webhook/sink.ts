@@ -6,12 +6,12 @@ import {
   delivered,
   rejected,
   retry,
-  type OutboxEntry,
   type FailedOutcome,
   type RecordOutcome,
   type SendOutcomes,
   type Sink,
 } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { resolveHeaders, resolveSecret, type WebhookSettings } from "./settings.js";
