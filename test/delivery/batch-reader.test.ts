@@ -83,6 +83,13 @@ describe("BatchReader", () => {
     expect(waited).toEqual([]);
   });
 
+  it("stopping, sends what is due at once: a full batch unpipelined, one that is not full without a linger", async () => {
+    add(1, 2);
+    expect(ids(await reader({ lingerMs: 250 }).next(true))).toEqual(["r1", "r2"]);
+    expect(ids(await reader({ maxBatchRecords: 5, lingerMs: 250 }).next(true))).toEqual(["r1", "r2"]);
+    expect(waited).toEqual([]);
+  });
+
   it("a linger that ends with nothing left reads again", async () => {
     add(1);
     const batches = new BatchReader({

@@ -79,7 +79,8 @@ export class BatchReader {
       return { kind: "again" };
     }
     if (batch.length === sink.maxBatchRecords && !stopping) return { kind: "pipeline", batch };
-    if (sink.lingerMs > 0 && batch.length < sink.maxBatchRecords && !batch.some((e) => isUrgent(e.record))) {
+    // Not full (a full one was pipelined above, unless stopping): linger for more, unless stopping or it is urgent.
+    if (!stopping && sink.lingerMs > 0 && !batch.some((e) => isUrgent(e.record))) {
       await waits.forUrgent(sink.lingerMs);
       const fuller = outbox.due(sink.name, sink.maxBatchRecords, clock.monotonicMs());
       return fuller.length === 0 ? { kind: "again" } : { kind: "send", batch: fuller };
