@@ -11,14 +11,8 @@ import { silentLogger } from "../../src/agent/observability/logger.js";
 import { systemClock } from "../../src/agent/util/clock.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
-import {
-  allOutcomes,
-  delivered,
-  retry,
-  type OutboxEntry,
-  type SendOutcomes,
-  type Sink,
-} from "../../src/agent/sinks/sink.js";
+import { allOutcomes, delivered, retry, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import type { ReplayFrom } from "../../src/agent/delivery/outbox.js";
 import { unknownVmIdentity, type HeartbeatRecord } from "../../src/contract/record.js";
 import { waitUntil } from "../helpers/agent-process.js";

@@ -1,7 +1,7 @@
 // The backlog both drain benchmarks send: transition records as a scale set's outage would leave them in the outbox.
 import { transitionRecordId } from "../../src/contract/record-id.js";
 import type { EventStatus, TransitionRecord } from "../../src/contract/record.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 
 const statuses: readonly EventStatus[] = ["Scheduled", "Started", "Completed"];
 

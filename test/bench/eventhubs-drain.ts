@@ -11,7 +11,7 @@ import { testbedCliPath } from "../helpers/agent-process.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/agent/sinks/eventhubs/index.js";
 import { toEventData } from "../../src/agent/sinks/eventhubs/encode.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { drainBacklogThroughLedger } from "./ledger-drain.js";
 
 /** Starts the peer as its own process (`sef-testbed emulate eventhubs`), as the real service is: the sink gets a core of its own. */

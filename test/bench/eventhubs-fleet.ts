@@ -16,7 +16,7 @@ import {
   resolveEventHubsAuth,
   eventHubsSettingsSchema,
 } from "../../src/agent/sinks/eventhubs/index.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 
 export interface FleetOptions {
   /** Sink instances, each with its own client (and connection while it holds one). */

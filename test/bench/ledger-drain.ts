@@ -10,7 +10,8 @@ import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { defaultRetryPolicy } from "../../src/retry/policy.js";
 import { systemClock } from "../../src/agent/util/clock.js";
-import type { OutboxEntry, Sink } from "../../src/agent/sinks/sink.js";
+import type { Sink } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 
 /** Appends `backlog` to a fresh store, then times the drainer until nothing is pending (or `timeoutMs` passes). */
 export async function drainBacklogThroughLedger(

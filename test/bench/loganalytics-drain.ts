@@ -12,7 +12,7 @@ import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
 import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { transitionBacklog } from "./backlog.js";
 import { drainBacklogThroughLedger } from "./ledger-drain.js";
 

@@ -16,7 +16,7 @@ import { RulePauses } from "../../src/agent/sinks/loganalytics/rule-pauses.js";
 import { logAnalyticsSettingsSchema } from "../../src/agent/sinks/loganalytics/settings.js";
 import { LogAnalyticsSink } from "../../src/agent/sinks/loganalytics/sink.js";
 import { defaultRetryPolicy, retryDelayMs } from "../../src/retry/policy.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { transitionBacklog } from "./backlog.js";
 
 export interface WaveOptions {

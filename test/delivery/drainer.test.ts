@@ -11,15 +11,8 @@ import { Drainer } from "../../src/agent/delivery/drainer.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { createLogger, silentLogger } from "../../src/agent/observability/logger.js";
-import {
-  allOutcomes,
-  delivered,
-  rejected,
-  retry,
-  type OutboxEntry,
-  type SendOutcomes,
-  type Sink,
-} from "../../src/agent/sinks/sink.js";
+import { allOutcomes, delivered, rejected, retry, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { FakeClock, flushAsync } from "../helpers/fake-clock.js";
@@ -803,6 +796,17 @@ describe("Drainer.stop", () => {
     await drainer.stop(clock.monotonicMs() + 5000);
     expect(sink.events).toEqual(["close"]);
     expect(pending("aborting")).toBe(0);
+  });
+
+  it("leaves no timer behind: a drainer stopped well before its deadline holds no process open and aborts nothing later", async () => {
+    const sink = new AbortAwareSink();
+    const drainer = drainerFor(sink);
+    await flushAsync();
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const before = timers();
+    await drainer.stop(clock.monotonicMs() + 600_000);
+    expect(sink.events).toEqual(["close"]);
+    expect(timers()).toBe(before);
   });
 
   it("at its deadline: sends nothing more", async () => {

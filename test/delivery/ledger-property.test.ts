@@ -23,11 +23,11 @@ import {
   delivered,
   rejected,
   retry,
-  type OutboxEntry,
   type RecordOutcome,
   type SendOutcomes,
   type Sink,
 } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { instantClock } from "../helpers/fake-clock.js";
 import { propertyParams } from "../helpers/seed.js";

@@ -15,7 +15,8 @@ import {
   eventHubsSettingsSchema,
   type EventHubsSink,
 } from "../../src/agent/sinks/eventhubs/index.js";
-import type { OutboxEntry, SendOutcomes } from "../../src/agent/sinks/sink.js";
+import type { SendOutcomes } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 
 export const vmId = "6c5d0d4a-1111-2222-3333-444455556666";
 const statuses: readonly EventStatus[] = ["Scheduled", "Started", "Completed"];

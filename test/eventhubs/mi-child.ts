@@ -3,7 +3,7 @@
 // SEF_TEST_IDLE_CLOSE_MS, waits for the idle close and sends them again (printing the second result).
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/agent/sinks/eventhubs/index.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 
 const chunks: Buffer[] = [];
 for await (const chunk of process.stdin) chunks.push(chunk as Buffer);

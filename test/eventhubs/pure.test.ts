@@ -154,12 +154,12 @@ describe("sink: encoding", () => {
 
 describe("sink: classification", () => {
   it.each([
-    ["ServerBusyError", "retryable"],
-    ["OperationTimeoutError", "retryable"],
-    ["DetachForcedError", "retryable"],
-    ["UnauthorizedError", "retryable"],
-    ["MessageTooLargeError", "reject-record"],
-    ["QuotaExceededError", "reject-record"],
+    ["ServerBusyError", "retry"],
+    ["OperationTimeoutError", "retry"],
+    ["DetachForcedError", "retry"],
+    ["UnauthorizedError", "retry"],
+    ["MessageTooLargeError", "rejected"],
+    ["QuotaExceededError", "rejected"],
   ])("%s → %s", (code, kind) => {
     expect(classifySendError(messagingError(code)).kind).toBe(kind);
   });
@@ -170,9 +170,9 @@ describe("sink: classification", () => {
       messagingError("MessageTooLargeError", "too big, SharedAccessKey=abc123"),
     ]);
     const c = classifySendError(err);
-    expect(c.kind).toBe("reject-record");
+    expect(c.kind).toBe("rejected");
     expect(c.reason).not.toContain("abc123");
-    expect(classifySendError(new Error("socket hang up")).kind).toBe("retryable");
+    expect(classifySendError(new Error("socket hang up")).kind).toBe("retry");
   });
 });
 

@@ -54,7 +54,7 @@ describe("classifyUploadError", () => {
     for (const status of [400, 413]) {
       const failure = classifyUploadError(restError(status, {}, "InvalidStream", "row 3 is bad"), nowMs);
       expect(failure).toEqual({
-        kind: "reject",
+        kind: "rejected",
         statusCode: status,
         reason: `HTTP ${status} InvalidStream: row 3 is bad`,
       });
@@ -72,16 +72,16 @@ describe("classifyUploadError", () => {
   it("retries 429/503 with the server's hint, and without one when absent", () => {
     expect(classifyUploadError(restError(429, { "retry-after": "2" }), nowMs)).toMatchObject({
       kind: "retry",
-      retryAfterMs: 2000,
+      afterMs: 2000,
       statusCode: 429,
     });
     expect(classifyUploadError(restError(503, { "retry-after-ms": "40" }), nowMs)).toMatchObject({
       kind: "retry",
-      retryAfterMs: 40,
+      afterMs: 40,
     });
     const bare = classifyUploadError(restError(429), nowMs);
     expect(bare.kind).toBe("retry");
-    expect("retryAfterMs" in bare).toBe(false);
+    expect("afterMs" in bare).toBe(false);
   });
   it("retries 408, 5xx, network and credential errors, and unwraps AggregateLogsUploadError", () => {
     expect(classifyUploadError(restError(408), nowMs).kind).toBe("retry");

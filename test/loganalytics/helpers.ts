@@ -12,7 +12,7 @@ import type {
 import { transitionRecordId, deterministicUuid } from "../../src/contract/record-id.js";
 import { mintLocalToken } from "../../src/testbed/peers/local-tokens.js";
 import { transitionRecord as baseTransition } from "../helpers/records.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import type { TokenCredential } from "../../src/agent/sinks/loganalytics/sink.js";
 
 const vm = {

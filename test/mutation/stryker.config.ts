@@ -43,9 +43,20 @@ export const groups: readonly MutationGroup[] = [
     ],
   },
   {
+    // The drainer in its layers: reading batches, applying outcomes, sink health.
     name: "delivery",
-    modules: ["src/agent/delivery/drainer.ts"],
-    tests: ["test/delivery/drainer.test.ts"],
+    modules: [
+      "src/agent/delivery/drainer.ts",
+      "src/agent/delivery/batch-reader.ts",
+      "src/agent/delivery/apply-outcomes.ts",
+      "src/agent/delivery/sink-health.ts",
+    ],
+    tests: [
+      "test/delivery/drainer.test.ts",
+      "test/delivery/batch-reader.test.ts",
+      "test/delivery/apply-outcomes.test.ts",
+      "test/delivery/sink-health.test.ts",
+    ],
   },
   {
     // @sef/retry: the one backoff formula, Retry-After read and bounded, the retry loop (the drainer's, the poll's,

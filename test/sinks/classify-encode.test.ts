@@ -21,7 +21,7 @@ import { classifyUploadError, oldestUndeliveredAgeWarning } from "../../src/agen
 import { jsonArrayBytes, planRequests } from "../../src/agent/sinks/loganalytics/encode.js";
 import { classifyResponse, clipBody, redirectTarget } from "../../src/agent/sinks/webhook/classify.js";
 import { encodeBody, planChunks } from "../../src/agent/sinks/webhook/encode.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { entries, heartbeat, transition } from "../eventhubs/fixtures.js";
 import { propertyParams } from "../helpers/seed.js";
 
@@ -36,23 +36,23 @@ function messagingError(code: string, message = "boom"): MessagingError {
 describe("Event Hubs: classifySendError", () => {
   it("asks for the service's server-busy pause, and gives no hint for anything else", () => {
     expect(classifySendError(messagingError("ServerBusyError", "busy"))).toEqual({
-      kind: "retryable",
+      kind: "retry",
       reason: "ServerBusyError: busy",
-      retryAfterMs: serverBusyRetryAfterMs,
+      afterMs: serverBusyRetryAfterMs,
     });
     expect(classifySendError(messagingError("OperationTimeoutError", "slow"))).toEqual({
-      kind: "retryable",
+      kind: "retry",
       reason: "OperationTimeoutError: slow",
     });
     expect(classifySendError(messagingError("MessageTooLargeError", "big"))).toEqual({
-      kind: "reject-record",
+      kind: "rejected",
       reason: "MessageTooLargeError: big",
     });
   });
 
   it("says what to check when not authorized", () => {
     expect(classifySendError(messagingError("UnauthorizedError", "no claim"))).toEqual({
-      kind: "retryable",
+      kind: "retry",
       reason:
         'not authorized to send (check the credential and its "Azure Event Hubs Data Sender" role): UnauthorizedError: no claim',
     });
@@ -60,16 +60,16 @@ describe("Event Hubs: classifySendError", () => {
 
   it("takes only the SDK's MessagingErrors by their code; anything else thrown is retried, described as it is", () => {
     const plain = Object.assign(new Error("not the SDK's"), { code: "MessageTooLargeError" });
-    expect(classifySendError(plain)).toEqual({ kind: "retryable", reason: "MessageTooLargeError: not the SDK's" });
+    expect(classifySendError(plain)).toEqual({ kind: "retry", reason: "MessageTooLargeError: not the SDK's" });
     expect(classifySendError(Object.assign(new Error("odd"), { code: 7 }))).toEqual({
-      kind: "retryable",
+      kind: "retry",
       reason: "Error: odd",
     });
-    expect(classifySendError(null)).toEqual({ kind: "retryable", reason: "null" });
-    expect(classifySendError(undefined)).toEqual({ kind: "retryable", reason: "undefined" });
-    expect(classifySendError("socket closed")).toEqual({ kind: "retryable", reason: "socket closed" });
+    expect(classifySendError(null)).toEqual({ kind: "retry", reason: "null" });
+    expect(classifySendError(undefined)).toEqual({ kind: "retry", reason: "undefined" });
+    expect(classifySendError("socket closed")).toEqual({ kind: "retry", reason: "socket closed" });
     expect(classifySendError(new AggregateError([], "every attempt failed"))).toEqual({
-      kind: "retryable",
+      kind: "retry",
       reason: "AggregateError: every attempt failed",
     });
   });
@@ -174,7 +174,7 @@ describe("Log Analytics: classifyUploadError", () => {
       reason: "HTTP 500: status 500",
       statusCode: 500,
     });
-    expect(classifyUploadError(restError(503, { "retry-after": "2" }), nowMs)).toMatchObject({ retryAfterMs: 2000 });
+    expect(classifyUploadError(restError(503, { "retry-after": "2" }), nowMs)).toMatchObject({ afterMs: 2000 });
   });
 
   it("unwraps only the SDK's AggregateLogsUploadError, and one with no errors is still an answer", () => {
@@ -223,37 +223,41 @@ describe("Log Analytics: request planning", () => {
 
 describe("webhook: classifyResponse", () => {
   it("takes 2xx only as delivered", () => {
-    expect(classifyResponse(200, undefined, "", nowMs)).toEqual({ kind: "ok" });
-    expect(classifyResponse(299, undefined, "", nowMs)).toEqual({ kind: "ok" });
-    expect(classifyResponse(199, undefined, "", nowMs)).toEqual({ kind: "permanent", reason: "HTTP 199" });
-    expect(classifyResponse(300, undefined, "", nowMs).kind).toBe("retryable");
+    expect(classifyResponse(200, undefined, "", nowMs)).toEqual({ kind: "delivered" });
+    expect(classifyResponse(299, undefined, "", nowMs)).toEqual({ kind: "delivered" });
+    expect(classifyResponse(199, undefined, "", nowMs)).toEqual({ kind: "rejected", reason: "HTTP 199" });
+    expect(classifyResponse(300, undefined, "", nowMs).kind).toBe("retry");
   });
   it("retries 408, 429 and 5xx with the hint when given (and no hint property otherwise), reasons with the body on one line", () => {
     expect(classifyResponse(503, "3", "  down \n for now ", nowMs)).toEqual({
-      kind: "retryable",
+      kind: "retry",
       reason: "HTTP 503: down for now",
-      retryAfterMs: 3000,
+      afterMs: 3000,
     });
     const bare = classifyResponse(429, undefined, "   ", nowMs);
-    expect(bare).toEqual({ kind: "retryable", reason: "HTTP 429" });
-    expect("retryAfterMs" in bare).toBe(false);
+    expect(bare).toEqual({ kind: "retry", reason: "HTTP 429" });
+    expect("afterMs" in bare).toBe(false);
   });
   it("keeps records for an operator on 401/403 and on a redirect it did not follow (3xx), splits on 413, dead-letters other 4xx", () => {
     expect(classifyResponse(401, undefined, "", nowMs)).toEqual({
-      kind: "retryable",
+      kind: "retry",
       reason: "HTTP 401 (check the webhook headers/credentials)",
       needsOperator: true,
     });
     for (const status of [300, 302, 399]) {
       expect(classifyResponse(status, undefined, "", nowMs)).toEqual({
-        kind: "retryable",
+        kind: "retry",
         reason: `HTTP ${status} (redirect not followed: only 307/308 to the same origin are; fix webhook.url — records stay in the outbox)`,
         needsOperator: true,
       });
     }
-    expect(classifyResponse(413, undefined, "", nowMs)).toEqual({ kind: "too-large", reason: "HTTP 413" });
-    expect(classifyResponse(400, undefined, "bad", nowMs)).toEqual({ kind: "permanent", reason: "HTTP 400: bad" });
-    expect(classifyResponse(404, undefined, "", nowMs)).toEqual({ kind: "permanent", reason: "HTTP 404" });
+    expect(classifyResponse(413, undefined, "", nowMs)).toEqual({
+      kind: "rejected",
+      reason: "HTTP 413",
+      tooLarge: true,
+    });
+    expect(classifyResponse(400, undefined, "bad", nowMs)).toEqual({ kind: "rejected", reason: "HTTP 400: bad" });
+    expect(classifyResponse(404, undefined, "", nowMs)).toEqual({ kind: "rejected", reason: "HTTP 404" });
   });
   it("clips a body to 300 characters on one line", () => {
     expect(clipBody("a \t\n  b")).toBe("a b");

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JsonlSink } from "../../src/agent/sinks/jsonl/sink.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import type { SefRecord } from "../../src/contract/record.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { runCli, waitUntil } from "../helpers/agent-process.js";

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { createWebhookSink, type WebhookSink } from "../../src/agent/sinks/webhook/sink.js";
 import { webhookSettingsSchema } from "../../src/agent/sinks/webhook/settings.js";
-import type { OutboxEntry } from "../../src/agent/sinks/sink.js";
+import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { createLogger } from "../../src/agent/observability/logger.js";
 import { transition } from "../actions/fixtures.js";
 

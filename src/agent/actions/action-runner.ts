@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import type { SefRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { Clock } from "../util/clock.js";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { Action } from "./action.js";
 import type { ActionLedger, ActionRow, PlannedAction } from "./action-ledger.js";
 

@@ -7,7 +7,7 @@ import type * as z from "zod/mini";
 import type { RecordIdentity, SefRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { Clock } from "../util/clock.js";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "./action-ledger.js";
 
 export type { ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "./action-ledger.js";

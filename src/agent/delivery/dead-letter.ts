@@ -3,7 +3,7 @@
 import { open, mkdir } from "node:fs/promises";
 import { closeSync, fdatasyncSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "./outbox-entry.js";
 import { redactSecrets } from "../observability/logger.js";
 
 export interface DeadLetterLine {

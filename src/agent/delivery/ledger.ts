@@ -3,7 +3,7 @@
 // Per-sink counters and the outbox byte total are kept in the same transactions, so depth and bytes are O(1) lookups.
 import type { DatabaseSync } from "node:sqlite";
 import type { SefRecord } from "@sef/contract/record.js";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "./outbox-entry.js";
 import { query } from "../store/sql.js";
 import { InternalError } from "@sef/errors/sef-error.js";
 
@@ -73,7 +73,7 @@ export class DeliveryLedger {
   private sinkNames: string[];
 
   constructor(private readonly db: DatabaseSync) {
-    this.s = { ...deliveryStatements(db), ...sinkAndLedgerStatements(db) };
+    this.s = { ...deliveryStatements(db), ...sinkStatements(db), ...deadLetterAndEvictionStatements(db) };
     this.bytes = 0;
     this.sinkNames = [];
     this.reload();
@@ -422,8 +422,8 @@ function deliveryStatements(db: DatabaseSync) {
   };
 }
 
-/** The statements of sink registration, status, backfill, dead letters, eviction and the outbox's byte count. */
-function sinkAndLedgerStatements(db: DatabaseSync) {
+/** The statements of sink registration and status, and the outbox's byte count. */
+function sinkStatements(db: DatabaseSync) {
   return {
     sinkRow: query<[string], { pending: number; dead: number; delivered: number; last_delivery_ms: number | null }>(
       db,
@@ -454,6 +454,17 @@ function sinkAndLedgerStatements(db: DatabaseSync) {
       db,
       "SELECT o.created_ms AS created_ms FROM outbox o WHERE o.seq = (SELECT MIN(seq) FROM deliveries WHERE sink = ? AND state = 'pending')",
     ),
+    getBytes: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'outbox_bytes'"),
+    setBytes: query<[string], never>(
+      db,
+      "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    ),
+  };
+}
+
+/** The statements of backfill, dead letters (list, replay, purge) and eviction. */
+function deadLetterAndEvictionStatements(db: DatabaseSync) {
+  return {
     headSeq: query<[], { seq: number | null }>(db, "SELECT MAX(seq) AS seq FROM outbox"),
     recordsAfter: query<[number], { seq: number; json: string; bytes: number }>(
       db,
@@ -505,11 +516,6 @@ function sinkAndLedgerStatements(db: DatabaseSync) {
     purge: query<[string | null, string | null, number | null], { sink: string; seq: number }>(
       db,
       "DELETE FROM deliveries WHERE state = 'dead' AND (?1 IS NULL OR sink = ?1) AND (?2 IS NULL OR instr(reason, ?2) > 0) AND (?3 IS NULL OR settled_ms <= ?3) RETURNING sink, seq",
-    ),
-    getBytes: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'outbox_bytes'"),
-    setBytes: query<[string], never>(
-      db,
-      "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     ),
   };
 }

@@ -3,7 +3,7 @@
 // dead-letter files) all go through here; every write is one store transaction.
 import type { SefRecord } from "@sef/contract/record.js";
 import type { CollectorState } from "../collector/state.js";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "./outbox-entry.js";
 import type { Store } from "../store/store.js";
 import { query } from "../store/sql.js";
 import type { DeadLetterFile } from "./dead-letter.js";

@@ -6,7 +6,7 @@ import type { AgentConfig } from "../config/schema.js";
 import { actionSection } from "../config/schema.js";
 import type { Store } from "../store/store.js";
 import type { Outbox } from "../delivery/outbox.js";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { Action, ActionContext } from "../actions/action.js";
 import { ActionLedger } from "../actions/action-ledger.js";
 import { ActionRunner } from "../actions/action-runner.js";

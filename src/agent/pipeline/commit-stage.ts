@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { SefRecord } from "@sef/contract/record.js";
 import type { CollectorState } from "../collector/state.js";
 import type { Outbox } from "../delivery/outbox.js";
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { DeadLetterFile } from "../delivery/dead-letter.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { Clock } from "../util/clock.js";

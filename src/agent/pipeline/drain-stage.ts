@@ -1,7 +1,8 @@
 // Drain stage: one Drainer (delivery/drainer.ts) per sink over the shared outbox. Follows the records-committed signal
 // (urgent records end a linger), reports each sink's health for /readyz and what is still undelivered, and flushes
 // within a deadline at shutdown.
-import { isUrgent, type OutboxEntry, type Sink } from "../sinks/sink.js";
+import { isUrgent, type Sink } from "../sinks/sink.js";
+import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import { Drainer, type DrainerOptions } from "../delivery/drainer.js";
 import type { RecordsCommitted } from "./records-committed.js";
 

@@ -1,6 +1,6 @@
 // The "records committed" signal: the commit stage announces each durable batch of outbox entries, and the stages
 // that act on new records (drain, act, heartbeat) follow it, each subscribing itself when it is built.
-import type { OutboxEntry } from "../sinks/sink.js";
+import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import { Signal } from "../util/signal.js";
 
 export type CommittedFollower = (entries: readonly OutboxEntry[]) => void;

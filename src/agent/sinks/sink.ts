@@ -4,16 +4,8 @@
 import type { Logger } from "pino";
 import type * as z from "zod/mini";
 import type { SefRecord } from "@sef/contract/record.js";
+import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-
-/** One record as the outbox hands it to a sink: its position, the record, and its JSON as stored (what sinks send). */
-export interface OutboxEntry {
-  /** Position in the outbox (monotonic, starts at 1). */
-  readonly seq: number;
-  readonly record: SefRecord;
-  /** The record serialized as JSON (what file and HTTP sinks write verbatim). */
-  readonly json: string;
-}
 
 /**
  * What became of one record of a send. Outcomes are values, not exceptions:
@@ -21,19 +13,27 @@ export interface OutboxEntry {
  * - `retry`: send it again later; `afterMs` is the destination's hint (Retry-After), which the drainer honours
  *   (clamped by the retry policy) instead of its own backoff; `needsOperator` marks a failure that will not clear by
  *   itself soon (credentials, a missing destination): /readyz reports the sink at once;
- * - `rejected`: the destination will never accept it: dead-lettered with the reason, never retried.
+ * - `rejected`: the destination will never accept it: dead-lettered with the reason, never retried; `tooLarge` marks
+ *   a refusal for the request's size, which a sink that can split its request answers by sending it in parts.
+ * Every sink's `classify` speaks these kinds (and nothing else), so one vocabulary runs from the destination's answer
+ * to the ledger.
  */
 export type RecordOutcome =
   | { readonly kind: "delivered" }
   | { readonly kind: "retry"; readonly reason: string; readonly afterMs?: number; readonly needsOperator?: boolean }
-  | { readonly kind: "rejected"; readonly reason: string };
+  | { readonly kind: "rejected"; readonly reason: string; readonly tooLarge?: boolean };
+
+/** A record's outcome when the destination did not take it: what every sink's `classify` returns. */
+export type FailedOutcome = Exclude<RecordOutcome, { kind: "delivered" }>;
+/** An outcome to send the record again. */
+export type RetryOutcome = Extract<RecordOutcome, { kind: "retry" }>;
 
 /** One outcome per record of the batch, in batch order. */
 export type SendOutcomes = readonly RecordOutcome[];
 
 export const delivered: RecordOutcome = { kind: "delivered" };
 
-export function retry(reason: string, afterMs?: number, needsOperator = false): RecordOutcome {
+export function retry(reason: string, afterMs?: number, needsOperator = false): RetryOutcome {
   return {
     kind: "retry",
     reason,
@@ -42,8 +42,8 @@ export function retry(reason: string, afterMs?: number, needsOperator = false): 
   };
 }
 
-export function rejected(reason: string): RecordOutcome {
-  return { kind: "rejected", reason };
+export function rejected(reason: string, tooLarge = false): Extract<RecordOutcome, { kind: "rejected" }> {
+  return { kind: "rejected", reason, ...(tooLarge ? { tooLarge } : {}) };
 }
 
 /** The same outcome for every record of the batch. */

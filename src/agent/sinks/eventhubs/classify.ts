@@ -1,16 +1,7 @@
-// Classifies what an Event Hubs send threw (after the SDK's own retries) into the drain loop's terms.
-// Pure logic over the SDK's MessagingError codes; reasons are redacted of secrets.
+// Classifies what an Event Hubs send threw (after the SDK's own retries) into the sinks' one outcome vocabulary
+// (`RecordOutcome` of sinks/sink.ts). Pure logic over the SDK's MessagingError codes; reasons are redacted of secrets.
 import { redactSecrets } from "../../observability/logger.js";
-
-/**
- * - `retryable`: transient (server busy, timeouts, link detach, connection loss, unknown) — and also
- *   authorization failures: credentials or role assignments can be fixed while records wait in the outbox;
- * - `reject-record`: the event itself can never be accepted (too large, quota exceeded): dead-letter it;
- * - `aborted`: the caller's signal fired (shutdown): retry later.
- */
-export type SendErrorClass =
-  | { readonly kind: "retryable"; readonly reason: string; readonly retryAfterMs?: number }
-  | { readonly kind: "reject-record"; readonly reason: string };
+import { rejected, retry, type FailedOutcome } from "../sink.js";
 
 export interface MessagingErrorLike {
   readonly name: string;
@@ -44,20 +35,23 @@ function describe(err: unknown): string {
   return redactSecrets(String(err));
 }
 
-export function classifySendError(err: unknown): SendErrorClass {
+/**
+ * - `retry`: transient (server busy, timeouts, link detach, connection loss, unknown, the caller's abort) — and also
+ *   authorization failures: credentials or role assignments can be fixed while records wait in the outbox;
+ * - `rejected`: the event itself can never be accepted (too large, quota exceeded): dead-letter it.
+ */
+export function classifySendError(err: unknown): FailedOutcome {
   const last = decisive(err);
   const reason = describe(last);
   if (isMessagingError(last) && last.code !== undefined) {
-    if (recordRejectionCodes.has(last.code)) return { kind: "reject-record", reason };
-    if (authCodes.has(last.code)) {
-      return {
-        kind: "retryable",
-        reason: `not authorized to send (check the credential and its "Azure Event Hubs Data Sender" role): ${reason}`,
-      };
-    }
-    if (last.code === "ServerBusyError") return { kind: "retryable", reason, retryAfterMs: serverBusyRetryAfterMs };
+    if (recordRejectionCodes.has(last.code)) return rejected(reason);
+    if (authCodes.has(last.code))
+      return retry(
+        `not authorized to send (check the credential and its "Azure Event Hubs Data Sender" role): ${reason}`,
+      );
+    if (last.code === "ServerBusyError") return retry(reason, serverBusyRetryAfterMs);
   }
   // Everything else — timeouts, detach, connection loss, entity not found during a deployment, errors we do not
   // know — is worth another try: records wait durably in the outbox, and dead-lettering them would lose them.
-  return { kind: "retryable", reason };
+  return retry(reason);
 }

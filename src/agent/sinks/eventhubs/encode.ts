@@ -2,7 +2,7 @@
 // partition keys, grouping one send into per-key runs, and the accepted-prefix arithmetic.
 import type { EventData } from "@azure/event-hubs";
 import type { SefRecord } from "@sef/contract/record.js";
-import type { OutboxEntry } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import type { PartitionKeyField } from "./settings.js";
 import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
 

@@ -8,10 +8,11 @@ import {
   delivered,
   rejected as rejectedOutcome,
   retry,
-  type OutboxEntry,
+  type RetryOutcome,
   type SendOutcomes,
   type Sink,
 } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { classifySendError } from "./classify.js";
 import { groupByPartitionKey, toEventData, type KeyGroup } from "./encode.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
@@ -88,13 +89,13 @@ export class EventHubsSink implements Sink {
     // Indexes of the entries the hub has accepted in this send.
     const sent = new Set<number>();
     const rejected: RejectedRecord[] = [];
-    let failure: { kind: "retryable"; reason: string; retryAfterMs?: number } | undefined;
+    let failure: RetryOutcome | undefined;
     try {
       const units = await this.pack(batch, rejected, signal);
       failure = await this.sendUnits(batch, units, sent, rejected, signal);
     } catch (err) {
       // Packing (createBatch opens the link) or anything unexpected: classify; never throw to the drainer.
-      failure = { kind: "retryable", reason: classifySendError(err).reason };
+      failure = retry(classifySendError(err).reason);
     }
     if (rejected.length > 0)
       this.options.logger.warn(
@@ -102,7 +103,7 @@ export class EventHubsSink implements Sink {
         "records rejected by Event Hubs (dead-lettered)",
       );
     const rejectedBySeq = new Map(rejected.map((r) => [r.seq, r.reason]));
-    const notSent = failure ? retry(failure.reason, failure.retryAfterMs) : retry("not sent (internal: no outcome)");
+    const notSent = failure ?? retry("not sent (internal: no outcome)");
     return batch.map((entry, index) => {
       if (sent.has(index)) return delivered;
       const reason = rejectedBySeq.get(entry.seq);
@@ -209,7 +210,7 @@ export class EventHubsSink implements Sink {
     sent: Set<number>,
     rejected: RejectedRecord[],
     signal: AbortSignal,
-  ): Promise<{ kind: "retryable"; reason: string; retryAfterMs?: number } | undefined> {
+  ): Promise<RetryOutcome | undefined> {
     const chains = new Map<string, SendUnit[]>();
     for (const unit of units) {
       const chain = chains.get(unit.keyId);
@@ -217,7 +218,7 @@ export class EventHubsSink implements Sink {
       else chains.set(unit.keyId, [unit]);
     }
     const queue = [...chains.values()];
-    let failure: { kind: "retryable"; reason: string; retryAfterMs?: number } | undefined;
+    let failure: RetryOutcome | undefined;
     const runChain = async (chain: readonly SendUnit[]): Promise<void> => {
       for (const unit of chain) {
         if (failure) return;
@@ -242,14 +243,14 @@ export class EventHubsSink implements Sink {
     sent: Set<number>,
     rejected: RejectedRecord[],
     signal: AbortSignal,
-  ): Promise<{ kind: "retryable"; reason: string; retryAfterMs?: number } | undefined> {
+  ): Promise<RetryOutcome | undefined> {
     try {
       await this.options.producer.sendBatch(unit.batch, { abortSignal: signal });
       for (const index of unit.indexes) sent.add(index);
       return undefined;
     } catch (err) {
       const c = classifySendError(err);
-      if (c.kind === "reject-record") return this.sendOneByOne(batch, unit, sent, rejected, signal, c.reason);
+      if (c.kind === "rejected") return this.sendOneByOne(batch, unit, sent, rejected, signal, c.reason);
       return c;
     }
   }
@@ -262,7 +263,7 @@ export class EventHubsSink implements Sink {
     rejected: RejectedRecord[],
     signal: AbortSignal,
     unitReason: string,
-  ): Promise<{ kind: "retryable"; reason: string; retryAfterMs?: number } | undefined> {
+  ): Promise<RetryOutcome | undefined> {
     if (unit.indexes.length === 1) {
       rejected.push({ seq: batch[unit.indexes[0]!]!.seq, reason: unitReason });
       return undefined;
@@ -276,7 +277,7 @@ export class EventHubsSink implements Sink {
         sent.add(index);
       } catch (err) {
         const c = classifySendError(err);
-        if (c.kind !== "reject-record") return c;
+        if (c.kind !== "rejected") return c;
         rejected.push({ seq: entry.seq, reason: c.reason });
       }
     }

@@ -4,7 +4,8 @@
 import { open, mkdir, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
-import { allOutcomes, delivered, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { allOutcomes, delivered, type SendOutcomes, type Sink } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { classifyAppendError } from "./classify.js";
 import { jsonLines } from "./encode.js";
 

@@ -2,6 +2,7 @@
 // how long the service asked us to wait, and when a record is old enough that Log Analytics will rewrite its time.
 import { redactSecrets } from "../../observability/logger.js";
 import { retryAfterFromHeaders } from "@sef/retry/retry-after.js";
+import { rejected, retry, type FailedOutcome } from "../sink.js";
 
 /** Log Analytics replaces a TimeGenerated older than this with the arrival time. */
 export const timeGeneratedRewriteAgeMs = 48 * 3_600_000;
@@ -27,17 +28,12 @@ const awaitingAzureStatuses: ReadonlyMap<number, string> = new Map([
   ],
 ]);
 
-export type UploadFailure =
-  /** The service will never accept these rows: dead-letter them with the reason. */
-  | { readonly kind: "reject"; readonly reason: string; readonly statusCode: number }
-  /** Try again later; `retryAfterMs` is the service's hint (throttling), absent when it gave none. */
-  | {
-      readonly kind: "retry";
-      readonly reason: string;
-      readonly statusCode?: number;
-      readonly retryAfterMs?: number;
-      readonly needsOperator?: boolean;
-    };
+/**
+ * A failed request in the sinks' one outcome vocabulary (`RecordOutcome` of sinks/sink.ts), with the HTTP status when
+ * there was one: `rejected` (the service will never accept these rows: dead-letter them with the reason) or `retry`
+ * (`afterMs` is the service's hint when it throttled).
+ */
+export type UploadFailure = FailedOutcome & { readonly statusCode?: number };
 
 interface ErrorLike {
   name?: unknown;
@@ -72,29 +68,22 @@ export function classifyUploadError(err: unknown, nowMs: number): UploadFailure 
   const status = typeof e.statusCode === "number" ? e.statusCode : undefined;
   if (status === undefined) {
     const code = typeof e.code === "string" ? ` (${e.code})` : "";
-    return { kind: "retry", reason: clip(`${name}${code}: ${message}`) };
+    return retry(clip(`${name}${code}: ${message}`));
   }
   const serviceCode = typeof e.code === "string" ? ` ${e.code}` : "";
   const reason = clip(`HTTP ${status}${serviceCode}: ${message}`);
-  if (rejectingStatuses.has(status)) return { kind: "reject", reason, statusCode: status };
+  if (rejectingStatuses.has(status)) return { ...rejected(reason), statusCode: status };
   const hint = awaitingAzureStatuses.get(status);
   if (hint !== undefined)
-    return {
-      kind: "retry",
-      reason: clip(`${reason} (${hint}; records stay in the outbox)`),
-      statusCode: status,
-      needsOperator: true,
-    };
+    return { ...retry(clip(`${reason} (${hint}; records stay in the outbox)`), undefined, true), statusCode: status };
   if (status === 429 || status === 503) {
     const get = e.response?.headers?.get;
     const retryAfterMs =
       typeof get === "function" ? retryAfterFromHeaders((n) => get.call(e.response?.headers, n), nowMs) : undefined;
-    return retryAfterMs === undefined
-      ? { kind: "retry", reason, statusCode: status }
-      : { kind: "retry", reason, statusCode: status, retryAfterMs };
+    return { ...retry(reason, retryAfterMs), statusCode: status };
   }
   // 408, other 5xx and anything unexpected: retry rather than lose records.
-  return { kind: "retry", reason, statusCode: status };
+  return { ...retry(reason), statusCode: status };
 }
 
 /**

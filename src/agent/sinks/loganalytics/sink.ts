@@ -6,7 +6,8 @@ import type { Logger } from "pino";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { validateRow } from "@sef/contract/stream-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
-import { allOutcomes, delivered, rejected, retry, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { allOutcomes, delivered, rejected, retry, type RetryOutcome, type SendOutcomes, type Sink } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { createLogsIngestionClient, type TokenCredential } from "./client.js";
 import { classifyUploadError, oldestUndeliveredAgeWarning, type UploadFailure } from "./classify.js";
 import { PreEncodedBodies } from "./pre-encoded-body.js";
@@ -123,9 +124,7 @@ export class LogAnalyticsSink implements Sink {
     this.warnIfStale(oldestTimeGenerated);
 
     const failure = await this.sendRequests(planRequests(pending, this.settings.maxRequestBytes), settled, signal);
-    const notSent = failure
-      ? retry(failure.reason, failure.retryAfterMs, failure.needsOperator ?? false)
-      : retry("not sent (internal: no outcome)");
+    const notSent = failure ?? retry("not sent (internal: no outcome)");
     const outcomes = settled.map((s) =>
       s === undefined ? notSent : s.rejected !== undefined ? rejected(s.rejected) : delivered,
     );
@@ -141,15 +140,15 @@ export class LogAnalyticsSink implements Sink {
     requests: PendingRow[][],
     settled: (Settlement | undefined)[],
     signal: AbortSignal,
-  ): Promise<Extract<UploadFailure, { kind: "retry" }> | undefined> {
-    let failure: Extract<UploadFailure, { kind: "retry" }> | undefined;
+  ): Promise<RetryOutcome | undefined> {
+    let failure: RetryOutcome | undefined;
     let next = 0;
     const worker = async (): Promise<void> => {
       while (!failure && next < requests.length) {
         const request = requests[next++]!;
         const pausedMs = this.pauses.remainingMs(this.settings.ruleId, this.clock.monotonicMs());
         if (pausedMs > 0) {
-          failure ??= { kind: "retry", reason: `rule ${this.settings.ruleId} is throttled`, retryAfterMs: pausedMs };
+          failure ??= retry(`rule ${this.settings.ruleId} is throttled`, pausedMs);
           return;
         }
         const outcome = await this.upload(request, signal);
@@ -157,7 +156,7 @@ export class LogAnalyticsSink implements Sink {
           failure ??= outcome;
           return;
         }
-        for (const row of request) settled[row.index] = outcome.kind === "reject" ? { rejected: outcome.reason } : {};
+        for (const row of request) settled[row.index] = outcome.kind === "rejected" ? { rejected: outcome.reason } : {};
       }
     };
     const workers = Math.min(this.settings.maxConcurrentRequests, requests.length);
@@ -187,15 +186,16 @@ export class LogAnalyticsSink implements Sink {
       const failure = classifyUploadError(err, this.clock.now());
       if (failure.kind === "retry" && (failure.statusCode === 429 || failure.statusCode === 503)) {
         this.stats.throttledResponses += 1;
-        if (failure.retryAfterMs !== undefined)
-          this.pauses.pauseUntil(this.settings.ruleId, this.clock.monotonicMs() + failure.retryAfterMs);
+        if (failure.afterMs !== undefined)
+          this.pauses.pauseUntil(this.settings.ruleId, this.clock.monotonicMs() + failure.afterMs);
       }
-      const log = failure.kind === "reject" ? this.logger.error.bind(this.logger) : this.logger.warn.bind(this.logger);
+      const log =
+        failure.kind === "rejected" ? this.logger.error.bind(this.logger) : this.logger.warn.bind(this.logger);
       log(
         {
           rows,
           statusCode: failure.statusCode,
-          retryAfterMs: "retryAfterMs" in failure ? failure.retryAfterMs : undefined,
+          retryAfterMs: failure.kind === "retry" ? failure.afterMs : undefined,
         },
         `logs ingestion request failed: ${failure.reason}`,
       );

@@ -1,5 +1,6 @@
 // stdout sink: one JSON record per line on standard output (logs go to stderr, so the two never mix).
-import { allOutcomes, delivered, type OutboxEntry, type SendOutcomes, type Sink } from "../sink.js";
+import { allOutcomes, delivered, type SendOutcomes, type Sink } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { classifyWriteError } from "./classify.js";
 import { jsonLines } from "./encode.js";
 

@@ -1,21 +1,17 @@
-// Pure classification of webhook answers: 2xx ok; 408/429/5xx, auth failures and redirects retried (with Retry-After);
+// Pure classification of webhook answers: 2xx delivered; 408/429/5xx, auth failures and redirects retried (with Retry-After);
 // 413 splits or rejects; other answers dead-letter the batch. Which redirects are followed is decided here too.
 import { redactSecrets } from "../../observability/logger.js";
 import { parseRetryAfterMs } from "@sef/retry/retry-after.js";
+import { delivered, rejected, retry, type RecordOutcome } from "../sink.js";
 
 const maxBodyChars = 300;
 
-export type WebhookAnswer =
-  | { readonly kind: "ok" }
-  | {
-      readonly kind: "retryable";
-      readonly reason: string;
-      readonly retryAfterMs?: number;
-      readonly needsOperator?: boolean;
-    }
-  /** 413: the body was too large; split it, or reject the record when it was alone. */
-  | { readonly kind: "too-large"; readonly reason: string }
-  | { readonly kind: "permanent"; readonly reason: string };
+/**
+ * A webhook's answer in the sinks' one outcome vocabulary (`RecordOutcome` of sinks/sink.ts): `delivered` (2xx),
+ * `retry` (with the Retry-After hint; `needsOperator` for credentials and redirects not followed), `rejected` (with
+ * `tooLarge` on 413: split the body, or reject the record when it was alone).
+ */
+export type WebhookAnswer = RecordOutcome;
 
 /** One line of the response body for reasons, secrets redacted, truncated. */
 export function clipBody(body: string): string {
@@ -29,25 +25,24 @@ export function classifyResponse(
   body: string,
   nowMs: number,
 ): WebhookAnswer {
-  if (status >= 200 && status < 300) return { kind: "ok" };
+  if (status >= 200 && status < 300) return delivered;
   const reason = `HTTP ${status}${body.trim() ? `: ${clipBody(body)}` : ""}`;
   if (status === 408 || status === 429 || status >= 500) {
-    const retryAfterMs = parseRetryAfterMs(retryAfter, nowMs);
-    return retryAfterMs === undefined ? { kind: "retryable", reason } : { kind: "retryable", reason, retryAfterMs };
+    return retry(reason, parseRetryAfterMs(retryAfter, nowMs));
   }
   // Credentials can be fixed without losing records: keep them in the outbox.
   if (status === 401 || status === 403)
-    return { kind: "retryable", reason: `${reason} (check the webhook headers/credentials)`, needsOperator: true };
-  if (status === 413) return { kind: "too-large", reason };
+    return retry(`${reason} (check the webhook headers/credentials)`, undefined, true);
+  if (status === 413) return rejected(reason, true);
   // A redirect the sink did not follow is a configuration to fix, never a reason to lose records.
   if (status >= 300 && status < 400) {
-    return {
-      kind: "retryable",
-      reason: `${reason} (redirect not followed: only 307/308 to the same origin are; fix webhook.url — records stay in the outbox)`,
-      needsOperator: true,
-    };
+    return retry(
+      `${reason} (redirect not followed: only 307/308 to the same origin are; fix webhook.url — records stay in the outbox)`,
+      undefined,
+      true,
+    );
   }
-  return { kind: "permanent", reason };
+  return rejected(reason);
 }
 
 /** Most redirects followed for one POST. */

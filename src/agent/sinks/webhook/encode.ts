@@ -1,6 +1,6 @@
 // Pure encoding for the webhook sink: split a batch into JSON-array bodies within the byte limit, and sign a body.
 import { createHmac } from "node:crypto";
-import type { OutboxEntry } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 
 /** A run of consecutive entries `[start, end)` sent as one body, or one entry too large to send at all. */
 export type Chunk =

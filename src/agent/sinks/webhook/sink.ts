@@ -6,11 +6,12 @@ import {
   delivered,
   rejected,
   retry,
-  type OutboxEntry,
+  type FailedOutcome,
   type RecordOutcome,
   type SendOutcomes,
   type Sink,
 } from "../sink.js";
+import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { resolveHeaders, resolveSecret, type WebhookSettings } from "./settings.js";
@@ -36,11 +37,11 @@ export interface WebhookSinkOptions {
   dispatcher?: Dispatcher;
 }
 
-/** How sending one run of records ended (records it settled are marked in the outcomes array). */
-type RangeResult =
-  | { kind: "ok" }
-  | { kind: "retryable"; reason: string; retryAfterMs?: number; needsOperator?: boolean }
-  | { kind: "permanent"; reason: string };
+/**
+ * How sending one run of records ended: `delivered` when the endpoint settled every record of it (each one's outcome
+ * is marked in the outcomes array), else the answer that stopped it (`retry`, or `rejected` for the whole run).
+ */
+type RangeResult = RecordOutcome;
 
 export class WebhookSink implements Sink {
   readonly name = "webhook";
@@ -60,7 +61,7 @@ export class WebhookSink implements Sink {
 
   async send(batch: readonly OutboxEntry[], signal: AbortSignal): Promise<SendOutcomes> {
     const outcomes: (RecordOutcome | undefined)[] = batch.map(() => undefined);
-    let failure: Exclude<RangeResult, { kind: "ok" }> | undefined;
+    let failure: FailedOutcome | undefined;
     for (const chunk of planChunks(batch, this.options.maxBatchBytes, this.options.maxBatchRecords)) {
       if (chunk.kind === "oversize") {
         outcomes[chunk.index] = rejected(
@@ -69,7 +70,7 @@ export class WebhookSink implements Sink {
         continue;
       }
       const result = await this.sendRange(batch, chunk.start, chunk.end, chunk.body, signal, outcomes);
-      if (result.kind !== "ok") {
+      if (result.kind !== "delivered") {
         failure = result;
         break;
       }
@@ -80,11 +81,7 @@ export class WebhookSink implements Sink {
     }
     this.options.logger.warn({ sink: this.name, kind: failure.kind, reason: failure.reason }, "webhook send failed");
     // Records the endpoint settled keep their outcome; the rest are retried (or rejected, on a permanent answer).
-    const rest =
-      failure.kind === "retryable"
-        ? retry(failure.reason, failure.retryAfterMs, failure.needsOperator ?? false)
-        : rejected(failure.reason);
-    return outcomes.map((o) => o ?? rest);
+    return outcomes.map((o) => o ?? failure);
   }
 
   /** Sends batch[start, end) as `body`; on 413 splits in halves, and rejects a record that is alone. */
@@ -97,18 +94,18 @@ export class WebhookSink implements Sink {
     outcomes: (RecordOutcome | undefined)[],
   ): Promise<RangeResult> {
     const answer = await this.post(body, signal);
-    if (answer.kind === "ok") {
+    if (answer.kind === "delivered") {
       for (let i = start; i < end; i++) outcomes[i] = delivered;
       return answer;
     }
-    if (answer.kind === "retryable" || answer.kind === "permanent") return answer;
+    if (answer.kind === "retry" || !answer.tooLarge) return answer;
     if (end - start === 1) {
       outcomes[start] = rejected(answer.reason);
-      return { kind: "ok" };
+      return delivered;
     }
     const mid = start + Math.ceil((end - start) / 2);
     const left = await this.sendRange(batch, start, mid, encodeBody(batch.slice(start, mid)), signal, outcomes);
-    if (left.kind !== "ok") return left;
+    if (left.kind !== "delivered") return left;
     return this.sendRange(batch, mid, end, encodeBody(batch.slice(mid, end)), signal, outcomes);
   }
 
@@ -158,7 +155,7 @@ export class WebhookSink implements Sink {
         );
       }
     } catch (err) {
-      return { kind: "retryable", reason: `request to the webhook failed: ${errorText(err)}` };
+      return retry(`request to the webhook failed: ${errorText(err)}`);
     }
   }
 

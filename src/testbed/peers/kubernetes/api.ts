@@ -8,18 +8,9 @@ import type { PodTerminator } from "./pod-lifecycle.js";
 import { badRequest } from "./status.js";
 import type { ClusterStore } from "./store.js";
 import type { WatchRequest } from "./watch.js";
+import type { ResourcePath } from "./resource-path.js";
 
 /** Where a request points: /api/v1 or /apis/{group}/{version}, then [namespaces/{ns}/]{resource}[/{name}[/{sub}]]. */
-export interface ResourcePath {
-  /** "" for the core group. */
-  readonly group: string;
-  readonly version: string;
-  readonly resource: string;
-  readonly namespace?: string;
-  readonly name?: string;
-  readonly subresource?: string;
-}
-
 export interface ApiRequest extends ResourcePath {
   readonly method: string;
   readonly query: URLSearchParams;

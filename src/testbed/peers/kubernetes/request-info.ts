@@ -1,7 +1,7 @@
 // What a request is in the API server's terms (its RequestInfo): a resource request's verb (get, list, watch, create,
 // update, patch, delete, deletecollection), resource and subresource, namespace and name; or a non-resource path.
 // Pure: fault rules match on it and the request log records it.
-import { parseResourcePath } from "./router.js";
+import { parseResourcePath } from "./resource-path.js";
 
 export interface RequestInfo {
   /** True for /api/v1/... and /apis/{group}/{version}/... paths that name a resource. */

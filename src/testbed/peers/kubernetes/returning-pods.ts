@@ -2,27 +2,12 @@
 // is removed outright, creates a replacement with a new name on the same node after a delay, tolerating every taint
 // (`operator: Exists`, cordon included) as a workload without a DaemonSet that tolerates a drain's taint would.
 // The replacement carries the pod's labels and owners, so it matches the rule again (bounded by maxReturns).
-import { randomNameSuffix, type KubeObject, type OwnerReference, type Toleration } from "./objects.js";
+import { randomNameSuffix, type KubeObject, type OwnerReference } from "./objects.js";
 import type { Stamp } from "./peer-log.js";
-import type { PodSeed } from "./seed.js";
-import type { ClusterStore, StoreChange } from "./store.js";
+import type { PodSeed, ReturningPodsRule } from "./seed.js";
 
-export interface ReturningPodsRule {
-  /** Namespace of the pods (default "default"). */
-  readonly namespace?: string;
-  /** Pods whose labels include all of these come back. */
-  readonly matchLabels: Readonly<Record<string, string>>;
-  /** How long after the pod starts terminating its replacement appears (default 1000 ms). */
-  readonly delayMs?: number;
-  /** Replacements this rule creates at most (default: no limit). */
-  readonly maxReturns?: number;
-  /** The replacement's tolerations (default `[{ operator: "Exists" }]`). */
-  readonly tolerations?: readonly Toleration[];
-  /** The replacement's name prefix (default: the pod's controller's name, else the pod's name, then "-"). */
-  readonly namePrefix?: string;
-  /** The replacement's stop time once its own deletion begins (PodSeed.stopsAfterSeconds; default its grace period). */
-  readonly stopsAfterSeconds?: number;
-}
+export type { ReturningPodsRule } from "./seed.js";
+import type { ClusterStore, StoreChange } from "./store.js";
 
 export interface ReturnedPodRecord extends Stamp {
   readonly rule: string;

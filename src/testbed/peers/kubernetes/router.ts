@@ -1,9 +1,8 @@
 // Request paths to answers: discovery documents, OpenAPI v3 and health endpoints, then
 // /api/v1[/namespaces/{ns}]/{resource}[/{name}[/{subresource}]] and the same under /apis/{group}/{version}, each
 // resource to its handler; anything else is the API server's 404 Status.
-import type { ApiRequest, ApiResponse, Cluster, ResourceHandler, ResourcePath } from "./api.js";
+import type { ApiRequest, ApiResponse, Cluster, ResourceHandler } from "./api.js";
 
-export type { ResourcePath } from "./api.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, serverVersion } from "./discovery.js";
 import { handleCoreEvents, handleEventsV1 } from "./events.js";
 import { handleLeases } from "./leases.js";
@@ -32,36 +31,6 @@ const namespacedResources = new Set([
   "events.k8s.io/v1/events",
   "coordination.k8s.io/v1/leases",
 ]);
-
-/** Splits a resource path; undefined when it is not one. */
-export function parseResourcePath(pathname: string): ResourcePath | undefined {
-  const parts = pathname
-    .split("/")
-    .filter((p) => p !== "")
-    .map(decodeURIComponent);
-  let group = "";
-  let version: string | undefined;
-  let rest: string[];
-  if (parts[0] === "api") [version, rest] = [parts[1], parts.slice(2)];
-  else if (parts[0] === "apis") [group, version, rest] = [parts[1] ?? "", parts[2], parts.slice(3)];
-  else return undefined;
-  if (!version || rest.length === 0) return undefined;
-  let namespace: string | undefined;
-  if (rest[0] === "namespaces" && rest.length >= 3) {
-    namespace = rest[1];
-    rest = rest.slice(2);
-  }
-  const [resource = "", name, subresource, ...extra] = rest;
-  if (extra.length > 0) return undefined;
-  return {
-    group,
-    version,
-    resource,
-    ...(namespace !== undefined ? { namespace } : {}),
-    ...(name !== undefined ? { name } : {}),
-    ...(subresource !== undefined ? { subresource } : {}),
-  };
-}
 
 /** Discovery and health answers (GET only), or undefined for other paths. */
 export function discoveryAnswer(method: string, pathname: string, serverAddress: string): ApiResponse | undefined {

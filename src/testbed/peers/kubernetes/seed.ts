@@ -12,7 +12,6 @@ import {
 } from "./objects.js";
 import type { IntOrPercent } from "./pdb.js";
 import type { StopsAfter } from "./pod-lifecycle.js";
-import type { ReturningPodsRule } from "./returning-pods.js";
 
 export const kubeletVersion = "v1.33.0";
 /** The annotation that marks a mirror (static) pod; its value is the static pod's config hash. */
@@ -85,6 +84,24 @@ export interface LeaseSeed extends SeedMeta {
 }
 
 export type DaemonSetSeed = Pick<SeedMeta, "name" | "namespace" | "labels">;
+
+/** Pods that come back after they are deleted, as a controller's would (returning-pods.ts plays the rule). */
+export interface ReturningPodsRule {
+  /** Namespace of the pods (default "default"). */
+  readonly namespace?: string;
+  /** Pods whose labels include all of these come back. */
+  readonly matchLabels: Readonly<Record<string, string>>;
+  /** How long after the pod starts terminating its replacement appears (default 1000 ms). */
+  readonly delayMs?: number;
+  /** Replacements this rule creates at most (default: no limit). */
+  readonly maxReturns?: number;
+  /** The replacement's tolerations (default `[{ operator: "Exists" }]`). */
+  readonly tolerations?: readonly Toleration[];
+  /** The replacement's name prefix (default: the pod's controller's name, else the pod's name, then "-"). */
+  readonly namePrefix?: string;
+  /** The replacement's stop time once its own deletion begins (PodSeed.stopsAfterSeconds; default its grace period). */
+  readonly stopsAfterSeconds?: number;
+}
 
 export interface KubernetesSeed {
   nodes?: NodeSeed[];
