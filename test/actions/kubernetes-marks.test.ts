@@ -360,6 +360,46 @@ describe("reading marks back", () => {
   });
 });
 
+describe("the exclude-from-external-load-balancers label", () => {
+  const label = "node.kubernetes.io/exclude-from-external-load-balancers";
+  const labelled = (patch: ReturnType<typeof markPatch>, before: NodeView): NodeView => {
+    const labels: Record<string, string> = { ...before.labels };
+    for (const [key, value] of Object.entries(patch.labels ?? {}))
+      if (value === null) delete labels[key];
+      else labels[key] = value;
+    return { ...applied(before, patch), labels };
+  };
+
+  it("is put on with the mark and claimed; off (setting false) neither; someone else's is never claimed", () => {
+    const on = markPatch(node(), event, "cordon", true, nowIso, true);
+    expect(on.labels).toEqual({ [label]: "true" });
+    expect(decodeMark(on.annotations[markAnnotationKey(eventId)]!)).toMatchObject({ excludedLb: true });
+    const off = markPatch(node(), event, "cordon", true, nowIso);
+    expect(off).not.toHaveProperty("labels");
+    expect(decodeMark(off.annotations[markAnnotationKey(eventId)]!)).not.toHaveProperty("excludedLb");
+    const theirs = markPatch(node({ labels: { [label]: "" } }), event, "cordon", true, nowIso, true);
+    expect(theirs).not.toHaveProperty("labels");
+    expect(decodeMark(theirs.annotations[markAnnotationKey(eventId)]!)).not.toHaveProperty("excludedLb");
+  });
+
+  it("goes with the last of sef's marks that claims it, never while another claims it, never when only someone else's", () => {
+    const first = node();
+    const afterFirst = labelled(markPatch(first, event, "cordon", true, nowIso, true), first);
+    const second = { ...event, EventId: otherId };
+    const afterSecond = labelled(markPatch(afterFirst, second, "cordon", true, nowIso, true), afterFirst);
+    expect(markOf(afterSecond, otherId)?.excludedLb).toBe(true); // sef's label: the second event claims it too
+    expect(undoMarks(afterSecond, (m) => m.eventId === eventId).patch).not.toHaveProperty("labels");
+    expect(undoMarks(afterSecond, () => true).patch?.labels).toEqual({ [label]: null });
+    const drained = drainedPatch(afterFirst, event, "drain", false, nowIso);
+    expect(decodeMark(drained.annotations[markAnnotationKey(eventId)]!)).toMatchObject({ excludedLb: true });
+    const theirs = node({ labels: { [label]: "true" } });
+    const afterTheirs = labelled(markPatch(theirs, event, "cordon", true, nowIso, true), theirs);
+    expect(undoMarks(afterTheirs, () => true).patch).not.toHaveProperty("labels");
+    const gone = { ...afterFirst, labels: {} }; // someone took it off meanwhile: nothing to remove
+    expect(undoMarks(gone, () => true).patch).not.toHaveProperty("labels");
+  });
+});
+
 describe("the undo", () => {
   it("takes the event's taints (both effects) and annotation off, lifts sef's cordon, and touches nothing else", () => {
     const before = node({

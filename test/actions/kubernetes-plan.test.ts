@@ -309,6 +309,8 @@ describe("which pods a drain evicts", () => {
       hasEmptyDir: true,
       deletionTimestampMs: Date.parse(deletion),
       tolerations: [{ operator: "Exists" }],
+      priority: 0,
+      priorityClassName: "",
     });
     expect(podViewOf({ metadata: { deletionTimestamp: new Date(deletion) } }).deletionTimestampMs).toBe(
       Date.parse(deletion),
@@ -334,6 +336,12 @@ describe("which pods a drain evicts", () => {
       hasEmptyDir: false,
       deletionTimestampMs: undefined,
       tolerations: [],
+      priority: 0,
+      priorityClassName: "",
+    });
+    expect(podViewOf({ spec: { priority: 7, priorityClassName: "batch" } })).toMatchObject({
+      priority: 7,
+      priorityClassName: "batch",
     });
     expect(podViewOf({ spec: { volumes: [{}, { emptyDir: null }] } }).hasEmptyDir).toBe(false);
     const mirror = podViewOf({ metadata: { name: "etcd", annotations: { "kubernetes.io/config.mirror": "abc" } } });
@@ -364,8 +372,13 @@ describe("which pods a drain evicts", () => {
       rules(),
     );
     expect(drainVerdict(clean, nowMs, deadlineMs)).toEqual({ kind: "drained" });
+    // A pod stuck terminating is not waited for, but the event takes it down with the node: incomplete, named.
     const stuck = selectEvictions([pod("stuck", { deletionTimestampMs: 0 })], rules());
-    expect(drainVerdict(stuck, nowMs, deadlineMs)).toEqual({ kind: "drained" });
+    expect(drainVerdict(stuck, nowMs, deadlineMs)).toEqual({
+      kind: "incomplete",
+      podsLeft: ["apps/stuck"],
+      reason: "pods are stuck terminating",
+    });
     const bare = selectEvictions([pod("bare", { controllerKinds: [] })], rules());
     expect(drainVerdict(bare, nowMs, deadlineMs)).toEqual({
       kind: "incomplete",
@@ -397,6 +410,7 @@ describe("which pods a drain evicts", () => {
       podsArrivedTolerating: [],
       podsStuckTerminating: ["apps/stuck"],
       podsWithoutController: ["apps/bare"],
+      podsWithEmptyDir: ["apps/cache"],
     };
     expect(
       drainDetail(
@@ -410,13 +424,20 @@ describe("which pods a drain evicts", () => {
       podsWithoutController: ["apps/bare"],
       podsOptedOut: ["apps/opt"],
       podsStuckTerminating: ["apps/stuck"],
+      podsWithEmptyDir: ["apps/cache"],
       evictionErrors: [{ pod: "apps/c", status: 403, message: "forbidden" }],
       evictionsThrottled: 3,
       podsLeft: ["apps/bare"],
       incompleteBecause: "r",
       deadline: "2024-01-01T00:14:55.000Z",
     });
-    const none = { podsOptedOut: [], podsArrivedTolerating: [], podsStuckTerminating: [], podsWithoutController: [] };
+    const none = {
+      podsOptedOut: [],
+      podsArrivedTolerating: [],
+      podsStuckTerminating: [],
+      podsWithoutController: [],
+      podsWithEmptyDir: [],
+    };
     expect(drainDetail({ outcome: "drained", evicted: [], pdbBlocked: [], pdbHeldMs: 0, ...none }, "x")).toEqual({
       podsEvicted: 0,
       podsBlockedByPdb: [],

@@ -1,11 +1,12 @@
 // The Kubernetes API as the kubernetes action uses it (I/O): Node read, list and JSON merge patch, the pods of a node,
-// policy/v1 evictions, core/v1 Events — plain JSON requests (api-request.ts) with
+// policy/v1 evictions, pod deletion, core/v1 Events — plain JSON requests (api-request.ts) with
 // client-node's credential handling (credentials.ts), not its generated API. Answers become values; one deadline each.
 import type { NodePatch } from "./plan.js";
 import type { PodView } from "./pods.js";
-import { ApiTransport, KubeApiError } from "./api-request.js";
+import { ApiTransport, errorOf, KubeApiError } from "./api-request.js";
 import { loadKubeEndpoint } from "./credentials.js";
 import {
+  deleteOptions,
   evictionBody,
   evictionOutcomeOf,
   nodeEventBody,
@@ -28,10 +29,15 @@ export interface KubeApi {
   listNodes(labelSelector: string): Promise<NodeRead[]>;
   /** JSON merge patch of taints (the whole list), `unschedulable` and annotations (null removes), guarded by resourceVersion. */
   patchNode(name: string, patch: NodePatch, resourceVersion?: string): Promise<void>;
-  /** Pods scheduled on the node (all namespaces, field selector spec.nodeName). */
-  listPods(nodeName: string): Promise<PodView[]>;
-  /** policy/v1 Eviction with the given grace period; never throws for an HTTP answer (see EvictionOutcome). */
-  evict(pod: Pick<PodView, "namespace" | "name">, gracePeriodSeconds: number): Promise<EvictionOutcome>;
+  /** Pods scheduled on the node (all namespaces, field selector spec.nodeName; a label selector when not ""). */
+  listPods(nodeName: string, labelSelector?: string): Promise<PodView[]>;
+  /**
+   * policy/v1 Eviction with the given grace period and the pod's uid as precondition; never throws for an HTTP answer
+   * (see EvictionOutcome).
+   */
+  evict(pod: Pick<PodView, "namespace" | "name" | "uid">, gracePeriodSeconds: number): Promise<EvictionOutcome>;
+  /** DELETE of the pod with the grace period and its uid as precondition: deleted (true), or gone or replaced (false). */
+  deletePod(pod: Pick<PodView, "namespace" | "name" | "uid">, gracePeriodSeconds: number): Promise<boolean>;
   /** A core/v1 Event about the Node (namespace "default", source component "sef"). */
   nodeEvent(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType): Promise<void>;
   /** Closes the kept-alive connection. */
@@ -82,8 +88,9 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
         contentType: mergePatch,
       });
     },
-    async listPods(nodeName) {
-      const path = `/api/v1/pods?fieldSelector=${enc(`spec.nodeName=${nodeName}`)}`;
+    async listPods(nodeName, labelSelector = "") {
+      const labels = labelSelector === "" ? "" : `&labelSelector=${enc(labelSelector)}`;
+      const path = `/api/v1/pods?fieldSelector=${enc(`spec.nodeName=${nodeName}`)}${labels}`;
       return ((await api.json<{ items?: PodJson[] }>({ method: "GET", path })).items ?? []).map(podView);
     },
     async evict(pod, gracePeriodSeconds) {
@@ -92,6 +99,13 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
         await api.send({ method: "POST", path, body: evictionBody(pod, gracePeriodSeconds) }),
         Date.now(),
       );
+    },
+    async deletePod(pod, gracePeriodSeconds) {
+      const path = `/api/v1/namespaces/${enc(pod.namespace)}/pods/${enc(pod.name)}`;
+      const answer = await api.send({ method: "DELETE", path, body: deleteOptions(pod, gracePeriodSeconds) });
+      if (answer.status >= 200 && answer.status < 300) return true;
+      if (answer.status === 404 || answer.status === 409) return false;
+      throw errorOf(answer, `DELETE ${path}`);
     },
     async nodeEvent(node, reason, message, type) {
       await api.json({

@@ -73,7 +73,11 @@ export function podView(pod: PodJson): PodView {
 /** The JSON merge patch of a NodePatch: the whole taint list, `unschedulable`, annotations (null removes), guarded by resourceVersion. */
 export function nodeMergePatch(patch: NodePatch, resourceVersion: string | undefined): object {
   return {
-    metadata: { annotations: patch.annotations, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
+    metadata: {
+      annotations: patch.annotations,
+      ...(patch.labels !== undefined ? { labels: patch.labels } : {}),
+      ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+    },
     spec: {
       taints: patch.taints,
       ...(patch.unschedulable !== undefined ? { unschedulable: patch.unschedulable } : {}),
@@ -81,12 +85,18 @@ export function nodeMergePatch(patch: NodePatch, resourceVersion: string | undef
   };
 }
 
-export function evictionBody(pod: Pick<PodView, "namespace" | "name">, gracePeriodSeconds: number): object {
+/** DeleteOptions with the grace period and, when the pod's uid is known, the uid precondition (never another pod). */
+export function deleteOptions(pod: Pick<PodView, "uid">, gracePeriodSeconds: number): object {
+  return { gracePeriodSeconds, ...(pod.uid !== "" ? { preconditions: { uid: pod.uid } } : {}) };
+}
+
+/** A policy/v1 Eviction of the pod: a pod recreated under its name (another uid) is refused with 409, not evicted. */
+export function evictionBody(pod: Pick<PodView, "namespace" | "name" | "uid">, gracePeriodSeconds: number): object {
   return {
     apiVersion: "policy/v1",
     kind: "Eviction",
     metadata: { name: pod.name, namespace: pod.namespace },
-    deleteOptions: { gracePeriodSeconds },
+    deleteOptions: deleteOptions(pod, gracePeriodSeconds),
   };
 }
 
@@ -128,7 +138,8 @@ export function evictionOutcomeOf(answer: ApiAnswer, nowMs: number): EvictionOut
   const status = (answer.body ?? {}) as StatusBody;
   const message = status.message ?? `HTTP ${answer.status}`;
   if (answer.status >= 200 && answer.status < 300) return { kind: "evicted" };
-  if (answer.status === 404) return { kind: "gone" };
+  // 404: gone; 409: the uid precondition failed (the pod was replaced by another of the same name): this one is gone.
+  if (answer.status === 404 || answer.status === 409) return { kind: "gone" };
   if (answer.status !== 429) return { kind: "error", status: answer.status, message };
   if (namesDisruptionBudget(status)) return { kind: "pdb", message };
   const hintMs =
