@@ -51,11 +51,10 @@ describe.concurrent("kubernetes action: events side by side, deadlines, incomple
         60_000,
         "the Reboot's drain, held by the PDB, its other pods terminating",
       );
-      publishedAtMs = Date.now();
-      sim.setEvents([
+      publishedAtMs = sim.setEvents([
         event(reboot, { notBeforeInSeconds: 600 }),
         event(preempt, { EventType: "Preempt", notBeforeInSeconds: 30 }),
-      ]);
+      ]).changedAtMs;
       await waitUntil(
         () => setup.kubernetesRecords().some((r) => r.EventId === preempt && r.Outcome === "DrainIncomplete"),
         60_000,
@@ -109,6 +108,7 @@ describe.concurrent("kubernetes action: events side by side, deadlines, incomple
     });
     const oldUid = peer.state.pod("apps", "web-3")!.metadata.uid;
     let labelledDuringEvent: string | undefined;
+    let movedAtMs = 0;
     try {
       await waitForKubernetesReady(agent);
       sim.setEvents([event(id, { notBeforeInSeconds: 45 })]);
@@ -133,6 +133,8 @@ describe.concurrent("kubernetes action: events side by side, deadlines, incomple
       incompleteBecause: "pods with emptyDir volumes are not evicted (evictEmptyDir is false)",
       podsArrivedTolerating: ["apps/web-3"],
     });
+    // The drain followed the moved NotBefore: it started at once, with the new deadline.
+    expect(Math.abs(Date.parse(incomplete.deadline) - (movedAtMs + 45_000 - 2_000))).toBeLessThan(1_500);
     expect(sim.status().approvals).toEqual([]);
     // The eviction named the old uid: 409, and the new pod was never evicted.
     const web3 = peer.state.evictions().filter((e) => e.pod === "web-3");

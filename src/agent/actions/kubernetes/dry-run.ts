@@ -26,7 +26,7 @@ export class DryRun {
 
   /** Says what the policy would do to `node` for the event, and finishes the node action; nothing is changed. */
   async run(row: ActionRow, record: TransitionRecord, policy: NodePolicy, node: KubeNode): Promise<number> {
-    const { io, settings, clock } = this.options;
+    const { io, clock } = this.options;
     const startedMs = clock.monotonicMs();
     const cordon = policyIncludes(policy, "cordon");
     const taint = `${taintKeyFor(record.EventType)}=${taintValueFor(record.EventId)}:NoSchedule`;

@@ -280,7 +280,7 @@ export class NodeActions implements Action {
 
   /** Takes the next steps of one node action; returns how long until it wants to be looked at again. */
   private async advance(row: ActionRow): Promise<number> {
-    const record = JSON.parse(row.recordJson) as TransitionRecord;
+    const record = this.latest(row);
     const state = this.loadState(row.actionKey) ?? initialNodeState();
     const status = this.options.ledger.committedEventStatus(row.eventKey);
     if (status === undefined) return this.undo(row, record, state);
@@ -303,6 +303,13 @@ export class NodeActions implements Action {
       default:
         return idleWaitMs;
     }
+  }
+
+  /** The event's Scheduled record, with NotBefore as the last document listed it (IMDS may move it). */
+  private latest(row: ActionRow): TransitionRecord {
+    const record = JSON.parse(row.recordJson) as TransitionRecord;
+    const notBefore = this.options.ledger.committedEventNotBefore(row.eventKey);
+    return notBefore === undefined ? record : { ...record, NotBefore: notBefore };
   }
 
   /** Checks that NODE_NAME is this VM before anything is done to it. */
@@ -474,7 +481,10 @@ export class NodeActions implements Action {
       clock,
       logger,
       resumeFrom: state.drain,
-      stillWanted: () => ledger.committedEventStatus(row.eventKey) === "Scheduled",
+      // A moved NotBefore stops the run: the next one follows the new deadline (the progress is kept).
+      stillWanted: () =>
+        ledger.committedEventStatus(row.eventKey) === "Scheduled" &&
+        (ledger.committedEventNotBefore(row.eventKey) ?? record.NotBefore) === record.NotBefore,
       onProgress: (drain: DrainProgress) => this.saveState(row.actionKey, { ...state, drain }),
       onEviction: (outcome: EvictionMetricOutcome) => metrics.evictions.inc({ outcome }),
       signal: this.stopping.signal,
