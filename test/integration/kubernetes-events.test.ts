@@ -111,7 +111,10 @@ describe.concurrent("kubernetes action: events side by side, deadlines, incomple
     let movedAtMs = 0;
     try {
       await waitForKubernetesReady(agent);
-      sim.setEvents([event(id, { notBeforeInSeconds: 45 })]);
+      // Noticed 10 min ahead (the drain would start 1 min before NotBefore), then IMDS moves NotBefore to 45 s away.
+      sim.setEvents([event(id, { notBeforeInSeconds: 600 })]);
+      await waitUntil(() => setup.kubernetesRecords().some((r) => r.Outcome === "Cordoned"), 30_000, "the mark");
+      movedAtMs = sim.setEvents([event(id, { notBeforeInSeconds: 45 })]).changedAtMs;
       await waitUntil(
         () => setup.kubernetesRecords().some((r) => r.Outcome === "DrainIncomplete"),
         60_000,

@@ -20,6 +20,7 @@ import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction }
 import type { Clock } from "../../util/clock.js";
 import { KubeApiError, type KubeApi } from "./client.js";
 import { drainNode, type DrainOptions, type DrainProgress, type DrainResult } from "./drain.js";
+import { DrainSlots } from "./drain-slots.js";
 import { DryRun } from "./dry-run.js";
 import type { EvictionMetricOutcome, KubernetesMetrics } from "./metrics.js";
 import type { NamedNodes } from "./cluster.js";
@@ -34,6 +35,8 @@ import { deadlineActionFor, policyFor, policyIncludes, type KubernetesSettings, 
 const idleWaitMs = 60_000;
 /** The wait after a 409 (the node changed between the read and the patch): the step is taken again almost at once. */
 const conflictRetryMs = 20;
+/** How often a drain waiting for a slot asks again, and how often a draining node looks at renewing its slot. */
+const slotRetryMs = 2_000;
 /**
  * The wait after a failed step, a failed reconciliation or a client that did not load: sef's one backoff formula
  * (@sef/retry), from 1 s doubling to 10 s with equal jitter. The worker is the only retry owner of its API requests
@@ -63,6 +66,8 @@ export interface NodeActionState {
   named?: NamedNodes;
   /** Waiting: the named nodes not seen drained yet. */
   waitingFor?: string[];
+  /** The drain waits for a slot of the cluster-wide cap (its Waiting record is written). */
+  waitingForSlot?: boolean;
 }
 
 export const initialNodeState = (): NodeActionState => ({
@@ -113,6 +118,8 @@ export class NodeActions implements Action {
   private readonly reconciler: NodeReconciler;
   private readonly approval: ClusterApproval;
   private readonly dryRun: DryRun;
+  /** The cluster-wide cap on concurrent drains (maxConcurrentDrains), when configured. */
+  private readonly slots: DrainSlots | undefined;
 
   constructor(private readonly options: NodeActionsOptions) {
     const { nodeName, vm, clock, logger, metrics, agentVersion, ledger } = options;
@@ -128,6 +135,19 @@ export class NodeActions implements Action {
       saveState: (row, state) => this.saveState(row.actionKey, state),
       release: (row, state, verdict, reason) => this.release(row, state, verdict, reason),
     });
+    const cap = options.settings.maxConcurrentDrains;
+    this.slots =
+      cap === undefined
+        ? undefined
+        : new DrainSlots({
+            api: () => this.api,
+            nodeName,
+            namespace: cap.namespace ?? options.self?.namespace ?? "default",
+            limit: cap.limit,
+            leaseDurationSeconds: cap.leaseDurationSeconds,
+            clock,
+            logger,
+          });
     this.dryRun = new DryRun({
       io: this.io,
       api: () => this.api,
@@ -392,7 +412,11 @@ export class NodeActions implements Action {
     const nowMs = clock.now();
     const startMs = drainStartMs(record.NotBefore, settings.drainLeadMs, nowMs);
     if (startMs > nowMs) return startMs - nowMs;
-    const deadline = new Date(drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs)).toISOString();
+    const deadlineMs = drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs);
+    // Under a cluster-wide cap, the drain waits for a slot until its deadline (then it runs: its deadline has come).
+    if (this.slots !== undefined && nowMs < deadlineMs && !(await this.slots.acquire()))
+      return this.waitForSlot(row, record, state, policy);
+    const deadline = new Date(deadlineMs).toISOString();
     const node = await this.io.readNode();
     this.commitStep(
       row,
@@ -408,6 +432,37 @@ export class NodeActions implements Action {
     return 0;
   }
 
+  /** No drain slot free: a Waiting record (once) saying so; the slot is asked for again shortly. */
+  private waitForSlot(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): number {
+    if (state.waitingForSlot === true) return slotRetryMs;
+    const limit = this.options.settings.maxConcurrentDrains?.limit ?? 0;
+    const reason = `${limit} nodes of the cluster are draining (maxConcurrentDrains): waiting for a drain slot`;
+    this.options.logger.info({ eventId: record.EventId }, reason);
+    const waiting = this.io.record(record, "Scheduled", "Waiting", { policy, reason }, 0, undefined, 1);
+    this.commitStep(row, { ...state, waitingForSlot: true }, waiting);
+    return slotRetryMs;
+  }
+
+  /** Renews the drain slot (if any) until `signal` aborts; a failed renewal is logged, the drain goes on. */
+  private async keepSlot(signal: AbortSignal): Promise<void> {
+    const { clock, logger } = this.options;
+    // After a restart mid-drain: this node's slot is taken up again (its holder is this node).
+    if (this.slots?.holding === undefined)
+      await this.slots?.acquire().catch((err: unknown) => logger.warn({ err }, "could not take up the drain slot"));
+    while (this.slots !== undefined && !signal.aborted) {
+      await this.slots.renewIfDue().catch((err: unknown) => logger.warn({ err }, "could not renew the drain slot"));
+      await clock.sleep(slotRetryMs, signal).catch(() => undefined);
+    }
+  }
+
+  /** Frees the drain slot once no drain of this node is under way; a failure is logged (the Lease expires). */
+  private async releaseSlot(): Promise<void> {
+    if (this.slots === undefined || this.drainDeadlines.size > 0) return;
+    await this.slots
+      .release()
+      .catch((err: unknown) => this.options.logger.warn({ err }, "could not free the drain slot"));
+  }
+
   /** Runs (or resumes) the drain until done, the deadline, or the event is no longer Scheduled. */
   private async drain(
     row: ActionRow,
@@ -419,12 +474,17 @@ export class NodeActions implements Action {
     const startedAtMs = state.drainStartedAtMs ?? clock.now();
     const deadlineMs = this.deadlineMs(record, state);
     this.drainDeadlines.set(row.actionKey, deadlineMs);
+    const renewal = new AbortController();
+    const renewing = this.keepSlot(renewal.signal);
     let result: DrainResult;
     try {
       result = await drainNode(this.drainOptions(row, record, state, deadlineMs));
     } finally {
       this.drainDeadlines.delete(row.actionKey);
+      renewal.abort();
+      await renewing;
     }
+    if (result.outcome !== "interrupted") await this.releaseSlot();
     if (result.outcome === "interrupted") {
       this.saveState(row.actionKey, { ...state, drain: result });
       return 0;

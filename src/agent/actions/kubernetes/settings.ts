@@ -112,6 +112,28 @@ export const kubernetesSettingsSchema = z.strictObject({
     description:
       "Label selector of the pods a drain evicts (as `kubectl drain --pod-selector`); pods it does not select are not touched and do not hold the drain. Empty: every pod.",
   }),
+  maxConcurrentDrains: documented(
+    z.optional(
+      z.strictObject({
+        limit: documented(z.number().check(z.int(), z.positive()), {
+          description: "Nodes of the cluster that may drain at once.",
+        }),
+        namespace: documented(z.optional(z.string().check(z.minLength(1))), {
+          description: "Namespace of the Leases `sef-drain-0` … `sef-drain-<limit-1>`.",
+          defaultText: "sef's own namespace (`POD_NAMESPACE`), else `default`",
+        }),
+        leaseDurationSeconds: documented(z._default(z.number().check(z.int(), z.positive()), 60), {
+          description:
+            "A slot whose holder stopped renewing is free after this (a node that died mid-drain); renewed every third of it.",
+        }),
+      }),
+    ),
+    {
+      description:
+        "A cluster-wide cap on nodes draining at once (kured's concurrency): a drain waits for one of `limit` coordination.k8s.io Leases, until its deadline. Absent: no cap (and no Lease is read or written).",
+      defaultText: "no cap",
+    },
+  ),
   dryRun: documented(z._default(z.boolean(), false), {
     description:
       "Change nothing: write the records and Node Events saying what would be done (taint, cordon, the pods a drain would evict and leave), and leave the approval to the rules.",

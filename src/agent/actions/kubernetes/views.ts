@@ -155,3 +155,53 @@ export function evictionOutcomeOf(answer: ApiAnswer, nowMs: number): EvictionOut
 function secondsToMs(seconds: number | undefined): number | undefined {
   return typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
 }
+
+/** A coordination.k8s.io/v1 Lease as the drain slots read it. */
+export interface LeaseView {
+  name: string;
+  resourceVersion: string;
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  /** spec.renewTime (else acquireTime) in epoch ms; 0 when neither is set. */
+  renewTimeMs: number;
+}
+
+export interface LeaseJson {
+  metadata?: { name?: string; resourceVersion?: string };
+  spec?: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string };
+}
+
+export function leaseView(lease: LeaseJson): LeaseView {
+  const spec = lease.spec ?? {};
+  const renew = Date.parse(spec.renewTime ?? spec.acquireTime ?? "");
+  return {
+    name: lease.metadata?.name ?? "",
+    resourceVersion: lease.metadata?.resourceVersion ?? "",
+    holderIdentity: spec.holderIdentity ?? "",
+    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+    renewTimeMs: Number.isNaN(renew) ? 0 : renew,
+  };
+}
+
+/** A MicroTime as the API server takes it: RFC 3339 with six fractional digits, UTC. */
+export function microTime(epochMs: number): string {
+  return new Date(epochMs).toISOString().replace(/Z$/, "000Z"); // milliseconds, then three zero digits
+}
+
+/** The Lease body of a slot: held by `holder` (renewed now), or free (no holder) when `holder` is "". */
+export function leaseBody(
+  namespace: string,
+  name: string,
+  holder: string,
+  leaseDurationSeconds: number,
+  nowMs: number,
+  resourceVersion?: string,
+): object {
+  const now = microTime(nowMs);
+  return {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name, namespace, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
+    spec: holder === "" ? {} : { holderIdentity: holder, leaseDurationSeconds, acquireTime: now, renewTime: now },
+  };
+}
