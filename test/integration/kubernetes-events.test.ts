@@ -3,7 +3,7 @@
 // marked at once, its pods get its shorter grace (sent again to pods already terminating) and the held pod is deleted
 // at its deadline with the time left; a drain that leaves a pod approves nothing early, an eviction never reaches a pod
 // recreated under the same name (uid precondition), and the load-balancer label comes and goes with sef's marks.
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil } from "../helpers/agent-process.js";
 import { actionsSettled } from "../helpers/ledger-probe.js";
@@ -16,6 +16,9 @@ import {
   tearDown,
   waitForKubernetesReady,
 } from "../helpers/kubernetes-node.js";
+import { kubectl, removeKubectlHome } from "../testbed/kubectl.js";
+
+afterAll(removeKubectlHome);
 
 const pollIntervalMs = 200; // kubeAgent's
 const lbLabel = "node.kubernetes.io/exclude-from-external-load-balancers";
@@ -148,5 +151,54 @@ describe.concurrent("kubernetes action: events side by side, deadlines, incomple
     expect(labelledDuringEvent).toBe("true");
     expect(peer.state.node(nodeName)!.metadata.labels?.[lbLabel]).toBeUndefined();
     expect(nodeSpec(peer.state.node(nodeName)).unschedulable).not.toBe(true);
+  }, 150_000);
+
+  it("dry run: a record and a Node Event (read with kubectl) say what would be done; nothing is patched, evicted or deleted", async () => {
+    const sim = await startSimulator({ scenario: "idle" });
+    const peer = await startNodePeer(sim, nodePods(6), { pdbBlockMs: Number.POSITIVE_INFINITY });
+    const setup = kubeAgent(sim, peer, { dryRun: true });
+    const agent = setup.start();
+    const id = "A1B2C3D4-0000-4000-8000-0000000000D4";
+    let events: { stdout: string; exitCode: number } = { stdout: "", exitCode: -1 };
+    try {
+      await waitForKubernetesReady(agent);
+      sim.setEvents([event(id, { notBeforeInSeconds: 60 })]);
+      await waitUntil(
+        () => peer.state.events().some((e) => (e as unknown as { reason: string }).reason === "ScheduledEventDryRun"),
+        30_000,
+        "the dry run's Node Event",
+      );
+      await waitUntil(() => actionsSettled(setup.dataDir), 30_000, "the actions to settle");
+      events = await kubectl(peer.kubeconfigPath, [
+        "get",
+        "events",
+        "-n",
+        "default",
+        "--field-selector",
+        "reason=ScheduledEventDryRun",
+        "-o",
+        "jsonpath={.items[*].message}",
+      ]);
+      expect(await agent.stop("SIGTERM")).toBe(0);
+    } finally {
+      await tearDown([agent], peer, sim);
+    }
+    expect(events.exitCode).toBe(0);
+    expect(events.stdout).toContain(`Reboot ${id} would have the node tainted and cordoned`);
+    expect(events.stdout).toContain("a drain would evict 4 pods");
+    const [record] = setup.kubernetesRecords();
+    expect(setup.kubernetesRecords()).toHaveLength(1);
+    expect(record).toMatchObject({ Outcome: "Cordoned" });
+    expect(JSON.parse(record!.Detail)).toMatchObject({
+      dryRun: true,
+      policy: "drain-then-approve",
+      podsToEvict: ["apps/db-0", "apps/web-3", "apps/web-4", "apps/web-5"],
+    });
+    // Only reads and the Event: no PATCH, eviction or DELETE; the node as it was.
+    const writes = peer.state.requests().filter((r) => r.method !== "GET");
+    expect(writes.map((r) => `${r.method} ${r.resource}`)).toEqual(["POST events"]);
+    expect(peer.state.evictions()).toEqual([]);
+    expect(nodeSpec(peer.state.node(nodeName)).unschedulable).not.toBe(true);
+    expect(sim.status().approvals).toEqual([]);
   }, 150_000);
 });

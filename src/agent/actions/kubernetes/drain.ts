@@ -234,9 +234,14 @@ class DrainRun {
     const pods = [...selection.evict, ...selection.deferred, ...selection.terminating];
     const graceSeconds = deadlineDeleteGraceSeconds(endMs, clock.now());
     const podsDeleted: string[] = [];
+    // A deletion refused (403 without the RBAC rule, 500, no answer) leaves the pod: logged, named as left.
+    const failed = (pod: PodView) => (err: unknown) => {
+      logger.warn({ err, pod: podRef(pod) }, "could not delete a pod at the drain's deadline; it is left");
+      return false;
+    };
     for (let i = 0; i < pods.length; i += evictionConcurrency) {
       const group = pods.slice(i, i + evictionConcurrency);
-      const done = await Promise.all(group.map((pod) => api.deletePod(pod, graceSeconds).catch(() => false)));
+      const done = await Promise.all(group.map((pod) => api.deletePod(pod, graceSeconds).catch(failed(pod))));
       group.forEach((pod, j) => done[j] && podsDeleted.push(podRef(pod)));
     }
     podsDeleted.sort();

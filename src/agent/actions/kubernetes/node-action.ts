@@ -111,6 +111,10 @@ export class NodeActions implements Action {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** When each node action wants to be looked at again (monotonic ms); cleared by a commit. */
   private readonly dueAtMs = new Map<string, number>();
+  /** The NotBefore each node action last acted on: one that IMDS moved is looked at again at once. */
+  private readonly notBeforeActedOn = new Map<string, string | null>();
+  /** A document was read since the worker last compared those NotBefore values. */
+  private documentSeen = false;
   /** The deadlines of the drains under way (wall ms): every eviction's grace is capped by the soonest. */
   private readonly drainDeadlines = new Map<string, number>();
   private kubeApi: KubeApi | undefined;
@@ -220,7 +224,9 @@ export class NodeActions implements Action {
 
   /** A document was read: the node is reconciled with it when the events it lists changed (see reconcile.ts). */
   documentRead(eventIds: readonly string[]): void {
-    if (this.reconciler.documentRead(eventIds)) this.wakeUp.abort();
+    // Also a NotBefore IMDS moved (no transition): the worker compares each node action's with the store's.
+    this.documentSeen = this.notBeforeActedOn.size > 0;
+    if (this.reconciler.documentRead(eventIds) || this.documentSeen) this.wakeUp.abort();
   }
 
   /** Stops at the next step boundary (a drain in progress stops between rounds; it resumes at the next start). */
@@ -248,8 +254,10 @@ export class NodeActions implements Action {
       this.wakeUp = new AbortController();
       let waitMs = idleWaitMs;
       const nowMs = clock.monotonicMs();
+      const rows = ledger.activeOfKind(this.kind);
+      if (this.documentSeen) this.lookAgainWhereMoved(rows);
       // Each node action's steps run on their own: one that drains never holds another's mark up.
-      for (const row of ledger.activeOfKind(this.kind)) {
+      for (const row of rows) {
         if (stop.aborted) break;
         if (this.inFlight.has(row.actionKey)) continue;
         const dueInMs = (this.dueAtMs.get(row.actionKey) ?? 0) - nowMs;
@@ -262,6 +270,18 @@ export class NodeActions implements Action {
       else await clock.sleep(waitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
     }
     await Promise.all(this.inFlight.values());
+  }
+
+  /** The node actions whose event's NotBefore moved since they last acted are looked at now (not when they planned). */
+  private lookAgainWhereMoved(rows: readonly ActionRow[]): void {
+    this.documentSeen = false;
+    const active = new Set(rows.map((row) => row.actionKey));
+    for (const key of this.notBeforeActedOn.keys()) if (!active.has(key)) this.notBeforeActedOn.delete(key);
+    for (const row of rows) {
+      const actedOn = this.notBeforeActedOn.get(row.actionKey);
+      const latest = this.options.ledger.committedEventNotBefore(row.eventKey);
+      if (actedOn !== undefined && latest !== undefined && latest !== actedOn) this.dueAtMs.delete(row.actionKey);
+    }
   }
 
   /** Takes the row's next steps on their own; when they end, the worker looks again (at once or when they ask). */
@@ -328,8 +348,9 @@ export class NodeActions implements Action {
   /** The event's Scheduled record, with NotBefore as the last document listed it (IMDS may move it). */
   private latest(row: ActionRow): TransitionRecord {
     const record = JSON.parse(row.recordJson) as TransitionRecord;
-    const notBefore = this.options.ledger.committedEventNotBefore(row.eventKey);
-    return notBefore === undefined ? record : { ...record, NotBefore: notBefore };
+    const notBefore = this.options.ledger.committedEventNotBefore(row.eventKey) ?? record.NotBefore;
+    this.notBeforeActedOn.set(row.actionKey, notBefore);
+    return { ...record, NotBefore: notBefore };
   }
 
   /** Checks that NODE_NAME is this VM before anything is done to it. */
