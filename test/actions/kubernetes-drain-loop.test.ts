@@ -92,9 +92,9 @@ function beginDeletionOf(pod: FakePod, nowMs: number, graceSeconds: number, stop
   pod.deletionTimestampMs = endMs;
   if (pod.neverStops !== true)
     pod.goneAtMs = Math.min(
-    pod.goneAtMs ?? Number.POSITIVE_INFINITY,
-    nowMs + Math.min(graceSeconds * 1000, stopsAfterMs),
-  );
+      pod.goneAtMs ?? Number.POSITIVE_INFINITY,
+      nowMs + Math.min(graceSeconds * 1000, stopsAfterMs),
+    );
 }
 
 interface Run {
