@@ -200,6 +200,9 @@ describe("issue 44: deadlines, priorities, pods left", () => {
       rules(),
     );
     expect([names(alone.evict), names(alone.deferred)]).toEqual([["node", "crit"], []]);
+    // Already in order stays in order (a comparator of the sum, not the difference, would swap them).
+    const ordered = selectEvictions([pod("p3", { priority: 3 }), pod("p5", { priority: 5 })], rules());
+    expect(names(ordered.evict)).toEqual(["p3", "p5"]);
     const onlyDeferred = { ...going, terminating: [] };
     expect(drainVerdict(onlyDeferred, nowMs, nowMs + 1)).toEqual({ kind: "continue" });
   });
