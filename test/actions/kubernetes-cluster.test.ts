@@ -102,6 +102,9 @@ describe("the approval of an event naming several nodes", () => {
       release: "approve",
     });
     // An incomplete drain holds the approval until NotBefore on a single node as in a wave (issue 44).
+    expect(incompleteReason).toBe(
+      "this node's drain is incomplete (pods left, named in its DrainIncomplete record): the event is not approved before NotBefore",
+    );
     expect(settleStep({ policy: "drain-then-approve", drained: false, thisNode: "b", named: undefined })).toEqual({
       release: "decline",
       reason: incompleteReason,

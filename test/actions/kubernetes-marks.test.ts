@@ -361,6 +361,8 @@ describe("reading marks back", () => {
 });
 
 describe("the exclude-from-external-load-balancers label", () => {
+  const markedWithout = (id: string): NodeView =>
+    node({ taints: [sefTaint(id)], annotations: { [markAnnotationKey(id)]: encodeMark(mark({ eventId: id })) } });
   const label = "node.kubernetes.io/exclude-from-external-load-balancers";
   const labelled = (patch: ReturnType<typeof markPatch>, before: NodeView): NodeView => {
     const labels: Record<string, string> = { ...before.labels };
@@ -397,6 +399,37 @@ describe("the exclude-from-external-load-balancers label", () => {
     expect(undoMarks(afterTheirs, () => true).patch).not.toHaveProperty("labels");
     const gone = { ...afterFirst, labels: {} }; // someone took it off meanwhile: nothing to remove
     expect(undoMarks(gone, () => true).patch).not.toHaveProperty("labels");
+  });
+
+  it("a mark that does not claim the label neither holds it nor claims it for another event; the claim is read from any of the event's annotations", () => {
+    const first = node();
+    const afterFirst = labelled(markPatch(first, event, "cordon", true, nowIso, true), first);
+    const second = { ...event, EventId: otherId };
+    // The second event marked with the setting off: its mark does not claim the label.
+    const both = labelled(markPatch(afterFirst, second, "cordon", true, nowIso), afterFirst);
+    expect(markOf(both, otherId)).not.toHaveProperty("excludedLb");
+    // The claiming mark goes: the label goes too, though a mark that never claimed it stays.
+    expect(undoMarks(both, (m) => m.eventId === eventId).patch?.labels).toEqual({ [label]: null });
+    // Both go at once (one claims, one does not): the label goes.
+    expect(undoMarks(both, () => true).patch?.labels).toEqual({ [label]: null });
+    // Someone else's label and a mark of sef's that does not claim it: a new mark does not claim it either.
+    const theirs = { ...markedWithout(otherId), labels: { [label]: "true" } };
+    expect(markPatch(theirs, event, "cordon", true, nowIso, true)).not.toHaveProperty("labels");
+    expect(
+      decodeMark(markPatch(theirs, event, "cordon", true, nowIso, true).annotations[markAnnotationKey(eventId)]!),
+    ).not.toHaveProperty("excludedLb");
+    // Two annotations of one event (its id in two cases): a claim in the second one read still counts.
+    const twoKeys = node({
+      labels: { [label]: "true" },
+      annotations: {
+        [markAnnotationKey(eventId)]: encodeMark(mark()),
+        [markAnnotationKey(eventId.toLowerCase())]: encodeMark(
+          mark({ eventId: eventId.toLowerCase(), excludedLb: true }),
+        ),
+      },
+    });
+    expect(markOf(twoKeys, eventId)?.excludedLb).toBe(true);
+    expect(undoMarks(twoKeys, () => true).patch?.labels).toEqual({ [label]: null });
   });
 });
 

@@ -28,6 +28,7 @@ import {
   podIdentity,
   podViewOf,
   selectEvictions,
+  skippedFor,
   stuckTerminatingAllowanceMs,
   toleratesTaint,
   type DrainRules,
@@ -240,6 +241,17 @@ describe("issue 44: deadlines, priorities, pods left", () => {
       reason:
         "pods without a controller are not evicted unless force is set; pods with emptyDir volumes are not evicted (evictEmptyDir is false); pods are stuck terminating",
     });
+    // Every pod left in name order, whatever its reason (no controller is named before emptyDir otherwise).
+    const mixed = selectEvictions(
+      [pod("zz-bare", { controllerKinds: [] }), pod("aa-cache", { hasEmptyDir: true })],
+      rules({ evictEmptyDir: false }),
+    );
+    expect(drainVerdict(mixed, nowMs, nowMs + 60_000)).toMatchObject({ podsLeft: ["apps/aa-cache", "apps/zz-bare"] });
+    const bare = selectEvictions(
+      [pod("zeta", { controllerKinds: [] }), pod("alpha", { controllerKinds: [] })],
+      rules(),
+    );
+    expect(skippedFor(bare, "no-controller")).toEqual(["apps/alpha", "apps/zeta"]);
     const emptyDirOnly = selectEvictions([pod("cache", { hasEmptyDir: true })], rules({ evictEmptyDir: false }));
     expect(drainVerdict(emptyDirOnly, nowMs, nowMs + 60_000)).toEqual({
       kind: "incomplete",
