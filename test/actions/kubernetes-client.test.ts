@@ -128,13 +128,16 @@ describe.concurrent("kubernetes client calls against the Kubernetes API peer", (
         { namespace: "apps", name: "both-b", matchLabels: { tier: "x" }, maxUnavailable: 1 },
       ],
     });
-    expect(await kube.evict({ namespace: "apps", name: "web-1" }, 30)).toEqual({ kind: "evicted" });
-    expect(await kube.evict({ namespace: "apps", name: "db-0" }, 30)).toMatchObject({
+    expect(await kube.evict({ namespace: "apps", name: "web-1", uid: "" }, 30)).toEqual({ kind: "evicted" });
+    expect(await kube.evict({ namespace: "apps", name: "db-0", uid: "" }, 30)).toMatchObject({
       kind: "pdb",
       message: expect.stringMatching(/disruption budget/),
     });
-    expect(await kube.evict({ namespace: "apps", name: "nobody" }, 30)).toEqual({ kind: "gone" });
-    expect(await kube.evict({ namespace: "apps", name: "both-0" }, 30)).toMatchObject({ kind: "error", status: 500 });
+    expect(await kube.evict({ namespace: "apps", name: "nobody", uid: "" }, 30)).toEqual({ kind: "gone" });
+    expect(await kube.evict({ namespace: "apps", name: "both-0", uid: "" }, 30)).toMatchObject({
+      kind: "error",
+      status: 500,
+    });
     expect(peer.state.evictions().map((e) => e.outcome)).toEqual(["evicted", "blocked", "not-found", "refused"]);
   });
 });

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import {
+  incompleteReason,
   namedNodes,
   settleStep,
   vmNameOfProviderID,
@@ -100,9 +101,17 @@ describe("the approval of an event naming several nodes", () => {
     expect(settleStep({ policy: "drain-then-approve", drained: true, thisNode: "b", named: undefined })).toMatchObject({
       release: "approve",
     });
+    // An incomplete drain holds the approval until NotBefore on a single node as in a wave (issue 44).
+    expect(incompleteReason).toBe(
+      "this node's drain is incomplete (pods left, named in its DrainIncomplete record): the event is not approved before NotBefore",
+    );
     expect(settleStep({ policy: "drain-then-approve", drained: false, thisNode: "b", named: undefined })).toEqual({
-      release: "done",
-      reason: "",
+      release: "decline",
+      reason: incompleteReason,
+    });
+    expect(settleStep({ policy: "drain", drained: false, thisNode: "b", named: one })).toEqual({
+      release: "decline",
+      reason: incompleteReason,
     });
   });
 
@@ -145,7 +154,7 @@ describe("the approval of an event naming several nodes", () => {
     });
     expect(settleStep({ policy: "drain-then-approve", drained: false, thisNode: "a", named })).toEqual({
       release: "decline",
-      reason: "this node's drain is incomplete: the event is not approved before NotBefore",
+      reason: incompleteReason,
     });
     expect(settleStep({ policy: "drain-then-approve", drained: true, thisNode: "c", named })).toEqual({
       release: "decline",

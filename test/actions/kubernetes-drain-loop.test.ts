@@ -22,13 +22,18 @@ const taint = { key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule"
 interface FakePod extends PodView {
   /** Wall ms at which the pod object disappears once its deletion began. */
   goneAtMs?: number;
+  /** Its kubelet never confirms the deletion (the pod stays terminating). */
+  neverStops?: boolean;
 }
 
 /** A node's pods in memory, served through the KubeApi interface the drain uses; evictions answer as scripted. */
 class InMemoryNode {
   readonly pods: FakePod[] = [];
-  /** Every eviction request: wall ms, pod name and uid, and the answer. */
-  readonly requests: Array<{ atMs: number; name: string; uid: string; kind: EvictionOutcome["kind"] }> = [];
+  /** Every eviction request: wall ms, pod name and uid, the grace asked for, and the answer. */
+  readonly requests: Array<{ atMs: number; name: string; uid: string; kind: EvictionOutcome["kind"]; grace: number }> =
+    [];
+  /** Every DELETE: wall ms, pod name and the grace asked for. */
+  readonly deletes: Array<{ atMs: number; name: string; grace: number }> = [];
   /** Answers to give before accepting, per pod name (consumed in order). */
   readonly script = new Map<string, EvictionOutcome[]>();
   /** Called when a pod object disappears (a controller may put one back). */
@@ -46,7 +51,11 @@ class InMemoryNode {
     return pod;
   }
 
-  api(): Pick<KubeApi, "listPods" | "evict"> {
+  private beginDeletion(pod: FakePod, graceSeconds: number): void {
+    beginDeletionOf(pod, this.clock.now(), graceSeconds, this.stopsAfterMs);
+  }
+
+  api(): Pick<KubeApi, "listPods" | "evict" | "deletePod"> {
     return {
       listPods: async () => {
         const nowMs = this.clock.now();
@@ -54,21 +63,38 @@ class InMemoryNode {
           this.pods.splice(this.pods.indexOf(pod), 1);
           this.onGone(pod);
         }
-        return this.pods.map(({ goneAtMs: _goneAtMs, ...view }) => ({ ...view }));
+        return this.pods.map(({ goneAtMs: _goneAtMs, neverStops: _neverStops, ...view }) => ({ ...view }));
       },
       evict: async (target, graceSeconds) => {
         const pod = this.pods.find((p) => p.namespace === target.namespace && p.name === target.name);
         const answer: EvictionOutcome =
           pod === undefined ? { kind: "gone" } : (this.script.get(target.name)?.shift() ?? { kind: "evicted" });
-        this.requests.push({ atMs: this.clock.now(), name: target.name, uid: pod?.uid ?? "", kind: answer.kind });
-        if (pod && answer.kind === "evicted" && pod.deletionTimestampMs === undefined) {
-          pod.deletionTimestampMs = this.clock.now() + graceSeconds * 1000;
-          pod.goneAtMs = this.clock.now() + Math.min(graceSeconds * 1000, this.stopsAfterMs);
-        }
+        const uid = pod?.uid ?? "";
+        this.requests.push({ atMs: this.clock.now(), name: target.name, uid, kind: answer.kind, grace: graceSeconds });
+        if (pod && answer.kind === "evicted") this.beginDeletion(pod, graceSeconds);
         return answer;
+      },
+      deletePod: async (target, graceSeconds) => {
+        const pod = this.pods.find((p) => p.namespace === target.namespace && p.name === target.name);
+        this.deletes.push({ atMs: this.clock.now(), name: target.name, grace: graceSeconds });
+        if (pod === undefined || pod.uid !== target.uid) return false;
+        this.beginDeletion(pod, graceSeconds);
+        return true;
       },
     };
   }
+}
+
+/** A deletion begins, or a shorter grace shortens one under way (as the API server does; never a longer one). */
+function beginDeletionOf(pod: FakePod, nowMs: number, graceSeconds: number, stopsAfterMs: number): void {
+  const endMs = nowMs + graceSeconds * 1000;
+  if (pod.deletionTimestampMs !== undefined && pod.deletionTimestampMs <= endMs) return;
+  pod.deletionTimestampMs = endMs;
+  if (pod.neverStops !== true)
+    pod.goneAtMs = Math.min(
+      pod.goneAtMs ?? Number.POSITIVE_INFINITY,
+      nowMs + Math.min(graceSeconds * 1000, stopsAfterMs),
+    );
 }
 
 interface Run {
@@ -88,6 +114,7 @@ async function drain(node: InMemoryNode, clock: FakeClock, over: Partial<DrainOp
     force: false,
     taint,
     deadlineMs: clock.now() + 120_000,
+    endMs: clock.now() + 125_000,
     pdbRetryInitialMs: 1_000,
     pdbRetryMaxMs: 8_000,
     random: () => 1 - Number.EPSILON, // the jitter at its top: each backoff its full ceiling (1 s, then 2 s, …)
@@ -216,14 +243,20 @@ describe("drain loop against an in-memory node", () => {
     expect(outcomes.filter((o) => o === "error")).toHaveLength(2 + db.length);
   });
 
-  it("a pod stuck terminating past its grace does not hold the drain; one within its grace is waited for", async () => {
+  it("a pod stuck terminating past its grace is not waited for but leaves the drain incomplete, named; one within its grace is waited for", async () => {
     const clock = instantClock();
     const node = new InMemoryNode(clock);
     const startMs = clock.now();
     node.add("stuck", { deletionTimestampMs: startMs - stuckTerminatingAllowanceMs - 1_000 });
     node.add("finishing", { deletionTimestampMs: startMs + 20_000, goneAtMs: startMs + 15_000 });
     const { result } = await drain(node, clock);
-    expect(result).toMatchObject({ outcome: "drained", evicted: [], podsStuckTerminating: ["apps/stuck"] });
+    expect(result).toMatchObject({
+      outcome: "incomplete",
+      podsLeft: ["apps/stuck"],
+      reason: "pods are stuck terminating",
+      evicted: [],
+      podsStuckTerminating: ["apps/stuck"],
+    });
     expect(clock.now() - startMs).toBeGreaterThanOrEqual(15_000);
     expect(node.requests).toEqual([]);
   });
@@ -234,7 +267,7 @@ describe("drain loop against an in-memory node", () => {
     const startMs = clock.now();
     node.add("hangs", { deletionTimestampMs: startMs + 5_000 });
     const { result } = await drain(node, clock);
-    expect(result).toMatchObject({ outcome: "drained", podsStuckTerminating: ["apps/hangs"] });
+    expect(result).toMatchObject({ outcome: "incomplete", podsStuckTerminating: ["apps/hangs"] });
     expect(clock.now() - startMs).toBeGreaterThan(5_000 + stuckTerminatingAllowanceMs);
     expect(clock.now() - startMs).toBeLessThan(5_000 + stuckTerminatingAllowanceMs + 2_000);
   });
@@ -298,5 +331,93 @@ describe("drain loop against an in-memory node", () => {
       podsArrivedTolerating: ["apps/late-daemon"],
     });
     expect(node.requests.length).toBe(requestsBefore);
+  });
+
+  it("pods with emptyDir volumes left (evictEmptyDir false) end the drain incomplete, named; with bare pods both are named", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-0");
+    node.add("cache-0", { hasEmptyDir: true });
+    node.add("bare", { controllerKinds: [] });
+    const { result } = await drain(node, clock, { evictEmptyDir: false });
+    expect(result).toMatchObject({
+      outcome: "incomplete",
+      podsLeft: ["apps/bare", "apps/cache-0"],
+      reason:
+        "pods without a controller are not evicted unless force is set; pods with emptyDir volumes are not evicted (evictEmptyDir is false)",
+      podsWithEmptyDir: ["apps/cache-0"],
+      evicted: ["apps/web-0"],
+    });
+  });
+
+  it("lowest priority first; system-critical pods only once every other pod is gone", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 3_000);
+    node.add("critical", { priorityClassName: "system-cluster-critical", priority: 2_000_000_000 });
+    node.add("high", { priority: 1000 });
+    node.add("node-critical", { priorityClassName: "system-node-critical" });
+    node.add("low", { priority: -10 });
+    node.add("by-value", { priority: 2_000_000_500 });
+    const { result } = await drain(node, clock);
+    expect(result.outcome).toBe("drained");
+    expect(node.requests.map((r) => r.name)).toEqual(["low", "high", "node-critical", "critical", "by-value"]);
+    const lastOther = node.requests.find((r) => r.name === "high")!.atMs;
+    const firstCritical = node.requests.find((r) => r.name === "node-critical")!.atMs;
+    expect(firstCritical - lastOther).toBeGreaterThanOrEqual(3_000); // after the others stopped
+  });
+
+  it("at the deadline under atDeadline delete: a pod still refused by its PDB and one still terminating are deleted with the time left as grace", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 600_000);
+    node.add("db-0");
+    node.add("slow", { terminationGracePeriodSeconds: 300, neverStops: true });
+    node.script.set(
+      "db-0",
+      Array.from({ length: 1000 }, () => ({ kind: "pdb", message: "disruption budget" }) as EvictionOutcome),
+    );
+    const deadlineMs = clock.now() + 20_000;
+    const { result } = await drain(node, clock, { deadlineMs, endMs: deadlineMs + 7_000, atDeadline: "delete" });
+    expect(result).toMatchObject({
+      outcome: "incomplete",
+      reason: "at its deadline",
+      podsLeft: ["apps/db-0", "apps/slow"],
+      deleted: { podsDeleted: ["apps/db-0", "apps/slow"], graceSeconds: 7 },
+    });
+    expect(node.deletes.map((d) => [d.name, d.grace]).sort()).toEqual([
+      ["db-0", 7],
+      ["slow", 7],
+    ]);
+    expect(Math.min(...node.deletes.map((d) => d.atMs))).toBeGreaterThanOrEqual(deadlineMs);
+    // The slow pod's eviction had the grace the deadline allowed (20 s), not its own 300 s.
+    expect(node.requests.find((r) => r.name === "slow")!.grace).toBe(20);
+
+    const left = new InMemoryNode(clock, 600_000);
+    left.add("db-0");
+    left.script.set("db-0", [...(node.script.get("db-0") ?? [])]);
+    const leave = await drain(left, clock, { deadlineMs: clock.now() + 5_000, endMs: clock.now() + 7_000 });
+    expect(leave.result).toMatchObject({ outcome: "incomplete", podsLeft: ["apps/db-0"] });
+    expect("deleted" in leave.result).toBe(false);
+    expect(left.deletes).toEqual([]);
+  });
+
+  it("a sooner deadline of another event caps every grace, and a pod already terminating is asked again with the shorter one", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 600_000);
+    const startMs = clock.now();
+    node.add("old", { terminationGracePeriodSeconds: 600, deletionTimestampMs: startMs + 500_000 });
+    node.add("web-0", { terminationGracePeriodSeconds: 600 });
+    // A Preempt acts on the node too: its deadline is 25 s away, this drain's 15 min.
+    const { result } = await drain(node, clock, {
+      deadlineMs: startMs + 900_000,
+      endMs: startMs + 905_000,
+      graceDeadlineMs: () => startMs + 25_000,
+    });
+    expect(result.outcome).toBe("drained");
+    expect(clock.now() - startMs).toBeLessThan(30_000);
+    const web = node.requests.filter((r) => r.name === "web-0");
+    const old = node.requests.filter((r) => r.name === "old");
+    expect(web.map((r) => r.grace)).toEqual([25]);
+    expect(old.map((r) => r.grace)).toEqual([25]); // asked once again, with the grace the sooner deadline leaves
+    expect(result).toMatchObject({ evicted: ["apps/web-0"], graceShortened: ["apps/old"] });
   });
 });

@@ -14,5 +14,7 @@ export const podView = (name: string, over: Partial<PodView> = {}): PodView => (
   hasEmptyDir: false,
   deletionTimestampMs: undefined,
   tolerations: [],
+  priority: 0,
+  priorityClassName: "",
   ...over,
 });

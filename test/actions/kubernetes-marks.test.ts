@@ -360,6 +360,79 @@ describe("reading marks back", () => {
   });
 });
 
+describe("the exclude-from-external-load-balancers label", () => {
+  const markedWithout = (id: string): NodeView =>
+    node({ taints: [sefTaint(id)], annotations: { [markAnnotationKey(id)]: encodeMark(mark({ eventId: id })) } });
+  const label = "node.kubernetes.io/exclude-from-external-load-balancers";
+  const labelled = (patch: ReturnType<typeof markPatch>, before: NodeView): NodeView => {
+    const labels: Record<string, string> = { ...before.labels };
+    for (const [key, value] of Object.entries(patch.labels ?? {}))
+      if (value === null) delete labels[key];
+      else labels[key] = value;
+    return { ...applied(before, patch), labels };
+  };
+
+  it("is put on with the mark and claimed; off (setting false) neither; someone else's is never claimed", () => {
+    const on = markPatch(node(), event, "cordon", true, nowIso, true);
+    expect(on.labels).toEqual({ [label]: "true" });
+    expect(decodeMark(on.annotations[markAnnotationKey(eventId)]!)).toMatchObject({ excludedLb: true });
+    const off = markPatch(node(), event, "cordon", true, nowIso);
+    expect(off).not.toHaveProperty("labels");
+    expect(decodeMark(off.annotations[markAnnotationKey(eventId)]!)).not.toHaveProperty("excludedLb");
+    const theirs = markPatch(node({ labels: { [label]: "" } }), event, "cordon", true, nowIso, true);
+    expect(theirs).not.toHaveProperty("labels");
+    expect(decodeMark(theirs.annotations[markAnnotationKey(eventId)]!)).not.toHaveProperty("excludedLb");
+  });
+
+  it("goes with the last of sef's marks that claims it, never while another claims it, never when only someone else's", () => {
+    const first = node();
+    const afterFirst = labelled(markPatch(first, event, "cordon", true, nowIso, true), first);
+    const second = { ...event, EventId: otherId };
+    const afterSecond = labelled(markPatch(afterFirst, second, "cordon", true, nowIso, true), afterFirst);
+    expect(markOf(afterSecond, otherId)?.excludedLb).toBe(true); // sef's label: the second event claims it too
+    expect(undoMarks(afterSecond, (m) => m.eventId === eventId).patch).not.toHaveProperty("labels");
+    expect(undoMarks(afterSecond, () => true).patch?.labels).toEqual({ [label]: null });
+    const drained = drainedPatch(afterFirst, event, "drain", false, nowIso);
+    expect(decodeMark(drained.annotations[markAnnotationKey(eventId)]!)).toMatchObject({ excludedLb: true });
+    const theirs = node({ labels: { [label]: "true" } });
+    const afterTheirs = labelled(markPatch(theirs, event, "cordon", true, nowIso, true), theirs);
+    expect(undoMarks(afterTheirs, () => true).patch).not.toHaveProperty("labels");
+    const gone = { ...afterFirst, labels: {} }; // someone took it off meanwhile: nothing to remove
+    expect(undoMarks(gone, () => true).patch).not.toHaveProperty("labels");
+  });
+
+  it("a mark that does not claim the label neither holds it nor claims it for another event; the claim is read from any of the event's annotations", () => {
+    const first = node();
+    const afterFirst = labelled(markPatch(first, event, "cordon", true, nowIso, true), first);
+    const second = { ...event, EventId: otherId };
+    // The second event marked with the setting off: its mark does not claim the label.
+    const both = labelled(markPatch(afterFirst, second, "cordon", true, nowIso), afterFirst);
+    expect(markOf(both, otherId)).not.toHaveProperty("excludedLb");
+    // The claiming mark goes: the label goes too, though a mark that never claimed it stays.
+    expect(undoMarks(both, (m) => m.eventId === eventId).patch?.labels).toEqual({ [label]: null });
+    // Both go at once (one claims, one does not): the label goes.
+    expect(undoMarks(both, () => true).patch?.labels).toEqual({ [label]: null });
+    // Someone else's label and a mark of sef's that does not claim it: a new mark does not claim it either.
+    const theirs = { ...markedWithout(otherId), labels: { [label]: "true" } };
+    expect(markPatch(theirs, event, "cordon", true, nowIso, true)).not.toHaveProperty("labels");
+    expect(
+      decodeMark(markPatch(theirs, event, "cordon", true, nowIso, true).annotations[markAnnotationKey(eventId)]!),
+    ).not.toHaveProperty("excludedLb");
+    // Two annotations of one event (its id in two cases): a claim in the second one read still counts.
+    const twoKeys = node({
+      labels: { [label]: "true" },
+      annotations: {
+        [markAnnotationKey(eventId)]: encodeMark(mark()),
+        [markAnnotationKey(eventId.toLowerCase())]: encodeMark(
+          mark({ eventId: eventId.toLowerCase(), excludedLb: true }),
+        ),
+      },
+    });
+    expect(markOf(twoKeys, eventId)?.excludedLb).toBe(true);
+    expect(undoMarks(twoKeys, () => true).patch?.labels).toEqual({ [label]: null });
+  });
+});
+
 describe("the undo", () => {
   it("takes the event's taints (both effects) and annotation off, lifts sef's cordon, and touches nothing else", () => {
     const before = node({

@@ -2,8 +2,14 @@
 // a drain evicts (as kubectl drain: controllers, opt-out, stuck terminating, arrivals, once per uid) and when it is
 // over, the drain's Detail, the taint key and value, the backoffs and the node check (the marks: kubernetes-marks.test.ts).
 import { describe, expect, it } from "vitest";
-import { kubernetesSettingsSchema, policyFor, policyIncludes } from "../../src/agent/actions/kubernetes/settings.js";
 import {
+  deadlineActionFor,
+  kubernetesSettingsSchema,
+  policyFor,
+  policyIncludes,
+} from "../../src/agent/actions/kubernetes/settings.js";
+import {
+  deadlineDeleteGraceSeconds,
   drainDeadlineMs,
   drainStartMs,
   gracePeriodSeconds,
@@ -18,9 +24,11 @@ import {
 import {
   drainOptOutLabel,
   drainVerdict,
+  isSystemCritical,
   podIdentity,
   podViewOf,
   selectEvictions,
+  skippedFor,
   stuckTerminatingAllowanceMs,
   toleratesTaint,
   type DrainRules,
@@ -134,6 +142,131 @@ describe("drain timing", () => {
     expect(throttleWaitMs(3_600_000, 15_000, 0)).toBe(15_000);
     expect(throttleWaitMs(Number.NaN, 15_000, 0)).toBe(1_000);
     expect(throttleWaitMs(5_000, 500, 0.7)).toBe(500);
+  });
+});
+
+describe("issue 44: deadlines, priorities, pods left", () => {
+  const nowMs = Date.parse("2024-01-01T00:10:00.000Z");
+  const sefTaint = { key: taintKeyFor("Reboot"), value: eventId, effect: "NoSchedule" };
+  const rules = (over: Partial<DrainRules> = {}): DrainRules => ({
+    self: undefined,
+    evictEmptyDir: true,
+    force: false,
+    taint: sefTaint,
+    roster: undefined,
+    evicted: new Set(),
+    nowMs,
+    ...over,
+  });
+  const names = (pods: PodView[]) => pods.map((p) => p.name);
+
+  it("a pod deleted at the deadline gets the whole seconds left before NotBefore, at least 1", () => {
+    expect(deadlineDeleteGraceSeconds(nowMs + 7_999, nowMs)).toBe(7);
+    expect(deadlineDeleteGraceSeconds(nowMs + 2_000, nowMs)).toBe(2);
+    expect(deadlineDeleteGraceSeconds(nowMs + 1_999, nowMs)).toBe(1);
+    expect(deadlineDeleteGraceSeconds(nowMs, nowMs)).toBe(1);
+    expect(deadlineDeleteGraceSeconds(nowMs - 5_000, nowMs)).toBe(1);
+  });
+
+  it("delete at the deadline for Preempt and Terminate by default, leave for the others; set per type", () => {
+    const defaults = kubernetesSettingsSchema.parse({});
+    expect(
+      ["Freeze", "Reboot", "Redeploy", "Preempt", "terminate", "Other"].map((t) => deadlineActionFor(defaults, t)),
+    ).toEqual(["leave", "leave", "leave", "delete", "delete", "leave"]);
+    const set = kubernetesSettingsSchema.parse({ atDeadline: { Reboot: "delete", Preempt: "leave" } });
+    expect([deadlineActionFor(set, "reboot"), deadlineActionFor(set, "Preempt")]).toEqual(["delete", "leave"]);
+    expect(kubernetesSettingsSchema.safeParse({ atDeadline: { Reboot: "kill" } }).success).toBe(false);
+    expect(defaults).toMatchObject({ excludeFromLoadBalancers: true, podSelector: "", dryRun: false });
+  });
+
+  it("system-critical: the two system classes, or a priority from 2 000 000 000", () => {
+    expect(isSystemCritical(pod("a", { priority: 1_999_999_999 }))).toBe(false);
+    expect(isSystemCritical(pod("a", { priority: 2_000_000_000 }))).toBe(true);
+    expect(isSystemCritical(pod("a", { priorityClassName: "system-node-critical" }))).toBe(true);
+    expect(isSystemCritical(pod("a", { priorityClassName: "system-cluster-critical" }))).toBe(true);
+    expect(isSystemCritical(pod("a", { priorityClassName: "high" }))).toBe(false);
+  });
+
+  it("lowest priority first; system-critical pods wait while another pod is to evict or terminating", () => {
+    const critical = pod("crit", { priorityClassName: "system-cluster-critical", priority: 2_000_000_000 });
+    const mixed = selectEvictions([critical, pod("b", { priority: 5 }), pod("a", { priority: -1 })], rules());
+    expect([names(mixed.evict), names(mixed.deferred)]).toEqual([["a", "b"], ["crit"]]);
+    expect(drainVerdict(mixed, nowMs, nowMs + 1)).toEqual({ kind: "continue" });
+    const going = selectEvictions([critical, pod("b", { deletionTimestampMs: nowMs + 5_000 })], rules());
+    expect([names(going.evict), names(going.deferred)]).toEqual([[], ["crit"]]);
+    expect(drainVerdict(going, nowMs, nowMs)).toMatchObject({ podsLeft: ["apps/b", "apps/crit"] });
+    const criticalGoing = pod("crit-2", { priority: 2_000_000_001, deletionTimestampMs: nowMs + 5_000 });
+    const alone = selectEvictions(
+      [criticalGoing, critical, pod("node", { priorityClassName: "system-node-critical" })],
+      rules(),
+    );
+    expect([names(alone.evict), names(alone.deferred)]).toEqual([["node", "crit"], []]);
+    // Already in order stays in order (a comparator of the sum, not the difference, would swap them).
+    const ordered = selectEvictions([pod("p3", { priority: 3 }), pod("p5", { priority: 5 })], rules());
+    expect(names(ordered.evict)).toEqual(["p3", "p5"]);
+    const onlyDeferred = { ...going, terminating: [] };
+    expect(drainVerdict(onlyDeferred, nowMs, nowMs + 1)).toEqual({ kind: "continue" });
+  });
+
+  it("a terminating pod is asked again only when its grace ends more than a second after what the soonest deadline allows", () => {
+    const at = (deletionTimestampMs: number) => pod("t", { deletionTimestampMs });
+    const shorter = (deletion: number, graceDeadlineMs?: number) =>
+      names(
+        selectEvictions([at(deletion)], rules(graceDeadlineMs === undefined ? {} : { graceDeadlineMs })).shorterGrace,
+      );
+    expect(shorter(nowMs + 600_000)).toEqual([]);
+    expect(shorter(nowMs + 6_000, nowMs + 5_000)).toEqual([]);
+    expect(shorter(nowMs + 6_001, nowMs + 5_000)).toEqual(["t"]);
+    // The deadline passed: a second is still allowed.
+    expect(shorter(nowMs + 2_000, nowMs - 10_000)).toEqual([]);
+    expect(shorter(nowMs + 2_001, nowMs - 10_000)).toEqual(["t"]);
+    expect(shorter(nowMs + 2_001, nowMs + 1_500)).toEqual([]);
+    // Evicted once by this drain and still listed without a deletionTimestamp: nothing to shorten.
+    const evicted = selectEvictions([pod("e")], rules({ evicted: new Set(["uid-e"]), graceDeadlineMs: nowMs }));
+    expect([names(evicted.terminating), names(evicted.shorterGrace)]).toEqual([["e"], []]);
+  });
+
+  it("pods left for any reason end the drain incomplete, named, with every reason", () => {
+    const selection = selectEvictions(
+      [
+        pod("cache", { hasEmptyDir: true }),
+        pod("stuck", { deletionTimestampMs: nowMs - stuckTerminatingAllowanceMs - 1 }),
+        pod("bare", { controllerKinds: [] }),
+      ],
+      rules({ evictEmptyDir: false }),
+    );
+    expect(drainVerdict(selection, nowMs, nowMs + 60_000)).toEqual({
+      kind: "incomplete",
+      podsLeft: ["apps/bare", "apps/cache", "apps/stuck"],
+      reason:
+        "pods without a controller are not evicted unless force is set; pods with emptyDir volumes are not evicted (evictEmptyDir is false); pods are stuck terminating",
+    });
+    // Every pod left in name order, whatever its reason (no controller is named before emptyDir otherwise).
+    const mixed = selectEvictions(
+      [pod("zz-bare", { controllerKinds: [] }), pod("aa-cache", { hasEmptyDir: true })],
+      rules({ evictEmptyDir: false }),
+    );
+    expect(drainVerdict(mixed, nowMs, nowMs + 60_000)).toMatchObject({ podsLeft: ["apps/aa-cache", "apps/zz-bare"] });
+    const bare = selectEvictions(
+      [pod("zeta", { controllerKinds: [] }), pod("alpha", { controllerKinds: [] })],
+      rules(),
+    );
+    expect(skippedFor(bare, "no-controller")).toEqual(["apps/alpha", "apps/zeta"]);
+    const emptyDirOnly = selectEvictions([pod("cache", { hasEmptyDir: true })], rules({ evictEmptyDir: false }));
+    expect(drainVerdict(emptyDirOnly, nowMs, nowMs + 60_000)).toEqual({
+      kind: "incomplete",
+      podsLeft: ["apps/cache"],
+      reason: "pods with emptyDir volumes are not evicted (evictEmptyDir is false)",
+    });
+    const atDeadline = selectEvictions(
+      [pod("web"), pod("cache", { hasEmptyDir: true })],
+      rules({ evictEmptyDir: false }),
+    );
+    expect(drainVerdict(atDeadline, nowMs, nowMs)).toEqual({
+      kind: "incomplete",
+      podsLeft: ["apps/cache", "apps/web"],
+      reason: "at its deadline",
+    });
   });
 });
 
@@ -309,6 +442,8 @@ describe("which pods a drain evicts", () => {
       hasEmptyDir: true,
       deletionTimestampMs: Date.parse(deletion),
       tolerations: [{ operator: "Exists" }],
+      priority: 0,
+      priorityClassName: "",
     });
     expect(podViewOf({ metadata: { deletionTimestamp: new Date(deletion) } }).deletionTimestampMs).toBe(
       Date.parse(deletion),
@@ -334,6 +469,12 @@ describe("which pods a drain evicts", () => {
       hasEmptyDir: false,
       deletionTimestampMs: undefined,
       tolerations: [],
+      priority: 0,
+      priorityClassName: "",
+    });
+    expect(podViewOf({ spec: { priority: 7, priorityClassName: "batch" } })).toMatchObject({
+      priority: 7,
+      priorityClassName: "batch",
     });
     expect(podViewOf({ spec: { volumes: [{}, { emptyDir: null }] } }).hasEmptyDir).toBe(false);
     const mirror = podViewOf({ metadata: { name: "etcd", annotations: { "kubernetes.io/config.mirror": "abc" } } });
@@ -364,8 +505,13 @@ describe("which pods a drain evicts", () => {
       rules(),
     );
     expect(drainVerdict(clean, nowMs, deadlineMs)).toEqual({ kind: "drained" });
+    // A pod stuck terminating is not waited for, but the event takes it down with the node: incomplete, named.
     const stuck = selectEvictions([pod("stuck", { deletionTimestampMs: 0 })], rules());
-    expect(drainVerdict(stuck, nowMs, deadlineMs)).toEqual({ kind: "drained" });
+    expect(drainVerdict(stuck, nowMs, deadlineMs)).toEqual({
+      kind: "incomplete",
+      podsLeft: ["apps/stuck"],
+      reason: "pods are stuck terminating",
+    });
     const bare = selectEvictions([pod("bare", { controllerKinds: [] })], rules());
     expect(drainVerdict(bare, nowMs, deadlineMs)).toEqual({
       kind: "incomplete",
@@ -397,6 +543,7 @@ describe("which pods a drain evicts", () => {
       podsArrivedTolerating: [],
       podsStuckTerminating: ["apps/stuck"],
       podsWithoutController: ["apps/bare"],
+      podsWithEmptyDir: ["apps/cache"],
     };
     expect(
       drainDetail(
@@ -410,13 +557,20 @@ describe("which pods a drain evicts", () => {
       podsWithoutController: ["apps/bare"],
       podsOptedOut: ["apps/opt"],
       podsStuckTerminating: ["apps/stuck"],
+      podsWithEmptyDir: ["apps/cache"],
       evictionErrors: [{ pod: "apps/c", status: 403, message: "forbidden" }],
       evictionsThrottled: 3,
       podsLeft: ["apps/bare"],
       incompleteBecause: "r",
       deadline: "2024-01-01T00:14:55.000Z",
     });
-    const none = { podsOptedOut: [], podsArrivedTolerating: [], podsStuckTerminating: [], podsWithoutController: [] };
+    const none = {
+      podsOptedOut: [],
+      podsArrivedTolerating: [],
+      podsStuckTerminating: [],
+      podsWithoutController: [],
+      podsWithEmptyDir: [],
+    };
     expect(drainDetail({ outcome: "drained", evicted: [], pdbBlocked: [], pdbHeldMs: 0, ...none }, "x")).toEqual({
       podsEvicted: 0,
       podsBlockedByPdb: [],

@@ -604,8 +604,8 @@ describe("helm template with other values", () => {
     ]);
   });
 
-  it("drainConcurrency.enabled: a Role for Leases (get, create, update) in the release namespace, bound to the pods' account", () => {
-    const manifests = renderOk({ drainConcurrency: { enabled: true } });
+  it("config.kubernetes.maxConcurrentDrains: a Role for Leases (get, create, update) in the release namespace, bound to the pods' account", () => {
+    const manifests = renderOk({ config: { kubernetes: { maxConcurrentDrains: { limit: 2 } } } });
     const leases = manifests.find((m) => m.kind === "Role" && m.metadata.name === "sef-sef-drain-leases");
     expect(leases?.metadata.namespace).toBe("sef-system");
     expect(leases?.rules).toEqual([
@@ -620,6 +620,13 @@ describe("helm template with other values", () => {
     });
     expect(binding?.subjects).toEqual([{ kind: "ServiceAccount", name: "sef-sef", namespace: "sef-system" }]);
     expect(renderOk().filter((m) => m.metadata.name === "sef-sef-drain-leases")).toEqual([]);
+    const elsewhere = renderOk({ config: { kubernetes: { maxConcurrentDrains: { limit: 2, namespace: "leases" } } } });
+    expect(
+      elsewhere.filter((m) => m.metadata.name === "sef-sef-drain-leases").map((m) => [m.kind, m.metadata.namespace]),
+    ).toEqual([
+      ["Role", "leases"],
+      ["RoleBinding", "leases"],
+    ]);
   });
 
   it("hostNetwork false: the pod's own IP and DNS, no host port, metrics on the pod's IP; listenOn nodeIP then fails", () => {
@@ -666,6 +673,15 @@ describe("helm template with other values", () => {
 });
 
 describe("values.schema.json", () => {
+  it("names every setting of the agent's kubernetes action (the test-only inClusterPathPrefix aside)", () => {
+    const schema = JSON.parse(readFileSync(join(repoRoot, "infra/helm/sef/values.schema.json"), "utf8")) as {
+      properties: { config: { properties: { kubernetes: { properties: Record<string, unknown> } } } };
+    };
+    const inChart = Object.keys(schema.properties.config.properties.kubernetes.properties).sort();
+    const inAgent = Object.keys(kubernetesSettingsSchema.shape).filter((key) => key !== "inClusterPathPrefix");
+    expect(inChart).toEqual(inAgent.sort());
+  });
+
   const refused: [string, object, string][] = [
     ["an unknown pull policy", { image: { pullPolicy: "Sometimes" } }, "/image/pullPolicy"],
     ["an image tag that is not a string", { image: { tag: 1 } }, "/image/tag"],
@@ -691,7 +707,7 @@ describe("values.schema.json", () => {
     ["force that is not a boolean", { config: { kubernetes: { force: "yes" } } }, "/config/kubernetes/force"],
     ["an unknown metrics listen mode", { metrics: { listenOn: "hostIP" } }, "/metrics/listenOn"],
     ["hostNetwork as a string", { hostNetwork: "true" }, "/hostNetwork"],
-    ["a misspelt drainConcurrency setting", { drainConcurrency: { enable: true } }, "enable"],
+    ["a removed drainConcurrency setting", { drainConcurrency: { enabled: true } }, "drainConcurrency"],
     [
       "a ServiceMonitor API group Prometheus does not watch",
       { metrics: { serviceMonitor: { apiVersion: "monitoring.coreos.com/v2" } } },

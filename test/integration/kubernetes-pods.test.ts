@@ -271,9 +271,13 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
   }, 200_000);
 
   // Needs the peer's pods seeded terminating (k8s-peer: PodSeed `terminatingForSeconds`, a kubelet that never confirms).
-  it("a pod stuck terminating past its grace does not hold the drain; one within its grace is waited for until it is past", async () => {
+  it("a pod stuck terminating past its grace is not waited for but leaves the drain incomplete (named, no approval); one within its grace is waited for until it is past", async () => {
     let seededAtMs = 0;
-    const { node, detail, steps } = await drainScenario(basePods(), {}, 150, untilApproved, async ({ peer }) => {
+    const untilDeclined = async ({ setup, agent }: Node) => {
+      await waitForStep(setup, "DrainIncomplete");
+      await waitUntil(() => agent.stderr().includes("not approving after the drain"), 15_000, "the approval decision");
+    };
+    const { node, detail, steps } = await drainScenario(basePods(), {}, 150, untilDeclined, async ({ peer }) => {
       seededAtMs = Date.now();
       await peerControl(peer, "POST", "seed", {
         pods: [
@@ -298,10 +302,16 @@ describe("kubernetes action: pods as kubectl drain treats them", () => {
         ],
       });
     });
-    const drained = steps.find((r) => r.Outcome === "Drained")!;
+    const incomplete = steps.find((r) => r.Outcome === "DrainIncomplete")!;
     // 8 s of grace plus the 10 s allowance, less up to 1 s: deletionTimestamp is written in whole seconds.
-    expect(Date.parse(drained.TimeGenerated) - seededAtMs).toBeGreaterThanOrEqual(17_000);
-    expect(detail("Drained")).toMatchObject({ podsEvicted: 4, podsStuckTerminating: ["apps/hangs-0", "apps/stuck-0"] });
+    expect(Date.parse(incomplete.TimeGenerated) - seededAtMs).toBeGreaterThanOrEqual(17_000);
+    expect(detail("DrainIncomplete")).toMatchObject({
+      podsEvicted: 4,
+      podsStuckTerminating: ["apps/hangs-0", "apps/stuck-0"],
+      podsLeft: ["apps/hangs-0", "apps/stuck-0"],
+      incompleteBecause: "pods are stuck terminating",
+    });
+    expect(node.sim.status().approvals).toEqual([]);
     expect(evictionsOf(node.peer, "stuck-0")).toEqual([]);
     expect(evictionsOf(node.peer, "hangs-0")).toEqual([]);
   }, 200_000);

@@ -183,6 +183,7 @@ export class ActionLedger {
         "INSERT INTO action_progress(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = MAX(value, excluded.value)",
       ),
       eventStatus: db.prepare("SELECT status FROM events WHERE event_key = ?"),
+      eventFields: db.prepare("SELECT fields FROM events WHERE event_key = ?"),
       forget: db.prepare("DELETE FROM actions WHERE status NOT IN ('pending', 'running') AND updated_ms < ?"),
     };
   }
@@ -290,6 +291,17 @@ export class ActionLedger {
   /** The collector's last committed status of an event (absent once the event ended). */
   committedEventStatus(eventKey: string): string | undefined {
     return (this.statements.eventStatus.get(eventKey) as { status: string } | undefined)?.status;
+  }
+
+  /**
+   * The event's NotBefore as the last document listed it (IMDS may move it without a transition), or undefined when
+   * the event is not tracked or the document gave none.
+   */
+  committedEventNotBefore(eventKey: string): string | undefined {
+    const row = this.statements.eventFields.get(eventKey) as { fields: string } | undefined;
+    if (row === undefined) return undefined;
+    const notBefore = (JSON.parse(row.fields) as { NotBefore?: unknown }).NotBefore;
+    return typeof notBefore === "string" && notBefore !== "" ? notBefore : undefined;
   }
 
   /** Deletes finished actions last updated before `beforeMs` (with their steps, and the released holds of events left without rows); returns how many. */

@@ -13,6 +13,6 @@ await api.patchNode(
   node.resourceVersion,
 );
 await api.listPods(peer.node);
-await api.evict({ namespace: "apps", name: "web-9" }, 30);
+await api.evict({ namespace: "apps", name: "web-9", uid: "" }, 30);
 await api.nodeEvent(node, "Bench", "bench", "Normal");
 await report(started, loaded, performance.now());

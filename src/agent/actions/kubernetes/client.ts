@@ -1,13 +1,17 @@
 // The Kubernetes API as the kubernetes action uses it (I/O): Node read, list and JSON merge patch, the pods of a node,
-// policy/v1 evictions, core/v1 Events — plain JSON requests (api-request.ts) with
+// policy/v1 evictions, pod deletion, coordination.k8s.io Leases, core/v1 Events — plain JSON requests (api-request.ts) with
 // client-node's credential handling (credentials.ts), not its generated API. Answers become values; one deadline each.
 import type { NodePatch } from "./plan.js";
 import type { PodView } from "./pods.js";
-import { ApiTransport, KubeApiError } from "./api-request.js";
+import { ApiTransport, errorOf, KubeApiError } from "./api-request.js";
 import { loadKubeEndpoint } from "./credentials.js";
 import {
+  deleteOptions,
   evictionBody,
   evictionOutcomeOf,
+  leaseView,
+  type LeaseJson,
+  type LeaseView,
   nodeEventBody,
   nodeMergePatch,
   nodeView,
@@ -20,7 +24,7 @@ import {
 } from "./views.js";
 
 export { KubeApiError };
-export type { EvictionOutcome, NodeEventType, NodeRead };
+export type { EvictionOutcome, LeaseView, NodeEventType, NodeRead };
 
 export interface KubeApi {
   readNode(name: string): Promise<NodeRead>;
@@ -28,10 +32,22 @@ export interface KubeApi {
   listNodes(labelSelector: string): Promise<NodeRead[]>;
   /** JSON merge patch of taints (the whole list), `unschedulable` and annotations (null removes), guarded by resourceVersion. */
   patchNode(name: string, patch: NodePatch, resourceVersion?: string): Promise<void>;
-  /** Pods scheduled on the node (all namespaces, field selector spec.nodeName). */
-  listPods(nodeName: string): Promise<PodView[]>;
-  /** policy/v1 Eviction with the given grace period; never throws for an HTTP answer (see EvictionOutcome). */
-  evict(pod: Pick<PodView, "namespace" | "name">, gracePeriodSeconds: number): Promise<EvictionOutcome>;
+  /** Pods scheduled on the node (all namespaces, field selector spec.nodeName; a label selector when not ""). */
+  listPods(nodeName: string, labelSelector?: string): Promise<PodView[]>;
+  /**
+   * policy/v1 Eviction with the given grace period and the pod's uid as precondition; never throws for an HTTP answer
+   * (see EvictionOutcome).
+   */
+  evict(pod: Pick<PodView, "namespace" | "name" | "uid">, gracePeriodSeconds: number): Promise<EvictionOutcome>;
+  /** DELETE of the pod with the grace period and its uid as precondition: deleted (true), or gone or replaced (false). */
+  deletePod(pod: Pick<PodView, "namespace" | "name" | "uid">, gracePeriodSeconds: number): Promise<boolean>;
+  /** A coordination.k8s.io/v1 Lease, or undefined when there is none. */
+  readLease(namespace: string, name: string): Promise<LeaseView | undefined>;
+  /**
+   * Creates the Lease (no resourceVersion) or replaces it (guarded by the resourceVersion read): false when another
+   * writer came first (409).
+   */
+  writeLease(namespace: string, name: string, body: object, resourceVersion?: string): Promise<boolean>;
   /** A core/v1 Event about the Node (namespace "default", source component "sef"). */
   nodeEvent(node: { name: string; uid: string }, reason: string, message: string, type: NodeEventType): Promise<void>;
   /** Closes the kept-alive connection. */
@@ -82,8 +98,9 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
         contentType: mergePatch,
       });
     },
-    async listPods(nodeName) {
-      const path = `/api/v1/pods?fieldSelector=${enc(`spec.nodeName=${nodeName}`)}`;
+    async listPods(nodeName, labelSelector = "") {
+      const labels = labelSelector === "" ? "" : `&labelSelector=${enc(labelSelector)}`;
+      const path = `/api/v1/pods?fieldSelector=${enc(`spec.nodeName=${nodeName}`)}${labels}`;
       return ((await api.json<{ items?: PodJson[] }>({ method: "GET", path })).items ?? []).map(podView);
     },
     async evict(pod, gracePeriodSeconds) {
@@ -92,6 +109,31 @@ export async function createKubeApi(options: KubeClientOptions): Promise<KubeApi
         await api.send({ method: "POST", path, body: evictionBody(pod, gracePeriodSeconds) }),
         Date.now(),
       );
+    },
+    async deletePod(pod, gracePeriodSeconds) {
+      const path = `/api/v1/namespaces/${enc(pod.namespace)}/pods/${enc(pod.name)}`;
+      const answer = await api.send({ method: "DELETE", path, body: deleteOptions(pod, gracePeriodSeconds) });
+      if (answer.status >= 200 && answer.status < 300) return true;
+      if (answer.status === 404 || answer.status === 409) return false;
+      throw errorOf(answer, `DELETE ${path}`);
+    },
+    async readLease(namespace, name) {
+      const path = `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases/${enc(name)}`;
+      const answer = await api.send({ method: "GET", path });
+      if (answer.status === 404) return undefined;
+      if (answer.status >= 200 && answer.status < 300) return leaseView(answer.body as LeaseJson);
+      throw errorOf(answer, `GET ${path}`);
+    },
+    async writeLease(namespace, name, body, resourceVersion) {
+      const leases = `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases`;
+      const call =
+        resourceVersion === undefined
+          ? ({ method: "POST", path: leases, body } as const)
+          : ({ method: "PUT", path: `${leases}/${enc(name)}`, body } as const);
+      const answer = await api.send(call);
+      if (answer.status >= 200 && answer.status < 300) return true;
+      if (answer.status === 409) return false;
+      throw errorOf(answer, `${call.method} ${call.path}`);
     },
     async nodeEvent(node, reason, message, type) {
       await api.json({

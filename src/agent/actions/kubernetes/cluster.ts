@@ -71,6 +71,10 @@ export interface SettleInput {
   named: NamedNodes | undefined;
 }
 
+/** Why an incomplete drain holds the approval until NotBefore (the Approval record's Detail says it). */
+export const incompleteReason =
+  "this node's drain is incomplete (pods left, named in its DrainIncomplete record): the event is not approved before NotBefore";
+
 /** Why a complete drain asks for the approval (the Approval record's Detail ends with it). */
 export const drainedReason = "the node is drained (kubernetes policy drain-then-approve)";
 
@@ -80,7 +84,7 @@ const list = (nodes: readonly string[]): string => nodes.join(", ");
  * The elected node (the first of the event's VMs that is a node of this cluster) approves, once every named node has
  * drained; every other node declines, so that the event is approved by exactly one agent. An event naming only this
  * VM (or no other node of the cluster) is approved after this node's complete drain under drain-then-approve, and
- * left to the approval rules otherwise, as for a single node.
+ * left to the approval rules otherwise; an incomplete drain declines, so nothing starts the event before NotBefore.
  */
 export function settleStep({ policy, drained, thisNode, named }: SettleInput): SettleStep {
   const nodes = named?.nodes.map((n) => n.node) ?? [thisNode];
@@ -99,11 +103,8 @@ export function settleStep({ policy, drained, thisNode, named }: SettleInput): S
   }
   const others = nodes.filter((n) => n !== thisNode);
   if (!policyIncludes(policy, "drain")) return { release: "done", reason: "" };
-  if (!drained) {
-    return others.length > 0
-      ? { release: "decline", reason: "this node's drain is incomplete: the event is not approved before NotBefore" }
-      : { release: "done", reason: "" };
-  }
+  // Pods left for any reason (named in the DrainIncomplete record): nothing approves early, single node or wave alike.
+  if (!drained) return { release: "decline", reason: incompleteReason };
   if (others.length > 0) return { waitFor: others };
   const outside =
     named !== undefined && named.outside.length > 0

@@ -1,10 +1,13 @@
 // One drain of the node (I/O through an injected KubeApi and Clock): evicts the pods selectEvictions picks through the
-// Eviction API, each pod once; retries PodDisruptionBudget refusals and failed evictions with backoff, waits out
-// throttling (429 with Retry-After), and waits for the pods to go, until the deadline. Its progress survives a restart.
+// Eviction API, each pod once (its uid as precondition), with the grace of the soonest deadline acting on the node;
+// retries PodDisruptionBudget refusals and failed evictions with backoff, waits out throttling (429 with Retry-After),
+// and waits for the pods to go, until the deadline, where it deletes or leaves the pods still there (per event type).
+// Its progress survives a restart.
 import type { Logger } from "pino";
 import type { Clock } from "../../util/clock.js";
 import type { EvictionOutcome, KubeApi } from "./client.js";
-import { gracePeriodSeconds, pdbRetryDelayMs, throttleWaitMs, type Taint } from "./plan.js";
+import { deadlineDeleteGraceSeconds, gracePeriodSeconds, pdbRetryDelayMs, throttleWaitMs, type Taint } from "./plan.js";
+import type { DeadlineAction } from "./settings.js";
 import {
   drainVerdict,
   podIdentity,
@@ -18,6 +21,8 @@ import {
 } from "./pods.js";
 import type { EvictionMetricOutcome } from "./metrics.js";
 
+/** The verdict's reason when the deadline ended the drain (pods.ts). */
+const deadlineReason = "at its deadline";
 /** Evictions sent at once (a node of 100 pods is asked in 13 rounds of requests, not 100 in a row). */
 const evictionConcurrency = 8;
 /** The message of a failed eviction kept in the progress and the record (the API's Status message). */
@@ -45,6 +50,14 @@ export interface DrainProgress {
   throttled?: number;
   /** Pods whose eviction failed with another status at least once, with the last failure. */
   evictionErrors?: EvictionError[];
+  /** Terminating pods asked again with a shorter grace (a sooner event's deadline), as namespace/name. */
+  graceShortened?: string[];
+}
+
+/** Pods deleted at the deadline, with the grace they were given (the time left before NotBefore). */
+export interface DeadlineDeletion {
+  podsDeleted: string[];
+  graceSeconds: number;
 }
 
 /** What the drain's last look at the node left there on purpose (named in the record). */
@@ -53,16 +66,18 @@ export interface DrainLeft {
   podsArrivedTolerating: string[];
   podsStuckTerminating: string[];
   podsWithoutController: string[];
+  podsWithEmptyDir: string[];
 }
 
 export type DrainResult =
   | ({ outcome: "drained" } & DrainProgress & DrainLeft)
-  | ({ outcome: "incomplete"; podsLeft: string[]; reason: string } & DrainProgress & DrainLeft)
+  | ({ outcome: "incomplete"; podsLeft: string[]; reason: string; deleted?: DeadlineDeletion } & DrainProgress &
+      DrainLeft)
   | ({ outcome: "interrupted" } & DrainProgress);
 
 export interface DrainOptions {
-  /** The two calls a drain makes. */
-  api: Pick<KubeApi, "listPods" | "evict">;
+  /** The calls a drain makes. */
+  api: Pick<KubeApi, "listPods" | "evict" | "deletePod">;
   nodeName: string;
   self: { namespace: string; name: string } | undefined;
   evictEmptyDir: boolean;
@@ -72,6 +87,14 @@ export interface DrainOptions {
   taint: Pick<Taint, "key" | "value" | "effect">;
   /** Wall-clock deadline (NotBefore minus the reserve). */
   deadlineMs: number;
+  /** NotBefore (wall ms): the time left before it is the grace of the pods deleted at the deadline. */
+  endMs: number;
+  /** What is done at the deadline with pods still refused or terminating (default leave). */
+  atDeadline?: DeadlineAction;
+  /** The soonest deadline of the events acting on the node (wall ms; default: this drain's): caps every grace. */
+  graceDeadlineMs?: () => number;
+  /** Label selector of the pods to drain ("" or absent: all). */
+  podSelector?: string;
   pdbRetryInitialMs: number;
   /** Longest wait between retries of a refused eviction, and the longest wait a throttling hint gets. */
   pdbRetryMaxMs: number;
@@ -103,13 +126,15 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
   const run = new DrainRun(options);
   for (;;) {
     if (options.signal.aborted || !options.stillWanted()) return { outcome: "interrupted", ...run.progress() };
-    const pods = await options.api.listPods(options.nodeName);
+    const pods = await options.api.listPods(options.nodeName, options.podSelector ?? "");
     run.takeRosterOnce(pods);
     const nowMs = options.clock.now();
     const selection = selectEvictions(pods, run.rules(nowMs));
     run.notePdbHolds(nowMs);
     const verdict = drainVerdict(selection, nowMs, options.deadlineMs);
-    if (verdict.kind !== "continue") return run.result(verdict, selection);
+    if (verdict.kind !== "continue")
+      return run.result(verdict, selection, await run.deleteAtDeadline(verdict, selection));
+    await run.shortenGrace(selection.shorterGrace);
     await run.evictDue(selection.evict);
     await options.clock.sleep(run.waitMs(), options.signal).catch(() => undefined);
   }
@@ -124,6 +149,7 @@ class DrainRun {
   private pdbHeldMs: number;
   private throttled: number;
   private readonly errors: Map<string, EvictionError>;
+  private readonly graceShortened: Set<string>;
   private readonly retries = new Map<string, PodRetry>();
   /** Monotonic time before which no eviction is sent (a throttled answer pauses them all). */
   private pausedUntilMs = Number.NEGATIVE_INFINITY;
@@ -139,6 +165,7 @@ class DrainRun {
     this.pdbHeldMs = from?.pdbHeldMs ?? 0;
     this.throttled = from?.throttled ?? 0;
     this.errors = new Map((from?.evictionErrors ?? []).map((e) => [e.pod, e]));
+    this.graceShortened = new Set(from?.graceShortened ?? []);
   }
 
   progress(): DrainProgress {
@@ -150,6 +177,7 @@ class DrainRun {
       ...(this.roster ? { roster: [...this.roster] } : {}),
       throttled: this.throttled,
       evictionErrors: [...this.errors.values()],
+      graceShortened: [...this.graceShortened],
     };
   }
 
@@ -162,7 +190,13 @@ class DrainRun {
 
   rules(nowMs: number): DrainRules {
     const { self, evictEmptyDir, force, taint } = this.options;
-    return { self, evictEmptyDir, force, taint, roster: this.roster, evicted: this.evictedIds, nowMs };
+    const graceDeadlineMs = this.graceDeadlineMs();
+    return { self, evictEmptyDir, force, taint, roster: this.roster, evicted: this.evictedIds, nowMs, graceDeadlineMs };
+  }
+
+  /** The deadline every grace is capped by: the soonest of this drain's and the other events' acting on the node. */
+  private graceDeadlineMs(): number {
+    return Math.min(this.options.deadlineMs, this.options.graceDeadlineMs?.() ?? Number.POSITIVE_INFINITY);
   }
 
   notePdbHolds(nowMs: number): void {
@@ -170,15 +204,66 @@ class DrainRun {
       if (this.pdbBlocked.has(retry.ref)) this.pdbHeldMs = Math.max(this.pdbHeldMs, nowMs - retry.firstRefusedAtMs);
   }
 
-  result(verdict: Exclude<DrainVerdict, { kind: "continue" }>, selection: EvictionSelection): DrainResult {
+  result(
+    verdict: Exclude<DrainVerdict, { kind: "continue" }>,
+    selection: EvictionSelection,
+    deleted: DeadlineDeletion | undefined,
+  ): DrainResult {
     const left: DrainLeft = {
       podsOptedOut: skippedFor(selection, "opted-out"),
       podsArrivedTolerating: skippedFor(selection, "tolerating-arrival"),
       podsStuckTerminating: selection.stuck.map(podRef).sort(),
       podsWithoutController: skippedFor(selection, "no-controller"),
+      podsWithEmptyDir: skippedFor(selection, "emptydir"),
     };
     if (verdict.kind === "drained") return { outcome: "drained", ...this.progress(), ...left };
-    return { outcome: "incomplete", podsLeft: verdict.podsLeft, reason: verdict.reason, ...this.progress(), ...left };
+    const { podsLeft, reason } = verdict;
+    return { outcome: "incomplete", podsLeft, reason, ...(deleted ? { deleted } : {}), ...this.progress(), ...left };
+  }
+
+  /**
+   * At the deadline, under `atDeadline: delete`: the pods still refused (or not yet asked) and those still terminating
+   * are deleted with the time left before NotBefore as their grace (their uid as precondition).
+   */
+  async deleteAtDeadline(
+    verdict: Exclude<DrainVerdict, { kind: "continue" }>,
+    selection: EvictionSelection,
+  ): Promise<DeadlineDeletion | undefined> {
+    const { api, clock, logger, atDeadline, endMs } = this.options;
+    if (verdict.kind !== "incomplete" || verdict.reason !== deadlineReason || atDeadline !== "delete") return undefined;
+    const pods = [...selection.evict, ...selection.deferred, ...selection.terminating];
+    const graceSeconds = deadlineDeleteGraceSeconds(endMs, clock.now());
+    const podsDeleted: string[] = [];
+    // A deletion refused (403 without the RBAC rule, 500, no answer) leaves the pod: logged, named as left.
+    const failed = (pod: PodView) => (err: unknown) => {
+      logger.warn({ err, pod: podRef(pod) }, "could not delete a pod at the drain's deadline; it is left");
+      return false;
+    };
+    for (let i = 0; i < pods.length; i += evictionConcurrency) {
+      const group = pods.slice(i, i + evictionConcurrency);
+      const done = await Promise.all(group.map((pod) => api.deletePod(pod, graceSeconds).catch(failed(pod))));
+      group.forEach((pod, j) => done[j] && podsDeleted.push(podRef(pod)));
+    }
+    podsDeleted.sort();
+    if (podsDeleted.length > 0)
+      logger.warn({ podsDeleted, graceSeconds }, "the drain's deadline: pods still there deleted with the time left");
+    return { podsDeleted, graceSeconds };
+  }
+
+  /** Terminating pods whose grace outlasts the soonest deadline: evicted again with the shorter grace. */
+  async shortenGrace(pods: readonly PodView[]): Promise<void> {
+    for (let i = 0; i < pods.length; i += evictionConcurrency) {
+      await Promise.all(
+        pods.slice(i, i + evictionConcurrency).map(async (pod) => {
+          const grace = gracePeriodSeconds(
+            pod.terminationGracePeriodSeconds,
+            this.graceDeadlineMs() - this.options.clock.now(),
+          );
+          const result = await this.options.api.evict(pod, grace);
+          if (result.kind === "evicted") this.graceShortened.add(podRef(pod));
+        }),
+      );
+    }
   }
 
   /** Evicts the pods whose retry is due, in groups; persists the progress after each group that changed it. */
@@ -211,7 +296,7 @@ class DrainRun {
   private async evictOne(pod: PodView): Promise<void> {
     const options = this.options;
     const clock = options.clock;
-    const grace = gracePeriodSeconds(pod.terminationGracePeriodSeconds, options.deadlineMs - clock.now());
+    const grace = gracePeriodSeconds(pod.terminationGracePeriodSeconds, this.graceDeadlineMs() - clock.now());
     const result = await options.api.evict(pod, grace);
     const ref = podRef(pod);
     const id = podIdentity(pod);

@@ -1,8 +1,9 @@
 // sef's marks on its Node (pure): each event's taint and its annotation `event.sef.azure.com/<EventId>` holding JSON
-// (type, NotBefore, whether sef cordoned, when the node drained), read back from a Node (today's and the previous
+// (type, NotBefore, whether sef cordoned and labelled the node out of external load balancers, when the node
+// drained), read back from a Node (today's and the previous
 // release's keys), the patches that put them on, and the undo of the marks whose events are over. The Node is the
 // truth for what sef left on it; the ledger is not needed to take it off.
-import { knownEventTypes } from "./settings.js";
+import { excludeFromLoadBalancersLabel, knownEventTypes } from "./settings.js";
 import {
   taintKeyFor,
   taintKeyPrefix,
@@ -41,6 +42,8 @@ export interface MarkValue {
   cordoned: boolean;
   /** When sef first marked the node for the event. */
   markedAt: string;
+  /** sef put the exclude-from-external-load-balancers label on for this event (absent: it did not). */
+  excludedLb?: boolean;
   /** When this node finished draining for the event (a complete drain), else absent. */
   drainedAt?: string;
 }
@@ -88,6 +91,7 @@ export function decodeMark(text: string): MarkValue | undefined {
     policy: typeof v.policy === "string" ? v.policy : "",
     cordoned: v.cordoned === true,
     markedAt: typeof v.markedAt === "string" ? v.markedAt : "",
+    ...(v.excludedLb === true ? { excludedLb: true } : {}),
     ...(typeof v.drainedAt === "string" && v.drainedAt !== "" ? { drainedAt: v.drainedAt } : {}),
   };
 }
@@ -129,6 +133,7 @@ function merge(marks: Map<string, SefMark>, part: SefMark): void {
           policy: mark.policy || part.policy,
           cordoned: mark.cordoned || part.cordoned,
           markedAt: mark.markedAt || part.markedAt,
+          ...(mark.excludedLb === true || part.excludedLb === true ? { excludedLb: true } : {}),
           drainedAt: mark.drainedAt ?? part.drainedAt,
           annotationKeys: [...mark.annotationKeys, ...part.annotationKeys],
           taints: [...mark.taints, ...part.taints],
@@ -202,7 +207,8 @@ function withTaint(
  * The first step, in one patch: the event's NoSchedule taint (kept if there), its annotation, and `unschedulable`
  * when the policy cordons. The annotation says whether sef cordoned: yes when the node is schedulable now, or when
  * the cordon on it is already sef's (another of sef's marks, or this event's from before a crash, claims it); an
- * operator's or AKS's cordon is never claimed. The node's other taints are kept (a merge patch replaces the list).
+ * operator's or AKS's cordon is never claimed. The exclude-from-external-load-balancers label (`excludeLb`) is put on
+ * and claimed the same way: never someone else's. The node's other taints are kept (a merge patch replaces the list).
  */
 export function markPatch(
   node: NodeView,
@@ -210,10 +216,13 @@ export function markPatch(
   policy: string,
   cordon: boolean,
   nowIso: string,
+  excludeLb = false,
 ): NodePatch {
   const marks = marksOn(node);
   const own = marks.find((m) => isMarkOf(m, event.EventId));
   const sefCordonOn = node.unschedulable && marks.some((m) => m.cordoned);
+  const labelOn = node.labels?.[excludeFromLoadBalancersLabel] !== undefined;
+  const claimLabel = excludeLb && (!labelOn || marks.some((m) => m.excludedLb === true));
   const value: MarkValue = {
     eventId: event.EventId,
     eventType: event.EventType,
@@ -221,12 +230,14 @@ export function markPatch(
     policy,
     cordoned: cordon && (!node.unschedulable || sefCordonOn), // sefCordonOn: this event's own claim is among the marks
     markedAt: own?.markedAt || nowIso,
+    ...(claimLabel ? { excludedLb: true } : {}),
     ...(own?.drainedAt ? { drainedAt: own.drainedAt } : {}),
   };
   return {
     taints: withTaint(node, event, "NoSchedule", nowIso),
     ...(cordon ? { unschedulable: true } : {}),
     annotations: { [annotationKeyFor(own, event.EventId)]: encodeMark(value) },
+    ...(claimLabel && !labelOn ? { labels: { [excludeFromLoadBalancersLabel]: "true" } } : {}),
   };
 }
 
@@ -246,6 +257,7 @@ export function drainedPatch(
     policy,
     cordoned: own?.cordoned === true,
     markedAt: own?.markedAt || nowIso,
+    ...(own?.excludedLb === true ? { excludedLb: true } : {}),
     drainedAt: nowIso,
   };
   return {
@@ -276,7 +288,8 @@ function keptCordonedReason(node: NodeView, claimed: boolean, keptClaims: number
 }
 
 /**
- * Takes the marks `undo` picks off the node, in one patch: their taints and annotations go; the node is uncordoned
+ * Takes the marks `undo` picks off the node, in one patch: their taints and annotations go (and the load-balancer
+ * label, when a mark taken off claims it and none left does); the node is uncordoned
  * only when a mark taken off claims the cordon, no mark left claims it, and AKS node auto-drain's taint is not on it.
  * Everything that is not sef's (an operator's cordon, AKS's or other handlers' taints, other annotations) stays.
  */
@@ -294,6 +307,11 @@ export function undoMarks(node: NodeView, undo: (mark: SefMark) => boolean): Und
     : undefined;
   const uncordon = node.unschedulable && reason === undefined;
   const removedTaints = new Set(removed.flatMap((m) => m.taints));
+  // The label goes with the last of sef's marks that claims it (never when only someone else's is on the node).
+  const unlabel =
+    node.labels?.[excludeFromLoadBalancersLabel] !== undefined &&
+    removed.some((m) => m.excludedLb === true) &&
+    !marks.some((m) => !undo(m) && m.excludedLb === true);
   const annotations: Record<string, null> = {};
   for (const key of removed.flatMap((m) => m.annotationKeys)) annotations[key] = null;
   return {
@@ -301,6 +319,7 @@ export function undoMarks(node: NodeView, undo: (mark: SefMark) => boolean): Und
       taints: node.taints.filter((t) => !removedTaints.has(t)),
       ...(uncordon ? { unschedulable: false } : {}),
       annotations,
+      ...(unlabel ? { labels: { [excludeFromLoadBalancersLabel]: null } } : {}),
     },
     undone: removed,
     uncordon,

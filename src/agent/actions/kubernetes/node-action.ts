@@ -1,5 +1,7 @@
 // The kubernetes action's worker: for each Scheduled event that names this VM, holds the event's approval and takes
-// the steps its EventType's policy asks for on this VM's node (taint, cordon, drain), then releases the approval
+// the steps its EventType's policy asks for on this VM's node (taint, cordon, drain), each event's steps on their own
+// (an event noticed while another drains is marked at once; every grace is capped by the soonest deadline), then
+// releases the approval
 // (asking for it after a complete drain; for an event naming several nodes, only the first of them does, once every
 // one has drained), and undoes the steps when the event is over. Each step is persisted in the action ledger before
 // it is taken, and each mark on the Node names its event, so a restart (even after kill -9, even with an empty data
@@ -17,18 +19,24 @@ import type { Action, ActionContext } from "../action.js";
 import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "../action-ledger.js";
 import type { Clock } from "../../util/clock.js";
 import { KubeApiError, type KubeApi } from "./client.js";
-import { drainNode, type DrainProgress } from "./drain.js";
-import type { KubernetesMetrics } from "./metrics.js";
+import { drainNode, type DrainOptions, type DrainProgress, type DrainResult } from "./drain.js";
+import { DrainSlots } from "./drain-slots.js";
+import { DryRun } from "./dry-run.js";
+import type { EvictionMetricOutcome, KubernetesMetrics } from "./metrics.js";
 import type { NamedNodes } from "./cluster.js";
 import { ClusterApproval } from "./cluster-approval.js";
 import { drainedPatch, isMarkOf, markPatch } from "./marks.js";
 import { NodeIo, type KubeNode } from "./node-io.js";
 import { drainDeadlineMs, drainStartMs, nodeIsThisVm, taintKeyFor, taintValueFor } from "./plan.js";
 import { NodeReconciler } from "./reconcile.js";
-import { drainDetail, type KubernetesStepDetail } from "./records.js";
-import { policyFor, policyIncludes, type KubernetesSettings, type NodePolicy } from "./settings.js";
+import { drainDetail } from "./records.js";
+import { deadlineActionFor, policyFor, policyIncludes, type KubernetesSettings, type NodePolicy } from "./settings.js";
 
 const idleWaitMs = 60_000;
+/** The wait after a 409 (the node changed between the read and the patch): the step is taken again almost at once. */
+const conflictRetryMs = 20;
+/** How often a drain waiting for a slot asks again, and how often a draining node looks at renewing its slot. */
+const slotRetryMs = 2_000;
 /**
  * The wait after a failed step, a failed reconciliation or a client that did not load: sef's one backoff formula
  * (@sef/retry), from 1 s doubling to 10 s with equal jitter. The worker is the only retry owner of its API requests
@@ -58,6 +66,8 @@ export interface NodeActionState {
   named?: NamedNodes;
   /** Waiting: the named nodes not seen drained yet. */
   waitingFor?: string[];
+  /** The drain waits for a slot of the cluster-wide cap (its Waiting record is written). */
+  waitingForSlot?: boolean;
 }
 
 export const initialNodeState = (): NodeActionState => ({
@@ -97,10 +107,23 @@ export class NodeActions implements Action {
   private readonly stopping = new AbortController();
   private wakeUp = new AbortController();
   private loop: Promise<void> | undefined;
+  /** The node actions whose steps are under way (each runs on its own). */
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** When each node action wants to be looked at again (monotonic ms); cleared by a commit. */
+  private readonly dueAtMs = new Map<string, number>();
+  /** The NotBefore each node action last acted on: one that IMDS moved is looked at again at once. */
+  private readonly notBeforeActedOn = new Map<string, string | null>();
+  /** A document was read since the worker last compared those NotBefore values. */
+  private documentSeen = false;
+  /** The deadlines of the drains under way (wall ms): every eviction's grace is capped by the soonest. */
+  private readonly drainDeadlines = new Map<string, number>();
   private kubeApi: KubeApi | undefined;
   private readonly io: NodeIo;
   private readonly reconciler: NodeReconciler;
   private readonly approval: ClusterApproval;
+  private readonly dryRun: DryRun;
+  /** The cluster-wide cap on concurrent drains (maxConcurrentDrains), when configured. */
+  private readonly slots: DrainSlots | undefined;
 
   constructor(private readonly options: NodeActionsOptions) {
     const { nodeName, vm, clock, logger, metrics, agentVersion, ledger } = options;
@@ -115,6 +138,32 @@ export class NodeActions implements Action {
       commitStep: (row, next, record) => this.commitStep(row, next, record),
       saveState: (row, state) => this.saveState(row.actionKey, state),
       release: (row, state, verdict, reason) => this.release(row, state, verdict, reason),
+    });
+    const cap = options.settings.maxConcurrentDrains;
+    this.slots =
+      cap === undefined
+        ? undefined
+        : new DrainSlots({
+            api: () => this.api,
+            nodeName,
+            namespace: cap.namespace ?? options.self?.namespace ?? "default",
+            limit: cap.limit,
+            leaseDurationSeconds: cap.leaseDurationSeconds,
+            clock,
+            logger,
+          });
+    this.dryRun = new DryRun({
+      io: this.io,
+      api: () => this.api,
+      settings: options.settings,
+      self: options.self,
+      clock,
+      finish: (row, why, records) =>
+        ledger.transaction(() => {
+          options.append(records);
+          this.options.release(row.eventKey, row.actionKey, "done", why);
+          ledger.setStatus(row.actionKey, "succeeded", why, clock.now());
+        }),
     });
     this.reconciler = new NodeReconciler({
       io: this.io,
@@ -169,12 +218,15 @@ export class NodeActions implements Action {
 
   /** Records committed (a transition may have planned a node action or ended an event): look at the node actions now. */
   committed(): void {
+    this.dueAtMs.clear();
     this.wakeUp.abort();
   }
 
   /** A document was read: the node is reconciled with it when the events it lists changed (see reconcile.ts). */
   documentRead(eventIds: readonly string[]): void {
-    if (this.reconciler.documentRead(eventIds)) this.wakeUp.abort();
+    // Also a NotBefore IMDS moved (no transition): the worker compares each node action's with the store's.
+    this.documentSeen = this.notBeforeActedOn.size > 0;
+    if (this.reconciler.documentRead(eventIds) || this.documentSeen) this.wakeUp.abort();
   }
 
   /** Stops at the next step boundary (a drain in progress stops between rounds; it resumes at the next start). */
@@ -201,19 +253,48 @@ export class NodeActions implements Action {
     while (!stop.aborted) {
       this.wakeUp = new AbortController();
       let waitMs = idleWaitMs;
-      for (const row of ledger.activeOfKind(this.kind)) {
+      const nowMs = clock.monotonicMs();
+      const rows = ledger.activeOfKind(this.kind);
+      if (this.documentSeen) this.lookAgainWhereMoved(rows);
+      // Each node action's steps run on their own: one that drains never holds another's mark up.
+      for (const row of rows) {
         if (stop.aborted) break;
-        try {
-          waitMs = Math.min(waitMs, await this.advance(row));
-        } catch (err) {
-          waitMs = Math.min(waitMs, this.onStepError(row, err));
-        }
+        if (this.inFlight.has(row.actionKey)) continue;
+        const dueInMs = (this.dueAtMs.get(row.actionKey) ?? 0) - nowMs;
+        if (dueInMs > 0) waitMs = Math.min(waitMs, dueInMs);
+        else this.runStep(row);
       }
-      // After the node actions' own steps (an undo of their own goes first): what no node action owns any more.
+      // After the node actions' own steps are under way: what no node action owns any more.
       if (!stop.aborted) waitMs = Math.min(waitMs, await this.reconciler.reconcileIfDue(idleWaitMs));
-      if (waitMs > 0) await clock.sleep(waitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
-      else logger.trace("kubernetes action: next step now");
+      if (this.wakeUp.signal.aborted) logger.trace("kubernetes action: next step now");
+      else await clock.sleep(waitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
     }
+    await Promise.all(this.inFlight.values());
+  }
+
+  /** The node actions whose event's NotBefore moved since they last acted are looked at now (not when they planned). */
+  private lookAgainWhereMoved(rows: readonly ActionRow[]): void {
+    this.documentSeen = false;
+    const active = new Set(rows.map((row) => row.actionKey));
+    for (const key of this.notBeforeActedOn.keys()) if (!active.has(key)) this.notBeforeActedOn.delete(key);
+    for (const row of rows) {
+      const actedOn = this.notBeforeActedOn.get(row.actionKey);
+      const latest = this.options.ledger.committedEventNotBefore(row.eventKey);
+      if (actedOn !== undefined && latest !== undefined && latest !== actedOn) this.dueAtMs.delete(row.actionKey);
+    }
+  }
+
+  /** Takes the row's next steps on their own; when they end, the worker looks again (at once or when they ask). */
+  private runStep(row: ActionRow): void {
+    const key = row.actionKey;
+    const step = this.advance(row)
+      .catch((err: unknown) => this.onStepError(row, err))
+      .then((waitMs) => void this.dueAtMs.set(key, this.options.clock.monotonicMs() + waitMs))
+      .finally(() => {
+        this.inFlight.delete(key);
+        this.wakeUp.abort();
+      });
+    this.inFlight.set(key, step);
   }
 
   /** Loads the Kubernetes client, trying again every 30 s until it loads or the agent stops. */
@@ -239,7 +320,7 @@ export class NodeActions implements Action {
 
   /** Takes the next steps of one node action; returns how long until it wants to be looked at again. */
   private async advance(row: ActionRow): Promise<number> {
-    const record = JSON.parse(row.recordJson) as TransitionRecord;
+    const record = this.latest(row);
     const state = this.loadState(row.actionKey) ?? initialNodeState();
     const status = this.options.ledger.committedEventStatus(row.eventKey);
     if (status === undefined) return this.undo(row, record, state);
@@ -262,6 +343,14 @@ export class NodeActions implements Action {
       default:
         return idleWaitMs;
     }
+  }
+
+  /** The event's Scheduled record, with NotBefore as the last document listed it (IMDS may move it). */
+  private latest(row: ActionRow): TransitionRecord {
+    const record = JSON.parse(row.recordJson) as TransitionRecord;
+    const notBefore = this.options.ledger.committedEventNotBefore(row.eventKey) ?? record.NotBefore;
+    this.notBeforeActedOn.set(row.actionKey, notBefore);
+    return { ...record, NotBefore: notBefore };
   }
 
   /** Checks that NODE_NAME is this VM before anything is done to it. */
@@ -287,6 +376,7 @@ export class NodeActions implements Action {
       });
       return 0;
     }
+    if (this.options.settings.dryRun) return this.dryRun.run(row, record, policy, node);
     // No ledger write between this read and the mark patch (the notice → cordon path): a crash after the patch leaves
     // the row `planned`, and the next start marks again (the patch is idempotent) or reconciliation takes it off.
     return this.mark(row, record, { ...state, phase: "marking" }, policy, node);
@@ -303,12 +393,12 @@ export class NodeActions implements Action {
     policy: NodePolicy,
     nodeRead?: KubeNode,
   ): Promise<number> {
-    const { clock } = this.options;
+    const { clock, settings } = this.options;
     const startedMs = clock.monotonicMs();
     const cordon = policyIncludes(policy, "cordon");
     const node = nodeRead ?? (await this.io.readNode());
     await this.io.patch(
-      markPatch(node, record, policy, cordon, new Date(clock.now()).toISOString()),
+      markPatch(node, record, policy, cordon, new Date(clock.now()).toISOString(), settings.excludeFromLoadBalancers),
       node.resourceVersion,
     );
     const taint = `${taintKeyFor(record.EventType)}=${taintValueFor(record.EventId)}:NoSchedule`;
@@ -343,7 +433,11 @@ export class NodeActions implements Action {
     const nowMs = clock.now();
     const startMs = drainStartMs(record.NotBefore, settings.drainLeadMs, nowMs);
     if (startMs > nowMs) return startMs - nowMs;
-    const deadline = new Date(drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs)).toISOString();
+    const deadlineMs = drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, nowMs);
+    // Under a cluster-wide cap, the drain waits for a slot until its deadline (then it runs: its deadline has come).
+    if (this.slots !== undefined && nowMs < deadlineMs && !(await this.slots.acquire()))
+      return this.waitForSlot(row, record, state, policy);
+    const deadline = new Date(deadlineMs).toISOString();
     const node = await this.io.readNode();
     this.commitStep(
       row,
@@ -359,6 +453,37 @@ export class NodeActions implements Action {
     return 0;
   }
 
+  /** No drain slot free: a Waiting record (once) saying so; the slot is asked for again shortly. */
+  private waitForSlot(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): number {
+    if (state.waitingForSlot === true) return slotRetryMs;
+    const limit = this.options.settings.maxConcurrentDrains?.limit ?? 0;
+    const reason = `${limit} nodes of the cluster are draining (maxConcurrentDrains): waiting for a drain slot`;
+    this.options.logger.info({ eventId: record.EventId }, reason);
+    const waiting = this.io.record(record, "Scheduled", "Waiting", { policy, reason }, 0, undefined, 1);
+    this.commitStep(row, { ...state, waitingForSlot: true }, waiting);
+    return slotRetryMs;
+  }
+
+  /** Renews the drain slot (if any) until `signal` aborts; a failed renewal is logged, the drain goes on. */
+  private async keepSlot(signal: AbortSignal): Promise<void> {
+    const { clock, logger } = this.options;
+    // After a restart mid-drain: this node's slot is taken up again (its holder is this node).
+    if (this.slots?.holding === undefined)
+      await this.slots?.acquire().catch((err: unknown) => logger.warn({ err }, "could not take up the drain slot"));
+    while (this.slots !== undefined && !signal.aborted) {
+      await this.slots.renewIfDue().catch((err: unknown) => logger.warn({ err }, "could not renew the drain slot"));
+      await clock.sleep(slotRetryMs, signal).catch(() => undefined);
+    }
+  }
+
+  /** Frees the drain slot once no drain of this node is under way; a failure is logged (the Lease expires). */
+  private async releaseSlot(): Promise<void> {
+    if (this.slots === undefined || this.drainDeadlines.size > 0) return;
+    await this.slots
+      .release()
+      .catch((err: unknown) => this.options.logger.warn({ err }, "could not free the drain slot"));
+  }
+
   /** Runs (or resumes) the drain until done, the deadline, or the event is no longer Scheduled. */
   private async drain(
     row: ActionRow,
@@ -366,86 +491,90 @@ export class NodeActions implements Action {
     state: NodeActionState,
     policy: NodePolicy,
   ): Promise<number> {
-    const { settings, clock, nodeName, ledger, metrics, logger } = this.options;
-    const api = this.api;
+    const { clock, metrics } = this.options;
     const startedAtMs = state.drainStartedAtMs ?? clock.now();
-    const deadlineMs = drainDeadlineMs(record.NotBefore, settings.deadlineReserveMs, startedAtMs);
-    const result = await drainNode({
-      api,
+    const deadlineMs = this.deadlineMs(record, state);
+    this.drainDeadlines.set(row.actionKey, deadlineMs);
+    const renewal = new AbortController();
+    const renewing = this.keepSlot(renewal.signal);
+    let result: DrainResult;
+    try {
+      result = await drainNode(this.drainOptions(row, record, state, deadlineMs));
+    } finally {
+      this.drainDeadlines.delete(row.actionKey);
+      renewal.abort();
+      await renewing;
+    }
+    if (result.outcome !== "interrupted") await this.releaseSlot();
+    if (result.outcome === "interrupted") {
+      this.saveState(row.actionKey, { ...state, drain: result });
+      return 0;
+    }
+    const elapsedMs = Math.max(0, clock.now() - startedAtMs);
+    const drained = result.outcome === "drained";
+    metrics.drainDuration.observe({ outcome: drained ? "drained" : "incomplete" }, elapsedMs / 1000);
+    const detail = { policy, ...drainDetail(result, new Date(deadlineMs).toISOString()) };
+    const node = await this.api.readNode(this.options.nodeName);
+    const podsLeft = result.outcome === "incomplete" ? result.podsLeft : [];
+    // The mark says the node drained for the event (what the node approving a multi-node event waits for).
+    if (drained) await this.io.patch(this.drainedPatchFor(node, record, policy), node.resourceVersion);
+    else
+      this.options.logger.warn(
+        { eventId: record.EventId, podsLeft, why: detail.incompleteBecause },
+        "drain incomplete",
+      );
+    const next: NodeActionState = {
+      ...state,
+      phase: drained ? "drained" : "incomplete",
+      drain: result,
+      podsLeft,
+      failures: 0,
+    };
+    const outcome = drained ? "Drained" : "DrainIncomplete";
+    this.commitStep(row, next, this.io.record(record, "Scheduled", outcome, detail, elapsedMs));
+    await this.io.nodeEvent(
+      node,
+      `ScheduledEvent${outcome}`,
+      drainEventText(record, result, elapsedMs),
+      drained ? "Normal" : "Warning",
+    );
+    return 0;
+  }
+
+  /** What one run of the event's drain is given: the settings, its progress, the soonest deadline on the node. */
+  private drainOptions(row: ActionRow, record: TransitionRecord, state: NodeActionState, deadlineMs: number) {
+    const { settings, clock, nodeName, ledger, metrics, logger } = this.options;
+    return {
+      api: this.api,
       nodeName,
       self: this.options.self,
       evictEmptyDir: settings.evictEmptyDir,
       force: settings.force,
       taint: { key: taintKeyFor(record.EventType), value: taintValueFor(record.EventId), effect: "NoSchedule" },
       deadlineMs,
+      endMs: deadlineMs + settings.deadlineReserveMs,
+      atDeadline: deadlineActionFor(settings, record.EventType),
+      graceDeadlineMs: () => Math.min(...this.drainDeadlines.values()),
+      podSelector: settings.podSelector,
       pdbRetryInitialMs: settings.pdbRetryInitialMs,
       pdbRetryMaxMs: settings.pdbRetryMaxMs,
       podPollMs: settings.podPollMs,
       clock,
       logger,
       resumeFrom: state.drain,
-      stillWanted: () => ledger.committedEventStatus(row.eventKey) === "Scheduled",
-      onProgress: (drain) => this.saveState(row.actionKey, { ...state, drain }),
-      onEviction: (outcome) => metrics.evictions.inc({ outcome }),
+      // A moved NotBefore stops the run: the next one follows the new deadline (the progress is kept).
+      stillWanted: () =>
+        ledger.committedEventStatus(row.eventKey) === "Scheduled" &&
+        (ledger.committedEventNotBefore(row.eventKey) ?? record.NotBefore) === record.NotBefore,
+      onProgress: (drain: DrainProgress) => this.saveState(row.actionKey, { ...state, drain }),
+      onEviction: (outcome: EvictionMetricOutcome) => metrics.evictions.inc({ outcome }),
       signal: this.stopping.signal,
-    });
-    if (result.outcome === "interrupted") {
-      this.saveState(row.actionKey, { ...state, drain: result });
-      return 0;
-    }
-    const elapsedMs = Math.max(0, clock.now() - startedAtMs);
-    metrics.drainDuration.observe(
-      { outcome: result.outcome === "drained" ? "drained" : "incomplete" },
-      elapsedMs / 1000,
-    );
-    const detail: Omit<KubernetesStepDetail, "node"> = {
-      policy,
-      ...drainDetail(result, new Date(deadlineMs).toISOString()),
-    };
-    const node = await api.readNode(nodeName);
-    const seconds = Math.round(elapsedMs / 1000);
-    // The mark says the node drained for the event (what the node approving a multi-node event waits for).
-    if (result.outcome === "drained")
-      await this.io.patch(
-        drainedPatch(node, record, policy, settings.noExecuteTaintAfterDrain, new Date(clock.now()).toISOString()),
-        node.resourceVersion,
-      );
-    else logger.warn({ eventId: record.EventId, podsLeft: result.podsLeft, why: result.reason }, "drain incomplete");
-    const phase = result.outcome === "drained" ? "drained" : "incomplete";
-    const next: NodeActionState = {
-      ...state,
-      phase,
-      drain: result,
-      podsLeft: result.outcome === "incomplete" ? result.podsLeft : [],
-      failures: 0,
-    };
-    this.commitStep(
-      row,
-      next,
-      this.io.record(
-        record,
-        "Scheduled",
-        result.outcome === "drained" ? "Drained" : "DrainIncomplete",
-        detail,
-        elapsedMs,
-      ),
-    );
-    if (result.outcome === "drained") {
-      await this.io.nodeEvent(
-        node,
-        "ScheduledEventDrained",
-        `drained for ${record.EventType} ${record.EventId} in ${seconds} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`,
-        "Normal",
-      );
-    } else {
-      await this.io.nodeEvent(
-        node,
-        "ScheduledEventDrainIncomplete",
-        `drain for ${record.EventType} ${record.EventId} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}`,
-        "Warning",
-      );
-    }
-    return 0;
+    } satisfies DrainOptions;
+  }
+
+  private drainedPatchFor(node: KubeNode, record: TransitionRecord, policy: NodePolicy) {
+    const { settings, clock } = this.options;
+    return drainedPatch(node, record, policy, settings.noExecuteTaintAfterDrain, new Date(clock.now()).toISOString());
   }
 
   private deadlineMs(record: TransitionRecord, state: NodeActionState): number {
@@ -527,6 +656,8 @@ export class NodeActions implements Action {
         this.saveState(row.actionKey, { ...state, failures });
       });
       if (failures === 1) metrics.steps.inc({ outcome: "Failed" });
+      // A 409: the node changed meanwhile (another event's step patched it): read it again and patch at once.
+      if (status === 409) return conflictRetryMs;
       return retryDelayMs(kubernetesRetryPolicy, failures, undefined, Math.random());
     } catch (storeErr) {
       logger.error({ err: storeErr }, "could not record a failed kubernetes step");
@@ -553,4 +684,19 @@ export class NodeActions implements Action {
   private saveState(actionKey: string, state: NodeActionState): void {
     this.options.ledger.setStep(actionKey, JSON.stringify(state));
   }
+}
+
+/** The Node Event's text at the end of a drain (Drained, or DrainIncomplete with the pods left and those deleted). */
+function drainEventText(
+  record: TransitionRecord,
+  result: Exclude<DrainResult, { outcome: "interrupted" }>,
+  elapsedMs: number,
+): string {
+  const what = `${record.EventType} ${record.EventId}`;
+  if (result.outcome === "drained")
+    return `drained for ${what} in ${Math.round(elapsedMs / 1000)} s: ${result.evicted.length} pods evicted, ${result.pdbBlocked.length} held by a PodDisruptionBudget`;
+  const deleted = result.deleted
+    ? `; deleted at the deadline with ${result.deleted.graceSeconds} s grace: ${result.deleted.podsDeleted.join(", ")}`
+    : "";
+  return `drain for ${what} incomplete (${result.reason}): ${result.podsLeft.length} pods left: ${result.podsLeft.join(", ")}${deleted}`;
 }

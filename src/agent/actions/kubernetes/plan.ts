@@ -20,6 +20,8 @@ export interface NodeView {
   unschedulable: boolean;
   taints: Taint[];
   annotations: Record<string, string>;
+  /** The node's labels (absent: none read). */
+  labels?: Record<string, string>;
 }
 
 export interface EventOnNode {
@@ -54,6 +56,8 @@ export interface NodePatch {
   unschedulable?: boolean;
   /** Annotations to set (string) or remove (null). */
   annotations: Record<string, string | null>;
+  /** Labels to set (string) or remove (null); absent: none changed. */
+  labels?: Record<string, string | null>;
 }
 
 /** When the drain starts (wall ms): `drainLeadMs` before NotBefore, or now when that is past or NotBefore is unknown. */
@@ -86,6 +90,13 @@ export const defaultPodGraceSeconds = 30;
 export function gracePeriodSeconds(podGraceSeconds: number | undefined, timeLeftMs: number): number {
   const own = podGraceSeconds ?? defaultPodGraceSeconds;
   return Math.max(1, Math.min(own, Math.floor(timeLeftMs / 1000)));
+}
+
+/**
+ * The grace period of a pod deleted at the deadline: the whole seconds left before `endMs` (NotBefore), at least 1.
+ */
+export function deadlineDeleteGraceSeconds(endMs: number, nowMs: number): number {
+  return Math.max(1, Math.floor((endMs - nowMs) / 1000));
 }
 
 /**

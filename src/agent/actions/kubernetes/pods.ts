@@ -1,6 +1,7 @@
 // Pure rules of which pods a drain evicts, as `kubectl drain` treats them: DaemonSet, mirror and sef's own pods stay,
 // pods without a controller only with `force`, an opt-out label, stuck terminating pods not waited for, arrivals that
-// tolerate sef's taint left, each pod (by uid) evicted once; and when a drain is over. Plain values in and out.
+// tolerate sef's taint left, each pod (by uid) evicted once, lowest priority first and system-critical pods last;
+// terminating pods whose grace outlasts a sooner deadline; and when a drain is over. Plain values in and out.
 import type { Taint } from "./plan.js";
 
 /** A pod's toleration (core/v1 Toleration; tolerationSeconds does not matter for a NoSchedule taint). */
@@ -31,6 +32,10 @@ export interface PodView {
    */
   deletionTimestampMs: number | undefined;
   tolerations: Toleration[];
+  /** spec.priority (0 when unset). */
+  priority: number;
+  /** spec.priorityClassName ("" when unset). */
+  priorityClassName: string;
 }
 
 /** A pod as the API serves it (JSON, or the official client's model): only the fields `podViewOf` reads. */
@@ -48,6 +53,8 @@ export interface PodObject {
     terminationGracePeriodSeconds?: number;
     volumes?: Array<{ emptyDir?: unknown }>;
     tolerations?: Toleration[];
+    priority?: number;
+    priorityClassName?: string;
   };
   status?: { phase?: string };
 }
@@ -71,7 +78,21 @@ export function podViewOf(pod: PodObject): PodView {
     // An unreadable timestamp still means "being deleted": 0 makes it count as past its grace (never a wait forever).
     deletionTimestampMs: Number.isNaN(deletionMs) ? 0 : deletionMs,
     tolerations: (pod.spec?.tolerations ?? []).map((t) => ({ ...t })),
+    priority: pod.spec?.priority ?? 0,
+    priorityClassName: pod.spec?.priorityClassName ?? "",
   };
+}
+
+/** The priority from which a pod is system-critical (Kubernetes' SystemCriticalPriority, 2 000 000 000). */
+export const systemCriticalPriority = 2_000_000_000;
+
+/** A pod of the system-critical priority classes (or their priority): evicted last, as Karpenter does. */
+export function isSystemCritical(pod: Pick<PodView, "priority" | "priorityClassName">): boolean {
+  return (
+    pod.priority >= systemCriticalPriority ||
+    pod.priorityClassName === "system-cluster-critical" ||
+    pod.priorityClassName === "system-node-critical"
+  );
 }
 
 export const podRef = (pod: Pick<PodView, "namespace" | "name">): string => `${pod.namespace}/${pod.name}`;
@@ -120,11 +141,20 @@ export interface DrainRules {
   evicted: ReadonlySet<string>;
   /** Wall-clock now (deletionTimestamp is a wall-clock time). */
   nowMs: number;
+  /**
+   * The soonest deadline of the events acting on the node (wall ms): a terminating pod whose deletionTimestamp is
+   * later is asked again with a shorter grace. Undefined: none.
+   */
+  graceDeadlineMs?: number;
 }
 
 export interface EvictionSelection {
-  /** Pods to evict now (not yet asked, or asked and refused). */
+  /** Pods to evict now (not yet asked, or asked and refused), lowest priority first. */
   evict: PodView[];
+  /** System-critical pods to evict once every other pod to evict is gone. */
+  deferred: PodView[];
+  /** Terminating pods whose grace ends after the soonest deadline: asked again with a shorter one. */
+  shorterGrace: PodView[];
   /** Pods on their way out within their grace period (plus the allowance): waited for. */
   terminating: PodView[];
   /** Pods being deleted past their grace period plus the allowance: named, not waited for. */
@@ -135,7 +165,14 @@ export interface EvictionSelection {
 
 /** Sorts every pod of the node into evict, terminating (waited for), stuck (not waited for) and skipped. */
 export function selectEvictions(pods: readonly PodView[], rules: DrainRules): EvictionSelection {
-  const selection: EvictionSelection = { evict: [], terminating: [], stuck: [], skipped: [] };
+  const selection: EvictionSelection = {
+    evict: [],
+    deferred: [],
+    shorterGrace: [],
+    terminating: [],
+    stuck: [],
+    skipped: [],
+  };
   for (const pod of pods) {
     const reason = keptReason(pod, rules);
     if (reason !== undefined) selection.skipped.push({ pod, reason });
@@ -152,7 +189,24 @@ export function selectEvictions(pods: readonly PodView[], rules: DrainRules): Ev
       else selection.evict.push(pod);
     }
   }
-  return selection;
+  selection.shorterGrace = selection.terminating.filter((pod) => outlastsDeadline(pod, rules));
+  return byPriority(selection);
+}
+
+/** Whether the terminating pod's grace ends more than a second after what the soonest deadline allows it. */
+function outlastsDeadline(pod: PodView, rules: DrainRules): boolean {
+  if (rules.graceDeadlineMs === undefined || pod.deletionTimestampMs === undefined) return false;
+  const allowedMs = Math.max(1_000, rules.graceDeadlineMs - rules.nowMs);
+  return pod.deletionTimestampMs - rules.nowMs > allowedMs + 1_000;
+}
+
+/** Lowest priority first; system-critical pods deferred while any other pod is to evict or terminating. */
+function byPriority(selection: EvictionSelection): EvictionSelection {
+  const sorted = [...selection.evict].sort((a, b) => a.priority - b.priority);
+  const critical = sorted.filter(isSystemCritical);
+  const others = sorted.filter((pod) => !isSystemCritical(pod));
+  const othersGoing = others.length > 0 || selection.terminating.some((pod) => !isSystemCritical(pod));
+  return othersGoing ? { ...selection, evict: others, deferred: critical } : { ...selection, evict: sorted };
 }
 
 /** Pods that stay whatever happens: their controller or the kubelet would put them back, or they are done. */
@@ -184,23 +238,26 @@ export const skippedFor = (selection: EvictionSelection, reason: SkipReason): st
 export type DrainVerdict =
   { kind: "continue" } | { kind: "drained" } | { kind: "incomplete"; podsLeft: string[]; reason: string };
 
+/** Pods a drain leaves that the event would take down with the node: they make the drain incomplete. */
+const leftBehind: ReadonlyArray<{ reason: SkipReason; why: string }> = [
+  { reason: "no-controller", why: "pods without a controller are not evicted unless force is set" },
+  { reason: "emptydir", why: "pods with emptyDir volumes are not evicted (evictEmptyDir is false)" },
+];
+
 /**
- * Over when nothing is left to evict or wait for: drained, unless pods without a controller stay (the reboot would
- * delete them for good: incomplete, named, and no drain-then-approve); at the deadline, incomplete with every pod left.
+ * Over when nothing is left to evict or wait for: drained, unless pods stay that the event takes down (no controller
+ * without force, emptyDir without evictEmptyDir, stuck terminating: incomplete, named, so nothing approves early); at
+ * the deadline, incomplete with every pod left.
  */
 export function drainVerdict(selection: EvictionSelection, nowMs: number, deadlineMs: number): DrainVerdict {
-  const withoutController = skippedFor(selection, "no-controller");
-  if (selection.evict.length === 0 && selection.terminating.length === 0) {
-    if (withoutController.length === 0) return { kind: "drained" };
-    return {
-      kind: "incomplete",
-      podsLeft: withoutController,
-      reason: "pods without a controller are not evicted unless force is set",
-    };
+  const left = leftBehind.filter((l) => skippedFor(selection, l.reason).length > 0);
+  const leftPods = [...left.flatMap((l) => skippedFor(selection, l.reason)), ...selection.stuck.map(podRef)];
+  if (selection.evict.length === 0 && selection.terminating.length === 0 && selection.deferred.length === 0) {
+    if (leftPods.length === 0) return { kind: "drained" };
+    const whys = [...left.map((l) => l.why), ...(selection.stuck.length > 0 ? ["pods are stuck terminating"] : [])];
+    return { kind: "incomplete", podsLeft: [...new Set(leftPods)].sort(), reason: whys.join("; ") };
   }
   if (nowMs < deadlineMs) return { kind: "continue" };
-  const podsLeft = [
-    ...new Set([...selection.evict.map(podRef), ...selection.terminating.map(podRef), ...withoutController]),
-  ].sort();
-  return { kind: "incomplete", podsLeft, reason: "at its deadline" };
+  const going = [...selection.evict, ...selection.deferred, ...selection.terminating].map(podRef);
+  return { kind: "incomplete", podsLeft: [...new Set([...going, ...leftPods])].sort(), reason: "at its deadline" };
 }

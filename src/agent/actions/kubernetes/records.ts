@@ -24,6 +24,18 @@ export interface KubernetesStepDetail {
   podsOptedOut?: string[];
   /** Pods that came after the drain started and tolerate sef's taint: left, not evicted again and again. */
   podsArrivedTolerating?: string[];
+  /** Pods with emptyDir volumes left on the node (evictEmptyDir false): the event takes their data. */
+  podsWithEmptyDir?: string[];
+  /** Pods deleted at the deadline (`atDeadline: delete`), still refused or terminating then. */
+  podsDeletedAtDeadline?: string[];
+  /** The grace period those pods were deleted with: the seconds left before NotBefore. */
+  deadlineGraceSeconds?: number;
+  /** Terminating pods asked again with a shorter grace because a sooner event's deadline came. */
+  podsGraceShortened?: string[];
+  /** Dry run: nothing was changed; the record says what would have been done. */
+  dryRun?: boolean;
+  /** Dry run: the pods a drain would evict now. */
+  podsToEvict?: string[];
   /** Pods being deleted past their grace period (stuck terminating): not waited for. */
   podsStuckTerminating?: string[];
   /** Pods whose eviction failed with another status (403, 500, ...), the last failure of each. */
@@ -107,6 +119,11 @@ export function drainDetail(
     ...named("podsOptedOut", result.podsOptedOut),
     ...named("podsArrivedTolerating", result.podsArrivedTolerating),
     ...named("podsStuckTerminating", result.podsStuckTerminating),
+    ...named("podsWithEmptyDir", result.podsWithEmptyDir),
+    ...named("podsGraceShortened", result.graceShortened ?? []),
+    ...(result.outcome === "incomplete" && result.deleted
+      ? { podsDeletedAtDeadline: result.deleted.podsDeleted, deadlineGraceSeconds: result.deleted.graceSeconds }
+      : {}),
     ...((result.evictionErrors ?? []).length > 0 ? { evictionErrors: result.evictionErrors } : {}),
     ...((result.throttled ?? 0) > 0 ? { evictionsThrottled: result.throttled } : {}),
     ...(result.outcome === "incomplete"

@@ -24,6 +24,26 @@ export const defaultNodePolicies: Readonly<Record<(typeof knownEventTypes)[numbe
   other: "none",
 };
 
+/**
+ * What a drain does at its deadline with pods still refused by a PodDisruptionBudget or still terminating: `delete`
+ * them with the time left before NotBefore as their grace (their SIGTERM comes before the VM goes), or `leave` them.
+ */
+export const deadlineActions = ["delete", "leave"] as const;
+export type DeadlineAction = (typeof deadlineActions)[number];
+
+/** Delete where the VM goes whatever happens (Spot eviction, scale-set deletion); leave where it comes back. */
+export const defaultDeadlineActions: Readonly<Record<(typeof knownEventTypes)[number] | "other", DeadlineAction>> = {
+  Freeze: "leave",
+  Reboot: "leave",
+  Redeploy: "leave",
+  Preempt: "delete",
+  Terminate: "delete",
+  other: "leave",
+};
+
+/** The label that takes a node out of external load balancers' backends (the service controller honours it). */
+export const excludeFromLoadBalancersLabel = "node.kubernetes.io/exclude-from-external-load-balancers";
+
 export const kubernetesDefaults = {
   /** Drains start this long before NotBefore (10 min: a 15-minute Reboot notice is tainted and cordoned at once, drained 5 min later). */
   drainLeadMs: 10 * 60_000,
@@ -38,6 +58,10 @@ export const kubernetesDefaults = {
   podPollMs: 1_000,
 } as const;
 
+const atDeadline = (type: string, action: DeadlineAction) =>
+  documented(z._default(z.enum(deadlineActions), action), {
+    description: `At a ${type}'s drain deadline: delete the pods still held (grace = the time left) or leave them.`,
+  });
 const ms = z.number().check(z.int(), z.nonnegative());
 const positiveMs = z.number().check(z.int(), z.positive());
 const policy = (type: string, defaultPolicy: NodePolicy) =>
@@ -64,6 +88,56 @@ export const kubernetesSettingsSchema = z.strictObject({
     ),
     { description: "What each EventType does to this VM's node (see src/agent/actions/kubernetes/README.md)." },
   ),
+  atDeadline: documented(
+    z._default(
+      z.strictObject({
+        Freeze: atDeadline("Freeze", defaultDeadlineActions.Freeze),
+        Reboot: atDeadline("Reboot", defaultDeadlineActions.Reboot),
+        Redeploy: atDeadline("Redeploy", defaultDeadlineActions.Redeploy),
+        Preempt: atDeadline("Preempt", defaultDeadlineActions.Preempt),
+        Terminate: atDeadline("Terminate", defaultDeadlineActions.Terminate),
+        other: atDeadline("event of any other EventType", defaultDeadlineActions.other),
+      }),
+      { ...defaultDeadlineActions },
+    ),
+    {
+      description:
+        "What a drain does at its deadline (`NotBefore` minus `deadlineReserveMs`) with pods still refused by a PodDisruptionBudget or still terminating: `delete` them with the time left as their grace period, or `leave` them.",
+    },
+  ),
+  excludeFromLoadBalancers: documented(z._default(z.boolean(), true), {
+    description: `Label the node \`${excludeFromLoadBalancersLabel}\` with the taint (external load balancers stop sending it new connections before it goes); taken off with sef's other marks, never when someone else put it on.`,
+  }),
+  podSelector: documented(z._default(z.string(), ""), {
+    description:
+      "Label selector of the pods a drain evicts (as `kubectl drain --pod-selector`); pods it does not select are not touched and do not hold the drain. Empty: every pod.",
+  }),
+  maxConcurrentDrains: documented(
+    z.optional(
+      z.strictObject({
+        limit: documented(z.number().check(z.int(), z.positive()), {
+          description: "Nodes of the cluster that may drain at once.",
+        }),
+        namespace: documented(z.optional(z.string().check(z.minLength(1))), {
+          description: "Namespace of the Leases `sef-drain-0` … `sef-drain-<limit-1>`.",
+          defaultText: "sef's own namespace (`POD_NAMESPACE`), else `default`",
+        }),
+        leaseDurationSeconds: documented(z._default(z.number().check(z.int(), z.positive()), 60), {
+          description:
+            "A slot whose holder stopped renewing is free after this (a node that died mid-drain); renewed every third of it.",
+        }),
+      }),
+    ),
+    {
+      description:
+        "A cluster-wide cap on nodes draining at once (kured's concurrency): a drain waits for one of `limit` coordination.k8s.io Leases, until its deadline. Absent: no cap (and no Lease is read or written).",
+      defaultText: "no cap",
+    },
+  ),
+  dryRun: documented(z._default(z.boolean(), false), {
+    description:
+      "Change nothing: write the records and Node Events saying what would be done (taint, cordon, the pods a drain would evict and leave), and leave the approval to the rules.",
+  }),
   drainLeadMs: documented(z._default(ms, kubernetesDefaults.drainLeadMs), {
     description:
       "The drain starts this long before `NotBefore` (at once when that is past); the taint and cordon come at the notice.",
@@ -112,6 +186,12 @@ export type KubernetesSettings = z.infer<typeof kubernetesSettingsSchema>;
 export function policyFor(settings: Pick<KubernetesSettings, "policy">, eventType: string): NodePolicy {
   const known = knownEventTypes.find((t) => t.toLowerCase() === eventType.toLowerCase());
   return settings.policy[known ?? "other"];
+}
+
+/** What a drain does at its deadline for an EventType (case-insensitive; unknown types use `other`). */
+export function deadlineActionFor(settings: Pick<KubernetesSettings, "atDeadline">, eventType: string): DeadlineAction {
+  const known = knownEventTypes.find((t) => t.toLowerCase() === eventType.toLowerCase());
+  return settings.atDeadline[known ?? "other"];
 }
 
 /** Whether a policy includes the step: each policy does everything the ones before it do. */

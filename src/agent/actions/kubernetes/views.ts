@@ -73,7 +73,11 @@ export function podView(pod: PodJson): PodView {
 /** The JSON merge patch of a NodePatch: the whole taint list, `unschedulable`, annotations (null removes), guarded by resourceVersion. */
 export function nodeMergePatch(patch: NodePatch, resourceVersion: string | undefined): object {
   return {
-    metadata: { annotations: patch.annotations, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
+    metadata: {
+      annotations: patch.annotations,
+      ...(patch.labels !== undefined ? { labels: patch.labels } : {}),
+      ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+    },
     spec: {
       taints: patch.taints,
       ...(patch.unschedulable !== undefined ? { unschedulable: patch.unschedulable } : {}),
@@ -81,12 +85,18 @@ export function nodeMergePatch(patch: NodePatch, resourceVersion: string | undef
   };
 }
 
-export function evictionBody(pod: Pick<PodView, "namespace" | "name">, gracePeriodSeconds: number): object {
+/** DeleteOptions with the grace period and, when the pod's uid is known, the uid precondition (never another pod). */
+export function deleteOptions(pod: Pick<PodView, "uid">, gracePeriodSeconds: number): object {
+  return { gracePeriodSeconds, ...(pod.uid !== "" ? { preconditions: { uid: pod.uid } } : {}) };
+}
+
+/** A policy/v1 Eviction of the pod: a pod recreated under its name (another uid) is refused with 409, not evicted. */
+export function evictionBody(pod: Pick<PodView, "namespace" | "name" | "uid">, gracePeriodSeconds: number): object {
   return {
     apiVersion: "policy/v1",
     kind: "Eviction",
     metadata: { name: pod.name, namespace: pod.namespace },
-    deleteOptions: { gracePeriodSeconds },
+    deleteOptions: deleteOptions(pod, gracePeriodSeconds),
   };
 }
 
@@ -128,7 +138,8 @@ export function evictionOutcomeOf(answer: ApiAnswer, nowMs: number): EvictionOut
   const status = (answer.body ?? {}) as StatusBody;
   const message = status.message ?? `HTTP ${answer.status}`;
   if (answer.status >= 200 && answer.status < 300) return { kind: "evicted" };
-  if (answer.status === 404) return { kind: "gone" };
+  // 404: gone; 409: the uid precondition failed (the pod was replaced by another of the same name): this one is gone.
+  if (answer.status === 404 || answer.status === 409) return { kind: "gone" };
   if (answer.status !== 429) return { kind: "error", status: answer.status, message };
   if (namesDisruptionBudget(status)) return { kind: "pdb", message };
   const hintMs =
@@ -143,4 +154,54 @@ export function evictionOutcomeOf(answer: ApiAnswer, nowMs: number): EvictionOut
 
 function secondsToMs(seconds: number | undefined): number | undefined {
   return typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+}
+
+/** A coordination.k8s.io/v1 Lease as the drain slots read it. */
+export interface LeaseView {
+  name: string;
+  resourceVersion: string;
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  /** spec.renewTime (else acquireTime) in epoch ms; 0 when neither is set. */
+  renewTimeMs: number;
+}
+
+export interface LeaseJson {
+  metadata?: { name?: string; resourceVersion?: string };
+  spec?: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string };
+}
+
+export function leaseView(lease: LeaseJson): LeaseView {
+  const spec = lease.spec ?? {};
+  const renew = Date.parse(spec.renewTime ?? spec.acquireTime ?? "");
+  return {
+    name: lease.metadata?.name ?? "",
+    resourceVersion: lease.metadata?.resourceVersion ?? "",
+    holderIdentity: spec.holderIdentity ?? "",
+    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+    renewTimeMs: Number.isNaN(renew) ? 0 : renew,
+  };
+}
+
+/** A MicroTime as the API server takes it: RFC 3339 with six fractional digits, UTC. */
+export function microTime(epochMs: number): string {
+  return new Date(epochMs).toISOString().replace(/Z$/, "000Z"); // milliseconds, then three zero digits
+}
+
+/** The Lease body of a slot: held by `holder` (renewed now), or free (no holder) when `holder` is "". */
+export function leaseBody(
+  namespace: string,
+  name: string,
+  holder: string,
+  leaseDurationSeconds: number,
+  nowMs: number,
+  resourceVersion?: string,
+): object {
+  const now = microTime(nowMs);
+  return {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name, namespace, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
+    spec: holder === "" ? {} : { holderIdentity: holder, leaseDurationSeconds, acquireTime: now, renewTime: now },
+  };
 }

@@ -37,6 +37,11 @@ export interface Cluster {
   readonly faults: FaultRules;
   readonly log: PeerLog;
   readonly logger: Logger;
+  /**
+   * Races a controller wins before the next eviction of a pod (namespace/name): run as the request arrives, before
+   * the API server reads the pod (a StatefulSet pod recreated between a drain's list and its eviction).
+   */
+  readonly evictionRaces: Map<string, () => void>;
 }
 
 export type ResourceHandler = (request: ApiRequest, cluster: Cluster) => ApiResponse;

@@ -116,6 +116,9 @@ export function handleEviction(request: ApiRequest, cluster: Cluster): ApiRespon
   if (request.method !== "POST") throw methodNotAllowed();
   const namespace = request.namespace ?? "default";
   const podName = request.name ?? "";
+  const race = cluster.evictionRaces.get(`${namespace}/${podName}`);
+  cluster.evictionRaces.delete(`${namespace}/${podName}`);
+  race?.();
   const pod = cluster.store.get("pods", namespace, podName);
   const nodeName = (pod?.spec as { nodeName?: string } | undefined)?.nodeName;
   const dryRun = isDryRun(request);

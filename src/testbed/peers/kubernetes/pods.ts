@@ -1,10 +1,10 @@
 // core/v1 pods: list in a namespace or across all (field selectors spec.nodeName, status.phase, ...), get, PATCH,
-// graceful DELETE; the eviction subresource is evictions.ts.
+// graceful DELETE (a uid precondition checked); the eviction subresource is evictions.ts.
 import { isDryRun, requestedGracePeriodSeconds, type ApiRequest, type ApiResponse, type Cluster } from "./api.js";
 import { handleEviction } from "./evictions.js";
 import { listAnswer, objectAnswer } from "./lists.js";
 import { PodTerminator } from "./pod-lifecycle.js";
-import { methodNotAllowed, notFound } from "./status.js";
+import { methodNotAllowed, notFound, preconditionFailed } from "./status.js";
 import type { KubeObject } from "./objects.js";
 import { patchObject, type UpdateTarget } from "./updates.js";
 
@@ -45,6 +45,10 @@ const shape = {
 function deletePod(request: ApiRequest, cluster: Cluster): ApiResponse {
   const pod = cluster.store.get("pods", request.namespace, request.name ?? "");
   if (!pod) throw notFound("pods", request.name ?? "");
+  // DeleteOptions.preconditions.uid: another pod under the name (recreated) is a 409, as the storage layer answers.
+  const uid = (request.body as { preconditions?: { uid?: string } } | undefined)?.preconditions?.uid;
+  if (uid !== undefined && uid !== pod.metadata.uid)
+    throw preconditionFailed("pods", pod.metadata.namespace, pod.metadata.name, "UID", uid, pod.metadata.uid);
   if (isDryRun(request)) return { code: 200, body: pod };
   const grace = PodTerminator.gracePeriodOf(pod, requestedGracePeriodSeconds(request, request.body));
   const after = cluster.terminator.beginDeletion(pod, grace);

@@ -59,6 +59,9 @@ export interface PodSeed extends SeedMeta {
   terminatingForSeconds?: number;
   /** status.phase (default Running). */
   phase?: "Pending" | "Running" | "Succeeded" | "Failed";
+  /** spec.priorityClassName and spec.priority as the priority admission plugin resolves them (default none, 0). */
+  priorityClassName?: string;
+  priority?: number;
   /** Ready condition (default true when Running). */
   ready?: boolean;
 }
@@ -237,7 +240,8 @@ export function podObject(seed: PodSeed, owners: OwnerReference[], nowMs: number
       dnsPolicy: "ClusterFirst",
       schedulerName: "default-scheduler",
       serviceAccountName: "default",
-      priority: 0,
+      priority: seed.priority ?? 0,
+      ...(seed.priorityClassName !== undefined ? { priorityClassName: seed.priorityClassName } : {}),
       enableServiceLinks: true,
     },
     status: {

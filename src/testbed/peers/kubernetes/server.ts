@@ -267,6 +267,7 @@ export async function startKubernetesPeer(options: KubernetesPeerOptions = {}): 
     faults,
     log,
     logger,
+    evictionRaces: new Map(),
   };
   const watches = new Set<() => void>();
   const peerState = new KubernetesPeerState(cluster);

@@ -108,6 +108,18 @@ export class KubernetesPeerState {
     return pod;
   }
 
+  /**
+   * The next eviction of the pod finds it replaced: as the request arrives, the pod is removed and `seed` (same
+   * namespace and name) created in its place with a new uid, as a StatefulSet controller recreates a pod.
+   */
+  recreateBeforeNextEviction(seed: PodSeed): void {
+    const namespace = seed.namespace ?? "default";
+    this.cluster.evictionRaces.set(`${namespace}/${seed.name}`, () => {
+      this.cluster.store.remove("pods", namespace, seed.name);
+      this.addPod(seed);
+    });
+  }
+
   addPodDisruptionBudget(seed: PodDisruptionBudgetSeed): KubeObject {
     const namespace = seed.namespace ?? "default";
     if (this.cluster.store.get("poddisruptionbudgets", namespace, seed.name))
