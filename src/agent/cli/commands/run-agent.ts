@@ -119,6 +119,7 @@ async function runUntilStopped(
     imdsEndpoint = new EndpointDiscovery({
       explicitUrl: config.imdsUrl,
       settings: config.imdsDiscovery,
+      apiVersion: config.apiVersion,
       clock: systemClock,
       logger,
       registry: metrics.registry,
