@@ -11,7 +11,6 @@ import {
   hookSchema,
   type HookConfig,
 } from "../../src/agent/actions/hooks/hooks.js";
-import { hookBaseEnvironment } from "../../src/agent/actions/hooks/hook-environment.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { transition } from "./fixtures.js";
@@ -247,20 +246,6 @@ describe("a hook's environment", () => {
     LC: "not a locale category",
     UNSET: undefined,
   };
-
-  it("takes only the allowlisted variables (names in any case), LC_* and the ones the hook names", () => {
-    expect(hookBaseEnvironment(agentEnv, [])).toEqual({
-      PATH: "/usr/bin",
-      Home: "/home/sef",
-      LC_TIME: "C.UTF-8",
-      TZ: "UTC",
-      SystemRoot: "C:\\Windows",
-    });
-    expect(hookBaseEnvironment(agentEnv, ["https_proxy", "UNSET", "MISSING"])).toMatchObject({
-      HTTPS_PROXY: "http://user:pw@proxy:3128",
-    });
-    expect(Object.keys(hookBaseEnvironment(agentEnv, ["https_proxy"]))).toHaveLength(6);
-  });
 
   it("starts the hook with that environment and the record's variables, never the agent's secrets", async () => {
     const out = join(dir, "env.json");
