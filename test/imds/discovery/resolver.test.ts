@@ -16,7 +16,7 @@ import { imdsDiscoverySettingsSchema, type ImdsDiscoverySettings } from "../../.
 import { tcpProbe } from "../../../src/agent/imds/discovery/probe.js";
 import { systemClock } from "../../../src/agent/util/clock.js";
 import { FakeClock, flushAsync } from "../../helpers/fake-clock.js";
-import { waitUntil } from "../../helpers/agent-process.js";
+import { waitUntil } from "../../helpers/wait.js";
 
 const servers: Server[] = [];
 const heldSockets: Socket[] = [];
