@@ -63,10 +63,13 @@ export function redactSecrets(text: string): string {
   return out;
 }
 
-/** `value` with every string inside it (objects and arrays, `maxDepth` levels deep) passed through `redactSecrets`. */
+/**
+ * `value` with every string inside it (plain objects and arrays, `maxDepth` levels deep) passed through
+ * `redactSecrets`; other objects (an Error, a Date, a Buffer) are left as they are.
+ */
 export function redactDeep(value: unknown, maxDepth = 8): unknown {
   if (typeof value === "string") return redactSecrets(value);
-  if (maxDepth <= 0 || typeof value !== "object" || value === null || value instanceof Error) return value;
+  if (maxDepth <= 0 || typeof value !== "object" || value === null) return value;
   if (Array.isArray(value)) return value.map((item) => redactDeep(item, maxDepth - 1));
   if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return value;
   const out: Record<string, unknown> = {};
@@ -77,11 +80,13 @@ export function redactDeep(value: unknown, maxDepth = 8): unknown {
 /**
  * The redacting part of a pino logger's options (spread into them; plain values, so this package needs no pino): the
  * paths above blanked, an `err` field reduced to type, redacted message and code, string arguments and the strings of
- * object arguments redacted (the remembered exact values may sit in any field).
+ * object arguments redacted (a remembered exact value, or a pattern, may sit in any field).
  */
 export function redactingLoggerOptions() {
   return {
     redact: { paths: [...redactedPaths], censor: redactionCensor },
+    // pino's own `err` serializer would run after the formatter below and turn its result into `{type: "Object"}`.
+    serializers: { err: (value: unknown): unknown => value },
     formatters: {
       log: (object: Record<string, unknown>): Record<string, unknown> => {
         const err = object.err;
@@ -96,7 +101,7 @@ export function redactingLoggerOptions() {
       logMethod(this: unknown, args: unknown[], method: { apply(thisArg: unknown, args: unknown[]): unknown }): void {
         method.apply(
           this,
-          args.map((a) => (secretValues.length > 0 || typeof a === "string" ? redactDeep(a) : a)),
+          args.map((a) => redactDeep(a)),
         );
       },
     },

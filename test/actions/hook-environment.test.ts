@@ -36,10 +36,26 @@ describe("hookBaseEnvironment", () => {
     expect(env).not.toHaveProperty("UNSET");
   });
 
-  it("passes every allowlisted variable, and nothing of a name merely containing one", () => {
+  it("passes exactly the documented variables, and nothing of a name merely containing one", () => {
+    expect(hookAllowedVariables).toEqual([
+      ...["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR"],
+      ...["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "NODE_NAME"],
+      ...["SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP", "USERPROFILE", "PROGRAMDATA"],
+      ...["PROGRAMFILES", "PROGRAMFILES(X86)", "COMMONPROGRAMFILES", "APPDATA", "LOCALAPPDATA", "COMPUTERNAME"],
+      ...["NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE", "OS", "PSMODULEPATH"],
+    ]);
     const all = Object.fromEntries(hookAllowedVariables.map((name) => [name, `value of ${name}`]));
     expect(hookBaseEnvironment(all, [])).toEqual(all);
-    expect(hookAllowedVariables).toEqual(expect.arrayContaining(["PATH", "HOME", "LANG", "TZ", "SYSTEMROOT"]));
-    expect(hookBaseEnvironment({ XPATH: "x", PATH_EXTRA: "y", MY_HOME: "z" }, [])).toEqual({});
+    const lookalikes = {
+      XPATH: "x",
+      PATH_EXTRA: "y",
+      MY_HOME: "z",
+      LC_ALL1: "a",
+      XLC_ALL: "b",
+      LC_: "c",
+      "LC_A-B": "d",
+    };
+    expect(hookBaseEnvironment(lookalikes, [])).toEqual({});
+    expect(hookBaseEnvironment({ LC_A: "1", LC_MESSAGES: "2" }, [])).toEqual({ LC_A: "1", LC_MESSAGES: "2" });
   });
 });

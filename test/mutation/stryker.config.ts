@@ -92,20 +92,17 @@ export const groups: readonly MutationGroup[] = [
     tests: ["test/config/load.test.ts"],
   },
   {
-    // Issue 47's agent side: which secrets are redacted (patterns and exact values), which variables a hook gets, and
-    // which IMDS endpoint is trusted (link-local first, a Scheduled Events answer before any other, what is remembered).
+    // Issue 47's agent side: which secrets are redacted (patterns and exact values) and which variables a hook gets.
     name: "trust",
     modules: [
       "src/redaction/secrets.ts",
       "src/agent/config/secret-values.ts",
       "src/agent/actions/hooks/hook-environment.ts",
-      "src/agent/imds/discovery/resolver.ts",
     ],
     tests: [
       "test/observability/secret-values.test.ts",
       "test/observability/logger.test.ts",
       "test/actions/hook-environment.test.ts",
-      "test/imds/discovery/resolver.test.ts",
     ],
   },
 ];

@@ -24,7 +24,21 @@ describe("exact secret values", () => {
     expect(rememberSecretValues(["abc", undefined, "x".repeat(minimumSecretLength - 1), "tenant-key-1"])).toBe(1);
     rememberSecretValues(["tenant-key-1-and-more"]);
     expect(redactSecrets("a tenant-key-1, tenant-key-1-and-more, abc")).toBe("a [REDACTED], [REDACTED], abc");
-    expect(redactSecrets("12345678".slice(1))).toBe("2345678");
+    expect(rememberSecretValues(["8chars!!"])).toBe(3);
+    expect(redactSecrets("x8chars!!x")).toBe("x[REDACTED]x");
+  });
+
+  it("walks plain and null-prototype objects and arrays, 8 levels by default", () => {
+    rememberSecretValues(["deep-secret-value"]);
+    const nest = (levels: number): unknown => (levels === 0 ? "deep-secret-value" : { a: nest(levels - 1) });
+    expect(JSON.stringify(redactDeep(nest(8)))).toContain("[REDACTED]");
+    expect(JSON.stringify(redactDeep(nest(9)))).toContain("deep-secret-value");
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { s: "deep-secret-value" });
+    expect(redactDeep(bare)).toEqual({ s: "[REDACTED]" });
+    expect(redactDeep(["deep-secret-value", ["deep-secret-value"]])).toEqual(["[REDACTED]", ["[REDACTED]"]]);
+    const error = new Error("deep-secret-value");
+    expect(redactDeep({ error }).error).toBe(error);
+    expect(redactDeep(7)).toBe(7);
   });
 
   it("leaves text alone when nothing is remembered, and walks objects and arrays but not class instances", () => {
@@ -92,6 +106,50 @@ describe("exact secret values", () => {
       ]),
     );
     expect(environmentSecretValues(env)).toEqual(["header-token-value", "azure-client-secret"]);
+  });
+
+  it("takes a variable for a credential by its name, in any case, unless the name says where one is kept", () => {
+    const names = [
+      "APP_SECRET",
+      "db_password",
+      "LDAP_PASSWD",
+      "GITHUB_TOKEN",
+      "SEF_EVENTHUBS_CONNECTION_STRING",
+      "SQLCONNECTIONSTRING",
+      "X_API_KEY",
+      "APIKEY",
+      "AWS_ACCESS_KEY",
+      "ACCESSKEY_ID",
+      "TLS_PRIVATE_KEY",
+      "PRIVATEKEY",
+      "STORAGE_SAS_KEY",
+      "SASKEY",
+      "GOOGLE_CREDENTIALS",
+    ];
+    const kept = [
+      "AZURE_FEDERATED_TOKEN_FILE",
+      "CLIENT_SECRET_PATH",
+      "TOKEN_DIR",
+      "token_file",
+      "PATH",
+      "HOME",
+      "KEY",
+      "SAS",
+      "API",
+      "TOKEN_FILE_BACKUP_X",
+    ];
+    const env = Object.fromEntries([...names, ...kept].map((name) => [name, `value-of-${name}`]));
+    expect(environmentSecretValues(env)).toEqual([
+      ...names.map((n) => `value-of-${n}`),
+      "value-of-TOKEN_FILE_BACKUP_X",
+    ]);
+  });
+
+  it("reads an inline secret at a path whose segments hold dots, and nothing where the path leads nowhere", () => {
+    const config = {
+      webhook: { headers: { "X.Api-Key": "dotted-header-key", "X-Token": { fromEnv: "NOT_SET" } }, url: "x" },
+    } as unknown as Parameters<typeof configSecretValues>[0];
+    expect(configSecretValues(config, {})).toEqual(["dotted-header-key"]);
   });
 
   it("ships a hook's stderr tail with the remembered values redacted", async () => {
