@@ -58,6 +58,7 @@ describe("logger", () => {
     expect(redactSecrets('{"access_token": "tok1","x":1} access_token=tok2&y ACCESS_TOKEN:tok3}')).toBe(
       '{"access_token": "[REDACTED]","x":1} access_token=[REDACTED] ACCESS_TOKEN:[REDACTED]}',
     );
+    expect(redactSecrets("access_token \t= tok4")).toBe("access_token \t= [REDACTED]");
     expect(redactSecrets('https://a/?sig=s1&se=1 SIG=s2"x sig=s3 end')).toBe(
       'https://a/?sig=[REDACTED]&se=1 SIG=[REDACTED]"x sig=[REDACTED] end',
     );

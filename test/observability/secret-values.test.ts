@@ -11,7 +11,7 @@ import {
   redactSecrets,
   rememberSecretValues,
 } from "../../src/redaction/secrets.js";
-import { configSecretValues, environmentSecretValues } from "../../src/agent/config/secret-values.js";
+import { configSecretValues, environmentSecretValues, stringsAt } from "../../src/agent/config/secret-values.js";
 import { loadConfig } from "../../src/agent/config/load.js";
 import { hookSchema, runHook } from "../../src/agent/actions/hooks/hooks.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
@@ -33,6 +33,9 @@ describe("exact secret values", () => {
     const nest = (levels: number): unknown => (levels === 0 ? "deep-secret-value" : { a: nest(levels - 1) });
     expect(JSON.stringify(redactDeep(nest(8)))).toContain("[REDACTED]");
     expect(JSON.stringify(redactDeep(nest(9)))).toContain("deep-secret-value");
+    const nestArray = (levels: number): unknown => (levels === 0 ? "deep-secret-value" : [nestArray(levels - 1)]);
+    expect(JSON.stringify(redactDeep(nestArray(8)))).toContain("[REDACTED]");
+    expect(JSON.stringify(redactDeep(nestArray(9)))).toContain("deep-secret-value");
     const bare = Object.assign(Object.create(null) as Record<string, unknown>, { s: "deep-secret-value" });
     expect(redactDeep(bare)).toEqual({ s: "[REDACTED]" });
     expect(redactDeep(["deep-secret-value", ["deep-secret-value"]])).toEqual(["[REDACTED]", ["[REDACTED]"]]);
@@ -150,6 +153,15 @@ describe("exact secret values", () => {
       webhook: { headers: { "X.Api-Key": "dotted-header-key", "X-Token": { fromEnv: "NOT_SET" } }, url: "x" },
     } as unknown as Parameters<typeof configSecretValues>[0];
     expect(configSecretValues(config, {})).toEqual(["dotted-header-key"]);
+    const section = { a: { "b.c": "found", n: 1 }, s: "top" };
+    expect(stringsAt(section, ["a.b.c", "a.n", "a.missing", "s.x", "s", "a"])).toEqual(["found", "top"]);
+  });
+
+  it("forgets every remembered value", () => {
+    rememberSecretValues(["remembered-then-forgotten"]);
+    forgetSecretValues();
+    expect(rememberSecretValues([])).toBe(0);
+    expect(redactSecrets("remembered-then-forgotten")).toBe("remembered-then-forgotten");
   });
 
   it("ships a hook's stderr tail with the remembered values redacted", async () => {

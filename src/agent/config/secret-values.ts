@@ -22,15 +22,20 @@ export function environmentSecretValues(env: NodeJS.ProcessEnv): string[] {
  * the variables the configuration names for credentials and header values, plus `environmentSecretValues`.
  */
 export function configSecretValues(config: AgentConfig, env: NodeJS.ProcessEnv): string[] {
-  const inline = inlineSecrets(config).flatMap((path) => {
-    const value = valueAtPath(config, path.split("."));
-    return typeof value === "string" ? [value] : [];
-  });
+  const inline = stringsAt(config, inlineSecrets(config));
   const referenced = referencedVariables(config as unknown as Record<string, unknown>).flatMap((name) => {
     const value = env[name];
     return value ? [value, value.trim()] : [];
   });
   return [...inline, ...referenced, ...environmentSecretValues(env)];
+}
+
+/** The strings at the dotted `paths` of `value` (a path leading nowhere or to another type gives nothing). */
+export function stringsAt(value: unknown, paths: readonly string[]): string[] {
+  return paths.flatMap((path) => {
+    const found = valueAtPath(value, path.split("."));
+    return typeof found === "string" ? [found] : [];
+  });
 }
 
 /** The value at a dotted path whose segments may themselves hold dots (a header named `X.Key`). */
