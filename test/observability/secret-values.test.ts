@@ -40,7 +40,7 @@ describe("exact secret values", () => {
     expect(redactDeep(bare)).toEqual({ s: "[REDACTED]" });
     expect(redactDeep(["deep-secret-value", ["deep-secret-value"]])).toEqual(["[REDACTED]", ["[REDACTED]"]]);
     const error = new Error("deep-secret-value");
-    expect(redactDeep({ error }).error).toBe(error);
+    expect((redactDeep({ error }) as { error: unknown }).error).toBe(error);
     expect(redactDeep(7)).toBe(7);
   });
 
