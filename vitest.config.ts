@@ -51,6 +51,7 @@ const isolatedFiles = [
   "test/loganalytics/managed-identity-simulator.test.ts",
   "test/eventhubs/managed-identity.test.ts",
   "test/simulator/token.test.ts",
+  "test/observability/secret-values.test.ts",
 ];
 const sharedProcessTests = globSync(
   sharedProcessFolders.map((folder) => `test/${folder}/**/*.test.ts`),

@@ -38,6 +38,9 @@ function stageBundle(inputs: Pick<LinuxInputs, "bundleDir" | "runtime">, lib: st
   copyFileSync(inputs.runtime.license, join(lib, "LICENSE.node"));
 }
 
+/** The root-owned hook unit, its polkit rule and the agent's side of it, shipped for an administrator to install. */
+const privilegedHookFiles = ["sef-hook@.service", "50-sef-hooks.rules", "sef-privileged-hook"];
+
 /** Copies the agent (bundle + runtime) and the wrapper into `<root>/<prefix>/{bin,lib/sef}`. */
 function stageAgent(inputs: Omit<LinuxInputs, "compression">, prefixDir: string): void {
   mkdirSync(join(prefixDir, "bin"), { recursive: true });
@@ -45,7 +48,7 @@ function stageAgent(inputs: Omit<LinuxInputs, "compression">, prefixDir: string)
   copyFileSync(join(linuxDir(inputs.repoRoot), "sef"), join(prefixDir, "bin", "sef"));
   const share = join(prefixDir, "share", "sef");
   mkdirSync(share, { recursive: true });
-  for (const file of ["sef.env", "sef-privileged-hooks.conf", "sef.service", "config.json"]) {
+  for (const file of ["sef.env", "sef.service", "config.json", ...privilegedHookFiles]) {
     copyFileSync(join(linuxDir(inputs.repoRoot), file), join(share, file));
   }
 }

@@ -38,12 +38,16 @@ describe("runHook", () => {
     const out = join(dir, "ok.json");
     const record = transition();
     const metrics = new AgentMetrics();
-    const result = await runHook(hook({ command: [node, "-e", recorderScript] }), record, {
-      logger: silentLogger(),
-      env: { ...process.env, OUT_FILE: out },
-      metrics,
-      agentVersion: "9.9.9",
-    });
+    const result = await runHook(
+      hook({ command: [node, "-e", recorderScript], passEnvironment: ["OUT_FILE"] }),
+      record,
+      {
+        logger: silentLogger(),
+        env: { ...process.env, OUT_FILE: out },
+        metrics,
+        agentVersion: "9.9.9",
+      },
+    );
     expect(result).toMatchObject({
       RecordType: "Hook",
       EventId: record.EventId,
@@ -206,10 +210,14 @@ describe("runHook", () => {
     const nasty = `$(touch ${marker}) \`touch ${marker}\`; touch ${marker} && echo "it's" '"quoted"' | cat > ${marker}`;
     const out = join(dir, "meta.json");
     const record = transition({ EventId: nasty, Description: nasty, Resources: [nasty, "b;c"] });
-    const result = await runHook(hook({ command: [node, "-e", recorderScript, nasty] }), record, {
-      logger: silentLogger(),
-      env: { ...process.env, OUT_FILE: out },
-    });
+    const result = await runHook(
+      hook({ command: [node, "-e", recorderScript, nasty], passEnvironment: ["OUT_FILE"] }),
+      record,
+      {
+        logger: silentLogger(),
+        env: { ...process.env, OUT_FILE: out },
+      },
+    );
     expect(result.Outcome).toBe("Succeeded");
     expect(existsSync(marker)).toBe(false);
     const seen = JSON.parse(readFileSync(out, "utf8")) as {
@@ -222,6 +230,55 @@ describe("runHook", () => {
     expect(seen.env.SEF_DESCRIPTION).toBe(nasty);
     expect(seen.env.SEF_RESOURCES).toBe(`${nasty},b;c`);
     expect((JSON.parse(seen.stdin) as { EventId: string }).EventId).toBe(nasty);
+  });
+});
+
+describe("a hook's environment", () => {
+  const agentEnv = {
+    PATH: "/usr/bin",
+    Home: "/home/sef",
+    LC_TIME: "C.UTF-8",
+    TZ: "UTC",
+    SystemRoot: "C:\\Windows",
+    SEF_EVENTHUBS_CONNECTION_STRING: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b",
+    AZURE_CLIENT_SECRET: "s3cret-value",
+    HTTPS_PROXY: "http://user:pw@proxy:3128",
+    LC: "not a locale category",
+    UNSET: undefined,
+  };
+
+  it("starts the hook with that environment and the record's variables, never the agent's secrets", async () => {
+    const out = join(dir, "env.json");
+    const script = `require("fs").writeFileSync(process.argv[1], JSON.stringify(process.env))`;
+    const result = await runHook(hook({ command: [node, "-e", script, out] }), transition(), {
+      logger: silentLogger(),
+      env: { ...agentEnv, SEF_EVENT_ID: "overridden by the record" },
+    });
+    expect(result.Outcome).toBe("Succeeded");
+    const seen = JSON.parse(readFileSync(out, "utf8")) as Record<string, string>;
+    expect(
+      Object.keys(seen)
+        .filter((k) => !k.startsWith("SEF_"))
+        .sort(),
+    ).toEqual(["Home", "LC_TIME", "PATH", "SystemRoot", "TZ"]);
+    expect(seen.SEF_EVENT_ID).toBe(transition().EventId);
+    expect(seen).not.toHaveProperty("SEF_EVENTHUBS_CONNECTION_STRING");
+    expect(seen).not.toHaveProperty("AZURE_CLIENT_SECRET");
+  });
+
+  it("refuses a NUL character in a record string or in the command with a Failed record, never a throw", async () => {
+    const marker = join(dir, "nul-ran");
+    const touch = [node, "-e", `require("fs").writeFileSync(${JSON.stringify(marker)}, "")`];
+    const fromImds = await runHook(hook({ command: touch }), transition({ Description: "a\u0000b" }), {
+      logger: silentLogger(),
+    });
+    expect(fromImds).toMatchObject({ Outcome: "Failed", ExitCode: -1 });
+    expect(fromImds.Detail).toBe(
+      `drain: cannot start ${node}: SEF_DESCRIPTION would hold a NUL character, which no process can receive`,
+    );
+    const inCommand = await runHook(hook({ command: [...touch, "x\u0000"] }), transition(), { logger: silentLogger() });
+    expect(inCommand.Detail).toContain(": command would hold a NUL character");
+    expect(existsSync(marker)).toBe(false);
   });
 });
 
@@ -254,6 +311,7 @@ describe("hooks config", () => {
         timeoutMs: 60_000,
         killGraceMs: 5_000,
         affectsThisVmOnly: true,
+        passEnvironment: [],
         onInterrupted: "skip",
       },
     ]);

@@ -51,6 +51,24 @@ describe.concurrent("configuration errors from the CLI", () => {
     noStackTrace(result.stderr);
   });
 
+  it("a signed webhook or credentials over plain http://: exit 2 naming the settings, unless allowed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sef-cli-"));
+    const webhook = { url: "http://receiver.test/hook", signature: { secretEnv: "HOOK_KEY" } };
+    const config = (over: Record<string, unknown>) =>
+      configFile(JSON.stringify({ sinks: ["webhook"], dataDir: join(dir, "data"), webhook: { ...webhook, ...over } }));
+    const refused = await sef(["run", "--config", config({ headers: { "X-Api-Key": "literal-key" } })], {
+      HOOK_KEY: "k3y",
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe(
+      "sef: config: webhook.url: webhook.signature, webhook.headers.X-Api-Key would travel over plain http:// (readable and replayable on the way): use https://, or set webhook.allowPlainHttp to true\n",
+    );
+    expect(existsSync(join(dir, "data")), "nothing started").toBe(false);
+    const allowed = await sef(["check-config", "--config", config({ allowPlainHttp: true })], { HOOK_KEY: "k3y" });
+    expect(allowed.stderr).toBe("");
+    expect(allowed.code).toBe(0);
+  });
+
   it("an unknown subcommand or option: exit 2 with commander's one-line message", async () => {
     const unknownCommand = await sef(["frobnicate"]);
     expect(unknownCommand.code).toBe(2);

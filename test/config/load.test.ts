@@ -320,6 +320,33 @@ describe("loadConfig", () => {
       );
       expect(ok.sinkSettings.webhook).toMatchObject({ timeoutMs: 10_000 });
     });
+
+    it("a webhook signs or sends credentials over plain http:// only when allowPlainHttp says so", () => {
+      const env = { K: "k", T: "t" };
+      const plain = (webhook: Record<string, unknown>, sink = "webhook:http://receiver.test/x"): string[] => {
+        try {
+          loadConfig({ file: file({ sinks: [sink], webhook }), env });
+          return [];
+        } catch (err) {
+          return problems(() => {
+            throw err;
+          });
+        }
+      };
+      expect(plain({ signature: { secretEnv: "K" } })).toEqual([
+        "webhook.url: webhook.signature would travel over plain http:// (readable and replayable on the way): use https://, or set webhook.allowPlainHttp to true",
+      ]);
+      expect(plain({ headers: { Accept: "json", Auth: { fromEnv: "T" }, "X-Token": "t" } })[0]).toMatch(
+        /^webhook\.url: webhook\.headers\.Auth, webhook\.headers\.X-Token would travel/,
+      );
+      expect(plain({ url: "HTTP://receiver.test/x", signature: { secretEnv: "K" } }, "webhook")).toHaveLength(1);
+      expect(plain({ headers: { Accept: "json", "X-Team": "sre" } })).toEqual([]);
+      expect(plain({ signature: { secretEnv: "K" }, allowPlainHttp: true })).toEqual([]);
+      expect(plain({ signature: { secretEnv: "K" } }, "webhook:https://receiver.test/x")).toEqual([]);
+      expect(
+        plain({ url: "http://receiver.test/x", signature: { secretEnv: "K" } }, "webhook:https://r.test/x"),
+      ).toEqual([]);
+    });
   });
 });
 

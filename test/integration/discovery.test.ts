@@ -1,9 +1,12 @@
 // IMDS endpoint discovery end to end: the built agent with no imdsUrl, the "link-local" probe pointed at a closed
 // loopback address (no traffic leaves the machine), finds the simulator at 127.0.0.2 through a dhclient lease file
 // or the testbed's DHCP responder, forwards a record to a jsonl sink, reports the endpoint in /readyz and /metrics,
-// reuses it after a restart, and while nothing is found stays up, not ready, saying why.
+// reuses it after a restart, and while nothing is found stays up, not ready, saying why; a rogue address found first
+// (accepting TCP, answering garbage) is neither used nor remembered.
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, rmSync } from "node:fs";
+import { createServer as createTcpServer, type Socket } from "node:net";
+import { createServer as createHttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
@@ -32,6 +35,7 @@ function setUp(sim: Simulator, discovery: Record<string, unknown> = {}) {
         linkLocalAddress: "127.0.0.13", // nothing listens there: the probe fails fast, as 169.254.169.254 does off Azure
         port: sim.port,
         probeTimeoutMs: 500,
+        rememberAddresses: ["127.0.0.2"], // the simulator's address stands for Azure's
         retryInitialDelayMs: 200,
         retryMaxDelayMs: 400,
         wireServerEndpointFile: join(dir, "WireServerEndpoint"),
@@ -197,6 +201,64 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
       await first.close().catch(() => undefined);
       await second.close();
     }
+  });
+
+  it("never uses nor remembers a rogue address found first that accepts TCP or answers garbage", async () => {
+    const sim = await startSimulator({ scenario: "idle", host: "127.0.0.2" });
+    const held: Socket[] = [];
+    const silent = createTcpServer((socket) => held.push(socket)); // accepts, never answers
+    const garbage = createHttpServer((_req, res) => res.writeHead(200).end('{"Events":"all of them"}'));
+    await new Promise<void>((r) => silent.listen(sim.port, "127.0.0.14", r));
+    await new Promise<void>((r) => garbage.listen(sim.port, "127.0.0.15", r));
+    const { dir, start, records } = setUp(sim, {
+      verifyTimeoutMs: 500,
+      rememberAddresses: ["127.0.0.14", "127.0.0.15"], // were a rogue used, it would be remembered
+    });
+    mkdirSync(join(dir, "networkd"));
+    const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as {
+      imdsDiscovery: { leaseFiles: object };
+    };
+    config.imdsDiscovery.leaseFiles = {
+      dhclient: [join(dir, "leases", "dhclient*.leases")],
+      networkd: [join(dir, "networkd", "*")],
+      networkManager: [],
+    };
+    writeFileSync(join(dir, "config.json"), JSON.stringify(config));
+    writeFileSync(join(dir, "WireServerEndpoint"), "127.0.0.14\n");
+    writeFileSync(join(dir, "leases", "dhclient.eth0.leases"), leaseFor127002.replace("7f:0:0:2", "7f:0:0:f"));
+    writeFileSync(join(dir, "networkd", "2"), "ADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
+    let agent = start();
+    try {
+      const url = await metricsUrl(agent);
+      const ready = (await (await fetch(`${url}/readyz`)).json()) as { imdsEndpoint: unknown };
+      expect(ready.imdsEndpoint).toEqual({ url: `http://127.0.0.2:${sim.port}`, source: "networkd" });
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      expect(metrics).toContain('sef_imds_discovery_errors_total{source="waagent",reason="not-imds"} 1');
+      expect(metrics).toContain('sef_imds_discovery_errors_total{source="dhclient",reason="not-imds"} 1');
+      expect(agent.stderr()).toMatch(/"detail":"127\.0\.0\.14:\d+: no answer within 500 ms"/);
+      expect(agent.stderr()).toMatch(
+        /"detail":"127\.0\.0\.15:\d+: not a Scheduled Events document: DocumentIncarnation is missing/,
+      );
+      sim.setEvents([reboot("ACAC0000-0000-4000-8000-000000000001")]);
+      await waitUntil(() => records().some((r) => r.RecordType === "Transition"), 15_000, "a record from IMDS");
+      expect(await agent.stop("SIGTERM")).toBe(0);
+
+      // Restarted with nothing to discover: nothing was remembered (127.0.0.2 is not an address to remember).
+      for (const file of ["WireServerEndpoint", "leases/dhclient.eth0.leases", "networkd/2"]) rmSync(join(dir, file));
+      agent = start();
+      const restarted = await metricsUrl(agent);
+      const readyz = await fetch(`${restarted}/readyz`);
+      expect(readyz.status).toBe(503);
+      expect(((await readyz.json()) as { failed: string[] }).failed.join("\n")).toContain("no IMDS endpoint found");
+      expect(agent.stderr()).not.toContain("IMDS endpoint chosen");
+      expect(await agent.stop("SIGTERM")).toBe(0);
+    } finally {
+      await agent.stop("SIGKILL");
+      held.forEach((socket) => socket.destroy());
+      await Promise.all([silent, garbage].map((server) => new Promise((r) => server.close(r))));
+      await sim.close();
+    }
+    expect(records().filter((r) => r.RecordType === "Transition")).toHaveLength(1);
   });
 
   it("`sef discover` prints each source's failure and the endpoint found, exit 0; or exit 1 when none is", async () => {

@@ -103,31 +103,17 @@ export const groups: readonly MutationGroup[] = [
     tests: ["test/config/load.test.ts"],
   },
   {
-    // The poll stage: what each poll hands the collect stage, its counts, logs and backoff, clock steps, the identity.
-    name: "poll-stage",
-    modules: ["src/agent/pipeline/poll-stage.ts"],
-    tests: ["test/agent/poll-stage.test.ts"],
-  },
-  {
-    // The Scheduled Events document as IMDS sends it: read, checked field by field, malformed events set apart.
-    name: "imds-document",
-    modules: ["src/agent/imds/document.ts"],
-    tests: ["test/collector/transitions.test.ts", "test/imds/client.test.ts", "test/agent/documents-read.test.ts"],
-  },
-  {
-    // The action ledger: which hooks and approvals ran, are running or were interrupted (what a restart must not rerun).
-    name: "action-ledger",
-    modules: ["src/agent/actions/action-ledger.ts"],
-    tests: ["test/actions/action-ledger.test.ts", "test/actions/action-runner.test.ts"],
-  },
-  {
-    // The approver: when an event is approved (StartRequests to IMDS), once, and what it reports.
-    name: "approver",
-    modules: ["src/agent/actions/approval/approver.ts", "src/agent/actions/approval/action.ts"],
+    // Issue 47's agent side: which secrets are redacted (patterns and exact values) and which variables a hook gets.
+    name: "trust",
+    modules: [
+      "src/redaction/secrets.ts",
+      "src/agent/config/secret-values.ts",
+      "src/agent/actions/hooks/hook-environment.ts",
+    ],
     tests: [
-      "test/actions/approver.test.ts",
-      "test/actions/approver-simulator.test.ts",
-      "test/actions/action-runner.test.ts",
+      "test/observability/secret-values.test.ts",
+      "test/observability/logger.test.ts",
+      "test/actions/hook-environment.test.ts",
     ],
   },
 ];

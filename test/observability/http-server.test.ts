@@ -185,7 +185,17 @@ describe("readiness rules", () => {
   });
 
   it("config section defaults", () => {
-    expect(metricsServerConfigSchema.parse({})).toEqual({ enabled: true, host: "127.0.0.1", port: 9464 });
+    expect(metricsServerConfigSchema.parse({})).toEqual({
+      enabled: true,
+      host: "127.0.0.1",
+      port: 9464,
+      maxConnections: 16,
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 5000,
+    });
     expect(metricsServerConfigSchema.safeParse({ port: 70000 }).success).toBe(false);
+    expect(metricsServerConfigSchema.safeParse({ maxConnections: 0 }).success).toBe(false);
+    expect(metricsServerConfigSchema.safeParse({ keepAliveTimeoutMs: 0 }).success).toBe(false);
   });
 });

@@ -98,9 +98,10 @@ function brief(outcomes: SendOutcomes): string[] {
 const times = (n: number, text: string): string[] => Array.from({ length: n }, () => text);
 
 describe("webhook sink", () => {
-  it("POSTs a JSON array with env and literal headers and a verifiable HMAC signature", async () => {
+  it("POSTs a JSON array with env and literal headers and a verifiable HMAC signature over timestamp and body", async () => {
     const receiver = await startReceiver(ok);
     const env = { SEF_WEBHOOK_TOKEN: "Bearer t0ken-value", SEF_WEBHOOK_SECRET: "s3cret" };
+    const clock = new FakeClock(Date.UTC(2026, 11, 7, 13, 0, 0, 999));
     const s = sink(
       receiver.url,
       {
@@ -108,6 +109,7 @@ describe("webhook sink", () => {
         signature: { secretEnv: "SEF_WEBHOOK_SECRET" },
       },
       env,
+      clock,
     );
     const batch = entries(3);
     expect(brief(await s.send(batch, signal))).toEqual(times(batch.length, "delivered"));
@@ -118,8 +120,28 @@ describe("webhook sink", () => {
     expect(req.headers["x-team"]).toBe("sre");
     expect(req.records.map((r) => r.RecordId)).toEqual(batch.map((e) => e.record.RecordId));
     expect(req.raw.toString("utf8")).toBe(`[${batch.map((e) => e.json).join(",")}]`);
-    const expected = `sha256=${createHmac("sha256", "s3cret").update(req.raw).digest("hex")}`;
+    const timestamp = String(Date.UTC(2026, 11, 7, 13, 0, 0) / 1000);
+    expect(req.headers["x-sef-timestamp"]).toBe(timestamp);
+    const expected = `sha256=${createHmac("sha256", "s3cret")
+      .update(`${timestamp}.${req.raw.toString("utf8")}`)
+      .digest("hex")}`;
     expect(req.headers["x-sef-signature"]).toBe(expected);
+    // The body alone, or the body with another time, does not verify: a replay cannot move the timestamp.
+    expect(req.headers["x-sef-signature"]).not.toBe(
+      `sha256=${createHmac("sha256", "s3cret").update(req.raw).digest("hex")}`,
+    );
+  });
+
+  it("signs each attempt with its own time", async () => {
+    const receiver = await startReceiver(status(500), ok);
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const s = sink(receiver.url, { signature: { secretEnv: "K", timestampHeader: "X-Sent-At" } }, { K: "k" }, clock);
+    await s.send(entries(1), signal);
+    clock.jump(61_000);
+    await s.send(entries(1), signal);
+    const sentAt = receiver.received.map((r) => r.headers["x-sent-at"]);
+    expect(sentAt).toEqual([String(Date.UTC(2026, 0, 1) / 1000), String(Date.UTC(2026, 0, 1) / 1000 + 61)]);
+    expect(receiver.received[0]!.headers["x-sef-signature"]).not.toBe(receiver.received[1]!.headers["x-sef-signature"]);
   });
 
   it("uses a custom signature header", async () => {
@@ -332,6 +354,7 @@ describe("webhook sink", () => {
       maxBatchRecords: 500,
       maxBatchBytes: 1_048_576,
       lingerMs: 0,
+      allowPlainHttp: false,
     });
     expect(factory.settingsSchema.safeParse({ url: "ftp://x/" }).success).toBe(false);
     expect(factory.settingsSchema.safeParse({ url: "http://x/", header: {} }).success).toBe(false);

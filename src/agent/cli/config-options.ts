@@ -3,6 +3,8 @@
 import { Option, type Command } from "commander";
 import { loadConfig, ConfigError, environmentVariables, type LoadedConfig } from "../config/load.js";
 import { sinkFactories } from "../sinks/registry.js";
+import { configSecretValues, environmentSecretValues } from "../config/secret-values.js";
+import { rememberSecretValues } from "@sef/redaction/secrets.js";
 import { journalPriorities, stderrIsJournal } from "../observability/logger.js";
 import { exitCodes, exitCodesHelp } from "./exit-codes.js";
 import { settingChoices, settingDefault, settingMinimum, withDefault } from "./setting-help.js";
@@ -52,10 +54,14 @@ export function addConfigOptions(command: Command): Command {
     );
 }
 
-/** Loads the configuration from parsed flags (plus SEF_* variables and the file). Throws ConfigError. */
+/**
+ * Loads the configuration from parsed flags (plus SEF_* variables and the file). Throws ConfigError. The secret values
+ * of the environment, then of the configuration, are remembered first, so no log line, record or error shows them.
+ */
 export function loadFromOptions(opts: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   const text = (key: string): string | undefined => (typeof opts[key] === "string" ? (opts[key] as string) : undefined);
-  return loadConfig({
+  rememberSecretValues(environmentSecretValues(env));
+  const loaded = loadConfig({
     file: text("config"),
     env,
     flags: {
@@ -71,6 +77,8 @@ export function loadFromOptions(opts: Record<string, unknown>, env: NodeJS.Proce
       metricsHost: text("metricsHost"),
     },
   });
+  rememberSecretValues(configSecretValues(loaded.config, env));
+  return loaded;
 }
 
 /** Writes one `sef: config: …` line per problem on stderr (at error priority under journald) and returns exit code 2. */

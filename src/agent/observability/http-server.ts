@@ -1,5 +1,6 @@
 // Observability HTTP endpoints (config section `metrics`): GET /metrics (Prometheus text), /healthz (liveness),
-// /readyz (readiness from an injected snapshot, judged by the pure `evaluateReadiness`).
+// /readyz (readiness from an injected snapshot, judged by the pure `evaluateReadiness`); connections and the time a
+// client may take to send its request are bounded (the chart serves them on the node's IP).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import * as z from "zod/mini";
 import type { Logger } from "pino";
@@ -20,6 +21,19 @@ export const metricsServerConfigSchema = z.strictObject({
   }),
   port: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(65535)), defaultMetricsPort), {
     description: "Listen port (0: a free port).",
+  }),
+  maxConnections: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(10_000)), 16), {
+    description: "Connections open at once; one more is closed as soon as it is accepted.",
+    unit: "connections",
+  }),
+  headersTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(100), z.maximum(60_000)), 5000), {
+    description: "Time a client has to send the request's headers; then it gets 408 and the connection is closed.",
+  }),
+  requestTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(100), z.maximum(300_000)), 10_000), {
+    description: "Time a client has to send its whole request (at least `headersTimeoutMs`).",
+  }),
+  keepAliveTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(100), z.maximum(60_000)), 5000), {
+    description: "An idle kept-alive connection is closed after this.",
   }),
 });
 export type MetricsServerConfig = z.infer<typeof metricsServerConfigSchema>;
@@ -95,6 +109,10 @@ export function evaluateReadiness(snapshot: ReadinessSnapshot, limits: Readiness
 export interface ObservabilityServerOptions {
   host?: string;
   port?: number;
+  /** Connection and request-time bounds (default: the `metrics` section's defaults). */
+  bounds?: Partial<
+    Pick<MetricsServerConfig, "maxConnections" | "headersTimeoutMs" | "requestTimeoutMs" | "keepAliveTimeoutMs">
+  >;
   metrics: AgentMetrics;
   readiness: () => ReadinessSnapshot;
   limits: ReadinessLimits;
@@ -111,14 +129,23 @@ export interface ObservabilityServer {
 /** Starts the server; resolves once it listens (rejects if the address is taken). */
 export async function startObservabilityServer(options: ObservabilityServerOptions): Promise<ObservabilityServer> {
   const host = options.host ?? "127.0.0.1";
-  const server = nodeHttp.createServer((req, res) => {
+  const bounds = { ...metricsServerConfigSchema.parse({}), ...options.bounds };
+  const requestTimeout = Math.max(bounds.requestTimeoutMs, bounds.headersTimeoutMs);
+  const serverOptions = {
+    headersTimeout: bounds.headersTimeoutMs,
+    requestTimeout,
+    keepAliveTimeout: bounds.keepAliveTimeoutMs,
+    // How often Node checks the two timeouts above (its default, 30 s, would let a slow client hold on that long).
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(bounds.headersTimeoutMs / 4))),
+  };
+  const server = nodeHttp.createServer(serverOptions, (req, res) => {
     handle(req, res, options).catch((err: unknown) => {
       options.logger.warn({ err, path: req.url }, "observability request failed");
       if (!res.headersSent) send(res, 500, "text/plain; charset=utf-8", "internal error\n");
       else res.destroy();
     });
   });
-  server.keepAliveTimeout = 5_000;
+  server.maxConnections = bounds.maxConnections;
   const port = await listen(server, options.port ?? defaultMetricsPort, host);
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   options.logger.info({ url }, "observability endpoints listening (/metrics, /healthz, /readyz)");

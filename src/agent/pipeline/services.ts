@@ -33,6 +33,7 @@ export async function startAgentServices(
   if (!config.metrics.enabled) return { metricsUrl: undefined, stop: async () => undefined };
   const server = await startObservabilityServer({
     ...metricsAddress(config),
+    bounds: config.metrics,
     metrics: agent.metrics,
     readiness: () => ({ ...agent.readiness(), imdsEndpoint: imdsEndpoint?.snapshot() }),
     limits: defaultReadinessLimits(config.pollIntervalMs, config.readiness.sinkStallMs),

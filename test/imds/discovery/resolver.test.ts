@@ -1,8 +1,10 @@
-// The resolver and EndpointDiscovery over real loopback TCP listeners and real files: precedence, each bad input
-// named and counted while discovery goes on, retries with backoff while nothing is found, rediscovery after
-// repeated connection failures, and reuse of the remembered endpoint.
+// The resolver and EndpointDiscovery over real loopback HTTP and TCP listeners and real files: precedence (the
+// link-local address first, every time), each bad input named and counted while discovery goes on, a rogue address
+// (accepting TCP, answering garbage) never used, retries with backoff while nothing is found, rediscovery after
+// repeated connection failures, and reuse of the remembered endpoint at the addresses that may be remembered.
 import { afterEach, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:net";
+import { createServer as createTcpServer, type Server, type Socket } from "node:net";
+import { createServer as createHttpServer, type ServerResponse } from "node:http";
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,16 +16,29 @@ import { imdsDiscoverySettingsSchema, type ImdsDiscoverySettings } from "../../.
 import { tcpProbe } from "../../../src/agent/imds/discovery/probe.js";
 import { systemClock } from "../../../src/agent/util/clock.js";
 import { FakeClock, flushAsync } from "../../helpers/fake-clock.js";
-import { waitUntil } from "../../helpers/agent-process.js";
+import { waitUntil } from "../../helpers/wait.js";
 import { metricValue } from "../../helpers/metrics.js";
 
 const servers: Server[] = [];
+const heldSockets: Socket[] = [];
 afterEach(async () => {
+  heldSockets.splice(0).forEach((socket) => socket.destroy());
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
 });
 
-async function listenOn(host: string, port = 0): Promise<number> {
-  const server = createServer((socket) => socket.destroy());
+type Answer = "imds" | "accept-only" | ((res: ServerResponse) => void);
+
+/** A listener at host:port: IMDS answering an empty Scheduled Events document (the default), or a rogue one. */
+async function listenOn(host: string, port = 0, answer: Answer = "imds"): Promise<number> {
+  const server: Server =
+    answer === "accept-only"
+      ? createTcpServer((socket) => heldSockets.push(socket)) // accepts the connection, never answers
+      : createHttpServer((req, res) => {
+          if (answer !== "imds") return answer(res);
+          if (req.headers.metadata !== "true" || !req.url?.startsWith("/metadata/scheduledevents?api-version="))
+            return res.writeHead(400).end();
+          res.writeHead(200, { "content-type": "application/json" }).end('{"DocumentIncarnation":0,"Events":[]}');
+        });
   servers.push(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -43,6 +58,8 @@ function sandbox(port: number, over: Record<string, unknown> = {}): { dir: strin
     linkLocalAddress: "127.0.0.3",
     port,
     probeTimeoutMs: 300,
+    verifyTimeoutMs: 500,
+    rememberAddresses: ["127.0.0.2", "127.0.0.6"],
     wireServerEndpointFile: join(dir, "WireServerEndpoint"),
     leaseFiles: {
       dhclient: [join(dir, "dhclient", "dhclient*.leases")],
@@ -115,6 +132,47 @@ describe("resolveImdsEndpoint", () => {
     expect(outcome.failures.find((f) => f.source === "dhclient")?.file).toBe(
       join(dir, "dhclient", "dhclient.eth0.leases"),
     );
+  });
+
+  it("tries the link-local address first every time, before a remembered endpoint that answers too", async () => {
+    const port = await listenOn("127.0.0.3");
+    await listenOn("127.0.0.2", port);
+    const { settings } = sandbox(port);
+    const remembered = { url: `http://127.0.0.2:${port}`, source: "dhcp" as const };
+    const outcome = await resolveImdsEndpoint(request(settings, { remembered }));
+    expect(outcome).toEqual({
+      endpoint: { url: `http://127.0.0.3:${port}`, source: "link-local", reused: false },
+      failures: [],
+    });
+  });
+
+  it("never trusts a candidate that accepts TCP but does not answer the Scheduled Events API with a document", async () => {
+    const port = await listenOn("127.0.0.2");
+    await listenOn("127.0.0.4", port, "accept-only");
+    await listenOn("127.0.0.5", port, (res) => res.writeHead(200).end("<html>welcome</html>"));
+    await listenOn("127.0.0.7", port, (res) => res.writeHead(200).end('{"DocumentIncarnation":-1,"Events":[]}'));
+    await listenOn("127.0.0.8", port, (res) => res.writeHead(404).end());
+    await listenOn("127.0.0.9", port, (res) => {
+      res.writeHead(200);
+      res.end(Buffer.alloc(300 * 1024, "x"));
+    });
+    const { dir, settings } = sandbox(port, { verifyTimeoutMs: 300 });
+    writeFileSync(join(dir, "WireServerEndpoint"), "127.0.0.4\n");
+    const lease = (n: number, hex: string) =>
+      writeFileSync(join(dir, "networkd", String(n)), `ADDRESS=10.0.0.4\nOPTION_245=${hex}\n`);
+    [["7F000005"], ["7F000007"], ["7F000008"], ["7F000009"], ["7F000002"]].forEach(([hex], i) => lease(i + 2, hex!));
+    const outcome = await resolveImdsEndpoint(
+      request(settings, { remembered: { url: `http://127.0.0.5:${port}`, source: "dhcp" } }),
+    );
+    expect(outcome.endpoint).toEqual({ url: `http://127.0.0.2:${port}`, source: "networkd", reused: false });
+    expect(outcome.failures.map((f) => `${f.source}:${f.reason}:${f.detail.replace(/^[\d.]+:\d+: /, "")}`)).toEqual([
+      "link-local:not-answering:ECONNREFUSED",
+      "remembered:not-imds:not a Scheduled Events document: body is not JSON: Unexpected token '<', \"<html>welcome</html>\" is not valid JSON",
+      "waagent:not-imds:no answer within 300 ms",
+      "networkd:not-imds:not a Scheduled Events document: DocumentIncarnation is missing or not a non-negative integer",
+      "networkd:not-imds:the Scheduled Events API answered HTTP 404",
+      "networkd:not-imds:the Scheduled Events answer exceeds 262144 bytes",
+    ]);
   });
 
   it("reports every source when nothing is found", async () => {
@@ -207,6 +265,34 @@ describe("EndpointDiscovery", () => {
       error: null,
     });
     expect(saved).toEqual([{ url: `http://127.0.0.2:${port}`, source: "dhcp" }]);
+    await discovery.stop();
+  });
+
+  it("remembers only the addresses it may remember, and ignores a remembered one at any other address", async () => {
+    const port = await listenOn("127.0.0.2");
+    await listenOn("127.0.0.5", port);
+    const { dir, settings } = sandbox(port, { rememberAddresses: ["169.254.169.254", "168.63.129.16"] });
+    writeFileSync(join(dir, "networkd", "2"), "ADDRESS=10.0.0.4\nOPTION_245=7F000002\n");
+    const saved: RememberedEndpoint[] = [];
+    const discovery = new EndpointDiscovery({
+      settings,
+      clock: systemClock,
+      logger: silentLogger,
+      env: {},
+      platform: "linux",
+    });
+    // An older agent remembered 127.0.0.5 (which answers as IMDS does): not an address to remember, so not reused.
+    await discovery.start({
+      load: () => ({ url: `http://127.0.0.5:${port}`, source: "dhclient" }),
+      save: (e) => saved.push(e),
+    });
+    expect(discovery.snapshot()).toEqual({
+      url: `http://127.0.0.2:${port}`,
+      source: "networkd",
+      reused: false,
+      error: null,
+    });
+    expect(saved).toEqual([]);
     await discovery.stop();
   });
 

@@ -1,5 +1,6 @@
 // Hooks: operator commands run on event transitions (argv arrays, never a shell), with the record on stdin and as
-// SEF_* variables; each run becomes a HookRecord (Succeeded, Failed, TimedOut or Interrupted). Config section `hooks`.
+// SEF_* variables over an allowlisted environment (no sef secret); each run becomes a HookRecord (Succeeded, Failed,
+// TimedOut or Interrupted). Config section `hooks`.
 import { spawn, type ChildProcess } from "node:child_process";
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
@@ -11,6 +12,7 @@ import { agentVersion as packageVersion } from "../../agent-version.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { systemClock, type Clock } from "../../util/clock.js";
+import { hookBaseEnvironment } from "./hook-environment.js";
 
 export const defaultHookTimeoutMs = 60_000;
 export const defaultHookKillGraceMs = 5_000;
@@ -46,6 +48,10 @@ export const hookSchema = z.strictObject({
   }),
   affectsThisVmOnly: documented(z._default(z.boolean(), true), {
     description: "Only events whose `Resources` include this VM.",
+  }),
+  passEnvironment: documented(z._default(z.array(z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/))), []), {
+    description:
+      "Names of the agent's environment variables the hook gets besides the allowlisted ones (`PATH`, `HOME`, `LANG`, `TZ`, …: see src/agent/actions/README.md); values stay redacted in records and logs.",
   }),
   onInterrupted: documented(z._default(z.enum(hookInterruptedPolicies), "skip"), {
     description:
@@ -115,7 +121,10 @@ export function hookEnvironment(record: TransitionRecord, hookName: string): Rec
 export interface RunHookOptions {
   logger: Logger;
   clock?: Clock;
-  /** Base environment for the child (default: this process's); SEF_* variables are added on top. */
+  /**
+   * The environment the child's is taken from (default: this process's): only the allowlisted variables and the
+   * hook's `passEnvironment` pass; SEF_* variables are added on top.
+   */
   env?: NodeJS.ProcessEnv;
   metrics?: AgentMetrics;
   /** Aborting kills the hook like a timeout does (used at shutdown). */
@@ -141,13 +150,17 @@ export async function runHook(
 ): Promise<HookRecord> {
   const clock = options.clock ?? systemClock;
   const startedMs = clock.monotonicMs();
-  const hookProcess = startHookProcess(hook, record, options.env);
-  const { end, killedBy } = await superviseHookProcess(hookProcess, hook, clock, options.signal);
+  const hookProcess = startHookProcess(hook, record, options.env ?? process.env);
+  const { end, killedBy } =
+    "spawnError" in hookProcess
+      ? { end: { exitCode: null, signal: null, spawnError: hookProcess.spawnError }, killedBy: undefined }
+      : await superviseHookProcess(hookProcess, hook, clock, options.signal);
   const elapsedMs = Math.max(0, clock.monotonicMs() - startedMs);
 
   const { outcome, why } = hookOutcome(end, killedBy, hook);
   const exitCode = end.exitCode ?? -1;
-  const stderrText = redactSecrets(lastLines(hookProcess.stderrTail().toString("utf8"), stderrTailLines));
+  const stderrTail = "spawnError" in hookProcess ? "" : hookProcess.stderrTail().toString("utf8");
+  const stderrText = redactSecrets(lastLines(stderrTail, stderrTailLines));
   const detail = truncate(`${hook.name}: ${why}${stderrText ? `; stderr: ${stderrText}` : ""}`, maxDetailChars);
 
   options.metrics?.hooks.inc({ outcome: metricOutcome[outcome] });
@@ -180,17 +193,32 @@ interface HookProcess {
   stderrTail(): Buffer;
 }
 
-/** Spawns the hook (no shell, its own process group off Windows), writes the record to its stdin, keeps its stderr's tail. */
-function startHookProcess(hook: HookConfig, record: TransitionRecord, env: NodeJS.ProcessEnv | undefined): HookProcess {
+/**
+ * Spawns the hook (no shell, its own process group off Windows), writes the record to its stdin, keeps its stderr's
+ * tail. A command or variable the system cannot pass (a NUL character from an IMDS string) is a `spawnError`, not a throw.
+ */
+function startHookProcess(
+  hook: HookConfig,
+  record: TransitionRecord,
+  baseEnv: NodeJS.ProcessEnv,
+): HookProcess | { spawnError: Error } {
   const [executable, ...args] = hook.command as [string, ...string[]];
+  const env = { ...hookBaseEnvironment(baseEnv, hook.passEnvironment), ...hookEnvironment(record, hook.name) };
+  const unpassable = unpassableStrings([["command", hook.command.join(" ")], ...Object.entries(env)]);
+  if (unpassable !== undefined) return { spawnError: new Error(unpassable) };
   const useGroup = process.platform !== "win32";
-  const child = spawn(executable, args, {
-    shell: false,
-    stdio: ["pipe", "ignore", "pipe"],
-    env: { ...(env ?? process.env), ...hookEnvironment(record, hook.name) },
-    detached: useGroup, // own process group, so a timeout also stops the hook's children
-    windowsHide: true,
-  });
+  let child: ChildProcess;
+  try {
+    child = spawn(executable, args, {
+      shell: false,
+      stdio: ["pipe", "ignore", "pipe"],
+      env,
+      detached: useGroup, // own process group, so a timeout also stops the hook's children
+      windowsHide: true,
+    });
+  } catch (err) {
+    return { spawnError: err as Error };
+  }
 
   let stderrTail = Buffer.alloc(0);
   child.stderr?.on("data", (chunk: Buffer) => {
@@ -358,6 +386,12 @@ function spawnFailureText(err: Error): string {
   if (code === undefined) return redactSecrets(err.message);
   const reason = spawnFailureReasons[code];
   return reason ? `${code} (${reason})` : code;
+}
+
+/** Says which argument or variable holds a NUL character (no process can receive one), or undefined. */
+function unpassableStrings(entries: readonly (readonly [string, string])[]): string | undefined {
+  const bad = entries.filter(([, value]) => value.includes("\0")).map(([name]) => name);
+  return bad.length === 0 ? undefined : `${bad.join(", ")} would hold a NUL character, which no process can receive`;
 }
 
 function lastLines(text: string, count: number): string {

@@ -25,6 +25,7 @@ export function registerDiscoverCommand(program: Command): void {
         explicitUrl: config.imdsUrl,
         settings: config.imdsDiscovery,
         probe: tcpProbe,
+        apiVersion: config.apiVersion,
         context: { env: process.env, platform: process.platform, nowMs: Date.now() },
         onFailure: (f) =>
           process.stdout.write(

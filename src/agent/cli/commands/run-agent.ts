@@ -159,6 +159,7 @@ async function buildAgent(
     imdsEndpoint = new EndpointDiscovery({
       explicitUrl: config.imdsUrl,
       settings: config.imdsDiscovery,
+      apiVersion: config.apiVersion,
       clock: systemClock,
       logger,
       registry: metrics.registry,

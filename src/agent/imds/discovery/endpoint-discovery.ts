@@ -9,7 +9,8 @@ import type { ImdsEndpointSource } from "../client.js";
 import type { ImdsDiscoverySettings } from "./settings.js";
 import { discoveredSources, discoveryFailureReasons, type DiscoveryFailure, type DiscoverySource } from "./failure.js";
 import { tcpProbe, type Probe } from "./probe.js";
-import { resolveImdsEndpoint, type ResolvedEndpoint } from "./resolver.js";
+import { rememberable, resolveImdsEndpoint, type ResolvedEndpoint } from "./resolver.js";
+import type { Verify } from "./verify.js";
 import type { DiscoverySourceReader, SourceContext } from "./sources.js";
 
 export interface RememberedEndpoint {
@@ -31,6 +32,9 @@ export interface EndpointDiscoveryOptions {
   /** The agent's metrics registry: `sef_imds_endpoint_info` and `sef_imds_discovery_errors_total` go there. */
   registry?: Registry;
   probe?: Probe;
+  verify?: Verify;
+  /** The Scheduled Events api-version a candidate is verified with (the agent's `apiVersion`). */
+  apiVersion?: string;
   env?: NodeJS.ProcessEnv;
   platform?: NodeJS.Platform;
   sources?: readonly DiscoverySourceReader[];
@@ -151,6 +155,8 @@ export class EndpointDiscovery implements ImdsEndpointSource {
       remembered,
       settings,
       probe: this.options.probe ?? tcpProbe,
+      ...(this.options.verify ? { verify: this.options.verify } : {}),
+      ...(this.options.apiVersion ? { apiVersion: this.options.apiVersion } : {}),
       sources: this.options.sources,
       context: {
         env: this.options.env ?? process.env,
@@ -187,7 +193,7 @@ export class EndpointDiscovery implements ImdsEndpointSource {
         this.info?.reset();
         this.info?.set({ source: outcome.endpoint.source, endpoint: outcome.endpoint.url }, 1);
       }
-      if (outcome.endpoint.source !== "explicit")
+      if (outcome.endpoint.source !== "explicit" && rememberable(outcome.endpoint.url, settings))
         this.saveMemory({ url: outcome.endpoint.url, source: outcome.endpoint.source });
       return;
     }
@@ -225,7 +231,10 @@ export class EndpointDiscovery implements ImdsEndpointSource {
       });
   }
 
-  /** The remembered endpoint, if it is well-formed and on the configured port (a changed config wins). */
+  /**
+   * The remembered endpoint, if it is well-formed, on the configured port and at an address that may be remembered
+   * (a changed config wins; an older agent may have remembered any address).
+   */
   private loadMemory(): RememberedEndpoint | undefined {
     let remembered: RememberedEndpoint | undefined;
     try {
@@ -238,14 +247,19 @@ export class EndpointDiscovery implements ImdsEndpointSource {
     try {
       const url = new URL(remembered.url);
       const port = url.port === "" ? 80 : Number(url.port);
-      if (url.protocol === "http:" && port === this.options.settings.port && typeof remembered.source === "string")
+      if (
+        url.protocol === "http:" &&
+        port === this.options.settings.port &&
+        typeof remembered.source === "string" &&
+        rememberable(remembered.url, this.options.settings)
+      )
         return remembered;
     } catch {
       // fall through: not a URL
     }
     this.options.logger.info(
       { remembered },
-      "ignoring the remembered IMDS endpoint (malformed, or another port than configured)",
+      "ignoring the remembered IMDS endpoint (malformed, another port than configured, or an address not to remember)",
     );
     return undefined;
   }

@@ -34,6 +34,7 @@ export const discoveryFailureReasons: readonly DiscoveryFailureReason[] = [
   "wrong-length",
   "expired",
   "not-answering",
+  "not-imds",
   "truncated",
   "bad-cookie",
   "wrong-xid",
@@ -48,6 +49,7 @@ export type DiscoveryFailureReason =
   | "wrong-length" // option 245 is not exactly 4 bytes
   | "expired" // every lease carrying option 245 has expired
   | "not-answering" // nothing accepts a connection at the address
+  | "not-imds" // it accepts a connection but does not answer the Scheduled Events API with a well-formed document
   | "truncated" // a DHCP reply shorter than its header or options
   | "bad-cookie" // a DHCP reply without the magic cookie
   | "wrong-xid" // a DHCP reply for another transaction

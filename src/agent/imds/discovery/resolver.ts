@@ -1,8 +1,10 @@
-// Chooses the IMDS endpoint: an explicit URL wins; else the endpoint remembered from the last run while it answers;
-// else 169.254.169.254 if it answers; else the discovery sources in order, each candidate probed before use.
+// Chooses the IMDS endpoint: an explicit URL wins; else 169.254.169.254 if it answers, every time; else the endpoint
+// remembered from the last run, else the discovery sources in order, each trusted only once it answers the Scheduled
+// Events API with a well-formed document. Says which endpoints may be remembered (Azure's addresses).
 import type { ImdsDiscoverySettings } from "./settings.js";
 import type { DiscoveryFailure, DiscoverySource } from "./failure.js";
 import type { Probe } from "./probe.js";
+import { scheduledEventsVerify, type Verify } from "./verify.js";
 import { discoverySources, type DiscoverySourceReader, type SourceContext } from "./sources.js";
 
 export interface ResolvedEndpoint {
@@ -23,6 +25,10 @@ export interface ResolveRequest {
   remembered?: { url: string; source: DiscoverySource };
   settings: ImdsDiscoverySettings;
   probe: Probe;
+  /** Asks a candidate for a Scheduled Events document (default: `scheduledEventsVerify`). */
+  verify?: Verify;
+  /** The Scheduled Events api-version the verification asks for (default `2020-07-01`). */
+  apiVersion?: string;
   context: Omit<SourceContext, "settings">;
   sources?: readonly DiscoverySourceReader[];
   /** Told about each failure as it happens (log and metric). */
@@ -33,8 +39,18 @@ export function endpointUrl(address: string, port: number): string {
   return port === 80 ? `http://${address}` : `http://${address}:${port}`;
 }
 
+/** Whether `url` is at an address that may be remembered across restarts (`imdsDiscovery.rememberAddresses`). */
+export function rememberable(url: string, settings: ImdsDiscoverySettings): boolean {
+  try {
+    return settings.rememberAddresses.includes(new URL(url).hostname);
+  } catch {
+    return false;
+  }
+}
+
 export async function resolveImdsEndpoint(request: ResolveRequest): Promise<ResolveOutcome> {
   const { settings, probe } = request;
+  const verify = request.verify ?? scheduledEventsVerify;
   const failures: DiscoveryFailure[] = [];
   const fail = (failure: DiscoveryFailure): void => {
     failures.push(failure);
@@ -50,19 +66,26 @@ export async function resolveImdsEndpoint(request: ResolveRequest): Promise<Reso
     if (!result.answered) fail({ source, reason: "not-answering", detail: `${parsed.host}: ${result.detail}`, file });
     return result.answered;
   };
+  /** A candidate that is not the link-local address: it must accept a connection, then answer as IMDS does. */
+  const trusted = async (source: DiscoverySource, url: string, file?: string): Promise<boolean> => {
+    if (!(await answers(source, url, file))) return false;
+    const apiVersion = request.apiVersion ?? "2020-07-01";
+    const result = await verify(url, apiVersion, settings.verifyTimeoutMs, request.context.signal);
+    if (!result.answered) fail({ source, reason: "not-imds", detail: `${new URL(url).host}: ${result.detail}`, file });
+    return result.answered;
+  };
 
-  if (
-    request.remembered &&
-    request.remembered.source !== "explicit" &&
-    (await answers("remembered", request.remembered.url))
-  ) {
-    return { endpoint: { url: request.remembered.url, source: request.remembered.source, reused: true }, failures };
-  }
   const linkLocal = endpointUrl(settings.linkLocalAddress, settings.port);
   if (await answers("link-local", linkLocal))
     return { endpoint: { url: linkLocal, source: "link-local", reused: false }, failures };
-
   const tried = new Set<string>([linkLocal]);
+  const remembered = request.remembered;
+  if (remembered && remembered.source !== "explicit" && !tried.has(remembered.url)) {
+    tried.add(remembered.url);
+    if (await trusted("remembered", remembered.url))
+      return { endpoint: { url: remembered.url, source: remembered.source, reused: true }, failures };
+  }
+
   for (const reader of request.sources ?? discoverySources) {
     if (request.context.signal?.aborted) break;
     const result = await reader.read({ ...request.context, settings });
@@ -71,7 +94,7 @@ export async function resolveImdsEndpoint(request: ResolveRequest): Promise<Reso
       const url = endpointUrl(candidate.address, settings.port);
       if (tried.has(url)) continue;
       tried.add(url);
-      if (await answers(candidate.source, url, candidate.file))
+      if (await trusted(candidate.source, url, candidate.file))
         return { endpoint: { url, source: candidate.source, reused: false }, failures };
     }
   }

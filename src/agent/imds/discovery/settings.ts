@@ -4,6 +4,8 @@ import "../../util/zod-locale.js";
 import { documented } from "../../util/setting-doc.js";
 
 export const defaultLinkLocalAddress = "169.254.169.254";
+/** Where Azure serves IMDS: the link-local address, and the WireServer DHCP option 245 names. */
+export const azureImdsAddresses = [defaultLinkLocalAddress, "168.63.129.16"];
 
 export const defaultLeaseFiles = {
   dhclient: [
@@ -46,6 +48,14 @@ export const imdsDiscoverySettingsSchema = z.strictObject({
   port: documented(z._default(port, 80), { description: "IMDS port at every address." }),
   probeTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(50), z.maximum(30_000)), 1000), {
     description: "Connect timeout of each probe.",
+  }),
+  verifyTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(100), z.maximum(180_000)), 10_000), {
+    description:
+      "Time a discovered or remembered endpoint has to answer the Scheduled Events API with a well-formed document before it is trusted.",
+  }),
+  rememberAddresses: documented(z._default(z.array(ipv4), azureImdsAddresses), {
+    description:
+      "Addresses an endpoint found may be remembered at across restarts (Azure's); one found elsewhere is used but never remembered.",
   }),
   rediscoverAfterFailures: documented(z._default(z.number().check(z.int(), z.minimum(0)), 5), {
     description: "Consecutive connection failures before discovering again (0 = never).",

@@ -45,7 +45,10 @@ export function planChunks(batch: readonly OutboxEntry[], maxBytes: number, maxR
   return chunks;
 }
 
-/** `sha256=<hex>` HMAC-SHA256 of the exact body bytes. */
-export function signBody(body: Buffer, secret: string): string {
-  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+/**
+ * `sha256=<hex>` HMAC-SHA256 of `<timestamp>.<exact body bytes>`: the timestamp (Unix seconds, sent in its own header)
+ * is signed with the body, so a receiver that refuses old timestamps refuses a replayed request.
+ */
+export function signBody(body: Buffer, secret: string, timestampSeconds: number): string {
+  return `sha256=${createHmac("sha256", secret).update(`${timestampSeconds}.`).update(body).digest("hex")}`;
 }

@@ -10,6 +10,7 @@ export const defaultWebhookTimeoutMs = 10_000;
 export const defaultWebhookMaxBatchRecords = 500;
 export const defaultWebhookMaxBatchBytes = 1024 * 1024;
 export const defaultSignatureHeader = "X-Sef-Signature";
+export const defaultTimestampHeader = "X-Sef-Timestamp";
 
 /** A header value: a literal string, or `{ "fromEnv": "VAR" }` read from the environment at start-up. */
 const headerValueSchema = z.union([z.string(), z.strictObject({ fromEnv: z.string().check(z.minLength(1)) })]);
@@ -33,14 +34,21 @@ export const webhookSettingsSchema = z.strictObject({
         header: documented(z._default(z.string().check(z.minLength(1)), defaultSignatureHeader), {
           description: "Header carrying the signature.",
         }),
+        timestampHeader: documented(z._default(z.string().check(z.minLength(1)), defaultTimestampHeader), {
+          description: "Header carrying the signed timestamp (Unix seconds).",
+        }),
       }),
     ),
     {
       description:
-        'Adds `sha256=<hex HMAC-SHA256 of the exact body>`, e.g. `{"secretEnv": "SEF_WEBHOOK_SECRET", "header": "X-Sef-Signature"}`.',
+        'Adds the time of sending (Unix seconds) and `sha256=<hex HMAC-SHA256 of "<timestamp>.<exact body>">`, e.g. `{"secretEnv": "SEF_WEBHOOK_SECRET"}`: see src/agent/sinks/webhook/README.md for checking it and refusing replays.',
       defaultText: "none",
     },
   ),
+  allowPlainHttp: documented(z._default(z.boolean(), false), {
+    description:
+      "Sign or send credential headers over plain `http://` (anyone on the path can read and replay them); off: the agent refuses to start.",
+  }),
   timeoutMs: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookTimeoutMs), {
     description: "Time limit per request.",
   }),
@@ -105,7 +113,21 @@ export function webhookSettingsRules({
   }
   if (wh?.signature && !env[wh.signature.secretEnv])
     problems.push(`webhook.signature.secretEnv: environment variable ${wh.signature.secretEnv} is not set`);
+  const plainHttp = /^http:\/\//i.test(argument ?? wh?.url ?? "");
+  const exposed = wh ? credentialSettings(wh) : [];
+  if (plainHttp && exposed.length > 0 && !wh?.allowPlainHttp)
+    problems.push(
+      `webhook.url: ${exposed.join(", ")} would travel over plain http:// (readable and replayable on the way): use https://, or set webhook.allowPlainHttp to true`,
+    );
   return problems;
+}
+
+/** The settings that put a secret on the wire: the signature, `fromEnv` headers and credential-named literal ones. */
+function credentialSettings(settings: WebhookSettings): string[] {
+  const headers = Object.entries(settings.headers).flatMap(([name, value]) =>
+    typeof value !== "string" || credentialHeader.test(name) ? [`webhook.headers.${name}`] : [],
+  );
+  return [...(settings.signature ? ["webhook.signature"] : []), ...headers];
 }
 
 /** The variables of `{ "fromEnv": … }` header values and of the signing secret. */

@@ -24,8 +24,8 @@ export interface WebhookSinkOptions {
   url: string;
   /** Resolved header values (secrets: never logged). */
   headers: Record<string, string>;
-  /** HMAC secret and header name, when bodies are signed. */
-  signature?: { secret: string; header: string };
+  /** HMAC secret, signature and timestamp header names, when bodies are signed. */
+  signature?: { secret: string; header: string; timestampHeader: string };
   timeoutMs: number;
   maxBatchRecords: number;
   maxBatchBytes: number;
@@ -116,7 +116,11 @@ export class WebhookSink implements Sink {
       "user-agent": `sef/${options.agentVersion}`,
       ...options.headers,
     };
-    if (options.signature) headers[options.signature.header] = signBody(body, options.signature.secret);
+    if (options.signature) {
+      const timestampSeconds = Math.floor(this.clock.now() / 1000);
+      headers[options.signature.timestampHeader] = String(timestampSeconds);
+      headers[options.signature.header] = signBody(body, options.signature.secret, timestampSeconds);
+    }
     try {
       let url = options.url;
       for (let hop = 0; ; hop++) {
@@ -206,7 +210,13 @@ export function createWebhookSink(input: CreateWebhookSinkInput): WebhookSink {
     url,
     headers: resolveHeaders(settings.headers, env),
     ...(settings.signature
-      ? { signature: { secret: resolveSecret(settings.signature.secretEnv, env), header: settings.signature.header } }
+      ? {
+          signature: {
+            secret: resolveSecret(settings.signature.secretEnv, env),
+            header: settings.signature.header,
+            timestampHeader: settings.signature.timestampHeader,
+          },
+        }
       : {}),
     timeoutMs: settings.timeoutMs,
     maxBatchRecords: settings.maxBatchRecords,
