@@ -254,8 +254,8 @@ module fleet 'modules/fleet.bicep' = if (deployFleet && deployEventHubs) {
     namePrefix: namePrefix
     nameSuffix: nameSuffix
     tags: tags
-    eventHubsNamespaceName: eventHubs.outputs.namespaceName
-    eventHubName: eventHubs.outputs.eventHubName
+    eventHubsNamespaceName: eventHubs!.outputs.namespaceName
+    eventHubName: eventHubs!.outputs.eventHubName
     image: fleetImage
     replicas: fleetReplicas
     targets: fleetTargets
@@ -278,16 +278,16 @@ module workbook 'modules/workbook.bicep' = if (deployWorkbook) {
   ]
 }
 
-var eventHubsNamespace = deployEventHubs ? eventHubs.outputs.fullyQualifiedNamespace : ''
+var eventHubsNamespace = deployEventHubs ? eventHubs!.outputs.fullyQualifiedNamespace : ''
 
 @description('Container app running sef fleet (empty when not deployed).')
-output fleetAppName string = deployFleet && deployEventHubs ? fleet.outputs.appName : ''
+output fleetAppName string = deployFleet && deployEventHubs ? fleet!.outputs.appName : ''
 
 @description('Log Analytics workspace resource id.')
 output workspaceResourceId string = workspaceResourceId
 
 @description('Workspace id (GUID) for `az monitor log-analytics query -w`.')
-output workspaceCustomerId string = createWorkspace ? newWorkspace.properties.customerId : existingWorkspace.properties.customerId
+output workspaceCustomerId string = createWorkspace ? newWorkspace!.properties.customerId : existingWorkspace!.properties.customerId
 
 @description('Logs ingestion endpoint of the data collection endpoint (config: loganalytics.endpoint).')
 output logsIngestionEndpoint string = ingestion.outputs.logsIngestionEndpoint
@@ -308,10 +308,10 @@ output tableName string = table.outputs.tableName
 output eventHubsFullyQualifiedNamespace string = eventHubsNamespace
 
 @description('Event hub name (config: eventhubs.eventHubName); empty without Event Hubs.')
-output eventHubName string = deployEventHubs ? eventHubs.outputs.eventHubName : ''
+output eventHubName string = deployEventHubs ? eventHubs!.outputs.eventHubName : ''
 
 @description('Consumer group for downstream readers; empty without Event Hubs.')
-output eventHubConsumerGroupName string = deployEventHubs ? eventHubs.outputs.consumerGroupName : ''
+output eventHubConsumerGroupName string = deployEventHubs ? eventHubs!.outputs.consumerGroupName : ''
 
 @description('Client id of the agents\' user-assigned identity (config: *.managedIdentityClientId).')
 output identityClientId string = agentIdentity.properties.clientId
@@ -323,10 +323,10 @@ output identityPrincipalId string = agentIdentity.properties.principalId
 output identityResourceId string = agentIdentity.id
 
 @description('Action group notified by the alert rules; empty without alerts.')
-output actionGroupResourceId string = deployAlerts ? alerts.outputs.actionGroupResourceId : ''
+output actionGroupResourceId string = deployAlerts ? alerts!.outputs.actionGroupResourceId : ''
 
 @description('The fleet workbook (open it under Azure Monitor → Workbooks); empty without it.')
-output workbookResourceId string = deployWorkbook ? workbook.outputs.workbookResourceId : ''
+output workbookResourceId string = deployWorkbook ? workbook!.outputs.workbookResourceId : ''
 
 var loganalyticsConfig = {
   endpoint: ingestion.outputs.logsIngestionEndpoint
@@ -356,7 +356,7 @@ var baseConfig = {
 output agentConfig object = deployEventHubs ? union(baseConfig, {
   eventhubs: {
     fullyQualifiedNamespace: eventHubsNamespace
-    eventHubName: eventHubs.outputs.eventHubName
+    eventHubName: eventHubs!.outputs.eventHubName
     credential: 'managedIdentity'
     managedIdentityClientId: agentIdentity.properties.clientId
   }

@@ -1,0 +1,80 @@
+// Runs the pinned Bicep CLI (test/setup/bicep-cli.ts restores it; a test run on its own restores it too): one process
+// per command over every file (`--pattern`), commands run side by side, diagnostics parsed from its default format.
+import { spawn } from "node:child_process";
+import { join, relative } from "node:path";
+import { bicepCliPath, ensureBicepCli } from "../../setup/bicep-cli.js";
+import { repoRoot } from "./bicep.js";
+
+const commandTimeoutMs = 300_000;
+
+/** The environment the parameter files read (README: every-vm-mg.bicepparam's SEF_SUBSCRIPTION_ID). */
+export const sampleEnvironment = { SEF_SUBSCRIPTION_ID: "00000000-0000-0000-0000-0000000000aa" };
+
+export interface BicepRun {
+  readonly args: readonly string[];
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface Diagnostic {
+  /** Repository-relative path. */
+  readonly file: string;
+  readonly line: number;
+  readonly level: "Error" | "Warning" | "Info";
+  readonly code: string;
+  readonly message: string;
+}
+
+/** The Bicep CLI's path, restoring it first when missing (throws with the set-up step's words when it cannot). */
+export function bicepCli(): string {
+  const lines: string[] = [];
+  if (ensureBicepCli((line) => lines.push(line)) !== 0) throw new Error(`Bicep CLI missing: ${lines.join("; ")}`);
+  return bicepCliPath;
+}
+
+/** Runs `bicep ARGS` in the checkout; resolves with its exit status and output (never rejects on a non-zero exit). */
+export function runBicep(args: readonly string[], env: Record<string, string> = {}): Promise<BicepRun> {
+  const cli = bicepCli();
+  return new Promise((resolve, reject) => {
+    const child = spawn(cli, args, {
+      cwd: repoRoot,
+      env: { ...process.env, ...sampleEnvironment, ...env, DOTNET_CLI_TELEMETRY_OPTOUT: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: commandTimeoutMs,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ args, status, stdout, stderr }));
+  });
+}
+
+const diagnosticLine = /^(.+?)\((\d+),\d+\) : (Error|Warning|Info) ([\w-]+): (.*)$/;
+
+/** The diagnostics in a run's output (`path(line,col) : Level CODE: message`), paths made repository-relative. */
+export function diagnostics(output: string): Diagnostic[] {
+  return output.split("\n").flatMap((line) => {
+    const m = diagnosticLine.exec(line.trim());
+    if (m === null) return [];
+    return [
+      {
+        file: relative(repoRoot, m[1]!),
+        line: Number(m[2]),
+        level: m[3] as Diagnostic["level"],
+        code: m[4]!,
+        message: m[5]!.replace(/ \[https:\/\/aka\.ms\/[^\]]*\]$/, ""),
+      },
+    ];
+  });
+}
+
+/** One line per diagnostic, for assertions that print what went wrong. */
+export function describeDiagnostics(list: readonly Diagnostic[]): string[] {
+  return list.map((d) => `${d.file}:${d.line} ${d.level} ${d.code}: ${d.message}`);
+}
+
+/** The repository-relative glob of every file with an extension under bicep/. */
+export const bicepGlob = (extension: string): string => join("bicep", "**", `*${extension}`);
