@@ -129,6 +129,10 @@ param fleetRules array = []
 @description('Secrets named by the targets (urlEnv, routingKeyEnv, hmacSecretEnv) as NAME: value.')
 param fleetTargetSecrets object = {}
 
+@description('VM groups (scale sets, rings, teams) that each get a sender identity of their own (sef-agent-identity-GROUP) with the agents\' roles, besides the shared one: revoke one group alone, see who sent in the audit logs. Attach it in place of the shared identity, with its client id in the group\'s config (output groupIdentities).')
+@maxLength(20)
+param agentIdentityGroups string[] = []
+
 @description('Deploy the fleet workbook (Azure Monitor Workbook over ScheduledEvents_CL).')
 param deployWorkbook bool = true
 
@@ -168,6 +172,16 @@ resource agentIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01
   tags: tags
 }
 
+// The stronger setup (issue 47): one sender identity per VM group, so a group's rights can be revoked alone and
+// Azure's audit logs name the group that sent. Each gets the same two data-plane roles as the shared identity.
+resource groupIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = [for group in agentIdentityGroups: {
+  name: '${namePrefix}-agent-identity-${group}'
+  location: location
+  tags: tags
+}]
+
+
+
 module table 'modules/workspace-table.bicep' = {
   name: '${deployment().name}-table'
   scope: resourceGroup(workspaceSubscriptionId, workspaceResourceGroupName)
@@ -190,6 +204,7 @@ module ingestion 'modules/ingestion.bicep' = {
     tags: tags
     workspaceResourceId: workspaceResourceId
     publisherPrincipalId: agentIdentity.properties.principalId
+    groupPublisherPrincipalIds: [for (group, i) in agentIdentityGroups: groupIdentity[i].properties.principalId]
   }
   dependsOn: [
     table
@@ -208,6 +223,7 @@ module eventHubs 'modules/eventhubs.bicep' = if (deployEventHubs) {
     retentionInDays: eventHubRetentionInDays
     consumerGroupName: eventHubConsumerGroupName
     senderPrincipalId: agentIdentity.properties.principalId
+    groupSenderPrincipalIds: [for (group, i) in agentIdentityGroups: groupIdentity[i].properties.principalId]
   }
 }
 
@@ -321,6 +337,13 @@ output identityPrincipalId string = agentIdentity.properties.principalId
 
 @description('Resource id of the agents\' identity: assign it to the VMs or scale sets that run the agent.')
 output identityResourceId string = agentIdentity.id
+
+@description('One identity per agentIdentityGroups entry: group, resourceId (attach to the group\'s VMs), clientId (its config\'s managedIdentityClientId).')
+output groupIdentities array = [for (group, i) in agentIdentityGroups: {
+  group: group
+  resourceId: groupIdentity[i].id
+  clientId: groupIdentity[i].properties.clientId
+}]
 
 @description('Action group notified by the alert rules; empty without alerts.')
 output actionGroupResourceId string = deployAlerts ? alerts!.outputs.actionGroupResourceId : ''

@@ -1,8 +1,7 @@
 // The sef-vm policy's remediation (compiled into remediation-vm.json by `npm run deploy:generate`; the definition
 // embeds that output): reads the VM live (reference(id, apiVersion, 'Full'), as Microsoft's identity policies do) and
 // writes back all its identities and applications with sef's added, in a nested deployment (remediation-apply-vm.bicep).
-// A VM that failed with sef listed first gets sef removed, then added again: the documented way to retry an install.
-import { identityWith, othersThan, removeFirst, sefEntry } from 'remediation-shared.bicep'
+// One the policy saw Failed first gets sef removed, then added again: Azure's way to retry a VM Application.
 
 param resourceName string
 param location string
@@ -19,17 +18,24 @@ resource vm 'Microsoft.Compute/virtualMachines@2025-04-01' existing = {
   name: resourceName
 }
 
-var liveApplications = vm.properties.?applicationProfile.?galleryApplications ?? []
-var others = othersThan(liveApplications, applicationId)
-var identity = identityWith(vm.?identity ?? {}, agentIdentityResourceId)
+var live = {
+  identity: vm.?identity ?? {}
+  applications: vm.properties.?applicationProfile.?galleryApplications ?? []
+}
 
-module retry 'remediation-apply-vm.bicep' = if (removeFirst(provisioningState)) {
+module retry 'remediation-apply-vm.bicep' = if (toLower(provisioningState) == 'failed') {
   name: take('sef-remove-${resourceName}', 64)
   params: {
     resourceName: resourceName
     location: location
-    identity: identity
-    applications: others
+    liveIdentity: live.identity
+    liveApplications: live.applications
+    agentIdentityResourceId: agentIdentityResourceId
+    applicationId: applicationId
+    applicationVersion: applicationVersion
+    configurationReference: configurationReference
+    enableAutomaticUpgrade: enableAutomaticUpgrade
+    removeSef: true
   }
 }
 
@@ -38,10 +44,13 @@ module apply 'remediation-apply-vm.bicep' = {
   params: {
     resourceName: resourceName
     location: location
-    identity: identity
-    applications: concat(others, [
-      sefEntry(applicationId, applicationVersion, configurationReference, enableAutomaticUpgrade)
-    ])
+    liveIdentity: live.identity
+    liveApplications: live.applications
+    agentIdentityResourceId: agentIdentityResourceId
+    applicationId: applicationId
+    applicationVersion: applicationVersion
+    configurationReference: configurationReference
+    enableAutomaticUpgrade: enableAutomaticUpgrade
   }
   dependsOn: [
     retry

@@ -1,8 +1,7 @@
 // The sef-vmss policy's remediation (compiled into remediation-vmss.json by `npm run deploy:generate`; the definition
 // embeds that output): reads the scale set live (reference(id, apiVersion, 'Full'), as Microsoft's identity policies do) and
 // writes back all its identities and applications with sef's added, in a nested deployment (remediation-apply-vmss.bicep).
-// A scale set that failed with sef listed first gets sef removed, then added again: the documented way to retry an install.
-import { identityWith, othersThan, removeFirst, sefEntry } from 'remediation-shared.bicep'
+// One the policy saw Failed first gets sef removed, then added again: Azure's way to retry a VM Application.
 
 param resourceName string
 param location string
@@ -19,17 +18,24 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2025-04-01' existing = 
   name: resourceName
 }
 
-var liveApplications = vmss.properties.?virtualMachineProfile.?applicationProfile.?galleryApplications ?? []
-var others = othersThan(liveApplications, applicationId)
-var identity = identityWith(vmss.?identity ?? {}, agentIdentityResourceId)
+var live = {
+  identity: vmss.?identity ?? {}
+  applications: vmss.properties.?virtualMachineProfile.?applicationProfile.?galleryApplications ?? []
+}
 
-module retry 'remediation-apply-vmss.bicep' = if (removeFirst(provisioningState)) {
+module retry 'remediation-apply-vmss.bicep' = if (toLower(provisioningState) == 'failed') {
   name: take('sef-remove-${resourceName}', 64)
   params: {
     resourceName: resourceName
     location: location
-    identity: identity
-    applications: others
+    liveIdentity: live.identity
+    liveApplications: live.applications
+    agentIdentityResourceId: agentIdentityResourceId
+    applicationId: applicationId
+    applicationVersion: applicationVersion
+    configurationReference: configurationReference
+    enableAutomaticUpgrade: enableAutomaticUpgrade
+    removeSef: true
   }
 }
 
@@ -38,10 +44,13 @@ module apply 'remediation-apply-vmss.bicep' = {
   params: {
     resourceName: resourceName
     location: location
-    identity: identity
-    applications: concat(others, [
-      sefEntry(applicationId, applicationVersion, configurationReference, enableAutomaticUpgrade)
-    ])
+    liveIdentity: live.identity
+    liveApplications: live.applications
+    agentIdentityResourceId: agentIdentityResourceId
+    applicationId: applicationId
+    applicationVersion: applicationVersion
+    configurationReference: configurationReference
+    enableAutomaticUpgrade: enableAutomaticUpgrade
   }
   dependsOn: [
     retry

@@ -2,7 +2,7 @@
 # Publishes a sef release as VM Application versions with the Azure CLI: bundles `npm run package`'s artifacts
 # (bundle.sh), uploads the bundles and the agent config to a blob container (Entra ID auth, no account keys), and
 # creates the gallery, the applications sef-linux and sef-windows (when missing) and their version VERSION, whose
-# commands and file names come from commands.json (as bicep/modules/vmapp-version.bicep's do).
+# commands and file names come from commands.json (as bicep/vmapp.bicep's do).
 # Usage: see --help. --dry-run prints the az commands instead of running them.
 set -euo pipefail
 
