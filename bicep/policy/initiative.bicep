@@ -56,10 +56,10 @@ func references() array => [
 @description('The initiative\'s properties, given the ids of the deployed definitions (in the order of definitions) and the parameters the definitions declare (definitions[0].properties.parameters).')
 func initiativeProperties(definitionIds array, definitionParameters object) object => {
   displayName: 'sef: the Scheduled Events Forwarder on every VM and scale set'
-  description: 'Installs sef as a VM Application at a pinned version, with the agent\'s user-assigned identity, on Linux and Windows VMs and scale sets (Uniform and Flexible) in one rollout ring; AKS nodes and opted-out VMs are left alone. Compliance shows which VMs lack sef or run another version.'
+  description: 'Installs sef as a VM Application at a pinned version, with the agent\'s user-assigned identity (other identities and applications kept), on Linux and Windows VMs and Uniform scale sets in one rollout ring and the versions\' regions; platform-managed, agentless, unsupported-image and opted-out VMs are left alone. Compliance shows which VMs lack sef, run another version or failed to install it.'
   metadata: {
     category: 'Compute'
-    version: '1.0.0'
+    version: '2.0.0'
   }
   parameters: union(toObject(sharedParameterNames(), name => name, name => (definitionParameters[name])), {
     linuxApplicationId: definitionParameters.applicationId

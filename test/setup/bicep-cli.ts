@@ -11,12 +11,14 @@ export const bicepVersion = "0.49.2";
 const repoRoot = resolve(import.meta.dirname, "../..");
 /** Where the set-up step keeps the tools it restores (git-ignored). */
 export const toolsDir = join(repoRoot, ".tools");
-const packagesDir = join(toolsDir, "nuget");
-const packageDir = join(packagesDir, bicepPackage.toLowerCase(), bicepVersion);
+const packagesDir = (root: string): string => join(root, "nuget");
+const packageDir = (root: string): string => join(packagesDir(root), bicepPackage.toLowerCase(), bicepVersion);
+/** The bicep executable under a tools folder. */
+const cliUnder = (root: string): string => join(packageDir(root), "tools", "bicep");
 /** The bicep executable the tests run. */
-export const bicepCliPath = join(packageDir, "tools", "bicep");
+export const bicepCliPath = cliUnder(toolsDir);
 /** NuGet writes this file last: a package folder without it is an interrupted restore. */
-const restoredMarker = join(packageDir, ".nupkg.metadata");
+const restoredMarker = (root: string): string => join(packageDir(root), ".nupkg.metadata");
 const restoreTimeoutMs = 15 * 60_000;
 
 /** What a machine without dotnet is told to run (the SDK is not a Debian package: Ubuntu's archive or Microsoft's). */
@@ -52,46 +54,56 @@ function sdkTargetFramework(): string | undefined {
   return run.status === 0 && major !== undefined ? `net${major}.0` : undefined;
 }
 
-/** Whether the pinned Bicep CLI is restored in .tools/. */
-export function bicepCliRestored(): boolean {
-  return existsSync(restoredMarker) && existsSync(bicepCliPath);
+/** Whether the pinned Bicep CLI is restored in a tools folder (.tools/). */
+export function bicepCliRestored(root: string = toolsDir): boolean {
+  return existsSync(restoredMarker(root)) && existsSync(cliUnder(root));
+}
+
+export interface EnsureOptions {
+  /** PATH to find dotnet on. */
+  readonly path?: string;
+  /** The tools folder (.tools/ of the checkout). */
+  readonly root?: string;
+  /** Where the reason and the step to take go (stderr). */
+  readonly warn?: (text: string) => void;
 }
 
 /**
  * Makes sure the pinned Bicep CLI is in .tools/ (restoring it with dotnet when missing). Returns 0 when it is there,
  * else 1 after writing what to do to stderr.
  */
-export function ensureBicepCli(say: (line: string) => void, path: string = process.env.PATH ?? ""): number {
-  if (bicepCliRestored()) {
+export function ensureBicepCli(say: (line: string) => void, options: EnsureOptions = {}): number {
+  const { path = process.env.PATH ?? "", root = toolsDir, warn = (text) => process.stderr.write(text) } = options;
+  if (bicepCliRestored(root)) {
     say(`Bicep CLI ${bicepVersion}: present (.tools/)`);
     return 0;
   }
   const framework = onPath("dotnet", path) ? sdkTargetFramework() : undefined;
   if (framework === undefined) {
-    process.stderr.write(
+    warn(
       `prepare: the deploy tests need the Bicep CLI ${bicepVersion}, restored with dotnet (the .NET SDK), which is ` +
         `missing.\nInstall the .NET SDK (as root), then run npm test again:\n  ${dotnetInstallStep}\n`,
     );
     return 1;
   }
-  const projectDir = join(toolsDir, "bicep-restore");
+  const projectDir = join(root, "bicep-restore");
   mkdirSync(projectDir, { recursive: true });
   const project = join(projectDir, "bicep-restore.csproj");
   writeFileSync(project, restoreProject(framework));
   say(`Bicep CLI ${bicepVersion}: restoring ${bicepPackage} with dotnet into .tools/ (about a minute the first time)`);
-  const run = spawnSync("dotnet", ["restore", project, "--packages", packagesDir, "--verbosity", "quiet"], {
+  const run = spawnSync("dotnet", ["restore", project, "--packages", packagesDir(root), "--verbosity", "quiet"], {
     stdio: ["ignore", "inherit", "inherit"],
     env: { ...dotnetEnv(), PATH: path },
     timeout: restoreTimeoutMs,
   });
-  if (run.status !== 0 || !bicepCliRestored()) {
-    process.stderr.write(
+  if (run.status !== 0 || !bicepCliRestored(root)) {
+    warn(
       `prepare: dotnet restore of ${bicepPackage} ${bicepVersion} failed (exit ${run.status ?? run.signal}); ` +
-        `run it yourself: dotnet restore ${project} --packages ${packagesDir}\n`,
+        `run it yourself: dotnet restore ${project} --packages ${packagesDir(root)}\n`,
     );
     return 1;
   }
-  chmodSync(bicepCliPath, 0o755);
+  chmodSync(cliUnder(root), 0o755);
   say(`Bicep CLI ${bicepVersion}: restored`);
   return 0;
 }

@@ -1,5 +1,6 @@
 // npm test's set-up step on a machine where it may not install anything (here: no apt-get and no tools on PATH): it
-// stops at once, non-zero, naming the one apt-get command that installs exactly what is missing.
+// stops at once, non-zero, naming the one apt-get command that installs exactly what is missing; without dotnet, the
+// Bicep CLI's restore names the .NET SDK's install step.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../package/artifacts.js";
 import { installCommand, systemPackages } from "./system-tools.js";
+import { bicepCliRestored, bicepVersion, dotnetInstallStep, ensureBicepCli, restoreProject } from "./bicep-cli.js";
 
 const emptyBin = mkdtempSync(join(tmpdir(), "sef-empty-path-"));
 afterAll(() => rmSync(emptyBin, { recursive: true, force: true }));
@@ -30,5 +32,32 @@ describe("test/setup/prepare.ts", () => {
     for (const p of commandPackages) expect(run.stderr).toContain(`  ${p.name}: ${p.usedBy}`);
     expect(run.stdout).not.toContain("installing");
     expect(run.stdout).not.toContain("package artifacts");
+  });
+});
+
+describe("test/setup/bicep-cli.ts", () => {
+  const emptyTools = mkdtempSync(join(tmpdir(), "sef-empty-tools-"));
+  afterAll(() => rmSync(emptyTools, { recursive: true, force: true }));
+
+  it("without dotnet and without a restored CLI: returns 1 at once naming the .NET SDK install step", () => {
+    const said: string[] = [];
+    let warned = "";
+    const status = ensureBicepCli((line) => said.push(line), {
+      path: emptyBin,
+      root: emptyTools,
+      warn: (text) => (warned += text),
+    });
+    expect(status).toBe(1);
+    expect(warned).toContain(`Bicep CLI ${bicepVersion}`);
+    expect(warned).toContain(`  ${dotnetInstallStep}\n`);
+    expect(dotnetInstallStep).toMatch(/^apt-get install -y dotnet-sdk-\d+\.\d+ /);
+    expect(said).toEqual([]);
+    expect(bicepCliRestored(emptyTools)).toBe(false);
+  });
+
+  it("the restore project downloads exactly the pinned package for the SDK's framework", () => {
+    const project = restoreProject("net10.0");
+    expect(project).toContain("<TargetFramework>net10.0</TargetFramework>");
+    expect(project).toContain(`<PackageDownload Include="Azure.Bicep.CommandLine.linux-x64" Version="[0.49.2]" />`);
   });
 });
