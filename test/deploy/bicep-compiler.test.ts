@@ -69,6 +69,21 @@ describe("the Bicep CLI (Azure.Bicep.CommandLine 0.49.2)", () => {
   });
 });
 
+describe("the compiled rollout", () => {
+  it("each policy assignment waits for its role assignments (a remediation started at once would lack the rights)", () => {
+    const template = JSON.parse(readFileSync(join(out, "build", "every-vm-mg.json"), "utf8")) as {
+      resources: Record<string, { type: string; dependsOn?: string[] }>;
+    };
+    const [, assignment] = Object.entries(template.resources).find(([, r]) => r.type.endsWith("/policyAssignments"))!;
+    const roleSymbols = Object.entries(template.resources)
+      .filter(([, r]) => r.type.endsWith("/roleAssignments"))
+      .map(([symbol]) => symbol);
+    expect(roleSymbols).toEqual(["virtualMachineContributor"]);
+    // The module holding the remediation identity's other two role assignments, and the one at the deployment's scope.
+    expect(assignment.dependsOn).toEqual(expect.arrayContaining(["remediation", "virtualMachineContributor"]));
+  });
+});
+
 describe("no hand-written ARM", () => {
   it("the remediation templates the policy definitions embed are the compiler's output of their modules (npm run deploy:generate)", () => {
     expect(Object.keys(remediationTemplatePaths)).toEqual(["vm", "vmss"]);

@@ -8,14 +8,7 @@ import { join } from "node:path";
 import type { Parser } from "web-tree-sitter";
 import { beforeAll, describe, expect, it } from "vitest";
 import { bicepRoot, loadBicepParser, parseBicep, propertiesNamed, repoRoot, type BicepFile } from "./support/bicep.js";
-import {
-  managementGroupScope,
-  resourceGroupScope,
-  runBicep,
-  snapshot,
-  type BicepRun,
-  type Snapshot,
-} from "./support/bicep-cli.js";
+import { managementGroupScope, resourceGroupScope, snapshot, type Snapshot } from "./support/bicep-cli.js";
 import {
   aliasPaths,
   jsonProblems,
@@ -59,10 +52,7 @@ const agentIdentity =
 let parser: Parser;
 let rendered: Snapshot;
 let withSas: Snapshot;
-let applyVm: Snapshot;
-let applyVmss: Snapshot;
-let retryVm: Snapshot;
-let compiledEntry: BicepRun;
+let remediationCases: Snapshot;
 const types = new Map<string, ResourceType>();
 const typeOf = (type: string): ResourceType => types.get(type)!;
 const propertiesShape = (type: string): Shape => shapeAt(typeOf(type).shape, ["properties"])!;
@@ -109,17 +99,20 @@ beforeAll(async () => {
       },
     ],
   };
-  [rendered, withSas, applyVm, applyVmss, retryVm, compiledEntry] = await Promise.all([
+  [rendered, withSas, remediationCases] = await Promise.all([
     snapshot("bicep/every-vm-mg.bicep", { rollout: sampleRollout }, managementGroupScope),
     snapshot("bicep/every-vm-mg.bicep", { rollout: withSasRollout }, managementGroupScope),
-    snapshot("bicep/policy/remediation-apply-vm.bicep", { ...sefParameters, ...richLive }, resourceGroupScope),
-    snapshot("bicep/policy/remediation-apply-vmss.bicep", { ...sefParameters, ...richLive }, resourceGroupScope),
     snapshot(
-      "bicep/policy/remediation-apply-vm.bicep",
-      { ...sefParameters, liveIdentity: {}, liveApplications: [], removeSef: true },
+      "test/deploy/fixtures/remediation-cases.bicep",
+      {
+        vmCases: [
+          { ...sefParameters, ...richLive },
+          { ...sefParameters, resourceName: "vm2", liveIdentity: {}, liveApplications: [], removeSef: true },
+        ],
+        vmssCases: [{ ...sefParameters, ...richLive }],
+      },
       resourceGroupScope,
     ),
-    runBicep(["build", "--stdout", "bicep/every-vm-mg.bicep"]),
   ]);
   for (const [type, pkg] of Object.entries(typeSources)) types.set(type, await resourceType(pkg, type));
 }, 600_000);
@@ -136,20 +129,6 @@ describe("rendered by the Bicep CLI's template engine (bicep snapshot) for a man
   it("the management group entry is every-vm.bicep with its scope, names and command (npx tsx test/deploy/generate.ts)", () => {
     expect(readFileSync(managementGroupEntryPath, "utf8")).toBe(renderManagementGroupEntry());
     expect(() => renderManagementGroupEntry("targetScope = 'subscription'\n")).toThrow(/occurrences/);
-  });
-
-  it("each assignment waits for its role assignments (a remediation started at once would lack the rights)", () => {
-    expect(compiledEntry.status, compiledEntry.stderr).toBe(0);
-    const template = JSON.parse(compiledEntry.stdout) as {
-      resources: Record<string, { type: string; dependsOn?: string[] }>;
-    };
-    const [, assignment] = Object.entries(template.resources).find(([, r]) => r.type.endsWith("/policyAssignments"))!;
-    const roleSymbols = Object.entries(template.resources)
-      .filter(([, r]) => r.type.endsWith("/roleAssignments"))
-      .map(([symbol]) => symbol);
-    expect(roleSymbols).toEqual(["virtualMachineContributor"]);
-    // The module holding the identity's other two role assignments, and the one at the deployment's scope.
-    expect(assignment.dependsOn).toEqual(expect.arrayContaining(["remediation", "virtualMachineContributor"]));
   });
 
   it("a ring's configurationReference with a SAS expiry fails the deployment, naming the ring", () => {
@@ -508,11 +487,15 @@ describe("compliance means installed: the rendered existence conditions", () => 
 });
 
 describe("the remediation's PUT, rendered by the template engine from what it read live", () => {
-  const put = (run: Snapshot) => {
-    expect(run.run.status, run.run.stderr).toBe(0);
-    expect(run.resources).toHaveLength(1);
-    return run.resources[0] as { identity: Json; properties: Record<string, Json> };
+  const put = (type: string, name: string) => {
+    expect(remediationCases.run.status, remediationCases.run.stderr).toBe(0);
+    const found = remediationCases.resources.filter((r) => r.type === type && r.name === name);
+    expect(found).toHaveLength(1);
+    return found[0] as { identity: Json; properties: Record<string, Json> };
   };
+  const applyVm = ["Microsoft.Compute/virtualMachines", "vm1"] as const;
+  const applyVmss = ["Microsoft.Compute/virtualMachineScaleSets", "vm1"] as const;
+  const retryVm = ["Microsoft.Compute/virtualMachines", "vm2"] as const;
   const sefEntry = {
     packageReferenceId: `${linuxApp}/versions/0.2.0`,
     configurationReference: null,
@@ -521,23 +504,23 @@ describe("the remediation's PUT, rendered by the template engine from what it re
   };
 
   it("keeps every live user-assigned identity and the system-assigned one, adding the agent's (VM and scale set)", () => {
-    for (const run of [applyVm, applyVmss])
-      expect(put(run).identity).toEqual({
+    for (const [type, name] of [applyVm, applyVmss])
+      expect(put(type, name).identity).toEqual({
         type: "SystemAssigned, UserAssigned",
         userAssignedIdentities: { [amaIdentity]: {}, [agentIdentity]: {} },
       });
-    expect(put(retryVm).identity).toEqual({ type: "UserAssigned", userAssignedIdentities: { [agentIdentity]: {} } });
+    expect(put(...retryVm).identity).toEqual({ type: "UserAssigned", userAssignedIdentities: { [agentIdentity]: {} } });
   });
 
   it("keeps the other applications as they are, replaces an older sef, always failing the resource on a failed install", () => {
-    expect(put(applyVm).properties).toEqual({ applicationProfile: { galleryApplications: [otherApp, sefEntry] } });
-    expect(put(applyVmss).properties).toEqual({
+    expect(put(...applyVm).properties).toEqual({ applicationProfile: { galleryApplications: [otherApp, sefEntry] } });
+    expect(put(...applyVmss).properties).toEqual({
       virtualMachineProfile: { applicationProfile: { galleryApplications: [otherApp, sefEntry] } },
     });
   });
 
   it("a resource the policy saw Failed gets sef removed, then added again (Azure's retry for a VM Application)", () => {
-    expect(put(retryVm).properties).toEqual({ applicationProfile: { galleryApplications: [] } });
+    expect(put(...retryVm).properties).toEqual({ applicationProfile: { galleryApplications: [] } });
     const template = JSON.parse(readFileSync(join(bicepRoot, "policy/remediation-vm.json"), "utf8")) as {
       resources: { name: string; condition?: string; dependsOn?: string[]; properties?: Record<string, Json> }[];
     };
