@@ -6,6 +6,11 @@ param rollout = {
   subscriptionId: readEnvironmentVariable('SEF_SUBSCRIPTION_ID')
   resourceGroupName: 'sef-rg'
   galleryName: 'sef_gallery'
+  // The regions the versions are replicated to (upload.sh --target-regions): VMs elsewhere are left alone.
+  regions: [
+    'westeurope'
+    'northeurope'
+  ]
   // Canary first: VMs tagged sef-ring=canary run the new version; every other VM the previous one. Roll forward by
   // raising the broad ring's version once the canaries are healthy; roll back by pinning the previous version.
   rings: [

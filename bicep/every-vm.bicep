@@ -5,7 +5,8 @@
 
 targetScope = 'subscription'
 
-import { definitions, initiativeProperties, ringParameters, roleIds, rolloutSettings, settingsOf } from 'policy/initiative.bicep'
+import { definitions } from 'policy/definitions.bicep'
+import { initiativeProperties, ringParameters, roleIds, rolloutSettings, settingsOf } from 'policy/initiative.bicep'
 
 @description('Region of the assignments\' remediation identity.')
 param location string = deployment().location
@@ -71,8 +72,10 @@ resource assignment 'Microsoft.Authorization/policyAssignments@2024-05-01' = [fo
       }
     ]
   }
+  // Its role assignments first: a remediation started at once would otherwise fail on missing rights.
   dependsOn: [
     remediation
+    virtualMachineContributor
   ]
 }]
 

@@ -129,6 +129,10 @@ param fleetRules array = []
 @description('Secrets named by the targets (urlEnv, routingKeyEnv, hmacSecretEnv) as NAME: value.')
 param fleetTargetSecrets object = {}
 
+@description('VM groups (scale sets, rings, teams) that each get a sender identity of their own (sef-agent-identity-GROUP) with the agents\' roles, besides the shared one: revoke one group alone, see who sent in the audit logs. Attach it in place of the shared identity, with its client id in the group\'s config (output groupIdentities).')
+@maxLength(20)
+param agentIdentityGroups string[] = []
+
 @description('Deploy the fleet workbook (Azure Monitor Workbook over ScheduledEvents_CL).')
 param deployWorkbook bool = true
 
@@ -168,6 +172,16 @@ resource agentIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01
   tags: tags
 }
 
+// The stronger setup (issue 47): one sender identity per VM group, so a group's rights can be revoked alone and
+// Azure's audit logs name the group that sent. Each gets the same two data-plane roles as the shared identity.
+resource groupIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = [for group in agentIdentityGroups: {
+  name: '${namePrefix}-agent-identity-${group}'
+  location: location
+  tags: tags
+}]
+
+
+
 module table 'modules/workspace-table.bicep' = {
   name: '${deployment().name}-table'
   scope: resourceGroup(workspaceSubscriptionId, workspaceResourceGroupName)
@@ -190,6 +204,7 @@ module ingestion 'modules/ingestion.bicep' = {
     tags: tags
     workspaceResourceId: workspaceResourceId
     publisherPrincipalId: agentIdentity.properties.principalId
+    groupPublisherPrincipalIds: [for (group, i) in agentIdentityGroups: groupIdentity[i].properties.principalId]
   }
   dependsOn: [
     table
@@ -208,6 +223,7 @@ module eventHubs 'modules/eventhubs.bicep' = if (deployEventHubs) {
     retentionInDays: eventHubRetentionInDays
     consumerGroupName: eventHubConsumerGroupName
     senderPrincipalId: agentIdentity.properties.principalId
+    groupSenderPrincipalIds: [for (group, i) in agentIdentityGroups: groupIdentity[i].properties.principalId]
   }
 }
 
@@ -254,8 +270,8 @@ module fleet 'modules/fleet.bicep' = if (deployFleet && deployEventHubs) {
     namePrefix: namePrefix
     nameSuffix: nameSuffix
     tags: tags
-    eventHubsNamespaceName: eventHubs.outputs.namespaceName
-    eventHubName: eventHubs.outputs.eventHubName
+    eventHubsNamespaceName: eventHubs!.outputs.namespaceName
+    eventHubName: eventHubs!.outputs.eventHubName
     image: fleetImage
     replicas: fleetReplicas
     targets: fleetTargets
@@ -278,16 +294,16 @@ module workbook 'modules/workbook.bicep' = if (deployWorkbook) {
   ]
 }
 
-var eventHubsNamespace = deployEventHubs ? eventHubs.outputs.fullyQualifiedNamespace : ''
+var eventHubsNamespace = deployEventHubs ? eventHubs!.outputs.fullyQualifiedNamespace : ''
 
 @description('Container app running sef fleet (empty when not deployed).')
-output fleetAppName string = deployFleet && deployEventHubs ? fleet.outputs.appName : ''
+output fleetAppName string = deployFleet && deployEventHubs ? fleet!.outputs.appName : ''
 
 @description('Log Analytics workspace resource id.')
 output workspaceResourceId string = workspaceResourceId
 
 @description('Workspace id (GUID) for `az monitor log-analytics query -w`.')
-output workspaceCustomerId string = createWorkspace ? newWorkspace.properties.customerId : existingWorkspace.properties.customerId
+output workspaceCustomerId string = createWorkspace ? newWorkspace!.properties.customerId : existingWorkspace!.properties.customerId
 
 @description('Logs ingestion endpoint of the data collection endpoint (config: loganalytics.endpoint).')
 output logsIngestionEndpoint string = ingestion.outputs.logsIngestionEndpoint
@@ -308,10 +324,10 @@ output tableName string = table.outputs.tableName
 output eventHubsFullyQualifiedNamespace string = eventHubsNamespace
 
 @description('Event hub name (config: eventhubs.eventHubName); empty without Event Hubs.')
-output eventHubName string = deployEventHubs ? eventHubs.outputs.eventHubName : ''
+output eventHubName string = deployEventHubs ? eventHubs!.outputs.eventHubName : ''
 
 @description('Consumer group for downstream readers; empty without Event Hubs.')
-output eventHubConsumerGroupName string = deployEventHubs ? eventHubs.outputs.consumerGroupName : ''
+output eventHubConsumerGroupName string = deployEventHubs ? eventHubs!.outputs.consumerGroupName : ''
 
 @description('Client id of the agents\' user-assigned identity (config: *.managedIdentityClientId).')
 output identityClientId string = agentIdentity.properties.clientId
@@ -322,11 +338,18 @@ output identityPrincipalId string = agentIdentity.properties.principalId
 @description('Resource id of the agents\' identity: assign it to the VMs or scale sets that run the agent.')
 output identityResourceId string = agentIdentity.id
 
+@description('One identity per agentIdentityGroups entry: group, resourceId (attach to the group\'s VMs), clientId (its config\'s managedIdentityClientId).')
+output groupIdentities array = [for (group, i) in agentIdentityGroups: {
+  group: group
+  resourceId: groupIdentity[i].id
+  clientId: groupIdentity[i].properties.clientId
+}]
+
 @description('Action group notified by the alert rules; empty without alerts.')
-output actionGroupResourceId string = deployAlerts ? alerts.outputs.actionGroupResourceId : ''
+output actionGroupResourceId string = deployAlerts ? alerts!.outputs.actionGroupResourceId : ''
 
 @description('The fleet workbook (open it under Azure Monitor → Workbooks); empty without it.')
-output workbookResourceId string = deployWorkbook ? workbook.outputs.workbookResourceId : ''
+output workbookResourceId string = deployWorkbook ? workbook!.outputs.workbookResourceId : ''
 
 var loganalyticsConfig = {
   endpoint: ingestion.outputs.logsIngestionEndpoint
@@ -356,7 +379,7 @@ var baseConfig = {
 output agentConfig object = deployEventHubs ? union(baseConfig, {
   eventhubs: {
     fullyQualifiedNamespace: eventHubsNamespace
-    eventHubName: eventHubs.outputs.eventHubName
+    eventHubName: eventHubs!.outputs.eventHubName
     credential: 'managedIdentity'
     managedIdentityClientId: agentIdentity.properties.clientId
   }

@@ -29,7 +29,7 @@ param windowsPackageUrl string = ''
 @description('Read-only SAS URL of the agent config (main.bicep\'s agentConfig output) VMs get by default; empty: none.')
 param configUrl string = ''
 
-@description('Regions the versions are replicated to (the VMs\' regions); default the location.')
+@description('Regions the versions are replicated to (the VMs\' regions); the location is always one of them.')
 param targetRegions array = []
 
 @description('Keep this version from being "latest" (a canary release).')
@@ -38,7 +38,8 @@ param excludeFromLatest bool = false
 param tags object = {}
 
 var commands = loadJsonContent('../infra/vmapp/commands.json')
-var regions = empty(targetRegions) ? [location] : targetRegions
+// The gallery's own region first: a version must be replicated to its source region.
+var regions = union([location], targetRegions)
 
 resource gallery 'Microsoft.Compute/galleries@2025-03-03' = {
   name: galleryName
@@ -93,7 +94,8 @@ resource applicationVersion 'Microsoft.Compute/galleries/applications/versions@2
       }
       settings: {
         packageFileName: commands[app.os].packageFileName
-        configFileName: empty(configUrl) ? null : commands[app.os].configFileName
+        // Always set: without it Azure names the file <application>_config (REST spec) or -config (docs).
+        configFileName: commands[app.os].configFileName
       }
       targetRegions: [for region in regions: {
         name: region
@@ -111,4 +113,4 @@ resource applicationVersion 'Microsoft.Compute/galleries/applications/versions@2
 output galleryResourceId string = gallery.id
 
 @description('Resource ids of the applications.')
-output applicationIds array = [for (app, i) in applications: application[i].id]
+output applicationIds array = [for name in [linuxApplicationName, windowsApplicationName]: resourceId('Microsoft.Compute/galleries/applications', galleryName, name)]

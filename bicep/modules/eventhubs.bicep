@@ -25,6 +25,11 @@ param consumerGroupName string
 @description('Principal (object) id of the managed identity the agents use.')
 param senderPrincipalId string
 
+@description('Principal (object) ids of the VM groups\' own identities (main.bicep agentIdentityGroups), given the same role.')
+param groupSenderPrincipalIds string[] = []
+
+var senderPrincipalIds = concat([senderPrincipalId], groupSenderPrincipalIds)
+
 var eventHubsDataSenderRoleId = '2b629674-e913-4c01-ae53-ef4638d8f975'
 
 resource namespace 'Microsoft.EventHub/namespaces@2024-01-01' = {
@@ -61,16 +66,16 @@ resource readers 'Microsoft.EventHub/namespaces/eventhubs/consumergroups@2024-01
   }
 }
 
-resource sender 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(hub.id, senderPrincipalId, eventHubsDataSenderRoleId)
+resource sender 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for principalId in senderPrincipalIds: {
+  name: guid(hub.id, principalId, eventHubsDataSenderRoleId)
   scope: hub
   properties: {
     description: 'sef agents send records to this event hub'
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', eventHubsDataSenderRoleId)
-    principalId: senderPrincipalId
+    principalId: principalId
     principalType: 'ServicePrincipal'
   }
-}
+}]
 
 // serviceBusEndpoint is https://NAME.servicebus.windows.net:443/ (the suffix depends on the cloud).
 output fullyQualifiedNamespace string = split(split(namespace.properties.serviceBusEndpoint, '/')[2], ':')[0]

@@ -1,6 +1,7 @@
 // `sef fleet` in Azure: one Container Apps app (a long-lived Node process, scaled out to N replicas that share the hub's
 // partitions), its own user-assigned identity with "Azure Event Hubs Data Receiver" on the hub and "Storage Blob Data
-// Contributor" on a storage account that holds the checkpoints and the fleet state, and a consumer group of its own.
+// Contributor" on its own container (checkpoints, fleet state, dead letters; not the whole account), and a consumer
+// group of its own.
 
 param location string
 param namePrefix string
@@ -66,7 +67,7 @@ resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' 
 }
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
-  name: take(toLower(replace('${namePrefix}fleet${nameSuffix}', '-', '')), 24)
+  name: take('${toLower(replace(namePrefix, '-', ''))}fleet${toLower(replace(nameSuffix, '-', ''))}', 24)
   location: location
   tags: tags
   sku: {
@@ -101,9 +102,10 @@ resource receiverRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   }
 }
 
+// On the container, not the account: a blob name the fleet builds can reach no other container.
 resource blobRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  scope: storage
-  name: guid(storage.id, identity.id, storageBlobDataContributorRoleId)
+  scope: checkpoints
+  name: guid(checkpoints.id, identity.id, storageBlobDataContributorRoleId)
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataContributorRoleId)
     principalId: identity.properties.principalId
@@ -153,6 +155,16 @@ var fleetConfig = {
   }
 }
 
+// Each target secret as a Container Apps secret and the environment variable that names it.
+var secrets = [for name in secretNames: {
+  name: toLower(replace(name, '_', '-'))
+  value: targetSecrets[name]
+}]
+var secretEnv = [for name in secretNames: {
+  name: name
+  secretRef: toLower(replace(name, '_', '-'))
+}]
+
 resource app 'Microsoft.App/containerApps@2024-03-01' = {
   name: '${namePrefix}-fleet-${nameSuffix}'
   location: location
@@ -167,10 +179,7 @@ resource app 'Microsoft.App/containerApps@2024-03-01' = {
     managedEnvironmentId: environment.id
     configuration: {
       activeRevisionsMode: 'Single'
-      secrets: [for name in secretNames: {
-        name: toLower(replace(name, '_', '-'))
-        value: targetSecrets[name]
-      }]
+      secrets: secrets
     }
     template: {
       containers: [
@@ -188,10 +197,7 @@ resource app 'Microsoft.App/containerApps@2024-03-01' = {
               name: 'SEF_FLEET_CONFIG'
               value: string(fleetConfig)
             }
-          ], [for name in secretNames: {
-            name: name
-            secretRef: toLower(replace(name, '_', '-'))
-          }])
+          ], secretEnv)
           resources: {
             cpu: json('0.5')
             memory: '1Gi'

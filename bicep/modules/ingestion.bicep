@@ -12,6 +12,11 @@ param workspaceResourceId string
 @description('Principal (object) id of the managed identity the agents use.')
 param publisherPrincipalId string
 
+@description('Principal (object) ids of the VM groups\' own identities (main.bicep agentIdentityGroups), given the same role.')
+param groupPublisherPrincipalIds string[] = []
+
+var publisherPrincipalIds = concat([publisherPrincipalId], groupPublisherPrincipalIds)
+
 // Generated from src/contract/ (see test/deploy/generate.ts); schema.test.ts fails when it drifts.
 var schema = loadJsonContent('../schema/columns.json')
 var monitoringMetricsPublisherRoleId = '3913510d-42f4-4e42-8a64-420c390055eb'
@@ -64,16 +69,16 @@ resource rule 'Microsoft.Insights/dataCollectionRules@2023-03-11' = {
   }
 }
 
-resource publisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(rule.id, publisherPrincipalId, monitoringMetricsPublisherRoleId)
+resource publisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for principalId in publisherPrincipalIds: {
+  name: guid(rule.id, principalId, monitoringMetricsPublisherRoleId)
   scope: rule
   properties: {
     description: 'sef agents send records through this data collection rule'
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', monitoringMetricsPublisherRoleId)
-    principalId: publisherPrincipalId
+    principalId: principalId
     principalType: 'ServicePrincipal'
   }
-}
+}]
 
 output logsIngestionEndpoint string = endpoint.properties.logsIngestion.endpoint
 output ruleImmutableId string = rule.properties.immutableId

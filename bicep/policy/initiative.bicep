@@ -1,19 +1,6 @@
 // The sef initiative's content, shared by the subscription and the management group deployments (imported, compile
-// time): the two DeployIfNotExists definitions (sef-vm.json, sef-vmss.json), the initiative referencing each once per
-// OS, and the parameters of one ring's assignment.
-
-@export()
-@description('The policy definitions: name (after the prefix: sef-vm, sef-vmss) and properties (the JSON files are what Azure Policy evaluates).')
-var definitions = [
-  {
-    name: 'vm'
-    properties: loadJsonContent('sef-vm.json')
-  }
-  {
-    name: 'vmss'
-    properties: loadJsonContent('sef-vmss.json')
-  }
-]
+// time): the initiative referencing each DeployIfNotExists definition of definitions.bicep once per OS, and the
+// parameters of one ring's assignment.
 
 @export()
 @description('Role definitions the remediation identity needs: Virtual Machine Contributor (on the scope: update VMs and scale sets, run the deployments), Managed Identity Operator (on the agent identity: attach it), Reader (on the gallery: reference its application versions).')
@@ -24,8 +11,6 @@ var roleIds = {
 }
 
 // User-defined functions see only their arguments and other functions, so the constants they use are functions too.
-// Lambda bodies are parenthesized: tree-sitter-bicep (which the tests evaluate these functions with) binds `x => a.b`
-// as `(x => a).b`, and `a != b.c` as `(a != b).c`: right operands that are member accesses are parenthesized too.
 
 // Initiative parameters passed through to every reference unchanged (osType and applicationId differ per reference).
 func sharedParameterNames() array => [
@@ -33,12 +18,14 @@ func sharedParameterNames() array => [
   'applicationVersion'
   'configurationReference'
   'enableAutomaticUpgrade'
-  'treatFailureAsDeploymentFailure'
   'agentIdentityResourceId'
   'ringTagName'
   'ringTagValues'
   'excludedRingTagValues'
   'optOutTagName'
+  'locations'
+  'scopeToSupportedImages'
+  'listOfImageIdToInclude'
 ]
 
 // One reference per definition (index into definitions) and OS.
@@ -69,10 +56,10 @@ func references() array => [
 @description('The initiative\'s properties, given the ids of the deployed definitions (in the order of definitions) and the parameters the definitions declare (definitions[0].properties.parameters).')
 func initiativeProperties(definitionIds array, definitionParameters object) object => {
   displayName: 'sef: the Scheduled Events Forwarder on every VM and scale set'
-  description: 'Installs sef as a VM Application at a pinned version, with the agent\'s user-assigned identity, on Linux and Windows VMs and scale sets (Uniform and Flexible) in one rollout ring; AKS nodes and opted-out VMs are left alone. Compliance shows which VMs lack sef or run another version.'
+  description: 'Installs sef as a VM Application at a pinned version, with the agent\'s user-assigned identity (other identities and applications kept), on Linux and Windows VMs and Uniform scale sets in one rollout ring and the versions\' regions; platform-managed, agentless, unsupported-image and opted-out VMs are left alone. Compliance shows which VMs lack sef, run another version or failed to install it.'
   metadata: {
     category: 'Compute'
-    version: '1.0.0'
+    version: '2.0.0'
   }
   parameters: union(toObject(sharedParameterNames(), name => name, name => (definitionParameters[name])), {
     linuxApplicationId: definitionParameters.applicationId
@@ -110,13 +97,10 @@ func ringParameters(ring object, rings array, settings object) object => {
     value: ring.version
   }
   configurationReference: {
-    value: ring.?configurationReference ?? ''
+    value: configurationReferenceOf(ring)
   }
   enableAutomaticUpgrade: {
     value: settings.enableAutomaticUpgrade
-  }
-  treatFailureAsDeploymentFailure: {
-    value: settings.treatFailureAsDeploymentFailure
   }
   agentIdentityResourceId: {
     value: settings.agentIdentityResourceId
@@ -133,7 +117,22 @@ func ringParameters(ring object, rings array, settings object) object => {
   optOutTagName: {
     value: settings.optOutTagName
   }
+  locations: {
+    value: settings.regions
+  }
+  scopeToSupportedImages: {
+    value: settings.scopeToSupportedImages
+  }
+  listOfImageIdToInclude: {
+    value: settings.customImageIds
+  }
 }
+
+// A ring's config URL, refused when it carries a SAS expiry (se=): a VM created after the SAS expired could not fetch
+// it. A version's default config is copied into the gallery and never expires.
+func configurationReferenceOf(ring object) string => contains(toLower(ring.?configurationReference ?? ''), '?se=') || contains(toLower(ring.?configurationReference ?? ''), '&se=')
+  ? fail('ring ${ring.name}: configurationReference carries a SAS expiry (se=); use the version\'s default config (upload.sh --config) or a URL that does not expire')
+  : ring.?configurationReference ?? ''
 
 @export()
 @description('A rollout ring: the VMs tagged with one of tagValues (or, with none, every VM no other ring has) run version.')
@@ -149,7 +148,7 @@ type rolloutRing = {
   @description('Values of the ring tag that put a VM into this ring; empty: every VM that no other ring names.')
   tagValues: string[]
 
-  @description('URL of an agent config blob replacing the version\'s default configuration (optional).')
+  @description('URL of an agent config blob replacing the version\'s default configuration (optional; a URL with a SAS expiry is refused: prefer the version\'s default config).')
   configurationReference: string?
 }
 
@@ -181,11 +180,17 @@ type rolloutSettings = {
   @description('Tag that leaves a VM alone when true (default sef-opt-out).')
   optOutTagName: string?
 
-  @description('Let the platform move VMs to a newer application version on its own (default false: the rings decide).')
+  @description('Let the platform move VMs to newer application versions on its own (default false: the rings decide); any version is then compliant, the rings choose only the first install.')
   enableAutomaticUpgrade: bool?
 
-  @description('A failed install fails the VM update and the remediation (default true).')
-  treatFailureAsDeploymentFailure: bool?
+  @description('Regions the application versions are replicated to (upload.sh --target-regions); VMs elsewhere are left alone.')
+  regions: string[]
+
+  @description('Only VMs from the marketplace images sef supports or customImageIds (default true): platform-managed VMs come from other images.')
+  scopeToSupportedImages: bool?
+
+  @description('Image ids (gallery image versions, managed images) to cover besides the supported marketplace images.')
+  customImageIds: string[]?
 
   @description('DeployIfNotExists (default), AuditIfNotExists (report only) or Disabled.')
   effect: ('DeployIfNotExists' | 'AuditIfNotExists' | 'Disabled')?
@@ -205,6 +210,8 @@ func settingsOf(rollout rolloutSettings, defaultSubscriptionId string) object =>
   ringTagName: rollout.?ringTagName ?? 'sef-ring'
   optOutTagName: rollout.?optOutTagName ?? 'sef-opt-out'
   enableAutomaticUpgrade: rollout.?enableAutomaticUpgrade ?? false
-  treatFailureAsDeploymentFailure: rollout.?treatFailureAsDeploymentFailure ?? true
+  regions: rollout.regions
+  scopeToSupportedImages: rollout.?scopeToSupportedImages ?? true
+  customImageIds: rollout.?customImageIds ?? []
   effect: rollout.?effect ?? 'DeployIfNotExists'
 }

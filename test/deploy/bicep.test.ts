@@ -1,28 +1,25 @@
-// The Bicep templates parse (tree-sitter-bicep), use only checked resource types and API versions, load every KQL
-// query from a .kql file, take their columns from the generated schema file, and output what the agent config needs.
+// What the compiler does not check (it does: bicep-compiler.test.ts): only reviewed resource types and API versions,
+// every KQL query loaded from a .kql file, the columns from the generated schema file, roles and their scopes, alerts.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Parser } from "web-tree-sitter";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   bicepRoot,
-  bicepparamAsBicep,
+  repoRoot,
   callsOf,
   filesUnder,
   loadBicepParser,
-  loadedPath,
-  moduleSources,
   outputNames,
-  parameterDeclarations,
   parameterDetails,
   parseBicep,
   propertiesNamed,
   resourceDeclarations,
   stringLiteral,
-  syntaxProblems,
   variables,
   type BicepFile,
 } from "./support/bicep.js";
+import { resourceGroupScope, snapshot, type Snapshot } from "./support/bicep-cli.js";
 import { kqlSources } from "./support/kql-sources.js";
 import { stepQueryPath, workbookSteps } from "./support/workbook.js";
 
@@ -38,12 +35,24 @@ const byName = (name: string): BicepFile => {
   return file;
 };
 
+let main: Snapshot;
+
 beforeAll(async () => {
   parser = await loadBicepParser();
   files = filesUnder(bicepRoot, ".bicep").map((path) => parseBicep(parser, path));
-});
+  main = await snapshot(
+    "bicep/main.bicep",
+    {
+      alertEmailAddresses: ["ops@example.com"],
+      agentIdentityGroups: ["web", "batch"],
+      deployFleet: true,
+      fleetImage: "registry.example/sef-fleet:0.2.0",
+    },
+    resourceGroupScope,
+  );
+}, 600_000);
 
-describe("Bicep syntax", () => {
+describe("Bicep files", () => {
   it("finds the templates", () => {
     expect(files.map((f) => f.name)).toEqual(
       expect.arrayContaining([
@@ -63,35 +72,21 @@ describe("Bicep syntax", () => {
     );
   });
 
-  it("every .bicep file parses without ERROR or MISSING nodes", () => {
-    expect(files.flatMap(syntaxProblems)).toEqual([]);
-  });
-
-  it("the syntax check catches a broken template", () => {
-    const broken = parseBicep(
-      parser,
-      join(bicepRoot, "broken.bicep"),
-      "resource x 'A/b@2020-01-01' = {\n  name: 'x'\n",
+  it("every bicep/ file that a doc, comment or script names exists (no vmapp-version.bicep that never was)", () => {
+    const sources = [
+      ...filesUnder(bicepRoot, ".md"),
+      ...filesUnder(bicepRoot, ".bicep"),
+      ...filesUnder(bicepRoot, ".bicepparam"),
+      ...filesUnder(join(repoRoot, "infra"), "").filter((p) => /\.(sh|json|md|ps1|ya?ml|ts)$/.test(p)),
+      join(repoRoot, "README.md"),
+    ];
+    const missing = sources.flatMap((path) =>
+      [...readFileSync(path, "utf8").matchAll(/\bbicep\/[\w./-]+\.(?:bicep|bicepparam|json)\b/g)]
+        .map((m) => m[0])
+        .filter((named) => !existsSync(join(repoRoot, named)))
+        .map((named) => `${path.slice(repoRoot.length)}: ${named}`),
     );
-    expect(syntaxProblems(broken)).not.toEqual([]);
-    const garbage = parseBicep(parser, join(bicepRoot, "garbage.bicep"), "param location string = = 'x'\n");
-    expect(syntaxProblems(garbage)).not.toEqual([]);
-  });
-
-  it("main.bicepparam parses, uses main.bicep, sets only declared params and every required one", () => {
-    const path = join(bicepRoot, "main.bicepparam");
-    const { text, params } = bicepparamAsBicep(readFileSync(path, "utf8"));
-    const file = parseBicep(parser, path, text);
-    expect(syntaxProblems(file)).toEqual([]);
-    expect(text).toMatch(/^using 'main\.bicep'$/m);
-    const declared = parameterDeclarations(byName("main.bicep"));
-    expect(params.length).toBeGreaterThan(0);
-    for (const name of params)
-      expect(
-        declared.map((d) => d.name),
-        `param ${name}`,
-      ).toContain(name);
-    for (const d of declared.filter((p) => !p.hasDefault)) expect(params, `required param ${d.name}`).toContain(d.name);
+    expect(missing).toEqual([]);
   });
 });
 
@@ -101,19 +96,6 @@ describe("Bicep references", () => {
     const unknown = used.filter((u) => !allowedTypes.includes(u.type));
     expect(unknown, "add a checked type@version to test/deploy/resource-types.json").toEqual([]);
     expect(allowedTypes.filter((t) => !used.some((u) => u.type === t))).toEqual([]);
-  });
-
-  it("every module and load*Content path exists", () => {
-    for (const file of files) {
-      for (const source of moduleSources(file)) expect(existsSync(source), `${file.name}: module ${source}`).toBe(true);
-      for (const fn of ["loadTextContent", "loadJsonContent"]) {
-        for (const call of callsOf(file, fn)) {
-          const path = loadedPath(file, call);
-          expect(path, `${file.name}: ${fn} needs a literal path`).toBeDefined();
-          expect(existsSync(path ?? ""), `${file.name}: ${fn}(${path})`).toBe(true);
-        }
-      }
-    }
   });
 
   it("every query, body and transformKql property is a .kql file loaded with loadTextContent", () => {
@@ -188,8 +170,8 @@ describe("Bicep contents", () => {
       "bicep/every-vm-mg.bicep:(resource group)", // the deployment's scope: the management group
       "bicep/every-vm.bicep:(resource group)", // the deployment's scope: the subscription
       "bicep/modules/eventhubs.bicep:hub",
+      "bicep/modules/fleet.bicep:checkpoints", // Blob Data Contributor on its own container, not the account
       "bicep/modules/fleet.bicep:hub",
-      "bicep/modules/fleet.bicep:storage",
       "bicep/modules/ingestion.bicep:rule",
       "bicep/modules/vmapp-remediation.bicep:agentIdentity",
       "bicep/modules/vmapp-remediation.bicep:gallery",
@@ -223,6 +205,42 @@ describe("Bicep contents", () => {
         "identityResourceId",
         "agentConfig",
       ]),
+    );
+  });
+});
+
+describe("main.bicep rendered by the Bicep CLI's template engine (bicep snapshot)", () => {
+  const roleAssignments = (roleId: string) =>
+    main.resources
+      .filter((r) => r.type === "Microsoft.Authorization/roleAssignments")
+      .filter((r) => String((r.properties as { roleDefinitionId: string }).roleDefinitionId).endsWith(roleId))
+      .map((r) => String(r.id));
+
+  it("the stronger setup: each VM group gets its own sender identity with the agents' two data-plane roles", () => {
+    expect(main.run.status, main.run.stderr).toBe(0);
+    const identities = main.resources
+      .filter((r) => r.type === "Microsoft.ManagedIdentity/userAssignedIdentities")
+      .map((r) => r.name);
+    expect(identities).toEqual(
+      expect.arrayContaining(["sef-agent-identity", "sef-agent-identity-web", "sef-agent-identity-batch"]),
+    );
+    // Event Hubs Data Sender on the hub and Monitoring Metrics Publisher on the rule, for the shared and each group's.
+    for (const role of ["2b629674-e913-4c01-ae53-ef4638d8f975", "3913510d-42f4-4e42-8a64-420c390055eb"]) {
+      const assigned = roleAssignments(role);
+      expect(assigned, role).toHaveLength(3);
+      for (const group of ["sef-agent-identity'", "sef-agent-identity-web'", "sef-agent-identity-batch'"])
+        expect(
+          assigned.filter((id) => id.includes(`/userAssignedIdentities/${group}`)),
+          group,
+        ).toHaveLength(1);
+    }
+  });
+
+  it("the fleet's Storage Blob Data Contributor is scoped to its own container, not the storage account", () => {
+    const [blobRole, ...more] = roleAssignments("ba92f5b4-2d11-453d-a403-e96b0029c9fe");
+    expect(more).toEqual([]);
+    expect(blobRole).toMatch(
+      /\/blobServices\/default\/containers\/sef-fleet\/providers\/Microsoft\.Authorization\/roleAssignments\//,
     );
   });
 });

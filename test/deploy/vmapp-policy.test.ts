@@ -1,25 +1,14 @@
-// sef on every VM by Azure Policy (bicep/every-vm.bicep, every-vm-mg.bicep, policy/, vmapp.bicep): the generated
-// files are current; every resource type, API version and property is one Azure's SDK describes; the rules name only
-// aliases derived from those types; rendered for a management group with two rings, the rules cover the right VMs and
-// scale sets (not AKS nodes, not opted-out VMs) and call compliant only the VMs running the ring's version.
+// sef on every VM by Azure Policy (bicep/every-vm.bicep, every-vm-mg.bicep, policy/, vmapp.bicep): rendered for a
+// management group by the Bicep CLI's own template engine (`bicep snapshot`), the definitions, initiative and
+// assignments have the properties Azure's SDK describes and their rules name only aliases of those types; the rules
+// (Azure Policy's language, which no offline Azure tool evaluates) run on sample VMs and scale sets in a small evaluator:
+// who is in scope, which ring, what is compliant. The remediation's functions run in the engine on live-like resources.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Parser } from "web-tree-sitter";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BicepEvaluator } from "./support/bicep-eval.js";
-import { bicepResourceProblems, bicepValueProblems } from "./support/bicep-properties.js";
-import {
-  bicepRoot,
-  callsOf,
-  filesUnder,
-  loadBicepParser,
-  parseBicep,
-  propertiesNamed,
-  repoRoot,
-  resourceDeclarations,
-  stringLiteral,
-  type BicepFile,
-} from "./support/bicep.js";
+import { bicepRoot, loadBicepParser, parseBicep, propertiesNamed, repoRoot, type BicepFile } from "./support/bicep.js";
+import { managementGroupScope, resourceGroupScope, snapshot, type Snapshot } from "./support/bicep-cli.js";
 import {
   aliasPaths,
   jsonProblems,
@@ -30,114 +19,144 @@ import {
   type Shape,
 } from "./support/azure-types.js";
 import { evaluate, fieldsNamed, type Json } from "./support/policy-eval.js";
-import {
-  managementGroupEntryPath,
-  policyDefinitionPaths,
-  renderManagementGroupEntry,
-  renderPolicyDefinition,
-} from "./support/vmapp-generated.js";
+import { managementGroupEntryPath, renderManagementGroupEntry } from "./support/vmapp-generated.js";
 
 type Definition = {
   parameters: Record<string, { defaultValue?: Json }>;
   policyRule: { if: Json; then: { details: Record<string, Json> } };
 };
-const readJson = (path: string): Json => JSON.parse(readFileSync(path, "utf8")) as Json;
-const definitionsByName = {
-  "sef-vm": readJson(policyDefinitionPaths.vm) as Definition,
-  "sef-vmss": readJson(policyDefinitionPaths.vmss) as Definition,
+type Resource = { type: string; name: string; properties: Record<string, Json> } & Record<string, Json>;
+
+interface Ring {
+  name: string;
+  version: string;
+  tagValues: string[];
+  configurationReference?: string;
+}
+const sampleRollout = {
+  subscriptionId: "00000000-0000-0000-0000-0000000000aa",
+  resourceGroupName: "sef-rg",
+  galleryName: "sef_gallery",
+  regions: ["westeurope", "northeurope"],
+  customImageIds: ["/subscriptions/x/resourceGroups/img/providers/Microsoft.Compute/galleries/g/images/golden"],
+  rings: [
+    { name: "canary", version: "0.2.0", tagValues: ["canary"] },
+    { name: "broad", version: "0.1.0", tagValues: [] },
+  ] as Ring[],
 };
+const galleryId =
+  "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/sef-rg/providers/Microsoft.Compute/galleries/sef_gallery";
+const agentIdentity =
+  "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/sef-rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/sef-agent-identity";
 
 let parser: Parser;
-let files: BicepFile[];
+let rendered: Snapshot;
+let withSas: Snapshot;
+let remediationCases: Snapshot;
 const types = new Map<string, ResourceType>();
-const byName = (name: string): BicepFile => files.find((f) => f.name === `bicep/${name}`)!;
 const typeOf = (type: string): ResourceType => types.get(type)!;
 const propertiesShape = (type: string): Shape => shapeAt(typeOf(type).shape, ["properties"])!;
+const renderedOf = (type: string): Resource[] =>
+  rendered.resources.filter((r) => r.type === `Microsoft.Authorization/${type}`) as Resource[];
+const definitionsByName = (): Record<string, Definition> =>
+  Object.fromEntries(renderedOf("policyDefinitions").map((d) => [d.name, d.properties as unknown as Definition]));
+const byName = (name: string): BicepFile => parseBicep(parser, join(bicepRoot, name));
+
+/** What a remediation reads live from a VM (remediation-vm.bicep passes it to remediation-apply-vm.bicep). */
+const amaIdentity = "/subscriptions/x/resourceGroups/y/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ama";
+const otherApp = {
+  packageReferenceId:
+    "/subscriptions/x/resourceGroups/y/providers/Microsoft.Compute/galleries/g/applications/other/versions/1.0.0",
+  order: 1,
+};
+const linuxApp = `${galleryId}/applications/sef-linux`;
+const sefParameters = {
+  resourceName: "vm1",
+  location: "westeurope",
+  agentIdentityResourceId: agentIdentity,
+  applicationId: linuxApp,
+  applicationVersion: "0.2.0",
+  configurationReference: "",
+  enableAutomaticUpgrade: false,
+};
+const richLive = {
+  liveIdentity: {
+    type: "SystemAssigned, UserAssigned",
+    principalId: "p0",
+    userAssignedIdentities: { [amaIdentity]: { principalId: "p", clientId: "c" } },
+  },
+  liveApplications: [otherApp, { packageReferenceId: `${linuxApp}/versions/0.1.0` }],
+};
 
 beforeAll(async () => {
   parser = await loadBicepParser();
-  files = filesUnder(bicepRoot, ".bicep").map((path) => parseBicep(parser, path));
+  const withSasRollout = {
+    ...sampleRollout,
+    rings: [
+      {
+        ...sampleRollout.rings[0]!,
+        configurationReference: "https://a.example/c/config.json?sv=x&se=2026-12-14&sig=y",
+      },
+    ],
+  };
+  [rendered, withSas, remediationCases] = await Promise.all([
+    snapshot("bicep/every-vm-mg.bicep", { rollout: sampleRollout }, managementGroupScope),
+    snapshot("bicep/every-vm-mg.bicep", { rollout: withSasRollout }, managementGroupScope),
+    snapshot(
+      "test/deploy/fixtures/remediation-cases.bicep",
+      {
+        vmCases: [
+          { ...sefParameters, ...richLive },
+          { ...sefParameters, resourceName: "vm2", liveIdentity: {}, liveApplications: [], removeSef: true },
+        ],
+        vmssCases: [{ ...sefParameters, ...richLive }],
+      },
+      resourceGroupScope,
+    ),
+  ]);
   for (const [type, pkg] of Object.entries(typeSources)) types.set(type, await resourceType(pkg, type));
-});
+}, 600_000);
 
-describe("generated rollout files", () => {
-  it("the policy definitions and the management group entry are current (regenerate: npx tsx test/deploy/generate.ts)", () => {
-    expect(readFileSync(policyDefinitionPaths.vm, "utf8")).toBe(renderPolicyDefinition("vm"));
-    expect(readFileSync(policyDefinitionPaths.vmss, "utf8")).toBe(renderPolicyDefinition("vmss"));
-    expect(readFileSync(managementGroupEntryPath, "utf8")).toBe(renderManagementGroupEntry());
+describe("rendered by the Bicep CLI's template engine (bicep snapshot) for a management group", () => {
+  it("writes the two definitions, the initiative, one assignment per ring and the remediation identity's roles", () => {
+    expect(rendered.run.status, rendered.run.stderr).toBe(0);
+    expect(Object.keys(definitionsByName()).sort()).toEqual(["sef-vm", "sef-vmss"]);
+    expect(renderedOf("policySetDefinitions").map((r) => r.name)).toEqual(["sef"]);
+    expect(renderedOf("policyAssignments").map((r) => r.name)).toEqual(["sef-canary", "sef-broad"]);
+    expect(renderedOf("roleAssignments")).toHaveLength(3);
   });
 
-  it("the management group entry differs from the subscription one only in scope, names and command", () => {
-    const mg = byName("every-vm-mg.bicep").text;
-    expect(mg).toMatch(/^targetScope = 'managementGroup'$/m);
-    expect(mg).toContain("settingsOf(rollout, '')");
+  it("the management group entry is every-vm.bicep with its scope, names and command (npx tsx test/deploy/generate.ts)", () => {
+    expect(readFileSync(managementGroupEntryPath, "utf8")).toBe(renderManagementGroupEntry());
     expect(() => renderManagementGroupEntry("targetScope = 'subscription'\n")).toThrow(/occurrences/);
+  });
+
+  it("a ring's configurationReference with a SAS expiry fails the deployment, naming the ring", () => {
+    expect(withSas.run.status).not.toBe(0);
+    expect(withSas.run.stderr + withSas.run.stdout).toContain(
+      "ring canary: configurationReference carries a SAS expiry",
+    );
   });
 });
 
 describe("resource types and properties, against the Azure SDK's description of the same API version", () => {
   it("reads the types from the SDK packages (PUT operation, API version, body model)", () => {
-    expect(typeOf("Microsoft.Compute/galleries/applications/versions")).toMatchObject({
-      apiVersion: "2025-03-03",
-      model: "GalleryApplicationVersion",
-    });
     expect(typeOf("Microsoft.Authorization/policyAssignments")).toMatchObject({
       apiVersion: "2024-05-01",
       model: "PolicyAssignment",
     });
-    expect(typeOf("Microsoft.Authorization/roleAssignments")).toMatchObject({ apiVersion: "2022-04-01" });
     expect(typeOf("Microsoft.Compute/virtualMachines")).toMatchObject({
       apiVersion: "2025-04-01",
       model: "VirtualMachine",
     });
   });
 
-  it("every Bicep resource of these types uses the SDK's API version and only writable properties the type has", () => {
-    const checked: string[] = [];
-    const problems = files.flatMap((file) =>
-      resourceDeclarations(file).flatMap((r) => {
-        const [type, version] = r.typeAndVersion.split("@");
-        const known = types.get(type!);
-        if (known === undefined) return [];
-        checked.push(`${file.name} ${r.symbol}`);
-        const versionProblem =
-          version === known.apiVersion
-            ? []
-            : [`${file.name} ${r.symbol}: ${r.typeAndVersion}, but ${known.source} describes ${known.apiVersion}`];
-        return [...versionProblem, ...(r.existing ? [] : bicepResourceProblems(file, r.node, known.shape))];
-      }),
-    );
-    expect(problems).toEqual([]);
-    expect(checked).toEqual(
-      expect.arrayContaining([
-        "bicep/vmapp.bicep applicationVersion",
-        "bicep/every-vm-mg.bicep assignment",
-        "bicep/every-vm.bicep initiative",
-        "bicep/modules/vmapp-remediation.bicep galleryReader",
-      ]),
-    );
-  });
-
-  it("the checker catches a property the type does not have, a read-only one, and a wrong nesting", () => {
-    const version = typeOf("Microsoft.Compute/galleries/applications/versions").shape;
-    const file = parseBicep(
-      parser,
-      join(bicepRoot, "broken.bicep"),
-      "resource v 'Microsoft.Compute/galleries/applications/versions@2025-03-03' = {\n  name: 'x'\n  properties: {\n    publishingProfile: {\n      sorce: {}\n      manageActions: [\n        {}\n      ]\n      targetRegions: [for r in regions: {\n        nme: r\n      }]\n    }\n    provisioningState: 'Succeeded'\n  }\n}\n",
-    );
-    expect(bicepResourceProblems(file, resourceDeclarations(file)[0]!.node, version)).toEqual([
-      "bicep/broken.bicep:1 v.properties.publishingProfile.sorce: no such property",
-      "bicep/broken.bicep:1 v.properties.publishingProfile.manageActions: an array where the type has a object",
-      "bicep/broken.bicep:1 v.properties.publishingProfile.targetRegions[].nme: no such property",
-      "bicep/broken.bicep:1 v.properties.provisioningState: read-only",
-    ]);
-  });
-
-  it("the policy definitions (sef-vm.json, sef-vmss.json) have the definition's properties", () => {
-    for (const definition of Object.values(definitionsByName))
-      expect(
-        jsonProblems(definition, propertiesShape("Microsoft.Authorization/policyDefinitions"), "definition"),
-      ).toEqual([]);
+  it("the rendered definitions, initiative and assignments have only the properties their types have", () => {
+    for (const type of ["policyDefinitions", "policySetDefinitions", "policyAssignments"])
+      for (const resource of renderedOf(type))
+        expect(
+          jsonProblems(resource.properties, propertiesShape(`Microsoft.Authorization/${type}`), resource.name),
+        ).toEqual([]);
     expect(
       jsonProblems(
         { displayName: "x", policyRules: {} },
@@ -147,42 +166,11 @@ describe("resource types and properties, against the Azure SDK's description of 
     ).toEqual(["d.policyRules: no such property"]);
   });
 
-  it("the rule's deployment is a deployment; its template's VM and scale set use the SDK's API version and real properties", () => {
-    for (const [name, definition] of Object.entries(definitionsByName)) {
-      const deployment = definition.policyRule.then.details.deployment as {
-        properties: { template: { resources: Record<string, Json>[]; variables: { sef: Json } } };
-      };
-      expect(jsonProblems(deployment, typeOf("Microsoft.Resources/deployments").shape, name)).toEqual([]);
-      const [resource] = deployment.properties.template.resources;
-      const type = typeOf(String(resource!.type));
-      expect(resource!.apiVersion, name).toBe(type.apiVersion);
-      const { type: _t, apiVersion: _v, name: _n, ...body } = resource!;
-      expect(jsonProblems(body, type.shape, name)).toEqual([]);
-      // The application entry the template adds: an element of galleryApplications.
-      const profile = name === "sef-vm" ? ["properties"] : ["properties", "virtualMachineProfile"];
-      expect(
-        jsonProblems(
-          [deployment.properties.template.variables.sef],
-          shapeAt(type.shape, [...profile, "applicationProfile", "galleryApplications"])!,
-          name,
-        ),
-      ).toEqual([]);
-    }
-  });
-
-  it("the rendered initiative and a ring's assignment parameters have the set definition's and assignment's properties", () => {
-    const { initiative, assignments } = render(sampleRollout);
-    expect(
-      jsonProblems(initiative, propertiesShape("Microsoft.Authorization/policySetDefinitions"), "initiative"),
-    ).toEqual([]);
-    for (const parameters of Object.values(assignments))
-      expect(
-        jsonProblems({ parameters }, propertiesShape("Microsoft.Authorization/policyAssignments"), "assignment"),
-      ).toEqual([]);
-  });
-
-  it("the versions' commands and file names (infra/vmapp/commands.json) are the version's manageActions and settings", () => {
-    const commands = readJson(join(repoRoot, "infra/vmapp/commands.json")) as Record<string, Record<string, string>>;
+  it("the versions' commands and file names come from infra/vmapp/commands.json; configFileName is always set", () => {
+    const commands = JSON.parse(readFileSync(join(repoRoot, "infra/vmapp/commands.json"), "utf8")) as Record<
+      string,
+      Record<string, string>
+    >;
     const profile = shapeAt(propertiesShape("Microsoft.Compute/galleries/applications/versions"), [
       "publishingProfile",
     ])!;
@@ -197,34 +185,37 @@ describe("resource types and properties, against the Azure SDK's description of 
       ).toEqual([]);
     }
     const vmapp = byName("vmapp.bicep");
-    expect(callsOf(vmapp, "loadJsonContent").map((c) => stringLiteral(c.args[0]))).toEqual([
-      "../infra/vmapp/commands.json",
+    // Without configFileName Azure names the file <application>_config (REST spec) or -config (docs).
+    expect(propertiesNamed(vmapp, "configFileName").map((p) => p.value.text)).toEqual([
+      "commands[app.os].configFileName",
     ]);
-    const actions = propertiesNamed(vmapp, "manageActions")[0]!.value.text.replace(/\s+/g, " ");
-    expect(actions).toBe(
-      "{ install: commands[app.os].install update: commands[app.os].update remove: commands[app.os].remove }",
-    );
+    expect(propertiesNamed(vmapp, "packageFileName").map((p) => p.value.text)).toEqual([
+      "commands[app.os].packageFileName",
+    ]);
+    // A version is replicated to its own region whatever targetRegions says.
+    expect(vmapp.text).toMatch(/^var regions = union\(\[location\], targetRegions\)$/m);
   });
 });
 
 /** A field every type has (Azure Policy's own fields), as opposed to a type's aliases. */
 const commonFields = /^(type|name|location|kind|id|tags|tags\[.+\]|identity\.type|identity\.userAssignedIdentities)$/;
+/** Aliases Azure names apart from the property paths (used by Microsoft's built-in Azure Monitor Agent policies). */
+const renamedAliases = new Set(["Microsoft.Compute/imagePublisher", "Microsoft.Compute/imageId"]);
 
 describe("policy aliases", () => {
-  const defaults = (definition: Definition): Record<string, Json> => ({
-    ...Object.fromEntries(Object.entries(definition.parameters).map(([k, v]) => [k, v.defaultValue])),
-  });
-
-  it("every field the rules name is a common field or an alias of the resource type's properties", () => {
-    const unknown = Object.entries(definitionsByName).flatMap(([name, definition]) => {
+  it("every field the rendered rules name is a common field, a renamed image alias or an alias of the type's paths", () => {
+    const unknown = Object.entries(definitionsByName()).flatMap(([name, definition]) => {
       const type = typeOf(String(definition.policyRule.then.details.type));
       const aliases = aliasPaths(type);
+      const defaults = Object.fromEntries(Object.entries(definition.parameters).map(([k, v]) => [k, v.defaultValue]));
       const fields = fieldsNamed(
         [definition.policyRule.if, definition.policyRule.then.details.existenceCondition],
-        defaults(definition),
+        defaults,
       );
-      expect(fields.length, name).toBeGreaterThan(8);
-      return fields.filter((f) => !commonFields.test(f) && !aliases.has(f)).map((f) => `${name}: ${f}`);
+      expect(fields.length, name).toBeGreaterThan(12);
+      return fields
+        .filter((f) => !commonFields.test(f) && !renamedAliases.has(f) && !aliases.has(f))
+        .map((f) => `${name}: ${f}`);
     });
     expect(unknown).toEqual([]);
   });
@@ -232,79 +223,14 @@ describe("policy aliases", () => {
   it("aliases are derived from the type's property paths, and a made-up one is not among them", () => {
     const vm = aliasPaths(typeOf("Microsoft.Compute/virtualMachines"));
     expect(vm.has("Microsoft.Compute/virtualMachines/storageProfile.osDisk.osType")).toBe(true);
-    expect(
-      vm.has("Microsoft.Compute/virtualMachines/applicationProfile.galleryApplications[*].packageReferenceId"),
-    ).toBe(true);
-    expect(
-      vm.has("Microsoft.Compute/virtualMachines/applicationProfile.galleryApplications[*].packageReferenceID2"),
-    ).toBe(false);
+    expect(vm.has("Microsoft.Compute/virtualMachines/osProfile.linuxConfiguration.provisionVMAgent")).toBe(true);
     expect(vm.has("Microsoft.Compute/virtualMachines/storageProfile.osDisk.osTyp")).toBe(false);
     const vmss = aliasPaths(typeOf("Microsoft.Compute/virtualMachineScaleSets"));
-    expect(
-      vmss.has(
-        "Microsoft.Compute/virtualMachineScaleSets/virtualMachineProfile.applicationProfile.galleryApplications[*]",
-      ),
-    ).toBe(true);
+    expect(vmss.has("Microsoft.Compute/virtualMachineScaleSets/upgradePolicy.mode")).toBe(true);
   });
 });
 
-// ---- rendering for a management group --------------------------------------------------------------------------
-
-interface Ring {
-  name: string;
-  version: string;
-  tagValues: string[];
-}
-const sampleRollout = {
-  subscriptionId: "00000000-0000-0000-0000-0000000000aa",
-  resourceGroupName: "sef-rg",
-  galleryName: "sef_gallery",
-  rings: [
-    { name: "canary", version: "0.2.0", tagValues: ["canary"] },
-    { name: "broad", version: "0.1.0", tagValues: [] },
-  ] as Ring[],
-};
-
-/** What every-vm-mg.bicep passes to Azure for a rollout: the initiative's properties and each ring's assignment parameters. */
-function render(rollout: typeof sampleRollout): {
-  initiative: Record<string, Json>;
-  assignments: Record<string, Record<string, { value: Json }>>;
-} {
-  const initiativeFile = byName("policy/initiative.bicep");
-  const evaluator = new BicepEvaluator(initiativeFile);
-  const entry = byName("every-vm-mg.bicep");
-  // The entry calls exactly these, so evaluating them renders its deployment.
-  expect(entry.text).toContain(
-    "import { definitions, initiativeProperties, ringParameters, roleIds, rolloutSettings, settingsOf } from 'policy/initiative.bicep'",
-  );
-  expect(entry.text).toContain("var settings = settingsOf(rollout, '')");
-  expect(entry.text).toContain("'${remediationIdentityId}': {}");
-  // The assignments' identity key is computed from the name the remediation module gives it.
-  expect(entry.text).toMatch(
-    /^var remediationIdentityId = '.*\/userAssignedIdentities\/\$\{namePrefix\}-policy-remediation'$/m,
-  );
-  expect(byName("modules/vmapp-remediation.bicep").text).toContain("name: '${namePrefix}-policy-remediation'");
-  expect(entry.text).toContain("parameters: ringParameters(r, rollout.rings, settings)");
-  expect(entry.text).toContain(
-    "initiativeProperties([policyDefinition[0].id, policyDefinition[1].id], definitions[0].properties.parameters)",
-  );
-  const definitions = evaluator.variable("definitions") as { name: string; properties: Definition }[];
-  const settings = evaluator.call("settingsOf", [rollout, ""]);
-  const initiative = evaluator.call("initiativeProperties", [
-    definitions.map(
-      (d) =>
-        `/providers/Microsoft.Management/managementGroups/mg/providers/Microsoft.Authorization/policyDefinitions/sef-${d.name}`,
-    ),
-    definitions[0]!.properties.parameters,
-  ]) as Record<string, Json>;
-  const assignments = Object.fromEntries(
-    rollout.rings.map((r) => [
-      r.name,
-      evaluator.call("ringParameters", [r, rollout.rings, settings]) as Record<string, { value: Json }>,
-    ]),
-  );
-  return { initiative, assignments };
-}
+// ---- the rendered rules on sample VMs and scale sets ------------------------------------------------------------
 
 interface Reference {
   ring: string;
@@ -313,73 +239,95 @@ interface Reference {
   parameters: Record<string, Json>;
 }
 
-/** Each (ring, initiative reference) with the parameters its definition sees. */
-function references(): Reference[] {
-  const { initiative, assignments } = render(sampleRollout);
-  return Object.entries(assignments).flatMap(([ring, assigned]) =>
-    (
-      initiative.policyDefinitions as {
+/** Each (ring, initiative reference) with the parameters its definition sees, from the rendered resources. */
+function references(overrides: Record<string, Json> = {}): Reference[] {
+  const [initiative] = renderedOf("policySetDefinitions");
+  const definitions = definitionsByName();
+  return renderedOf("policyAssignments").flatMap((assignment) => {
+    const assigned = assignment.properties.parameters as Record<string, { value: Json }>;
+    const ring = assignment.name.replace(/^sef-/, "");
+    return (
+      initiative!.properties.policyDefinitions as {
         policyDefinitionReferenceId: string;
         policyDefinitionId: string;
         parameters: Record<string, { value: Json }>;
       }[]
     ).map((reference) => {
-      const definition =
-        definitionsByName[reference.policyDefinitionId.split("/").at(-1) as keyof typeof definitionsByName];
+      const definition = definitions[reference.policyDefinitionId.split("/").at(-1)!]!;
       const parameters = Object.fromEntries(
         Object.entries(reference.parameters).map(([name, { value }]) => {
           const passed = typeof value === "string" ? /^\[parameters\('(\w+)'\)\]$/.exec(value) : null;
           return [name, passed === null ? value : assigned[passed[1]!]!.value];
         }),
       );
-      // Definition defaults for what the initiative does not pass.
       for (const [name, declared] of Object.entries(definition.parameters))
         if (!(name in parameters)) parameters[name] = declared.defaultValue;
-      return { ring, id: reference.policyDefinitionReferenceId, definition, parameters };
-    }),
-  );
+      return {
+        ring,
+        id: reference.policyDefinitionReferenceId,
+        definition,
+        parameters: { ...parameters, ...overrides },
+      };
+    });
+  });
 }
 
-const galleryId =
-  "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/sef-rg/providers/Microsoft.Compute/galleries/sef_gallery";
-const agentIdentity =
-  "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/sef-rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/sef-agent-identity";
+const marketplace = (publisher = "Canonical"): Json => ({ publisher, offer: "x", sku: "y", version: "latest" });
 
 function vm(
   os: "Linux" | "Windows",
   tags: Record<string, string> = {},
   extra: Record<string, Json> = {},
 ): Record<string, Json> {
+  const { properties, ...rest } = extra as { properties?: Record<string, Json> };
   return {
     type: "Microsoft.Compute/virtualMachines",
     name: "vm1",
     location: "westeurope",
     tags,
-    properties: { storageProfile: { osDisk: { osType: os } } },
-    ...extra,
+    properties: { storageProfile: { osDisk: { osType: os }, imageReference: marketplace() }, ...properties },
+    ...rest,
   };
 }
 
-function vmss(os: "Linux" | "Windows", tags: Record<string, string> = {}, mode = "Uniform"): Record<string, Json> {
+function vmss(
+  os: "Linux" | "Windows",
+  tags: Record<string, string> = {},
+  mode = "Uniform",
+  upgrade = "Automatic",
+): Record<string, Json> {
   return {
     type: "Microsoft.Compute/virtualMachineScaleSets",
     name: "ss1",
     location: "westeurope",
     tags,
-    properties: { orchestrationMode: mode, virtualMachineProfile: { storageProfile: { osDisk: { osType: os } } } },
+    properties: {
+      orchestrationMode: mode,
+      upgradePolicy: { mode: upgrade },
+      virtualMachineProfile: { storageProfile: { osDisk: { osType: os }, imageReference: marketplace() } },
+    },
   };
 }
 
 /** The (ring, reference) pairs whose `if` matches a resource. */
-function applicable(resource: Record<string, Json>, resourceGroup = "app-rg"): string[] {
-  return references()
+function applicable(
+  resource: Record<string, Json>,
+  resourceGroup = "app-rg",
+  overrides: Record<string, Json> = {},
+): string[] {
+  return references(overrides)
     .filter((r) => evaluate(r.definition.policyRule.if, { resource, parameters: r.parameters, resourceGroup }))
     .map((r) => `${r.ring}/${r.id}`);
 }
 
 /** Whether the existence condition of (ring, reference) holds for a resource (compliant). */
-function compliant(ring: string, id: string, resource: Record<string, Json>): boolean {
-  const r = references().find((x) => x.ring === ring && x.id === id)!;
+function compliant(
+  ring: string,
+  id: string,
+  resource: Record<string, Json>,
+  overrides: Record<string, Json> = {},
+): boolean {
+  const r = references(overrides).find((x) => x.ring === ring && x.id === id)!;
   return evaluate(r.definition.policyRule.then.details.existenceCondition, {
     resource,
     parameters: r.parameters,
@@ -388,8 +336,11 @@ function compliant(ring: string, id: string, resource: Record<string, Json>): bo
 }
 
 const aksTags = { "aks-managed-orchestrator": "Kubernetes:1.33.3", "aks-managed-poolName": "system" };
+const imageReference = (reference: Json): Record<string, Json> => ({
+  properties: { storageProfile: { osDisk: { osType: "Linux" }, imageReference: reference } },
+});
 
-describe("rendered for a management group with a canary and a broad ring", () => {
+describe("who is in scope: the rendered rules", () => {
   it("an untagged Linux VM is the broad ring's, a canary-tagged one the canary's; Windows VMs get the Windows reference", () => {
     expect(applicable(vm("Linux"))).toEqual(["broad/linux-vm"]);
     expect(applicable(vm("Linux", { "sef-ring": "canary" }))).toEqual(["canary/linux-vm"]);
@@ -398,26 +349,53 @@ describe("rendered for a management group with a canary and a broad ring", () =>
     expect(applicable(vm("Linux", { "sef-ring": "someday" }))).toEqual(["broad/linux-vm"]);
   });
 
-  it("scale sets, Uniform and Flexible with a VM profile, get the scale set reference; a Flexible one without a profile none (its VMs are VMs)", () => {
-    expect(applicable(vmss("Linux"))).toEqual(["broad/linux-vmss"]);
-    expect(applicable(vmss("Windows", { "sef-ring": "canary" }, "Flexible"))).toEqual(["canary/windows-vmss"]);
-    expect(
-      applicable({
-        type: "Microsoft.Compute/virtualMachineScaleSets",
-        name: "flex",
-        location: "westeurope",
-        properties: { orchestrationMode: "Flexible" },
-      }),
-    ).toEqual([]);
-  });
-
   it("AKS node pools are excluded: by their aks-managed tags in any resource group, and anything in an MC_ resource group", () => {
     expect(applicable(vmss("Linux", aksTags), "MC_rg_cluster_westeurope")).toEqual([]);
     expect(applicable(vmss("Linux", aksTags), "custom-node-rg")).toEqual([]);
-    expect(applicable(vmss("Linux", { "aks-managed-poolName": "np1" }), "custom-node-rg")).toEqual([]);
     expect(applicable(vm("Linux", aksTags), "custom-node-rg")).toEqual([]);
     expect(applicable(vmss("Linux"), "mc_rg_cluster_westeurope")).toEqual([]);
     expect(applicable(vmss("Linux"), "rg-mc-like")).toEqual(["broad/linux-vmss"]);
+  });
+
+  it("other platform-managed VMs are excluded: Databricks and Service Fabric managed clusters' resource groups", () => {
+    expect(applicable(vmss("Linux"), "databricks-rg-ws1-abc")).toEqual([]);
+    expect(applicable(vmss("Windows"), "SFC_0123-4567")).toEqual([]);
+    expect(applicable(vm("Linux"), "databricks-like")).toEqual(["broad/linux-vm"]);
+  });
+
+  it("only supported images: a platform's image (AKS, Databricks, ARO, Batch) is out, a listed custom image in", () => {
+    const aksImage = {
+      id: "/subscriptions/x/resourceGroups/AKS-Ubuntu/providers/Microsoft.Compute/galleries/AKSUbuntu/images/2204gen2containerd/versions/2025.01.01",
+    };
+    expect(applicable(vm("Linux", {}, imageReference(aksImage)))).toEqual([]);
+    for (const publisher of ["AzureDatabricks", "azureopenshift", "microsoft-azure-batch"])
+      expect(applicable(vm("Linux", {}, imageReference(marketplace(publisher)))), publisher).toEqual([]);
+    for (const publisher of ["Canonical", "Debian", "RedHat", "MicrosoftWindowsServer"])
+      expect(applicable(vm("Linux", {}, imageReference(marketplace(publisher)))), publisher).toEqual([
+        "broad/linux-vm",
+      ]);
+    expect(applicable(vm("Linux", {}, imageReference({ id: sampleRollout.customImageIds[0] })))).toEqual([
+      "broad/linux-vm",
+    ]);
+    expect(applicable(vm("Linux", {}, imageReference(aksImage)), "app-rg", { scopeToSupportedImages: false })).toEqual([
+      "broad/linux-vm",
+    ]);
+  });
+
+  it("VMs created without the VM agent are excluded (no VM Application can run there)", () => {
+    const noAgent = (os: "Linux" | "Windows", key: string) =>
+      vm(os, {}, { properties: { osProfile: { [key]: { provisionVMAgent: false } } } });
+    expect(applicable(noAgent("Linux", "linuxConfiguration"))).toEqual([]);
+    expect(applicable(noAgent("Windows", "windowsConfiguration"))).toEqual([]);
+    expect(
+      applicable(vm("Linux", {}, { properties: { osProfile: { linuxConfiguration: { provisionVMAgent: true } } } })),
+    ).toEqual(["broad/linux-vm"]);
+  });
+
+  it("only the regions the versions are replicated to: a VM elsewhere is left alone (its install would fail)", () => {
+    expect(applicable({ ...vm("Linux"), location: "northeurope" })).toEqual(["broad/linux-vm"]);
+    expect(applicable({ ...vm("Linux"), location: "eastus" })).toEqual([]);
+    expect(applicable({ ...vmss("Linux"), location: "eastus" })).toEqual([]);
   });
 
   it("VMs and scale sets with the opt-out tag true are excluded, whatever their ring", () => {
@@ -426,62 +404,134 @@ describe("rendered for a management group with a canary and a broad ring", () =>
     expect(applicable(vmss("Windows", { "sef-opt-out": "true" }))).toEqual([]);
     expect(applicable(vm("Linux", { "sef-opt-out": "false" }))).toEqual(["broad/linux-vm"]);
   });
+});
 
-  it("compliant only with the agent identity and the ring's version; another version or no identity is not", () => {
-    const withApps = (
-      apps: Json[],
-      identity: Json = { type: "SystemAssigned, UserAssigned", userAssignedIdentities: { [agentIdentity]: {} } },
-    ) =>
-      vm(
-        "Linux",
-        {},
-        {
-          identity,
-          properties: {
-            storageProfile: { osDisk: { osType: "Linux" } },
-            applicationProfile: { galleryApplications: apps },
+describe("rings, decided on the rendered rules", () => {
+  it("Flexible scale sets are the VM rule's: the set is left alone, each VM is in the ring of its own tags", () => {
+    expect(applicable(vmss("Linux", { "sef-ring": "canary" }, "Flexible"))).toEqual([]);
+    const member = (tags: Record<string, string>) =>
+      vm("Linux", tags, {
+        properties: {
+          virtualMachineScaleSet: {
+            id: "/subscriptions/x/resourceGroups/y/providers/Microsoft.Compute/virtualMachineScaleSets/flex",
           },
         },
-      );
-    const sef = (version: string) => ({
-      packageReferenceId: `${galleryId}/applications/sef-linux/versions/${version}`,
-    });
-    const other = {
-      packageReferenceId:
-        "/subscriptions/x/resourceGroups/y/providers/Microsoft.Compute/galleries/g/applications/other/versions/1.0.0",
-    };
-    expect(compliant("broad", "linux-vm", withApps([other, sef("0.1.0")]))).toBe(true);
-    expect(compliant("canary", "linux-vm", withApps([sef("0.2.0")]))).toBe(true);
-    expect(compliant("canary", "linux-vm", withApps([sef("0.1.0")]))).toBe(false); // an old version: non-compliant
-    expect(compliant("broad", "linux-vm", withApps([other]))).toBe(false);
-    expect(compliant("broad", "linux-vm", withApps([sef("0.1.0")], { type: "SystemAssigned" }))).toBe(false);
-    expect(compliant("broad", "linux-vm", vm("Linux"))).toBe(false);
-    // The Windows reference wants the Windows application.
-    expect(compliant("broad", "windows-vm", withApps([sef("0.1.0")]))).toBe(false);
+      });
+    // An untagged VM of a canary-tagged Flexible set: only the broad ring's rule, no flipping between two rules.
+    expect(applicable(member({}))).toEqual(["broad/linux-vm"]);
+    expect(applicable(member({ "sef-ring": "canary" }))).toEqual(["canary/linux-vm"]);
+  });
+
+  it("Uniform scale sets with an Automatic or Rolling upgrade policy are in; with a Manual one left alone", () => {
+    expect(applicable(vmss("Linux"))).toEqual(["broad/linux-vmss"]);
+    expect(applicable(vmss("Windows", { "sef-ring": "canary" }, "Uniform", "Rolling"))).toEqual([
+      "canary/windows-vmss",
+    ]);
+    expect(applicable(vmss("Linux", {}, "Uniform", "Manual"))).toEqual([]);
   });
 
   it("the rings' assignments share out the VMs: the broad ring leaves the canary's tag values alone", () => {
-    const { assignments } = render(sampleRollout);
-    expect(assignments.canary!.ringTagValues!.value).toEqual(["canary"]);
-    expect(assignments.broad!.ringTagValues!.value).toEqual([]);
-    expect(assignments.broad!.excludedRingTagValues!.value).toEqual(["canary"]);
-    expect(assignments.canary!.applicationVersion!.value).toBe("0.2.0");
-    expect(assignments.broad!.linuxApplicationId!.value).toBe(`${galleryId}/applications/sef-linux`);
+    const parameters = Object.fromEntries(
+      renderedOf("policyAssignments").map((a) => [a.name, a.properties.parameters as Record<string, { value: Json }>]),
+    );
+    expect(parameters["sef-canary"]!.ringTagValues!.value).toEqual(["canary"]);
+    expect(parameters["sef-broad"]!.excludedRingTagValues!.value).toEqual(["canary"]);
+    expect(parameters["sef-canary"]!.applicationVersion!.value).toBe("0.2.0");
+    expect(parameters["sef-broad"]!.linuxApplicationId!.value).toBe(`${galleryId}/applications/sef-linux`);
+    expect(parameters["sef-broad"]!.locations!.value).toEqual(["westeurope", "northeurope"]);
+  });
+});
+
+describe("compliance means installed: the rendered existence conditions", () => {
+  const withApps = (
+    apps: Json[],
+    provisioningState = "Succeeded",
+    identity: Json = { type: "SystemAssigned, UserAssigned", userAssignedIdentities: { [agentIdentity]: {} } },
+  ) =>
+    vm("Linux", {}, { identity, properties: { provisioningState, applicationProfile: { galleryApplications: apps } } });
+  const sef = (version: string) => ({ packageReferenceId: `${linuxApp}/versions/${version}` });
+
+  it("compliant only with the agent identity, the ring's version and the VM provisioned", () => {
+    expect(compliant("broad", "linux-vm", withApps([otherApp, sef("0.1.0")]))).toBe(true);
+    expect(compliant("canary", "linux-vm", withApps([sef("0.2.0")]))).toBe(true);
+    expect(compliant("canary", "linux-vm", withApps([sef("0.1.0")]))).toBe(false);
+    expect(compliant("broad", "linux-vm", withApps([otherApp]))).toBe(false);
+    expect(compliant("broad", "linux-vm", withApps([sef("0.1.0")], "Succeeded", { type: "SystemAssigned" }))).toBe(
+      false,
+    );
+    expect(compliant("broad", "windows-vm", withApps([sef("0.1.0")]))).toBe(false);
+    // A failed install (treatFailureAsDeploymentFailure, always set) leaves the VM Failed: not compliant, remediated.
+    expect(compliant("broad", "linux-vm", withApps([sef("0.1.0")], "Failed"))).toBe(false);
   });
 
-  it("the remediation identity gets the roles the definitions declare, and Reader on the gallery", () => {
-    const declared = new Set(
-      Object.values(definitionsByName).flatMap((d) =>
-        (d.policyRule.then.details.roleDefinitionIds as string[]).map((id) => id.split("/").at(-1)),
-      ),
+  it("with enableAutomaticUpgrade any version of the application is compliant (no fight with the platform)", () => {
+    expect(compliant("broad", "linux-vm", withApps([sef("0.3.0")]), { enableAutomaticUpgrade: true })).toBe(true);
+    expect(compliant("broad", "linux-vm", withApps([sef("0.3.0")]))).toBe(false);
+    expect(compliant("broad", "linux-vm", withApps([otherApp]), { enableAutomaticUpgrade: true })).toBe(false);
+  });
+
+  it("the remediation embeds the compiled template and passes the provisioning state the policy saw", () => {
+    for (const [name, definition] of Object.entries(definitionsByName())) {
+      const deployment = definition.policyRule.then.details.deployment as {
+        properties: { parameters: Record<string, { value: string }>; template: { metadata: Json } };
+      };
+      const kind = name.replace(/^sef-/, "");
+      expect(deployment.properties.template).toEqual(
+        JSON.parse(readFileSync(join(bicepRoot, `policy/remediation-${kind}.json`), "utf8")),
+      );
+      expect(deployment.properties.parameters.provisioningState!.value).toBe(
+        `[field('${String(definition.policyRule.then.details.type)}/provisioningState')]`,
+      );
+    }
+  });
+});
+
+describe("the remediation's PUT, rendered by the template engine from what it read live", () => {
+  const put = (type: string, name: string) => {
+    expect(remediationCases.run.status, remediationCases.run.stderr).toBe(0);
+    const found = remediationCases.resources.filter((r) => r.type === type && r.name === name);
+    expect(found).toHaveLength(1);
+    return found[0] as { identity: Json; properties: Record<string, Json> };
+  };
+  const applyVm = ["Microsoft.Compute/virtualMachines", "vm1"] as const;
+  const applyVmss = ["Microsoft.Compute/virtualMachineScaleSets", "vm1"] as const;
+  const retryVm = ["Microsoft.Compute/virtualMachines", "vm2"] as const;
+  const sefEntry = {
+    packageReferenceId: `${linuxApp}/versions/0.2.0`,
+    configurationReference: null,
+    enableAutomaticUpgrade: false,
+    treatFailureAsDeploymentFailure: true,
+  };
+
+  it("keeps every live user-assigned identity and the system-assigned one, adding the agent's (VM and scale set)", () => {
+    for (const [type, name] of [applyVm, applyVmss])
+      expect(put(type, name).identity).toEqual({
+        type: "SystemAssigned, UserAssigned",
+        userAssignedIdentities: { [amaIdentity]: {}, [agentIdentity]: {} },
+      });
+    expect(put(...retryVm).identity).toEqual({ type: "UserAssigned", userAssignedIdentities: { [agentIdentity]: {} } });
+  });
+
+  it("keeps the other applications as they are, replaces an older sef, always failing the resource on a failed install", () => {
+    expect(put(...applyVm).properties).toEqual({ applicationProfile: { galleryApplications: [otherApp, sefEntry] } });
+    expect(put(...applyVmss).properties).toEqual({
+      virtualMachineProfile: { applicationProfile: { galleryApplications: [otherApp, sefEntry] } },
+    });
+  });
+
+  it("a resource the policy saw Failed gets sef removed, then added again (Azure's retry for a VM Application)", () => {
+    expect(put(...retryVm).properties).toEqual({ applicationProfile: { galleryApplications: [] } });
+    const template = JSON.parse(readFileSync(join(bicepRoot, "policy/remediation-vm.json"), "utf8")) as {
+      resources: { name: string; condition?: string; dependsOn?: string[]; properties?: Record<string, Json> }[];
+    };
+    const [retry, apply] = template.resources.filter((r) => String(r.name).includes("sef-"));
+    expect(retry!.condition).toBe("[equals(toLower(parameters('provisioningState')), 'failed')]");
+    expect(JSON.stringify(retry!.properties)).toContain('"removeSef":{"value":true}');
+    expect(apply!.dependsOn).toEqual([expect.stringContaining("sef-remove-")]);
+    // The live identity is read whole, as Microsoft's identity policies read it.
+    expect(JSON.stringify(template)).toContain(
+      "reference(resourceId('Microsoft.Compute/virtualMachines', parameters('resourceName')), '2025-04-01', 'full')",
     );
-    const roleIds = new BicepEvaluator(byName("policy/initiative.bicep")).variable("roleIds") as Record<string, string>;
-    expect(declared).toEqual(new Set([roleIds.virtualMachineContributor, roleIds.managedIdentityOperator]));
-    const assigned = [
-      ...byName("every-vm-mg.bicep").text.matchAll(/roleIds\.(\w+)\)/g),
-      ...byName("modules/vmapp-remediation.bicep").text.matchAll(/roleIds\.(\w+)\)/g),
-    ].map((m) => m[1]);
-    expect(new Set(assigned)).toEqual(new Set(["virtualMachineContributor", "managedIdentityOperator", "reader"]));
   });
 });
 
@@ -600,17 +650,5 @@ describe("the policy evaluator, on the examples of Azure Policy's documentation"
     expect(() => evaluate({ field: "name", equals: "[parameters('missing')]" }, context(vmDoc))).toThrow(
       /no parameter missing/,
     );
-  });
-});
-
-describe("Bicep values against shapes", () => {
-  it("follows for, if, ternaries and union() into object literals", () => {
-    const shape: Shape = {
-      kind: "object",
-      properties: new Map([["a", { shape: { kind: "scalar", type: "String" }, readOnly: false }]]),
-    };
-    const file = parseBicep(parser, join(bicepRoot, "x.bicep"), "var v = union(x, c ? { a: 'y' } : { b: 'z' })\n");
-    const value = file.root.descendantsOfType("call_expression")[0]!;
-    expect(bicepValueProblems(value, shape, "v")).toEqual(["v.b: no such property"]);
   });
 });

@@ -1,6 +1,7 @@
 // npm test's set-up step on a machine where it may not install anything (here: no apt-get and no tools on PATH): it
 // stops at once, non-zero, naming the one apt-get command that installs exactly what is missing; without the .NET SDK,
-// the PowerShell step names the SDK and the one dotnet command that installs pwsh.
+// the PowerShell step names the SDK and the one dotnet command that installs pwsh, and the Bicep CLI's restore names
+// the .NET SDK's install step.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../package/artifacts.js";
 import { ensurePwsh, pwshInstallCommand, pwshVersion } from "./pwsh.js";
 import { installCommand, systemPackages } from "./system-tools.js";
+import { bicepCliRestored, bicepVersion, dotnetInstallStep, ensureBicepCli, restoreProject } from "./bicep-cli.js";
 
 const emptyBin = mkdtempSync(join(tmpdir(), "sef-empty-path-"));
 afterAll(() => rmSync(emptyBin, { recursive: true, force: true }));
@@ -45,5 +47,32 @@ describe("test/setup/prepare.ts", () => {
     expect(complaint).toContain("Install the .NET SDK");
     expect(complaint).toContain(`\n  dotnet tool install PowerShell --version ${pwshVersion} --tool-path ${toolDir}\n`);
     expect(pwshInstallCommand(toolDir)).toBe(`dotnet tool install PowerShell --version 7.6.10 --tool-path ${toolDir}`);
+  });
+});
+
+describe("test/setup/bicep-cli.ts", () => {
+  const emptyTools = mkdtempSync(join(tmpdir(), "sef-empty-tools-"));
+  afterAll(() => rmSync(emptyTools, { recursive: true, force: true }));
+
+  it("without dotnet and without a restored CLI: returns 1 at once naming the .NET SDK install step", () => {
+    const said: string[] = [];
+    let warned = "";
+    const status = ensureBicepCli((line) => said.push(line), {
+      path: emptyBin,
+      root: emptyTools,
+      warn: (text) => (warned += text),
+    });
+    expect(status).toBe(1);
+    expect(warned).toContain(`Bicep CLI ${bicepVersion}`);
+    expect(warned).toContain(`  ${dotnetInstallStep}\n`);
+    expect(dotnetInstallStep).toMatch(/^apt-get install -y dotnet-sdk-\d+\.\d+ /);
+    expect(said).toEqual([]);
+    expect(bicepCliRestored(emptyTools)).toBe(false);
+  });
+
+  it("the restore project downloads exactly the pinned package for the SDK's framework", () => {
+    const project = restoreProject("net10.0");
+    expect(project).toContain("<TargetFramework>net10.0</TargetFramework>");
+    expect(project).toContain(`<PackageDownload Include="Azure.Bicep.CommandLine.linux-x64" Version="[0.49.2]" />`);
   });
 });

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { dirname, relative, resolve } from "node:path";
 import { installCommand, missingPackages, onPath, type SystemPackage } from "./system-tools.js";
 import { ensurePwsh } from "./pwsh.js";
+import { ensureBicepCli } from "./bicep-cli.js";
 
 const aptLockTimeoutS = 600;
 
@@ -88,7 +89,7 @@ async function buildArtifactsInBackground(): Promise<void> {
 
 async function main(args: readonly string[]): Promise<number> {
   const artifactsOnly = args.includes("--artifacts-only");
-  const tools = artifactsOnly ? 0 : ensureSystemTools() || ensurePwsh();
+  const tools = artifactsOnly ? 0 : ensureSystemTools() || ensurePwsh() || ensureBicepCli(say);
   if (tools !== 0 || args.includes("--tools-only")) return tools;
   if (process.env.SEF_TEST_PACKAGE_DIR !== undefined) {
     say(`package artifacts: using SEF_TEST_PACKAGE_DIR=${process.env.SEF_TEST_PACKAGE_DIR}`);

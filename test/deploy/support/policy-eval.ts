@@ -2,7 +2,8 @@
 // value conditions (equals, notEquals, like, notLike, in, notIn, contains, notContains, containsKey, notContainsKey,
 // exists, greater, greaterOrEquals, less, lessOrEquals), count with where, and the template functions parameters,
 // field, concat, length, toLower, coalesce, resourceGroup, createArray. Fields are read from a resource document as
-// Azure Resource Graph shows it (`properties.…`); string comparisons ignore case, as Azure Policy's do.
+// Azure Resource Graph shows it (`properties.…`), the image aliases from its image reference; string comparisons
+// ignore case, as Azure Policy's do.
 export type Json = unknown;
 
 export interface Context {
@@ -154,9 +155,32 @@ function walk(value: Json, path: string): Json {
   return spread ? values : values[0];
 }
 
-/** A field's value: type, name, location, kind, id, tags, tags['x'], tags[x], identity.*, or an alias `Type/path`. */
+/**
+ * Aliases Azure names apart from the property paths, as Microsoft's built-in policies use them: the image a VM or a
+ * scale set's model was created from.
+ */
+const imageAliases: Readonly<Record<string, string>> = {
+  "microsoft.compute/imagepublisher": "publisher",
+  "microsoft.compute/imageoffer": "offer",
+  "microsoft.compute/imagesku": "sku",
+  "microsoft.compute/imageid": "id",
+};
+
+function imageReference(resource: Record<string, Json>): Json {
+  const profile = String(resource.type).toLowerCase().endsWith("/virtualmachinescalesets")
+    ? getCaseless(resource.properties, "virtualMachineProfile")
+    : resource.properties;
+  return getCaseless(getCaseless(profile, "storageProfile"), "imageReference");
+}
+
+/**
+ * A field's value: type, name, location, kind, id, tags, tags['x'], tags[x], identity.*, an image alias, or an alias
+ * `Type/path`.
+ */
 export function fieldValue(field: string, context: Context, current?: Element): Json {
   const r = context.resource;
+  const imageKey = imageAliases[field.toLowerCase()];
+  if (imageKey !== undefined) return getCaseless(imageReference(r), imageKey);
   if (current !== undefined && field.toLowerCase().startsWith(`${current.prefix.toLowerCase()}[*]`)) {
     return walk(current.value, field.slice(current.prefix.length + 3));
   }
