@@ -3,7 +3,18 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "src/*/dist/**", "node_modules/**", "coverage/**", "artifacts/**", ".package-cache/**", ".stryker-tmp/**", ".tools/**"] },
+  {
+    ignores: [
+      "dist/**",
+      "src/*/dist/**",
+      "node_modules/**",
+      "coverage/**",
+      "artifacts/**",
+      ".package-cache/**",
+      ".stryker-tmp/**",
+      ".tools/**",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
