@@ -55,6 +55,8 @@ export async function untilStored<T>(
   operation: () => Promise<T>,
   retryMessage: string,
   options: StoreRetry,
+  /** Which failures are storage errors worth retrying (default: all); any other ends the loop, logged at error. */
+  isStorageError: (err: unknown) => boolean = () => true,
 ): Promise<{ value: T } | undefined> {
   const { clock, signal, logger, onStoreError } = options;
   const end = await retryAttempts(
@@ -72,13 +74,23 @@ export async function untilStored<T>(
       policy: blobRetryPolicy,
       clock,
       signal,
+      verdict: (settled) => ({ retry: !settled.ok && isStorageError(settled.error) }),
       onRetry: (settled, attempt, delayMs) => {
         const err = settled.ok ? undefined : (settled.error as Error);
         logger.warn({ attempt, delayMs, err: { type: err?.name, message: err?.message } }, retryMessage);
       },
     },
   );
-  return end.last?.ok ? { value: end.last.value } : undefined;
+  if (end.last?.ok) return { value: end.last.value };
+  if (end.end === "settled" && end.last !== undefined) {
+    const err = end.last.error as Error;
+    onStoreError(null); // not the storage's fault
+    logger.error(
+      { operation: retryMessage, err: { type: err?.name, message: err?.message } },
+      "not retried: the failure is not a storage error",
+    );
+  }
+  return undefined;
 }
 
 /** Writes a notification given up on as one blob under `dead-letter/<target>/` (a few tries: then it is logged). */

@@ -2,6 +2,7 @@
 // EventId meet in one Event Hubs partition (the partition key is the EventId), so one partition owner folds them.
 import type { EventStatus } from "@sef/contract/record.js";
 import type { FleetTransition } from "./record-input.js";
+import { dictOf, emptyDict, own } from "./safe-dict.js";
 
 /** What one reporting VM last said about the event. */
 export interface VmStatus {
@@ -30,7 +31,7 @@ export interface FleetEvent {
   readonly notBefore: string | null;
   /** Names of every VM the event affects, as IMDS listed them (union over the reports). */
   readonly resources: readonly string[];
-  /** Status per reporting VM, keyed by its AgentId (else VmId, else VmName). */
+  /** Status per reporting VM, keyed by its AgentId (else VmId, else VmName): a dictionary without prototype. */
   readonly vms: Readonly<Record<string, VmStatus>>;
   readonly firstSeen: string;
   readonly lastSeen: string;
@@ -60,14 +61,14 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
       durationInSeconds: -1,
       notBefore: null,
       resources: [],
-      vms: {},
+      vms: emptyDict<VmStatus>(),
       firstSeen: record.TimeGenerated,
       lastSeen: record.TimeGenerated,
       status: "Scheduled",
     } satisfies FleetEvent);
   const reporter = record.AgentId || record.VmId || record.VmName || record.RecordId;
   const vms = event.vms as Record<string, VmStatus>;
-  const before = vms[reporter];
+  const before = own(vms, reporter);
   const previousStatus = before?.status;
   if (before === undefined || statusRank[before.status] <= statusRank[record.EventStatus]) {
     vms[reporter] = {
@@ -76,7 +77,7 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
       zone: record.Zone,
       vmScaleSetName: record.VmScaleSetName,
       resourceGroup: record.ResourceGroup,
-      tags: record.Tags ?? {},
+      tags: dictOf<string>(record.Tags),
       affectsThisVm: record.AffectsThisVm,
       status: record.EventStatus,
       lastSeen: record.TimeGenerated,
@@ -96,7 +97,7 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
   event.description = record.Description || event.description;
   event.durationInSeconds = record.DurationInSeconds;
   event.notBefore = record.NotBefore ?? event.notBefore;
-  if (previous === undefined || previousStatus !== vms[reporter]!.status)
+  if (previous === undefined || previousStatus !== own(vms, reporter)?.status)
     event.status = overallStatus(Object.values(vms));
   return event;
 }

@@ -21,7 +21,12 @@ import { createFleetConsumer } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
 import { BlobPartitionStateStore } from "./partition-state.js";
-import { PartitionProcessor, type NotificationIdentity, type ProcessorClock } from "./partition-processor.js";
+import {
+  isStorageFailure,
+  PartitionProcessor,
+  type NotificationIdentity,
+  type ProcessorClock,
+} from "./partition-processor.js";
 import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
@@ -307,6 +312,7 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
             () => entry.processor.processBatch(received),
             "could not save the partition's fleet state; retrying the batch",
             retry,
+            isStorageFailure,
           ))
         )
           return;

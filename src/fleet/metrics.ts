@@ -2,11 +2,24 @@
 // partitions and lag per partition. Every series a dashboard needs exists from start.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 
+/** `sef_fleet_records_total{outcome}`: how each event read ended (see the README's "Untrusted records"). */
+export const recordOutcomes = [
+  "folded",
+  "other",
+  "malformed-json",
+  "unknown-version",
+  "contract",
+  "not-a-record",
+  "event-id",
+  "unfoldable",
+  "unplannable",
+] as const;
+
 export class FleetMetrics {
   readonly registry = new Registry();
   readonly records = new Counter({
     name: "sef_fleet_records_total",
-    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record)",
+    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record, event-id, unfoldable, unplannable)",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
@@ -50,8 +63,7 @@ export class FleetMetrics {
   });
 
   constructor(targets: readonly string[] = []) {
-    for (const outcome of ["folded", "other", "malformed-json", "unknown-version", "contract", "not-a-record"])
-      this.records.inc({ outcome }, 0);
+    for (const outcome of recordOutcomes) this.records.inc({ outcome }, 0);
     for (const target of targets)
       for (const action of ["trigger", "update", "resolve"]) {
         for (const outcome of ["sent", "retried", "dead_lettered"])

@@ -16,9 +16,21 @@ export type RecordInput =
   | { readonly kind: "other"; readonly recordType: string }
   | {
       readonly kind: "rejected";
-      readonly reason: "malformed-json" | "unknown-version" | "contract" | "not-a-record";
+      readonly reason: "malformed-json" | "unknown-version" | "contract" | "not-a-record" | "event-id";
       readonly detail: string;
     };
+
+/** IMDS names every scheduled event by a GUID (`602d9444-d2cd-49c7-8624-8643e7171297`); nothing else is an EventId. */
+const guid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isGuid(text: string): boolean {
+  return guid.test(text);
+}
+
+/** A string from a record as a log line quotes it: JSON, at most 80 characters of it. */
+export function quoted(text: string): string {
+  return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
+}
 
 /** Interprets an event body as the SDK delivers it (parsed JSON object, Buffer/Uint8Array or string). */
 export function readRecord(body: unknown): RecordInput {
@@ -51,6 +63,12 @@ export function readRecord(body: unknown): RecordInput {
   const problems = transitionProblems(object);
   const fatal = problems.find((p) => p.column !== "Tags");
   if (fatal !== undefined) return { kind: "rejected", reason: "contract", detail: `${fatal.column}: ${fatal.problem}` };
+  if (!isGuid(object.EventId as string))
+    return {
+      kind: "rejected",
+      reason: "event-id",
+      detail: `EventId ${quoted(object.EventId as string)} is not a GUID`,
+    };
   if (problems.length === 0) return { kind: "transition", record: object as unknown as FleetTransition };
   const { Tags: _unreadable, ...withoutTags } = object;
   return { kind: "transition", record: withoutTags as unknown as FleetTransition };

@@ -228,6 +228,46 @@ describe("sef fleet", () => {
   });
 });
 
+describe("sef fleet, given records from any holder of the senders' identity", () => {
+  /** A metric's value summed over both instances (each counts what its own partitions read). */
+  const total = async (series: string): Promise<number> => {
+    const texts = await Promise.all(services.map((s) => s.metrics.registry.metrics()));
+    const escaped = series.replace(/[{}"]/g, "\\$&");
+    return texts
+      .map((t) => Number(new RegExp(`^${escaped} (\\d+)$`, "m").exec(t)?.[1] ?? 0))
+      .reduce((a, b) => a + b, 0);
+  };
+
+  it("skips EventIds named like Object.prototype's members (__proto__, __PROTO__, constructor) on every partition and still pages the real events queued behind them", async () => {
+    const forgedIds = ["__proto__", "__PROTO__", "__Proto__", "constructor", "Constructor", "toString"];
+    const rogue = vm(9, "rogue-vmss");
+    const before = await total('sef_fleet_records_total{outcome="event-id"}');
+    // Every partition gets the forged records first (a sender may choose the partition), then the real events.
+    for (const partitionId of ["0", "1", "2", "3"])
+      await producer.sendBatch(
+        forgedIds.map((id) => ({
+          body: fleetTransition(id, "Scheduled", rogue, [rogue]),
+          contentType: "application/json",
+        })),
+        { partitionId },
+      );
+    const web = [0, 1].map((i) => vm(i, "proto-vmss"));
+    const real = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => `0bad0000-0000-4000-8000-00000000000${n}`);
+    // A real event whose reporter's AgentId is "__proto__": an ordinary key of the fleet's state.
+    await send([
+      ...real.map((id) => fleetTransition(id, "Scheduled", web[0]!, web)),
+      { ...fleetTransition(real[0]!, "Scheduled", web[1]!, web), AgentId: "__proto__" },
+    ]);
+    await until(
+      "a PagerDuty incident for every real event",
+      () => real.every((id) => peer.incidents().some((i) => i.dedupKey === id)),
+      30_000,
+    );
+    expect(await total('sef_fleet_records_total{outcome="event-id"}')).toBe(before + 4 * forgedIds.length);
+    expect(await total('sef_fleet_records_total{outcome="unfoldable"}')).toBe(0);
+  }, 40_000);
+});
+
 describe("sef fleet's rules, as targets see them", () => {
   type Sent = { action: string; event: { eventId: string; status: string } };
   const sentTo = (target: (typeof ruleTargets)[number], eventId: string): Sent[] =>

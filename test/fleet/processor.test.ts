@@ -2,6 +2,7 @@
 // saved in one write (not one write each), a claim left by a stopped instance is re-sent once, logged and counted as
 // in doubt with the same idempotency key, and outcomes whose save failed are saved by the next run, not re-sent.
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import pino from "pino";
 import { Writable } from "node:stream";
 import type { FleetEvent } from "../../src/fleet/fleet-event.js";
@@ -23,6 +24,7 @@ import {
 import type { DeliveryOutcome } from "../../src/fleet/targets/deliver.js";
 import { fleetTransition, vm } from "./records.js";
 import { FakeClock, flushAsync, instantClock } from "../helpers/fake-clock.js";
+import { propertyParams } from "../helpers/seed.js";
 
 const t0 = Date.parse("2026-11-23T10:00:00Z");
 
@@ -352,5 +354,140 @@ describe("PartitionProcessor", () => {
       'sef_fleet_notifications_in_doubt_total{target="pd",action="trigger",cause="attempt_unanswered"} 1',
     );
     expect(lines.filter((l) => l.includes("unanswered attempt may have reached the target"))).toHaveLength(1);
+  });
+});
+
+/** Keys that name members of Object.prototype, in the casings a sender may try (the fleet lower-cases EventIds). */
+const prototypeKeys = [
+  "__proto__",
+  "__PROTO__",
+  "__Proto__",
+  "constructor",
+  "CONSTRUCTOR",
+  "toString",
+  "hasOwnProperty",
+];
+
+function receivedAt(sequenceNumber: number, body: unknown): ReceivedEvent {
+  return { body, sequenceNumber, offset: String(sequenceNumber) };
+}
+
+function metricLine(text: string, outcome: string): number {
+  return Number(new RegExp(`^sef_fleet_records_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? -1);
+}
+
+describe("PartitionProcessor, given records from any sender", () => {
+  const real = "c0ffee00-0000-4000-8000-000000000001";
+  const vms = [vm(0), vm(1)];
+
+  it("counts and skips EventIds that are not GUIDs (__proto__, constructor, …), keeps keys like __proto__ in other fields as data, and pages the real events behind them", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const forged = prototypeKeys.map((id) => fleetTransition(id, "Scheduled", vms[0]!, vms, { timeMs: t0 }));
+    // A GUID EventId whose reporter and tags are named like prototype members: ordinary keys of the fleet's state.
+    const oddReporter = {
+      ...fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 }),
+      AgentId: "__proto__",
+      Tags: JSON.parse('{"__proto__": "x", "constructor": "y"}') as Record<string, string>,
+    };
+    const batch = [...forged, oddReporter, fleetTransition(real, "Scheduled", vms[1]!, vms, { timeMs: t0 })];
+    await processor.processBatch(batch.map((body, i) => receivedAt(i, body)));
+
+    expect(sent.map((s) => [s.target, s.eventId])).toEqual([
+      ["pd", real],
+      ["chat", real],
+    ]);
+    const text = await metrics.registry.metrics();
+    expect(metricLine(text, "event-id")).toBe(prototypeKeys.length);
+    expect(metricLine(text, "folded")).toBe(2);
+    expect(lines.filter((l) => l.includes("is not a GUID"))).toHaveLength(prototypeKeys.length);
+    // The state read back (JSON, as the blob holds it) has the one event, both reporters, and nothing inherited.
+    const reopened = await PartitionProcessor.open(options);
+    expect(reopened.lastSequenceNumber).toBe(batch.length - 1);
+    const { state } = await store.load();
+    expect(Object.keys(state.events)).toEqual([real]);
+    expect(Object.keys(state.events[real]!.vms).sort()).toEqual(["__proto__", "agent-web-vmss_1"]);
+    expect(({} as Record<string, unknown>).status).toBeUndefined();
+    // The reporter named __proto__ ends its part of the event like any other.
+    await reopened.processBatch([
+      receivedAt(batch.length, { ...oddReporter, EventStatus: "Completed", PreviousStatus: "Scheduled" }),
+      receivedAt(batch.length + 1, fleetTransition(real, "Completed", vms[1]!, vms, { timeMs: t0 })),
+    ]);
+    expect(sent.slice(2).map((s) => s.notification.action)).toEqual(["resolve", "resolve"]);
+  });
+
+  it("skips a record whose reading or folding throws, counting it and logging its EventId, and folds the rest of the batch", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const good = fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 });
+    const other = "c0ffee00-0000-4000-8000-000000000002";
+    // A body whose Description answers the validator, then throws when the fold reads it again.
+    let reads = 0;
+    const treacherous = Object.defineProperty(
+      { ...fleetTransition(other, "Scheduled", vms[0]!, vms, { timeMs: t0 }) },
+      "Description",
+      {
+        enumerable: true,
+        get: () => {
+          if (++reads > 1) throw new RangeError("changed while read");
+          return "";
+        },
+      },
+    );
+    const throwing = Object.defineProperty({}, "RecordType", {
+      enumerable: true,
+      get: () => {
+        throw new TypeError("unreadable");
+      },
+    });
+    await processor.processBatch([receivedAt(0, throwing), receivedAt(1, treacherous), receivedAt(2, good)]);
+    expect(sent.map((s) => s.eventId)).toEqual([real, real]);
+    const text = await metrics.registry.metrics();
+    expect(metricLine(text, "unfoldable")).toBe(2);
+    const errors = lines.map((l) => JSON.parse(l) as { msg: string; eventId?: string; sequenceNumber: number });
+    const skipped = errors.filter((l) => l.msg === "skipped a record that could not be folded");
+    expect(skipped.map((l) => [l.sequenceNumber, l.eventId])).toEqual([
+      [0, undefined],
+      [1, other],
+    ]);
+    expect(processor.lastSequenceNumber).toBe(2);
+    expect(Object.keys((await store.load()).state.events)).toEqual([real]);
+  });
+
+  it("never stops on arbitrary JSON or half-valid records: every batch is saved past its last event and a real event after them is paged", async () => {
+    const key = fc.constantFrom(...prototypeKeys, "EventId", "AgentId", "Resources", "Tags", "vms", "x");
+    const junkValue = fc.oneof(fc.jsonValue(), fc.constantFrom(...prototypeKeys), fc.dictionary(key, fc.jsonValue()));
+    const base = fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 });
+    // A valid record with some of its columns replaced (EventId among them), or any JSON at all, as object or text.
+    const halfValid = fc
+      .dictionary(fc.constantFrom(...Object.keys(base)), junkValue, { maxKeys: 4 })
+      .map((changes) => ({ ...base, ...changes }));
+    // A valid record but for an EventId named like a member of Object.prototype.
+    const forged = fc.constantFrom(...prototypeKeys).map((EventId) => ({ ...base, EventId }));
+    const body = fc.oneof(
+      fc.jsonValue(),
+      forged,
+      halfValid,
+      halfValid.map((r) => Buffer.from(JSON.stringify(r))),
+      fc.string().map((s) => Buffer.from(s)),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(body, { maxLength: 12 }), async (bodies) => {
+        const store = new MemoryStore();
+        const { sent, options } = setup(store, async () => delivered);
+        const processor = await PartitionProcessor.open(options);
+        const probe = "c0ffee00-0000-4000-8000-0000000000ff";
+        await processor.processBatch(bodies.map((b, i) => receivedAt(i, b)));
+        await processor.processBatch([
+          receivedAt(bodies.length, fleetTransition(probe, "Started", vms[1]!, vms, { timeMs: t0 })),
+        ]);
+        expect(processor.lastSequenceNumber).toBe(bodies.length);
+        expect(sent.filter((s) => s.eventId === probe).map((s) => s.target)).toEqual(["pd", "chat"]);
+        expect(({} as Record<string, unknown>).vms).toBeUndefined();
+      }),
+      propertyParams(47_001, 60),
+    );
   });
 });
