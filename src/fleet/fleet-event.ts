@@ -49,7 +49,21 @@ export function eventKeyOf(eventId: string): string {
  * folds into), or a new event. Older or repeated reports never move a VM back. Cost grows with the number
  * of names in Resources, not with the number of VMs that reported.
  */
-export function foldRecord(previous: FleetEvent | undefined, record: FleetTransition): FleetEvent {
+/** The fields a notification is about: once one went out, later records never change them. */
+export type PagedField = "eventType" | "description" | "notBefore";
+
+export interface FoldOptions {
+  /** A notification about the event went out (or is claimed): its type, description and NotBefore stay as paged. */
+  readonly paged?: boolean;
+  /** Told of each change a record offered to a paged field, which was not applied. */
+  readonly onKept?: (field: PagedField, kept: string | null, offered: string | null) => void;
+}
+
+export function foldRecord(
+  previous: FleetEvent | undefined,
+  record: FleetTransition,
+  options: FoldOptions = {},
+): FleetEvent {
   const event: Mutable<FleetEvent> =
     previous ??
     ({
@@ -92,11 +106,21 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
   }
   if (record.TimeGenerated < event.firstSeen) event.firstSeen = record.TimeGenerated;
   if (record.TimeGenerated > event.lastSeen) event.lastSeen = record.TimeGenerated;
-  event.eventType = record.EventType || event.eventType;
+  const offered = {
+    eventType: record.EventType || event.eventType,
+    description: record.Description || event.description,
+  };
+  for (const field of ["eventType", "description"] as const) {
+    if (options.paged === true && offered[field] !== event[field])
+      options.onKept?.(field, event[field], offered[field]);
+    else event[field] = offered[field];
+  }
+  const notBefore = record.NotBefore ?? event.notBefore;
+  if (options.paged === true && notBefore !== event.notBefore)
+    options.onKept?.("notBefore", event.notBefore, notBefore);
+  else event.notBefore = notBefore;
   event.eventSource = record.EventSource || event.eventSource;
-  event.description = record.Description || event.description;
   event.durationInSeconds = record.DurationInSeconds;
-  event.notBefore = record.NotBefore ?? event.notBefore;
   if (previous === undefined || previousStatus !== own(vms, reporter)?.status)
     event.status = overallStatus(Object.values(vms));
   return event;

@@ -118,18 +118,24 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const send = targetSender(targets, settings);
   const onDeadLetter = deadLetterWriter(container, settings, systemClock);
   const storeRetry = storeRetries(owned, logger);
+  // Records of one EventId belong in the partition its hash names: the hub's partition ids, in order, asked once.
+  const hubPartitionIds = partitionIdsOnce(client, settings.requestTimeoutMs);
   const openProcessor = (partitionId: string, signal: AbortSignal): Promise<PartitionProcessor> =>
-    openUntilLoaded(storeRetry(signal, partitionId), {
-      ...processorSettings(settings),
-      partitionId,
-      store: stateStore,
-      send,
-      onDeadLetter,
-      clock: systemClock,
-      logger: logger.child({ partitionId }),
-      metrics,
-      signal,
-      requestSignal: requestsGivenUp.signal,
+    openUntilLoaded(storeRetry(signal, partitionId), async () => {
+      const partitionIds = await hubPartitionIds();
+      return PartitionProcessor.open({
+        ...processorSettings(settings),
+        partitionId,
+        placement: { index: partitionIds.indexOf(partitionId), count: partitionIds.length },
+        store: stateStore,
+        send,
+        onDeadLetter,
+        clock: systemClock,
+        logger: logger.child({ partitionId }),
+        metrics,
+        signal,
+        requestSignal: requestsGivenUp.signal,
+      });
     });
   const subscription: Subscription = client.subscribe(
     partitionHandlers({ owned, openProcessor, storeRetry, refreshGauges, settings, metrics, logger }),
@@ -364,16 +370,22 @@ function storeRetries(
   });
 }
 
+/** The hub's partition ids, asked when first needed and kept (a failed answer is asked again next time). */
+function partitionIdsOnce(client: EventHubConsumerClient, timeoutMs: number): () => Promise<string[]> {
+  let ids: Promise<string[]> | undefined;
+  return () =>
+    (ids ??= client.getPartitionIds({ abortSignal: AbortSignal.timeout(timeoutMs) }).catch((err: unknown) => {
+      ids = undefined;
+      throw err;
+    }));
+}
+
 /** Opens a partition's processor, loading its state until Blob storage answers (or the partition closes). */
 async function openUntilLoaded(
   retry: StoreRetry,
-  options: Parameters<typeof PartitionProcessor.open>[0],
+  open: () => Promise<PartitionProcessor>,
 ): Promise<PartitionProcessor> {
-  const opened = await untilStored(
-    () => PartitionProcessor.open(options),
-    "could not load the partition's fleet state; retrying",
-    retry,
-  );
+  const opened = await untilStored(open, "could not load the partition's fleet state; retrying", retry);
   if (opened === undefined) throw new PartitionClosedError("the partition closed before its fleet state was loaded");
   return opened.value;
 }

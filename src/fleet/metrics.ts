@@ -11,6 +11,7 @@ export const recordOutcomes = [
   "contract",
   "not-a-record",
   "event-id",
+  "wrong-partition",
   "unfoldable",
   "unplannable",
 ] as const;
@@ -19,8 +20,14 @@ export class FleetMetrics {
   readonly registry = new Registry();
   readonly records = new Counter({
     name: "sef_fleet_records_total",
-    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record, event-id, unfoldable, unplannable)",
+    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record, event-id, wrong-partition, unfoldable, unplannable)",
     labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly changesIgnored = new Counter({
+    name: "sef_fleet_event_changes_ignored_total",
+    help: "Changes records offered to a paged event's type, description or NotBefore, noted and not applied, by field",
+    labelNames: ["field"] as const,
     registers: [this.registry],
   });
   readonly notifications = new Counter({
@@ -63,6 +70,7 @@ export class FleetMetrics {
   });
 
   constructor(targets: readonly string[] = []) {
+    for (const field of ["eventType", "description", "notBefore"]) this.changesIgnored.inc({ field }, 0);
     for (const outcome of recordOutcomes) this.records.inc({ outcome }, 0);
     for (const target of targets)
       for (const action of ["trigger", "update", "resolve"]) {

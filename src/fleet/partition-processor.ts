@@ -2,7 +2,7 @@
 // leaves, so a second holder of the partition cannot send them too), sends them with bounded retries (then
 // dead-letters with the reason), saves the outcome, and only then lets the checkpoint move.
 import type { Logger } from "pino";
-import { eventKeyOf, foldRecord, isEnded, type FleetEvent } from "./fleet-event.js";
+import { eventKeyOf, foldRecord, isEnded, type FleetEvent, type PagedField } from "./fleet-event.js";
 import {
   afterDelivery,
   emptyNotificationState,
@@ -18,7 +18,8 @@ import {
   type PartitionState,
   type PartitionStateStore,
 } from "./partition-state.js";
-import { readRecord } from "./record-input.js";
+import { quoted, readRecord, type FleetTransition } from "./record-input.js";
+import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
 import { dictOf, own } from "./safe-dict.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
@@ -62,6 +63,11 @@ export interface ProcessorClock {
 
 export interface ProcessorOptions {
   readonly partitionId: string;
+  /**
+   * Where this partition sits among the hub's: a record whose EventId (its partition key) hashes to another partition
+   * was placed there by its sender, not by Event Hubs, and is dropped. Absent: not checked.
+   */
+  readonly placement?: { readonly index: number; readonly count: number };
   readonly rules: readonly Rule[];
   readonly updateIntervalMs: number;
   /** A claim older than this was left by a dead instance and is sent again (use the ownership expiry). */
@@ -360,13 +366,51 @@ export class PartitionProcessor {
         return undefined;
       }
       eventId = input.record.EventId;
+      if (!this.placedByKey(eventId)) {
+        afterSave.push(() => this.noteWrongPartition(received, input.record));
+        return undefined;
+      }
       const key = eventKeyOf(eventId);
-      working.events[key] = foldRecord(own(working.events, key), input.record);
+      const record = input.record;
+      const onKept = (field: PagedField, kept: string | null, offered: string | null): void => {
+        afterSave.push(() => {
+          metrics.changesIgnored.inc({ field });
+          logger.warn(
+            { partitionId, eventId: record.EventId, field, kept, offered: offered === null ? null : quoted(offered) },
+            "a record would change a paged event: noted, not applied",
+          );
+        });
+      };
+      const paged = Object.values(own(working.notifications, key) ?? {}).some(
+        (n) => n.triggeredAt !== null || n.pending !== null,
+      );
+      working.events[key] = foldRecord(own(working.events, key), record, { paged, onKept });
       afterSave.push(() => metrics.records.inc({ outcome: "folded" }));
       return key;
     } catch (err) {
       throw new UnfoldableRecord(received, eventId, err);
     }
+  }
+
+  /** Whether Event Hubs itself would have put a record with this partition key here (always, when not checked). */
+  private placedByKey(eventId: string): boolean {
+    const placement = this.options.placement;
+    return placement === undefined || partitionIndexForKey(eventId, placement.count) === placement.index;
+  }
+
+  private noteWrongPartition(received: ReceivedEvent, record: FleetTransition): void {
+    this.options.metrics.records.inc({ outcome: "wrong-partition" });
+    this.options.logger.warn(
+      {
+        partitionId: this.options.partitionId,
+        offset: received.offset,
+        sequenceNumber: received.sequenceNumber,
+        eventId: record.EventId,
+        eventStatus: record.EventStatus,
+        vmName: quoted(record.VmName),
+      },
+      "dropped a record sent to a partition its EventId does not hash to (not the agent's placement)",
+    );
   }
 
   private prune(working: PartitionState): boolean {

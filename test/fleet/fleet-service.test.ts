@@ -13,6 +13,7 @@ import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify
 import { startAzurite, type Azurite } from "./azurite.js";
 import { fleetTransition, vm } from "./records.js";
 import { waitFor } from "../helpers/wait.js";
+import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 
 let hub: EventHubsEmulator;
 let azurite: Azurite;
@@ -265,6 +266,32 @@ describe("sef fleet, given records from any holder of the senders' identity", ()
     );
     expect(await total('sef_fleet_records_total{outcome="event-id"}')).toBe(before + 4 * forgedIds.length);
     expect(await total('sef_fleet_records_total{outcome="unfoldable"}')).toBe(0);
+  }, 40_000);
+  it("drops the Completed records a sender puts on a partition other than its EventId's: the real incident stays open until its VMs end it", async () => {
+    const web = [0, 1].map((i) => vm(i, "forged-vmss"));
+    const id = "0bad0000-0000-4000-8000-0000000000f1";
+    await send(web.map((v) => fleetTransition(id, "Scheduled", v, web)));
+    await until("the real incident", () => peer.incidents().find((i) => i.dedupKey === id && i.status === "triggered"));
+    const before = await total('sef_fleet_records_total{outcome="wrong-partition"}');
+    const home = String(partitionIndexForKey(id, 4));
+    const wrong = ["0", "1", "2", "3"].filter((p) => p !== home);
+    // The VMs' own Completed records, copied, on every partition but the EventId's own.
+    for (const partitionId of wrong)
+      await producer.sendBatch(
+        web.map((v) => ({ body: fleetTransition(id, "Completed", v, web), contentType: "application/json" })),
+        { partitionId },
+      );
+    const dropped = before + 2 * wrong.length;
+    await waitFor(
+      "every forged record dropped",
+      async () => (await total('sef_fleet_records_total{outcome="wrong-partition"}')) === dropped,
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
+    expect(peer.incidents().find((i) => i.dedupKey === id)?.status).toBe("triggered");
+    await send(web.map((v) => fleetTransition(id, "Completed", v, web)));
+    await until("resolved by its own VMs", () =>
+      peer.incidents().find((i) => i.dedupKey === id && i.status === "resolved"),
+    );
   }, 40_000);
 });
 

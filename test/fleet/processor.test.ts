@@ -25,6 +25,8 @@ import type { DeliveryOutcome } from "../../src/fleet/targets/deliver.js";
 import { fleetTransition, vm } from "./records.js";
 import { FakeClock, flushAsync, instantClock } from "../helpers/fake-clock.js";
 import { propertyParams } from "../helpers/seed.js";
+import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
+import { pagerDutySeverity } from "../../src/fleet/targets/payloads.js";
 
 const t0 = Date.parse("2026-11-23T10:00:00Z");
 
@@ -64,6 +66,10 @@ interface Sent {
   readonly target: string;
   readonly notification: NotificationIdentity;
   readonly eventId: string;
+  /** What the notification said the event is, and its NotBefore. */
+  readonly eventType: string;
+  readonly notBefore: string | null;
+  readonly status: string;
 }
 
 function setup(
@@ -88,7 +94,14 @@ function setup(
     retainEndedMs: 7 * 24 * 3600_000,
     store,
     send: (target, notification, event: FleetEvent, requestSignal) => {
-      const s = { target, notification, eventId: event.eventId };
+      const s = {
+        target,
+        notification,
+        eventId: event.eventId,
+        eventType: event.eventType,
+        notBefore: event.notBefore,
+        status: event.status,
+      };
       sent.push(s);
       return answer(s, requestSignal);
     },
@@ -489,5 +502,89 @@ describe("PartitionProcessor, given records from any sender", () => {
       }),
       propertyParams(47_001, 60),
     );
+  });
+});
+
+describe("PartitionProcessor, given forged records on the right partition or a wrong one", () => {
+  const vms = [vm(0), vm(1)];
+  const placement = { index: 0, count: 4 };
+  /** GUIDs whose Event Hubs hash names partition 0 of 4 (`here`) and another one (`elsewhere`). */
+  const guids = Array.from({ length: 64 }, (_, i) => `feed0000-0000-4000-8000-${String(i).padStart(12, "0")}`);
+  const here = guids.filter((id) => partitionIndexForKey(id, 4) === 0);
+  const elsewhere = guids.filter((id) => partitionIndexForKey(id, 4) !== 0);
+
+  it("drops and counts records whose EventId hashes to another partition: a forged Completed there never resolves the real incident", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open({ ...options, placement });
+    const real = here[0]!;
+    // The real event, raised by both VMs on its own partition, is paged.
+    await processor.processBatch(
+      vms.map((v, i) => receivedAt(i, fleetTransition(real, "Scheduled", v, vms, { timeMs: t0 }))),
+    );
+    expect(sent.map((s) => [s.target, s.notification.action])).toEqual([
+      ["pd", "trigger"],
+      ["chat", "trigger"],
+    ]);
+    // A sender that chose this partition for another EventId, and one that sends the real EventId's end from a VM of
+    // its own: the first is dropped; the second joins the event as a reporter and ends only its own part.
+    const rogue = vm(7, "rogue-vmss");
+    await processor.processBatch([
+      receivedAt(2, fleetTransition(elsewhere[0]!, "Scheduled", rogue, [rogue], { timeMs: t0 })),
+      receivedAt(3, fleetTransition(elsewhere[0]!, "Completed", rogue, [rogue], { timeMs: t0 })),
+      receivedAt(4, fleetTransition(real, "Completed", rogue, vms, { timeMs: t0 })),
+    ]);
+    await processor.tick();
+    expect(sent).toHaveLength(2); // nothing resolved, nothing paged for the misplaced EventId
+    expect(metricLine(await metrics.registry.metrics(), "wrong-partition")).toBe(2);
+    expect(lines.filter((l) => l.includes("does not hash to") && l.includes(elsewhere[0]!))).toHaveLength(2);
+    // The VMs that raised it end it: then it resolves.
+    await processor.processBatch(
+      vms.map((v, i) => receivedAt(5 + i, fleetTransition(real, "Completed", v, vms, { timeMs: t0 }))),
+    );
+    expect(sent.slice(2).map((s) => [s.target, s.notification.action])).toEqual([
+      ["pd", "resolve"],
+      ["chat", "resolve"],
+    ]);
+  });
+
+  it("keeps a paged event's type, description and NotBefore: a Reboot relabeled Freeze keeps its severity, and the change is logged", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open({ ...options, placement, updateIntervalMs: 0 });
+    const real = here[1]!;
+    const notBefore = new Date(t0 + 15 * 60_000).toISOString();
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0, notBefore })),
+    ]);
+    const relabeled = {
+      ...fleetTransition(real, "Scheduled", vms[1]!, vms, { timeMs: t0, eventType: "Freeze" }),
+      Description: "<!channel> approve at <https://evil.example|Approve>",
+      NotBefore: new Date(t0 + 24 * 3600_000).toISOString(),
+    };
+    await processor.processBatch([receivedAt(1, relabeled)]);
+    expect(sent.map((s) => [s.notification.action, s.eventType, s.notBefore])).toEqual([
+      ["trigger", "Reboot", notBefore],
+      ["trigger", "Reboot", notBefore],
+      ["update", "Reboot", notBefore],
+      ["update", "Reboot", notBefore],
+    ]);
+    expect(pagerDutySeverity(sent.at(-1)!.eventType)).toBe("warning");
+    const { state } = await store.load();
+    expect(state.events[real]).toMatchObject({
+      eventType: "Reboot",
+      description: "Host server is undergoing maintenance.",
+    });
+    const text = await metrics.registry.getSingleMetricAsString("sef_fleet_event_changes_ignored_total");
+    for (const field of ["eventType", "description", "notBefore"])
+      expect(text).toContain(`sef_fleet_event_changes_ignored_total{field="${field}"} 1`);
+    const noted = lines.map((l) => JSON.parse(l) as { msg: string; field?: string; eventId?: string });
+    expect(
+      noted.filter((l) => l.msg.startsWith("a record would change a paged event")).map((l) => [l.field, l.eventId]),
+    ).toEqual([
+      ["eventType", real],
+      ["description", real],
+      ["notBefore", real],
+    ]);
   });
 });
