@@ -17,6 +17,8 @@ import { retryDelayMs } from "../../src/retry/policy.js";
 import { readRecord, type FleetTransition } from "../../src/fleet/record-input.js";
 import { globToRegExp, inQuietHours, selectTargets, tagsMatch, type Rule } from "../../src/fleet/rules.js";
 import { buildTargetRequest, webhookSignature } from "../../src/fleet/targets/payloads.js";
+import { slackText, truncateSlackText } from "../../src/fleet/targets/escape.js";
+import { deadLetterBlobName } from "../../src/fleet/blob-storage.js";
 import { pagerDutyProblems, slackProblems, teamsProblems } from "../../src/testbed/peers/notify/server.js";
 import { fleetTransition, vm } from "./records.js";
 
@@ -426,6 +428,46 @@ describe("payloads", () => {
     expect(Buffer.byteLength(buildTargetRequest("teams", big!, ref("trigger"), t0, {}).body)).toBeLessThan(28 * 1024);
     const req = buildTargetRequest("webhook", event, ref("trigger"), t0, { hmacSecret: "s3cret" });
     expect(req.headers["x-sef-signature-256"]).toBe(webhookSignature(req.body, "s3cret"));
+  });
+  it("show a description's mentions and links as text: Slack mrkdwn escaped (<!channel>, <url|text>, &), Teams markdown escaped", () => {
+    const hostile =
+      "<!channel> Approve now: <https://evil.example/approve|Approve> & [Approve](https://evil.example) **now**";
+    const forged = fold([
+      read({ ...fleetTransition(E3, "Scheduled", vms[0]!, vms, { timeMs: t0 }), Description: hostile }),
+    ]);
+    const slack = JSON.parse(buildTargetRequest("slack", forged, ref("trigger"), t0, {}).body) as {
+      text: string;
+      blocks: Array<{ fields?: Array<{ text: string }> }>;
+    };
+    const mrkdwn = [slack.text, ...slack.blocks.flatMap((b) => (b.fields ?? []).map((f) => f.text))];
+    expect(mrkdwn.join("\n")).not.toMatch(/[<>]/); // no mention, link or date token can open
+    expect(
+      mrkdwn.some((t) =>
+        t.includes("&lt;!channel&gt; Approve now: &lt;https://evil.example/approve|Approve&gt; &amp;"),
+      ),
+    ).toBe(true);
+    expect(slackProblems(slack)).toEqual([]);
+    const teams = JSON.parse(buildTargetRequest("teams", forged, ref("trigger"), t0, {}).body);
+    const facts = teams.attachments[0].content.body[1].facts as Array<{ title: string; value: string }>;
+    expect(facts.find((f) => f.title === "Description")!.value).toBe(
+      "\\<!channel\\> Approve now: \\<https://evil.example/approve|Approve\\> & \\[Approve\\]\\(https://evil.example\\) \\*\\*now\\*\\*",
+    );
+    expect(teamsProblems(teams)).toEqual([]);
+    // A cut never leaves half an entity behind.
+    expect(truncateSlackText(slackText("a<b"), 4)).toBe("a…");
+  });
+  it("name a dead letter inside dead-letter/<target>/ whatever the key: a ../ key is hashed, a GUID key kept", () => {
+    expect(deadLetterBlobName("oncall", E1, "trigger")).toBe(`dead-letter/oncall/${E1}-trigger.json`);
+    for (const [target, key] of [
+      ["oncall", "../../other-container/x"],
+      ["../..", "e1"],
+      ["oncall", "a%2F..%2Fb"],
+    ] as const) {
+      const name = deadLetterBlobName(target, key, "resolve");
+      expect(name).toMatch(/^dead-letter\/[A-Za-z0-9_-]+\/[A-Za-z0-9_-]+-resolve\.json$/);
+      expect(name.split("/")).toHaveLength(3);
+    }
+    expect(deadLetterBlobName("oncall", "../x", "trigger")).not.toBe(deadLetterBlobName("oncall", "../y", "trigger"));
   });
   it("give the generic webhook one Idempotency-Key per event, target, action and sequence, the same on every re-send", () => {
     const key = notificationIdempotencyKey(
