@@ -18,7 +18,7 @@ import {
   type PartitionState,
   type PartitionStateStore,
 } from "./partition-state.js";
-import { quoted, readRecord, type FleetTransition } from "./record-input.js";
+import { quoted, readRecord, type FleetTransition, type RecordInput } from "./record-input.js";
 import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
 import { dictOf, own } from "./safe-dict.js";
 import { selectTargets, type Rule } from "./rules.js";
@@ -346,19 +346,7 @@ export class PartitionProcessor {
     try {
       const input = readRecord(received.body);
       if (input.kind === "rejected") {
-        afterSave.push(() => {
-          metrics.records.inc({ outcome: input.reason });
-          logger.warn(
-            {
-              partitionId,
-              offset: received.offset,
-              sequenceNumber: received.sequenceNumber,
-              reason: input.reason,
-              detail: input.detail,
-            },
-            "skipped an event that is not a valid record",
-          );
-        });
+        afterSave.push(this.noteRejected(working, received, input));
         return undefined;
       }
       if (input.kind === "other") {
@@ -390,6 +378,34 @@ export class PartitionProcessor {
     } catch (err) {
       throw new UnfoldableRecord(received, eventId, err);
     }
+  }
+
+  /**
+   * What to log and count for a record that is not read: its EventId when it has one, and whether that event is open
+   * (a rejected record of an open event may be the end it waits for; it is named so it can be found).
+   */
+  private noteRejected(
+    working: PartitionState,
+    received: ReceivedEvent,
+    input: Extract<RecordInput, { kind: "rejected" }>,
+  ): () => void {
+    const openEvent = input.eventId === undefined ? undefined : own(working.events, eventKeyOf(input.eventId));
+    const open = openEvent !== undefined && !isEnded(openEvent);
+    return () => {
+      this.options.metrics.records.inc({ outcome: input.reason });
+      this.options.logger.warn(
+        {
+          partitionId: this.options.partitionId,
+          offset: received.offset,
+          sequenceNumber: received.sequenceNumber,
+          reason: input.reason,
+          detail: input.detail,
+          ...(input.eventId === undefined ? {} : { eventId: input.eventId.slice(0, 80) }),
+          ...(open ? { openEvent: true } : {}),
+        },
+        open ? "skipped an invalid record of an open event" : "skipped an event that is not a valid record",
+      );
+    };
   }
 
   /** Whether Event Hubs itself would have put a record with this partition key here (always, when not checked). */

@@ -469,6 +469,32 @@ describe("PartitionProcessor, given records from any sender", () => {
     expect(Object.keys((await store.load()).state.events)).toEqual([real]);
   });
 
+  it('reads a NotBefore of "" as null (IMDS\'s own empty value): such a Completed resolves; a rejected record of an open event is logged with its EventId', async () => {
+    const store = new MemoryStore();
+    const { sent, options, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(real, "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+    ]);
+    const ended = { ...fleetTransition(real, "Completed", vms[0]!, [vms[0]!], { timeMs: t0 }), NotBefore: "" };
+    await processor.processBatch([
+      receivedAt(1, { ...ended, Resources: "web-vmss_0" }), // rejected: Resources is not a list
+      receivedAt(2, ended),
+    ]);
+    expect(sent.map((s) => [s.target, s.notification.action])).toEqual([
+      ["pd", "trigger"],
+      ["chat", "trigger"],
+      ["pd", "resolve"],
+      ["chat", "resolve"],
+    ]);
+    const rejected = lines
+      .map((l) => JSON.parse(l) as { msg: string; eventId?: string; openEvent?: boolean; detail?: string })
+      .filter((l) => l.msg === "skipped an invalid record of an open event");
+    expect(rejected).toEqual([
+      expect.objectContaining({ eventId: real, openEvent: true, detail: expect.stringContaining("Resources") }),
+    ]);
+  });
+
   it("never stops on arbitrary JSON or half-valid records: every batch is saved past its last event and a real event after them is paged", async () => {
     const key = fc.constantFrom(...prototypeKeys, "EventId", "AgentId", "Resources", "Tags", "vms", "x");
     const junkValue = fc.oneof(fc.jsonValue(), fc.constantFrom(...prototypeKeys), fc.dictionary(key, fc.jsonValue()));
