@@ -40,6 +40,11 @@ export interface FleetEvent {
 
 const statusRank: Record<EventStatus, number> = { Scheduled: 0, Started: 1, Completed: 2, Canceled: 2 };
 
+/** The key of a record's VM among an event's reporters: its AgentId, else VmId, else VmName, else RecordId. */
+export function reporterOf(record: FleetTransition): string {
+  return record.AgentId || record.VmId || record.VmName || record.RecordId;
+}
+
 export function eventKeyOf(eventId: string): string {
   return eventId.toLowerCase();
 }
@@ -80,7 +85,7 @@ export function foldRecord(
       lastSeen: record.TimeGenerated,
       status: "Scheduled",
     } satisfies FleetEvent);
-  const reporter = record.AgentId || record.VmId || record.VmName || record.RecordId;
+  const reporter = reporterOf(record);
   const vms = event.vms as Record<string, VmStatus>;
   const before = own(vms, reporter);
   const previousStatus = before?.status;

@@ -26,6 +26,7 @@ import {
   PartitionProcessor,
   type NotificationIdentity,
   type ProcessorClock,
+  type ProcessorOptions,
 } from "./partition-processor.js";
 import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
@@ -118,25 +119,18 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const send = targetSender(targets, settings);
   const onDeadLetter = deadLetterWriter(container, settings, systemClock);
   const storeRetry = storeRetries(owned, logger);
-  // Records of one EventId belong in the partition its hash names: the hub's partition ids, in order, asked once.
-  const hubPartitionIds = partitionIdsOnce(client, settings.requestTimeoutMs);
-  const openProcessor = (partitionId: string, signal: AbortSignal): Promise<PartitionProcessor> =>
-    openUntilLoaded(storeRetry(signal, partitionId), async () => {
-      const partitionIds = await hubPartitionIds();
-      return PartitionProcessor.open({
-        ...processorSettings(settings),
-        partitionId,
-        placement: { index: partitionIds.indexOf(partitionId), count: partitionIds.length },
-        store: stateStore,
-        send,
-        onDeadLetter,
-        clock: systemClock,
-        logger: logger.child({ partitionId }),
-        metrics,
-        signal,
-        requestSignal: requestsGivenUp.signal,
-      });
-    });
+  const openProcessor = processorOpener(client, settings, storeRetry, (partitionId, signal) => ({
+    ...processorSettings(settings),
+    partitionId,
+    store: stateStore,
+    send,
+    onDeadLetter,
+    clock: systemClock,
+    logger: logger.child({ partitionId }),
+    metrics,
+    signal,
+    requestSignal: requestsGivenUp.signal,
+  }));
   const subscription: Subscription = client.subscribe(
     partitionHandlers({ owned, openProcessor, storeRetry, refreshGauges, settings, metrics, logger }),
     {
@@ -221,6 +215,7 @@ function processorSettings(settings: FleetSettings) {
     updateIntervalMs: settings.updateIntervalMs,
     retry: settings.retry,
     retainEndedMs: settings.retainEndedMs,
+    bounds: settings.bounds,
     staleClaimMs: settings.loadBalancing.ownershipExpirationMs,
     lateNoticeMs: settings.lateNoticeMs,
   };
@@ -260,7 +255,8 @@ function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: Fl
     const target = targets.get(targetName);
     const targetSlots = slots.get(targetName);
     if (!target || !targetSlots) return { kind: "rejected", reason: `no target named ${targetName}` };
-    if (!(await targetSlots.acquire(startSignal)))
+    // A new event's first notification goes ahead of updates and resolves of events already told.
+    if (!(await targetSlots.acquire(startSignal, notification.action === "trigger")))
       return { kind: "retry", reason: "not sent: the partition was closed" };
     try {
       const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), {
@@ -368,6 +364,25 @@ function storeRetries(
     logger: logger.child({ partitionId }),
     onStoreError: (message) => (owned.lastStoreError = message),
   });
+}
+
+/**
+ * Opens a claimed partition's processor: its state loaded until Blob storage answers, and its place among the hub's
+ * partitions (records of one EventId belong in the partition its hash names), the ids asked once.
+ */
+function processorOpener(
+  client: EventHubConsumerClient,
+  settings: FleetSettings,
+  storeRetry: (signal: AbortSignal, partitionId: string) => StoreRetry,
+  optionsFor: (partitionId: string, signal: AbortSignal) => Omit<ProcessorOptions, "placement">,
+): (partitionId: string, signal: AbortSignal) => Promise<PartitionProcessor> {
+  const hubPartitionIds = partitionIdsOnce(client, settings.requestTimeoutMs);
+  return (partitionId, signal) =>
+    openUntilLoaded(storeRetry(signal, partitionId), async () => {
+      const partitionIds = await hubPartitionIds();
+      const placement = { index: partitionIds.indexOf(partitionId), count: partitionIds.length };
+      return PartitionProcessor.open({ ...optionsFor(partitionId, signal), placement });
+    });
 }
 
 /** The hub's partition ids, asked when first needed and kept (a failed answer is asked again next time). */

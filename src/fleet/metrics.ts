@@ -11,7 +11,11 @@ export const recordOutcomes = [
   "contract",
   "not-a-record",
   "event-id",
+  "too-large",
   "wrong-partition",
+  "event-full",
+  "partition-full",
+  "rate-limited",
   "unfoldable",
   "unplannable",
 ] as const;
@@ -20,7 +24,7 @@ export class FleetMetrics {
   readonly registry = new Registry();
   readonly records = new Counter({
     name: "sef_fleet_records_total",
-    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record, event-id, wrong-partition, unfoldable, unplannable)",
+    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record, event-id, too-large, wrong-partition, event-full, partition-full, rate-limited, unfoldable, unplannable)",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });

@@ -20,6 +20,12 @@ import {
 } from "./partition-state.js";
 import { quoted, readRecord, type FleetTransition, type RecordInput } from "./record-input.js";
 import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
+import {
+  defaultPartitionBounds,
+  PartitionBounds,
+  type Admission,
+  type PartitionBoundsSettings,
+} from "./partition-bounds.js";
 import { dictOf, own } from "./safe-dict.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
@@ -76,6 +82,8 @@ export interface ProcessorOptions {
   readonly lateNoticeMs: number;
   readonly retry: { readonly minDelayMs: number; readonly maxDelayMs: number; readonly giveUpAfterMs: number };
   readonly retainEndedMs: number;
+  /** What one partition takes in (default `defaultPartitionBounds`). */
+  readonly bounds?: PartitionBoundsSettings;
   readonly store: PartitionStateStore;
   readonly send: SendNotification;
   readonly onDeadLetter?: (
@@ -145,6 +153,12 @@ class UnfoldableRecord {
   ) {}
 }
 
+/** One batch's fold: the partition's events so far, and the records each bound dropped (with the first EventId). */
+interface BatchTally {
+  eventCount: number;
+  readonly dropped: Map<Exclude<Admission, "admit">, { count: number; eventId: string | undefined }>;
+}
+
 /** What a fold leaves to do once its state is saved (metrics and logs, once however often the fold was redone). */
 type AfterSave = Array<() => void>;
 
@@ -155,12 +169,16 @@ export class PartitionProcessor {
   /** The write loop saving `unsaved`, while one runs. */
   private flushing: Promise<void> | null = null;
 
+  private readonly bounds: PartitionBounds;
+
   private constructor(
     private readonly options: ProcessorOptions,
     private state: PartitionState,
     /** The version of the state blob `state` was read or written as: saves must match it. */
     private etag: string | undefined,
-  ) {}
+  ) {
+    this.bounds = new PartitionBounds(options.bounds ?? defaultPartitionBounds);
+  }
 
   static async open(options: ProcessorOptions): Promise<PartitionProcessor> {
     const { state, etag } = await fromStore(options.store.load(options.partitionId));
@@ -328,19 +346,26 @@ export class PartitionProcessor {
   ): { changed: Set<string>; folded: boolean } {
     const changed = new Set<string>();
     let folded = false;
+    const batch: BatchTally = { eventCount: Object.keys(working.events).length, dropped: new Map() };
     for (const received of events) {
       if (received.sequenceNumber <= working.sequenceNumber) continue;
       working.sequenceNumber = received.sequenceNumber;
       folded = true;
       if (skipped.has(received.sequenceNumber)) continue;
-      const key = this.foldOne(working, received, afterSave);
+      const key = this.foldOne(working, received, afterSave, batch);
       if (key !== undefined) changed.add(key);
     }
+    afterSave.push(() => this.noteDropped(batch.dropped));
     return { changed, folded };
   }
 
   /** Reads and folds one event; returns the key of the fleet event it changed (none: not a transition). */
-  private foldOne(working: PartitionState, received: ReceivedEvent, afterSave: AfterSave): string | undefined {
+  private foldOne(
+    working: PartitionState,
+    received: ReceivedEvent,
+    afterSave: AfterSave,
+    batch: BatchTally,
+  ): string | undefined {
     const { metrics, logger, partitionId } = this.options;
     let eventId: string | undefined;
     try {
@@ -359,7 +384,16 @@ export class PartitionProcessor {
         return undefined;
       }
       const key = eventKeyOf(eventId);
-      const record = input.record;
+      const nowMs = this.options.clock.nowMs();
+      const record = this.bounds.clampTime(input.record, nowMs);
+      const previous = own(working.events, key);
+      const admission = this.bounds.admit(previous, record, batch.eventCount, nowMs);
+      if (admission !== "admit") {
+        const tally = batch.dropped.get(admission) ?? { count: 0, eventId };
+        batch.dropped.set(admission, { count: tally.count + 1, eventId: tally.eventId });
+        return undefined;
+      }
+      if (previous === undefined) batch.eventCount++;
       const onKept = (field: PagedField, kept: string | null, offered: string | null): void => {
         afterSave.push(() => {
           metrics.changesIgnored.inc({ field });
@@ -372,7 +406,7 @@ export class PartitionProcessor {
       const paged = Object.values(own(working.notifications, key) ?? {}).some(
         (n) => n.triggeredAt !== null || n.pending !== null,
       );
-      working.events[key] = foldRecord(own(working.events, key), record, { paged, onKept });
+      working.events[key] = foldRecord(previous, record, { paged, onKept });
       afterSave.push(() => metrics.records.inc({ outcome: "folded" }));
       return key;
     } catch (err) {
@@ -408,6 +442,17 @@ export class PartitionProcessor {
     };
   }
 
+  /** Counts the records a bound dropped, and logs each kind once per batch with the first EventId it dropped. */
+  private noteDropped(dropped: BatchTally["dropped"]): void {
+    for (const [outcome, { count, eventId }] of dropped) {
+      this.options.metrics.records.inc({ outcome }, count);
+      this.options.logger.warn(
+        { partitionId: this.options.partitionId, outcome, count, firstEventId: eventId },
+        "dropped records past the partition's bounds",
+      );
+    }
+  }
+
   /** Whether Event Hubs itself would have put a record with this partition key here (always, when not checked). */
   private placedByKey(eventId: string): boolean {
     const placement = this.options.placement;
@@ -429,12 +474,16 @@ export class PartitionProcessor {
     );
   }
 
+  /** Forgets ended events after `retainEndedMs`, and events nobody mentioned for `retainOpenMs` (ended or not). */
   private prune(working: PartitionState): boolean {
-    const cutoff = this.options.clock.nowMs() - this.options.retainEndedMs;
+    const nowMs = this.options.clock.nowMs();
+    const endedCutoff = nowMs - this.options.retainEndedMs;
+    const openCutoff = nowMs - this.bounds.settings.retainOpenMs;
     let pruned = false;
     for (const [key, event] of Object.entries(working.events)) {
       const pending = Object.values(own(working.notifications, key) ?? {}).some((n) => n.pending !== null);
-      if (isEnded(event) && !pending && Date.parse(event.lastSeen) < cutoff) {
+      const lastSeenMs = Date.parse(event.lastSeen);
+      if (!pending && (lastSeenMs < openCutoff || (isEnded(event) && lastSeenMs < endedCutoff))) {
         delete working.events[key];
         delete working.notifications[key];
         pruned = true;

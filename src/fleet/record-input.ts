@@ -2,6 +2,7 @@
 // unknown contract version and records that fail the contract's validator (@sef/contract/record-validator.ts) become a
 // named rejection, never an exception; a record whose Tags cannot be read is still folded, without them.
 import { recordColumns, recordTypes } from "@sef/contract/record.js";
+import { oversizeProblem } from "./record-limits.js";
 import { transitionProblems, type ReadTransitionRecord } from "@sef/contract/record-validator.js";
 
 /** The contract versions this consumer understands (records carry no version field in v1: absent means 1). */
@@ -16,7 +17,7 @@ export type RecordInput =
   | { readonly kind: "other"; readonly recordType: string }
   | {
       readonly kind: "rejected";
-      readonly reason: "malformed-json" | "unknown-version" | "contract" | "not-a-record" | "event-id";
+      readonly reason: "malformed-json" | "unknown-version" | "contract" | "not-a-record" | "event-id" | "too-large";
       readonly detail: string;
       /** The record's EventId when it has a string one (whether or not it is a GUID). */
       readonly eventId?: string;
@@ -85,6 +86,8 @@ function readTransition(object: Record<string, unknown>): RecordInput {
     const detail = `EventId ${quoted(object.EventId as string)} is not a GUID`;
     return { kind: "rejected", reason: "event-id", detail, ...eventId };
   }
+  const oversize = oversizeProblem(object);
+  if (oversize !== undefined) return { kind: "rejected", reason: "too-large", detail: oversize, ...eventId };
   if (problems.length === 0) return { kind: "transition", record: object as unknown as FleetTransition };
   const { Tags: _unreadable, ...withoutTags } = object;
   return { kind: "transition", record: withoutTags as unknown as FleetTransition };

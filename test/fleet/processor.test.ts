@@ -27,6 +27,7 @@ import { FakeClock, flushAsync, instantClock } from "../helpers/fake-clock.js";
 import { propertyParams } from "../helpers/seed.js";
 import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 import { pagerDutySeverity } from "../../src/fleet/targets/payloads.js";
+import { defaultPartitionBounds } from "../../src/fleet/partition-bounds.js";
 
 const t0 = Date.parse("2026-11-23T10:00:00Z");
 
@@ -436,7 +437,7 @@ describe("PartitionProcessor, given records from any sender", () => {
     const processor = await PartitionProcessor.open(options);
     const good = fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 });
     const other = "c0ffee00-0000-4000-8000-000000000002";
-    // A body whose Description answers the validator, then throws when the fold reads it again.
+    // A body whose Description answers the reader's checks, then throws when the fold reads it again.
     let reads = 0;
     const treacherous = Object.defineProperty(
       { ...fleetTransition(other, "Scheduled", vms[0]!, vms, { timeMs: t0 }) },
@@ -444,7 +445,7 @@ describe("PartitionProcessor, given records from any sender", () => {
       {
         enumerable: true,
         get: () => {
-          if (++reads > 1) throw new RangeError("changed while read");
+          if (++reads > 2) throw new RangeError("changed while read"); // read twice by the checks, then by the fold
           return "";
         },
       },
@@ -612,5 +613,88 @@ describe("PartitionProcessor, given forged records on the right partition or a w
       ["description", real],
       ["notBefore", real],
     ]);
+  });
+});
+
+describe("PartitionProcessor, given an oversized or a flooding sender", () => {
+  const vms = [vm(0), vm(1)];
+  const guid = (n: number) => `f100d000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+
+  it("rejects records past the size limits, whatever column carries the bulk, and folds the rest", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const base = fleetTransition(guid(1), "Scheduled", vms[0]!, vms, { timeMs: t0 });
+    const oversized = [
+      { ...base, Description: "x".repeat(100_000) },
+      { ...base, VmName: "v".repeat(10_000) },
+      { ...base, Resources: Array.from({ length: 5000 }, (_, i) => `vm${i}`) },
+      { ...base, Tags: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`t${i}`, "v"])) },
+    ];
+    await processor.processBatch([...oversized, base].map((body, i) => receivedAt(i, body)));
+    expect(metricLine(await metrics.registry.metrics(), "too-large")).toBe(oversized.length);
+    expect(sent.map((s) => s.eventId)).toEqual([guid(1), guid(1)]);
+    expect(Buffer.byteLength((store.saved as string) ?? "")).toBeLessThan(10_000);
+  });
+
+  it("drops a flood of invented EventIds past each reporter's rate and the partition's bound, pages a real event, and prunes what never ended", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { sent, options, metrics, lines } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const bounds = { ...defaultPartitionBounds, maxEventsPerPartition: 50, newEventsPerReporterPerMinute: 10 };
+    const processor = await PartitionProcessor.open({ ...options, bounds, rules: [{ name: "all", targets: ["pd"] }] });
+    const rogue = vm(7, "rogue-vmss");
+    // One reporter inventing 200 EventIds: 10 pass its rate. Then 100 reporters with 2 each: the partition fills at 50.
+    const flood = [
+      ...Array.from({ length: 200 }, (_, i) =>
+        fleetTransition(guid(1000 + i), "Scheduled", rogue, [rogue], { timeMs: t0 }),
+      ),
+      ...Array.from({ length: 200 }, (_, i) =>
+        fleetTransition(guid(2000 + i), "Scheduled", vm(100 + (i >> 1), "rogue-vmss"), [rogue], { timeMs: t0 }),
+      ),
+    ];
+    await processor.processBatch(flood.map((body, i) => receivedAt(i, body)));
+    const text = await metrics.registry.metrics();
+    expect(metricLine(text, "rate-limited")).toBe(190);
+    expect(metricLine(text, "partition-full")).toBe(200 - 40);
+    expect(lines.filter((l) => l.includes("dropped records past the partition's bounds"))).toHaveLength(2);
+    expect(Object.keys((await store.load()).state.events)).toHaveLength(50);
+    // A record of an event already known still folds; a real new event waits for room, which pruning makes.
+    now = t0 + defaultPartitionBounds.retainOpenMs + 1;
+    await processor.tick(); // the flood's events, never ended and not mentioned for retainOpenMs, are forgotten
+    expect(Object.keys((await store.load()).state.events)).toHaveLength(0);
+    const real = guid(1);
+    await processor.processBatch([receivedAt(400, fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: now }))]);
+    expect(sent.at(-1)).toMatchObject({ target: "pd", eventId: real });
+  });
+
+  it("reads a TimeGenerated far in the future as now, so it cannot keep an event from being pruned", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { options } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const processor = await PartitionProcessor.open(options);
+    const farFuture = t0 + 365 * 24 * 3600_000;
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(guid(3), "Scheduled", vms[0]!, vms, { timeMs: farFuture })),
+      receivedAt(1, fleetTransition(guid(3), "Completed", vms[0]!, vms, { timeMs: farFuture })),
+      receivedAt(2, fleetTransition(guid(3), "Scheduled", vms[1]!, vms, { timeMs: t0 + 60_000 })),
+      receivedAt(3, fleetTransition(guid(3), "Completed", vms[1]!, vms, { timeMs: t0 + 60_000 })),
+    ]);
+    const event = (await store.load()).state.events[guid(3)]!;
+    expect([event.firstSeen, event.lastSeen]).toEqual([
+      new Date(t0).toISOString(),
+      new Date(t0 + 60_000).toISOString(),
+    ]);
+    now = t0 + options.retainEndedMs + 120_000;
+    await processor.tick();
+    expect((await store.load()).state.events[guid(3)]).toBeUndefined();
   });
 });
