@@ -83,8 +83,13 @@ export const groups: readonly MutationGroup[] = [
   },
   {
     name: "fleet",
-    modules: ["src/fleet/rules.ts", "src/fleet/notification-plan.ts"],
-    tests: ["test/fleet/logic.test.ts"],
+    modules: [
+      "src/fleet/rules.ts",
+      "src/fleet/notification-plan.ts",
+      "src/fleet/fleet-event.ts",
+      "src/fleet/partition-processor.ts",
+    ],
+    tests: ["test/fleet/logic.test.ts", "test/fleet/processor.test.ts"],
   },
   {
     name: "config",
