@@ -83,13 +83,8 @@ export const groups: readonly MutationGroup[] = [
   },
   {
     name: "fleet",
-    modules: [
-      "src/fleet/rules.ts",
-      "src/fleet/notification-plan.ts",
-      "src/fleet/fleet-event.ts",
-      "src/fleet/partition-processor.ts",
-    ],
-    tests: ["test/fleet/logic.test.ts", "test/fleet/processor.test.ts"],
+    modules: ["src/fleet/rules.ts", "src/fleet/notification-plan.ts"],
+    tests: ["test/fleet/logic.test.ts"],
   },
   {
     name: "config",
