@@ -1,6 +1,7 @@
 // The fleet's Blob storage: the container (checkpoints, ownership, fleet state, dead letters) with the Blob SDK's own
 // retries off, and the one retry owner of each Blob operation the fleet makes (@sef/retry's loop). Ownership claims and
 // listings are the Event Hubs SDK's load balancer's: it tries again on its own schedule (`loadBalancing`), no sooner.
+import { createHash } from "node:crypto";
 import type { FleetEvent } from "./fleet-event.js";
 import { BlobServiceClient, type ContainerClient, type StoragePipelineOptions } from "@azure/storage-blob";
 import type { Logger } from "pino";
@@ -55,6 +56,8 @@ export async function untilStored<T>(
   operation: () => Promise<T>,
   retryMessage: string,
   options: StoreRetry,
+  /** Which failures are storage errors worth retrying (default: all); any other ends the loop, logged at error. */
+  isStorageError: (err: unknown) => boolean = () => true,
 ): Promise<{ value: T } | undefined> {
   const { clock, signal, logger, onStoreError } = options;
   const end = await retryAttempts(
@@ -72,20 +75,43 @@ export async function untilStored<T>(
       policy: blobRetryPolicy,
       clock,
       signal,
+      verdict: (settled) => ({ retry: !settled.ok && isStorageError(settled.error) }),
       onRetry: (settled, attempt, delayMs) => {
         const err = settled.ok ? undefined : (settled.error as Error);
         logger.warn({ attempt, delayMs, err: { type: err?.name, message: err?.message } }, retryMessage);
       },
     },
   );
-  return end.last?.ok ? { value: end.last.value } : undefined;
+  if (end.last?.ok) return { value: end.last.value };
+  if (end.end === "settled" && end.last !== undefined) {
+    const err = end.last.error as Error;
+    onStoreError(null); // not the storage's fault
+    logger.error(
+      { operation: retryMessage, err: { type: err?.name, message: err?.message } },
+      "not retried: the failure is not a storage error",
+    );
+  }
+  return undefined;
+}
+
+/** A name part as it goes into a blob name: itself when it is a plain key (letters, digits, `-`, `_`), else its hash. */
+function blobNamePart(part: string): string {
+  return /^[A-Za-z0-9_-]{1,64}$/.test(part) ? part : `sha256-${createHash("sha256").update(part).digest("hex")}`;
+}
+
+/**
+ * `dead-letter/<target>/<event key>-<action>.json`, each part a plain key or its hash: no `/`, `..` or `%` from a
+ * record or a config reaches the name, so a dead letter never lands outside `dead-letter/<target>/`.
+ */
+export function deadLetterBlobName(target: string, eventKey: string, action: NotificationAction): string {
+  return `dead-letter/${blobNamePart(target)}/${blobNamePart(eventKey)}-${action}.json`;
 }
 
 /** Writes a notification given up on as one blob under `dead-letter/<target>/` (a few tries: then it is logged). */
 export function deadLetterWriter(container: ContainerClient, settings: FleetSettings, clock: RetryClock) {
   return async (target: string, action: NotificationAction, event: FleetEvent, reason: string): Promise<void> => {
     const body = JSON.stringify({ deadLetteredAt: new Date().toISOString(), target, action, reason, event });
-    const blob = container.getBlockBlobClient(`dead-letter/${target}/${event.key}-${action}.json`);
+    const blob = container.getBlockBlobClient(deadLetterBlobName(target, event.key, action));
     await retry(
       () => blob.upload(body, Buffer.byteLength(body), { abortSignal: AbortSignal.timeout(settings.requestTimeoutMs) }),
       {

@@ -2,6 +2,7 @@
 // EventId meet in one Event Hubs partition (the partition key is the EventId), so one partition owner folds them.
 import type { EventStatus } from "@sef/contract/record.js";
 import type { FleetTransition } from "./record-input.js";
+import { dictOf, emptyDict, own } from "./safe-dict.js";
 
 /** What one reporting VM last said about the event. */
 export interface VmStatus {
@@ -30,7 +31,7 @@ export interface FleetEvent {
   readonly notBefore: string | null;
   /** Names of every VM the event affects, as IMDS listed them (union over the reports). */
   readonly resources: readonly string[];
-  /** Status per reporting VM, keyed by its AgentId (else VmId, else VmName). */
+  /** Status per reporting VM, keyed by its AgentId (else VmId, else VmName): a dictionary without prototype. */
   readonly vms: Readonly<Record<string, VmStatus>>;
   readonly firstSeen: string;
   readonly lastSeen: string;
@@ -38,6 +39,11 @@ export interface FleetEvent {
 }
 
 const statusRank: Record<EventStatus, number> = { Scheduled: 0, Started: 1, Completed: 2, Canceled: 2 };
+
+/** The key of a record's VM among an event's reporters: its AgentId, else VmId, else VmName, else RecordId. */
+export function reporterOf(record: FleetTransition): string {
+  return record.AgentId || record.VmId || record.VmName || record.RecordId;
+}
 
 export function eventKeyOf(eventId: string): string {
   return eventId.toLowerCase();
@@ -48,7 +54,21 @@ export function eventKeyOf(eventId: string): string {
  * folds into), or a new event. Older or repeated reports never move a VM back. Cost grows with the number
  * of names in Resources, not with the number of VMs that reported.
  */
-export function foldRecord(previous: FleetEvent | undefined, record: FleetTransition): FleetEvent {
+/** The fields a notification is about: once one went out, later records never change them. */
+export type PagedField = "eventType" | "description" | "notBefore";
+
+export interface FoldOptions {
+  /** A notification about the event went out (or is claimed): its type, description and NotBefore stay as paged. */
+  readonly paged?: boolean;
+  /** Told of each change a record offered to a paged field, which was not applied. */
+  readonly onKept?: (field: PagedField, kept: string | null, offered: string | null) => void;
+}
+
+export function foldRecord(
+  previous: FleetEvent | undefined,
+  record: FleetTransition,
+  options: FoldOptions = {},
+): FleetEvent {
   const event: Mutable<FleetEvent> =
     previous ??
     ({
@@ -60,14 +80,14 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
       durationInSeconds: -1,
       notBefore: null,
       resources: [],
-      vms: {},
+      vms: emptyDict<VmStatus>(),
       firstSeen: record.TimeGenerated,
       lastSeen: record.TimeGenerated,
       status: "Scheduled",
     } satisfies FleetEvent);
-  const reporter = record.AgentId || record.VmId || record.VmName || record.RecordId;
+  const reporter = reporterOf(record);
   const vms = event.vms as Record<string, VmStatus>;
-  const before = vms[reporter];
+  const before = own(vms, reporter);
   const previousStatus = before?.status;
   if (before === undefined || statusRank[before.status] <= statusRank[record.EventStatus]) {
     vms[reporter] = {
@@ -76,7 +96,7 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
       zone: record.Zone,
       vmScaleSetName: record.VmScaleSetName,
       resourceGroup: record.ResourceGroup,
-      tags: record.Tags ?? {},
+      tags: dictOf<string>(record.Tags),
       affectsThisVm: record.AffectsThisVm,
       status: record.EventStatus,
       lastSeen: record.TimeGenerated,
@@ -91,12 +111,22 @@ export function foldRecord(previous: FleetEvent | undefined, record: FleetTransi
   }
   if (record.TimeGenerated < event.firstSeen) event.firstSeen = record.TimeGenerated;
   if (record.TimeGenerated > event.lastSeen) event.lastSeen = record.TimeGenerated;
-  event.eventType = record.EventType || event.eventType;
+  const offered = {
+    eventType: record.EventType || event.eventType,
+    description: record.Description || event.description,
+  };
+  for (const field of ["eventType", "description"] as const) {
+    if (options.paged === true && offered[field] !== event[field])
+      options.onKept?.(field, event[field], offered[field]);
+    else event[field] = offered[field];
+  }
+  const notBefore = record.NotBefore ?? event.notBefore;
+  if (options.paged === true && notBefore !== event.notBefore)
+    options.onKept?.("notBefore", event.notBefore, notBefore);
+  else event.notBefore = notBefore;
   event.eventSource = record.EventSource || event.eventSource;
-  event.description = record.Description || event.description;
   event.durationInSeconds = record.DurationInSeconds;
-  event.notBefore = record.NotBefore ?? event.notBefore;
-  if (previous === undefined || previousStatus !== vms[reporter]!.status)
+  if (previous === undefined || previousStatus !== own(vms, reporter)?.status)
     event.status = overallStatus(Object.values(vms));
   return event;
 }

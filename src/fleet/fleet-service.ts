@@ -21,7 +21,13 @@ import { createFleetConsumer } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
 import { BlobPartitionStateStore } from "./partition-state.js";
-import { PartitionProcessor, type NotificationIdentity, type ProcessorClock } from "./partition-processor.js";
+import {
+  isStorageFailure,
+  PartitionProcessor,
+  type NotificationIdentity,
+  type ProcessorClock,
+  type ProcessorOptions,
+} from "./partition-processor.js";
 import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
@@ -113,19 +119,18 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const send = targetSender(targets, settings);
   const onDeadLetter = deadLetterWriter(container, settings, systemClock);
   const storeRetry = storeRetries(owned, logger);
-  const openProcessor = (partitionId: string, signal: AbortSignal): Promise<PartitionProcessor> =>
-    openUntilLoaded(storeRetry(signal, partitionId), {
-      ...processorSettings(settings),
-      partitionId,
-      store: stateStore,
-      send,
-      onDeadLetter,
-      clock: systemClock,
-      logger: logger.child({ partitionId }),
-      metrics,
-      signal,
-      requestSignal: requestsGivenUp.signal,
-    });
+  const openProcessor = processorOpener(client, settings, storeRetry, (partitionId, signal) => ({
+    ...processorSettings(settings),
+    partitionId,
+    store: stateStore,
+    send,
+    onDeadLetter,
+    clock: systemClock,
+    logger: logger.child({ partitionId }),
+    metrics,
+    signal,
+    requestSignal: requestsGivenUp.signal,
+  }));
   const subscription: Subscription = client.subscribe(
     partitionHandlers({ owned, openProcessor, storeRetry, refreshGauges, settings, metrics, logger }),
     {
@@ -210,6 +215,7 @@ function processorSettings(settings: FleetSettings) {
     updateIntervalMs: settings.updateIntervalMs,
     retry: settings.retry,
     retainEndedMs: settings.retainEndedMs,
+    bounds: settings.bounds,
     staleClaimMs: settings.loadBalancing.ownershipExpirationMs,
     lateNoticeMs: settings.lateNoticeMs,
   };
@@ -249,7 +255,8 @@ function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: Fl
     const target = targets.get(targetName);
     const targetSlots = slots.get(targetName);
     if (!target || !targetSlots) return { kind: "rejected", reason: `no target named ${targetName}` };
-    if (!(await targetSlots.acquire(startSignal)))
+    // A new event's first notification goes ahead of updates and resolves of events already told.
+    if (!(await targetSlots.acquire(startSignal, notification.action === "trigger")))
       return { kind: "retry", reason: "not sent: the partition was closed" };
     try {
       const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), {
@@ -307,6 +314,7 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
             () => entry.processor.processBatch(received),
             "could not save the partition's fleet state; retrying the batch",
             retry,
+            isStorageFailure,
           ))
         )
           return;
@@ -358,16 +366,41 @@ function storeRetries(
   });
 }
 
+/**
+ * Opens a claimed partition's processor: its state loaded until Blob storage answers, and its place among the hub's
+ * partitions (records of one EventId belong in the partition its hash names), the ids asked once.
+ */
+function processorOpener(
+  client: EventHubConsumerClient,
+  settings: FleetSettings,
+  storeRetry: (signal: AbortSignal, partitionId: string) => StoreRetry,
+  optionsFor: (partitionId: string, signal: AbortSignal) => Omit<ProcessorOptions, "placement">,
+): (partitionId: string, signal: AbortSignal) => Promise<PartitionProcessor> {
+  const hubPartitionIds = partitionIdsOnce(client, settings.requestTimeoutMs);
+  return (partitionId, signal) =>
+    openUntilLoaded(storeRetry(signal, partitionId), async () => {
+      const partitionIds = await hubPartitionIds();
+      const placement = { index: partitionIds.indexOf(partitionId), count: partitionIds.length };
+      return PartitionProcessor.open({ ...optionsFor(partitionId, signal), placement });
+    });
+}
+
+/** The hub's partition ids, asked when first needed and kept (a failed answer is asked again next time). */
+function partitionIdsOnce(client: EventHubConsumerClient, timeoutMs: number): () => Promise<string[]> {
+  let ids: Promise<string[]> | undefined;
+  return () =>
+    (ids ??= client.getPartitionIds({ abortSignal: AbortSignal.timeout(timeoutMs) }).catch((err: unknown) => {
+      ids = undefined;
+      throw err;
+    }));
+}
+
 /** Opens a partition's processor, loading its state until Blob storage answers (or the partition closes). */
 async function openUntilLoaded(
   retry: StoreRetry,
-  options: Parameters<typeof PartitionProcessor.open>[0],
+  open: () => Promise<PartitionProcessor>,
 ): Promise<PartitionProcessor> {
-  const opened = await untilStored(
-    () => PartitionProcessor.open(options),
-    "could not load the partition's fleet state; retrying",
-    retry,
-  );
+  const opened = await untilStored(open, "could not load the partition's fleet state; retrying", retry);
   if (opened === undefined) throw new PartitionClosedError("the partition closed before its fleet state was loaded");
   return opened.value;
 }

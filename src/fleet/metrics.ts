@@ -15,12 +15,36 @@ function processDefaultMetrics(): Registry {
   return processMetrics;
 }
 
+/** `sef_fleet_records_total{outcome}`: how each event read ended (see the README's "Untrusted records"). */
+export const recordOutcomes = [
+  "folded",
+  "other",
+  "malformed-json",
+  "unknown-version",
+  "contract",
+  "not-a-record",
+  "event-id",
+  "too-large",
+  "wrong-partition",
+  "event-full",
+  "partition-full",
+  "rate-limited",
+  "unfoldable",
+  "unplannable",
+] as const;
+
 export class FleetMetrics {
   readonly registry = new Registry();
   readonly records = new Counter({
     name: "sef_fleet_records_total",
-    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record)",
+    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record, event-id, too-large, wrong-partition, event-full, partition-full, rate-limited, unfoldable, unplannable)",
     labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly changesIgnored = new Counter({
+    name: "sef_fleet_event_changes_ignored_total",
+    help: "Changes records offered to a paged event's type, description or NotBefore, noted and not applied, by field",
+    labelNames: ["field"] as const,
     registers: [this.registry],
   });
   readonly notifications = new Counter({
@@ -63,8 +87,8 @@ export class FleetMetrics {
   });
 
   constructor(targets: readonly string[] = []) {
-    for (const outcome of ["folded", "other", "malformed-json", "unknown-version", "contract", "not-a-record"])
-      this.records.inc({ outcome }, 0);
+    for (const field of ["eventType", "description", "notBefore"]) this.changesIgnored.inc({ field }, 0);
+    for (const outcome of recordOutcomes) this.records.inc({ outcome }, 0);
     for (const target of targets)
       for (const action of ["trigger", "update", "resolve"]) {
         for (const outcome of ["sent", "retried", "dead_lettered"])

@@ -3,6 +3,7 @@
 import { deterministicUuid } from "@sef/contract/record-id.js";
 import { affectedVms, isEnded, type FleetEvent } from "./fleet-event.js";
 import type { TargetSelection } from "./rules.js";
+import { own } from "./safe-dict.js";
 
 export type NotificationAction = "trigger" | "update" | "resolve";
 
@@ -84,7 +85,7 @@ export function planNotifications(
   const planned: PlannedNotification[] = [];
   const vmCount = Math.max(affectedVms(event).length, 1);
   for (const { target, canNotifyNow } of selections) {
-    const state = states[target] ?? emptyNotificationState;
+    const state = own(states, target) ?? emptyNotificationState;
     if (state.deadLettered !== null || state.resolvedAt !== null) continue;
     if (state.pending !== null) {
       if (nowMs - state.pending.claimedAtMs >= options.staleClaimMs)

@@ -2,7 +2,7 @@
 // leaves, so a second holder of the partition cannot send them too), sends them with bounded retries (then
 // dead-letters with the reason), saves the outcome, and only then lets the checkpoint move.
 import type { Logger } from "pino";
-import { eventKeyOf, foldRecord, isEnded, type FleetEvent } from "./fleet-event.js";
+import { eventKeyOf, foldRecord, isEnded, type FleetEvent, type PagedField } from "./fleet-event.js";
 import {
   afterDelivery,
   emptyNotificationState,
@@ -12,8 +12,21 @@ import {
   type NotificationAction,
   type NotificationState,
 } from "./notification-plan.js";
-import { OwnershipLostError, type PartitionState, type PartitionStateStore } from "./partition-state.js";
-import { readRecord } from "./record-input.js";
+import {
+  OwnershipLostError,
+  ownPartitionState,
+  type PartitionState,
+  type PartitionStateStore,
+} from "./partition-state.js";
+import { quoted, readRecord, type FleetTransition, type RecordInput } from "./record-input.js";
+import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
+import {
+  defaultPartitionBounds,
+  PartitionBounds,
+  type Admission,
+  type PartitionBoundsSettings,
+} from "./partition-bounds.js";
+import { dictOf, own } from "./safe-dict.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
 import type { FleetMetrics } from "./metrics.js";
@@ -56,6 +69,11 @@ export interface ProcessorClock {
 
 export interface ProcessorOptions {
   readonly partitionId: string;
+  /**
+   * Where this partition sits among the hub's: a record whose EventId (its partition key) hashes to another partition
+   * was placed there by its sender, not by Event Hubs, and is dropped. Absent: not checked.
+   */
+  readonly placement?: { readonly index: number; readonly count: number };
   readonly rules: readonly Rule[];
   readonly updateIntervalMs: number;
   /** A claim older than this was left by a dead instance and is sent again (use the ownership expiry). */
@@ -64,6 +82,8 @@ export interface ProcessorOptions {
   readonly lateNoticeMs: number;
   readonly retry: { readonly minDelayMs: number; readonly maxDelayMs: number; readonly giveUpAfterMs: number };
   readonly retainEndedMs: number;
+  /** What one partition takes in (default `defaultPartitionBounds`). */
+  readonly bounds?: PartitionBoundsSettings;
   readonly store: PartitionStateStore;
   readonly send: SendNotification;
   readonly onDeadLetter?: (
@@ -107,9 +127,40 @@ type ClaimResult =
 /** How many times a save is retried after finding another instance's write (reload, redo, save again). */
 const maxSaveConflicts = 5;
 
-function clone(state: PartitionState): PartitionState {
-  return structuredClone(state);
+/** Errors the state store threw: the only failures of a batch worth retrying (the service's `untilStored`). */
+const storageFailures = new WeakSet<object>();
+
+/** Whether `err` came from the partition's state store (a Blob error, a lost ownership), not from the records. */
+export function isStorageFailure(err: unknown): boolean {
+  return typeof err === "object" && err !== null && storageFailures.has(err);
 }
+
+async function fromStore<T>(operation: Promise<T>): Promise<T> {
+  try {
+    return await operation;
+  } catch (err) {
+    if (typeof err === "object" && err !== null) storageFailures.add(err);
+    throw err;
+  }
+}
+
+/** A record whose reading or folding threw: the batch is folded again without it. */
+class UnfoldableRecord {
+  constructor(
+    readonly received: ReceivedEvent,
+    readonly eventId: string | undefined,
+    readonly error: unknown,
+  ) {}
+}
+
+/** One batch's fold: the partition's events so far, and the records each bound dropped (with the first EventId). */
+interface BatchTally {
+  eventCount: number;
+  readonly dropped: Map<Exclude<Admission, "admit">, { count: number; eventId: string | undefined }>;
+}
+
+/** What a fold leaves to do once its state is saved (metrics and logs, once however often the fold was redone). */
+type AfterSave = Array<() => void>;
 
 export class PartitionProcessor {
   private chain: Promise<unknown> = Promise.resolve();
@@ -118,16 +169,20 @@ export class PartitionProcessor {
   /** The write loop saving `unsaved`, while one runs. */
   private flushing: Promise<void> | null = null;
 
+  private readonly bounds: PartitionBounds;
+
   private constructor(
     private readonly options: ProcessorOptions,
     private state: PartitionState,
     /** The version of the state blob `state` was read or written as: saves must match it. */
     private etag: string | undefined,
-  ) {}
+  ) {
+    this.bounds = new PartitionBounds(options.bounds ?? defaultPartitionBounds);
+  }
 
   static async open(options: ProcessorOptions): Promise<PartitionProcessor> {
-    const { state, etag } = await options.store.load(options.partitionId);
-    return new PartitionProcessor(options, state, etag);
+    const { state, etag } = await fromStore(options.store.load(options.partitionId));
+    return new PartitionProcessor(options, ownPartitionState(state), etag);
   }
 
   get lastSequenceNumber(): number {
@@ -166,15 +221,7 @@ export class PartitionProcessor {
 
   private async run(events: readonly ReceivedEvent[]): Promise<void> {
     const unsaved = [...this.unsaved];
-    const { claims } = await this.saveWithRetry((working) => {
-      // Outcomes a failed save left behind go first: their notifications were answered and must not be sent again.
-      for (const result of unsaved) this.applyResult(working, result);
-      const { changed, folded } = this.fold(working, events);
-      const pruned = events.length === 0 && this.prune(working);
-      const keys = events.length === 0 ? Object.keys(working.events) : [...changed];
-      const claimed = this.claim(working, keys);
-      return { result: { claims: claimed }, dirty: unsaved.length > 0 || folded || pruned || claimed.length > 0 };
-    });
+    const claims = await this.foldAndClaim(events, unsaved);
     this.unsaved = this.unsaved.slice(unsaved.length);
     if (claims.length === 0) return;
     for (const claim of claims) {
@@ -184,7 +231,7 @@ export class PartitionProcessor {
         {
           target: claim.target,
           action: claim.action,
-          eventId: this.state.events[claim.key]?.eventId,
+          eventId: own(this.state.events, claim.key)?.eventId,
           claimAgeMs: claim.takenOver.claimAgeMs,
           idempotencyKey: claim.idempotencyKey,
         },
@@ -201,6 +248,45 @@ export class PartitionProcessor {
     });
     const failures = (await Promise.allSettled(saved)).filter((r) => r.status === "rejected");
     if (failures.length > 0) throw (failures[0] as PromiseRejectedResult).reason;
+  }
+
+  /**
+   * Folds `events`, claims what is due and saves both. A record whose reading or folding throws is counted, logged
+   * with its EventId and left out: the batch is folded again from the saved state without it, so no record can make
+   * the batch fail for good.
+   */
+  private async foldAndClaim(events: readonly ReceivedEvent[], unsaved: readonly ClaimResult[]): Promise<Claim[]> {
+    const skipped = new Set<number>();
+    for (;;) {
+      const afterSave: AfterSave = [];
+      try {
+        const claims = await this.saveWithRetry((working) => {
+          // Outcomes a failed save left behind go first: their notifications were answered and must not be sent again.
+          for (const result of unsaved) this.applyResult(working, result);
+          const { changed, folded } = this.fold(working, events, skipped, afterSave);
+          const pruned = events.length === 0 && this.prune(working);
+          const keys = events.length === 0 ? Object.keys(working.events) : [...changed];
+          const claimed = this.claim(working, keys, afterSave);
+          return { result: claimed, dirty: unsaved.length > 0 || folded || pruned || claimed.length > 0 };
+        });
+        for (const effect of afterSave) effect();
+        return claims;
+      } catch (err) {
+        if (!(err instanceof UnfoldableRecord)) throw err;
+        skipped.add(err.received.sequenceNumber);
+        this.options.metrics.records.inc({ outcome: "unfoldable" });
+        this.options.logger.error(
+          {
+            partitionId: this.options.partitionId,
+            offset: err.received.offset,
+            sequenceNumber: err.received.sequenceNumber,
+            eventId: err.eventId,
+            err: describeError(err.error),
+          },
+          "skipped a record that could not be folded",
+        );
+      }
+    }
   }
 
   /** Queues an outcome and resolves once it is durable (it may share the blob write with outcomes queued meanwhile). */
@@ -232,11 +318,11 @@ export class PartitionProcessor {
    */
   private async saveWithRetry<T>(change: (working: PartitionState) => { result: T; dirty: boolean }): Promise<T> {
     for (let conflict = 0; ; conflict++) {
-      const working = clone(this.state);
+      const working = ownPartitionState(this.state);
       const { result, dirty } = change(working);
       if (!dirty) return result;
       try {
-        this.etag = await this.options.store.save(this.options.partitionId, working, this.etag);
+        this.etag = await fromStore(this.options.store.save(this.options.partitionId, working, this.etag));
         this.state = working;
         return result;
       } catch (err) {
@@ -245,51 +331,159 @@ export class PartitionProcessor {
           { partitionId: this.options.partitionId },
           "fleet state was written by another instance; reloading",
         );
-        ({ state: this.state, etag: this.etag } = await this.options.store.load(this.options.partitionId));
+        const reloaded = await fromStore(this.options.store.load(this.options.partitionId));
+        this.state = ownPartitionState(reloaded.state);
+        this.etag = reloaded.etag;
       }
     }
   }
 
-  private fold(working: PartitionState, events: readonly ReceivedEvent[]): { changed: Set<string>; folded: boolean } {
+  private fold(
+    working: PartitionState,
+    events: readonly ReceivedEvent[],
+    skipped: ReadonlySet<number>,
+    afterSave: AfterSave,
+  ): { changed: Set<string>; folded: boolean } {
     const changed = new Set<string>();
     let folded = false;
+    const batch: BatchTally = { eventCount: Object.keys(working.events).length, dropped: new Map() };
     for (const received of events) {
       if (received.sequenceNumber <= working.sequenceNumber) continue;
       working.sequenceNumber = received.sequenceNumber;
       folded = true;
-      const input = readRecord(received.body);
-      if (input.kind === "rejected") {
-        this.options.metrics.records.inc({ outcome: input.reason });
-        this.options.logger.warn(
-          {
-            partitionId: this.options.partitionId,
-            offset: received.offset,
-            sequenceNumber: received.sequenceNumber,
-            reason: input.reason,
-            detail: input.detail,
-          },
-          "skipped an event that is not a valid record",
-        );
-        continue;
-      }
-      if (input.kind === "other") {
-        this.options.metrics.records.inc({ outcome: "other" });
-        continue;
-      }
-      this.options.metrics.records.inc({ outcome: "folded" });
-      const key = eventKeyOf(input.record.EventId);
-      working.events[key] = foldRecord(working.events[key], input.record);
-      changed.add(key);
+      if (skipped.has(received.sequenceNumber)) continue;
+      const key = this.foldOne(working, received, afterSave, batch);
+      if (key !== undefined) changed.add(key);
     }
+    afterSave.push(() => this.noteDropped(batch.dropped));
     return { changed, folded };
   }
 
+  /** Reads and folds one event; returns the key of the fleet event it changed (none: not a transition). */
+  private foldOne(
+    working: PartitionState,
+    received: ReceivedEvent,
+    afterSave: AfterSave,
+    batch: BatchTally,
+  ): string | undefined {
+    const { metrics, logger, partitionId } = this.options;
+    let eventId: string | undefined;
+    try {
+      const input = readRecord(received.body);
+      if (input.kind === "rejected") {
+        afterSave.push(this.noteRejected(working, received, input));
+        return undefined;
+      }
+      if (input.kind === "other") {
+        afterSave.push(() => metrics.records.inc({ outcome: "other" }));
+        return undefined;
+      }
+      eventId = input.record.EventId;
+      if (!this.placedByKey(eventId)) {
+        afterSave.push(() => this.noteWrongPartition(received, input.record));
+        return undefined;
+      }
+      const key = eventKeyOf(eventId);
+      const nowMs = this.options.clock.nowMs();
+      const record = this.bounds.clampTime(input.record, nowMs);
+      const previous = own(working.events, key);
+      const admission = this.bounds.admit(previous, record, batch.eventCount, nowMs);
+      if (admission !== "admit") {
+        const tally = batch.dropped.get(admission) ?? { count: 0, eventId };
+        batch.dropped.set(admission, { count: tally.count + 1, eventId: tally.eventId });
+        return undefined;
+      }
+      if (previous === undefined) batch.eventCount++;
+      const onKept = (field: PagedField, kept: string | null, offered: string | null): void => {
+        afterSave.push(() => {
+          metrics.changesIgnored.inc({ field });
+          logger.warn(
+            { partitionId, eventId: record.EventId, field, kept, offered: offered === null ? null : quoted(offered) },
+            "a record would change a paged event: noted, not applied",
+          );
+        });
+      };
+      const paged = Object.values(own(working.notifications, key) ?? {}).some(
+        (n) => n.triggeredAt !== null || n.pending !== null,
+      );
+      working.events[key] = foldRecord(previous, record, { paged, onKept });
+      afterSave.push(() => metrics.records.inc({ outcome: "folded" }));
+      return key;
+    } catch (err) {
+      throw new UnfoldableRecord(received, eventId, err);
+    }
+  }
+
+  /**
+   * What to log and count for a record that is not read: its EventId when it has one, and whether that event is open
+   * (a rejected record of an open event may be the end it waits for; it is named so it can be found).
+   */
+  private noteRejected(
+    working: PartitionState,
+    received: ReceivedEvent,
+    input: Extract<RecordInput, { kind: "rejected" }>,
+  ): () => void {
+    const openEvent = input.eventId === undefined ? undefined : own(working.events, eventKeyOf(input.eventId));
+    const open = openEvent !== undefined && !isEnded(openEvent);
+    return () => {
+      this.options.metrics.records.inc({ outcome: input.reason });
+      this.options.logger.warn(
+        {
+          partitionId: this.options.partitionId,
+          offset: received.offset,
+          sequenceNumber: received.sequenceNumber,
+          reason: input.reason,
+          detail: input.detail,
+          ...(input.eventId === undefined ? {} : { eventId: input.eventId.slice(0, 80) }),
+          ...(open ? { openEvent: true } : {}),
+        },
+        open ? "skipped an invalid record of an open event" : "skipped an event that is not a valid record",
+      );
+    };
+  }
+
+  /** Counts the records a bound dropped, and logs each kind once per batch with the first EventId it dropped. */
+  private noteDropped(dropped: BatchTally["dropped"]): void {
+    for (const [outcome, { count, eventId }] of dropped) {
+      this.options.metrics.records.inc({ outcome }, count);
+      this.options.logger.warn(
+        { partitionId: this.options.partitionId, outcome, count, firstEventId: eventId },
+        "dropped records past the partition's bounds",
+      );
+    }
+  }
+
+  /** Whether Event Hubs itself would have put a record with this partition key here (always, when not checked). */
+  private placedByKey(eventId: string): boolean {
+    const placement = this.options.placement;
+    return placement === undefined || partitionIndexForKey(eventId, placement.count) === placement.index;
+  }
+
+  private noteWrongPartition(received: ReceivedEvent, record: FleetTransition): void {
+    this.options.metrics.records.inc({ outcome: "wrong-partition" });
+    this.options.logger.warn(
+      {
+        partitionId: this.options.partitionId,
+        offset: received.offset,
+        sequenceNumber: received.sequenceNumber,
+        eventId: record.EventId,
+        eventStatus: record.EventStatus,
+        vmName: quoted(record.VmName),
+      },
+      "dropped a record sent to a partition its EventId does not hash to (not the agent's placement)",
+    );
+  }
+
+  /** Forgets ended events after `retainEndedMs`, and events nobody mentioned for `retainOpenMs` (ended or not). */
   private prune(working: PartitionState): boolean {
-    const cutoff = this.options.clock.nowMs() - this.options.retainEndedMs;
+    const nowMs = this.options.clock.nowMs();
+    const endedCutoff = nowMs - this.options.retainEndedMs;
+    const openCutoff = nowMs - this.bounds.settings.retainOpenMs;
     let pruned = false;
     for (const [key, event] of Object.entries(working.events)) {
-      const pending = Object.values(working.notifications[key] ?? {}).some((n) => n.pending !== null);
-      if (isEnded(event) && !pending && Date.parse(event.lastSeen) < cutoff) {
+      const pending = Object.values(own(working.notifications, key) ?? {}).some((n) => n.pending !== null);
+      const lastSeenMs = Date.parse(event.lastSeen);
+      if (!pending && (lastSeenMs < openCutoff || (isEnded(event) && lastSeenMs < endedCutoff))) {
         delete working.events[key];
         delete working.notifications[key];
         pruned = true;
@@ -298,25 +492,38 @@ export class PartitionProcessor {
     return pruned;
   }
 
-  /** Marks the notifications due now as claimed in `working` and returns them. */
-  private claim(working: PartitionState, keys: readonly string[]): Claim[] {
+  /**
+   * Marks the notifications due now as claimed in `working` and returns them. An event whose plan throws is logged and
+   * left unclaimed: the other events of the partition are still notified.
+   */
+  private claim(working: PartitionState, keys: readonly string[], afterSave: AfterSave): Claim[] {
     const nowMs = this.options.clock.nowMs();
     const claims: Claim[] = [];
     for (const key of keys) {
-      const event = working.events[key];
+      const event = own(working.events, key);
       if (!event) continue;
-      const states = working.notifications[key] ?? {};
-      const planned = planNotifications(event, selectTargets(this.options.rules, event, nowMs), states, nowMs, {
-        updateIntervalMs: this.options.updateIntervalMs,
-        staleClaimMs: this.options.staleClaimMs,
-        lateNoticeMs: this.options.lateNoticeMs,
-      });
+      const states = dictOf<NotificationState>(own(working.notifications, key));
+      let planned: ReturnType<typeof planNotifications>;
+      try {
+        planned = planNotifications(event, selectTargets(this.options.rules, event, nowMs), states, nowMs, {
+          updateIntervalMs: this.options.updateIntervalMs,
+          staleClaimMs: this.options.staleClaimMs,
+          lateNoticeMs: this.options.lateNoticeMs,
+        });
+      } catch (err) {
+        afterSave.push(() => {
+          this.options.metrics.records.inc({ outcome: "unplannable" });
+          this.options.logger.error(
+            { partitionId: this.options.partitionId, eventId: event.eventId, err: describeError(err) },
+            "could not plan the notifications of an event; left unnotified",
+          );
+        });
+        continue;
+      }
       for (const { target, action } of planned) {
-        const previous = states[target] ?? emptyNotificationState;
-        working.notifications[key] = {
-          ...(working.notifications[key] ?? {}),
-          [target]: { ...previous, pending: { action, claimedAtMs: nowMs } },
-        };
+        const previous = own(states, target) ?? emptyNotificationState;
+        states[target] = { ...previous, pending: { action, claimedAtMs: nowMs } };
+        working.notifications[key] = states;
         const idempotencyKey = notificationIdempotencyKey(key, target, action, nextSequence(previous));
         const takenOver = previous.pending !== null ? { claimAgeMs: nowMs - previous.pending.claimedAtMs } : undefined;
         claims.push({ key, target, action, idempotencyKey, ...(takenOver ? { takenOver } : {}) });
@@ -327,22 +534,24 @@ export class PartitionProcessor {
 
   private applyResult(working: PartitionState, r: ClaimResult): void {
     const { key, target, action } = r.claim;
-    const event = working.events[key];
-    const previous: NotificationState = working.notifications[key]?.[target] ?? emptyNotificationState;
+    const event = own(working.events, key);
+    const states = dictOf<NotificationState>(own(working.notifications, key));
+    const previous: NotificationState = own(states, target) ?? emptyNotificationState;
     if (!event || previous.pending?.action !== action) return;
     let next: NotificationState;
     if (r.outcome === "delivered")
       next = afterDelivery(previous, action, event, new Date(this.options.clock.nowMs()).toISOString());
     else if (r.outcome === "dead") next = { ...previous, pending: null, deadLettered: r.reason };
     else return; // aborted: the claim stays; a later owner sends it once it is stale
-    working.notifications[key] = { ...(working.notifications[key] ?? {}), [target]: next };
+    states[target] = next;
+    working.notifications[key] = states;
   }
 
   /** Sends one claim with @sef/retry's loop (the notification's only retry owner), until delivered, refused or given up. */
   private async sendWithRetry(claim: Claim): Promise<ClaimResult> {
     const { clock, retry, metrics, logger, signal } = this.options;
     const { target, action } = claim;
-    const event = this.state.events[claim.key]!;
+    const event = own(this.state.events, claim.key)!;
     const started = clock.monotonicMs();
     const requestSignal = this.options.requestSignal ?? new AbortController().signal;
     const sent = await retryAttempts(
@@ -405,4 +614,9 @@ export class PartitionProcessor {
       .catch((err: Error) => logger.error({ err }, "could not write the dead-letter entry"));
     return { claim, outcome: "dead", reason };
   }
+}
+
+/** An error as a log line carries it: its type and message (never its stack or fields, which may hold record text). */
+function describeError(err: unknown): { type: string; message: string } {
+  return err instanceof Error ? { type: err.name, message: err.message } : { type: typeof err, message: String(err) };
 }

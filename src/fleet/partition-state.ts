@@ -1,20 +1,40 @@
 // The fleet state of one Event Hubs partition (fleet events and what each target was told) and its home in Blob
 // Storage, written with an ETag condition so an instance that lost the partition can never overwrite its new owner.
 import type { ContainerClient } from "@azure/storage-blob";
-import type { FleetEvent } from "./fleet-event.js";
+import type { FleetEvent, VmStatus } from "./fleet-event.js";
 import type { NotificationState } from "./notification-plan.js";
 import { SefError } from "@sef/errors/sef-error.js";
+import { dictOf, emptyDict } from "./safe-dict.js";
 
 export interface PartitionState {
   /** Sequence number of the last event folded (-1 before any): events at or below it are never folded again. */
   sequenceNumber: number;
+  /** By fleet-event key; every dictionary of the state has no prototype (keys come from records). */
   events: Record<string, FleetEvent>;
   /** Per fleet-event key, per target name. */
   notifications: Record<string, Record<string, NotificationState>>;
 }
 
 export function emptyPartitionState(): PartitionState {
-  return { sequenceNumber: -1, events: {}, notifications: {} };
+  return { sequenceNumber: -1, events: emptyDict(), notifications: emptyDict() };
+}
+
+function eventOf(value: unknown): FleetEvent {
+  const event = value as FleetEvent;
+  return { ...event, resources: [...event.resources], vms: dictOf<VmStatus>(event.vms) };
+}
+
+/**
+ * A copy of a state, read as JSON or held, whose dictionaries have no prototype: what a fold may change (events, their
+ * Resources and VMs, the notification states per event) is copied; VM and notification states are replaced, never
+ * changed, so they are shared.
+ */
+export function ownPartitionState(source: PartitionState): PartitionState {
+  return {
+    sequenceNumber: source.sequenceNumber,
+    events: dictOf(source.events, eventOf),
+    notifications: dictOf(source.notifications, (states) => dictOf<NotificationState>(states)),
+  };
 }
 
 /** Another instance wrote the state since we read it: the partition has moved. */

@@ -3,6 +3,9 @@
 import * as z from "zod/mini";
 import "./zod-locale.js";
 import { eventHubsConnectionSchema } from "./eventhubs-source.js";
+import { defaultPartitionBounds } from "./partition-bounds.js";
+
+const positiveInt = z.number().check(z.int(), z.minimum(1));
 
 const envName = z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"));
 
@@ -102,6 +105,17 @@ export const fleetSettingsSchema = z
     lateNoticeMs: z._default(z.number().check(z.int(), z.minimum(0)), 3600_000),
     /** Ended fleet events are remembered this long (late records then neither re-page nor reopen them). */
     retainEndedMs: z._default(z.number().check(z.int(), z.minimum(60_000)), 7 * 24 * 3600_000),
+    /** What one partition takes in from records (partition-bounds.ts); records past a bound are dropped and counted. */
+    bounds: z._default(
+      z.strictObject({
+        maxVmsPerEvent: z._default(positiveInt, defaultPartitionBounds.maxVmsPerEvent),
+        maxEventsPerPartition: z._default(positiveInt, defaultPartitionBounds.maxEventsPerPartition),
+        newEventsPerReporterPerMinute: z._default(positiveInt, defaultPartitionBounds.newEventsPerReporterPerMinute),
+        maxClockSkewMs: z._default(z.number().check(z.int(), z.minimum(0)), defaultPartitionBounds.maxClockSkewMs),
+        retainOpenMs: z._default(z.number().check(z.int(), z.minimum(60_000)), defaultPartitionBounds.retainOpenMs),
+      }),
+      { ...defaultPartitionBounds },
+    ),
     metrics: z._default(
       z.strictObject({
         host: z._default(z.string(), "0.0.0.0"),

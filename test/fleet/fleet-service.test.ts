@@ -14,6 +14,7 @@ import { startAzurite, type Azurite } from "./azurite.js";
 import { fleetTransition, vm } from "./records.js";
 import { waitFor } from "../helpers/wait.js";
 import { metricValue } from "../helpers/metrics.js";
+import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 
 let hub: EventHubsEmulator;
 let azurite: Azurite;
@@ -229,6 +230,72 @@ describe("sef fleet", () => {
     expect(entry.reason).toMatch(/HTTP 400.*routing_key/);
     expect(JSON.stringify(entry)).not.toContain("too-short");
   });
+});
+
+describe("sef fleet, given records from any holder of the senders' identity", () => {
+  /** A metric's value summed over both instances (each counts what its own partitions read). */
+  const total = async (series: string): Promise<number> => {
+    const texts = await Promise.all(services.map((s) => s.metrics.registry.metrics()));
+    const escaped = series.replace(/[{}"]/g, "\\$&");
+    return texts
+      .map((t) => Number(new RegExp(`^${escaped} (\\d+)$`, "m").exec(t)?.[1] ?? 0))
+      .reduce((a, b) => a + b, 0);
+  };
+
+  it("skips EventIds named like Object.prototype's members (__proto__, __PROTO__, constructor) on every partition and still pages the real events queued behind them", async () => {
+    const forgedIds = ["__proto__", "__PROTO__", "__Proto__", "constructor", "Constructor", "toString"];
+    const rogue = vm(9, "rogue-vmss");
+    const before = await total('sef_fleet_records_total{outcome="event-id"}');
+    // Every partition gets the forged records first (a sender may choose the partition), then the real events.
+    for (const partitionId of ["0", "1", "2", "3"])
+      await producer.sendBatch(
+        forgedIds.map((id) => ({
+          body: fleetTransition(id, "Scheduled", rogue, [rogue]),
+          contentType: "application/json",
+        })),
+        { partitionId },
+      );
+    const web = [0, 1].map((i) => vm(i, "proto-vmss"));
+    const real = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => `0bad0000-0000-4000-8000-00000000000${n}`);
+    // A real event whose reporter's AgentId is "__proto__": an ordinary key of the fleet's state.
+    await send([
+      ...real.map((id) => fleetTransition(id, "Scheduled", web[0]!, web)),
+      { ...fleetTransition(real[0]!, "Scheduled", web[1]!, web), AgentId: "__proto__" },
+    ]);
+    await until(
+      "a PagerDuty incident for every real event",
+      () => real.every((id) => peer.incidents().some((i) => i.dedupKey === id)),
+      30_000,
+    );
+    expect(await total('sef_fleet_records_total{outcome="event-id"}')).toBe(before + 4 * forgedIds.length);
+    expect(await total('sef_fleet_records_total{outcome="unfoldable"}')).toBe(0);
+  }, 40_000);
+  it("drops the Completed records a sender puts on a partition other than its EventId's: the real incident stays open until its VMs end it", async () => {
+    const web = [0, 1].map((i) => vm(i, "forged-vmss"));
+    const id = "0bad0000-0000-4000-8000-0000000000f1";
+    await send(web.map((v) => fleetTransition(id, "Scheduled", v, web)));
+    await until("the real incident", () => peer.incidents().find((i) => i.dedupKey === id && i.status === "triggered"));
+    const before = await total('sef_fleet_records_total{outcome="wrong-partition"}');
+    const home = String(partitionIndexForKey(id, 4));
+    const wrong = ["0", "1", "2", "3"].filter((p) => p !== home);
+    // The VMs' own Completed records, copied, on every partition but the EventId's own.
+    for (const partitionId of wrong)
+      await producer.sendBatch(
+        web.map((v) => ({ body: fleetTransition(id, "Completed", v, web), contentType: "application/json" })),
+        { partitionId },
+      );
+    const dropped = before + 2 * wrong.length;
+    await waitFor(
+      "every forged record dropped",
+      async () => (await total('sef_fleet_records_total{outcome="wrong-partition"}')) === dropped,
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
+    expect(peer.incidents().find((i) => i.dedupKey === id)?.status).toBe("triggered");
+    await send(web.map((v) => fleetTransition(id, "Completed", v, web)));
+    await until("resolved by its own VMs", () =>
+      peer.incidents().find((i) => i.dedupKey === id && i.status === "resolved"),
+    );
+  }, 40_000);
 });
 
 describe("sef fleet's rules, as targets see them", () => {

@@ -17,11 +17,18 @@ import { retryDelayMs } from "../../src/retry/policy.js";
 import { readRecord, type FleetTransition } from "../../src/fleet/record-input.js";
 import { globToRegExp, inQuietHours, selectTargets, tagsMatch, type Rule } from "../../src/fleet/rules.js";
 import { buildTargetRequest, webhookSignature } from "../../src/fleet/targets/payloads.js";
+import { slackText, truncateSlackText } from "../../src/fleet/targets/escape.js";
+import { deadLetterBlobName } from "../../src/fleet/blob-storage.js";
 import { pagerDutyProblems, slackProblems, teamsProblems } from "../../src/testbed/peers/notify/server.js";
 import { fleetTransition, vm } from "./records.js";
 
 const t0 = Date.parse("2026-11-23T10:00:00Z");
 const vms = [vm(0), vm(1), vm(2)];
+/** EventIds as IMDS writes them (GUIDs: the fleet reads nothing else). */
+const [E1, E2, E3, E4, E5, E6, E7, E8, E9] = Array.from(
+  { length: 9 },
+  (_, i) => `5e0e0000-0000-4000-8000-00000000000${i + 1}`,
+) as [string, string, string, string, string, string, string, string, string];
 
 function fold(records: FleetTransition[]): FleetEvent {
   let event: FleetEvent | undefined;
@@ -44,7 +51,7 @@ describe("readRecord", () => {
   it("names malformed JSON, unknown versions, contract failures; other record types are not errors", () => {
     expect(readRecord(Buffer.from("{not json"))).toMatchObject({ kind: "rejected", reason: "malformed-json" });
     expect(readRecord(Buffer.from("[1]"))).toMatchObject({ kind: "rejected", reason: "not-a-record" });
-    const good = fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 });
+    const good = fleetTransition(E1, "Scheduled", vms[0]!, vms, { timeMs: t0 });
     expect(readRecord({ ...good, ContractVersion: 2 })).toMatchObject({ kind: "rejected", reason: "unknown-version" });
     expect(readRecord({ ...good, Resources: "web-vmss_0" })).toMatchObject({
       kind: "rejected",
@@ -55,7 +62,7 @@ describe("readRecord", () => {
     expect(readRecord(JSON.stringify(good))).toMatchObject({ kind: "transition" });
   });
   it("reads the VM's tags when the record has them; records of older agents (no Tags) and unreadable Tags are still folded", () => {
-    const tagged = fleetTransition("E1", "Scheduled", { ...vms[0]!, tags: { env: "prod" } }, vms, { timeMs: t0 });
+    const tagged = fleetTransition(E1, "Scheduled", { ...vms[0]!, tags: { env: "prod" } }, vms, { timeMs: t0 });
     expect(read(tagged).Tags).toEqual({ env: "prod" });
     const { Tags: _omitted, ...older } = tagged;
     expect(read(older).Tags).toBeUndefined();
@@ -66,18 +73,18 @@ describe("readRecord", () => {
 
 describe("foldRecord", () => {
   it("folds many VMs' copies of one EventId into one event whose status ends only when every VM ended", () => {
-    const scheduled = vms.map((v) => read(fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0 })));
+    const scheduled = vms.map((v) => read(fleetTransition(E1, "Scheduled", v, vms, { timeMs: t0 })));
     let event = fold(scheduled);
     expect(event.status).toBe("Scheduled");
     expect(Object.keys(event.vms)).toHaveLength(3);
     expect(event.resources).toEqual(vms.map((v) => v.name).sort());
-    event = foldRecord(event, read(fleetTransition("E1", "Started", vms[0]!, vms, { timeMs: t0 + 1000 })));
+    event = foldRecord(event, read(fleetTransition(E1, "Started", vms[0]!, vms, { timeMs: t0 + 1000 })));
     expect(event.status).toBe("Started");
     for (const v of vms)
-      event = foldRecord(event, read(fleetTransition("E1", "Completed", v, vms, { timeMs: t0 + 2000 })));
+      event = foldRecord(event, read(fleetTransition(E1, "Completed", v, vms, { timeMs: t0 + 2000 })));
     expect(event.status).toBe("Completed");
     // A late, repeated Scheduled report never moves a VM back.
-    event = foldRecord(event, read(fleetTransition("E1", "Scheduled", vms[1]!, vms, { timeMs: t0 + 3000 })));
+    event = foldRecord(event, read(fleetTransition(E1, "Scheduled", vms[1]!, vms, { timeMs: t0 + 3000 })));
     expect(event.status).toBe("Completed");
     expect(event.firstSeen).toBe(new Date(t0).toISOString());
   });
@@ -87,7 +94,7 @@ describe("rules", () => {
   const event = fold(
     vms.map((v) =>
       read(
-        fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }),
+        fleetTransition(E1, "Scheduled", v, vms, { timeMs: t0, notBefore: new Date(t0 + 30 * 60_000).toISOString() }),
       ),
     ),
   );
@@ -108,7 +115,7 @@ describe("rules", () => {
     const prod = { ...vm(0), tags: { Env: "prod-eu", Team: "web" } };
     const dev = { ...vm(1), tags: { env: "dev" } };
     const affected = [prod, dev];
-    const tagged = fold(affected.map((v) => read(fleetTransition("E2", "Scheduled", v, affected, { timeMs: t0 }))));
+    const tagged = fold(affected.map((v) => read(fleetTransition(E2, "Scheduled", v, affected, { timeMs: t0 }))));
     const targetsOf = (tags: Record<string, string>) =>
       selectTargets([{ name: "t", targets: ["pd"], tags }], tagged, t0).map((s) => s.target);
     expect(targetsOf({ env: "prod*" })).toEqual(["pd"]);
@@ -143,7 +150,7 @@ describe("rules: what each filter stops", () => {
   const event = fold(
     mixed.map((v) =>
       read(
-        fleetTransition("E7", "Scheduled", v, mixed, {
+        fleetTransition(E7, "Scheduled", v, mixed, {
           timeMs: t0,
           notBefore: new Date(t0 + 30 * 60_000).toISOString(),
         }),
@@ -166,7 +173,7 @@ describe("rules: what each filter stops", () => {
     expect(targetsOf({ vmNamePatterns: ["db-*"] })).toEqual([]);
     expect(targetsOf({ vmNamePatterns: [] })).toEqual(["pd"]);
     const nameless = { ...vm(5), name: "" };
-    const unnamed = fold([read({ ...fleetTransition("E8", "Scheduled", nameless, []), Resources: [], VmName: "" })]);
+    const unnamed = fold([read({ ...fleetTransition(E8, "Scheduled", nameless, []), Resources: [], VmName: "" })]);
     expect(targetsOf({ vmNamePatterns: ["*"] }, unnamed)).toEqual([]);
     expect(targetsOf({}, unnamed)).toEqual(["pd"]);
   });
@@ -185,7 +192,7 @@ describe("rules: what each filter stops", () => {
     let started = fold(
       mixed.map((v) =>
         read(
-          fleetTransition("E9", "Scheduled", v, mixed, {
+          fleetTransition(E9, "Scheduled", v, mixed, {
             timeMs: t0,
             notBefore: new Date(t0 + 30 * 60_000).toISOString(),
           }),
@@ -194,7 +201,7 @@ describe("rules: what each filter stops", () => {
     );
     started = foldRecord(
       started,
-      read(fleetTransition("E9", "Started", mixed[0]!, mixed, { timeMs: t0, notBefore: null })),
+      read(fleetTransition(E9, "Started", mixed[0]!, mixed, { timeMs: t0, notBefore: null })),
     );
     expect(started.status).toBe("Started");
     expect(started.notBefore).toBe(new Date(t0 + 30 * 60_000).toISOString());
@@ -227,7 +234,7 @@ describe("rules: what each filter stops", () => {
 
 describe("rules: event sources and quiet hours", () => {
   const event = fold(
-    vms.map((v) => read(fleetTransition("E3", "Scheduled", v, vms, { timeMs: t0, eventSource: "Platform" }))),
+    vms.map((v) => read(fleetTransition(E3, "Scheduled", v, vms, { timeMs: t0, eventSource: "Platform" }))),
   );
   const at = (iso: string): number => Date.parse(iso);
 
@@ -288,7 +295,7 @@ describe("rules: event sources and quiet hours", () => {
 
   it("holds a trigger during quiet hours and sends it when they end", () => {
     const scheduled = fold([
-      read(fleetTransition("E4", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") })),
+      read(fleetTransition(E4, "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") })),
     ]);
     expect(plan(scheduled, {}, "2026-11-23T12:30:00Z")).toEqual([]);
     expect(plan(scheduled, {}, "2026-11-23T13:59:00Z")).toEqual([]);
@@ -296,21 +303,19 @@ describe("rules: event sources and quiet hours", () => {
   });
 
   it("sends a resolve during quiet hours for an event already notified; one that began and ended inside them is told when they end", () => {
-    let notified = fold([
-      read(fleetTransition("E5", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T11:00:00Z") })),
-    ]);
+    let notified = fold([read(fleetTransition(E5, "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T11:00:00Z") }))]);
     const told = afterDelivery(emptyNotificationState, "trigger", notified, "2026-11-23T11:00:00.000Z");
     notified = foldRecord(
       notified,
-      read(fleetTransition("E5", "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") })),
+      read(fleetTransition(E5, "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T12:30:00Z") })),
     );
     expect(plan(notified, { pd: told }, "2026-11-23T12:30:00Z")).toEqual([{ target: "pd", action: "resolve" }]);
 
     // (within lateNoticeMs of the end of the quiet hours: an event that ended longer before is old history, not told)
-    let unseen = fold([read(fleetTransition("E6", "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T13:10:00Z") }))]);
+    let unseen = fold([read(fleetTransition(E6, "Scheduled", vms[0]!, vms, { timeMs: at("2026-11-23T13:10:00Z") }))]);
     unseen = foldRecord(
       unseen,
-      read(fleetTransition("E6", "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T13:40:00Z") })),
+      read(fleetTransition(E6, "Canceled", vms[0]!, vms, { timeMs: at("2026-11-23T13:40:00Z") })),
     );
     expect(plan(unseen, {}, "2026-11-23T13:40:00Z")).toEqual([]);
     expect(plan(unseen, {}, "2026-11-23T14:00:00Z")).toEqual([{ target: "pd", action: "trigger" }]);
@@ -323,8 +328,8 @@ describe("planNotifications", () => {
   const options = { updateIntervalMs: 30_000, staleClaimMs: 60_000, lateNoticeMs: 3_600_000 };
   const sel = [{ target: "pd", canNotifyNow: true }];
   // foldRecord updates the event in place: each fixture folds its own copy.
-  const one = fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
-  const two = fold([0, 1].map((i) => read(fleetTransition("E1", "Scheduled", vms[i]!, vms, { timeMs: t0 }))));
+  const one = fold([read(fleetTransition(E1, "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+  const two = fold([0, 1].map((i) => read(fleetTransition(E1, "Scheduled", vms[i]!, vms, { timeMs: t0 }))));
 
   it("triggers once, updates when more VMs join (not sooner than the interval), resolves once", () => {
     expect(planNotifications(one, sel, {}, t0, options)).toEqual([{ target: "pd", action: "trigger" }]);
@@ -334,9 +339,9 @@ describe("planNotifications", () => {
     expect(planNotifications(two, sel, { pd: told }, t0 + 30_000, options)).toEqual([
       { target: "pd", action: "update" },
     ]);
-    let ended = fold([0, 1].map((i) => read(fleetTransition("E1", "Scheduled", vms[i]!, vms, { timeMs: t0 }))));
+    let ended = fold([0, 1].map((i) => read(fleetTransition(E1, "Scheduled", vms[i]!, vms, { timeMs: t0 }))));
     for (const v of [vms[0]!, vms[1]!])
-      ended = foldRecord(ended, read(fleetTransition("E1", "Canceled", v, vms, { timeMs: t0 })));
+      ended = foldRecord(ended, read(fleetTransition(E1, "Canceled", v, vms, { timeMs: t0 })));
     expect(planNotifications(ended, sel, { pd: told }, t0, options)).toEqual([{ target: "pd", action: "resolve" }]);
     const resolved = afterDelivery(told, "resolve", ended, new Date(t0).toISOString());
     expect(planNotifications(ended, sel, { pd: resolved }, t0, options)).toEqual([]);
@@ -355,8 +360,8 @@ describe("planNotifications", () => {
   it("updates when the event's status moves on, with the same VMs", () => {
     const told = afterDelivery(emptyNotificationState, "trigger", one, new Date(t0).toISOString());
     const started = foldRecord(
-      fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]),
-      read(fleetTransition("E1", "Started", vms[0]!, vms, { timeMs: t0, notBefore: null })),
+      fold([read(fleetTransition(E1, "Scheduled", vms[0]!, vms, { timeMs: t0 }))]),
+      read(fleetTransition(E1, "Started", vms[0]!, vms, { timeMs: t0, notBefore: null })),
     );
     expect(planNotifications(started, sel, { pd: told }, t0 + 30_000, options)).toEqual([
       { target: "pd", action: "update" },
@@ -372,8 +377,8 @@ describe("planNotifications", () => {
   });
 
   it("tells of an event that ended before anyone was told up to lateNoticeMs after its last record, inclusive", () => {
-    let ended = fold([read(fleetTransition("E1", "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
-    ended = foldRecord(ended, read(fleetTransition("E1", "Canceled", vms[0]!, vms, { timeMs: t0 })));
+    let ended = fold([read(fleetTransition(E1, "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    ended = foldRecord(ended, read(fleetTransition(E1, "Canceled", vms[0]!, vms, { timeMs: t0 })));
     expect(planNotifications(ended, sel, {}, t0 + 3_600_000, options)).toEqual([{ target: "pd", action: "trigger" }]);
     expect(planNotifications(ended, sel, {}, t0 + 3_600_001, options)).toEqual([]);
   });
@@ -402,7 +407,7 @@ describe("retry delays", () => {
 });
 
 describe("payloads", () => {
-  const event = fold(vms.map((v) => read(fleetTransition("E1", "Scheduled", v, vms, { timeMs: t0 }))));
+  const event = fold(vms.map((v) => read(fleetTransition(E1, "Scheduled", v, vms, { timeMs: t0 }))));
   it("are what each target's API accepts, for every action", () => {
     for (const action of ["trigger", "update", "resolve"] as const) {
       expect(teamsProblems(JSON.parse(buildTargetRequest("teams", event, ref(action), t0, {}).body))).toEqual([]);
@@ -411,18 +416,58 @@ describe("payloads", () => {
         buildTargetRequest("pagerduty", event, ref(action), t0, { routingKey: "R".repeat(32) }).body,
       );
       expect(pagerDutyProblems(pd)).toEqual([]);
-      expect(pd.dedup_key).toBe("E1");
+      expect(pd.dedup_key).toBe(E1);
       expect(pd.event_action).toBe(action === "resolve" ? "resolve" : "trigger");
     }
   });
   it("stay within Slack's and Teams' limits with hundreds of VMs, and sign the generic webhook", () => {
     const many = Array.from({ length: 500 }, (_, i) => vm(i));
     let big: FleetEvent | undefined;
-    for (const v of many) big = foldRecord(big, read(fleetTransition("E2", "Scheduled", v, many, { timeMs: t0 })));
+    for (const v of many) big = foldRecord(big, read(fleetTransition(E2, "Scheduled", v, many, { timeMs: t0 })));
     expect(slackProblems(JSON.parse(buildTargetRequest("slack", big!, ref("trigger"), t0, {}).body))).toEqual([]);
     expect(Buffer.byteLength(buildTargetRequest("teams", big!, ref("trigger"), t0, {}).body)).toBeLessThan(28 * 1024);
     const req = buildTargetRequest("webhook", event, ref("trigger"), t0, { hmacSecret: "s3cret" });
     expect(req.headers["x-sef-signature-256"]).toBe(webhookSignature(req.body, "s3cret"));
+  });
+  it("show a description's mentions and links as text: Slack mrkdwn escaped (<!channel>, <url|text>, &), Teams markdown escaped", () => {
+    const hostile =
+      "<!channel> Approve now: <https://evil.example/approve|Approve> & [Approve](https://evil.example) **now**";
+    const forged = fold([
+      read({ ...fleetTransition(E3, "Scheduled", vms[0]!, vms, { timeMs: t0 }), Description: hostile }),
+    ]);
+    const slack = JSON.parse(buildTargetRequest("slack", forged, ref("trigger"), t0, {}).body) as {
+      text: string;
+      blocks: Array<{ fields?: Array<{ text: string }> }>;
+    };
+    const mrkdwn = [slack.text, ...slack.blocks.flatMap((b) => (b.fields ?? []).map((f) => f.text))];
+    expect(mrkdwn.join("\n")).not.toMatch(/[<>]/); // no mention, link or date token can open
+    expect(
+      mrkdwn.some((t) =>
+        t.includes("&lt;!channel&gt; Approve now: &lt;https://evil.example/approve|Approve&gt; &amp;"),
+      ),
+    ).toBe(true);
+    expect(slackProblems(slack)).toEqual([]);
+    const teams = JSON.parse(buildTargetRequest("teams", forged, ref("trigger"), t0, {}).body);
+    const facts = teams.attachments[0].content.body[1].facts as Array<{ title: string; value: string }>;
+    expect(facts.find((f) => f.title === "Description")!.value).toBe(
+      "\\<!channel\\> Approve now: \\<https://evil.example/approve|Approve\\> & \\[Approve\\]\\(https://evil.example\\) \\*\\*now\\*\\*",
+    );
+    expect(teamsProblems(teams)).toEqual([]);
+    // A cut never leaves half an entity behind.
+    expect(truncateSlackText(slackText("a<b"), 4)).toBe("a…");
+  });
+  it("name a dead letter inside dead-letter/<target>/ whatever the key: a ../ key is hashed, a GUID key kept", () => {
+    expect(deadLetterBlobName("oncall", E1, "trigger")).toBe(`dead-letter/oncall/${E1}-trigger.json`);
+    for (const [target, key] of [
+      ["oncall", "../../other-container/x"],
+      ["../..", "e1"],
+      ["oncall", "a%2F..%2Fb"],
+    ] as const) {
+      const name = deadLetterBlobName(target, key, "resolve");
+      expect(name).toMatch(/^dead-letter\/[A-Za-z0-9_-]+\/[A-Za-z0-9_-]+-resolve\.json$/);
+      expect(name.split("/")).toHaveLength(3);
+    }
+    expect(deadLetterBlobName("oncall", "../x", "trigger")).not.toBe(deadLetterBlobName("oncall", "../y", "trigger"));
   });
   it("give the generic webhook one Idempotency-Key per event, target, action and sequence, the same on every re-send", () => {
     const key = notificationIdempotencyKey(

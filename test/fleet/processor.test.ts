@@ -2,6 +2,7 @@
 // saved in one write (not one write each), a claim left by a stopped instance is re-sent once, logged and counted as
 // in doubt with the same idempotency key, and outcomes whose save failed are saved by the next run, not re-sent.
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import pino from "pino";
 import { Writable } from "node:stream";
 import type { FleetEvent } from "../../src/fleet/fleet-event.js";
@@ -24,6 +25,10 @@ import type { DeliveryOutcome } from "../../src/fleet/targets/deliver.js";
 import { fleetTransition, vm } from "./records.js";
 import { FakeClock, flushAsync, instantClock } from "../helpers/fake-clock.js";
 import { metricValue } from "../helpers/metrics.js";
+import { propertyParams } from "../helpers/seed.js";
+import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
+import { pagerDutySeverity } from "../../src/fleet/targets/payloads.js";
+import { defaultPartitionBounds } from "../../src/fleet/partition-bounds.js";
 
 /** The in-doubt series of the pd target's trigger taken over from a stopped instance. */
 const inDoubt = { target: "pd", action: "trigger", cause: "claim_taken_over" };
@@ -65,6 +70,10 @@ interface Sent {
   readonly target: string;
   readonly notification: NotificationIdentity;
   readonly eventId: string;
+  /** What the notification said the event is, and its NotBefore. */
+  readonly eventType: string;
+  readonly notBefore: string | null;
+  readonly status: string;
 }
 
 function setup(
@@ -89,7 +98,14 @@ function setup(
     retainEndedMs: 7 * 24 * 3600_000,
     store,
     send: (target, notification, event: FleetEvent, requestSignal) => {
-      const s = { target, notification, eventId: event.eventId };
+      const s = {
+        target,
+        notification,
+        eventId: event.eventId,
+        eventType: event.eventType,
+        notBefore: event.notBefore,
+        status: event.status,
+      };
       sent.push(s);
       return answer(s, requestSignal);
     },
@@ -355,5 +371,333 @@ describe("PartitionProcessor", () => {
       metricValue(text, "sef_fleet_notifications_in_doubt_total", { ...inDoubt, cause: "attempt_unanswered" }),
     ).toBe(1);
     expect(lines.filter((l) => l.includes("unanswered attempt may have reached the target"))).toHaveLength(1);
+  });
+});
+
+/** Keys that name members of Object.prototype, in the casings a sender may try (the fleet lower-cases EventIds). */
+const prototypeKeys = [
+  "__proto__",
+  "__PROTO__",
+  "__Proto__",
+  "constructor",
+  "CONSTRUCTOR",
+  "toString",
+  "hasOwnProperty",
+];
+
+function receivedAt(sequenceNumber: number, body: unknown): ReceivedEvent {
+  return { body, sequenceNumber, offset: String(sequenceNumber) };
+}
+
+function metricLine(text: string, outcome: string): number {
+  return Number(new RegExp(`^sef_fleet_records_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? -1);
+}
+
+describe("PartitionProcessor, given records from any sender", () => {
+  const real = "c0ffee00-0000-4000-8000-000000000001";
+  const vms = [vm(0), vm(1)];
+
+  it("counts and skips EventIds that are not GUIDs (__proto__, constructor, …), keeps keys like __proto__ in other fields as data, and pages the real events behind them", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const forged = prototypeKeys.map((id) => fleetTransition(id, "Scheduled", vms[0]!, vms, { timeMs: t0 }));
+    // A GUID EventId whose reporter and tags are named like prototype members: ordinary keys of the fleet's state.
+    const oddReporter = {
+      ...fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 }),
+      AgentId: "__proto__",
+      Tags: JSON.parse('{"__proto__": "x", "constructor": "y"}') as Record<string, string>,
+    };
+    const batch = [...forged, oddReporter, fleetTransition(real, "Scheduled", vms[1]!, vms, { timeMs: t0 })];
+    await processor.processBatch(batch.map((body, i) => receivedAt(i, body)));
+
+    expect(sent.map((s) => [s.target, s.eventId])).toEqual([
+      ["pd", real],
+      ["chat", real],
+    ]);
+    const text = await metrics.registry.metrics();
+    expect(metricLine(text, "event-id")).toBe(prototypeKeys.length);
+    expect(metricLine(text, "folded")).toBe(2);
+    expect(lines.filter((l) => l.includes("is not a GUID"))).toHaveLength(prototypeKeys.length);
+    // The state read back (JSON, as the blob holds it) has the one event, both reporters, and nothing inherited.
+    const reopened = await PartitionProcessor.open(options);
+    expect(reopened.lastSequenceNumber).toBe(batch.length - 1);
+    const { state } = await store.load();
+    expect(Object.keys(state.events)).toEqual([real]);
+    expect(Object.keys(state.events[real]!.vms).sort()).toEqual(["__proto__", "agent-web-vmss_1"]);
+    expect(({} as Record<string, unknown>).status).toBeUndefined();
+    // The reporter named __proto__ ends its part of the event like any other.
+    await reopened.processBatch([
+      receivedAt(batch.length, { ...oddReporter, EventStatus: "Completed", PreviousStatus: "Scheduled" }),
+      receivedAt(batch.length + 1, fleetTransition(real, "Completed", vms[1]!, vms, { timeMs: t0 })),
+    ]);
+    expect(sent.slice(2).map((s) => s.notification.action)).toEqual(["resolve", "resolve"]);
+  });
+
+  it("skips a record whose reading or folding throws, counting it and logging its EventId, and folds the rest of the batch", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const good = fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 });
+    const other = "c0ffee00-0000-4000-8000-000000000002";
+    // A body whose Description answers the reader's checks, then throws when the fold reads it again.
+    let reads = 0;
+    const treacherous = Object.defineProperty(
+      { ...fleetTransition(other, "Scheduled", vms[0]!, vms, { timeMs: t0 }) },
+      "Description",
+      {
+        enumerable: true,
+        get: () => {
+          if (++reads > 2) throw new RangeError("changed while read"); // read twice by the checks, then by the fold
+          return "";
+        },
+      },
+    );
+    const throwing = Object.defineProperty({}, "RecordType", {
+      enumerable: true,
+      get: () => {
+        throw new TypeError("unreadable");
+      },
+    });
+    await processor.processBatch([receivedAt(0, throwing), receivedAt(1, treacherous), receivedAt(2, good)]);
+    expect(sent.map((s) => s.eventId)).toEqual([real, real]);
+    const text = await metrics.registry.metrics();
+    expect(metricLine(text, "unfoldable")).toBe(2);
+    const errors = lines.map((l) => JSON.parse(l) as { msg: string; eventId?: string; sequenceNumber: number });
+    const skipped = errors.filter((l) => l.msg === "skipped a record that could not be folded");
+    expect(skipped.map((l) => [l.sequenceNumber, l.eventId])).toEqual([
+      [0, undefined],
+      [1, other],
+    ]);
+    expect(processor.lastSequenceNumber).toBe(2);
+    expect(Object.keys((await store.load()).state.events)).toEqual([real]);
+  });
+
+  it('reads a NotBefore of "" as null (IMDS\'s own empty value): such a Completed resolves; a rejected record of an open event is logged with its EventId', async () => {
+    const store = new MemoryStore();
+    const { sent, options, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(real, "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+    ]);
+    const ended = { ...fleetTransition(real, "Completed", vms[0]!, [vms[0]!], { timeMs: t0 }), NotBefore: "" };
+    await processor.processBatch([
+      receivedAt(1, { ...ended, Resources: "web-vmss_0" }), // rejected: Resources is not a list
+      receivedAt(2, ended),
+    ]);
+    expect(sent.map((s) => [s.target, s.notification.action])).toEqual([
+      ["pd", "trigger"],
+      ["chat", "trigger"],
+      ["pd", "resolve"],
+      ["chat", "resolve"],
+    ]);
+    const rejected = lines
+      .map((l) => JSON.parse(l) as { msg: string; eventId?: string; openEvent?: boolean; detail?: string })
+      .filter((l) => l.msg === "skipped an invalid record of an open event");
+    expect(rejected).toEqual([
+      expect.objectContaining({ eventId: real, openEvent: true, detail: expect.stringContaining("Resources") }),
+    ]);
+  });
+
+  it("never stops on arbitrary JSON or half-valid records: every batch is saved past its last event and a real event after them is paged", async () => {
+    const key = fc.constantFrom(...prototypeKeys, "EventId", "AgentId", "Resources", "Tags", "vms", "x");
+    const junkValue = fc.oneof(fc.jsonValue(), fc.constantFrom(...prototypeKeys), fc.dictionary(key, fc.jsonValue()));
+    const base = fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 });
+    // A valid record with some of its columns replaced (EventId among them), or any JSON at all, as object or text.
+    const halfValid = fc
+      .dictionary(fc.constantFrom(...Object.keys(base)), junkValue, { maxKeys: 4 })
+      .map((changes) => ({ ...base, ...changes }));
+    // A valid record but for an EventId named like a member of Object.prototype.
+    const forged = fc.constantFrom(...prototypeKeys).map((EventId) => ({ ...base, EventId }));
+    const body = fc.oneof(
+      fc.jsonValue(),
+      forged,
+      halfValid,
+      halfValid.map((r) => Buffer.from(JSON.stringify(r))),
+      fc.string().map((s) => Buffer.from(s)),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(body, { maxLength: 12 }), async (bodies) => {
+        const store = new MemoryStore();
+        const { sent, options } = setup(store, async () => delivered);
+        const processor = await PartitionProcessor.open(options);
+        const probe = "c0ffee00-0000-4000-8000-0000000000ff";
+        await processor.processBatch(bodies.map((b, i) => receivedAt(i, b)));
+        await processor.processBatch([
+          receivedAt(bodies.length, fleetTransition(probe, "Started", vms[1]!, vms, { timeMs: t0 })),
+        ]);
+        expect(processor.lastSequenceNumber).toBe(bodies.length);
+        expect(sent.filter((s) => s.eventId === probe).map((s) => s.target)).toEqual(["pd", "chat"]);
+        expect(({} as Record<string, unknown>).vms).toBeUndefined();
+      }),
+      propertyParams(47_001, 60),
+    );
+  });
+});
+
+describe("PartitionProcessor, given forged records on the right partition or a wrong one", () => {
+  const vms = [vm(0), vm(1)];
+  const placement = { index: 0, count: 4 };
+  /** GUIDs whose Event Hubs hash names partition 0 of 4 (`here`) and another one (`elsewhere`). */
+  const guids = Array.from({ length: 64 }, (_, i) => `feed0000-0000-4000-8000-${String(i).padStart(12, "0")}`);
+  const here = guids.filter((id) => partitionIndexForKey(id, 4) === 0);
+  const elsewhere = guids.filter((id) => partitionIndexForKey(id, 4) !== 0);
+
+  it("drops and counts records whose EventId hashes to another partition: a forged Completed there never resolves the real incident", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open({ ...options, placement });
+    const real = here[0]!;
+    // The real event, raised by both VMs on its own partition, is paged.
+    await processor.processBatch(
+      vms.map((v, i) => receivedAt(i, fleetTransition(real, "Scheduled", v, vms, { timeMs: t0 }))),
+    );
+    expect(sent.map((s) => [s.target, s.notification.action])).toEqual([
+      ["pd", "trigger"],
+      ["chat", "trigger"],
+    ]);
+    // A sender that chose this partition for another EventId, and one that sends the real EventId's end from a VM of
+    // its own: the first is dropped; the second joins the event as a reporter and ends only its own part.
+    const rogue = vm(7, "rogue-vmss");
+    await processor.processBatch([
+      receivedAt(2, fleetTransition(elsewhere[0]!, "Scheduled", rogue, [rogue], { timeMs: t0 })),
+      receivedAt(3, fleetTransition(elsewhere[0]!, "Completed", rogue, [rogue], { timeMs: t0 })),
+      receivedAt(4, fleetTransition(real, "Completed", rogue, vms, { timeMs: t0 })),
+    ]);
+    await processor.tick();
+    expect(sent).toHaveLength(2); // nothing resolved, nothing paged for the misplaced EventId
+    expect(metricLine(await metrics.registry.metrics(), "wrong-partition")).toBe(2);
+    expect(lines.filter((l) => l.includes("does not hash to") && l.includes(elsewhere[0]!))).toHaveLength(2);
+    // The VMs that raised it end it: then it resolves.
+    await processor.processBatch(
+      vms.map((v, i) => receivedAt(5 + i, fleetTransition(real, "Completed", v, vms, { timeMs: t0 }))),
+    );
+    expect(sent.slice(2).map((s) => [s.target, s.notification.action])).toEqual([
+      ["pd", "resolve"],
+      ["chat", "resolve"],
+    ]);
+  });
+
+  it("keeps a paged event's type, description and NotBefore: a Reboot relabeled Freeze keeps its severity, and the change is logged", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open({ ...options, placement, updateIntervalMs: 0 });
+    const real = here[1]!;
+    const notBefore = new Date(t0 + 15 * 60_000).toISOString();
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0, notBefore })),
+    ]);
+    const relabeled = {
+      ...fleetTransition(real, "Scheduled", vms[1]!, vms, { timeMs: t0, eventType: "Freeze" }),
+      Description: "<!channel> approve at <https://evil.example|Approve>",
+      NotBefore: new Date(t0 + 24 * 3600_000).toISOString(),
+    };
+    await processor.processBatch([receivedAt(1, relabeled)]);
+    expect(sent.map((s) => [s.notification.action, s.eventType, s.notBefore])).toEqual([
+      ["trigger", "Reboot", notBefore],
+      ["trigger", "Reboot", notBefore],
+      ["update", "Reboot", notBefore],
+      ["update", "Reboot", notBefore],
+    ]);
+    expect(pagerDutySeverity(sent.at(-1)!.eventType)).toBe("warning");
+    const { state } = await store.load();
+    expect(state.events[real]).toMatchObject({
+      eventType: "Reboot",
+      description: "Host server is undergoing maintenance.",
+    });
+    const text = await metrics.registry.getSingleMetricAsString("sef_fleet_event_changes_ignored_total");
+    for (const field of ["eventType", "description", "notBefore"])
+      expect(text).toContain(`sef_fleet_event_changes_ignored_total{field="${field}"} 1`);
+    const noted = lines.map((l) => JSON.parse(l) as { msg: string; field?: string; eventId?: string });
+    expect(
+      noted.filter((l) => l.msg.startsWith("a record would change a paged event")).map((l) => [l.field, l.eventId]),
+    ).toEqual([
+      ["eventType", real],
+      ["description", real],
+      ["notBefore", real],
+    ]);
+  });
+});
+
+describe("PartitionProcessor, given an oversized or a flooding sender", () => {
+  const vms = [vm(0), vm(1)];
+  const guid = (n: number) => `f100d000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+
+  it("rejects records past the size limits, whatever column carries the bulk, and folds the rest", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const base = fleetTransition(guid(1), "Scheduled", vms[0]!, vms, { timeMs: t0 });
+    const oversized = [
+      { ...base, Description: "x".repeat(100_000) },
+      { ...base, VmName: "v".repeat(10_000) },
+      { ...base, Resources: Array.from({ length: 5000 }, (_, i) => `vm${i}`) },
+      { ...base, Tags: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`t${i}`, "v"])) },
+    ];
+    await processor.processBatch([...oversized, base].map((body, i) => receivedAt(i, body)));
+    expect(metricLine(await metrics.registry.metrics(), "too-large")).toBe(oversized.length);
+    expect(sent.map((s) => s.eventId)).toEqual([guid(1), guid(1)]);
+    expect(Buffer.byteLength((store.saved as string) ?? "")).toBeLessThan(10_000);
+  });
+
+  it("drops a flood of invented EventIds past each reporter's rate and the partition's bound, pages a real event, and prunes what never ended", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { sent, options, metrics, lines } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const bounds = { ...defaultPartitionBounds, maxEventsPerPartition: 50, newEventsPerReporterPerMinute: 10 };
+    const processor = await PartitionProcessor.open({ ...options, bounds, rules: [{ name: "all", targets: ["pd"] }] });
+    const rogue = vm(7, "rogue-vmss");
+    // One reporter inventing 200 EventIds: 10 pass its rate. Then 100 reporters with 2 each: the partition fills at 50.
+    const flood = [
+      ...Array.from({ length: 200 }, (_, i) =>
+        fleetTransition(guid(1000 + i), "Scheduled", rogue, [rogue], { timeMs: t0 }),
+      ),
+      ...Array.from({ length: 200 }, (_, i) =>
+        fleetTransition(guid(2000 + i), "Scheduled", vm(100 + (i >> 1), "rogue-vmss"), [rogue], { timeMs: t0 }),
+      ),
+    ];
+    await processor.processBatch(flood.map((body, i) => receivedAt(i, body)));
+    const text = await metrics.registry.metrics();
+    expect(metricLine(text, "rate-limited")).toBe(190);
+    expect(metricLine(text, "partition-full")).toBe(200 - 40);
+    expect(lines.filter((l) => l.includes("dropped records past the partition's bounds"))).toHaveLength(2);
+    expect(Object.keys((await store.load()).state.events)).toHaveLength(50);
+    // A record of an event already known still folds; a real new event waits for room, which pruning makes.
+    now = t0 + defaultPartitionBounds.retainOpenMs + 1;
+    await processor.tick(); // the flood's events, never ended and not mentioned for retainOpenMs, are forgotten
+    expect(Object.keys((await store.load()).state.events)).toHaveLength(0);
+    const real = guid(1);
+    await processor.processBatch([receivedAt(400, fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: now }))]);
+    expect(sent.at(-1)).toMatchObject({ target: "pd", eventId: real });
+  });
+
+  it("reads a TimeGenerated far in the future as now, so it cannot keep an event from being pruned", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { options } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const processor = await PartitionProcessor.open(options);
+    const farFuture = t0 + 365 * 24 * 3600_000;
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(guid(3), "Scheduled", vms[0]!, vms, { timeMs: farFuture })),
+      receivedAt(1, fleetTransition(guid(3), "Completed", vms[0]!, vms, { timeMs: farFuture })),
+      receivedAt(2, fleetTransition(guid(3), "Scheduled", vms[1]!, vms, { timeMs: t0 + 60_000 })),
+      receivedAt(3, fleetTransition(guid(3), "Completed", vms[1]!, vms, { timeMs: t0 + 60_000 })),
+    ]);
+    const event = (await store.load()).state.events[guid(3)]!;
+    expect([event.firstSeen, event.lastSeen]).toEqual([
+      new Date(t0).toISOString(),
+      new Date(t0 + 60_000).toISOString(),
+    ]);
+    now = t0 + options.retainEndedMs + 120_000;
+    await processor.tick();
+    expect((await store.load()).state.events[guid(3)]).toBeUndefined();
   });
 });

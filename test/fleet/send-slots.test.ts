@@ -23,6 +23,24 @@ describe("SendSlots", () => {
     expect(await Promise.all(waiters)).toEqual([true, true, true, true]);
   });
 
+  it("hands a free slot to an urgent waiter (a new event's trigger) before the others (updates, resolves)", async () => {
+    const slots = new SendSlots(1);
+    const never = new AbortController().signal;
+    const order: string[] = [];
+    expect(await slots.acquire(never)).toBe(true);
+    const waiters = [
+      slots.acquire(never).then(() => order.push("update 1")),
+      slots.acquire(never).then(() => order.push("update 2")),
+      slots.acquire(never, true).then(() => order.push("trigger")),
+    ];
+    for (let i = 0; i < 3; i++) {
+      slots.release();
+      await tick();
+    }
+    await Promise.all(waiters);
+    expect(order).toEqual(["trigger", "update 1", "update 2"]);
+  });
+
   it("lets an aborted waiter go without a slot, and does not count it", async () => {
     const slots = new SendSlots(1);
     const never = new AbortController().signal;

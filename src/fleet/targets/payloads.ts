@@ -3,6 +3,7 @@
 import { createHmac } from "node:crypto";
 import type { FleetEvent } from "../fleet-event.js";
 import type { NotificationAction } from "../notification-plan.js";
+import { slackText, teamsText, truncateSlackText } from "./escape.js";
 import { describeEvent } from "./message.js";
 
 export type TargetType = "teams" | "slack" | "pagerduty" | "webhook";
@@ -32,8 +33,8 @@ export function teamsBody(event: FleetEvent, action: NotificationAction, nowMs: 
           type: "AdaptiveCard",
           version: "1.4",
           body: [
-            { type: "TextBlock", size: "Medium", weight: "Bolder", wrap: true, text: m.title },
-            { type: "FactSet", facts: m.facts.map(([title, value]) => ({ title, value })) },
+            { type: "TextBlock", size: "Medium", weight: "Bolder", wrap: true, text: teamsText(m.title) },
+            { type: "FactSet", facts: m.facts.map(([title, value]) => ({ title, value: teamsText(value) })) },
           ],
         },
       },
@@ -48,12 +49,14 @@ function truncate(text: string, max: number): string {
 export function slackBody(event: FleetEvent, action: NotificationAction, nowMs: number): unknown {
   const m = describeEvent(event, action, nowMs);
   return {
-    text: truncate(m.summary, 3000),
+    text: truncateSlackText(slackText(m.summary), 3000),
     blocks: [
       { type: "header", text: { type: "plain_text", text: truncate(m.title, 150) } },
       {
         type: "section",
-        fields: m.facts.slice(0, 10).map(([k, v]) => ({ type: "mrkdwn", text: truncate(`*${k}*\n${v}`, 2000) })),
+        fields: m.facts
+          .slice(0, 10)
+          .map(([k, v]) => ({ type: "mrkdwn", text: truncateSlackText(`*${k}*\n${slackText(v)}`, 2000) })),
       },
     ],
   };

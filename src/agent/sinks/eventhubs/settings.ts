@@ -40,7 +40,7 @@ export const eventHubsSettingsSchema = z
     }),
     partitionKeyField: documented(z._default(z.enum(partitionKeyFields), "EventId"), {
       description:
-        "Record field used as the partition key, so one event's transitions stay in order on one partition: `EventId`, `VmId`, `RecordId` or `none`.",
+        "Record field used as the partition key, so one event's transitions stay in order on one partition: `EventId`, `VmId`, `RecordId` or `none`. sef-fleet reads only `EventId`-keyed records (a record on another partition than its EventId's is dropped as forged).",
     }),
     /**
      * `key`: every batch carries the partition key and the service picks the partition (consumers see `partitionKey`).

@@ -1,0 +1,74 @@
+// What one partition takes in (pure but for its own counters): VMs per event, events per partition, new EventIds per
+// reporter and minute, and TimeGenerated no further ahead than the clock skew allowed. A record past a bound is dropped
+// and counted; the fleet's memory and state stay bounded however many records a sender invents.
+import { reporterOf, type FleetEvent } from "./fleet-event.js";
+import type { FleetTransition } from "./record-input.js";
+import { own } from "./safe-dict.js";
+
+export interface PartitionBoundsSettings {
+  /** Reporting VMs one fleet event keeps; a record of another VM beyond it is dropped. */
+  readonly maxVmsPerEvent: number;
+  /** Fleet events one partition keeps (ended ones included, until pruned); a new EventId beyond it is dropped. */
+  readonly maxEventsPerPartition: number;
+  /** New EventIds one reporter (AgentId, else VmId, else VmName) may open per minute in one partition. */
+  readonly newEventsPerReporterPerMinute: number;
+  /** A TimeGenerated further ahead of the fleet's clock than this is read as now. */
+  readonly maxClockSkewMs: number;
+  /** An event no record has mentioned for this long is pruned, ended or not (a never-ended one would stay forever). */
+  readonly retainOpenMs: number;
+}
+
+export const defaultPartitionBounds: PartitionBoundsSettings = {
+  maxVmsPerEvent: 2000,
+  maxEventsPerPartition: 5000,
+  newEventsPerReporterPerMinute: 120,
+  maxClockSkewMs: 5 * 60_000,
+  retainOpenMs: 7 * 24 * 3600_000,
+};
+
+export type Admission = "admit" | "event-full" | "partition-full" | "rate-limited";
+
+/** Reporters remembered by the rate limit before the oldest windows are forgotten. */
+const maxReportersTracked = 10_000;
+
+export class PartitionBounds {
+  /** Per reporter: the start of its current minute and the new EventIds it opened in it. */
+  private readonly opened = new Map<string, { startMs: number; count: number }>();
+
+  constructor(readonly settings: PartitionBoundsSettings) {}
+
+  /** Whether `record` may be folded into `previous` (undefined: it opens a new event among `eventCount`). */
+  admit(previous: FleetEvent | undefined, record: FleetTransition, eventCount: number, nowMs: number): Admission {
+    const reporter = reporterOf(record);
+    if (previous !== undefined) {
+      const known = own(previous.vms, reporter) !== undefined;
+      return known || Object.keys(previous.vms).length < this.settings.maxVmsPerEvent ? "admit" : "event-full";
+    }
+    if (eventCount >= this.settings.maxEventsPerPartition) return "partition-full";
+    return this.openedOne(reporter, nowMs) ? "admit" : "rate-limited";
+  }
+
+  /** `record` with a TimeGenerated in the future beyond the allowed skew read as `nowMs`. */
+  clampTime(record: FleetTransition, nowMs: number): FleetTransition {
+    if (Date.parse(record.TimeGenerated) <= nowMs + this.settings.maxClockSkewMs) return record;
+    return { ...record, TimeGenerated: new Date(nowMs).toISOString() };
+  }
+
+  private openedOne(reporter: string, nowMs: number): boolean {
+    let window = this.opened.get(reporter);
+    if (window === undefined || nowMs - window.startMs >= 60_000) {
+      if (window === undefined && this.opened.size >= maxReportersTracked) this.forgetOldWindows(nowMs);
+      window = { startMs: nowMs, count: 0 };
+      this.opened.set(reporter, window);
+    }
+    if (window.count >= this.settings.newEventsPerReporterPerMinute) return false;
+    window.count++;
+    return true;
+  }
+
+  private forgetOldWindows(nowMs: number): void {
+    for (const [reporter, window] of this.opened) if (nowMs - window.startMs >= 60_000) this.opened.delete(reporter);
+    // Every window is current (a flood of invented reporters): forget them all rather than grow without bound.
+    if (this.opened.size >= maxReportersTracked) this.opened.clear();
+  }
+}
