@@ -444,7 +444,15 @@ describe("helm template with other values", () => {
     expect(agentContainer(ds).ports).toEqual([
       { name: "metrics", containerPort: 9500, hostPort: 9500, protocol: "TCP" },
     ]);
-    expect(loadRenderedConfig(manifests).config.metrics).toEqual({ enabled: true, host: "127.0.0.1", port: 9500 });
+    expect(loadRenderedConfig(manifests).config.metrics).toEqual({
+      enabled: true,
+      host: "127.0.0.1",
+      port: 9500,
+      maxConnections: 16,
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 5000,
+    });
     // listenOn config: no node IP given, so the file's loopback address is where it listens; nothing to scrape.
     expect(agentContainer(ds).env?.map((e) => e.name)).not.toContain("SEF_METRICS_HOST");
     expect(ds.spec.template.metadata.annotations).not.toHaveProperty("prometheus.io/scrape");

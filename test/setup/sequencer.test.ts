@@ -1,6 +1,6 @@
-// The shuffled file order of `npm test -- --sequence.shuffle --sequence.seed=N` (.ci/run): one order per seed.
+// The shuffled file order of `SEF_ORDER_SEED=N npm test` (.ci/run): one order per seed.
 import { describe, expect, it } from "vitest";
-import { shuffledBySeed } from "./sequencer.js";
+import { orderSeed, shuffledBySeed } from "./sequencer.js";
 
 describe("shuffledBySeed", () => {
   const files = Array.from({ length: 40 }, (_, i) => `test/f${i}.test.ts`);
@@ -12,5 +12,15 @@ describe("shuffledBySeed", () => {
     expect(order).not.toEqual(files);
     expect([...order].sort()).toEqual([...files].sort());
     expect(files[0]).toBe("test/f0.test.ts"); // the input is not shuffled in place
+  });
+});
+
+describe("orderSeed", () => {
+  it("reads SEF_ORDER_SEED: unset or empty is no shuffle, digits a seed, anything else an error naming it", () => {
+    expect(orderSeed(undefined)).toBeUndefined();
+    expect(orderSeed("")).toBeUndefined();
+    expect(orderSeed("4242")).toBe(4242);
+    expect(() => orderSeed("-1")).toThrow('SEF_ORDER_SEED must be a non-negative integer, not "-1"');
+    expect(() => orderSeed("12ab")).toThrow("SEF_ORDER_SEED");
   });
 });

@@ -1,7 +1,8 @@
 // vitest's file order, with the test files that need the package artifacts (they call `linuxArtifacts`) last: during
 // `npm test` the set-up step builds those artifacts in the background, and a file waiting for them would hold one of
-// the few workers while the rest of the suite could run. With `--sequence.shuffle` (and `--sequence.seed`, as .ci/run
-// passes) the files are shuffled by that seed first: a configured sequencer would otherwise keep vitest from doing it.
+// the few workers while the rest of the suite could run. With SEF_ORDER_SEED set (.ci/run sets it and prints it) the
+// files are shuffled by that seed first; the tests inside a file keep their written order (several files build on an
+// earlier test's state: a peer's rows, an unpacked tarball).
 import { readFileSync } from "node:fs";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
@@ -23,15 +24,24 @@ export function shuffledBySeed<T>(items: readonly T[], seed: number): T[] {
   return out;
 }
 
+/** SEF_ORDER_SEED as a seed: a non-negative integer, else no shuffle (an unreadable value is said, not guessed). */
+export function orderSeed(text: string | undefined): number | undefined {
+  if (text === undefined || text === "") return undefined;
+  if (!/^\d+$/.test(text))
+    throw new Error(`SEF_ORDER_SEED must be a non-negative integer, not ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
 export class ArtifactTestsLast extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const { shuffle, seed } = this.ctx.config.sequence;
-    const sorted = shuffle
-      ? shuffledBySeed(
-          [...files].sort((a, b) => (a.moduleId < b.moduleId ? -1 : 1)),
-          seed,
-        )
-      : await super.sort(files);
+    const seed = orderSeed(process.env.SEF_ORDER_SEED);
+    const sorted =
+      seed === undefined
+        ? await super.sort(files)
+        : shuffledBySeed(
+            [...files].sort((a, b) => (a.moduleId < b.moduleId ? -1 : 1)),
+            seed,
+          );
     const needsArtifacts = (file: TestSpecification): boolean =>
       readFileSync(file.moduleId, "utf8").includes("linuxArtifacts(");
     return [...sorted.filter((f) => !needsArtifacts(f)), ...sorted.filter(needsArtifacts)];
