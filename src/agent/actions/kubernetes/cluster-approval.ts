@@ -10,7 +10,7 @@ import { KubeApiError, type KubeApi } from "./client.js";
 import { namedNodes, settleStep, waitingText, waitStep, type NamedNodes } from "./cluster.js";
 import { markOf } from "./marks.js";
 import type { NodeIo } from "./node-io.js";
-import type { NodeActionState } from "./node-action.js";
+import type { NodeActionState } from "./node-state.js";
 import type { NodePolicy } from "./settings.js";
 
 /** What the node action lends the approval steps: its Node I/O, and its persisted state and hold. */

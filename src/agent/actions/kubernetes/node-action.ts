@@ -23,8 +23,8 @@ import { drainNode, type DrainOptions, type DrainProgress, type DrainResult } fr
 import { DrainSlots } from "./drain-slots.js";
 import { DryRun } from "./dry-run.js";
 import type { EvictionMetricOutcome, KubernetesMetrics } from "./metrics.js";
-import type { NamedNodes } from "./cluster.js";
 import { ClusterApproval } from "./cluster-approval.js";
+import { initialNodeState, type NodeActionState } from "./node-state.js";
 import { drainedPatch, isMarkOf, markPatch } from "./marks.js";
 import { NodeIo, type KubeNode } from "./node-io.js";
 import { drainDeadlineMs, drainStartMs, nodeIsThisVm, taintKeyFor, taintValueFor } from "./plan.js";
@@ -44,40 +44,7 @@ const slotRetryMs = 2_000;
  */
 export const kubernetesRetryPolicy: RetryPolicy = { initialDelayMs: 1_000, maxDelayMs: 10_000, multiplier: 2 };
 
-/**
- * planned → marking → marked → draining → drained | incomplete → [waiting: an event naming several nodes, on the node
- * that approves it] → settled; undoing → done once the event is over.
- */
-export type NodePhase =
-  "planned" | "marking" | "marked" | "draining" | "drained" | "incomplete" | "waiting" | "settled" | "undoing" | "done";
-
-export interface NodeActionState {
-  phase: NodePhase;
-  /** Written by the previous release (before the Node's marks said it); no longer read. */
-  cordonedBySef?: boolean;
-  drainStartedAtMs: number | null;
-  drain: DrainProgress;
-  podsLeft: string[];
-  /** How the event ended (from its Completed or Canceled transition), for the undo's record. */
-  endedStatus: "Completed" | "Canceled" | null;
-  /** API failures in a row of the current step (the first one is recorded). */
-  failures: number;
-  /** An event naming several VMs: which of them are nodes of this cluster (listed once, at the settle). */
-  named?: NamedNodes;
-  /** Waiting: the named nodes not seen drained yet. */
-  waitingFor?: string[];
-  /** The drain waits for a slot of the cluster-wide cap (its Waiting record is written). */
-  waitingForSlot?: boolean;
-}
-
-export const initialNodeState = (): NodeActionState => ({
-  phase: "planned",
-  drainStartedAtMs: null,
-  drain: { evicted: [], pdbBlocked: [], pdbHeldMs: 0 },
-  podsLeft: [],
-  endedStatus: null,
-  failures: 0,
-});
+export { initialNodeState, type NodeActionState, type NodePhase } from "./node-state.js";
 
 export interface NodeActionsOptions {
   settings: KubernetesSettings;
