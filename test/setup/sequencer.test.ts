@@ -1,4 +1,4 @@
-// The shuffled file order of `SEF_ORDER_SEED=N npm test` (.ci/run): one order per seed.
+// The shuffled file order of `TEST_FILE_ORDER_SEED=N npm test` (.ci/run): one order per seed.
 import { describe, expect, it } from "vitest";
 import { orderSeed, shuffledBySeed } from "./sequencer.js";
 
@@ -16,11 +16,11 @@ describe("shuffledBySeed", () => {
 });
 
 describe("orderSeed", () => {
-  it("reads SEF_ORDER_SEED: unset or empty is no shuffle, digits a seed, anything else an error naming it", () => {
+  it("reads TEST_FILE_ORDER_SEED: unset or empty is no shuffle, digits a seed, anything else an error naming it", () => {
     expect(orderSeed(undefined)).toBeUndefined();
     expect(orderSeed("")).toBeUndefined();
     expect(orderSeed("4242")).toBe(4242);
-    expect(() => orderSeed("-1")).toThrow('SEF_ORDER_SEED must be a non-negative integer, not "-1"');
-    expect(() => orderSeed("12ab")).toThrow("SEF_ORDER_SEED");
+    expect(() => orderSeed("-1")).toThrow('TEST_FILE_ORDER_SEED must be a non-negative integer, not "-1"');
+    expect(() => orderSeed("12ab")).toThrow("TEST_FILE_ORDER_SEED");
   });
 });

@@ -1,8 +1,8 @@
 // vitest's file order, with the test files that need the package artifacts (they call `linuxArtifacts`) last: during
 // `npm test` the set-up step builds those artifacts in the background, and a file waiting for them would hold one of
-// the few workers while the rest of the suite could run. With SEF_ORDER_SEED set (.ci/run sets it and prints it) the
-// files are shuffled by that seed first; the tests inside a file keep their written order (several files build on an
-// earlier test's state: a peer's rows, an unpacked tarball).
+// the few workers while the rest of the suite could run. With TEST_FILE_ORDER_SEED set (.ci/run sets it and prints
+// it) the files are shuffled by that seed first; the tests inside a file keep their written order (several files
+// build on an earlier test's state: a peer's rows, an unpacked tarball).
 import { readFileSync } from "node:fs";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
@@ -24,17 +24,20 @@ export function shuffledBySeed<T>(items: readonly T[], seed: number): T[] {
   return out;
 }
 
-/** SEF_ORDER_SEED as a seed: a non-negative integer, else no shuffle (an unreadable value is said, not guessed). */
+/**
+ * TEST_FILE_ORDER_SEED as a seed: a non-negative integer, else no shuffle (an unreadable value is said, not guessed).
+ * Not an SEF_ name: the agents the tests start take every SEF_ variable as a setting and refuse an unknown one.
+ */
 export function orderSeed(text: string | undefined): number | undefined {
   if (text === undefined || text === "") return undefined;
   if (!/^\d+$/.test(text))
-    throw new Error(`SEF_ORDER_SEED must be a non-negative integer, not ${JSON.stringify(text)}`);
+    throw new Error(`TEST_FILE_ORDER_SEED must be a non-negative integer, not ${JSON.stringify(text)}`);
   return Number(text);
 }
 
 export class ArtifactTestsLast extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const seed = orderSeed(process.env.SEF_ORDER_SEED);
+    const seed = orderSeed(process.env.TEST_FILE_ORDER_SEED);
     const sorted =
       seed === undefined
         ? await super.sort(files)
