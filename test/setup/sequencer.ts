@@ -1,8 +1,9 @@
-// vitest's file order, with the test files that need the package artifacts (they call `linuxArtifacts`) last: during
-// `npm test` the set-up step builds those artifacts in the background, and a file waiting for them would hold one of
-// the few workers while the rest of the suite could run. With TEST_FILE_ORDER_SEED set (.ci/run sets it and prints
-// it) the files are shuffled by that seed first; the tests inside a file keep their written order (several files
-// build on an earlier test's state: a peer's rows, an unpacked tarball).
+// vitest's file order. The static checks (type-check and lint, about half a minute of one core each) first, so they
+// overlap the rest of the suite instead of going before it. The test files that need the package artifacts (they call
+// `linuxArtifacts`) last: during `npm test` the set-up step builds those artifacts in the background, and a file waiting
+// for them would hold one of the few workers while the rest of the suite could run. With TEST_FILE_ORDER_SEED set
+// (.ci/run sets it and prints it) the files are shuffled by that seed first; the tests inside a file keep their written
+// order (several files build on an earlier test's state: a peer's rows, an unpacked tarball).
 import { readFileSync } from "node:fs";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
@@ -35,6 +36,11 @@ export function orderSeed(text: string | undefined): number | undefined {
   return Number(text);
 }
 
+/** The file that runs `npm run typecheck` and `npm run lint`. */
+function isStaticChecks(file: TestSpecification): boolean {
+  return file.moduleId.endsWith("/test/package/static-checks.test.ts");
+}
+
 export class ArtifactTestsLast extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const seed = orderSeed(process.env.TEST_FILE_ORDER_SEED);
@@ -47,6 +53,8 @@ export class ArtifactTestsLast extends BaseSequencer {
           );
     const needsArtifacts = (file: TestSpecification): boolean =>
       readFileSync(file.moduleId, "utf8").includes("linuxArtifacts(");
-    return [...sorted.filter((f) => !needsArtifacts(f)), ...sorted.filter(needsArtifacts)];
+    const first = sorted.filter(isStaticChecks);
+    const rest = sorted.filter((f) => !isStaticChecks(f));
+    return [...first, ...rest.filter((f) => !needsArtifacts(f)), ...rest.filter(needsArtifacts)];
   }
 }
