@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The `sef-testbed` command line: the local IMDS simulator and the local Azure peers, for tests, the demo and users'
 // own experiments. Not part of the agent artifact; it speaks only the published protocols and the record contract.
-// A usage error (unknown command or option, missing or bad value) exits 2 with commander's one-line message.
+// A usage error (unknown command or option, missing or bad value) exits 2 with commander's one-line message. Each
+// command loads its simulator or peer only when it runs: a usage error or `--help` costs a Node start, not the peers.
 import { Command, CommanderError } from "commander";
 import { registerSimulateCommand } from "./commands/simulate.js";
 import { registerEmulateCommand } from "./commands/emulate.js";

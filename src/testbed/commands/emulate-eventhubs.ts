@@ -1,12 +1,6 @@
 // `sef-testbed emulate eventhubs`: the local AMQP 1.0 Event Hubs peer (see emulators/eventhubs), with fault-injection flags.
 import type { Command } from "commander";
-import { createLogger } from "../support/logger.js";
-import {
-  defaultConsumerGroup,
-  eventHubsTiers,
-  startEventHubsEmulator,
-  type EventHubsTier,
-} from "../peers/eventhubs/server.js";
+import { defaultConsumerGroup, eventHubsTiers, type EventHubsTier } from "../peers/eventhubs/tiers.js";
 import { sendFaults, type SendFault } from "../peers/eventhubs/faults.js";
 import { collect, integerFrom, oneOf, peerCommand, stopSignal } from "./options.js";
 
@@ -29,6 +23,8 @@ interface EmulateEventHubsFlags {
 }
 
 async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> {
+  const { createLogger } = await import("../support/logger.js");
+  const { startEventHubsEmulator } = await import("../peers/eventhubs/server.js");
   const logger = createLogger({ level: flags.logLevel });
   const emulator = await startEventHubsEmulator({
     port: flags.port,

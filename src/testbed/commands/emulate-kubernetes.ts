@@ -3,8 +3,7 @@
 // prints the URL and where the kubeconfig, CA and token files are.
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { createLogger } from "../support/logger.js";
-import { startKubernetesPeer, type KubernetesSeed } from "../peers/kubernetes/index.js";
+import type { KubernetesSeed } from "../peers/kubernetes/index.js";
 import { peerCommand, stopSignal } from "./options.js";
 
 interface EmulateKubernetesFlags {
@@ -26,6 +25,8 @@ async function readSeed(path: string): Promise<KubernetesSeed> {
 }
 
 async function runEmulateKubernetes(flags: EmulateKubernetesFlags): Promise<void> {
+  const { createLogger } = await import("../support/logger.js");
+  const { startKubernetesPeer } = await import("../peers/kubernetes/index.js");
   const logger = createLogger({ level: flags.logLevel });
   const peer = await startKubernetesPeer({
     port: flags.port,

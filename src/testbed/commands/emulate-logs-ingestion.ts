@@ -1,13 +1,8 @@
 // `sef-testbed emulate logs-ingestion`: runs the local HTTPS Logs Ingestion peer until SIGTERM/SIGINT.
 import type { Command } from "commander";
-import { createLogger } from "../support/logger.js";
-import {
-  azureRuleLimits,
-  defaultLocalRuleId,
-  parseFaultSpec,
-  startLogsIngestionEmulator,
-  type Fault,
-} from "../peers/logs-ingestion/index.js";
+import { azureRuleLimits } from "../peers/logs-ingestion/rule-limits.js";
+import { defaultLocalRuleId } from "../peers/logs-ingestion/local-rule.js";
+import { parseFaultSpec, type Fault } from "../peers/logs-ingestion/faults.js";
 import { streamName as contractStreamName } from "@sef/contract/stream-schema.js";
 import { collect, integerFrom, peerCommand, stopSignal } from "./options.js";
 
@@ -58,6 +53,8 @@ export function registerEmulateLogsIngestionCommand(emulate: Command): void {
       [],
     )
     .action(async (flags: EmulateLogsIngestionFlags) => {
+      const { createLogger } = await import("../support/logger.js");
+      const { startLogsIngestionEmulator } = await import("../peers/logs-ingestion/server.js");
       const logger = createLogger();
       const faults: { count: number; fault: Fault }[] = flags.fault.map(parseFaultSpec);
       const peer = await startLogsIngestionEmulator({

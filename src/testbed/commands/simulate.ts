@@ -1,14 +1,7 @@
 // `sef-testbed simulate`: a local IMDS (scheduled events GET/POST, instance metadata, managed-identity tokens) playing a scenario.
 import { InvalidArgumentError, type Command } from "commander";
-import { createLogger } from "../support/logger.js";
 import { integerFrom, oneOf, parsePort } from "./options.js";
-import {
-  defaultSimulatorHost,
-  listScenarios,
-  loadScenario,
-  ScenarioError,
-  startSimulator,
-} from "../simulator/index.js";
+import { defaultSimulatorHost } from "../simulator/default-host.js";
 
 export const defaultSimulatePort = 8169;
 export const defaultScenarioName = "live-migration";
@@ -44,6 +37,8 @@ function parseSpeed(value: string): number {
 }
 
 async function runSimulate(flags: SimulateFlags): Promise<void> {
+  const { listScenarios, loadScenario, ScenarioError, startSimulator } = await import("../simulator/index.js");
+  const { createLogger } = await import("../support/logger.js");
   if (flags.list) {
     for (const scenario of listScenarios()) {
       process.stdout.write(`${scenario.name.padEnd(24)} ${scenario.description}\n`);

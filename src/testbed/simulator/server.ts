@@ -30,13 +30,14 @@ export { requestLogLimit, type RequestLogEntry } from "./sim-state.js";
 import { serveControl } from "./routes/control.js";
 import { serveInstanceMetadata, serveToken } from "./routes/metadata.js";
 import { serveScheduledEvents } from "./routes/scheduled-events.js";
+import { defaultSimulatorHost } from "./default-host.js";
 
 export { maxRequestBodyBytes } from "./http.js";
 export { simVmHeader } from "./routes/metadata.js";
 export { defaultHugeBodyBytes, defaultSlowDelaySeconds } from "./routes/scheduled-events.js";
 export type { ApprovalEntry, SimStatus, TokenFault } from "./sim-state.js";
 
-export const defaultSimulatorHost = "127.0.0.1";
+export { defaultSimulatorHost };
 const tickIntervalMs = 50;
 
 export interface SimulatorOptions {

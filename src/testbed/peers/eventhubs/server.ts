@@ -15,20 +15,12 @@ import { createContainer, detachLinks, dropConnections, listenPeer, trackConnect
 import { handleCbs } from "./cbs.js";
 import { handleManagement } from "./management-link.js";
 import { checkSendLink, handleSend, openReader, pump } from "./partitions.js";
+import { defaultConsumerGroup, eventHubsTiers, maxMessageSizeByTier, type EventHubsTier } from "./tiers.js";
 
 /** Message format of an Event Hubs batch: the body is a list of data sections, each one encoded message. */
 export const batchMessageFormat = 0x80013700;
 export const defaultMaxMessageSizeBytes = 1024 * 1024;
-export const defaultConsumerGroup = "$Default";
-export const eventHubsTiers = ["basic", "standard", "premium", "dedicated"] as const;
-export type EventHubsTier = (typeof eventHubsTiers)[number];
-/** Largest event or batch each tier accepts, in bytes (Azure Event Hubs quotas). */
-export const maxMessageSizeByTier: Readonly<Record<EventHubsTier, number>> = {
-  basic: 256 * 1024,
-  standard: 1024 * 1024,
-  premium: 1024 * 1024,
-  dedicated: 1024 * 1024,
-};
+export { defaultConsumerGroup, eventHubsTiers, maxMessageSizeByTier, type EventHubsTier };
 export const defaultSharedAccessKeyName = "RootManageSharedAccessKey";
 /** The well-known key of the local emulator connection string (like Microsoft's emulator): not a secret. */
 export const defaultSharedAccessKey = "SAS_KEY_VALUE";

@@ -18,6 +18,9 @@ import { generateLocalTlsIdentity } from "../../support/tls-identity.js";
 import { FaultQueue, parseFaultSpec, type Fault } from "./faults.js";
 import { azureRuleLimits, RuleWindow, type RuleLimits } from "./rule-limits.js";
 import { keepDeclaredColumns, type DeclaredColumn } from "./stream-declaration.js";
+import { defaultLocalRuleId } from "./local-rule.js";
+
+export { defaultLocalRuleId };
 
 const gunzip = promisify(gunzipCallback);
 
@@ -29,8 +32,6 @@ export const logsIngestionApiVersions: readonly string[] = [logsIngestionApiVers
 export const logsIngestionAudience = "https://monitor.azure.com";
 /** Largest request body accepted, as received and after gunzip, in bytes (the service's 1 MB). */
 export const maxRequestBodyBytes = 1024 * 1024;
-/** A DCR immutable id shaped like the real ones, used when none is given. */
-export const defaultLocalRuleId = "dcr-00000000000000000000000000000000";
 /** Bodies larger than this are not even drained: the connection is dropped. */
 const maxDrainBytes = 64 * 1024 * 1024;
 
