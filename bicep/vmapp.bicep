@@ -17,13 +17,23 @@ param windowsApplicationName string = 'sef-windows'
 @description('sef version to publish (MAJOR.MINOR.PATCH); empty creates the gallery and applications only.')
 param version string = ''
 
-@secure()
-@description('Read-only SAS URL of sef-VERSION-vmapp-linux.tar (infra/vmapp/bundle.sh); empty: no Linux version.')
-param linuxPackageUrl string = ''
+@description('A bundle to publish: where the gallery copies it from and its SHA-256, which the version\'s commands check.')
+type bundle = {
+  @secure()
+  @description('Read-only SAS URL of the bundle (infra/vmapp/bundle.sh\'s output, uploaded).')
+  url: string
 
-@secure()
-@description('Read-only SAS URL of sef-VERSION-vmapp-windows.zip; empty: no Windows version.')
-param windowsPackageUrl string = ''
+  @minLength(64)
+  @maxLength(64)
+  @description('The bundle\'s SHA-256, 64 hex digits (sha256sum): a download with another hash is refused on the VM.')
+  sha256: string
+}
+
+@description('sef-VERSION-vmapp-linux.tar; null: no Linux version.')
+param linuxBundle bundle?
+
+@description('sef-VERSION-vmapp-windows.zip; null: no Windows version.')
+param windowsBundle bundle?
 
 @secure()
 @description('Read-only SAS URL of the agent config (main.bicep\'s agentConfig output) VMs get by default; empty: none.')
@@ -55,13 +65,13 @@ var applications = [
     name: linuxApplicationName
     os: 'linux'
     supportedOSType: 'Linux'
-    packageUrl: linuxPackageUrl
+    bundle: linuxBundle
   }
   {
     name: windowsApplicationName
     os: 'windows'
     supportedOSType: 'Windows'
-    packageUrl: windowsPackageUrl
+    bundle: windowsBundle
   }
 ]
 
@@ -76,7 +86,7 @@ resource application 'Microsoft.Compute/galleries/applications@2025-03-03' = [fo
   }
 }]
 
-resource applicationVersion 'Microsoft.Compute/galleries/applications/versions@2025-03-03' = [for (app, i) in applications: if (!empty(version) && !empty(app.packageUrl)) {
+resource applicationVersion 'Microsoft.Compute/galleries/applications/versions@2025-03-03' = [for (app, i) in applications: if (!empty(version) && app.bundle != null) {
   parent: application[i]
   name: empty(version) ? 'none' : version
   location: location
@@ -84,13 +94,14 @@ resource applicationVersion 'Microsoft.Compute/galleries/applications/versions@2
   properties: {
     publishingProfile: {
       source: {
-        mediaLink: app.packageUrl
+        mediaLink: app.bundle.?url ?? ''
         defaultConfigurationLink: empty(configUrl) ? null : configUrl
       }
       manageActions: {
-        install: commands[app.os].install
-        update: commands[app.os].update
-        remove: commands[app.os].remove
+        // Each command checks the download against the bundle's SHA-256, stored here apart from the blob.
+        install: replace(commands[app.os].install, '@BUNDLE_SHA256@', toLower(app.bundle.?sha256 ?? ''))
+        update: replace(commands[app.os].update, '@BUNDLE_SHA256@', toLower(app.bundle.?sha256 ?? ''))
+        remove: replace(commands[app.os].remove, '@BUNDLE_SHA256@', toLower(app.bundle.?sha256 ?? ''))
       }
       settings: {
         packageFileName: commands[app.os].packageFileName

@@ -2,7 +2,8 @@
 # Publishes a sef release as VM Application versions with the Azure CLI: bundles `npm run package`'s artifacts
 # (bundle.sh), uploads the bundles and the agent config to a blob container (Entra ID auth, no account keys), and
 # creates the gallery, the applications sef-linux and sef-windows (when missing) and their version VERSION, whose
-# commands and file names come from commands.json (as bicep/vmapp.bicep's do).
+# commands and file names come from commands.json (as bicep/vmapp.bicep's do), each with its bundle's SHA-256 in place
+# of @BUNDLE_SHA256@ (the command refuses a download with another hash).
 # Usage: see --help. --dry-run prints the az commands instead of running them.
 set -euo pipefail
 
@@ -111,6 +112,18 @@ for os_name, entries in json.load(open(sys.argv[1])).items():
 PY
 )"
 command_of() { local name="$1_$2"; echo "${!name:?no $2 for $1 in ${commands_json}}"; }
+for os in linux windows; do
+  for action in install update remove; do
+    [[ "$(command_of "${os}" "${action}")" == *@BUNDLE_SHA256@* ]] ||
+      die "the ${os} ${action} command in ${commands_json} does not check the bundle against @BUNDLE_SHA256@"
+  done
+done
+# OS's ACTION command with the bundle's SHA-256 in place of @BUNDLE_SHA256@: the command checks the download with it.
+command_for_bundle() {
+  local command
+  command="$(command_of "$1" "$2")"
+  echo "${command//@BUNDLE_SHA256@/$3}"
+}
 
 bundles_dir="$(mktemp -d)"
 trap 'rm -rf -- "${bundles_dir}"' EXIT
@@ -149,6 +162,7 @@ for bundle in "${bundles[@]}"; do
     *-vmapp-windows.zip) os=windows; os_type=Windows; app="${windows_app}" ;;
     *) die "unexpected bundle ${bundle}" ;;
   esac
+  bundle_sha256="$(sha256sum -- "${bundle}" | cut -d' ' -f1)"
   package_url="$(upload "${bundle}" | tail -n 1)"
   if ! exists sig gallery-application show --resource-group "${resource_group}" --gallery-name "${gallery}" --application-name "${app}"; then
     az_run sig gallery-application create --resource-group "${resource_group}" --gallery-name "${gallery}" --application-name "${app}" \
@@ -157,8 +171,9 @@ for bundle in "${bundles[@]}"; do
   version_args=(--resource-group "${resource_group}" --gallery-name "${gallery}" --application-name "${app}" --version-name "${version}"
     --location "${location}" --target-regions "${regions_json}"
     --package-file-link "${package_url}" --package-file-name "$(command_of "${os}" packageFileName)"
-    --install-command "$(command_of "${os}" install)" --update-command "$(command_of "${os}" update)"
-    --remove-command "$(command_of "${os}" remove)")
+    --install-command "$(command_for_bundle "${os}" install "${bundle_sha256}")"
+    --update-command "$(command_for_bundle "${os}" update "${bundle_sha256}")"
+    --remove-command "$(command_for_bundle "${os}" remove "${bundle_sha256}")")
   if [[ "${exclude_from_latest}" == true ]]; then version_args+=(--exclude-from true); fi
   if [[ -n "${config_url}" ]]; then
     version_args+=(--default-configuration-file-link "${config_url}" --config-file-name "$(command_of "${os}" configFileName)")

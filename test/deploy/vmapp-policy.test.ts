@@ -195,6 +195,46 @@ describe("resource types and properties, against the Azure SDK's description of 
     // A version is replicated to its own region whatever targetRegions says.
     expect(vmapp.text).toMatch(/^var regions = union\(\[location\], targetRegions\)$/m);
   });
+
+  it("vmapp.bicep writes the bundle's SHA-256 into the version's commands and refuses a bundle without one", async () => {
+    const commands = JSON.parse(readFileSync(join(repoRoot, "infra/vmapp/commands.json"), "utf8")) as Record<
+      string,
+      Record<string, string>
+    >;
+    const sha256 = "AB".repeat(32);
+    const url = "https://sefpkgs.blob.core.windows.net/sef-releases/1.2.3/sef-1.2.3-vmapp-linux.tar?sig=x";
+    const [published, unhashed] = await Promise.all([
+      snapshot(
+        "bicep/vmapp.bicep",
+        { galleryName: "sef_gallery", version: "1.2.3", linuxBundle: { url, sha256 } },
+        resourceGroupScope,
+      ),
+      snapshot(
+        "bicep/vmapp.bicep",
+        { galleryName: "sef_gallery", version: "1.2.3", linuxBundle: { url, sha256: "ab" } },
+        resourceGroupScope,
+      ),
+    ]);
+    expect(published.run.status, published.run.stderr).toBe(0);
+    const versions = published.resources.filter(
+      (r) => r.type === "Microsoft.Compute/galleries/applications/versions",
+    ) as {
+      name: string;
+      properties: { publishingProfile: { source: { mediaLink: string }; manageActions: object } };
+    }[];
+    expect(versions.map((v) => v.name)).toEqual(["sef_gallery/sef-linux/1.2.3"]); // no Windows bundle: no version
+    const profile = versions[0]!.properties.publishingProfile;
+    // The URL is @secure(): the engine leaves it to the deployment (never in the template's text or its history).
+    expect(profile.source.mediaLink).toBe("[coalesce(parameters('linuxBundle').url, '')]");
+    const withHash = (command: string) => command.replaceAll("@BUNDLE_SHA256@", sha256.toLowerCase());
+    expect(profile.manageActions).toEqual({
+      install: withHash(commands.linux!.install!),
+      update: withHash(commands.linux!.update!),
+      remove: withHash(commands.linux!.remove!),
+    });
+    expect(unhashed.run.status).not.toBe(0);
+    expect(unhashed.run.stderr).toMatch(/BCP333: .* minimum allowable length is 64/);
+  });
 });
 
 /** A field every type has (Azure Policy's own fields), as opposed to a type's aliases. */

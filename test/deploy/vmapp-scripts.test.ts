@@ -31,6 +31,31 @@ describe("infra/vmapp/commands.json", () => {
     }
   });
 
+  it("the Linux commands unpack and run the bundle only when it has the SHA-256 published with the version", () => {
+    const dir = mkdtempSync(join(scratch, "download-"));
+    const content = join(dir, "content");
+    mkdirSync(content);
+    writeFileSync(join(content, "vmapp.sh"), 'echo "vmapp.sh ran: $*"\n');
+    expect(spawnSync("tar", ["-cf", join(dir, commands.linux.packageFileName), "-C", content, "."]).status).toBe(0);
+    const published = createHash("sha256")
+      .update(readFileSync(join(dir, commands.linux.packageFileName)))
+      .digest("hex");
+    const run = (hash: string) =>
+      spawnSync("bash", ["-c", commands.linux.install.replaceAll("@BUNDLE_SHA256@", hash)], {
+        cwd: dir,
+        encoding: "utf8",
+      });
+    const swapped = run("0".repeat(64));
+    expect(swapped.status).toBe(1);
+    expect(swapped.stderr).toContain(
+      `sef vmapp: ${commands.linux.packageFileName} is not the published bundle (its SHA-256 differs): refusing it`,
+    );
+    expect(swapped.stdout).toBe("");
+    const accepted = run(published);
+    expect(accepted.status, accepted.stderr).toBe(0);
+    expect(accepted.stdout).toBe("vmapp.sh ran: install\n");
+  });
+
   it("vmapp.sh refuses a malformed --sha256 and unknown arguments before anything else", () => {
     const run = (...args: string[]) =>
       spawnSync("bash", [join(vmapp, "vmapp.sh"), ...args], { encoding: "utf8", cwd: scratch });
@@ -150,8 +175,17 @@ describe("infra/vmapp/bundle.sh and upload.sh", () => {
         (l) => l.startsWith("az sig gallery-application version create") && l.includes(`--application-name sef-${os}`),
       );
       expect(create, os).toBeDefined();
-      for (const action of ["install", "update", "remove"] as const)
-        expect(create).toContain(`--${action}-command ${quoted(commands[os][action])}`);
+      // Each command as in commands.json, with the uploaded bundle's SHA-256 for @BUNDLE_SHA256@ (the same in all three).
+      const hashes = (["install", "update", "remove"] as const).map((action) => {
+        const [before, after] = quoted(commands[os][action]).split("@BUNDLE_SHA256@") as [string, string];
+        const at = create!.indexOf(`--${action}-command ${before}`);
+        expect(at, action).toBeGreaterThan(0);
+        const rest = create!.slice(at + `--${action}-command ${before}`.length);
+        expect(rest.slice(64).startsWith(after), action).toBe(true);
+        return rest.slice(0, 64);
+      });
+      expect(hashes[0]).toMatch(/^[0-9a-f]{64}$/);
+      expect(new Set(hashes).size).toBe(1);
       expect(create).toContain(`--package-file-name ${commands[os].packageFileName}`);
       expect(create).toContain(`--config-file-name ${commands[os].configFileName}`);
       expect(create).toContain("--version-name 9.8.7");

@@ -380,26 +380,40 @@ function powershellPayload(command: string): string {
 }
 
 describe("infra/vmapp/commands.json's Windows commands, run by pwsh -Command as powershell.exe would", () => {
-  /** Runs `action`'s command from the agent's download directory holding `files`. */
-  async function runCommand(action: "install" | "remove", files: Record<string, Uint8Array | string>) {
+  /**
+   * Runs `action`'s command from the agent's download directory holding `files`, as published with the SHA-256 of
+   * `published` (default: the one file given, as upload.sh and vmapp.bicep write it into the version's commands).
+   */
+  async function runCommand(
+    action: "install" | "remove",
+    files: Record<string, Uint8Array | string>,
+    published: Uint8Array | string = Object.values(files)[0] ?? "",
+  ) {
     const mm = machine();
     const dir = join(mm.dir, "Downloads", "sef-windows", "1.0.0");
     mkdirSync(dir, { recursive: true });
     for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content);
+    const hash = createHash("sha256").update(published).digest("hex");
+    const command = powershellPayload(commands[action]).replaceAll("@BUNDLE_SHA256@", hash);
     const args = ["-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-WorkingDirectory", dir];
-    const run = await runProcess(pwsh(), [...args, "-Command", powershellPayload(commands[action])], 120_000, {
+    const run = await runProcess(pwsh(), [...args, "-Command", command], 120_000, {
       env: { ...process.env, ...mm.env },
     });
     return { status: run.code, stderr: run.stderr, machine: mm };
   }
 
-  it("exit 1 when the package is missing or broken (Copy-Item, Expand-Archive fail) or refused, 0 when vmapp.ps1 succeeds", async () => {
-    const [missing, broken, removed, refused] = await Promise.all([
+  it("exit 1 when the package is missing, broken (Copy-Item, Expand-Archive fail), swapped or refused, 0 when vmapp.ps1 succeeds", async () => {
+    const [missing, broken, removed, refused, swapped] = await Promise.all([
       runCommand("install", {}),
       runCommand("install", { "sef-windows": "not a zip" }),
       runCommand("remove", { "sef-windows": bundleZip() }), // under the application's name
       runCommand("install", { [commands.packageFileName]: bundleZip(`${"1".repeat(64)}  x\n`) }),
+      // A blob swapped after publishing: the version's commands carry the published bundle's SHA-256.
+      runCommand("remove", { [commands.packageFileName]: bundleZip() }, "the bundle as published"),
     ]);
+    expect(swapped.status, swapped.stderr).toBe(1);
+    expect(swapped.stderr).toMatch(/is not the published bundle \(its SHA-256 differs\): refusing it/);
+    expect(swapped.machine.calls()).toEqual([]);
     expect(missing.status, missing.stderr).toBe(1);
     expect(missing.stderr).toMatch(/^sef vmapp: FAILED: /m);
     expect(broken.status, broken.stderr).toBe(1);

@@ -53,6 +53,8 @@ agent_dir=/var/lib/waagent/Microsoft.CPlat.Core.VMApplicationManagerLinux/sef-li
 stage_version() {
   local package="$2" naming="$3" config="${4:-}" dir="${root}${agent_dir}/$1"
   mkdir -p "${dir}"
+  # The version's commands carry its bundle's SHA-256, as the publisher (upload.sh, vmapp.bicep) writes them.
+  sha256sum -- "${package}" | cut -d' ' -f1 >"${scratch}/$1.sha256"
   if [[ "${naming}" == default ]]; then
     cp "${package}" "${dir}/sef-linux"
     if [[ -n "${config}" ]]; then cp "${config}" "${dir}/sef-linux_config"; fi
@@ -64,9 +66,11 @@ stage_version() {
 # Runs ACTION's command of VERSION as the agent does: /bin/bash -c, as root, from the version's directory, a clean
 # environment, no network.
 run_action() {
-  local version="$1" action="$2" log="${scratch}/$1-$2.log"
+  local version="$1" action="$2" log="${scratch}/$1-$2.log" command
+  command="$(command_of "${action}")"
+  command="${command//@BUNDLE_SHA256@/$(cat "${scratch}/${version}.sha256")}"
   unshare --net -- chroot "${root}" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-    /bin/bash -c "cd '${agent_dir}/${version}' && $(command_of "${action}")" >"${log}" 2>&1
+    /bin/bash -c "cd '${agent_dir}/${version}' && ${command}" >"${log}" 2>&1
 }
 expect_action() {
   local code=0
@@ -138,6 +142,17 @@ if run_action 0.2.0 update; then fail "update installed a package whose SHA-256 
 grep -q "refusing to install it" "${scratch}/0.2.0-update.log" || fail "the refusal does not say why: $(tail -2 "${scratch}/0.2.0-update.log")"
 [[ "$(version_of)" == "${before_tampered}" ]] || fail "a refused update changed sef to $(version_of)"
 echo "ok: a package that does not match SHA256SUMS is refused: $(grep -m1 FAILED "${scratch}/0.2.0-update.log")"
+
+# 6b. A bundle swapped after publishing (the version's commands carry the published bundle's SHA-256) is refused
+# before anything of it runs.
+stage_version 0.3.0 "${bundle}" settings
+cp "${older_bundle}" "${root}${agent_dir}/0.3.0/${VMAPP_PACKAGE_FILE_NAME}"
+before_swapped="$(version_of)"
+if run_action 0.3.0 update; then fail "update installed a bundle whose SHA-256 is not the published one"; fi
+grep -q "is not the published bundle" "${scratch}/0.3.0-update.log" || fail "the refusal does not say why: $(tail -2 "${scratch}/0.3.0-update.log")"
+[[ ! -e "${root}${agent_dir}/0.3.0/bundle" ]] || fail "a refused bundle was unpacked"
+[[ "$(version_of)" == "${before_swapped}" ]] || fail "a refused update changed sef to $(version_of)"
+echo "ok: a bundle swapped after publishing is refused: $(head -1 "${scratch}/0.3.0-update.log")"
 
 # 7. Remove when sef is already gone succeeds (the agent may run it twice).
 expect_action 0.1.0 remove

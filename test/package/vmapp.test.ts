@@ -109,6 +109,9 @@ describe.concurrent("the Linux VM Application, run as the VM Application agent r
         /^ok: a package that does not match SHA256SUMS is refused: sef vmapp: FAILED: sef.* has SHA-256 [0-9a-f]{64}, not 0{64}: refusing to install it$/m,
       );
       expect(result.stdout).toMatch(
+        /^ok: a bundle swapped after publishing is refused: sef vmapp: sef-vmapp\.tar is not the published bundle \(its SHA-256 differs\): refusing it$/m,
+      );
+      expect(result.stdout).toMatch(
         /^ok: remove twice: sef vmapp: sef is not installed \((deb|rpm)\): nothing to remove$/m,
       );
     }, 660_000);
