@@ -6,6 +6,7 @@ import type * as z from "zod/mini";
 import type { SefRecord } from "@sef/contract/record.js";
 import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { AgentMetrics } from "../observability/metrics.js";
+import type { SinkRetrySettings } from "./delivery-settings.js";
 
 /**
  * What became of one record of a send. Outcomes are values, not exceptions:
@@ -64,6 +65,11 @@ export interface Sink {
    * are in flight: only for a destination where the order between batches does not matter.
    */
   readonly maxConcurrentSends?: number;
+  /**
+   * The sink's own retry policy (its section's `retry`), field by field over the agent's: the drainer of this sink
+   * schedules its retries with it. Absent: the agent's policy.
+   */
+  readonly retryPolicy?: SinkRetrySettings | undefined;
   /**
    * Sends the batch (oldest first) and returns one outcome per record, in batch order. Must not throw for expected
    * failures: classify them instead (a throw counts as `retry` for the whole batch). Keeps no delivery state: a record

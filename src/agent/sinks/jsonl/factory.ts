@@ -10,6 +10,6 @@ export const sinkFactory: SinkFactory<JsonlSettings> = {
   argument: "required",
   settingsSchema: jsonlSettingsSchema,
   settingsDescription:
-    "The jsonl sink takes no settings besides the path in `jsonl:PATH`: the section, when given, is empty.",
-  create: ({ argument, context }) => new JsonlSink(resolve(argument ?? ""), context.logger),
+    "The jsonl sink: the path is the argument of `jsonl:PATH`; the section holds only the shared delivery settings.",
+  create: ({ argument, settings, context }) => new JsonlSink(resolve(argument ?? ""), context.logger, settings),
 };
