@@ -234,6 +234,9 @@ describe("ActionRunner", () => {
     // An action that holds each Scheduled event and may ask for its approval (as a node action does), and hears documents.
     const gate: Action = {
       kind: "gate",
+      runsIn: "worker",
+      start: () => undefined,
+      stop: async () => undefined,
       holdsFor: (record) => [{ holder: `gate:${record.EventId.toLowerCase()}`, mayApprove: true }],
       plan: () => [],
       documentRead: (eventIds) => heard.push([...eventIds]),

@@ -26,17 +26,19 @@ const required: Record<string, object> = {
 describe("the shared delivery settings", () => {
   it("every sink's section takes the same keys with the same bounds, its own defaults", () => {
     for (const factory of sinkFactories) {
-      const base = required[factory.type] ?? {};
+      const base = required[factory.section] ?? {};
       const parsed = factory.settingsSchema.parse(base) as { maxBatchRecords: number; lingerMs: number };
-      expect(parsed.maxBatchRecords, factory.type).toBeGreaterThan(0);
-      expect(parsed.lingerMs, factory.type).toBeGreaterThanOrEqual(0);
-      expect(factory.settingsSchema.safeParse({ ...base, lingerMs: 60_000 }).success, factory.type).toBe(true);
-      expect(factory.settingsSchema.safeParse({ ...base, lingerMs: 60_001 }).success, factory.type).toBe(false);
-      expect(factory.settingsSchema.safeParse({ ...base, maxBatchRecords: 100_001 }).success, factory.type).toBe(false);
-      expect(factory.settingsSchema.safeParse({ ...base, maxBatchRecords: 0 }).success, factory.type).toBe(false);
+      expect(parsed.maxBatchRecords, factory.section).toBeGreaterThan(0);
+      expect(parsed.lingerMs, factory.section).toBeGreaterThanOrEqual(0);
+      expect(factory.settingsSchema.safeParse({ ...base, lingerMs: 60_000 }).success, factory.section).toBe(true);
+      expect(factory.settingsSchema.safeParse({ ...base, lingerMs: 60_001 }).success, factory.section).toBe(false);
+      expect(factory.settingsSchema.safeParse({ ...base, maxBatchRecords: 100_001 }).success, factory.section).toBe(
+        false,
+      );
+      expect(factory.settingsSchema.safeParse({ ...base, maxBatchRecords: 0 }).success, factory.section).toBe(false);
       const withRetry = factory.settingsSchema.parse({ ...base, retry: { maxDelayMs: 5000 } }) as { retry: unknown };
-      expect(withRetry.retry, factory.type).toEqual({ maxDelayMs: 5000 });
-      expect(factory.settingsSchema.safeParse({ ...base, retry: { maxDelay: 5000 } }).success, factory.type).toBe(
+      expect(withRetry.retry, factory.section).toEqual({ maxDelayMs: 5000 });
+      expect(factory.settingsSchema.safeParse({ ...base, retry: { maxDelay: 5000 } }).success, factory.section).toBe(
         false,
       );
     }

@@ -4,7 +4,7 @@
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 import { documented } from "../../util/setting-doc.js";
-import type { SinkRulesInput } from "../sink.js";
+import type { PluginRulesInput } from "../sink.js";
 import { SinkConfigError } from "../errors.js";
 import { concurrencySetting, deliverySettings, timeoutSetting } from "../delivery-settings.js";
 
@@ -181,7 +181,7 @@ export function isEventHubsConnectionString(
 }
 
 /** Cross-field rules: the namespace's shape, a connection string's shape, and credentials for a sink in use. */
-export function eventHubsSettingsRules({ settings: eh, inUse, env }: SinkRulesInput<EventHubsSettings>): string[] {
+export function eventHubsSettingsRules({ settings: eh, inUse, env }: PluginRulesInput<EventHubsSettings>): string[] {
   const problems: string[] = [];
   if (eh?.fullyQualifiedNamespace !== undefined) {
     const pattern = eh.customEndpointAddress === undefined ? fqdnPattern : hostPattern;

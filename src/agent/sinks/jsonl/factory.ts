@@ -5,7 +5,7 @@ import { jsonlSettingsSchema, type JsonlSettings } from "./settings.js";
 import { JsonlSink } from "./sink.js";
 
 export const sinkFactory: SinkFactory<JsonlSettings> = {
-  type: "jsonl",
+  section: "jsonl",
   summary: "jsonl:PATH — append one JSON record per line to PATH (fsync after each batch)",
   argument: "required",
   settingsSchema: jsonlSettingsSchema,

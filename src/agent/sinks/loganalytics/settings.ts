@@ -3,7 +3,7 @@
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 import { documented } from "../../util/setting-doc.js";
-import type { SinkRulesInput } from "../sink.js";
+import type { PluginRulesInput } from "../sink.js";
 import { concurrencySetting, deliverySettings, timeoutSetting } from "../delivery-settings.js";
 import { streamName as contractStreamName } from "@sef/contract/stream-schema.js";
 
@@ -75,7 +75,7 @@ export type LogAnalyticsSettings = z.infer<typeof logAnalyticsSettingsSchema>;
 const ruleIdPattern = /^dcr-[0-9a-f]{32}$/i;
 
 /** Cross-field rules of a present section: the DCR's immutable id, a custom stream. */
-export function logAnalyticsSettingsRules({ settings: la }: SinkRulesInput<LogAnalyticsSettings>): string[] {
+export function logAnalyticsSettingsRules({ settings: la }: PluginRulesInput<LogAnalyticsSettings>): string[] {
   if (la === undefined) return [];
   const problems: string[] = [];
   if (!ruleIdPattern.test(la.ruleId))

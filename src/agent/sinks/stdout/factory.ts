@@ -4,7 +4,7 @@ import { stdoutSettingsSchema, type StdoutSettings } from "./settings.js";
 import { StdoutSink } from "./sink.js";
 
 export const sinkFactory: SinkFactory<StdoutSettings> = {
-  type: "stdout",
+  section: "stdout",
   summary: "stdout — one JSON record per line on standard output",
   argument: "none",
   settingsSchema: stdoutSettingsSchema,

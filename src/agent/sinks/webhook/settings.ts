@@ -2,7 +2,7 @@
 // resolution of header values and the signing secret from the environment.
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
-import type { SinkRulesInput } from "../sink.js";
+import type { PluginRulesInput } from "../sink.js";
 import { documented } from "../../util/setting-doc.js";
 import { SinkConfigError } from "../errors.js";
 import { deliverySettings, timeoutSetting } from "../delivery-settings.js";
@@ -97,7 +97,7 @@ export function webhookSettingsRules({
   inUse,
   argument,
   env,
-}: SinkRulesInput<WebhookSettings>): string[] {
+}: PluginRulesInput<WebhookSettings>): string[] {
   if (!inUse) return [];
   const problems: string[] = [];
   if (argument !== undefined && !/^https?:\/\/[^/\s]+/i.test(argument))
