@@ -54,7 +54,7 @@ describe("the shared delivery settings", () => {
     });
   });
 
-  it("the drain stage gives each sink's drainer its own policy, the others the agent's", () => {
+  it("the drain stage schedules a sink's retries with its own policy, the others' with the agent's", () => {
     const dir = mkdtempSync(join(tmpdir(), "sef-delivery-settings-"));
     const outbox = openOutbox({ dataDir: dir });
     try {
@@ -74,7 +74,9 @@ describe("the shared delivery settings", () => {
         metrics: new AgentMetrics(),
       });
       expect(own.maxBatchRecords).toBe(7);
-      expect(stage.drainers.map((d) => d.retryPolicy)).toEqual([{ ...agentPolicy, maxDelayMs: 1000 }, agentPolicy]);
+      expect(stage.drainers.map((d) => d.name)).toEqual([own.name, "stdout"]);
+      expect(stage.retryPolicyOf(own)).toEqual({ ...agentPolicy, maxDelayMs: 1000 });
+      expect(stage.retryPolicyOf(new StdoutSink())).toEqual(agentPolicy);
     } finally {
       outbox.close();
     }

@@ -72,11 +72,6 @@ export class Drainer {
     return this.options.sink.name;
   }
 
-  /** The policy this drainer's retries are scheduled with (the agent's, or the sink's own over it). */
-  get retryPolicy(): RetryPolicy {
-    return this.options.retryPolicy;
-  }
-
   start(): void {
     this.loop ??= this.run().catch((err: unknown) => {
       this.options.logger.error({ err, sink: this.name }, "drain loop stopped unexpectedly");

@@ -6,6 +6,7 @@ import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import { Drainer, type DrainerOptions } from "../delivery/drainer.js";
 import type { RecordsCommitted } from "./records-committed.js";
 import { sinkRetryPolicy } from "../sinks/delivery-settings.js";
+import type { RetryPolicy } from "@sef/retry/policy.js";
 
 export interface DrainStageOptions extends Omit<DrainerOptions, "sink" | "random"> {
   sinks: readonly Sink[];
@@ -22,13 +23,18 @@ export class DrainStage {
           sink,
           outbox: options.outbox,
           clock: options.clock,
-          retryPolicy: sinkRetryPolicy(options.retryPolicy, sink.retryPolicy),
+          retryPolicy: this.retryPolicyOf(sink),
           deadLetters: options.deadLetters,
           logger: options.logger,
           metrics: options.metrics,
         }),
     );
     options.committed.follow((entries) => this.wake(entries));
+  }
+
+  /** The policy a sink's drainer schedules its retries with: the sink's own fields over the agent's. */
+  retryPolicyOf(sink: Pick<Sink, "retryPolicy">): RetryPolicy {
+    return sinkRetryPolicy(this.options.retryPolicy, sink.retryPolicy);
   }
 
   start(): void {
