@@ -9,7 +9,7 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const srcRoot = resolve(import.meta.dirname, "../../src");
-const packageDirs = ["contract", "retry", "errors", "redaction", "agent", "fleet", "testbed"];
+const packageDirs = ["contract", "retry", "errors", "redaction", "runtime", "agent", "fleet", "testbed"];
 
 interface ImportSite {
   readonly specifier: string;

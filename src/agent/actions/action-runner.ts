@@ -4,7 +4,7 @@
 // settle the rows a dead process left `running`. It knows the actions only through action.ts.
 import type { Logger } from "pino";
 import type { SefRecord, TransitionRecord } from "@sef/contract/record.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { Action, QueuedAction } from "./action.js";
 import type { ActionLedger, ActionRow, PlannedAction } from "./action-ledger.js";

@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import type { RecordIdentity, SefRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { PluginEntry } from "../plugin-entry.js";
 import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "./action-ledger.js";

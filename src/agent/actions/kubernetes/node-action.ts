@@ -17,7 +17,7 @@ import type {
 } from "@sef/contract/record.js";
 import type { WorkerAction, ActionContext } from "../action.js";
 import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "../action-ledger.js";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import { KubeApiError, type KubeApi } from "./client.js";
 import { drainNode, type DrainOptions, type DrainProgress, type DrainResult } from "./drain.js";
 import { DrainSlots } from "./drain-slots.js";

@@ -5,7 +5,7 @@ import type { LogsIngestionClient } from "@azure/monitor-ingestion";
 import type { Logger } from "pino";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { validateRow } from "@sef/contract/stream-schema.js";
-import { systemClock, type Clock } from "../../util/clock.js";
+import { systemClock, type Clock } from "@sef/runtime/clock.js";
 import { allOutcomes, delivered, rejected, retry, type RetryOutcome, type SendOutcomes, type Sink } from "../sink.js";
 import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { createLogsIngestionClient, type TokenCredential } from "./client.js";

@@ -12,7 +12,7 @@ import {
   type Sink,
 } from "../sink.js";
 import type { OutboxEntry } from "../../delivery/outbox-entry.js";
-import { systemClock, type Clock } from "../../util/clock.js";
+import { systemClock, type Clock } from "@sef/runtime/clock.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { resolveHeaders, resolveSecret, type WebhookSettings } from "./settings.js";
 import { planChunks, encodeBody, signBody } from "./encode.js";
