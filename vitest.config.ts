@@ -36,6 +36,7 @@ const sharedProcessFolders = [
   "loganalytics",
   "mutation",
   "observability",
+  "plugins",
   "retry",
   "simulator",
   "sinks",

@@ -1,5 +1,5 @@
-// `npm run build`: transpiles each workspace package under src/ (contract, retry, errors, redaction, agent, fleet,
-// testbed) into its own dist/ one file for one file (esbuild, no bundling) and copies the simulator's built-in
+// `npm run build`: transpiles each workspace package under src/ (contract, retry, errors, redaction, runtime, agent,
+// fleet, testbed) into its own dist/ one file for one file (esbuild, no bundling) and copies the simulator's built-in
 // scenarios beside it. Type checking is `npm run typecheck` (tsc) — this step only strips types, so each package's
 // dist/ mirrors its sources exactly as `tsc` would emit them (isolatedModules and verbatimModuleSyntax guarantee each
 // file can be transpiled alone). A package imports another by name (`@sef/contract/record.js`), which resolves to that
@@ -12,7 +12,16 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const repo = fileURLToPath(new URL("..", import.meta.url));
 
 /** The workspace packages, each a folder of src/ with its own package.json and dist/. */
-export const workspacePackages = ["contract", "retry", "errors", "redaction", "agent", "fleet", "testbed"] as const;
+export const workspacePackages = [
+  "contract",
+  "retry",
+  "errors",
+  "redaction",
+  "runtime",
+  "agent",
+  "fleet",
+  "testbed",
+] as const;
 
 /** Builds one package's sources into its dist/ (replacing it); returns the number of modules. */
 async function buildPackage(name: (typeof workspacePackages)[number]): Promise<number> {

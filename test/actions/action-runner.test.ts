@@ -16,7 +16,7 @@ import { emptyCollectorState } from "../../src/agent/collector/state.js";
 import type { ApprovalRecord, HookRecord, TransitionRecord } from "../../src/contract/record.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { waitUntil } from "../helpers/agent-process.js";
 import { startRequestPoster, transition, vm } from "./fixtures.js";
@@ -234,6 +234,9 @@ describe("ActionRunner", () => {
     // An action that holds each Scheduled event and may ask for its approval (as a node action does), and hears documents.
     const gate: Action = {
       kind: "gate",
+      runsIn: "worker",
+      start: () => undefined,
+      stop: async () => undefined,
       holdsFor: (record) => [{ holder: `gate:${record.EventId.toLowerCase()}`, mayApprove: true }],
       plan: () => [],
       documentRead: (eventIds) => heard.push([...eventIds]),

@@ -3,7 +3,7 @@ import type { TransitionRecord, RecordIdentity, EventFields, EventStatus } from 
 import { transitionRecord } from "../helpers/records.js";
 import type { PostStartRequest } from "../../src/agent/actions/approval/approver.js";
 import { ImdsClient } from "../../src/agent/imds/client.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 
 export const vm: RecordIdentity = {
   VmName: "WestNO_0",

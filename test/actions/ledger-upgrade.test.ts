@@ -15,7 +15,7 @@ import { emptyCollectorState } from "../../src/agent/collector/state.js";
 import type { ApprovalRecord, TransitionRecord } from "../../src/contract/record.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { waitUntil } from "../helpers/wait.js";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { Agent } from "../../src/agent/pipeline/agent.js";
 import { loadConfig } from "../../src/agent/config/load.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { parseScenario } from "../../src/testbed/simulator/scenario-schema.js";
 import { allOutcomes, delivered, retry, type SendOutcomes, type Sink } from "../../src/agent/sinks/sink.js";

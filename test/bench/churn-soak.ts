@@ -16,7 +16,7 @@ import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { CommitStage } from "../../src/agent/pipeline/commit-stage.js";
 import { CollectStage } from "../../src/agent/pipeline/collect-stage.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
-import { systemClock, type Clock } from "../../src/agent/util/clock.js";
+import { systemClock, type Clock } from "../../src/runtime/clock.js";
 import type { ScheduledEventsDocument } from "../../src/agent/imds/document.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
 import { applyDocument } from "../../src/agent/collector/transitions.js";

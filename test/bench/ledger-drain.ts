@@ -9,7 +9,7 @@ import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { defaultRetryPolicy } from "../../src/retry/policy.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 import type { Sink } from "../../src/agent/sinks/sink.js";
 import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 

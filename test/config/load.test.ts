@@ -90,14 +90,14 @@ describe("loadConfig", () => {
     expect(sinks.some((p) => p.startsWith("sinks[1]:") && p.includes("needs an argument"))).toBe(true);
   });
 
-  it("accepts the empty sections of the sinks without settings, and names a key in them", () => {
+  it("accepts the empty sections of the sinks with only the shared settings, and names an unknown key in them", () => {
     const { config } = loadConfig({
       file: file({ sinks: ["stdout", "jsonl:/tmp/x.jsonl"], stdout: {}, jsonl: {} }),
       env: {},
     });
     expect(config.sinks).toEqual(["stdout", "jsonl:/tmp/x.jsonl"]);
     expect(problems(() => loadConfig({ file: file({ stdout: { pretty: true } }), env: {} }))).toEqual([
-      "stdout.pretty: unknown setting",
+      "stdout.pretty: unknown setting (did you mean retry?)",
     ]);
   });
 

@@ -114,7 +114,7 @@ describe("where settings, sinks and scenarios are documented", () => {
 
   it("names every sink in the sinks overview and every scenario in the testbed's docs", () => {
     const sinks = read("src/agent/sinks/README.md");
-    for (const factory of sinkFactories) expect(sinks, factory.type).toContain(`\`${factory.type}`);
+    for (const factory of sinkFactories) expect(sinks, factory.section).toContain(`\`${factory.section}`);
     const testbed = read("src/testbed/README.md");
     for (const scenario of listScenarioNames()) expect(testbed, scenario).toContain(`\`${scenario}\``);
   });

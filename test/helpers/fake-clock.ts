@@ -1,7 +1,7 @@
 // The one fake Clock of the tests. Time moves only when the test calls `advance` (sleepers wake in deadline order, and
 // the promise chains they start run before time moves on) — or, with `sleepsPassAtOnce`, whenever something sleeps.
 // Its monotonic reading has its own origin, far from the wall reading, so code that mixes the two fails a test.
-import type { Clock } from "../../src/agent/util/clock.js";
+import type { Clock } from "../../src/runtime/clock.js";
 
 interface Sleeper {
   readonly wakeAtMs: number;

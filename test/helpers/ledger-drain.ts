@@ -11,7 +11,7 @@ import { silentLogger } from "../../src/agent/observability/logger.js";
 import type { SendOutcomes, Sink } from "../../src/agent/sinks/sink.js";
 import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import type { RetryPolicy } from "../../src/retry/policy.js";
-import type { Clock } from "../../src/agent/util/clock.js";
+import type { Clock } from "../../src/runtime/clock.js";
 import { instantClock } from "./fake-clock.js";
 
 export interface LedgerDrainResult {

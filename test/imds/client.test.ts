@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { ImdsClient } from "../../src/agent/imds/client.js";
 import { maxTags, parseCompute, parseTags } from "../../src/agent/imds/document.js";
 import { ImdsRequestError } from "../../src/agent/imds/errors.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const servers: Server[] = [];

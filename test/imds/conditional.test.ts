@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ImdsClient } from "../../src/agent/imds/client.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
 import { waitFor } from "../helpers/wait.js";
 

@@ -12,7 +12,7 @@ import { ImdsClient } from "../../src/agent/imds/client.js";
 import { ImdsRequestError } from "../../src/agent/imds/errors.js";
 import { plainGetBytes } from "../../src/agent/imds/plain-request.js";
 import { waitFor } from "../helpers/wait.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 import { propertyParams } from "../helpers/seed.js";
 
 const body = JSON.stringify({

@@ -75,7 +75,7 @@ describe("nothing in the agent changes V8's flags while it runs", () => {
     });
 
   it("no source file of the agent or the workspace packages it bundles calls setFlagsFromString", () => {
-    const sources = ["agent", "contract", "retry", "errors", "redaction"].flatMap((name) =>
+    const sources = ["agent", "contract", "retry", "errors", "redaction", "runtime"].flatMap((name) =>
       files(join(repoRoot, "src", name)),
     );
     expect(sources.length).toBeGreaterThan(50);

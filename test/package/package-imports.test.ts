@@ -2,14 +2,14 @@
 // imports only its own files, Node built-ins and the packages its package.json declares; it declares as runtime
 // dependencies exactly what its code loads at run time (type-only imports may name a devDependency). Read from the
 // TypeScript syntax tree of every source file.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const srcRoot = resolve(import.meta.dirname, "../../src");
-const packageDirs = ["contract", "retry", "errors", "redaction", "agent", "fleet", "testbed"];
+const packageDirs = ["contract", "retry", "errors", "redaction", "runtime", "agent", "fleet", "testbed"];
 
 interface ImportSite {
   readonly specifier: string;
@@ -76,6 +76,14 @@ function sourceFiles(dir: string): string[] {
 
 const builtins = new Set(builtinModules);
 
+/** The subpaths the workspace package `name` (`@sef/<folder>`) exports. */
+function exportsOf(name: string): string[] {
+  const manifest = JSON.parse(readFileSync(join(srcRoot, name.slice("@sef/".length), "package.json"), "utf8")) as {
+    exports?: Record<string, unknown>;
+  };
+  return Object.keys(manifest.exports ?? {});
+}
+
 describe("workspace packages import only what they own or declare", () => {
   it("finds imports of every form (so the checks below can fail)", () => {
     const sites = importSites(
@@ -129,6 +137,23 @@ describe("workspace packages import only what they own or declare", () => {
           .filter((s) => !(s.typeOnly ? typesDeclared : runtimeDeclared).has(packageNameOf(s.specifier)))
           .map((s) => `${s.file} → ${s.specifier}${s.typeOnly ? " (type)" : ""}`);
         expect(undeclared).toEqual([]);
+      });
+
+      it("exports its public modules by name (no pattern), each one a file of its own", () => {
+        const exported = Object.keys((manifest as { exports?: Record<string, unknown> }).exports ?? {});
+        expect(exported.filter((key) => key.includes("*"))).toEqual([]);
+        for (const key of exported.filter((k) => k !== "./package.json"))
+          expect(existsSync(join(root, key.replace(/\.js$/, ".ts"))), key).toBe(true);
+      });
+
+      it("imports another package only through a module that package exports", () => {
+        const unexported = sites
+          .filter((s) => s.specifier.startsWith("@sef/") && packageNameOf(s.specifier) !== manifest.name)
+          .filter(
+            (s) => !exportsOf(packageNameOf(s.specifier)).includes(`./${s.specifier.split("/").slice(2).join("/")}`),
+          )
+          .map((s) => `${s.file} → ${s.specifier}`);
+        expect(unexported).toEqual([]);
       });
 
       it("declares no runtime dependency that its code does not load", () => {

@@ -3,7 +3,7 @@ import { request } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseScenario, type ScenarioInput } from "../../src/testbed/simulator/scenario-schema.js";
 import { startSimulator, type Simulator } from "../../src/testbed/simulator/server.js";
-import type { Clock } from "../../src/testbed/support/clock.js";
+import type { SimulatorClock as Clock } from "../../src/testbed/simulator/sim-state.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { waitFor } from "../helpers/wait.js";
 

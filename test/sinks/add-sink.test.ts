@@ -116,9 +116,9 @@ describe("the sink folders", () => {
     const folders = readdirSync(sinks)
       .filter((name) => statSync(join(sinks, name)).isDirectory())
       .sort();
-    const everySink = (await import("../../src/agent/sinks/all.js")) as Record<string, { type: string }>;
+    const everySink = (await import("../../src/agent/sinks/all.js")) as Record<string, { section: string }>;
     expect(Object.keys(everySink).sort()).toEqual(folders);
-    for (const [name, factory] of Object.entries(everySink)) expect(factory.type).toBe(name);
+    for (const [name, factory] of Object.entries(everySink)) expect(factory.section).toBe(name);
     for (const folder of folders) {
       const files = readdirSync(join(sinks, folder));
       expect(files, folder).toEqual(

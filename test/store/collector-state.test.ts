@@ -27,7 +27,7 @@ import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { CommitStage } from "../../src/agent/pipeline/commit-stage.js";
 import { CollectStage } from "../../src/agent/pipeline/collect-stage.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
-import { systemClock } from "../../src/agent/util/clock.js";
+import { systemClock } from "../../src/runtime/clock.js";
 import type { ImdsEvent, MalformedImdsEvent, ScheduledEventsDocument } from "../../src/agent/imds/document.js";
 import type { SefRecord } from "../../src/contract/record.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";

@@ -4,9 +4,9 @@
 // settle the rows a dead process left `running`. It knows the actions only through action.ts.
 import type { Logger } from "pino";
 import type { SefRecord, TransitionRecord } from "@sef/contract/record.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { OutboxEntry } from "../delivery/outbox-entry.js";
-import type { Action } from "./action.js";
+import type { Action, QueuedAction } from "./action.js";
 import type { ActionLedger, ActionRow, PlannedAction } from "./action-ledger.js";
 
 /** Finished actions are kept this long (so a transition still in the outbox is never planned twice). */
@@ -37,12 +37,10 @@ export class ActionRunner {
   private readonly errorsByKey = new Map<string, number>();
   private loop: Promise<void> | undefined;
   /** The actions whose rows the shared queue runs, by kind. */
-  private readonly queued: ReadonlyMap<string, Action & Required<Pick<Action, "run">>>;
+  private readonly queued: ReadonlyMap<string, QueuedAction>;
 
   constructor(private readonly options: ActionRunnerOptions) {
-    this.queued = new Map(
-      options.actions.flatMap((a) => (a.run ? [[a.kind, a as Action & Required<Pick<Action, "run">>] as const] : [])),
-    );
+    this.queued = new Map(options.actions.flatMap((a) => (a.runsIn === "queue" ? [[a.kind, a] as const] : [])));
   }
 
   /**
@@ -55,7 +53,7 @@ export class ActionRunner {
     this.options.ledger.forgetFinished(this.options.clock.now() - finishedActionRetentionMs);
     if (this.queued.size > 0)
       this.loop = this.run().catch((err: unknown) => this.options.logger.error({ err }, "action runner failed"));
-    for (const action of this.options.actions) action.start?.();
+    for (const action of this.options.actions) if (action.runsIn === "worker") action.start();
   }
 
   /**
@@ -100,7 +98,7 @@ export class ActionRunner {
   async stop(): Promise<void> {
     this.stopping.abort(new Error("agent stopping"));
     await this.loop;
-    for (const action of this.options.actions) await action.stop?.();
+    for (const action of this.options.actions) if (action.runsIn === "worker") await action.stop();
   }
 
   /** Every action's holds on the transition's event, then every action's rows for it. */
@@ -112,10 +110,9 @@ export class ActionRunner {
     return actions.flatMap((action) => action.plan(record));
   }
 
-  /** Rows a dead process left `running`: the action of their kind settles each (an action without `recover` resumes them itself). */
+  /** Rows a dead process left `running`: the queued action of their kind settles each (a worker resumes its own). */
   private recoverInterrupted(): void {
-    const byKind = new Map(this.options.actions.map((a) => [a.kind, a]));
-    for (const row of this.options.ledger.withStatus("running")) byKind.get(row.kind)?.recover?.(row);
+    for (const row of this.options.ledger.withStatus("running")) this.queued.get(row.kind)?.recover(row);
   }
 
   /** Plans transitions committed after the last planned position (a crash between commit and plan). */

@@ -3,14 +3,15 @@
 // rows a dead process left `running`, and holds an event's approval until it releases it. The runner
 // (action-runner.ts) owns planning, the queue, recovery order and shutdown; the registry (registry.ts) the entries.
 import type { Logger } from "pino";
-import type * as z from "zod/mini";
 import type { RecordIdentity, SefRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { OutboxEntry } from "../delivery/outbox-entry.js";
+import type { PluginEntry } from "../plugin-entry.js";
 import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "./action-ledger.js";
 
 export type { ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "./action-ledger.js";
+export type { PluginRulesInput } from "../plugin-entry.js";
 
 /** IMDS's answer to a StartRequests POST. */
 export interface StartRequestResponse {
@@ -49,11 +50,8 @@ export interface ActionContext {
   readonly agentVersion: string;
 }
 
-/**
- * One action, made by its entry when the agent has actions to run. Every method is called by the runner; planning,
- * recovery and the queue's `run` happen one at a time (never two at once for one runner).
- */
-export interface Action {
+/** What every action does, whichever way its rows are run. */
+interface ActionBase {
   /** The `kind` of its rows in the action ledger (its entry's `kind`). */
   readonly kind: string;
   /**
@@ -68,20 +66,6 @@ export interface Action {
    */
   plan(record: TransitionRecord): PlannedAction[];
   /**
-   * Carries out one pending row of its kind. Actions with `run` share the runner's queue: one row at a time, oldest
-   * planned first, a `gated` row only once its event holds nothing. Sets the row's status (and writes its records,
-   * in one transaction). `stopping` aborts when the agent stops: stop at the next safe point, leave the row resumable.
-   * A throw is a store error: the row is tried again, and after three throws in a row marked failed.
-   */
-  run?(row: ActionRow, stopping: AbortSignal): Promise<void>;
-  /**
-   * A row of its kind found `running` at start-up (the agent died or stopped while it ran): settle it (its record, its
-   * next status). Without `recover`, the action resumes such rows itself (its own worker).
-   */
-  recover?(row: ActionRow): void;
-  /** Starts its own worker, after recovery and planning (an action without `run` works its rows here). */
-  start?(): void;
-  /**
    * Records committed: each durable batch that holds a Transition, after the runner planned it (a worker wakes up and
    * looks at its rows; a batch of the actions' own records is not announced).
    */
@@ -92,26 +76,48 @@ export interface Action {
    * action's on its Node) compares them with it. Called on the poll's path: note it and wake a worker, never do I/O.
    */
   documentRead?(eventIds: readonly string[]): void;
-  /** Stops its worker (bounded; called once, after the queue stopped). */
-  stop?(): Promise<void>;
 }
 
-/** An action's entry in the registry (actions/all.ts): its configuration section and how it is made. */
-export interface ActionEntry<Settings = unknown> {
-  /** The configuration section (and the name it is exported under in all.ts). */
-  readonly section: string;
+/**
+ * An action whose rows the runner's shared queue runs: one row at a time across all such actions, oldest planned
+ * first, a `gated` row only once its event holds nothing (the hooks, the approval).
+ */
+export interface QueuedAction extends ActionBase {
+  readonly runsIn: "queue";
+  /**
+   * Carries out one pending row of its kind. Sets the row's status (and writes its records, in one transaction).
+   * `stopping` aborts when the agent stops: stop at the next safe point, leave the row resumable. A throw is a store
+   * error: the row is tried again, and after three throws in a row marked failed.
+   */
+  run(row: ActionRow, stopping: AbortSignal): Promise<void>;
+  /** A row of its kind found `running` at start-up (the agent died or stopped while it ran): settle it (its record, its next status). */
+  recover(row: ActionRow): void;
+}
+
+/**
+ * An action that works its rows in a worker of its own (the kubernetes action): it resumes rows a dead process left
+ * `running` itself.
+ */
+export interface WorkerAction extends ActionBase {
+  readonly runsIn: "worker";
+  /** Starts its worker, after recovery and planning. */
+  start(): void;
+  /** Stops its worker (bounded; called once, after the queue stopped). */
+  stop(): Promise<void>;
+}
+
+/**
+ * One action, made by its entry when the agent has actions to run: one of two kinds, told apart by `runsIn`. Every
+ * method is called by the runner; planning, recovery and the queue's `run` happen one at a time.
+ */
+export type Action = QueuedAction | WorkerAction;
+
+/** An action's entry in the registry (actions/all.ts): the plug-in shape every sink and action shares, and how it is made. */
+export interface ActionEntry<Settings = unknown> extends PluginEntry<Settings> {
   /** The `kind` of its rows in the action ledger (stored: never change it for an existing action). */
   readonly kind: string;
-  /** Validates the section, with its default (or `optional` when an absent section means off); the configuration schema takes it from the registry. */
-  readonly settingsSchema: z.ZodMiniType<Settings>;
-  /** The section's line in the configuration reference. */
-  readonly settingsDescription: string;
   /** Whether these settings ask for anything to be done (when no entry is on, the agent runs no actions at all). */
   isOn(settings: Settings): boolean;
-  /** Cross-field rules the schema cannot express (pure): problems as `field: message` lines. */
-  readonly rules?: (settings: Settings, env: NodeJS.ProcessEnv) => string[];
-  /** Environment variables (`SEF_*`) it gives the processes it starts: `sef check-config` does not call them unknown. */
-  readonly reservedVariables?: readonly string[];
   /**
    * Makes the action when the agent runs actions (some entry is on), or undefined when this one has nothing to do.
    * Called whether or not its own section is on, so that it can serve other actions (the approval approves what a

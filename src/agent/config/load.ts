@@ -6,7 +6,6 @@ import { agentConfigSchema, sinkSection, type AgentConfig } from "./schema.js";
 import { crossFieldProblems, describeIssue, referencedVariables } from "./rules.js";
 import { unknownNameMessage } from "./suggest.js";
 import { findSinkFactory, parseSinkSpec } from "../sinks/registry.js";
-import { actionEntryList } from "../actions/registry.js";
 import { SefError } from "@sef/errors/sef-error.js";
 
 export class ConfigError extends SefError {
@@ -47,10 +46,9 @@ export const configFlags: Record<string, { flag: string; kind: "string" | "integ
 };
 
 /**
- * SEF_* names that are not the agent's settings but are not typos either: the variables actions give the processes
- * they start (a hook may run `sef check-config`), and the ones read by the testbed, tests and benchmarks.
+ * SEF_* names that are not the agent's settings but are not typos either: the ones read by the testbed, tests and
+ * benchmarks. (The variables a plug-in names, or gives the processes it starts, are its entry's `referencedVariables`.)
  */
-const actionVariables = actionEntryList.flatMap((entry) => entry.reservedVariables ?? []);
 const reservedVariablePrefixes = ["SEF_TEST_", "SEF_BENCH_"];
 const reservedVariables = ["SEF_DEMO_SCENARIO", "SEF_CRASH_SEED"];
 
@@ -169,7 +167,7 @@ function convert(raw: string, kind: "string" | "integer" | "list", name: string,
 
 function unknownVariables(env: NodeJS.ProcessEnv, merged: Record<string, unknown>): string[] {
   const known = Object.keys(environmentVariables);
-  const allowed = new Set([...known, ...actionVariables, ...reservedVariables, ...referencedVariables(merged)]);
+  const allowed = new Set([...known, ...reservedVariables, ...referencedVariables(merged)]);
   return Object.keys(env)
     .filter(
       (name) =>

@@ -4,6 +4,7 @@
 import type { AgentConfig } from "./schema.js";
 import { actionSection, sinkSection } from "./schema.js";
 import { actionEntryList } from "../actions/registry.js";
+import { pluginEntries } from "../plugins.js";
 import { findSinkFactory, parseSinkSpec, sinkFactories } from "../sinks/registry.js";
 
 /** zod's message, with "expected string, received undefined" said plainly. */
@@ -41,20 +42,16 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
     }
   }
 
-  // Each sink's own rules, sinks in the order of their names (the registry's order).
+  // Each sink's own rules (in the order of their names, the registry's), then each action's (in the order of their sections).
   for (const factory of sinkFactories) {
-    const rules =
-      factory.rules?.({
-        settings: sinkSection(config, factory.type),
-        inUse: used.has(factory.type),
-        argument: used.get(factory.type),
-        env,
-      }) ?? [];
-    problems.push(...rules);
+    const settings = sinkSection(config, factory.section);
+    const argument = used.get(factory.section);
+    problems.push(...(factory.rules?.({ settings, inUse: used.has(factory.section), argument, env }) ?? []));
   }
-  // Each action's own rules, in the order of their sections.
-  for (const entry of actionEntryList)
-    problems.push(...(entry.rules?.(actionSection(config, entry.section), env) ?? []));
+  for (const entry of actionEntryList) {
+    const settings = actionSection(config, entry.section);
+    problems.push(...(entry.rules?.({ settings, inUse: entry.isOn(settings), argument: undefined, env }) ?? []));
+  }
   return problems;
 }
 
@@ -64,5 +61,5 @@ export function crossFieldProblems(config: AgentConfig, env: NodeJS.ProcessEnv):
  * the right shape.
  */
 export function referencedVariables(merged: Record<string, unknown>): string[] {
-  return sinkFactories.flatMap((factory) => factory.referencedVariables?.(merged[factory.type]) ?? []);
+  return pluginEntries.flatMap((entry) => entry.referencedVariables?.(merged[entry.section]) ?? []);
 }

@@ -138,7 +138,7 @@ const coreShape = {
  */
 const sinkShape: Record<string, z.ZodMiniType<unknown>> = Object.fromEntries(
   sinkFactories.map((factory) => [
-    factory.type,
+    factory.section,
     documented(z.optional(factory.settingsSchema as z.ZodMiniType<unknown>), {
       description: factory.settingsDescription,
     }),

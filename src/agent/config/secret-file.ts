@@ -2,13 +2,13 @@
 // machine may read it. Pure check plus one stat; the caller logs the warning.
 import { statSync } from "node:fs";
 import { sinkSection, type AgentConfig } from "./schema.js";
-import { sinkFactories } from "../sinks/registry.js";
+import { pluginEntries } from "../plugins.js";
 
-/** Names of the settings in `config` that hold a secret inline (not by variable name), as each sink tells. */
+/** Names of the settings in `config` that hold a secret inline (not by variable name), as each plug-in tells. */
 export function inlineSecrets(config: AgentConfig): string[] {
-  return sinkFactories.flatMap((factory) => {
-    const section = sinkSection(config, factory.type);
-    return section === undefined ? [] : (factory.inlineSecrets?.(section) ?? []);
+  return pluginEntries.flatMap((entry) => {
+    const section = sinkSection(config, entry.section);
+    return section === undefined ? [] : (entry.inlineSecrets?.(section) ?? []);
   });
 }
 

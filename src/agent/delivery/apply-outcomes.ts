@@ -2,7 +2,7 @@
 // the rejected records' dead-letter lines written, each record's ledger outcome and next attempt worked out, and all
 // of it applied to the outbox in one transaction; the sent and dead-letter counters and the depth gauges follow.
 import type { Logger } from "pino";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import { allOutcomes, retry, type RecordOutcome, type SendOutcomes, type Sink } from "../sinks/sink.js";
 import type { OutboxEntry } from "./outbox-entry.js";

@@ -1,7 +1,7 @@
 // Reading one sink's next batch from the outbox: a backlog's full batches go out pipelined (read past the records
 // still in flight, up to the sink's depth); a batch that is not full lingers for more unless it holds an urgent record;
 // with nothing due it waits for new records or the next attempt. It decides what to send; the drainer sends it.
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import { isUrgent, type Sink } from "../sinks/sink.js";
 import type { OutboxEntry } from "./outbox-entry.js";
 import type { Outbox } from "./outbox.js";

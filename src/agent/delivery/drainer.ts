@@ -3,7 +3,7 @@
 // failure (sink-health.ts: the count of failures, the backoff, what /readyz reports). Slow or failing sinks only ever
 // delay themselves. It owns the loop's waits and shutdown (the flush deadline, the abort, closing the sink).
 import type { Logger } from "pino";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { Sink } from "../sinks/sink.js";
 import type { OutboxEntry } from "./outbox-entry.js";

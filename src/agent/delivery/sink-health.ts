@@ -3,7 +3,7 @@
 // counters, and the warn/recovered log lines. /readyz and `sef outbox status` read `status()`.
 import type { Logger } from "pino";
 import { retryDelayMs, type RetryPolicy } from "@sef/retry/policy.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 
 export interface SinkHealthStatus {

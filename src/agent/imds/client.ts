@@ -8,7 +8,7 @@
 // headers are made once per endpoint, and one timer is the deadline.
 import type { Agent as HttpAgent, IncomingMessage, RequestOptions } from "node:http";
 import { nodeHttp } from "../util/node-http.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { VmIdentity } from "@sef/contract/record.js";
 import { SlidingWindowRateLimiter } from "./rate-limiter.js";
 import { ImdsRequestError, classifyStatus } from "./errors.js";

@@ -1,6 +1,6 @@
 // Keeps IMDS requests under its limit (5 per second per VM): at most `maxRequests` starts in any `windowMs`
 // (measured on the monotonic clock: a wall-clock step never stalls polling).
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 
 export class SlidingWindowRateLimiter {
   private readonly starts: number[] = [];

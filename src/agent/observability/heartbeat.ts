@@ -4,7 +4,7 @@
 import type { Logger } from "pino";
 import type { HeartbeatRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
 import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 
 export const defaultHeartbeatIntervalMs = 15 * 60_000;
 

@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import * as z from "zod/mini";
 import type { Logger } from "pino";
-import { listen } from "../util/listen.js";
+import { listen } from "@sef/runtime/listen.js";
 import "../util/zod-locale.js";
 import { documented } from "../util/setting-doc.js";
 import { nodeHttp } from "../util/node-http.js";

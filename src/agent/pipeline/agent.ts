@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import { join } from "node:path";
 import type { AgentConfig } from "../config/schema.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { RecordIdentity, SefRecord } from "@sef/contract/record.js";
 import type { ReadinessSnapshot } from "../observability/http-server.js";
 import { unknownVmIdentity } from "@sef/contract/record.js";

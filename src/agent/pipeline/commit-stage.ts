@@ -8,7 +8,7 @@ import type { Outbox } from "../delivery/outbox.js";
 import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { DeadLetterFile } from "../delivery/dead-letter.js";
 import type { AgentMetrics } from "../observability/metrics.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import { RecordsCommitted } from "./records-committed.js";
 
 export interface CommitStageOptions {

@@ -1,10 +1,12 @@
-// Drain stage: one Drainer (delivery/drainer.ts) per sink over the shared outbox. Follows the records-committed signal
-// (urgent records end a linger), reports each sink's health for /readyz and what is still undelivered, and flushes
-// within a deadline at shutdown.
+// Drain stage: one Drainer (delivery/drainer.ts) per sink over the shared outbox, each with its sink's retry policy.
+// Follows the records-committed signal (urgent records end a linger), reports each sink's health for /readyz and what
+// is still undelivered, and flushes within a deadline at shutdown.
 import { isUrgent, type Sink } from "../sinks/sink.js";
 import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import { Drainer, type DrainerOptions } from "../delivery/drainer.js";
 import type { RecordsCommitted } from "./records-committed.js";
+import { sinkRetryPolicy } from "../sinks/delivery-settings.js";
+import type { RetryPolicy } from "@sef/retry/policy.js";
 
 export interface DrainStageOptions extends Omit<DrainerOptions, "sink" | "random"> {
   sinks: readonly Sink[];
@@ -21,13 +23,18 @@ export class DrainStage {
           sink,
           outbox: options.outbox,
           clock: options.clock,
-          retryPolicy: options.retryPolicy,
+          retryPolicy: this.retryPolicyOf(sink),
           deadLetters: options.deadLetters,
           logger: options.logger,
           metrics: options.metrics,
         }),
     );
     options.committed.follow((entries) => this.wake(entries));
+  }
+
+  /** The policy a sink's drainer schedules its retries with: the sink's own fields over the agent's. */
+  retryPolicyOf(sink: Pick<Sink, "retryPolicy">): RetryPolicy {
+    return sinkRetryPolicy(this.options.retryPolicy, sink.retryPolicy);
   }
 
   start(): void {

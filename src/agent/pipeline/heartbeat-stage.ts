@@ -3,7 +3,7 @@
 // (goodbye) or its cancellation (resume).
 import type { Logger } from "pino";
 import type { RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { AgentMetrics } from "../observability/metrics.js";
 import type { Counter } from "../observability/prom-client.js";
 import { departureSignal, startHeartbeats, type HeartbeatHandle } from "../observability/heartbeat.js";

@@ -3,7 +3,7 @@
 // store failure (nothing committed; the next poll tries again).
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config/schema.js";
-import type { Clock } from "../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { VmIdentity } from "@sef/contract/record.js";
 import type { ScheduledEventsDocument } from "../imds/document.js";
 import { ImdsClient, imdsDefaults, type ImdsEndpointSource } from "../imds/client.js";

@@ -22,10 +22,10 @@ export function parseSinkSpec(spec: string): ParsedSinkSpec {
   const colon = spec.indexOf(":");
   const type = (colon === -1 ? spec : spec.slice(0, colon)).trim();
   const argument = colon === -1 ? undefined : spec.slice(colon + 1);
-  const factory = sinkFactories.find((f) => f.type === type);
+  const factory = sinkFactories.find((f) => f.section === type);
   if (!factory) {
     throw new SinkSpecError(
-      `unknown sink "${type}" in "${spec}" (known: ${sinkFactories.map((f) => f.type).join(", ")})`,
+      `unknown sink "${type}" in "${spec}" (known: ${sinkFactories.map((f) => f.section).join(", ")})`,
     );
   }
   if (factory.argument === "required" && !argument)
@@ -37,7 +37,7 @@ export function parseSinkSpec(spec: string): ParsedSinkSpec {
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous settings types
 export function findSinkFactory(type: string): SinkFactory<any> {
-  const factory = sinkFactories.find((f) => f.type === type);
+  const factory = sinkFactories.find((f) => f.section === type);
   if (!factory) throw new SinkSpecError(`unknown sink "${type}"`);
   return factory;
 }

@@ -2,10 +2,13 @@
 // became of it; it keeps no delivery state and never retries. The drainer (delivery/drainer.ts) owns the ledger, the
 // one retry loop (backoff, server hints) and dead-letters.
 import type { Logger } from "pino";
-import type * as z from "zod/mini";
 import type { SefRecord } from "@sef/contract/record.js";
 import type { OutboxEntry } from "../delivery/outbox-entry.js";
 import type { AgentMetrics } from "../observability/metrics.js";
+import type { SinkRetrySettings } from "./delivery-settings.js";
+import type { PluginEntry } from "../plugin-entry.js";
+
+export type { PluginRulesInput } from "../plugin-entry.js";
 
 /**
  * What became of one record of a send. Outcomes are values, not exceptions:
@@ -65,6 +68,11 @@ export interface Sink {
    */
   readonly maxConcurrentSends?: number;
   /**
+   * The sink's own retry policy (its section's `retry`), field by field over the agent's: the drainer of this sink
+   * schedules its retries with it. Absent: the agent's policy.
+   */
+  readonly retryPolicy?: SinkRetrySettings | undefined;
+  /**
    * Sends the batch (oldest first) and returns one outcome per record, in batch order. Must not throw for expected
    * failures: classify them instead (a throw counts as `retry` for the whole batch). Keeps no delivery state: a record
    * it is handed again is one the ledger still holds pending.
@@ -97,36 +105,11 @@ export interface SinkFactoryInput<Settings> {
   readonly context: SinkContext;
 }
 
-/** What a sink's cross-field rules judge (see `SinkFactory.rules`). */
-export interface SinkRulesInput<Settings> {
-  /** The sink's validated section, or undefined when the config has none. */
-  readonly settings: Settings | undefined;
-  /** Whether a `sinks` entry names this sink. */
-  readonly inUse: boolean;
-  /** The SPEC argument of its first `sinks` entry (`webhook:URL` → URL). */
-  readonly argument: string | undefined;
-  readonly env: NodeJS.ProcessEnv;
-}
-
-export interface SinkFactory<Settings = unknown> {
-  /** SPEC prefix, also the config section holding this sink's settings. */
-  readonly type: string;
+/** A sink's registry entry: the plug-in shape every sink and action shares, and how a sink is named and made. */
+export interface SinkFactory<Settings = unknown> extends PluginEntry<Settings> {
   /** One line for `sef run --help`. */
   readonly summary: string;
   /** Whether the SPEC must carry an argument (`jsonl:PATH`). */
   readonly argument: "required" | "none" | "optional";
-  /** Validates the config section; defaults belong here. The configuration schema takes it from the registry. */
-  readonly settingsSchema: z.ZodMiniType<Settings>;
-  /** The section's line in the configuration reference (where its settings are described). */
-  readonly settingsDescription: string;
-  /** Cross-field rules the schema cannot express (pure): problems as `field: message` lines. */
-  readonly rules?: (input: SinkRulesInput<Settings>) => string[];
-  /**
-   * Environment variables the section names (credentials, header values), read from the unvalidated section (any
-   * JSON value, or undefined when absent) as far as it has the right shape, so that they are not reported as unknown.
-   */
-  readonly referencedVariables?: (section: unknown) => string[];
-  /** Names of the settings of the section that hold a secret inline (the config-file permission warning). */
-  readonly inlineSecrets?: (settings: Settings) => string[];
   create(input: SinkFactoryInput<Settings>): Sink | Promise<Sink>;
 }

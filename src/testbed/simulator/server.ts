@@ -4,9 +4,9 @@
 // sim-state.ts.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { z } from "zod";
-import { listen } from "../support/listen.js";
+import { listen } from "@sef/runtime/listen.js";
 import { silentLogger, type Logger } from "../support/logger.js";
-import { systemClock, type Clock } from "../support/clock.js";
+import { systemClock } from "@sef/runtime/clock.js";
 import type { ScheduledEventsApiVersion } from "./api-versions.js";
 import { HttpError, sendJson } from "./http.js";
 import { checkRequest, normalizedPath } from "./imds-request.js";
@@ -22,6 +22,7 @@ import {
   sync,
   type RequestLogEntry,
   type SimState,
+  type SimulatorClock,
   type SimStatus,
   type TokenFault,
 } from "./sim-state.js";
@@ -53,7 +54,7 @@ export interface SimulatorOptions {
   loop?: boolean;
   /** When scenario time starts: at the first scheduled-events request (like IMDS enabling on first use; default) or at listen. */
   startOn?: "first-request" | "listen";
-  clock?: Clock;
+  clock?: SimulatorClock;
   logger?: Logger;
   /**
    * Test-only: hold each StartRequests POST this long before applying and answering it (the agent can be killed

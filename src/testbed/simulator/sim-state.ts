@@ -2,7 +2,10 @@
 // approved) and the operations on it that the routes and the control API share: advancing the timeline, the status.
 import { z } from "zod";
 import type { Logger } from "../support/logger.js";
-import type { Clock } from "../support/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
+
+/** The part of a clock the simulator needs: the wall clock its timelines run on, and an abortable sleep. */
+export type SimulatorClock = Pick<Clock, "now" | "sleep">;
 import { latestScheduledEventsApiVersion, type ScheduledEventsApiVersion } from "./api-versions.js";
 import { renderDocument, type ImdsDocument } from "./document.js";
 import { scenarioEventSchema, type Scenario } from "./scenario-schema.js";
@@ -48,7 +51,7 @@ export interface TokenFault {
 
 export interface SimState {
   readonly scenario: Scenario;
-  readonly clock: Clock;
+  readonly clock: SimulatorClock;
   readonly logger: Logger;
   readonly timeline: Timeline;
   readonly vmTags: Map<string, Readonly<Record<string, string>>>;

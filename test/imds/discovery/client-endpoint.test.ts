@@ -5,7 +5,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ImdsClient, type ImdsEndpointSource } from "../../../src/agent/imds/client.js";
 import { ImdsRequestError } from "../../../src/agent/imds/errors.js";
-import { systemClock } from "../../../src/agent/util/clock.js";
+import { systemClock } from "../../../src/runtime/clock.js";
 
 const servers: Server[] = [];
 const clients: ImdsClient[] = [];

@@ -14,7 +14,7 @@ import { resolveImdsEndpoint, type ResolveRequest } from "../../../src/agent/imd
 import { EndpointDiscovery, type RememberedEndpoint } from "../../../src/agent/imds/discovery/endpoint-discovery.js";
 import { imdsDiscoverySettingsSchema, type ImdsDiscoverySettings } from "../../../src/agent/imds/discovery/settings.js";
 import { tcpProbe } from "../../../src/agent/imds/discovery/probe.js";
-import { systemClock } from "../../../src/agent/util/clock.js";
+import { systemClock } from "../../../src/runtime/clock.js";
 import { FakeClock, flushAsync } from "../../helpers/fake-clock.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { metricValue } from "../../helpers/metrics.js";

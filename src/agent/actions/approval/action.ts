@@ -2,7 +2,7 @@
 // action holding the event may ask for it), waits for the event's holds, then decides and POSTs at most once per
 // event (retried only when IMDS refused it or it never left), each attempt an Approval record in the same transaction.
 import type { ApprovalRecord, TransitionRecord } from "@sef/contract/record.js";
-import type { Action, ActionContext, ActionRow, PlannedAction } from "../action.js";
+import type { QueuedAction, ActionContext, ActionRow, PlannedAction } from "../action.js";
 import type { Hold } from "../action-ledger.js";
 import { decideApproval, type ApprovalDecision, type ApprovalPolicy } from "./policy.js";
 import { attemptApproval, interruptedApprovalRecord } from "./approver.js";
@@ -21,8 +21,9 @@ export interface ApprovalActionOptions {
 
 export const approvalKey = (eventKey: string): string => `approval:${eventKey}`;
 
-export class ApprovalAction implements Action {
+export class ApprovalAction implements QueuedAction {
   readonly kind = "approval";
+  readonly runsIn = "queue";
 
   constructor(private readonly options: ApprovalActionOptions) {}
 

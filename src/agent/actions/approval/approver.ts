@@ -5,7 +5,7 @@ import type { ApprovalRecord, EventStatus, RecordIdentity } from "@sef/contract/
 import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { redactSecrets } from "../../observability/logger.js";
-import { systemClock, type Clock } from "../../util/clock.js";
+import { systemClock, type Clock } from "@sef/runtime/clock.js";
 import { SefError } from "@sef/errors/sef-error.js";
 import type { PostStartRequest } from "../action.js";
 

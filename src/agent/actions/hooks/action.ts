@@ -2,7 +2,7 @@
 // time, in plan order), and reports runs cut off by a stop or a crash as Interrupted (then re-run or left, per hook).
 // A hook on Scheduled holds its event's approval until it finishes (`requirePrepareHookSuccess` reads the verdict).
 import type { TransitionRecord } from "@sef/contract/record.js";
-import type { Action, ActionContext, ActionRow, HoldRequest, PlannedAction } from "../action.js";
+import type { QueuedAction, ActionContext, ActionRow, HoldRequest, PlannedAction } from "../action.js";
 import { interruptedHookRecord, runHook, selectHooks, type HookConfig } from "./hooks.js";
 
 /** A hook with `onInterrupted: "rerun"` is started at most this many times in all. */
@@ -11,8 +11,9 @@ export const maxHookRuns = 3;
 const hookKey = (record: TransitionRecord, hookName: string): string =>
   `hook:${record.EventId.toLowerCase()}:${record.EventStatus}:${hookName}`;
 
-export class HooksAction implements Action {
+export class HooksAction implements QueuedAction {
   readonly kind = "hook";
+  readonly runsIn = "queue";
 
   constructor(
     private readonly hooks: readonly HookConfig[],

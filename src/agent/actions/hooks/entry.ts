@@ -9,7 +9,7 @@ export const actionEntry: ActionEntry<HooksConfig> = {
   settingsSchema: hooksConfigSchema,
   settingsDescription: "Commands run on transitions: see src/agent/actions/README.md.",
   isOn: (hooks) => hooks.length > 0,
-  reservedVariables: Object.keys(hookEnvironment({ Resources: [] } as unknown as TransitionRecord, "")),
+  referencedVariables: () => Object.keys(hookEnvironment({ Resources: [] } as unknown as TransitionRecord, "")),
   async create(hooks, context) {
     const { HooksAction } = await import("./action.js");
     return new HooksAction(hooks, context);

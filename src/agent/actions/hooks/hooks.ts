@@ -11,7 +11,7 @@ import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
 import { agentVersion as packageVersion } from "../../agent-version.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { redactSecrets } from "../../observability/logger.js";
-import { systemClock, type Clock } from "../../util/clock.js";
+import { systemClock, type Clock } from "@sef/runtime/clock.js";
 import { hookBaseEnvironment } from "./hook-environment.js";
 
 export const defaultHookTimeoutMs = 60_000;

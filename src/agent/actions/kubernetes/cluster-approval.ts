@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import type { KubernetesRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { ActionRow, HoldVerdict } from "../action-ledger.js";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import { KubeApiError, type KubeApi } from "./client.js";
 import { namedNodes, settleStep, waitingText, waitStep, type NamedNodes } from "./cluster.js";
 import { markOf } from "./marks.js";

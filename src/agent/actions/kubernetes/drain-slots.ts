@@ -3,7 +3,7 @@
 // name), renews it while it drains and frees it after; a slot whose holder stopped renewing is free once its
 // leaseDurationSeconds have passed (a node that died mid-drain holds nothing for long).
 import type { Logger } from "pino";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { KubeApi, LeaseView } from "./client.js";
 import { leaseBody } from "./views.js";
 

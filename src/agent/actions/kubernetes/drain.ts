@@ -4,7 +4,7 @@
 // and waits for the pods to go, until the deadline, where it deletes or leaves the pods still there (per event type).
 // Its progress survives a restart.
 import type { Logger } from "pino";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { EvictionOutcome, KubeApi } from "./client.js";
 import { deadlineDeleteGraceSeconds, gracePeriodSeconds, pdbRetryDelayMs, throttleWaitMs, type Taint } from "./plan.js";
 import type { DeadlineAction } from "./settings.js";

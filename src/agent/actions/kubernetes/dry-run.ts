@@ -3,7 +3,7 @@
 // nothing patched, evicted or deleted; the approval is left to the rules.
 import type { KubernetesRecord, TransitionRecord } from "@sef/contract/record.js";
 import type { ActionRow } from "../action-ledger.js";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { KubeApi } from "./client.js";
 import type { KubeNode, NodeIo } from "./node-io.js";
 import { taintKeyFor, taintValueFor } from "./plan.js";

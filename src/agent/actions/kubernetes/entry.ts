@@ -11,7 +11,7 @@ export const actionEntry: ActionEntry<KubernetesSettings | undefined> = {
   settingsDescription:
     "The kubernetes action: taint, cordon and drain this VM's Kubernetes node before an event, approve, undo after (absent: off, the client is never loaded); see src/agent/actions/kubernetes/README.md.",
   isOn: (settings) => settings !== undefined,
-  rules(settings, env) {
+  rules({ settings, env }) {
     if (settings === undefined) return [];
     const problems: string[] = [];
     if (settings.nodeName === undefined && !env.NODE_NAME?.trim()) {

@@ -15,9 +15,9 @@ import type {
   RecordIdentity,
   TransitionRecord,
 } from "@sef/contract/record.js";
-import type { Action, ActionContext } from "../action.js";
+import type { WorkerAction, ActionContext } from "../action.js";
 import type { ActionLedger, ActionRow, HoldRequest, HoldVerdict, PlannedAction } from "../action-ledger.js";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import { KubeApiError, type KubeApi } from "./client.js";
 import { drainNode, type DrainOptions, type DrainProgress, type DrainResult } from "./drain.js";
 import { DrainSlots } from "./drain-slots.js";
@@ -69,8 +69,9 @@ export interface NodeActionsOptions {
 
 export const nodeActionKey = (eventKey: string): string => `kubernetes:${eventKey}`;
 
-export class NodeActions implements Action {
+export class NodeActions implements WorkerAction {
   readonly kind = "kubernetes";
+  readonly runsIn = "worker";
   private readonly stopping = new AbortController();
   private wakeUp = new AbortController();
   private loop: Promise<void> | undefined;

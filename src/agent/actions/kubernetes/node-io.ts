@@ -3,7 +3,7 @@
 // shared by a node action's own undo and the reconciliation with IMDS.
 import type { Logger } from "pino";
 import type { EventStatus, KubernetesOutcome, KubernetesRecord, RecordIdentity } from "@sef/contract/record.js";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import { KubeApiError, type KubeApi, type NodeEventType } from "./client.js";
 import type { KubernetesMetrics } from "./metrics.js";
 import { undoMarks, type SefMark, type UndoDecision } from "./marks.js";

@@ -5,7 +5,7 @@
 import { retryDelayMs, type RetryPolicy } from "@sef/retry/policy.js";
 import type { Logger } from "pino";
 import type { KubernetesRecord } from "@sef/contract/record.js";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { KubernetesMetrics } from "./metrics.js";
 import { eventMatchKey, orphanedMark, type SefMark } from "./marks.js";
 import type { NodeIo, UndoReport } from "./node-io.js";

@@ -8,7 +8,7 @@ import { createLogger } from "../../observability/logger.js";
 import { parseSinkSpec, findSinkFactory } from "../../sinks/registry.js";
 import type { Sink } from "../../sinks/sink.js";
 import { Agent } from "../../pipeline/agent.js";
-import { systemClock } from "../../util/clock.js";
+import { systemClock } from "@sef/runtime/clock.js";
 import { agentVersion } from "../../agent-version.js";
 import { StoreError } from "../../store/errors.js";
 import type { ReplayFrom } from "../../delivery/outbox.js";

@@ -4,7 +4,7 @@
 import type { Logger } from "pino";
 import { retryAttempts } from "@sef/retry/retry.js";
 import { Counter, Gauge, type Registry } from "../../observability/prom-client.js";
-import type { Clock } from "../../util/clock.js";
+import type { Clock } from "@sef/runtime/clock.js";
 import type { ImdsEndpointSource } from "../client.js";
 import type { ImdsDiscoverySettings } from "./settings.js";
 import { discoveredSources, discoveryFailureReasons, type DiscoveryFailure, type DiscoverySource } from "./failure.js";

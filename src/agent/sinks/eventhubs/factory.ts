@@ -9,7 +9,7 @@ import {
 } from "./settings.js";
 
 export const sinkFactory: SinkFactory<EventHubsSettings> = {
-  type: "eventhubs",
+  section: "eventhubs",
   summary:
     "eventhubs — Azure Event Hubs (AMQP): connection string from $SEF_EVENTHUBS_CONNECTION_STRING or managed identity (config section eventhubs)",
   argument: "none",

@@ -4,8 +4,9 @@
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 import { documented } from "../../util/setting-doc.js";
-import type { SinkRulesInput } from "../sink.js";
+import type { PluginRulesInput } from "../sink.js";
 import { SinkConfigError } from "../errors.js";
+import { concurrencySetting, deliverySettings, timeoutSetting } from "../delivery-settings.js";
 
 export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
 export const partitionKeyFields = ["EventId", "VmId", "RecordId", "none"] as const;
@@ -52,18 +53,18 @@ export const eventHubsSettingsSchema = z
       description:
         "`key`: each batch carries the partition key and the service picks the partition; `hash`: the sink maps the same key to the partition Event Hubs itself would choose and sends whole-partition batches (see src/agent/sinks/eventhubs/README.md).",
     }),
-    maxBatchRecords: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100_000)), 2000), {
-      description: "Records per send (split into as many `EventDataBatch`es as the link's max message size needs).",
-      unit: "records",
+    ...deliverySettings({
+      maxBatchRecords: 2000,
+      lingerMs: 100,
+      batchDescription:
+        "Records per send (split into as many `EventDataBatch`es as the link's max message size needs).",
     }),
-    lingerMs: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(60_000)), 100), {
-      description:
-        "Wait for a fuller batch; records of `Preempt`/`Terminate` events and any `Started` are never held back.",
-    }),
-    maxConcurrentBatches: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(256)), 128), {
+    maxConcurrentBatches: concurrencySetting({
+      default: 128,
+      max: 256,
+      unit: "batches",
       description:
         "Batches in flight at once; a key's next batch starts only after its previous one was accepted (1 = strictly sequential).",
-      unit: "batches",
     }),
     maxRetries: documented(z._default(z.number().check(z.int(), z.minimum(0), z.maximum(20)), 3), {
       description:
@@ -85,7 +86,9 @@ export const eventHubsSettingsSchema = z
       description:
         "Close the AMQP connection after this long without a send, reopen it for the next record (heartbeats included); `0` keeps it open until shutdown.",
     }),
-    tryTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(1000)), 30_000), {
+    tryTimeoutMs: timeoutSetting({
+      default: 30_000,
+      min: 1000,
       description: "Time limit of one SDK attempt (link setup, send and disposition).",
     }),
   })
@@ -178,7 +181,7 @@ export function isEventHubsConnectionString(
 }
 
 /** Cross-field rules: the namespace's shape, a connection string's shape, and credentials for a sink in use. */
-export function eventHubsSettingsRules({ settings: eh, inUse, env }: SinkRulesInput<EventHubsSettings>): string[] {
+export function eventHubsSettingsRules({ settings: eh, inUse, env }: PluginRulesInput<EventHubsSettings>): string[] {
   const problems: string[] = [];
   if (eh?.fullyQualifiedNamespace !== undefined) {
     const pattern = eh.customEndpointAddress === undefined ? fqdnPattern : hostPattern;

@@ -19,6 +19,7 @@ import type { AgentMetrics } from "../../observability/metrics.js";
 import { createSinkProducer, describeTarget } from "./client.js";
 import type { ProducerOperations } from "./idle-producer.js";
 import type { EventHubsSettings, PartitionKeyField, PartitionRouting } from "./settings.js";
+import type { SinkRetrySettings } from "../delivery-settings.js";
 
 export interface EventHubsSinkOptions {
   /** An EventHubProducerClient, or the IdleClosingProducer that holds one only while sending. */
@@ -29,6 +30,8 @@ export interface EventHubsSinkOptions {
   readonly partitionRouting?: PartitionRouting;
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
+  /** The sink's own retry policy (its section's `retry`). */
+  readonly retryPolicy?: SinkRetrySettings | undefined;
   /** Event batches of one send in flight at once; batches of the same partition key never overlap. */
   readonly maxConcurrentBatches: number;
   /**
@@ -60,6 +63,7 @@ export class EventHubsSink implements Sink {
   readonly name: string;
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
+  readonly retryPolicy: SinkRetrySettings | undefined;
   private closed = false;
   private partitionIdsRead: { readonly ids: readonly string[]; readonly atMs: number } | undefined;
 
@@ -67,6 +71,7 @@ export class EventHubsSink implements Sink {
     this.name = options.name ?? "eventhubs";
     this.maxBatchRecords = options.maxBatchRecords;
     this.lingerMs = options.lingerMs;
+    this.retryPolicy = options.retryPolicy;
   }
 
   async send(batch: readonly OutboxEntry[], outerSignal: AbortSignal): Promise<SendOutcomes> {
@@ -315,6 +320,7 @@ export function createEventHubsSink(
     partitionRouting: settings.partitionRouting,
     maxBatchRecords: settings.maxBatchRecords,
     lingerMs: settings.lingerMs,
+    retryPolicy: settings.retry,
     maxConcurrentBatches: settings.maxConcurrentBatches,
   });
 }

@@ -5,11 +5,11 @@ import { jsonlSettingsSchema, type JsonlSettings } from "./settings.js";
 import { JsonlSink } from "./sink.js";
 
 export const sinkFactory: SinkFactory<JsonlSettings> = {
-  type: "jsonl",
+  section: "jsonl",
   summary: "jsonl:PATH — append one JSON record per line to PATH (fsync after each batch)",
   argument: "required",
   settingsSchema: jsonlSettingsSchema,
   settingsDescription:
-    "The jsonl sink takes no settings besides the path in `jsonl:PATH`: the section, when given, is empty.",
-  create: ({ argument, context }) => new JsonlSink(resolve(argument ?? ""), context.logger),
+    "The jsonl sink: the path is the argument of `jsonl:PATH`; the section holds only the shared delivery settings.",
+  create: ({ argument, settings, context }) => new JsonlSink(resolve(argument ?? ""), context.logger, settings),
 };

@@ -8,21 +8,26 @@ import { allOutcomes, delivered, type SendOutcomes, type Sink } from "../sink.js
 import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { classifyAppendError } from "./classify.js";
 import { jsonLines } from "./encode.js";
+import { jsonlSettingsSchema } from "./settings.js";
+import type { DeliverySettings, SinkRetrySettings } from "../delivery-settings.js";
 
 /** How far back from the end a torn tail is looked for at a time. */
 const tailScanBytes = 64 * 1024;
 
 export class JsonlSink implements Sink {
   readonly name: string;
-  readonly maxBatchRecords = 1000;
-  readonly lingerMs = 0;
+  readonly maxBatchRecords: number;
+  readonly lingerMs: number;
+  readonly retryPolicy: SinkRetrySettings | undefined;
   private handle: FileHandle | undefined;
 
   constructor(
     readonly path: string,
     private readonly logger?: Logger,
+    delivery: DeliverySettings = jsonlSettingsSchema.parse({}),
   ) {
     this.name = `jsonl:${path}`;
+    ({ maxBatchRecords: this.maxBatchRecords, lingerMs: this.lingerMs, retry: this.retryPolicy } = delivery);
   }
 
   async send(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {

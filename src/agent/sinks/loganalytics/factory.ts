@@ -3,7 +3,7 @@ import type { SinkFactory } from "../sink.js";
 import { logAnalyticsSettingsRules, logAnalyticsSettingsSchema, type LogAnalyticsSettings } from "./settings.js";
 
 export const sinkFactory: SinkFactory<LogAnalyticsSettings> = {
-  type: "loganalytics",
+  section: "loganalytics",
   summary:
     "loganalytics — Azure Monitor Logs Ingestion API (settings: config section `loganalytics`: endpoint, ruleId, …)",
   argument: "none",

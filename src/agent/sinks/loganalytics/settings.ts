@@ -3,7 +3,8 @@
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 import { documented } from "../../util/setting-doc.js";
-import type { SinkRulesInput } from "../sink.js";
+import type { PluginRulesInput } from "../sink.js";
+import { concurrencySetting, deliverySettings, timeoutSetting } from "../delivery-settings.js";
 import { streamName as contractStreamName } from "@sef/contract/stream-schema.js";
 
 /** Most bytes of JSON one Logs Ingestion request may carry before compression (the service limit is 1 MB). */
@@ -40,23 +41,27 @@ export const logAnalyticsSettingsSchema = z.strictObject({
     z._default(z.number().check(z.int(), z.minimum(1024), z.maximum(serviceMaxRequestBytes)), serviceMaxRequestBytes),
     { description: "JSON bytes per request before gzip (the service limit; on the wire it stays ≤ 1 MiB)." },
   ),
-  maxBatchRecords: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100_000)), 10_000), {
-    description: "Records per send, split into as many requests as needed.",
-    unit: "records",
+  ...deliverySettings({
+    maxBatchRecords: 10_000,
+    lingerMs: 1000,
+    batchDescription: "Records per send, split into as many requests as needed.",
   }),
-  lingerMs: documented(z._default(z.number().check(z.int(), z.minimum(0)), 1000), {
-    description: "Wait for a fuller batch of non-urgent records.",
-  }),
-  maxConcurrentRequests: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(16)), 2), {
-    description: "Requests of one send in flight at once.",
+  maxConcurrentRequests: concurrencySetting({
+    default: 2,
+    max: 16,
     unit: "requests",
+    description: "Requests of one send in flight at once.",
   }),
-  maxConcurrentSends: documented(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(8)), 2), {
+  maxConcurrentSends: concurrencySetting({
+    default: 2,
+    max: 8,
+    unit: "sends",
     description:
       "Sends in flight at once while a backlog fills whole batches of `maxBatchRecords` (the next batch is read from the outbox and sent while the previous one is answered; 1 = one at a time).",
-    unit: "sends",
   }),
-  requestTimeoutMs: documented(z._default(z.number().check(z.int(), z.minimum(100)), 30_000), {
+  requestTimeoutMs: timeoutSetting({
+    default: 30_000,
+    min: 100,
     description: "Time limit per request, token included.",
   }),
   staleWarningHours: documented(z._default(z.number().check(z.positive()), 36), {
@@ -70,7 +75,7 @@ export type LogAnalyticsSettings = z.infer<typeof logAnalyticsSettingsSchema>;
 const ruleIdPattern = /^dcr-[0-9a-f]{32}$/i;
 
 /** Cross-field rules of a present section: the DCR's immutable id, a custom stream. */
-export function logAnalyticsSettingsRules({ settings: la }: SinkRulesInput<LogAnalyticsSettings>): string[] {
+export function logAnalyticsSettingsRules({ settings: la }: PluginRulesInput<LogAnalyticsSettings>): string[] {
   if (la === undefined) return [];
   const problems: string[] = [];
   if (!ruleIdPattern.test(la.ruleId))

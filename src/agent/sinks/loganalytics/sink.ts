@@ -5,7 +5,7 @@ import type { LogsIngestionClient } from "@azure/monitor-ingestion";
 import type { Logger } from "pino";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { validateRow } from "@sef/contract/stream-schema.js";
-import { systemClock, type Clock } from "../../util/clock.js";
+import { systemClock, type Clock } from "@sef/runtime/clock.js";
 import { allOutcomes, delivered, rejected, retry, type RetryOutcome, type SendOutcomes, type Sink } from "../sink.js";
 import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { createLogsIngestionClient, type TokenCredential } from "./client.js";
@@ -14,6 +14,7 @@ import { PreEncodedBodies } from "./pre-encoded-body.js";
 import { jsonArrayOf, planRequests, rowFitsRequest } from "./encode.js";
 import { processRulePauses, type RulePauses } from "./rule-pauses.js";
 import type { LogAnalyticsSettings } from "./settings.js";
+import type { SinkRetrySettings } from "../delivery-settings.js";
 
 export { createCredential, type TokenCredential } from "./client.js";
 
@@ -58,6 +59,7 @@ export class LogAnalyticsSink implements Sink {
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
   readonly maxConcurrentSends: number;
+  readonly retryPolicy: SinkRetrySettings | undefined;
   readonly stats: LogAnalyticsSinkStats = {
     requests: 0,
     requestBytes: 0,
@@ -84,6 +86,7 @@ export class LogAnalyticsSink implements Sink {
     this.metrics = options.metrics;
     this.maxBatchRecords = this.settings.maxBatchRecords;
     this.lingerMs = this.settings.lingerMs;
+    this.retryPolicy = this.settings.retry;
     // Log Analytics keeps no order between requests (TimeGenerated orders the rows), so full batches may overlap.
     this.maxConcurrentSends = this.settings.maxConcurrentSends;
     ({ client: this.client, agent: this.agent } = createLogsIngestionClient(

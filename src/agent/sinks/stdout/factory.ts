@@ -4,10 +4,10 @@ import { stdoutSettingsSchema, type StdoutSettings } from "./settings.js";
 import { StdoutSink } from "./sink.js";
 
 export const sinkFactory: SinkFactory<StdoutSettings> = {
-  type: "stdout",
+  section: "stdout",
   summary: "stdout — one JSON record per line on standard output",
   argument: "none",
   settingsSchema: stdoutSettingsSchema,
-  settingsDescription: "The stdout sink takes no settings: the section, when given, is empty.",
-  create: () => new StdoutSink(),
+  settingsDescription: "The stdout sink: the section holds only the shared delivery settings.",
+  create: ({ settings }) => new StdoutSink(process.stdout, settings),
 };

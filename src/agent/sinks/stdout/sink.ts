@@ -3,13 +3,21 @@ import { allOutcomes, delivered, type SendOutcomes, type Sink } from "../sink.js
 import type { OutboxEntry } from "../../delivery/outbox-entry.js";
 import { classifyWriteError } from "./classify.js";
 import { jsonLines } from "./encode.js";
+import { stdoutSettingsSchema } from "./settings.js";
+import type { DeliverySettings, SinkRetrySettings } from "../delivery-settings.js";
 
 export class StdoutSink implements Sink {
   readonly name = "stdout";
-  readonly maxBatchRecords = 500;
-  readonly lingerMs = 0;
+  readonly maxBatchRecords: number;
+  readonly lingerMs: number;
+  readonly retryPolicy: SinkRetrySettings | undefined;
 
-  constructor(private readonly out: NodeJS.WritableStream = process.stdout) {}
+  constructor(
+    private readonly out: NodeJS.WritableStream = process.stdout,
+    delivery: DeliverySettings = stdoutSettingsSchema.parse({}),
+  ) {
+    ({ maxBatchRecords: this.maxBatchRecords, lingerMs: this.lingerMs, retry: this.retryPolicy } = delivery);
+  }
 
   async send(batch: readonly OutboxEntry[]): Promise<SendOutcomes> {
     try {

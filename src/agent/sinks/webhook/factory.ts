@@ -10,7 +10,7 @@ import {
 } from "./settings.js";
 
 export const sinkFactory: SinkFactory<WebhookSettings> = {
-  type: "webhook",
+  section: "webhook",
   summary:
     "webhook[:URL] — POST JSON arrays of records to URL (settings: webhook.url, headers, signature, timeoutMs, …)",
   argument: "optional",

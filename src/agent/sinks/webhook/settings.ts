@@ -2,9 +2,10 @@
 // resolution of header values and the signing secret from the environment.
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
-import type { SinkRulesInput } from "../sink.js";
+import type { PluginRulesInput } from "../sink.js";
 import { documented } from "../../util/setting-doc.js";
 import { SinkConfigError } from "../errors.js";
+import { deliverySettings, timeoutSetting } from "../delivery-settings.js";
 
 export const defaultWebhookTimeoutMs = 10_000;
 export const defaultWebhookMaxBatchRecords = 500;
@@ -49,18 +50,14 @@ export const webhookSettingsSchema = z.strictObject({
     description:
       "Sign or send credential headers over plain `http://` (anyone on the path can read and replay them); off: the agent refuses to start.",
   }),
-  timeoutMs: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookTimeoutMs), {
-    description: "Time limit per request.",
-  }),
-  maxBatchRecords: documented(z._default(z.number().check(z.int(), z.positive()), defaultWebhookMaxBatchRecords), {
-    description: "Records per request; a larger batch is split.",
-    unit: "records",
-  }),
+  timeoutMs: timeoutSetting({ default: defaultWebhookTimeoutMs, min: 1, description: "Time limit per request." }),
   maxBatchBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024)), defaultWebhookMaxBatchBytes), {
     description: "Bytes per request; a larger batch is split, a single larger record is dead-lettered.",
   }),
-  lingerMs: documented(z._default(z.number().check(z.int(), z.nonnegative()), 0), {
-    description: "Wait for more records before sending a non-urgent batch.",
+  ...deliverySettings({
+    maxBatchRecords: defaultWebhookMaxBatchRecords,
+    lingerMs: 0,
+    batchDescription: "Records per request; a larger batch is split.",
   }),
 });
 export type WebhookSettings = z.infer<typeof webhookSettingsSchema>;
@@ -100,7 +97,7 @@ export function webhookSettingsRules({
   inUse,
   argument,
   env,
-}: SinkRulesInput<WebhookSettings>): string[] {
+}: PluginRulesInput<WebhookSettings>): string[] {
   if (!inUse) return [];
   const problems: string[] = [];
   if (argument !== undefined && !/^https?:\/\/[^/\s]+/i.test(argument))

@@ -12,13 +12,14 @@ import {
   type Sink,
 } from "../sink.js";
 import type { OutboxEntry } from "../../delivery/outbox-entry.js";
-import { systemClock, type Clock } from "../../util/clock.js";
+import { systemClock, type Clock } from "@sef/runtime/clock.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { resolveHeaders, resolveSecret, type WebhookSettings } from "./settings.js";
 import { planChunks, encodeBody, signBody } from "./encode.js";
 import { createWebhookDispatcher, firstHeader, readCapped } from "./client.js";
 import { classifyResponse, clipBody, maxRedirectHops, redirectTarget } from "./classify.js";
 import { SinkConfigError } from "../errors.js";
+import type { SinkRetrySettings } from "../delivery-settings.js";
 
 export interface WebhookSinkOptions {
   url: string;
@@ -30,6 +31,8 @@ export interface WebhookSinkOptions {
   maxBatchRecords: number;
   maxBatchBytes: number;
   lingerMs: number;
+  /** The sink's own retry policy (its section's `retry`). */
+  retryPolicy?: SinkRetrySettings | undefined;
   agentVersion: string;
   logger: Logger;
   clock?: Clock;
@@ -47,6 +50,7 @@ export class WebhookSink implements Sink {
   readonly name = "webhook";
   readonly maxBatchRecords: number;
   readonly lingerMs: number;
+  readonly retryPolicy: SinkRetrySettings | undefined;
   private readonly clock: Clock;
   private readonly ownAgent: Agent | undefined;
   private readonly dispatcher: Dispatcher;
@@ -54,6 +58,7 @@ export class WebhookSink implements Sink {
   constructor(private readonly options: WebhookSinkOptions) {
     this.maxBatchRecords = options.maxBatchRecords;
     this.lingerMs = options.lingerMs;
+    this.retryPolicy = options.retryPolicy;
     this.clock = options.clock ?? systemClock;
     this.ownAgent = options.dispatcher ? undefined : createWebhookDispatcher(options.timeoutMs);
     this.dispatcher = options.dispatcher ?? this.ownAgent!;
@@ -222,6 +227,7 @@ export function createWebhookSink(input: CreateWebhookSinkInput): WebhookSink {
     maxBatchRecords: settings.maxBatchRecords,
     maxBatchBytes: settings.maxBatchBytes,
     lingerMs: settings.lingerMs,
+    retryPolicy: settings.retry,
     agentVersion: input.agentVersion,
     logger: input.logger,
     ...(input.clock ? { clock: input.clock } : {}),

@@ -9,7 +9,7 @@ import type { TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { listen } from "../../support/listen.js";
+import { listen } from "@sef/runtime/listen.js";
 import { silentLogger } from "../../support/logger.js";
 import type { ApiRequest, ApiResponse, Cluster } from "./api.js";
 import { DisruptionBudgets } from "./budgets.js";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { gunzip as gunzipCallback } from "node:zlib";
 import type { Logger } from "pino";
-import { listen } from "../../support/listen.js";
+import { listen } from "@sef/runtime/listen.js";
 import { streamColumns, streamName as contractStreamName } from "@sef/contract/stream-schema.js";
 import { silentLogger } from "../../support/logger.js";
 import { verifyLocalToken } from "../local-tokens.js";

@@ -5,7 +5,7 @@
 // 429/5xx/timeouts on demand.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { listen } from "../../support/listen.js";
+import { listen } from "@sef/runtime/listen.js";
 
 export type NotifyKind = "teams" | "slack" | "pagerduty" | "webhook";
 
