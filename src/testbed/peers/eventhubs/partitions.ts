@@ -182,26 +182,39 @@ export function checkSendLink(peer: Peer, context: EventContext): void {
   const address = String(receiver.target?.address ?? "");
   const node = nodeOf(peer, address);
   if (node.kind === "cbs" || node.kind === "management") return;
-  if (node.kind !== "hub") {
-    receiver.close({
-      condition: "amqp:not-found",
-      description: `The messaging entity '${address}' could not be found.`,
-    });
-    return;
-  }
+  const refusal = node.kind === "hub" ? accessRefusal(peer, context, address, node) : notFound(address);
+  if (refusal) receiver.close(refusal);
+}
+
+interface LinkRefusal {
+  condition: string;
+  description: string;
+}
+
+function notFound(address: string): LinkRefusal {
+  return { condition: "amqp:not-found", description: `The messaging entity '${address}' could not be found.` };
+}
+
+/** Why the service refuses a link to an entity it has: a partition it has not, or no token put for it. */
+function accessRefusal(
+  peer: Peer,
+  context: EventContext,
+  address: string,
+  node: { entityPath: string; partitionId: string | undefined },
+): LinkRefusal | undefined {
   if (node.partitionId !== undefined && !peer.store.hasPartition(node.partitionId)) {
-    receiver.close({
+    return {
       condition: "com.microsoft:argument-out-of-range",
       description: `The specified partition '${node.partitionId}' is invalid.`,
-    });
-    return;
+    };
   }
   if (!isAuthorized(peer, context.connection, node.entityPath)) {
-    receiver.close({
+    return {
       condition: "amqp:unauthorized-access",
       description: `Unauthorized access to '${address}': put a valid token first.`,
-    });
+    };
   }
+  return undefined;
 }
 
 /** A client receiver attached (we send on it): a `$cbs`/`$management` reply link, or a partition reader. */
@@ -213,21 +226,12 @@ export function openReader(peer: Peer, context: EventContext): void {
   const node = nodeOf(peer, address);
   if (node.kind === "cbs" || node.kind === "management") return;
   if (node.kind !== "consumer" || !peer.consumerGroups.has(node.consumerGroup.toLowerCase())) {
-    sender.close({ condition: "amqp:not-found", description: `The messaging entity '${address}' could not be found.` });
+    sender.close(notFound(address));
     return;
   }
-  if (!peer.store.hasPartition(node.partitionId)) {
-    sender.close({
-      condition: "com.microsoft:argument-out-of-range",
-      description: `The specified partition '${node.partitionId}' is invalid.`,
-    });
-    return;
-  }
-  if (!isAuthorized(peer, context.connection, node.entityPath)) {
-    sender.close({
-      condition: "amqp:unauthorized-access",
-      description: `Unauthorized access to '${address}': put a valid token first.`,
-    });
+  const refusal = accessRefusal(peer, context, address, node);
+  if (refusal) {
+    sender.close(refusal);
     return;
   }
   const filter = (sender.source as { filter?: Record<string, { value?: unknown } | string> } | undefined)?.filter;
