@@ -6,6 +6,7 @@ import type { StoredEvent } from "./store.js";
 import { parseSelector, startIndex, type StartPosition } from "./selector.js";
 import { accepted } from "./settle-apart.js";
 import { isAuthorized } from "./cbs.js";
+import type { NodeAddress } from "./addresses.js";
 import {
   destroyConnection,
   nodeOf,
@@ -177,13 +178,27 @@ export function pump(peer: Peer, stream: ReceiverStream): void {
 /** A client sender attached (we receive on it): only this hub, an existing partition, and with a token. */
 export function checkSendLink(peer: Peer, context: EventContext): void {
   const receiver = context.receiver as Receiver;
-  receiver.set_source(receiver.source);
-  receiver.set_target(receiver.target);
-  const address = String(receiver.target?.address ?? "");
-  const node = nodeOf(peer, address);
-  if (node.kind === "cbs" || node.kind === "management") return;
+  const attached = attachedNode(peer, receiver, "target");
+  if (!attached) return;
+  const { address, node } = attached;
   const refusal = node.kind === "hub" ? accessRefusal(peer, context, address, node) : notFound(address);
   if (refusal) receiver.close(refusal);
+}
+
+/**
+ * Echoes an attaching link's source and target and names the node its `terminus` addresses; undefined for `$cbs` and
+ * `$management` links, which their own modules serve.
+ */
+function attachedNode(
+  peer: Peer,
+  link: Sender | Receiver,
+  terminus: "source" | "target",
+): { address: string; node: Exclude<NodeAddress, { kind: "cbs" | "management" }> } | undefined {
+  link.set_source(link.source);
+  link.set_target(link.target);
+  const address = String(link[terminus]?.address ?? "");
+  const node = nodeOf(peer, address);
+  return node.kind === "cbs" || node.kind === "management" ? undefined : { address, node };
 }
 
 interface LinkRefusal {
@@ -220,11 +235,9 @@ function accessRefusal(
 /** A client receiver attached (we send on it): a `$cbs`/`$management` reply link, or a partition reader. */
 export function openReader(peer: Peer, context: EventContext): void {
   const sender = context.sender as Sender;
-  sender.set_source(sender.source);
-  sender.set_target(sender.target);
-  const address = String(sender.source?.address ?? "");
-  const node = nodeOf(peer, address);
-  if (node.kind === "cbs" || node.kind === "management") return;
+  const attached = attachedNode(peer, sender, "source");
+  if (!attached) return;
+  const { address, node } = attached;
   if (node.kind !== "consumer" || !peer.consumerGroups.has(node.consumerGroup.toLowerCase())) {
     sender.close(notFound(address));
     return;
