@@ -38,6 +38,9 @@ export interface AgentMetricsOptions {
   processMetrics?: boolean;
 }
 
+/** A metric's name, help and label names, and `collect` (run at each scrape) for one whose value is kept elsewhere. */
+type MetricArgs<L extends string> = [name: string, help: string, labelNames?: readonly L[], collect?: () => void];
+
 export class AgentMetrics {
   readonly registry = new Registry();
 
@@ -87,32 +90,31 @@ export class AgentMetrics {
     }
   }
 
-  readonly polls: Counter<"outcome"> = new Counter({
-    name: "sef_polls_total",
-    help: "IMDS scheduled-events polls by outcome",
-    labelNames: ["outcome"] as const,
-    registers: [this.registry],
-    collect: () => {
+  readonly polls: Counter<"outcome"> = this.counter(
+    "sef_polls_total",
+    "IMDS scheduled-events polls by outcome",
+    ["outcome"],
+    () => {
       const outcomes = this.source?.outcomes;
       if (outcomes) for (const outcome of pollOutcomes) setCounter(this.polls, { outcome }, outcomes[outcome]);
     },
-  });
-  readonly notModified: Counter = new Counter({
-    name: "sef_imds_not_modified_total",
-    help: "Scheduled-events polls IMDS answered 304 Not Modified (If-None-Match matched the last ETag)",
-    registers: [this.registry],
-    collect: () => {
+  );
+  readonly notModified: Counter = this.counter(
+    "sef_imds_not_modified_total",
+    "Scheduled-events polls IMDS answered 304 Not Modified (If-None-Match matched the last ETag)",
+    [],
+    () => {
       if (this.source) setCounter(this.notModified, {}, this.source.conditional().notModified);
     },
-  });
-  readonly unchangedBodies: Counter = new Counter({
-    name: "sef_imds_unchanged_bodies_total",
-    help: "Scheduled-events polls answered 200 with the same body as the last one (not parsed again)",
-    registers: [this.registry],
-    collect: () => {
+  );
+  readonly unchangedBodies: Counter = this.counter(
+    "sef_imds_unchanged_bodies_total",
+    "Scheduled-events polls answered 200 with the same body as the last one (not parsed again)",
+    [],
+    () => {
       if (this.source) setCounter(this.unchangedBodies, {}, this.source.conditional().unchangedBodies);
     },
-  });
+  );
   /** Poll latencies not yet in the histogram: a poll a second appends a number, the scrape (or a full list) observes them. */
   private readonly pendingPollSeconds: number[] = [];
   readonly pollLatency: Histogram = new Histogram({
@@ -122,15 +124,15 @@ export class AgentMetrics {
     registers: [this.registry],
     collect: () => this.flushPollLatencies(),
   });
-  readonly lastGoodPollTimestamp: Gauge = new Gauge({
-    name: "sef_last_good_poll_timestamp_seconds",
-    help: "Unix time of the last successful poll",
-    registers: [this.registry],
-    collect: () => {
+  readonly lastGoodPollTimestamp: Gauge = this.gauge(
+    "sef_last_good_poll_timestamp_seconds",
+    "Unix time of the last successful poll",
+    [],
+    () => {
       const wallMs = this.source?.lastGoodPollWallMs();
       if (wallMs !== undefined && wallMs !== null) this.lastGoodPollTimestamp.set(wallMs / 1000);
     },
-  });
+  );
   readonly lastGoodPollAge = this.gauge(
     "sef_last_good_poll_age_seconds",
     "Seconds since the last successful poll (-1 before the first)",
@@ -140,26 +142,25 @@ export class AgentMetrics {
     "Events IMDS listed that could not be read (each distinct one counted once), by reason",
     ["reason"],
   );
-  readonly incarnation: Gauge = new Gauge({
-    name: "sef_document_incarnation",
-    help: "DocumentIncarnation of the last processed document",
-    registers: [this.registry],
-    collect: () => {
+  readonly incarnation: Gauge = this.gauge(
+    "sef_document_incarnation",
+    "DocumentIncarnation of the last processed document",
+    [],
+    () => {
       const incarnation = this.source?.incarnation();
       if (incarnation !== undefined && incarnation !== null) this.incarnation.set(incarnation);
     },
-  });
-  readonly eventsByStatus: Gauge<"status"> = new Gauge({
-    name: "sef_events",
-    help: "Events currently known, by status",
-    labelNames: ["status"] as const,
-    registers: [this.registry],
-    collect: () => {
+  );
+  readonly eventsByStatus: Gauge<"status"> = this.gauge(
+    "sef_events",
+    "Events currently known, by status",
+    ["status"],
+    () => {
       if (this.source)
         for (const status of ["Scheduled", "Started"] as const)
           this.eventsByStatus.set({ status }, this.source.eventsWithStatus(status));
     },
-  });
+  );
   readonly recordsWritten = this.counter("sef_records_total", "Records appended to the outbox, by type", ["type"]);
   readonly outboxDepth = this.gauge("sef_outbox_depth", "Records not yet delivered, per sink", ["sink"]);
   readonly outboxOldestAge = this.gauge(
@@ -210,14 +211,18 @@ export class AgentMetrics {
     ["direction"],
   );
 
-  /** A counter of this registry, with no `collect` (written as things happen). */
-  private counter<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
-    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  /** A counter of this registry (see `MetricArgs`). */
+  private counter<L extends string = never>(...args: MetricArgs<L>): Counter<L> {
+    return new Counter(this.configuration(...args));
   }
 
-  /** A gauge of this registry, with no `collect` (set as things happen). */
-  private gauge<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
-    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  /** A gauge of this registry (see `MetricArgs`). */
+  private gauge<L extends string = never>(...args: MetricArgs<L>): Gauge<L> {
+    return new Gauge(this.configuration(...args));
+  }
+
+  private configuration<L extends string>(...[name, help, labelNames = [], collect]: MetricArgs<L>) {
+    return { name, help, labelNames, registers: [this.registry], ...(collect && { collect }) };
   }
 
   /** Sets the parked gauges from the parked sinks' pending counts (both 0 when no sink is parked: series from the start). */
