@@ -1,6 +1,7 @@
 // The record contract (v1): the one source of truth for the shape every consumer sees.
 // Table schemas, the DCR stream declaration, the ingestion peer's validation, the record validator (the fleet's input)
-// and the docs derive from `recordColumns`.
+// and the docs derive from `recordColumns`; every record is made by `buildRecord`, which alone sets the common fields.
+import { recordSource } from "./record-id.js";
 
 /** Column types, named as in a data collection rule stream declaration. */
 export type ColumnType = "string" | "int" | "long" | "real" | "boolean" | "datetime" | "dynamic";
@@ -159,6 +160,19 @@ export const unknownVmIdentity: VmIdentity = {
   Tags: {},
 };
 
+/**
+ * The fields every record carries whatever its kind, set by `buildRecord` and by nothing else: which record it is,
+ * when it was observed, where it comes from (the VM and this installation) and the agent's version.
+ */
+export interface RecordEnvelope extends RecordIdentity {
+  RecordId: string;
+  RecordType: RecordType;
+  TimeGenerated: string;
+  /** The observation time again: Log Analytics never rewrites it (TimeGenerated older than 2 days it does). */
+  ObservedAt: string;
+  AgentVersion: string;
+}
+
 /** The event fields a transition record carries, normalized from any api-version. */
 export interface EventFields {
   EventId: string;
@@ -171,18 +185,13 @@ export interface EventFields {
   DurationInSeconds: number;
 }
 
-export interface TransitionRecord extends EventFields, RecordIdentity {
-  RecordId: string;
+export interface TransitionRecord extends EventFields, RecordEnvelope {
   RecordType: "Transition";
-  TimeGenerated: string;
-  /** The observation time again: Log Analytics never rewrites it (TimeGenerated older than 2 days it does). */
-  ObservedAt: string;
   EventStatus: EventStatus;
   PreviousStatus: EventStatus | "";
   DocumentIncarnation: number;
   AffectsThisVm: boolean;
   ObservationGap: boolean;
-  AgentVersion: string;
 }
 
 /**
@@ -205,10 +214,8 @@ export type MalformedEventReason = (typeof malformedEventReasons)[number];
  * An event IMDS listed that the agent cannot read (e.g. `Resources` as a string): forwarded, not dropped, so consumers
  * and alerts see it. Fields are copied when they have the right type, else left empty; `Detail` keeps the raw event.
  */
-export interface MalformedEventRecord extends RecordIdentity {
-  RecordId: string;
+export interface MalformedEventRecord extends RecordEnvelope {
   RecordType: "MalformedEvent";
-  TimeGenerated: string;
   /** The raw EventId when it is a string, else "". */
   EventId: string;
   /** The raw EventStatus when it is a string (it may be a value IMDS never documented), else "". */
@@ -225,25 +232,17 @@ export interface MalformedEventRecord extends RecordIdentity {
   Outcome: string;
   /** JSON: `{"problem": "Events[0]: Resources is not an array of strings: ...", "event": <the raw event>}`. */
   Detail: string;
-  AgentVersion: string;
 }
 
-export interface HeartbeatRecord extends RecordIdentity {
-  RecordId: string;
+export interface HeartbeatRecord extends RecordEnvelope {
   RecordType: "Heartbeat";
-  TimeGenerated: string;
-  ObservedAt: string;
-  AgentVersion: string;
   /** Only on the goodbye: the agent stops (clean shutdown) or this VM is about to go (its Terminate or Preempt). */
   Outcome?: "Stopping";
   Detail: string;
 }
 
-export interface ApprovalRecord extends RecordIdentity {
-  RecordId: string;
+export interface ApprovalRecord extends RecordEnvelope {
   RecordType: "Approval";
-  TimeGenerated: string;
-  ObservedAt: string;
   EventId: string;
   EventType: string;
   EventStatus: EventStatus;
@@ -251,14 +250,10 @@ export interface ApprovalRecord extends RecordIdentity {
   Outcome: "Approved" | "Failed" | "DryRun" | "Interrupted";
   HttpStatus: number;
   Detail: string;
-  AgentVersion: string;
 }
 
-export interface HookRecord extends RecordIdentity {
-  RecordId: string;
+export interface HookRecord extends RecordEnvelope {
   RecordType: "Hook";
-  TimeGenerated: string;
-  ObservedAt: string;
   EventId: string;
   EventType: string;
   EventStatus: EventStatus;
@@ -266,7 +261,6 @@ export interface HookRecord extends RecordIdentity {
   ExitCode: number;
   ElapsedMs: number;
   Detail: string;
-  AgentVersion: string;
 }
 
 /** What a Kubernetes record reports: the step the kubernetes action took on this VM's node for an event. */
@@ -289,11 +283,8 @@ export type KubernetesOutcome = (typeof kubernetesOutcomes)[number];
  * One step of the kubernetes action on this VM's node. `Detail` is JSON: `{node, policy, step, podsEvicted,
  * podsBlockedByPdb, pdbHeldSeconds, podsLeft, ...}` (see src/actions/kubernetes/README.md).
  */
-export interface KubernetesRecord extends RecordIdentity {
-  RecordId: string;
+export interface KubernetesRecord extends RecordEnvelope {
   RecordType: "Kubernetes";
-  TimeGenerated: string;
-  ObservedAt: string;
   EventId: string;
   EventType: string;
   EventStatus: EventStatus;
@@ -302,7 +293,6 @@ export interface KubernetesRecord extends RecordIdentity {
   HttpStatus: number;
   ElapsedMs: number;
   Detail: string;
-  AgentVersion: string;
 }
 
 /** Any record the agent writes to its outbox. */
@@ -316,3 +306,57 @@ export const transitionFieldNames: readonly string[] = recordColumns
     recordColumns.findIndex((c) => c.name === "Outcome"),
   )
   .map((c) => c.name);
+
+/** Where a record comes from: the VM and this installation, and the version of the agent writing it. */
+export interface RecordOrigin {
+  /** Its identity fields alone are taken (a transition record or a larger object may be given). */
+  vm: RecordIdentity;
+  agentVersion: string;
+}
+
+/** What a producer gives for a record of kind `R`: the kind's own fields and its RecordType, no common field. */
+export type RecordFields<R extends SefRecord> = Omit<R, Exclude<keyof RecordEnvelope, "RecordType">>;
+
+/** How a kind makes its RecordId, from `recordSource` of the identity and the record's TimeGenerated. */
+export type RecordIdMaker = (source: string, timeGenerated: string) => string;
+
+/**
+ * Every record the agent writes, of any kind: the common fields (`RecordEnvelope`) from `origin` and the observation
+ * time, the kind's own `fields` from its producer. A new common field is set here and nowhere else (README.md).
+ */
+export function buildRecord<R extends SefRecord>(
+  origin: RecordOrigin,
+  observedAtMs: number,
+  recordId: RecordIdMaker,
+  fields: RecordFields<R>,
+): R {
+  const identity = recordIdentity(origin.vm);
+  const time = new Date(observedAtMs).toISOString();
+  // Before the kind's fields and after them: the order of the table's columns for transitions.
+  const head = {
+    RecordId: recordId(recordSource(identity), time),
+    RecordType: fields.RecordType,
+    TimeGenerated: time,
+    ObservedAt: time,
+  };
+  const tail = { ...identity, AgentVersion: origin.agentVersion };
+  return { ...head, ...fields, ...tail } satisfies RecordEnvelope as unknown as R;
+}
+
+/** The identity fields of `source` alone; Tags `{}` when it lacks them (a record of an older agent). */
+export function recordIdentity(source: RecordIdentity): RecordIdentity {
+  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, Tags, AgentId } =
+    source;
+  return {
+    VmName,
+    VmId,
+    VmResourceId,
+    SubscriptionId,
+    ResourceGroup,
+    Location,
+    VmScaleSetName,
+    Zone,
+    Tags: Tags ?? {},
+    AgentId,
+  };
+}

@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { nextWorkerMessage } from "./worker-messages.js";
 import { unknownVmIdentity } from "../../src/contract/record.js";
-import { heartbeatRecord } from "../../src/agent/observability/heartbeat.js";
+import { heartbeatRecord } from "../../src/contract/heartbeat-record.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import {
   createProducerClient,
@@ -172,7 +172,7 @@ export async function benchEventHubsFleet(options: FleetOptions): Promise<FleetF
     for (let k = 0; k < sendsPerInstance; k++) {
       const dueMs = start + offsetMs + k * intervalMs;
       await new Promise((r) => setTimeout(r, Math.max(0, dueMs - performance.now())));
-      const record = heartbeatRecord(vm, Date.now(), { k }, "bench");
+      const record = heartbeatRecord({ vm, agentVersion: "bench" }, Date.now(), { k });
       const entry: OutboxEntry = { seq: k + 1, record, json: JSON.stringify(record) };
       sent++;
       const wasOpen = producer.isOpen;

@@ -8,7 +8,7 @@ import {
   type SefRecord,
   type TransitionRecord,
 } from "../../src/contract/record.js";
-import { heartbeatRecord } from "../../src/agent/observability/heartbeat.js";
+import { heartbeatRecord } from "../../src/contract/heartbeat-record.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import {
   createEventHubsSink,
@@ -40,12 +40,13 @@ export function transition(eventId: string, status: EventStatus, index: number, 
 
 /** A Heartbeat record as the agent builds it (no EventId: its partition key falls back to the VmId). */
 export function heartbeat(index: number): HeartbeatRecord {
-  return heartbeatRecord(
-    { ...unknownVmIdentity, VmName: "web-vmss_3", VmId: vmId, AgentId: "00000000-0000-4000-8000-000000000001" },
-    1_700_000_000_000 + index,
-    {},
-    "0.1.0",
-  );
+  const vm = {
+    ...unknownVmIdentity,
+    VmName: "web-vmss_3",
+    VmId: vmId,
+    AgentId: "00000000-0000-4000-8000-000000000001",
+  };
+  return heartbeatRecord({ vm, agentVersion: "0.1.0" }, 1_700_000_000_000 + index, {});
 }
 
 export function entries(records: readonly SefRecord[], firstSeq = 1): OutboxEntry[] {

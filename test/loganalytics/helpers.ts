@@ -116,6 +116,7 @@ export function oneRecordOfEachType(): SefRecord[] {
     RecordId: deterministicUuid("MalformedEvent", vm.VmId, "EVT-BAD"),
     RecordType: "MalformedEvent",
     TimeGenerated: "2024-05-01T12:00:00.000Z",
+    ObservedAt: "2024-05-01T12:00:00.000Z",
     EventId: "EVT-BAD",
     EventStatus: "Scheduled",
     EventType: "Reboot",

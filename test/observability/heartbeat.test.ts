@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  departureSignal,
-  goodbyeHeartbeatRecord,
-  heartbeatRecord,
-  startHeartbeats,
-} from "../../src/agent/observability/heartbeat.js";
+import { departureSignal, startHeartbeats } from "../../src/agent/observability/heartbeat.js";
+import { goodbyeHeartbeatRecord, heartbeatRecord } from "../../src/contract/heartbeat-record.js";
 import type { HeartbeatRecord } from "../../src/contract/record.js";
 import { deterministicUuid, recordSource } from "../../src/contract/record-id.js";
 import { FakeClock } from "../helpers/fake-clock.js";
@@ -14,7 +10,10 @@ const t0 = Date.UTC(2024, 0, 1, 0, 0, 0);
 
 describe("heartbeatRecord", () => {
   it("builds a Heartbeat record with stats as JSON Detail and a deterministic id", () => {
-    const record = heartbeatRecord({ ...vm, extra: "x" } as typeof vm, t0, { polls: 10, outboxDepth: 2 }, "1.2.3");
+    const record = heartbeatRecord({ vm: { ...vm, extra: "x" } as typeof vm, agentVersion: "1.2.3" }, t0, {
+      polls: 10,
+      outboxDepth: 2,
+    });
     expect(record).toEqual({
       ...vm,
       RecordId: deterministicUuid(recordSource(vm), "Heartbeat", "2024-01-01T00:00:00.000Z"),
@@ -24,8 +23,8 @@ describe("heartbeatRecord", () => {
       AgentVersion: "1.2.3",
       Detail: '{"polls":10,"outboxDepth":2}',
     });
-    expect(heartbeatRecord(vm, t0, {}, "1").RecordId).toBe(record.RecordId);
-    expect(heartbeatRecord(vm, t0 + 1, {}, "1").RecordId).not.toBe(record.RecordId);
+    expect(heartbeatRecord({ vm, agentVersion: "1" }, t0, {}).RecordId).toBe(record.RecordId);
+    expect(heartbeatRecord({ vm, agentVersion: "1" }, t0 + 1, {}).RecordId).not.toBe(record.RecordId);
   });
 });
 
@@ -127,7 +126,7 @@ describe("startHeartbeats", () => {
 
 describe("the goodbye heartbeat", () => {
   it("is a Heartbeat with Outcome Stopping, the reason and stats in Detail, and its own deterministic id", () => {
-    const record = goodbyeHeartbeatRecord(vm, t0, "shutdown", { polls: 3 }, "1.2.3");
+    const record = goodbyeHeartbeatRecord({ vm, agentVersion: "1.2.3" }, t0, "shutdown", { polls: 3 });
     expect(record).toMatchObject({
       RecordType: "Heartbeat",
       Outcome: "Stopping",
@@ -136,8 +135,8 @@ describe("the goodbye heartbeat", () => {
     });
     expect(JSON.parse(record.Detail)).toEqual({ state: "Stopping", reason: "shutdown", polls: 3 });
     expect(record.RecordId).toBe(deterministicUuid(recordSource(vm), "HeartbeatStopping", "2024-01-01T00:00:00.000Z"));
-    expect(record.RecordId).not.toBe(heartbeatRecord(vm, t0, {}, "1.2.3").RecordId);
-    expect(heartbeatRecord(vm, t0, {}, "1").Outcome).toBeUndefined();
+    expect(record.RecordId).not.toBe(heartbeatRecord({ vm, agentVersion: "1.2.3" }, t0, {}).RecordId);
+    expect(heartbeatRecord({ vm, agentVersion: "1" }, t0, {}).Outcome).toBeUndefined();
   });
 
   it("is triggered by this VM's own Terminate or Preempt (Scheduled or Started) and undone by its Canceled", () => {

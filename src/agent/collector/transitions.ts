@@ -2,14 +2,15 @@
 // Pure: no I/O, no clock; time, identity and the previous state come in as arguments.
 import { codeUnitOrder } from "../util/code-unit-order.js";
 import { hash } from "node:crypto";
-import type {
-  EventFields,
-  EventStatus,
-  MalformedEventRecord,
-  RecordIdentity,
-  TransitionRecord,
+import {
+  buildRecord,
+  type EventFields,
+  type EventStatus,
+  type MalformedEventRecord,
+  type RecordIdentity,
+  type TransitionRecord,
 } from "@sef/contract/record.js";
-import { deterministicUuid, recordSource, transitionRecordId } from "@sef/contract/record-id.js";
+import { deterministicUuid, transitionRecordId } from "@sef/contract/record-id.js";
 import {
   normalizeResourceName,
   type ScheduledEventsDocument,
@@ -150,7 +151,7 @@ function documentMoves(
   const move = (fields: EventFields, status: EventStatus, previous: EventStatus | ""): void => {
     records.push({
       key: emittedKey(fields.EventId, status),
-      record: buildRecord(fields, status, previous, doc.DocumentIncarnation, gap, ctx),
+      record: transitionRecord(fields, status, previous, doc.DocumentIncarnation, gap, ctx),
       endedMs: null,
     });
   };
@@ -266,7 +267,7 @@ export function emittedToRecall(prev: CollectorState, doc: ScheduledEventsDocume
   return { eventIds: [...eventIds].filter((id) => !prev.events.has(id)), keys };
 }
 
-function buildRecord(
+function transitionRecord(
   fields: EventFields,
   status: EventStatus,
   previous: EventStatus | "",
@@ -274,12 +275,8 @@ function buildRecord(
   gap: boolean,
   ctx: CollectContext,
 ): TransitionRecord {
-  const observedAt = new Date(ctx.nowMs).toISOString();
-  return {
-    RecordId: transitionRecordId(recordSource(ctx.vm), fields.EventId, status),
+  return buildRecord<TransitionRecord>(ctx, ctx.nowMs, (source) => transitionRecordId(source, fields.EventId, status), {
     RecordType: "Transition",
-    TimeGenerated: observedAt,
-    ObservedAt: observedAt,
     EventId: fields.EventId,
     EventStatus: status,
     PreviousStatus: previous,
@@ -293,9 +290,7 @@ function buildRecord(
     DocumentIncarnation: incarnation,
     AffectsThisVm: affectsVm(fields.Resources, ctx.vm.VmName),
     ObservationGap: gap,
-    ...ctx.vm,
-    AgentVersion: ctx.agentVersion,
-  };
+  });
 }
 
 function buildMalformedRecord(
@@ -311,10 +306,9 @@ function buildMalformedRecord(
     Array.isArray(raw.Resources) && raw.Resources.every((r) => typeof r === "string")
       ? (raw.Resources as string[]).map(normalizeResourceName)
       : [];
-  return {
-    RecordId: deterministicUuid("MalformedEvent", recordSource(ctx.vm), key),
+  const recordId = (source: string): string => deterministicUuid("MalformedEvent", source, key);
+  return buildRecord<MalformedEventRecord>(ctx, ctx.nowMs, recordId, {
     RecordType: "MalformedEvent",
-    TimeGenerated: new Date(ctx.nowMs).toISOString(),
     EventId: m.eventId ?? "",
     EventStatus: text("EventStatus"),
     EventType: text("EventType"),
@@ -324,9 +318,7 @@ function buildMalformedRecord(
     EventSource: text("EventSource"),
     DocumentIncarnation: incarnation,
     AffectsThisVm: affectsVm(resources, ctx.vm.VmName),
-    ...ctx.vm,
     Outcome: m.reason,
     Detail: JSON.stringify({ problem: m.problem, event: m.raw }),
-    AgentVersion: ctx.agentVersion,
-  };
+  });
 }

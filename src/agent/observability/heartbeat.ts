@@ -1,50 +1,12 @@
-// Heartbeats: a periodic Heartbeat record proving the agent is alive and watching, with its statistics in Detail, and a
-// goodbye (Outcome "Stopping") when it stops cleanly or its VM is about to go. Records and triggers are pure;
-// `startHeartbeats` is a small drift-free scheduler on an injected clock.
+// Heartbeats: when a Heartbeat record (built in the contract, heartbeat-record.ts) is written: periodically, and a
+// goodbye when the agent stops cleanly or its VM is about to go. Triggers are pure; `startHeartbeats` is a small
+// drift-free scheduler on an injected clock.
 import type { Logger } from "pino";
-import type { HeartbeatRecord, RecordIdentity, TransitionRecord } from "@sef/contract/record.js";
-import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
+import type { HeartbeatRecord, RecordIdentity, RecordOrigin, TransitionRecord } from "@sef/contract/record.js";
+import { goodbyeHeartbeatRecord, heartbeatRecord } from "@sef/contract/heartbeat-record.js";
 import type { Clock } from "@sef/runtime/clock.js";
 
 export const defaultHeartbeatIntervalMs = 15 * 60_000;
-
-/** A Heartbeat record at `nowMs`; RecordId is deterministic from (AgentId, VmId, "Heartbeat", TimeGenerated); `stats` go into Detail as JSON. */
-export function heartbeatRecord(
-  vm: RecordIdentity,
-  nowMs: number,
-  stats: object,
-  agentVersion: string,
-): HeartbeatRecord {
-  const timeGenerated = new Date(nowMs).toISOString();
-  return {
-    ...pickVm(vm),
-    RecordId: deterministicUuid(recordSource(vm), "Heartbeat", timeGenerated),
-    RecordType: "Heartbeat",
-    TimeGenerated: timeGenerated,
-    ObservedAt: timeGenerated,
-    AgentVersion: agentVersion,
-    Detail: JSON.stringify(stats),
-  };
-}
-
-/**
- * The goodbye: a Heartbeat with Outcome "Stopping" and `{ state: "Stopping", reason, ...stats }` in Detail, so the
- * silent-agent query leaves the VM out. RecordId is deterministic from (VmId, "HeartbeatStopping", TimeGenerated).
- */
-export function goodbyeHeartbeatRecord(
-  vm: RecordIdentity,
-  nowMs: number,
-  reason: string,
-  stats: object,
-  agentVersion: string,
-): HeartbeatRecord {
-  const timeGenerated = new Date(nowMs).toISOString();
-  return {
-    ...heartbeatRecord(vm, nowMs, { state: "Stopping", reason, ...stats }, agentVersion),
-    RecordId: deterministicUuid(recordSource(vm), "HeartbeatStopping", timeGenerated),
-    Outcome: "Stopping",
-  };
-}
 
 /** Event types after which this VM is gone (deleted, or a Spot VM evicted). */
 const departingEventTypes: ReadonlySet<string> = new Set(["Terminate", "Preempt"]);
@@ -64,23 +26,6 @@ export function departureSignal(
     else if (r.EventStatus === "Canceled") signal = { kind: "resume", reason };
   }
   return signal;
-}
-
-function pickVm(vm: RecordIdentity): RecordIdentity {
-  const { VmName, VmId, VmResourceId, SubscriptionId, ResourceGroup, Location, VmScaleSetName, Zone, Tags, AgentId } =
-    vm;
-  return {
-    VmName,
-    VmId,
-    VmResourceId,
-    SubscriptionId,
-    ResourceGroup,
-    Location,
-    VmScaleSetName,
-    Zone,
-    Tags: Tags ?? {},
-    AgentId,
-  };
 }
 
 export interface HeartbeatOptions {
@@ -112,7 +57,10 @@ export function startHeartbeats(options: HeartbeatOptions): HeartbeatHandle {
   const { clock, intervalMs } = options;
   const stopped = new AbortController();
   let paused = false;
-  const vmNow = (): RecordIdentity => (typeof options.vm === "function" ? options.vm() : options.vm);
+  const origin = (): RecordOrigin => ({
+    vm: typeof options.vm === "function" ? options.vm() : options.vm,
+    agentVersion: options.agentVersion,
+  });
   const write = async (build: (stats: object) => HeartbeatRecord): Promise<void> => {
     try {
       await options.emit(build(await options.stats()));
@@ -120,11 +68,10 @@ export function startHeartbeats(options: HeartbeatOptions): HeartbeatHandle {
       options.logger?.warn({ err }, "heartbeat could not be written");
     }
   };
-  const beat = (): Promise<void> =>
-    write((stats) => heartbeatRecord(vmNow(), clock.now(), stats, options.agentVersion));
+  const beat = (): Promise<void> => write((stats) => heartbeatRecord(origin(), clock.now(), stats));
   const sayGoodbye = (reason: string): Promise<void> => {
     options.logger?.info({ reason }, "writing the goodbye heartbeat");
-    return write((stats) => goodbyeHeartbeatRecord(vmNow(), clock.now(), reason, stats, options.agentVersion));
+    return write((stats) => goodbyeHeartbeatRecord(origin(), clock.now(), reason, stats));
   };
   const loop = (async () => {
     // The grid is on the monotonic clock (a wall step neither bursts nor stalls beats); TimeGenerated is wall time.

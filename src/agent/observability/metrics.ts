@@ -38,6 +38,9 @@ export interface AgentMetricsOptions {
   processMetrics?: boolean;
 }
 
+/** A metric's name, help and label names, and `collect` (run at each scrape) for one whose value is kept elsewhere. */
+type MetricArgs<L extends string> = [name: string, help: string, labelNames?: readonly L[], collect?: () => void];
+
 export class AgentMetrics {
   readonly registry = new Registry();
 
@@ -87,32 +90,31 @@ export class AgentMetrics {
     }
   }
 
-  readonly polls: Counter<"outcome"> = new Counter({
-    name: "sef_polls_total",
-    help: "IMDS scheduled-events polls by outcome",
-    labelNames: ["outcome"] as const,
-    registers: [this.registry],
-    collect: () => {
+  readonly polls: Counter<"outcome"> = this.counter(
+    "sef_polls_total",
+    "IMDS scheduled-events polls by outcome",
+    ["outcome"],
+    () => {
       const outcomes = this.source?.outcomes;
       if (outcomes) for (const outcome of pollOutcomes) setCounter(this.polls, { outcome }, outcomes[outcome]);
     },
-  });
-  readonly notModified: Counter = new Counter({
-    name: "sef_imds_not_modified_total",
-    help: "Scheduled-events polls IMDS answered 304 Not Modified (If-None-Match matched the last ETag)",
-    registers: [this.registry],
-    collect: () => {
+  );
+  readonly notModified: Counter = this.counter(
+    "sef_imds_not_modified_total",
+    "Scheduled-events polls IMDS answered 304 Not Modified (If-None-Match matched the last ETag)",
+    [],
+    () => {
       if (this.source) setCounter(this.notModified, {}, this.source.conditional().notModified);
     },
-  });
-  readonly unchangedBodies: Counter = new Counter({
-    name: "sef_imds_unchanged_bodies_total",
-    help: "Scheduled-events polls answered 200 with the same body as the last one (not parsed again)",
-    registers: [this.registry],
-    collect: () => {
+  );
+  readonly unchangedBodies: Counter = this.counter(
+    "sef_imds_unchanged_bodies_total",
+    "Scheduled-events polls answered 200 with the same body as the last one (not parsed again)",
+    [],
+    () => {
       if (this.source) setCounter(this.unchangedBodies, {}, this.source.conditional().unchangedBodies);
     },
-  });
+  );
   /** Poll latencies not yet in the histogram: a poll a second appends a number, the scrape (or a full list) observes them. */
   private readonly pendingPollSeconds: number[] = [];
   readonly pollLatency: Histogram = new Histogram({
@@ -122,145 +124,106 @@ export class AgentMetrics {
     registers: [this.registry],
     collect: () => this.flushPollLatencies(),
   });
-  readonly lastGoodPollTimestamp: Gauge = new Gauge({
-    name: "sef_last_good_poll_timestamp_seconds",
-    help: "Unix time of the last successful poll",
-    registers: [this.registry],
-    collect: () => {
+  readonly lastGoodPollTimestamp: Gauge = this.gauge(
+    "sef_last_good_poll_timestamp_seconds",
+    "Unix time of the last successful poll",
+    [],
+    () => {
       const wallMs = this.source?.lastGoodPollWallMs();
       if (wallMs !== undefined && wallMs !== null) this.lastGoodPollTimestamp.set(wallMs / 1000);
     },
-  });
-  readonly lastGoodPollAge = new Gauge({
-    name: "sef_last_good_poll_age_seconds",
-    help: "Seconds since the last successful poll (-1 before the first)",
-    registers: [this.registry],
-  });
-  readonly malformedEvents = new Counter({
-    name: "sef_imds_events_malformed_total",
-    help: "Events IMDS listed that could not be read (each distinct one counted once), by reason",
-    labelNames: ["reason"] as const,
-    registers: [this.registry],
-  });
-  readonly incarnation: Gauge = new Gauge({
-    name: "sef_document_incarnation",
-    help: "DocumentIncarnation of the last processed document",
-    registers: [this.registry],
-    collect: () => {
+  );
+  readonly lastGoodPollAge = this.gauge(
+    "sef_last_good_poll_age_seconds",
+    "Seconds since the last successful poll (-1 before the first)",
+  );
+  readonly malformedEvents = this.counter(
+    "sef_imds_events_malformed_total",
+    "Events IMDS listed that could not be read (each distinct one counted once), by reason",
+    ["reason"],
+  );
+  readonly incarnation: Gauge = this.gauge(
+    "sef_document_incarnation",
+    "DocumentIncarnation of the last processed document",
+    [],
+    () => {
       const incarnation = this.source?.incarnation();
       if (incarnation !== undefined && incarnation !== null) this.incarnation.set(incarnation);
     },
-  });
-  readonly eventsByStatus: Gauge<"status"> = new Gauge({
-    name: "sef_events",
-    help: "Events currently known, by status",
-    labelNames: ["status"] as const,
-    registers: [this.registry],
-    collect: () => {
+  );
+  readonly eventsByStatus: Gauge<"status"> = this.gauge(
+    "sef_events",
+    "Events currently known, by status",
+    ["status"],
+    () => {
       if (this.source)
         for (const status of ["Scheduled", "Started"] as const)
           this.eventsByStatus.set({ status }, this.source.eventsWithStatus(status));
     },
-  });
-  readonly recordsWritten = new Counter({
-    name: "sef_records_total",
-    help: "Records appended to the outbox, by type",
-    labelNames: ["type"] as const,
-    registers: [this.registry],
-  });
-  readonly outboxDepth = new Gauge({
-    name: "sef_outbox_depth",
-    help: "Records not yet delivered, per sink",
-    labelNames: ["sink"] as const,
-    registers: [this.registry],
-  });
-  readonly outboxOldestAge = new Gauge({
-    name: "sef_outbox_oldest_age_seconds",
-    help: "Age of the oldest undelivered record, per sink (0 when empty)",
-    labelNames: ["sink"] as const,
-    registers: [this.registry],
-  });
-  readonly outboxParked = new Gauge({
-    name: "sef_outbox_parked_records",
-    help: "Records held for sinks no longer configured (parked until a sink of that name returns or `sef outbox drop-sink` gives it up); per sink: sef outbox status",
-    registers: [this.registry],
-  });
-  readonly outboxParkedSinks = new Gauge({
-    name: "sef_outbox_parked_sinks",
-    help: "Sinks no longer configured whose records are kept (parked)",
-    registers: [this.registry],
-  });
-  readonly sent = new Counter({
-    name: "sef_sink_sent_total",
-    help: "Records delivered, per sink",
-    labelNames: ["sink"] as const,
-    registers: [this.registry],
-  });
-  readonly retries = new Counter({
-    name: "sef_sink_retries_total",
-    help: "Send attempts that will be retried, per sink",
-    labelNames: ["sink"] as const,
-    registers: [this.registry],
-  });
-  readonly deadLetters = new Counter({
-    name: "sef_sink_dead_letters_total",
-    help: "Records dead-lettered, per sink",
-    labelNames: ["sink"] as const,
-    registers: [this.registry],
-  });
-  readonly throttledSeconds = new Counter({
-    name: "sef_sink_throttled_seconds_total",
-    help: "Time spent waiting on a server's retry-after hint, per sink",
-    labelNames: ["sink"] as const,
-    registers: [this.registry],
-  });
-  readonly storeErrors = new Counter({
-    name: "sef_store_errors_total",
-    help: "Failed store writes",
-    registers: [this.registry],
-  });
-  readonly outboxEvicted = new Counter({
-    name: "sef_outbox_evicted_records_total",
-    help: "Records evicted from the outbox over maxOutboxBytes, by sink and reason (over_cap: pending for the sink; over_cap_dead_lettered: already dead-lettered)",
-    labelNames: ["sink", "reason"] as const,
-    registers: [this.registry],
-  });
-  readonly storeDroppedRecords = new Counter({
-    name: "sef_store_dropped_records_total",
-    help: "Records removed from the outbox by the size cap before every sink had them",
-    registers: [this.registry],
-  });
-  readonly approvals = new Counter({
-    name: "sef_approvals_total",
-    help: "Approval attempts by outcome",
-    labelNames: ["outcome"] as const,
-    registers: [this.registry],
-  });
-  readonly hooks = new Counter({
-    name: "sef_hooks_total",
-    help: "Hook runs by outcome",
-    labelNames: ["outcome"] as const,
-    registers: [this.registry],
-  });
-  readonly timeGeneratedAgeWarnings = new Counter({
-    name: "sef_time_generated_age_warnings_total",
-    help: "Times the oldest undelivered record neared the 2-day TimeGenerated limit of Log Analytics",
-    labelNames: ["sink"] as const,
-    registers: [this.registry],
-  });
+  );
+  readonly recordsWritten = this.counter("sef_records_total", "Records appended to the outbox, by type", ["type"]);
+  readonly outboxDepth = this.gauge("sef_outbox_depth", "Records not yet delivered, per sink", ["sink"]);
+  readonly outboxOldestAge = this.gauge(
+    "sef_outbox_oldest_age_seconds",
+    "Age of the oldest undelivered record, per sink (0 when empty)",
+    ["sink"],
+  );
+  readonly outboxParked = this.gauge(
+    "sef_outbox_parked_records",
+    "Records held for sinks no longer configured (parked until a sink of that name returns or `sef outbox drop-sink` gives it up); per sink: sef outbox status",
+  );
+  readonly outboxParkedSinks = this.gauge(
+    "sef_outbox_parked_sinks",
+    "Sinks no longer configured whose records are kept (parked)",
+  );
+  readonly sent = this.counter("sef_sink_sent_total", "Records delivered, per sink", ["sink"]);
+  readonly retries = this.counter("sef_sink_retries_total", "Send attempts that will be retried, per sink", ["sink"]);
+  readonly deadLetters = this.counter("sef_sink_dead_letters_total", "Records dead-lettered, per sink", ["sink"]);
+  readonly throttledSeconds = this.counter(
+    "sef_sink_throttled_seconds_total",
+    "Time spent waiting on a server's retry-after hint, per sink",
+    ["sink"],
+  );
+  readonly storeErrors = this.counter("sef_store_errors_total", "Failed store writes");
+  readonly outboxEvicted = this.counter(
+    "sef_outbox_evicted_records_total",
+    "Records evicted from the outbox over maxOutboxBytes, by sink and reason (over_cap: pending for the sink; over_cap_dead_lettered: already dead-lettered)",
+    ["sink", "reason"],
+  );
+  readonly storeDroppedRecords = this.counter(
+    "sef_store_dropped_records_total",
+    "Records removed from the outbox by the size cap before every sink had them",
+  );
+  readonly approvals = this.counter("sef_approvals_total", "Approval attempts by outcome", ["outcome"]);
+  readonly hooks = this.counter("sef_hooks_total", "Hook runs by outcome", ["outcome"]);
+  readonly timeGeneratedAgeWarnings = this.counter(
+    "sef_time_generated_age_warnings_total",
+    "Times the oldest undelivered record neared the 2-day TimeGenerated limit of Log Analytics",
+    ["sink"],
+  );
 
-  readonly sinkFailing = new Gauge({
-    name: "sef_sink_failing",
-    help: "1 while a sink's sends fail (it is retrying), else 0",
-    labelNames: ["sink"] as const,
-    registers: [this.registry],
-  });
-  readonly clockSteps = new Counter({
-    name: "sef_clock_steps_total",
-    help: "Wall-clock steps detected between polls (wall and monotonic time disagreed), by direction",
-    labelNames: ["direction"] as const,
-    registers: [this.registry],
-  });
+  readonly sinkFailing = this.gauge("sef_sink_failing", "1 while a sink's sends fail (it is retrying), else 0", [
+    "sink",
+  ]);
+  readonly clockSteps = this.counter(
+    "sef_clock_steps_total",
+    "Wall-clock steps detected between polls (wall and monotonic time disagreed), by direction",
+    ["direction"],
+  );
+
+  /** A counter of this registry (see `MetricArgs`). */
+  private counter<L extends string = never>(...args: MetricArgs<L>): Counter<L> {
+    return new Counter(this.configuration(...args));
+  }
+
+  /** A gauge of this registry (see `MetricArgs`). */
+  private gauge<L extends string = never>(...args: MetricArgs<L>): Gauge<L> {
+    return new Gauge(this.configuration(...args));
+  }
+
+  private configuration<L extends string>(...[name, help, labelNames = [], collect]: MetricArgs<L>) {
+    return { name, help, labelNames, registers: [this.registry], ...(collect && { collect }) };
+  }
 
   /** Sets the parked gauges from the parked sinks' pending counts (both 0 when no sink is parked: series from the start). */
   setParked(parked: ReadonlyArray<{ sink: string; pending: number }>): void {

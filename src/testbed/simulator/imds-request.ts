@@ -48,6 +48,12 @@ export type CheckedRequest =
 export const apiVersionError =
   "Bad request. api-version is invalid or was not specified in the request. For more information refer to aka.ms/azureimds";
 
+/** A 400 for a request header, worded as IMDS words it: OAuth's error shape on the token route, a bare error elsewhere. */
+function headerRejection(isToken: boolean, tokenDescription: string, imdsError: string): Rejection {
+  const body = isToken ? { error: "invalid_request", error_description: tokenDescription } : { error: imdsError };
+  return { ok: false, status: 400, body };
+}
+
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value.join(",") : value;
@@ -90,24 +96,14 @@ export function checkRequest(method: string, rawUrl: string, headers: IncomingHt
     };
   }
   const isToken = spec.route === "token";
-  if (header(headers, "x-forwarded-for") !== undefined) {
-    return {
-      ok: false,
-      status: 400,
-      body: isToken
-        ? { error: "invalid_request", error_description: "X-Forwarded-For header is not allowed" }
-        : { error: "Bad request. X-Forwarded-For header is not allowed." },
-    };
-  }
-  if (header(headers, "metadata")?.trim().toLowerCase() !== "true") {
-    return {
-      ok: false,
-      status: 400,
-      body: isToken
-        ? { error: "invalid_request", error_description: "Required metadata header not specified" }
-        : { error: "Required metadata header not specified" },
-    };
-  }
+  if (header(headers, "x-forwarded-for") !== undefined)
+    return headerRejection(
+      isToken,
+      "X-Forwarded-For header is not allowed",
+      "Bad request. X-Forwarded-For header is not allowed.",
+    );
+  if (header(headers, "metadata")?.trim().toLowerCase() !== "true")
+    return headerRejection(isToken, "Required metadata header not specified", "Required metadata header not specified");
   const seen = new Set<string>();
   for (const key of url.searchParams.keys()) {
     const normalized = key.toLowerCase();

@@ -1,8 +1,14 @@
 // Approver (I/O): POSTs StartRequests to IMDS for events the policy approved and reports each attempt as an ApprovalRecord.
 // The HTTP call is injected (`PostStartRequest`); the agent passes its IMDS client's rate-limited `postStartRequests`.
 import type { Logger } from "pino";
-import type { ApprovalRecord, EventStatus, RecordIdentity } from "@sef/contract/record.js";
-import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
+import {
+  buildRecord,
+  type ApprovalRecord,
+  type EventStatus,
+  type RecordIdentity,
+  type RecordOrigin,
+} from "@sef/contract/record.js";
+import { deterministicUuid } from "@sef/contract/record-id.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { redactSecrets } from "../../observability/logger.js";
 import { systemClock, type Clock } from "@sef/runtime/clock.js";
@@ -109,22 +115,10 @@ export async function attemptApproval(
       detail = `approval request failed: ${text}${delivery === "unknown" ? "; IMDS may have taken it, so it is not sent again" : ""}`;
     }
   }
-  const timeGenerated = new Date(clock.now()).toISOString();
-  const records = targets.map((t): ApprovalRecord => ({
-    ...deps.vm,
-    RecordId: approvalRecordId(recordSource(deps.vm), t.EventId, outcome),
-    RecordType: "Approval",
-    TimeGenerated: timeGenerated,
-    ObservedAt: timeGenerated,
-    EventId: t.EventId,
-    EventType: t.EventType,
-    EventStatus: t.EventStatus,
-    DocumentIncarnation: t.DocumentIncarnation,
-    Outcome: outcome,
-    HttpStatus: httpStatus,
-    Detail: `${detail} (${t.reason})`,
-    AgentVersion: deps.agentVersion,
-  }));
+  const nowMs = clock.now();
+  const records = targets.map((t) =>
+    approvalRecord(deps, nowMs, t, { Outcome: outcome, HttpStatus: httpStatus, Detail: `${detail} (${t.reason})` }),
+  );
   deps.metrics?.approvals.inc({ outcome: metricOutcome[outcome] }, targets.length);
   const log = { eventIds, outcome, httpStatus };
   if (outcome === "Failed") deps.logger.warn({ ...log, detail }, "approval failed");
@@ -143,21 +137,25 @@ export function interruptedApprovalRecord(
   nowMs: number,
   agentVersion: string,
 ): ApprovalRecord {
-  return {
-    ...vm,
-    RecordId: approvalRecordId(recordSource(vm), target.EventId, "Interrupted"),
+  return approvalRecord({ vm, agentVersion }, nowMs, target, { Outcome: "Interrupted", HttpStatus: 0, Detail: detail });
+}
+
+/** An ApprovalRecord of `target` (one record per event of an attempt); RecordId from its EventId and Outcome. */
+function approvalRecord(
+  origin: RecordOrigin,
+  nowMs: number,
+  target: Omit<ApprovalTarget, "reason">,
+  result: Pick<ApprovalRecord, "Outcome" | "HttpStatus" | "Detail">,
+): ApprovalRecord {
+  const recordId = (source: string): string => approvalRecordId(source, target.EventId, result.Outcome);
+  return buildRecord<ApprovalRecord>(origin, nowMs, recordId, {
     RecordType: "Approval",
-    TimeGenerated: new Date(nowMs).toISOString(),
-    ObservedAt: new Date(nowMs).toISOString(),
     EventId: target.EventId,
     EventType: target.EventType,
     EventStatus: target.EventStatus,
     DocumentIncarnation: target.DocumentIncarnation,
-    Outcome: "Interrupted",
-    HttpStatus: 0,
-    Detail: detail,
-    AgentVersion: agentVersion,
-  };
+    ...result,
+  });
 }
 
 function truncate(text: string, maxChars: number): string {

@@ -6,8 +6,8 @@ import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 import { documented } from "../../util/setting-doc.js";
 import type { Logger } from "pino";
-import type { HookRecord, TransitionRecord } from "@sef/contract/record.js";
-import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
+import { buildRecord, type HookRecord, type RecordIdMaker, type TransitionRecord } from "@sef/contract/record.js";
+import { deterministicUuid } from "@sef/contract/record-id.js";
 import { agentVersion as packageVersion } from "../../agent-version.js";
 import type { AgentMetrics } from "../../observability/metrics.js";
 import { redactSecrets } from "../../observability/logger.js";
@@ -176,8 +176,8 @@ export async function runHook(
   else options.logger.warn({ ...log, detail }, "hook did not succeed");
 
   return hookRecord(record, {
-    recordId: hookRecordId(recordSource(record), record.EventId, record.EventStatus, hook.name),
-    timeGenerated: new Date(clock.now()).toISOString(),
+    recordId: (source) => hookRecordId(source, record.EventId, record.EventStatus, hook.name),
+    nowMs: clock.now(),
     outcome,
     exitCode,
     elapsedMs,
@@ -319,8 +319,8 @@ export function interruptedHookRecord(
   agentVersion: string = packageVersion,
 ): HookRecord {
   return hookRecord(record, {
-    recordId: interruptedHookRecordId(recordSource(record), record.EventId, record.EventStatus, hookName, attempt),
-    timeGenerated: new Date(nowMs).toISOString(),
+    recordId: (source) => interruptedHookRecordId(source, record.EventId, record.EventStatus, hookName, attempt),
+    nowMs,
     outcome: "Interrupted",
     exitCode: -1,
     elapsedMs: 0,
@@ -330,8 +330,8 @@ export function interruptedHookRecord(
 }
 
 interface HookResult {
-  recordId: string;
-  timeGenerated: string;
+  recordId: RecordIdMaker;
+  nowMs: number;
   outcome: HookRecord["Outcome"];
   exitCode: number;
   elapsedMs: number;
@@ -340,21 +340,9 @@ interface HookResult {
 }
 
 function hookRecord(record: TransitionRecord, result: HookResult): HookRecord {
-  return {
-    VmName: record.VmName,
-    VmId: record.VmId,
-    VmResourceId: record.VmResourceId,
-    SubscriptionId: record.SubscriptionId,
-    ResourceGroup: record.ResourceGroup,
-    Location: record.Location,
-    VmScaleSetName: record.VmScaleSetName,
-    Zone: record.Zone,
-    Tags: record.Tags ?? {},
-    AgentId: record.AgentId,
-    RecordId: result.recordId,
+  // The hook reports from the VM and installation its transition record came from.
+  return buildRecord<HookRecord>({ vm: record, agentVersion: result.agentVersion }, result.nowMs, result.recordId, {
     RecordType: "Hook",
-    TimeGenerated: result.timeGenerated,
-    ObservedAt: result.timeGenerated,
     EventId: record.EventId,
     EventType: record.EventType,
     EventStatus: record.EventStatus,
@@ -362,8 +350,7 @@ function hookRecord(record: TransitionRecord, result: HookResult): HookRecord {
     ExitCode: result.exitCode,
     ElapsedMs: result.elapsedMs,
     Detail: result.detail,
-    AgentVersion: result.agentVersion,
-  };
+  });
 }
 
 const metricOutcome: Record<HookRecord["Outcome"], string> = {

@@ -1,7 +1,13 @@
 // Kubernetes records (pure): one per node step of the kubernetes action, shaped like Hook and Approval records, with
 // the step's numbers as JSON in Detail so KQL reads them with parse_json (no new table column).
-import type { EventStatus, KubernetesOutcome, KubernetesRecord, RecordIdentity } from "@sef/contract/record.js";
-import { deterministicUuid, recordSource } from "@sef/contract/record-id.js";
+import {
+  buildRecord,
+  type EventStatus,
+  type KubernetesOutcome,
+  type KubernetesRecord,
+  type RecordIdentity,
+} from "@sef/contract/record.js";
+import { deterministicUuid } from "@sef/contract/record-id.js";
 import type { DrainResult } from "./drain.js";
 
 /** What Detail holds (absent fields are left out). */
@@ -87,13 +93,10 @@ export function kubernetesRecordId(
 }
 
 export function kubernetesRecord(input: KubernetesRecordInput): KubernetesRecord {
-  const time = new Date(input.nowMs).toISOString();
-  return {
-    ...input.vm,
-    RecordId: kubernetesRecordId(recordSource(input.vm), input.event.EventId, input.outcome, input.attempt),
+  const recordId = (source: string): string =>
+    kubernetesRecordId(source, input.event.EventId, input.outcome, input.attempt);
+  return buildRecord<KubernetesRecord>(input, input.nowMs, recordId, {
     RecordType: "Kubernetes",
-    TimeGenerated: time,
-    ObservedAt: time,
     EventId: input.event.EventId,
     EventType: input.event.EventType,
     EventStatus: input.eventStatus,
@@ -101,8 +104,7 @@ export function kubernetesRecord(input: KubernetesRecordInput): KubernetesRecord
     HttpStatus: input.httpStatus ?? 0,
     ElapsedMs: Math.max(0, Math.round(input.elapsedMs)),
     Detail: JSON.stringify(input.detail),
-    AgentVersion: input.agentVersion,
-  };
+  });
 }
 
 /** The drain's part of Detail (Drained, DrainIncomplete): counts, PDB holds, the pods left and why; empty lists left out. */

@@ -6,6 +6,7 @@ import type { StoredEvent } from "./store.js";
 import { parseSelector, startIndex, type StartPosition } from "./selector.js";
 import { accepted } from "./settle-apart.js";
 import { isAuthorized } from "./cbs.js";
+import type { NodeAddress } from "./addresses.js";
 import {
   destroyConnection,
   nodeOf,
@@ -177,57 +178,73 @@ export function pump(peer: Peer, stream: ReceiverStream): void {
 /** A client sender attached (we receive on it): only this hub, an existing partition, and with a token. */
 export function checkSendLink(peer: Peer, context: EventContext): void {
   const receiver = context.receiver as Receiver;
-  receiver.set_source(receiver.source);
-  receiver.set_target(receiver.target);
-  const address = String(receiver.target?.address ?? "");
+  const attached = attachedNode(peer, receiver, "target");
+  if (!attached) return;
+  const { address, node } = attached;
+  const refusal = node.kind === "hub" ? accessRefusal(peer, context, address, node) : notFound(address);
+  if (refusal) receiver.close(refusal);
+}
+
+/**
+ * Echoes an attaching link's source and target and names the node its `terminus` addresses; undefined for `$cbs` and
+ * `$management` links, which their own modules serve.
+ */
+function attachedNode(
+  peer: Peer,
+  link: Sender | Receiver,
+  terminus: "source" | "target",
+): { address: string; node: Exclude<NodeAddress, { kind: "cbs" | "management" }> } | undefined {
+  link.set_source(link.source);
+  link.set_target(link.target);
+  const address = String(link[terminus]?.address ?? "");
   const node = nodeOf(peer, address);
-  if (node.kind === "cbs" || node.kind === "management") return;
-  if (node.kind !== "hub") {
-    receiver.close({
-      condition: "amqp:not-found",
-      description: `The messaging entity '${address}' could not be found.`,
-    });
-    return;
-  }
+  return node.kind === "cbs" || node.kind === "management" ? undefined : { address, node };
+}
+
+interface LinkRefusal {
+  condition: string;
+  description: string;
+}
+
+function notFound(address: string): LinkRefusal {
+  return { condition: "amqp:not-found", description: `The messaging entity '${address}' could not be found.` };
+}
+
+/** Why the service refuses a link to an entity it has: a partition it has not, or no token put for it. */
+function accessRefusal(
+  peer: Peer,
+  context: EventContext,
+  address: string,
+  node: { entityPath: string; partitionId: string | undefined },
+): LinkRefusal | undefined {
   if (node.partitionId !== undefined && !peer.store.hasPartition(node.partitionId)) {
-    receiver.close({
+    return {
       condition: "com.microsoft:argument-out-of-range",
       description: `The specified partition '${node.partitionId}' is invalid.`,
-    });
-    return;
+    };
   }
   if (!isAuthorized(peer, context.connection, node.entityPath)) {
-    receiver.close({
+    return {
       condition: "amqp:unauthorized-access",
       description: `Unauthorized access to '${address}': put a valid token first.`,
-    });
+    };
   }
+  return undefined;
 }
 
 /** A client receiver attached (we send on it): a `$cbs`/`$management` reply link, or a partition reader. */
 export function openReader(peer: Peer, context: EventContext): void {
   const sender = context.sender as Sender;
-  sender.set_source(sender.source);
-  sender.set_target(sender.target);
-  const address = String(sender.source?.address ?? "");
-  const node = nodeOf(peer, address);
-  if (node.kind === "cbs" || node.kind === "management") return;
+  const attached = attachedNode(peer, sender, "source");
+  if (!attached) return;
+  const { address, node } = attached;
   if (node.kind !== "consumer" || !peer.consumerGroups.has(node.consumerGroup.toLowerCase())) {
-    sender.close({ condition: "amqp:not-found", description: `The messaging entity '${address}' could not be found.` });
+    sender.close(notFound(address));
     return;
   }
-  if (!peer.store.hasPartition(node.partitionId)) {
-    sender.close({
-      condition: "com.microsoft:argument-out-of-range",
-      description: `The specified partition '${node.partitionId}' is invalid.`,
-    });
-    return;
-  }
-  if (!isAuthorized(peer, context.connection, node.entityPath)) {
-    sender.close({
-      condition: "amqp:unauthorized-access",
-      description: `Unauthorized access to '${address}': put a valid token first.`,
-    });
+  const refusal = accessRefusal(peer, context, address, node);
+  if (refusal) {
+    sender.close(refusal);
     return;
   }
   const filter = (sender.source as { filter?: Record<string, { value?: unknown } | string> } | undefined)?.filter;

@@ -10,7 +10,7 @@ import { FaultPlan, type SendFault } from "./faults.js";
 import { createLocalTlsIdentity } from "./tls.js";
 import { installFullLengthPerformatives } from "./full-performatives.js";
 import { SettleApart } from "./settle-apart.js";
-import { connectionDropped, nodeOf, rejectDelivery, type Peer, type SendLogEntry } from "./peer.js";
+import { connectionDropped, nodeOf, rejectDelivery, type Peer, type PeerStats, type SendLogEntry } from "./peer.js";
 import { createContainer, detachLinks, dropConnections, listenPeer, trackConnections } from "./connection.js";
 import { handleCbs } from "./cbs.js";
 import { handleManagement } from "./management-link.js";
@@ -100,14 +100,7 @@ export interface EventHubsEmulator {
    * accepted/rejected, AMQP connections opened; client (TCP) connections open now and at most at once since start (a
    * namespace's connection quota counts these).
    */
-  readonly stats: {
-    sendsReceived: number;
-    sendsAccepted: number;
-    sendsRejected: number;
-    connectionsOpened: number;
-    connectionsCurrent: number;
-    connectionsPeak: number;
-  };
+  readonly stats: Readonly<PeerStats>;
   /** Every send received (the latest 10,000), in arrival order: when it came (wall clock, ms) and what became of it. */
   sendLog(): readonly SendLogEntry[];
   readonly faults: EventHubsFaults;
