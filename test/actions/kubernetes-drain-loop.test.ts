@@ -1,7 +1,7 @@
 // The drain loop (drain.ts) on the fake clock against an in-memory KubeApi of our own interface (no SDK involved): pods
 // that come back, throttling waited out, failed evictions retried and named, stuck terminating pods, bare pods, and a
 // drain resumed from its persisted progress. The same behaviour end to end: test/integration/kubernetes-pods.test.ts.
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import { describe, expect, it } from "vitest";
 import type { EvictionOutcome, KubeApi } from "../../src/agent/actions/kubernetes/client.js";
 import {
@@ -572,7 +572,7 @@ describe("drain loop against an in-memory node", () => {
     node.script.set("web-0", [{ kind: "throttled", retryAfterMs: 3_000, message: "throttled" }]);
     const api = node.api();
     const looks: number[] = [];
-    const selectors: string[] = [];
+    const selectors: Array<string | undefined> = [];
     const startMs = clock.now();
     const listPods: typeof api.listPods = async (nodeName, selector) => {
       looks.push(clock.now() - startMs);
@@ -618,9 +618,9 @@ describe("drain loop against an in-memory node", () => {
 });
 
 /** A pino logger at debug whose lines are kept, parsed. */
-function capturingLogger(): { logger: ReturnType<typeof pino>; lines: Array<Record<string, unknown>> } {
+function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = pino(
+  const logger: Logger = pino(
     { level: "debug" },
     { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
   );
