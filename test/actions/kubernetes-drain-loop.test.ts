@@ -389,6 +389,8 @@ describe("drain loop against an in-memory node", () => {
       ["slow", 7],
     ]);
     expect(Math.min(...node.deletes.map((d) => d.atMs))).toBeGreaterThanOrEqual(deadlineMs);
+    // Held by its budget from the first refusal to the last look, at the deadline (never evicted).
+    expect(result.pdbHeldMs).toBe(20_000);
     // The slow pod's eviction had the grace the deadline allowed (20 s), not its own 300 s.
     expect(node.requests.find((r) => r.name === "slow")!.grace).toBe(20);
 
@@ -614,6 +616,51 @@ describe("drain loop against an in-memory node", () => {
       pdbHeldMs: 4_000,
       graceShortened: ["apps/old-0"],
     });
+  });
+});
+
+describe("drain loop: requests, saves and looks", () => {
+  it("ten pods: each asked once, in groups of 8; the progress saved at the roster and after each group", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    for (let i = 0; i < 10; i++) node.add(`web-${i}`);
+    const { result, saved } = await drain(node, clock);
+    expect(result.outcome).toBe("drained");
+    expect(node.requests.map((r) => r.name).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `web-${i}`).sort());
+    expect(saved.map((p) => p.evicted.length)).toEqual([0, 8, 10]);
+    expect(saved[0]!.roster).toHaveLength(10);
+  });
+
+  it("an eviction answered 'gone' saves nothing; the pod, still listed, is asked again at the next look", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-0");
+    node.script.set("web-0", [{ kind: "gone" }]);
+    const { result, saved, outcomes } = await drain(node, clock);
+    expect(result).toMatchObject({ outcome: "drained", evicted: ["apps/web-0"] });
+    expect(outcomes).toEqual(["gone", "evicted"]);
+    expect(saved.map((p) => p.evicted.length)).toEqual([0, 1]);
+  });
+
+  it("a refused pod's retry, due before the next poll, is the next look", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 100);
+    node.add("db-0");
+    node.script.set("db-0", [{ kind: "pdb", message: "budget" }]);
+    const api = node.api();
+    const looks: number[] = [];
+    const startMs = clock.now();
+    const listPods: typeof api.listPods = async (nodeName, selector) => {
+      looks.push(clock.now() - startMs);
+      return api.listPods(nodeName, selector);
+    };
+    await drain(node, clock, { api: { ...api, listPods }, podPollMs: 10_000, random: () => 0 });
+    // random 0: the first retry after 500 ms (equal jitter: half of 1 s); the pod then stops within 100 ms.
+    expect(looks.slice(0, 2)).toEqual([0, 500]);
+    expect(node.requests.map((r) => [r.kind, r.atMs - startMs])).toEqual([
+      ["pdb", 0],
+      ["evicted", 500],
+    ]);
   });
 });
 
