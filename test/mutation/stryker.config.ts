@@ -110,7 +110,11 @@ export const groups: readonly MutationGroup[] = [
     // approval action around it, is tested by action-runner.test.ts, which needs the built tree: not in a sandbox.)
     name: "approver",
     modules: ["src/agent/actions/approval/approver.ts"],
-    tests: ["test/actions/approver.test.ts", "test/actions/approver-simulator.test.ts"],
+    tests: [
+      "test/actions/approver-attempt.test.ts",
+      "test/actions/approver.test.ts",
+      "test/actions/approver-simulator.test.ts",
+    ],
   },
   {
     name: "fleet",
