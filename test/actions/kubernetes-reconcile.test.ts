@@ -3,6 +3,7 @@
 // document, a change of the listed or owned events, never twice for the same), its records and metrics, a Node of
 // another VM left alone, and a failed attempt tried again after the policy's wait. End to end (the built agent):
 // test/integration/kubernetes-reconcile.test.ts.
+import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { describe, expect, it, type TestContext } from "vitest";
 import type { KubernetesRecord } from "../../src/contract/record.js";
@@ -11,7 +12,6 @@ import { encodeMark, markAnnotationKey, type MarkValue } from "../../src/agent/a
 import { KubernetesMetrics } from "../../src/agent/actions/kubernetes/metrics.js";
 import { NodeIo } from "../../src/agent/actions/kubernetes/node-io.js";
 import { NodeReconciler, reconciledReason } from "../../src/agent/actions/kubernetes/reconcile.js";
-import { silentLogger } from "../../src/agent/observability/logger.js";
 import { startKubernetesPeer, type KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 
@@ -45,6 +45,8 @@ interface SetUp {
   committed: KubernetesRecord[][];
   owned: string[];
   nodeRequests: () => number;
+  /** What the reconciler logged (pino's JSON lines, parsed). */
+  lines: Array<Record<string, unknown>>;
 }
 
 /** The node marked for `marks` (each with its NoSchedule taint), cordoned; the reconciler of VM `vmResourceId`. */
@@ -81,7 +83,11 @@ async function setUp(
   const clock = new FakeClock(Date.parse("2026-12-07T09:55:00.000Z"));
   const registry = new Registry();
   const metrics = new KubernetesMetrics(registry);
-  const logger = silentLogger();
+  const lines: Array<Record<string, unknown>> = [];
+  const logger: Logger = pino(
+    { level: "debug" },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   const vm = () => ({ VmResourceId: vmId }) as never;
   const io = new NodeIo({ nodeName, api: () => kube, vm, clock, logger, metrics, agentVersion: "1.0.0-test" });
   const committed: KubernetesRecord[][] = [];
@@ -98,7 +104,7 @@ async function setUp(
     random: () => 0,
   });
   const nodeRequests = () => peer.state.requests().filter((r) => r.resource === "nodes").length;
-  return { peer, reconciler, clock, metrics, registry, committed, owned, nodeRequests };
+  return { peer, reconciler, clock, metrics, registry, committed, owned, nodeRequests, lines };
 }
 
 /** One metric's value as the exposition format gives it (one series). */
@@ -145,11 +151,17 @@ describe.concurrent("reconciliation of the Node with IMDS (reconcile.ts) against
       reason: reconciledReason,
     });
     expect(await metricValue(s.registry, "sef_kubernetes_steps_total", '{outcome="Released"}')).toBe(1);
+    expect(s.lines.filter((l) => l.msg === "took sef's marks of events IMDS no longer lists off the node")).toEqual([
+      expect.objectContaining({ level: 30, events: [ids.gone], uncordoned: false }),
+    ]);
     const reasons = s.peer.state.events().map((e) => (e as unknown as { reason: string }).reason);
     expect(reasons).toEqual(["ScheduledEventReleased"]);
     // The same document again, in another order and case: no change, nothing read.
     const before = s.nodeRequests();
     expect(s.reconciler.documentRead([ids.listed.toLowerCase()])).toBe(false);
+    expect(s.reconciler.documentRead([ids.gone, ids.listed])).toBe(true);
+    expect(s.reconciler.documentRead([ids.listed, ids.gone.toLowerCase()])).toBe(false); // any order, any case
+    expect(s.reconciler.documentRead([ids.listed])).toBe(true);
     expect(await s.reconciler.reconcileIfDue(idleMs)).toBe(idleMs);
     expect(s.nodeRequests()).toBe(before);
     // The owned event's action ended (its own undo not yet run): a change of the owned events reads the node again.
@@ -194,6 +206,14 @@ describe.concurrent("reconciliation of the Node with IMDS (reconcile.ts) against
     expect(await s.reconciler.reconcileIfDue(idleMs)).toBe(idleMs);
     expect(annotationsOf(s.peer)).toEqual([markAnnotationKey(ids.gone)]);
     expect(s.committed).toEqual([]);
+    expect(s.lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        node: nodeName,
+        providerID: `azure://${vmId}`,
+        msg: "NODE_NAME names another VM's node: its marks are not reconciled with this VM's events",
+      }),
+    ]);
     expect(await s.reconciler.reconcileIfDue(idleMs)).toBe(idleMs);
     expect(s.nodeRequests()).toBe(1);
   });
@@ -220,6 +240,13 @@ describe.concurrent("reconciliation of the Node with IMDS (reconcile.ts) against
     expect(annotationsOf(s.peer)).toEqual([]);
     expect(s.committed.map((records) => records.map((r) => r.EventId))).toEqual([[ids.gone]]);
     expect(await metricValue(s.registry, "sef_kubernetes_api_errors_total")).toBe(2);
+    // The first failure in a row is a warning, the next ones debug (every 12th a warning again).
+    const tries = s.lines.filter((l) => l.msg === "could not reconcile the node with IMDS; trying again");
+    expect(tries.map((l) => [l.level, l.failures])).toEqual([
+      [40, 1],
+      [20, 2],
+    ]);
+    expect(tries[0]!.err).toBeDefined();
     // After a success the failures start again from the first wait.
     s.peer.state.injectFault({
       match: { resources: ["nodes"], verbs: ["get"] },

@@ -60,8 +60,7 @@ export class NodeReconciler {
     if (waitMs > 0) return waitMs;
     try {
       await this.reconcile(listed);
-      this.reconciledKey = key;
-      this.retryAtMs = 0;
+      this.reconciledKey = key; // (retryAtMs is in the past by now: the monotonic clock passed it above)
       this.failures = 0;
       return idleMs;
     } catch (err) {
