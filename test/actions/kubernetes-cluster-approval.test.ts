@@ -4,6 +4,7 @@
 // a Node Event naming the approver); the approving node waiting for the others' marks to say drained, then approving,
 // or declining at the deadline; a named node gone from the cluster holds nothing. End to end, with the built agents:
 // test/integration/kubernetes-cluster.test.ts.
+import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { describe, expect, it, type TestContext } from "vitest";
 import type { KubernetesRecord } from "../../src/contract/record.js";
@@ -16,7 +17,6 @@ import { KubernetesMetrics } from "../../src/agent/actions/kubernetes/metrics.js
 import { NodeIo } from "../../src/agent/actions/kubernetes/node-io.js";
 import { initialNodeState, type NodeActionState } from "../../src/agent/actions/kubernetes/node-state.js";
 import type { NodePolicy } from "../../src/agent/actions/kubernetes/settings.js";
-import { silentLogger } from "../../src/agent/observability/logger.js";
 import { azureNodeSeed, startKubernetesPeer, type KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { transition, vm } from "./fixtures.js";
@@ -50,6 +50,8 @@ interface SetUp {
   eventsOn: (node: string) => { reason: string; message: string; type: string }[];
   nodeReads: () => string[];
   listed: () => number;
+  /** What the approval logged (pino's JSON lines, parsed). */
+  lines: Array<Record<string, unknown>>;
 }
 
 async function setUp(test: TestContext, thisNode: string, drained: string[] = []): Promise<SetUp> {
@@ -79,7 +81,11 @@ async function setUp(test: TestContext, thisNode: string, drained: string[] = []
     await peer.close();
   });
   const clock = new FakeClock(startMs);
-  const logger = silentLogger();
+  const lines: Array<Record<string, unknown>> = [];
+  const logger: Logger = pino(
+    { level: "debug" },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   const metrics = new KubernetesMetrics(new Registry());
   const io = new NodeIo({
     nodeName: thisNode,
@@ -128,7 +134,7 @@ async function setUp(test: TestContext, thisNode: string, drained: string[] = []
       .filter((r) => r.resource === "nodes" && r.verb === "get")
       .map((r) => r.name ?? "");
   const listed = () => peer.state.requests().filter((r) => r.resource === "nodes" && r.verb === "list").length;
-  return { peer, approval, clock, steps, saved, releases, deadline, markDrained, eventsOn, nodeReads, listed };
+  return { peer, approval, clock, steps, saved, releases, deadline, markDrained, eventsOn, nodeReads, listed, lines };
 }
 
 const reboot = (resources: string[]) => transition({ EventId: eventId, EventType: "Reboot", Resources: resources });
@@ -175,6 +181,15 @@ describe.concurrent("the approval after the node's steps (cluster-approval.ts) a
     ]);
     expect(s.releases.map((r) => r.verdict)).toEqual(["decline"]);
     expect(s.releases[0]!.reason).toContain(`${nodes[0]} approves it once all have drained`);
+    expect(s.lines).toEqual([
+      expect.objectContaining({
+        level: 30,
+        msg: "not approving after the drain",
+        eventId,
+        verdict: "decline",
+        why: s.releases[0]!.reason,
+      }),
+    ]);
     // Settled again (a restart): the nodes are not listed again.
     await s.approval.settle(row, record, { ...drainedState(), named: s.saved[0]!.named! }, policy);
     expect(s.listed()).toBe(1);
@@ -202,6 +217,14 @@ describe.concurrent("the approval after the node's steps (cluster-approval.ts) a
         message: `Reboot ${eventId}: waiting for 1 of 3 nodes: ${nodes[2]}; this node approves it once all have drained`,
       },
     ]);
+    expect(s.lines).toEqual([
+      expect.objectContaining({
+        level: 30,
+        eventId,
+        waitingFor: [nodes[2]],
+        msg: `waiting for 1 of 3 nodes: ${nodes[2]}`,
+      }),
+    ]);
     // Still draining: looked at again after podPollMs (or at the deadline when sooner, at least 50 ms).
     const saves = s.saved.length;
     expect(await s.approval.wait(row, record, waiting.state, policy)).toBe(podPollMs);
@@ -215,6 +238,7 @@ describe.concurrent("the approval after the node's steps (cluster-approval.ts) a
     expect(s.releases.map((r) => r.verdict)).toEqual(["approve"]);
     expect(s.releases[0]!.reason).toBe(`every node the event names has drained (3 of 3: ${nodes.join(", ")})`);
     expect(s.releases[0]!.state.waitingFor).toEqual([]);
+    expect(s.lines.map((l) => l.msg)).not.toContain("not approving after the drain");
     expect(s.eventsOn(nodes[0]!).map((e) => [e.reason, e.message])).toContainEqual([
       "ScheduledEventNodesDrained",
       `Reboot ${eventId}: ${s.releases[0]!.reason}`,
@@ -267,6 +291,7 @@ describe.concurrent("the approval after the node's steps (cluster-approval.ts) a
       waitingFor: [nodes[2]],
       reason,
     });
+    expect(s.lines.at(-1)).toMatchObject({ level: 40, eventId, waitingFor: [nodes[2]], msg: reason });
     expect(s.eventsOn(nodes[0]!).at(-1)).toEqual({
       reason: "ScheduledEventNotApproved",
       type: "Warning",
@@ -286,8 +311,19 @@ describe.concurrent("the approval after the node's steps (cluster-approval.ts) a
     const s = await setUp(test, nodes[0]!, [nodes[1]!, nodes[2]!]);
     await s.approval.settle(row, reboot(vmNames), { ...initialNodeState(), phase: "incomplete" }, policy);
     expect(s.releases.map((r) => [r.verdict, r.reason])).toEqual([["decline", incompleteReason]]);
+    expect(s.steps).toEqual([]); // the approving node names no other approver
+    expect(s.lines.at(-1)).toMatchObject({
+      msg: "not approving after the drain",
+      verdict: "decline",
+      why: incompleteReason,
+    });
     await s.approval.settle(row, reboot(vmNames), drainedState(), "drain");
     expect(s.releases[1]!.verdict).toBe("done");
+    const single = s.lines.length;
+    // A policy that does not ask for the approval says nothing of it.
+    await s.approval.settle(row, reboot([vmNames[0]!]), drainedState(), "cordon");
+    expect(s.releases[2]!.verdict).toBe("done");
+    expect(s.lines).toHaveLength(single);
   });
 
   it("past the deadline before the nodes were listed: declined without listing them", async (test) => {
