@@ -60,7 +60,8 @@ export class NodeReconciler {
     if (waitMs > 0) return waitMs;
     try {
       await this.reconcile(listed);
-      this.reconciledKey = key; // (retryAtMs is in the past by now: the monotonic clock passed it above)
+      this.reconciledKey = key;
+      this.retryAtMs = 0;
       this.failures = 0;
       return idleMs;
     } catch (err) {
