@@ -1,6 +1,7 @@
 // The drain loop (drain.ts) on the fake clock against an in-memory KubeApi of our own interface (no SDK involved): pods
 // that come back, throttling waited out, failed evictions retried and named, stuck terminating pods, bare pods, and a
 // drain resumed from its persisted progress. The same behaviour end to end: test/integration/kubernetes-pods.test.ts.
+import { pino, type Logger } from "pino";
 import { describe, expect, it } from "vitest";
 import type { EvictionOutcome, KubeApi } from "../../src/agent/actions/kubernetes/client.js";
 import {
@@ -388,6 +389,8 @@ describe("drain loop against an in-memory node", () => {
       ["slow", 7],
     ]);
     expect(Math.min(...node.deletes.map((d) => d.atMs))).toBeGreaterThanOrEqual(deadlineMs);
+    // Held by its budget from the first refusal to the last look, at the deadline (never evicted).
+    expect(result.pdbHeldMs).toBe(20_000);
     // The slow pod's eviction had the grace the deadline allowed (20 s), not its own 300 s.
     expect(node.requests.find((r) => r.name === "slow")!.grace).toBe(20);
 
@@ -420,4 +423,253 @@ describe("drain loop against an in-memory node", () => {
     expect(old.map((r) => r.grace)).toEqual([25]); // asked once again, with the grace the sooner deadline leaves
     expect(result).toMatchObject({ evicted: ["apps/web-0"], graceShortened: ["apps/old"] });
   });
+
+  it("says once what holds a pod: the first PDB refusal and the first throttle at info, repeats at debug, a new status at warn", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("db-0");
+    node.add("web-0");
+    node.add("api-0");
+    const pdb = { kind: "pdb", message: "Cannot evict pod as it would violate the pod's disruption budget." } as const;
+    node.script.set("db-0", [pdb, pdb, pdb]);
+    const throttled = { kind: "throttled", retryAfterMs: 1_000, message: "Too many requests" } as const;
+    node.script.set("web-0", [throttled, throttled]);
+    const long = `HTTP 500: ${"x".repeat(300)}`;
+    node.script.set("api-0", [
+      { kind: "error", status: 500, message: long },
+      { kind: "error", status: 500, message: long },
+      { kind: "error", status: 403, message: "HTTP 403: forbidden" },
+    ]);
+    const { logger, lines } = capturingLogger();
+    const { result } = await drain(node, clock, { logger });
+    expect(result.outcome).toBe("drained");
+    const said = lines.map((l) => [l.level, l.msg, l.pod]);
+    const pdbLines = said.filter(
+      ([, msg]) => msg === "a PodDisruptionBudget holds the pod; retrying until the deadline",
+    );
+    expect(pdbLines).toEqual([[30, pdbLines[0]![1], "apps/db-0"]]);
+    expect(lines.find((l) => l.pod === "apps/db-0")).toMatchObject({ detail: pdb.message });
+    const throttleMsg = "the API server throttled an eviction (429, no disruption budget); evictions wait";
+    expect(lines.filter((l) => l.msg === throttleMsg).map((l) => [l.level, l.pod, l.retryAfterMs])).toEqual([
+      [30, "apps/web-0", 1_000],
+      [20, "apps/web-0", 1_000],
+    ]);
+    expect(lines.find((l) => l.msg === throttleMsg)).toMatchObject({ detail: "Too many requests" });
+    const failed = lines.filter((l) => l.msg === "eviction failed; retrying until the deadline");
+    expect(failed.map((l) => [l.level, l.pod, l.status])).toEqual([
+      [40, "apps/api-0", 500],
+      [20, "apps/api-0", 500],
+      [40, "apps/api-0", 403],
+    ]);
+    expect(failed[0]).toMatchObject({ err: long });
+    // What the progress names: the refused pod, its hold (first refusal to the accepted eviction), the last error cut.
+    expect(result.pdbBlocked).toEqual(["apps/db-0"]);
+    const db = node.requests.filter((r) => r.name === "db-0");
+    expect(result.pdbHeldMs).toBe(db.at(-1)!.atMs - db[0]!.atMs);
+    expect(result.pdbHeldMs).toBeGreaterThan(0);
+    expect(result.evictionErrors).toEqual([{ pod: "apps/api-0", status: 403, message: "HTTP 403: forbidden" }]);
+    expect(result.throttled).toBe(2);
+  });
+
+  it("an error message kept in the progress is cut at 200 characters", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("api-0");
+    const long = `HTTP 500: ${"y".repeat(300)}`;
+    node.script.set("api-0", [{ kind: "error", status: 500, message: long }]);
+    const { result } = await drain(node, clock);
+    expect(result.evictionErrors).toEqual([{ pod: "apps/api-0", status: 500, message: long.slice(0, 200) }]);
+  });
+
+  it("at the deadline under delete: more pods than one group (8), deleted in groups, named sorted; a refused deletion is left and said", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 600_000);
+    const names = ["z-9", "b-1", "y-8", "c-2", "x-7", "d-3", "w-6", "e-4", "v-5", "a-0"];
+    for (const name of names) node.add(name);
+    const refusals = Array.from({ length: 1000 }, () => ({ kind: "pdb", message: "budget" }) as EvictionOutcome);
+    for (const name of names) node.script.set(name, [...refusals]);
+    const api = node.api();
+    const deletePod: typeof api.deletePod = async (target, grace) => {
+      if (target.name === "x-7") throw new Error("HTTP 403: forbidden");
+      return api.deletePod(target, grace);
+    };
+    const { logger, lines } = capturingLogger();
+    const deadlineMs = clock.now() + 10_000;
+    const { result } = await drain(node, clock, {
+      api: { ...api, deletePod },
+      deadlineMs,
+      endMs: deadlineMs + 4_000,
+      atDeadline: "delete",
+      logger,
+    });
+    const deleted = names.filter((n) => n !== "x-7").map((n) => `apps/${n}`);
+    expect(result).toMatchObject({
+      outcome: "incomplete",
+      deleted: { podsDeleted: [...deleted].sort(), graceSeconds: 4 },
+    });
+    expect(node.deletes.map((d) => d.name).sort()).toEqual(names.filter((n) => n !== "x-7").sort());
+    expect(lines.filter((l) => l.msg === "could not delete a pod at the drain's deadline; it is left")).toEqual([
+      expect.objectContaining({ level: 40, pod: "apps/x-7" }),
+    ]);
+    expect(lines.filter((l) => l.msg === "the drain's deadline: pods still there deleted with the time left")).toEqual([
+      expect.objectContaining({ level: 40, podsDeleted: [...deleted].sort(), graceSeconds: 4 }),
+    ]);
+
+    // Every deletion refused: nothing deleted, nothing said of deletions.
+    const refused = new InMemoryNode(clock, 600_000);
+    refused.add("db-0");
+    refused.script.set("db-0", [...refusals]);
+    const quiet = capturingLogger();
+    const none = await drain(refused, clock, {
+      api: { ...refused.api(), deletePod: async () => Promise.reject(new Error("HTTP 500")) },
+      deadlineMs: clock.now() + 5_000,
+      endMs: clock.now() + 8_000,
+      atDeadline: "delete",
+      logger: quiet.logger,
+    });
+    expect(none.result).toMatchObject({ outcome: "incomplete", deleted: { podsDeleted: [] } });
+    expect(quiet.lines.map((l) => l.msg)).not.toContain(
+      "the drain's deadline: pods still there deleted with the time left",
+    );
+  });
+
+  it("under delete, a drain incomplete for another reason than its deadline (a bare pod) deletes nothing", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-0");
+    node.add("bare", { controllerKinds: [] });
+    const { result } = await drain(node, clock, { atDeadline: "delete" });
+    expect(result).toMatchObject({ outcome: "incomplete", podsLeft: ["apps/bare"] });
+    expect("deleted" in result).toBe(false);
+    expect(node.deletes).toEqual([]);
+  });
+
+  it("more terminating pods than one group asked for a shorter grace: every one asked once; one refused is not named", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 600_000);
+    const startMs = clock.now();
+    for (let i = 0; i < 10; i++)
+      node.add(`old-${i}`, { terminationGracePeriodSeconds: 600, deletionTimestampMs: startMs + 500_000 });
+    node.script.set(
+      "old-3",
+      Array.from({ length: 2000 }, () => ({ kind: "error", status: 500, message: "HTTP 500" }) as EvictionOutcome),
+    );
+    const { result } = await drain(node, clock, {
+      deadlineMs: startMs + 900_000,
+      endMs: startMs + 905_000,
+      graceDeadlineMs: () => startMs + 25_000,
+    });
+    const asked = node.requests.filter((r) => r.atMs === startMs).map((r) => r.name);
+    expect(asked.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `old-${i}`).sort());
+    expect(result.graceShortened).toHaveLength(9);
+    expect(result.graceShortened).not.toContain("apps/old-3");
+  });
+
+  it("looks again at the poll interval, at a retry or the end of a pause when sooner, at the deadline when sooner still", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 600_000);
+    node.add("web-0", { neverStops: true });
+    node.add("db-0", { neverStops: true });
+    node.script.set("db-0", [{ kind: "pdb", message: "budget" }]);
+    node.script.set("web-0", [{ kind: "throttled", retryAfterMs: 3_000, message: "throttled" }]);
+    const api = node.api();
+    const looks: number[] = [];
+    const selectors: Array<string | undefined> = [];
+    const startMs = clock.now();
+    const listPods: typeof api.listPods = async (nodeName, selector) => {
+      looks.push(clock.now() - startMs);
+      selectors.push(selector);
+      return api.listPods(nodeName, selector);
+    };
+    // random 0.5: the throttle pause 3.75 s (the hint with sef's jitter); the PDB retry 1 s at most; the pods never stop.
+    await drain(node, clock, {
+      api: { ...api, listPods },
+      podPollMs: 10_000,
+      deadlineMs: startMs + 14_000,
+      endMs: startMs + 20_000,
+      random: () => 0.5,
+    });
+    // 0: both refused (web-0 throttled pauses all for 3.75 s, db-0's retry due within 1 s waits for the pause);
+    // 3.75 s: both evicted; then the poll interval (10 s); then the deadline (14 s), sooner than another interval.
+    expect(looks).toEqual([0, 3_750, 13_750, 14_000]);
+    expect(selectors.every((s) => s === "")).toBe(true);
+  });
+
+  it("resumed from a progress that names PDB refusals and shortened graces: they stay named", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-0");
+    const resumeFrom: DrainProgress = {
+      evicted: ["apps/db-0"],
+      evictedIds: ["uid-db"],
+      pdbBlocked: ["apps/db-0"],
+      pdbHeldMs: 4_000,
+      graceShortened: ["apps/old-0"],
+      roster: [],
+    };
+    const { result } = await drain(node, clock, { resumeFrom, podSelector: "app=web" });
+    expect(result).toMatchObject({
+      outcome: "drained",
+      evicted: ["apps/db-0", "apps/web-0"],
+      evictedIds: ["uid-db", expect.any(String)],
+      pdbBlocked: ["apps/db-0"],
+      pdbHeldMs: 4_000,
+      graceShortened: ["apps/old-0"],
+    });
+  });
 });
+
+describe("drain loop: requests, saves and looks", () => {
+  it("ten pods: each asked once, in groups of 8; the progress saved at the roster and after each group", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    for (let i = 0; i < 10; i++) node.add(`web-${i}`);
+    const { result, saved } = await drain(node, clock);
+    expect(result.outcome).toBe("drained");
+    expect(node.requests.map((r) => r.name).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `web-${i}`).sort());
+    expect(saved.map((p) => p.evicted.length)).toEqual([0, 8, 10]);
+    expect(saved[0]!.roster).toHaveLength(10);
+  });
+
+  it("an eviction answered 'gone' saves nothing; the pod, still listed, is asked again at the next look", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    node.add("web-0");
+    node.script.set("web-0", [{ kind: "gone" }]);
+    const { result, saved, outcomes } = await drain(node, clock);
+    expect(result).toMatchObject({ outcome: "drained", evicted: ["apps/web-0"] });
+    expect(outcomes).toEqual(["gone", "evicted"]);
+    expect(saved.map((p) => p.evicted.length)).toEqual([0, 1]);
+  });
+
+  it("a refused pod's retry, due before the next poll, is the next look", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 100);
+    node.add("db-0");
+    node.script.set("db-0", [{ kind: "pdb", message: "budget" }]);
+    const api = node.api();
+    const looks: number[] = [];
+    const startMs = clock.now();
+    const listPods: typeof api.listPods = async (nodeName, selector) => {
+      looks.push(clock.now() - startMs);
+      return api.listPods(nodeName, selector);
+    };
+    await drain(node, clock, { api: { ...api, listPods }, podPollMs: 10_000, random: () => 0 });
+    // random 0: the first retry after 500 ms (equal jitter: half of 1 s); the pod then stops within 100 ms.
+    expect(looks.slice(0, 2)).toEqual([0, 500]);
+    expect(node.requests.map((r) => [r.kind, r.atMs - startMs])).toEqual([
+      ["pdb", 0],
+      ["evicted", 500],
+    ]);
+  });
+});
+
+/** A pino logger at debug whose lines are kept, parsed. */
+function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger: Logger = pino(
+    { level: "debug" },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
+  return { logger, lines };
+}

@@ -127,8 +127,8 @@ describe.concurrent("kubernetes action: undo, operator cordon, Freeze, Preempt, 
     let scheduledAtMs = 0;
     try {
       await waitForKubernetesReady(agent);
-      scheduledAtMs = Date.now();
-      sim.setEvents([event(id, { EventType: "Preempt", notBeforeInSeconds: 30 })]);
+      // The simulator's own clock, on both ends of the bound: when it listed the event and when the approval came.
+      scheduledAtMs = sim.setEvents([event(id, { EventType: "Preempt", notBeforeInSeconds: 30 })]).changedAtMs;
       await waitUntil(() => sim.status().approvals.length > 0, 30_000, "the approval");
       expect(await agent.stop("SIGTERM")).toBe(0);
     } finally {

@@ -118,6 +118,37 @@ export const groups: readonly MutationGroup[] = [
   },
 ];
 
+/**
+ * Groups written for issue 45 item 3 and left out of the gate until a run passes them (test/mutation/README.md says
+ * what was measured): run.ts does not read this list; move a group into `groups` with its committed result.
+ */
+export const pendingGroups: readonly MutationGroup[] = [
+  {
+    // The Kubernetes action's I/O steps tested in-process: one drain (evictions, retries, waits) on the fake clock.
+    name: "kubernetes-io",
+    modules: ["src/agent/actions/kubernetes/drain.ts"],
+    tests: ["test/actions/kubernetes-drain-loop.test.ts"],
+  },
+  {
+    // The Kubernetes action's steps around its Node in-process against the testbed's Kubernetes peer on loopback:
+    // the reconciliation with IMDS, and the approval after the node's steps (one node, or the wait for the others).
+    name: "kubernetes-steps",
+    modules: ["src/agent/actions/kubernetes/reconcile.ts", "src/agent/actions/kubernetes/cluster-approval.ts"],
+    tests: ["test/actions/kubernetes-reconcile.test.ts", "test/actions/kubernetes-cluster-approval.test.ts"],
+  },
+  {
+    // The approver: when an event is approved (StartRequests to IMDS), once, and what it reports. (action.ts, the
+    // approval action around it, is tested by action-runner.test.ts, which needs the built tree: not in a sandbox.)
+    name: "approver",
+    modules: ["src/agent/actions/approval/approver.ts"],
+    tests: [
+      "test/actions/approver-attempt.test.ts",
+      "test/actions/approver.test.ts",
+      "test/actions/approver-simulator.test.ts",
+    ],
+  },
+];
+
 /** A module's mutation score (killed and timed out over all valid mutants) must reach this. */
 export const thresholdPercent = 85;
 

@@ -371,5 +371,11 @@ describe("coordination.k8s.io/v1 Leases", () => {
       .filter((l) => l !== "")
       .map((l) => (JSON.parse(l) as { type: string }).type);
     expect(events).toEqual(["ADDED", "MODIFIED", "DELETED"]);
+    // The Lease-write log: each write that changed the Lease, with its holder after it (refused ones are not there).
+    expect(p.state.leaseWrites().map((w) => [w.method, w.namespace, w.name, w.holderIdentity])).toEqual([
+      ["POST", "kube-node-lease", "sef-slot", "aks-pool1-vmss000000"],
+      ["PATCH", "kube-node-lease", "sef-slot", "aks-pool1-vmss000001"],
+      ["DELETE", "kube-node-lease", "sef-slot", "aks-pool1-vmss000001"],
+    ]);
   });
 });

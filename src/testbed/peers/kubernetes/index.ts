@@ -19,6 +19,7 @@ export {
 export type {
   EvictionRecord,
   NodeWriteRecord,
+  LeaseWriteRecord,
   RequestRecord,
   PeerStats,
   EvictionCounts,

@@ -166,7 +166,18 @@ function named(request: ApiRequest, cluster: Cluster, namespace: string, name: s
   }
 }
 
+/** Answers a Leases request; a write that changed a Lease is logged (PeerLog.leaseWrites) with its holder after it. */
 export function handleLeases(request: ApiRequest, cluster: Cluster): ApiResponse {
+  const before =
+    request.name && request.namespace ? cluster.store.get("leases", request.namespace, request.name) : undefined;
+  const answer = leaseAnswer(request, cluster);
+  if (request.method === "GET" || isDryRun(request)) return answer;
+  const written = (answer.body as KubeObject | undefined)?.kind === "Lease" ? (answer.body as KubeObject) : before;
+  if (written !== undefined) cluster.log.leaseWrite(written, request.method);
+  return answer;
+}
+
+function leaseAnswer(request: ApiRequest, cluster: Cluster): ApiResponse {
   if (request.subresource !== undefined) throw notFound("leases", `${request.name}/${request.subresource}`, group);
   const namespace = request.namespace;
   if (request.name !== undefined) {

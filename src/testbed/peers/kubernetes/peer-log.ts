@@ -60,6 +60,16 @@ export interface NodeWriteRecord extends Stamp {
   readonly annotationsRemoved: readonly string[];
 }
 
+/** One successful write of a Lease through the API (create, PUT, PATCH, DELETE), and who held it after the write. */
+export interface LeaseWriteRecord extends Stamp {
+  readonly namespace: string;
+  readonly name: string;
+  readonly method: string;
+  /** spec.holderIdentity after the write ("" when none; the Lease's last holder for a DELETE). */
+  readonly holderIdentity: string;
+  readonly resourceVersion: string;
+}
+
 export interface EvictionCounts {
   requests: number;
   evicted: number;
@@ -154,6 +164,7 @@ export class PeerLog {
   readonly requests: RequestRecord[] = [];
   readonly evictions: EvictionRecord[] = [];
   readonly nodeWrites: NodeWriteRecord[] = [];
+  readonly leaseWrites: LeaseWriteRecord[] = [];
   private readonly requestsByCode = new Map<number, number>();
   private requestTotal = 0;
   private faulted = 0;
@@ -213,6 +224,18 @@ export class PeerLog {
     for (const taint of changes.taintsAdded) marks.firstTaint[taint.split(/[=:]/)[0] ?? taint] ??= stamp;
     for (const key of changes.annotationsSet) marks.firstAnnotation[key] ??= stamp;
     this.nodeMarks.set(node, marks);
+  }
+
+  leaseWrite(lease: KubeObject, method: string): void {
+    const holder = (lease.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+    pushCapped(this.leaseWrites, {
+      ...this.now(),
+      namespace: lease.metadata.namespace ?? "",
+      name: lease.metadata.name ?? "",
+      method,
+      holderIdentity: holder ?? "",
+      resourceVersion: lease.metadata.resourceVersion,
+    });
   }
 
   stats(): PeerStats {

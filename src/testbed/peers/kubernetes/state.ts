@@ -6,7 +6,7 @@ import type { Cluster } from "./api.js";
 import type { FaultRule, FaultRuleState } from "./faults.js";
 import { decodeLease } from "./lease-validation.js";
 import type { KubeObject, OwnerReference } from "./objects.js";
-import type { EvictionRecord, NodeWriteRecord, PeerStats, RequestRecord } from "./peer-log.js";
+import type { EvictionRecord, LeaseWriteRecord, NodeWriteRecord, PeerStats, RequestRecord } from "./peer-log.js";
 import { ReturningPods, type ReturnedPodRecord, type ReturningPodsRule } from "./returning-pods.js";
 import {
   daemonSetObject,
@@ -251,6 +251,11 @@ export class KubernetesPeerState {
   /** Every PATCH or PUT that changed a node (the last 10,000), with what it changed of cordon, taints, annotations. */
   nodeWrites(): NodeWriteRecord[] {
     return [...this.cluster.log.nodeWrites];
+  }
+
+  /** Every successful Lease write (the last 10,000), in order, with the holder after it. */
+  leaseWrites(): LeaseWriteRecord[] {
+    return [...this.cluster.log.leaseWrites];
   }
 
   /** Calls `listener` at each node write, before the peer answers it (a test can kill a client between the two). */
