@@ -167,11 +167,11 @@ describe("resolveImdsEndpoint", () => {
     expect(outcome.endpoint).toEqual({ url: `http://127.0.0.2:${port}`, source: "networkd", reused: false });
     expect(outcome.failures.map((f) => `${f.source}:${f.reason}:${f.detail.replace(/^[\d.]+:\d+: /, "")}`)).toEqual([
       "link-local:not-answering:ECONNREFUSED",
-      "remembered:not-imds:not a Scheduled Events document: body is not JSON: Unexpected token '<', \"<html>welcome</html>\" is not valid JSON",
-      "waagent:not-imds:no answer within 300 ms",
-      "networkd:not-imds:not a Scheduled Events document: DocumentIncarnation is missing or not a non-negative integer",
-      "networkd:not-imds:the Scheduled Events API answered HTTP 404",
-      "networkd:not-imds:the Scheduled Events answer exceeds 262144 bytes",
+      "remembered:not-imds:malformed scheduled events document: body is not JSON: Unexpected token '<', \"<html>welcome</html>\" is not valid JSON",
+      "waagent:not-imds:IMDS did not answer GET /metadata/scheduledevents within 300 ms",
+      "networkd:not-imds:malformed scheduled events document: DocumentIncarnation is missing or not a non-negative integer",
+      "networkd:not-imds:IMDS answered 404 for /metadata/scheduledevents: ",
+      "networkd:not-imds:IMDS body exceeds the 262144-byte cap",
     ]);
   });
 
