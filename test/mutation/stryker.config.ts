@@ -116,6 +116,13 @@ export const groups: readonly MutationGroup[] = [
       "test/actions/hook-environment.test.ts",
     ],
   },
+  {
+    // The Scheduled Events document as IMDS sends it: read, checked field by field, malformed events set apart; the
+    // compute document and its tags.
+    name: "imds-document",
+    modules: ["src/agent/imds/document.ts"],
+    tests: ["test/imds/document.test.ts"],
+  },
 ];
 
 /** A module's mutation score (killed and timed out over all valid mutants) must reach this. */
