@@ -14,6 +14,7 @@ import { resolveImdsEndpoint, type ResolveRequest } from "../../../src/agent/imd
 import { EndpointDiscovery, type RememberedEndpoint } from "../../../src/agent/imds/discovery/endpoint-discovery.js";
 import { imdsDiscoverySettingsSchema, type ImdsDiscoverySettings } from "../../../src/agent/imds/discovery/settings.js";
 import { tcpProbe } from "../../../src/agent/imds/discovery/probe.js";
+import { scheduledEventsVerify } from "../../../src/agent/imds/discovery/verify.js";
 import { systemClock } from "../../../src/agent/util/clock.js";
 import { FakeClock, flushAsync } from "../../helpers/fake-clock.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -364,5 +365,50 @@ describe("EndpointDiscovery", () => {
     await flushAsync();
     expect(discovery.snapshot()).toEqual({ url: "http://127.0.0.9:9", source: "explicit", reused: false, error: null });
     await discovery.stop();
+  });
+});
+
+describe("scheduledEventsVerify", () => {
+  /** An HTTP listener on 127.0.0.2 answering `status` with `body`; counts the connections still open. */
+  async function answering(status: number, body: string): Promise<{ url: string; open: () => number }> {
+    const server = createHttpServer((_req, res) => res.writeHead(status).end(body));
+    const sockets = new Set<Socket>();
+    server.on("connection", (socket) => {
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.2", resolve));
+    return { url: `http://127.0.0.2:${(server.address() as { port: number }).port}`, open: () => sockets.size };
+  }
+
+  it("trusts a document, and leaves no connection open after asking", async () => {
+    const imds = await answering(200, '{"DocumentIncarnation":3,"Events":[]}');
+    expect(await scheduledEventsVerify(imds.url, "2020-07-01", 2000)).toEqual({
+      answered: true,
+      detail: "answered a Scheduled Events document",
+    });
+    await waitUntil(() => imds.open() === 0, 5000, "the verification's connection closed");
+  });
+
+  it("says what a refused answer was, cut to 120 characters with an ellipsis when longer", async () => {
+    const prefix = "IMDS answered 404 for /metadata/scheduledevents: ";
+    const exactly = await answering(404, "x".repeat(120 - prefix.length));
+    expect(await scheduledEventsVerify(exactly.url, "2020-07-01", 2000)).toEqual({
+      answered: false,
+      detail: `${prefix}${"x".repeat(120 - prefix.length)}`,
+    });
+    const longer = await answering(404, "y".repeat(121 - prefix.length));
+    const { detail } = await scheduledEventsVerify(longer.url, "2020-07-01", 2000);
+    expect(detail).toBe(`${prefix}${"y".repeat(119 - prefix.length)}…`);
+    expect(detail).toHaveLength(120);
+  });
+
+  it("gives up when the caller's signal aborts, long before its own deadline", async () => {
+    const port = await listenOn("127.0.0.4", 0, "accept-only");
+    const controller = new AbortController();
+    const verifying = scheduledEventsVerify(`http://127.0.0.4:${port}`, "2020-07-01", 60_000, controller.signal);
+    controller.abort(new Error("discovery stopped"));
+    expect(await verifying).toEqual({ answered: false, detail: "discovery stopped" });
   });
 });
