@@ -143,10 +143,11 @@ export const groups: readonly MutationGroup[] = [
     tests: ["test/imds/discovery/parsers.test.ts"],
   },
   {
-    // Configuration loading: defaults < file < SEF_* variables < flags, one schema, every problem named.
+    // Configuration loading: defaults < file < SEF_* variables < flags, one schema, every problem named; the schema's
+    // documentation is the generated reference (src/agent/config/README.md, read at run time by its test).
     name: "config-load",
     modules: ["src/agent/config/load.ts", "src/agent/config/schema.ts"],
-    tests: ["test/config/load.test.ts"],
+    tests: ["test/config/load.test.ts", "test/docs/config-reference.test.ts"],
   },
 ];
 
