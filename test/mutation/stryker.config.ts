@@ -147,7 +147,7 @@ export const groups: readonly MutationGroup[] = [
     // documentation is the generated reference (src/agent/config/README.md, read at run time by its test).
     name: "config-load",
     modules: ["src/agent/config/load.ts", "src/agent/config/schema.ts"],
-    tests: ["test/config/load.test.ts", "test/docs/config-reference.test.ts"],
+    tests: ["test/config/load.test.ts", "test/config/load-edges.test.ts", "test/docs/config-reference.test.ts"],
   },
 ];
 

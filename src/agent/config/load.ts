@@ -211,18 +211,23 @@ interface SchemaNode {
       shape?: Record<string, SchemaNode>;
       element?: SchemaNode;
       valueType?: SchemaNode;
+      in?: SchemaNode;
     };
   };
 }
-
-/** The only wrappers the agent's schema puts around a setting (test/config/load.test.ts walks it to keep it so). */
-const wrapperTypes = new Set(["default", "optional"]);
 
 /** The keys an object schema accepts at `path` (through defaults, optionals, arrays and records), for suggestions. */
 function keysAt(schema: SchemaNode, path: readonly PropertyKey[]): string[] {
   let node: SchemaNode | undefined = schema;
   const unwrap = (): void => {
-    while (node?._zod && wrapperTypes.has(node._zod.def.type)) node = node._zod.def.innerType;
+    while (
+      node?._zod &&
+      ["default", "optional", "nullable", "prefault", "readonly", "nonoptional", "catch", "pipe"].includes(
+        node._zod.def.type,
+      )
+    ) {
+      node = node._zod.def.innerType ?? node._zod.def.in;
+    }
   };
   for (const segment of path) {
     unwrap();
