@@ -116,39 +116,6 @@ export const groups: readonly MutationGroup[] = [
       "test/actions/hook-environment.test.ts",
     ],
   },
-  {
-    // The Scheduled Events document as IMDS sends it: read, checked field by field, malformed events set apart; the
-    // compute document and its tags.
-    name: "imds-document",
-    modules: ["src/agent/imds/document.ts"],
-    tests: ["test/imds/document.test.ts"],
-  },
-  {
-    // Endpoint discovery's trust in a candidate: the order the resolver tries them, and the verification (one GET of
-    // the Scheduled Events API through the IMDS client) a candidate must pass.
-    name: "discovery-verify",
-    modules: ["src/agent/imds/discovery/resolver.ts", "src/agent/imds/discovery/verify.ts"],
-    tests: ["test/imds/discovery/resolver.test.ts"],
-  },
-  {
-    // Endpoint discovery's readers of option 245: its textual forms, the lease files and the registry's output.
-    name: "discovery-parsers",
-    modules: [
-      "src/agent/imds/discovery/option245.ts",
-      "src/agent/imds/discovery/registry-output.ts",
-      "src/agent/imds/discovery/lease-dhclient.ts",
-      "src/agent/imds/discovery/lease-networkd.ts",
-      "src/agent/imds/discovery/lease-networkmanager.ts",
-    ],
-    tests: ["test/imds/discovery/parsers.test.ts"],
-  },
-  {
-    // Configuration loading: defaults < file < SEF_* variables < flags, one schema, every problem named; the schema's
-    // documentation is the generated reference (src/agent/config/README.md, read at run time by its test).
-    name: "config-load",
-    modules: ["src/agent/config/load.ts", "src/agent/config/schema.ts"],
-    tests: ["test/config/load.test.ts", "test/config/load-edges.test.ts", "test/docs/config-reference.test.ts"],
-  },
 ];
 
 /** A module's mutation score (killed and timed out over all valid mutants) must reach this. */
