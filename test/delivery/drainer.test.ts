@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, existsSync, writeFileSync, rmSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
-import { Drainer } from "../../src/agent/delivery/drainer.js";
+import { Drainer, sinkCloseTimeoutMs } from "../../src/agent/delivery/drainer.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import { createLogger, silentLogger } from "../../src/agent/observability/logger.js";
@@ -826,9 +826,15 @@ describe("Drainer.stop", () => {
     add(transition(1));
     drainer.notify();
     await flushAsync();
-    const startedMs = performance.now();
-    await drainer.stop(clock.monotonicMs() + 50);
-    expect(performance.now() - startedMs).toBeLessThan(900);
+    // Ordered, not timed: a timer of the sink's close allowance, set before the stop, must not fire first (a stop that
+    // waited out its allowance past the deadline instead of the aborted send would lose the race on any load).
+    let allowanceTimer: NodeJS.Timeout | undefined;
+    const allowanceOver = new Promise<string>((resolve) => {
+      allowanceTimer = setTimeout(() => resolve("the close allowance ran out first"), sinkCloseTimeoutMs);
+    });
+    const first = await Promise.race([drainer.stop(clock.monotonicMs() + 50).then(() => "stopped"), allowanceOver]);
+    clearTimeout(allowanceTimer);
+    expect(first).toBe("stopped");
     expect(sink.events).toEqual(["send r1", "aborted r1: shutdown deadline reached", "close"]);
     expect(
       log

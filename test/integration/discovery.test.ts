@@ -235,9 +235,11 @@ describe.concurrent("IMDS endpoint discovery end to end", () => {
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).toContain('sef_imds_discovery_errors_total{source="waagent",reason="not-imds"} 1');
       expect(metrics).toContain('sef_imds_discovery_errors_total{source="dhclient",reason="not-imds"} 1');
-      expect(agent.stderr()).toMatch(/"detail":"127\.0\.0\.14:\d+: no answer within 500 ms"/);
       expect(agent.stderr()).toMatch(
-        /"detail":"127\.0\.0\.15:\d+: not a Scheduled Events document: DocumentIncarnation is missing/,
+        /"detail":"127\.0\.0\.14:\d+: IMDS did not answer GET \/metadata\/scheduledevents within 500 ms"/,
+      );
+      expect(agent.stderr()).toMatch(
+        /"detail":"127\.0\.0\.15:\d+: malformed scheduled events document: DocumentIncarnation is missing/,
       );
       sim.setEvents([reboot("ACAC0000-0000-4000-8000-000000000001")]);
       await waitUntil(() => records().some((r) => r.RecordType === "Transition"), 15_000, "a record from IMDS");

@@ -124,3 +124,223 @@ describe("the Azure Linux agent's WireServerEndpoint file", () => {
     expect(parseIpv4(fixture("WireServerEndpoint"))).toBe("168.63.129.16");
   });
 });
+
+/** `reason: message` of the DiscoveryParseError `fn` throws. */
+function problemOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof DiscoveryParseError) return `${err.reason}: ${err.message}`;
+    throw err;
+  }
+  throw new Error("expected a DiscoveryParseError");
+}
+
+describe("each reader's words for a bad input (exact, since the log and `sef discover` show them)", () => {
+  it("option 245 in its textual forms", () => {
+    expect(decodeOption245Text(" 7f:00:0:1 ")).toBe("127.0.0.1");
+    expect(decodeOption245Text("10.1.2.3")).toBe("10.1.2.3");
+    expect(decodeOption245Text("255.0.0.255")).toBe("255.0.0.255");
+    expect(decodeOption245Text("7F00000A")).toBe("127.0.0.10");
+    expect(problemOf(() => decodeOption245Text("  "))).toBe("malformed: option 245 value is empty");
+    expect(problemOf(() => decodeOption245Text("1.2.3"))).toBe(
+      'wrong-length: option 245 "1.2.3" has 3 bytes, expected 4',
+    );
+    expect(problemOf(() => decodeOption245Text("1.2.3.256"))).toBe(
+      'malformed: option 245 "1.2.3.256" is not an IPv4 address',
+    );
+    expect(problemOf(() => decodeOption245Text("1.2.3.4x"))).toBe(
+      'malformed: option 245 value "1.2.3.4x" is neither hex bytes nor a dotted IPv4 address',
+    );
+    expect(problemOf(() => decodeOption245Text("x1.2.3.4"))).toMatch(
+      /^malformed: option 245 value "x1.2.3.4" is neither/,
+    );
+    expect(problemOf(() => decodeOption245Text("1234.1.1.1"))).toMatch(/is neither hex bytes/);
+    expect(problemOf(() => decodeOption245Text("a8:3f:81"))).toBe("wrong-length: option 245 has 3 bytes, expected 4");
+    expect(problemOf(() => decodeOption245Text("a8:3f:81:100"))).toMatch(/is neither hex bytes/);
+    expect(problemOf(() => decodeOption245Text("xa8:3f:81:10"))).toMatch(/is neither hex bytes/);
+    expect(problemOf(() => decodeOption245Text("a8:3f:81:10:"))).toMatch(/is neither hex bytes/);
+    expect(problemOf(() => decodeOption245Text("a83f811"))).toMatch(/is neither hex bytes/);
+    expect(problemOf(() => decodeOption245Text("xa83f8110"))).toMatch(/is neither hex bytes/);
+    expect(problemOf(() => decodeOption245Text("a83f8110x"))).toMatch(/is neither hex bytes/);
+    expect(problemOf(() => decodeOption245Text("a83f81"))).toBe("wrong-length: option 245 has 3 bytes, expected 4");
+    expect(problemOf(() => decodeOption245Text("g".repeat(70)))).toBe(
+      `malformed: option 245 value "${"g".repeat(60)}" is neither hex bytes nor a dotted IPv4 address`,
+    );
+  });
+
+  it("a dotted address given by people", () => {
+    expect(parseIpv4(" 010.0.0.1\n")).toBe("10.0.0.1");
+    expect(problemOf(() => parseIpv4("1.2.3.4.5"))).toBe('malformed: "1.2.3.4.5" is not an IPv4 address');
+    expect(problemOf(() => parseIpv4("1.2.3.256"))).toBe('malformed: "1.2.3.256" is not an IPv4 address');
+    expect(problemOf(() => parseIpv4("1.2.3.x4"))).toBe('malformed: "1.2.3.x4" is not an IPv4 address');
+    expect(problemOf(() => parseIpv4("1.2.3.4x"))).toBe('malformed: "1.2.3.4x" is not an IPv4 address');
+    expect(problemOf(() => parseIpv4("1.2.3.1000"))).toBe('malformed: "1.2.3.1000" is not an IPv4 address');
+    expect(problemOf(() => parseIpv4("1.2.3."))).toBe('malformed: "1.2.3." is not an IPv4 address');
+    expect(problemOf(() => parseIpv4("9".repeat(70)))).toBe(`malformed: "${"9".repeat(60)}" is not an IPv4 address`);
+  });
+
+  it("reg query output of each value type", () => {
+    const output = (line: string) => `\r\nHKEY_LOCAL_MACHINE\\Software\\CloudControl\r\n${line}\r\n\r\n`;
+    expect(parseRegQueryOutput(output("    cloudcontrolip    reg_expand_sz    10.0.0.1"))).toBe("10.0.0.1");
+    expect(parseRegQueryOutput(output("    CloudControlIp    REG_DWORD    0xa83f8110"))).toBe("168.63.129.16");
+    expect(parseRegQueryOutput(output("    CloudControlIp    REG_DWORD    0x1"))).toBe("0.0.0.1");
+    expect(parseRegQueryOutput(output("    CloudControlIp    REG_BINARY    A83F8110"))).toBe("168.63.129.16");
+    expect(parseRegQueryOutput(output("    CloudControlIp    REG_SZ    10.0.0.2   "))).toBe("10.0.0.2");
+    expect(problemOf(() => parseRegQueryOutput(output("CloudControlIp    REG_SZ    10.0.0.1")))).toBe(
+      "no-option-245: no CloudControlIp value in the reg query output",
+    );
+    expect(problemOf(() => parseRegQueryOutput(output("    CloudControlIpX    REG_SZ    10.0.0.1")))).toBe(
+      "no-option-245: no CloudControlIp value in the reg query output",
+    );
+    expect(problemOf(() => parseRegQueryOutput(output("    CloudControlIp    REG_DWORD    a83f8110")))).toBe(
+      'malformed: REG_DWORD value "a83f8110" is not 0x…',
+    );
+    expect(problemOf(() => parseRegQueryOutput(output("    CloudControlIp    REG_DWORD    0x1a83f8110")))).toBe(
+      'malformed: REG_DWORD value "0x1a83f8110" is not 0x…',
+    );
+    expect(problemOf(() => parseRegQueryOutput(output("    CloudControlIp    REG_DWORD    0xa83f8110z")))).toBe(
+      'malformed: REG_DWORD value "0xa83f8110z" is not 0x…',
+    );
+    expect(problemOf(() => parseRegQueryOutput(output("    CloudControlIp    REG_MULTI_SZ    10.0.0.1")))).toBe(
+      "malformed: CloudControlIp has unsupported type REG_MULTI_SZ",
+    );
+  });
+
+  it("systemd-networkd leases", () => {
+    expect(parseNetworkdLease("  \n# comment\nADDRESS=10.0.0.4\r\nOPTION_245=7F000002\n\n")).toBe("127.0.0.2");
+    expect(parseNetworkdLease("OPTION_2450=00\nOPTION_245=7F000003\n")).toBe("127.0.0.3");
+    expect(problemOf(() => parseNetworkdLease("ADDRESS=10.0.0.4\nbad line\n"))).toBe(
+      "malformed: line 2: expected KEY=VALUE",
+    );
+    expect(problemOf(() => parseNetworkdLease("address=10.0.0.4\n"))).toBe("malformed: line 1: expected KEY=VALUE");
+    expect(problemOf(() => parseNetworkdLease("X ADDRESS=10.0.0.4\n"))).toBe("malformed: line 1: expected KEY=VALUE");
+    expect(problemOf(() => parseNetworkdLease("ADDRESS-2=10.0.0.4\n"))).toBe("malformed: line 1: expected KEY=VALUE");
+    expect(problemOf(() => parseNetworkdLease("# only a comment\n\n"))).toBe("malformed: no KEY=VALUE lines");
+    expect(problemOf(() => parseNetworkdLease("ADDRESS=10.0.0.4\n"))).toBe("no-option-245: no OPTION_245 line");
+    expect(problemOf(() => parseNetworkdLease("  {"))).toMatch(/^malformed: not valid JSON \(/);
+    expect(problemOf(() => parseNetworkdLease('{"Address": [10, 0, 0, 4]}'))).toBe("no-option-245: no Private_Options");
+    expect(problemOf(() => parseNetworkdLease('{"Private_Options": {"Option": 245}}'))).toBe(
+      "malformed: Private_Options is not an array",
+    );
+    expect(problemOf(() => parseNetworkdLease('{"Private_Options": [null, 245, {"Option": "245"}]}'))).toBe(
+      "no-option-245: Private_Options has no option 245",
+    );
+    expect(parseNetworkdLease('{"Private_Options": [{"Option": 245, "Data": [127, 0, 0, 255]}]}')).toBe("127.0.0.255");
+    expect(parseNetworkdLease('{"Private_Options": [{"Option": 245, "Data": [0, 0, 0, 0]}]}')).toBe("0.0.0.0");
+    for (const data of ["[127, 0, 0, 256]", "[127, 0, 0, -1]", "[127, 0, 0, 1.5]", "{}", "5"])
+      expect(problemOf(() => parseNetworkdLease(`{"Private_Options": [{"Option": 245, "Data": ${data}}]}`))).toBe(
+        "malformed: option 245 Data is neither a hex string nor a byte array",
+      );
+  });
+
+  it("NetworkManager key files", () => {
+    const text = "[dhcp4]\n; comment\n# comment\n\nDHCP4_PRIVATE_245 = 7f:0:0:4\nip_address=10.0.0.4\n";
+    expect(parseNetworkManagerLease(text, nowMs)).toBe("127.0.0.4");
+    for (const key of ["private_245", "unknown_245", "option_245", "dhcp4_unknown_245"])
+      expect(parseNetworkManagerLease(`${key}=7f:0:0:5`, nowMs)).toBe("127.0.0.5");
+    expect(parseNetworkManagerLease("a.b-c_d=1\r\nprivate_245=7f:0:0:6", nowMs)).toBe("127.0.0.6");
+    expect(parseNetworkManagerLease("  lease {\n  option unknown-245 7f:0:0:7;\n}\n", nowMs)).toBe("127.0.0.7");
+    expect(problemOf(() => parseNetworkManagerLease("[dhcp4]\nkey value\n", nowMs))).toBe(
+      "malformed: line 2: expected key=value or [section]",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("[dhcp4\nk=v\n", nowMs))).toBe(
+      "malformed: line 1: expected key=value or [section]",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("x[dhcp4]\n", nowMs))).toBe(
+      "malformed: line 1: expected key=value or [section]",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("k:y=v\n", nowMs))).toBe(
+      "malformed: line 1: expected key=value or [section]",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("[dhcp4]\n[]\n", nowMs))).toBe(
+      "malformed: line 2: expected key=value or [section]",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("[dhcp4]\n# c\n; c\n", nowMs))).toBe(
+      "malformed: no key=value lines",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("private_2450=7f:0:0:1\n", nowMs))).toBe(
+      "no-option-245: no private_245 key",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("leases {\n", nowMs))).toBe(
+      "malformed: line 1: expected key=value or [section]",
+    );
+  });
+
+  it("dhclient leases", () => {
+    const lease = (...statements: string[]) => `lease {\n${statements.map((s) => `  ${s}\n`).join("")}}\n`;
+    expect(problemOf(() => parseDhclientLeases("# nothing\n", nowMs))).toBe("no-option-245: no IPv4 lease { … } block");
+    expect(problemOf(() => parseDhclientLeases(lease("fixed-address 10.0.0.4;") + lease("renew never;"), nowMs))).toBe(
+      "no-option-245: none of 2 lease(s) carries option 245",
+    );
+    expect(
+      problemOf(() =>
+        parseDhclientLeases(lease("option unknown-245 7f:0:0:1;", "expire epoch 1;") + lease("expire never;"), nowMs),
+      ),
+    ).toBe("expired: all 1 lease(s) carrying option 245 have expired");
+    // The lease expiring exactly now has expired; one a second later has not.
+    const at = (ms: number) => `expire epoch ${ms / 1000};`;
+    expect(problemOf(() => parseDhclientLeases(lease("option unknown-245 7f:0:0:1;", at(nowMs)), nowMs))).toMatch(
+      /^expired: all 1 lease/,
+    );
+    expect(parseDhclientLeases(lease("option unknown-245 7f:0:0:1;", at(nowMs + 1000)), nowMs)).toBe("127.0.0.1");
+    // The last current lease wins, whatever came before.
+    expect(
+      parseDhclientLeases(
+        lease("option unknown-245 7f:0:0:1;") + lease("option unknown-245 7f:0:0:2;", "expire epoch 1;"),
+        nowMs,
+      ),
+    ).toBe("127.0.0.1");
+    expect(
+      parseDhclientLeases(lease("option unknown-245 7f:0:0:1;") + lease("OPTION OPTION-245 7f:0:0:2;"), nowMs),
+    ).toBe("127.0.0.2");
+    expect(parseDhclientLeases(lease("option unknown-245 7f:0:0:3;", "expire 4 2099/1/2 3:04:05;"), nowMs)).toBe(
+      "127.0.0.3",
+    );
+    expect(
+      problemOf(() =>
+        parseDhclientLeases(lease("option unknown-245 7f:0:0:3;", "expire 4 2026/11/23 11:59:59;"), nowMs),
+      ),
+    ).toMatch(/^expired: /);
+    expect(parseDhclientLeases(lease("option unknown-245 7f:0:0:3;", "expire 4 2026/11/23 12:00:01;"), nowMs)).toBe(
+      "127.0.0.3",
+    );
+    for (const bad of ["4 2026/11/23 12:00", "x4 2026/11/23 12:00:00", "4 2026/11/23 12:00:00x", "epoch 12x", "epoch"])
+      expect(problemOf(() => parseDhclientLeases(lease(`expire ${bad};`), nowMs))).toBe(
+        `malformed: cannot read "expire ${bad}"`,
+      );
+    expect(problemOf(() => parseDhclientLeases(lease("option unknown-245 7f:0:0;"), nowMs))).toBe(
+      "wrong-length: option 245 has 3 bytes, expected 4",
+    );
+    expect(parseDhclientLeases(lease('option unknown-245 "\\177\\000\\000\\011";'), nowMs)).toBe("127.0.0.9");
+    expect(parseDhclientLeases(lease('option unknown-245 "A\\"B\\\\";'), nowMs)).toBe("65.34.66.92");
+    expect(parseDhclientLeases(lease('option unknown-245 "\\18AB";'), nowMs)).toBe("49.56.65.66");
+    expect(problemOf(() => parseDhclientLeases(lease('option unknown-245 "ABC";'), nowMs))).toBe(
+      "wrong-length: option 245 has 3 bytes, expected 4",
+    );
+    expect(problemOf(() => parseDhclientLeases("lease {\n  renew never\n}\n", nowMs))).toBe(
+      'malformed: line 2: statement does not end in ";"',
+    );
+    expect(problemOf(() => parseDhclientLeases("lease {\n  x { y;\n}\n", nowMs))).toBe(
+      "malformed: line 2: unexpected brace inside a lease",
+    );
+    expect(problemOf(() => parseDhclientLeases("lease {\n  x } y;\n}\n", nowMs))).toBe(
+      "malformed: line 2: unexpected brace inside a lease",
+    );
+    expect(problemOf(() => parseDhclientLeases("default-duid 1;\nnot a statement\n", nowMs))).toBe(
+      'malformed: line 2: expected "lease {" or a statement ending in ";"',
+    );
+    expect(problemOf(() => parseDhclientLeases("lease6 {\n  ia-na 1 {\n  } } }\n", nowMs))).toBe(
+      'malformed: line 3: unbalanced "}"',
+    );
+    expect(problemOf(() => parseDhclientLeases("lease {\n", nowMs))).toBe("malformed: the last block is not closed");
+    // Nested blocks of another kind are skipped whole, braces counted per line; comments are not statements.
+    expect(
+      parseDhclientLeases(
+        "lease6 {\n  ia-na 1 { } {\n  }\n}\n# a comment {\n" + lease("option unknown-245 7f:0:0:8; # the host"),
+        nowMs,
+      ),
+    ).toBe("127.0.0.8");
+    expect(parseDhclientLeases("lease{\n}\n" + lease("option unknown-245 7f:0:0:9;"), nowMs)).toBe("127.0.0.9");
+  });
+});

@@ -14,6 +14,7 @@ import { resolveImdsEndpoint, type ResolveRequest } from "../../../src/agent/imd
 import { EndpointDiscovery, type RememberedEndpoint } from "../../../src/agent/imds/discovery/endpoint-discovery.js";
 import { imdsDiscoverySettingsSchema, type ImdsDiscoverySettings } from "../../../src/agent/imds/discovery/settings.js";
 import { tcpProbe } from "../../../src/agent/imds/discovery/probe.js";
+import { scheduledEventsVerify } from "../../../src/agent/imds/discovery/verify.js";
 import { systemClock } from "../../../src/runtime/clock.js";
 import { FakeClock, flushAsync } from "../../helpers/fake-clock.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -167,11 +168,11 @@ describe("resolveImdsEndpoint", () => {
     expect(outcome.endpoint).toEqual({ url: `http://127.0.0.2:${port}`, source: "networkd", reused: false });
     expect(outcome.failures.map((f) => `${f.source}:${f.reason}:${f.detail.replace(/^[\d.]+:\d+: /, "")}`)).toEqual([
       "link-local:not-answering:ECONNREFUSED",
-      "remembered:not-imds:not a Scheduled Events document: body is not JSON: Unexpected token '<', \"<html>welcome</html>\" is not valid JSON",
-      "waagent:not-imds:no answer within 300 ms",
-      "networkd:not-imds:not a Scheduled Events document: DocumentIncarnation is missing or not a non-negative integer",
-      "networkd:not-imds:the Scheduled Events API answered HTTP 404",
-      "networkd:not-imds:the Scheduled Events answer exceeds 262144 bytes",
+      "remembered:not-imds:malformed scheduled events document: body is not JSON: Unexpected token '<', \"<html>welcome</html>\" is not valid JSON",
+      "waagent:not-imds:IMDS did not answer GET /metadata/scheduledevents within 300 ms",
+      "networkd:not-imds:malformed scheduled events document: DocumentIncarnation is missing or not a non-negative integer",
+      "networkd:not-imds:IMDS answered 404 for /metadata/scheduledevents: ",
+      "networkd:not-imds:IMDS body exceeds the 262144-byte cap",
     ]);
   });
 
@@ -364,5 +365,50 @@ describe("EndpointDiscovery", () => {
     await flushAsync();
     expect(discovery.snapshot()).toEqual({ url: "http://127.0.0.9:9", source: "explicit", reused: false, error: null });
     await discovery.stop();
+  });
+});
+
+describe("scheduledEventsVerify", () => {
+  /** An HTTP listener on 127.0.0.2 answering `status` with `body`; counts the connections still open. */
+  async function answering(status: number, body: string): Promise<{ url: string; open: () => number }> {
+    const server = createHttpServer((_req, res) => res.writeHead(status).end(body));
+    const sockets = new Set<Socket>();
+    server.on("connection", (socket) => {
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.2", resolve));
+    return { url: `http://127.0.0.2:${(server.address() as { port: number }).port}`, open: () => sockets.size };
+  }
+
+  it("trusts a document, and leaves no connection open after asking", async () => {
+    const imds = await answering(200, '{"DocumentIncarnation":3,"Events":[]}');
+    expect(await scheduledEventsVerify(imds.url, "2020-07-01", 2000)).toEqual({
+      answered: true,
+      detail: "answered a Scheduled Events document",
+    });
+    await waitUntil(() => imds.open() === 0, 5000, "the verification's connection closed");
+  });
+
+  it("says what a refused answer was, cut to 120 characters with an ellipsis when longer", async () => {
+    const prefix = "IMDS answered 404 for /metadata/scheduledevents: ";
+    const exactly = await answering(404, "x".repeat(120 - prefix.length));
+    expect(await scheduledEventsVerify(exactly.url, "2020-07-01", 2000)).toEqual({
+      answered: false,
+      detail: `${prefix}${"x".repeat(120 - prefix.length)}`,
+    });
+    const longer = await answering(404, "y".repeat(121 - prefix.length));
+    const { detail } = await scheduledEventsVerify(longer.url, "2020-07-01", 2000);
+    expect(detail).toBe(`${prefix}${"y".repeat(119 - prefix.length)}…`);
+    expect(detail).toHaveLength(120);
+  });
+
+  it("gives up when the caller's signal aborts, long before its own deadline", async () => {
+    const port = await listenOn("127.0.0.4", 0, "accept-only");
+    const controller = new AbortController();
+    const verifying = scheduledEventsVerify(`http://127.0.0.4:${port}`, "2020-07-01", 60_000, controller.signal);
+    controller.abort(new Error("discovery stopped"));
+    expect(await verifying).toEqual({ answered: false, detail: "discovery stopped" });
   });
 });

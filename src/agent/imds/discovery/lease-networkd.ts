@@ -30,8 +30,7 @@ function parseJsonLease(text: string): string {
   } catch (err) {
     throw new DiscoveryParseError("malformed", `not valid JSON (${(err as Error).message})`);
   }
-  if (typeof lease !== "object" || lease === null || Array.isArray(lease))
-    throw new DiscoveryParseError("malformed", "not a JSON object");
+  // The text starts with "{": what parses is an object.
   const options = (lease as { Private_Options?: unknown }).Private_Options;
   if (options === undefined) throw new DiscoveryParseError("no-option-245", "no Private_Options");
   if (!Array.isArray(options)) throw new DiscoveryParseError("malformed", "Private_Options is not an array");

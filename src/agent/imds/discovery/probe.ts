@@ -1,13 +1,19 @@
 // Does anything accept a TCP connection at host:port within the timeout? (The only network use of the resolver
-// besides the opt-in DHCP query; no HTTP request is sent.)
+// besides the opt-in DHCP query and the verification of a candidate; no HTTP request is sent.)
 import { connect } from "node:net";
 
-export type Probe = (
-  host: string,
-  port: number,
-  timeoutMs: number,
-  signal?: AbortSignal,
-) => Promise<{ answered: boolean; detail: string }>;
+/** What asking a candidate found: whether it answered as wanted, and what it did (bounded text). */
+export interface CandidateAnswer {
+  answered: boolean;
+  detail: string;
+}
+
+/** Asks a candidate at `where` one thing within `timeoutMs` (or until `signal` aborts); never rejects. */
+export type CandidateCheck<Where extends unknown[]> = (
+  ...args: [...where: Where, timeoutMs: number, signal?: AbortSignal]
+) => Promise<CandidateAnswer>;
+
+export type Probe = CandidateCheck<[host: string, port: number]>;
 
 export const tcpProbe: Probe = (host, port, timeoutMs, signal) =>
   new Promise((resolve) => {

@@ -1,0 +1,134 @@
+// Configuration loading edge by edge (the mutation gate's config-load group, with load.test.ts): strict integers,
+// SEF_CONFIG, the file's errors word for word, lists, the reserved SEF_* variables, each sink's settings.
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig, ConfigError, parseStrictInteger } from "../../src/agent/config/load.js";
+
+function file(content: unknown): string {
+  const path = join(mkdtempSync(join(tmpdir(), "sef-cfg-")), "config.json");
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
+  return path;
+}
+
+function problems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loading, edge by edge (the mutation gate's config-load group)", () => {
+  it("reads whole numbers with a sign and blanks around them, and refuses one past the safe range", () => {
+    expect(parseStrictInteger(" 42 ")).toBe(42);
+    expect(parseStrictInteger("+7")).toBe(7);
+    expect(parseStrictInteger("-7")).toBe(-7);
+    expect(parseStrictInteger("9007199254740991")).toBe(Number.MAX_SAFE_INTEGER);
+    expect(parseStrictInteger("9007199254740992")).toBeUndefined();
+    expect(parseStrictInteger("4 2")).toBeUndefined();
+    expect(parseStrictInteger("x42")).toBeUndefined();
+    expect(parseStrictInteger("42x")).toBeUndefined();
+  });
+
+  it("takes the file from SEF_CONFIG when none is given, an empty SEF_CONFIG as none, and the given one over it", () => {
+    const fromEnv = file({ pollIntervalMs: 2000 });
+    expect(loadConfig({ env: { SEF_CONFIG: fromEnv } })).toMatchObject({
+      file: fromEnv,
+      config: { pollIntervalMs: 2000 },
+    });
+    expect(loadConfig({ env: { SEF_CONFIG: "" } })).toMatchObject({
+      file: undefined,
+      config: { pollIntervalMs: 1000 },
+    });
+    const given = file({ pollIntervalMs: 3000 });
+    expect(loadConfig({ file: given, env: { SEF_CONFIG: fromEnv } }).config.pollIntervalMs).toBe(3000);
+  });
+
+  it("says exactly what is wrong with the file", () => {
+    expect(problems(() => loadConfig({ file: "/nonexistent/sef.json", env: {} }))).toEqual([
+      "config file /nonexistent/sef.json: cannot be read (ENOENT)",
+    ]);
+    for (const body of ["[]", "null", "3", '"text"']) {
+      const path = file(body);
+      expect(problems(() => loadConfig({ file: path, env: {} }))).toEqual([
+        `config file ${path}: must hold a JSON object`,
+      ]);
+    }
+    const broken = file("{ not json");
+    expect(problems(() => loadConfig({ file: broken, env: {} }))[0]).toMatch(
+      new RegExp(`^config file ${broken}: not valid JSON \\(.+\\)$`),
+    );
+    const bom = file("x\uFEFF{}");
+    expect(problems(() => loadConfig({ file: bom, env: {} }))[0]).toMatch(/not valid JSON/); // only a leading mark
+  });
+
+  it("puts each problem on its own line of the error's message", () => {
+    try {
+      loadConfig({ env: { SEF_POLL_INTERVAL_MS: "fast", SEF_METRICS_PORT: "slow" } });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as Error).message).toBe(
+        'invalid configuration:\n  - SEF_POLL_INTERVAL_MS: expected a whole number, got "fast"\n' +
+          '  - SEF_METRICS_PORT: expected a whole number, got "slow"',
+      );
+    }
+  });
+
+  it("splits a list at commas, dropping blanks; leaves an unknown flag's value and a repeated flag's list as given", () => {
+    expect(loadConfig({ env: { SEF_SINKS: " stdout ,, jsonl:/tmp/a.jsonl ," } }).config.sinks).toEqual([
+      "stdout",
+      "jsonl:/tmp/a.jsonl",
+    ]);
+    expect(loadConfig({ env: {}, flags: { sinks: ["stdout", "jsonl:/tmp/b.jsonl"] } }).config.sinks).toEqual([
+      "stdout",
+      "jsonl:/tmp/b.jsonl",
+    ]);
+    expect(loadConfig({ env: {}, flags: { sinks: "stdout,jsonl:/tmp/c.jsonl" } }).config.sinks).toEqual([
+      "stdout",
+      "jsonl:/tmp/c.jsonl",
+    ]);
+    expect(problems(() => loadConfig({ env: {}, flags: { pollIntervalMs: undefined, bogus: "1" } }))).toEqual([
+      "bogus (bogus): unknown setting (did you mean hooks?)",
+    ]);
+    expect(problems(() => loadConfig({ file: file({ bogus: 1 }), env: {} }))).toEqual([
+      "bogus: unknown setting (did you mean hooks?)",
+    ]);
+    expect(
+      problems(() => loadConfig({ file: file({ metrics: { prot: 1 } }), env: { SEF_METRICS_PORT: "9" } })),
+    ).toEqual(["metrics.prot: unknown setting (did you mean port?)"]);
+  });
+
+  it("lets through the SEF_* variables that are not settings but not typos either, and sorts the unknown ones", () => {
+    const env = {
+      SEF_TEST_ANYTHING: "1",
+      SEF_BENCH_ANYTHING: "1",
+      SEF_DEMO_SCENARIO: "1",
+      SEF_CRASH_SEED: "1",
+      SEF_EVENT_ID: "a hook's",
+      SEF_ZZZ_SECOND: "1",
+      SEF_AAA_FIRST: "1",
+      XSEF_TEST: "1",
+      sef_lower: "1",
+    };
+    expect(problems(() => loadConfig({ env })).map((p) => p.split(":")[0])).toEqual([
+      "SEF_AAA_FIRST",
+      "SEF_ZZZ_SECOND",
+    ]);
+    expect(problems(() => loadConfig({ env: { XSEF_TEST_A: "1", SEF_TESTX: "1", SEF_DEMO: "1" } })).length).toBe(2);
+  });
+
+  it("gives each sink in use its section, or the section's defaults, once per type", () => {
+    const { sinkSettings } = loadConfig({
+      env: {},
+      flags: { sinks: ["stdout", "jsonl:/tmp/d.jsonl", "jsonl:/tmp/e.jsonl"] },
+    });
+    expect(Object.keys(sinkSettings).sort()).toEqual(["jsonl", "stdout"]);
+    const withSection = loadConfig({ file: file({ sinks: ["stdout"], stdout: {} }), env: {} }).sinkSettings;
+    expect(Object.keys(withSection)).toEqual(["stdout"]);
+    expect(withSection.stdout).toBeDefined();
+  });
+});
