@@ -2,7 +2,7 @@
 // header, no proxy, a deadline, a body cap, the document's parser): trusted only when it answers 200 with a
 // well-formed Scheduled Events document.
 import { ImdsClient } from "../client.js";
-import { systemClock } from "../../util/clock.js";
+import { systemClock } from "@sef/runtime/clock.js";
 import type { CandidateCheck } from "./probe.js";
 
 export type Verify = CandidateCheck<[url: string, apiVersion: string]>;
