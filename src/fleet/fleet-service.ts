@@ -20,7 +20,7 @@ import { FleetConfigError, PartitionClosedError } from "./errors.js";
 import { createFleetConsumer } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
-import { BlobPartitionStateStore } from "./partition-state.js";
+import { BlobPartitionStateStore } from "./journal-state-store.js";
 import {
   isStorageFailure,
   PartitionProcessor,

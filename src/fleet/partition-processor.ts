@@ -13,8 +13,11 @@ import {
   type NotificationState,
 } from "./notification-plan.js";
 import {
+  changesBetween,
   OwnershipLostError,
+  ownEvent,
   ownPartitionState,
+  workingCopy,
   type PartitionState,
   type PartitionStateStore,
 } from "./partition-state.js";
@@ -182,7 +185,9 @@ export class PartitionProcessor {
 
   static async open(options: ProcessorOptions): Promise<PartitionProcessor> {
     const { state, etag } = await fromStore(options.store.load(options.partitionId));
-    return new PartitionProcessor(options, ownPartitionState(state), etag);
+    const processor = new PartitionProcessor(options, ownPartitionState(state), etag);
+    processor.bounds.knowReporters(Object.values(processor.state.events));
+    return processor;
   }
 
   get lastSequenceNumber(): number {
@@ -313,16 +318,18 @@ export class PartitionProcessor {
   }
 
   /**
-   * Applies `change` to a copy of the state and saves it; on a conflicting write by another instance, reloads the
+   * Applies `change` to a working copy of the state and saves it (the store is told which events the change replaced,
+   * so it may write only those); on a conflicting write by another instance, reloads the
    * partition's state and applies the change again. Returns what the successful application returned.
    */
   private async saveWithRetry<T>(change: (working: PartitionState) => { result: T; dirty: boolean }): Promise<T> {
     for (let conflict = 0; ; conflict++) {
-      const working = ownPartitionState(this.state);
+      const working = workingCopy(this.state);
       const { result, dirty } = change(working);
       if (!dirty) return result;
+      const changes = changesBetween(this.state, working);
       try {
-        this.etag = await fromStore(this.options.store.save(this.options.partitionId, working, this.etag));
+        this.etag = await fromStore(this.options.store.save(this.options.partitionId, working, this.etag, changes));
         this.state = working;
         return result;
       } catch (err) {
@@ -406,7 +413,11 @@ export class PartitionProcessor {
       const paged = Object.values(own(working.notifications, key) ?? {}).some(
         (n) => n.triggeredAt !== null || n.pending !== null,
       );
-      working.events[key] = foldRecord(previous, record, { paged, onKept });
+      // A copy: the saved state shares its events with the working one, and the store writes only what was replaced.
+      working.events[key] = foldRecord(previous === undefined ? undefined : ownEvent(previous), record, {
+        paged,
+        onKept,
+      });
       afterSave.push(() => metrics.records.inc({ outcome: "folded" }));
       return key;
     } catch (err) {

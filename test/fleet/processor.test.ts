@@ -675,6 +675,41 @@ describe("PartitionProcessor, given an oversized or a flooding sender", () => {
     expect(sent.at(-1)).toMatchObject({ target: "pd", eventId: real });
   });
 
+  it("bounds a flood of invented reporters by the partition's rate, and still opens a known reporter's real event", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { sent, options, metrics } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const rules = [{ name: "all", targets: ["pd"] }];
+    // The real VM reported before (its event is in the saved state): known to the next owner of the partition.
+    const before = await PartitionProcessor.open({ ...options, rules });
+    await before.processBatch([receivedAt(0, fleetTransition(guid(1), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    const bounds = { ...defaultPartitionBounds, newEventsPerPartitionPerMinute: 20 };
+    const processor = await PartitionProcessor.open({ ...options, rules, bounds });
+    // 300 invented EventIds, each from a reporter of its own (every one within the per-reporter rate).
+    const flood = Array.from({ length: 300 }, (_, i) =>
+      receivedAt(1 + i, fleetTransition(guid(5000 + i), "Scheduled", vm(500 + i, "rogue"), [vm(500 + i, "rogue")])),
+    );
+    const real = guid(2);
+    const newcomer = vm(9, "fresh");
+    await processor.processBatch([
+      ...flood,
+      receivedAt(301, fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(302, fleetTransition(guid(3), "Scheduled", newcomer, [newcomer], { timeMs: t0 })),
+    ]);
+    const text = await metrics.registry.metrics();
+    expect(metricLine(text, "partition-rate-limited")).toBe(280 + 1); // the flood past 20, and the newcomer
+    expect(Object.keys((await store.load()).state.events)).toHaveLength(1 + 20 + 1);
+    expect(sent.filter((s) => s.eventId === real)).toHaveLength(1);
+    // The next minute anyone may open events again, up to the partition's rate.
+    now = t0 + 60_000;
+    await processor.processBatch([receivedAt(303, fleetTransition(guid(3), "Scheduled", newcomer, [newcomer]))]);
+    expect(sent.filter((s) => s.eventId === guid(3))).toHaveLength(1);
+  });
+
   it("reads a TimeGenerated far in the future as now, so it cannot keep an event from being pruned", async () => {
     const store = new MemoryStore();
     let now = t0;
