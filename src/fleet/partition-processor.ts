@@ -286,7 +286,7 @@ export class PartitionProcessor {
             offset: err.received.offset,
             sequenceNumber: err.received.sequenceNumber,
             eventId: err.eventId,
-            err: describeError(err.error),
+            error: describeError(err.error),
           },
           "skipped a record that could not be folded",
         );
@@ -525,7 +525,7 @@ export class PartitionProcessor {
         afterSave.push(() => {
           this.options.metrics.records.inc({ outcome: "unplannable" });
           this.options.logger.error(
-            { partitionId: this.options.partitionId, eventId: event.eventId, err: describeError(err) },
+            { partitionId: this.options.partitionId, eventId: event.eventId, error: describeError(err) },
             "could not plan the notifications of an event; left unnotified",
           );
         });
@@ -627,7 +627,10 @@ export class PartitionProcessor {
   }
 }
 
-/** An error as a log line carries it: its type and message (never its stack or fields, which may hold record text). */
+/**
+ * An error as a log line carries it (`error`: pino's `err` serializer would read this object's own type): its type and
+ * message, never its stack or fields, which may hold record text.
+ */
 function describeError(err: unknown): { type: string; message: string } {
   return err instanceof Error ? { type: err.name, message: err.message } : { type: typeof err, message: String(err) };
 }
