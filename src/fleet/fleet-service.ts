@@ -21,6 +21,7 @@ import { createFleetConsumer } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
 import { BlobPartitionStateStore } from "./journal-state-store.js";
+import { KnownReporters } from "./partition-bounds.js";
 import {
   isStorageFailure,
   PartitionProcessor,
@@ -119,10 +120,13 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const send = targetSender(targets, settings);
   const onDeadLetter = deadLetterWriter(container, settings, systemClock);
   const storeRetry = storeRetries(owned, logger);
+  // A VM that reported on any partition of this instance counts as known on all of them (partition-bounds.ts).
+  const knownReporters = new KnownReporters(settings.bounds.reporterKnownAfterMs);
   const openProcessor = processorOpener(client, settings, storeRetry, (partitionId, signal) => ({
     ...processorSettings(settings),
     partitionId,
     store: stateStore,
+    knownReporters,
     send,
     onDeadLetter,
     clock: systemClock,

@@ -44,26 +44,50 @@ const maxReportersTracked = 10_000;
 const maxKnownReporters = 50_000;
 const minuteMs = 60_000;
 
+/**
+ * The reporters an instance has admitted records from, with when each was first seen: known once that is
+ * `knownAfterMs` ago (or it was in a saved state). Bounded: past `maxKnownReporters`, those not yet known go first.
+ */
+export class KnownReporters {
+  private readonly firstSeen = new Map<string, number>();
+
+  constructor(private readonly knownAfterMs: number) {}
+
+  note(reporter: string, nowMs: number): void {
+    if (this.firstSeen.has(reporter)) return;
+    if (this.firstSeen.size >= maxKnownReporters)
+      for (const [name, firstSeenMs] of this.firstSeen)
+        if (nowMs - firstSeenMs < this.knownAfterMs) this.firstSeen.delete(name);
+    if (this.firstSeen.size < maxKnownReporters) this.firstSeen.set(reporter, nowMs);
+  }
+
+  isKnown(reporter: string, nowMs: number): boolean {
+    const firstSeenMs = this.firstSeen.get(reporter);
+    return firstSeenMs !== undefined && nowMs - firstSeenMs >= this.knownAfterMs;
+  }
+}
+
 export class PartitionBounds {
   /** Per reporter: the start of its current minute and the new EventIds it opened in it. */
   private readonly opened = new Map<string, { startMs: number; count: number }>();
   /** The partition's current minute and the new EventIds opened in it. */
   private partitionWindow = { startMs: -Infinity, count: 0 };
-  /** Reporters whose records were admitted, with when each was first seen (-Infinity: from the saved state). */
-  private readonly known = new Map<string, number>();
-
-  constructor(readonly settings: PartitionBoundsSettings) {}
+  constructor(
+    readonly settings: PartitionBoundsSettings,
+    /** Shared by every partition of the instance: a VM known on one is known on all. */
+    private readonly known: KnownReporters = new KnownReporters(settings.reporterKnownAfterMs),
+  ) {}
 
   /** Remembers the reporters of events already in the partition's state as known. */
   knowReporters(events: Iterable<FleetEvent>): void {
-    for (const event of events) for (const reporter of Object.keys(event.vms)) this.noteReporter(reporter, -Infinity);
+    for (const event of events) for (const reporter of Object.keys(event.vms)) this.known.note(reporter, -Infinity);
   }
 
   /** Whether `record` may be folded into `previous` (undefined: it opens a new event among `eventCount`). */
   admit(previous: FleetEvent | undefined, record: FleetTransition, eventCount: number, nowMs: number): Admission {
     const reporter = reporterOf(record);
     const admission = this.admission(previous, reporter, eventCount, nowMs);
-    if (admission === "admit") this.noteReporter(reporter, nowMs);
+    if (admission === "admit") this.known.note(reporter, nowMs);
     return admission;
   }
 
@@ -83,16 +107,7 @@ export class PartitionBounds {
   private partitionMayOpen(reporter: string, nowMs: number): boolean {
     if (nowMs - this.partitionWindow.startMs >= minuteMs) this.partitionWindow = { startMs: nowMs, count: 0 };
     if (this.partitionWindow.count < this.settings.newEventsPerPartitionPerMinute) return true;
-    const firstSeenMs = this.known.get(reporter);
-    return firstSeenMs !== undefined && nowMs - firstSeenMs >= this.settings.reporterKnownAfterMs;
-  }
-
-  private noteReporter(reporter: string, nowMs: number): void {
-    if (this.known.has(reporter)) return;
-    if (this.known.size >= maxKnownReporters)
-      for (const [name, firstSeenMs] of this.known)
-        if (nowMs - firstSeenMs < this.settings.reporterKnownAfterMs) this.known.delete(name);
-    if (this.known.size < maxKnownReporters) this.known.set(reporter, nowMs);
+    return this.known.isKnown(reporter, nowMs);
   }
 
   /** `record` with a TimeGenerated in the future beyond the allowed skew read as `nowMs`. */

@@ -25,6 +25,7 @@ import { quoted, readRecord, type FleetTransition, type RecordInput } from "./re
 import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
 import {
   defaultPartitionBounds,
+  KnownReporters,
   PartitionBounds,
   type Admission,
   type PartitionBoundsSettings,
@@ -87,6 +88,8 @@ export interface ProcessorOptions {
   readonly retainEndedMs: number;
   /** What one partition takes in (default `defaultPartitionBounds`). */
   readonly bounds?: PartitionBoundsSettings;
+  /** The instance's known reporters, shared by its partitions (default: this partition's own). */
+  readonly knownReporters?: KnownReporters;
   readonly store: PartitionStateStore;
   readonly send: SendNotification;
   readonly onDeadLetter?: (
@@ -180,7 +183,11 @@ export class PartitionProcessor {
     /** The version of the state blob `state` was read or written as: saves must match it. */
     private etag: string | undefined,
   ) {
-    this.bounds = new PartitionBounds(options.bounds ?? defaultPartitionBounds);
+    const bounds = options.bounds ?? defaultPartitionBounds;
+    this.bounds = new PartitionBounds(
+      bounds,
+      options.knownReporters ?? new KnownReporters(bounds.reporterKnownAfterMs),
+    );
   }
 
   static async open(options: ProcessorOptions): Promise<PartitionProcessor> {

@@ -115,6 +115,9 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
+        const { exitCode, signalCode } = instance.child;
+        if (exitCode !== null || signalCode !== null)
+          throw new Error(`sef-fleet exited (${exitCode ?? signalCode}): ${instance.stderr().slice(-3000)}`);
         peak = Math.max(peak, rssMb(pid));
         await sleep(100);
       }
@@ -172,4 +175,5 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(JSON.stringify(await benchFleetFlood(), null, 2));
+if (import.meta.url === `file://${process.argv[1]}`)
+  console.log(JSON.stringify(await benchFleetFlood(Number(process.argv[2] ?? 100_000)), null, 2));

@@ -29,7 +29,7 @@ import { metricValue } from "../helpers/metrics.js";
 import { propertyParams } from "../helpers/seed.js";
 import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 import { pagerDutySeverity } from "../../src/fleet/targets/payloads.js";
-import { defaultPartitionBounds } from "../../src/fleet/partition-bounds.js";
+import { defaultPartitionBounds, KnownReporters } from "../../src/fleet/partition-bounds.js";
 
 /** The in-doubt series of the pd target's trigger taken over from a stopped instance. */
 const inDoubt = { target: "pd", action: "trigger", cause: "claim_taken_over" };
@@ -709,6 +709,42 @@ describe("PartitionProcessor, given an oversized or a flooding sender", () => {
     now = t0 + 60_000;
     await processor.processBatch([receivedAt(303, fleetTransition(guid(3), "Scheduled", newcomer, [newcomer]))]);
     expect(sent.filter((s) => s.eventId === guid(3))).toHaveLength(1);
+  });
+
+  it("knows a VM on every partition of the instance once it reported on one of them, an hour ago", async () => {
+    const known = new KnownReporters(defaultPartitionBounds.reporterKnownAfterMs);
+    let now = t0;
+    const one = setup(
+      new MemoryStore(),
+      async () => delivered,
+      () => now,
+    );
+    const partitionA = await PartitionProcessor.open({ ...one.options, knownReporters: known });
+    await partitionA.processBatch([
+      receivedAt(0, fleetTransition(guid(10), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    const other = setup(
+      new MemoryStore(),
+      async () => delivered,
+      () => now,
+    );
+    const bounds = { ...defaultPartitionBounds, newEventsPerPartitionPerMinute: 1 };
+    const partitionB = await PartitionProcessor.open({
+      ...other.options,
+      partitionId: "1",
+      bounds,
+      knownReporters: known,
+    });
+    const newcomer = (n: number) => vm(n, "fresh");
+    const opening = (seq: number, n: number, reporter: ReturnType<typeof vm>) =>
+      receivedAt(seq, fleetTransition(guid(n), "Scheduled", reporter, [reporter], { timeMs: now }));
+    now = t0 + defaultPartitionBounds.reporterKnownAfterMs - 1;
+    await partitionB.processBatch([opening(0, 11, newcomer(1)), opening(1, 12, vms[0]!)]);
+    expect(other.sent.map((s) => s.eventId)).toEqual([guid(11), guid(11)]); // not known for an hour yet
+    now = t0 + defaultPartitionBounds.reporterKnownAfterMs + 60_000;
+    await partitionB.processBatch([opening(2, 13, newcomer(2)), opening(3, 14, vms[0]!), opening(4, 15, newcomer(3))]);
+    expect(other.sent.slice(2).map((s) => s.eventId)).toEqual([guid(13), guid(13), guid(14), guid(14)]);
+    expect(metricLine(await other.metrics.registry.metrics(), "partition-rate-limited")).toBe(2);
   });
 
   it("reads a TimeGenerated far in the future as now, so it cannot keep an event from being pruned", async () => {
