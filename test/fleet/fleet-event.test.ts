@@ -98,6 +98,11 @@ describe("foldRecord", () => {
     expect(eventKeyOf("AbC")).toBe("abc");
   });
 
+  it("opens an event with empty type, description and source when its first record has none", () => {
+    const event = foldRecord(undefined, record({ EventType: "", Description: "", EventSource: "" }));
+    expect([event.eventType, event.description, event.eventSource]).toEqual(["", "", ""]);
+  });
+
   it("keeps type, description and source when a record leaves them empty, and a NotBefore when it says null", () => {
     const first = foldRecord(undefined, record({ EventType: "Reboot", Description: "d", NotBefore: at(30) }));
     const next = foldRecord(

@@ -835,6 +835,17 @@ describe("PartitionProcessor, in detail", () => {
     expect(before).toBe(1);
   });
 
+  it("counts each notification sent by target and action", async () => {
+    const { options, metrics } = setup(new MemoryStore(), async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    await processor.processBatch([receivedAt(0, fleetTransition(id(30), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    const text = await metrics.registry.metrics();
+    for (const target of ["pd", "chat"])
+      expect(metricValue(text, "sef_fleet_notifications_total", { target, action: "trigger", outcome: "sent" })).toBe(
+        1,
+      );
+  });
+
   it("fails the batch when the sender itself throws (a bug, not a delivery outcome), and tells it from a storage failure", async () => {
     const store = new MemoryStore();
     const bug = new TypeError("sender bug");
