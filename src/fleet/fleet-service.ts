@@ -120,7 +120,6 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const send = targetSender(targets, settings);
   const onDeadLetter = deadLetterWriter(container, settings, systemClock);
   const storeRetry = storeRetries(owned, logger);
-  // A VM that reported on any partition of this instance counts as known on all of them (partition-bounds.ts).
   const knownReporters = new KnownReporters(settings.bounds.reporterKnownAfterMs);
   const openProcessor = processorOpener(client, settings, storeRetry, (partitionId, signal) => ({
     ...processorSettings(settings),
