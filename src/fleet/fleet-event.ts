@@ -126,8 +126,8 @@ export function foldRecord(
   else event.notBefore = notBefore;
   event.eventSource = record.EventSource || event.eventSource;
   event.durationInSeconds = record.DurationInSeconds;
-  if (previous === undefined || previousStatus !== own(vms, reporter)?.status)
-    event.status = overallStatus(Object.values(vms));
+  // The overall status follows the VMs' statuses: only this VM's may have changed (a new event's always has).
+  if (previousStatus !== own(vms, reporter)?.status) event.status = overallStatus(Object.values(vms));
   return event;
 }
 

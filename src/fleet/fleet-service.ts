@@ -20,7 +20,8 @@ import { FleetConfigError, PartitionClosedError } from "./errors.js";
 import { createFleetConsumer } from "./eventhubs-source.js";
 import type { FleetEvent } from "./fleet-event.js";
 import { FleetMetrics } from "./metrics.js";
-import { BlobPartitionStateStore } from "./partition-state.js";
+import { BlobPartitionStateStore } from "./journal-state-store.js";
+import { KnownReporters } from "./partition-bounds.js";
 import {
   isStorageFailure,
   PartitionProcessor,
@@ -119,10 +120,12 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const send = targetSender(targets, settings);
   const onDeadLetter = deadLetterWriter(container, settings, systemClock);
   const storeRetry = storeRetries(owned, logger);
+  const knownReporters = new KnownReporters(settings.bounds.reporterKnownAfterMs);
   const openProcessor = processorOpener(client, settings, storeRetry, (partitionId, signal) => ({
     ...processorSettings(settings),
     partitionId,
     store: stateStore,
+    knownReporters,
     send,
     onDeadLetter,
     clock: systemClock,

@@ -29,6 +29,7 @@ export const recordOutcomes = [
   "event-full",
   "partition-full",
   "rate-limited",
+  "partition-rate-limited",
   "unfoldable",
   "unplannable",
 ] as const;
@@ -37,7 +38,7 @@ export class FleetMetrics {
   readonly registry = new Registry();
   readonly records = new Counter({
     name: "sef_fleet_records_total",
-    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record, event-id, too-large, wrong-partition, event-full, partition-full, rate-limited, unfoldable, unplannable)",
+    help: "Event Hubs events read, by outcome (folded, other, malformed-json, unknown-version, contract, not-a-record, event-id, too-large, wrong-partition, event-full, partition-full, rate-limited, partition-rate-limited, unfoldable, unplannable)",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });

@@ -1,6 +1,6 @@
 // What one partition takes in (pure but for its own counters): VMs per event, events per partition, new EventIds per
-// reporter and minute, and TimeGenerated no further ahead than the clock skew allowed. A record past a bound is dropped
-// and counted; the fleet's memory and state stay bounded however many records a sender invents.
+// reporter and per partition and minute, and TimeGenerated no further ahead than the clock skew allowed. A record past a
+// bound is dropped and counted; the fleet's memory and state stay bounded however many records a sender invents.
 import { reporterOf, type FleetEvent } from "./fleet-event.js";
 import type { FleetTransition } from "./record-input.js";
 import { own } from "./safe-dict.js";
@@ -12,6 +12,14 @@ export interface PartitionBoundsSettings {
   readonly maxEventsPerPartition: number;
   /** New EventIds one reporter (AgentId, else VmId, else VmName) may open per minute in one partition. */
   readonly newEventsPerReporterPerMinute: number;
+  /**
+   * New EventIds the whole partition opens per minute; past it, only known reporters (in the partition's state when it
+   * was opened, or first seen `reporterKnownAfterMs` ago) open new events. Invented reporters pass the per-reporter
+   * rate; this is what bounds them.
+   */
+  readonly newEventsPerPartitionPerMinute: number;
+  /** How long ago a reporter must have been first seen to count as known when the partition's rate is reached. */
+  readonly reporterKnownAfterMs: number;
   /** A TimeGenerated further ahead of the fleet's clock than this is read as now. */
   readonly maxClockSkewMs: number;
   /** An event no record has mentioned for this long is pruned, ended or not (a never-ended one would stay forever). */
@@ -22,30 +30,84 @@ export const defaultPartitionBounds: PartitionBoundsSettings = {
   maxVmsPerEvent: 2000,
   maxEventsPerPartition: 5000,
   newEventsPerReporterPerMinute: 120,
+  newEventsPerPartitionPerMinute: 300,
+  reporterKnownAfterMs: 3600_000,
   maxClockSkewMs: 5 * 60_000,
   retainOpenMs: 7 * 24 * 3600_000,
 };
 
-export type Admission = "admit" | "event-full" | "partition-full" | "rate-limited";
+export type Admission = "admit" | "event-full" | "partition-full" | "rate-limited" | "partition-rate-limited";
 
 /** Reporters remembered by the rate limit before the oldest windows are forgotten. */
 const maxReportersTracked = 10_000;
+/** Reporters remembered; past it, those not yet known (first seen recently) are forgotten to make room. */
+const maxKnownReporters = 50_000;
+const minuteMs = 60_000;
+
+/**
+ * The reporters an instance has admitted records from, with when each was first seen: known once that is
+ * `knownAfterMs` ago (or it was in a saved state). Bounded: past `maxKnownReporters`, those not yet known go first.
+ */
+export class KnownReporters {
+  private readonly firstSeen = new Map<string, number>();
+
+  constructor(private readonly knownAfterMs: number) {}
+
+  note(reporter: string, nowMs: number): void {
+    if (this.firstSeen.has(reporter)) return;
+    if (this.firstSeen.size >= maxKnownReporters)
+      for (const [name, firstSeenMs] of this.firstSeen)
+        if (nowMs - firstSeenMs < this.knownAfterMs) this.firstSeen.delete(name);
+    if (this.firstSeen.size < maxKnownReporters) this.firstSeen.set(reporter, nowMs);
+  }
+
+  isKnown(reporter: string, nowMs: number): boolean {
+    const firstSeenMs = this.firstSeen.get(reporter);
+    return firstSeenMs !== undefined && nowMs - firstSeenMs >= this.knownAfterMs;
+  }
+}
 
 export class PartitionBounds {
   /** Per reporter: the start of its current minute and the new EventIds it opened in it. */
   private readonly opened = new Map<string, { startMs: number; count: number }>();
+  /** The partition's current minute and the new EventIds opened in it. */
+  private partitionWindow = { startMs: -Infinity, count: 0 };
+  constructor(
+    readonly settings: PartitionBoundsSettings,
+    /** Shared by every partition of the instance: a VM known on one is known on all. */
+    private readonly known: KnownReporters = new KnownReporters(settings.reporterKnownAfterMs),
+  ) {}
 
-  constructor(readonly settings: PartitionBoundsSettings) {}
+  /** Remembers the reporters of events already in the partition's state as known. */
+  knowReporters(events: Iterable<FleetEvent>): void {
+    for (const event of events) for (const reporter of Object.keys(event.vms)) this.known.note(reporter, -Infinity);
+  }
 
   /** Whether `record` may be folded into `previous` (undefined: it opens a new event among `eventCount`). */
   admit(previous: FleetEvent | undefined, record: FleetTransition, eventCount: number, nowMs: number): Admission {
     const reporter = reporterOf(record);
+    const admission = this.admission(previous, reporter, eventCount, nowMs);
+    if (admission === "admit") this.known.note(reporter, nowMs);
+    return admission;
+  }
+
+  private admission(previous: FleetEvent | undefined, reporter: string, eventCount: number, nowMs: number): Admission {
     if (previous !== undefined) {
       const known = own(previous.vms, reporter) !== undefined;
       return known || Object.keys(previous.vms).length < this.settings.maxVmsPerEvent ? "admit" : "event-full";
     }
     if (eventCount >= this.settings.maxEventsPerPartition) return "partition-full";
-    return this.openedOne(reporter, nowMs) ? "admit" : "rate-limited";
+    if (!this.partitionMayOpen(reporter, nowMs)) return "partition-rate-limited";
+    if (!this.openedOne(reporter, nowMs)) return "rate-limited";
+    this.partitionWindow.count++;
+    return "admit";
+  }
+
+  /** Below the partition's rate, anyone may open an event; past it, only a known reporter. */
+  private partitionMayOpen(reporter: string, nowMs: number): boolean {
+    if (nowMs - this.partitionWindow.startMs >= minuteMs) this.partitionWindow = { startMs: nowMs, count: 0 };
+    if (this.partitionWindow.count < this.settings.newEventsPerPartitionPerMinute) return true;
+    return this.known.isKnown(reporter, nowMs);
   }
 
   /** `record` with a TimeGenerated in the future beyond the allowed skew read as `nowMs`. */
@@ -56,7 +118,7 @@ export class PartitionBounds {
 
   private openedOne(reporter: string, nowMs: number): boolean {
     let window = this.opened.get(reporter);
-    if (window === undefined || nowMs - window.startMs >= 60_000) {
+    if (window === undefined || nowMs - window.startMs >= minuteMs) {
       if (window === undefined && this.opened.size >= maxReportersTracked) this.forgetOldWindows(nowMs);
       window = { startMs: nowMs, count: 0 };
       this.opened.set(reporter, window);
@@ -67,7 +129,7 @@ export class PartitionBounds {
   }
 
   private forgetOldWindows(nowMs: number): void {
-    for (const [reporter, window] of this.opened) if (nowMs - window.startMs >= 60_000) this.opened.delete(reporter);
+    for (const [reporter, window] of this.opened) if (nowMs - window.startMs >= minuteMs) this.opened.delete(reporter);
     // Every window is current (a flood of invented reporters): forget them all rather than grow without bound.
     if (this.opened.size >= maxReportersTracked) this.opened.clear();
   }

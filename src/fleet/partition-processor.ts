@@ -13,8 +13,11 @@ import {
   type NotificationState,
 } from "./notification-plan.js";
 import {
+  changesBetween,
   OwnershipLostError,
+  ownEvent,
   ownPartitionState,
+  workingCopy,
   type PartitionState,
   type PartitionStateStore,
 } from "./partition-state.js";
@@ -22,6 +25,7 @@ import { quoted, readRecord, type FleetTransition, type RecordInput } from "./re
 import { partitionIndexForKey } from "@sef/contract/partition-hash.js";
 import {
   defaultPartitionBounds,
+  KnownReporters,
   PartitionBounds,
   type Admission,
   type PartitionBoundsSettings,
@@ -84,6 +88,8 @@ export interface ProcessorOptions {
   readonly retainEndedMs: number;
   /** What one partition takes in (default `defaultPartitionBounds`). */
   readonly bounds?: PartitionBoundsSettings;
+  /** The instance's known reporters, shared by its partitions (default: this partition's own). */
+  readonly knownReporters?: KnownReporters;
   readonly store: PartitionStateStore;
   readonly send: SendNotification;
   readonly onDeadLetter?: (
@@ -177,12 +183,18 @@ export class PartitionProcessor {
     /** The version of the state blob `state` was read or written as: saves must match it. */
     private etag: string | undefined,
   ) {
-    this.bounds = new PartitionBounds(options.bounds ?? defaultPartitionBounds);
+    const bounds = options.bounds ?? defaultPartitionBounds;
+    this.bounds = new PartitionBounds(
+      bounds,
+      options.knownReporters ?? new KnownReporters(bounds.reporterKnownAfterMs),
+    );
   }
 
   static async open(options: ProcessorOptions): Promise<PartitionProcessor> {
     const { state, etag } = await fromStore(options.store.load(options.partitionId));
-    return new PartitionProcessor(options, ownPartitionState(state), etag);
+    const processor = new PartitionProcessor(options, ownPartitionState(state), etag);
+    processor.bounds.knowReporters(Object.values(processor.state.events));
+    return processor;
   }
 
   get lastSequenceNumber(): number {
@@ -281,7 +293,7 @@ export class PartitionProcessor {
             offset: err.received.offset,
             sequenceNumber: err.received.sequenceNumber,
             eventId: err.eventId,
-            err: describeError(err.error),
+            error: describeError(err.error),
           },
           "skipped a record that could not be folded",
         );
@@ -313,16 +325,18 @@ export class PartitionProcessor {
   }
 
   /**
-   * Applies `change` to a copy of the state and saves it; on a conflicting write by another instance, reloads the
+   * Applies `change` to a working copy of the state and saves it (the store is told which events the change replaced,
+   * so it may write only those); on a conflicting write by another instance, reloads the
    * partition's state and applies the change again. Returns what the successful application returned.
    */
   private async saveWithRetry<T>(change: (working: PartitionState) => { result: T; dirty: boolean }): Promise<T> {
     for (let conflict = 0; ; conflict++) {
-      const working = ownPartitionState(this.state);
+      const working = workingCopy(this.state);
       const { result, dirty } = change(working);
       if (!dirty) return result;
+      const changes = changesBetween(this.state, working);
       try {
-        this.etag = await fromStore(this.options.store.save(this.options.partitionId, working, this.etag));
+        this.etag = await fromStore(this.options.store.save(this.options.partitionId, working, this.etag, changes));
         this.state = working;
         return result;
       } catch (err) {
@@ -406,7 +420,11 @@ export class PartitionProcessor {
       const paged = Object.values(own(working.notifications, key) ?? {}).some(
         (n) => n.triggeredAt !== null || n.pending !== null,
       );
-      working.events[key] = foldRecord(previous, record, { paged, onKept });
+      // A copy: the saved state shares its events with the working one, and the store writes only what was replaced.
+      working.events[key] = foldRecord(previous === undefined ? undefined : ownEvent(previous), record, {
+        paged,
+        onKept,
+      });
       afterSave.push(() => metrics.records.inc({ outcome: "folded" }));
       return key;
     } catch (err) {
@@ -514,7 +532,7 @@ export class PartitionProcessor {
         afterSave.push(() => {
           this.options.metrics.records.inc({ outcome: "unplannable" });
           this.options.logger.error(
-            { partitionId: this.options.partitionId, eventId: event.eventId, err: describeError(err) },
+            { partitionId: this.options.partitionId, eventId: event.eventId, error: describeError(err) },
             "could not plan the notifications of an event; left unnotified",
           );
         });
@@ -616,7 +634,10 @@ export class PartitionProcessor {
   }
 }
 
-/** An error as a log line carries it: its type and message (never its stack or fields, which may hold record text). */
+/**
+ * An error as a log line carries it (`error`: pino's `err` serializer would read this object's own type): its type and
+ * message, never its stack or fields, which may hold record text.
+ */
 function describeError(err: unknown): { type: string; message: string } {
   return err instanceof Error ? { type: err.name, message: err.message } : { type: typeof err, message: String(err) };
 }

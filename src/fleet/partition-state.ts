@@ -1,10 +1,9 @@
-// The fleet state of one Event Hubs partition (fleet events and what each target was told) and its home in Blob
-// Storage, written with an ETag condition so an instance that lost the partition can never overwrite its new owner.
-import type { ContainerClient } from "@azure/storage-blob";
+// The fleet state of one Event Hubs partition (fleet events and what each target was told), what one batch changed in
+// it, and the store a processor saves it to (`journal-state-store.ts` keeps it in Blob Storage).
 import type { FleetEvent, VmStatus } from "./fleet-event.js";
 import type { NotificationState } from "./notification-plan.js";
 import { SefError } from "@sef/errors/sef-error.js";
-import { dictOf, emptyDict } from "./safe-dict.js";
+import { dictOf, emptyDict, own } from "./safe-dict.js";
 
 export interface PartitionState {
   /** Sequence number of the last event folded (-1 before any): events at or below it are never folded again. */
@@ -19,22 +18,67 @@ export function emptyPartitionState(): PartitionState {
   return { sequenceNumber: -1, events: emptyDict(), notifications: emptyDict() };
 }
 
-function eventOf(value: unknown): FleetEvent {
+/** A copy of one fleet event whose Resources and VMs may be changed without touching `value` (read as JSON or held). */
+export function ownEvent(value: unknown): FleetEvent {
   const event = value as FleetEvent;
   return { ...event, resources: [...event.resources], vms: dictOf<VmStatus>(event.vms) };
 }
 
-/**
- * A copy of a state, read as JSON or held, whose dictionaries have no prototype: what a fold may change (events, their
- * Resources and VMs, the notification states per event) is copied; VM and notification states are replaced, never
- * changed, so they are shared.
- */
+/** A state read as JSON (or held), deep-copied so every dictionary of it has no prototype. */
 export function ownPartitionState(source: PartitionState): PartitionState {
   return {
     sequenceNumber: source.sequenceNumber,
-    events: dictOf(source.events, eventOf),
+    events: dictOf(source.events, ownEvent),
     notifications: dictOf(source.notifications, (states) => dictOf<NotificationState>(states)),
   };
+}
+
+/**
+ * The working copy a batch changes: new dictionaries sharing every event and notification state with `source`. A fold
+ * replaces an event it changes by a copy (`ownEvent`) and notification states are replaced, never changed, so what
+ * differs from `source` afterwards is exactly what the batch changed (`changesBetween`).
+ */
+export function workingCopy(source: PartitionState): PartitionState {
+  return {
+    sequenceNumber: source.sequenceNumber,
+    events: dictOf(source.events),
+    notifications: dictOf(source.notifications),
+  };
+}
+
+/** What one batch changed in a partition's state: the events and notification states it replaced, and those it forgot. */
+export interface StateChanges {
+  readonly sequenceNumber: number;
+  readonly events: Readonly<Record<string, FleetEvent>>;
+  readonly notifications: Readonly<Record<string, Record<string, NotificationState>>>;
+  /** Keys of events (and their notification states) the batch forgot. */
+  readonly removed: readonly string[];
+}
+
+/** The entries of `after` that are not `before`'s (by reference: see `workingCopy`), and the keys `after` dropped. */
+export function changesBetween(before: PartitionState, after: PartitionState): StateChanges {
+  const events = emptyDict<FleetEvent>();
+  const notifications = emptyDict<Record<string, NotificationState>>();
+  for (const [key, event] of Object.entries(after.events)) if (own(before.events, key) !== event) events[key] = event;
+  for (const [key, states] of Object.entries(after.notifications))
+    if (own(before.notifications, key) !== states) notifications[key] = states;
+  const removed = new Set<string>();
+  for (const key of Object.keys(before.events)) if (own(after.events, key) === undefined) removed.add(key);
+  for (const key of Object.keys(before.notifications))
+    if (own(after.notifications, key) === undefined) removed.add(key);
+  return { sequenceNumber: after.sequenceNumber, events, notifications, removed: [...removed] };
+}
+
+/** Applies changes read back (a journal entry, as JSON) to `state`, in place. */
+export function applyChanges(state: PartitionState, changes: StateChanges): void {
+  state.sequenceNumber = changes.sequenceNumber;
+  for (const key of changes.removed) {
+    delete state.events[key];
+    delete state.notifications[key];
+  }
+  for (const [key, event] of Object.entries(changes.events)) state.events[key] = ownEvent(event);
+  for (const [key, states] of Object.entries(changes.notifications))
+    state.notifications[key] = dictOf<NotificationState>(states);
 }
 
 /** Another instance wrote the state since we read it: the partition has moved. */
@@ -55,51 +99,14 @@ export interface LoadedPartitionState {
  */
 export interface PartitionStateStore {
   load(partitionId: string): Promise<LoadedPartitionState>;
-  /** Saves `state` if the blob is still at `etag`; returns the new version. */
-  save(partitionId: string, state: PartitionState, etag: string | undefined): Promise<string | undefined>;
-}
-
-/** Keeps each partition's state as one JSON blob `<prefix>/<partitionId>.json`, ETag-guarded. */
-export class BlobPartitionStateStore implements PartitionStateStore {
-  constructor(
-    private readonly container: ContainerClient,
-    private readonly prefix: string,
-    private readonly timeoutMs: number,
-  ) {}
-
-  private blobName(partitionId: string): string {
-    return `${this.prefix}/${partitionId}.json`;
-  }
-
-  /** Body and ETag from one response, so they always belong to the same version. */
-  async load(partitionId: string): Promise<LoadedPartitionState> {
-    const blob = this.container.getBlockBlobClient(this.blobName(partitionId));
-    try {
-      const res = await blob.download(0, undefined, { abortSignal: AbortSignal.timeout(this.timeoutMs) });
-      const chunks: Buffer[] = [];
-      for await (const chunk of res.readableStreamBody as AsyncIterable<Buffer>) chunks.push(chunk);
-      return { state: JSON.parse(Buffer.concat(chunks).toString("utf8")) as PartitionState, etag: res.etag };
-    } catch (err) {
-      if ((err as { statusCode?: number }).statusCode === 404) return { state: emptyPartitionState(), etag: undefined };
-      throw err;
-    }
-  }
-
-  async save(partitionId: string, state: PartitionState, etag: string | undefined): Promise<string | undefined> {
-    const blob = this.container.getBlockBlobClient(this.blobName(partitionId));
-    const body = JSON.stringify(state);
-    try {
-      const res = await blob.upload(body, Buffer.byteLength(body), {
-        conditions: etag === undefined ? { ifNoneMatch: "*" } : { ifMatch: etag },
-        blobHTTPHeaders: { blobContentType: "application/json" },
-        abortSignal: AbortSignal.timeout(this.timeoutMs),
-      });
-      return res.etag;
-    } catch (err) {
-      const status = (err as { statusCode?: number }).statusCode;
-      if (status === 412 || status === 409)
-        throw new OwnershipLostError(`partition ${partitionId}: its fleet state was written by another instance`);
-      throw err;
-    }
-  }
+  /**
+   * Saves `state` if the store is still at `version`; returns the new version. With `changes` (what differs from the
+   * state of `version`) the store may write only those.
+   */
+  save(
+    partitionId: string,
+    state: PartitionState,
+    version: string | undefined,
+    changes?: StateChanges,
+  ): Promise<string | undefined>;
 }

@@ -111,6 +111,11 @@ export const fleetSettingsSchema = z
         maxVmsPerEvent: z._default(positiveInt, defaultPartitionBounds.maxVmsPerEvent),
         maxEventsPerPartition: z._default(positiveInt, defaultPartitionBounds.maxEventsPerPartition),
         newEventsPerReporterPerMinute: z._default(positiveInt, defaultPartitionBounds.newEventsPerReporterPerMinute),
+        newEventsPerPartitionPerMinute: z._default(positiveInt, defaultPartitionBounds.newEventsPerPartitionPerMinute),
+        reporterKnownAfterMs: z._default(
+          z.number().check(z.int(), z.minimum(0)),
+          defaultPartitionBounds.reporterKnownAfterMs,
+        ),
         maxClockSkewMs: z._default(z.number().check(z.int(), z.minimum(0)), defaultPartitionBounds.maxClockSkewMs),
         retainOpenMs: z._default(z.number().check(z.int(), z.minimum(60_000)), defaultPartitionBounds.retainOpenMs),
       }),

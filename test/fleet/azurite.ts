@@ -14,7 +14,11 @@ export interface Azurite {
   stop(): Promise<void>;
 }
 
-export async function startAzurite(timeoutMs = 20_000): Promise<Azurite> {
+/**
+ * Resolves once Azurite says it listens (its own log line, the observable state), within `timeoutMs`: generous, as a
+ * loaded 2-core machine takes 10–20 s to load it (measured 13 s at load 26).
+ */
+export async function startAzurite(timeoutMs = 90_000): Promise<Azurite> {
   const child = spawn(
     process.execPath,
     [

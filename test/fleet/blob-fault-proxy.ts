@@ -1,6 +1,7 @@
 // A local HTTP peer in front of Azurite that forwards every Blob request and answers chosen writes 503 ServerBusy
 // instead: the fleet's checkpoints, ownership claims and fleet state as a failing Blob store, with every request counted
-// at the peer (by kind and status) so a test can tell how many requests one retry made.
+// at the peer (by kind and status, with the bytes each kind's writes carried) so a test can tell how many requests one
+// retry made and how much one save wrote.
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -14,6 +15,8 @@ export interface BlobFaultProxy {
   failNextWrites(kind: BlobRequestKind, count: number): void;
   /** Writes of `kind` seen so far, by the status they were answered with. */
   writes(kind: BlobRequestKind): Record<string, number>;
+  /** Body bytes of the writes (PUT) of `kind` forwarded so far. */
+  writtenBytes(kind: BlobRequestKind): number;
   close(): Promise<void>;
 }
 
@@ -41,6 +44,7 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
   const upstream = new URL(/BlobEndpoint=([^;]+)/.exec(azuriteConnectionString)![1]!);
   const faults = new Map<BlobRequestKind, number>();
   const counts = new Map<BlobRequestKind, Record<string, number>>();
+  const bytes = new Map<BlobRequestKind, number>();
   const count = (kind: BlobRequestKind, status: number): void => {
     const byStatus = counts.get(kind) ?? {};
     byStatus[String(status)] = (byStatus[String(status)] ?? 0) + 1;
@@ -65,6 +69,7 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
       },
     );
     forwarded.on("error", () => res.destroy());
+    if (isWrite) req.on("data", (chunk: Buffer) => void bytes.set(kind, (bytes.get(kind) ?? 0) + chunk.length));
     req.pipe(forwarded);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -76,6 +81,7 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
     ),
     failNextWrites: (kind, n) => void faults.set(kind, n),
     writes: (kind) => ({ ...(counts.get(kind) ?? {}) }),
+    writtenBytes: (kind) => bytes.get(kind) ?? 0,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -27,7 +27,7 @@ beforeAll(async () => {
     startNotifyPeer(),
   ]);
   proxy = await startBlobFaultProxy(azurite.connectionString);
-}, 60_000);
+}, 150_000);
 
 afterAll(async () => {
   await service?.stop(5000);

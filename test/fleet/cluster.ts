@@ -21,6 +21,8 @@ export interface ClusterOptions {
   readonly ownershipExpirationMs: number;
   /** Other target URLs for some instances (e.g. a receiver that never answers, to hold one instance's claims open). */
   readonly targetsOf?: (index: number) => InstanceTargets | undefined;
+  /** The fleet's `bounds` (partition-bounds.ts), when not its defaults. */
+  readonly bounds?: Record<string, number>;
 }
 
 export interface InstanceTargets {
@@ -60,7 +62,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
   const writeConfig = (name: string, targets: InstanceTargets): string => {
     const configPath = join(dir, name);
-    writeFileSync(configPath, fleetConfig(targets, options.ownershipExpirationMs));
+    writeFileSync(configPath, fleetConfig(targets, options.ownershipExpirationMs, options.bounds));
     return configPath;
   };
   const sharedConfig = writeConfig("fleet.json", ownTargets);
@@ -112,7 +114,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
 }
 
-function fleetConfig(targets: InstanceTargets, ownershipExpirationMs: number): string {
+function fleetConfig(
+  targets: InstanceTargets,
+  ownershipExpirationMs: number,
+  bounds: Record<string, number> = {},
+): string {
   return JSON.stringify({
     eventHubs: {
       consumerGroup: "$Default",
@@ -128,6 +134,7 @@ function fleetConfig(targets: InstanceTargets, ownershipExpirationMs: number): s
     tickMs: 500,
     retry: { minDelayMs: 100, maxDelayMs: 2000, giveUpAfterMs: 60_000 },
     loadBalancing: { updateIntervalMs: 1000, ownershipExpirationMs },
+    bounds,
     metrics: { host: "127.0.0.1", port: 0 },
     // info logs every notification sent (target, action, EventId): what a repeat's diagnosis needs.
     logLevel: process.env.SEF_BENCH_FLEET_LOG_LEVEL ?? "warn",

@@ -32,7 +32,7 @@ beforeAll(async () => {
         ? { pagerDutyUrl: `${silent.url}/v2/enqueue`, slackUrl: `${silent.url}/slack/services/T0/B0/X` }
         : undefined,
   });
-}, 90_000);
+}, 180_000);
 
 afterAll(async () => {
   await cluster?.stop();

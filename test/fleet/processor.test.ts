@@ -9,6 +9,7 @@ import type { FleetEvent } from "../../src/fleet/fleet-event.js";
 import { FleetMetrics } from "../../src/fleet/metrics.js";
 import { notificationIdempotencyKey } from "../../src/fleet/notification-plan.js";
 import {
+  isStorageFailure,
   PartitionProcessor,
   type NotificationIdentity,
   type ProcessorOptions,
@@ -28,7 +29,7 @@ import { metricValue } from "../helpers/metrics.js";
 import { propertyParams } from "../helpers/seed.js";
 import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 import { pagerDutySeverity } from "../../src/fleet/targets/payloads.js";
-import { defaultPartitionBounds } from "../../src/fleet/partition-bounds.js";
+import { defaultPartitionBounds, KnownReporters } from "../../src/fleet/partition-bounds.js";
 
 /** The in-doubt series of the pd target's trigger taken over from a stopped instance. */
 const inDoubt = { target: "pd", action: "trigger", cause: "claim_taken_over" };
@@ -675,6 +676,77 @@ describe("PartitionProcessor, given an oversized or a flooding sender", () => {
     expect(sent.at(-1)).toMatchObject({ target: "pd", eventId: real });
   });
 
+  it("bounds a flood of invented reporters by the partition's rate, and still opens a known reporter's real event", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { sent, options, metrics } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const rules = [{ name: "all", targets: ["pd"] }];
+    // The real VM reported before (its event is in the saved state): known to the next owner of the partition.
+    const before = await PartitionProcessor.open({ ...options, rules });
+    await before.processBatch([receivedAt(0, fleetTransition(guid(1), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    const bounds = { ...defaultPartitionBounds, newEventsPerPartitionPerMinute: 20 };
+    const processor = await PartitionProcessor.open({ ...options, rules, bounds });
+    // 300 invented EventIds, each from a reporter of its own (every one within the per-reporter rate).
+    const flood = Array.from({ length: 300 }, (_, i) =>
+      receivedAt(1 + i, fleetTransition(guid(5000 + i), "Scheduled", vm(500 + i, "rogue"), [vm(500 + i, "rogue")])),
+    );
+    const real = guid(2);
+    const newcomer = vm(9, "fresh");
+    await processor.processBatch([
+      ...flood,
+      receivedAt(301, fleetTransition(real, "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(302, fleetTransition(guid(3), "Scheduled", newcomer, [newcomer], { timeMs: t0 })),
+    ]);
+    const text = await metrics.registry.metrics();
+    expect(metricLine(text, "partition-rate-limited")).toBe(280 + 1); // the flood past 20, and the newcomer
+    expect(Object.keys((await store.load()).state.events)).toHaveLength(1 + 20 + 1);
+    expect(sent.filter((s) => s.eventId === real)).toHaveLength(1);
+    // The next minute anyone may open events again, up to the partition's rate.
+    now = t0 + 60_000;
+    await processor.processBatch([receivedAt(303, fleetTransition(guid(3), "Scheduled", newcomer, [newcomer]))]);
+    expect(sent.filter((s) => s.eventId === guid(3))).toHaveLength(1);
+  });
+
+  it("knows a VM on every partition of the instance once it reported on one of them, an hour ago", async () => {
+    const known = new KnownReporters(defaultPartitionBounds.reporterKnownAfterMs);
+    let now = t0;
+    const one = setup(
+      new MemoryStore(),
+      async () => delivered,
+      () => now,
+    );
+    const partitionA = await PartitionProcessor.open({ ...one.options, knownReporters: known });
+    await partitionA.processBatch([
+      receivedAt(0, fleetTransition(guid(10), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    const other = setup(
+      new MemoryStore(),
+      async () => delivered,
+      () => now,
+    );
+    const bounds = { ...defaultPartitionBounds, newEventsPerPartitionPerMinute: 1 };
+    const partitionB = await PartitionProcessor.open({
+      ...other.options,
+      partitionId: "1",
+      bounds,
+      knownReporters: known,
+    });
+    const newcomer = (n: number) => vm(n, "fresh");
+    const opening = (seq: number, n: number, reporter: ReturnType<typeof vm>) =>
+      receivedAt(seq, fleetTransition(guid(n), "Scheduled", reporter, [reporter], { timeMs: now }));
+    now = t0 + defaultPartitionBounds.reporterKnownAfterMs - 1;
+    await partitionB.processBatch([opening(0, 11, newcomer(1)), opening(1, 12, vms[0]!)]);
+    expect(other.sent.map((s) => s.eventId)).toEqual([guid(11), guid(11)]); // not known for an hour yet
+    now = t0 + defaultPartitionBounds.reporterKnownAfterMs + 60_000;
+    await partitionB.processBatch([opening(2, 13, newcomer(2)), opening(3, 14, vms[0]!), opening(4, 15, newcomer(3))]);
+    expect(other.sent.slice(2).map((s) => s.eventId)).toEqual([guid(13), guid(13), guid(14), guid(14)]);
+    expect(metricLine(await other.metrics.registry.metrics(), "partition-rate-limited")).toBe(2);
+  });
+
   it("reads a TimeGenerated far in the future as now, so it cannot keep an event from being pruned", async () => {
     const store = new MemoryStore();
     let now = t0;
@@ -699,5 +771,303 @@ describe("PartitionProcessor, given an oversized or a flooding sender", () => {
     now = t0 + options.retainEndedMs + 120_000;
     await processor.tick();
     expect((await store.load()).state.events[guid(3)]).toBeUndefined();
+  });
+});
+
+describe("PartitionProcessor, in detail", () => {
+  const vms = [vm(0), vm(1)];
+  const id = (n: number) => `de7a1100-0000-4000-8000-${String(n).padStart(12, "0")}`;
+  const parsed = (lines: string[]) => lines.map((l) => JSON.parse(l) as Record<string, unknown> & { msg: string });
+
+  it("dead-letters a refused notification with its reason, and one still failing past giveUpAfterMs with the attempts", async () => {
+    const store = new MemoryStore();
+    const deadLetters: Array<[string, string, string, string]> = [];
+    const { options, metrics, lines } = setup(store, async (s) =>
+      s.target === "pd"
+        ? { kind: "rejected", reason: "HTTP 400: invalid routing key" }
+        : { kind: "retry", reason: "HTTP 503", retryAfterMs: undefined },
+    );
+    const processor = await PartitionProcessor.open({
+      ...options,
+      retry: { minDelayMs: 1000, maxDelayMs: 1000, giveUpAfterMs: 2500 },
+      onDeadLetter: async (target, action, event, reason) => {
+        deadLetters.push([target, action, event.eventId, reason]);
+        if (target === "chat") throw new Error("dead-letter store down");
+      },
+    });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(1), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    expect(deadLetters).toEqual([
+      ["pd", "trigger", id(1), "HTTP 400: invalid routing key"],
+      ["chat", "trigger", id(1), expect.stringMatching(/^gave up after [3-9] attempts in [2-4] s: HTTP 503$/)],
+    ]);
+    const { state } = await store.load();
+    expect(state.notifications[id(1)]!.pd).toMatchObject({
+      pending: null,
+      deadLettered: "HTTP 400: invalid routing key",
+    });
+    expect(state.notifications[id(1)]!.chat!.pending).toBeNull();
+    const text = await metrics.registry.metrics();
+    const count = (target: string, outcome: string) =>
+      metricValue(text, "sef_fleet_notifications_total", { target, action: "trigger", outcome });
+    expect([count("pd", "dead_lettered"), count("chat", "dead_lettered"), count("chat", "sent")]).toEqual([1, 1, 0]);
+    expect(count("chat", "retried")).toBeGreaterThanOrEqual(2);
+    const logged = parsed(lines);
+    expect(logged.filter((l) => l.msg === "notification dead-lettered").map((l) => [l.target, l.eventId])).toEqual([
+      ["pd", id(1)],
+      ["chat", id(1)],
+    ]);
+    expect(logged.find((l) => l.msg === "notification failed; retrying")).toMatchObject({
+      target: "chat",
+      action: "trigger",
+      eventId: id(1),
+      reason: "HTTP 503",
+      attempt: 1,
+      delayMs: expect.any(Number),
+    });
+    expect(logged.filter((l) => l.msg === "could not write the dead-letter entry")).toHaveLength(1);
+    // Dead-lettered is final: a later tick sends nothing again.
+    const before = metricValue(await metrics.registry.metrics(), "sef_fleet_notifications_total", {
+      target: "pd",
+      action: "trigger",
+      outcome: "dead_lettered",
+    });
+    await processor.tick();
+    expect(before).toBe(1);
+  });
+
+  it("counts each notification sent by target and action", async () => {
+    const { options, metrics } = setup(new MemoryStore(), async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    await processor.processBatch([receivedAt(0, fleetTransition(id(30), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    const text = await metrics.registry.metrics();
+    for (const target of ["pd", "chat"])
+      expect(metricValue(text, "sef_fleet_notifications_total", { target, action: "trigger", outcome: "sent" })).toBe(
+        1,
+      );
+  });
+
+  it("fails the batch when the sender itself throws (a bug, not a delivery outcome), and tells it from a storage failure", async () => {
+    const store = new MemoryStore();
+    const bug = new TypeError("sender bug");
+    const { options } = setup(store, () => Promise.reject(bug));
+    const processor = await PartitionProcessor.open(options);
+    await expect(
+      processor.processBatch([receivedAt(0, fleetTransition(id(2), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]),
+    ).rejects.toBe(bug);
+    expect(isStorageFailure(bug)).toBe(false);
+    store.failing.add(2);
+    const failed = await processor
+      .processBatch([receivedAt(1, fleetTransition(id(3), "Scheduled", vms[0]!, vms, { timeMs: t0 }))])
+      .catch((err: unknown) => err);
+    expect((failed as Error).message).toBe("blob storage is unavailable");
+    expect(isStorageFailure(failed)).toBe(true);
+    expect([isStorageFailure("text"), isStorageFailure(null)]).toEqual([false, false]);
+  });
+
+  it("gives up after five conflicting writes in a row, reloading before each, and logs each reload", async () => {
+    const store = new MemoryStore();
+    const { options, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    let loads = 0;
+    const conflicting: PartitionStateStore = {
+      load: async () => (loads++, store.load()),
+      save: () => Promise.reject(new OwnershipLostError("written by another holder")),
+    };
+    const holder = await PartitionProcessor.open({ ...options, store: conflicting });
+    loads = 0;
+    await expect(
+      holder.processBatch([receivedAt(0, fleetTransition(id(4), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]),
+    ).rejects.toBeInstanceOf(OwnershipLostError);
+    expect(loads).toBe(5);
+    const reloads = parsed(lines).filter((l) => l.msg === "fleet state was written by another instance; reloading");
+    expect(reloads).toHaveLength(5);
+    expect(reloads[0]).toMatchObject({ partitionId: "0" });
+    expect(processor.lastSequenceNumber).toBe(-1);
+  });
+
+  it("writes nothing when nothing changed, never folds a sequence number twice, and counts open events only", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const batch = [
+      receivedAt(0, fleetTransition(id(5), "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+      receivedAt(1, fleetTransition(id(6), "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+      receivedAt(2, fleetTransition(id(6), "Completed", vms[0]!, [vms[0]!], { timeMs: t0 })),
+    ];
+    await processor.processBatch(batch);
+    await processor.tick(); // the ended event's resolves, due once its triggers went out
+    expect(sent).toHaveLength(6);
+    expect(processor.activeEvents).toBe(1);
+    const saves = store.saves;
+    await processor.tick(); // nothing due, nothing pruned
+    await processor.processBatch(batch); // received again (from the checkpoint): not folded again
+    expect(store.saves).toBe(saves);
+    expect(metricLine(await metrics.registry.metrics(), "folded")).toBe(3);
+    expect(sent).toHaveLength(6);
+    // A record that is not a transition still moves the sequence number, and is saved.
+    await processor.processBatch([receivedAt(3, { ContractVersion: 1, RecordType: "Heartbeat" })]);
+    expect(store.saves).toBe(saves + 1);
+    expect((await store.load()).state.sequenceNumber).toBe(3);
+    expect(processor.lastSequenceNumber).toBe(3);
+  });
+
+  it("prunes an ended event after retainEndedMs and an open one after retainOpenMs, not a moment before", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { options } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const retainOpenMs = 10 * 24 * 3600_000;
+    const processor = await PartitionProcessor.open({
+      ...options,
+      bounds: { ...defaultPartitionBounds, retainOpenMs },
+    });
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(id(7), "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+      receivedAt(1, fleetTransition(id(7), "Completed", vms[0]!, [vms[0]!], { timeMs: t0 })),
+      receivedAt(2, fleetTransition(id(8), "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+    ]);
+    const at = async (ms: number) => {
+      now = t0 + ms;
+      await processor.tick();
+      return Object.keys((await store.load()).state.events).sort();
+    };
+    expect(await at(options.retainEndedMs)).toEqual([id(7), id(8)]);
+    expect(await at(options.retainEndedMs + 1)).toEqual([id(8)]);
+    expect(await at(retainOpenMs)).toEqual([id(8)]);
+    expect(await at(retainOpenMs + 1)).toEqual([]);
+  });
+
+  it("keeps an event past its retention while a claim on it is pending, and sends that claim", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const stopped = setup(
+      store,
+      () => new Promise<DeliveryOutcome>(() => undefined),
+      () => now,
+    );
+    void (await PartitionProcessor.open(stopped.options)).processBatch([
+      receivedAt(0, fleetTransition(id(9), "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+    ]);
+    while (stopped.sent.length < 2) await new Promise((r) => setImmediate(r));
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const owner = await PartitionProcessor.open(next.options);
+    now = t0 + defaultPartitionBounds.retainOpenMs + 1;
+    await owner.tick();
+    expect(next.sent.map((s) => [s.target, s.eventId])).toEqual([
+      ["pd", id(9)],
+      ["chat", id(9)],
+    ]);
+  });
+
+  it("logs what it drops with the fields an operator searches by", async () => {
+    const store = new MemoryStore();
+    const { options, lines, metrics } = setup(store, async () => delivered);
+    const placement = { index: 0, count: 4 };
+    const onPartition = (want: number, from: number) => {
+      for (let n = from; ; n++) if (partitionIndexForKey(id(n), placement.count) === want) return id(n);
+    };
+    const elsewhere = onPartition(1, 100);
+    const here = onPartition(0, 100);
+    const processor = await PartitionProcessor.open({
+      ...options,
+      placement,
+      bounds: { ...defaultPartitionBounds, newEventsPerReporterPerMinute: 1 },
+    });
+    const long = `${"A".repeat(100)}`;
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(elsewhere, "Completed", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(1, { ...fleetTransition(here, "Scheduled", vms[0]!, vms, { timeMs: t0 }), EventId: long }),
+      receivedAt(2, { ContractVersion: 1, RecordType: "Transition" }),
+      receivedAt(3, fleetTransition(here, "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(4, fleetTransition(onPartition(0, 1000), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(5, fleetTransition(onPartition(0, 2000), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(6, { ContractVersion: 1, RecordType: "Heartbeat", VmId: "x" }),
+    ]);
+    const logged = parsed(lines);
+    expect(logged.find((l) => l.msg.startsWith("dropped a record sent to a partition"))).toMatchObject({
+      partitionId: "0",
+      offset: "0",
+      sequenceNumber: 0,
+      eventId: elsewhere,
+      eventStatus: "Completed",
+      vmName: JSON.stringify(vms[0]!.name),
+    });
+    const invalid = logged.filter((l) => l.msg === "skipped an event that is not a valid record");
+    expect(invalid.map((l) => [l.sequenceNumber, l.eventId, l.openEvent])).toEqual([
+      [1, long.slice(0, 80), undefined],
+      [2, undefined, undefined],
+    ]);
+    expect(invalid[0]).toMatchObject({ partitionId: "0", offset: "1", reason: "event-id" });
+    expect(logged.find((l) => l.msg === "dropped records past the partition's bounds")).toEqual(
+      expect.objectContaining({
+        partitionId: "0",
+        outcome: "rate-limited",
+        count: 2,
+        firstEventId: onPartition(0, 1000),
+      }),
+    );
+    const text = await metrics.registry.metrics();
+    expect([metricLine(text, "wrong-partition"), metricLine(text, "rate-limited"), metricLine(text, "other")]).toEqual([
+      1, 2, 1,
+    ]);
+  });
+
+  it("leaves an event whose plan throws unnotified, logged and counted, and notifies the others", async () => {
+    const store = new MemoryStore();
+    const { sent, options, metrics, lines } = setup(store, async () => delivered);
+    const poisoned = {
+      name: "poisoned",
+      targets: ["pd"],
+      get vmNamePatterns(): string[] {
+        throw new Error("rule broke");
+      },
+    };
+    const processor = await PartitionProcessor.open({
+      ...options,
+      rules: [{ name: "all", targets: ["chat"], eventTypes: ["Reboot"] }, poisoned as never],
+    });
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(id(20), "Scheduled", vms[0]!, vms, { timeMs: t0, eventType: "Reboot" })),
+    ]);
+    expect(sent).toEqual([]);
+    expect(metricLine(await metrics.registry.metrics(), "unplannable")).toBe(1);
+    expect(parsed(lines).find((l) => l.msg.startsWith("could not plan the notifications"))).toMatchObject({
+      partitionId: "0",
+      eventId: id(20),
+      error: { type: "Error", message: "rule broke" },
+    });
+  });
+
+  it("names the target, event and idempotency key of a claim it takes over", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const first = setup(
+      store,
+      () => new Promise<DeliveryOutcome>(() => undefined),
+      () => now,
+    );
+    void (await PartitionProcessor.open(first.options)).processBatch(wave(1));
+    while (first.sent.length < 2) await new Promise((r) => setImmediate(r));
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const owner = await PartitionProcessor.open(next.options);
+    now = t0 + 10_000;
+    await owner.tick();
+    const taken = parsed(next.lines).filter((l) => l.msg.startsWith("re-sending a claim left by an instance"));
+    expect(taken.map((l) => [l.target, l.eventId, l.idempotencyKey])).toEqual(
+      first.sent.map((s) => [s.target, s.eventId, s.notification.idempotencyKey]),
+    );
+    const text = await next.metrics.registry.metrics();
+    expect(metricValue(text, "sef_fleet_outcomes_saved_total")).toBe(2);
   });
 });

@@ -93,9 +93,21 @@ export const groups: readonly MutationGroup[] = [
     ],
   },
   {
+    // The fleet's decisions: rules, the notification plan, the fold of records into fleet events, and the partition
+    // processor (fold, claim, send, save; bounds and bad input) against an in-memory state store.
     name: "fleet",
-    modules: ["src/fleet/rules.ts", "src/fleet/notification-plan.ts"],
-    tests: ["test/fleet/logic.test.ts", "test/fleet/rules-edges.test.ts"],
+    modules: [
+      "src/fleet/rules.ts",
+      "src/fleet/notification-plan.ts",
+      "src/fleet/fleet-event.ts",
+      "src/fleet/partition-processor.ts",
+    ],
+    tests: [
+      "test/fleet/logic.test.ts",
+      "test/fleet/rules-edges.test.ts",
+      "test/fleet/processor.test.ts",
+      "test/fleet/fleet-event.test.ts",
+    ],
   },
   {
     name: "config",

@@ -1,0 +1,179 @@
+// `sef-fleet` under a flood of forged EventIds (issue 47): one instance, 4 partitions; real VMs report events before,
+// during and after 100,000 records with invented EventIds and invented reporters, each on the partition its EventId
+// hashes to. Reports the instance's RSS and fleet state (bounded?) and the real events' paging latency (p99 as usual?).
+import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { EventHubProducerClient } from "@azure/event-hubs";
+import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
+import { startCluster, type Cluster } from "../fleet/cluster.js";
+import { fleetTransition, vm } from "../fleet/records.js";
+import { metricValue } from "../helpers/metrics.js";
+import { percentile } from "./agent-latency.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const partitions = 4;
+
+export interface FleetFloodResult {
+  forged: number;
+  floodSendMs: number;
+  realBefore: { count: number; p50Ms: number; p99Ms: number; maxMs: number };
+  realDuring: { sent: number; count: number; p50Ms: number; p99Ms: number; maxMs: number };
+  rssMb: { before: number; peak: number; after: number };
+  forgedFolded: number;
+  forgedDropped: Record<string, number>;
+  activeEventsAfter: number;
+  loadAverage: { start: number[]; end: number[] };
+  targetP99Ms: number;
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Math.round(Number(m?.[1] ?? 0) / 102.4) / 10;
+}
+
+const realId = (n: number) => `4ea10000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+const forgedId = (n: number) => `f0e6ed00-0000-4000-8000-${String(n).padStart(12, "0")}`;
+
+/** Sends `count` real events (`gapMs` apart) from 20 real VMs and resolves with each one's time from sending to its PagerDuty trigger. */
+async function pageReal(
+  cluster: Cluster,
+  first: number,
+  count: number,
+  gapMs: number,
+  timeoutMs: number,
+): Promise<number[]> {
+  const sentAt = new Map<string, number>();
+  for (let i = 0; i < count; i++) {
+    const id = realId(first + i);
+    const reporter = vm(i % 20);
+    sentAt.set(id, Date.now());
+    await cluster.send([fleetTransition(id, "Scheduled", reporter, [reporter])]);
+    await sleep(gapMs);
+  }
+  const deadline = Date.now() + timeoutMs;
+  const latencies = new Map<string, number>();
+  while (latencies.size < count && Date.now() < deadline) {
+    for (const r of cluster.peer.requests("pagerduty")) {
+      const key = (r.body as { dedup_key?: string }).dedup_key;
+      if (key !== undefined && sentAt.has(key) && !latencies.has(key))
+        latencies.set(key, r.receivedAtMs - sentAt.get(key)!);
+    }
+    await sleep(50);
+  }
+  return [...latencies.values()];
+}
+
+/** 100,000 (or `forged`) records with invented EventIds and reporters, batched per partition as Event Hubs would place them. */
+async function flood(connectionString: string, forged: number): Promise<void> {
+  const producer = new EventHubProducerClient(connectionString);
+  try {
+    const byPartition = Array.from({ length: partitions }, () => [] as unknown[]);
+    for (let i = 0; i < forged; i++) {
+      const id = forgedId(i);
+      const rogue = vm(100_000 + i, "rogue");
+      byPartition[partitionIndexForKey(id, partitions)]!.push(fleetTransition(id, "Scheduled", rogue, [rogue]));
+    }
+    await Promise.all(
+      byPartition.map(async (records, partition) => {
+        let batch = await producer.createBatch({ partitionId: String(partition) });
+        for (const body of records) {
+          if (batch.tryAdd({ body })) continue;
+          await producer.sendBatch(batch);
+          batch = await producer.createBatch({ partitionId: String(partition) });
+          if (!batch.tryAdd({ body })) throw new Error("a record larger than a batch");
+        }
+        if (batch.count > 0) await producer.sendBatch(batch);
+      }),
+    );
+  } finally {
+    await producer.close();
+  }
+}
+
+export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<FleetFloodResult> {
+  const loadStart = loadavg();
+  // The real VMs report before the flood; they count as known reporters after `reporterKnownAfterMs` (1 h by default,
+  // 10 s here so the bench need not wait an hour).
+  const knownAfterMs = 10_000;
+  const cluster = await startCluster({
+    instances: 1,
+    partitions,
+    ownershipExpirationMs: 60_000,
+    bounds: { reporterKnownAfterMs: knownAfterMs },
+  });
+  try {
+    const instance = cluster.instances[0]!;
+    const pid = instance.child.pid!;
+    const metrics = async () => (await fetch(`${instance.metricsUrl}/metrics`)).text();
+    const deadline = Date.now() + 60_000;
+    while (metricValue(await metrics(), "sef_fleet_owned_partitions") < partitions && Date.now() < deadline)
+      await sleep(200);
+    const before = await pageReal(cluster, 0, samples, 50, 30_000);
+    await sleep(knownAfterMs);
+    const rssBefore = rssMb(pid);
+    let peak = rssBefore;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const { exitCode, signalCode } = instance.child;
+        if (exitCode !== null || signalCode !== null)
+          throw new Error(`sef-fleet exited (${exitCode ?? signalCode}): ${instance.stderr().slice(-3000)}`);
+        peak = Math.max(peak, rssMb(pid));
+        await sleep(100);
+      }
+    })();
+    const floodStart = Date.now();
+    const flooding = flood(cluster.hub.connectionString, forged);
+    const during = pageReal(cluster, 1000, samples, 250, 120_000);
+    await flooding;
+    const floodSendMs = Date.now() - floodStart;
+    const duringLatencies = await during;
+    // Wait until every forged record was read (folded or dropped), then let the process settle.
+    const read = (text: string) =>
+      ["folded", "partition-rate-limited", "rate-limited", "partition-full"].reduce((sum, outcome) => {
+        try {
+          return sum + metricValue(text, "sef_fleet_records_total", { outcome });
+        } catch {
+          return sum;
+        }
+      }, 0);
+    const readDeadline = Date.now() + 180_000;
+    while (read(await metrics()) < forged + 2 * samples && Date.now() < readDeadline) await sleep(500);
+    await sleep(2000);
+    sampling = false;
+    await sampler;
+    const text = await metrics();
+    const count = (outcome: string) => {
+      try {
+        return metricValue(text, "sef_fleet_records_total", { outcome });
+      } catch {
+        return 0;
+      }
+    };
+    const summary = (values: number[]) => ({
+      count: values.length,
+      p50Ms: percentile(values, 50),
+      p99Ms: percentile(values, 99),
+      maxMs: Math.max(...values),
+    });
+    return {
+      forged,
+      floodSendMs,
+      realBefore: summary(before),
+      realDuring: { sent: samples, ...summary(duringLatencies) },
+      rssMb: { before: rssBefore, peak, after: rssMb(pid) },
+      forgedFolded: count("folded") - 2 * samples,
+      forgedDropped: Object.fromEntries(
+        ["partition-rate-limited", "rate-limited", "partition-full"].map((o) => [o, count(o)]),
+      ),
+      activeEventsAfter: metricValue(text, "sef_fleet_active_events"),
+      loadAverage: { start: loadStart, end: loadavg() },
+      targetP99Ms: 5000,
+    };
+  } finally {
+    await cluster.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`)
+  console.log(JSON.stringify(await benchFleetFlood(Number(process.argv[2] ?? 100_000)), null, 2));
