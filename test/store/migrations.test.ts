@@ -361,6 +361,18 @@ describe("the delivery ledger's edges", () => {
     outbox.close();
   });
 
+  it("evicts nothing from an empty outbox whose byte total says more than its cap (a total out of step)", () => {
+    const dir = newDir();
+    const outbox = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    outbox.registerSinks(["s"], 5);
+    outbox.opened.meta.set("outbox_bytes", 5000);
+    outbox.close();
+    const reopened = openOutbox({ dataDir: dir, checkpointInWorker: false, maxOutboxBytes: 100 });
+    expect(reopened.bytesInOutbox).toBe(5000);
+    expect(reopened.evictOverCap({ writeSync: () => expect.unreachable() } as never, 10).size).toBe(0);
+    reopened.close();
+  });
+
   it("opens a read-only outbox without touching next-attempt times", () => {
     const dir = newDir();
     const outbox = openOutbox({ dataDir: dir, checkpointInWorker: false });

@@ -284,10 +284,8 @@ export class ActionLedger {
   /** Deletes finished actions last updated before `beforeMs` (with their steps, and the released holds of events left without rows); returns how many. */
   forgetFinished(beforeMs: number): number {
     const forgotten = Number(this.statements.forget.run(beforeMs).changes);
-    if (forgotten > 0) {
-      this.statements.forgetSteps.run();
-      this.statements.forgetHolds.run();
-    }
+    this.statements.forgetSteps.run();
+    this.statements.forgetHolds.run();
     return forgotten;
   }
 
