@@ -40,6 +40,22 @@ describe("the numbered migrations", () => {
     expect(migrations.every((m) => m.change.length > 0)).toBe(true);
   });
 
+  it("run each step after the store's version once, in order, and record the last step's version", () => {
+    const db = memory();
+    migrate(db);
+    db.exec("UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+    const ran: number[] = [];
+    const steps = [3, 4, 5, 6].map((v) => ({ version: v, change: `step ${v}`, up: () => void ran.push(v) }));
+    migrate(db, steps);
+    expect(ran).toEqual([4, 5, 6]);
+    expect(version(db)).toBe("6");
+    migrate(db, steps);
+    expect(ran).toEqual([4, 5, 6]);
+    expect(() => migrate(db, steps.slice(0, 2))).toThrow(
+      "store schema version 6 is newer than this agent understands (4)",
+    );
+  });
+
   it("make a new store's every table at the last version, and change nothing when run again", () => {
     const db = memory();
     migrate(db);

@@ -78,37 +78,40 @@ export const migrations: readonly Migration[] = [
 /** The schema this agent writes: the last migration's version. */
 export const schemaVersion = migrations[migrations.length - 1]!.version;
 
-/** Brings the database to `schemaVersion` (inside the caller's transaction); a newer store is refused. */
-export function migrate(db: DatabaseSync): void {
+/**
+ * Brings the database to the last version of `steps` (`schemaVersion`; inside the caller's transaction): each step
+ * after the store's version runs once, in order. A newer store is refused.
+ */
+export function migrate(db: DatabaseSync, steps: readonly Migration[] = migrations): void {
+  const target = steps[steps.length - 1]!.version;
   db.exec(version2Tables[0]!);
   const found = Number(
     query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get()?.value ?? 0,
   );
-  if (found > schemaVersion) {
+  if (found > target) {
     throw new StoreError(
-      `store schema version ${found} is newer than this agent understands (${schemaVersion})`,
+      `store schema version ${found} is newer than this agent understands (${target})`,
       "",
       "schema",
     );
   }
+  // Version 1 → 2: the outbox counts its bytes, then gets its delivery ledger (a new store gets all of version 2).
+  if (found === 1) db.exec("ALTER TABLE outbox ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0");
+  for (const sql of version2Tables) db.exec(sql);
   if (found === 1) cursorsToDeliveries(db);
-  else if (found === 0) for (const sql of version2Tables) db.exec(sql);
-  for (const m of migrations) if (m.version > found) m.up(db);
+  for (const step of steps) if (step.version > found) step.up(db);
   query<[string], never>(
     db,
     "INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-  ).run(String(schemaVersion));
+  ).run(String(target));
 }
 
 /**
- * Version 1 → 2: the outbox counts its bytes, each record after a sink's cursor becomes a pending delivery for it,
+ * Version 1 → 2: each record counts its bytes, each record after a sink's cursor becomes a pending delivery for it,
  * records no sink needs leave the outbox, and its byte total is counted once.
  */
 function cursorsToDeliveries(db: DatabaseSync): void {
-  db.exec(
-    "ALTER TABLE outbox ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0; UPDATE outbox SET bytes = LENGTH(CAST(json AS BLOB));",
-  );
-  for (const sql of version2Tables) db.exec(sql);
+  db.exec("UPDATE outbox SET bytes = LENGTH(CAST(json AS BLOB))");
   const nowMs = Date.now();
   for (const c of query<[], { sink: string; seq: number }>(db, "SELECT sink, seq FROM cursors").all()) {
     const info = query<[string, number], never>(
