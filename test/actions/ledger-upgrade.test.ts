@@ -52,7 +52,7 @@ function writeV1Store(dataDir: string): void {
   // Today's store has the ledger of schema version 4: put back the ledger of version 3 (as its agents made it).
   db.exec(`DROP TABLE action_holds; DROP TABLE actions; DROP TABLE action_steps; DROP TABLE action_progress;
     ${v1Tables}
-    UPDATE meta SET value = '3' WHERE key = 'schema_version';`);
+    UPDATE meta SET value = '3' WHERE key = 'schema_migration';`);
   const insert = db.prepare(
     "INSERT INTO actions(action_key, kind, event_key, event_status, name, status, reason, attempts, record, created_ms, updated_ms) VALUES (?, ?, ?, 'Scheduled', ?, ?, ?, ?, ?, 1, 1)",
   );

@@ -6,9 +6,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { migrate, migrations, schemaVersion } from "../../src/agent/store/migrations.js";
+import { layoutVersion, migrate, migrations, schemaVersion } from "../../src/agent/store/migrations.js";
 import { StoreError } from "../../src/agent/store/errors.js";
 import type { EvictedDelivery } from "../../src/agent/delivery/ledger.js";
+import { Store } from "../../src/agent/store/store.js";
 import { openOutbox, openOutboxReadOnly, type OpenOutbox } from "../helpers/outbox.js";
 import { heartbeatRecord } from "../helpers/records.js";
 
@@ -28,8 +29,15 @@ const names = (db: DatabaseSync): string[] =>
   ).map((r) => r.name);
 const columns = (db: DatabaseSync, table: string): string[] =>
   (db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as Array<{ name: string }>).map((c) => c.name);
-const version = (db: DatabaseSync): string =>
-  (db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string }).value;
+/** The last migration a store ran (meta row `schema_migration`); its layout (`schema_version`) stays 2. */
+const version = (db: DatabaseSync): string => {
+  const row = (key: string) => (db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string }).value;
+  expect(row("schema_version")).toBe(String(layoutVersion));
+  return row("schema_migration");
+};
+/** A store as an agent before numbered migrations left it: schema_version 2, no schema_migration. */
+const asVersion2 =
+  "DELETE FROM meta WHERE key = 'schema_migration'; UPDATE meta SET value = '2' WHERE key = 'schema_version';";
 const record = (i: number, pad = 0) =>
   heartbeatRecord(i, { recordId: `r${i}`, agentId: "00000000-0000-4000-8000-000000000001", detail: "x".repeat(pad) });
 
@@ -43,7 +51,7 @@ describe("the numbered migrations", () => {
   it("run each step after the store's version once, in order, and record the last step's version", () => {
     const db = memory();
     migrate(db);
-    db.exec("UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+    db.exec("UPDATE meta SET value = '3' WHERE key = 'schema_migration'");
     const ran: number[] = [];
     const steps = [3, 4, 5, 6].map((v) => ({ version: v, change: `step ${v}`, up: () => void ran.push(v) }));
     migrate(db, steps);
@@ -51,9 +59,10 @@ describe("the numbered migrations", () => {
     expect(version(db)).toBe("6");
     migrate(db, steps);
     expect(ran).toEqual([4, 5, 6]);
-    expect(() => migrate(db, steps.slice(0, 2))).toThrow(
-      "store schema version 6 is newer than this agent understands (4)",
-    );
+    // An older agent (its last step 4) opens it as it is, and leaves the newer agent's migrations recorded.
+    migrate(db, steps.slice(0, 2));
+    expect(ran).toEqual([4, 5, 6]);
+    expect(version(db)).toBe("6");
   });
 
   it("make a new store's every table at the last version, and change nothing when run again", () => {
@@ -79,26 +88,31 @@ describe("the numbered migrations", () => {
     expect(version(db)).toBe(String(schemaVersion));
     migrate(db);
     expect(names(db)).toEqual(made);
-    expect(db.prepare("SELECT count(*) AS n FROM meta").get()).toEqual({ n: 1 });
+    expect(db.prepare("SELECT key FROM meta ORDER BY key").all()).toEqual([
+      { key: "schema_migration" },
+      { key: "schema_version" },
+    ]);
   });
 
   it("refuse a store of a newer version, naming both versions, and leave it as it is", () => {
     const db = memory();
     db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-      INSERT INTO meta VALUES ('schema_version', '${schemaVersion + 1}')`);
+      INSERT INTO meta VALUES ('schema_version', '${layoutVersion + 1}')`);
     expect(() => migrate(db)).toThrow(StoreError);
     expect(() => migrate(db)).toThrow(
-      `store schema version ${schemaVersion + 1} is newer than this agent understands (${schemaVersion})`,
+      `store schema version ${layoutVersion + 1} is newer than this agent understands (${layoutVersion})`,
     );
     expect(names(db)).toEqual(["meta"]);
-    expect(version(db)).toBe(String(schemaVersion + 1));
+    expect(db.prepare("SELECT key, value FROM meta").all()).toEqual([
+      { key: "schema_version", value: String(layoutVersion + 1) },
+    ]);
   });
 
   it("bring a version-2 store without the action ledger's tables or the index by end to them (version 3)", () => {
     const db = memory();
     migrate(db);
     db.exec(`DROP INDEX emitted_by_end; DROP TABLE action_holds; DROP TABLE actions; DROP TABLE action_steps;
-      DROP TABLE action_progress; UPDATE meta SET value = '2' WHERE key = 'schema_version';`);
+      DROP TABLE action_progress; ${asVersion2}`);
     migrate(db);
     expect(names(db)).toEqual(expect.arrayContaining(["emitted_by_end", "actions", "action_steps", "action_holds"]));
     expect(version(db)).toBe(String(schemaVersion));
@@ -109,7 +123,7 @@ describe("the numbered migrations", () => {
     migrate(db);
     db.exec(`INSERT INTO actions(action_key, kind, event_key, event_status, name, status, record, gated, created_ms, updated_ms)
         VALUES ('hook:e:Scheduled:h', 'hook', 'e', 'Scheduled', 'h', 'running', '{}', 0, 1, 1);
-      UPDATE meta SET value = '2' WHERE key = 'schema_version';`);
+      ${asVersion2}`);
     migrate(db);
     expect(db.prepare("SELECT count(*) AS n FROM action_holds").get()).toEqual({ n: 0 });
     expect(version(db)).toBe(String(schemaVersion));
@@ -123,7 +137,7 @@ describe("the numbered migrations", () => {
         action_key TEXT PRIMARY KEY, kind TEXT NOT NULL, event_key TEXT NOT NULL, event_status TEXT NOT NULL, name TEXT NOT NULL,
         status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', attempts INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL,
         created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
-      UPDATE meta SET value = '3' WHERE key = 'schema_version';`);
+      UPDATE meta SET value = '3' WHERE key = 'schema_migration';`);
     const row = db.prepare(
       "INSERT INTO actions(action_key, kind, event_key, event_status, name, status, reason, record, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, '{}', 1, 7)",
     );
@@ -387,6 +401,34 @@ describe("the delivery ledger's edges", () => {
     expect(reopened.bytesInOutbox).toBe(5000);
     expect(reopened.evictOverCap({ writeSync: () => expect.unreachable() } as never, 10).size).toBe(0);
     reopened.close();
+  });
+
+  it("opens read-only only a store at this agent's migration or a newer one, in a layout it reads", () => {
+    const dir = newDir();
+    openOutbox({ dataDir: dir, checkpointInWorker: false }).close();
+    const setMeta = (sql: string) => {
+      const db = new DatabaseSync(join(dir, "sef.db"));
+      db.exec(sql);
+      db.close();
+    };
+    const opens = (): string => {
+      try {
+        Store.openReadOnly(dir).close();
+        return "opens";
+      } catch (err) {
+        return (err as StoreError).reason;
+      }
+    };
+    expect(opens()).toBe("opens");
+    setMeta(`UPDATE meta SET value = '${schemaVersion + 1}' WHERE key = 'schema_migration'`);
+    expect(opens()).toBe("opens");
+    setMeta(`UPDATE meta SET value = '${schemaVersion - 1}' WHERE key = 'schema_migration'`);
+    expect(opens()).toBe("schema");
+    setMeta(`UPDATE meta SET value = '${schemaVersion}' WHERE key = 'schema_migration';
+      UPDATE meta SET value = '${layoutVersion + 1}' WHERE key = 'schema_version'`);
+    expect(opens()).toBe("schema");
+    setMeta(`UPDATE meta SET value = '${layoutVersion}' WHERE key = 'schema_version'`);
+    expect(opens()).toBe("opens");
   });
 
   it("opens a read-only outbox without touching next-attempt times", () => {

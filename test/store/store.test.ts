@@ -428,8 +428,8 @@ describe("Store", () => {
     const prepareHook = "hook:f1xture0-0000-4000-8000-000000000001:Scheduled:prepare";
     const dueAtOpen = (rows: Record<string, unknown[]>) => ({
       ...rows,
-      meta: rows.meta!.map((m) =>
-        (m as { key: string }).key === "schema_version" ? { key: "schema_version", value: String(schemaVersion) } : m,
+      meta: [...rows.meta!, { key: "schema_migration", value: String(schemaVersion) }].sort((a, b) =>
+        (a as { key: string }).key.localeCompare((b as { key: string }).key),
       ),
       deliveries: rows.deliveries!.map((d) => ({ ...(d as object), next_attempt_ms: 0 })),
       actions: rows.actions!.map((a) => ({ ...(a as object), gated: 0 })),

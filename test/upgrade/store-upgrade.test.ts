@@ -56,8 +56,9 @@ function leftByTheOldAgent(dataDir: string) {
     const actionColumns = (
       db.prepare("SELECT name FROM pragma_table_info('actions')").all() as Array<{ name: string }>
     ).map((c) => c.name);
-    const version = (db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string })
-      .value;
+    const meta = (key: string) =>
+      (db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined)?.value;
+    const version = `${meta("schema_version")}/${meta("schema_migration") ?? "-"}`;
     return {
       webhookPending: pending("webhook"),
       parkedPending: pending(parkedSinkSpec),
@@ -117,7 +118,7 @@ describe("upgrading over a store an older release wrote", () => {
     expect(old.schema).not.toContain("action_steps");
     expect(old.schema).not.toContain("emitted_by_end");
     // Its action ledger has the shape before holds (schema version 2 then, no gated column, no holds table).
-    expect(old.version).toBe("2");
+    expect(old.version).toBe("2/-");
     expect(old.actionColumns).not.toContain("gated");
     expect(old.schema).not.toContain("action_holds");
     const freeze = fixtureEvents.freeze.EventId.toLowerCase();
@@ -225,7 +226,7 @@ describe("upgrading over a store an older release wrote", () => {
     const freshStore = leftByTheOldAgent(join(dir, "fresh"));
     expect(upgraded.schema).toEqual(freshStore.schema);
     expect(upgraded.actionColumns).toEqual(freshStore.actionColumns);
-    expect(upgraded.version).toBe(String(schemaVersion));
+    expect(upgraded.version).toBe(`2/${schemaVersion}`); // the layout older agents read stays 2
     const db = new DatabaseSync(join(dataDir, "sef.db"), { readOnly: true });
     try {
       expect(
@@ -295,9 +296,10 @@ describe("upgrading over a store an older release wrote", () => {
     });
     const db = new DatabaseSync(join(dataDir, "sef.db"), { readOnly: true });
     try {
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({
-        value: String(schemaVersion),
-      });
+      expect(db.prepare("SELECT key, value FROM meta WHERE key LIKE 'schema_%' ORDER BY key").all()).toEqual([
+        { key: "schema_migration", value: String(schemaVersion) },
+        { key: "schema_version", value: "2" },
+      ]);
       expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'cursors'").get()).toBeUndefined();
       expect(db.prepare("SELECT count(*) AS n FROM deliveries WHERE state = 'pending'").get()).toEqual({ n: 0 });
     } finally {

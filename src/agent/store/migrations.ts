@@ -75,22 +75,36 @@ export const migrations: readonly Migration[] = [
   },
 ];
 
-/** The schema this agent writes: the last migration's version. */
+/** The schema this agent writes: the last migration's version (meta row `schema_migration`). */
 export const schemaVersion = migrations[migrations.length - 1]!.version;
 
 /**
+ * The layout an agent must understand to open the store (meta row `schema_version`, the one agents before numbered
+ * migrations read: they refuse a store above 2). Every migration since is one an older agent can ignore (new tables,
+ * new columns with defaults), so it stays 2 and an agent rolled back to an older package still opens the store. A
+ * migration older agents must not ignore raises it to its own version.
+ */
+export const layoutVersion = 2;
+
+/** The layout (`schema_version`) and the last migration run (`schema_migration`) a store's meta rows say. */
+export function storeVersions(db: DatabaseSync): { layout: number; migration: number } {
+  const row = query<[string], { value: string }>(db, "SELECT value FROM meta WHERE key = ?");
+  const layout = Number(row.get("schema_version")?.value ?? 0);
+  return { layout, migration: Number(row.get("schema_migration")?.value ?? layout) };
+}
+
+/**
  * Brings the database to the last version of `steps` (`schemaVersion`; inside the caller's transaction): each step
- * after the store's version runs once, in order. A newer store is refused.
+ * after the store's last migration runs once, in order. A store of a newer layout is refused; one a newer agent
+ * migrated further, in a layout this agent reads, is opened as it is.
  */
 export function migrate(db: DatabaseSync, steps: readonly Migration[] = migrations): void {
   const target = steps[steps.length - 1]!.version;
   db.exec(version2Tables[0]!);
-  const found = Number(
-    query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get()?.value ?? 0,
-  );
-  if (found > target) {
+  const { layout, migration: found } = storeVersions(db);
+  if (layout > layoutVersion) {
     throw new StoreError(
-      `store schema version ${found} is newer than this agent understands (${target})`,
+      `store schema version ${layout} is newer than this agent understands (${layoutVersion})`,
       "",
       "schema",
     );
@@ -100,10 +114,13 @@ export function migrate(db: DatabaseSync, steps: readonly Migration[] = migratio
   for (const sql of version2Tables) db.exec(sql);
   if (found === 1) cursorsToDeliveries(db);
   for (const step of steps) if (step.version > found) step.up(db);
-  query<[string], never>(
+  const set = query<[string, string], never>(
     db,
-    "INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-  ).run(String(target));
+    "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+  );
+  set.run("schema_version", String(layoutVersion));
+  // A newer agent's migrations stay recorded: its tables are left as they are (this agent ignores them).
+  set.run("schema_migration", String(Math.max(found, target)));
 }
 
 /**

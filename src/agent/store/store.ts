@@ -8,8 +8,8 @@ import { join } from "node:path";
 import type { VmIdentity } from "@sef/contract/record.js";
 import { StoreError } from "./errors.js";
 import { MetaValues } from "./meta.js";
-import { migrate, schemaVersion } from "./migrations.js";
-import { query, transaction } from "./sql.js";
+import { layoutVersion, migrate, schemaVersion, storeVersions } from "./migrations.js";
+import { transaction } from "./sql.js";
 import { WalCheckpointer, passiveCheckpoint, safetyNetPages } from "./wal-checkpointer.js";
 
 export interface StoreOptions {
@@ -125,10 +125,11 @@ export class Store {
     let db: DatabaseSync | undefined;
     try {
       db = new DatabaseSync(path, { readOnly: true, timeout: 2000 });
-      const version = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
-      if (Number(version?.value ?? 0) !== schemaVersion) {
+      const { layout, migration } = storeVersions(db);
+      if (layout > layoutVersion || migration < schemaVersion) {
         throw new StoreError(
-          `store ${path} has schema version ${version?.value ?? "none"}; start the agent once to upgrade it to ${schemaVersion}`,
+          `store ${path} has schema version ${layout} (migration ${migration}); this sef reads version ${layoutVersion} ` +
+            `at migration ${schemaVersion} or later: start the agent of this version once to upgrade it`,
           path,
           "schema",
         );
