@@ -157,4 +157,98 @@ describe("ActionLedger", () => {
     expect(store.actions.committedEventStatus("e1")).toBe("Scheduled");
     store.close();
   });
+
+  it("reads an event's NotBefore as the last document listed it, and approvals recorded before the ledger", () => {
+    const store = openStore();
+    const state = {
+      lastIncarnation: 1,
+      lastDocumentHash: "h",
+      lastSuccessMs: 1,
+      interrupted: false,
+      events: new Map(),
+      emitted: EmittedKeys.from(),
+    };
+    state.events.set("e1", {
+      status: "Scheduled",
+      fields: transition({ NotBefore: "Mon, 07 Dec 2026 10:00:00 GMT" }),
+      lastSeenMs: 1,
+    });
+    state.events.set("e2", { status: "Scheduled", fields: transition({ NotBefore: "" }), lastSeenMs: 1 });
+    state.events.set("e3", { status: "Scheduled", fields: transition({ NotBefore: null }), lastSeenMs: 1 });
+    store.commitDocument(state, [], 1);
+    expect(["e1", "e2", "e3", "e4"].map((k) => store.actions.committedEventNotBefore(k))).toEqual([
+      "Mon, 07 Dec 2026 10:00:00 GMT",
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(store.actions.legacyApproved("e1")).toBe(false);
+    store.opened.meta.set("approved:e1", true);
+    expect(store.actions.legacyApproved("e1")).toBe(true);
+    expect(store.actions.legacyApproved("e2")).toBe(false);
+    store.close();
+  });
+
+  it("releases a hold once, by its holder only; a finished row releases its own: done when it succeeded, else failed", () => {
+    const store = openStore();
+    const ledger = store.actions;
+    const rows = ["ok", "approved", "bad", "skipped", "again"].map((key) => ({ ...action(key), eventKey: `e-${key}` }));
+    ledger.plan(rows, 1);
+    for (const r of rows)
+      ledger.hold(r.eventKey, { holder: r.actionKey, ...(r.actionKey === "ok" ? { mayApprove: true } : {}) }, 2);
+    ledger.hold("e-ok", { holder: "ok" }, 3); // a hold already placed stays as it was
+    ledger.setStatus("ok", "succeeded", "", 4, true);
+    ledger.setStatus("approved", "approved", "", 4);
+    ledger.setStatus("bad", "failed", "exit 1", 4);
+    ledger.setStatus("skipped", "skipped", "not elected", 4);
+    ledger.setStatus("again", "running", "", 4, true);
+    ledger.setStatus("again", "pending", "", 5);
+    expect(rows.map((r) => ledger.holdsOn(r.eventKey))).toEqual([
+      [{ eventKey: "e-ok", holder: "ok", mayApprove: true, verdict: "done", reason: "" }],
+      [{ eventKey: "e-approved", holder: "approved", mayApprove: false, verdict: "done", reason: "" }],
+      [{ eventKey: "e-bad", holder: "bad", mayApprove: false, verdict: "failed", reason: "exit 1" }],
+      [{ eventKey: "e-skipped", holder: "skipped", mayApprove: false, verdict: "failed", reason: "not elected" }],
+      [{ eventKey: "e-again", holder: "again", mayApprove: false, verdict: undefined, reason: "" }],
+    ]);
+    expect([ledger.get("ok")?.attempts, ledger.get("again")?.attempts, ledger.get("bad")?.attempts]).toEqual([1, 1, 0]);
+    ledger.release("e-again", "someone else", "approve", "no", 6);
+    ledger.release("e-again", "again", "decline", "another VM approves", 6);
+    ledger.release("e-again", "again", "approve", "too late", 7);
+    ledger.release("e-ok", "ok", "decline", "too late", 7);
+    expect(ledger.holdsOn("e-again")).toEqual([
+      { eventKey: "e-again", holder: "again", mayApprove: false, verdict: "decline", reason: "another VM approves" },
+    ]);
+    expect(ledger.holdsOn("e-ok")[0]?.verdict).toBe("done");
+    expect(ledger.withStatus("failed").map((r) => r.actionKey)).toEqual(["bad"]);
+    expect(ledger.forEvent("e-bad", "Scheduled", "hook").map((r) => r.reason)).toEqual(["exit 1"]);
+    expect(ledger.forEvent("e-bad", "Started", "hook")).toEqual([]);
+    expect(ledger.forEvent("e-bad", "Scheduled", "approval")).toEqual([]);
+    store.close();
+  });
+
+  it("forgets the steps of forgotten rows and the released holds of events left without rows, nothing else", () => {
+    const store = openStore();
+    const ledger = store.actions;
+    ledger.plan(
+      [
+        { ...action("gone"), eventKey: "e-gone" },
+        { ...action("kept"), eventKey: "e-kept" },
+      ],
+      1,
+    );
+    ledger.setStep("gone", "{}");
+    ledger.setStep("kept", "{}");
+    ledger.hold("e-gone", { holder: "gone" }, 1);
+    ledger.hold("e-gone", { holder: "still holding" }, 1);
+    ledger.hold("e-kept", { holder: "kept" }, 1);
+    ledger.setStatus("gone", "succeeded", "", 10);
+    ledger.setStatus("kept", "succeeded", "", 100);
+    expect(ledger.forgetFinished(10)).toBe(0);
+    expect(ledger.getStep("gone")).toBe("{}");
+    expect(ledger.forgetFinished(11)).toBe(1);
+    expect([ledger.getStep("gone"), ledger.getStep("kept")]).toEqual([undefined, "{}"]);
+    expect(ledger.holdsOn("e-gone").map((h) => h.holder)).toEqual(["still holding"]);
+    expect(ledger.holdsOn("e-kept").map((h) => h.verdict)).toEqual(["done"]);
+    store.close();
+  });
 });

@@ -24,7 +24,7 @@ import { startRequestPoster, transition, vm } from "./fixtures.js";
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-/** The action ledger's tables as the v1 agent created them (its migrateActionLedger, verbatim). */
+/** The action ledger's tables as the agent before holds created them (its migrateActionLedger, verbatim). */
 const v1Tables = `
   CREATE TABLE IF NOT EXISTS actions (
     action_key TEXT PRIMARY KEY, kind TEXT NOT NULL, event_key TEXT NOT NULL, event_status TEXT NOT NULL, name TEXT NOT NULL,
@@ -49,7 +49,10 @@ function writeV1Store(dataDir: string): void {
     state.events.set(r.EventId.toLowerCase(), { status: "Scheduled", fields: r, lastSeenMs: Date.now() });
   store.commitDocument(state, [], Date.now());
   const db = store.opened.database;
-  db.exec(v1Tables);
+  // Today's store has the ledger of schema version 4: put back the ledger of version 3 (as its agents made it).
+  db.exec(`DROP TABLE action_holds; DROP TABLE actions; DROP TABLE action_steps; DROP TABLE action_progress;
+    ${v1Tables}
+    UPDATE meta SET value = '3' WHERE key = 'schema_migration';`);
   const insert = db.prepare(
     "INSERT INTO actions(action_key, kind, event_key, event_status, name, status, reason, attempts, record, created_ms, updated_ms) VALUES (?, ?, ?, 'Scheduled', ?, ?, ?, ?, ?, 1, 1)",
   );

@@ -113,14 +113,14 @@ export function benchChangeTime(
       maxOutboxBytes: 1 << 30,
     });
     const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 7 * day };
-    const collect = new CollectStage(store.loadCollectorState(), {
+    const collect = new CollectStage(outbox.collectorState.load(), {
       config,
       commit,
       vm: () => ({ ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" }),
       agentVersion: "bench",
       metrics,
       logger,
-      recallEmitted: (wanted) => store.emittedKeysOf(wanted),
+      recallEmitted: (wanted) => outbox.collectorState.emittedKeysOf(wanted),
     });
     const timings: number[] = [];
     const warmUp = 20;

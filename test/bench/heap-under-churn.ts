@@ -39,8 +39,8 @@ try {
   });
   const config = { gapThresholdMs: 10_000, pollIntervalMs: 1000, emittedRetentionMs: 0 };
   const vm = { ...unknownVmIdentity, AgentId: "00000000-0000-4000-8000-000000000001" };
-  const recallEmitted = (wanted: EmittedToRecall) => store.emittedKeysOf(wanted);
-  const collect = new CollectStage(store.loadCollectorState(), {
+  const recallEmitted = (wanted: EmittedToRecall) => outbox.collectorState.emittedKeysOf(wanted);
+  const collect = new CollectStage(outbox.collectorState.load(), {
     config,
     commit,
     vm: () => vm,

@@ -128,6 +128,23 @@ export const groups: readonly MutationGroup[] = [
       "test/actions/hook-environment.test.ts",
     ],
   },
+  {
+    // The store's schema and the ledgers on it: the numbered migrations, the delivery ledger and the outbox over it,
+    // the action ledger (its holds).
+    name: "ledgers",
+    modules: [
+      "src/agent/store/migrations.ts",
+      "src/agent/delivery/ledger.ts",
+      "src/agent/delivery/outbox.ts",
+      "src/agent/actions/action-ledger.ts",
+    ],
+    tests: [
+      "test/store/migrations.test.ts",
+      "test/store/store.test.ts",
+      "test/actions/action-ledger.test.ts",
+      "test/actions/ledger-upgrade.test.ts",
+    ],
+  },
 ];
 
 /**

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
 import { propertyParams } from "../helpers/seed.js";
-import { Store, pageCacheKib } from "../../src/agent/store/store.js";
+import { Store, pageCacheKib, schemaVersion } from "../../src/agent/store/store.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { openOutbox, openOutboxReadOnly } from "../helpers/outbox.js";
 import { StoreError } from "../../src/agent/store/errors.js";
@@ -41,7 +41,8 @@ function contents(path: string): { schema: string[]; rows: Record<string, unknow
 
 /**
  * A schema (as `contents` lists it) without what today's action ledger adds to the earlier agent's when it opens it
- * (src/agent/actions/action-ledger-v1.ts): the holds table and the actions' `gated` column. The only change allowed.
+ * (schema version 4 in src/agent/store/migrations.ts): the holds table and the actions' `gated` column. The only change
+ * allowed.
  */
 function withoutActionLedgerUpgrade(schema: string[]): string[] {
   return schema
@@ -83,7 +84,7 @@ describe("Store", () => {
     store.close();
 
     const reopened = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
-    const loaded = reopened.opened.loadCollectorState();
+    const loaded = reopened.collectorState.load();
     expect(loaded.lastIncarnation).toBe(4);
     expect(loaded.events.get("a")?.fields.EventType).toBe("Reboot");
     expect(loaded.emitted.get("a|Started")).toEqual({ emittedMs: 5, endedMs: null });
@@ -97,7 +98,7 @@ describe("Store", () => {
     state.lastIncarnation = 9;
     const bad = { ...record(1), RecordId: null } as unknown as HeartbeatRecord; // violates NOT NULL
     expect(() => store.commitDocument(state, [record(0), bad], 1)).toThrow();
-    expect(store.opened.loadCollectorState().lastIncarnation).toBeNull();
+    expect(store.collectorState.load().lastIncarnation).toBeNull();
     expect(store.readAfter(0, 10)).toEqual([]);
     store.close();
   });
@@ -399,7 +400,7 @@ describe("Store", () => {
       VmScaleSetName: "WestNO",
       Tags: { env: "prod" },
     });
-    const collector = store.opened.loadCollectorState();
+    const collector = store.collectorState.load();
     expect([...collector.events.keys()]).toEqual(["f1xture0-0000-4000-8000-000000000002"]);
     expect(collector.lastIncarnation).toBe(2);
     expect(endpointMemoryIn(store.opened.meta).load()).toEqual({
@@ -427,6 +428,9 @@ describe("Store", () => {
     const prepareHook = "hook:f1xture0-0000-4000-8000-000000000001:Scheduled:prepare";
     const dueAtOpen = (rows: Record<string, unknown[]>) => ({
       ...rows,
+      meta: [...rows.meta!, { key: "schema_migration", value: String(schemaVersion) }].sort((a, b) =>
+        (a as { key: string }).key.localeCompare((b as { key: string }).key),
+      ),
       deliveries: rows.deliveries!.map((d) => ({ ...(d as object), next_attempt_ms: 0 })),
       actions: rows.actions!.map((a) => ({ ...(a as object), gated: 0 })),
       action_holds: [

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { startSimulator } from "../../src/testbed/simulator/server.js";
+import { Store, schemaVersion } from "../../src/agent/store/store.js";
 import type { SefRecord } from "../../src/contract/record.js";
 import { readJsonl, runCli, type RunningProcess } from "../helpers/agent-process.js";
 import { actionsSettled } from "../helpers/ledger-probe.js";
@@ -52,7 +53,20 @@ function leftByTheOldAgent(dataDir: string) {
         )
         .all() as Array<{ name: string }>
     ).map((r) => r.name);
-    return { webhookPending: pending("webhook"), parkedPending: pending(parkedSinkSpec), actions, schema };
+    const actionColumns = (
+      db.prepare("SELECT name FROM pragma_table_info('actions')").all() as Array<{ name: string }>
+    ).map((c) => c.name);
+    const meta = (key: string) =>
+      (db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined)?.value;
+    const version = `${meta("schema_version")}/${meta("schema_migration") ?? "-"}`;
+    return {
+      webhookPending: pending("webhook"),
+      parkedPending: pending(parkedSinkSpec),
+      actions,
+      schema,
+      actionColumns,
+      version,
+    };
   } finally {
     db.close();
   }
@@ -103,6 +117,10 @@ describe("upgrading over a store an older release wrote", () => {
     expect(old.parkedPending).toHaveLength(4);
     expect(old.schema).not.toContain("action_steps");
     expect(old.schema).not.toContain("emitted_by_end");
+    // Its action ledger has the shape before holds (schema version 2 then, no gated column, no holds table).
+    expect(old.version).toBe("2/-");
+    expect(old.actionColumns).not.toContain("gated");
+    expect(old.schema).not.toContain("action_holds");
     const freeze = fixtureEvents.freeze.EventId.toLowerCase();
     const reboot = fixtureEvents.reboot.EventId.toLowerCase();
     expect(old.actions.sort()).toEqual(
@@ -200,8 +218,26 @@ describe("upgrading over a store an older release wrote", () => {
     const after = await sef("outbox", "status", "--data-dir", dataDir, "--json");
     expect((JSON.parse(after.stdout) as { parked: unknown[] }).parked).toEqual([]);
 
-    // Today's schema, added to the old store.
-    expect(leftByTheOldAgent(dataDir).schema).toEqual(expect.arrayContaining(["action_steps", "emitted_by_end"]));
+    // Today's schema, added to the old store: the same as a new store's, and the version that says so. The Reboot's
+    // hooks became holds on its approval: the one that had run released (done), the one the old agent was running
+    // released as failed once reported interrupted.
+    const upgraded = leftByTheOldAgent(dataDir);
+    Store.open({ dataDir: join(dir, "fresh"), checkpointInWorker: false }).close();
+    const freshStore = leftByTheOldAgent(join(dir, "fresh"));
+    expect(upgraded.schema).toEqual(freshStore.schema);
+    expect(upgraded.actionColumns).toEqual(freshStore.actionColumns);
+    expect(upgraded.version).toBe(`2/${schemaVersion}`); // the layout older agents read stays 2
+    const db = new DatabaseSync(join(dataDir, "sef.db"), { readOnly: true });
+    try {
+      expect(
+        db.prepare("SELECT holder, verdict FROM action_holds WHERE event_key = ? ORDER BY holder").all(reboot),
+      ).toEqual([
+        { holder: `hook:${reboot}:Scheduled:${fixtureHookNames.note}`, verdict: "done" },
+        { holder: `hook:${reboot}:Scheduled:${fixtureHookNames.slow}`, verdict: "failed" },
+      ]);
+    } finally {
+      db.close();
+    }
   }, 90_000);
 
   it("over a schema-version-1 store (one cursor per sink): delivers the record it left pending once, and reruns nothing", async () => {
@@ -260,7 +296,10 @@ describe("upgrading over a store an older release wrote", () => {
     });
     const db = new DatabaseSync(join(dataDir, "sef.db"), { readOnly: true });
     try {
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "2" });
+      expect(db.prepare("SELECT key, value FROM meta WHERE key LIKE 'schema_%' ORDER BY key").all()).toEqual([
+        { key: "schema_migration", value: String(schemaVersion) },
+        { key: "schema_version", value: "2" },
+      ]);
       expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'cursors'").get()).toBeUndefined();
       expect(db.prepare("SELECT count(*) AS n FROM deliveries WHERE state = 'pending'").get()).toEqual({ n: 0 });
     } finally {

@@ -1,11 +1,11 @@
 // The action ledger (SQL only): one row per planned action (a hook run, an approval, a node action, …) with its
 // persisted state and, for actions that take steps, the JSON of their step; and the holds actions put on an event's
 // approval. Actions survive restarts and kill -9 through it. It knows actions only by their `kind` (a string); the
-// state machines are the actions' own (action.ts), the queue is action-runner.ts.
+// state machines are the actions' own (action.ts), the queue is action-runner.ts. Its tables, and any change to them,
+// are store/migrations.ts's.
 import type { DatabaseSync } from "node:sqlite";
 import type { Store } from "../store/store.js";
 import { transaction } from "../store/sql.js";
-import { upgradeFromV1 } from "./action-ledger-v1.js";
 
 /**
  * pending: planned, not started (or due again) · running: started; if found at start-up the process died mid-action ·
@@ -106,34 +106,11 @@ interface HoldRow {
   reason: string;
 }
 
-/** Creates the tables (idempotent) and upgrades a ledger written before holds existed; run by `ActionLedger.open`. */
-export function migrateActionLedger(db: DatabaseSync): void {
-  db.exec(`
-    CREATE TABLE IF NOT EXISTS actions (
-      action_key TEXT PRIMARY KEY, kind TEXT NOT NULL, event_key TEXT NOT NULL, event_status TEXT NOT NULL, name TEXT NOT NULL,
-      status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', attempts INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL,
-      created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
-    CREATE INDEX IF NOT EXISTS actions_by_status ON actions(status);
-    CREATE TABLE IF NOT EXISTS action_progress (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS action_steps (action_key TEXT PRIMARY KEY, state TEXT NOT NULL);
-  `);
-  const columns = db.prepare("SELECT name FROM pragma_table_info('actions')").all() as Array<{ name: string }>;
-  if (columns.some((c) => c.name === "gated")) return;
-  db.exec(`
-    ALTER TABLE actions ADD COLUMN gated INTEGER NOT NULL DEFAULT 0;
-    CREATE TABLE action_holds (
-      event_key TEXT NOT NULL, holder TEXT NOT NULL, may_approve INTEGER NOT NULL, verdict TEXT NOT NULL DEFAULT '',
-      reason TEXT NOT NULL DEFAULT '', updated_ms INTEGER NOT NULL, PRIMARY KEY (event_key, holder));
-  `);
-  upgradeFromV1(db);
-}
-
 export class ActionLedger {
   private readonly statements;
 
-  /** The action ledger of an open, writable store (its tables are created or upgraded first). */
+  /** The action ledger of an open store (its tables are the store's: store/migrations.ts). */
   static open(store: Store): ActionLedger {
-    store.write(() => migrateActionLedger(store.database));
     return new ActionLedger(store.database);
   }
 
@@ -307,10 +284,8 @@ export class ActionLedger {
   /** Deletes finished actions last updated before `beforeMs` (with their steps, and the released holds of events left without rows); returns how many. */
   forgetFinished(beforeMs: number): number {
     const forgotten = Number(this.statements.forget.run(beforeMs).changes);
-    if (forgotten > 0) {
-      this.statements.forgetSteps.run();
-      this.statements.forgetHolds.run();
-    }
+    this.statements.forgetSteps.run();
+    this.statements.forgetHolds.run();
     return forgotten;
   }
 

@@ -99,10 +99,8 @@ export class DeliveryLedger {
       this.bytes += size;
       entries.push({ seq, record, json });
     }
-    if (entries.length > 0) {
-      for (const sink of this.sinkNames) this.s.addPending.run(entries.length, sink);
-      this.saveBytes();
-    }
+    for (const sink of this.sinkNames) this.s.addPending.run(entries.length, sink);
+    this.saveBytes();
     return entries;
   }
 
@@ -115,7 +113,6 @@ export class DeliveryLedger {
 
   /** Earliest next attempt among the sink's pending records (null when none is pending). */
   nextAttemptMs(sink: string): number | null {
-    if (this.count(sink).pending === 0) return null;
     return this.s.nextAttempt.get(sink)?.at ?? null;
   }
 
@@ -128,7 +125,6 @@ export class DeliveryLedger {
     outcomes: readonly LedgerOutcome[],
     nowMs: number,
   ): { delivered: number; retried: number; rejected: number } {
-    let delivered = 0;
     let retried = 0;
     let rejected = 0;
     const deliveredSeqs: number[] = [];
@@ -142,11 +138,9 @@ export class DeliveryLedger {
         rejected += Number(this.s.reject.run(outcome.reason, nowMs, outcome.seq, sink).changes);
       }
     }
-    if (deliveredSeqs.length > 0) delivered = this.deliver(sink, deliveredSeqs);
-    if (delivered + rejected > 0) {
-      this.s.settle.run(delivered + rejected, delivered, rejected, delivered > 0 ? nowMs : null, sink);
-      if (delivered > 0) this.saveBytes();
-    }
+    const delivered = this.deliver(sink, deliveredSeqs);
+    this.s.settle.run(delivered + rejected, delivered, rejected, delivered > 0 ? nowMs : null, sink);
+    this.saveBytes();
     return { delivered, retried, rejected };
   }
 
@@ -155,15 +149,14 @@ export class DeliveryLedger {
     const runs = consecutiveRuns(seqs);
     if (runs.length > maxRunsPerDelivery) {
       const removed = this.s.deliver.all(sink, JSON.stringify(seqs));
-      if (removed.length > 0)
-        for (const row of this.s.dropIfUnneeded.all(JSON.stringify(removed.map((r) => r.seq)))) this.bytes -= row.bytes;
+      for (const row of this.s.dropIfUnneeded.all(JSON.stringify(removed.map((r) => r.seq)))) this.bytes -= row.bytes;
       return removed.length;
     }
     let delivered = 0;
     for (const [first, last] of runs) {
       const removed = Number(this.s.deliverRun.run(sink, first, last).changes);
       delivered += removed;
-      if (removed > 0) for (const row of this.s.dropRunIfUnneeded.all(first, last)) this.bytes -= row.bytes;
+      for (const row of this.s.dropRunIfUnneeded.all(first, last)) this.bytes -= row.bytes;
     }
     return delivered;
   }
@@ -229,7 +222,7 @@ export class DeliveryLedger {
     const info =
       "seq" in from ? this.s.backfillFromSeq.run(sink, from.seq) : this.s.backfillSince.run(sink, from.sinceMs);
     const added = Number(info.changes);
-    if (added > 0) this.s.addPending.run(added, sink);
+    this.s.addPending.run(added, sink);
     return added;
   }
 
@@ -245,7 +238,7 @@ export class DeliveryLedger {
 
   status(sink: string): SinkLedgerStatus {
     const c = this.count(sink);
-    const oldest = c.pending > 0 ? (this.s.oldestPending.get(sink)?.created_ms ?? null) : null;
+    const oldest = this.s.oldestPending.get(sink)?.created_ms ?? null;
     return {
       sink,
       pending: c.pending,
@@ -297,10 +290,8 @@ export class DeliveryLedger {
       seqs.push(row.seq);
     }
     for (const [sink, n] of bySink) this.s.forget.run(0, n, sink);
-    if (seqs.length > 0) {
-      for (const row of this.s.dropIfUnneeded.all(JSON.stringify(seqs))) this.bytes -= row.bytes;
-      this.saveBytes();
-    }
+    for (const row of this.s.dropIfUnneeded.all(JSON.stringify(seqs))) this.bytes -= row.bytes;
+    this.saveBytes();
     return bySink;
   }
 
@@ -315,7 +306,6 @@ export class DeliveryLedger {
     writeDeadLetters: (items: readonly EvictedDelivery[]) => void,
   ): EvictionCounts {
     const counts: EvictionCounts = new Map();
-    if (this.bytes <= targetBytes) return counts;
     let remaining = this.bytes;
     const victims: { seq: number; json: string; bytes: number }[] = [];
     let after = 0;

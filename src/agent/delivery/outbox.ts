@@ -3,6 +3,7 @@
 // dead-letter files) all go through here; every write is one store transaction.
 import type { SefRecord } from "@sef/contract/record.js";
 import type { CollectorState } from "../collector/state.js";
+import { CollectorStateTables } from "../collector/state-tables.js";
 import type { OutboxEntry } from "./outbox-entry.js";
 import type { Store } from "../store/store.js";
 import { query } from "../store/sql.js";
@@ -39,6 +40,8 @@ export interface OutboxOptions {
 }
 
 export class Outbox {
+  /** The collector state saved with each document's records (`commitDocument`). */
+  readonly collectorState: CollectorStateTables;
   private readonly ledger: DeliveryLedger;
   private readonly readAfterQuery;
   private evictionBlocked = false;
@@ -48,6 +51,7 @@ export class Outbox {
     private readonly options: OutboxOptions,
   ) {
     this.ledger = new DeliveryLedger(store.database);
+    this.collectorState = new CollectorStateTables(store);
     this.readAfterQuery = query<[number, number], { seq: number; json: string }>(
       store.database,
       "SELECT seq, json FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
@@ -74,7 +78,7 @@ export class Outbox {
    */
   commitDocument(state: CollectorState, records: readonly SefRecord[], nowMs: number): OutboxEntry[] {
     return this.write(() => {
-      this.store.saveCollectorState(state);
+      this.collectorState.save(state);
       return this.ledger.appendRecords(records, nowMs);
     });
   }

@@ -100,9 +100,10 @@ export class Agent {
       clock,
       maxOutboxBytes: config.maxOutboxBytes,
     });
-    const recallEmitted: CollectStageOptions["recallEmitted"] = (wanted) => this.store.emittedKeysOf(wanted);
+    const recallEmitted: CollectStageOptions["recallEmitted"] = (wanted) =>
+      this.outbox.collectorState.emittedKeysOf(wanted);
     const documentsRead = new DocumentsRead();
-    this.collect = new CollectStage(this.store.loadCollectorState(), {
+    this.collect = new CollectStage(this.outbox.collectorState.load(), {
       config,
       commit: this.commit,
       vm,

@@ -26,7 +26,7 @@ export interface CollectStageOptions {
   agentVersion: string;
   metrics: AgentMetrics;
   logger: Logger;
-  /** Reads emitted keys back from the store (Store.emittedKeysOf): memory holds those of tracked events only. */
+  /** Reads emitted keys back from the store (collector/state-tables.ts): memory holds those of tracked events only. */
   recallEmitted: (wanted: EmittedToRecall) => Iterable<readonly [string, EmittedKey]>;
   /** Told the EventIds of each document adopted (after its records committed); never of a failed poll. */
   documentsRead?: DocumentsRead;

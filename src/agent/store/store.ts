@@ -1,18 +1,15 @@
 // The durable store (SQLite, WAL, synchronous=FULL) in the data directory: it opens the database (its tables made or
-// upgraded by migrations.ts), runs the writes' transactions, and keeps the collector state and the VM identity. The
-// outbox and its delivery ledger (delivery/) and the action ledger (actions/) use their own tables in it; other meta
-// rows belong to the modules that use them (`meta`).
+// upgraded by migrations.ts), runs the writes' transactions, and keeps the VM identity. The collector state
+// (collector/), the outbox and its delivery ledger (delivery/) and the action ledger (actions/) use their own tables
+// in it; other meta rows belong to the modules that use them (`meta`).
 import { DatabaseSync } from "node:sqlite";
 import { mkdirSync, accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { VmIdentity } from "@sef/contract/record.js";
-import type { CollectorState, EmittedKey } from "../collector/state.js";
-import type { EmittedToRecall } from "../collector/transitions.js";
-import { CollectorStateTables } from "./collector-state.js";
 import { StoreError } from "./errors.js";
 import { MetaValues } from "./meta.js";
-import { migrate, schemaVersion } from "./migrations.js";
-import { query, transaction } from "./sql.js";
+import { layoutVersion, migrate, schemaVersion, storeVersions } from "./migrations.js";
+import { transaction } from "./sql.js";
 import { WalCheckpointer, passiveCheckpoint, safetyNetPages } from "./wal-checkpointer.js";
 
 export interface StoreOptions {
@@ -36,6 +33,13 @@ export interface WriteHooks {
 export { schemaVersion };
 
 /**
+ * How an outermost write ended, for a writer that caches what its tables hold (`Store.onWriteSettled`): `committed`
+ * by this store's own transaction; `rolledBack` whole; `joined` into a transaction someone else opened (which may
+ * still roll back); `uncertain` when a write failed and its transaction was not rolled back whole (its part may stay).
+ */
+export type WriteSettlement = "committed" | "rolledBack" | "joined" | "uncertain";
+
+/**
  * The store connection's page cache, in KiB (SQLite's default is 2,000). A commit touches a few pages of each table it
  * writes, far fewer than this holds. A larger cache only fills, page by page, as the file grows (the `emitted` table
  * grows with every event for 7 days), and the resident set grows with it: under churn that was most of the climb.
@@ -51,12 +55,11 @@ export class Store {
   /** Writable stores only: checkpoints the log off the agent's thread (its `counts` say what it did). */
   readonly checkpointer: WalCheckpointer | undefined;
   private readonly db: DatabaseSync;
-  private readonly collectorTables: CollectorStateTables;
-  /** What the collector-state writes of the open transaction do once it commits (see saveCollectorState). */
-  private readonly afterCommit: Array<() => void> = [];
-  /** A write failed inside the open transaction: what the collector tables hold is not known for sure. */
-  private collectorWritesUncertain = false;
-  /** Nesting of `write` calls (the outermost one settles the collector writes). */
+  /** Told how each outermost write ended (see `onWriteSettled`). */
+  private readonly settledListeners: Array<(settlement: WriteSettlement) => void> = [];
+  /** A write failed inside the open transaction: what the tables hold is not known for sure. */
+  private writesUncertain = false;
+  /** Nesting of `write` calls (the outermost one settles). */
   private writeDepth = 0;
 
   private constructor(
@@ -70,7 +73,6 @@ export class Store {
     this.db = db;
     this.readOnly = readOnly;
     this.meta = new MetaValues(db);
-    this.collectorTables = new CollectorStateTables(db);
     this.checkpointer = checkpointer;
   }
 
@@ -123,10 +125,11 @@ export class Store {
     let db: DatabaseSync | undefined;
     try {
       db = new DatabaseSync(path, { readOnly: true, timeout: 2000 });
-      const version = query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'schema_version'").get();
-      if (Number(version?.value ?? 0) !== schemaVersion) {
+      const { layout, migration } = storeVersions(db);
+      if (layout > layoutVersion || migration < schemaVersion) {
         throw new StoreError(
-          `store ${path} has schema version ${version?.value ?? "none"}; start the agent once to upgrade it to ${schemaVersion}`,
+          `store ${path} has schema version ${layout} (migration ${migration}); this sef reads version ${layoutVersion} ` +
+            `at migration ${schemaVersion} or later: start the agent of this version once to upgrade it`,
           path,
           "schema",
         );
@@ -148,29 +151,12 @@ export class Store {
     this.db.close();
   }
 
-  loadCollectorState(): CollectorState {
-    return this.collectorTables.load();
-  }
-
-  /** Times table `emitted` was swept whole (a write after one whose outcome the store could not know). */
-  get collectorTableSweeps(): number {
-    return this.collectorTables.tableSweeps;
-  }
-
-  /** The emitted keys of these lower-cased EventIds, and these keys, from the table (an EventId that is back). */
-  emittedKeysOf(wanted: EmittedToRecall): Array<[string, EmittedKey]> {
-    return this.collectorTables.emittedKeysOf(wanted);
-  }
-
   /**
-   * Saves the collector state (only the emitted keys its view changed: see collector-state.ts; the collector settles
-   * that view once this has committed);
-   * inside a caller's transaction (a document's state and its records) it joins it.
+   * Tells `listener` how every outermost write ends, once it has (a writer that caches what its tables hold keeps
+   * its cache or forgets it: the collector state's tables, collector/state-tables.ts).
    */
-  saveCollectorState(state: CollectorState): void {
-    this.write(() => {
-      this.afterCommit.push(this.collectorTables.write(state));
-    });
+  onWriteSettled(listener: (settlement: WriteSettlement) => void): void {
+    this.settledListeners.push(listener);
   }
 
   saveVmIdentity(vm: VmIdentity): void {
@@ -195,37 +181,27 @@ export class Store {
       const result = transaction(this.db, body);
       if (outermost) this.options.onWriteOutcome?.(true);
       this.checkpointer?.noteWritten(hooks.bytesWritten?.() ?? 0, ownsTransaction ? 1 : 0);
-      if (outermost) this.settleCollectorWrites(ownsTransaction ? "committed" : "unknown");
+      if (outermost) this.settle(ownsTransaction ? "committed" : "joined");
       return result;
     } catch (err) {
       if (outermost) this.options.onWriteOutcome?.(false);
-      // Rolled back whole by this store: the collector tables hold what they held before. Otherwise not known.
+      // Rolled back whole by this store: the tables hold what they held before. Otherwise not known.
       const rolledBack = ownsTransaction && this.db.isOpen && !this.db.isTransaction;
-      if (!rolledBack) this.collectorWritesUncertain = true;
+      if (!rolledBack) this.writesUncertain = true;
       if (this.db.isOpen) hooks.onRollback?.();
-      if (outermost) this.settleCollectorWrites(rolledBack ? "rolledBack" : "unknown");
+      if (outermost) this.settle(rolledBack ? "rolledBack" : "uncertain");
       throw err;
     } finally {
       this.writeDepth -= 1;
     }
   }
 
-  /**
-   * After the outermost write: what the collector tables are known to hold follows the writes only when this store's
-   * own transaction committed them, and stays as it was when that transaction rolled back whole (whatever failed in
-   * it); otherwise (a write inside a transaction opened by someone else, which may still roll back, or a failed write's
-   * part kept by a caller that went on to commit) it is forgotten and the table is swept at the next save.
-   */
-  private settleCollectorWrites(outcome: "committed" | "rolledBack" | "unknown"): void {
-    const pending = this.afterCommit.splice(0);
-    const uncertain = this.collectorWritesUncertain;
-    this.collectorWritesUncertain = false;
-    if (outcome === "rolledBack") return;
-    if (outcome === "committed" && !uncertain) {
-      for (const apply of pending) apply();
-    } else if (uncertain || pending.length > 0) {
-      this.collectorTables.forget();
-    }
+  /** After the outermost write: a failed write inside it makes a commit uncertain, unless all was rolled back. */
+  private settle(outcome: WriteSettlement): void {
+    const uncertain = this.writesUncertain;
+    this.writesUncertain = false;
+    const settlement = outcome !== "rolledBack" && uncertain ? "uncertain" : outcome;
+    for (const listener of this.settledListeners) listener(settlement);
   }
 }
 

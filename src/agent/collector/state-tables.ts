@@ -1,17 +1,18 @@
-// The collector's persisted state (tables `events`, `emitted` and the `collector` meta row): loads it, writes a
-// document's new state as the change the collector made, and reads back the emitted keys of an EventId that returns.
+// The collector's persisted state in the store (tables `events`, `emitted` and the `collector` meta row, made by
+// store/migrations.ts): loads it, saves a document's new state as the change the collector made, and reads back the
+// emitted keys of an EventId that returns.
 // Table `emitted` holds every key for its retention (at least 7 days); the collector holds in memory only the keys of
 // the events it tracks (collector/emitted-keys.ts). A change writes the keys the document inserted or updated and
 // deletes the expired ones by an index range: its cost follows the change, not the history. When the table may not
 // agree with the collector's view (a write into a transaction someone else opened, a state made by hand), every key
 // the collector holds is written and the table is swept once. The events of the current document are few and all
 // move together (lastSeenMs): rewritten whole.
-import type { DatabaseSync } from "node:sqlite";
-import type { CollectorState, EmittedKey, TrackedEvent } from "../collector/state.js";
-import { emptyCollectorState } from "../collector/state.js";
-import { EmittedKeys } from "../collector/emitted-keys.js";
-import type { EmittedToRecall } from "../collector/transitions.js";
-import { query } from "./sql.js";
+import type { Store, WriteSettlement } from "../store/store.js";
+import { query } from "../store/sql.js";
+import type { CollectorState, EmittedKey, TrackedEvent } from "./state.js";
+import { emptyCollectorState } from "./state.js";
+import { EmittedKeys } from "./emitted-keys.js";
+import type { EmittedToRecall } from "./transitions.js";
 
 /** The table agrees with the shared map of these emitted keys at this version (see EmittedKeys.base). */
 interface KnownTable {
@@ -34,8 +35,13 @@ export class CollectorStateTables {
   private known: KnownTable | undefined;
   /** Times table `emitted` was swept whole (each write whose view the table was not known to agree with). */
   tableSweeps = 0;
+  /** What the writes of the open transaction do once it commits (see `save`). */
+  private readonly afterCommit: Array<() => void> = [];
 
-  constructor(private readonly db: DatabaseSync) {
+  /** The collector state's tables in an open store (one per store: it follows the store's writes). */
+  constructor(private readonly store: Store) {
+    const db = store.database;
+    store.onWriteSettled((settlement) => this.settle(settlement));
     this.s = {
       getMeta: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'collector'"),
       setMeta: query<[string], never>(
@@ -101,11 +107,33 @@ export class CollectorStateTables {
   }
 
   /**
+   * Saves `state` (only the emitted keys its view changed; the collector settles that view once this has committed);
+   * inside a caller's transaction (a document's state and its records) it joins it.
+   */
+  save(state: CollectorState): void {
+    this.store.write(() => {
+      this.afterCommit.push(this.write(state));
+    });
+  }
+
+  /**
+   * After the store's outermost write: what the table is known to hold follows the writes only when the store's own
+   * transaction committed them, and stays as it was when that transaction rolled back whole (whatever failed in it);
+   * otherwise (a write inside a transaction opened by someone else, which may still roll back, or a failed write's
+   * part kept by a caller that went on to commit) it is forgotten and the table is swept at the next save.
+   */
+  private settle(settlement: WriteSettlement): void {
+    const pending = this.afterCommit.splice(0);
+    if (settlement === "committed") for (const apply of pending) apply();
+    else if (settlement === "uncertain" || (settlement === "joined" && pending.length > 0)) this.forget();
+  }
+
+  /**
    * Writes `state`; call inside the document's transaction. Returns the function to call once that transaction has
    * committed: the table then agrees with what `state.emitted` holds once settled (`EmittedKeys.settle`, the
    * collector's adoption). After a rollback nothing changed, and the table still agrees with what it did.
    */
-  write(state: CollectorState): () => void {
+  private write(state: CollectorState): () => void {
     const meta: CollectorMeta = {
       lastIncarnation: state.lastIncarnation,
       lastDocumentHash: state.lastDocumentHash,
@@ -129,7 +157,7 @@ export class CollectorStateTables {
   }
 
   /** Forgets what the table agrees with (a write inside a transaction that may still roll back): swept next time. */
-  forget(): void {
+  private forget(): void {
     this.known = undefined;
   }
 

@@ -1,4 +1,4 @@
-// The collector's emitted keys split between memory and the store (collector/emitted-keys.ts, store/collector-state.ts,
+// The collector's emitted keys split between memory and the store (collector/emitted-keys.ts, collector/state-tables.ts,
 // pipeline/collect-stage.ts) on a real SQLite file. The collect stage holds in memory only the keys of tracked events
 // and recalls the rest from table `emitted` when an EventId is back; through any sequence of documents (events that
 // come back, malformed sightings), failed polls, commits that fail, restarts and days passing, it emits exactly what a
@@ -23,6 +23,7 @@ import {
 } from "../../src/agent/collector/transitions.js";
 import { Store } from "../../src/agent/store/store.js";
 import { Outbox } from "../../src/agent/delivery/outbox.js";
+import type { CollectorStateTables } from "../../src/agent/collector/state-tables.js";
 import { DeadLetterFile } from "../../src/agent/delivery/dead-letter.js";
 import { CommitStage } from "../../src/agent/pipeline/commit-stage.js";
 import { CollectStage } from "../../src/agent/pipeline/collect-stage.js";
@@ -65,9 +66,13 @@ function tables(path: string): { emitted: Map<string, EmittedKey>; records: SefR
 }
 
 /** A store, its outbox and a collect stage over them, as the agent wires them (the clock is the test's). */
-function openAgent(dir: string, clock: { nowMs: number }): { store: Store; collect: CollectStage } {
+function openAgent(
+  dir: string,
+  clock: { nowMs: number },
+): { store: Store; tables: CollectorStateTables; collect: CollectStage } {
   const store = Store.open({ dataDir: dir, checkpointInWorker: false });
   const outbox = Outbox.open(store);
+  const tables = outbox.collectorState;
   const logger = pino({ level: "silent" });
   const metrics = new AgentMetrics();
   const commit = new CommitStage({
@@ -78,8 +83,8 @@ function openAgent(dir: string, clock: { nowMs: number }): { store: Store; colle
     clock: { ...systemClock, now: () => clock.nowMs },
     maxOutboxBytes: 1 << 30,
   });
-  const recallEmitted = (wanted: EmittedToRecall) => store.emittedKeysOf(wanted);
-  const collect = new CollectStage(store.loadCollectorState(), {
+  const recallEmitted = (wanted: EmittedToRecall) => tables.emittedKeysOf(wanted);
+  const collect = new CollectStage(tables.load(), {
     config,
     commit,
     vm: () => vm,
@@ -88,7 +93,7 @@ function openAgent(dir: string, clock: { nowMs: number }): { store: Store; colle
     logger,
     recallEmitted,
   });
-  return { store, collect };
+  return { store, tables, collect };
 }
 
 /** Ingests documents one second apart into whichever collect stage `agent()` returns (the agent may be reopened). */
@@ -215,7 +220,7 @@ describe("emitted keys between memory and the store", () => {
             expect(onDisk.records).toEqual(records);
             expect(onDisk.emitted).toEqual(committedKeys);
           }
-          expect(agent.store.collectorTableSweeps).toBe(0);
+          expect(agent.tables.tableSweeps).toBe(0);
         } finally {
           agent.store.close();
           rmSync(dir, { recursive: true, force: true });
@@ -260,7 +265,7 @@ describe("emitted keys between memory and the store", () => {
       const expired = Math.ceil((clock.nowMs - t0) / 60_000); // old key i ended at t0 - 7 days + i minutes
       expect([...emitted.keys()].filter((k) => k.startsWith("old")).length).toBe(10_000 - expired);
       expect(emitted.get("n5|Completed")).toEqual({ emittedMs: t0 + 7 * 3_600_000, endedMs: t0 + 7 * 3_600_000 }); // gone from document 7
-      expect(agent.store.collectorTableSweeps).toBe(0);
+      expect(agent.tables.tableSweeps).toBe(0);
     } finally {
       agent.store.close();
       rmSync(dir, { recursive: true, force: true });
@@ -303,12 +308,12 @@ describe("emitted keys between memory and the store", () => {
       db.exec("ROLLBACK");
       expect(tables(agent.store.path).emitted.get("a|Started")).toEqual({ emittedMs: t0 + 1000, endedMs: null });
       ingest(3, event("B", "Scheduled"));
-      expect(agent.store.collectorTableSweeps).toBe(1);
+      expect(agent.tables.tableSweeps).toBe(1);
       const { emitted } = tables(agent.store.path);
       expect(emitted.get("a|Started")).toEqual({ emittedMs: t0 + 1000, endedMs: t0 + 3000 });
       expect(emitted.get("b|Scheduled")).toEqual({ emittedMs: t0 + 3000, endedMs: null });
       ingest(4, event("B", "Started"));
-      expect(agent.store.collectorTableSweeps).toBe(1);
+      expect(agent.tables.tableSweeps).toBe(1);
       clock.nowMs += 8 * day;
       ingest(5, event("B", "Started"), event("C", "Scheduled"));
       expect([...tables(agent.store.path).emitted.keys()].sort()).toEqual(["b|Scheduled", "b|Started", "c|Scheduled"]);
