@@ -93,21 +93,10 @@ export const groups: readonly MutationGroup[] = [
     ],
   },
   {
-    // The fleet's decisions: rules, the notification plan, the fold of records into fleet events, and the partition
-    // processor (fold, claim, send, save; bounds and bad input) against an in-memory state store.
+    // The fleet's decisions: rules and the notification plan.
     name: "fleet",
-    modules: [
-      "src/fleet/rules.ts",
-      "src/fleet/notification-plan.ts",
-      "src/fleet/fleet-event.ts",
-      "src/fleet/partition-processor.ts",
-    ],
-    tests: [
-      "test/fleet/logic.test.ts",
-      "test/fleet/rules-edges.test.ts",
-      "test/fleet/processor.test.ts",
-      "test/fleet/fleet-event.test.ts",
-    ],
+    modules: ["src/fleet/rules.ts", "src/fleet/notification-plan.ts"],
+    tests: ["test/fleet/logic.test.ts", "test/fleet/rules-edges.test.ts"],
   },
   {
     name: "config",
@@ -128,7 +117,15 @@ export const groups: readonly MutationGroup[] = [
       "test/actions/hook-environment.test.ts",
     ],
   },
+];
+
+/**
+ * Groups written for issue 45 item 3 and left out of the gate until a run passes them (test/mutation/README.md says
+ * what was measured): run.ts does not read this list; move a group into `groups` with its committed result.
+ */
+export const pendingGroups: readonly MutationGroup[] = [
   {
+    // 2026-12-07: migrations 98.6 %, action ledger 98.4 %, ledger 88.8 %, outbox 60.9 %; 27 survivors unkilled.
     // The store's schema and the ledgers on it: the numbered migrations, the delivery ledger and the outbox over it,
     // the action ledger (its holds).
     name: "ledgers",
@@ -145,13 +142,36 @@ export const groups: readonly MutationGroup[] = [
       "test/actions/ledger-upgrade.test.ts",
     ],
   },
-];
-
-/**
- * Groups written for issue 45 item 3 and left out of the gate until a run passes them (test/mutation/README.md says
- * what was measured): run.ts does not read this list; move a group into `groups` with its committed result.
- */
-export const pendingGroups: readonly MutationGroup[] = [
+  {
+    // 2026-12-07 (load 20): fleet-event 89.5 %, partition processor 90.5 %; 23 survivors unkilled.
+    // The fold of records into fleet events and the partition processor (fold, claim, send, save; bounds and bad
+    // input) against an in-memory state store.
+    name: "fleet-fold",
+    modules: ["src/fleet/fleet-event.ts", "src/fleet/partition-processor.ts"],
+    tests: ["test/fleet/processor.test.ts", "test/fleet/fleet-event.test.ts"],
+  },
+  { name: "imds-document", modules: ["src/agent/imds/document.ts"], tests: ["test/imds/document.test.ts"] },
+  {
+    name: "discovery-parsers",
+    modules: [
+      "src/agent/imds/discovery/option245.ts",
+      "src/agent/imds/discovery/registry-output.ts",
+      "src/agent/imds/discovery/lease-dhclient.ts",
+      "src/agent/imds/discovery/lease-networkd.ts",
+      "src/agent/imds/discovery/lease-networkmanager.ts",
+    ],
+    tests: ["test/imds/discovery/parsers.test.ts"],
+  },
+  {
+    name: "discovery-verify",
+    modules: ["src/agent/imds/discovery/resolver.ts", "src/agent/imds/discovery/verify.ts"],
+    tests: ["test/imds/discovery/resolver.test.ts"],
+  },
+  {
+    name: "config-load",
+    modules: ["src/agent/config/load.ts", "src/agent/config/schema.ts"],
+    tests: ["test/config/load.test.ts", "test/config/load-edges.test.ts", "test/docs/config-reference.test.ts"],
+  },
   {
     // The Kubernetes action's I/O steps tested in-process: one drain (evictions, retries, waits) on the fake clock.
     name: "kubernetes-io",
