@@ -288,7 +288,62 @@ describe("the delivery ledger's edges", () => {
       .reduce((n, e) => n + Buffer.byteLength(e.json), 0);
     expect(outbox.bytesInOutbox).toBe(total - freed);
     expect(outbox.readAfter(0, 3).map((e) => e.seq)).toEqual([2, 4, 6]);
+    expect(outbox.applyOutcomes("b", odd.slice(3), 30).delivered).toBe(17); // 17 runs: as one list, freeing them
+    const even = entries.filter((e) => e.seq % 2 === 0);
+    expect(outbox.readAfter(0, 100).map((e) => e.seq)).toEqual(even.map((e) => e.seq));
+    expect(outbox.bytesInOutbox).toBe(even.reduce((n, e) => n + Buffer.byteLength(e.json), 0));
     outbox.close();
+  });
+
+  it("keeps a removed sink holding only dead letters parked, and gives a dropped configured sink no new record", () => {
+    const outbox = open();
+    outbox.registerSinks(["a", "b"], 5);
+    outbox.append([record(1)], 10);
+    outbox.applyOutcomes("b", [{ seq: 1, kind: "rejected", reason: "HTTP 400" }], 20);
+    outbox.applyOutcomes("a", [{ seq: 1, kind: "delivered" }], 20);
+    outbox.registerSinks(["a", "c"], 30);
+    expect(outbox.parkedSinks()).toEqual([{ sink: "b", pending: 0, deadLettered: 1 }]);
+    expect(outbox.deadLetters("b").map((d) => d.seq)).toEqual([1]);
+    outbox.append([record(2)], 40);
+    // "c" is configured: dropped, it leaves the registered sinks at once and the next record is not held for it.
+    expect(outbox.dropSink("c", "dropped", () => undefined)).toEqual({ sink: "c", pending: 1, deadLettered: 0 });
+    expect(outbox.status().map((s) => s.sink)).toEqual(["a"]);
+    outbox.append([record(3)], 50);
+    outbox.applyOutcomes(
+      "a",
+      [2, 3].map((seq) => ({ seq, kind: "delivered" as const })),
+      60,
+    );
+    expect(outbox.readAfter(0, 10).map((e) => e.seq)).toEqual([1]); // b's dead letter
+    expect(outbox.bytesInOutbox).toBe(Buffer.byteLength(JSON.stringify(record(1))));
+    outbox.close();
+  });
+
+  it("stores the configured sinks in one order, whatever order the configuration lists them in", () => {
+    const stored = (names: string[]): unknown => {
+      const outbox = open();
+      outbox.registerSinks(names, 5);
+      const value = outbox.opened.meta.get("configured_sinks");
+      outbox.close();
+      return value;
+    };
+    expect(stored(["webhook", "jsonl:/x", "stdout"])).toEqual(["jsonl:/x", "stdout", "webhook"]);
+    expect(stored(["stdout", "webhook", "jsonl:/x"])).toEqual(["jsonl:/x", "stdout", "webhook"]);
+  });
+
+  it("keeps the byte total a purge leaves across a reopen", () => {
+    const dir = newDir();
+    const outbox = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    outbox.registerSinks(["s"], 5);
+    outbox.append([record(1, 100), record(2)], 10);
+    outbox.applyOutcomes("s", [{ seq: 1, kind: "rejected", reason: "too large" }], 20);
+    expect([...outbox.purgeDeadLetters({})]).toEqual([["s", 1]]);
+    const held = Buffer.byteLength(JSON.stringify(record(2)));
+    expect(outbox.bytesInOutbox).toBe(held);
+    outbox.close();
+    const reopened = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    expect(reopened.bytesInOutbox).toBe(held);
+    reopened.close();
   });
 
   it("has no parked sink before any registration, forgets an empty parked one, and drops an unknown one as undefined", () => {
