@@ -446,6 +446,66 @@ describe("the delivery ledger's edges", () => {
     outbox.close();
   });
 
+  it("evicts with the over-cap reason, leaves no row of an evicted record, and keeps the byte total across a reopen", () => {
+    const dir = newDir();
+    const one = Buffer.byteLength(JSON.stringify(record(101)));
+    const outbox = openOutbox({ dataDir: dir, checkpointInWorker: false, maxOutboxBytes: one * 10 });
+    outbox.registerSinks(["a"], 5);
+    for (let i = 1; i <= 12; i++) outbox.append([record(100 + i)], 100 * i); // seq i, all of one size
+    expect(outbox.bytesInOutbox).toBe(one * 12);
+    const written: EvictedDelivery[] = [];
+    const counts = outbox.evictOverCap(
+      { writeSync: (items: readonly EvictedDelivery[]) => void written.push(...items) } as never,
+      2000,
+    );
+    expect(counts).toEqual(new Map([["a", { pending: 3, deadLettered: 0 }]])); // down to 9 records (90 %)
+    expect(written.map((w) => [w.sink, w.seq, w.reason])).toEqual(
+      [1, 2, 3].map((seq) => [
+        "a",
+        seq,
+        "evicted: the outbox was over maxOutboxBytes before this sink took the record",
+      ]),
+    );
+    expect(outbox.depth("a")).toEqual({ records: 9, oldestCreatedMs: 400 });
+    outbox.close();
+    const reopened = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    expect(reopened.bytesInOutbox).toBe(one * 9);
+    reopened.applyOutcomes(
+      "a",
+      [4, 5, 6, 7, 8, 9, 10, 11, 12].map((seq) => ({ seq, kind: "delivered" as const })),
+      2100,
+    );
+    expect(reopened.depth("a")).toEqual({ records: 0, oldestCreatedMs: null });
+    expect(reopened.nextAttemptMs("a")).toBeNull();
+    expect(reopened.bytesInOutbox).toBe(0);
+    reopened.close();
+  });
+
+  it("evicts nothing at the cap exactly, and reports blocked only while a needed eviction cannot write its lines", () => {
+    const one = Buffer.byteLength(JSON.stringify(record(1)));
+    const outbox = open(one * 3);
+    expect(outbox.isEvictionBlocked()).toBe(false);
+    outbox.registerSinks(["s"], 5);
+    outbox.append([record(1), record(2), record(3)], 10);
+    expect(outbox.bytesInOutbox).toBe(one * 3);
+    const unwritable = {
+      writeSync: () => {
+        throw new Error("disk full");
+      },
+    } as never;
+    expect(outbox.evictOverCap(unwritable, 20).size).toBe(0);
+    expect(outbox.isEvictionBlocked()).toBe(false);
+    outbox.append([record(4)], 30);
+    expect(() => outbox.evictOverCap(unwritable, 40)).toThrow("disk full");
+    expect(outbox.isEvictionBlocked()).toBe(true);
+    expect(outbox.readAfter(0, 10)).toHaveLength(4);
+    outbox.applyOutcomes("s", [{ seq: 1, kind: "delivered" }], 50);
+    expect(outbox.evictOverCap(unwritable, 60).size).toBe(0); // back at the cap: nothing to evict, not blocked
+    expect(outbox.isEvictionBlocked()).toBe(false);
+    expect(outbox.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3, 4]);
+    outbox.close();
+  });
+
   it("evicts nothing from an empty outbox whose byte total says more than its cap (a total out of step)", () => {
     const dir = newDir();
     const outbox = openOutbox({ dataDir: dir, checkpointInWorker: false });
