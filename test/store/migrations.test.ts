@@ -102,6 +102,15 @@ describe("the numbered migrations", () => {
     expect(() => migrate(db)).toThrow(
       `store schema version ${layoutVersion + 1} is newer than this agent understands (${layoutVersion})`,
     );
+    // migrate has the database, not its file: the refusal names no path (Store.open's message does not either).
+    const refusal = (() => {
+      try {
+        migrate(db);
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(refusal).toMatchObject({ reason: "schema", path: "" });
     expect(names(db)).toEqual(["meta"]);
     expect(db.prepare("SELECT key, value FROM meta").all()).toEqual([
       { key: "schema_version", value: String(layoutVersion + 1) },
