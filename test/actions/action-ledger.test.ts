@@ -68,7 +68,8 @@ describe("ActionLedger", () => {
     ]);
     expect(ledger.nextPending(["approval"])).toBeUndefined();
     ledger.release("e1", "kubernetes:e1", "approve", "drained", 4);
-    expect(ledger.nextPending(["approval"])?.actionKey).toBe("approval:e1");
+    expect(ledger.nextPending(["approval"])).toMatchObject({ actionKey: "approval:e1", gated: true });
+    expect(ledger.get("hook:e1")?.gated).toBe(false);
     ledger.release("e1", "kubernetes:e1", "done", "again", 5);
     ledger.hold("e1", { holder: "kubernetes:e1" }, 5);
     expect(ledger.holdsOn("e1")[1]).toMatchObject({ verdict: "approve", reason: "drained" });
@@ -90,6 +91,7 @@ describe("ActionLedger", () => {
       attempts: 1,
       updatedMs: 4,
       createdMs: 1,
+      gated: false,
     });
     expect(ledger.forEvent("e1", "Scheduled", "hook").map((r) => r.actionKey)).toEqual(["b", "a"]);
     expect(ledger.withStatus("failed").map((r) => r.actionKey)).toEqual(["b"]);

@@ -102,6 +102,15 @@ describe("the numbered migrations", () => {
     expect(() => migrate(db)).toThrow(
       `store schema version ${layoutVersion + 1} is newer than this agent understands (${layoutVersion})`,
     );
+    // migrate has the database, not its file: the refusal names no path (Store.open's message does not either).
+    const refusal = (() => {
+      try {
+        migrate(db);
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(refusal).toMatchObject({ reason: "schema", path: "" });
     expect(names(db)).toEqual(["meta"]);
     expect(db.prepare("SELECT key, value FROM meta").all()).toEqual([
       { key: "schema_version", value: String(layoutVersion + 1) },
@@ -288,7 +297,62 @@ describe("the delivery ledger's edges", () => {
       .reduce((n, e) => n + Buffer.byteLength(e.json), 0);
     expect(outbox.bytesInOutbox).toBe(total - freed);
     expect(outbox.readAfter(0, 3).map((e) => e.seq)).toEqual([2, 4, 6]);
+    expect(outbox.applyOutcomes("b", odd.slice(3), 30).delivered).toBe(17); // 17 runs: as one list, freeing them
+    const even = entries.filter((e) => e.seq % 2 === 0);
+    expect(outbox.readAfter(0, 100).map((e) => e.seq)).toEqual(even.map((e) => e.seq));
+    expect(outbox.bytesInOutbox).toBe(even.reduce((n, e) => n + Buffer.byteLength(e.json), 0));
     outbox.close();
+  });
+
+  it("keeps a removed sink holding only dead letters parked, and gives a dropped configured sink no new record", () => {
+    const outbox = open();
+    outbox.registerSinks(["a", "b"], 5);
+    outbox.append([record(1)], 10);
+    outbox.applyOutcomes("b", [{ seq: 1, kind: "rejected", reason: "HTTP 400" }], 20);
+    outbox.applyOutcomes("a", [{ seq: 1, kind: "delivered" }], 20);
+    outbox.registerSinks(["a", "c"], 30);
+    expect(outbox.parkedSinks()).toEqual([{ sink: "b", pending: 0, deadLettered: 1 }]);
+    expect(outbox.deadLetters("b").map((d) => d.seq)).toEqual([1]);
+    outbox.append([record(2)], 40);
+    // "c" is configured: dropped, it leaves the registered sinks at once and the next record is not held for it.
+    expect(outbox.dropSink("c", "dropped", () => undefined)).toEqual({ sink: "c", pending: 1, deadLettered: 0 });
+    expect(outbox.status().map((s) => s.sink)).toEqual(["a"]);
+    outbox.append([record(3)], 50);
+    outbox.applyOutcomes(
+      "a",
+      [2, 3].map((seq) => ({ seq, kind: "delivered" as const })),
+      60,
+    );
+    expect(outbox.readAfter(0, 10).map((e) => e.seq)).toEqual([1]); // b's dead letter
+    expect(outbox.bytesInOutbox).toBe(Buffer.byteLength(JSON.stringify(record(1))));
+    outbox.close();
+  });
+
+  it("stores the configured sinks in one order, whatever order the configuration lists them in", () => {
+    const stored = (names: string[]): unknown => {
+      const outbox = open();
+      outbox.registerSinks(names, 5);
+      const value = outbox.opened.meta.get("configured_sinks");
+      outbox.close();
+      return value;
+    };
+    expect(stored(["webhook", "jsonl:/x", "stdout"])).toEqual(["jsonl:/x", "stdout", "webhook"]);
+    expect(stored(["stdout", "webhook", "jsonl:/x"])).toEqual(["jsonl:/x", "stdout", "webhook"]);
+  });
+
+  it("keeps the byte total a purge leaves across a reopen", () => {
+    const dir = newDir();
+    const outbox = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    outbox.registerSinks(["s"], 5);
+    outbox.append([record(1, 100), record(2)], 10);
+    outbox.applyOutcomes("s", [{ seq: 1, kind: "rejected", reason: "too large" }], 20);
+    expect([...outbox.purgeDeadLetters({})]).toEqual([["s", 1]]);
+    const held = Buffer.byteLength(JSON.stringify(record(2)));
+    expect(outbox.bytesInOutbox).toBe(held);
+    outbox.close();
+    const reopened = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    expect(reopened.bytesInOutbox).toBe(held);
+    reopened.close();
   });
 
   it("has no parked sink before any registration, forgets an empty parked one, and drops an unknown one as undefined", () => {
@@ -388,6 +452,66 @@ describe("the delivery ledger's edges", () => {
     expect(outbox.depth("a").records).toBe(800 - evicted);
     expect(outbox.status().find((s) => s.sink === "b")?.deadLettered).toBe(0);
     expect(outbox.evictOverCap({ writeSync: () => expect.unreachable() } as never, 40).size).toBe(0);
+    outbox.close();
+  });
+
+  it("evicts with the over-cap reason, leaves no row of an evicted record, and keeps the byte total across a reopen", () => {
+    const dir = newDir();
+    const one = Buffer.byteLength(JSON.stringify(record(101)));
+    const outbox = openOutbox({ dataDir: dir, checkpointInWorker: false, maxOutboxBytes: one * 10 });
+    outbox.registerSinks(["a"], 5);
+    for (let i = 1; i <= 12; i++) outbox.append([record(100 + i)], 100 * i); // seq i, all of one size
+    expect(outbox.bytesInOutbox).toBe(one * 12);
+    const written: EvictedDelivery[] = [];
+    const counts = outbox.evictOverCap(
+      { writeSync: (items: readonly EvictedDelivery[]) => void written.push(...items) } as never,
+      2000,
+    );
+    expect(counts).toEqual(new Map([["a", { pending: 3, deadLettered: 0 }]])); // down to 9 records (90 %)
+    expect(written.map((w) => [w.sink, w.seq, w.reason])).toEqual(
+      [1, 2, 3].map((seq) => [
+        "a",
+        seq,
+        "evicted: the outbox was over maxOutboxBytes before this sink took the record",
+      ]),
+    );
+    expect(outbox.depth("a")).toEqual({ records: 9, oldestCreatedMs: 400 });
+    outbox.close();
+    const reopened = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    expect(reopened.bytesInOutbox).toBe(one * 9);
+    reopened.applyOutcomes(
+      "a",
+      [4, 5, 6, 7, 8, 9, 10, 11, 12].map((seq) => ({ seq, kind: "delivered" as const })),
+      2100,
+    );
+    expect(reopened.depth("a")).toEqual({ records: 0, oldestCreatedMs: null });
+    expect(reopened.nextAttemptMs("a")).toBeNull();
+    expect(reopened.bytesInOutbox).toBe(0);
+    reopened.close();
+  });
+
+  it("evicts nothing at the cap exactly, and reports blocked only while a needed eviction cannot write its lines", () => {
+    const one = Buffer.byteLength(JSON.stringify(record(1)));
+    const outbox = open(one * 3);
+    expect(outbox.isEvictionBlocked()).toBe(false);
+    outbox.registerSinks(["s"], 5);
+    outbox.append([record(1), record(2), record(3)], 10);
+    expect(outbox.bytesInOutbox).toBe(one * 3);
+    const unwritable = {
+      writeSync: () => {
+        throw new Error("disk full");
+      },
+    } as never;
+    expect(outbox.evictOverCap(unwritable, 20).size).toBe(0);
+    expect(outbox.isEvictionBlocked()).toBe(false);
+    outbox.append([record(4)], 30);
+    expect(() => outbox.evictOverCap(unwritable, 40)).toThrow("disk full");
+    expect(outbox.isEvictionBlocked()).toBe(true);
+    expect(outbox.readAfter(0, 10)).toHaveLength(4);
+    outbox.applyOutcomes("s", [{ seq: 1, kind: "delivered" }], 50);
+    expect(outbox.evictOverCap(unwritable, 60).size).toBe(0); // back at the cap: nothing to evict, not blocked
+    expect(outbox.isEvictionBlocked()).toBe(false);
+    expect(outbox.readAfter(0, 10).map((e) => e.seq)).toEqual([2, 3, 4]);
     outbox.close();
   });
 

@@ -1,6 +1,6 @@
 // The SQLite store and its outbox on a real file: atomic commits, the delivery ledger, dead-letters and replay, the
 // size cap, upgrades, a data directory of an earlier agent opened unchanged, read-only opening, and clear errors.
-import { describe, expect, it, beforeEach } from "vitest";
+import { describe, expect, it, beforeEach, vi } from "vitest";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -100,6 +100,29 @@ describe("Store", () => {
     expect(() => store.commitDocument(state, [record(0), bad], 1)).toThrow();
     expect(store.collectorState.load().lastIncarnation).toBeNull();
     expect(store.readAfter(0, 10)).toEqual([]);
+    // The byte total counted record 0 before the failure: the rollback re-reads it.
+    expect(store.bytesInOutbox).toBe(0);
+    store.append([record(2)], 2);
+    expect(store.bytesInOutbox).toBe(Buffer.byteLength(JSON.stringify(record(2))));
+    store.close();
+  });
+
+  it("tells the checkpoint worker how many record bytes each write added or freed", () => {
+    const store = openOutbox({ dataDir: dir, maxOutboxBytes: 1 << 30 });
+    const noteWritten = vi.spyOn(store.opened.checkpointer!, "noteWritten");
+    store.registerSinks(["s"]);
+    const [first] = store.append([record(1)], 1);
+    const [second] = store.append([record(2, 300)], 2);
+    store.applyOutcomes("s", [{ seq: first!.seq, kind: "delivered" }], 3);
+    store.applyOutcomes("s", [{ seq: second!.seq, kind: "retry", reason: "busy", nextAttemptMs: 10 }], 4);
+    const size = (json: string): number => Buffer.byteLength(json);
+    expect(noteWritten.mock.calls).toEqual([
+      [0, 1],
+      [size(first!.json), 1],
+      [size(second!.json), 1],
+      [size(first!.json), 1],
+      [0, 1],
+    ]);
     store.close();
   });
 
