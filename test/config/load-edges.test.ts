@@ -1,26 +1,8 @@
 // Configuration loading edge by edge (the mutation gate's config-load group, with load.test.ts): strict integers,
 // SEF_CONFIG, the file's errors word for word, lists, the reserved SEF_* variables, each sink's settings.
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { loadConfig, ConfigError, parseStrictInteger } from "../../src/agent/config/load.js";
-
-function file(content: unknown): string {
-  const path = join(mkdtempSync(join(tmpdir(), "sef-cfg-")), "config.json");
-  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
-  return path;
-}
-
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error("expected a ConfigError");
-}
+import { loadConfig, parseStrictInteger } from "../../src/agent/config/load.js";
+import { configFile as file, configProblems as problems } from "../helpers/config-files.js";
 
 describe("loading, edge by edge (the mutation gate's config-load group)", () => {
   it("reads whole numbers with a sign and blanks around them, and refuses one past the safe range", () => {

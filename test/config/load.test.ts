@@ -1,26 +1,8 @@
 // Configuration: precedence, defaults, and errors that name every bad field.
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { loadConfig, ConfigError } from "../../src/agent/config/load.js";
+import { loadConfig } from "../../src/agent/config/load.js";
+import { configFile as file, configProblems as problems } from "../helpers/config-files.js";
 import { describeIssue } from "../../src/agent/config/rules.js";
-
-function file(content: unknown): string {
-  const path = join(mkdtempSync(join(tmpdir(), "sef-cfg-")), "config.json");
-  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
-  return path;
-}
-
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("loadConfig", () => {
   it("applies defaults", () => {
