@@ -1,5 +1,5 @@
 // Side by side: the benches a refactor could move (detection latency, idle footprint, the sinks' drains through the
-// ledger, the fleet end to end), run from this checkout and from another (the code before a change), alternating in
+// ledger, the fleet end to end, the Kubernetes action), run from this checkout and from another (the code before a change), alternating in
 // one run so both see the same machine. `npx tsx test/bench/side-by-side.ts --before DIR [--rounds N] [--only WORD]`
 // (WORD: the benches whose name holds it); DIR is a checkout that has run `npm ci` (its dist/ built). Prints each
 // figure as it comes and writes bench-side-by-side.json.
@@ -39,6 +39,21 @@ type LogAnalytics = {
   benchLogAnalyticsDrain(records: number): Promise<{ recordsPerSecond: number; cpuMicrosecondsPerRecord: number }>;
 };
 type Fleet = { benchFleetEndToEnd(events: number, agents: number): Promise<{ p50Ms: number; p99Ms: number }> };
+type KubernetesDrain = {
+  benchKubernetesDrain(
+    pods: number,
+  ): Promise<{ scheduledToApprovalSeconds: number; drainSeconds: number; peakRssMb: number }>;
+  benchKubernetesIdleRss(
+    seconds: number,
+  ): Promise<{ withoutActionRssMb: number; withActionRssMb: number; ratio: number }>;
+  benchKubernetesCordonLatency(samples: number): Promise<{ p50Ms: number; p99Ms: number }>;
+};
+type KubernetesCluster = {
+  benchKubernetesClusterApproval(
+    nodes: number,
+    pods: number,
+  ): Promise<{ approvals: number; scheduledToApprovalSeconds: number; lastDrainedToApprovalSeconds: number }>;
+};
 
 const drainRecords = Number(process.env.SEF_BENCH_DRAIN_RECORDS ?? 100_000);
 
@@ -97,6 +112,42 @@ const benches: readonly Bench[] = [
     name: "sef-fleet end to end (100 events, 3 agents)",
     run: async (root) =>
       pick(await (await benchModule<Fleet>(root, "fleet.ts")).benchFleetEndToEnd(100, 3), ["p50Ms", "p99Ms"]),
+  },
+  {
+    name: "kubernetes drain, one node of 100 pods",
+    run: async (root) =>
+      pick(await (await benchModule<KubernetesDrain>(root, "kubernetes-drain.ts")).benchKubernetesDrain(100), [
+        "scheduledToApprovalSeconds",
+        "drainSeconds",
+        "peakRssMb",
+      ]),
+  },
+  {
+    name: "kubernetes cluster approval, three nodes of 100 pods",
+    run: async (root) =>
+      pick(
+        await (
+          await benchModule<KubernetesCluster>(root, "kubernetes-cluster.ts")
+        ).benchKubernetesClusterApproval(3, 100),
+        ["approvals", "scheduledToApprovalSeconds", "lastDrainedToApprovalSeconds"],
+      ),
+  },
+  {
+    name: "kubernetes idle RSS with and without the action (30 s)",
+    run: async (root) =>
+      pick(await (await benchModule<KubernetesDrain>(root, "kubernetes-drain.ts")).benchKubernetesIdleRss(30), [
+        "withoutActionRssMb",
+        "withActionRssMb",
+        "ratio",
+      ]),
+  },
+  {
+    name: "kubernetes notice to taint and cordon, 200 ms polling (20 notices)",
+    run: async (root) =>
+      pick(await (await benchModule<KubernetesDrain>(root, "kubernetes-drain.ts")).benchKubernetesCordonLatency(20), [
+        "p50Ms",
+        "p99Ms",
+      ]),
   },
 ];
 
