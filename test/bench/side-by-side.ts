@@ -1,8 +1,8 @@
 // Side by side: the benches a refactor could move (detection latency, idle footprint, the sinks' drains through the
-// ledger, the fleet end to end, the Kubernetes action), run from this checkout and from another (the code before a change), alternating in
-// one run so both see the same machine. `npx tsx test/bench/side-by-side.ts --before DIR [--rounds N] [--only WORD]`
-// (WORD: the benches whose name holds it); DIR is a checkout that has run `npm ci` (its dist/ built). Prints each
-// figure as it comes and writes bench-side-by-side.json.
+// ledger, the fleet end to end, the Kubernetes action), run from this checkout and from another (the code before a
+// change), alternating in one run so both see the same machine. `npx tsx test/bench/side-by-side.ts --before DIR
+// [--rounds N] [--only WORD]` (WORD: the benches whose name holds it); DIR is a checkout that has run `npm ci` (its
+// dist/ built). Prints each figure as it comes and writes bench-side-by-side.json.
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
