@@ -67,6 +67,20 @@ export function deliverySettings(defaults: DeliveryDefaults) {
   };
 }
 
+/**
+ * The whole section of a sink that writes lines to a stream or a file (stdout, jsonl): the shared piece alone, no
+ * linger; only the records per write differ. The section may be absent or empty; any other key is an unknown setting.
+ */
+export function lineWriterSettingsSchema(maxBatchRecords: number) {
+  return z.strictObject({
+    ...deliverySettings({
+      maxBatchRecords,
+      lingerMs: 0,
+      batchDescription: "Records per write (one `write` of their lines).",
+    }),
+  });
+}
+
 /** A sink's setting of how many operations it keeps in flight at once (1 = one at a time). */
 export function concurrencySetting(options: { default: number; max: number; unit: string; description: string }) {
   return documented(z._default(positiveInt().check(z.maximum(options.max)), options.default), {
