@@ -1,6 +1,7 @@
 // The one settings piece every sink's section embeds for how the drainer feeds it: records per send, linger, and an
-// optional retry policy of its own (field by field over the agent's `retry`); and the shared shapes of a sink's
-// concurrency and time limits. One set of bounds for all sinks; only the defaults differ per sink.
+// optional retry policy of its own (field by field over the agent's `retry`); the shared shapes of a sink's concurrency
+// and time limits; the whole section of a sink that only writes lines. One set of bounds for all sinks; only the defaults
+// differ per sink.
 import * as z from "zod/mini";
 import "../util/zod-locale.js";
 import type { RetryPolicy } from "@sef/retry/policy.js";
