@@ -13,9 +13,11 @@ import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential
 import * as z from "zod/mini";
 import "./zod-locale.js";
 import { SefError } from "@sef/errors/sef-error.js";
-
-/** The environment variable read for a connection string when the settings name none. */
-export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
+import {
+  defaultConnectionStringEnv,
+  eventHubsConnectionRules,
+  type EventHubsConnectionFields,
+} from "@sef/contract/eventhubs-connection.js";
 
 export const eventHubsConnectionSchema = z
   .strictObject({
@@ -39,15 +41,7 @@ export const eventHubsConnectionSchema = z
     /** Time limit of one SDK operation, in ms. */
     tryTimeoutMs: z._default(z.number().check(z.int(), z.minimum(1000)), 30_000),
   })
-  .check(
-    z.refine((s) => !(s.connectionString && s.fullyQualifiedNamespace), {
-      message: "set either connectionString or fullyQualifiedNamespace, not both",
-    }),
-    z.refine((s) => !s.fullyQualifiedNamespace || s.eventHubName, {
-      message: "eventHubName is required with fullyQualifiedNamespace",
-      path: ["eventHubName"],
-    }),
-  );
+  .check(...eventHubsConnectionRules.map((rule) => z.refine<EventHubsConnectionFields>(rule.holds, rule.issue)));
 
 export type EventHubsConnection = z.infer<typeof eventHubsConnectionSchema>;
 

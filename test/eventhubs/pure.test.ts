@@ -14,6 +14,7 @@ import {
 } from "../../src/agent/sinks/eventhubs/encode.js";
 import { classifySendError } from "../../src/agent/sinks/eventhubs/classify.js";
 import { eventHubsSettingsSchema, resolveEventHubsAuth } from "../../src/agent/sinks/eventhubs/settings.js";
+import { eventHubsConnectionSchema } from "../../src/fleet/eventhubs-source.js";
 import { entries, heartbeat, interleavedTransitions, transition } from "./fixtures.js";
 
 function messagingError(code: string, message = "boom"): MessagingError {
@@ -219,6 +220,29 @@ describe("sink: settings", () => {
     expect(() =>
       eventHubsSettingsSchema.parse({ fullyQualifiedNamespace: "x", eventHubName: "h", connectionString: "c" }),
     ).toThrow(/either/);
+  });
+
+  it("refuses the connections the fleet refuses, with the same issues (the contract's connection rules)", () => {
+    const issuesOf = (schema: typeof eventHubsConnectionSchema | typeof eventHubsSettingsSchema, input: object) => {
+      const result = schema.safeParse(input);
+      return result.success ? [] : result.error.issues.map(({ message, path }) => ({ message, path }));
+    };
+    const cases = [
+      { fullyQualifiedNamespace: "x.servicebus.windows.net" },
+      { fullyQualifiedNamespace: "x.servicebus.windows.net", eventHubName: "h", connectionString: "c" },
+      { fullyQualifiedNamespace: "x.servicebus.windows.net", eventHubName: "h" },
+      { connectionString: "c" },
+    ];
+    expect(cases.map((input) => issuesOf(eventHubsSettingsSchema, input))).toEqual([
+      [{ message: "eventHubName is required with fullyQualifiedNamespace", path: ["eventHubName"] }],
+      [{ message: "set either connectionString or fullyQualifiedNamespace, not both", path: [] }],
+      [],
+      [],
+    ]);
+    expect(cases.map((input) => issuesOf(eventHubsConnectionSchema, input))).toEqual(
+      cases.map((input) => issuesOf(eventHubsSettingsSchema, input)),
+    );
+    expect(eventHubsConnectionSchema.parse({}).connectionStringEnv).toBe("SEF_EVENTHUBS_CONNECTION_STRING");
   });
 });
 

@@ -43,11 +43,6 @@ export class CollectorStateTables {
     const db = store.database;
     store.onWriteSettled((settlement) => this.settle(settlement));
     this.s = {
-      getMeta: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'collector'"),
-      setMeta: query<[string], never>(
-        db,
-        "INSERT INTO meta(key, value) VALUES ('collector', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-      ),
       allEvents: query<[], { event_key: string; status: string; fields: string; last_seen_ms: number }>(
         db,
         "SELECT * FROM events",
@@ -81,8 +76,8 @@ export class CollectorStateTables {
   /** The state saved last; its emitted keys are those of the events it tracks (the rest stay in the table). */
   load(): CollectorState {
     const state = emptyCollectorState();
-    const meta = this.s.getMeta.get();
-    if (meta) Object.assign(state, JSON.parse(meta.value) as CollectorMeta);
+    const meta = this.store.meta.get<CollectorMeta>("collector");
+    if (meta) Object.assign(state, meta);
     for (const row of this.s.allEvents.all()) {
       state.events.set(row.event_key, {
         status: row.status as TrackedEvent["status"],
@@ -139,7 +134,7 @@ export class CollectorStateTables {
       lastDocumentHash: state.lastDocumentHash,
       lastSuccessMs: state.lastSuccessMs,
     };
-    this.s.setMeta.run(JSON.stringify(meta));
+    this.store.meta.set("collector", meta);
     this.s.deleteEvents.run();
     for (const [key, e] of state.events) this.s.insertEvent.run(key, e.status, JSON.stringify(e.fields), e.lastSeenMs);
     const { upserts, expiredBefore } = state.emitted.change;

@@ -16,34 +16,37 @@ export class ConfigError extends SefError {
   }
 }
 
+type ValueKind = "string" | "integer" | "list";
+
+/** The settings a SEF_* variable and a flag of `sef run` / `sef check-config` may set, and how their text is read. */
+const overridableSettings: ReadonlyArray<{ field: string; variable: string; flag: string; kind: ValueKind }> = [
+  { field: "imdsUrl", variable: "SEF_IMDS_URL", flag: "--imds-url", kind: "string" },
+  { field: "apiVersion", variable: "SEF_API_VERSION", flag: "--api-version", kind: "string" },
+  { field: "pollIntervalMs", variable: "SEF_POLL_INTERVAL_MS", flag: "--poll-interval-ms", kind: "integer" },
+  { field: "dataDir", variable: "SEF_DATA_DIR", flag: "--data-dir", kind: "string" },
+  { field: "sinks", variable: "SEF_SINKS", flag: "--sink", kind: "list" },
+  { field: "logLevel", variable: "SEF_LOG_LEVEL", flag: "--log-level", kind: "string" },
+  {
+    field: "heartbeatIntervalMs",
+    variable: "SEF_HEARTBEAT_INTERVAL_MS",
+    flag: "--heartbeat-interval-ms",
+    kind: "integer",
+  },
+  { field: "shutdownFlushMs", variable: "SEF_SHUTDOWN_FLUSH_MS", flag: "--shutdown-flush-ms", kind: "integer" },
+  { field: "metricsPort", variable: "SEF_METRICS_PORT", flag: "--metrics-port", kind: "integer" },
+  { field: "metricsHost", variable: "SEF_METRICS_HOST", flag: "--metrics-host", kind: "string" },
+];
+
 /** Environment variables the agent reads, and the config field each one sets. */
-export const environmentVariables: Record<string, { field: string; kind: "string" | "integer" | "list" }> = {
+export const environmentVariables: Record<string, { field: string; kind: ValueKind }> = {
   SEF_CONFIG: { field: "(config file path)", kind: "string" },
-  SEF_IMDS_URL: { field: "imdsUrl", kind: "string" },
-  SEF_API_VERSION: { field: "apiVersion", kind: "string" },
-  SEF_POLL_INTERVAL_MS: { field: "pollIntervalMs", kind: "integer" },
-  SEF_DATA_DIR: { field: "dataDir", kind: "string" },
-  SEF_SINKS: { field: "sinks", kind: "list" },
-  SEF_LOG_LEVEL: { field: "logLevel", kind: "string" },
-  SEF_HEARTBEAT_INTERVAL_MS: { field: "heartbeatIntervalMs", kind: "integer" },
-  SEF_SHUTDOWN_FLUSH_MS: { field: "shutdownFlushMs", kind: "integer" },
-  SEF_METRICS_PORT: { field: "metricsPort", kind: "integer" },
-  SEF_METRICS_HOST: { field: "metricsHost", kind: "string" },
+  ...Object.fromEntries(overridableSettings.map(({ variable, field, kind }) => [variable, { field, kind }])),
 };
 
 /** Command-line flags of `sef run` / `sef check-config` that set a config field. */
-export const configFlags: Record<string, { flag: string; kind: "string" | "integer" | "list" }> = {
-  imdsUrl: { flag: "--imds-url", kind: "string" },
-  apiVersion: { flag: "--api-version", kind: "string" },
-  pollIntervalMs: { flag: "--poll-interval-ms", kind: "integer" },
-  dataDir: { flag: "--data-dir", kind: "string" },
-  sinks: { flag: "--sink", kind: "list" },
-  logLevel: { flag: "--log-level", kind: "string" },
-  heartbeatIntervalMs: { flag: "--heartbeat-interval-ms", kind: "integer" },
-  shutdownFlushMs: { flag: "--shutdown-flush-ms", kind: "integer" },
-  metricsPort: { flag: "--metrics-port", kind: "integer" },
-  metricsHost: { flag: "--metrics-host", kind: "string" },
-};
+export const configFlags: Record<string, { flag: string; kind: ValueKind }> = Object.fromEntries(
+  overridableSettings.map(({ field, flag, kind }) => [field, { flag, kind }]),
+);
 
 /**
  * SEF_* names that are not the agent's settings but are not typos either: the ones read by the testbed, tests and
@@ -151,7 +154,7 @@ function crossFieldProblemsOfTheRest(
   return crossFieldProblems(reparsed.data, env).filter((problem) => !bad.has(about(problem)));
 }
 
-function convert(raw: string, kind: "string" | "integer" | "list", name: string, problems: string[]): unknown {
+function convert(raw: string, kind: ValueKind, name: string, problems: string[]): unknown {
   if (kind === "integer") {
     const n = parseStrictInteger(raw);
     if (n === undefined) problems.push(`${name}: expected a whole number, got "${raw}"`);

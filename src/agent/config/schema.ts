@@ -14,9 +14,7 @@ import { outboxDefaults } from "../delivery/outbox.js";
 import { defaultHeartbeatIntervalMs } from "../observability/heartbeat.js";
 import { imdsDiscoverySettingsSchema, defaultImdsDiscoverySettings } from "../imds/discovery/settings.js";
 import { platformDataDir } from "./data-dir.js";
-import { documented } from "../util/setting-doc.js";
-
-const positiveMs = z.number().check(z.int(), z.positive());
+import { documented, msSetting, positiveMs } from "../util/setting-doc.js";
 
 const coreShape = {
   imdsUrl: documented(z.optional(z.url({ protocol: /^https?$/ })), {
@@ -59,19 +57,21 @@ const coreShape = {
     description:
       "How long SIGTERM/SIGINT may spend flushing sinks; the process ends within this + 3 s whatever a sink does.",
   }),
-  imdsFirstCallTimeoutMs: documented(z._default(positiveMs, imdsDefaults.firstCallTimeoutMs), {
-    description:
-      "IMDS total deadline per request until the first answer (the service may take up to 2 minutes to enable).",
-  }),
-  imdsRequestTimeoutMs: documented(z._default(positiveMs, imdsDefaults.requestTimeoutMs), {
-    description: "IMDS total deadline per request after the first answer, from connect to the body's last byte.",
-  }),
+  imdsFirstCallTimeoutMs: msSetting(
+    imdsDefaults.firstCallTimeoutMs,
+    "IMDS total deadline per request until the first answer (the service may take up to 2 minutes to enable).",
+  ),
+  imdsRequestTimeoutMs: msSetting(
+    imdsDefaults.requestTimeoutMs,
+    "IMDS total deadline per request after the first answer, from connect to the body's last byte.",
+  ),
   imdsMaxBodyBytes: documented(z._default(z.number().check(z.int(), z.minimum(1024)), imdsDefaults.maxBodyBytes), {
     description: "Largest IMDS body accepted; a larger one is a failed poll.",
   }),
-  computeRefreshMs: documented(z._default(positiveMs, 60 * 60 * 1000), {
-    description: "How often the VM identity (`instance/compute`) is re-read (every 30 s while unknown).",
-  }),
+  computeRefreshMs: msSetting(
+    60 * 60 * 1000,
+    "How often the VM identity (`instance/compute`) is re-read (every 30 s while unknown).",
+  ),
   gapThresholdMs: documented(z.optional(positiveMs), {
     description: "A longer pause between good polls marks the next records with `ObservationGap`.",
     defaultText: "5 × poll interval, at least 10000",
@@ -98,12 +98,11 @@ const coreShape = {
   retry: documented(
     z._default(
       z.strictObject({
-        initialDelayMs: documented(z._default(positiveMs, defaultRetryPolicy.initialDelayMs), {
-          description: "First retry delay of the shared sink retry policy.",
-        }),
-        maxDelayMs: documented(z._default(positiveMs, defaultRetryPolicy.maxDelayMs), {
-          description: "Longest retry delay.",
-        }),
+        initialDelayMs: msSetting(
+          defaultRetryPolicy.initialDelayMs,
+          "First retry delay of the shared sink retry policy.",
+        ),
+        maxDelayMs: msSetting(defaultRetryPolicy.maxDelayMs, "Longest retry delay."),
         multiplier: documented(
           z._default(z.number().check(z.minimum(1), z.maximum(10)), defaultRetryPolicy.multiplier),
           {

@@ -5,6 +5,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { SefRecord } from "@sef/contract/record.js";
 import type { OutboxEntry } from "./outbox-entry.js";
 import { query } from "../store/sql.js";
+import { MetaValues } from "../store/meta.js";
 import { InternalError } from "@sef/errors/sef-error.js";
 
 /** What became of one record sent to one sink (the drainer's view of a sink's per-record outcome). */
@@ -69,11 +70,14 @@ function consecutiveRuns(seqs: readonly number[]): Array<[number, number]> {
 
 export class DeliveryLedger {
   private readonly s;
+  /** The meta rows the ledger owns: `configured_sinks` (the names the last registration configured), `outbox_bytes`. */
+  private readonly meta: MetaValues;
   private bytes: number;
   private sinkNames: string[];
 
   constructor(private readonly db: DatabaseSync) {
     this.s = { ...deliveryStatements(db), ...sinkStatements(db), ...deadLetterAndEvictionStatements(db) };
+    this.meta = new MetaValues(db);
     this.bytes = 0;
     this.sinkNames = [];
     this.reload();
@@ -173,7 +177,7 @@ export class DeliveryLedger {
       if (!configured.has(row.sink) && row.pending === 0 && row.dead === 0) this.s.dropSink.run(row.sink);
     const added: string[] = [];
     for (const sink of names) if (Number(this.s.registerSink.run(sink, nowMs).changes) > 0) added.push(sink);
-    this.s.setConfigured.run(JSON.stringify([...configured].sort()));
+    this.meta.set("configured_sinks", [...configured].sort());
     this.reload();
     return added;
   }
@@ -213,8 +217,8 @@ export class DeliveryLedger {
 
   /** The names the last registration configured (stored with the ledger), or undefined before any registration. */
   private configuredSinks(): Set<string> | undefined {
-    const stored = this.s.getConfigured.get();
-    return stored === undefined ? undefined : new Set(JSON.parse(stored.value) as string[]);
+    const stored = this.meta.get<string[]>("configured_sinks");
+    return stored === undefined ? undefined : new Set(stored);
   }
 
   /** Makes every record still held from `from` on pending for `sink` (except those it already has a row for). Call inside a transaction. */
@@ -345,8 +349,7 @@ export class DeliveryLedger {
 
   /** Re-reads what is cached in memory (after a rolled-back transaction). The registered sinks are the configured ones. */
   reload(): void {
-    const stored = this.s.getBytes.get();
-    this.bytes = stored ? Number(stored.value) : 0;
+    this.bytes = this.meta.get<number>("outbox_bytes") ?? 0;
     const configured = this.configuredSinks();
     this.sinkNames = this.s.sinkRows
       .all()
@@ -355,7 +358,7 @@ export class DeliveryLedger {
   }
 
   private saveBytes(): void {
-    this.s.setBytes.run(String(this.bytes));
+    this.meta.set("outbox_bytes", this.bytes);
   }
 }
 
@@ -412,7 +415,7 @@ function deliveryStatements(db: DatabaseSync) {
   };
 }
 
-/** The statements of sink registration and status, and the outbox's byte count. */
+/** The statements of sink registration and status. */
 function sinkStatements(db: DatabaseSync) {
   return {
     sinkRow: query<[string], { pending: number; dead: number; delivered: number; last_delivery_ms: number | null }>(
@@ -430,11 +433,6 @@ function sinkStatements(db: DatabaseSync) {
       db,
       "SELECT d.seq AS seq, o.json AS json FROM deliveries d JOIN outbox o ON o.seq = d.seq WHERE d.sink = ? AND d.state = 'pending' ORDER BY d.seq",
     ),
-    getConfigured: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'configured_sinks'"),
-    setConfigured: query<[string], never>(
-      db,
-      "INSERT INTO meta(key, value) VALUES ('configured_sinks', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-    ),
     dropSink: query<[string], never>(db, "DELETE FROM sinks WHERE sink = ?"),
     dropOrphans: query<[], { bytes: number }>(
       db,
@@ -443,11 +441,6 @@ function sinkStatements(db: DatabaseSync) {
     oldestPending: query<[string], { created_ms: number }>(
       db,
       "SELECT o.created_ms AS created_ms FROM outbox o WHERE o.seq = (SELECT MIN(seq) FROM deliveries WHERE sink = ? AND state = 'pending')",
-    ),
-    getBytes: query<[], { value: string }>(db, "SELECT value FROM meta WHERE key = 'outbox_bytes'"),
-    setBytes: query<[string], never>(
-      db,
-      "INSERT INTO meta(key, value) VALUES ('outbox_bytes', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     ),
   };
 }

@@ -1,6 +1,7 @@
 // The one settings piece every sink's section embeds for how the drainer feeds it: records per send, linger, and an
-// optional retry policy of its own (field by field over the agent's `retry`); and the shared shapes of a sink's
-// concurrency and time limits. One set of bounds for all sinks; only the defaults differ per sink.
+// optional retry policy of its own (field by field over the agent's `retry`); the shared shapes of a sink's concurrency
+// and time limits; the whole section of a sink that only writes lines. One set of bounds for all sinks; only the defaults
+// differ per sink.
 import * as z from "zod/mini";
 import "../util/zod-locale.js";
 import type { RetryPolicy } from "@sef/retry/policy.js";
@@ -65,6 +66,20 @@ export function deliverySettings(defaults: DeliveryDefaults) {
       defaultText: "(the agent's `retry`)",
     }),
   };
+}
+
+/**
+ * The whole section of a sink that writes lines to a stream or a file (stdout, jsonl): the shared piece alone, no
+ * linger; only the records per write differ. The section may be absent or empty; any other key is an unknown setting.
+ */
+export function lineWriterSettingsSchema(maxBatchRecords: number) {
+  return z.strictObject({
+    ...deliverySettings({
+      maxBatchRecords,
+      lingerMs: 0,
+      batchDescription: "Records per write (one `write` of their lines).",
+    }),
+  });
 }
 
 /** A sink's setting of how many operations it keeps in flight at once (1 = one at a time). */

@@ -1,5 +1,6 @@
-// The store's meta table as JSON values by key: the store keeps the table, each key belongs to the module that uses
-// it (`vm`: the store's VM identity; `imds-endpoint`: discovery's endpoint memory; `collector`: collector-state.ts).
+// The store's meta table as JSON values by key: the store keeps the table, each key belongs to the module that uses it
+// (`vm`: the store's VM identity; `imds-endpoint`: discovery's endpoint memory; `collector`: collector/state-tables.ts;
+// `configured_sinks`, `outbox_bytes`: delivery/ledger.ts; `schema_*`: migrations.ts, which reads them before this can).
 import type { DatabaseSync } from "node:sqlite";
 import { query } from "./sql.js";
 

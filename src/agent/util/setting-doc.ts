@@ -1,5 +1,6 @@
 // What an operator reads about one configuration setting (meaning, unit, default in words), kept in zod's global
-// registry beside its schema so the configuration reference is generated from the schema (infra/docs/config-reference.ts).
+// registry beside its schema so the configuration reference is generated from the schema (infra/docs/config-reference.ts);
+// and the documented form the millisecond settings share.
 import * as z from "zod/mini";
 
 export interface SettingDoc {
@@ -15,4 +16,14 @@ export interface SettingDoc {
 export function documented<T extends z.ZodMiniType>(schema: T, doc: SettingDoc): T {
   z.globalRegistry.add(schema, { ...doc });
   return schema;
+}
+
+/** Whole milliseconds, at least 1 (a period, a deadline, a retry delay). */
+export const positiveMs = z.number().check(z.int(), z.positive());
+/** Whole milliseconds, 0 allowed (a lead or a reserve that may be none). */
+export const nonNegativeMs = z.number().check(z.int(), z.nonnegative());
+
+/** A millisecond setting with its default and its description (`positiveMs` unless another range is given). */
+export function msSetting(defaultMs: number, description: string, range: typeof positiveMs = positiveMs) {
+  return documented(z._default(range, defaultMs), { description });
 }

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { defaultConsumerGroup, eventHubsTiers, type EventHubsTier } from "../peers/eventhubs/tiers.js";
 import { sendFaults, type SendFault } from "../peers/eventhubs/faults.js";
-import { collect, integerFrom, oneOf, peerCommand, stopSignal } from "./options.js";
+import { collect, integerFrom, oneOf, peerCommand, servePeer } from "./options.js";
 
 export const defaultEmulateEventHubsPort = 5672;
 
@@ -22,43 +22,48 @@ interface EmulateEventHubsFlags {
   logLevel: string;
 }
 
-async function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> {
-  const { createLogger } = await import("../support/logger.js");
-  const { startEventHubsEmulator } = await import("../peers/eventhubs/server.js");
-  const logger = createLogger({ level: flags.logLevel });
-  const emulator = await startEventHubsEmulator({
-    port: flags.port,
-    host: flags.host,
-    tls: flags.tls ?? false,
-    hubName: flags.hub,
-    partitionCount: flags.partitions,
-    tier: flags.tier,
-    ...(flags.maxMessageSize !== undefined ? { maxMessageSize: flags.maxMessageSize } : {}),
-    consumerGroups: flags.consumerGroup.length > 0 ? flags.consumerGroup : [defaultConsumerGroup],
-    ...(flags.caCertOut ? { caCertPath: flags.caCertOut } : {}),
-    logger,
-  });
-  if (flags.failNextSends > 0) emulator.faults.failNextSends(flags.failNextSends, flags.failWith);
-  if (flags.acceptDelayMs > 0) emulator.faults.setAcceptDelayMs(flags.acceptDelayMs);
-  process.stdout.write(`sef-testbed emulate eventhubs listening on ${emulator.url}\n`);
-  // The connection string of a local emulator carries only its well-known development key.
-  process.stderr.write(`connection string: ${emulator.connectionString}\n`);
-  if (emulator.caCertPath) process.stderr.write(`CA certificate (NODE_EXTRA_CA_CERTS): ${emulator.caCertPath}\n`);
-  logger.info(
-    {
-      hub: flags.hub,
-      partitions: flags.partitions,
-      tier: flags.tier,
-      maxMessageSize: emulator.maxMessageSize,
-      consumerGroups: flags.consumerGroup,
-      url: emulator.url,
+function runEmulateEventHubs(flags: EmulateEventHubsFlags): Promise<void> {
+  return servePeer(
+    flags.logLevel,
+    async (logger) => {
+      const { startEventHubsEmulator } = await import("../peers/eventhubs/server.js");
+      const emulator = await startEventHubsEmulator({
+        port: flags.port,
+        host: flags.host,
+        tls: flags.tls ?? false,
+        hubName: flags.hub,
+        partitionCount: flags.partitions,
+        tier: flags.tier,
+        ...(flags.maxMessageSize !== undefined ? { maxMessageSize: flags.maxMessageSize } : {}),
+        consumerGroups: flags.consumerGroup.length > 0 ? flags.consumerGroup : [defaultConsumerGroup],
+        ...(flags.caCertOut ? { caCertPath: flags.caCertOut } : {}),
+        logger,
+      });
+      if (flags.failNextSends > 0) emulator.faults.failNextSends(flags.failNextSends, flags.failWith);
+      if (flags.acceptDelayMs > 0) emulator.faults.setAcceptDelayMs(flags.acceptDelayMs);
+      return emulator;
     },
-    "eventhubs peer ready",
+    {
+      ready: (emulator, logger) => {
+        process.stdout.write(`sef-testbed emulate eventhubs listening on ${emulator.url}\n`);
+        // The connection string of a local emulator carries only its well-known development key.
+        process.stderr.write(`connection string: ${emulator.connectionString}\n`);
+        if (emulator.caCertPath) process.stderr.write(`CA certificate (NODE_EXTRA_CA_CERTS): ${emulator.caCertPath}\n`);
+        logger.info(
+          {
+            hub: flags.hub,
+            partitions: flags.partitions,
+            tier: flags.tier,
+            maxMessageSize: emulator.maxMessageSize,
+            consumerGroups: flags.consumerGroup,
+            url: emulator.url,
+          },
+          "eventhubs peer ready",
+        );
+      },
+      stopped: (emulator, logger) => logger.info({ stored: emulator.events().length }, "eventhubs peer stopped"),
+    },
   );
-  await stopSignal();
-  await emulator.close();
-  logger.info({ stored: emulator.events().length }, "eventhubs peer stopped");
-  process.exitCode = 0;
 }
 
 export function registerEmulateEventHubsCommand(emulate: Command): void {

@@ -4,7 +4,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import type { KubernetesSeed } from "../peers/kubernetes/index.js";
-import { peerCommand, stopSignal } from "./options.js";
+import { peerCommand, servePeer } from "./options.js";
 
 interface EmulateKubernetesFlags {
   port: number;
@@ -24,36 +24,41 @@ async function readSeed(path: string): Promise<KubernetesSeed> {
   return parsed as KubernetesSeed;
 }
 
-async function runEmulateKubernetes(flags: EmulateKubernetesFlags): Promise<void> {
-  const { createLogger } = await import("../support/logger.js");
-  const { startKubernetesPeer } = await import("../peers/kubernetes/index.js");
-  const logger = createLogger({ level: flags.logLevel });
-  const peer = await startKubernetesPeer({
-    port: flags.port,
-    host: flags.host,
-    ...(flags.token ? { token: flags.token } : {}),
-    ...(flags.kubeconfigOut ? { kubeconfigPath: flags.kubeconfigOut } : {}),
-    ...(flags.seed ? { seed: await readSeed(flags.seed) } : {}),
-    logger,
-  });
-  process.stdout.write(`sef-testbed emulate kubernetes listening on ${peer.url}\n`);
-  process.stdout.write(`kubeconfig: ${peer.kubeconfigPath}\n`);
-  process.stderr.write(`CA certificate: ${peer.caFile}\ntoken file: ${peer.tokenFile}\n`);
-  logger.info(
-    { url: peer.url, nodes: peer.state.nodes().length, pods: peer.state.pods().length },
-    "kubernetes peer ready",
-  );
-  await stopSignal();
-  await peer.close();
-  logger.info(
-    {
-      evictions: peer.state.evictions().length,
-      events: peer.state.events().length,
-      requests: peer.state.stats().requests,
+function runEmulateKubernetes(flags: EmulateKubernetesFlags): Promise<void> {
+  return servePeer(
+    flags.logLevel,
+    async (logger) => {
+      const { startKubernetesPeer } = await import("../peers/kubernetes/index.js");
+      return startKubernetesPeer({
+        port: flags.port,
+        host: flags.host,
+        ...(flags.token ? { token: flags.token } : {}),
+        ...(flags.kubeconfigOut ? { kubeconfigPath: flags.kubeconfigOut } : {}),
+        ...(flags.seed ? { seed: await readSeed(flags.seed) } : {}),
+        logger,
+      });
     },
-    "kubernetes peer stopped",
+    {
+      ready: (peer, logger) => {
+        process.stdout.write(`sef-testbed emulate kubernetes listening on ${peer.url}\n`);
+        process.stdout.write(`kubeconfig: ${peer.kubeconfigPath}\n`);
+        process.stderr.write(`CA certificate: ${peer.caFile}\ntoken file: ${peer.tokenFile}\n`);
+        logger.info(
+          { url: peer.url, nodes: peer.state.nodes().length, pods: peer.state.pods().length },
+          "kubernetes peer ready",
+        );
+      },
+      stopped: (peer, logger) =>
+        logger.info(
+          {
+            evictions: peer.state.evictions().length,
+            events: peer.state.events().length,
+            requests: peer.state.stats().requests,
+          },
+          "kubernetes peer stopped",
+        ),
+    },
   );
-  process.exitCode = 0;
 }
 
 export function registerEmulateKubernetesCommand(emulate: Command): void {

@@ -1,6 +1,7 @@
 // What the testbed's commands share: parsers of their option values (ports, bounded integers, names from a list,
-// repeatable values), the options every `emulate` peer has, and the wait for SIGTERM/SIGINT that ends a peer.
+// repeatable values), the options every `emulate` peer has, and serving a peer until SIGTERM/SIGINT ends it.
 import { InvalidArgumentError, type Command } from "commander";
+import type { Logger } from "../support/logger.js";
 
 /** A parser of whole numbers from `min` to `max`, or `min` and up (a bad value: commander's "argument is invalid", exit 2). */
 export function integerFrom(min: number, max = Number.MAX_SAFE_INTEGER): (value: string) => number {
@@ -36,6 +37,25 @@ export function stopSignal(): Promise<void> {
     process.once("SIGTERM", stop);
     process.once("SIGINT", stop);
   });
+}
+
+/**
+ * Serves one peer until SIGTERM/SIGINT: a logger on stderr at `logLevel`, the peer started with it (`start` loads the
+ * peer's module only now, so `--help` stays quick), `ready` once it listens; then the peer closed and `stopped` said.
+ */
+export async function servePeer<Peer extends { close(): Promise<void> }>(
+  logLevel: string,
+  start: (logger: Logger) => Promise<Peer>,
+  say: { ready(peer: Peer, logger: Logger): void; stopped(peer: Peer, logger: Logger): void },
+): Promise<void> {
+  const { createLogger } = await import("../support/logger.js");
+  const logger = createLogger({ level: logLevel });
+  const peer = await start(logger);
+  say.ready(peer, logger);
+  await stopSignal();
+  await peer.close();
+  say.stopped(peer, logger);
+  process.exitCode = 0;
 }
 
 export interface PeerCommandSpec {

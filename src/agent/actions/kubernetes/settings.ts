@@ -2,7 +2,7 @@
 // timings of a drain. Present = the action is on (the Kubernetes client is loaded only then); absent = forwarding only.
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
-import { documented } from "../../util/setting-doc.js";
+import { documented, msSetting, nonNegativeMs } from "../../util/setting-doc.js";
 
 /**
  * What a Scheduled event does to the node, in increasing order: none (forward only) · taint (NoSchedule taint and
@@ -62,8 +62,6 @@ const atDeadline = (type: string, action: DeadlineAction) =>
   documented(z._default(z.enum(deadlineActions), action), {
     description: `At a ${type}'s drain deadline: delete the pods still held (grace = the time left) or leave them.`,
   });
-const ms = z.number().check(z.int(), z.nonnegative());
-const positiveMs = z.number().check(z.int(), z.positive());
 const policy = (type: string, defaultPolicy: NodePolicy) =>
   documented(z._default(z.enum(nodePolicies), defaultPolicy), {
     description: `What a Scheduled ${type} does to the node.`,
@@ -138,20 +136,24 @@ export const kubernetesSettingsSchema = z.strictObject({
     description:
       "Change nothing: write the records and Node Events saying what would be done (taint, cordon, the pods a drain would evict and leave), and leave the approval to the rules.",
   }),
-  drainLeadMs: documented(z._default(ms, kubernetesDefaults.drainLeadMs), {
-    description:
-      "The drain starts this long before `NotBefore` (at once when that is past); the taint and cordon come at the notice.",
-  }),
-  deadlineReserveMs: documented(z._default(ms, kubernetesDefaults.deadlineReserveMs), {
-    description: "The drain's deadline is `NotBefore` minus this.",
-  }),
-  pdbRetryInitialMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryInitialMs), {
-    description: "First wait after a PodDisruptionBudget refused an eviction (429); doubles each time.",
-  }),
-  pdbRetryMaxMs: documented(z._default(positiveMs, kubernetesDefaults.pdbRetryMaxMs), {
-    description:
-      "Longest wait between retries of a refused or failed eviction, and the longest a throttled eviction (429 without a disruption budget) waits whatever its Retry-After (at least 1 s).",
-  }),
+  drainLeadMs: msSetting(
+    kubernetesDefaults.drainLeadMs,
+    "The drain starts this long before `NotBefore` (at once when that is past); the taint and cordon come at the notice.",
+    nonNegativeMs,
+  ),
+  deadlineReserveMs: msSetting(
+    kubernetesDefaults.deadlineReserveMs,
+    "The drain's deadline is `NotBefore` minus this.",
+    nonNegativeMs,
+  ),
+  pdbRetryInitialMs: msSetting(
+    kubernetesDefaults.pdbRetryInitialMs,
+    "First wait after a PodDisruptionBudget refused an eviction (429); doubles each time.",
+  ),
+  pdbRetryMaxMs: msSetting(
+    kubernetesDefaults.pdbRetryMaxMs,
+    "Longest wait between retries of a refused or failed eviction, and the longest a throttled eviction (429 without a disruption budget) waits whatever its Retry-After (at least 1 s).",
+  ),
   evictEmptyDir: documented(z._default(z.boolean(), true), {
     description:
       "Evict pods with emptyDir volumes (their data is lost, as with `kubectl drain --delete-emptydir-data`).",
@@ -172,13 +174,14 @@ export const kubernetesSettingsSchema = z.strictObject({
     description:
       "Prefix of the service-account directory (`<prefix>/var/run/secrets/kubernetes.io/serviceaccount`) read for in-cluster credentials; for tests and unusual mounts.",
   }),
-  requestTimeoutMs: documented(z._default(positiveMs, kubernetesDefaults.requestTimeoutMs), {
-    description:
-      "Deadline of each Kubernetes API request, credentials included (an exec plugin still running then is stopped).",
-  }),
-  podPollMs: documented(z._default(positiveMs, kubernetesDefaults.podPollMs), {
-    description: "How often the pods left are listed while evicted pods terminate.",
-  }),
+  requestTimeoutMs: msSetting(
+    kubernetesDefaults.requestTimeoutMs,
+    "Deadline of each Kubernetes API request, credentials included (an exec plugin still running then is stopped).",
+  ),
+  podPollMs: msSetting(
+    kubernetesDefaults.podPollMs,
+    "How often the pods left are listed while evicted pods terminate.",
+  ),
 });
 export type KubernetesSettings = z.infer<typeof kubernetesSettingsSchema>;
 

@@ -26,6 +26,20 @@ interface DataDirFlags {
   json?: boolean;
 }
 
+/** `parent NAME` with `--data-dir`, the same for every ledger command. */
+function ledgerCommand(parent: Command, name: string, description: string): Command {
+  return parent.command(name).description(description).addOption(dataDirOption());
+}
+
+/** The action of a reading command: `body` on the store opened read-only (it may run beside the agent). */
+function readingAction<Flags extends DataDirFlags>(
+  body: (outbox: Outbox, flags: Flags) => void,
+): (flags: Flags) => void {
+  return (flags) => {
+    process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => body(outbox, flags));
+  };
+}
+
 export function registerLedgerCommands(program: Command): void {
   registerOutboxCommands(program);
   registerDeadLetterCommands(program);
@@ -34,21 +48,19 @@ export function registerLedgerCommands(program: Command): void {
 /** `sef outbox status` and `sef outbox drop-sink`. */
 function registerOutboxCommands(program: Command): void {
   const outbox = program.command("outbox").description("look at the outbox and its delivery ledger");
-  outbox
-    .command("status")
-    .description("per sink: pending records, oldest pending age, dead-lettered, delivered, last delivery (read-only)")
-    .addOption(dataDirOption())
+  ledgerCommand(
+    outbox,
+    "status",
+    "per sink: pending records, oldest pending age, dead-lettered, delivered, last delivery (read-only)",
+  )
     .option("--json", "one JSON object instead of a table")
-    .action((flags: DataDirFlags) => {
-      process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => printOutboxStatus(outbox, flags));
-    });
-  outbox
-    .command("drop-sink")
+    .action(readingAction(printOutboxStatus));
+  ledgerCommand(
+    outbox,
+    "drop-sink",
+    "give a sink up: its pending records go to dead-letter/<sink>.jsonl with the reason, then its rows leave the ledger; the agent must be stopped",
+  )
     .argument("<name>", "the sink, as `sef outbox status` names it")
-    .description(
-      "give a sink up: its pending records go to dead-letter/<sink>.jsonl with the reason, then its rows leave the ledger; the agent must be stopped",
-    )
-    .addOption(dataDirOption())
     .action((name: string, flags: DataDirFlags) => {
       process.exitCode = withAgentStopped(flags.dataDir, "drop a sink", (outbox) =>
         dropSink(outbox, name, flags.dataDir),
@@ -59,25 +71,23 @@ function registerOutboxCommands(program: Command): void {
 /** `sef dead-letter list`, `replay` and `purge`. */
 function registerDeadLetterCommands(program: Command): void {
   const deadLetter = program.command("dead-letter").description("list, replay or purge dead-lettered deliveries");
-  deadLetter
-    .command("list")
-    .description("dead-lettered deliveries still held in the store, one JSON line each (read-only)")
-    .addOption(dataDirOption())
+  ledgerCommand(deadLetter, "list", "dead-lettered deliveries still held in the store, one JSON line each (read-only)")
     .option("--sink <name>", "only this sink (as `sef outbox status` names it)")
-    .action((flags: DataDirFlags & { sink?: string }) => {
-      process.exitCode = withReadOnlyStore(flags.dataDir, (outbox) => {
+    .action(
+      readingAction((outbox, flags: DataDirFlags & { sink?: string }) => {
         for (const d of outbox.deadLetters(flags.sink)) {
           process.stdout.write(
             `{"sink":${JSON.stringify(d.sink)},"seq":${d.seq},"recordId":${JSON.stringify(d.recordId)},"reason":${JSON.stringify(d.reason)},` +
               `"deadLetteredAt":${JSON.stringify(new Date(d.deadLetteredMs).toISOString())},"attempts":${d.attempts},"record":${d.json}}\n`,
           );
         }
-      });
-    });
-  deadLetter
-    .command("replay")
-    .description("make dead-lettered deliveries pending again (same records, same RecordId); the agent must be stopped")
-    .addOption(dataDirOption())
+      }),
+    );
+  ledgerCommand(
+    deadLetter,
+    "replay",
+    "make dead-lettered deliveries pending again (same records, same RecordId); the agent must be stopped",
+  )
     .option("--sink <name>", "only this sink")
     .option("--reason <text>", "only deliveries whose reason contains this text")
     .action((flags: DataDirFlags & { sink?: string; reason?: string }) => {
@@ -89,12 +99,11 @@ function registerDeadLetterCommands(program: Command): void {
         process.stdout.write(JSON.stringify({ replayed: sum(replayed), bySink: Object.fromEntries(replayed) }) + "\n");
       });
     });
-  deadLetter
-    .command("purge")
-    .description(
-      "forget dead-lettered deliveries for good (their lines stay in dead-letter/<sink>.jsonl); the agent must be stopped",
-    )
-    .addOption(dataDirOption())
+  ledgerCommand(
+    deadLetter,
+    "purge",
+    "forget dead-lettered deliveries for good (their lines stay in dead-letter/<sink>.jsonl); the agent must be stopped",
+  )
     .option("--sink <name>", "only this sink")
     .option("--reason <text>", "only deliveries whose reason contains this text")
     .option("--older-than-days <days>", "only deliveries dead-lettered at least this many days ago")

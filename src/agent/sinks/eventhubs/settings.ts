@@ -7,8 +7,13 @@ import { documented } from "../../util/setting-doc.js";
 import type { PluginRulesInput } from "../sink.js";
 import { SinkConfigError } from "../errors.js";
 import { concurrencySetting, deliverySettings, timeoutSetting } from "../delivery-settings.js";
+import {
+  defaultConnectionStringEnv,
+  eventHubsConnectionRules,
+  type EventHubsConnectionFields,
+} from "@sef/contract/eventhubs-connection.js";
 
-export const defaultConnectionStringEnv = "SEF_EVENTHUBS_CONNECTION_STRING";
+export { defaultConnectionStringEnv };
 export const partitionKeyFields = ["EventId", "VmId", "RecordId", "none"] as const;
 export type PartitionKeyField = (typeof partitionKeyFields)[number];
 export const partitionRoutings = ["key", "hash"] as const;
@@ -92,15 +97,7 @@ export const eventHubsSettingsSchema = z
       description: "Time limit of one SDK attempt (link setup, send and disposition).",
     }),
   })
-  .check(
-    z.refine((s) => !(s.connectionString && s.fullyQualifiedNamespace), {
-      message: "set either connectionString or fullyQualifiedNamespace, not both",
-    }),
-    z.refine((s) => !s.fullyQualifiedNamespace || s.eventHubName, {
-      message: "eventHubName is required with fullyQualifiedNamespace",
-      path: ["eventHubName"],
-    }),
-  );
+  .check(...eventHubsConnectionRules.map((rule) => z.refine<EventHubsConnectionFields>(rule.holds, rule.issue)));
 
 export type EventHubsSettings = z.infer<typeof eventHubsSettingsSchema>;
 

@@ -168,7 +168,26 @@ function budgetRow(pdb: KubeObject, nowMs: number): Cell[] {
   ];
 }
 
-const layouts: Record<string, { columns: Column[]; row: (object: KubeObject, nowMs: number) => Cell[] }> = {
+interface Layout {
+  columns: Column[];
+  row: (object: KubeObject, nowMs: number) => Cell[];
+}
+
+/** Name, the columns between read from the object ("" when it lacks the field), Age: how the server prints simple kinds. */
+function nameAgeLayout(
+  ...between: ReadonlyArray<readonly [title: string, read: (object: KubeObject) => Cell | undefined]>
+): Layout {
+  return {
+    columns: [column("Name", 0, "name"), ...between.map(([title]) => column(title)), column("Age")],
+    row: (object, nowMs) => [
+      object.metadata.name,
+      ...between.map(([, read]) => read(object) ?? ""),
+      age(object.metadata.creationTimestamp, nowMs),
+    ],
+  };
+}
+
+const layouts: Record<string, Layout> = {
   nodes: {
     columns: [
       column("Name", 0, "name"),
@@ -213,22 +232,8 @@ const layouts: Record<string, { columns: Column[]; row: (object: KubeObject, now
     ],
     row: eventRow,
   },
-  namespaces: {
-    columns: [column("Name", 0, "name"), column("Status"), column("Age")],
-    row: (ns, nowMs) => [
-      ns.metadata.name,
-      (ns.status as { phase?: string } | undefined)?.phase ?? "",
-      age(ns.metadata.creationTimestamp, nowMs),
-    ],
-  },
-  leases: {
-    columns: [column("Name", 0, "name"), column("Holder"), column("Age")],
-    row: (lease, nowMs) => [
-      lease.metadata.name,
-      (lease.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? "",
-      age(lease.metadata.creationTimestamp, nowMs),
-    ],
-  },
+  namespaces: nameAgeLayout(["Status", (ns) => (ns.status as { phase?: string } | undefined)?.phase]),
+  leases: nameAgeLayout(["Holder", (lease) => (lease.spec as { holderIdentity?: string } | undefined)?.holderIdentity]),
   poddisruptionbudgets: {
     columns: [
       column("Name", 0, "name"),
@@ -241,10 +246,7 @@ const layouts: Record<string, { columns: Column[]; row: (object: KubeObject, now
   },
 };
 
-const defaultLayout = {
-  columns: [column("Name", 0, "name"), column("Age")],
-  row: (o: KubeObject, nowMs: number): Cell[] => [o.metadata.name, age(o.metadata.creationTimestamp, nowMs)],
-};
+const defaultLayout = nameAgeLayout();
 
 /** A Table of `objects` (rows carry PartialObjectMetadata, which kubectl reads for the NAMESPACE column). */
 export function tableOf(
