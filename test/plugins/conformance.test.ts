@@ -292,6 +292,10 @@ interface ActionPeer {
   readonly effect: (eventId: string) => unknown;
 }
 
+/**
+ * One recipe per registered action, by section; each acts on the suite's event, a Scheduled Reboot naming this VM with
+ * NotBefore 5 minutes ahead. A new action adds its own here (src/agent/actions/README.md, "Adding an action").
+ */
 const actionPeers: Record<string, ActionPeer> = {
   approval: {
     section: () => ({ mode: "on", rules: [{ eventType: ["Reboot"] }] }),
