@@ -7,7 +7,7 @@
 // Scheduled event the agent's own collect, commit and act stages take from the simulator's document, writes its
 // record with its Outcome, leaves its mark on the peer, and stops within the agent's deadline. A registered sink or
 // action without a peer here (`peers`, `actionPeers`) fails the suite, naming itself.
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,6 +77,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await imdsClient?.close();
   await Promise.all([eventHubs?.close(), logsIngestion?.close(), notify?.close(), imds?.close(), kubernetes?.close()]);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 /** A loopback port nothing listens on (bound, then closed): connections to it are refused. */
