@@ -2,8 +2,12 @@
 // registry. Every plug-in's settings are documented key by key; every sink, made by its factory, takes a record to its
 // local peer (the testbed's Event Hubs and Logs Ingestion peers, the notify peer's webhook, a file, a stream) through
 // the real ledger and drainer, answers a destination it cannot reach with the contract's outcomes only, and closes
-// within the drainer's deadline. A registered sink without a peer here fails the suite, naming itself.
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+// within the drainer's deadline. Every action, made by its entry from a configuration whose section points at its
+// local peer (the IMDS simulator's StartRequests, a real hook script, the testbed's Kubernetes API peer), acts on a
+// Scheduled event the agent's own collect, commit and act stages take from the simulator's document, writes its
+// record with its Outcome, leaves its mark on the peer, and stops within the agent's deadline. A registered sink or
+// action without a peer here (`peers`, `actionPeers`) fails the suite, naming itself.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,6 +31,16 @@ import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify
 import { drainThroughLedger } from "../helpers/ledger-drain.js";
 import { transitionRecord } from "../helpers/records.js";
 import { localTokenCredential } from "../loganalytics/helpers.js";
+import { agentConfigSchema, actionSection } from "../../src/agent/config/schema.js";
+import { crossFieldProblems } from "../../src/agent/config/rules.js";
+import { ImdsClient } from "../../src/agent/imds/client.js";
+import type { RecordIdentity, SefRecord } from "../../src/contract/record.js";
+import { validateRow } from "../../src/contract/stream-schema.js";
+import { systemClock } from "../../src/runtime/clock.js";
+import { computeFor, parseScenario, startSimulator, type Simulator } from "../../src/testbed/simulator/index.js";
+import { startKubernetesPeer, type KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
+import { openActPath } from "../helpers/act-path.js";
+import { waitFor } from "../helpers/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "sef-conformance-"));
 let eventHubs: EventHubsEmulator;
@@ -34,17 +48,36 @@ let logsIngestion: LogsIngestionEmulator;
 let notify: NotifyPeer;
 let deadPort: number;
 const stdoutLines: string[] = [];
+// The actions' peers: IMDS (the events, their StartRequests) and a Kubernetes API serving this VM's node.
+const scenario = parseScenario(
+  { name: "conformance", description: "events set by the test", durationSeconds: 3600, steps: [] },
+  "inline",
+);
+const vmName = scenario.vm.name;
+let imds: Simulator;
+let imdsClient: ImdsClient;
+let vmIdentity: RecordIdentity;
+let kubernetes: KubernetesPeer;
+const nodeName = "conformance-node";
 
 beforeAll(async () => {
-  [eventHubs, logsIngestion, notify, deadPort] = await Promise.all([
+  [eventHubs, logsIngestion, notify, deadPort, imds, kubernetes] = await Promise.all([
     startEventHubsEmulator({ hubName: "sef-records" }),
     startLogsIngestionEmulator(),
     startNotifyPeer(),
     closedPort(),
+    startSimulator({ scenario, startOn: "listen" }),
+    startKubernetesPeer({
+      seed: { nodes: [{ name: nodeName, providerID: `azure://${computeFor(scenario.vm).resourceId}` }] },
+    }),
   ]);
+  imdsClient = new ImdsClient({ imdsUrl: imds.url, apiVersion: "2020-07-01", clock: systemClock });
+  vmIdentity = { ...(await imdsClient.getCompute()), AgentId: "00000000-0000-4000-8000-00000000c0f0" };
 });
 afterAll(async () => {
-  await Promise.all([eventHubs?.close(), logsIngestion?.close(), notify?.close()]);
+  await imdsClient?.close();
+  await Promise.all([eventHubs?.close(), logsIngestion?.close(), notify?.close(), imds?.close(), kubernetes?.close()]);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 /** A loopback port nothing listens on (bound, then closed): connections to it are refused. */
@@ -239,22 +272,131 @@ describe.each(sinkFactories.map((factory) => [factory.section, factory] as const
   });
 });
 
-describe.each(actionEntryList.map((entry) => [entry.section, entry] as const))("action %s", (section, entry) => {
-  it("documents every key of its section", () => {
-    const keys = sectionEntries(section);
-    expect(keys.length).toBeGreaterThan(0);
-    for (const key of keys) expect(key.description, key.path).not.toBe("");
-  });
+/** A record in short, for a failure's message: `Hook:Failed`. */
+const typeAndOutcome = (record: SefRecord): string =>
+  "Outcome" in record ? `${record.RecordType}:${record.Outcome}` : record.RecordType;
 
-  it("is off when its section is absent, and its rules pass its defaults", () => {
-    const settings = entry.settingsSchema.parse(undefined);
-    expect(entry.isOn(settings)).toBe(false);
-    expect(entry.rules?.({ settings, inUse: false, argument: undefined, env: {} }) ?? []).toEqual([]);
-  });
+/** How long the agent gives its act stage to stop (`stopHookTimeoutMs`, src/agent/pipeline/agent.ts). */
+const actionStopDeadlineMs = 1000;
+const hookScript = join(dir, "hook.sh");
+const hookOutput = join(dir, "hook-ran");
+// A real command, run without a shell by the hooks action: it writes the event it was run for.
+writeFileSync(hookScript, '#!/bin/sh\nprintf \'%s %s\' "$SEF_EVENT_ID" "$SEF_EVENT_STATUS" > "$1"\n', { mode: 0o755 });
 
-  it("has a kind of its own among the actions", () => {
-    expect(actionEntryList.filter((other) => other.kind === entry.kind).map((other) => other.section)).toEqual([
-      section,
-    ]);
-  });
-});
+/** How an action reaches its local peer, the record it writes for a Scheduled event, and what the peer shows of it. */
+interface ActionPeer {
+  /** The action's section, pointing at its peer: parsed by the configuration schema, checked by the entry's rules. */
+  readonly section: () => unknown;
+  /** The record the action writes first for the suite's event (a Scheduled Reboot naming this VM), and its Outcome. */
+  readonly record: { readonly type: SefRecord["RecordType"]; readonly outcome: string };
+  /** What the peer shows of the action having acted on the event (undefined or false: nothing yet). */
+  readonly effect: (eventId: string) => unknown;
+}
+
+/**
+ * One recipe per registered action, by section; each acts on the suite's event, a Scheduled Reboot naming this VM with
+ * NotBefore 5 minutes ahead. A new action adds its own here (src/agent/actions/README.md, "Adding an action").
+ */
+const actionPeers: Record<string, ActionPeer> = {
+  approval: {
+    section: () => ({ mode: "on", rules: [{ eventType: ["Reboot"] }] }),
+    record: { type: "Approval", outcome: "Approved" },
+    effect: (eventId) => imds.status().approvals.find((a) => a.EventId === eventId && a.outcome === "started"),
+  },
+  hooks: {
+    section: () => [{ name: "conformance", on: ["Scheduled"], command: [hookScript, hookOutput] }],
+    record: { type: "Hook", outcome: "Succeeded" },
+    effect: (eventId) => existsSync(hookOutput) && readFileSync(hookOutput, "utf8") === `${eventId} Scheduled`,
+  },
+  kubernetes: {
+    section: () => ({ nodeName, kubeconfig: kubernetes.kubeconfigPath, policy: { Reboot: "cordon" } }),
+    record: { type: "Kubernetes", outcome: "Cordoned" },
+    effect: (eventId) => {
+      const node = kubernetes.state.node(nodeName) as
+        { spec?: { unschedulable?: boolean; taints?: { value?: string }[] } } | undefined;
+      return node?.spec?.unschedulable === true && node.spec.taints?.some((t) => t.value?.includes(eventId));
+    },
+  },
+};
+
+describe.each(actionEntryList.map((entry, index) => [entry.section, entry, index] as const))(
+  "action %s",
+  (section, entry, index) => {
+    const peer = actionPeers[section];
+
+    it("has a local peer in this suite", () => {
+      expect(peer, `add "${section}" to the conformance suite's actionPeers`).toBeDefined();
+    });
+
+    it("documents every key of its section", () => {
+      const keys = sectionEntries(section);
+      expect(keys.length).toBeGreaterThan(0);
+      for (const key of keys) expect(key.description, key.path).not.toBe("");
+    });
+
+    it("is off when its section is absent, and its rules pass its defaults", () => {
+      const settings = entry.settingsSchema.parse(undefined);
+      expect(entry.isOn(settings)).toBe(false);
+      expect(entry.rules?.({ settings, inUse: false, argument: undefined, env: {} }) ?? []).toEqual([]);
+    });
+
+    it("has a kind of its own among the actions", () => {
+      expect(actionEntryList.filter((other) => other.kind === entry.kind).map((other) => other.section)).toEqual([
+        section,
+      ]);
+    });
+
+    it("acts on a Scheduled transition the agent collects and commits, writes its record, and stops in time", async () => {
+      const eventId = `C0F04A11-0000-4000-8000-${String(index + 1).padStart(12, "0")}`;
+      imds.setEvents([{ EventId: eventId, EventType: "Reboot", Resources: [vmName], notBeforeInSeconds: 300 }]);
+      const config = agentConfigSchema.parse({
+        dataDir: mkdtempSync(join(dir, `${section}-`)),
+        imdsUrl: imds.url,
+        [section]: peer!.section(),
+      });
+      expect(entry.isOn(actionSection(config, section))).toBe(true);
+      expect(crossFieldProblems(config, {})).toEqual([]);
+      const path = await openActPath({
+        config,
+        vm: vmIdentity,
+        postStartRequest: (ids, signal) => imdsClient.postStartRequests(ids, signal),
+      });
+      let stopped: Promise<void> | undefined;
+      try {
+        path.ingest((await imdsClient.getScheduledEvents()).document);
+        // The transition is committed (and its actions planned) before ingest returns; the actions run after.
+        expect(path.records()[0]).toMatchObject({
+          RecordType: "Transition",
+          EventId: eventId,
+          EventStatus: "Scheduled",
+        });
+        const written = await waitFor(
+          `the ${section} action's ${peer!.record.type} record`,
+          () => {
+            const mine = path.records().filter((r) => r.RecordType === peer!.record.type);
+            return mine.length > 0 && mine;
+          },
+          { timeoutMs: 10_000, detail: () => `the outbox holds ${JSON.stringify(path.records().map(typeAndOutcome))}` },
+        );
+        expect(written[0]).toMatchObject({
+          EventId: eventId,
+          EventStatus: "Scheduled",
+          Outcome: peer!.record.outcome,
+          VmName: vmName,
+          AgentId: vmIdentity.AgentId,
+        });
+        for (const record of written) expect(validateRow(record), JSON.stringify(record)).toEqual([]);
+        await waitFor(`the ${section} peer to show the action on ${eventId}`, () => peer!.effect(eventId), {
+          timeoutMs: 5_000,
+        });
+        const stopping = path.act.stop();
+        stopped = stopping;
+        expect(await within(stopping, actionStopDeadlineMs)).toBeLessThan(actionStopDeadlineMs);
+      } finally {
+        // Stopped (or, after a failure above, stopping) before the store closes, bounded.
+        await within(stopped ?? path.act.stop(), 5_000).catch(() => undefined);
+        path.close();
+      }
+    });
+  },
+);

@@ -348,7 +348,8 @@ function hookRecord(record: TransitionRecord, result: HookResult): HookRecord {
     EventStatus: record.EventStatus,
     Outcome: result.outcome,
     ExitCode: result.exitCode,
-    ElapsedMs: result.elapsedMs,
+    // A long column: whole milliseconds (the monotonic clock reads fractions, which the Logs Ingestion stream refuses).
+    ElapsedMs: Math.round(result.elapsedMs),
     Detail: result.detail,
   });
 }
