@@ -39,6 +39,7 @@ import { validateRow } from "../../src/contract/stream-schema.js";
 import { systemClock } from "../../src/runtime/clock.js";
 import { computeFor, parseScenario, startSimulator, type Simulator } from "../../src/testbed/simulator/index.js";
 import { startKubernetesPeer, type KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
+import { stopHookTimeoutMs } from "../../src/agent/pipeline/agent.js";
 import { openActPath } from "../helpers/act-path.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -276,8 +277,8 @@ describe.each(sinkFactories.map((factory) => [factory.section, factory] as const
 const typeAndOutcome = (record: SefRecord): string =>
   "Outcome" in record ? `${record.RecordType}:${record.Outcome}` : record.RecordType;
 
-/** How long the agent gives its act stage to stop (`stopHookTimeoutMs`, src/agent/pipeline/agent.ts). */
-const actionStopDeadlineMs = 1000;
+/** How long the agent gives its act stage to stop. */
+const actionStopDeadlineMs = stopHookTimeoutMs;
 const hookScript = join(dir, "hook.sh");
 const hookOutput = join(dir, "hook-ran");
 // A real command, run without a shell by the hooks action: it writes the event it was run for.

@@ -30,7 +30,7 @@ import { loadOrCreateAgentId } from "./agent-id.js";
 import { settlesWithin } from "../util/deadline.js";
 
 /** How long each service (hooks, approvals, heartbeats) may take to stop. */
-const stopHookTimeoutMs = 1000;
+export const stopHookTimeoutMs = 1000;
 
 export type { PollStats } from "./poll-stage.js";
 
