@@ -32,7 +32,7 @@ import {
 import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
-import { SendSlots } from "./targets/send-slots.js";
+import { sendPriority, SendSlots, type SendPriority } from "./targets/send-slots.js";
 
 /** Time past the request deadline a closing partition gives its last outcomes to be saved. */
 const closeSaveMarginMs = 2000;
@@ -259,7 +259,7 @@ function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: Fl
     const targetSlots = slots.get(targetName);
     if (!target || !targetSlots) return { kind: "rejected", reason: `no target named ${targetName}` };
     // A new event's first notification goes ahead of updates and resolves of events already told.
-    if (!(await targetSlots.acquire(startSignal, notification.action === "trigger")))
+    if (!(await targetSlots.acquire(startSignal, priorityOf(notification))))
       return { kind: "retry", reason: "not sent: the partition was closed" };
     try {
       const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), {
@@ -271,6 +271,12 @@ function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: Fl
       targetSlots.release();
     }
   };
+}
+
+/** A trigger ahead of the rest, and a known reporter's trigger ahead of a flood's (see `SendSlots`). */
+export function priorityOf(notification: NotificationIdentity): SendPriority {
+  if (notification.action !== "trigger") return sendPriority.other;
+  return notification.knownReporter ? sendPriority.knownTrigger : sendPriority.trigger;
 }
 
 interface PartitionHandlerDeps {
@@ -306,21 +312,21 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       const last = context.lastEnqueuedEventProperties;
       if (events.length > 0) {
         const retry = deps.storeRetry(entry.controller.signal, context.partitionId);
-        // Folded durably before the checkpoint moves (skipping a batch would move it past unfolded records).
+        // Folded durably before the checkpoint moves (skipping a batch would move it past unfolded records). Its claims
+        // are saved with it: their sends go on while the next batch is read (a slow target holds no partition back).
         const received = events.map((e) => ({
           body: e.body,
           sequenceNumber: e.sequenceNumber,
           offset: String(e.offset),
         }));
-        if (
-          !(await untilStored(
-            () => entry.processor.processBatch(received),
-            "could not save the partition's fleet state; retrying the batch",
-            retry,
-            isStorageFailure,
-          ))
-        )
-          return;
+        const folded = await untilStored(
+          () => entry.processor.foldBatch(received),
+          "could not save the partition's fleet state; retrying the batch",
+          retry,
+          isStorageFailure,
+        );
+        if (folded === undefined) return;
+        folded.value.notified.catch((err: Error) => notifyFailed(logger, context.partitionId, err));
         if (
           !(await untilStored(
             () => context.updateCheckpoint(events[events.length - 1]!),
@@ -354,6 +360,20 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       logger.info({ partitionId: context.partitionId, reason }, "partition released");
     },
   };
+}
+
+/**
+ * A batch's sends or the save of their outcomes failed: an outcome not saved is saved by the next re-plan (`tickMs`);
+ * a sender that threw (a bug) leaves its claim, sent again once stale.
+ */
+function notifyFailed(logger: Logger, partitionId: string, err: Error): void {
+  const storage = isStorageFailure(err);
+  logger[storage ? "warn" : "error"](
+    { partitionId, err: { type: err.name, message: err.message } },
+    storage
+      ? "could not save notification outcomes; the next re-plan saves them"
+      : "a notification could not be sent (not a delivery outcome)",
+  );
 }
 
 /** The fleet's Blob retries for one partition: on the system clock, ended by its close, telling /readyz of failures. */

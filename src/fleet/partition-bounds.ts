@@ -83,6 +83,12 @@ export class PartitionBounds {
     for (const event of events) for (const reporter of Object.keys(event.vms)) this.known.note(reporter, -Infinity);
   }
 
+  /** Whether a VM that reported `event` is a known reporter (a flood's invented reporters are not, for a while). */
+  reportedByKnown(event: FleetEvent, nowMs: number): boolean {
+    for (const reporter in event.vms) if (this.known.isKnown(reporter, nowMs)) return true;
+    return false;
+  }
+
   /** Whether `record` may be folded into `previous` (undefined: it opens a new event among `eventCount`). */
   admit(previous: FleetEvent | undefined, record: FleetTransition, eventCount: number, nowMs: number): Admission {
     const reporter = reporterOf(record);

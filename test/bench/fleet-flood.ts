@@ -1,6 +1,7 @@
 // `sef-fleet` under a flood of forged EventIds (issue 47): one instance, 4 partitions; real VMs report events before,
 // during and after 100,000 records with invented EventIds and invented reporters, each on the partition its EventId
-// hashes to. Reports the instance's RSS and fleet state (bounded?) and the real events' paging latency (p99 as usual?).
+// hashes to. Reports the instance's RSS and heap as the flood is read (bounded?), apart from the bench process that holds
+// the peers (which keep what they are sent), and the real events' paging latency (p99 as usual?).
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { EventHubProducerClient } from "@azure/event-hubs";
@@ -18,7 +19,12 @@ export interface FleetFloodResult {
   floodSendMs: number;
   realBefore: { count: number; p50Ms: number; p99Ms: number; maxMs: number };
   realDuring: { sent: number; count: number; p50Ms: number; p99Ms: number; maxMs: number };
+  /** The `sef-fleet` process alone (the peers run in the bench process: `benchProcessRssMb`). */
   rssMb: { before: number; peak: number; after: number };
+  /** The fleet's RSS and V8 heap in use when it had read (folded or dropped) this many forged records. */
+  atRecordsRead: Array<{ read: number; rssMb: number; heapUsedMb: number }>;
+  /** The bench process: the Event Hubs peer (it stores every record), the notification peer, the producers. */
+  benchProcessRssMb: { before: number; after: number };
   forgedFolded: number;
   forgedDropped: Record<string, number>;
   activeEventsAfter: number;
@@ -30,6 +36,21 @@ function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return Math.round(Number(m?.[1] ?? 0) / 102.4) / 10;
 }
+
+const processRssMb = () => Math.round(process.memoryUsage().rss / 104_857.6) / 10;
+
+/** The counts of forged records read at which the fleet's memory is reported. */
+const checkpoints = (forged: number) => [0.25, 0.5, 0.75, 1].map((f) => Math.round(forged * f));
+
+/** Records read so far (folded or dropped by a bound) in a /metrics exposition. */
+const recordsRead = (text: string) =>
+  ["folded", "partition-rate-limited", "rate-limited", "partition-full"].reduce((sum, outcome) => {
+    try {
+      return sum + metricValue(text, "sef_fleet_records_total", { outcome });
+    } catch {
+      return sum;
+    }
+  }, 0);
 
 const realId = (n: number) => `4ea10000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 const forgedId = (n: number) => `f0e6ed00-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -111,14 +132,26 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
     const before = await pageReal(cluster, 0, samples, 50, 30_000);
     await sleep(knownAfterMs);
     const rssBefore = rssMb(pid);
+    const benchRssBefore = processRssMb();
     let peak = rssBefore;
     let sampling = true;
+    const atRecordsRead: FleetFloodResult["atRecordsRead"] = [];
+    const pending = checkpoints(forged);
     const sampler = (async () => {
-      while (sampling) {
+      for (let round = 0; sampling; round++) {
         const { exitCode, signalCode } = instance.child;
         if (exitCode !== null || signalCode !== null)
           throw new Error(`sef-fleet exited (${exitCode ?? signalCode}): ${instance.stderr().slice(-3000)}`);
-        peak = Math.max(peak, rssMb(pid));
+        const rss = rssMb(pid);
+        peak = Math.max(peak, rss);
+        // The fleet's /metrics every 500 ms (RSS every 100 ms): how far it has read, and its heap.
+        const text = pending.length > 0 && round % 5 === 0 ? await metrics() : "";
+        const read = text === "" ? 0 : recordsRead(text) - 2 * samples;
+        if (text !== "" && read >= pending[0]!) {
+          pending.shift();
+          const heapUsedMb = Math.round(metricValue(text, "sef_fleet_nodejs_heap_size_used_bytes") / 104_857.6) / 10;
+          atRecordsRead.push({ read, rssMb: rss, heapUsedMb });
+        }
         await sleep(100);
       }
     })();
@@ -129,16 +162,8 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
     const floodSendMs = Date.now() - floodStart;
     const duringLatencies = await during;
     // Wait until every forged record was read (folded or dropped), then let the process settle.
-    const read = (text: string) =>
-      ["folded", "partition-rate-limited", "rate-limited", "partition-full"].reduce((sum, outcome) => {
-        try {
-          return sum + metricValue(text, "sef_fleet_records_total", { outcome });
-        } catch {
-          return sum;
-        }
-      }, 0);
     const readDeadline = Date.now() + 180_000;
-    while (read(await metrics()) < forged + 2 * samples && Date.now() < readDeadline) await sleep(500);
+    while (recordsRead(await metrics()) < forged + 2 * samples && Date.now() < readDeadline) await sleep(500);
     await sleep(2000);
     sampling = false;
     await sampler;
@@ -162,6 +187,8 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
       realBefore: summary(before),
       realDuring: { sent: samples, ...summary(duringLatencies) },
       rssMb: { before: rssBefore, peak, after: rssMb(pid) },
+      atRecordsRead,
+      benchProcessRssMb: { before: benchRssBefore, after: processRssMb() },
       forgedFolded: count("folded") - 2 * samples,
       forgedDropped: Object.fromEntries(
         ["partition-rate-limited", "rate-limited", "partition-full"].map((o) => [o, count(o)]),

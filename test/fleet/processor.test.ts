@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import pino from "pino";
 import { Writable } from "node:stream";
-import type { FleetEvent } from "../../src/fleet/fleet-event.js";
+import { eventKeyOf, type FleetEvent } from "../../src/fleet/fleet-event.js";
 import { FleetMetrics } from "../../src/fleet/metrics.js";
 import { notificationIdempotencyKey } from "../../src/fleet/notification-plan.js";
 import {
@@ -118,6 +118,9 @@ function setup(
   return { sent, lines, metrics, options };
 }
 
+const eventId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+const eventKey = (n: number) => eventKeyOf(eventId(n));
+
 function wave(events: number, firstSequence = 0): ReceivedEvent[] {
   const vms = [vm(0), vm(1)];
   return Array.from({ length: events }, (_, e) => ({
@@ -161,6 +164,36 @@ describe("PartitionProcessor", () => {
     expect(states).toHaveLength(100);
     expect(states.every((s) => s.pending === null && s.triggeredAt !== null && s.sent === 1)).toBe(true);
     expect(new Set(sent.map((s) => s.notification.idempotencyKey)).size).toBe(100);
+  });
+
+  it("folds the next batch while a slow target still answers the last one's sends, and never claims its own queued send again", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const answers: Array<() => void> = [];
+    const { sent, options } = setup(
+      store,
+      () => new Promise<DeliveryOutcome>((resolve) => answers.push(() => resolve(delivered))),
+      () => now,
+    );
+    const processor = await PartitionProcessor.open(options);
+    // The first batch is durable with its claims while both of its sends are unanswered: the checkpoint may move.
+    const first = await processor.foldBatch(wave(1));
+    expect(sent.map((s) => s.eventId)).toEqual([eventId(0), eventId(0)]);
+    const claimed = (await store.load()).state.notifications[eventKey(0)]!;
+    expect([claimed.pd?.pending?.action, claimed.chat?.pending?.action]).toEqual(["trigger", "trigger"]);
+    // Long past staleClaimMs the event's VM reports again, and a new event comes: only the new one is sent.
+    now = t0 + 60_000;
+    const second = await processor.foldBatch(wave(2, 1));
+    await processor.tick();
+    expect(sent.map((s) => s.eventId)).toEqual([eventId(0), eventId(0), eventId(1), eventId(1)]);
+    for (const answer of answers) answer();
+    await Promise.all([first.notified, second.notified]);
+    const state = (await store.load()).state;
+    for (const n of [0, 1]) {
+      const { pd, chat } = state.notifications[eventKey(n)]!;
+      expect([pd?.pending, chat?.pending, pd?.sent, chat?.sent]).toEqual([null, null, 1, 1]);
+    }
+    expect(state.sequenceNumber).toBe(2);
   });
 
   it("re-sends a claim a stopped instance left once it is stale, with the same idempotency key, logged and counted as in doubt", async () => {
@@ -705,6 +738,12 @@ describe("PartitionProcessor, given an oversized or a flooding sender", () => {
     expect(metricLine(text, "partition-rate-limited")).toBe(280 + 1); // the flood past 20, and the newcomer
     expect(Object.keys((await store.load()).state.events)).toHaveLength(1 + 20 + 1);
     expect(sent.filter((s) => s.eventId === real)).toHaveLength(1);
+    // The known VM's trigger is marked to go ahead of the flood's in a target's queue of sends.
+    expect(sent.find((s) => s.eventId === real)?.notification.knownReporter).toBe(true);
+    const floodIds = new Set(flood.map((r) => (r.body as { EventId: string }).EventId));
+    expect(sent.filter((s) => floodIds.has(s.eventId)).map((s) => s.notification.knownReporter)).toEqual(
+      Array.from({ length: 20 }, () => false),
+    );
     // The next minute anyone may open events again, up to the partition's rate.
     now = t0 + 60_000;
     await processor.processBatch([receivedAt(303, fleetTransition(guid(3), "Scheduled", newcomer, [newcomer]))]);
