@@ -109,8 +109,12 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
     settings.requestTimeoutMs,
   );
   const owned: OwnedPartitions = { processors: new Map(), lastStoreError: null, lastReceiveOk: false };
+  const knownReporters = new KnownReporters(settings.bounds.reporterKnownAfterMs, {
+    onForgotten: (count) => metrics.reportersForgotten.inc(count),
+  });
   const refreshGauges = (): void => {
     metrics.ownedPartitions.set(owned.processors.size);
+    metrics.knownReporters.set(knownReporters.size);
     metrics.activeEvents.set([...owned.processors.values()].reduce((n, p) => n + p.processor.activeEvents, 0));
   };
 
@@ -120,7 +124,6 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const send = targetSender(targets, settings);
   const onDeadLetter = deadLetterWriter(container, settings, systemClock);
   const storeRetry = storeRetries(owned, logger);
-  const knownReporters = new KnownReporters(settings.bounds.reporterKnownAfterMs);
   const openProcessor = processorOpener(client, settings, storeRetry, (partitionId, signal) => ({
     ...processorSettings(settings),
     partitionId,

@@ -70,6 +70,16 @@ export class FleetMetrics {
     help: "Notification outcomes saved",
     registers: [this.registry],
   });
+  readonly knownReporters = new Gauge({
+    name: "sef_fleet_known_reporters",
+    help: "Reporters (VMs) this instance remembers for the partitions' rate of new events (at most 50,000)",
+    registers: [this.registry],
+  });
+  readonly reportersForgotten = new Counter({
+    name: "sef_fleet_reporters_forgotten_total",
+    help: "Reporters forgotten, or never remembered, because this instance remembers at most 50,000 (the not yet known go first)",
+    registers: [this.registry],
+  });
   readonly ownedPartitions = new Gauge({
     name: "sef_fleet_owned_partitions",
     help: "Partitions this instance owns",
@@ -97,6 +107,7 @@ export class FleetMetrics {
         for (const cause of ["claim_taken_over", "attempt_unanswered"]) this.inDoubt.inc({ target, action, cause }, 0);
       }
     this.ownedPartitions.set(0);
+    this.knownReporters.set(0);
     this.activeEvents.set(0);
     const defaults = processDefaultMetrics();
     for (const { name } of defaults.getMetricsAsArray()) this.registry.registerMetric(defaults.getSingleMetric(name)!);

@@ -33,7 +33,7 @@ import {
 import { dictOf, own } from "./safe-dict.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
-import type { FleetMetrics } from "./metrics.js";
+import type { FleetMetrics, recordOutcomes } from "./metrics.js";
 import type { RetryPolicy } from "@sef/retry/policy.js";
 import { retryAttempts } from "@sef/retry/retry.js";
 
@@ -178,7 +178,12 @@ class UnfoldableRecord {
 interface BatchTally {
   eventCount: number;
   readonly dropped: Map<Exclude<Admission, "admit">, { count: number; eventId: string | undefined }>;
+  /** Records skipped one by one (not valid, or on a wrong partition), per outcome: only the first few are logged. */
+  readonly skipped: Map<string, number>;
 }
+
+/** Records of one outcome a batch logs one by one; one line counts the rest (each record is counted in the metric). */
+export const skippedLoggedPerBatch = 10;
 
 /** What a fold leaves to do once its state is saved (metrics and logs, once however often the fold was redone). */
 type AfterSave = Array<() => void>;
@@ -431,7 +436,11 @@ export class PartitionProcessor {
   ): { changed: Set<string>; folded: boolean } {
     const changed = new Set<string>();
     let folded = false;
-    const batch: BatchTally = { eventCount: Object.keys(working.events).length, dropped: new Map() };
+    const batch: BatchTally = {
+      eventCount: Object.keys(working.events).length,
+      dropped: new Map(),
+      skipped: new Map(),
+    };
     for (const received of events) {
       if (received.sequenceNumber <= working.sequenceNumber) continue;
       working.sequenceNumber = received.sequenceNumber;
@@ -441,6 +450,7 @@ export class PartitionProcessor {
       if (key !== undefined) changed.add(key);
     }
     afterSave.push(() => this.noteDropped(batch.dropped));
+    afterSave.push(() => this.noteSkippedUnlogged(batch.skipped));
     return { changed, folded };
   }
 
@@ -456,7 +466,7 @@ export class PartitionProcessor {
     try {
       const input = readRecord(received.body);
       if (input.kind === "rejected") {
-        afterSave.push(this.noteRejected(working, received, input));
+        afterSave.push(this.skippedOne(batch, input.reason, this.noteRejected(working, received, input)));
         return undefined;
       }
       if (input.kind === "other") {
@@ -465,7 +475,8 @@ export class PartitionProcessor {
       }
       eventId = input.record.EventId;
       if (!this.placedByKey(eventId)) {
-        afterSave.push(() => this.noteWrongPartition(received, input.record));
+        const record = input.record;
+        afterSave.push(this.skippedOne(batch, "wrong-partition", () => this.noteWrongPartition(received, record)));
         return undefined;
       }
       const key = eventKeyOf(eventId);
@@ -515,7 +526,6 @@ export class PartitionProcessor {
     const openEvent = input.eventId === undefined ? undefined : own(working.events, eventKeyOf(input.eventId));
     const open = openEvent !== undefined && !isEnded(openEvent);
     return () => {
-      this.options.metrics.records.inc({ outcome: input.reason });
       this.options.logger.warn(
         {
           partitionId: this.options.partitionId,
@@ -548,8 +558,31 @@ export class PartitionProcessor {
     return placement === undefined || partitionIndexForKey(eventId, placement.count) === placement.index;
   }
 
+  /**
+   * What to do for one record skipped with `outcome` once the batch is saved: count it, and log it (`log`) when it is
+   * among the batch's first `skippedLoggedPerBatch` of that outcome — a flood of them is not a flood of log lines.
+   */
+  private skippedOne(batch: BatchTally, outcome: (typeof recordOutcomes)[number], log: () => void): () => void {
+    const nth = (batch.skipped.get(outcome) ?? 0) + 1;
+    batch.skipped.set(outcome, nth);
+    return () => {
+      this.options.metrics.records.inc({ outcome });
+      if (nth <= skippedLoggedPerBatch) log();
+    };
+  }
+
+  /** One line per outcome of which the batch skipped more records than it logged one by one. */
+  private noteSkippedUnlogged(skipped: BatchTally["skipped"]): void {
+    for (const [outcome, count] of skipped) {
+      if (count <= skippedLoggedPerBatch) continue;
+      this.options.logger.warn(
+        { partitionId: this.options.partitionId, outcome, count: count - skippedLoggedPerBatch },
+        "skipped more records of this kind in one batch than are logged one by one (each is counted)",
+      );
+    }
+  }
+
   private noteWrongPartition(received: ReceivedEvent, record: FleetTransition): void {
-    this.options.metrics.records.inc({ outcome: "wrong-partition" });
     this.options.logger.warn(
       {
         partitionId: this.options.partitionId,

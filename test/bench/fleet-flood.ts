@@ -28,6 +28,9 @@ export interface FleetFloodResult {
   forgedFolded: number;
   forgedDropped: Record<string, number>;
   activeEventsAfter: number;
+  /** Reporters the fleet remembers after the flood, and those it forgot for want of room (at most 50,000). */
+  knownReportersAfter: number;
+  reportersForgotten: number;
   loadAverage: { start: number[]; end: number[] };
   targetP99Ms: number;
 }
@@ -194,6 +197,8 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
         ["partition-rate-limited", "rate-limited", "partition-full"].map((o) => [o, count(o)]),
       ),
       activeEventsAfter: metricValue(text, "sef_fleet_active_events"),
+      knownReportersAfter: metricValue(text, "sef_fleet_known_reporters"),
+      reportersForgotten: metricValue(text, "sef_fleet_reporters_forgotten_total"),
       loadAverage: { start: loadStart, end: loadavg() },
       targetP99Ms: 5000,
     };

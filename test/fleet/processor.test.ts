@@ -11,6 +11,7 @@ import { notificationIdempotencyKey } from "../../src/fleet/notification-plan.js
 import {
   isStorageFailure,
   PartitionProcessor,
+  skippedLoggedPerBatch,
   type NotificationIdentity,
   type ProcessorOptions,
   type ReceivedEvent,
@@ -750,6 +751,23 @@ describe("PartitionProcessor, given an oversized or a flooding sender", () => {
     expect(sent.filter((s) => s.eventId === guid(3))).toHaveLength(1);
   });
 
+  it("remembers at most maxReporters reporters: the not yet known are forgotten first, each one counted", () => {
+    const forgotten: number[] = [];
+    const known = new KnownReporters(1000, { maxReporters: 3, onForgotten: (n) => forgotten.push(n) });
+    known.note("real-a", 0);
+    known.note("real-b", 0);
+    known.note("rogue-1", 5000);
+    // Full: the one not yet known (first seen 0.5 s ago) makes room; the known stay known.
+    known.note("rogue-2", 5500);
+    expect([known.size, known.isKnown("real-a", 5500), known.isKnown("real-b", 5500)]).toEqual([3, true, true]);
+    expect(forgotten).toEqual([1]);
+    expect(known.isKnown("rogue-1", 9000)).toBe(false); // forgotten: first seen again when it reports again
+    // Every one known: a newcomer is not remembered, and counted.
+    known.note("rogue-3", 9000);
+    expect([known.size, known.isKnown("rogue-2", 9000), known.isKnown("rogue-3", 20_000)]).toEqual([3, true, false]);
+    expect(forgotten).toEqual([1, 1]);
+  });
+
   it("knows a VM on every partition of the instance once it reported on one of them, an hour ago", async () => {
     const known = new KnownReporters(defaultPartitionBounds.reporterKnownAfterMs);
     let now = t0;
@@ -1056,6 +1074,37 @@ describe("PartitionProcessor, in detail", () => {
     expect([metricLine(text, "wrong-partition"), metricLine(text, "rate-limited"), metricLine(text, "other")]).toEqual([
       1, 2, 1,
     ]);
+  });
+
+  it("logs the first few records a batch skips of each kind one by one and one line for the rest, counting each", async () => {
+    const store = new MemoryStore();
+    const { options, lines, metrics } = setup(store, async () => delivered);
+    const placement = { index: 0, count: 4 };
+    const ids = Array.from({ length: 200 }, (_, n) => id(n));
+    const elsewhere = ids.filter((eventId) => partitionIndexForKey(eventId, placement.count) !== 0).slice(0, 15);
+    const here = ids.find((eventId) => partitionIndexForKey(eventId, placement.count) === 0)!;
+    const processor = await PartitionProcessor.open({ ...options, placement });
+    await processor.processBatch([
+      ...elsewhere.map((eventId, n) => receivedAt(n, fleetTransition(eventId, "Scheduled", vms[0]!, vms))),
+      ...Array.from({ length: 15 }, (_, n) => receivedAt(15 + n, Buffer.from("{not json"))),
+      receivedAt(30, fleetTransition(here, "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    const logged = parsed(lines);
+    const oneByOne = (prefix: string) => logged.filter((l) => l.msg.startsWith(prefix)).map((l) => l.sequenceNumber);
+    const first = (from: number) => Array.from({ length: skippedLoggedPerBatch }, (_, n) => from + n);
+    expect(oneByOne("dropped a record sent to a partition")).toEqual(first(0));
+    expect(oneByOne("skipped an event that is not a valid record")).toEqual(first(15));
+    const rest = logged.filter((l) => l.msg.startsWith("skipped more records of this kind"));
+    expect(rest.map((l) => [l.outcome, l.count])).toEqual([
+      ["wrong-partition", 15 - skippedLoggedPerBatch],
+      ["malformed-json", 15 - skippedLoggedPerBatch],
+    ]);
+    const text = await metrics.registry.metrics();
+    expect([
+      metricLine(text, "wrong-partition"),
+      metricLine(text, "malformed-json"),
+      metricLine(text, "folded"),
+    ]).toEqual([15, 15, 1]);
   });
 
   it("leaves an event whose plan throws unnotified, logged and counted, and notifies the others", async () => {
