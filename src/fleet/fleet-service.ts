@@ -32,7 +32,7 @@ import {
 import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
-import { sendPriority, SendSlots, type SendPriority } from "./targets/send-slots.js";
+import { priorityOf, SendSlots } from "./targets/send-slots.js";
 
 /** Time past the request deadline a closing partition gives its last outcomes to be saved. */
 const closeSaveMarginMs = 2000;
@@ -274,12 +274,6 @@ function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: Fl
       targetSlots.release();
     }
   };
-}
-
-/** A trigger ahead of the rest, and a known reporter's trigger ahead of a flood's (see `SendSlots`). */
-export function priorityOf(notification: NotificationIdentity): SendPriority {
-  if (notification.action !== "trigger") return sendPriority.other;
-  return notification.knownReporter ? sendPriority.knownTrigger : sendPriority.trigger;
 }
 
 interface PartitionHandlerDeps {

@@ -1,7 +1,7 @@
 // SendSlots: at most N requests to a target at once, the rest wait in order; a waiter whose partition closes leaves
 // the queue without sending.
 import { describe, expect, it } from "vitest";
-import { sendPriority, SendSlots } from "../../src/fleet/targets/send-slots.js";
+import { priorityOf, sendPriority, SendSlots } from "../../src/fleet/targets/send-slots.js";
 import { fleetSettingsSchema, sendsInFlightFor } from "../../src/fleet/settings.js";
 
 const tick = () => new Promise((r) => setImmediate(r));
@@ -58,6 +58,18 @@ describe("SendSlots", () => {
     }
     await Promise.all(waiters);
     expect(order).toEqual(["real", "flood 1", "flood 2", "update"]);
+    const priorities = [
+      { action: "trigger", knownReporter: true },
+      { action: "trigger", knownReporter: false },
+      { action: "update", knownReporter: true },
+      { action: "resolve", knownReporter: false },
+    ].map(priorityOf);
+    expect(priorities).toEqual([
+      sendPriority.knownTrigger,
+      sendPriority.trigger,
+      sendPriority.other,
+      sendPriority.other,
+    ]);
   });
 
   it("lets an aborted waiter go without a slot, and does not count it", async () => {

@@ -8,6 +8,12 @@
 export const sendPriority = { knownTrigger: 0, trigger: 1, other: 2 } as const;
 export type SendPriority = (typeof sendPriority)[keyof typeof sendPriority];
 
+/** A trigger ahead of the rest, and a known reporter's trigger ahead of a flood's. */
+export function priorityOf(notification: { readonly action: string; readonly knownReporter: boolean }): SendPriority {
+  if (notification.action !== "trigger") return sendPriority.other;
+  return notification.knownReporter ? sendPriority.knownTrigger : sendPriority.trigger;
+}
+
 export class SendSlots {
   private inFlight = 0;
   /** Waiting senders, one queue per priority. */
