@@ -2,14 +2,16 @@
 // during and after 100,000 records with invented EventIds and invented reporters, each on the partition its EventId
 // hashes to. Reports the instance's RSS and heap as the flood is read (bounded?), apart from the bench process that holds
 // the peers (which keep what they are sent), and the real events' paging latency (p99 as usual?).
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { EventHubProducerClient } from "@azure/event-hubs";
+import { Worker } from "node:worker_threads";
 import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 import { startCluster, type Cluster } from "../fleet/cluster.js";
 import { fleetTransition, vm } from "../fleet/records.js";
 import { metricValue } from "../helpers/metrics.js";
 import { percentile } from "./agent-latency.js";
+import { plainWorkerExecArgv } from "./worker-exec-argv.js";
+import { nextWorkerMessage } from "./worker-messages.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const partitions = 4;
@@ -87,30 +89,55 @@ async function pageReal(
   return [...latencies.values()];
 }
 
-/** 100,000 (or `forged`) records with invented EventIds and reporters, batched per partition as Event Hubs would place them. */
-async function flood(connectionString: string, forged: number): Promise<void> {
-  const producer = new EventHubProducerClient(connectionString);
+/** 100,000 (or `forged`) records with invented EventIds and reporters, per partition as Event Hubs would place them. */
+function forgedRecords(forged: number): unknown[][] {
+  const byPartition = Array.from({ length: partitions }, () => [] as unknown[]);
+  for (let i = 0; i < forged; i++) {
+    const id = forgedId(i);
+    const rogue = vm(100_000 + i, "rogue");
+    byPartition[partitionIndexForKey(id, partitions)]!.push(fleetTransition(id, "Scheduled", rogue, [rogue]));
+  }
+  return byPartition;
+}
+
+/**
+ * Sends the forged records from a worker thread (the flooding VMs are other machines: their encoding must not hold up
+ * the event loop that runs the real VMs' sender and the peers), each partition's in batches as full as they go.
+ */
+async function flood(connectionString: string, byPartition: unknown[][]): Promise<void> {
+  const source = `
+    const { parentPort, workerData } = require("node:worker_threads");
+    const { EventHubProducerClient } = require("@azure/event-hubs");
+    (async () => {
+      const producer = new EventHubProducerClient(workerData.connectionString);
+      try {
+        await Promise.all(workerData.byPartition.map(async (records, partition) => {
+          let batch = await producer.createBatch({ partitionId: String(partition) });
+          for (const body of records) {
+            if (batch.tryAdd({ body })) continue;
+            await producer.sendBatch(batch);
+            batch = await producer.createBatch({ partitionId: String(partition) });
+            if (!batch.tryAdd({ body })) throw new Error("a record larger than a batch");
+          }
+          if (batch.count > 0) await producer.sendBatch(batch);
+        }));
+        parentPort.postMessage({ kind: "sent" });
+      } catch (err) {
+        parentPort.postMessage({ kind: "sent", error: String(err) });
+      } finally {
+        await producer.close();
+      }
+    })();`;
+  const worker = new Worker(source, {
+    eval: true,
+    execArgv: plainWorkerExecArgv(),
+    workerData: { connectionString, byPartition },
+  });
   try {
-    const byPartition = Array.from({ length: partitions }, () => [] as unknown[]);
-    for (let i = 0; i < forged; i++) {
-      const id = forgedId(i);
-      const rogue = vm(100_000 + i, "rogue");
-      byPartition[partitionIndexForKey(id, partitions)]!.push(fleetTransition(id, "Scheduled", rogue, [rogue]));
-    }
-    await Promise.all(
-      byPartition.map(async (records, partition) => {
-        let batch = await producer.createBatch({ partitionId: String(partition) });
-        for (const body of records) {
-          if (batch.tryAdd({ body })) continue;
-          await producer.sendBatch(batch);
-          batch = await producer.createBatch({ partitionId: String(partition) });
-          if (!batch.tryAdd({ body })) throw new Error("a record larger than a batch");
-        }
-        if (batch.count > 0) await producer.sendBatch(batch);
-      }),
-    );
+    const done = await nextWorkerMessage(worker, "sent", 600_000);
+    if (done.error !== undefined) throw new Error(`flood: ${String(done.error)}`);
   } finally {
-    await producer.close();
+    await worker.terminate();
   }
 }
 
@@ -150,7 +177,7 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
         // The fleet's /metrics every 500 ms (RSS every 100 ms): how far it has read, and its heap.
         const text = pending.length > 0 && round % 5 === 0 ? await metrics() : "";
         const read = text === "" ? 0 : recordsRead(text) - 2 * samples;
-        if (text !== "" && read >= pending[0]!) {
+        if (text !== "" && pending.length > 0 && read >= pending[0]!) {
           pending.shift();
           const heapUsedMb = Math.round(metricValue(text, "sef_fleet_nodejs_heap_size_used_bytes") / 104_857.6) / 10;
           atRecordsRead.push({ read, rssMb: rss, heapUsedMb });
@@ -158,8 +185,9 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
         await sleep(100);
       }
     })();
+    const forgedByPartition = forgedRecords(forged);
     const floodStart = Date.now();
-    const flooding = flood(cluster.hub.connectionString, forged);
+    const flooding = flood(cluster.hub.connectionString, forgedByPartition);
     const during = pageReal(cluster, 1000, samples, 250, 120_000);
     await flooding;
     const floodSendMs = Date.now() - floodStart;
@@ -204,6 +232,9 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
     };
   } finally {
     await cluster.stop();
+    // The instance's log lines (SEF_BENCH_FLEET_LOG_LEVEL=info adds one per notification sent), for a diagnosis.
+    if (process.env.SEF_BENCH_FLEET_FLOOD_LOG)
+      writeFileSync(process.env.SEF_BENCH_FLEET_FLOOD_LOG, cluster.instances[0]!.stderr());
   }
 }
 
