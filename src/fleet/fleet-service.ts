@@ -109,14 +109,8 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
     settings.requestTimeoutMs,
   );
   const owned: OwnedPartitions = { processors: new Map(), lastStoreError: null, lastReceiveOk: false };
-  const knownReporters = new KnownReporters(settings.bounds.reporterKnownAfterMs, {
-    onForgotten: (count) => metrics.reportersForgotten.inc(count),
-  });
-  const refreshGauges = (): void => {
-    metrics.ownedPartitions.set(owned.processors.size);
-    metrics.knownReporters.set(knownReporters.size);
-    metrics.activeEvents.set([...owned.processors.values()].reduce((n, p) => n + p.processor.activeEvents, 0));
-  };
+  const knownReporters = countedKnownReporters(settings, metrics);
+  const refreshGauges = (): void => refreshFleetGauges(metrics, owned, knownReporters);
 
   // Requests already sent are cut off only when stop() gives up waiting for them; a closed partition lets them finish.
   const requestsGivenUp = new AbortController();
@@ -178,6 +172,20 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The instance's known reporters (shared by its partitions), each one forgotten for want of room counted. */
+function countedKnownReporters(settings: FleetSettings, metrics: FleetMetrics): KnownReporters {
+  return new KnownReporters(settings.bounds.reporterKnownAfterMs, {
+    onForgotten: (count) => metrics.reportersForgotten.inc(count),
+  });
+}
+
+/** The gauges of what this instance holds: partitions, reporters remembered, open events. */
+function refreshFleetGauges(metrics: FleetMetrics, owned: OwnedPartitions, knownReporters: KnownReporters): void {
+  metrics.ownedPartitions.set(owned.processors.size);
+  metrics.knownReporters.set(knownReporters.size);
+  metrics.activeEvents.set([...owned.processors.values()].reduce((n, p) => n + p.processor.activeEvents, 0));
 }
 
 /**

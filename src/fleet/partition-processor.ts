@@ -1,6 +1,6 @@
-// One owned partition: folds its records into fleet events, claims the notifications due (saved before any request
-// leaves, so a second holder of the partition cannot send them too), sends them with bounded retries (then
-// dead-letters with the reason), saves the outcome, and only then lets the checkpoint move.
+// One owned partition: folds its records into fleet events, claims the notifications due and saves both (a second
+// holder of the partition sees the claims and does not send them too; the checkpoint may then move), sends them with
+// bounded retries while later batches are folded (then dead-letters with the reason), and saves each outcome.
 import type { Logger } from "pino";
 import { eventKeyOf, foldRecord, isEnded, type FleetEvent, type PagedField } from "./fleet-event.js";
 import {
