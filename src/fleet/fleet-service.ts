@@ -32,7 +32,7 @@ import {
 import { sendsInFlightFor, type FleetSettings, type TargetSettings } from "./settings.js";
 import { deliver, type DeliveryOutcome } from "./targets/deliver.js";
 import { buildTargetRequest } from "./targets/payloads.js";
-import { SendSlots } from "./targets/send-slots.js";
+import { priorityOf, SendSlots } from "./targets/send-slots.js";
 
 /** Time past the request deadline a closing partition gives its last outcomes to be saved. */
 const closeSaveMarginMs = 2000;
@@ -109,10 +109,8 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
     settings.requestTimeoutMs,
   );
   const owned: OwnedPartitions = { processors: new Map(), lastStoreError: null, lastReceiveOk: false };
-  const refreshGauges = (): void => {
-    metrics.ownedPartitions.set(owned.processors.size);
-    metrics.activeEvents.set([...owned.processors.values()].reduce((n, p) => n + p.processor.activeEvents, 0));
-  };
+  const knownReporters = countedKnownReporters(settings, metrics);
+  const refreshGauges = (): void => refreshFleetGauges(metrics, owned, knownReporters);
 
   // Requests already sent are cut off only when stop() gives up waiting for them; a closed partition lets them finish.
   const requestsGivenUp = new AbortController();
@@ -120,7 +118,6 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
   const send = targetSender(targets, settings);
   const onDeadLetter = deadLetterWriter(container, settings, systemClock);
   const storeRetry = storeRetries(owned, logger);
-  const knownReporters = new KnownReporters(settings.bounds.reporterKnownAfterMs);
   const openProcessor = processorOpener(client, settings, storeRetry, (partitionId, signal) => ({
     ...processorSettings(settings),
     partitionId,
@@ -175,6 +172,20 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The instance's known reporters (shared by its partitions), each one forgotten for want of room counted. */
+function countedKnownReporters(settings: FleetSettings, metrics: FleetMetrics): KnownReporters {
+  return new KnownReporters(settings.bounds.reporterKnownAfterMs, {
+    onForgotten: (count) => metrics.reportersForgotten.inc(count),
+  });
+}
+
+/** The gauges of what this instance holds: partitions, reporters remembered, open events. */
+function refreshFleetGauges(metrics: FleetMetrics, owned: OwnedPartitions, knownReporters: KnownReporters): void {
+  metrics.ownedPartitions.set(owned.processors.size);
+  metrics.knownReporters.set(knownReporters.size);
+  metrics.activeEvents.set([...owned.processors.values()].reduce((n, p) => n + p.processor.activeEvents, 0));
 }
 
 /**
@@ -259,7 +270,7 @@ function targetSender(targets: ReadonlyMap<string, ResolvedTarget>, settings: Fl
     const targetSlots = slots.get(targetName);
     if (!target || !targetSlots) return { kind: "rejected", reason: `no target named ${targetName}` };
     // A new event's first notification goes ahead of updates and resolves of events already told.
-    if (!(await targetSlots.acquire(startSignal, notification.action === "trigger")))
+    if (!(await targetSlots.acquire(startSignal, priorityOf(notification))))
       return { kind: "retry", reason: "not sent: the partition was closed" };
     try {
       const req = buildTargetRequest(target.settings.type, event, notification, Date.now(), {
@@ -306,21 +317,21 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       const last = context.lastEnqueuedEventProperties;
       if (events.length > 0) {
         const retry = deps.storeRetry(entry.controller.signal, context.partitionId);
-        // Folded durably before the checkpoint moves (skipping a batch would move it past unfolded records).
+        // Folded durably before the checkpoint moves (skipping a batch would move it past unfolded records). Its claims
+        // are saved with it: their sends go on while the next batch is read (a slow target holds no partition back).
         const received = events.map((e) => ({
           body: e.body,
           sequenceNumber: e.sequenceNumber,
           offset: String(e.offset),
         }));
-        if (
-          !(await untilStored(
-            () => entry.processor.processBatch(received),
-            "could not save the partition's fleet state; retrying the batch",
-            retry,
-            isStorageFailure,
-          ))
-        )
-          return;
+        const folded = await untilStored(
+          () => entry.processor.foldBatch(received),
+          "could not save the partition's fleet state; retrying the batch",
+          retry,
+          isStorageFailure,
+        );
+        if (folded === undefined) return;
+        folded.value.notified.catch((err: Error) => notifyFailed(logger, context.partitionId, err));
         if (
           !(await untilStored(
             () => context.updateCheckpoint(events[events.length - 1]!),
@@ -354,6 +365,20 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       logger.info({ partitionId: context.partitionId, reason }, "partition released");
     },
   };
+}
+
+/**
+ * A batch's sends or the save of their outcomes failed: an outcome not saved is saved by the next re-plan (`tickMs`);
+ * a sender that threw (a bug) leaves its claim, sent again once stale.
+ */
+function notifyFailed(logger: Logger, partitionId: string, err: Error): void {
+  const storage = isStorageFailure(err);
+  logger[storage ? "warn" : "error"](
+    { partitionId, err: { type: err.name, message: err.message } },
+    storage
+      ? "could not save notification outcomes; the next re-plan saves them"
+      : "a notification could not be sent (not a delivery outcome)",
+  );
 }
 
 /** The fleet's Blob retries for one partition: on the system clock, ended by its close, telling /readyz of failures. */

@@ -75,6 +75,14 @@ export class FleetMetrics {
     "Blob writes that saved notification outcomes (each saves every outcome answered since the previous one)",
   );
   readonly outcomesSaved = this.counter("sef_fleet_outcomes_saved_total", "Notification outcomes saved");
+  readonly knownReporters = this.gauge(
+    "sef_fleet_known_reporters",
+    "Reporters (VMs) this instance remembers for the partitions' rate of new events (at most 50,000)",
+  );
+  readonly reportersForgotten = this.counter(
+    "sef_fleet_reporters_forgotten_total",
+    "Reporters forgotten, or never remembered, because this instance remembers at most 50,000 (the not yet known go first)",
+  );
   readonly ownedPartitions = this.gauge("sef_fleet_owned_partitions", "Partitions this instance owns");
   readonly partitionLag = this.gauge(
     "sef_fleet_partition_lag_events",

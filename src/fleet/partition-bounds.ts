@@ -44,26 +44,54 @@ const maxReportersTracked = 10_000;
 const maxKnownReporters = 50_000;
 const minuteMs = 60_000;
 
+/** What a `KnownReporters` remembers at most, and whom it tells when it forgets. */
+export interface KnownReportersOptions {
+  /** Reporters remembered (default 50,000); past it, those not yet known are forgotten to make room. */
+  readonly maxReporters?: number;
+  /** Told how many reporters were forgotten, or not remembered for want of room (a counter). */
+  readonly onForgotten?: (count: number) => void;
+}
+
 /**
  * The reporters an instance has admitted records from, with when each was first seen: known once that is
- * `knownAfterMs` ago (or it was in a saved state). Bounded: past `maxKnownReporters`, those not yet known go first.
+ * `knownAfterMs` ago (or it was in a saved state). Bounded: past `maxReporters`, those not yet known go first; when
+ * every one is known, a new reporter is not remembered. Either way each one forgotten is counted (`onForgotten`).
  */
 export class KnownReporters {
   private readonly firstSeen = new Map<string, number>();
+  private readonly maxReporters: number;
+  private readonly onForgotten: (count: number) => void;
 
-  constructor(private readonly knownAfterMs: number) {}
+  constructor(
+    private readonly knownAfterMs: number,
+    options: KnownReportersOptions = {},
+  ) {
+    this.maxReporters = options.maxReporters ?? maxKnownReporters;
+    this.onForgotten = options.onForgotten ?? (() => undefined);
+  }
+
+  /** Reporters remembered now (at most `maxReporters`). */
+  get size(): number {
+    return this.firstSeen.size;
+  }
 
   note(reporter: string, nowMs: number): void {
     if (this.firstSeen.has(reporter)) return;
-    if (this.firstSeen.size >= maxKnownReporters)
-      for (const [name, firstSeenMs] of this.firstSeen)
-        if (nowMs - firstSeenMs < this.knownAfterMs) this.firstSeen.delete(name);
-    if (this.firstSeen.size < maxKnownReporters) this.firstSeen.set(reporter, nowMs);
+    if (this.firstSeen.size >= this.maxReporters) this.forgetNotYetKnown(nowMs);
+    if (this.firstSeen.size < this.maxReporters) this.firstSeen.set(reporter, nowMs);
+    else this.onForgotten(1);
   }
 
   isKnown(reporter: string, nowMs: number): boolean {
     const firstSeenMs = this.firstSeen.get(reporter);
     return firstSeenMs !== undefined && nowMs - firstSeenMs >= this.knownAfterMs;
+  }
+
+  private forgetNotYetKnown(nowMs: number): void {
+    const before = this.firstSeen.size;
+    for (const [name, firstSeenMs] of this.firstSeen)
+      if (nowMs - firstSeenMs < this.knownAfterMs) this.firstSeen.delete(name);
+    if (this.firstSeen.size < before) this.onForgotten(before - this.firstSeen.size);
   }
 }
 
@@ -81,6 +109,12 @@ export class PartitionBounds {
   /** Remembers the reporters of events already in the partition's state as known. */
   knowReporters(events: Iterable<FleetEvent>): void {
     for (const event of events) for (const reporter of Object.keys(event.vms)) this.known.note(reporter, -Infinity);
+  }
+
+  /** Whether a VM that reported `event` is a known reporter (a flood's invented reporters are not, for a while). */
+  reportedByKnown(event: FleetEvent, nowMs: number): boolean {
+    for (const reporter in event.vms) if (this.known.isKnown(reporter, nowMs)) return true;
+    return false;
   }
 
   /** Whether `record` may be folded into `previous` (undefined: it opens a new event among `eventCount`). */

@@ -1,6 +1,6 @@
-// One owned partition: folds its records into fleet events, claims the notifications due (saved before any request
-// leaves, so a second holder of the partition cannot send them too), sends them with bounded retries (then
-// dead-letters with the reason), saves the outcome, and only then lets the checkpoint move.
+// One owned partition: folds its records into fleet events, claims the notifications due and saves both (a second
+// holder of the partition sees the claims and does not send them too; the checkpoint may then move), sends them with
+// bounded retries while later batches are folded (then dead-letters with the reason), and saves each outcome.
 import type { Logger } from "pino";
 import { eventKeyOf, foldRecord, isEnded, type FleetEvent, type PagedField } from "./fleet-event.js";
 import {
@@ -33,7 +33,7 @@ import {
 import { dictOf, own } from "./safe-dict.js";
 import { selectTargets, type Rule } from "./rules.js";
 import type { DeliveryOutcome } from "./targets/deliver.js";
-import type { FleetMetrics } from "./metrics.js";
+import type { FleetMetrics, recordOutcomes } from "./metrics.js";
 import type { RetryPolicy } from "@sef/retry/policy.js";
 import { retryAttempts } from "@sef/retry/retry.js";
 
@@ -49,6 +49,11 @@ export interface NotificationIdentity {
   readonly action: NotificationAction;
   /** `Idempotency-Key` of the generic webhook: one per (event, target, action, sequence). */
   readonly idempotencyKey: string;
+  /**
+   * A VM that reported the event is a known reporter (`KnownReporters`): its trigger goes ahead of the triggers of events
+   * only invented (new) reporters opened when a target's sends queue up (a flood).
+   */
+  readonly knownReporter: boolean;
 }
 
 /**
@@ -124,7 +129,17 @@ interface Claim {
   readonly idempotencyKey: string;
   /** Set when the claim was another (stopped) holder's: the target may already have this notification. */
   readonly takenOver?: { readonly claimAgeMs: number };
+  /** A reporter of the event was known when it was claimed (see `NotificationIdentity.knownReporter`). */
+  readonly knownReporter: boolean;
 }
+
+/** What a batch's fold leaves running: its notifications, answered and their outcomes saved when `notified` resolves. */
+export interface FoldedBatch {
+  readonly notified: Promise<void>;
+}
+
+/** The key of one notification in flight: the event's key and the target's name. */
+const flightKey = (claim: Pick<Claim, "key" | "target">): string => `${claim.key}\u0000${claim.target}`;
 
 type ClaimResult =
   | { readonly claim: Claim; readonly outcome: "delivered" | "aborted" }
@@ -163,7 +178,12 @@ class UnfoldableRecord {
 interface BatchTally {
   eventCount: number;
   readonly dropped: Map<Exclude<Admission, "admit">, { count: number; eventId: string | undefined }>;
+  /** Records skipped one by one (not valid, or on a wrong partition), per outcome: only the first few are logged. */
+  readonly skipped: Map<string, number>;
 }
+
+/** Records of one outcome a batch logs one by one; one line counts the rest (each record is counted in the metric). */
+export const skippedLoggedPerBatch = 10;
 
 /** What a fold leaves to do once its state is saved (metrics and logs, once however often the fold was redone). */
 type AfterSave = Array<() => void>;
@@ -174,6 +194,12 @@ export class PartitionProcessor {
   private unsaved: ClaimResult[] = [];
   /** The write loop saving `unsaved`, while one runs. */
   private flushing: Promise<void> | null = null;
+  /** Saves take turns: a batch's fold and the outcomes answered meanwhile never write against the same version. */
+  private saving: Promise<unknown> = Promise.resolve();
+  /** Notifications being sent, until their outcomes are saved: never claimed again meanwhile, however long they queue. */
+  private readonly inFlight = new Set<string>();
+  /** The sends of batches and re-plans, until answered and saved (`settled` waits for them). */
+  private readonly sending = new Set<Promise<unknown>>();
 
   private readonly bounds: PartitionBounds;
 
@@ -211,31 +237,68 @@ export class PartitionProcessor {
    */
   async settled(timeoutMs: number): Promise<void> {
     const bound = new AbortController();
-    await Promise.race([this.chain, this.options.clock.sleep(timeoutMs, bound.signal).catch(() => undefined)]);
+    await Promise.race([this.idle(), this.options.clock.sleep(timeoutMs, bound.signal).catch(() => undefined)]);
     bound.abort();
   }
 
-  /** Folds a batch, notifies, saves. Resolves once the state is durable: the caller may then checkpoint. */
-  processBatch(events: readonly ReceivedEvent[]): Promise<void> {
+  /** Resolves once no batch or re-plan is queued and no send of theirs is unanswered or unsaved. */
+  private async idle(): Promise<void> {
+    await this.chain;
+    while (this.sending.size > 0) {
+      await Promise.allSettled([...this.sending]);
+      await this.chain;
+    }
+  }
+
+  /** Folds a batch, notifies, saves; resolves once its notifications are answered and their outcomes saved. */
+  async processBatch(events: readonly ReceivedEvent[]): Promise<void> {
+    await (
+      await this.foldBatch(events)
+    ).notified;
+  }
+
+  /**
+   * Folds a batch and saves it with the notifications it claimed: resolves once that is durable (the caller may then
+   * checkpoint: a claim saved and not answered is sent again by the partition's next owner). Its notifications go out
+   * meanwhile (`notified`), so the next batch is folded while a slow target (or a queue of them) still answers.
+   */
+  foldBatch(events: readonly ReceivedEvent[]): Promise<FoldedBatch> {
     return this.serialized(() => this.run(events));
   }
 
   /** Re-plans every remembered event (notice windows reached, quiet hours over, stale claims); prunes ended ones. */
-  tick(): Promise<void> {
-    return this.serialized(() => this.run([]));
+  async tick(): Promise<void> {
+    await (
+      await this.serialized(() => this.run([]))
+    ).notified;
   }
 
-  private serialized(task: () => Promise<void>): Promise<void> {
+  private serialized<T>(task: () => Promise<T>): Promise<T> {
     const next = this.chain.then(task);
     this.chain = next.catch(() => undefined);
     return next;
   }
 
-  private async run(events: readonly ReceivedEvent[]): Promise<void> {
-    const unsaved = [...this.unsaved];
-    const claims = await this.foldAndClaim(events, unsaved);
-    this.unsaved = this.unsaved.slice(unsaved.length);
-    if (claims.length === 0) return;
+  /** Runs `task` once the saves before it are done (see `saving`). */
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.saving.then(task);
+    this.saving = next.catch(() => undefined);
+    return next;
+  }
+
+  private async run(events: readonly ReceivedEvent[]): Promise<FoldedBatch> {
+    const claims = await this.exclusive(() => this.foldAndClaim(events));
+    if (claims.length === 0) return { notified: Promise.resolve() };
+    for (const claim of claims) this.inFlight.add(flightKey(claim));
+    const notified = this.notify(claims);
+    const tracked = notified.catch(() => undefined);
+    this.sending.add(tracked);
+    void tracked.finally(() => this.sending.delete(tracked));
+    return { notified };
+  }
+
+  /** Sends `claims` and saves each outcome; rejects with the first failure once every claim is done. */
+  private async notify(claims: readonly Claim[]): Promise<void> {
     for (const claim of claims) {
       if (claim.takenOver === undefined) continue;
       this.options.metrics.inDoubt.inc({ target: claim.target, action: claim.action, cause: "claim_taken_over" });
@@ -254,9 +317,14 @@ export class PartitionProcessor {
     // none is in flight. A dead instance's delivered-but-unsaved notifications are those answered during the last
     // write (and those still in flight), not a queue of one-by-one writes that grows under load.
     const saved = claims.map(async (claim) => {
-      const result = await this.sendWithRetry(claim);
-      if (result.outcome === "aborted") return;
-      await this.saveOutcome(result);
+      try {
+        const result = await this.sendWithRetry(claim);
+        if (result.outcome === "aborted") return;
+        await this.saveOutcome(result);
+      } finally {
+        // Saved, or queued in `unsaved` (a failed save): the next fold applies it before it plans anything.
+        this.inFlight.delete(flightKey(claim));
+      }
     });
     const failures = (await Promise.allSettled(saved)).filter((r) => r.status === "rejected");
     if (failures.length > 0) throw (failures[0] as PromiseRejectedResult).reason;
@@ -267,7 +335,8 @@ export class PartitionProcessor {
    * with its EventId and left out: the batch is folded again from the saved state without it, so no record can make
    * the batch fail for good.
    */
-  private async foldAndClaim(events: readonly ReceivedEvent[], unsaved: readonly ClaimResult[]): Promise<Claim[]> {
+  private async foldAndClaim(events: readonly ReceivedEvent[]): Promise<Claim[]> {
+    const unsaved = [...this.unsaved];
     const skipped = new Set<number>();
     for (;;) {
       const afterSave: AfterSave = [];
@@ -282,6 +351,7 @@ export class PartitionProcessor {
           return { result: claimed, dirty: unsaved.length > 0 || folded || pruned || claimed.length > 0 };
         });
         for (const effect of afterSave) effect();
+        this.unsaved = this.unsaved.slice(unsaved.length);
         return claims;
       } catch (err) {
         if (!(err instanceof UnfoldableRecord)) throw err;
@@ -310,17 +380,23 @@ export class PartitionProcessor {
     return this.flushing;
   }
 
-  /** Writes every queued outcome, one blob write per round, until the queue is empty. On failure they stay queued. */
+  /**
+   * Writes every queued outcome, one blob write per round, until the queue is empty (a fold saved meanwhile takes
+   * those queued before it). On failure they stay queued.
+   */
   private async flushOutcomes(): Promise<void> {
     while (this.unsaved.length > 0) {
-      const batch = [...this.unsaved];
-      await this.saveWithRetry((working) => {
-        for (const result of batch) this.applyResult(working, result);
-        return { result: undefined, dirty: true };
+      await this.exclusive(async () => {
+        const batch = [...this.unsaved];
+        if (batch.length === 0) return;
+        await this.saveWithRetry((working) => {
+          for (const result of batch) this.applyResult(working, result);
+          return { result: undefined, dirty: true };
+        });
+        this.options.metrics.outcomeSaves.inc();
+        this.options.metrics.outcomesSaved.inc(batch.length);
+        this.unsaved = this.unsaved.slice(batch.length);
       });
-      this.options.metrics.outcomeSaves.inc();
-      this.options.metrics.outcomesSaved.inc(batch.length);
-      this.unsaved = this.unsaved.slice(batch.length);
     }
   }
 
@@ -360,7 +436,11 @@ export class PartitionProcessor {
   ): { changed: Set<string>; folded: boolean } {
     const changed = new Set<string>();
     let folded = false;
-    const batch: BatchTally = { eventCount: Object.keys(working.events).length, dropped: new Map() };
+    const batch: BatchTally = {
+      eventCount: Object.keys(working.events).length,
+      dropped: new Map(),
+      skipped: new Map(),
+    };
     for (const received of events) {
       if (received.sequenceNumber <= working.sequenceNumber) continue;
       working.sequenceNumber = received.sequenceNumber;
@@ -370,6 +450,7 @@ export class PartitionProcessor {
       if (key !== undefined) changed.add(key);
     }
     afterSave.push(() => this.noteDropped(batch.dropped));
+    afterSave.push(() => this.noteSkippedUnlogged(batch.skipped));
     return { changed, folded };
   }
 
@@ -385,7 +466,7 @@ export class PartitionProcessor {
     try {
       const input = readRecord(received.body);
       if (input.kind === "rejected") {
-        afterSave.push(this.noteRejected(working, received, input));
+        afterSave.push(this.skippedOne(batch, input.reason, this.noteRejected(working, received, input)));
         return undefined;
       }
       if (input.kind === "other") {
@@ -394,7 +475,8 @@ export class PartitionProcessor {
       }
       eventId = input.record.EventId;
       if (!this.placedByKey(eventId)) {
-        afterSave.push(() => this.noteWrongPartition(received, input.record));
+        const record = input.record;
+        afterSave.push(this.skippedOne(batch, "wrong-partition", () => this.noteWrongPartition(received, record)));
         return undefined;
       }
       const key = eventKeyOf(eventId);
@@ -444,7 +526,6 @@ export class PartitionProcessor {
     const openEvent = input.eventId === undefined ? undefined : own(working.events, eventKeyOf(input.eventId));
     const open = openEvent !== undefined && !isEnded(openEvent);
     return () => {
-      this.options.metrics.records.inc({ outcome: input.reason });
       this.options.logger.warn(
         {
           partitionId: this.options.partitionId,
@@ -477,8 +558,31 @@ export class PartitionProcessor {
     return placement === undefined || partitionIndexForKey(eventId, placement.count) === placement.index;
   }
 
+  /**
+   * What to do for one record skipped with `outcome` once the batch is saved: count it, and log it (`log`) when it is
+   * among the batch's first `skippedLoggedPerBatch` of that outcome — a flood of them is not a flood of log lines.
+   */
+  private skippedOne(batch: BatchTally, outcome: (typeof recordOutcomes)[number], log: () => void): () => void {
+    const nth = (batch.skipped.get(outcome) ?? 0) + 1;
+    batch.skipped.set(outcome, nth);
+    return () => {
+      this.options.metrics.records.inc({ outcome });
+      if (nth <= skippedLoggedPerBatch) log();
+    };
+  }
+
+  /** One line per outcome of which the batch skipped more records than it logged one by one. */
+  private noteSkippedUnlogged(skipped: BatchTally["skipped"]): void {
+    for (const [outcome, count] of skipped) {
+      if (count <= skippedLoggedPerBatch) continue;
+      this.options.logger.warn(
+        { partitionId: this.options.partitionId, outcome, count: count - skippedLoggedPerBatch },
+        "skipped more records of this kind in one batch than are logged one by one (each is counted)",
+      );
+    }
+  }
+
   private noteWrongPartition(received: ReceivedEvent, record: FleetTransition): void {
-    this.options.metrics.records.inc({ outcome: "wrong-partition" });
     this.options.logger.warn(
       {
         partitionId: this.options.partitionId,
@@ -539,12 +643,15 @@ export class PartitionProcessor {
         continue;
       }
       for (const { target, action } of planned) {
+        // Ours and still queued or unanswered (not a claim a stopped instance left): it goes out once.
+        if (this.inFlight.has(flightKey({ key, target }))) continue;
         const previous = own(states, target) ?? emptyNotificationState;
         states[target] = { ...previous, pending: { action, claimedAtMs: nowMs } };
         working.notifications[key] = states;
         const idempotencyKey = notificationIdempotencyKey(key, target, action, nextSequence(previous));
         const takenOver = previous.pending !== null ? { claimAgeMs: nowMs - previous.pending.claimedAtMs } : undefined;
-        claims.push({ key, target, action, idempotencyKey, ...(takenOver ? { takenOver } : {}) });
+        const knownReporter = action === "trigger" && this.bounds.reportedByKnown(event, nowMs);
+        claims.push({ key, target, action, idempotencyKey, knownReporter, ...(takenOver ? { takenOver } : {}) });
       }
     }
     return claims;
@@ -573,7 +680,14 @@ export class PartitionProcessor {
     const started = clock.monotonicMs();
     const requestSignal = this.options.requestSignal ?? new AbortController().signal;
     const sent = await retryAttempts(
-      () => this.options.send(target, { action, idempotencyKey: claim.idempotencyKey }, event, requestSignal, signal),
+      () =>
+        this.options.send(
+          target,
+          { action, idempotencyKey: claim.idempotencyKey, knownReporter: claim.knownReporter },
+          event,
+          requestSignal,
+          signal,
+        ),
       {
         policy: notificationRetryPolicy(retry),
         clock,

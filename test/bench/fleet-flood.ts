@@ -1,14 +1,17 @@
 // `sef-fleet` under a flood of forged EventIds (issue 47): one instance, 4 partitions; real VMs report events before,
 // during and after 100,000 records with invented EventIds and invented reporters, each on the partition its EventId
-// hashes to. Reports the instance's RSS and fleet state (bounded?) and the real events' paging latency (p99 as usual?).
-import { readFileSync } from "node:fs";
+// hashes to. Reports the instance's RSS and heap as the flood is read (bounded?), apart from the bench process that holds
+// the peers (which keep what they are sent), and the real events' paging latency (p99 as usual?).
+import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { EventHubProducerClient } from "@azure/event-hubs";
+import { Worker } from "node:worker_threads";
 import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
 import { startCluster, type Cluster } from "../fleet/cluster.js";
 import { fleetTransition, vm } from "../fleet/records.js";
 import { metricValue } from "../helpers/metrics.js";
 import { percentile } from "./agent-latency.js";
+import { plainWorkerExecArgv } from "./worker-exec-argv.js";
+import { nextWorkerMessage } from "./worker-messages.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const partitions = 4;
@@ -18,10 +21,18 @@ export interface FleetFloodResult {
   floodSendMs: number;
   realBefore: { count: number; p50Ms: number; p99Ms: number; maxMs: number };
   realDuring: { sent: number; count: number; p50Ms: number; p99Ms: number; maxMs: number };
+  /** The `sef-fleet` process alone (the peers run in the bench process: `benchProcessRssMb`). */
   rssMb: { before: number; peak: number; after: number };
+  /** The fleet's RSS and V8 heap in use when it had read (folded or dropped) this many forged records. */
+  atRecordsRead: Array<{ read: number; rssMb: number; heapUsedMb: number }>;
+  /** The bench process: the Event Hubs peer (it stores every record), the notification peer, the producers. */
+  benchProcessRssMb: { before: number; after: number };
   forgedFolded: number;
   forgedDropped: Record<string, number>;
   activeEventsAfter: number;
+  /** Reporters the fleet remembers after the flood, and those it forgot for want of room (at most 50,000). */
+  knownReportersAfter: number;
+  reportersForgotten: number;
   loadAverage: { start: number[]; end: number[] };
   targetP99Ms: number;
 }
@@ -30,6 +41,21 @@ function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return Math.round(Number(m?.[1] ?? 0) / 102.4) / 10;
 }
+
+const processRssMb = () => Math.round(process.memoryUsage().rss / 104_857.6) / 10;
+
+/** The counts of forged records read at which the fleet's memory is reported. */
+const checkpoints = (forged: number) => [0.25, 0.5, 0.75, 1].map((f) => Math.round(forged * f));
+
+/** Records read so far (folded or dropped by a bound) in a /metrics exposition. */
+const recordsRead = (text: string) =>
+  ["folded", "partition-rate-limited", "rate-limited", "partition-full"].reduce((sum, outcome) => {
+    try {
+      return sum + metricValue(text, "sef_fleet_records_total", { outcome });
+    } catch {
+      return sum;
+    }
+  }, 0);
 
 const realId = (n: number) => `4ea10000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 const forgedId = (n: number) => `f0e6ed00-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -63,30 +89,55 @@ async function pageReal(
   return [...latencies.values()];
 }
 
-/** 100,000 (or `forged`) records with invented EventIds and reporters, batched per partition as Event Hubs would place them. */
-async function flood(connectionString: string, forged: number): Promise<void> {
-  const producer = new EventHubProducerClient(connectionString);
+/** 100,000 (or `forged`) records with invented EventIds and reporters, per partition as Event Hubs would place them. */
+function forgedRecords(forged: number): unknown[][] {
+  const byPartition = Array.from({ length: partitions }, () => [] as unknown[]);
+  for (let i = 0; i < forged; i++) {
+    const id = forgedId(i);
+    const rogue = vm(100_000 + i, "rogue");
+    byPartition[partitionIndexForKey(id, partitions)]!.push(fleetTransition(id, "Scheduled", rogue, [rogue]));
+  }
+  return byPartition;
+}
+
+/**
+ * Sends the forged records from a worker thread (the flooding VMs are other machines: their encoding must not hold up
+ * the event loop that runs the real VMs' sender and the peers), each partition's in batches as full as they go.
+ */
+async function flood(connectionString: string, byPartition: unknown[][]): Promise<void> {
+  const source = `
+    const { parentPort, workerData } = require("node:worker_threads");
+    const { EventHubProducerClient } = require("@azure/event-hubs");
+    (async () => {
+      const producer = new EventHubProducerClient(workerData.connectionString);
+      try {
+        await Promise.all(workerData.byPartition.map(async (records, partition) => {
+          let batch = await producer.createBatch({ partitionId: String(partition) });
+          for (const body of records) {
+            if (batch.tryAdd({ body })) continue;
+            await producer.sendBatch(batch);
+            batch = await producer.createBatch({ partitionId: String(partition) });
+            if (!batch.tryAdd({ body })) throw new Error("a record larger than a batch");
+          }
+          if (batch.count > 0) await producer.sendBatch(batch);
+        }));
+        parentPort.postMessage({ kind: "sent" });
+      } catch (err) {
+        parentPort.postMessage({ kind: "sent", error: String(err) });
+      } finally {
+        await producer.close();
+      }
+    })();`;
+  const worker = new Worker(source, {
+    eval: true,
+    execArgv: plainWorkerExecArgv(),
+    workerData: { connectionString, byPartition },
+  });
   try {
-    const byPartition = Array.from({ length: partitions }, () => [] as unknown[]);
-    for (let i = 0; i < forged; i++) {
-      const id = forgedId(i);
-      const rogue = vm(100_000 + i, "rogue");
-      byPartition[partitionIndexForKey(id, partitions)]!.push(fleetTransition(id, "Scheduled", rogue, [rogue]));
-    }
-    await Promise.all(
-      byPartition.map(async (records, partition) => {
-        let batch = await producer.createBatch({ partitionId: String(partition) });
-        for (const body of records) {
-          if (batch.tryAdd({ body })) continue;
-          await producer.sendBatch(batch);
-          batch = await producer.createBatch({ partitionId: String(partition) });
-          if (!batch.tryAdd({ body })) throw new Error("a record larger than a batch");
-        }
-        if (batch.count > 0) await producer.sendBatch(batch);
-      }),
-    );
+    const done = await nextWorkerMessage(worker, "sent", 600_000);
+    if (done.error !== undefined) throw new Error(`flood: ${String(done.error)}`);
   } finally {
-    await producer.close();
+    await worker.terminate();
   }
 }
 
@@ -111,34 +162,39 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
     const before = await pageReal(cluster, 0, samples, 50, 30_000);
     await sleep(knownAfterMs);
     const rssBefore = rssMb(pid);
+    const benchRssBefore = processRssMb();
     let peak = rssBefore;
     let sampling = true;
+    const atRecordsRead: FleetFloodResult["atRecordsRead"] = [];
+    const pending = checkpoints(forged);
     const sampler = (async () => {
-      while (sampling) {
+      for (let round = 0; sampling; round++) {
         const { exitCode, signalCode } = instance.child;
         if (exitCode !== null || signalCode !== null)
           throw new Error(`sef-fleet exited (${exitCode ?? signalCode}): ${instance.stderr().slice(-3000)}`);
-        peak = Math.max(peak, rssMb(pid));
+        const rss = rssMb(pid);
+        peak = Math.max(peak, rss);
+        // The fleet's /metrics every 500 ms (RSS every 100 ms): how far it has read, and its heap.
+        const text = pending.length > 0 && round % 5 === 0 ? await metrics() : "";
+        const read = text === "" ? 0 : recordsRead(text) - 2 * samples;
+        if (text !== "" && pending.length > 0 && read >= pending[0]!) {
+          pending.shift();
+          const heapUsedMb = Math.round(metricValue(text, "sef_fleet_nodejs_heap_size_used_bytes") / 104_857.6) / 10;
+          atRecordsRead.push({ read, rssMb: rss, heapUsedMb });
+        }
         await sleep(100);
       }
     })();
+    const forgedByPartition = forgedRecords(forged);
     const floodStart = Date.now();
-    const flooding = flood(cluster.hub.connectionString, forged);
+    const flooding = flood(cluster.hub.connectionString, forgedByPartition);
     const during = pageReal(cluster, 1000, samples, 250, 120_000);
     await flooding;
     const floodSendMs = Date.now() - floodStart;
     const duringLatencies = await during;
     // Wait until every forged record was read (folded or dropped), then let the process settle.
-    const read = (text: string) =>
-      ["folded", "partition-rate-limited", "rate-limited", "partition-full"].reduce((sum, outcome) => {
-        try {
-          return sum + metricValue(text, "sef_fleet_records_total", { outcome });
-        } catch {
-          return sum;
-        }
-      }, 0);
     const readDeadline = Date.now() + 180_000;
-    while (read(await metrics()) < forged + 2 * samples && Date.now() < readDeadline) await sleep(500);
+    while (recordsRead(await metrics()) < forged + 2 * samples && Date.now() < readDeadline) await sleep(500);
     await sleep(2000);
     sampling = false;
     await sampler;
@@ -162,16 +218,23 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
       realBefore: summary(before),
       realDuring: { sent: samples, ...summary(duringLatencies) },
       rssMb: { before: rssBefore, peak, after: rssMb(pid) },
+      atRecordsRead,
+      benchProcessRssMb: { before: benchRssBefore, after: processRssMb() },
       forgedFolded: count("folded") - 2 * samples,
       forgedDropped: Object.fromEntries(
         ["partition-rate-limited", "rate-limited", "partition-full"].map((o) => [o, count(o)]),
       ),
       activeEventsAfter: metricValue(text, "sef_fleet_active_events"),
+      knownReportersAfter: metricValue(text, "sef_fleet_known_reporters"),
+      reportersForgotten: metricValue(text, "sef_fleet_reporters_forgotten_total"),
       loadAverage: { start: loadStart, end: loadavg() },
       targetP99Ms: 5000,
     };
   } finally {
     await cluster.stop();
+    // The instance's log lines (SEF_BENCH_FLEET_LOG_LEVEL=info adds one per notification sent), for a diagnosis.
+    if (process.env.SEF_BENCH_FLEET_FLOOD_LOG)
+      writeFileSync(process.env.SEF_BENCH_FLEET_FLOOD_LOG, cluster.instances[0]!.stderr());
   }
 }
 

@@ -141,9 +141,14 @@ function fleetConfig(
   });
 }
 
-/** Starts one `sef fleet` and resolves once it says it is ready (with its metrics port). */
+/**
+ * Starts one `sef fleet` and resolves once it says it is ready (with its metrics port). `SEF_BENCH_FLEET_CPU_PROF`
+ * names a folder: each instance writes a V8 CPU profile there when it exits (what a bench spends its time on).
+ */
 async function startInstance(configPath: string, env: NodeJS.ProcessEnv): Promise<FleetInstance> {
-  const child = spawn(process.execPath, [fleetCliPath, "--config", configPath], {
+  const profileDir = process.env.SEF_BENCH_FLEET_CPU_PROF;
+  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, fleetCliPath, "--config", configPath], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });

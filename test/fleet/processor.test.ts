@@ -5,12 +5,13 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import pino from "pino";
 import { Writable } from "node:stream";
-import type { FleetEvent } from "../../src/fleet/fleet-event.js";
+import { eventKeyOf, type FleetEvent } from "../../src/fleet/fleet-event.js";
 import { FleetMetrics } from "../../src/fleet/metrics.js";
 import { notificationIdempotencyKey } from "../../src/fleet/notification-plan.js";
 import {
   isStorageFailure,
   PartitionProcessor,
+  skippedLoggedPerBatch,
   type NotificationIdentity,
   type ProcessorOptions,
   type ReceivedEvent,
@@ -118,6 +119,9 @@ function setup(
   return { sent, lines, metrics, options };
 }
 
+const eventId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+const eventKey = (n: number) => eventKeyOf(eventId(n));
+
 function wave(events: number, firstSequence = 0): ReceivedEvent[] {
   const vms = [vm(0), vm(1)];
   return Array.from({ length: events }, (_, e) => ({
@@ -161,6 +165,36 @@ describe("PartitionProcessor", () => {
     expect(states).toHaveLength(100);
     expect(states.every((s) => s.pending === null && s.triggeredAt !== null && s.sent === 1)).toBe(true);
     expect(new Set(sent.map((s) => s.notification.idempotencyKey)).size).toBe(100);
+  });
+
+  it("folds the next batch while a slow target still answers the last one's sends, and never claims its own queued send again", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const answers: Array<() => void> = [];
+    const { sent, options } = setup(
+      store,
+      () => new Promise<DeliveryOutcome>((resolve) => answers.push(() => resolve(delivered))),
+      () => now,
+    );
+    const processor = await PartitionProcessor.open(options);
+    // The first batch is durable with its claims while both of its sends are unanswered: the checkpoint may move.
+    const first = await processor.foldBatch(wave(1));
+    expect(sent.map((s) => s.eventId)).toEqual([eventId(0), eventId(0)]);
+    const claimed = (await store.load()).state.notifications[eventKey(0)]!;
+    expect([claimed.pd?.pending?.action, claimed.chat?.pending?.action]).toEqual(["trigger", "trigger"]);
+    // Long past staleClaimMs the event's VM reports again, and a new event comes: only the new one is sent.
+    now = t0 + 60_000;
+    const second = await processor.foldBatch(wave(2, 1));
+    await processor.tick();
+    expect(sent.map((s) => s.eventId)).toEqual([eventId(0), eventId(0), eventId(1), eventId(1)]);
+    for (const answer of answers) answer();
+    await Promise.all([first.notified, second.notified]);
+    const state = (await store.load()).state;
+    for (const n of [0, 1]) {
+      const { pd, chat } = state.notifications[eventKey(n)]!;
+      expect([pd?.pending, chat?.pending, pd?.sent, chat?.sent]).toEqual([null, null, 1, 1]);
+    }
+    expect(state.sequenceNumber).toBe(2);
   });
 
   it("re-sends a claim a stopped instance left once it is stale, with the same idempotency key, logged and counted as in doubt", async () => {
@@ -705,10 +739,33 @@ describe("PartitionProcessor, given an oversized or a flooding sender", () => {
     expect(metricLine(text, "partition-rate-limited")).toBe(280 + 1); // the flood past 20, and the newcomer
     expect(Object.keys((await store.load()).state.events)).toHaveLength(1 + 20 + 1);
     expect(sent.filter((s) => s.eventId === real)).toHaveLength(1);
+    // The known VM's trigger is marked to go ahead of the flood's in a target's queue of sends.
+    expect(sent.find((s) => s.eventId === real)?.notification.knownReporter).toBe(true);
+    const floodIds = new Set(flood.map((r) => (r.body as { EventId: string }).EventId));
+    expect(sent.filter((s) => floodIds.has(s.eventId)).map((s) => s.notification.knownReporter)).toEqual(
+      Array.from({ length: 20 }, () => false),
+    );
     // The next minute anyone may open events again, up to the partition's rate.
     now = t0 + 60_000;
     await processor.processBatch([receivedAt(303, fleetTransition(guid(3), "Scheduled", newcomer, [newcomer]))]);
     expect(sent.filter((s) => s.eventId === guid(3))).toHaveLength(1);
+  });
+
+  it("remembers at most maxReporters reporters: the not yet known are forgotten first, each one counted", () => {
+    const forgotten: number[] = [];
+    const known = new KnownReporters(1000, { maxReporters: 3, onForgotten: (n) => forgotten.push(n) });
+    known.note("real-a", 0);
+    known.note("real-b", 0);
+    known.note("rogue-1", 5000);
+    // Full: the one not yet known (first seen 0.5 s ago) makes room; the known stay known.
+    known.note("rogue-2", 5500);
+    expect([known.size, known.isKnown("real-a", 5500), known.isKnown("real-b", 5500)]).toEqual([3, true, true]);
+    expect(forgotten).toEqual([1]);
+    expect(known.isKnown("rogue-1", 9000)).toBe(false); // forgotten: first seen again when it reports again
+    // Every one known: a newcomer is not remembered, and counted.
+    known.note("rogue-3", 9000);
+    expect([known.size, known.isKnown("rogue-2", 9000), known.isKnown("rogue-3", 20_000)]).toEqual([3, true, false]);
+    expect(forgotten).toEqual([1, 1]);
   });
 
   it("knows a VM on every partition of the instance once it reported on one of them, an hour ago", async () => {
@@ -1017,6 +1074,37 @@ describe("PartitionProcessor, in detail", () => {
     expect([metricLine(text, "wrong-partition"), metricLine(text, "rate-limited"), metricLine(text, "other")]).toEqual([
       1, 2, 1,
     ]);
+  });
+
+  it("logs the first few records a batch skips of each kind one by one and one line for the rest, counting each", async () => {
+    const store = new MemoryStore();
+    const { options, lines, metrics } = setup(store, async () => delivered);
+    const placement = { index: 0, count: 4 };
+    const ids = Array.from({ length: 200 }, (_, n) => id(n));
+    const elsewhere = ids.filter((eventId) => partitionIndexForKey(eventId, placement.count) !== 0).slice(0, 15);
+    const here = ids.find((eventId) => partitionIndexForKey(eventId, placement.count) === 0)!;
+    const processor = await PartitionProcessor.open({ ...options, placement });
+    await processor.processBatch([
+      ...elsewhere.map((eventId, n) => receivedAt(n, fleetTransition(eventId, "Scheduled", vms[0]!, vms))),
+      ...Array.from({ length: 15 }, (_, n) => receivedAt(15 + n, Buffer.from("{not json"))),
+      receivedAt(30, fleetTransition(here, "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    const logged = parsed(lines);
+    const oneByOne = (prefix: string) => logged.filter((l) => l.msg.startsWith(prefix)).map((l) => l.sequenceNumber);
+    const first = (from: number) => Array.from({ length: skippedLoggedPerBatch }, (_, n) => from + n);
+    expect(oneByOne("dropped a record sent to a partition")).toEqual(first(0));
+    expect(oneByOne("skipped an event that is not a valid record")).toEqual(first(15));
+    const rest = logged.filter((l) => l.msg.startsWith("skipped more records of this kind"));
+    expect(rest.map((l) => [l.outcome, l.count])).toEqual([
+      ["wrong-partition", 15 - skippedLoggedPerBatch],
+      ["malformed-json", 15 - skippedLoggedPerBatch],
+    ]);
+    const text = await metrics.registry.metrics();
+    expect([
+      metricLine(text, "wrong-partition"),
+      metricLine(text, "malformed-json"),
+      metricLine(text, "folded"),
+    ]).toEqual([15, 15, 1]);
   });
 
   it("leaves an event whose plan throws unnotified, logged and counted, and notifies the others", async () => {

@@ -1,7 +1,7 @@
 // SendSlots: at most N requests to a target at once, the rest wait in order; a waiter whose partition closes leaves
 // the queue without sending.
 import { describe, expect, it } from "vitest";
-import { SendSlots } from "../../src/fleet/targets/send-slots.js";
+import { priorityOf, sendPriority, SendSlots } from "../../src/fleet/targets/send-slots.js";
 import { fleetSettingsSchema, sendsInFlightFor } from "../../src/fleet/settings.js";
 
 const tick = () => new Promise((r) => setImmediate(r));
@@ -31,7 +31,7 @@ describe("SendSlots", () => {
     const waiters = [
       slots.acquire(never).then(() => order.push("update 1")),
       slots.acquire(never).then(() => order.push("update 2")),
-      slots.acquire(never, true).then(() => order.push("trigger")),
+      slots.acquire(never, sendPriority.trigger).then(() => order.push("trigger")),
     ];
     for (let i = 0; i < 3; i++) {
       slots.release();
@@ -39,6 +39,37 @@ describe("SendSlots", () => {
     }
     await Promise.all(waiters);
     expect(order).toEqual(["trigger", "update 1", "update 2"]);
+  });
+
+  it("hands a free slot to a known reporter's trigger before a flood's triggers, and those before the rest", async () => {
+    const slots = new SendSlots(1);
+    const never = new AbortController().signal;
+    const order: string[] = [];
+    expect(await slots.acquire(never)).toBe(true);
+    const waiters = [
+      slots.acquire(never, sendPriority.other).then(() => order.push("update")),
+      slots.acquire(never, sendPriority.trigger).then(() => order.push("flood 1")),
+      slots.acquire(never, sendPriority.trigger).then(() => order.push("flood 2")),
+      slots.acquire(never, sendPriority.knownTrigger).then(() => order.push("real")),
+    ];
+    for (let i = 0; i < 4; i++) {
+      slots.release();
+      await tick();
+    }
+    await Promise.all(waiters);
+    expect(order).toEqual(["real", "flood 1", "flood 2", "update"]);
+    const priorities = [
+      { action: "trigger", knownReporter: true },
+      { action: "trigger", knownReporter: false },
+      { action: "update", knownReporter: true },
+      { action: "resolve", knownReporter: false },
+    ].map(priorityOf);
+    expect(priorities).toEqual([
+      sendPriority.knownTrigger,
+      sendPriority.trigger,
+      sendPriority.other,
+      sendPriority.other,
+    ]);
   });
 
   it("lets an aborted waiter go without a slot, and does not count it", async () => {

@@ -1,21 +1,32 @@
 // A bounded number of requests in flight to one target: waiting senders queue in order. It keeps sef fleet within
 // what a target takes (Slack and Teams webhooks throttle at about a message a second) and bounds how many
 // notifications can be in doubt when an instance dies mid-send: only those in flight, not every one it had claimed.
-// Urgent senders (a new event's first notification) wait ahead of the others (updates, resolves).
+// Waiting senders go by priority: a new event's first notification ahead of updates and resolves, and among those
+// first notifications, an event a known reporter reported ahead of one only new reporters did (a flood's).
+
+/** Who is handed a free slot first (lower first); in order of arrival within a priority. */
+export const sendPriority = { knownTrigger: 0, trigger: 1, other: 2 } as const;
+export type SendPriority = (typeof sendPriority)[keyof typeof sendPriority];
+
+/** A trigger ahead of the rest, and a known reporter's trigger ahead of a flood's. */
+export function priorityOf(notification: { readonly action: string; readonly knownReporter: boolean }): SendPriority {
+  if (notification.action !== "trigger") return sendPriority.other;
+  return notification.knownReporter ? sendPriority.knownTrigger : sendPriority.trigger;
+}
 
 export class SendSlots {
   private inFlight = 0;
-  private readonly waiting: Array<() => void> = [];
-  private readonly waitingUrgent: Array<() => void> = [];
+  /** Waiting senders, one queue per priority. */
+  private readonly waiting: Array<Array<() => void>> = [[], [], []];
 
   constructor(private readonly limit: number) {}
 
   /**
-   * Resolves true once a slot is held (release it after the request), or false if `signal` aborts first. An `urgent`
-   * sender is handed the next free slot before any sender that is not.
+   * Resolves true once a slot is held (release it after the request), or false if `signal` aborts first. A free slot
+   * goes to the first waiter of the lowest `priority`.
    */
-  async acquire(signal: AbortSignal, urgent = false): Promise<boolean> {
-    const queue = urgent ? this.waitingUrgent : this.waiting;
+  async acquire(signal: AbortSignal, priority: SendPriority = sendPriority.other): Promise<boolean> {
+    const queue = this.waiting[priority]!;
     if (signal.aborted) return false;
     if (this.inFlight < this.limit) {
       this.inFlight++;
@@ -37,7 +48,7 @@ export class SendSlots {
   }
 
   release(): void {
-    const next = this.waitingUrgent.shift() ?? this.waiting.shift();
+    const next = this.waiting.find((queue) => queue.length > 0)?.shift();
     if (next) next();
     else this.inFlight--;
   }
