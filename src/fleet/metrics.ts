@@ -1,6 +1,7 @@
 // `sef fleet` metrics (prom-client, one registry): records read, notifications by target/action/outcome, owned
 // partitions and lag per partition. Every series a dashboard needs exists from start.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { maxKnownReporters } from "./partition-bounds.js";
 
 let processMetrics: Registry | undefined;
 /**
@@ -77,11 +78,11 @@ export class FleetMetrics {
   readonly outcomesSaved = this.counter("sef_fleet_outcomes_saved_total", "Notification outcomes saved");
   readonly knownReporters = this.gauge(
     "sef_fleet_known_reporters",
-    "Reporters (VMs) this instance remembers for the partitions' rate of new events (at most 50,000)",
+    `Reporters (VMs) this instance remembers for the partitions' rate of new events (at most ${maxKnownReporters})`,
   );
   readonly reportersForgotten = this.counter(
     "sef_fleet_reporters_forgotten_total",
-    "Reporters forgotten, or never remembered, because this instance remembers at most 50,000 (the not yet known go first)",
+    `Reporters forgotten, or never remembered, because this instance remembers at most ${maxKnownReporters} (the not yet known go first)`,
   );
   readonly ownedPartitions = this.gauge("sef_fleet_owned_partitions", "Partitions this instance owns");
   readonly partitionLag = this.gauge(

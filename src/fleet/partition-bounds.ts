@@ -41,7 +41,7 @@ export type Admission = "admit" | "event-full" | "partition-full" | "rate-limite
 /** Reporters remembered by the rate limit before the oldest windows are forgotten. */
 const maxReportersTracked = 10_000;
 /** Reporters remembered; past it, those not yet known (first seen recently) are forgotten to make room. */
-const maxKnownReporters = 50_000;
+export const maxKnownReporters = 50_000;
 const minuteMs = 60_000;
 
 /** What a `KnownReporters` remembers at most, and whom it tells when it forgets. */
