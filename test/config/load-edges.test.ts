@@ -164,4 +164,24 @@ describe("loading, edge by edge (the mutation gate's config-load group)", () => 
   it("lists SEF_CONFIG (the help's variable list) as the config file's path, not as a setting", () => {
     expect(environmentVariables.SEF_CONFIG).toEqual({ field: "(config file path)", kind: "string" });
   });
+
+  it("checks the core settings' shapes, each refused with its own words", () => {
+    const problemOf = (settings: Record<string, unknown>): string[] =>
+      problems(() => loadConfig({ file: file(settings), env: {} }));
+    const accepted = (settings: Record<string, unknown>) => loadConfig({ file: file(settings), env: {} }).config;
+    expect(accepted({}).dataDir).toBe(process.platform === "win32" ? "C:\\ProgramData\\sef\\data" : "/var/lib/sef");
+    expect(accepted({ apiVersion: "2017-11-01" }).apiVersion).toBe("2017-11-01");
+    for (const apiVersion of ["12017-11-01", "2017-11-011", "217-11-01", "2017-1-01", "2017-11-1", "dddd-dd-dd"]) {
+      expect(problemOf({ apiVersion }), apiVersion).toEqual(["apiVersion: must look like 2020-07-01"]);
+    }
+    expect(accepted({ imdsUrl: "http://127.0.0.1:9" }).imdsUrl).toBe("http://127.0.0.1:9");
+    expect(accepted({ imdsUrl: "https://imds.test" }).imdsUrl).toBe("https://imds.test");
+    for (const imdsUrl of ["ftp://x.test", "xhttp://x.test", "httpsx://x.test"]) {
+      expect(problemOf({ imdsUrl }), imdsUrl).toEqual([expect.stringMatching(/^imdsUrl: /)]);
+    }
+    expect(problemOf({ sinks: [] })).toEqual(["sinks: at least one sink is needed"]);
+    expect(problemOf({ emittedRetentionMs: 7 * 24 * 3600 * 1000 - 1 })).toEqual([
+      "emittedRetentionMs: must be at least 7 days",
+    ]);
+  });
 });
