@@ -2,6 +2,7 @@
 // SEF_CONFIG, the file's errors word for word, lists, the reserved SEF_* variables, each sink's settings.
 import { describe, expect, it } from "vitest";
 import { ConfigError, environmentVariables, loadConfig, parseStrictInteger } from "../../src/agent/config/load.js";
+import { platformDataDir } from "../../src/agent/config/data-dir.js";
 import { configFile as file, configProblems as problems } from "../helpers/config-files.js";
 
 describe("loading, edge by edge (the mutation gate's config-load group)", () => {
@@ -169,7 +170,7 @@ describe("loading, edge by edge (the mutation gate's config-load group)", () => 
     const problemOf = (settings: Record<string, unknown>): string[] =>
       problems(() => loadConfig({ file: file(settings), env: {} }));
     const accepted = (settings: Record<string, unknown>) => loadConfig({ file: file(settings), env: {} }).config;
-    expect(accepted({}).dataDir).toBe(process.platform === "win32" ? "C:\\ProgramData\\sef\\data" : "/var/lib/sef");
+    expect(accepted({}).dataDir).toBe(platformDataDir());
     expect(accepted({ apiVersion: "2017-11-01" }).apiVersion).toBe("2017-11-01");
     for (const apiVersion of ["12017-11-01", "2017-11-011", "217-11-01", "2017-1-01", "2017-11-1", "dddd-dd-dd"]) {
       expect(problemOf({ apiVersion }), apiVersion).toEqual(["apiVersion: must look like 2020-07-01"]);
