@@ -141,6 +141,23 @@ export const groups: readonly MutationGroup[] = [
     modules: ["src/agent/imds/document.ts"],
     tests: ["test/imds/document.test.ts"],
   },
+  {
+    // Configuration loading: the layers (file, SEF_* variables, flags), the schema, every problem named at once.
+    name: "config-load",
+    modules: ["src/agent/config/load.ts", "src/agent/config/schema.ts"],
+    tests: ["test/config/load.test.ts", "test/config/load-edges.test.ts", "test/docs/config-reference.test.ts"],
+  },
+  {
+    // The approver: when an event is approved (StartRequests to IMDS), once, and what it reports. (action.ts, the
+    // approval action around it, is tested by action-runner.test.ts, which needs the built tree: not in a sandbox.)
+    name: "approver",
+    modules: ["src/agent/actions/approval/approver.ts"],
+    tests: [
+      "test/actions/approver-attempt.test.ts",
+      "test/actions/approver.test.ts",
+      "test/actions/approver-simulator.test.ts",
+    ],
+  },
 ];
 
 /**
@@ -174,11 +191,6 @@ export const pendingGroups: readonly MutationGroup[] = [
     tests: ["test/imds/discovery/resolver.test.ts"],
   },
   {
-    name: "config-load",
-    modules: ["src/agent/config/load.ts", "src/agent/config/schema.ts"],
-    tests: ["test/config/load.test.ts", "test/config/load-edges.test.ts", "test/docs/config-reference.test.ts"],
-  },
-  {
     // The Kubernetes action's I/O steps tested in-process: one drain (evictions, retries, waits) on the fake clock.
     name: "kubernetes-io",
     modules: ["src/agent/actions/kubernetes/drain.ts"],
@@ -190,17 +202,6 @@ export const pendingGroups: readonly MutationGroup[] = [
     name: "kubernetes-steps",
     modules: ["src/agent/actions/kubernetes/reconcile.ts", "src/agent/actions/kubernetes/cluster-approval.ts"],
     tests: ["test/actions/kubernetes-reconcile.test.ts", "test/actions/kubernetes-cluster-approval.test.ts"],
-  },
-  {
-    // The approver: when an event is approved (StartRequests to IMDS), once, and what it reports. (action.ts, the
-    // approval action around it, is tested by action-runner.test.ts, which needs the built tree: not in a sandbox.)
-    name: "approver",
-    modules: ["src/agent/actions/approval/approver.ts"],
-    tests: [
-      "test/actions/approver-attempt.test.ts",
-      "test/actions/approver.test.ts",
-      "test/actions/approver-simulator.test.ts",
-    ],
   },
 ];
 
