@@ -4,7 +4,7 @@
 // the report of an approval interrupted in flight. Against a real HTTP peer: approver.test.ts, approver-simulator.test.ts.
 import { pino, type Logger } from "pino";
 import { describe, expect, it } from "vitest";
-import { recordSource } from "../../src/contract/record-id.js";
+import { deterministicUuid, recordSource } from "../../src/contract/record-id.js";
 import {
   approvalRecordId,
   attemptApproval,
@@ -143,9 +143,11 @@ describe("attemptApproval: what the POST's answer becomes", () => {
       "approval request failed: Error: socket hang up (ECONNRESET); IMDS may have taken it, so it is not sent again (rule 1 matches)",
     );
     expect(reset.lines).toEqual([expect.objectContaining({ level: 40, msg: "approval failed", httpStatus: 0 })]);
-    // A word that only contains a code's letters is not one.
-    const lookalike = harness(async () => Promise.reject(new Error("XECONNREFUSEDX")));
-    expect((await attemptApproval([target("E")], lookalike.deps)).delivery).toBe("unknown");
+    // A word that only contains a code's letters is not one, whichever end it is glued at.
+    for (const word of ["XECONNREFUSEDX", "XECONNREFUSED", "ECONNREFUSEDX"]) {
+      const lookalike = harness(async () => Promise.reject(new Error(`connect ${word} 169.254.169.254:80`)));
+      expect((await attemptApproval([target("E")], lookalike.deps)).delivery, word).toBe("unknown");
+    }
   });
 
   it("a SefError's code is not repeated; a thrown non-Error is written as it is", async () => {
@@ -188,6 +190,16 @@ describe("attemptApproval: what the POST's answer becomes", () => {
     const dry = harness(async () => ({ status: 200, body: "" }), "dry-run");
     expect(await attemptApproval([], dry.deps)).toEqual({ records: [], delivery: "dry-run" });
     expect([...on.posts, ...dry.posts, ...on.lines, ...dry.lines]).toEqual([]);
+  });
+});
+
+describe("approvalRecordId", () => {
+  it("is the name-based UUID of (source, lower-cased EventId, Approval, Outcome), as the contract defines RecordIds", () => {
+    const source = recordSource(vm);
+    expect(approvalRecordId(source, "EVT-A", "Approved")).toBe(
+      deterministicUuid(source, "evt-a", "Approval", "Approved"),
+    );
+    expect(approvalRecordId(source, "evt-a", "Failed")).toBe(deterministicUuid(source, "evt-a", "Approval", "Failed"));
   });
 });
 

@@ -20,6 +20,7 @@ function eventProblem(raw: unknown): { reason: string; message: string } {
     parseEvent(raw);
   } catch (err) {
     expect(err).toBeInstanceOf(MalformedEventError);
+    expect(err).toMatchObject({ name: "MalformedEventError", code: "SEF_ERR_IMDS_MALFORMED_EVENT" });
     const { reason, message } = err as MalformedEventError;
     return { reason, message };
   }
@@ -32,6 +33,7 @@ function documentProblem(parse: (body: string) => unknown, body: string): string
     parse(body);
   } catch (err) {
     expect(err).toBeInstanceOf(MalformedDocumentError);
+    expect(err).toMatchObject({ name: "MalformedDocumentError", code: "SEF_ERR_IMDS_MALFORMED_DOCUMENT" });
     return (err as Error).message;
   }
   throw new Error("the document was accepted");
@@ -271,6 +273,18 @@ describe("parseScheduledEventsDocument", () => {
     expect(parsed.Malformed?.map((m) => m.index)).toEqual([0]);
   });
 
+  it("keys EventIds by lower case as the collector does: the Kelvin sign's K is k's duplicate, ß is not SS", () => {
+    const events = [
+      { ...scheduled, EventId: "k1" },
+      { ...scheduled, EventId: "\u212A1" },
+      { ...scheduled, EventId: "ß1" },
+      { ...scheduled, EventId: "SS1" },
+    ];
+    const parsed = parseScheduledEventsDocument(JSON.stringify({ DocumentIncarnation: 1, Events: events }));
+    expect(parsed.Events.map((e) => e.EventId)).toEqual(["k1", "ß1", "SS1"]);
+    expect(parsed.Malformed?.map((m) => [m.index, m.reason])).toEqual([[1, "duplicate_event_id"]]);
+  });
+
   it("lets an error that is not about one event through (no event hides a fault of the parser)", () => {
     const events = [{ ...scheduled }];
     const bomb = JSON.stringify({ DocumentIncarnation: 1, Events: events });
@@ -297,7 +311,7 @@ describe("parseCompute", () => {
         subscriptionId: "s",
         resourceGroupName: "rg",
         location: "westeurope",
-        vmScaleSetName: 5,
+        vmScaleSetName: "web-vmss",
         zone: "2",
         tags: "env:prod",
       }),
@@ -309,7 +323,7 @@ describe("parseCompute", () => {
       SubscriptionId: "s",
       ResourceGroup: "rg",
       Location: "westeurope",
-      VmScaleSetName: "",
+      VmScaleSetName: "web-vmss",
       Zone: "2",
       Tags: { env: "prod" },
     });
@@ -324,6 +338,8 @@ describe("parseCompute", () => {
       Zone: "",
       Tags: {},
     });
+    const nonStrings = parseCompute(JSON.stringify({ name: 7, vmScaleSetName: 5, zone: null, tags: ["env:prod"] }));
+    expect(nonStrings).toMatchObject({ VmName: "", VmScaleSetName: "", Zone: "", Tags: {} });
   });
 
   it("refuses a body that is not JSON or not an object", () => {

@@ -123,8 +123,7 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   const sinkSettings: Record<string, unknown> = {};
   for (const spec of config.sinks) {
     const { type } = parseSinkSpec(spec);
-    if (!(type in sinkSettings))
-      sinkSettings[type] = sinkSection(config, type) ?? findSinkFactory(type).settingsSchema.parse({});
+    sinkSettings[type] = sinkSection(config, type) ?? findSinkFactory(type).settingsSchema.parse({});
   }
   return { config, sinkSettings, file };
 }
@@ -138,19 +137,17 @@ function crossFieldProblemsOfTheRest(
   error: z.core.$ZodError,
   env: NodeJS.ProcessEnv,
 ): string[] {
-  const bad = new Set(
-    error.issues.flatMap((issue) =>
-      issue.code === "unrecognized_keys" && issue.path.length === 0 ? [] : [String(issue.path[0] ?? "")],
-    ),
-  );
-  if (bad.has("") || bad.has("sinks")) return [];
+  // Each issue's first path segment is the top-level setting it is about (an unknown top-level setting's has none).
+  const bad = new Set<PropertyKey | undefined>(error.issues.map((issue) => issue.path[0]));
+  if (bad.has("sinks")) return [];
   const rest = Object.fromEntries(Object.entries(merged).filter(([key]) => !bad.has(key)));
   const reparsed = agentConfigSchema.safeParse(
     Object.fromEntries(Object.entries(rest).filter(([key]) => key in agentConfigSchema.shape)),
   );
   if (!reparsed.success) return [];
+  // What a problem is about: the setting its line starts with (an Event Hubs connection string's variable: eventhubs).
   const about = (problem: string): string =>
-    problem.startsWith("environment variable") ? "eventhubs" : (/^[a-z]+/i.exec(problem)?.[0] ?? "");
+    problem.startsWith("environment variable") ? "eventhubs" : problem.split(/[^a-z]/i)[0]!;
   return crossFieldProblems(reparsed.data, env).filter((problem) => !bad.has(about(problem)));
 }
 
@@ -211,42 +208,34 @@ interface SchemaNode {
       innerType?: SchemaNode;
       shape?: Record<string, SchemaNode>;
       element?: SchemaNode;
-      valueType?: SchemaNode;
-      in?: SchemaNode;
     };
   };
 }
 
-/** The keys an object schema accepts at `path` (through defaults, optionals, arrays and records), for suggestions. */
+/**
+ * The keys an object schema accepts at `path` (through defaults, optionals and arrays: the wrappers the schema's
+ * sections use), for suggestions; none past anything else (a record's values).
+ */
 function keysAt(schema: SchemaNode, path: readonly PropertyKey[]): string[] {
   let node: SchemaNode | undefined = schema;
   const unwrap = (): void => {
-    while (
-      node?._zod &&
-      ["default", "optional", "nullable", "prefault", "readonly", "nonoptional", "catch", "pipe"].includes(
-        node._zod.def.type,
-      )
-    ) {
-      node = node._zod.def.innerType ?? node._zod.def.in;
-    }
+    while (node?._zod && ["default", "optional"].includes(node._zod.def.type)) node = node._zod.def.innerType;
   };
   for (const segment of path) {
     unwrap();
     const def: NonNullable<SchemaNode["_zod"]>["def"] | undefined = node?._zod?.def;
     if (def?.type === "object") node = def.shape?.[String(segment)];
     else if (def?.type === "array") node = def.element;
-    else if (def?.type === "record") node = def.valueType;
-    else return [];
   }
   unwrap();
-  const def = node?._zod?.def;
-  return def?.type === "object" && def.shape ? Object.keys(def.shape) : [];
+  return Object.keys(node?._zod?.def.shape ?? {});
 }
 
 function formatIssues(error: z.core.$ZodError, schema: unknown, origin: ReadonlyMap<string, string>): string[] {
   return error.issues.flatMap((issue) => {
     const path = issue.path.map(String).join(".");
-    const from = issue.path.length > 0 ? origin.get(String(issue.path[0])) : undefined;
+    // Where the top-level setting came from (not used for a root issue, unknown top-level keys: each key's own is).
+    const from = origin.get(String(issue.path[0]));
     const where = (name: string): string =>
       from === undefined || from.startsWith("config file") ? name : `${name} (${from})`;
     if (issue.code === "unrecognized_keys") {
@@ -258,6 +247,6 @@ function formatIssues(error: z.core.$ZodError, schema: unknown, origin: Readonly
         return `${label}: ${unknownNameMessage("setting", key, known)}`;
       });
     }
-    return [`${where(path || "(root)")}: ${describeIssue(issue)}`];
+    return [`${where(path)}: ${describeIssue(issue)}`]; // every issue but an unknown top-level key has a path
   });
 }

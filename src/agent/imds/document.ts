@@ -112,8 +112,7 @@ export function parseEvent(raw: unknown): ImdsEvent {
 }
 
 function rawEventId(raw: unknown): string | null {
-  if (typeof raw !== "object" || raw === null) return null;
-  const id = (raw as Record<string, unknown>).EventId;
+  const id = (raw as Record<string, unknown> | null)?.EventId;
   return typeof id === "string" && id.trim() !== "" ? id : null;
 }
 
@@ -202,17 +201,16 @@ export function parseTags(tagsList: unknown, tags: unknown): Record<string, stri
   };
   if (Array.isArray(tagsList)) {
     for (const entry of tagsList) {
-      if (typeof entry !== "object" || entry === null) continue;
-      const { name, value } = entry as { name?: unknown; value?: unknown };
+      const { name, value } = (entry ?? {}) as { name?: unknown; value?: unknown };
       if (typeof name === "string" && typeof value === "string") add(name, value);
     }
     return out;
   }
   if (typeof tags === "string") {
     for (const pair of tags.split(";")) {
-      if (pair === "") continue;
       const colon = pair.indexOf(":");
-      add(colon < 0 ? pair : pair.slice(0, colon), colon < 0 ? "" : pair.slice(colon + 1));
+      if (colon < 0) add(pair, "");
+      else add(pair.slice(0, colon), pair.slice(colon + 1));
     }
   }
   return out;

@@ -49,11 +49,13 @@ export function approvalRecordId(vmId: string, eventId: string, outcome: Approva
   return deterministicUuid(vmId, eventId.toLowerCase(), "Approval", outcome);
 }
 
-const metricOutcome: Record<ApprovalRecord["Outcome"], string> = {
+/** What an attempt can end in (an interrupted approval is reported, and counted, by the approval action). */
+type AttemptOutcome = Exclude<ApprovalRecord["Outcome"], "Interrupted">;
+
+const metricOutcome: Record<AttemptOutcome, string> = {
   Approved: "approved",
   Failed: "failed",
   DryRun: "dry_run",
-  Interrupted: "interrupted",
 };
 
 /**
@@ -87,7 +89,7 @@ export async function attemptApproval(
   if (targets.length === 0) return { records: [], delivery: deps.mode === "dry-run" ? "dry-run" : "not-sent" };
   const clock = deps.clock ?? systemClock;
   const eventIds = targets.map((t) => t.EventId);
-  let outcome: ApprovalRecord["Outcome"];
+  let outcome: AttemptOutcome;
   let delivery: ApprovalDelivery;
   let httpStatus = 0;
   let detail: string;
