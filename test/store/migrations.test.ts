@@ -378,6 +378,25 @@ describe("the delivery ledger's edges", () => {
     outbox.close();
   });
 
+  it("keeps every sink a store holds rows for, none parked, while no registration is stored (an upgraded store)", () => {
+    const dir = newDir();
+    const written = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    written.registerSinks(["a", "b"], 5);
+    written.append([record(1)], 10);
+    written.close();
+    // A version-1 store's upgrade makes sink rows from its cursors and stores no registration: the same state.
+    const db = new DatabaseSync(join(dir, "sef.db"));
+    db.prepare("DELETE FROM meta WHERE key = 'configured_sinks'").run();
+    db.close();
+    const reopened = openOutbox({ dataDir: dir, checkpointInWorker: false });
+    expect(reopened.parkedSinks()).toEqual([]);
+    expect(reopened.status().map((s) => [s.sink, s.pending])).toEqual([
+      ["a", 1],
+      ["b", 1],
+    ]);
+    reopened.close();
+  });
+
   it("backfills from a position or a time, counting only rows it added", () => {
     const outbox = open();
     outbox.registerSinks(["a"], 5);
