@@ -1,8 +1,11 @@
 // Side by side: the benches a refactor could move (detection latency, idle footprint, the sinks' drains through the
 // ledger, the fleet end to end, the Kubernetes action), run from this checkout and from another (the code before a
-// change), alternating in one run so both see the same machine. `npx tsx test/bench/side-by-side.ts --before DIR
-// [--rounds N] [--only WORD]` (WORD: the benches whose name holds it); DIR is a checkout that has run `npm ci` (its
-// dist/ built). Prints each figure as it comes and writes bench-side-by-side.json.
+// change), each bench of each tree in a process of its own, alternating in one run so both see the same machine.
+// `npx tsx test/bench/side-by-side.ts --before DIR [--rounds N] [--only WORD]` (WORD: the benches whose name holds
+// it); DIR is a checkout that has run `npm ci` (its dist/ built). Prints each figure as it comes and writes
+// bench-side-by-side.json.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -151,13 +154,52 @@ const benches: readonly Bench[] = [
   },
 ];
 
+/** The line a child prints its figures on. */
+const figuresPrefix = "side-by-side figures: ";
+
 function pick<T extends object>(result: T, keys: ReadonlyArray<keyof T & string>): Record<string, number> {
   return Object.fromEntries(keys.map((key) => [key, Number(result[key])]));
 }
 
 const { values } = parseArgs({
-  options: { before: { type: "string" }, rounds: { type: "string", default: "1" }, only: { type: "string" } },
+  options: {
+    before: { type: "string" },
+    rounds: { type: "string", default: "1" },
+    only: { type: "string" },
+    one: { type: "string" },
+    root: { type: "string" },
+  },
 });
+
+if (values.one !== undefined && values.root !== undefined) {
+  // A child: one bench of one tree, its figures on the last line of stdout.
+  const bench = benches.find((b) => b.name === values.one);
+  if (bench === undefined) throw new Error(`no bench named ${values.one}`);
+  console.log(`${figuresPrefix}${JSON.stringify(await bench.run(values.root))}`);
+  process.exit(0);
+}
+
+/**
+ * Runs one bench of one tree in a process of its own (this script with `--one`, the same Node flags and loader): two
+ * trees' modules in one process share the engine's inline caches and the heap, which skewed the Event Hubs drains.
+ */
+async function runAlone(bench: Bench, root: string): Promise<Record<string, number>> {
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, import.meta.filename, "--one", bench.name, "--root", root],
+    {
+      cwd: root,
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  let out = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  const [code] = (await once(child, "exit")) as [number | null];
+  const line = out.split("\n").find((l) => l.startsWith(figuresPrefix));
+  if (code !== 0 || line === undefined) throw new Error(`${bench.name} (${root}) ended ${code}: ${out.slice(-2000)}`);
+  return JSON.parse(line.slice(figuresPrefix.length)) as Record<string, number>;
+}
+
 if (values.before === undefined) {
   console.error("usage: npx tsx test/bench/side-by-side.ts --before DIR [--rounds N] [--only WORD]");
   process.exit(2);
@@ -173,7 +215,7 @@ for (const bench of benches.filter((b) => values.only === undefined || b.name.in
     // Alternate which tree goes first, so neither always runs on the warmer machine.
     const order = round % 2 === 1 ? trees : [...trees].reverse();
     for (const tree of order) {
-      const figures = await bench.run(tree.root);
+      const figures = await runAlone(bench, tree.root);
       results.push({ bench: bench.name, round, tree: tree.label, figures });
       console.log(`${bench.name} · round ${round} · ${tree.label}: ${JSON.stringify(figures)}`);
     }
