@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { ActionLedger, type PlannedAction } from "../../src/agent/actions/action-ledger.js";
 import { openOutbox, type OpenOutbox } from "../helpers/outbox.js";
 import { transition } from "./fixtures.js";
-import { EmittedKeys } from "../../src/agent/collector/emitted-keys.js";
+import { emptyCollectorState } from "../../src/agent/collector/state.js";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -146,14 +146,7 @@ describe("ActionLedger", () => {
   it("reads the collector's committed status of an event", () => {
     const store = openStore();
     expect(store.actions.committedEventStatus("e1")).toBeUndefined();
-    const state = {
-      lastIncarnation: 1,
-      lastDocumentHash: "h",
-      lastSuccessMs: 1,
-      interrupted: false,
-      events: new Map(),
-      emitted: EmittedKeys.from(),
-    };
+    const state = { ...emptyCollectorState(), lastIncarnation: 1, lastDocumentHash: "h", lastSuccessMs: 1 };
     state.events.set("e1", { status: "Scheduled", fields: transition(), lastSeenMs: 1 });
     store.commitDocument(state, [], 1);
     expect(store.actions.committedEventStatus("e1")).toBe("Scheduled");
@@ -162,14 +155,7 @@ describe("ActionLedger", () => {
 
   it("reads an event's NotBefore as the last document listed it, and approvals recorded before the ledger", () => {
     const store = openStore();
-    const state = {
-      lastIncarnation: 1,
-      lastDocumentHash: "h",
-      lastSuccessMs: 1,
-      interrupted: false,
-      events: new Map(),
-      emitted: EmittedKeys.from(),
-    };
+    const state = { ...emptyCollectorState(), lastIncarnation: 1, lastDocumentHash: "h", lastSuccessMs: 1 };
     state.events.set("e1", {
       status: "Scheduled",
       fields: transition({ NotBefore: "Mon, 07 Dec 2026 10:00:00 GMT" }),

@@ -2,7 +2,7 @@
 // becomes (Outcome, HttpStatus, delivery: approved, refused, not-sent, unknown, dry-run), the Detail it writes (the
 // answer's body on one line, cut at 500 characters; the error's name, message and code), the metric, the log line, and
 // the report of an approval interrupted in flight. Against a real HTTP peer: approver.test.ts, approver-simulator.test.ts.
-import { pino, type Logger } from "pino";
+import { capturingLogger } from "../helpers/capturing-logger.js";
 import { describe, expect, it } from "vitest";
 import { deterministicUuid, recordSource } from "../../src/contract/record-id.js";
 import {
@@ -25,15 +25,6 @@ const target = (EventId: string, reason = "rule 1 matches"): ApprovalTarget => (
   DocumentIncarnation: 7,
   reason,
 });
-
-function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const logger: Logger = pino(
-    { level: "debug" },
-    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
-  );
-  return { logger, lines };
-}
 
 interface Harness {
   deps: ApproverDeps;

@@ -4,7 +4,7 @@
 // a Node Event naming the approver); the approving node waiting for the others' marks to say drained, then approving,
 // or declining at the deadline; a named node gone from the cluster holds nothing. End to end, with the built agents:
 // test/integration/kubernetes-cluster.test.ts.
-import { pino, type Logger } from "pino";
+import { capturingLogger } from "../helpers/capturing-logger.js";
 import { Registry } from "prom-client";
 import { describe, expect, it, type TestContext } from "vitest";
 import type { KubernetesRecord } from "../../src/contract/record.js";
@@ -81,11 +81,7 @@ async function setUp(test: TestContext, thisNode: string, drained: string[] = []
     await peer.close();
   });
   const clock = new FakeClock(startMs);
-  const lines: Array<Record<string, unknown>> = [];
-  const logger: Logger = pino(
-    { level: "debug" },
-    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
-  );
+  const { logger, lines } = capturingLogger();
   const metrics = new KubernetesMetrics(new Registry());
   const io = new NodeIo({
     nodeName: thisNode,

@@ -1,7 +1,7 @@
 // The drain loop (drain.ts) on the fake clock against an in-memory KubeApi of our own interface (no SDK involved): pods
 // that come back, throttling waited out, failed evictions retried and named, stuck terminating pods, bare pods, and a
 // drain resumed from its persisted progress. The same behaviour end to end: test/integration/kubernetes-pods.test.ts.
-import { pino, type Logger } from "pino";
+import { capturingLogger } from "../helpers/capturing-logger.js";
 import { describe, expect, it } from "vitest";
 import type { EvictionOutcome, KubeApi } from "../../src/agent/actions/kubernetes/client.js";
 import {
@@ -663,13 +663,3 @@ describe("drain loop: requests, saves and looks", () => {
     ]);
   });
 });
-
-/** A pino logger at debug whose lines are kept, parsed. */
-function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const logger: Logger = pino(
-    { level: "debug" },
-    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
-  );
-  return { logger, lines };
-}

@@ -3,7 +3,7 @@
 // document, a change of the listed or owned events, never twice for the same), its records and metrics, a Node of
 // another VM left alone, and a failed attempt tried again after the policy's wait. End to end (the built agent):
 // test/integration/kubernetes-reconcile.test.ts.
-import { pino, type Logger } from "pino";
+import { capturingLogger } from "../helpers/capturing-logger.js";
 import { Registry } from "prom-client";
 import { describe, expect, it, type TestContext } from "vitest";
 import type { KubernetesRecord } from "../../src/contract/record.js";
@@ -83,11 +83,7 @@ async function setUp(
   const clock = new FakeClock(Date.parse("2026-12-07T09:55:00.000Z"));
   const registry = new Registry();
   const metrics = new KubernetesMetrics(registry);
-  const lines: Array<Record<string, unknown>> = [];
-  const logger: Logger = pino(
-    { level: "debug" },
-    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
-  );
+  const { logger, lines } = capturingLogger();
   const vm = () => ({ VmResourceId: vmId }) as never;
   const io = new NodeIo({ nodeName, api: () => kube, vm, clock, logger, metrics, agentVersion: "1.0.0-test" });
   const committed: KubernetesRecord[][] = [];
