@@ -36,6 +36,17 @@ export const systemPackages: readonly SystemPackage[] = [
     usedBy: "test/deploy/infra.test.ts (systemd-analyze verify of sef.service)",
     commands: ["systemd-analyze"],
   },
+  {
+    name: "polkitd",
+    usedBy: "test/deploy/polkit.test.ts (polkitd judges the hooks' polkit rule; pkcheck asks it)",
+    commands: ["pkcheck"],
+    files: ["/usr/lib/polkit-1/polkitd"],
+  },
+  {
+    name: "dbus-daemon",
+    usedBy: "test/deploy/polkit.test.ts (the system bus polkitd answers on)",
+    commands: ["dbus-daemon"],
+  },
   { name: "dpkg", usedBy: "packaging (.deb) and test/package/linux-packages.test.ts", commands: ["dpkg", "dpkg-deb"] },
   { name: "xz-utils", usedBy: "packaging (.tar.xz) and test/package/linux-packages.test.ts", commands: ["xz"] },
   {
