@@ -18,6 +18,8 @@ const partitions = 4;
 
 export interface FleetFloodResult {
   forged: number;
+  /** Records a second the flood was paced at (0: as fast as the peer took them). */
+  floodRate: number;
   floodSendMs: number;
   realBefore: { count: number; p50Ms: number; p99Ms: number; maxMs: number };
   realDuring: { sent: number; count: number; p50Ms: number; p99Ms: number; maxMs: number };
@@ -89,38 +91,61 @@ async function pageReal(
   return [...latencies.values()];
 }
 
-/** 100,000 (or `forged`) records with invented EventIds and reporters, per partition as Event Hubs would place them. */
-function forgedRecords(forged: number): unknown[][] {
-  const byPartition = Array.from({ length: partitions }, () => [] as unknown[]);
-  for (let i = 0; i < forged; i++) {
+/** 100,000 (or `forged`) records with invented EventIds and reporters, each with the partition its EventId hashes to. */
+function forgedRecords(forged: number): Array<{ partition: number; body: unknown }> {
+  return Array.from({ length: forged }, (_, i) => {
     const id = forgedId(i);
     const rogue = vm(100_000 + i, "rogue");
-    byPartition[partitionIndexForKey(id, partitions)]!.push(fleetTransition(id, "Scheduled", rogue, [rogue]));
-  }
-  return byPartition;
+    return { partition: partitionIndexForKey(id, partitions), body: fleetTransition(id, "Scheduled", rogue, [rogue]) };
+  });
 }
 
 /**
- * Sends the forged records from a worker thread (the flooding VMs are other machines: their encoding must not hold up
- * the event loop that runs the real VMs' sender and the peers), each partition's in batches as full as they go.
+ * The flood's rate, records a second: 1,000 by default, what one throughput unit of Event Hubs takes in (the namespace
+ * `bicep/modules/eventhubs.bicep` deploys: Standard, capacity 1, no auto-inflate; the service answers server-busy
+ * beyond it, whoever sends). `SEF_BENCH_FLEET_FLOOD_RATE=0` sends as fast as the peer takes them (it has no quota).
  */
-async function flood(connectionString: string, byPartition: unknown[][]): Promise<void> {
+export const floodRate = (): number => Number(process.env.SEF_BENCH_FLEET_FLOOD_RATE ?? 1000);
+
+/**
+ * Sends the forged records from a worker thread (the flooding VMs are other machines: their encoding must not hold up
+ * the event loop that runs the real VMs' sender and the peers): every 100 ms a tenth of a second's records at `rate`
+ * (one batch per partition; a tick that falls behind is caught up at once), or with `rate` 0 each partition's records
+ * in batches as full as they go.
+ */
+async function flood(connectionString: string, records: Array<{ partition: number; body: unknown }>, rate: number) {
   const source = `
     const { parentPort, workerData } = require("node:worker_threads");
     const { EventHubProducerClient } = require("@azure/event-hubs");
+    const { records, rate, partitions } = workerData;
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    async function sendAll(producer, partition, bodies) {
+      let batch = await producer.createBatch({ partitionId: String(partition) });
+      for (const body of bodies) {
+        if (batch.tryAdd({ body })) continue;
+        await producer.sendBatch(batch);
+        batch = await producer.createBatch({ partitionId: String(partition) });
+        if (!batch.tryAdd({ body })) throw new Error("a record larger than a batch");
+      }
+      if (batch.count > 0) await producer.sendBatch(batch);
+    }
+    const byPartition = (slice) =>
+      Array.from({ length: partitions }, (_, p) => slice.filter((r) => r.partition === p).map((r) => r.body));
     (async () => {
       const producer = new EventHubProducerClient(workerData.connectionString);
       try {
-        await Promise.all(workerData.byPartition.map(async (records, partition) => {
-          let batch = await producer.createBatch({ partitionId: String(partition) });
-          for (const body of records) {
-            if (batch.tryAdd({ body })) continue;
-            await producer.sendBatch(batch);
-            batch = await producer.createBatch({ partitionId: String(partition) });
-            if (!batch.tryAdd({ body })) throw new Error("a record larger than a batch");
+        if (rate === 0) {
+          await Promise.all(byPartition(records).map((bodies, p) => sendAll(producer, p, bodies)));
+        } else {
+          const perTick = Math.max(1, Math.round(rate / 10));
+          const start = performance.now();
+          for (let tick = 0; tick * perTick < records.length; tick++) {
+            const slice = records.slice(tick * perTick, (tick + 1) * perTick);
+            await Promise.all(byPartition(slice).map((bodies, p) => sendAll(producer, p, bodies)));
+            const wait = start + (tick + 1) * 100 - performance.now();
+            if (wait > 0) await sleep(wait);
           }
-          if (batch.count > 0) await producer.sendBatch(batch);
-        }));
+        }
         parentPort.postMessage({ kind: "sent" });
       } catch (err) {
         parentPort.postMessage({ kind: "sent", error: String(err) });
@@ -131,7 +156,7 @@ async function flood(connectionString: string, byPartition: unknown[][]): Promis
   const worker = new Worker(source, {
     eval: true,
     execArgv: plainWorkerExecArgv(),
-    workerData: { connectionString, byPartition },
+    workerData: { connectionString, records, rate, partitions },
   });
   try {
     const done = await nextWorkerMessage(worker, "sent", 600_000);
@@ -185,10 +210,13 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
         await sleep(100);
       }
     })();
-    const forgedByPartition = forgedRecords(forged);
+    const rate = floodRate();
+    const forgedInOrder = forgedRecords(forged);
     const floodStart = Date.now();
-    const flooding = flood(cluster.hub.connectionString, forgedByPartition);
-    const during = pageReal(cluster, 1000, samples, 250, 120_000);
+    const flooding = flood(cluster.hub.connectionString, forgedInOrder, rate);
+    // The real events spread over the flood's length at its rate (250 ms apart when it goes as fast as it can).
+    const gapMs = rate === 0 ? 250 : Math.max(250, Math.floor((forged / rate) * 1000) / samples);
+    const during = pageReal(cluster, 1000, samples, gapMs, 120_000);
     await flooding;
     const floodSendMs = Date.now() - floodStart;
     const duringLatencies = await during;
@@ -214,6 +242,7 @@ export async function benchFleetFlood(forged = 100_000, samples = 20): Promise<F
     });
     return {
       forged,
+      floodRate: rate,
       floodSendMs,
       realBefore: summary(before),
       realDuring: { sent: samples, ...summary(duringLatencies) },
