@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EventHubProducerClient } from "@azure/event-hubs";
 import type { TransitionRecord } from "../../src/contract/record.js";
-import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
+import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify/server.js";
-import { fleetCliPath } from "../helpers/agent-process.js";
+import { fleetCliPath, testbedCliPath } from "../helpers/agent-process.js";
 import { startAzurite } from "./azurite.js";
 import { fleetTransition, vm, type VmFixture } from "./records.js";
 
@@ -23,6 +23,17 @@ export interface ClusterOptions {
   readonly targetsOf?: (index: number) => InstanceTargets | undefined;
   /** The fleet's `bounds` (partition-bounds.ts), when not its defaults. */
   readonly bounds?: Record<string, number>;
+  /**
+   * The Event Hubs peer as a process of its own (`sef-testbed emulate eventhubs`), as the service is another machine:
+   * a bench whose peer carries a flood must not hold up the notification peer's clock on the same event loop.
+   */
+  readonly hubProcess?: boolean;
+}
+
+/** The Event Hubs peer the instances read: only its connection string is shared, whichever way it runs. */
+export interface ClusterHub {
+  readonly connectionString: string;
+  close(): Promise<void>;
 }
 
 export interface InstanceTargets {
@@ -39,7 +50,7 @@ export interface FleetInstance {
 }
 
 export interface Cluster {
-  readonly hub: EventHubsEmulator;
+  readonly hub: ClusterHub;
   readonly peer: NotifyPeer;
   readonly instances: FleetInstance[];
   send(records: readonly TransitionRecord[]): Promise<void>;
@@ -51,7 +62,9 @@ const routingKey = "R0UT1NGKEY0000000000000000000001";
 
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const [hub, azurite, peer] = await Promise.all([
-    startEventHubsEmulator({ hubName: "fleet", partitionCount: options.partitions }),
+    options.hubProcess
+      ? startHubProcess(options.partitions)
+      : startEventHubsEmulator({ hubName: "fleet", partitionCount: options.partitions }),
     startAzurite(),
     startNotifyPeer(),
   ]);
@@ -139,6 +152,46 @@ function fleetConfig(
     // info logs every notification sent (target, action, EventId): what a repeat's diagnosis needs.
     logLevel: process.env.SEF_BENCH_FLEET_LOG_LEVEL ?? "warn",
   });
+}
+
+/** `sef-testbed emulate eventhubs` on a free port; resolves with the connection string it prints once listening. */
+async function startHubProcess(partitions: number): Promise<ClusterHub> {
+  const args = [
+    testbedCliPath,
+    "emulate",
+    "eventhubs",
+    "--port",
+    "0",
+    "--hub",
+    "fleet",
+    "--partitions",
+    `${partitions}`,
+  ];
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  const connectionString = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the Event Hubs peer did not start in 30 s: ${err}`)), 30_000);
+    child.stderr!.on("data", (d: Buffer) => {
+      err += d.toString();
+      const printed = /^connection string: (.+)$/m.exec(err);
+      if (printed) {
+        clearTimeout(timer);
+        resolve(printed[1]!);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`the Event Hubs peer exited ${code}: ${err}`)));
+  });
+  return {
+    connectionString,
+    close: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
 }
 
 /**
