@@ -9,7 +9,7 @@ import { Registry } from "prom-client";
 import { describe, expect, it, type TestContext } from "vitest";
 import type { KubernetesRecord } from "../../src/contract/record.js";
 import type { ActionRow, HoldVerdict } from "../../src/agent/actions/action-ledger.js";
-import { createKubeApi } from "../../src/agent/actions/kubernetes/client.js";
+import { createKubeApi, type KubeApi } from "../../src/agent/actions/kubernetes/client.js";
 import { ClusterApproval } from "../../src/agent/actions/kubernetes/cluster-approval.js";
 import { drainedReason, incompleteReason } from "../../src/agent/actions/kubernetes/cluster.js";
 import { encodeMark, markAnnotationKey } from "../../src/agent/actions/kubernetes/marks.js";
@@ -54,7 +54,13 @@ interface SetUp {
   lines: Array<Record<string, unknown>>;
 }
 
-async function setUp(test: TestContext, thisNode: string, drained: string[] = []): Promise<SetUp> {
+async function setUp(
+  test: TestContext,
+  thisNode: string,
+  drained: string[] = [],
+  /** The KubeApi the approval reads the named nodes through (default: the client itself). */
+  wrap: (kube: KubeApi) => KubeApi = (kube) => kube,
+): Promise<SetUp> {
   const mark = (drainedAt?: string): string =>
     encodeMark({
       eventId,
@@ -96,9 +102,10 @@ async function setUp(test: TestContext, thisNode: string, drained: string[] = []
   const saved: NodeActionState[] = [];
   const releases: Release[] = [];
   const deadline = { ms: startMs + 60_000 };
+  const reader = wrap(kube);
   const approval = new ClusterApproval({
     io,
-    api: () => kube,
+    api: () => reader,
     clock,
     logger,
     podPollMs,
@@ -144,6 +151,7 @@ describe.concurrent("the approval after the node's steps (cluster-approval.ts) a
     const s = await setUp(test, nodes[0]!);
     expect(await s.approval.settle(row, reboot([vmNames[0]!]), drainedState(), policy)).toBe(7);
     expect(s.releases.map((r) => [r.verdict, r.reason])).toEqual([["approve", drainedReason]]);
+    expect(s.lines).toEqual([]); // approving: nothing said of not approving
     expect(s.listed()).toBe(0);
     expect(s.saved).toEqual([]);
     expect(s.steps).toEqual([]);
@@ -262,7 +270,11 @@ describe.concurrent("the approval after the node's steps (cluster-approval.ts) a
     const s = await setUp(test, nodes[0]!);
     const record = reboot(vmNames);
     await s.approval.settle(row, record, drainedState(), policy);
-    s.peer.state.injectFault({ match: { resources: ["nodes"], verbs: ["get"] }, answer: { kind: "internal-error" } });
+    // The other nodes' reads fail (500), not this node's: a swallowed error would approve (this node's Event read works).
+    s.peer.state.injectFault({
+      match: { resources: ["nodes"], verbs: ["get"], names: [nodes[1]!, nodes[2]!] },
+      answer: { kind: "internal-error" },
+    });
     await expect(s.approval.wait(row, record, s.steps[0]!.state, policy)).rejects.toThrow();
     expect(s.releases).toEqual([]);
   });
@@ -330,5 +342,59 @@ describe.concurrent("the approval after the node's steps (cluster-approval.ts) a
     expect(s.releases.map((r) => [r.verdict, r.reason])).toEqual([
       ["decline", "the nodes the event names could not be listed before the deadline; the event starts at NotBefore"],
     ]);
+  });
+
+  it("records name VMs outside the cluster only when there are: none on a declining node's, some on the approver's", async (test) => {
+    const s = await setUp(test, nodes[2]!);
+    await s.approval.settle(row, reboot(vmNames), drainedState(), policy);
+    expect(detailOf(s.steps[0]!.record)).toEqual({ node: nodes[2], policy, nodesNamed: nodes, approver: nodes[0] });
+
+    const approver = await setUp(test, nodes[0]!);
+    await approver.approval.settle(row, reboot([...vmNames, "other_7"]), drainedState(), policy);
+    expect(detailOf(approver.steps[0]!.record)).toEqual({
+      node: nodes[0],
+      policy,
+      nodesNamed: nodes,
+      outsideCluster: ["other_7"],
+      approver: nodes[0],
+      waitingFor: [nodes[1], nodes[2]],
+    });
+  });
+
+  it("an event naming one other node of the cluster but not this one: declined, no Waiting record, no Node Event", async (test) => {
+    const s = await setUp(test, nodes[0]!);
+    await s.approval.settle(row, reboot([vmNames[1]!, "other_7"]), drainedState(), policy);
+    expect(s.saved.at(-1)!.named).toEqual({
+      nodes: [expect.objectContaining({ node: nodes[1] })],
+      outside: ["other_7"],
+    });
+    expect(s.releases.map((r) => [r.verdict, r.reason])).toEqual([
+      ["decline", `this node (${nodes[0]}) is not among the nodes the event names; it leaves the approval to them`],
+    ]);
+    expect(s.steps).toEqual([]);
+    expect(s.eventsOn(nodes[0]!)).toEqual([]);
+  });
+
+  it("a named node without sef's mark for the event (its agent has not marked it yet) is waited for", async (test) => {
+    const s = await setUp(test, nodes[0]!, [nodes[1]!]);
+    s.peer.state.updateNode(nodes[2]!, (n) => {
+      n.metadata.annotations = {};
+    });
+    expect(await s.approval.settle(row, reboot(vmNames), drainedState(), policy)).toBe(0);
+    expect(s.steps[0]!.state).toMatchObject({ phase: "waiting", waitingFor: [nodes[2]] });
+    expect(s.releases).toEqual([]);
+  });
+
+  it("only the Kubernetes API's own NotFound means a named node is gone: another error with a 404 status is thrown", async (test) => {
+    const s = await setUp(test, nodes[0]!, [], (kube) => ({
+      ...kube,
+      readNode: async (name) => {
+        if (name !== nodes[2]) return kube.readNode(name);
+        throw Object.assign(new Error("HTTP 404 from a proxy in front of the API server"), { status: 404 });
+      },
+    }));
+    await expect(s.approval.settle(row, reboot(vmNames), drainedState(), policy)).rejects.toThrow(/proxy/);
+    expect(s.steps).toEqual([]);
+    expect(s.releases).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { EvictionOutcome, KubeApi } from "../../src/agent/actions/kubernetes/client.js";
 import {
   drainNode,
+  inGroupsOf,
   type DrainOptions,
   type DrainProgress,
   type DrainResult,
@@ -229,6 +230,7 @@ describe("drain loop against an in-memory node", () => {
       reason: "at its deadline",
       evicted: ["apps/web-0"],
       pdbBlocked: [],
+      pdbHeldMs: 0, // failed evictions are retried, but no budget held a pod
     });
     expect(result.evictionErrors).toEqual([
       { pod: "apps/web-0", status: 500, message: "HTTP 500: This pod has more than one PodDisruptionBudget" },
@@ -599,6 +601,8 @@ describe("drain loop against an in-memory node", () => {
     const clock = instantClock();
     const node = new InMemoryNode(clock);
     node.add("web-0");
+    node.add("db-1"); // refused once, evicted a second later: a hold shorter than the one resumed
+    node.script.set("db-1", [{ kind: "pdb", message: "budget" }]);
     const resumeFrom: DrainProgress = {
       evicted: ["apps/db-0"],
       evictedIds: ["uid-db"],
@@ -610,9 +614,9 @@ describe("drain loop against an in-memory node", () => {
     const { result } = await drain(node, clock, { resumeFrom, podSelector: "app=web" });
     expect(result).toMatchObject({
       outcome: "drained",
-      evicted: ["apps/db-0", "apps/web-0"],
-      evictedIds: ["uid-db", expect.any(String)],
-      pdbBlocked: ["apps/db-0"],
+      evicted: ["apps/db-0", "apps/web-0", "apps/db-1"],
+      evictedIds: ["uid-db", expect.any(String), expect.any(String)],
+      pdbBlocked: ["apps/db-0", "apps/db-1"],
       pdbHeldMs: 4_000,
       graceShortened: ["apps/old-0"],
     });
@@ -661,5 +665,50 @@ describe("drain loop: requests, saves and looks", () => {
       ["pdb", 0],
       ["evicted", 500],
     ]);
+  });
+
+  it("a refused pod deleted by someone else: its hold ends at the look that misses it, and its retry sets no look", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock, 10_000);
+    const startMs = clock.now();
+    node.add("web-0"); // evicted at once, stops 10 s later
+    node.add("db-0", { goneAtMs: startMs + 1_500 }); // refused by its budget, then deleted by another hand
+    node.script.set(
+      "db-0",
+      Array.from({ length: 100 }, () => ({ kind: "pdb", message: "budget" }) as EvictionOutcome),
+    );
+    const api = node.api();
+    const looks: number[] = [];
+    const listPods: typeof api.listPods = async (nodeName, selector) => {
+      looks.push(clock.now() - startMs);
+      return api.listPods(nodeName, selector);
+    };
+    const { result } = await drain(node, clock, { api: { ...api, listPods }, random: () => 0 });
+    // random 0: the retries after 500 ms, then 1 s (at 1.5 s, when the pod is gone); then the poll interval.
+    expect(looks).toEqual([0, 500, 1_500, 2_500, 3_500, 4_500, 5_500, 6_500, 7_500, 8_500, 9_500, 10_500]);
+    expect(result).toMatchObject({ outcome: "drained", evicted: ["apps/web-0"], pdbBlocked: ["apps/db-0"] });
+    expect(result.pdbHeldMs).toBe(1_500);
+  });
+
+  it("pods stuck terminating are named sorted", async () => {
+    const clock = instantClock();
+    const node = new InMemoryNode(clock);
+    const longAgoMs = clock.now() - stuckTerminatingAllowanceMs - 1_000;
+    node.add("zz-stuck", { deletionTimestampMs: longAgoMs });
+    node.add("aa-stuck", { deletionTimestampMs: longAgoMs });
+    const { result } = await drain(node, clock);
+    expect(result).toMatchObject({ outcome: "incomplete", podsStuckTerminating: ["apps/aa-stuck", "apps/zz-stuck"] });
+  });
+});
+
+describe("inGroupsOf: the rounds of requests sent at once", () => {
+  it("groups of the size in order, the last one shorter, no empty group", () => {
+    const items = (n: number) => Array.from({ length: n }, (_, i) => i);
+    expect(inGroupsOf([], 8)).toEqual([]);
+    expect(inGroupsOf(items(1), 8)).toEqual([[0]]);
+    expect(inGroupsOf(items(8), 8)).toEqual([items(8)]);
+    expect(inGroupsOf(items(9), 8)).toEqual([items(8), [8]]);
+    expect(inGroupsOf(items(16), 8)).toEqual([items(8), [8, 9, 10, 11, 12, 13, 14, 15]]);
+    expect(inGroupsOf(items(5), 2)).toEqual([[0, 1], [2, 3], [4]]);
   });
 });

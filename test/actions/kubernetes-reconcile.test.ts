@@ -11,7 +11,7 @@ import { createKubeApi } from "../../src/agent/actions/kubernetes/client.js";
 import { encodeMark, markAnnotationKey, type MarkValue } from "../../src/agent/actions/kubernetes/marks.js";
 import { KubernetesMetrics } from "../../src/agent/actions/kubernetes/metrics.js";
 import { NodeIo } from "../../src/agent/actions/kubernetes/node-io.js";
-import { NodeReconciler, reconciledReason } from "../../src/agent/actions/kubernetes/reconcile.js";
+import { NodeReconciler } from "../../src/agent/actions/kubernetes/reconcile.js";
 import { startKubernetesPeer, type KubernetesPeer } from "../../src/testbed/peers/kubernetes/index.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 
@@ -53,7 +53,13 @@ interface SetUp {
 async function setUp(
   test: TestContext,
   marks: MarkValue[],
-  options: { vmResourceId?: string; owned?: string[]; extraAnnotations?: Record<string, string> } = {},
+  options: {
+    vmResourceId?: string;
+    owned?: string[];
+    extraAnnotations?: Record<string, string>;
+    /** The jitter of the retry waits (default 0; `undefined` given: the reconciler's own, Math.random). */
+    random?: () => number;
+  } = {},
 ): Promise<SetUp> {
   const peer = await startKubernetesPeer({
     seed: {
@@ -97,7 +103,7 @@ async function setUp(
     logger,
     metrics,
     retryPolicy,
-    random: () => 0,
+    random: "random" in options ? options.random : () => 0,
   });
   const nodeRequests = () => peer.state.requests().filter((r) => r.resource === "nodes").length;
   return { peer, reconciler, clock, metrics, registry, committed, owned, nodeRequests, lines };
@@ -144,7 +150,7 @@ describe.concurrent("reconciliation of the Node with IMDS (reconcile.ts) against
     expect(JSON.parse(record!.Detail)).toMatchObject({
       node: nodeName,
       policy: "drain-then-approve",
-      reason: reconciledReason,
+      reason: "the event is no longer in the IMDS document (reconciled with the Node)",
     });
     expect(await metricValue(s.registry, "sef_kubernetes_steps_total", '{outcome="Released"}')).toBe(1);
     expect(s.lines.filter((l) => l.msg === "took sef's marks of events IMDS no longer lists off the node")).toEqual([
@@ -251,5 +257,37 @@ describe.concurrent("reconciliation of the Node with IMDS (reconcile.ts) against
     });
     s.reconciler.documentRead([ids.listed]);
     expect(await s.reconciler.reconcileIfDue(idleMs)).toBe(500);
+  });
+
+  it("the wait after a failure takes the jitter given (0.5: three quarters of the delay), else Math.random's", async (test) => {
+    const internalError = {
+      match: { resources: ["nodes"], verbs: ["get"] },
+      answer: { kind: "internal-error" },
+    } as const;
+    const half = await setUp(test, [mark(ids.gone, "Reboot", true)], { random: () => 0.5 });
+    half.peer.state.injectFault({ ...internalError, count: 1 });
+    half.reconciler.documentRead([]);
+    expect(await half.reconciler.reconcileIfDue(idleMs)).toBe(750);
+    const own = await setUp(test, [mark(ids.gone, "Reboot", true)], { random: undefined });
+    own.peer.state.injectFault({ ...internalError, count: 1 });
+    own.reconciler.documentRead([]);
+    const waitMs = await own.reconciler.reconcileIfDue(idleMs);
+    expect(waitMs).toBeGreaterThanOrEqual(500); // equal jitter: half the policy's 1 s, up to all of it
+    expect(waitMs).toBeLessThanOrEqual(1_000);
+  });
+
+  it("a mark sef cannot read, with no taint to name its type, is taken off with EventType Unknown", async (test) => {
+    const s = await setUp(test, [], { extraAnnotations: { [markAnnotationKey(ids.gone)]: "not sef's JSON" } });
+    s.reconciler.documentRead([]);
+    expect(await s.reconciler.reconcileIfDue(idleMs)).toBe(idleMs);
+    expect(annotationsOf(s.peer)).toEqual([]);
+    expect(s.committed.flat().map((r) => [r.EventId, r.EventType])).toEqual([[ids.gone, "Unknown"]]);
+  });
+
+  it("EventIds are compared whole: [ab, c] then [a, bc] is a change", async (test) => {
+    const s = await setUp(test, []);
+    expect(s.reconciler.documentRead(["ab", "c"])).toBe(true);
+    expect(s.reconciler.documentRead(["a", "bc"])).toBe(true);
+    expect(s.reconciler.documentRead(["bc", "a"])).toBe(false);
   });
 });

@@ -93,6 +93,19 @@ export const groups: readonly MutationGroup[] = [
     ],
   },
   {
+    // The Kubernetes action's I/O steps tested in-process: one drain (evictions, retries, waits) on the fake clock.
+    name: "kubernetes-io",
+    modules: ["src/agent/actions/kubernetes/drain.ts"],
+    tests: ["test/actions/kubernetes-drain-loop.test.ts"],
+  },
+  {
+    // The Kubernetes action's steps around its Node in-process against the testbed's Kubernetes peer on loopback:
+    // the reconciliation with IMDS, and the approval after the node's steps (one node, or the wait for the others).
+    name: "kubernetes-steps",
+    modules: ["src/agent/actions/kubernetes/reconcile.ts", "src/agent/actions/kubernetes/cluster-approval.ts"],
+    tests: ["test/actions/kubernetes-reconcile.test.ts", "test/actions/kubernetes-cluster-approval.test.ts"],
+  },
+  {
     // The fleet's decisions: rules and the notification plan.
     name: "fleet",
     modules: ["src/fleet/rules.ts", "src/fleet/notification-plan.ts"],
@@ -189,19 +202,6 @@ export const pendingGroups: readonly MutationGroup[] = [
     name: "discovery-verify",
     modules: ["src/agent/imds/discovery/resolver.ts", "src/agent/imds/discovery/verify.ts"],
     tests: ["test/imds/discovery/resolver.test.ts"],
-  },
-  {
-    // The Kubernetes action's I/O steps tested in-process: one drain (evictions, retries, waits) on the fake clock.
-    name: "kubernetes-io",
-    modules: ["src/agent/actions/kubernetes/drain.ts"],
-    tests: ["test/actions/kubernetes-drain-loop.test.ts"],
-  },
-  {
-    // The Kubernetes action's steps around its Node in-process against the testbed's Kubernetes peer on loopback:
-    // the reconciliation with IMDS, and the approval after the node's steps (one node, or the wait for the others).
-    name: "kubernetes-steps",
-    modules: ["src/agent/actions/kubernetes/reconcile.ts", "src/agent/actions/kubernetes/cluster-approval.ts"],
-    tests: ["test/actions/kubernetes-reconcile.test.ts", "test/actions/kubernetes-cluster-approval.test.ts"],
   },
 ];
 

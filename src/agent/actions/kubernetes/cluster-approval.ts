@@ -58,7 +58,7 @@ export class ClusterApproval {
     if (named !== undefined && named.nodes.length > 1) await this.announceApprover(row, record, state, policy, named);
     if (step.release !== "approve" && policy === "drain-then-approve")
       logger.info(
-        { eventId: record.EventId, verdict: step.release, why: step.reason || "the approval rules decide" },
+        { eventId: record.EventId, verdict: step.release, why: step.reason },
         "not approving after the drain",
       );
     return this.host.release(row, state, step.release, step.reason);
@@ -127,16 +127,17 @@ export class ClusterApproval {
   /** The approving node's wait for the other named nodes (cluster.ts `waitStep`): released once all drained, declined at the deadline. */
   async wait(row: ActionRow, record: TransitionRecord, state: NodeActionState, policy: NodePolicy): Promise<number> {
     const { clock, podPollMs } = this.host;
-    const nodes = (state.named?.nodes ?? []).map((n) => n.node);
-    const undrained = await this.undrained(state.waitingFor ?? [], record.EventId);
+    // A waiting state names its nodes and those it waits for (startWaiting writes both).
+    const nodes = state.named!.nodes.map((n) => n.node);
+    const undrained = await this.undrained(state.waitingFor!, record.EventId);
     const deadlineMs = this.host.deadlineMs(record, state);
     const step = waitStep(policy, nodes, undrained, clock.now(), deadlineMs);
     if ("waitingFor" in step) {
-      if (step.waitingFor.length !== (state.waitingFor ?? []).length)
+      if (step.waitingFor.length !== state.waitingFor!.length)
         this.host.saveState(row, { ...state, waitingFor: step.waitingFor });
       return Math.max(50, Math.min(podPollMs, deadlineMs - clock.now()));
     }
-    if (step.release === "decline") await this.notApproved(row, record, state, policy, undrained, step.reason);
+    if (step.release === "decline") await this.notApproved(row, record, state, policy, nodes, undrained, step.reason);
     else {
       const node = await this.host.io.readNode();
       await this.host.io.nodeEvent(
@@ -155,6 +156,7 @@ export class ClusterApproval {
     record: TransitionRecord,
     state: NodeActionState,
     policy: NodePolicy,
+    nodes: string[],
     undrained: string[],
     reason: string,
   ): Promise<void> {
@@ -166,7 +168,6 @@ export class ClusterApproval {
       "Warning",
     );
     this.host.logger.warn({ eventId: record.EventId, waitingFor: undrained }, reason);
-    const nodes = (state.named?.nodes ?? []).map((n) => n.node);
     this.host.commitStep(
       row,
       state,

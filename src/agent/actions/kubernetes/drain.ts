@@ -239,8 +239,7 @@ class DrainRun {
       logger.warn({ err, pod: podRef(pod) }, "could not delete a pod at the drain's deadline; it is left");
       return false;
     };
-    for (let i = 0; i < pods.length; i += evictionConcurrency) {
-      const group = pods.slice(i, i + evictionConcurrency);
+    for (const group of inGroupsOf(pods, evictionConcurrency)) {
       const done = await Promise.all(group.map((pod) => api.deletePod(pod, graceSeconds).catch(failed(pod))));
       group.forEach((pod, j) => done[j] && podsDeleted.push(podRef(pod)));
     }
@@ -252,9 +251,9 @@ class DrainRun {
 
   /** Terminating pods whose grace outlasts the soonest deadline: evicted again with the shorter grace. */
   async shortenGrace(pods: readonly PodView[]): Promise<void> {
-    for (let i = 0; i < pods.length; i += evictionConcurrency) {
+    for (const group of inGroupsOf(pods, evictionConcurrency)) {
       await Promise.all(
-        pods.slice(i, i + evictionConcurrency).map(async (pod) => {
+        group.map(async (pod) => {
           const grace = gracePeriodSeconds(
             pod.terminationGracePeriodSeconds,
             this.graceDeadlineMs() - this.options.clock.now(),
@@ -274,9 +273,9 @@ class DrainRun {
     const due = pods.filter(
       (pod) => (this.retries.get(podIdentity(pod))?.nextAtMs ?? Number.NEGATIVE_INFINITY) <= clock.monotonicMs(),
     );
-    for (let i = 0; i < due.length; i += evictionConcurrency) {
+    for (const group of inGroupsOf(due, evictionConcurrency)) {
       if (this.pausedUntilMs > clock.monotonicMs()) return; // throttled: the rest waits for the pause to end
-      await Promise.all(due.slice(i, i + evictionConcurrency).map((pod) => this.evictOne(pod)));
+      await Promise.all(group.map((pod) => this.evictOne(pod)));
       if (this.unsaved > 0) {
         this.unsaved = 0;
         this.options.onProgress(this.progress()); // after each group: a restart counts them
@@ -360,6 +359,11 @@ class DrainRun {
     const log = previous?.status === result.status ? logger.debug.bind(logger) : logger.warn.bind(logger);
     log({ pod: ref, status: result.status, err: result.message }, "eviction failed; retrying until the deadline");
   }
+}
+
+/** The items in order, in groups of `size` (the last one shorter): the rounds of requests sent at once. */
+export function inGroupsOf<T>(items: readonly T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, k) => items.slice(k * size, (k + 1) * size));
 }
 
 function metricOutcome(result: EvictionOutcome): EvictionMetricOutcome {
