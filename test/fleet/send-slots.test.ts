@@ -41,23 +41,39 @@ describe("SendSlots", () => {
     expect(order).toEqual(["trigger", "update 1", "update 2"]);
   });
 
-  it("hands a free slot to a known reporter's trigger before a flood's triggers, and those before the rest", async () => {
+  it("keeps one slot beyond the limit for a known reporter's trigger; the next waits, ahead of a flood's triggers", async () => {
     const slots = new SendSlots(1);
     const never = new AbortController().signal;
     const order: string[] = [];
-    expect(await slots.acquire(never)).toBe(true);
+    expect(await slots.acquire(never)).toBe(true); // a flood's trigger in flight: the limit is reached
     const waiters = [
       slots.acquire(never, sendPriority.other).then(() => order.push("update")),
       slots.acquire(never, sendPriority.trigger).then(() => order.push("flood 1")),
       slots.acquire(never, sendPriority.trigger).then(() => order.push("flood 2")),
-      slots.acquire(never, sendPriority.knownTrigger).then(() => order.push("real")),
+      slots.acquire(never, sendPriority.knownTrigger).then(() => order.push("real 1")),
+      slots.acquire(never, sendPriority.knownTrigger).then(() => order.push("real 2")),
     ];
-    for (let i = 0; i < 4; i++) {
+    await tick();
+    expect(order).toEqual(["real 1"]); // the reserve, without waiting for the flood's request
+    slots.release(); // real 1 answered: the reserve is free again, real 2 takes it
+    await tick();
+    expect(order).toEqual(["real 1", "real 2"]);
+    slots.release(); // the flood's first request answered: two in flight were one over the limit, so none goes
+    await tick();
+    expect(order).toEqual(["real 1", "real 2"]);
+    for (let i = 0; i < 3; i++) {
       slots.release();
       await tick();
     }
     await Promise.all(waiters);
-    expect(order).toEqual(["real", "flood 1", "flood 2", "update"]);
+    expect(order).toEqual(["real 1", "real 2", "flood 1", "flood 2", "update"]);
+    // The update's slot released: the limit holds again for the others (one goes, the next waits).
+    slots.release();
+    const granted: string[] = [];
+    void slots.acquire(never, sendPriority.trigger).then(() => granted.push("first"));
+    void slots.acquire(never, sendPriority.trigger).then(() => granted.push("second"));
+    await tick();
+    expect(granted).toEqual(["first"]);
     const priorities = [
       { action: "trigger", knownReporter: true },
       { action: "trigger", knownReporter: false },
