@@ -22,7 +22,7 @@ import { AgentMetrics } from "../../src/agent/observability/metrics.js";
 import type { HookRecord, TransitionRecord } from "../../src/contract/record.js";
 import { recordSource } from "../../src/contract/record-id.js";
 import { capturingLogger } from "../helpers/capturing-logger.js";
-import { FakeClock } from "../helpers/fake-clock.js";
+import { FakeClock, flushAsync } from "../helpers/fake-clock.js";
 import { metricValue } from "../helpers/metrics.js";
 import { waitFor } from "../helpers/wait.js";
 import { transition } from "./fixtures.js";
@@ -212,10 +212,17 @@ describe("runHook on a fake clock", () => {
 
   it("discards the hook's stdout (a hook printing much never blocks) and survives one that never reads stdin", async () => {
     expect((await start(hook("head -c 1048576 /dev/zero")).settled()).Outcome).toBe("Succeeded");
-    // A record larger than a pipe's buffer: writing it fails (EPIPE) once the hook has exited.
+    // A record larger than a pipe's buffer: writing it fails (EPIPE) once the hook has exited, which must not throw.
     const large = transition({ Description: "d".repeat(100_000) });
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown): number => uncaught.push(err);
+    process.on("uncaughtException", onUncaught);
     const run = start(hook("exit 4"), large);
-    const result = await run.settled();
+    const result = await run.settled().finally(async () => {
+      await flushAsync();
+      process.off("uncaughtException", onUncaught);
+    });
+    expect(uncaught).toEqual([]);
     expect(result).toMatchObject({ Outcome: "Failed", ExitCode: 4, Detail: "drain: exit 4" });
     expect(run.lines.at(-1)).toMatchObject({ level: 40, msg: "hook did not succeed", detail: "drain: exit 4" });
     expect(await hooksTotal(run, "failed")).toBe(1);
