@@ -277,7 +277,7 @@ describe("a hook's environment", () => {
       `drain: cannot start ${node}: SEF_DESCRIPTION would hold a NUL character, which no process can receive`,
     );
     const inCommand = await runHook(hook({ command: [...touch, "x\u0000"] }), transition(), { logger: silentLogger() });
-    expect(inCommand.Detail).toContain(": command would hold a NUL character");
+    expect(inCommand.Detail).toContain(": command[3] would hold a NUL character");
     expect(existsSync(marker)).toBe(false);
   });
 });

@@ -171,6 +171,21 @@ export const groups: readonly MutationGroup[] = [
       "test/actions/approver-simulator.test.ts",
     ],
   },
+  {
+    // The poll stage: one poll against a loopback IMDS peer on a fake clock (what it hands the collect stage, how it
+    // counts, logs and backs off), its loop on the monotonic clock, and the VM identity it reads and refreshes.
+    name: "poll-stage",
+    modules: ["src/agent/pipeline/poll-stage.ts"],
+    tests: ["test/agent/poll-stage.test.ts"],
+  },
+  {
+    // The hooks: which hooks a transition runs, their configuration, and each run (real hook processes: stdin, SEF_*
+    // variables, exit, timeout, SIGTERM then SIGKILL to the process group) as a Hook record.
+    name: "hooks",
+    modules: ["src/agent/actions/hooks/hooks.ts"],
+    // The configuration reference is generated from the schema: it tells each setting's description apart.
+    tests: ["test/actions/hook-runs.test.ts", "test/actions/hooks.test.ts", "test/docs/config-reference.test.ts"],
+  },
 ];
 
 /**

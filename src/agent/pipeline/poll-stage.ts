@@ -59,9 +59,12 @@ export class PollStage {
   private vm: VmIdentity;
   private lastComputeMs = Number.NEGATIVE_INFINITY;
   private lastClockReading: { wallMs: number; monotonicMs: number } | undefined;
-  /** Failed instance-metadata reads in a row, and the wait before the next while the identity is unknown. */
+  /**
+   * Failed instance-metadata reads in a row, and the wait before the next while the identity is unknown (set by each
+   * read's outcome: the loop reads again only once no read is in flight).
+   */
   private computeFailures = 0;
-  private computeRetryMs = identityRetryPolicy.initialDelayMs / 2;
+  private computeRetryMs = 0;
   private computeInFlight = false;
   private loop: Promise<void> | undefined;
 
@@ -89,7 +92,9 @@ export class PollStage {
 
   /** Reads the VM identity before anything emits records (bounded: never holds start-up more than a few seconds). */
   async prepare(): Promise<void> {
-    await this.refreshIdentity(true);
+    // Gives instance metadata a few seconds so the first records carry the identity, but never holds polling longer.
+    const waited = this.options.clock.sleep(5000, this.signal).catch(() => undefined);
+    await Promise.race([this.refreshIdentity(), waited]);
   }
 
   start(): void {
@@ -113,9 +118,8 @@ export class PollStage {
     while (!this.signal.aborted) {
       const startedMs = clock.monotonicMs();
       if (startedMs - this.lastComputeMs >= (this.vm.VmId === "" ? this.computeRetryMs : config.computeRefreshMs))
-        void this.refreshIdentity(false);
+        void this.refreshIdentity();
       const waitMs = await this.pollOnce();
-      if (this.signal.aborted) break;
       // Count the period from when the request really went out: after a rate-limit wait the schedule moves with it
       // instead of bunching the next poll up against the limit again (which would delay one poll every second).
       const anchorMs = Math.max(startedMs, this.imds.lastRequestStartedMs ?? startedMs);
@@ -211,8 +215,8 @@ export class PollStage {
     this.lastClockReading = { wallMs, monotonicMs };
     if (!last) return 0;
     const stepMs = wallMs - last.wallMs - (monotonicMs - last.monotonicMs);
-    if (Math.abs(stepMs) < clockStepThresholdMs) return 0;
-    const direction = stepMs > 0 ? "forward" : "back";
+    const direction = stepMs >= clockStepThresholdMs ? "forward" : stepMs <= -clockStepThresholdMs ? "back" : undefined;
+    if (direction === undefined) return 0;
     this.options.metrics.clockSteps.inc({ direction });
     this.options.logger.warn(
       { stepMs: Math.round(stepMs), direction, wallTime: new Date(wallMs).toISOString() },
@@ -221,12 +225,13 @@ export class PollStage {
     return stepMs;
   }
 
-  private async refreshIdentity(atStart: boolean): Promise<void> {
+  /** Reads the VM identity unless a read is in flight; resolves when the read has ended. */
+  private async refreshIdentity(): Promise<void> {
     const { clock, logger } = this.options;
     if (this.computeInFlight) return;
     this.computeInFlight = true;
     this.lastComputeMs = clock.monotonicMs();
-    const fetch = this.imds.getCompute(this.signal).then(
+    await this.imds.getCompute(this.signal).then(
       (vm) => {
         this.computeInFlight = false;
         this.computeFailures = 0;
@@ -254,8 +259,6 @@ export class PollStage {
         }
       },
     );
-    // At start, give compute a few seconds so the first records carry the identity, but never hold polling longer.
-    if (atStart) await Promise.race([fetch, clock.sleep(5000, this.signal).catch(() => undefined)]);
   }
 }
 

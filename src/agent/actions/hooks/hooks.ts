@@ -1,7 +1,8 @@
 // Hooks: operator commands run on event transitions (argv arrays, never a shell), with the record on stdin and as
 // SEF_* variables over an allowlisted environment (no sef secret); each run becomes a HookRecord (Succeeded, Failed,
 // TimedOut or Interrupted). Config section `hooks`.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
 import * as z from "zod/mini";
 import "../../util/zod-locale.js";
 import { documented } from "../../util/setting-doc.js";
@@ -130,6 +131,11 @@ export interface RunHookOptions {
   /** Aborting kills the hook like a timeout does (used at shutdown). */
   signal?: AbortSignal;
   agentVersion?: string;
+  /**
+   * Whose process handling applies (default: this process's platform): off Windows the hook runs in a process group
+   * of its own, signalled as a whole; on Windows the hook's process alone.
+   */
+  platform?: NodeJS.Platform;
 }
 
 interface ChildEnd {
@@ -150,12 +156,12 @@ export async function runHook(
 ): Promise<HookRecord> {
   const clock = options.clock ?? systemClock;
   const startedMs = clock.monotonicMs();
-  const hookProcess = startHookProcess(hook, record, options.env ?? process.env);
+  const hookProcess = startHookProcess(hook, record, options.env ?? process.env, options.platform ?? process.platform);
   const { end, killedBy } =
     "spawnError" in hookProcess
       ? { end: { exitCode: null, signal: null, spawnError: hookProcess.spawnError }, killedBy: undefined }
       : await superviseHookProcess(hookProcess, hook, clock, options.signal);
-  const elapsedMs = Math.max(0, clock.monotonicMs() - startedMs);
+  const elapsedMs = clock.monotonicMs() - startedMs;
 
   const { outcome, why } = hookOutcome(end, killedBy, hook);
   const exitCode = end.exitCode ?? -1;
@@ -188,7 +194,7 @@ export async function runHook(
 
 /** A started hook process: the child, how to signal it (its process group off Windows), and the tail of its stderr. */
 interface HookProcess {
-  readonly child: ChildProcess;
+  readonly child: ChildProcessByStdio<Writable, null, Readable>;
   kill(sig: NodeJS.Signals): void;
   stderrTail(): Buffer;
 }
@@ -201,19 +207,21 @@ function startHookProcess(
   hook: HookConfig,
   record: TransitionRecord,
   baseEnv: NodeJS.ProcessEnv,
+  platform: NodeJS.Platform,
 ): HookProcess | { spawnError: Error } {
   const [executable, ...args] = hook.command as [string, ...string[]];
   const env = { ...hookBaseEnvironment(baseEnv, hook.passEnvironment), ...hookEnvironment(record, hook.name) };
-  const unpassable = unpassableStrings([["command", hook.command.join(" ")], ...Object.entries(env)]);
+  const argv = hook.command.map((arg, i) => [`command[${i}]`, arg] as const);
+  const unpassable = unpassableStrings([...argv, ...Object.entries(env)]);
   if (unpassable !== undefined) return { spawnError: new Error(unpassable) };
-  const useGroup = process.platform !== "win32";
-  let child: ChildProcess;
+  const ownGroup = platform !== "win32";
+  let child: HookProcess["child"];
   try {
     child = spawn(executable, args, {
       shell: false,
       stdio: ["pipe", "ignore", "pipe"],
       env,
-      detached: useGroup, // own process group, so a timeout also stops the hook's children
+      detached: ownGroup, // own process group, so a timeout also stops the hook's children
       windowsHide: true,
     });
   } catch (err) {
@@ -221,16 +229,17 @@ function startHookProcess(
   }
 
   let stderrTail = Buffer.alloc(0);
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderrTail = Buffer.concat([stderrTail, chunk]);
-    if (stderrTail.length > stderrTailBytes) stderrTail = stderrTail.subarray(stderrTail.length - stderrTailBytes);
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderrTail = Buffer.concat([stderrTail, chunk]).subarray(-stderrTailBytes);
   });
-  child.stdin?.on("error", () => undefined); // the hook may exit without reading stdin (EPIPE)
-  child.stdin?.end(JSON.stringify(record) + "\n");
+  child.stdin.on("error", () => undefined); // the hook may exit without reading stdin (EPIPE)
+  child.stdin.end(JSON.stringify(record) + "\n");
 
+  // Signalled only once the process started (a spawn that fails ends with 'error' first; a missing pid throws below).
+  const pid = child.pid as number;
   const kill = (sig: NodeJS.Signals): void => {
     try {
-      if (useGroup && child.pid !== undefined) process.kill(-child.pid, sig);
+      if (ownGroup) process.kill(-pid, sig);
       else child.kill(sig);
     } catch {
       // already gone
@@ -302,7 +311,7 @@ function hookOutcome(
   if (end.exitCode === 0) return { outcome: "Succeeded", why: "exit 0" };
   return {
     outcome: "Failed",
-    why: end.exitCode !== null ? `exit ${end.exitCode}` : `killed by ${end.signal ?? "a signal"}`,
+    why: end.exitCode !== null ? `exit ${end.exitCode}` : `killed by ${end.signal}`,
   };
 }
 
@@ -364,7 +373,6 @@ const metricOutcome: Record<HookRecord["Outcome"], string> = {
 const spawnFailureReasons: Record<string, string> = {
   ENOENT: "no such file or directory",
   EACCES: "permission denied (not executable?)",
-  ENOEXEC: "not an executable format",
   E2BIG: "argument list too long",
 };
 
