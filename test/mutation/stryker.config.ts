@@ -158,6 +158,14 @@ export const groups: readonly MutationGroup[] = [
       "test/actions/approver-simulator.test.ts",
     ],
   },
+  {
+    // The Kubernetes action's worker in-process against the testbed's Kubernetes peer on loopback, the action ledger on
+    // an in-memory store and the fake clock: holds and plans, mark, drain start and slot, drain outcomes, undo, failed
+    // steps, a moved NotBefore, stop.
+    name: "kubernetes-node",
+    modules: ["src/agent/actions/kubernetes/node-action.ts"],
+    tests: ["test/actions/kubernetes-node-action.test.ts"],
+  },
 ];
 
 /**
