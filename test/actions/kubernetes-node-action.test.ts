@@ -10,7 +10,7 @@ import type { KubernetesRecord, TransitionRecord } from "../../src/contract/reco
 import { ActionLedger, type HoldVerdict } from "../../src/agent/actions/action-ledger.js";
 import { createKubeApi, type KubeApi } from "../../src/agent/actions/kubernetes/client.js";
 import { drainedReason, incompleteReason } from "../../src/agent/actions/kubernetes/cluster.js";
-import { markAnnotationKey } from "../../src/agent/actions/kubernetes/marks.js";
+import { encodeMark, markAnnotationKey } from "../../src/agent/actions/kubernetes/marks.js";
 import { KubernetesMetrics } from "../../src/agent/actions/kubernetes/metrics.js";
 import { NodeActions, nodeActionKey, type NodeActionState } from "../../src/agent/actions/kubernetes/node-action.js";
 import { kubernetesSettingsSchema } from "../../src/agent/actions/kubernetes/settings.js";
@@ -152,13 +152,14 @@ async function setUp(test: TestContext, options: Options = {}) {
     await Promise.all(running.map((a) => a.stop()));
     kube.close();
     await peer.close();
-    db.close();
+    if (db.isOpen) db.close();
   });
   const upsertEvent = db.prepare(
     "INSERT INTO events(event_key, status, fields, last_seen_ms) VALUES (?, ?, ?, 0) ON CONFLICT(event_key) DO UPDATE SET status = excluded.status, fields = excluded.fields",
   );
   const deleteEvent = db.prepare("DELETE FROM events WHERE event_key = ?");
   const s = {
+    db,
     peer,
     kube,
     ledger,
@@ -196,7 +197,10 @@ async function setUp(test: TestContext, options: Options = {}) {
     state: (key = actionKey): NodeActionState => JSON.parse(ledger.getStep(key) ?? "null") as NodeActionState,
     row: (key = actionKey) => ledger.get(key),
     /** The worker is parked: no API call under way, and it sleeps on the clock (every probe a macrotask later). */
-    parked: () => waitFor("the worker to park", () => kube.inFlight() === 0 && clock.pendingSleeps > 0),
+    parked: async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      await waitFor("the worker to park", () => kube.inFlight() === 0 && clock.pendingSleeps > 0);
+    },
     node: () => peer.state.node(nodeName)!,
     taints: () =>
       ((s.node().spec as { taints?: Array<{ key: string; value?: string; effect: string }> }).taints ?? []).map(
@@ -309,7 +313,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.outcomes()).toEqual(["Cordoned"]);
     expect(s.records[0]).toMatchObject({ EventId: eventId, EventStatus: "Scheduled", HttpStatus: 0, ElapsedMs: 0 });
     expect(detailOf(s.records[0])).toEqual({ node: nodeName, policy: "drain-then-approve", taint: rebootTaint });
-    expect(s.row()).toMatchObject({ status: "running", attempts: 1 });
+    expect(s.row()).toMatchObject({ status: "running", attempts: 1, reason: "" });
     expect(s.state()).toMatchObject({ phase: "marked", failures: 0 });
     expect(s.nodeEvents()).toEqual([
       {
@@ -359,6 +363,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(await s.metric("sef_kubernetes_drain_duration_seconds_sum", { outcome: "drained" })).toBe(1);
     expect(s.releases).toEqual([{ eventKey, holder: actionKey, verdict: "approve", reason: drainedReason }]);
     expect(s.state()).toMatchObject({ phase: "settled", failures: 0 });
+    expect(s.row()).toMatchObject({ status: "running", attempts: 1 });
     expect(s.clock.sleeps.at(-1)).toBe(60_000);
 
     // Started: the node stays as it is; Completed: the marks come off, the row succeeds.
@@ -557,6 +562,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     const detail = detailOf(s.records[2]);
     expect(detail).toMatchObject({ podsDeletedAtDeadline: ["apps/db-0"], podsBlockedByPdb: ["apps/db-0"] });
     const grace = detail.deadlineGraceSeconds as number;
+    expect(grace).toBe(5); // NotBefore is 5 s (deadlineReserveMs) after the deadline
     expect(s.nodeEvents()[2]!.message).toBe(
       `drain for Preempt ${eventId} incomplete (${detail.incompleteBecause as string}): 1 pods left: apps/db-0; deleted at the deadline with ${grace} s grace: apps/db-0`,
     );
@@ -713,8 +719,8 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.outcomes()).toEqual(["Failed", "Cordoned"]);
   });
 
-  it("a client that does not load is loaded again after the policy's wait; nothing is done before the first poll", async (test) => {
-    const s = await setUp(test, { failedLoads: 1, polled: false });
+  it("a client that does not load is loaded again after the policy's wait; no step is taken before it loads", async (test) => {
+    const s = await setUp(test, { failedLoads: 1 });
     s.commit(reboot());
     s.actions.start();
     await waitFor("the failed load", () => s.logged("could not load the Kubernetes client; trying again").length === 1);
@@ -724,20 +730,18 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
         err: expect.objectContaining({ message: "client load 1 failed" }) as unknown,
       }),
     ]);
-    const wait = s.clock.sleeps.find((ms) => ms !== 100)!;
+    expect(s.clock.sleeps).toHaveLength(1);
+    const wait = s.clock.sleeps[0]!;
     expect(wait).toBeGreaterThanOrEqual(500);
     expect(wait).toBeLessThanOrEqual(1_000);
-    await s.clock.advance(wait);
-    await waitFor("the load", () => s.loads() === 2);
-    expect(s.logged("Kubernetes client loaded; the kubernetes action is ready")).toHaveLength(1);
-    await s.clock.advance(1_000);
-    await s.parked();
     expect(s.records).toEqual([]);
-    s.polled.value = true;
-    await s.clock.advance(100);
+    expect(s.peer.state.requests().filter((r) => r.resource !== undefined)).toEqual([]);
+    await s.clock.advance(wait);
     await waitFor("the mark", () => s.outcomes().includes("Cordoned") || undefined);
     await s.parked();
+    expect(s.logged("Kubernetes client loaded; the kubernetes action is ready")).toHaveLength(1);
     expect(s.loads()).toBe(2);
+    expect(s.outcomes()).toEqual(["Cordoned"]);
   });
 
   it("a NotBefore IMDS moved is looked at again at once; the same NotBefore is not", async (test) => {
@@ -748,6 +752,8 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     s.moveNotBefore(iso(startMs + 10 * 60_000 + 5_000));
     await s.parked();
     expect(s.clock.sleeps.at(-1)).toBe(5_000);
+    // The step ended while the node was read for the document: the worker looked again without waiting.
+    expect(s.logged("kubernetes action: next step now")).toEqual([expect.objectContaining({ level: 10 })]);
     await s.clock.advance(5_000);
     await waitFor("the drain", () => s.outcomes().includes("Drained") || undefined);
     await s.parked();
@@ -785,6 +791,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.outcomes()).toEqual(["Cordoned", "Draining"]);
     expect(s.peer.state.evictions()).toHaveLength(1);
     expect(holderOf(s.peer)).toBe(nodeName);
+    expect(s.state().drain).toMatchObject({ evicted: ["apps/web-0"] }); // saved after the round that evicted it
     await s.actions.stop();
     expect(s.kube.closed()).toBe(true);
     expect(s.state()).toMatchObject({ phase: "draining", drain: { outcome: "interrupted", evicted: ["apps/web-0"] } });
@@ -812,5 +819,177 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.clock.now()).toBeLessThan(Date.parse(sooner));
     // Its slot is freed once the drain is over.
     expect(holderOf(s.peer)).toBe("");
+  });
+
+  it("reconciles the node with each document: a mark no event owns comes off, its own stays; the same list again reads nothing", async (test) => {
+    const gone = "C0000000-0000-4000-8000-000000000003";
+    const s = await setUp(test, {
+      node: {
+        annotations: {
+          [markAnnotationKey(gone)]: encodeMark({
+            eventId: gone,
+            eventType: "Redeploy",
+            notBefore: iso(startMs - 60_000),
+            policy: "taint",
+            cordoned: false,
+            markedAt: iso(startMs - 600_000),
+          }),
+        },
+        taints: [{ key: "sef.azure.com/scheduled-event-redeploy", value: gone, effect: "NoSchedule" }],
+      },
+    });
+    await startWith(s, reboot({ NotBefore: iso(startMs + 60 * 60_000) }));
+    expect(s.outcomes()).toEqual(["Cordoned"]);
+    const sleeps = s.clock.sleeps.length;
+    // A document listing neither event: the other event's mark comes off now; this one's stays (its action owns it).
+    s.actions.documentRead([]);
+    await waitFor("the reconciliation", () => s.outcomes().includes("Released") || undefined);
+    await s.parked();
+    expect(s.records[1]).toMatchObject({ EventId: gone, EventStatus: "Completed", Outcome: "Released" });
+    expect(s.taints()).toEqual([rebootTaint]);
+    expect(s.annotation(markAnnotationKey(eventId))).toBeDefined();
+    expect(s.clock.sleeps.length).toBeGreaterThan(sleeps);
+    // The same document again: the node is not read again (the worker looks only at its action's NotBefore).
+    const reads = s.peer.state.requests().length;
+    s.actions.documentRead([]);
+    await s.parked();
+    expect(s.peer.state.requests()).toHaveLength(reads);
+    expect(s.outcomes()).toEqual(["Cordoned", "Released"]);
+  });
+
+  it("a worker with nothing to do is not woken by documents; one whose store fails logs that it stopped", async (test) => {
+    const s = await setUp(test);
+    s.actions.start();
+    await s.parked();
+    s.actions.documentRead([]);
+    await s.parked();
+    const sleeps = s.clock.sleeps.length;
+    s.actions.documentRead([]);
+    s.actions.documentRead([]);
+    await s.parked();
+    expect(s.clock.sleeps).toHaveLength(sleeps);
+    s.db.close();
+    s.actions.committed();
+    await waitFor("the worker's end", () => s.logged("kubernetes action failed").length === 1);
+    expect(s.logged("kubernetes action failed")).toEqual([
+      expect.objectContaining({ level: 50, err: expect.objectContaining({ type: "Error" }) as unknown }),
+    ]);
+    await s.actions.stop();
+  });
+
+  it("under maxConcurrentDrains, a drain whose deadline has come runs without a slot", async (test) => {
+    const s = await setUp(test, {
+      settings: { maxConcurrentDrains: { limit: 1 } },
+      seed: {
+        leases: [
+          {
+            name: "sef-drain-0",
+            namespace: "default",
+            holderIdentity: "aks-pool1-00000000-vmss000009",
+            leaseDurationSeconds: 600,
+            renewTime: "2026-12-07T10:00:00.000000Z",
+          },
+        ],
+      },
+    });
+    // The deadline (NotBefore - 5 s) comes 16 s after the notice, at the 8th look for a slot.
+    await startWith(s, reboot({ NotBefore: iso(startMs + 21_000) }));
+    expect(s.outcomes()).toEqual(["Cordoned", "Waiting"]);
+    for (let i = 0; i < 8; i++) {
+      await s.clock.advance(2_000);
+      await s.parked();
+    }
+    await waitFor("the drain", () => s.outcomes().includes("Drained") || undefined);
+    expect(s.outcomes()).toEqual(["Cordoned", "Waiting", "Draining", "Drained"]);
+    expect(s.state().drainStartedAtMs).toBe(startMs + 16_000);
+    expect(holderOf(s.peer)).toBe("aks-pool1-00000000-vmss000009");
+    expect(s.peer.state.leaseWrites()).toEqual([]);
+  });
+
+  it("a drain slot that cannot be renewed or freed is logged and the drain goes on; one not taken up after a restart too", async (test) => {
+    const s = await setUp(test, {
+      settings: { maxConcurrentDrains: { limit: 1, leaseDurationSeconds: 3 }, drainLeadMs: 60 * 60_000 },
+      seed: {
+        pods: [
+          {
+            name: "web-0",
+            namespace: "apps",
+            nodeName,
+            ownerReferences: [{ kind: "ReplicaSet", name: "web" }],
+            stopsAfterSeconds: "never",
+          },
+        ],
+      },
+    });
+    await startWith(s, reboot({ NotBefore: iso(startMs + 60_000) }));
+    expect(holderOf(s.peer)).toBe(nodeName);
+    s.peer.state.injectFault({ match: { resources: ["leases"] }, answer: { kind: "internal-error" } });
+    await s.clock.advance(2_000);
+    await s.parked();
+    expect(s.logged("could not renew the drain slot")).toEqual([expect.objectContaining({ level: 40 })]);
+    // A restart: the slot cannot be taken up (logged); the drain goes on.
+    await s.actions.stop();
+    const again = s.restart();
+    again.start();
+    await s.parked();
+    expect(s.logged("could not take up the drain slot")).toEqual([expect.objectContaining({ level: 40 })]);
+    s.peer.state.clearFaults();
+    await again.stop();
+    const third = s.restart();
+    third.start();
+    await s.parked();
+    s.peer.state.injectFault({ match: { resources: ["leases"] }, answer: { kind: "internal-error" } });
+    for (let i = 0; i < 60 && !s.outcomes().includes("DrainIncomplete"); i++) {
+      await s.clock.advance(1_000);
+      await s.parked();
+    }
+    await waitFor("the drain's end", () => s.outcomes().includes("DrainIncomplete") || undefined);
+    await s.parked();
+    expect(s.logged("could not free the drain slot")).toEqual([expect.objectContaining({ level: 40 })]);
+    expect(s.outcomes()).toEqual(["Cordoned", "Draining", "DrainIncomplete"]);
+  });
+
+  it("an event over mid-drain: the drain stops and sef's marks come off", async (test) => {
+    const s = await setUp(test, {
+      settings: { drainLeadMs: 60 * 60_000 },
+      seed: {
+        pods: [
+          {
+            name: "web-0",
+            namespace: "apps",
+            nodeName,
+            ownerReferences: [{ kind: "ReplicaSet", name: "web" }],
+            stopsAfterSeconds: "never",
+          },
+        ],
+      },
+    });
+    await startWith(s, reboot());
+    expect(s.outcomes()).toEqual(["Cordoned", "Draining"]);
+    s.commit(reboot({ EventStatus: "Completed" }));
+    await s.clock.advance(1_000);
+    await waitFor("the undo", () => s.row()?.status === "succeeded" || undefined);
+    await s.parked();
+    expect(s.outcomes()).toEqual(["Cordoned", "Draining", "Uncordoned"]);
+    expect(s.cordoned()).toBe(false);
+  });
+
+  it("an undo that fails is persisted as undoing and taken again", async (test) => {
+    const s = await setUp(test, { settings: { policy: { Reboot: "cordon" } } });
+    await startWith(s, reboot());
+    s.peer.state.injectFault({
+      match: { verbs: ["patch"], resources: ["nodes"] },
+      answer: { kind: "internal-error" },
+      count: 1,
+    });
+    s.commit(reboot({ EventStatus: "Completed" }));
+    await waitFor("the failed undo", () => s.state().failures === 1 || undefined);
+    await s.parked();
+    expect(s.state()).toMatchObject({ phase: "undoing", failures: 1, endedStatus: "Completed" });
+    expect(s.cordoned()).toBe(true);
+    await s.clock.advance(1_000);
+    await waitFor("the undo", () => s.row()?.status === "succeeded" || undefined);
+    expect(s.cordoned()).toBe(false);
+    expect(s.outcomes()).toEqual(["Cordoned", "Failed", "Uncordoned"]);
   });
 });
