@@ -98,7 +98,10 @@ async function setUp(test: TestContext, options: Options = {}) {
     clock: { wallNowMs: () => clock.now(), monotonicNowMs: () => clock.monotonicMs() },
     seed: {
       ...options.seed,
-      nodes: [azureNodeSeed(options.providerOf ?? vm.VmResourceId, { name: nodeName, ...options.node })],
+      nodes: [
+        azureNodeSeed(options.providerOf ?? vm.VmResourceId, { name: nodeName, ...options.node }),
+        ...(options.seed?.nodes ?? []),
+      ],
     },
   });
   const kube = countingApi(await createKubeApi({ kubeconfig: peer.kubeconfigPath, requestTimeoutMs: 10_000 }));
@@ -537,14 +540,14 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     const s = await setUp(test, {
       seed: {
         pods: [
-          {
-            name: "db-0",
+          ...["db-0", "db-1"].map((name) => ({
+            name,
             namespace: "apps",
             nodeName,
             labels: { app: "db" },
             ownerReferences: [{ kind: "StatefulSet", name: "db" }],
             stopsAfterSeconds: 0,
-          },
+          })),
         ],
         podDisruptionBudgets: [{ name: "db", namespace: "apps", matchLabels: { app: "db" }, blockForMs: "forever" }],
       },
@@ -560,11 +563,14 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     }
     expect(s.outcomes()).toEqual(["Cordoned", "Draining", "DrainIncomplete"]);
     const detail = detailOf(s.records[2]);
-    expect(detail).toMatchObject({ podsDeletedAtDeadline: ["apps/db-0"], podsBlockedByPdb: ["apps/db-0"] });
+    expect(detail).toMatchObject({
+      podsDeletedAtDeadline: ["apps/db-0", "apps/db-1"],
+      podsBlockedByPdb: ["apps/db-0", "apps/db-1"],
+    });
     const grace = detail.deadlineGraceSeconds as number;
     expect(grace).toBe(5); // NotBefore is 5 s (deadlineReserveMs) after the deadline
     expect(s.nodeEvents()[2]!.message).toBe(
-      `drain for Preempt ${eventId} incomplete (${detail.incompleteBecause as string}): 1 pods left: apps/db-0; deleted at the deadline with ${grace} s grace: apps/db-0`,
+      `drain for Preempt ${eventId} incomplete (${detail.incompleteBecause as string}): 2 pods left: apps/db-0, apps/db-1; deleted at the deadline with ${grace} s grace: apps/db-0, apps/db-1`,
     );
     expect(s.taints()).toEqual([`sef.azure.com/scheduled-event-preempt=${eventId}:NoSchedule`]);
   });
@@ -720,7 +726,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
   });
 
   it("a client that does not load is loaded again after the policy's wait; no step is taken before it loads", async (test) => {
-    const s = await setUp(test, { failedLoads: 1 });
+    const s = await setUp(test, { failedLoads: 2 });
     s.commit(reboot());
     s.actions.start();
     await waitFor("the failed load", () => s.logged("could not load the Kubernetes client; trying again").length === 1);
@@ -737,10 +743,15 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.records).toEqual([]);
     expect(s.peer.state.requests().filter((r) => r.resource !== undefined)).toEqual([]);
     await s.clock.advance(wait);
+    await waitFor("the second failed load", () => s.clock.sleeps.length === 2);
+    const second = s.clock.sleeps[1]!;
+    expect(second).toBeGreaterThanOrEqual(1_000);
+    expect(second).toBeLessThanOrEqual(2_000);
+    await s.clock.advance(second);
     await waitFor("the mark", () => s.outcomes().includes("Cordoned") || undefined);
     await s.parked();
     expect(s.logged("Kubernetes client loaded; the kubernetes action is ready")).toHaveLength(1);
-    expect(s.loads()).toBe(2);
+    expect(s.loads()).toBe(3);
     expect(s.outcomes()).toEqual(["Cordoned"]);
   });
 
@@ -991,5 +1002,166 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     await waitFor("the undo", () => s.row()?.status === "succeeded" || undefined);
     expect(s.cordoned()).toBe(false);
     expect(s.outcomes()).toEqual(["Cordoned", "Failed", "Uncordoned"]);
+  });
+
+  it("a worker whose client never loads stops when asked", async (test) => {
+    const s = await setUp(test, { failedLoads: 1_000 });
+    s.actions.start();
+    await waitFor("the failed load", () => s.clock.pendingSleeps === 1);
+    await s.actions.stop();
+    expect(s.loads()).toBe(1);
+    expect(s.kube.closed()).toBe(false);
+  });
+
+  it("Started: the node stays as it is, no drain begins; a step an older agent persisted as marking is taken", async (test) => {
+    const s = await setUp(test, { settings: { drainLeadMs: 60_000 } });
+    await startWith(s, reboot({ NotBefore: iso(startMs + 120_000) }));
+    expect(s.outcomes()).toEqual(["Cordoned"]);
+    s.commit(reboot({ NotBefore: iso(startMs + 120_000), EventStatus: "Started" }));
+    await s.parked();
+    await s.clock.advance(120_000);
+    await s.parked();
+    expect(s.outcomes()).toEqual(["Cordoned"]);
+    expect(s.state().phase).toBe("marked");
+
+    const other = "6EE66B82-A6CF-4C8F-B9B3-AD5B3F8D9B22";
+    const otherKey = nodeActionKey(other.toLowerCase());
+    s.ledger.plan(s.actions.plan(reboot({ EventId: other, NotBefore: iso(startMs + 3_600_000) })), s.clock.now());
+    s.ledger.setStep(otherKey, JSON.stringify({ ...s.state(), phase: "marking" }));
+    s.commit(reboot({ EventId: other, NotBefore: iso(startMs + 3_600_000) }));
+    await waitFor("the mark", () => s.state(otherKey).phase === "marked" || undefined);
+    expect(s.records.at(-1)).toMatchObject({ EventId: other, Outcome: "Cordoned" });
+  });
+
+  it("an event naming two nodes: this node (the first) drains, waits for the other's drained mark, then approves", async (test) => {
+    const otherVm = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/WestNO_1";
+    const s = await setUp(test, {
+      settings: { drainLeadMs: 60 * 60_000 },
+      seed: { nodes: [azureNodeSeed(otherVm, { name: "node-b" })] },
+    });
+    const notBefore = iso(startMs + 15 * 60_000);
+    const record = reboot({ NotBefore: notBefore, Resources: ["WestNO_0", "WestNO_1"] });
+    await startWith(s, record);
+    expect(s.outcomes()).toEqual(["Cordoned", "Draining", "Drained", "Waiting"]);
+    expect(detailOf(s.records[3])).toMatchObject({ approver: nodeName, waitingFor: ["node-b"] });
+    expect(s.state()).toMatchObject({
+      phase: "waiting",
+      waitingFor: ["node-b"],
+      named: { nodes: [{ node: nodeName }, { node: "node-b" }] },
+    });
+    expect(s.releases).toEqual([]);
+    expect(s.clock.sleeps.at(-1)).toBe(1_000); // podPollMs
+    await s.clock.advance(1_000);
+    await s.parked();
+    expect(s.releases).toEqual([]);
+    s.peer.state.updateNode("node-b", (n) => {
+      n.metadata.annotations = {
+        ...n.metadata.annotations,
+        [markAnnotationKey(eventId)]: encodeMark({
+          eventId,
+          eventType: "Reboot",
+          notBefore,
+          policy: "drain-then-approve",
+          cordoned: true,
+          markedAt: iso(startMs),
+          drainedAt: iso(startMs + 500),
+        }),
+      };
+    });
+    await s.clock.advance(1_000);
+    await waitFor("the approval", () => s.releases.length === 1 || undefined);
+    expect(s.releases[0]).toMatchObject({ verdict: "approve" });
+    expect(s.state().phase).toBe("settled");
+  });
+
+  it("a NotBefore-less drain has its deadline 30 s after it started, across a restart", async (test) => {
+    const s = await setUp(test, {
+      seed: {
+        pods: [
+          {
+            name: "web-0",
+            namespace: "apps",
+            nodeName,
+            ownerReferences: [{ kind: "ReplicaSet", name: "web" }],
+            stopsAfterSeconds: "never",
+          },
+        ],
+      },
+    });
+    await startWith(s, reboot({ NotBefore: null }));
+    expect(s.outcomes()).toEqual(["Cordoned", "Draining"]);
+    expect(detailOf(s.records[1]).deadline).toBe(iso(startMs + 30_000));
+    for (let i = 0; i < 10; i++) {
+      await s.clock.advance(1_000);
+      await s.parked();
+    }
+    await s.actions.stop();
+    const again = s.restart();
+    again.start();
+    await s.parked();
+    for (let i = 0; i < 40 && !s.outcomes().includes("DrainIncomplete"); i++) {
+      await s.clock.advance(1_000);
+      await s.parked();
+    }
+    expect(s.outcomes()).toEqual(["Cordoned", "Draining", "DrainIncomplete"]);
+    expect(detailOf(s.records[2]).deadline).toBe(iso(startMs + 30_000));
+    expect(s.records[2]!.ElapsedMs).toBe(30_000);
+  });
+
+  it("two events draining at once: every grace is capped by the sooner deadline, and the slot is kept until both are over", async (test) => {
+    const s = await setUp(test, {
+      settings: { drainLeadMs: 60 * 60_000, maxConcurrentDrains: { limit: 1 } },
+      seed: {
+        pods: [
+          {
+            name: "slow-0",
+            namespace: "apps",
+            nodeName,
+            ownerReferences: [{ kind: "ReplicaSet", name: "slow" }],
+            terminationGracePeriodSeconds: 600,
+            stopsAfterSeconds: "never",
+          },
+        ],
+      },
+    });
+    await startWith(s, reboot({ NotBefore: iso(startMs + 30 * 60_000) }));
+    expect(s.peer.state.evictions().map((e) => [e.pod, e.gracePeriodSeconds])).toEqual([["slow-0", 600]]);
+    // Half a second later a Redeploy: marked and drained at once, its deadline 55 s away.
+    await s.clock.advance(500);
+    await s.parked();
+    const redeploy = "7FF77C93-B7D0-4D90-8AC4-BE6C4A9EAC33";
+    s.commit(reboot({ EventId: redeploy, EventType: "Redeploy", NotBefore: iso(startMs + 60_500) }));
+    await waitFor("the second drain", () => s.records.filter((r) => r.EventId === redeploy).length === 2 || undefined);
+    await s.parked();
+    // A pod arrives; the Reboot's drain (the first to look again) evicts it with the Redeploy's time left as its grace.
+    s.peer.state.addPod({
+      name: "new-0",
+      namespace: "apps",
+      nodeName,
+      ownerReferences: [{ kind: "ReplicaSet", name: "new" }],
+      terminationGracePeriodSeconds: 600,
+      stopsAfterSeconds: 0,
+    });
+    await s.clock.advance(500);
+    await s.parked();
+    expect(
+      s.peer.state
+        .evictions()
+        .filter((e) => e.pod === "new-0")
+        .map((e) => e.gracePeriodSeconds),
+    ).toEqual([54]);
+    for (let i = 0; i < 70 && !s.outcomes().includes("DrainIncomplete"); i++) {
+      await s.clock.advance(1_000);
+      await s.parked();
+    }
+    expect(s.records.filter((r) => r.Outcome === "DrainIncomplete").map((r) => r.EventId)).toEqual([redeploy]);
+    // The Reboot still drains (the pod the Redeploy's grace cut short is stuck only 10 s later): the slot stays.
+    expect(holderOf(s.peer)).toBe(nodeName);
+    for (let i = 0; i < 20 && s.outcomes().filter((o) => o === "DrainIncomplete").length < 2; i++) {
+      await s.clock.advance(1_000);
+      await s.parked();
+    }
+    expect(s.records.filter((r) => r.Outcome === "DrainIncomplete").map((r) => r.EventId)).toEqual([redeploy, eventId]);
+    expect(holderOf(s.peer)).toBe("");
   });
 });

@@ -278,9 +278,9 @@ export class NodeActions implements WorkerAction {
     }
   }
 
+  /** The client: loaded before the worker takes its first step (work awaits it), so no step finds it missing. */
   private get api(): KubeApi {
-    if (this.kubeApi === undefined) throw new Error("the Kubernetes client is not loaded yet");
-    return this.kubeApi;
+    return this.kubeApi as KubeApi;
   }
 
   /** Takes the next steps of one node action; returns how long until it wants to be looked at again. */
