@@ -300,8 +300,21 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
             name: "web-0",
             namespace: "apps",
             nodeName,
+            labels: { app: "web" },
             ownerReferences: [{ kind: "ReplicaSet", name: "web" }],
             stopsAfterSeconds: 0,
+          },
+        ],
+        // Its controller brings it back at once, tolerating this event's taint: left where it is.
+        returningPods: [
+          {
+            namespace: "apps",
+            matchLabels: { app: "web" },
+            delayMs: 0,
+            maxReturns: 1,
+            tolerations: [
+              { key: "sef.azure.com/scheduled-event-reboot", operator: "Equal", value: eventId, effect: "NoSchedule" },
+            ],
           },
         ],
       },
@@ -347,13 +360,19 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
       type: "Normal",
       message: `draining for Reboot ${eventId}: evicting pods until ${deadline}`,
     });
-    // The pod goes; the next look (podPollMs later) finds the node empty.
-    await waitFor("the pod to go", () => s.peer.state.pods({ nodeName }).length === 0);
+    // The pod goes and comes back tolerating the taint; the next look (podPollMs later) leaves it.
+    const back = await waitFor("the pod to come back", () => s.peer.state.returnedPods()[0]?.pod);
+    await waitFor("the pod to go", () => s.peer.state.pods({ nodeName }).length === 1 || undefined);
     await s.clock.advance(2_000);
     await waitFor("the Drained record", () => s.outcomes().includes("Drained") || undefined);
     await s.parked();
     expect(s.outcomes()).toEqual(["Cordoned", "Draining", "Drained"]);
-    expect(detailOf(s.records[2])).toMatchObject({ node: nodeName, policy: "drain-then-approve", podsEvicted: 1 });
+    expect(detailOf(s.records[2])).toMatchObject({
+      node: nodeName,
+      policy: "drain-then-approve",
+      podsEvicted: 1,
+      podsArrivedTolerating: [back],
+    });
     expect(s.records[2]!.ElapsedMs).toBe(1_000);
     expect(s.annotation(markAnnotationKey(eventId))).toContain(`"drainedAt":"${iso(startMs + 31_000)}"`);
     expect(s.nodeEvents()[2]).toEqual({
