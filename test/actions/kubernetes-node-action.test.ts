@@ -24,7 +24,7 @@ import {
 import { pino } from "pino";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { metricValue } from "../helpers/metrics.js";
-import { waitFor } from "../helpers/wait.js";
+import { waitFor as waitLong, type WaitOptions } from "../helpers/wait.js";
 import { transition, vm } from "./fixtures.js";
 
 const nodeName = "aks-pool1-00000000-vmss000000";
@@ -34,6 +34,10 @@ const actionKey = nodeActionKey(eventKey);
 const startMs = Date.parse("2026-12-07T10:00:00.000Z");
 const iso = (ms: number): string => new Date(ms).toISOString();
 const rebootTaint = `sef.azure.com/scheduled-event-reboot=${eventId}:NoSchedule`;
+
+/** Waits on the peer and the worker: each a few loopback requests, so 5 s is ample (and a mutant fails fast). */
+const waitFor = <T>(what: string, probe: () => T | undefined | false, options: WaitOptions = {}): Promise<T> =>
+  waitLong(what, probe, { timeoutMs: 5_000, ...options });
 
 /** A FakeClock that keeps every wait asked of it (the worker's next look, a drain's poll): what the worker decided. */
 class WatchedClock extends FakeClock {
@@ -406,6 +410,13 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(await s.metric("sef_kubernetes_steps_total", { outcome: "Uncordoned" })).toBe(1);
     expect(await s.metric("sef_kubernetes_steps_total", { outcome: "Drained" })).toBe(1);
     expect(await s.metric("sef_kubernetes_steps_total", { outcome: "Draining" })).toBe(1);
+    // With no node action left, a document wakes the worker only when its events change (the reconciliation).
+    s.actions.documentRead([]);
+    await s.parked();
+    const sleeps = s.clock.sleeps.length;
+    s.actions.documentRead([]);
+    await s.parked();
+    expect(s.clock.sleeps).toHaveLength(sleeps);
   });
 
   it("taint only: a Tainted record, no cordon and no drain, the hold released done; Canceled: untainted, Released", async (test) => {
@@ -891,7 +902,9 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     const s = await setUp(test);
     s.actions.start();
     await s.parked();
+    // The first document: the node is reconciled with it at once.
     s.actions.documentRead([]);
+    await waitFor("the node's reconciliation", () => s.peer.state.requests().some((r) => r.resource === "nodes"));
     await s.parked();
     const sleeps = s.clock.sleeps.length;
     s.actions.documentRead([]);
@@ -956,13 +969,17 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     s.peer.state.injectFault({ match: { resources: ["leases"] }, answer: { kind: "internal-error" } });
     await s.clock.advance(2_000);
     await s.parked();
-    expect(s.logged("could not renew the drain slot")).toEqual([expect.objectContaining({ level: 40 })]);
+    expect(s.logged("could not renew the drain slot")).toEqual([
+      expect.objectContaining({ level: 40, err: expect.objectContaining({ type: "KubeApiError" }) as unknown }),
+    ]);
     // A restart: the slot cannot be taken up (logged); the drain goes on.
     await s.actions.stop();
     const again = s.restart();
     again.start();
     await s.parked();
-    expect(s.logged("could not take up the drain slot")).toEqual([expect.objectContaining({ level: 40 })]);
+    expect(s.logged("could not take up the drain slot")).toEqual([
+      expect.objectContaining({ level: 40, err: expect.objectContaining({ type: "KubeApiError" }) as unknown }),
+    ]);
     s.peer.state.clearFaults();
     await again.stop();
     const third = s.restart();
@@ -975,7 +992,9 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     }
     await waitFor("the drain's end", () => s.outcomes().includes("DrainIncomplete") || undefined);
     await s.parked();
-    expect(s.logged("could not free the drain slot")).toEqual([expect.objectContaining({ level: 40 })]);
+    expect(s.logged("could not free the drain slot")).toEqual([
+      expect.objectContaining({ level: 40, err: expect.objectContaining({ type: "KubeApiError" }) as unknown }),
+    ]);
     expect(s.outcomes()).toEqual(["Cordoned", "Draining", "DrainIncomplete"]);
   });
 

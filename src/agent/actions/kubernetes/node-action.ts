@@ -196,7 +196,7 @@ export class NodeActions implements WorkerAction {
 
   /** Stops at the next step boundary (a drain in progress stops between rounds; it resumes at the next start). */
   async stop(): Promise<void> {
-    this.stopping.abort(new Error("agent stopping"));
+    this.stopping.abort();
     await this.loop;
     this.kubeApi?.close();
   }
