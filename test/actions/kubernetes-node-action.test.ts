@@ -230,6 +230,13 @@ async function setUp(test: TestContext, options: Options = {}) {
 
 type SetUp = Awaited<ReturnType<typeof setUp>>;
 
+/** The API requests the peer answered, as `verb resource`. */
+const resourceRequests = (peer: KubernetesPeer): string[] =>
+  peer.state
+    .requests()
+    .filter((r) => r.resource !== undefined)
+    .map((r) => `${r.verb} ${r.resource}`);
+
 /** Who holds drain slot 0 in namespace `default` ("" when free). */
 const holderOf = (peer: KubernetesPeer): string | undefined => {
   const lease = peer.state.lease("default", "sef-drain-0");
@@ -327,6 +334,8 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     const notBefore = iso(startMs + 10 * 60_000 + 30_000);
     await startWith(s, reboot({ NotBefore: notBefore }));
     expect(s.logged("Kubernetes client loaded; the kubernetes action is ready")).toHaveLength(1);
+    // The node read once, marked in one patch, a Node Event.
+    expect(resourceRequests(s.peer)).toEqual(["get nodes", "patch nodes", "create events"]);
     expect(s.taints()).toEqual([rebootTaint]);
     expect(s.cordoned()).toBe(true);
     expect(s.annotation(markAnnotationKey(eventId))).toContain(`"policy":"drain-then-approve"`);
@@ -388,7 +397,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(await s.metric("sef_kubernetes_drain_duration_seconds_count", { outcome: "drained" })).toBe(1);
     expect(await s.metric("sef_kubernetes_drain_duration_seconds_sum", { outcome: "drained" })).toBe(1);
     expect(s.releases).toEqual([{ eventKey, holder: actionKey, verdict: "approve", reason: drainedReason }]);
-    expect(s.state()).toMatchObject({ phase: "settled", failures: 0 });
+    expect(s.state()).toMatchObject({ phase: "settled", failures: 0, podsLeft: [] });
     expect(s.row()).toMatchObject({ status: "running", attempts: 1 });
     expect(s.clock.sleeps.at(-1)).toBe(60_000);
 
@@ -1071,41 +1080,52 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.records.at(-1)).toMatchObject({ EventId: other, Outcome: "Cordoned" });
   });
 
-  it("an event naming two nodes: this node (the first) drains, waits for the other's drained mark, then approves", async (test) => {
-    const otherVm = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/WestNO_1";
+  it("an event naming three nodes: this node (the first) drains, waits for the others' drained marks, then approves", async (test) => {
+    const vmOf = (name: string) =>
+      `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`;
     const s = await setUp(test, {
       settings: { drainLeadMs: 60 * 60_000 },
-      seed: { nodes: [azureNodeSeed(otherVm, { name: "node-b" })] },
+      seed: {
+        nodes: [
+          azureNodeSeed(vmOf("WestNO_1"), { name: "node-b" }),
+          azureNodeSeed(vmOf("WestNO_2"), { name: "node-c" }),
+        ],
+      },
     });
     const notBefore = iso(startMs + 15 * 60_000);
-    const record = reboot({ NotBefore: notBefore, Resources: ["WestNO_0", "WestNO_1"] });
+    const record = reboot({ NotBefore: notBefore, Resources: ["WestNO_0", "WestNO_1", "WestNO_2"] });
+    const markDrained = (node: string): void => {
+      s.peer.state.updateNode(node, (n) => {
+        n.metadata.annotations = {
+          ...n.metadata.annotations,
+          [markAnnotationKey(eventId)]: encodeMark({
+            eventId,
+            eventType: "Reboot",
+            notBefore,
+            policy: "drain-then-approve",
+            cordoned: true,
+            markedAt: iso(startMs),
+            drainedAt: iso(startMs + 500),
+          }),
+        };
+      });
+    };
     await startWith(s, record);
     expect(s.outcomes()).toEqual(["Cordoned", "Draining", "Drained", "Waiting"]);
-    expect(detailOf(s.records[3])).toMatchObject({ approver: nodeName, waitingFor: ["node-b"] });
+    expect(detailOf(s.records[3])).toMatchObject({ approver: nodeName, waitingFor: ["node-b", "node-c"] });
     expect(s.state()).toMatchObject({
       phase: "waiting",
-      waitingFor: ["node-b"],
-      named: { nodes: [{ node: nodeName }, { node: "node-b" }] },
+      waitingFor: ["node-b", "node-c"],
+      named: { nodes: [{ node: nodeName }, { node: "node-b" }, { node: "node-c" }] },
     });
     expect(s.releases).toEqual([]);
     expect(s.clock.sleeps.at(-1)).toBe(1_000); // podPollMs
+    markDrained("node-b");
     await s.clock.advance(1_000);
     await s.parked();
     expect(s.releases).toEqual([]);
-    s.peer.state.updateNode("node-b", (n) => {
-      n.metadata.annotations = {
-        ...n.metadata.annotations,
-        [markAnnotationKey(eventId)]: encodeMark({
-          eventId,
-          eventType: "Reboot",
-          notBefore,
-          policy: "drain-then-approve",
-          cordoned: true,
-          markedAt: iso(startMs),
-          drainedAt: iso(startMs + 500),
-        }),
-      };
-    });
+    expect(s.state()).toMatchObject({ phase: "waiting", waitingFor: ["node-c"] });
+    markDrained("node-c");
     await s.clock.advance(1_000);
     await waitFor("the approval", () => s.releases.length === 1 || undefined);
     expect(s.releases[0]).toMatchObject({ verdict: "approve" });

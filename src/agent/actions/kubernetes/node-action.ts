@@ -344,7 +344,7 @@ export class NodeActions implements WorkerAction {
     if (this.options.settings.dryRun) return this.dryRun.run(row, record, policy, node);
     // No ledger write between this read and the mark patch (the notice → cordon path): a crash after the patch leaves
     // the row `planned`, and the next start marks again (the patch is idempotent) or reconciliation takes it off.
-    return this.mark(row, record, { ...state, phase: "marking" }, policy, node);
+    return this.mark(row, record, state, policy, node);
   }
 
   /**
