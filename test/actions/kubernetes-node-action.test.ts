@@ -112,11 +112,17 @@ async function setUp(test: TestContext, options: Options = {}) {
   const db = new DatabaseSync(":memory:");
   migrate(db);
   const ledger = new ActionLedger(db);
-  // At trace: the worker's "next step now" is a trace line.
+  // At trace: the worker's "next step now" is a trace line. A worker that never waits (it would starve the event loop,
+  // and with it every timer of the test) is stopped by its own log: no test here writes a thousandth of that.
   const lines: Array<Record<string, unknown>> = [];
   const logger = pino(
     { level: "trace" },
-    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+    {
+      write: (line: string) => {
+        if (lines.length >= 20_000) throw new Error("the worker logged 20,000 lines: it never waits");
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      },
+    },
   );
   const registry = new Registry();
   const metrics = new KubernetesMetrics(registry);
