@@ -43,8 +43,23 @@ const waitFor = <T>(what: string, probe: () => T | undefined | false, options: W
 class WatchedClock extends FakeClock {
   readonly sleeps: number[] = [];
   override sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    // A worker that never waits (each wait cut short) would starve the event loop and every timer of the test.
+    if (this.sleeps.length >= 20_000) throw new Error("the worker asked for 20,000 waits: it never waits");
     this.sleeps.push(ms);
     return super.sleep(ms, signal);
+  }
+}
+
+/** Stops the worker within the deadline every shutdown has (the loop ends at its next step boundary). */
+async function stopWithin(actions: NodeActions, deadlineMs = 5_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the worker did not stop within ${deadlineMs} ms`)), deadlineMs);
+  });
+  try {
+    await Promise.race([actions.stop(), deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -162,7 +177,7 @@ async function setUp(test: TestContext, options: Options = {}) {
   const actions = make();
   const running: NodeActions[] = [actions];
   test.onTestFinished(async () => {
-    await Promise.all(running.map((a) => a.stop()));
+    await Promise.all(running.map((a) => stopWithin(a)));
     kube.close();
     await peer.close();
     if (db.isOpen) db.close();
@@ -421,6 +436,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.records[3]).toMatchObject({ EventStatus: "Completed" });
     expect(detailOf(s.records[3])).toEqual({ node: nodeName, policy: "drain-then-approve" });
     expect(s.row()).toMatchObject({ status: "succeeded", reason: "uncordoned and untainted" });
+    expect(s.logged("the event is over and none of sef's marks for it is on the node (taken off already)")).toEqual([]);
     expect(s.state()).toMatchObject({ phase: "done", endedStatus: "Completed" });
     expect(await s.metric("sef_kubernetes_steps_total", { outcome: "Uncordoned" })).toBe(1);
     expect(await s.metric("sef_kubernetes_steps_total", { outcome: "Drained" })).toBe(1);
@@ -848,7 +864,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.peer.state.evictions()).toHaveLength(1);
     expect(holderOf(s.peer)).toBe(nodeName);
     expect(s.state().drain).toMatchObject({ evicted: ["apps/web-0"] }); // saved after the round that evicted it
-    await s.actions.stop();
+    await stopWithin(s.actions);
     expect(s.kube.closed()).toBe(true);
     expect(s.state()).toMatchObject({ phase: "draining", drain: { outcome: "interrupted", evicted: ["apps/web-0"] } });
     // Restarted: the drain goes on from its progress (the pod is not evicted again) and takes its slot up again.
@@ -932,7 +948,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     expect(s.logged("kubernetes action failed")).toEqual([
       expect.objectContaining({ level: 50, err: expect.objectContaining({ type: "Error" }) as unknown }),
     ]);
-    await s.actions.stop();
+    await stopWithin(s.actions);
   });
 
   it("under maxConcurrentDrains, a drain whose deadline has come runs without a slot", async (test) => {
@@ -988,7 +1004,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
       expect.objectContaining({ level: 40, err: expect.objectContaining({ type: "KubeApiError" }) as unknown }),
     ]);
     // A restart: the slot cannot be taken up (logged); the drain goes on.
-    await s.actions.stop();
+    await stopWithin(s.actions);
     const again = s.restart();
     again.start();
     await s.parked();
@@ -996,7 +1012,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
       expect.objectContaining({ level: 40, err: expect.objectContaining({ type: "KubeApiError" }) as unknown }),
     ]);
     s.peer.state.clearFaults();
-    await again.stop();
+    await stopWithin(again);
     const third = s.restart();
     third.start();
     await s.parked();
@@ -1061,7 +1077,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     const s = await setUp(test, { failedLoads: 1_000 });
     s.actions.start();
     await waitFor("the failed load", () => s.clock.pendingSleeps === 1);
-    await s.actions.stop();
+    await stopWithin(s.actions);
     expect(s.loads()).toBe(1);
     expect(s.kube.closed()).toBe(false);
   });
@@ -1159,7 +1175,7 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
       await s.clock.advance(1_000);
       await s.parked();
     }
-    await s.actions.stop();
+    await stopWithin(s.actions);
     const again = s.restart();
     again.start();
     await s.parked();
