@@ -194,6 +194,16 @@ export const groups: readonly MutationGroup[] = [
  */
 export const pendingGroups: readonly MutationGroup[] = [
   {
+    // 2026-12-07 22:59 (17.1 min): 99.6 % (283 mutants: 252 killed, 30 timed out twice, 1 survivor, the undo's "nothing
+    // left" line logged after every undo, killed by a test since; not run again: no turn of the machine's one run).
+    // The Kubernetes action's worker in-process against the testbed's Kubernetes peer on loopback, the action ledger on
+    // an in-memory store and the fake clock: holds and plans, mark, drain start and slot, drain outcomes, undo, failed
+    // steps, a moved NotBefore, stop.
+    name: "kubernetes-node",
+    modules: ["src/agent/actions/kubernetes/node-action.ts"],
+    tests: ["test/actions/kubernetes-node-action.test.ts"],
+  },
+  {
     // 2026-12-07: stopped at half its 534 mutants with 30 survivors (the readers' exact words and edges).
     name: "discovery-parsers",
     modules: [

@@ -81,8 +81,6 @@ export class NodeActions implements WorkerAction {
   private readonly dueAtMs = new Map<string, number>();
   /** The NotBefore each node action last acted on: one that IMDS moved is looked at again at once. */
   private readonly notBeforeActedOn = new Map<string, string | null>();
-  /** A document was read since the worker last compared those NotBefore values. */
-  private documentSeen = false;
   /** The deadlines of the drains under way (wall ms): every eviction's grace is capped by the soonest. */
   private readonly drainDeadlines = new Map<string, number>();
   private kubeApi: KubeApi | undefined;
@@ -193,13 +191,12 @@ export class NodeActions implements WorkerAction {
   /** A document was read: the node is reconciled with it when the events it lists changed (see reconcile.ts). */
   documentRead(eventIds: readonly string[]): void {
     // Also a NotBefore IMDS moved (no transition): the worker compares each node action's with the store's.
-    this.documentSeen = this.notBeforeActedOn.size > 0;
-    if (this.reconciler.documentRead(eventIds) || this.documentSeen) this.wakeUp.abort();
+    if (this.reconciler.documentRead(eventIds) || this.notBeforeActedOn.size > 0) this.wakeUp.abort();
   }
 
   /** Stops at the next step boundary (a drain in progress stops between rounds; it resumes at the next start). */
   async stop(): Promise<void> {
-    this.stopping.abort(new Error("agent stopping"));
+    this.stopping.abort();
     await this.loop;
     this.kubeApi?.close();
   }
@@ -223,17 +220,17 @@ export class NodeActions implements WorkerAction {
       let waitMs = idleWaitMs;
       const nowMs = clock.monotonicMs();
       const rows = ledger.activeOfKind(this.kind);
-      if (this.documentSeen) this.lookAgainWhereMoved(rows);
-      // Each node action's steps run on their own: one that drains never holds another's mark up.
+      this.lookAgainWhereMoved(rows);
+      // Each node action's steps run on their own: one that drains never holds another's mark up. (The loop and the
+      // steps' first parts are synchronous: nothing stops the worker between the check above and the wait below.)
       for (const row of rows) {
-        if (stop.aborted) break;
         if (this.inFlight.has(row.actionKey)) continue;
         const dueInMs = (this.dueAtMs.get(row.actionKey) ?? 0) - nowMs;
         if (dueInMs > 0) waitMs = Math.min(waitMs, dueInMs);
         else this.runStep(row);
       }
       // After the node actions' own steps are under way: what no node action owns any more.
-      if (!stop.aborted) waitMs = Math.min(waitMs, await this.reconciler.reconcileIfDue(idleWaitMs));
+      waitMs = Math.min(waitMs, await this.reconciler.reconcileIfDue(idleWaitMs));
       if (this.wakeUp.signal.aborted) logger.trace("kubernetes action: next step now");
       else await clock.sleep(waitMs, AbortSignal.any([stop, this.wakeUp.signal])).catch(() => undefined);
     }
@@ -242,13 +239,13 @@ export class NodeActions implements WorkerAction {
 
   /** The node actions whose event's NotBefore moved since they last acted are looked at now (not when they planned). */
   private lookAgainWhereMoved(rows: readonly ActionRow[]): void {
-    this.documentSeen = false;
     const active = new Set(rows.map((row) => row.actionKey));
     for (const key of this.notBeforeActedOn.keys()) if (!active.has(key)) this.notBeforeActedOn.delete(key);
     for (const row of rows) {
       const actedOn = this.notBeforeActedOn.get(row.actionKey);
       const latest = this.options.ledger.committedEventNotBefore(row.eventKey);
-      if (actedOn !== undefined && latest !== undefined && latest !== actedOn) this.dueAtMs.delete(row.actionKey);
+      // (A row that has not acted yet has no wait to forget.)
+      if (latest !== undefined && latest !== actedOn) this.dueAtMs.delete(row.actionKey);
     }
   }
 
@@ -281,9 +278,9 @@ export class NodeActions implements WorkerAction {
     }
   }
 
+  /** The client: loaded before the worker takes its first step (work awaits it), so no step finds it missing. */
   private get api(): KubeApi {
-    if (this.kubeApi === undefined) throw new Error("the Kubernetes client is not loaded yet");
-    return this.kubeApi;
+    return this.kubeApi as KubeApi;
   }
 
   /** Takes the next steps of one node action; returns how long until it wants to be looked at again. */
@@ -347,7 +344,7 @@ export class NodeActions implements WorkerAction {
     if (this.options.settings.dryRun) return this.dryRun.run(row, record, policy, node);
     // No ledger write between this read and the mark patch (the notice → cordon path): a crash after the patch leaves
     // the row `planned`, and the next start marks again (the patch is idempotent) or reconciliation takes it off.
-    return this.mark(row, record, { ...state, phase: "marking" }, policy, node);
+    return this.mark(row, record, state, policy, node);
   }
 
   /**
@@ -396,8 +393,7 @@ export class NodeActions implements WorkerAction {
     policy: NodePolicy,
   ): Promise<number> {
     const { settings, clock } = this.options;
-    if (!policyIncludes(policy, "drain"))
-      return this.approval.settle(row, record, { ...state, phase: "settled" }, policy);
+    if (!policyIncludes(policy, "drain")) return this.approval.settle(row, record, state, policy);
     const nowMs = clock.now();
     const startMs = drainStartMs(record.NotBefore, settings.drainLeadMs, nowMs);
     if (startMs > nowMs) return startMs - nowMs;
@@ -473,11 +469,11 @@ export class NodeActions implements WorkerAction {
       renewal.abort();
       await renewing;
     }
-    if (result.outcome !== "interrupted") await this.releaseSlot();
     if (result.outcome === "interrupted") {
       this.saveState(row.actionKey, { ...state, drain: result });
       return 0;
     }
+    await this.releaseSlot();
     const elapsedMs = Math.max(0, clock.now() - startedAtMs);
     const drained = result.outcome === "drained";
     metrics.drainDuration.observe({ outcome: drained ? "drained" : "incomplete" }, elapsedMs / 1000);
@@ -574,7 +570,7 @@ export class NodeActions implements WorkerAction {
       });
       return 0;
     }
-    if (state.phase !== "undoing") this.saveState(row.actionKey, { ...state, phase: "undoing" });
+    this.saveState(row.actionKey, { ...state, phase: "undoing" });
     const node = await this.io.readNode();
     const { decision, records } = await this.io.undo(
       node,
