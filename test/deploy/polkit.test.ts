@@ -35,6 +35,8 @@ function askPolkitd(asks: readonly Ask[]): number[] {
     .map(
       (a, i) =>
         `setpriv --reuid=${a.uid} --regid=${a.uid} --clear-groups sleep 60 & p=$!\n` +
+        // Asked only once the process runs as its user (before setpriv's switch it is still root's).
+        `until [ "$(awk '/^Uid:/ {print $2}' /proc/$p/status)" = ${a.uid} ]; do sleep 0.01; done\n` +
         `pkcheck --action-id '${a.action ?? "org.freedesktop.systemd1.manage-units"}' --process "$p" ` +
         `--detail unit '${a.unit}' --detail verb '${a.verb}' >/dev/null 2>&1; echo "ask ${i}: $?"; kill "$p"`,
     )
