@@ -153,7 +153,7 @@ const storageFailures = new WeakSet<object>();
 
 /** Whether `err` came from the partition's state store (a Blob error, a lost ownership), not from the records. */
 export function isStorageFailure(err: unknown): boolean {
-  return typeof err === "object" && err !== null && storageFailures.has(err);
+  return storageFailures.has(err as object); // false for a primitive: a WeakSet holds only objects
 }
 
 async function fromStore<T>(operation: Promise<T>): Promise<T> {

@@ -921,6 +921,19 @@ describe("PartitionProcessor, in detail", () => {
     expect([isStorageFailure("text"), isStorageFailure(null)]).toEqual([false, false]);
   });
 
+  it("passes on a store's failure that is not an object (a string, null) as it is", async () => {
+    for (const failure of ["disk full", null]) {
+      const store = new MemoryStore();
+      const { options } = setup(store, async () => delivered);
+      const processor = await PartitionProcessor.open(options);
+      store.save = () => Promise.reject(failure);
+      const batch = [receivedAt(0, fleetTransition(id(40), "Scheduled", vms[0]!, vms, { timeMs: t0 }))];
+      await expect(processor.processBatch(batch)).rejects.toBe(failure);
+      const unreadable = { load: () => Promise.reject(failure), save: store.save.bind(store) };
+      await expect(PartitionProcessor.open({ ...options, store: unreadable })).rejects.toBe(failure);
+    }
+  });
+
   it("gives up after five conflicting writes in a row, reloading before each, and logs each reload", async () => {
     const store = new MemoryStore();
     const { options, lines } = setup(store, async () => delivered);
@@ -1090,7 +1103,8 @@ describe("PartitionProcessor, in detail", () => {
       receivedAt(30, fleetTransition(here, "Scheduled", vms[0]!, vms, { timeMs: t0 })),
     ]);
     const logged = parsed(lines);
-    const oneByOne = (prefix: string) => logged.filter((l) => l.msg.startsWith(prefix)).map((l) => l.sequenceNumber);
+    const oneByOne = (prefix: string, from = logged) =>
+      from.filter((l) => l.msg.startsWith(prefix)).map((l) => l.sequenceNumber);
     const first = (from: number) => Array.from({ length: skippedLoggedPerBatch }, (_, n) => from + n);
     expect(oneByOne("dropped a record sent to a partition")).toEqual(first(0));
     expect(oneByOne("skipped an event that is not a valid record")).toEqual(first(15));
@@ -1105,6 +1119,12 @@ describe("PartitionProcessor, in detail", () => {
       metricLine(text, "malformed-json"),
       metricLine(text, "folded"),
     ]).toEqual([15, 15, 1]);
+    // Exactly as many as are logged one by one: no line for the rest.
+    lines.length = 0;
+    const malformed = (n: number) => receivedAt(31 + n, Buffer.from("{not json"));
+    await processor.processBatch(Array.from({ length: skippedLoggedPerBatch }, (_, n) => malformed(n)));
+    expect(oneByOne("skipped an event that is not a valid record", parsed(lines))).toEqual(first(31));
+    expect(parsed(lines).filter((l) => l.msg.startsWith("skipped more records of this kind"))).toEqual([]);
   });
 
   it("leaves an event whose plan throws unnotified, logged and counted, and notifies the others", async () => {
