@@ -650,7 +650,7 @@ export class PartitionProcessor {
         working.notifications[key] = states;
         const idempotencyKey = notificationIdempotencyKey(key, target, action, nextSequence(previous));
         const takenOver = previous.pending !== null ? { claimAgeMs: nowMs - previous.pending.claimedAtMs } : undefined;
-        const knownReporter = action === "trigger" && this.bounds.reportedByKnown(event, nowMs);
+        const knownReporter = this.bounds.reportedByKnown(event, nowMs); // the sender puts such triggers first
         claims.push({ key, target, action, idempotencyKey, knownReporter, ...(takenOver ? { takenOver } : {}) });
       }
     }

@@ -640,16 +640,18 @@ describe("PartitionProcessor, given forged records on the right partition or a w
       eventType: "Reboot",
       description: "Host server is undergoing maintenance.",
     });
-    const text = await metrics.registry.getSingleMetricAsString("sef_fleet_event_changes_ignored_total");
+    const text = await metrics.registry.metrics();
     for (const field of ["eventType", "description", "notBefore"])
-      expect(text).toContain(`sef_fleet_event_changes_ignored_total{field="${field}"} 1`);
-    const noted = lines.map((l) => JSON.parse(l) as { msg: string; field?: string; eventId?: string });
+      expect(metricValue(text, "sef_fleet_event_changes_ignored_total", { field })).toBe(1);
+    const noted = lines.map((l) => JSON.parse(l) as Record<string, unknown> & { msg: string });
     expect(
-      noted.filter((l) => l.msg.startsWith("a record would change a paged event")).map((l) => [l.field, l.eventId]),
+      noted
+        .filter((l) => l.msg.startsWith("a record would change a paged event"))
+        .map((l) => [l.partitionId, l.field, l.eventId, l.kept, l.offered]),
     ).toEqual([
-      ["eventType", real],
-      ["description", real],
-      ["notBefore", real],
+      ["0", "eventType", real, "Reboot", '"Freeze"'],
+      ["0", "description", real, "Host server is undergoing maintenance.", JSON.stringify(relabeled.Description)],
+      ["0", "notBefore", real, notBefore, JSON.stringify(relabeled.NotBefore)],
     ]);
   });
 });
@@ -1177,5 +1179,133 @@ describe("PartitionProcessor, in detail", () => {
     );
     const text = await next.metrics.registry.metrics();
     expect(metricValue(text, "sef_fleet_outcomes_saved_total")).toBe(2);
+  });
+});
+
+describe("PartitionProcessor, what it says and keeps", () => {
+  const vms = [vm(0), vm(1)];
+  const id = (n: number) => `5a1d0000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+  const parsed = (lines: string[]) => lines.map((l) => JSON.parse(l) as Record<string, unknown> & { msg: string });
+  /** The same processor options with an info-level logger writing to `lines`. */
+  const talkative = (options: ProcessorOptions, lines: string[]): ProcessorOptions => ({
+    ...options,
+    logger: pino(
+      { level: "info" },
+      new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }),
+    ),
+  });
+
+  it("logs each notification sent, an in-doubt re-send and a dead-letter entry it could not write, with their fields", async () => {
+    const answers: DeliveryOutcome[] = [
+      { kind: "retry", reason: "timed out after 10000 ms", inDoubt: true },
+      delivered,
+    ];
+    const { options } = setup(new MemoryStore(), async (s) =>
+      s.target === "pd" ? answers.shift()! : { kind: "rejected", reason: "HTTP 400" },
+    );
+    const lines: string[] = [];
+    const processor = await PartitionProcessor.open({
+      ...talkative(options, lines),
+      onDeadLetter: () => Promise.reject(new Error("dead-letter store down")),
+    });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(1), "Started", vms[0]!, vms, { timeMs: t0 }))]);
+    const logged = parsed(lines);
+    const key = notificationIdempotencyKey(id(1), "pd", "trigger", 1);
+    expect(logged.filter((l) => l.msg === "notification sent")).toEqual([
+      expect.objectContaining({ target: "pd", action: "trigger", eventId: id(1), status: "Started", attempt: 2 }),
+    ]);
+    expect(logged.filter((l) => l.msg.startsWith("re-sending a notification whose unanswered attempt"))).toEqual([
+      expect.objectContaining({
+        target: "pd",
+        action: "trigger",
+        eventId: id(1),
+        reason: "timed out after 10000 ms",
+        attempt: 1,
+        idempotencyKey: key,
+      }),
+    ]);
+    expect(logged.filter((l) => l.msg === "notification dead-lettered")).toEqual([
+      expect.objectContaining({ target: "chat", action: "trigger", eventId: id(1), reason: "HTTP 400" }),
+    ]);
+    expect(logged.find((l) => l.msg === "could not write the dead-letter entry")).toMatchObject({
+      err: { message: "dead-letter store down" },
+    });
+  });
+
+  it("leaves a notification claimed, not dead-lettered, when its partition closes while it waits to retry", async () => {
+    const store = new MemoryStore();
+    const deadLetters: string[] = [];
+    const { options, sent } = setup(store, async () => ({
+      kind: "retry",
+      reason: "HTTP 503",
+      retryAfterMs: undefined,
+    }));
+    const controller = new AbortController();
+    const clock = new FakeClock(t0);
+    const processor = await PartitionProcessor.open({
+      ...options,
+      clock: processorClock(clock),
+      retry: { minDelayMs: 1000, maxDelayMs: 1000, giveUpAfterMs: 60_000 },
+      signal: controller.signal,
+      onDeadLetter: async (target) => void deadLetters.push(target),
+    });
+    const done = processor.processBatch(wave(1));
+    while (clock.pendingSleeps < 2) await flushAsync(1); // both sends answered 503 and wait to retry
+    controller.abort();
+    await done;
+    expect(sent).toHaveLength(2);
+    expect(deadLetters).toEqual([]);
+    const { state } = await store.load();
+    const states = Object.values(state.notifications[eventKey(0)]!);
+    expect(states.map((s) => [s.pending?.action, s.deadLettered])).toEqual([
+      ["trigger", null],
+      ["trigger", null],
+    ]);
+  });
+
+  it("treats an event whose first notification is claimed and unanswered as paged: a record cannot relabel it", async () => {
+    const store = new MemoryStore();
+    const { options, metrics, sent } = setup(store, () => new Promise<DeliveryOutcome>(() => undefined));
+    const processor = await PartitionProcessor.open(options);
+    await processor.foldBatch([receivedAt(0, fleetTransition(id(2), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    await processor.foldBatch([
+      receivedAt(1, fleetTransition(id(2), "Scheduled", vms[1]!, vms, { timeMs: t0, eventType: "Freeze" })),
+    ]);
+    expect(sent).toHaveLength(2);
+    expect((await store.load()).state.events[id(2)]!.eventType).toBe("Reboot");
+    const text = await metrics.registry.metrics();
+    expect(metricValue(text, "sef_fleet_event_changes_ignored_total", { field: "eventType" })).toBe(1);
+  });
+
+  it("logs a rejected record of an ended event as not a valid record, without calling the event open", async () => {
+    const store = new MemoryStore();
+    const { options, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const ended = fleetTransition(id(3), "Completed", vms[0]!, [vms[0]!], { timeMs: t0 });
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(id(3), "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+      receivedAt(1, ended),
+      receivedAt(2, { ...ended, Resources: "web-vmss_0" }),
+    ]);
+    const skipped = parsed(lines).filter((l) => l.msg.startsWith("skipped an"));
+    expect(skipped.map((l) => [l.msg, l.eventId, l.openEvent])).toEqual([
+      ["skipped an event that is not a valid record", id(3), undefined],
+    ]);
+  });
+
+  it("names what a plan threw when it is not an Error: its type and its text", async () => {
+    const { options, lines } = setup(new MemoryStore(), async () => delivered);
+    const poisoned = {
+      name: "poisoned",
+      targets: ["pd"],
+      get vmNamePatterns(): string[] {
+        throw "rule broke"; // eslint-disable-line @typescript-eslint/only-throw-error -- what a plug-in may throw
+      },
+    };
+    const processor = await PartitionProcessor.open({ ...options, rules: [poisoned as never] });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(4), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    expect(parsed(lines).find((l) => l.msg.startsWith("could not plan the notifications"))).toMatchObject({
+      error: { type: "string", message: "rule broke" },
+    });
   });
 });
