@@ -288,7 +288,6 @@ export class PartitionProcessor {
 
   private async run(events: readonly ReceivedEvent[]): Promise<FoldedBatch> {
     const claims = await this.exclusive(() => this.foldAndClaim(events));
-    if (claims.length === 0) return { notified: Promise.resolve() };
     for (const claim of claims) this.inFlight.add(flightKey(claim));
     const notified = this.notify(claims);
     const tracked = notified.catch(() => undefined);

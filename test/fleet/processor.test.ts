@@ -167,6 +167,37 @@ describe("PartitionProcessor", () => {
     expect(new Set(sent.map((s) => s.notification.idempotencyKey)).size).toBe(100);
   });
 
+  it("writes nothing more for outcomes a fold queued meanwhile already saved", async () => {
+    const store = new MemoryStore();
+    const answers = new Map<string, () => void>();
+    const { options, metrics } = setup(
+      store,
+      (s) => new Promise((resolve) => answers.set(s.target, () => resolve(delivered))),
+    );
+    const processor = await PartitionProcessor.open(options);
+    const { notified } = await processor.foldBatch(wave(1));
+    while (answers.size < 2) await flushAsync(1);
+    let release!: () => void;
+    store.hold = new Promise((r) => (release = r));
+    answers.get("pd")!(); // its outcome's write starts, and is held
+    await flushAsync();
+    // A batch folded meanwhile waits for that write; chat's outcome, answered now, goes with the batch's save.
+    const folded = processor.foldBatch([receivedAt(1, { ContractVersion: 1, RecordType: "Heartbeat" })]);
+    answers.get("chat")!();
+    await flushAsync();
+    store.hold = null;
+    release();
+    await folded;
+    await notified;
+    expect(store.saves).toBe(3); // the claims, pd's outcome, the batch with chat's outcome: no empty write after
+    expect(metricValue(await metrics.registry.metrics(), "sef_fleet_outcome_saves_total")).toBe(1);
+    const { state } = await store.load();
+    expect(Object.values(state.notifications[eventKey(0)]!).map((n) => [n.pending, n.sent])).toEqual([
+      [null, 1],
+      [null, 1],
+    ]);
+  });
+
   it("folds the next batch while a slow target still answers the last one's sends, and never claims its own queued send again", async () => {
     const store = new MemoryStore();
     let now = t0;
