@@ -158,6 +158,20 @@ export const groups: readonly MutationGroup[] = [
       "test/actions/approver-simulator.test.ts",
     ],
   },
+  {
+    // Endpoint discovery's choice: the link-local address first, the remembered endpoint, the sources in order, each
+    // candidate trusted once it answers the Scheduled Events API (real loopback peers, and plain recording functions).
+    name: "discovery-verify",
+    modules: ["src/agent/imds/discovery/resolver.ts", "src/agent/imds/discovery/verify.ts"],
+    tests: ["test/imds/discovery/resolver.test.ts", "test/imds/discovery/resolver-order.test.ts"],
+  },
+  {
+    // The fold of records into fleet events and the partition processor (fold, claim, send, save; bounds and bad
+    // input) against an in-memory state store.
+    name: "fleet-fold",
+    modules: ["src/fleet/fleet-event.ts", "src/fleet/partition-processor.ts"],
+    tests: ["test/fleet/processor.test.ts", "test/fleet/fleet-event.test.ts"],
+  },
 ];
 
 /**
@@ -176,19 +190,6 @@ export const pendingGroups: readonly MutationGroup[] = [
       "src/agent/imds/discovery/lease-networkmanager.ts",
     ],
     tests: ["test/imds/discovery/parsers.test.ts"],
-  },
-  {
-    // 2026-12-07 (load 20): fleet-event 89.5 %, partition processor 90.5 %; 23 survivors unkilled.
-    // The fold of records into fleet events and the partition processor (fold, claim, send, save; bounds and bad
-    // input) against an in-memory state store.
-    name: "fleet-fold",
-    modules: ["src/fleet/fleet-event.ts", "src/fleet/partition-processor.ts"],
-    tests: ["test/fleet/processor.test.ts", "test/fleet/fleet-event.test.ts"],
-  },
-  {
-    name: "discovery-verify",
-    modules: ["src/agent/imds/discovery/resolver.ts", "src/agent/imds/discovery/verify.ts"],
-    tests: ["test/imds/discovery/resolver.test.ts"],
   },
   {
     // The Kubernetes action's I/O steps tested in-process: one drain (evictions, retries, waits) on the fake clock.
