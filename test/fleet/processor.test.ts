@@ -289,9 +289,10 @@ describe("PartitionProcessor", () => {
     );
     const controller = new AbortController();
     // Time stands still (nothing advances this clock): the close waits for the answers, not for its bound.
+    const clock = new FakeClock(t0);
     const holder = await PartitionProcessor.open({
       ...closing.options,
-      clock: processorClock(new FakeClock(t0), () => now),
+      clock: processorClock(clock, () => now),
       signal: controller.signal,
     });
     void holder.processBatch(wave(1)).catch(() => undefined);
@@ -300,6 +301,7 @@ describe("PartitionProcessor", () => {
     const settled = holder.settled(5000);
     for (const answer of answers) answer();
     await settled;
+    expect(clock.pendingSleeps, "the bound's wait, ended once all was settled").toBe(0);
     const { state } = await store.load();
     expect(
       Object.values(state.notifications["00000000-0000-4000-8000-000000000000"]!).map((s) => ({
