@@ -650,7 +650,7 @@ export class PartitionProcessor {
         const idempotencyKey = notificationIdempotencyKey(key, target, action, nextSequence(previous));
         const takenOver = previous.pending !== null ? { claimAgeMs: nowMs - previous.pending.claimedAtMs } : undefined;
         const knownReporter = this.bounds.reportedByKnown(event, nowMs); // the sender puts such triggers first
-        claims.push({ key, target, action, idempotencyKey, knownReporter, ...(takenOver ? { takenOver } : {}) });
+        claims.push({ key, target, action, idempotencyKey, knownReporter, takenOver });
       }
     }
     return claims;
