@@ -1314,6 +1314,29 @@ describe("PartitionProcessor, what it says and keeps", () => {
     expect(metricValue(text, "sef_fleet_event_changes_ignored_total", { field: "eventType" })).toBe(1);
   });
 
+  it("lets a later record relabel an event no target was told of, and prunes it after retention", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { options, sent } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const processor = await PartitionProcessor.open({
+      ...options,
+      rules: [{ name: "freezes", targets: ["pd"], eventTypes: ["Freeze"] }],
+    });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(5), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    await processor.processBatch([
+      receivedAt(1, fleetTransition(id(5), "Scheduled", vms[1]!, vms, { timeMs: t0, eventType: "Redeploy" })),
+    ]);
+    expect(sent).toEqual([]);
+    expect((await store.load()).state.events[id(5)]!.eventType).toBe("Redeploy");
+    now = t0 + defaultPartitionBounds.retainOpenMs + 1;
+    await processor.tick();
+    expect((await store.load()).state.events).toEqual({});
+  });
+
   it("logs a rejected record of an ended event as not a valid record, without calling the event open", async () => {
     const store = new MemoryStore();
     const { options, lines } = setup(store, async () => delivered);
