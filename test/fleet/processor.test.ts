@@ -1337,6 +1337,36 @@ describe("PartitionProcessor, what it says and keeps", () => {
     expect((await store.load()).state.events).toEqual({});
   });
 
+  it("re-plans and prunes in a batch only the events it folded: the others wait for the tick", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const rules = [{ name: "pd", targets: ["pd"] }];
+    const first = setup(
+      store,
+      () => new Promise<DeliveryOutcome>(() => undefined),
+      () => now,
+    );
+    // A stopped instance left a claim on event 6 (never answered); event 7 was told and then forgotten by everyone.
+    void (await PartitionProcessor.open({ ...first.options, rules })).processBatch([
+      receivedAt(0, fleetTransition(id(6), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    while (first.sent.length < 1) await flushAsync(1);
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const owner = await PartitionProcessor.open({ ...next.options, rules });
+    await owner.processBatch([receivedAt(1, fleetTransition(id(7), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    now = t0 + defaultPartitionBounds.retainOpenMs + 1; // event 6's claim is stale, event 7 past its retention
+    await owner.processBatch([receivedAt(2, fleetTransition(id(8), "Scheduled", vms[0]!, vms, { timeMs: now }))]);
+    expect(next.sent.map((s) => s.eventId)).toEqual([id(7), id(8)]);
+    expect(Object.keys((await store.load()).state.events).sort()).toEqual([id(6), id(7), id(8)]);
+    await owner.tick();
+    expect(next.sent.map((s) => s.eventId)).toEqual([id(7), id(8), id(6)]);
+    expect(Object.keys((await store.load()).state.events).sort()).toEqual([id(6), id(8)]);
+  });
+
   it("logs a rejected record of an ended event as not a valid record, without calling the event open", async () => {
     const store = new MemoryStore();
     const { options, lines } = setup(store, async () => delivered);
