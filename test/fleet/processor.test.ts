@@ -252,11 +252,15 @@ describe("PartitionProcessor", () => {
     await owner.tick();
     expect(next.sent).toEqual([]); // a fresh claim belongs to its holder
     now = t0 + 10_000;
+    const savesBefore = store.saves;
     await owner.tick();
     expect(next.sent.map((s) => [s.target, s.notification.action, s.notification.idempotencyKey])).toEqual([
       ["pd", "trigger", keyOf("pd")],
       ["chat", "trigger", keyOf("chat")],
     ]);
+    // The claims taken over are saved (with their new time) before they are sent, then the outcomes.
+    const outcomeSaves = metricValue(await next.metrics.registry.metrics(), "sef_fleet_outcome_saves_total");
+    expect(store.saves - savesBefore - outcomeSaves).toBe(1);
     const warnings = next.lines.map(
       (l) => JSON.parse(l) as { msg: string; target: string; action: string; claimAgeMs: number },
     );
