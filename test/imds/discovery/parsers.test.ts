@@ -406,9 +406,9 @@ describe("each reader at the edges of what it accepts", () => {
       ).toBe('malformed: line 1: expected "lease {" or a statement ending in ";"');
     const skipped = 'interface  "eth0" {\n  send host-name "x";\n}\nlease6{\n}\n';
     expect(parseDhclientLeases(skipped + lease("option unknown-245 7f:0:0:2;"), nowMs)).toBe("127.0.0.2");
-    expect(parseDhclientLeases(lease("option  unknown-245\t7f:0:0:3;", "expire  4  2099/1/2\t3:04:05 ;"), nowMs)).toBe(
-      "127.0.0.3",
-    );
+    expect(
+      parseDhclientLeases(lease("option  unknown-245 \t7f:0:0:3;", "expire  4  2099/1/2 \t3:04:05 ;"), nowMs),
+    ).toBe("127.0.0.3");
     expect(parseDhclientLeases(lease("option unknown-245 7f:0:0:4;", "expire never ;"), nowMs)).toBe("127.0.0.4");
     expect(problemOf(() => parseDhclientLeases(lease("xoption unknown-245 7f:0:0:1;"), nowMs))).toBe(
       "no-option-245: none of 1 lease(s) carries option 245",
