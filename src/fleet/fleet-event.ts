@@ -106,8 +106,10 @@ export function foldRecord(
   const known = new Set(resources);
   resources.push(...new Set(record.Resources.filter((name) => !known.has(name))));
   resources.sort();
-  if (record.TimeGenerated < event.firstSeen) event.firstSeen = record.TimeGenerated;
-  if (record.TimeGenerated > event.lastSeen) event.lastSeen = record.TimeGenerated;
+  // The earliest and the latest time reported (ISO 8601 in UTC: their text order is their time order).
+  const seen = [event.firstSeen, event.lastSeen, record.TimeGenerated].sort();
+  event.firstSeen = seen[0]!;
+  event.lastSeen = seen[2]!;
   const offered = {
     eventType: record.EventType || event.eventType,
     description: record.Description || event.description,
