@@ -1371,6 +1371,65 @@ describe("PartitionProcessor, what it says and keeps", () => {
     expect(Object.keys((await store.load()).state.events).sort()).toEqual([id(6), id(8)]);
   });
 
+  it("counts records of an event already open in the batch against nothing: the partition's bound is on events", async () => {
+    const store = new MemoryStore();
+    const { options, metrics } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open({
+      ...options,
+      bounds: { ...defaultPartitionBounds, maxEventsPerPartition: 2 },
+    });
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(id(10), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(1, fleetTransition(id(10), "Scheduled", vms[1]!, vms, { timeMs: t0 })),
+      receivedAt(2, fleetTransition(id(11), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(3, fleetTransition(id(12), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    expect(Object.keys((await store.load()).state.events).sort()).toEqual([id(10), id(11)]);
+    expect(metricLine(await metrics.registry.metrics(), "partition-full")).toBe(1);
+    expect(processor.activeEvents).toBe(2); // both open
+  });
+
+  it("lets a later record relabel an event whose only notification was dead-lettered: nobody was told", async () => {
+    const store = new MemoryStore();
+    const { options, sent } = setup(store, async () => ({ kind: "rejected", reason: "HTTP 400" }));
+    const processor = await PartitionProcessor.open({ ...options, rules: [{ name: "pd", targets: ["pd"] }] });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(13), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    await processor.processBatch([
+      receivedAt(1, fleetTransition(id(13), "Scheduled", vms[1]!, vms, { timeMs: t0, eventType: "Freeze" })),
+    ]);
+    expect(sent).toHaveLength(1);
+    expect((await store.load()).state.events[id(13)]!.eventType).toBe("Freeze");
+  });
+
+  it("changes nothing with an answer that comes after another holder saved the same notification", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const rules = [{ name: "pd", targets: ["pd"] }];
+    let answerFirst!: () => void;
+    const first = setup(
+      store,
+      () => new Promise<DeliveryOutcome>((resolve) => (answerFirst = () => resolve(delivered))),
+      () => now,
+    );
+    const holder = await PartitionProcessor.open({ ...first.options, rules });
+    const firstDone = holder.processBatch([
+      receivedAt(0, fleetTransition(id(14), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    while (first.sent.length < 1) await flushAsync(1);
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const owner = await PartitionProcessor.open({ ...next.options, rules });
+    now = t0 + 10_000; // the first holder's claim is stale: the owner sends it again and saves its outcome
+    await owner.tick();
+    expect(next.sent).toHaveLength(1);
+    answerFirst(); // its save finds the owner's write, reloads, and finds the notification no longer claimed
+    await firstDone;
+    expect((await store.load()).state.notifications[id(14)]!.pd).toMatchObject({ pending: null, sent: 1 });
+  });
+
   it("logs a rejected record of an ended event as not a valid record, without calling the event open", async () => {
     const store = new MemoryStore();
     const { options, lines } = setup(store, async () => delivered);
