@@ -166,13 +166,6 @@ export const groups: readonly MutationGroup[] = [
     tests: ["test/imds/discovery/resolver.test.ts", "test/imds/discovery/resolver-order.test.ts"],
   },
   {
-    // The fold of records into fleet events and the partition processor (fold, claim, send, save; bounds and bad
-    // input) against an in-memory state store.
-    name: "fleet-fold",
-    modules: ["src/fleet/fleet-event.ts", "src/fleet/partition-processor.ts"],
-    tests: ["test/fleet/processor.test.ts", "test/fleet/fleet-event.test.ts"],
-  },
-  {
     // Endpoint discovery's readers: option 245 in its textual forms, `reg query` output, the dhclient, networkd and
     // NetworkManager lease files (each bad input with its own reason and words).
     name: "discovery-parsers",
@@ -192,6 +185,16 @@ export const groups: readonly MutationGroup[] = [
  * what was measured): run.ts does not read this list; move a group into `groups` with its committed result.
  */
 export const pendingGroups: readonly MutationGroup[] = [
+  {
+    // 2026-12-07 23:32 (load 3-7): fleet-event 100 % (73 valid mutants, no equivalent entry left), partition
+    // processor 98.5 % (261 valid) with 4 survivors, each killed by a test added after (by hand: each mutant applied,
+    // the file run); its 37 timeouts not yet run again alone. Needs one passing run to enter the gate.
+    // The fold of records into fleet events and the partition processor (fold, claim, send, save; bounds and bad
+    // input) against an in-memory state store.
+    name: "fleet-fold",
+    modules: ["src/fleet/fleet-event.ts", "src/fleet/partition-processor.ts"],
+    tests: ["test/fleet/processor.test.ts", "test/fleet/fleet-event.test.ts"],
+  },
   {
     // The Kubernetes action's I/O steps tested in-process: one drain (evictions, retries, waits) on the fake clock.
     name: "kubernetes-io",
