@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { parseDhclientLeases } from "../../../src/agent/imds/discovery/lease-dhclient.js";
 import { parseNetworkdLease } from "../../../src/agent/imds/discovery/lease-networkd.js";
 import { parseNetworkManagerLease } from "../../../src/agent/imds/discovery/lease-networkmanager.js";
-import { parseRegQueryOutput } from "../../../src/agent/imds/discovery/registry-output.js";
+import { parseRegQueryOutput, registryKey } from "../../../src/agent/imds/discovery/registry-output.js";
 import { decodeOption245Text, parseIpv4 } from "../../../src/agent/imds/discovery/option245.js";
 import { DiscoveryParseError, type DiscoveryFailureReason } from "../../../src/agent/imds/discovery/failure.js";
 
@@ -419,5 +419,14 @@ describe("each reader at the edges of what it accepts", () => {
         problemOf(() => parseDhclientLeases(lease(`option unknown-245 ${value};`), nowMs)),
         value,
       ).toMatch(/^malformed: option 245 value .* is neither hex bytes/);
+  });
+
+  it("the key queried is the one reg prints; spacing before a quoted value and an epoch, and around key lines", () => {
+    expect(fixture("reg-query-sz.txt").split("\r\n")[1]).toBe(registryKey.replace("HKLM", "HKEY_LOCAL_MACHINE"));
+    expect(parseDhclientLeases(lease('option unknown-245  "ABC\\001";'), nowMs)).toBe("65.66.67.1");
+    expect(
+      parseDhclientLeases(lease("option unknown-245 7f:0:0:6;", `expire epoch  ${nowMs / 1000 + 1};`), nowMs),
+    ).toBe("127.0.0.6");
+    expect(parseNetworkManagerLease("[dhcp4]\n   \n  private_245=7f:0:0:5  \n", nowMs)).toBe("127.0.0.5");
   });
 });
