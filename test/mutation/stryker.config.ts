@@ -165,7 +165,16 @@ export const groups: readonly MutationGroup[] = [
     modules: ["src/agent/imds/discovery/resolver.ts", "src/agent/imds/discovery/verify.ts"],
     tests: ["test/imds/discovery/resolver.test.ts", "test/imds/discovery/resolver-order.test.ts"],
   },
+];
+
+/**
+ * Groups written for issue 45 item 3 and left out of the gate until a run passes them (test/mutation/README.md says
+ * what was measured): run.ts does not read this list; move a group into `groups` with its committed result.
+ */
+export const pendingGroups: readonly MutationGroup[] = [
   {
+    // 2026-12-07 23:47 (6.1 min): option 245 and networkd 100 %, reg query 96.6 %, NetworkManager 98 %, dhclient
+    // 98.1 %; its 5 survivors since killed by tests (4, checked by hand) or listed (1). Needs one passing run.
     // Endpoint discovery's readers: option 245 in its textual forms, `reg query` output, the dhclient, networkd and
     // NetworkManager lease files (each bad input with its own reason and words).
     name: "discovery-parsers",
@@ -178,13 +187,6 @@ export const groups: readonly MutationGroup[] = [
     ],
     tests: ["test/imds/discovery/parsers.test.ts"],
   },
-];
-
-/**
- * Groups written for issue 45 item 3 and left out of the gate until a run passes them (test/mutation/README.md says
- * what was measured): run.ts does not read this list; move a group into `groups` with its committed result.
- */
-export const pendingGroups: readonly MutationGroup[] = [
   {
     // 2026-12-07 23:32 (load 3-7): fleet-event 100 % (73 valid mutants, no equivalent entry left), partition
     // processor 98.5 % (261 valid) with 4 survivors, each killed by a test added after (by hand: each mutant applied,
