@@ -49,11 +49,6 @@ export function eventKeyOf(eventId: string): string {
   return eventId.toLowerCase();
 }
 
-/**
- * Adds one record to the fleet event it belongs to: returns `previous` updated in place (the caller owns the copy it
- * folds into), or a new event. Older or repeated reports never move a VM back. Cost grows with the number
- * of names in Resources, not with the number of VMs that reported.
- */
 /** The fields a notification is about: once one went out, later records never change them. */
 export type PagedField = "eventType" | "description" | "notBefore";
 
@@ -64,6 +59,11 @@ export interface FoldOptions {
   readonly onKept?: (field: PagedField, kept: string | null, offered: string | null) => void;
 }
 
+/**
+ * Adds one record to the fleet event it belongs to: returns `previous` updated in place (the caller owns the copy it
+ * folds into), or a new event. Older or repeated reports never move a VM back. Cost grows with the number
+ * of names in Resources, not with the number of VMs that reported.
+ */
 export function foldRecord(
   previous: FleetEvent | undefined,
   record: FleetTransition,
@@ -77,7 +77,7 @@ export function foldRecord(
       eventType: "",
       eventSource: "",
       description: "",
-      durationInSeconds: -1,
+      durationInSeconds: record.DurationInSeconds,
       notBefore: null,
       resources: [],
       vms: emptyDict<VmStatus>(),
@@ -104,13 +104,12 @@ export function foldRecord(
   }
   const resources = event.resources as string[];
   const known = new Set(resources);
-  const added = record.Resources.filter((name) => !known.has(name));
-  if (added.length > 0) {
-    resources.push(...new Set(added));
-    resources.sort();
-  }
-  if (record.TimeGenerated < event.firstSeen) event.firstSeen = record.TimeGenerated;
-  if (record.TimeGenerated > event.lastSeen) event.lastSeen = record.TimeGenerated;
+  resources.push(...new Set(record.Resources.filter((name) => !known.has(name))));
+  resources.sort();
+  // The earliest and the latest time reported (ISO 8601 in UTC: their text order is their time order).
+  const seen = [event.firstSeen, event.lastSeen, record.TimeGenerated].sort();
+  event.firstSeen = seen[0]!;
+  event.lastSeen = seen[2]!;
   const offered = {
     eventType: record.EventType || event.eventType,
     description: record.Description || event.description,

@@ -153,7 +153,7 @@ const storageFailures = new WeakSet<object>();
 
 /** Whether `err` came from the partition's state store (a Blob error, a lost ownership), not from the records. */
 export function isStorageFailure(err: unknown): boolean {
-  return typeof err === "object" && err !== null && storageFailures.has(err);
+  return storageFailures.has(err as object); // false for a primitive: a WeakSet holds only objects
 }
 
 async function fromStore<T>(operation: Promise<T>): Promise<T> {
@@ -288,7 +288,6 @@ export class PartitionProcessor {
 
   private async run(events: readonly ReceivedEvent[]): Promise<FoldedBatch> {
     const claims = await this.exclusive(() => this.foldAndClaim(events));
-    if (claims.length === 0) return { notified: Promise.resolve() };
     for (const claim of claims) this.inFlight.add(flightKey(claim));
     const notified = this.notify(claims);
     const tracked = notified.catch(() => undefined);
@@ -650,8 +649,8 @@ export class PartitionProcessor {
         working.notifications[key] = states;
         const idempotencyKey = notificationIdempotencyKey(key, target, action, nextSequence(previous));
         const takenOver = previous.pending !== null ? { claimAgeMs: nowMs - previous.pending.claimedAtMs } : undefined;
-        const knownReporter = action === "trigger" && this.bounds.reportedByKnown(event, nowMs);
-        claims.push({ key, target, action, idempotencyKey, knownReporter, ...(takenOver ? { takenOver } : {}) });
+        const knownReporter = this.bounds.reportedByKnown(event, nowMs); // the sender puts such triggers first
+        claims.push({ key, target, action, idempotencyKey, knownReporter, takenOver });
       }
     }
     return claims;

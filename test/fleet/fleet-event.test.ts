@@ -185,6 +185,17 @@ describe("foldRecord", () => {
     event = foldRecord(event, record({ AgentId: "a", EventStatus: "Canceled" }));
     expect(event.status).toBe("Completed");
   });
+
+  it("looks at every VM's status only when the reporting VM's status changed", () => {
+    // An event whose overall status no longer follows its VMs (as an older state may hold it): a report that changes
+    // nothing leaves it; one that moves its VM recomputes it from every VM.
+    const stale = {
+      ...foldRecord(undefined, record({ AgentId: "a", EventStatus: "Scheduled" })),
+      status: "Canceled" as const,
+    };
+    expect(foldRecord(stale, record({ AgentId: "a", EventStatus: "Scheduled" })).status).toBe("Canceled");
+    expect(foldRecord(stale, record({ AgentId: "a", EventStatus: "Started" })).status).toBe("Started");
+  });
 });
 
 describe("overallStatus", () => {

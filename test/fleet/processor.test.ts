@@ -167,6 +167,37 @@ describe("PartitionProcessor", () => {
     expect(new Set(sent.map((s) => s.notification.idempotencyKey)).size).toBe(100);
   });
 
+  it("writes nothing more for outcomes a fold queued meanwhile already saved", async () => {
+    const store = new MemoryStore();
+    const answers = new Map<string, () => void>();
+    const { options, metrics } = setup(
+      store,
+      (s) => new Promise((resolve) => answers.set(s.target, () => resolve(delivered))),
+    );
+    const processor = await PartitionProcessor.open(options);
+    const { notified } = await processor.foldBatch(wave(1));
+    while (answers.size < 2) await flushAsync(1);
+    let release!: () => void;
+    store.hold = new Promise((r) => (release = r));
+    answers.get("pd")!(); // its outcome's write starts, and is held
+    await flushAsync();
+    // A batch folded meanwhile waits for that write; chat's outcome, answered now, goes with the batch's save.
+    const folded = processor.foldBatch([receivedAt(1, { ContractVersion: 1, RecordType: "Heartbeat" })]);
+    answers.get("chat")!();
+    await flushAsync();
+    store.hold = null;
+    release();
+    await folded;
+    await notified;
+    expect(store.saves).toBe(3); // the claims, pd's outcome, the batch with chat's outcome: no empty write after
+    expect(metricValue(await metrics.registry.metrics(), "sef_fleet_outcome_saves_total")).toBe(1);
+    const { state } = await store.load();
+    expect(Object.values(state.notifications[eventKey(0)]!).map((n) => [n.pending, n.sent])).toEqual([
+      [null, 1],
+      [null, 1],
+    ]);
+  });
+
   it("folds the next batch while a slow target still answers the last one's sends, and never claims its own queued send again", async () => {
     const store = new MemoryStore();
     let now = t0;
@@ -221,11 +252,15 @@ describe("PartitionProcessor", () => {
     await owner.tick();
     expect(next.sent).toEqual([]); // a fresh claim belongs to its holder
     now = t0 + 10_000;
+    const savesBefore = store.saves;
     await owner.tick();
     expect(next.sent.map((s) => [s.target, s.notification.action, s.notification.idempotencyKey])).toEqual([
       ["pd", "trigger", keyOf("pd")],
       ["chat", "trigger", keyOf("chat")],
     ]);
+    // The claims taken over are saved (with their new time) before they are sent, then the outcomes.
+    const outcomeSaves = metricValue(await next.metrics.registry.metrics(), "sef_fleet_outcome_saves_total");
+    expect(store.saves - savesBefore - outcomeSaves).toBe(1);
     const warnings = next.lines.map(
       (l) => JSON.parse(l) as { msg: string; target: string; action: string; claimAgeMs: number },
     );
@@ -258,9 +293,10 @@ describe("PartitionProcessor", () => {
     );
     const controller = new AbortController();
     // Time stands still (nothing advances this clock): the close waits for the answers, not for its bound.
+    const clock = new FakeClock(t0);
     const holder = await PartitionProcessor.open({
       ...closing.options,
-      clock: processorClock(new FakeClock(t0), () => now),
+      clock: processorClock(clock, () => now),
       signal: controller.signal,
     });
     void holder.processBatch(wave(1)).catch(() => undefined);
@@ -269,6 +305,7 @@ describe("PartitionProcessor", () => {
     const settled = holder.settled(5000);
     for (const answer of answers) answer();
     await settled;
+    expect(clock.pendingSleeps, "the bound's wait, ended once all was settled").toBe(0);
     const { state } = await store.load();
     expect(
       Object.values(state.notifications["00000000-0000-4000-8000-000000000000"]!).map((s) => ({
@@ -329,6 +366,9 @@ describe("PartitionProcessor", () => {
     now = t0 + 60_000; // long after the claims went stale
     await processor.tick();
     expect(sent).toHaveLength(2);
+    const saves = store.saves;
+    await processor.tick(); // the outcomes are saved: nothing left to write
+    expect(store.saves).toBe(saves);
     const { state } = await store.load();
     const states = Object.values(state.notifications["00000000-0000-4000-8000-000000000000"]!);
     expect(states.map((s) => ({ pending: s.pending, sent: s.sent }))).toEqual([
@@ -640,16 +680,18 @@ describe("PartitionProcessor, given forged records on the right partition or a w
       eventType: "Reboot",
       description: "Host server is undergoing maintenance.",
     });
-    const text = await metrics.registry.getSingleMetricAsString("sef_fleet_event_changes_ignored_total");
+    const text = await metrics.registry.metrics();
     for (const field of ["eventType", "description", "notBefore"])
-      expect(text).toContain(`sef_fleet_event_changes_ignored_total{field="${field}"} 1`);
-    const noted = lines.map((l) => JSON.parse(l) as { msg: string; field?: string; eventId?: string });
+      expect(metricValue(text, "sef_fleet_event_changes_ignored_total", { field })).toBe(1);
+    const noted = lines.map((l) => JSON.parse(l) as Record<string, unknown> & { msg: string });
     expect(
-      noted.filter((l) => l.msg.startsWith("a record would change a paged event")).map((l) => [l.field, l.eventId]),
+      noted
+        .filter((l) => l.msg.startsWith("a record would change a paged event"))
+        .map((l) => [l.partitionId, l.field, l.eventId, l.kept, l.offered]),
     ).toEqual([
-      ["eventType", real],
-      ["description", real],
-      ["notBefore", real],
+      ["0", "eventType", real, "Reboot", '"Freeze"'],
+      ["0", "description", real, "Host server is undergoing maintenance.", JSON.stringify(relabeled.Description)],
+      ["0", "notBefore", real, notBefore, JSON.stringify(relabeled.NotBefore)],
     ]);
   });
 });
@@ -921,6 +963,19 @@ describe("PartitionProcessor, in detail", () => {
     expect([isStorageFailure("text"), isStorageFailure(null)]).toEqual([false, false]);
   });
 
+  it("passes on a store's failure that is not an object (a string, null) as it is", async () => {
+    for (const failure of ["disk full", null]) {
+      const store = new MemoryStore();
+      const { options } = setup(store, async () => delivered);
+      const processor = await PartitionProcessor.open(options);
+      store.save = () => Promise.reject(failure);
+      const batch = [receivedAt(0, fleetTransition(id(40), "Scheduled", vms[0]!, vms, { timeMs: t0 }))];
+      await expect(processor.processBatch(batch)).rejects.toBe(failure);
+      const unreadable = { load: () => Promise.reject(failure), save: store.save.bind(store) };
+      await expect(PartitionProcessor.open({ ...options, store: unreadable })).rejects.toBe(failure);
+    }
+  });
+
   it("gives up after five conflicting writes in a row, reloading before each, and logs each reload", async () => {
     const store = new MemoryStore();
     const { options, lines } = setup(store, async () => delivered);
@@ -1090,7 +1145,8 @@ describe("PartitionProcessor, in detail", () => {
       receivedAt(30, fleetTransition(here, "Scheduled", vms[0]!, vms, { timeMs: t0 })),
     ]);
     const logged = parsed(lines);
-    const oneByOne = (prefix: string) => logged.filter((l) => l.msg.startsWith(prefix)).map((l) => l.sequenceNumber);
+    const oneByOne = (prefix: string, from = logged) =>
+      from.filter((l) => l.msg.startsWith(prefix)).map((l) => l.sequenceNumber);
     const first = (from: number) => Array.from({ length: skippedLoggedPerBatch }, (_, n) => from + n);
     expect(oneByOne("dropped a record sent to a partition")).toEqual(first(0));
     expect(oneByOne("skipped an event that is not a valid record")).toEqual(first(15));
@@ -1105,6 +1161,12 @@ describe("PartitionProcessor, in detail", () => {
       metricLine(text, "malformed-json"),
       metricLine(text, "folded"),
     ]).toEqual([15, 15, 1]);
+    // Exactly as many as are logged one by one: no line for the rest.
+    lines.length = 0;
+    const malformed = (n: number) => receivedAt(31 + n, Buffer.from("{not json"));
+    await processor.processBatch(Array.from({ length: skippedLoggedPerBatch }, (_, n) => malformed(n)));
+    expect(oneByOne("skipped an event that is not a valid record", parsed(lines))).toEqual(first(31));
+    expect(parsed(lines).filter((l) => l.msg.startsWith("skipped more records of this kind"))).toEqual([]);
   });
 
   it("leaves an event whose plan throws unnotified, logged and counted, and notifies the others", async () => {
@@ -1157,5 +1219,246 @@ describe("PartitionProcessor, in detail", () => {
     );
     const text = await next.metrics.registry.metrics();
     expect(metricValue(text, "sef_fleet_outcomes_saved_total")).toBe(2);
+  });
+});
+
+describe("PartitionProcessor, what it says and keeps", () => {
+  const vms = [vm(0), vm(1)];
+  const id = (n: number) => `5a1d0000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+  const parsed = (lines: string[]) => lines.map((l) => JSON.parse(l) as Record<string, unknown> & { msg: string });
+  /** The same processor options with an info-level logger writing to `lines`. */
+  const talkative = (options: ProcessorOptions, lines: string[]): ProcessorOptions => ({
+    ...options,
+    logger: pino(
+      { level: "info" },
+      new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }),
+    ),
+  });
+
+  it("logs each notification sent, an in-doubt re-send and a dead-letter entry it could not write, with their fields", async () => {
+    const answers: DeliveryOutcome[] = [
+      { kind: "retry", reason: "timed out after 10000 ms", inDoubt: true },
+      delivered,
+    ];
+    const { options } = setup(new MemoryStore(), async (s) =>
+      s.target === "pd" ? answers.shift()! : { kind: "rejected", reason: "HTTP 400" },
+    );
+    const lines: string[] = [];
+    const processor = await PartitionProcessor.open({
+      ...talkative(options, lines),
+      onDeadLetter: () => Promise.reject(new Error("dead-letter store down")),
+    });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(1), "Started", vms[0]!, vms, { timeMs: t0 }))]);
+    const logged = parsed(lines);
+    const key = notificationIdempotencyKey(id(1), "pd", "trigger", 1);
+    expect(logged.filter((l) => l.msg === "notification sent")).toEqual([
+      expect.objectContaining({ target: "pd", action: "trigger", eventId: id(1), status: "Started", attempt: 2 }),
+    ]);
+    expect(logged.filter((l) => l.msg.startsWith("re-sending a notification whose unanswered attempt"))).toEqual([
+      expect.objectContaining({
+        target: "pd",
+        action: "trigger",
+        eventId: id(1),
+        reason: "timed out after 10000 ms",
+        attempt: 1,
+        idempotencyKey: key,
+      }),
+    ]);
+    expect(logged.filter((l) => l.msg === "notification dead-lettered")).toEqual([
+      expect.objectContaining({ target: "chat", action: "trigger", eventId: id(1), reason: "HTTP 400" }),
+    ]);
+    expect(logged.find((l) => l.msg === "could not write the dead-letter entry")).toMatchObject({
+      err: { message: "dead-letter store down" },
+    });
+  });
+
+  it("leaves a notification claimed, not dead-lettered, when its partition closes while it waits to retry", async () => {
+    const store = new MemoryStore();
+    const deadLetters: string[] = [];
+    const { options, sent } = setup(store, async () => ({
+      kind: "retry",
+      reason: "HTTP 503",
+      retryAfterMs: undefined,
+    }));
+    const controller = new AbortController();
+    const clock = new FakeClock(t0);
+    const processor = await PartitionProcessor.open({
+      ...options,
+      clock: processorClock(clock),
+      retry: { minDelayMs: 1000, maxDelayMs: 1000, giveUpAfterMs: 60_000 },
+      signal: controller.signal,
+      onDeadLetter: async (target) => void deadLetters.push(target),
+    });
+    const done = processor.processBatch(wave(1));
+    while (clock.pendingSleeps < 2) await flushAsync(1); // both sends answered 503 and wait to retry
+    controller.abort();
+    await done;
+    expect(sent).toHaveLength(2);
+    expect(deadLetters).toEqual([]);
+    expect(store.saves).toBe(1); // the claims: nothing to save for a send cut short
+    const { state } = await store.load();
+    const states = Object.values(state.notifications[eventKey(0)]!);
+    expect(states.map((s) => [s.pending?.action, s.deadLettered])).toEqual([
+      ["trigger", null],
+      ["trigger", null],
+    ]);
+  });
+
+  it("treats an event whose first notification is claimed and unanswered as paged: a record cannot relabel it", async () => {
+    const store = new MemoryStore();
+    const { options, metrics, sent } = setup(store, () => new Promise<DeliveryOutcome>(() => undefined));
+    const processor = await PartitionProcessor.open(options);
+    await processor.foldBatch([receivedAt(0, fleetTransition(id(2), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    await processor.foldBatch([
+      receivedAt(1, fleetTransition(id(2), "Scheduled", vms[1]!, vms, { timeMs: t0, eventType: "Freeze" })),
+    ]);
+    expect(sent).toHaveLength(2);
+    expect((await store.load()).state.events[id(2)]!.eventType).toBe("Reboot");
+    const text = await metrics.registry.metrics();
+    expect(metricValue(text, "sef_fleet_event_changes_ignored_total", { field: "eventType" })).toBe(1);
+  });
+
+  it("lets a later record relabel an event no target was told of, and prunes it after retention", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const { options, sent } = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const processor = await PartitionProcessor.open({
+      ...options,
+      rules: [{ name: "freezes", targets: ["pd"], eventTypes: ["Freeze"] }],
+    });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(5), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    await processor.processBatch([
+      receivedAt(1, fleetTransition(id(5), "Scheduled", vms[1]!, vms, { timeMs: t0, eventType: "Redeploy" })),
+    ]);
+    expect(sent).toEqual([]);
+    expect((await store.load()).state.events[id(5)]!.eventType).toBe("Redeploy");
+    now = t0 + defaultPartitionBounds.retainOpenMs + 1;
+    await processor.tick();
+    expect((await store.load()).state.events).toEqual({});
+  });
+
+  it("re-plans and prunes in a batch only the events it folded: the others wait for the tick", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const rules = [{ name: "pd", targets: ["pd"] }];
+    const first = setup(
+      store,
+      () => new Promise<DeliveryOutcome>(() => undefined),
+      () => now,
+    );
+    // A stopped instance left a claim on event 6 (never answered); event 7 was told and then forgotten by everyone.
+    void (await PartitionProcessor.open({ ...first.options, rules })).processBatch([
+      receivedAt(0, fleetTransition(id(6), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    while (first.sent.length < 1) await flushAsync(1);
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const owner = await PartitionProcessor.open({ ...next.options, rules });
+    await owner.processBatch([receivedAt(1, fleetTransition(id(7), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    now = t0 + defaultPartitionBounds.retainOpenMs + 1; // event 6's claim is stale, event 7 past its retention
+    await owner.processBatch([receivedAt(2, fleetTransition(id(8), "Scheduled", vms[0]!, vms, { timeMs: now }))]);
+    expect(next.sent.map((s) => s.eventId)).toEqual([id(7), id(8)]);
+    expect(Object.keys((await store.load()).state.events).sort()).toEqual([id(6), id(7), id(8)]);
+    await owner.tick();
+    expect(next.sent.map((s) => s.eventId)).toEqual([id(7), id(8), id(6)]);
+    expect(Object.keys((await store.load()).state.events).sort()).toEqual([id(6), id(8)]);
+  });
+
+  it("counts records of an event already open in the batch against nothing: the partition's bound is on events", async () => {
+    const store = new MemoryStore();
+    const { options, metrics } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open({
+      ...options,
+      bounds: { ...defaultPartitionBounds, maxEventsPerPartition: 2 },
+    });
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(id(10), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(1, fleetTransition(id(10), "Scheduled", vms[1]!, vms, { timeMs: t0 })),
+      receivedAt(2, fleetTransition(id(11), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+      receivedAt(3, fleetTransition(id(12), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    expect(Object.keys((await store.load()).state.events).sort()).toEqual([id(10), id(11)]);
+    expect(metricLine(await metrics.registry.metrics(), "partition-full")).toBe(1);
+    expect(processor.activeEvents).toBe(2); // both open
+  });
+
+  it("lets a later record relabel an event whose only notification was dead-lettered: nobody was told", async () => {
+    const store = new MemoryStore();
+    const { options, sent } = setup(store, async () => ({ kind: "rejected", reason: "HTTP 400" }));
+    const processor = await PartitionProcessor.open({ ...options, rules: [{ name: "pd", targets: ["pd"] }] });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(13), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    await processor.processBatch([
+      receivedAt(1, fleetTransition(id(13), "Scheduled", vms[1]!, vms, { timeMs: t0, eventType: "Freeze" })),
+    ]);
+    expect(sent).toHaveLength(1);
+    expect((await store.load()).state.events[id(13)]!.eventType).toBe("Freeze");
+  });
+
+  it("changes nothing with an answer that comes after another holder saved the same notification", async () => {
+    const store = new MemoryStore();
+    let now = t0;
+    const rules = [{ name: "pd", targets: ["pd"] }];
+    let answerFirst!: () => void;
+    const first = setup(
+      store,
+      () => new Promise<DeliveryOutcome>((resolve) => (answerFirst = () => resolve(delivered))),
+      () => now,
+    );
+    const holder = await PartitionProcessor.open({ ...first.options, rules });
+    const firstDone = holder.processBatch([
+      receivedAt(0, fleetTransition(id(14), "Scheduled", vms[0]!, vms, { timeMs: t0 })),
+    ]);
+    while (first.sent.length < 1) await flushAsync(1);
+    const next = setup(
+      store,
+      async () => delivered,
+      () => now,
+    );
+    const owner = await PartitionProcessor.open({ ...next.options, rules });
+    now = t0 + 10_000; // the first holder's claim is stale: the owner sends it again and saves its outcome
+    await owner.tick();
+    expect(next.sent).toHaveLength(1);
+    answerFirst(); // its save finds the owner's write, reloads, and finds the notification no longer claimed
+    await firstDone;
+    expect((await store.load()).state.notifications[id(14)]!.pd).toMatchObject({ pending: null, sent: 1 });
+  });
+
+  it("logs a rejected record of an ended event as not a valid record, without calling the event open", async () => {
+    const store = new MemoryStore();
+    const { options, lines } = setup(store, async () => delivered);
+    const processor = await PartitionProcessor.open(options);
+    const ended = fleetTransition(id(3), "Completed", vms[0]!, [vms[0]!], { timeMs: t0 });
+    await processor.processBatch([
+      receivedAt(0, fleetTransition(id(3), "Scheduled", vms[0]!, [vms[0]!], { timeMs: t0 })),
+      receivedAt(1, ended),
+      receivedAt(2, { ...ended, Resources: "web-vmss_0" }),
+    ]);
+    const skipped = parsed(lines).filter((l) => l.msg.startsWith("skipped an"));
+    expect(skipped.map((l) => [l.msg, l.eventId, l.openEvent])).toEqual([
+      ["skipped an event that is not a valid record", id(3), undefined],
+    ]);
+  });
+
+  it("names what a plan threw when it is not an Error: its type and its text", async () => {
+    const { options, lines } = setup(new MemoryStore(), async () => delivered);
+    const poisoned = {
+      name: "poisoned",
+      targets: ["pd"],
+      get vmNamePatterns(): string[] {
+        throw "rule broke"; // what a plug-in may throw
+      },
+    };
+    const processor = await PartitionProcessor.open({ ...options, rules: [poisoned as never] });
+    await processor.processBatch([receivedAt(0, fleetTransition(id(4), "Scheduled", vms[0]!, vms, { timeMs: t0 }))]);
+    expect(parsed(lines).find((l) => l.msg.startsWith("could not plan the notifications"))).toMatchObject({
+      error: { type: "string", message: "rule broke" },
+    });
   });
 });

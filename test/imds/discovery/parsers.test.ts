@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { parseDhclientLeases } from "../../../src/agent/imds/discovery/lease-dhclient.js";
 import { parseNetworkdLease } from "../../../src/agent/imds/discovery/lease-networkd.js";
 import { parseNetworkManagerLease } from "../../../src/agent/imds/discovery/lease-networkmanager.js";
-import { parseRegQueryOutput } from "../../../src/agent/imds/discovery/registry-output.js";
+import { parseRegQueryOutput, registryKey } from "../../../src/agent/imds/discovery/registry-output.js";
 import { decodeOption245Text, parseIpv4 } from "../../../src/agent/imds/discovery/option245.js";
 import { DiscoveryParseError, type DiscoveryFailureReason } from "../../../src/agent/imds/discovery/failure.js";
 
@@ -305,7 +305,14 @@ describe("each reader's words for a bad input (exact, since the log and `sef dis
     expect(parseDhclientLeases(lease("option unknown-245 7f:0:0:3;", "expire 4 2026/11/23 12:00:01;"), nowMs)).toBe(
       "127.0.0.3",
     );
-    for (const bad of ["4 2026/11/23 12:00", "x4 2026/11/23 12:00:00", "4 2026/11/23 12:00:00x", "epoch 12x", "epoch"])
+    for (const bad of [
+      "4 2026/11/23 12:00",
+      "x4 2026/11/23 12:00:00",
+      "4 2026/11/23 12:00:00x",
+      "epoch 12x",
+      "epoch",
+      "xepoch 12",
+    ])
       expect(problemOf(() => parseDhclientLeases(lease(`expire ${bad};`), nowMs))).toBe(
         `malformed: cannot read "expire ${bad}"`,
       );
@@ -342,5 +349,84 @@ describe("each reader's words for a bad input (exact, since the log and `sef dis
       ),
     ).toBe("127.0.0.8");
     expect(parseDhclientLeases("lease{\n}\n" + lease("option unknown-245 7f:0:0:9;"), nowMs)).toBe("127.0.0.9");
+  });
+});
+
+describe("each reader at the edges of what it accepts", () => {
+  const lease = (...statements: string[]) => `lease {\n${statements.map((s) => `  ${s}\n`).join("")}}\n`;
+
+  it("a dotted address given by people: 255 in every byte", () => {
+    expect(parseIpv4("255.255.255.255")).toBe("255.255.255.255");
+  });
+
+  it("reg query output: LF line ends, a stray carriage return, another value naming CloudControlIp, 0x twice", () => {
+    const output = (line: string) => `\r\nHKEY_LOCAL_MACHINE\\Software\\CloudControl\r\n${line}\r\n\r\n`;
+    expect(
+      parseRegQueryOutput("HKEY_LOCAL_MACHINE\\Software\\CloudControl\n    CloudControlIp    REG_SZ    10.0.0.3\n"),
+    ).toBe("10.0.0.3");
+    expect(problemOf(() => parseRegQueryOutput(output("    CloudControlIp    REG_SZ    10.0.0.1\rx")))).toBe(
+      'malformed: "10.0.0.1\rx" is not an IPv4 address',
+    );
+    expect(problemOf(() => parseRegQueryOutput(output("    Note    REG_SZ    CloudControlIp REG_SZ 10.0.0.9")))).toBe(
+      "no-option-245: no CloudControlIp value in the reg query output",
+    );
+    expect(problemOf(() => parseRegQueryOutput(output("    CloudControlIp    REG_DWORD    0x0xa83f8110")))).toBe(
+      'malformed: REG_DWORD value "0x0xa83f8110" is not 0x…',
+    );
+  });
+
+  it("key=value lines with a stray carriage return are malformed, not cut off at it", () => {
+    expect(problemOf(() => parseNetworkdLease("OPTION_245=7F000002\r7F000003\n"))).toBe(
+      "malformed: line 1: expected KEY=VALUE",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("private_245=7f:0:0:5\rjunk\n", nowMs))).toBe(
+      "malformed: line 1: expected key=value or [section]",
+    );
+  });
+
+  it("NetworkManager: a dhclient-format file told by a line opening `lease {`, not by the words anywhere", () => {
+    expect(parseNetworkManagerLease("lease{\n  option unknown-245 7f:0:0:7;\n}\n", nowMs)).toBe("127.0.0.7");
+    expect(problemOf(() => parseNetworkManagerLease("name=my lease {\n", nowMs))).toBe(
+      "no-option-245: no private_245 key",
+    );
+    expect(problemOf(() => parseNetworkManagerLease("[dhcp4]x\n", nowMs))).toBe(
+      "malformed: line 1: expected key=value or [section]",
+    );
+  });
+
+  it("dhclient: blocks told by their whole opening line, free spacing inside statements, quoted values whole", () => {
+    expect(parseDhclientLeases("lease{\n  option unknown-245 7f:0:0:9;\n}\n", nowMs)).toBe("127.0.0.9");
+    expect(problemOf(() => parseDhclientLeases("old-lease {\n  option unknown-245 7f:0:0:1;\n}\n", nowMs))).toBe(
+      "no-option-245: no IPv4 lease { … } block",
+    );
+    for (const opening of ["lease { x", "*foo {", "foo { x"])
+      expect(
+        problemOf(() => parseDhclientLeases(`${opening}\n}\n`, nowMs)),
+        opening,
+      ).toBe('malformed: line 1: expected "lease {" or a statement ending in ";"');
+    const skipped = 'interface  "eth0" {\n  send host-name "x";\n}\nlease6{\n}\n';
+    expect(parseDhclientLeases(skipped + lease("option unknown-245 7f:0:0:2;"), nowMs)).toBe("127.0.0.2");
+    expect(
+      parseDhclientLeases(lease("option  unknown-245 \t7f:0:0:3;", "expire  4  2099/1/2 \t3:04:05 ;"), nowMs),
+    ).toBe("127.0.0.3");
+    expect(parseDhclientLeases(lease("option unknown-245 7f:0:0:4;", "expire never ;"), nowMs)).toBe("127.0.0.4");
+    expect(problemOf(() => parseDhclientLeases(lease("xoption unknown-245 7f:0:0:1;"), nowMs))).toBe(
+      "no-option-245: none of 1 lease(s) carries option 245",
+    );
+    expect(parseDhclientLeases(lease("option unknown-245 7f:0:0:1;", "xexpire epoch 1;"), nowMs)).toBe("127.0.0.1");
+    for (const value of ['x"ABC\\001"', '"ABC\\001"x'])
+      expect(
+        problemOf(() => parseDhclientLeases(lease(`option unknown-245 ${value};`), nowMs)),
+        value,
+      ).toMatch(/^malformed: option 245 value .* is neither hex bytes/);
+  });
+
+  it("the key queried is the one reg prints; spacing before a quoted value and an epoch, and around key lines", () => {
+    expect(fixture("reg-query-sz.txt").split("\r\n")[1]).toBe(registryKey.replace("HKLM", "HKEY_LOCAL_MACHINE"));
+    expect(parseDhclientLeases(lease('option unknown-245  "ABC\\001";'), nowMs)).toBe("65.66.67.1");
+    expect(
+      parseDhclientLeases(lease("option unknown-245 7f:0:0:6;", `expire epoch  ${nowMs / 1000 + 1};`), nowMs),
+    ).toBe("127.0.0.6");
+    expect(parseNetworkManagerLease("[dhcp4]\n   \n  private_245=7f:0:0:5  \n", nowMs)).toBe("127.0.0.5");
   });
 });

@@ -30,7 +30,7 @@ function splitLeaseBlocks(text: string): string[][] {
   let current: string[] | undefined;
   let skippedDepth = 0;
   text.split(/\r?\n/).forEach((rawLine, index) => {
-    const line = rawLine.replace(/#.*$/, "").trim();
+    const line = rawLine.split("#", 1)[0]!.trim();
     if (line === "") return;
     const where = `line ${index + 1}`;
     if (skippedDepth > 0) {
@@ -64,7 +64,7 @@ function splitLeaseBlocks(text: string): string[][] {
 function parseLeaseBlock(statements: string[]): LeaseBlock {
   const lease: LeaseBlock = { expiresMs: null };
   for (const statement of statements) {
-    const option = /^option\s+(?:unknown-245|option-245)\s+(.+)$/i.exec(statement);
+    const option = /^option\s+(?:unknown-245|option-245)\s+(.+)/is.exec(statement);
     if (option) {
       try {
         lease.option245 = decodeDhclientValue(option[1]!);
@@ -74,7 +74,7 @@ function parseLeaseBlock(statements: string[]): LeaseBlock {
       }
       continue;
     }
-    const expire = /^expire\s+(.+)$/.exec(statement);
+    const expire = /^expire\s+(.+)/s.exec(statement);
     if (expire) lease.expiresMs = parseExpiry(expire[1]!);
   }
   return lease;
@@ -84,18 +84,10 @@ function parseLeaseBlock(statements: string[]): LeaseBlock {
 function decodeDhclientValue(value: string): string {
   const quoted = /^"((?:[^"\\]|\\.)*)"$/.exec(value);
   if (!quoted) return decodeOption245Text(value);
-  const bytes: number[] = [];
-  const body = quoted[1]!;
-  for (let i = 0; i < body.length; i++) {
-    if (body[i] === "\\" && /^[0-7]{3}$/.test(body.slice(i + 1, i + 4))) {
-      bytes.push(parseInt(body.slice(i + 1, i + 4), 8));
-      i += 3;
-    } else if (body[i] === "\\") {
-      bytes.push(body.charCodeAt(++i));
-    } else {
-      bytes.push(body.charCodeAt(i));
-    }
-  }
+  // Each byte: `\ooo` (octal), `\c` (the character c), or a character as it is.
+  const bytes = Array.from(quoted[1]!.matchAll(/\\([0-7]{3})|\\(.)|(.)/gs), ([, octal, escaped, plain]) =>
+    octal !== undefined ? parseInt(octal, 8) : (escaped ?? plain)!.charCodeAt(0),
+  );
   return ipv4FromOptionBytes(Uint8Array.from(bytes));
 }
 

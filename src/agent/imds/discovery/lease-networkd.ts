@@ -9,16 +9,16 @@ export function parseNetworkdLease(text: string): string {
 
 function parseEnvLease(text: string): string {
   let option: string | undefined;
-  let keys = 0;
+  let sawKey = false;
   text.split(/\r?\n/).forEach((rawLine, index) => {
     const line = rawLine.trim();
     if (line === "" || line.startsWith("#")) return;
     const match = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
     if (!match) throw new DiscoveryParseError("malformed", `line ${index + 1}: expected KEY=VALUE`);
-    keys += 1;
+    sawKey = true;
     if (match[1] === "OPTION_245") option = match[2]!;
   });
-  if (keys === 0) throw new DiscoveryParseError("malformed", "no KEY=VALUE lines");
+  if (!sawKey) throw new DiscoveryParseError("malformed", "no KEY=VALUE lines");
   if (option === undefined) throw new DiscoveryParseError("no-option-245", "no OPTION_245 line");
   return decodeOption245Text(option);
 }
@@ -34,9 +34,9 @@ function parseJsonLease(text: string): string {
   const options = (lease as { Private_Options?: unknown }).Private_Options;
   if (options === undefined) throw new DiscoveryParseError("no-option-245", "no Private_Options");
   if (!Array.isArray(options)) throw new DiscoveryParseError("malformed", "Private_Options is not an array");
-  const option = options.find(
-    (o) => typeof o === "object" && o !== null && (o as { Option?: unknown }).Option === 245,
-  ) as { Data?: unknown } | undefined;
+  // `?.` passes null and undefined; any other value's missing Option reads as undefined.
+  const option = options.find((o) => (o as { Option?: unknown } | null | undefined)?.Option === 245) as
+    { Data?: unknown } | undefined;
   if (option === undefined) throw new DiscoveryParseError("no-option-245", "Private_Options has no option 245");
   if (typeof option.Data === "string") return decodeOption245Text(option.Data);
   if (Array.isArray(option.Data) && option.Data.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) {

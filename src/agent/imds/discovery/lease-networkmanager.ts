@@ -10,16 +10,16 @@ const optionKeys = new Set(["private_245", "unknown_245", "option_245", "dhcp4_p
 export function parseNetworkManagerLease(text: string, nowMs: number): string {
   if (/^\s*lease\s*\{/m.test(text)) return parseDhclientLeases(text, nowMs);
   let option: string | undefined;
-  let keys = 0;
+  let sawKey = false;
   text.split(/\r?\n/).forEach((rawLine, index) => {
     const line = rawLine.trim();
     if (line === "" || line.startsWith("#") || line.startsWith(";") || /^\[[^\]]+\]$/.test(line)) return;
     const match = /^([A-Za-z0-9_.-]+)\s*=\s*(.*)$/.exec(line);
     if (!match) throw new DiscoveryParseError("malformed", `line ${index + 1}: expected key=value or [section]`);
-    keys += 1;
+    sawKey = true;
     if (optionKeys.has(match[1]!.toLowerCase())) option = match[2]!;
   });
-  if (keys === 0) throw new DiscoveryParseError("malformed", "no key=value lines");
+  if (!sawKey) throw new DiscoveryParseError("malformed", "no key=value lines");
   if (option === undefined) throw new DiscoveryParseError("no-option-245", "no private_245 key");
   return decodeOption245Text(option);
 }

@@ -6,11 +6,16 @@ import { decodeOption245Text, parseIpv4 } from "./option245.js";
 export const registryKey = "HKLM\\Software\\CloudControl";
 export const registryValueName = "CloudControlIp";
 
+/** The value's line: indented, its name, its type, then its data (all the rest of the line, stray `\r` included). */
+const valueLine = new RegExp(`^\\s+${registryValueName}\\s+(REG_[A-Z_]+)(.*)`, "is");
+
 export function parseRegQueryOutput(output: string): string {
-  const line = output.split(/\r?\n/).find((l) => new RegExp(`^\\s+${registryValueName}\\s+REG_`, "i").test(l));
-  if (line === undefined)
+  const match = output
+    .split(/\r?\n/)
+    .map((line) => valueLine.exec(line))
+    .find((m): m is RegExpExecArray => m !== null);
+  if (match === undefined)
     throw new DiscoveryParseError("no-option-245", `no ${registryValueName} value in the reg query output`);
-  const match = /^\s+\S+\s+(REG_[A-Z_]+)\s*(.*)$/i.exec(line)!;
   const type = match[1]!.toUpperCase();
   const value = match[2]!.trim();
   switch (type) {
