@@ -5,58 +5,13 @@
 import { pathToFileURL } from "node:url";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { transitionBacklog } from "./backlog.js";
-import { spawn } from "node:child_process";
 import { EventHubConsumerClient, EventHubProducerClient } from "@azure/event-hubs";
-import { testbedCliPath } from "../helpers/agent-process.js";
+import { startEventHubsPeerProcess } from "../helpers/eventhubs-peer-process.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { createEventHubsSink, eventHubsSettingsSchema } from "../../src/agent/sinks/eventhubs/index.js";
 import { toEventData } from "../../src/agent/sinks/eventhubs/encode.js";
 import type { OutboxEntry } from "../../src/agent/delivery/outbox-entry.js";
 import { drainBacklogThroughLedger } from "./ledger-drain.js";
-
-/** Starts the peer as its own process (`sef-testbed emulate eventhubs`), as the real service is: the sink gets a core of its own. */
-async function startPeerProcess(): Promise<{ connectionString: string; stop(): Promise<void> }> {
-  const child = spawn(
-    process.execPath,
-    [
-      testbedCliPath,
-      "emulate",
-      "eventhubs",
-      "--port",
-      "0",
-      "--hub",
-      "sef-bench",
-      "--partitions",
-      "4",
-      "--log-level",
-      "warn",
-    ],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let err = "";
-  child.stdout.resume(); // the ready line is not needed; an unread pipe must not hold the peer open
-  const connectionString = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`peer did not start: ${err}`)), 15_000);
-    child.stderr.on("data", (chunk: Buffer) => {
-      err += chunk.toString();
-      const found = /connection string: (\S+)/.exec(err);
-      if (found) {
-        clearTimeout(timer);
-        resolve(found[1]!);
-      }
-    });
-  });
-  return {
-    connectionString,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.on("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
-}
 
 /** Events stored by the hub, read through the real consumer client's partition properties. */
 async function storedEvents(connectionString: string): Promise<number> {
@@ -93,7 +48,7 @@ async function measureDrain(
 ): Promise<DrainFigures> {
   const outbox = transitionBacklog(records);
   const bytes = outbox.reduce((sum, e) => sum + Buffer.byteLength(e.json), 0);
-  const peer = await startPeerProcess();
+  const peer = await startEventHubsPeerProcess("sef-bench", 4);
   const client = start(peer.connectionString);
   try {
     await client.warmUp(outbox);
@@ -114,7 +69,7 @@ async function measureDrain(
     };
   } finally {
     await client.close();
-    await peer.stop();
+    await peer.close();
   }
 }
 

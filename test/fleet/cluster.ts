@@ -11,7 +11,8 @@ import { EventHubProducerClient } from "@azure/event-hubs";
 import type { TransitionRecord } from "../../src/contract/record.js";
 import { startEventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
 import { startNotifyPeer, type NotifyPeer } from "../../src/testbed/peers/notify/server.js";
-import { fleetCliPath, testbedCliPath } from "../helpers/agent-process.js";
+import { fleetCliPath } from "../helpers/agent-process.js";
+import { startEventHubsPeerProcess } from "../helpers/eventhubs-peer-process.js";
 import { startAzurite } from "./azurite.js";
 import { fleetTransition, vm, type VmFixture } from "./records.js";
 
@@ -65,7 +66,7 @@ const routingKey = "R0UT1NGKEY0000000000000000000001";
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const [hub, azurite, peer] = await Promise.all([
     options.hubProcess
-      ? startHubProcess(options.partitions)
+      ? startEventHubsPeerProcess("fleet", options.partitions)
       : startEventHubsEmulator({ hubName: "fleet", partitionCount: options.partitions }),
     startAzurite(),
     startNotifyPeer(),
@@ -151,46 +152,6 @@ function fleetConfig(targets: InstanceTargets, options: ClusterOptions): string 
     // info logs every notification sent (target, action, EventId): what a repeat's diagnosis needs.
     logLevel: process.env.SEF_BENCH_FLEET_LOG_LEVEL ?? "warn",
   });
-}
-
-/** `sef-testbed emulate eventhubs` on a free port; resolves with the connection string it prints once listening. */
-async function startHubProcess(partitions: number): Promise<ClusterHub> {
-  const args = [
-    testbedCliPath,
-    "emulate",
-    "eventhubs",
-    "--port",
-    "0",
-    "--hub",
-    "fleet",
-    "--partitions",
-    `${partitions}`,
-  ];
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
-  let err = "";
-  const connectionString = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the Event Hubs peer did not start in 30 s: ${err}`)), 30_000);
-    child.stderr!.on("data", (d: Buffer) => {
-      err += d.toString();
-      const printed = /^connection string: (.+)$/m.exec(err);
-      if (printed) {
-        clearTimeout(timer);
-        resolve(printed[1]!);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`the Event Hubs peer exited ${code}: ${err}`)));
-  });
-  return {
-    connectionString,
-    close: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
 }
 
 /**
