@@ -15,6 +15,7 @@ import {
 import { BlobCheckpointStore } from "@azure/eventhubs-checkpointstore-blob";
 import type { ContainerClient } from "@azure/storage-blob";
 import type { Logger } from "pino";
+import { LatestCheckpoint } from "./latest-checkpoint.js";
 import { containerFor, deadLetterWriter, untilStored, type StoreRetry } from "./blob-storage.js";
 import { FleetConfigError, PartitionClosedError } from "./errors.js";
 import { createFleetConsumer } from "./eventhubs-source.js";
@@ -90,8 +91,15 @@ const systemClock: ProcessorClock = {
 };
 
 /** The partitions this instance owns, and what /readyz judges about them. */
+/** One owned partition: its processor, what closes it, and its checkpoint's writer. */
+interface OwnedPartition {
+  readonly processor: PartitionProcessor;
+  readonly controller: AbortController;
+  readonly checkpoint: LatestCheckpoint<{ readonly context: PartitionContext; readonly event: ReceivedEventData }>;
+}
+
 interface OwnedPartitions {
-  readonly processors: Map<string, { processor: PartitionProcessor; controller: AbortController }>;
+  readonly processors: Map<string, OwnedPartition>;
   lastStoreError: string | null;
   lastReceiveOk: boolean;
 }
@@ -164,10 +172,13 @@ export async function startFleetService(options: FleetServiceOptions): Promise<F
     ownedPartitions: () => [...owned.processors.keys()].sort(),
     stop: async (deadlineMs = 10_000) => {
       clearInterval(ticker);
+      const stopStartedMs = performance.now();
       await stopPartitions(owned, requestsGivenUp, deadlineMs, async () => {
         await subscription.close();
         await client.close();
       });
+      // Snapshots still being written beside the batches (the journals before them hold the state meanwhile).
+      await stateStore.settled(Math.max(0, deadlineMs - (performance.now() - stopStartedMs)));
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -303,7 +314,17 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       owned.processors.get(context.partitionId)?.controller.abort();
       const controller = new AbortController();
       const processor = await deps.openProcessor(context.partitionId, controller.signal);
-      owned.processors.set(context.partitionId, { processor, controller });
+      const retry = deps.storeRetry(controller.signal, context.partitionId);
+      const checkpoint = new LatestCheckpoint<{ context: PartitionContext; event: ReceivedEventData }>(
+        (at) =>
+          untilStored(() => at.context.updateCheckpoint(at.event), "could not save the checkpoint; retrying", retry),
+        (err) =>
+          logger.error(
+            { partitionId: context.partitionId, err: { type: (err as Error).name, message: (err as Error).message } },
+            "the checkpoint writer failed (not a storage error)",
+          ),
+      );
+      owned.processors.set(context.partitionId, { processor, controller, checkpoint });
       refreshGauges();
       logger.info(
         { partitionId: context.partitionId, sequenceNumber: processor.lastSequenceNumber },
@@ -332,14 +353,9 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
         );
         if (folded === undefined) return;
         folded.value.notified.catch((err: Error) => notifyFailed(logger, context.partitionId, err));
-        if (
-          !(await untilStored(
-            () => context.updateCheckpoint(events[events.length - 1]!),
-            "could not save the checkpoint; retrying",
-            retry,
-          ))
-        )
-          return;
+        // Written beside the next batches: the next one is read at once (the fold state skips what a lagging checkpoint
+        // makes the next owner read again).
+        entry.checkpoint.request({ context, event: events[events.length - 1]! });
       }
       if (last?.sequenceNumber !== undefined)
         metrics.partitionLag.set(
@@ -359,6 +375,11 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       entry?.controller.abort();
       // Requests already sent finish and their outcomes are saved, so the next owner does not re-send them in doubt.
       await entry?.processor.settled(settings.requestTimeoutMs + closeSaveMarginMs);
+      // Its retries ended with the close: a write in flight is waited for within one request's time.
+      await Promise.race([
+        entry?.checkpoint.written(),
+        sleepTimer(settings.requestTimeoutMs, undefined, { ref: false }),
+      ]);
       if (owned.processors.get(context.partitionId) === entry) owned.processors.delete(context.partitionId);
       metrics.partitionLag.remove({ partition: context.partitionId });
       refreshGauges();

@@ -1,6 +1,6 @@
-// Keeps each partition's fleet state in Blob Storage as a snapshot plus a journal of what each batch changed, so a
-// batch writes in proportion to what it changed; every write is ETag-guarded, so a holder that lost the partition never
-// overwrites its new owner.
+// Keeps each partition's fleet state in Blob Storage as a snapshot plus a chain of journals of what each batch changed,
+// so a batch writes in proportion to what it changed and a new snapshot is written beside the batches, not in their
+// way; every write is ETag-guarded, so a holder that lost the partition never overwrites its new owner.
 import { randomUUID } from "node:crypto";
 import type { ContainerClient } from "@azure/storage-blob";
 import {
@@ -14,44 +14,76 @@ import {
   type StateChanges,
 } from "./partition-state.js";
 
-/** The journal is folded into a new snapshot once it would grow past the snapshot's size, and at least this. */
+/** A journal is continued by a new one (and a new snapshot written) once it would grow past the snapshot's size, and at least this. */
 export const minJournalBytes = 64 * 1024;
-/** Blocks one journal takes before it is compacted (an append blob holds at most 50,000). */
+/** Blocks one journal takes before it is continued by a new one (an append blob holds at most 50,000). */
 export const maxJournalBlocks = 10_000;
 /** An entry larger than this is written as a snapshot instead (an append block holds at most 4 MiB). */
 const maxEntryBytes = 4_000_000;
-/** Loads retried when the journal a snapshot names was compacted away between the two reads. */
+/** Loads retried when a journal of the chain was deleted between the reads (a new snapshot no longer names it). */
 const maxLoadAttempts = 3;
+/**
+ * Journals a snapshot may lag behind its partition's newest one (its background writes failing) before a save writes
+ * the snapshot itself, in the batch's way: a load never follows a long chain.
+ */
+export const maxJournalsBehind = 4;
+/** Journals a load follows from the snapshot: more is a broken (cyclic) chain, not a state. */
+const maxChainLength = 64;
 
 /** The snapshot blob: the state as of its journal's start, and the journal (an append blob) that continues it. */
 interface Snapshot extends PartitionState {
   readonly journal?: string;
 }
 
-/** A journal line: what one batch changed, or the mark that the journal was closed for compaction. */
-type JournalEntry = StateChanges | { readonly sealed: true };
+/**
+ * A journal line: what one batch changed, or the seal that closed the journal, naming the journal that continues it
+ * (a seal without `next` was left by a snapshot write that did not finish: the next save writes a snapshot).
+ */
+type JournalEntry = StateChanges | { readonly sealed: true; readonly next?: string };
 
 /** What a holder read or wrote last: the opaque version string a processor hands back to `save`. */
 interface Version {
   /** ETag of the snapshot blob (absent: none written yet). */
   readonly snapshot?: string;
   readonly snapshotBytes: number;
-  /** The journal's blob name and ETag (absent: the snapshot names none). */
+  /** The journal saves append to: its blob name and ETag (absent: the snapshot names none). */
   readonly journal?: { readonly name: string; readonly etag: string; readonly bytes: number; readonly blocks: number };
-  /** The journal was closed by a compaction that did not finish: the next save must write a snapshot. */
+  /**
+   * The sealed journals between the snapshot and `journal`, oldest first (the first is the one the snapshot names):
+   * deleted once a snapshot names a later one.
+   */
+  readonly behind: readonly string[];
+  /** `journal` was sealed with no successor (a snapshot write that did not finish): the next save writes a snapshot. */
   readonly sealed: boolean;
+}
+
+/** A snapshot written in the background: which journal it names, and its ETag and size. */
+interface LandedSnapshot {
+  readonly journal: string;
+  readonly etag: string;
+  readonly bytes: number;
 }
 
 const statusOf = (err: unknown): number | undefined => (err as { statusCode?: number }).statusCode;
 
+const sealLine = (next: string | undefined): string => `${JSON.stringify({ sealed: true, next })}\n`;
+
 /**
- * Snapshot `<prefix>/<partitionId>.json` (a block blob) naming its journal `<prefix>/<partitionId>.journal-<uuid>`
- * (an append blob of JSON lines, one per batch). A save appends one line against the journal's ETag; once the journal
- * outgrows the snapshot, a save seals it (one more guarded append), starts a new journal under a fresh name and writes
- * the whole state as the new snapshot against the snapshot's ETag, then deletes the old journal. A journal is created
- * only under a new name, so no stale holder can recreate one: it finds it sealed or gone and gets OwnershipLostError.
+ * Snapshot `<prefix>/<partitionId>.json` (a block blob) naming the journal that continues it,
+ * `<prefix>/<partitionId>.journal-<uuid>` (an append blob of JSON lines, one per batch). A save appends one line
+ * against the journal's ETag. Once the journal outgrows the snapshot, a save creates a new journal under a fresh name
+ * and appends its line and a seal naming the new journal to the old one (one guarded append: the chain is whole at
+ * every moment), and the snapshot of the state as of the new journal's start is written in the background against the
+ * snapshot's ETag; once it is, the journals before the one it names are deleted. Saves go on meanwhile. A journal is
+ * created only under a new name, so no stale holder can recreate one: it finds it sealed or gone and gets
+ * OwnershipLostError.
  */
 export class BlobPartitionStateStore implements PartitionStateStore {
+  /** Background snapshot writes in flight, per partition: one at a time (saves append meanwhile). */
+  private readonly writing = new Map<string, Promise<void>>();
+  /** The last snapshot a background write put in place, per partition. */
+  private readonly landed = new Map<string, LandedSnapshot>();
+
   constructor(
     private readonly container: ContainerClient,
     private readonly prefix: string,
@@ -71,28 +103,33 @@ export class BlobPartitionStateStore implements PartitionStateStore {
     }
   }
 
-  /** The snapshot and its journal; undefined when the journal was compacted away between the two reads. */
+  /** The snapshot and its chain of journals; undefined when a journal was deleted between the reads. */
   private async loadOnce(partitionId: string): Promise<LoadedPartitionState | undefined> {
     const snapshot = await this.download(this.snapshotName(partitionId));
     if (snapshot === undefined) return { state: emptyPartitionState(), etag: undefined };
     const read = JSON.parse(snapshot.body) as Snapshot;
     const state = ownPartitionState(read);
-    const base = { snapshot: snapshot.etag, snapshotBytes: snapshot.bytes, sealed: false };
-    if (read.journal === undefined) return { state, etag: encode(base) };
-    const journal = await this.download(read.journal);
-    if (journal === undefined) return undefined;
-    const lines = journal.body.split("\n").filter((line) => line !== "");
-    let sealed = false;
-    for (const line of lines) {
-      const entry = JSON.parse(line) as JournalEntry;
-      if ("sealed" in entry) sealed = true;
-      else applyChanges(state, entry);
+    let version: Version = { snapshot: snapshot.etag, snapshotBytes: snapshot.bytes, behind: [], sealed: false };
+    for (let name = read.journal, followed = 0; name !== undefined; followed++) {
+      if (followed >= maxChainLength)
+        throw new Error(`partition ${partitionId}: its fleet state journals chain past ${maxChainLength}`);
+      const journal = await this.download(name);
+      if (journal === undefined) return undefined;
+      const lines = journal.body.split("\n").filter((line) => line !== "");
+      let seal: { next?: string } | undefined;
+      for (const line of lines) {
+        const entry = JSON.parse(line) as JournalEntry;
+        if ("sealed" in entry) seal = entry;
+        else applyChanges(state, entry);
+      }
+      version = {
+        ...version,
+        behind: version.journal === undefined ? [] : [...version.behind, version.journal.name],
+        journal: { name, etag: journal.etag, bytes: journal.bytes, blocks: lines.length },
+        sealed: seal !== undefined && seal.next === undefined,
+      };
+      name = seal?.next;
     }
-    const version: Version = {
-      ...base,
-      journal: { name: read.journal, etag: journal.etag, bytes: journal.bytes, blocks: lines.length },
-      sealed,
-    };
     return { state, etag: encode(version) };
   }
 
@@ -102,62 +139,145 @@ export class BlobPartitionStateStore implements PartitionStateStore {
     etag: string | undefined,
     changes?: StateChanges,
   ): Promise<string | undefined> {
-    const version = decode(etag);
-    if (changes !== undefined && version.journal !== undefined && !version.sealed) {
+    const version = this.withLanded(partitionId, decode(etag));
+    const { journal } = version;
+    if (changes !== undefined && journal !== undefined && !version.sealed) {
       const line = `${JSON.stringify(changes)}\n`;
       const bytes = Buffer.byteLength(line);
-      const { journal } = version;
-      const roomy =
-        journal.bytes + bytes <= Math.max(minJournalBytes, version.snapshotBytes) &&
-        journal.blocks < maxJournalBlocks &&
-        bytes <= maxEntryBytes;
-      if (roomy) {
-        const appended = await this.append(partitionId, journal.name, line, journal.etag);
-        return encode({
-          ...version,
-          journal: { ...journal, etag: appended, bytes: journal.bytes + bytes, blocks: journal.blocks + 1 },
-        });
+      if (bytes <= maxEntryBytes && journal.blocks < maxJournalBlocks) {
+        const outgrown = journal.bytes + bytes > Math.max(minJournalBytes, version.snapshotBytes);
+        if (!outgrown || this.writing.has(partitionId)) return encode(await this.appendTo(partitionId, version, line));
+        if (version.behind.length < maxJournalsBehind)
+          return encode(await this.continueJournal(partitionId, state, version, line));
       }
     }
     return encode(await this.compact(partitionId, state, version));
   }
 
-  /** Seals the current journal, starts a new one and writes `state` as the snapshot that names it. */
+  /** Resolves once the snapshots being written in the background are written (or given up), or after `timeoutMs`. */
+  async settled(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(this.writing.values()),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** `version` as of the snapshot a background write put in place since, when that snapshot names one of its journals. */
+  private withLanded(partitionId: string, version: Version): Version {
+    const landed = this.landed.get(partitionId);
+    if (landed === undefined || version.journal === undefined) return version;
+    const chain = [...version.behind, version.journal.name];
+    const at = chain.indexOf(landed.journal);
+    if (at <= 0) return version; // not in the chain, or already the snapshot's
+    return { ...version, snapshot: landed.etag, snapshotBytes: landed.bytes, behind: version.behind.slice(at) };
+  }
+
+  private async appendTo(partitionId: string, version: Version, line: string): Promise<Version> {
+    const journal = version.journal!;
+    const etag = await this.append(partitionId, journal.name, line, journal.etag);
+    const bytes = journal.bytes + Buffer.byteLength(line);
+    return { ...version, journal: { ...journal, etag, bytes, blocks: journal.blocks + 1 } };
+  }
+
+  /**
+   * Appends `line` and a seal naming a new journal to the current one in one guarded append, then writes the snapshot
+   * of `state` (as of the new journal's start) in the background: the save does not wait for it.
+   */
+  private async continueJournal(
+    partitionId: string,
+    state: PartitionState,
+    version: Version,
+    line: string,
+  ): Promise<Version> {
+    const old = version.journal!;
+    const next = await this.createJournal(partitionId);
+    try {
+      await this.append(partitionId, old.name, `${line}${sealLine(next.name)}`, old.etag);
+    } catch (err) {
+      await this.deleteQuietly(next.name); // nothing names it
+      throw err;
+    }
+    const continued: Version = { ...version, journal: next, behind: [...version.behind, old.name] };
+    const body = snapshotBody(state, next.name);
+    const written = this.writeSnapshot(partitionId, body, version.snapshot)
+      .then(async (etag) => {
+        this.landed.set(partitionId, { journal: next.name, etag, bytes: Buffer.byteLength(body) });
+        await this.deleteJournals(continued.behind);
+      })
+      // Not written (a conflict, a timeout): the older snapshot and the chain from it still hold the whole state, and the
+      // next journal continued writes one again (or, `maxJournalsBehind` later, a save writes it itself).
+      .catch(() => undefined)
+      .finally(() => this.writing.delete(partitionId));
+    this.writing.set(partitionId, written);
+    return continued;
+  }
+
+  /**
+   * Writes `state` as the snapshot, naming a new journal, and waits for it: the first save, one after an unfinished
+   * snapshot write, one too large for a journal entry, or one whose snapshot fell `maxJournalsBehind` journals behind.
+   */
   private async compact(partitionId: string, state: PartitionState, version: Version): Promise<Version> {
     const old = version.journal;
-    if (old !== undefined && !version.sealed)
-      await this.append(partitionId, old.name, `${JSON.stringify({ sealed: true })}\n`, old.etag);
-    const journalName = `${this.prefix}/${partitionId}.journal-${randomUUID()}`;
-    const journal = this.container.getAppendBlobClient(journalName);
-    const created = await journal.create({
+    const next = await this.createJournal(partitionId);
+    const sealing = old !== undefined && !version.sealed;
+    if (sealing) {
+      try {
+        await this.append(partitionId, old.name, sealLine(next.name), old.etag);
+      } catch (err) {
+        await this.deleteQuietly(next.name);
+        throw err;
+      }
+    }
+    const body = snapshotBody(state, next.name);
+    let written: string;
+    try {
+      written = await this.writeSnapshot(partitionId, body, version.snapshot);
+    } catch (err) {
+      if (!sealing) await this.deleteQuietly(next.name); // a sealed journal names it: the chain goes on through it
+      throw err;
+    }
+    await this.deleteJournals([...version.behind, ...(old === undefined ? [] : [old.name])]);
+    return { snapshot: written, snapshotBytes: Buffer.byteLength(body), journal: next, behind: [], sealed: false };
+  }
+
+  /** A new, empty journal under a fresh name. */
+  private async createJournal(partitionId: string): Promise<NonNullable<Version["journal"]>> {
+    const name = `${this.prefix}/${partitionId}.journal-${randomUUID()}`;
+    const created = await this.container.getAppendBlobClient(name).create({
       conditions: { ifNoneMatch: "*" },
       abortSignal: AbortSignal.timeout(this.timeoutMs),
     });
-    const body = JSON.stringify({ ...state, journal: journalName } satisfies Snapshot);
-    const snapshotBytes = Buffer.byteLength(body);
-    let written: string | undefined;
+    return { name, etag: created.etag!, bytes: 0, blocks: 0 };
+  }
+
+  /** Writes the snapshot blob against the ETag it had (none: it must not exist); returns the new ETag. */
+  private async writeSnapshot(partitionId: string, body: string, snapshotEtag: string | undefined): Promise<string> {
     try {
-      const res = await this.container.getBlockBlobClient(this.snapshotName(partitionId)).upload(body, snapshotBytes, {
-        conditions: version.snapshot === undefined ? { ifNoneMatch: "*" } : { ifMatch: version.snapshot },
-        blobHTTPHeaders: { blobContentType: "application/json" },
-        abortSignal: AbortSignal.timeout(this.timeoutMs),
-      });
-      written = res.etag;
+      const res = await this.container
+        .getBlockBlobClient(this.snapshotName(partitionId))
+        .upload(body, Buffer.byteLength(body), {
+          conditions: snapshotEtag === undefined ? { ifNoneMatch: "*" } : { ifMatch: snapshotEtag },
+          blobHTTPHeaders: { blobContentType: "application/json" },
+          abortSignal: AbortSignal.timeout(this.timeoutMs),
+        });
+      return res.etag!;
     } catch (err) {
-      await journal.deleteIfExists({ abortSignal: AbortSignal.timeout(this.timeoutMs) }).catch(() => undefined);
       throw this.conflictOr(err, partitionId);
     }
-    if (old !== undefined)
-      await this.container
-        .getAppendBlobClient(old.name)
-        .deleteIfExists({ abortSignal: AbortSignal.timeout(this.timeoutMs) })
-        .catch(() => undefined); // an orphan journal is harmless: no snapshot names it
-    return {
-      snapshot: written,
-      snapshotBytes,
-      journal: { name: journalName, etag: created.etag!, bytes: 0, blocks: 0 },
-      sealed: false,
-    };
+  }
+
+  /** Deletes journals no snapshot names any more (one left behind is harmless: nothing reads it). */
+  private async deleteJournals(names: readonly string[]): Promise<void> {
+    await Promise.all(names.map((name) => this.deleteQuietly(name)));
+  }
+
+  private async deleteQuietly(name: string): Promise<void> {
+    await this.container
+      .getAppendBlobClient(name)
+      .deleteIfExists({ abortSignal: AbortSignal.timeout(this.timeoutMs) })
+      .catch(() => undefined);
   }
 
   private async append(partitionId: string, name: string, line: string, etag: string): Promise<string> {
@@ -204,10 +324,16 @@ function encode(version: Version): string {
     snapshot: version.snapshot,
     snapshotBytes: version.snapshotBytes,
     journal: journal && { name: journal.name, etag: journal.etag, bytes: journal.bytes, blocks: journal.blocks },
+    behind: version.behind,
     sealed: version.sealed,
   });
 }
 
 function decode(etag: string | undefined): Version {
-  return etag === undefined ? { snapshotBytes: 0, sealed: false } : (JSON.parse(etag) as Version);
+  return etag === undefined ? { snapshotBytes: 0, behind: [], sealed: false } : (JSON.parse(etag) as Version);
+}
+
+/** The snapshot blob's text: `state`, continued by `journal`. */
+function snapshotBody(state: PartitionState, journal: string): string {
+  return JSON.stringify({ ...state, journal } satisfies Snapshot);
 }

@@ -1,20 +1,31 @@
 // A local HTTP peer in front of Azurite that forwards every Blob request and answers chosen writes 503 ServerBusy
-// instead: the fleet's checkpoints, ownership claims and fleet state as a failing Blob store, with every request counted
-// at the peer (by kind and status, with the bytes each kind's writes carried) so a test can tell how many requests one
-// retry made and how much one save wrote.
+// instead, or holds them until released: the fleet's checkpoints, ownership claims and fleet state as a failing or slow
+// Blob store, with every write counted at the peer (by kind, blob and status, with the bytes each carried) so a test can
+// tell how many requests one retry made and how much one save wrote.
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** What a Blob request is about, read from its path: the checkpoint store's blobs, the fleet's state, anything else. */
 export type BlobRequestKind = "ownership" | "checkpoint" | "state" | "other";
 
+/** Which blobs of a kind a fault or a count is about (default: every blob of the kind). */
+export type BlobNameMatch = (blobPath: string) => boolean;
+
+/** A fleet state snapshot (`<partition>.json`), not one of its journals. */
+export const snapshotBlob: BlobNameMatch = (path) => path.endsWith(".json");
+
 export interface BlobFaultProxy {
   /** Azurite's connection string with the proxy as the Blob endpoint. */
   readonly connectionString: string;
-  /** Answers the next `count` writes (PUT) of `kind` with 503 ServerBusy, forwarding nothing. */
-  failNextWrites(kind: BlobRequestKind, count: number): void;
-  /** Writes of `kind` seen so far, by the status they were answered with. */
-  writes(kind: BlobRequestKind): Record<string, number>;
+  /** Answers the next `count` writes (PUT) of `kind` (of the blobs `only` matches) with 503 ServerBusy, forwarding nothing. */
+  failNextWrites(kind: BlobRequestKind, count: number, only?: BlobNameMatch): void;
+  /**
+   * Holds the writes of `kind` to the blobs `only` matches, unanswered, from now until `release` forwards them: a slow
+   * Blob store for those blobs alone.
+   */
+  holdWrites(kind: BlobRequestKind, only: BlobNameMatch): { held(): number; release(): void };
+  /** Writes of `kind` (to the blobs `only` matches) seen so far, by the status they were answered with. */
+  writes(kind: BlobRequestKind, only?: BlobNameMatch): Record<string, number>;
   /** Body bytes of the writes (PUT) of `kind` forwarded so far. */
   writtenBytes(kind: BlobRequestKind): number;
   close(): Promise<void>;
@@ -42,28 +53,22 @@ function serverBusy(res: import("node:http").ServerResponse): void {
 
 export async function startBlobFaultProxy(azuriteConnectionString: string): Promise<BlobFaultProxy> {
   const upstream = new URL(/BlobEndpoint=([^;]+)/.exec(azuriteConnectionString)![1]!);
-  const faults = new Map<BlobRequestKind, number>();
-  const counts = new Map<BlobRequestKind, Record<string, number>>();
+  const faults: Array<{ kind: BlobRequestKind; left: number; only: BlobNameMatch }> = [];
+  const holds: Array<{ kind: BlobRequestKind; only: BlobNameMatch; waiting: Array<() => void>; released: boolean }> =
+    [];
+  const written: Array<{ kind: BlobRequestKind; path: string; status: number }> = [];
   const bytes = new Map<BlobRequestKind, number>();
-  const count = (kind: BlobRequestKind, status: number): void => {
-    const byStatus = counts.get(kind) ?? {};
-    byStatus[String(status)] = (byStatus[String(status)] ?? 0) + 1;
-    counts.set(kind, byStatus);
-  };
-  const server: Server = createServer((req: IncomingMessage, res) => {
-    const kind = kindOf(new URL(req.url ?? "/", "http://proxy").pathname);
+  const forward = (
+    req: IncomingMessage,
+    res: import("node:http").ServerResponse,
+    kind: BlobRequestKind,
+    path: string,
+  ) => {
     const isWrite = req.method === "PUT";
-    if (isWrite && (faults.get(kind) ?? 0) > 0) {
-      faults.set(kind, faults.get(kind)! - 1);
-      count(kind, 503);
-      req.resume();
-      req.on("end", () => serverBusy(res));
-      return;
-    }
     const forwarded = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {
-        if (isWrite) count(kind, answer.statusCode ?? 0);
+        if (isWrite) written.push({ kind, path, status: answer.statusCode ?? 0 });
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
       },
@@ -71,6 +76,26 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
     forwarded.on("error", () => res.destroy());
     if (isWrite) req.on("data", (chunk: Buffer) => void bytes.set(kind, (bytes.get(kind) ?? 0) + chunk.length));
     req.pipe(forwarded);
+  };
+  const server: Server = createServer((req: IncomingMessage, res) => {
+    const path = new URL(req.url ?? "/", "http://proxy").pathname;
+    const kind = kindOf(path);
+    const isWrite = req.method === "PUT";
+    const fault = isWrite ? faults.find((f) => f.kind === kind && f.left > 0 && f.only(path)) : undefined;
+    if (fault !== undefined) {
+      fault.left--;
+      written.push({ kind, path, status: 503 });
+      req.resume();
+      req.on("end", () => serverBusy(res));
+      return;
+    }
+    const hold = isWrite ? holds.find((h) => !h.released && h.kind === kind && h.only(path)) : undefined;
+    if (hold !== undefined) {
+      req.pause();
+      hold.waiting.push(() => forward(req, res, kind, path));
+      return;
+    }
+    forward(req, res, kind, path);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
@@ -79,8 +104,24 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
       /BlobEndpoint=http:\/\/[^/]+\//,
       `BlobEndpoint=http://127.0.0.1:${port}/`,
     ),
-    failNextWrites: (kind, n) => void faults.set(kind, n),
-    writes: (kind) => ({ ...(counts.get(kind) ?? {}) }),
+    failNextWrites: (kind, left, only = () => true) => void faults.unshift({ kind, left, only }),
+    holdWrites: (kind, only) => {
+      const hold = { kind, only, waiting: [] as Array<() => void>, released: false };
+      holds.push(hold);
+      return {
+        held: () => hold.waiting.length,
+        release: () => {
+          hold.released = true;
+          for (const go of hold.waiting.splice(0)) go();
+        },
+      };
+    },
+    writes: (kind, only = () => true) => {
+      const byStatus: Record<string, number> = {};
+      for (const w of written)
+        if (w.kind === kind && only(w.path)) byStatus[String(w.status)] = (byStatus[String(w.status)] ?? 0) + 1;
+      return byStatus;
+    },
     writtenBytes: (kind) => bytes.get(kind) ?? 0,
     close: () =>
       new Promise<void>((resolve) => {

@@ -5,11 +5,6 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SefRecord } from "../../src/contract/record.js";
 import { startFleetService, type FleetService } from "../../src/fleet/fleet-service.js";
-import { BlobPartitionStateStore } from "../../src/fleet/journal-state-store.js";
-import { changesBetween, emptyPartitionState, OwnershipLostError } from "../../src/fleet/partition-state.js";
-import { PartitionProcessor } from "../../src/fleet/partition-processor.js";
-import { FleetMetrics } from "../../src/fleet/metrics.js";
-import { startBlobFaultProxy } from "./blob-fault-proxy.js";
 import { fleetSettingsSchema } from "../../src/fleet/settings.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
 import { startEventHubsEmulator, type EventHubsEmulator } from "../../src/testbed/peers/eventhubs/server.js";
@@ -120,106 +115,6 @@ afterAll(async () => {
   await Promise.all(services.map((s) => s.stop(5000)));
   await Promise.all([hub?.close(), azurite?.stop(), peer?.close()]);
 }, 30_000);
-
-describe("the partition state blob", () => {
-  it("is saved against the version its holder read: a second holder of the partition, even in the same process, cannot overwrite a newer write", async () => {
-    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("state-test");
-    await container.createIfNotExists();
-    const store = new BlobPartitionStateStore(container, "fleet-state/test", 5000);
-    expect(await store.load("7")).toEqual({ state: emptyPartitionState(), etag: undefined });
-    const first = await store.save("7", { ...emptyPartitionState(), sequenceNumber: 1 }, undefined);
-    await expect(store.save("7", emptyPartitionState(), undefined)).rejects.toBeInstanceOf(OwnershipLostError);
-    const a = await store.load("7");
-    const b = await store.load("7");
-    expect(a).toEqual({ state: { ...emptyPartitionState(), sequenceNumber: 1 }, etag: first });
-    const newer = await store.save("7", { ...b.state, sequenceNumber: 2 }, b.etag);
-    await expect(store.save("7", { ...a.state, sequenceNumber: 3 }, a.etag)).rejects.toBeInstanceOf(OwnershipLostError);
-    expect(await store.load("7")).toEqual({ state: { ...emptyPartitionState(), sequenceNumber: 2 }, etag: newer });
-  });
-});
-
-describe("the partition state journal", () => {
-  /** A processor of partition `partitionId` with no rules (it folds and saves, notifies nobody) over `store`. */
-  const processorOver = (store: BlobPartitionStateStore, partitionId: string) =>
-    PartitionProcessor.open({
-      partitionId,
-      rules: [],
-      updateIntervalMs: 0,
-      staleClaimMs: 10_000,
-      lateNoticeMs: 0,
-      retry: { minDelayMs: 1, maxDelayMs: 1, giveUpAfterMs: 1000 },
-      retainEndedMs: 7 * 24 * 3600_000,
-      store,
-      send: () => Promise.reject(new Error("no rule selects a target")),
-      clock: { nowMs: () => Date.now(), monotonicMs: () => performance.now(), sleep: () => Promise.resolve() },
-      logger: silentLogger(),
-      metrics: new FleetMetrics([]),
-      signal: new AbortController().signal,
-    });
-  const guid = (n: number) => `5a7e0000-0000-4000-8000-${String(n).padStart(12, "0")}`;
-  /** A record of `eventId` from VM `reporter`, naming it and `alsoAffected` more VMs after it among Resources. */
-  const record = (sequenceNumber: number, eventId: string, reporter: number, alsoAffected = 0) => ({
-    body: fleetTransition(
-      eventId,
-      "Scheduled",
-      vm(reporter),
-      Array.from({ length: 1 + alsoAffected }, (_, i) => vm(reporter * 1000 + i)),
-    ),
-    sequenceNumber,
-    offset: String(sequenceNumber),
-  });
-
-  it("writes in proportion to what a batch changed: one event of 250 is one small append, and a new holder reads it all back", async () => {
-    const proxy = await startBlobFaultProxy(azurite.connectionString);
-    try {
-      const container = BlobServiceClient.fromConnectionString(proxy.connectionString).getContainerClient("journal");
-      await container.createIfNotExists();
-      const store = new BlobPartitionStateStore(container, "fleet-state/journal", 5000);
-      const processor = await processorOver(store, "3");
-      // 250 events, each opened by a VM of its own (within the per-reporter and partition rates).
-      await processor.processBatch(Array.from({ length: 250 }, (_, i) => record(i, guid(i), i)));
-      const first = { bytes: proxy.writtenBytes("state"), writes: proxy.writes("state")["201"] ?? 0 };
-      expect(first.bytes).toBeGreaterThan(100_000); // the whole state, once: the first snapshot
-      const stale = await store.load("3");
-      await processor.processBatch([record(250, guid(7), 300)]);
-      // One append of the one event the batch changed, not the 250 of the partition.
-      expect(proxy.writes("state")["201"]).toBe(first.writes + 1);
-      expect(proxy.writtenBytes("state") - first.bytes).toBeLessThan(first.bytes / 100);
-      // A restart or a new owner: the snapshot and the journal give the whole state.
-      const { state } = await store.load("3");
-      expect(state.sequenceNumber).toBe(250);
-      expect(Object.keys(state.events)).toHaveLength(250);
-      expect(Object.keys(state.events[guid(7)]!.vms).sort()).toEqual(["agent-web-vmss_300", "agent-web-vmss_7"]);
-      // A holder that read before the append can no longer write.
-      await expect(
-        store.save("3", stale.state, stale.etag, changesBetween(stale.state, stale.state)),
-      ).rejects.toBeInstanceOf(OwnershipLostError);
-    } finally {
-      await proxy.close();
-    }
-  });
-
-  it("compacts a journal that outgrew its snapshot into a new snapshot and journal, losing nothing", async () => {
-    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("compact");
-    await container.createIfNotExists();
-    const store = new BlobPartitionStateStore(container, "fleet-state/compact", 5000);
-    const processor = await processorOver(store, "5");
-    // One event that 20 VMs join one batch at a time, each naming 150 more VMs: each append carries the whole event, so
-    // the journal outgrows the snapshot (and its 64 KiB floor).
-    for (let i = 0; i < 20; i++) await processor.processBatch([record(i, guid(1), i + 1, 150)]);
-    const names: string[] = [];
-    for await (const blob of container.listBlobsFlat({ prefix: "fleet-state/compact/" })) names.push(blob.name);
-    expect(names.filter((n) => n.includes(".journal-"))).toHaveLength(1); // the old journals were deleted
-    const snapshot = JSON.parse(
-      (await container.getBlobClient("fleet-state/compact/5.json").downloadToBuffer()).toString(),
-    );
-    expect(Object.keys(snapshot.events[guid(1)].vms).length).toBeGreaterThan(1); // compacted after the first save
-    const { state } = await store.load("5");
-    expect(state.sequenceNumber).toBe(19);
-    expect(Object.keys(state.events[guid(1)]!.vms)).toHaveLength(20);
-    expect(state.events[guid(1)]!.resources).toHaveLength(20 * 151);
-  });
-});
 
 describe("sef fleet", () => {
   it("shares the partitions between instances through the Blob checkpoint store", async () => {
