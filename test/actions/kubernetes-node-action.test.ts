@@ -617,9 +617,12 @@ describe("the kubernetes action's worker (node-action.ts) against the Kubernetes
     const notBefore = iso(startMs + 30_000);
     await startWith(s, reboot({ EventType: "Preempt", NotBefore: notBefore }));
     expect(s.outcomes()).toEqual(["Cordoned", "Draining"]);
-    // Refusals retried until the deadline (NotBefore - 5 s), then the pod deleted with the 5 s left.
+    // Refusals retried until the deadline (NotBefore - 5 s), then the pod deleted with the 5 s left. Time stops at the
+    // deadline itself, so the worker's steps there (real requests) read the clock before it moves on.
+    const deadlineMs = Date.parse(notBefore) - 5_000;
     for (let i = 0; i < 40 && !s.outcomes().includes("DrainIncomplete"); i++) {
-      await s.clock.advance(1_000);
+      const toDeadlineMs = deadlineMs - s.clock.now();
+      await s.clock.advance(toDeadlineMs > 0 ? Math.min(1_000, toDeadlineMs) : 1_000);
       await s.parked();
     }
     expect(s.outcomes()).toEqual(["Cordoned", "Draining", "DrainIncomplete"]);
