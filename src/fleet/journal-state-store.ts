@@ -200,10 +200,9 @@ export class BlobPartitionStateStore implements PartitionStateStore {
       throw err;
     }
     const continued: Version = { ...version, journal: next, behind: [...version.behind, old.name] };
-    const body = snapshotBody(state, next.name);
-    const written = this.writeSnapshot(partitionId, body, version.snapshot)
-      .then(async (etag) => {
-        this.landed.set(partitionId, { journal: next.name, etag, bytes: Buffer.byteLength(body) });
+    const written = this.writeSnapshotLater(partitionId, state, next.name, version.snapshot)
+      .then(async (landed) => {
+        this.landed.set(partitionId, landed);
         await this.deleteJournals(continued.behind);
       })
       // Not written (a conflict, a timeout): the older snapshot and the chain from it still hold the whole state, and the
@@ -212,6 +211,19 @@ export class BlobPartitionStateStore implements PartitionStateStore {
       .finally(() => this.writing.delete(partitionId));
     this.writing.set(partitionId, written);
     return continued;
+  }
+
+  /** Writes the snapshot once the save that asked for it has returned: the text too is made beside the batches. */
+  private async writeSnapshotLater(
+    partitionId: string,
+    state: PartitionState,
+    journal: string,
+    snapshotEtag: string | undefined,
+  ): Promise<LandedSnapshot> {
+    await new Promise((resolve) => setImmediate(resolve));
+    const body = snapshotBody(state, journal);
+    const etag = await this.writeSnapshot(partitionId, body, snapshotEtag);
+    return { journal, etag, bytes: Buffer.byteLength(body) };
   }
 
   /**

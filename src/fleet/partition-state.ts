@@ -101,7 +101,8 @@ export interface PartitionStateStore {
   load(partitionId: string): Promise<LoadedPartitionState>;
   /**
    * Saves `state` if the store is still at `version`; returns the new version. With `changes` (what differs from the
-   * state of `version`) the store may write only those.
+   * state of `version`) the store may write only those. The store may keep `state` and write it whole later (a
+   * snapshot): a saved state is never changed afterwards (a batch changes a `workingCopy`).
    */
   save(
     partitionId: string,
