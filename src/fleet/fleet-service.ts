@@ -314,16 +314,7 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       owned.processors.get(context.partitionId)?.controller.abort();
       const controller = new AbortController();
       const processor = await deps.openProcessor(context.partitionId, controller.signal);
-      const retry = deps.storeRetry(controller.signal, context.partitionId);
-      const checkpoint = new LatestCheckpoint<{ context: PartitionContext; event: ReceivedEventData }>(
-        (at) =>
-          untilStored(() => at.context.updateCheckpoint(at.event), "could not save the checkpoint; retrying", retry),
-        (err) =>
-          logger.error(
-            { partitionId: context.partitionId, err: { type: (err as Error).name, message: (err as Error).message } },
-            "the checkpoint writer failed (not a storage error)",
-          ),
-      );
+      const checkpoint = checkpointWriter(deps.storeRetry(controller.signal, context.partitionId));
       owned.processors.set(context.partitionId, { processor, controller, checkpoint });
       refreshGauges();
       logger.info(
@@ -386,6 +377,18 @@ function partitionHandlers(deps: PartitionHandlerDeps) {
       logger.info({ partitionId: context.partitionId, reason }, "partition released");
     },
   };
+}
+
+/** A partition's checkpoint writer: each write retried until Blob storage answers or the partition closes (its log). */
+function checkpointWriter(retry: StoreRetry): OwnedPartition["checkpoint"] {
+  return new LatestCheckpoint(
+    (at) => untilStored(() => at.context.updateCheckpoint(at.event), "could not save the checkpoint; retrying", retry),
+    (err) =>
+      retry.logger.error(
+        { err: { type: (err as Error).name, message: (err as Error).message } },
+        "the checkpoint writer failed (not a storage error)",
+      ),
+  );
 }
 
 /**

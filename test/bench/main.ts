@@ -45,7 +45,10 @@ function report(name: string, value: unknown, verdict?: boolean): void {
 // `sef-fleet` under 100,000 forged EventIds: memory bounded, real events paged within the usual p99 (target 5 s).
 // SEF_BENCH_ONLY=fleet-flood runs just this part.
 async function benchFleetFloodPart(): Promise<void> {
-  const flood = await benchFleetFlood(Number(process.env.SEF_BENCH_FLEET_FLOOD ?? 100_000));
+  const flood = await benchFleetFlood(
+    Number(process.env.SEF_BENCH_FLEET_FLOOD ?? 100_000),
+    Number(process.env.SEF_BENCH_FLEET_FLOOD_SAMPLES ?? 200),
+  );
   report(
     "fleetForgedEventIdFlood",
     flood,
