@@ -196,7 +196,7 @@ export class BlobPartitionStateStore implements PartitionStateStore {
     try {
       await this.append(partitionId, old.name, `${line}${sealLine(next.name)}`, old.etag);
     } catch (err) {
-      await this.deleteQuietly(next.name); // nothing names it
+      await this.deleteIfUnnamed(next.name, err);
       throw err;
     }
     const continued: Version = { ...version, journal: next, behind: [...version.behind, old.name] };
@@ -238,7 +238,7 @@ export class BlobPartitionStateStore implements PartitionStateStore {
       try {
         await this.append(partitionId, old.name, sealLine(next.name), old.etag);
       } catch (err) {
-        await this.deleteQuietly(next.name);
+        await this.deleteIfUnnamed(next.name, err);
         throw err;
       }
     }
@@ -247,7 +247,7 @@ export class BlobPartitionStateStore implements PartitionStateStore {
     try {
       written = await this.writeSnapshot(partitionId, body, version.snapshot);
     } catch (err) {
-      if (!sealing) await this.deleteQuietly(next.name); // a sealed journal names it: the chain goes on through it
+      if (!sealing) await this.deleteIfUnnamed(next.name, err); // a sealed journal names it: the chain goes through it
       throw err;
     }
     await this.deleteJournals([...version.behind, ...(old === undefined ? [] : [old.name])]);
@@ -283,6 +283,15 @@ export class BlobPartitionStateStore implements PartitionStateStore {
   /** Deletes journals no snapshot names any more (one left behind is harmless: nothing reads it). */
   private async deleteJournals(names: readonly string[]): Promise<void> {
     await Promise.all(names.map((name) => this.deleteQuietly(name)));
+  }
+
+  /**
+   * Deletes a new journal after the write that was to name it failed — only when that write certainly did not happen
+   * (the store refused it: another holder's write). A timeout or a server error may have come after the write took
+   * effect, and a journal a seal or a snapshot names must exist: an orphan is harmless, a missing link is not.
+   */
+  private async deleteIfUnnamed(name: string, err: unknown): Promise<void> {
+    if (err instanceof OwnershipLostError) await this.deleteQuietly(name);
   }
 
   private async deleteQuietly(name: string): Promise<void> {

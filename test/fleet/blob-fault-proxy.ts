@@ -24,6 +24,12 @@ export interface BlobFaultProxy {
    * Blob store for those blobs alone.
    */
   holdWrites(kind: BlobRequestKind, only: BlobNameMatch): { held(): number; release(): void };
+  /**
+   * Forwards the next `count` writes of `kind` (to the blobs `only` matches, whose body holds `bodyHolds`) and answers
+   * 503 ServerBusy whatever the store answered: a write that took effect while its client was told it failed (what a
+   * timeout after the fact looks like).
+   */
+  failAfterWriting(kind: BlobRequestKind, count: number, only: BlobNameMatch, bodyHolds?: string): void;
   /** Writes of `kind` (to the blobs `only` matches) seen so far, by the status they were answered with. */
   writes(kind: BlobRequestKind, only?: BlobNameMatch): Record<string, number>;
   /** Body bytes of the writes (PUT) of `kind` forwarded so far. */
@@ -58,6 +64,12 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
     [];
   const written: Array<{ kind: BlobRequestKind; path: string; status: number }> = [];
   const bytes = new Map<BlobRequestKind, number>();
+  const lateFaults: Array<{ kind: BlobRequestKind; left: number; only: BlobNameMatch; bodyHolds?: string }> = [];
+  /** The fault to answer a write with after forwarding it, if one applies to it. */
+  const lateFaultFor = (kind: BlobRequestKind, path: string, body: string) =>
+    lateFaults.find(
+      (f) => f.kind === kind && f.left > 0 && f.only(path) && (f.bodyHolds === undefined || body.includes(f.bodyHolds)),
+    );
   const forward = (
     req: IncomingMessage,
     res: import("node:http").ServerResponse,
@@ -65,16 +77,29 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
     path: string,
   ) => {
     const isWrite = req.method === "PUT";
+    const chunks: Buffer[] = [];
     const forwarded = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {
+        const late = isWrite ? lateFaultFor(kind, path, Buffer.concat(chunks).toString()) : undefined;
+        if (late !== undefined) {
+          late.left--;
+          written.push({ kind, path, status: 503 });
+          answer.resume();
+          serverBusy(res);
+          return;
+        }
         if (isWrite) written.push({ kind, path, status: answer.statusCode ?? 0 });
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
       },
     );
     forwarded.on("error", () => res.destroy());
-    if (isWrite) req.on("data", (chunk: Buffer) => void bytes.set(kind, (bytes.get(kind) ?? 0) + chunk.length));
+    if (isWrite)
+      req.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
+        bytes.set(kind, (bytes.get(kind) ?? 0) + chunk.length);
+      });
     req.pipe(forwarded);
   };
   const server: Server = createServer((req: IncomingMessage, res) => {
@@ -105,6 +130,7 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
       `BlobEndpoint=http://127.0.0.1:${port}/`,
     ),
     failNextWrites: (kind, left, only = () => true) => void faults.unshift({ kind, left, only }),
+    failAfterWriting: (kind, left, only, bodyHolds) => void lateFaults.push({ kind, left, only, bodyHolds }),
     holdWrites: (kind, only) => {
       const hold = { kind, only, waiting: [] as Array<() => void>, released: false };
       holds.push(hold);

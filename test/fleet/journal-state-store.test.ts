@@ -206,6 +206,34 @@ describe("the partition state journal", () => {
       await proxy.close();
     }
   });
+  it("keeps every journal a snapshot or a seal names when the write naming it took effect but was answered with an error (a timeout after the fact): a new holder still loads", async () => {
+    const proxy = await startBlobFaultProxy(azurite.connectionString);
+    try {
+      const container = await containerOver(proxy.connectionString, "doubt");
+      const store = new BlobPartitionStateStore(container, "fleet-state/doubt", 5000);
+      const processor = await processorOver(store, "6");
+      const reader = () => new BlobPartitionStateStore(container, "fleet-state/doubt", 5000).load("6");
+      // The first snapshot written, its answer lost: the save fails, the snapshot names a journal that must exist.
+      proxy.failAfterWriting("state", 1, snapshotBlob);
+      await expect(processor.processBatch([record(0, guid(1), 1, 150)])).rejects.toMatchObject({ statusCode: 503 });
+      expect((await reader()).state.sequenceNumber).toBe(0);
+
+      // A journal's seal naming its successor written, its answer lost: the successor must exist too.
+      const fresh = await processorOver(store, "6");
+      proxy.failAfterWriting("state", 1, (path) => path.includes(".journal-"), '"sealed":true');
+      let sequence = 1;
+      while ((proxy.writes("state")["503"] ?? 0) < 2) {
+        expect(sequence).toBeLessThan(200);
+        await fresh.processBatch([record(sequence, guid(1), sequence + 1, 150)]).catch(() => undefined);
+        sequence++;
+      }
+      const { state } = await reader();
+      expect(state.sequenceNumber).toBe(sequence - 1); // the batch whose answer was lost is in the chain
+      expect(Object.keys(state.events[guid(1)]!.vms)).toHaveLength(sequence);
+    } finally {
+      await proxy.close();
+    }
+  });
 });
 
 /** A container reached through `connectionString`, created, with no retries of the SDK's own (the store's are counted). */
