@@ -4,9 +4,10 @@
 // the peers (which keep what they are sent), and the real events' paging latency (p99 as usual?).
 import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { partitionIndexForKey } from "../../src/contract/partition-hash.js";
-import { startCluster, type Cluster } from "../fleet/cluster.js";
+import { startCluster, type Cluster, type InstanceTargets } from "../fleet/cluster.js";
 import { fleetTransition, vm } from "../fleet/records.js";
 import { metricValue } from "../helpers/metrics.js";
 import { percentile } from "./agent-latency.js";
@@ -23,7 +24,7 @@ export interface FleetFloodResult {
   floodSendMs: number;
   realBefore: { count: number; p50Ms: number; p99Ms: number; maxMs: number };
   realDuring: { sent: number; count: number; p50Ms: number; p99Ms: number; maxMs: number };
-  /** The `sef-fleet` process alone (the notification peer runs in the bench process: `benchProcessRssMb`). */
+  /** The `sef-fleet` process alone (the notification peer runs in a worker of the bench process: `benchProcessRssMb`). */
   rssMb: { before: number; peak: number; after: number };
   /** The fleet's RSS and V8 heap in use when it had read (folded or dropped) this many forged records. */
   atRecordsRead: Array<{ read: number; rssMb: number; heapUsedMb: number }>;
@@ -62,9 +63,16 @@ const recordsRead = (text: string) =>
 const realId = (n: number) => `4ea10000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 const forgedId = (n: number) => `f0e6ed00-0000-4000-8000-${String(n).padStart(12, "0")}`;
 
+/** A PagerDuty request the notification peer took: the dedup key, and when it arrived (its wall clock). */
+interface PagedAt {
+  readonly dedupKey?: string;
+  readonly receivedAtMs: number;
+}
+
 /** Sends `count` real events (`gapMs` apart) from 20 real VMs and resolves with each one's time from sending to its PagerDuty trigger. */
 async function pageReal(
   cluster: Cluster,
+  paged: () => Promise<readonly PagedAt[]>,
   first: number,
   count: number,
   gapMs: number,
@@ -81,14 +89,67 @@ async function pageReal(
   const deadline = Date.now() + timeoutMs;
   const latencies = new Map<string, number>();
   while (latencies.size < count && Date.now() < deadline) {
-    for (const r of cluster.peer.requests("pagerduty")) {
-      const key = (r.body as { dedup_key?: string }).dedup_key;
+    for (const r of await paged()) {
+      const key = r.dedupKey;
       if (key !== undefined && sentAt.has(key) && !latencies.has(key))
         latencies.set(key, r.receivedAtMs - sentAt.get(key)!);
     }
     await sleep(50);
   }
   return [...latencies.values()];
+}
+
+const distNotifyPeer = pathToFileURL(
+  fileURLToPath(new URL("../../src/testbed/dist/peers/notify/server.js", import.meta.url)),
+).href;
+
+/** The notification peer on an event loop of its own (a worker thread): the PagerDuty target is another machine. */
+interface NotifyPeerWorker {
+  readonly targets: InstanceTargets;
+  /** The PagerDuty requests it took so far. */
+  paged(): Promise<readonly PagedAt[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the notification peer in a worker thread: on the bench's event loop (the real VMs' sender, the samplers) the
+ * time it stamped on a request arriving was the bench's, not the fleet's.
+ */
+async function startNotifyPeerWorker(): Promise<NotifyPeerWorker> {
+  const source = `
+    const { parentPort, workerData } = require("node:worker_threads");
+    import(workerData.distNotifyPeer).then(async ({ startNotifyPeer }) => {
+      const peer = await startNotifyPeer();
+      let reported = 0;
+      parentPort.on("message", async (message) => {
+        if (message === "paged") {
+          const all = peer.requests("pagerduty");
+          const fresh = all.slice(reported).map((r) => ({ dedupKey: r.body?.dedup_key, receivedAtMs: r.receivedAtMs }));
+          reported = all.length;
+          parentPort.postMessage({ kind: "paged", fresh });
+        }
+        if (message === "close") { await peer.close(); parentPort.postMessage({ kind: "closed" }); }
+      });
+      parentPort.postMessage({ kind: "ready", url: peer.url });
+    });`;
+  const worker = new Worker(source, { eval: true, execArgv: plainWorkerExecArgv(), workerData: { distNotifyPeer } });
+  const url = String((await nextWorkerMessage(worker, "ready")).url);
+  const seen: PagedAt[] = [];
+  return {
+    targets: { pagerDutyUrl: `${url}/v2/enqueue`, slackUrl: `${url}/slack/services/T0/B0/X` },
+    paged: async () => {
+      const answer = nextWorkerMessage(worker, "paged");
+      worker.postMessage("paged");
+      seen.push(...((await answer).fresh as PagedAt[]));
+      return seen;
+    },
+    close: async () => {
+      const closed = nextWorkerMessage(worker, "closed");
+      worker.postMessage("close");
+      await closed;
+      await worker.terminate();
+    },
+  };
 }
 
 /** 100,000 (or `forged`) records with invented EventIds and reporters, each with the partition its EventId hashes to. */
@@ -175,8 +236,10 @@ export async function benchFleetFlood(forged = 100_000, samples = 200): Promise<
   // The real VMs report before the flood; they count as known reporters after `reporterKnownAfterMs` (1 h by default,
   // 10 s here so the bench need not wait an hour).
   const knownAfterMs = 10_000;
+  const notify = await startNotifyPeerWorker();
   const cluster = await startCluster({
     instances: 1,
+    targetsOf: () => notify.targets,
     partitions,
     ownershipExpirationMs: 60_000,
     bounds: { reporterKnownAfterMs: knownAfterMs },
@@ -193,7 +256,7 @@ export async function benchFleetFlood(forged = 100_000, samples = 200): Promise<
     const deadline = Date.now() + 60_000;
     while (metricValue(await metrics(), "sef_fleet_owned_partitions") < partitions && Date.now() < deadline)
       await sleep(200);
-    const before = await pageReal(cluster, 0, samples, 50, 30_000);
+    const before = await pageReal(cluster, notify.paged, 0, samples, 50, 30_000);
     await sleep(knownAfterMs);
     const rssBefore = rssMb(pid);
     const benchRssBefore = processRssMb();
@@ -225,7 +288,7 @@ export async function benchFleetFlood(forged = 100_000, samples = 200): Promise<
     const flooding = flood(cluster.hub.connectionString, forgedInOrder, rate);
     // The real events spread over the flood's length at its rate (250 ms apart when it goes as fast as it can).
     const gapMs = rate === 0 ? 250 : Math.max(250, Math.floor((forged / rate) * 1000) / samples);
-    const during = pageReal(cluster, 1000, samples, gapMs, 120_000);
+    const during = pageReal(cluster, notify.paged, 1000, samples, gapMs, 120_000);
     await flooding;
     const floodSendMs = Date.now() - floodStart;
     const duringLatencies = await during;
@@ -270,6 +333,7 @@ export async function benchFleetFlood(forged = 100_000, samples = 200): Promise<
     };
   } finally {
     await cluster.stop();
+    await notify.close();
     // The instance's log lines (SEF_BENCH_FLEET_LOG_LEVEL=info adds one per notification sent), for a diagnosis.
     if (process.env.SEF_BENCH_FLEET_FLOOD_LOG)
       writeFileSync(process.env.SEF_BENCH_FLEET_FLOOD_LOG, cluster.instances[0]!.stderr());
