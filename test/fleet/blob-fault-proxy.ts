@@ -17,21 +17,21 @@ export const snapshotBlob: BlobNameMatch = (path) => path.endsWith(".json");
 export interface BlobFaultProxy {
   /** Azurite's connection string with the proxy as the Blob endpoint. */
   readonly connectionString: string;
-  /** Answers the next `count` writes (PUT) of `kind` (of the blobs `only` matches) with 503 ServerBusy, forwarding nothing. */
-  failNextWrites(kind: BlobRequestKind, count: number, only?: BlobNameMatch): void;
+  /** Answers the next `count` writes (PUT) of `kind` (of the blobs `blobs` matches) with 503 ServerBusy, forwarding nothing. */
+  failNextWrites(kind: BlobRequestKind, count: number, blobs?: BlobNameMatch): void;
   /**
-   * Holds the writes of `kind` to the blobs `only` matches, unanswered, from now until `release` forwards them: a slow
+   * Holds the writes of `kind` to the blobs `blobs` matches, unanswered, from now until `release` forwards them: a slow
    * Blob store for those blobs alone.
    */
-  holdWrites(kind: BlobRequestKind, only: BlobNameMatch): { held(): number; release(): void };
+  holdWrites(kind: BlobRequestKind, blobs: BlobNameMatch): { held(): number; release(): void };
   /**
-   * Forwards the next `count` writes of `kind` (to the blobs `only` matches, whose body holds `bodyHolds`) and answers
+   * Forwards the next `count` writes of `kind` (to the blobs `blobs` matches, whose body holds `bodyHolds`) and answers
    * 503 ServerBusy whatever the store answered: a write that took effect while its client was told it failed (what a
    * timeout after the fact looks like).
    */
-  failAfterWriting(kind: BlobRequestKind, count: number, only: BlobNameMatch, bodyHolds?: string): void;
-  /** Writes of `kind` (to the blobs `only` matches) seen so far, by the status they were answered with. */
-  writes(kind: BlobRequestKind, only?: BlobNameMatch): Record<string, number>;
+  failAfterWriting(kind: BlobRequestKind, count: number, blobs: BlobNameMatch, bodyHolds?: string): void;
+  /** Writes of `kind` (to the blobs `blobs` matches) seen so far, by the status they were answered with. */
+  writes(kind: BlobRequestKind, blobs?: BlobNameMatch): Record<string, number>;
   /** Body bytes of the writes (PUT) of `kind` forwarded so far. */
   writtenBytes(kind: BlobRequestKind): number;
   close(): Promise<void>;
@@ -59,17 +59,33 @@ function serverBusy(res: import("node:http").ServerResponse): void {
 
 export async function startBlobFaultProxy(azuriteConnectionString: string): Promise<BlobFaultProxy> {
   const upstream = new URL(/BlobEndpoint=([^;]+)/.exec(azuriteConnectionString)![1]!);
-  const faults: Array<{ kind: BlobRequestKind; left: number; only: BlobNameMatch }> = [];
-  const holds: Array<{ kind: BlobRequestKind; only: BlobNameMatch; waiting: Array<() => void>; released: boolean }> =
+  /** Writes answered 503: instead of forwarding them, or after (`afterWriting`: the write took effect). */
+  const faults: Array<{
+    kind: BlobRequestKind;
+    left: number;
+    blobs: BlobNameMatch;
+    afterWriting: boolean;
+    bodyHolds?: string;
+  }> = [];
+  const holds: Array<{ kind: BlobRequestKind; blobs: BlobNameMatch; waiting: Array<() => void>; released: boolean }> =
     [];
   const written: Array<{ kind: BlobRequestKind; path: string; status: number }> = [];
   const bytes = new Map<BlobRequestKind, number>();
-  const lateFaults: Array<{ kind: BlobRequestKind; left: number; only: BlobNameMatch; bodyHolds?: string }> = [];
-  /** The fault to answer a write with after forwarding it, if one applies to it. */
-  const lateFaultFor = (kind: BlobRequestKind, path: string, body: string) =>
-    lateFaults.find(
-      (f) => f.kind === kind && f.left > 0 && f.only(path) && (f.bodyHolds === undefined || body.includes(f.bodyHolds)),
+  /** Whether a fault applies to this write (it is then used up once). */
+  const takeFault = (kind: BlobRequestKind, path: string, afterWriting: boolean, body = ""): boolean => {
+    const fault = faults.find(
+      (f) =>
+        f.afterWriting === afterWriting &&
+        f.kind === kind &&
+        f.left > 0 &&
+        f.blobs(path) &&
+        (f.bodyHolds === undefined || body.includes(f.bodyHolds)),
     );
+    if (fault === undefined) return false;
+    fault.left--;
+    written.push({ kind, path, status: 503 });
+    return true;
+  };
   const forward = (
     req: IncomingMessage,
     res: import("node:http").ServerResponse,
@@ -81,10 +97,7 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
     const forwarded = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {
-        const late = isWrite ? lateFaultFor(kind, path, Buffer.concat(chunks).toString()) : undefined;
-        if (late !== undefined) {
-          late.left--;
-          written.push({ kind, path, status: 503 });
+        if (isWrite && takeFault(kind, path, true, Buffer.concat(chunks).toString())) {
           answer.resume();
           serverBusy(res);
           return;
@@ -106,15 +119,12 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
     const path = new URL(req.url ?? "/", "http://proxy").pathname;
     const kind = kindOf(path);
     const isWrite = req.method === "PUT";
-    const fault = isWrite ? faults.find((f) => f.kind === kind && f.left > 0 && f.only(path)) : undefined;
-    if (fault !== undefined) {
-      fault.left--;
-      written.push({ kind, path, status: 503 });
+    if (isWrite && takeFault(kind, path, false)) {
       req.resume();
       req.on("end", () => serverBusy(res));
       return;
     }
-    const hold = isWrite ? holds.find((h) => !h.released && h.kind === kind && h.only(path)) : undefined;
+    const hold = isWrite ? holds.find((h) => !h.released && h.kind === kind && h.blobs(path)) : undefined;
     if (hold !== undefined) {
       req.pause();
       hold.waiting.push(() => forward(req, res, kind, path));
@@ -129,10 +139,11 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
       /BlobEndpoint=http:\/\/[^/]+\//,
       `BlobEndpoint=http://127.0.0.1:${port}/`,
     ),
-    failNextWrites: (kind, left, only = () => true) => void faults.unshift({ kind, left, only }),
-    failAfterWriting: (kind, left, only, bodyHolds) => void lateFaults.push({ kind, left, only, bodyHolds }),
-    holdWrites: (kind, only) => {
-      const hold = { kind, only, waiting: [] as Array<() => void>, released: false };
+    failNextWrites: (kind, left, blobs = () => true) => void faults.unshift({ kind, left, blobs, afterWriting: false }),
+    failAfterWriting: (kind, left, blobs, bodyHolds) =>
+      void faults.push({ kind, left, blobs, afterWriting: true, bodyHolds }),
+    holdWrites: (kind, blobs) => {
+      const hold = { kind, blobs, waiting: [] as Array<() => void>, released: false };
       holds.push(hold);
       return {
         held: () => hold.waiting.length,
@@ -142,10 +153,10 @@ export async function startBlobFaultProxy(azuriteConnectionString: string): Prom
         },
       };
     },
-    writes: (kind, only = () => true) => {
+    writes: (kind, blobs = () => true) => {
       const byStatus: Record<string, number> = {};
       for (const w of written)
-        if (w.kind === kind && only(w.path)) byStatus[String(w.status)] = (byStatus[String(w.status)] ?? 0) + 1;
+        if (w.kind === kind && blobs(w.path)) byStatus[String(w.status)] = (byStatus[String(w.status)] ?? 0) + 1;
       return byStatus;
     },
     writtenBytes: (kind) => bytes.get(kind) ?? 0,

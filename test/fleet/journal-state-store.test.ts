@@ -4,11 +4,16 @@
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlobPartitionStateStore, maxJournalsBehind } from "../../src/fleet/journal-state-store.js";
-import { changesBetween, emptyPartitionState, OwnershipLostError } from "../../src/fleet/partition-state.js";
+import {
+  changesBetween,
+  emptyPartitionState,
+  OwnershipLostError,
+  type LoadedPartitionState,
+} from "../../src/fleet/partition-state.js";
 import { PartitionProcessor } from "../../src/fleet/partition-processor.js";
 import { FleetMetrics } from "../../src/fleet/metrics.js";
 import { silentLogger } from "../../src/agent/observability/logger.js";
-import { snapshotBlob, startBlobFaultProxy } from "./blob-fault-proxy.js";
+import { snapshotBlob, startBlobFaultProxy, type BlobFaultProxy } from "./blob-fault-proxy.js";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { fleetTransition, vm } from "./records.js";
 import { waitFor } from "../helpers/wait.js";
@@ -71,13 +76,33 @@ describe("the partition state journal", () => {
     offset: String(sequenceNumber),
   });
 
-  it("writes in proportion to what a batch changed: one event of 250 is one small append, and a new holder reads it all back", async () => {
+  /** What a test over the Blob fault peer gets: the peer, the container through it, a store and a processor over it. */
+  interface OverPeer {
+    readonly proxy: BlobFaultProxy;
+    readonly container: ContainerClient;
+    readonly store: BlobPartitionStateStore;
+    readonly processor: PartitionProcessor;
+    /** The partition's state as a new holder (another store) loads it. */
+    readonly newHolderLoads: () => Promise<LoadedPartitionState>;
+  }
+
+  /** Runs `test` over a Blob fault peer in front of Azurite, on container `name`, partition `partitionId`; closes the peer. */
+  async function overFaultPeer(name: string, partitionId: string, test: (over: OverPeer) => Promise<void>) {
     const proxy = await startBlobFaultProxy(azurite.connectionString);
     try {
-      const container = BlobServiceClient.fromConnectionString(proxy.connectionString).getContainerClient("journal");
-      await container.createIfNotExists();
-      const store = new BlobPartitionStateStore(container, "fleet-state/journal", 5000);
-      const processor = await processorOver(store, "3");
+      const container = await containerOver(proxy.connectionString, name);
+      const store = new BlobPartitionStateStore(container, `fleet-state/${name}`, 5000);
+      const processor = await processorOver(store, partitionId);
+      const newHolderLoads = () =>
+        new BlobPartitionStateStore(container, `fleet-state/${name}`, 5000).load(partitionId);
+      await test({ proxy, container, store, processor, newHolderLoads });
+    } finally {
+      await proxy.close();
+    }
+  }
+
+  it("writes in proportion to what a batch changed: one event of 250 is one small append, and a new holder reads it all back", async () => {
+    await overFaultPeer("journal", "3", async ({ proxy, store, processor }) => {
       // 250 events, each opened by a VM of its own (within the per-reporter and partition rates).
       await processor.processBatch(Array.from({ length: 250 }, (_, i) => record(i, guid(i), i)));
       const first = { bytes: proxy.writtenBytes("state"), writes: proxy.writes("state")["201"] ?? 0 };
@@ -96,9 +121,7 @@ describe("the partition state journal", () => {
       await expect(
         store.save("3", stale.state, stale.etag, changesBetween(stale.state, stale.state)),
       ).rejects.toBeInstanceOf(OwnershipLostError);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 
   it("continues a journal that outgrew its snapshot with a new snapshot and journal, losing nothing", async () => {
@@ -121,11 +144,7 @@ describe("the partition state journal", () => {
     expect(state.events[guid(1)]!.resources).toHaveLength(20 * 151);
   });
   it("does not wait for the snapshot: while it is being written the saves go on into the next journal, a load reads the whole state through the chain, and a holder that read before the seal can no longer write", async () => {
-    const proxy = await startBlobFaultProxy(azurite.connectionString);
-    try {
-      const container = await containerOver(proxy.connectionString, "beside");
-      const store = new BlobPartitionStateStore(container, "fleet-state/beside", 5000);
-      const processor = await processorOver(store, "2");
+    await overFaultPeer("beside", "2", async ({ proxy, container, store, processor, newHolderLoads }) => {
       await processor.processBatch([record(0, guid(1), 1, 150)]); // the first snapshot, written by the save itself
       const before = await store.load("2");
       const slowSnapshots = proxy.holdWrites("state", snapshotBlob);
@@ -133,8 +152,7 @@ describe("the partition state journal", () => {
       // Every save answered while the one snapshot write beside them waits; the first journal is sealed.
       expect(slowSnapshots.held()).toBe(1);
       expect((await journalsOf(container, "fleet-state/beside/")).length).toBeGreaterThanOrEqual(2);
-      const reader = new BlobPartitionStateStore(container, "fleet-state/beside", 5000);
-      const midway = (await reader.load("2")).state;
+      const midway = (await newHolderLoads()).state;
       expect(midway.sequenceNumber).toBe(19);
       expect(Object.keys(midway.events[guid(1)]!.vms)).toHaveLength(20);
       await expect(
@@ -151,26 +169,20 @@ describe("the partition state journal", () => {
       expect(proxy.writes("state", snapshotBlob)["412"]).toBeUndefined();
       expect(proxy.writes("state", snapshotBlob)["201"]).toBeGreaterThanOrEqual(3);
       expect(await journalsOf(container, "fleet-state/beside/")).toHaveLength(1);
-      const { state } = await reader.load("2");
+      const { state } = await newHolderLoads();
       expect(state.sequenceNumber).toBe(39);
       expect(Object.keys(state.events[guid(1)]!.vms)).toHaveLength(40);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 
   it(`keeps the chain whole when snapshots cannot be written, and writes one itself once ${maxJournalsBehind} journals behind`, async () => {
-    const proxy = await startBlobFaultProxy(azurite.connectionString);
-    try {
-      const container = await containerOver(proxy.connectionString, "behind");
-      const store = new BlobPartitionStateStore(container, "fleet-state/behind", 5000);
-      const processor = await processorOver(store, "4");
+    await overFaultPeer("behind", "4", async ({ proxy, container, store, processor, newHolderLoads }) => {
       await processor.processBatch([record(0, guid(1), 1, 150)]);
       proxy.failNextWrites("state", maxJournalsBehind, snapshotBlob);
       let sequence = 1;
       const save = () => processor.processBatch([record(sequence, guid(1), sequence + 1, 150)]);
       const wholeStateReadBack = async () => {
-        const { state } = await new BlobPartitionStateStore(container, "fleet-state/behind", 5000).load("4");
+        const { state } = await newHolderLoads();
         expect(state.sequenceNumber).toBe(sequence);
         expect(Object.keys(state.events[guid(1)]!.vms)).toHaveLength(sequence + 1);
       };
@@ -202,21 +214,14 @@ describe("the partition state journal", () => {
       await wholeStateReadBack();
       expect(proxy.writes("state", snapshotBlob)).toEqual({ "201": 2, "503": maxJournalsBehind });
       expect(await journalsOf(container, "fleet-state/behind/")).toHaveLength(1);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
   it("keeps every journal a snapshot or a seal names when the write naming it took effect but was answered with an error (a timeout after the fact): a new holder still loads", async () => {
-    const proxy = await startBlobFaultProxy(azurite.connectionString);
-    try {
-      const container = await containerOver(proxy.connectionString, "doubt");
-      const store = new BlobPartitionStateStore(container, "fleet-state/doubt", 5000);
-      const processor = await processorOver(store, "6");
-      const reader = () => new BlobPartitionStateStore(container, "fleet-state/doubt", 5000).load("6");
+    await overFaultPeer("doubt", "6", async ({ proxy, store, processor, newHolderLoads }) => {
       // The first snapshot written, its answer lost: the save fails, the snapshot names a journal that must exist.
       proxy.failAfterWriting("state", 1, snapshotBlob);
       await expect(processor.processBatch([record(0, guid(1), 1, 150)])).rejects.toMatchObject({ statusCode: 503 });
-      expect((await reader()).state.sequenceNumber).toBe(0);
+      expect((await newHolderLoads()).state.sequenceNumber).toBe(0);
 
       // A journal's seal naming its successor written, its answer lost: the successor must exist too.
       const fresh = await processorOver(store, "6");
@@ -227,12 +232,10 @@ describe("the partition state journal", () => {
         await fresh.processBatch([record(sequence, guid(1), sequence + 1, 150)]).catch(() => undefined);
         sequence++;
       }
-      const { state } = await reader();
+      const { state } = await newHolderLoads();
       expect(state.sequenceNumber).toBe(sequence - 1); // the batch whose answer was lost is in the chain
       expect(Object.keys(state.events[guid(1)]!.vms)).toHaveLength(sequence);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 });
 
